@@ -1,0 +1,201 @@
+"""Reading and writing traces as JSON Lines.
+
+Line 1 is the header, every further line one event. Each line is compact
+JSON with sorted keys, so the same events always give the same bytes: traces
+can be diffed, hashed and compared across runs, and
+``write_trace(p2, read_trace(p1))`` reproduces ``p1`` exactly.
+
+The writer buffers whole lines and hands them to the file only on a flush
+(every ``flush_every`` events and on close), so the file on disk always ends
+at a line boundary: a run interrupted between flushes keeps a valid trace of
+everything flushed so far.
+
+Every reading error is a :class:`TraceFormatError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Iterator
+
+from netsleuth.errors import TraceFormatError
+from netsleuth.trace.schema import (
+    Event, Trace, TraceHeader, event_from_json, event_to_json, header_from_json, header_to_json,
+)
+
+PathLike = str | os.PathLike[str]
+
+FLUSH_EVERY = 200
+
+
+def dumps_line(obj: dict[str, Any]) -> str:
+    """One canonical JSONL line (with its newline): compact, sorted keys, UTF-8 text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+class TraceWriter:
+    """Appends events to a new trace file; use as a context manager.
+
+    The header is written (and flushed) at construction, so even a run that
+    dies before its first event leaves a readable, empty trace.
+    """
+
+    def __init__(self, path: PathLike, header: TraceHeader, *, flush_every: int = FLUSH_EVERY) -> None:
+        if flush_every < 1:
+            raise ValueError("flush_every must be >= 1")
+        self.path = Path(path)
+        self.flush_every = flush_every
+        self.count = 0
+        self._pending: list[str] = []
+        line = dumps_line(header_to_json(header))  # validate before creating the file
+        try:
+            self._file: IO[str] | None = open(self.path, "w", encoding="utf-8", newline="\n")
+        except OSError as exc:
+            raise TraceFormatError(f"cannot create trace file {self.path}: {exc.strerror or exc}",
+                                   "check that the directory exists and is writable") from exc
+        self._file.write(line)
+        self._file.flush()
+
+    def write(self, event: Event) -> None:
+        """Queue one event; it reaches the file at the next flush."""
+        if self._file is None:
+            raise ValueError(f"trace writer for {self.path} is closed")
+        try:
+            line = dumps_line(event_to_json(event))
+        except (TypeError, ValueError) as exc:  # a dict field holding bytes, NaN, ...
+            raise TraceFormatError(
+                f"cannot record {type(event).__name__} seq={getattr(event, 'seq', '?')}: {exc}",
+                "event dict fields must hold JSON values (str, numbers, bool, None, lists, dicts)",
+            ) from exc
+        self._pending.append(line)
+        self.count += 1
+        if len(self._pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every queued line, whole, and push it to the OS."""
+        if self._file is None or not self._pending:
+            return
+        self._file.write("".join(self._pending))
+        self._pending.clear()
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is None:
+            return
+        try:
+            self.flush()
+        finally:
+            self._file.close()
+            self._file = None
+
+    @property
+    def closed(self) -> bool:
+        return self._file is None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        # Also on errors and Ctrl-C: what was recorded is what explains them.
+        self.close()
+
+
+def write_trace(path: PathLike, trace: Trace) -> None:
+    """Write a whole in-memory trace."""
+    with TraceWriter(path, trace.header) as writer:
+        for event in trace.events:
+            writer.write(event)
+
+
+def _open(path: Path) -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise TraceFormatError(f"trace file {path} does not exist",
+                               "check the path; traces are written by `netsleuth fuzz --trace FILE`") from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot open trace file {path}: {exc.strerror or exc}",
+                               "check that the path is a readable file") from None
+
+
+def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for each line, with file/line in every error."""
+    lineno = 0
+    for lineno, raw in enumerate(f, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TraceFormatError(f"{path}:{lineno}: the line is not valid UTF-8",
+                                   "the file is corrupt or not a trace; re-record it") from None
+        if not text.strip():
+            raise TraceFormatError(f"{path}:{lineno}: blank line",
+                                   "delete the blank line; every line of a trace is one JSON object")
+        try:
+            yield lineno, json.loads(text)
+        except json.JSONDecodeError as exc:
+            truncated = not raw.endswith(b"\n")
+            raise TraceFormatError(
+                f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})",
+                "the last line was cut off (interrupted run?); delete it to keep the rest"
+                if truncated else "fix or delete this line",
+            ) from None
+    if lineno == 0:
+        raise TraceFormatError(f"{path}:1: the trace file is empty (no header line)",
+                               "re-record the trace; a trace starts with a header line")
+
+
+def _reraise(path: Path, lineno: int, exc: TraceFormatError) -> TraceFormatError:
+    return TraceFormatError(f"{path}:{lineno}: {exc.problem}", exc.fix, exc.details)
+
+
+def _stream(path: PathLike) -> Iterator[TraceHeader | Event]:
+    """The header, then each event, parsed lazily."""
+    p = Path(path)
+    with _open(p) as f:
+        lines = _lines(p, f)
+        for lineno, obj in lines:
+            try:
+                yield header_from_json(obj) if lineno == 1 else event_from_json(obj)
+            except TraceFormatError as exc:
+                raise _reraise(p, lineno, exc) from exc
+
+
+def read_header(path: PathLike) -> TraceHeader:
+    """Only the header (cheap, whatever the trace's length)."""
+    stream = _stream(path)
+    try:
+        header = next(stream)
+    finally:
+        stream.close()
+    assert isinstance(header, TraceHeader)
+    return header
+
+
+def iter_trace(path: PathLike) -> Iterator[Event]:
+    """The events one by one, without holding the trace in memory.
+
+    The file is opened and its header validated now (so a bad path fails
+    here, not at the first ``next``); read the header with
+    :func:`read_header`. The file stays open until the iterator is exhausted
+    or closed.
+    """
+    stream = _stream(path)
+    next(stream)  # the header
+    return stream  # type: ignore[return-value]
+
+
+def read_trace(path: PathLike) -> Trace:
+    """The whole trace in memory."""
+    stream = _stream(path)
+    header = next(stream)
+    assert isinstance(header, TraceHeader)
+    events: list[Event] = list(stream)  # type: ignore[arg-type]
+    return Trace(header, events)
+
+
+__all__ = ["TraceWriter", "write_trace", "read_trace", "read_header", "iter_trace", "dumps_line", "FLUSH_EVERY"]

@@ -1,0 +1,455 @@
+"""Trace format version 1: the header and the typed events, as data.
+
+One trace format is shared by fuzzing, replay, minimization, race detection
+and export, so its schema lives here as plain frozen dataclasses with no I/O
+(see :mod:`netsleuth.trace.io` for the JSON Lines file).
+
+Why the shapes are what they are:
+
+* **No wall-clock anything.** ``t`` is the World's injected clock and the
+  header has no timestamp, so the same seed and inputs give a byte-identical
+  trace -- that is what makes traces diffable and replay checkable.
+* **Input events carry ``id`` and ``deps`` explicitly.** The STS minimizer
+  re-derived failure/recovery pairs from fingerprints at pruning time and
+  mangled them on round trips; storing the dependency makes pruning a lookup.
+* **Internal events carry ``fp``**, a masked fingerprint (see
+  :mod:`netsleuth.trace.fingerprint`) so "the same" message can be matched
+  across runs whose xids, cookies and buffer ids differ.
+* **A kind is a registered class.** Adding one is a decorator plus a
+  dataclass; the generic codec below derives validation from the type hints,
+  so a new kind cannot forget its (de)serializer.
+
+Field values are JSON-shaped: ``dict`` fields hold JSON values (lists, not
+tuples) and are stored as they are; ``tuple`` fields are written as lists and
+read back as tuples, so ``event_from_json(event_to_json(e)) == e``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping
+
+from netsleuth.errors import TraceFormatError
+
+FORMAT = "netsleuth-trace"
+VERSION = 1
+
+Fingerprint = tuple
+"""A masked fingerprint: a (nested) tuple of str/int/float/bool/None; hashable."""
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+# --------------------------------------------------------------------- header
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceHeader:
+    """The first line of every trace: what produced it and against what.
+
+    ``topology`` is a ``Topology.to_json()`` dict, kept opaque here so the
+    trace layer does not depend on how topologies are modelled.
+    """
+
+    format: str = FORMAT
+    version: int = VERSION
+    topology: dict
+    topology_spec: str
+    controller: str
+    seed: int | None
+    tool_version: str
+    command: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------- events
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every trace event: its position and its injected-clock time."""
+
+    kind: ClassVar[str] = ""
+    is_input: ClassVar[bool] = False
+
+    seq: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputEvent(Event):
+    """An event the tool caused (and delta debugging may prune).
+
+    ``id`` is stable across minimization ("i7"); ``deps`` lists the ids of the
+    inputs this one only makes sense after (a recovery after its failure).
+    """
+
+    is_input: ClassVar[bool] = True
+
+    id: str
+    deps: tuple[str, ...] = ()
+
+
+EVENT_KINDS: dict[str, type[Event]] = {}
+"""kind -> event class; filled by :func:`event_kind`. Treat as read-only."""
+
+E = typing.TypeVar("E", bound=type[Event])
+
+
+def event_kind(kind: str) -> Callable[[E], E]:
+    """Class decorator registering an event dataclass under ``kind``.
+
+    Apply it outside ``@dataclass`` (the dataclass must exist first)::
+
+        @event_kind("ping")
+        @dataclass(frozen=True, slots=True, kw_only=True)
+        class PingResult(Event):
+            src: str
+            ...
+    """
+
+    def register(cls: E) -> E:
+        if not (isinstance(cls, type) and issubclass(cls, Event) and dataclasses.is_dataclass(cls)):
+            raise TypeError(f"@event_kind({kind!r}) needs an Event dataclass, got {cls!r}")
+        if kind in EVENT_KINDS:
+            raise ValueError(f"event kind {kind!r} is already registered by {EVENT_KINDS[kind].__name__}")
+        cls.kind = kind
+        EVENT_KINDS[kind] = cls
+        return cls
+
+    return register
+
+
+@event_kind("of_to_switch")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlToSwitch(Event):
+    """A controller->switch OpenFlow message delivered to the switch.
+
+    ``msg`` is the codec's JSON form {"type", "xid", "body": os-ken jsondict}.
+    """
+
+    conn: int
+    controller: str
+    dpid: int
+    msg: dict
+    fp: Fingerprint
+
+
+@event_kind("of_to_controller")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlToController(Event):
+    """A switch->controller OpenFlow message handed to the controller."""
+
+    conn: int
+    controller: str
+    dpid: int
+    msg: dict
+    fp: Fingerprint
+
+
+@event_kind("switch_connected")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchConnected(Event):
+    """A switch finished the OpenFlow handshake with a controller."""
+
+    dpid: int
+    conn: int
+    controller: str
+
+
+@event_kind("switch_disconnected")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchDisconnected(Event):
+    """A switch lost its control connection (``reason`` says why)."""
+
+    dpid: int
+    conn: int
+    controller: str
+    reason: str
+
+
+@event_kind("traffic")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrafficInjection(InputEvent):
+    """Host ``host`` sends ``packet`` (``Packet.to_json()``), aimed at host ``dst``."""
+
+    host: str
+    packet: dict
+    dst: str | None
+
+
+@event_kind("packet")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PacketArrival(Event):
+    """A dataplane packet arriving at a switch or host port; ``pid`` is its lineage."""
+
+    node: str
+    port: int
+    pid: int
+    packet: dict
+    fp: Fingerprint
+
+
+@event_kind("ping")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PingResult(Event):
+    """The outcome of one ping; ``rtt`` in injected-clock seconds, None if lost."""
+
+    src: str
+    dst: str
+    ok: bool
+    rtt: float | None
+
+
+@event_kind("violation")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Violation(Event):
+    """An invariant violation; ``persistent`` once it outlived its threshold."""
+
+    invariant: str
+    message: str
+    persistent: bool
+    hosts: tuple[str, ...]
+    switches: tuple[str, ...]
+    details: dict
+
+
+@event_kind("controller_event")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerEvent(Event):
+    """Controller lifecycle and logs: ``what`` is "started", "exited" or "log_error"."""
+
+    controller: str
+    what: str
+    detail: str
+
+
+# ---------------------------------------------------------------------- codec
+class _Bad(Exception):
+    """A field value of the wrong shape; turned into TraceFormatError by the caller."""
+
+
+def _check_int(v: Any) -> int:
+    if type(v) is not int:  # bool is an int subclass but never a valid int field
+        raise _Bad(f"must be an integer, got {v!r}")
+    return v
+
+
+def _to_float(v: Any) -> float:
+    # ints are accepted and widened so a float field always prints as "1.0":
+    # that keeps rewriting a trace byte-identical.
+    if type(v) not in (int, float) or not math.isfinite(v):
+        raise _Bad(f"must be a finite number, got {v!r}")
+    return float(v)
+
+
+def _check(kind: type) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if type(v) is not kind:
+            raise _Bad(f"must be {'an object' if kind is dict else 'a ' + kind.__name__}, got {v!r}")
+        return v
+
+    return check
+
+
+def _str_tuple_in(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, (list, tuple)) or not all(type(x) is str for x in v):
+        raise _Bad(f"must be a list of strings, got {v!r}")
+    return tuple(v)
+
+
+def _str_tuple_out(v: Any) -> list[str]:
+    if type(v) is not tuple or not all(type(x) is str for x in v):
+        raise _Bad(f"must be a tuple of strings, got {v!r}")
+    return list(v)
+
+
+def _fp_in(v: Any) -> tuple:
+    if isinstance(v, (list, tuple)):
+        return tuple(_fp_in(x) for x in v)
+    if isinstance(v, _SCALARS):
+        return v
+    raise _Bad(f"must be a fingerprint (nested lists of scalars), got {v!r}")
+
+
+def _fp_out(v: Any) -> Any:
+    if type(v) is tuple:
+        return [_fp_out(x) for x in v]
+    if isinstance(v, _SCALARS):
+        return v
+    raise _Bad(f"must be a fingerprint (nested tuples of scalars), got {v!r}")
+
+
+def _optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def conv(v: Any) -> Any:
+        return None if v is None else inner(v)
+
+    return conv
+
+
+# (to_json, from_json) per supported annotation. Anything else is a schema bug
+# and fails at import time, not when the first trace is read.
+_CODECS: dict[Any, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    int: (_check_int, _check_int),
+    float: (_to_float, _to_float),
+    str: (_check(str), _check(str)),
+    bool: (_check(bool), _check(bool)),
+    dict: (_check(dict), _check(dict)),
+    tuple: (_fp_out, _fp_in),
+    tuple[str, ...]: (_str_tuple_out, _str_tuple_in),
+}
+
+
+def _codec_for(hint: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    if hint in _CODECS:
+        return _CODECS[hint]
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) and len(args) == 2 and type(None) in args:
+        out, inp = _codec_for(args[0] if args[1] is type(None) else args[1])
+        return _optional(out), _optional(inp)
+    raise TypeError(f"trace schema: unsupported field type {hint!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldSpec:
+    name: str
+    to_json: Callable[[Any], Any]
+    from_json: Callable[[Any], Any]
+    required: bool
+    describe: str
+
+
+def _describe(hint: Any) -> str:
+    return getattr(hint, "__name__", None) if not typing.get_args(hint) else str(hint)
+
+
+_SPECS: dict[type, tuple[_FieldSpec, ...]] = {}
+
+
+def _specs(cls: type) -> tuple[_FieldSpec, ...]:
+    specs = _SPECS.get(cls)
+    if specs is None:
+        hints = typing.get_type_hints(cls)
+        specs = tuple(
+            _FieldSpec(f.name, *_codec_for(hints[f.name]),
+                       required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                       describe=str(_describe(hints[f.name])))
+            for f in dataclasses.fields(cls)
+        )
+        _SPECS[cls] = specs
+    return specs
+
+
+def _encode(obj: Any, what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for spec in _specs(type(obj)):
+        try:
+            out[spec.name] = spec.to_json(getattr(obj, spec.name))
+        except _Bad as exc:
+            raise TraceFormatError(
+                f"cannot record {what}: field {spec.name!r} {exc}",
+                f"pass a {spec.describe} for {spec.name!r} when building {type(obj).__name__}",
+            ) from None
+    return out
+
+
+def _decode(cls: type, d: Mapping[str, Any], what: str, skip: tuple[str, ...] = ()) -> Any:
+    specs = _specs(cls)
+    known = {s.name for s in specs} | set(skip)
+    unknown = sorted(k for k in d if k not in known)
+    if unknown:
+        raise TraceFormatError(
+            f"{what} has unknown field(s) {', '.join(map(repr, unknown))}",
+            "remove them, or read the trace with the netsleuth version that wrote it",
+        )
+    kwargs: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name not in d:
+            if spec.required:
+                raise TraceFormatError(
+                    f"{what} lacks required field {spec.name!r}",
+                    "the trace was edited or truncated; restore the field or re-record the trace",
+                )
+            continue
+        try:
+            kwargs[spec.name] = spec.from_json(d[spec.name])
+        except _Bad as exc:
+            raise TraceFormatError(
+                f"{what}: field {spec.name!r} {exc}",
+                f"make {spec.name!r} a {spec.describe} or re-record the trace",
+            ) from None
+    return cls(**kwargs)
+
+
+def event_to_json(ev: Event) -> dict[str, Any]:
+    """The JSON object for one event: its fields plus ``"kind"``."""
+    kind = type(ev).kind
+    if EVENT_KINDS.get(kind) is not type(ev):
+        raise TraceFormatError(
+            f"cannot record {type(ev).__name__}: it is not a registered event kind",
+            "decorate the class with @event_kind(...) in netsleuth.trace.schema",
+        )
+    out = _encode(ev, f"{kind!r} event seq={getattr(ev, 'seq', '?')}")
+    out["kind"] = kind
+    return out
+
+
+def event_from_json(d: Any) -> Event:
+    """Validate one JSON object and build its event; TraceFormatError if it is not one."""
+    if not isinstance(d, dict):
+        raise TraceFormatError(f"an event must be a JSON object, got {type(d).__name__}",
+                               "each line after the header is one event object")
+    kind = d.get("kind")
+    if kind is None:
+        if "format" in d:
+            raise TraceFormatError("a second trace header appears among the events",
+                                   "traces cannot be concatenated; split the file at this line")
+        raise TraceFormatError("event lacks its 'kind'", "add the event's kind, e.g. \"kind\": \"packet\"")
+    cls = EVENT_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise TraceFormatError(
+            f"unknown event kind {kind!r}",
+            f"known kinds: {', '.join(sorted(EVENT_KINDS))}; a newer netsleuth may have written this trace",
+        )
+    return _decode(cls, d, f"{kind!r} event", skip=("kind",))
+
+
+def header_to_json(header: TraceHeader) -> dict[str, Any]:
+    """The JSON object for the header line."""
+    return _encode(header, "trace header")
+
+
+def header_from_json(d: Any) -> TraceHeader:
+    """Validate a header object: right format, a version this netsleuth reads."""
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise TraceFormatError(
+            "the first line is not a netsleuth trace header",
+            f'a trace starts with {{"format": "{FORMAT}", "version": {VERSION}, ...}}; '
+            "is this the right file?",
+        )
+    version = d.get("version")
+    if type(version) is not int or version < 1:
+        raise TraceFormatError(f"trace header has an invalid version {version!r}",
+                               f"the version must be an integer >= 1 (this netsleuth writes {VERSION})")
+    if version > VERSION:
+        raise TraceFormatError(
+            f"the trace is format version {version}, newer than the {VERSION} this netsleuth reads",
+            "upgrade netsleuth (pip install -U netsleuth)",
+        )
+    return _decode(TraceHeader, d, "trace header")
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A whole trace in memory: its header and its events in file order."""
+
+    header: TraceHeader
+    events: list[Event]
+
+
+__all__ = [
+    "FORMAT", "VERSION", "Fingerprint", "TraceHeader", "Event", "InputEvent", "EVENT_KINDS",
+    "event_kind", "event_to_json", "event_from_json", "header_to_json", "header_from_json", "Trace",
+    "ControlToSwitch", "ControlToController", "SwitchConnected", "SwitchDisconnected",
+    "TrafficInjection", "PacketArrival", "PingResult", "Violation", "ControllerEvent",
+]
