@@ -1,0 +1,129 @@
+"""The `netsleuth` command: argument parsing, progress, summaries. No logic.
+
+This is the only module that prints. Every NetsleuthError becomes one line
+``error: <problem> -- fix: <fix>`` (plus the controller's last log lines
+when there are any) and exit code 2; violations give exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from netsleuth import __version__
+from netsleuth.errors import NetsleuthError
+
+console = Console(stderr=True)
+out = Console()
+
+
+class RichProgress:
+    """Adapts the jobs' Progress protocol to a rich progress bar."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = None
+
+    def phase(self, name: str, total: int | None) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, visible=False)
+        self.task = self.progress.add_task(name, total=total)
+
+    def advance(self, completed: int) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, completed=completed)
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(text)
+
+
+def _progress() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True,
+                    disable=not console.is_terminal)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from netsleuth.jobs.run import RunOptions, run
+
+    opts = RunOptions(controller=args.controller, topo=args.topo, out=Path(args.out), pingall=args.pingall,
+                      checks=args.check, handshake_timeout=args.handshake_timeout,
+                      ping_timeout=args.ping_timeout, seed=args.seed,
+                      record_packets=not args.no_packet_events)
+    with _progress() as p:
+        result = run(opts, RichProgress(p))
+    d = result.data
+    table = Table(title=f"netsleuth run: {d['controller']} on {d['topology']}", show_header=False)
+    table.add_row("switches / hosts", f"{d['switches']} / {d['hosts']}")
+    b = d.get("bootstrap") or {}
+    table.add_row("handshakes", f"{b.get('connected', 0)}/{b.get('expected', 0)} in {b.get('seconds', 0)} s")
+    if d.get("pingall") is not None:
+        pa = d["pingall"]
+        total = pa["ok"] + pa["failed"]
+        table.add_row("pingall", f"{pa['ok']}/{total} ok" + (f", {pa['failed']} failed" if pa["failed"] else ""))
+    table.add_row("invariants", ", ".join(d["checks"]))
+    table.add_row("violations", str(len(d["violations"])))
+    cs = d.get("controller_status", {})
+    table.add_row("controller", ("alive" if cs.get("alive") else f"exited ({cs.get('exit_code')})")
+                  + (f", {len(cs['logged_errors'])} logged exception(s)" if cs.get("logged_errors") else ""))
+    table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
+    table.add_row("result", str(Path(args.out) / "result.json"))
+    out.print(table)
+    seen = set()
+    for v in d["violations"]:
+        key = (v["invariant"], v["message"])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.print(f"[red]violation[/red] {v['invariant']}: {v['message']}")
+        if len(seen) >= 10:
+            out.print(f"... and {len(d['violations']) - 10} more in result.json")
+            break
+    return result.exit_code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="netsleuth", description="Test and troubleshoot SDN control software.")
+    parser.add_argument("--version", action="version", version=f"netsleuth {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="bootstrap a mock network against a controller, ping, check invariants")
+    r.add_argument("--controller", required=True,
+                   help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT')
+    r.add_argument("--topo", required=True,
+                   help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
+                        "fattree,K | FILE.json | FILE.graphml")
+    r.add_argument("--out", required=True, help="directory for trace.jsonl, result.json, controller.log")
+    r.add_argument("--pingall", action="store_true", help="every host pings every other host")
+    r.add_argument("--check", default=None, help="comma-separated invariants (default: all of "
+                   "liveness,loops,blackholes,reachability,dataplane-loops)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--handshake-timeout", type=float, default=60.0)
+    r.add_argument("--ping-timeout", type=float, default=2.0)
+    r.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
+    r.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except NetsleuthError as exc:
+        console.print(f"error: {exc.one_line()}", markup=False, highlight=False)
+        if exc.details:
+            console.print(exc.details, markup=False, highlight=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        console.print("interrupted: partial results written", markup=False)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Real controller processes: launch, watch, kill, restart.
+
+The controller under test is a real program in its own environment. This
+module is the only place that starts it; it picks a free port, captures its
+log to a file (os-ken swallows handler exceptions and only logs them, so the
+log is how a crash is seen), waits until it listens, and turns every way of
+failing to start into one ControllerError carrying the log's last lines.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from netsleuth.controllers.spec import ControllerSpec
+from netsleuth.errors import ControllerError, EnvironmentSetupError
+
+OSKEN_MAIN = Path(__file__).with_name("osken_main.py")
+ERROR_MARKERS = ("Traceback (most recent call last)", "Error in", "Exception in")
+
+
+def find_controller_python() -> str:
+    """The Python of the controller environment (.venv-controller), or a clear error."""
+    env = os.environ.get("NETSLEUTH_CONTROLLER_PYTHON")
+    if env:
+        if not Path(env).exists():
+            raise EnvironmentSetupError(f"NETSLEUTH_CONTROLLER_PYTHON={env} does not exist",
+                                        "point it at the python of a venv with os-ken 1.4.1, or unset it")
+        return env
+    roots = [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[2]]
+    for root in roots:
+        candidate = root / ".venv-controller" / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    raise EnvironmentSetupError("the os-ken controller environment (.venv-controller) was not found",
+                                "run `make setup` in the netsleuth checkout, or set NETSLEUTH_CONTROLLER_PYTHON")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_listening(port: int) -> bool:
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:  # pragma: no cover - root or /proc always allows this on Linux
+        conns = []
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)
+
+
+class ControllerProcess:
+    """One controller: started from a spec, reachable at (host, port)."""
+
+    def __init__(self, spec: ControllerSpec, log_path: Path, name: str = "c0",
+                 port: int | None = None, extra_args: tuple[str, ...] = ()) -> None:
+        self.spec = spec
+        self.name = name
+        self.log_path = Path(log_path)
+        self.host = spec.host
+        self.port = spec.port or port or 0
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    @property
+    def external(self) -> bool:
+        return self.spec.kind == "tcp"
+
+    def argv(self) -> list[str]:
+        if self.spec.kind == "osken":
+            return [find_controller_python(), str(OSKEN_MAIN), "--ofp-tcp-listen-port", str(self.port),
+                    "--ofp-listen-host", self.host, *self.extra_args, *self.spec.apps]
+        return [a.replace("{port}", str(self.port)) for a in self.spec.command]
+
+    def start(self, timeout: float = 30.0) -> tuple[str, int]:
+        """Launch (or, for tcp:, check) the controller and wait until it listens."""
+        if self.external:
+            self._check_reachable()
+            return self.host, self.port
+        if not self.port:
+            self.port = free_port(self.host)
+        elif port_listening(self.port):
+            raise ControllerError(f"port {self.port} is already in use",
+                                  "stop what listens there or let netsleuth pick a free port")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        try:
+            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        except OSError as exc:
+            raise ControllerError(f"cannot start controller {self.spec.text}: {exc}",
+                                  "check the command exists and is executable") from exc
+        finally:
+            log.close()
+        self.starts += 1
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self.proc.poll()
+            if code is not None:
+                raise ControllerError(
+                    f"controller {self.spec.text} exited with code {code} while starting",
+                    f"see its log {self.log_path}", details=self.log_tail())
+            if port_listening(self.port):
+                return self.host, self.port
+            time.sleep(0.05)
+        self.kill()
+        raise ControllerError(f"controller {self.spec.text} did not listen on port {self.port} "
+                              f"within {timeout:.0f}s", f"see its log {self.log_path}",
+                              details=self.log_tail())
+
+    def _check_reachable(self) -> None:
+        try:
+            with socket.create_connection((self.host, self.port), timeout=3):
+                pass
+        except OSError as exc:
+            raise ControllerError(f"no controller answers at {self.host}:{self.port} ({exc.strerror or exc})",
+                                  "start it first, or use osken:/cmd: to let netsleuth launch it") from exc
+
+    def alive(self) -> bool:
+        if self.external:
+            return True
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def kill(self) -> None:
+        """SIGKILL the controller and its process group (a crash, as the fuzzer injects it)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+    def stop(self, grace: float = 3.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=grace)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            self.kill()
+
+    def restart(self, timeout: float = 30.0) -> tuple[str, int]:
+        self.kill()
+        return self.start(timeout)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def log_errors(self) -> list[str]:
+        """Exceptions the controller logged (os-ken logs and swallows handler crashes)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return []
+        lines = text.splitlines()
+        found = []
+        for i, line in enumerate(lines):
+            if any(m in line for m in ERROR_MARKERS):
+                # the exception line closes a traceback: the first unindented line after it
+                j = i + 1
+                while j < len(lines) and (lines[j].startswith(" ") or lines[j].startswith("\t")):
+                    j += 1
+                found.append(lines[j] if j < len(lines) else line)
+        return found
+
+    def rss_bytes(self) -> int:
+        if not self.alive() or self.proc is None:
+            return 0
+        try:
+            p = psutil.Process(self.proc.pid)
+            return p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
+        except psutil.Error:
+            return 0
+
+
+__all__ = ["ControllerProcess", "find_controller_python", "free_port", "port_listening"]

@@ -1,0 +1,370 @@
+"""The World: one deterministic core through which every event passes.
+
+It holds the topology, the switches, the hosts and the interposed channels
+(each controller<->switch direction and each link direction is a FIFO
+buffer). ``enabled()`` lists the pending events, ``fire(event)`` applies one
+and returns what the edge must do (hand a message to a real controller).
+Fuzzing, replay, model checking and lockstep differ only in the policy that
+picks the next event, so this module does no I/O and reads time only from
+the injected clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from netsleuth.core.clock import Clock
+from netsleuth.core.events import Deliver, Lineage, OnWire, PendingEvent, ToController, ToSwitch
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model import switch as sw
+from netsleuth.model.host import Host
+from netsleuth.model.packet import Packet, icmp_echo
+from netsleuth.model.topology import Topology
+from netsleuth.openflow.codec import msg_to_json, msg_type_name
+from netsleuth.trace import schema as ts
+from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
+
+
+@dataclass(slots=True)
+class Connection:
+    """One control connection between a switch and a controller."""
+
+    conn: int
+    dpid: int
+    controller: str
+    up: bool = True
+    features_replied: bool = False
+
+
+@dataclass(slots=True)
+class Stats:
+    fired: int = 0
+    to_switch: int = 0
+    to_controller: int = 0
+    packets: int = 0
+    dropped_packets: int = 0
+    loop_drops: int = 0
+
+
+class Recorder:
+    """Numbers trace events, stamps them with the clock and hands them to a sink."""
+
+    def __init__(self, clock: Clock, sink: Callable[[Any], None] | None = None) -> None:
+        self.clock = clock
+        self.sink = sink
+        self.seq = 0
+
+    def __call__(self, cls: type, **fields: Any) -> Any:
+        event = cls(seq=self.seq, t=round(self.clock.now(), 6), **fields)
+        self.seq += 1
+        if self.sink is not None:
+            self.sink(event)
+        return event
+
+
+class World:
+    """Topology + switch and host state + interposed channels + clock."""
+
+    def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
+                 *, record_packets: bool = True) -> None:
+        self.topology = topology
+        self.clock = clock
+        self.record = record or Recorder(clock)
+        self.record_packets = record_packets
+        self.switches: dict[str, sw.Switch] = {}
+        self.by_dpid: dict[int, sw.Switch] = {}
+        for spec in topology.switches:
+            s = sw.Switch(spec.dpid, topology.ports(spec.name), name=spec.name)
+            self.switches[spec.name] = s
+            self.by_dpid[spec.dpid] = s
+        self.hosts: dict[str, Host] = {h.name: Host(h.name, h.mac, h.ip) for h in topology.hosts}
+        self.host_by_ip: dict[int, str] = {h.ip: h.name for h in topology.hosts}
+        self.peer: dict[tuple[str, int], tuple[str, int]] = {}
+        self.link_up: dict[tuple[str, int, str, int], bool] = {}
+        for link in topology.links:
+            self.peer[(link.node1, link.port1)] = (link.node2, link.port2)
+            self.peer[(link.node2, link.port2)] = (link.node1, link.port1)
+            self.link_up[(link.node1, link.port1, link.node2, link.port2)] = True
+        self.host_iface: dict[str, int] = {}
+        for (node, port) in self.peer:
+            if node in self.hosts:
+                self.host_iface[node] = port
+        self.connections: dict[int, Connection] = {}
+        self.controllers_alive: dict[str, bool] = {}
+        self._channels: dict[tuple, deque] = {}
+        self._heads: list[tuple[int, tuple]] = []
+        self._next_id = 0
+        self._next_pid = 0
+        self._next_input = 0
+        self.stats = Stats()
+        self.observed_violations: list[Any] = []
+        self._loop_seen: set[tuple[int, str, int]] = set()
+
+    # ------------------------------------------------------------ channels
+    def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
+        ev = make(self._next_id)
+        self._next_id += 1
+        q = self._channels.get(ev.channel)
+        if q is None:
+            q = self._channels[ev.channel] = deque()
+        if not q:
+            heapq.heappush(self._heads, (ev.id, ev.channel))
+        q.append(ev)
+        return ev
+
+    def enabled(self) -> list[PendingEvent]:
+        """The head of every non-empty channel, oldest first."""
+        heads = [q[0] for q in self._channels.values() if q]
+        heads.sort(key=lambda e: e.id)
+        return heads
+
+    def pending_count(self) -> int:
+        return sum(len(q) for q in self._channels.values())
+
+    def quiescent(self) -> bool:
+        self._clean_heads()
+        return not self._heads
+
+    def _clean_heads(self) -> None:
+        heads = self._heads
+        while heads:
+            eid, channel = heads[0]
+            q = self._channels.get(channel)
+            if q and q[0].id == eid:
+                return
+            heapq.heappop(heads)
+
+    def next_event(self) -> PendingEvent | None:
+        self._clean_heads()
+        if not self._heads:
+            return None
+        return self._channels[self._heads[0][1]][0]
+
+    def fire_next(self) -> list[Deliver] | None:
+        """Fire the oldest enabled event (the prompt, in-order policy); None when nothing is pending."""
+        ev = self.next_event()
+        if ev is None:
+            return None
+        return self.fire(ev)
+
+    def fire(self, ev: PendingEvent) -> list[Deliver]:
+        """Apply one enabled event; return the messages the runtime must hand to controllers."""
+        q = self._channels.get(ev.channel)
+        if not q or q[0].id != ev.id:
+            raise ValueError(f"event {ev.id} is not enabled (channels are FIFO)")
+        q.popleft()
+        if q:
+            heapq.heappush(self._heads, (q[0].id, ev.channel))
+        self.stats.fired += 1
+        if isinstance(ev, ToSwitch):
+            return self._fire_to_switch(ev)
+        if isinstance(ev, ToController):
+            return self._fire_to_controller(ev)
+        self._fire_wire(ev)
+        return []
+
+    def drain(self, limit: int | None = None) -> list[Deliver]:
+        """Fire events in order until nothing is pending (or ``limit`` events fired)."""
+        out: list[Deliver] = []
+        n = 0
+        while limit is None or n < limit:
+            effects = self.fire_next()
+            if effects is None:
+                break
+            out.extend(effects)
+            n += 1
+        return out
+
+    # ------------------------------------------------------------ control plane
+    def open_connection(self, dpid: int, controller: str) -> int:
+        conn = len(self.connections)
+        self.connections[conn] = Connection(conn, dpid, controller)
+        self.controllers_alive.setdefault(controller, True)
+        return conn
+
+    def close_connection(self, conn: int, reason: str) -> None:
+        c = self.connections[conn]
+        if not c.up:
+            return
+        c.up = False
+        for channel in (("to_switch", conn), ("to_controller", conn)):
+            q = self._channels.get(channel)
+            if q:
+                q.clear()
+        self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
+
+    def from_controller(self, conn: int, msg: Any) -> None:
+        """A message the controller sent on ``conn`` enters the interposition buffer."""
+        if self.connections[conn].up:
+            self._enqueue(lambda i: ToSwitch(i, conn, msg))
+
+    def send_to_controller(self, conn: int, msg: Any) -> None:
+        if self.connections[conn].up:
+            self._enqueue(lambda i: ToController(i, conn, msg))
+
+    def _fire_to_switch(self, ev: ToSwitch) -> list[Deliver]:
+        c = self.connections[ev.conn]
+        switch = self.by_dpid[c.dpid]
+        self.stats.to_switch += 1
+        if self.record.sink is not None:
+            js = msg_to_json(ev.msg)
+            self.record(ts.ControlToSwitch, conn=ev.conn, controller=c.controller, dpid=c.dpid,
+                        msg=js, fp=of_fingerprint(js))
+        self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
+        return []
+
+    def _fire_to_controller(self, ev: ToController) -> list[Deliver]:
+        c = self.connections[ev.conn]
+        self.stats.to_controller += 1
+        if self.record.sink is not None:
+            js = msg_to_json(ev.msg)
+            self.record(ts.ControlToController, conn=ev.conn, controller=c.controller, dpid=c.dpid,
+                        msg=js, fp=of_fingerprint(js))
+        if not c.features_replied and msg_type_name(ev.msg) == "FEATURES_REPLY":
+            c.features_replied = True
+            self.record(ts.SwitchConnected, dpid=c.dpid, conn=ev.conn, controller=c.controller)
+        return [Deliver(ev.conn, ev.msg)]
+
+    def _apply_outputs(self, switch: sw.Switch, outputs: Iterable[Any], conn: int | None) -> None:
+        for out in outputs:
+            if isinstance(out, sw.Emit):
+                self._emit(switch.name, out.port, out.packet, out.tag)
+            else:
+                targets = [out.conn] if out.conn is not None else [
+                    c.conn for c in self.connections.values() if c.dpid == switch.dpid and c.up]
+                for t in targets:
+                    self.send_to_controller(t, out.msg)
+
+    # ------------------------------------------------------------ data plane
+    def _emit(self, node: str, port: int, packet: Packet, lineage: Lineage | None) -> None:
+        peer = self.peer.get((node, port))
+        if peer is None or not self._link_is_up(node, port):
+            self.stats.dropped_packets += 1
+            return
+        if lineage is None:
+            lineage = self._new_lineage()
+        self._enqueue(lambda i: OnWire(i, node, port, peer[0], peer[1], packet, lineage))
+
+    def _new_lineage(self) -> Lineage:
+        self._next_pid += 1
+        return Lineage(self._next_pid)
+
+    def _link_is_up(self, node: str, port: int) -> bool:
+        peer = self.peer[(node, port)]
+        key = (node, port, peer[0], peer[1])
+        if key in self.link_up:
+            return self.link_up[key]
+        return self.link_up[(peer[0], peer[1], node, port)]
+
+    def _fire_wire(self, ev: OnWire) -> None:
+        self.stats.packets += 1
+        if not self._link_is_up(ev.src, ev.src_port):
+            self.stats.dropped_packets += 1
+            return
+        if self.record_packets and self.record.sink is not None:
+            pj = ev.packet.to_json()
+            self.record(ts.PacketArrival, node=ev.node, port=ev.port, pid=ev.lineage.pid, packet=pj,
+                        fp=packet_fingerprint(ev.packet))
+        now = self.clock.now()
+        switch = self.switches.get(ev.node)
+        if switch is not None:
+            here = (ev.node, ev.port)
+            if here in ev.lineage.hops:
+                self._report_loop(ev)
+                return
+            tag = Lineage(ev.lineage.pid, ev.lineage.hops + (here,))
+            self._apply_outputs(switch, switch.receive_packet(ev.port, ev.packet, now, tag), None)
+            return
+        host = self.hosts[ev.node]
+        for reply in host.receive(ev.packet):
+            self._emit(host.name, ev.port, reply, None)
+
+    def _report_loop(self, ev: OnWire) -> None:
+        self.stats.loop_drops += 1
+        key = (ev.lineage.pid, ev.node, ev.port)
+        if key in self._loop_seen:
+            return
+        self._loop_seen.add(key)
+        path = [f"{n}:{p}" for n, p in ev.lineage.hops] + [f"{ev.node}:{ev.port}"]
+        switches = tuple(dict.fromkeys(n for n, _ in ev.lineage.hops + ((ev.node, ev.port),)))
+        v = self.record(ts.Violation, invariant="dataplane-loops",
+                        message=f"{ev.packet.summary()} revisited {ev.node} port {ev.port}",
+                        persistent=True, hosts=(), switches=switches,
+                        details={"pid": ev.lineage.pid, "path": path})
+        self.observed_violations.append(v)
+
+    # ------------------------------------------------------------ inputs
+    def next_input_id(self) -> str:
+        self._next_input += 1
+        return f"i{self._next_input}"
+
+    def inject_ping(self, src: str, dst: str, ident: int, seq: int) -> str:
+        """Host ``src`` pings ``dst`` (ARP first if needed); returns the input id."""
+        host = self.hosts[src]
+        dst_ip = self.topology.host(dst).ip
+        frames = host.ping(dst_ip, ident, seq)
+        input_id = self.next_input_id()
+        echo = icmp_echo(host.mac, self.topology.host(dst).mac, host.ip, dst_ip, ident, seq)
+        self.record(ts.TrafficInjection, id=input_id, deps=(), host=src, packet=echo.to_json(), dst=dst)
+        self.send_from_host(src, frames)
+        return input_id
+
+    def send_from_host(self, host: str, frames: Iterable[Packet]) -> None:
+        _, port = self.host_port(host)
+        for frame in frames:
+            self._emit(host, port, frame, None)
+
+    def host_port(self, host: str) -> tuple[str, int]:
+        """(host, its port) of the host's single interface."""
+        return host, self.host_iface[host]
+
+    def set_link(self, node1: str, port1: int, up: bool) -> None:
+        """Bring the link at (node1, port1) up or down; PORT_STATUS from both ends."""
+        node2, port2 = self.peer[(node1, port1)]
+        key = (node1, port1, node2, port2)
+        if key not in self.link_up:
+            key = (node2, port2, node1, port1)
+        if self.link_up[key] == up:
+            return
+        self.link_up[key] = up
+        for node, port in ((node1, port1), (node2, port2)):
+            s = self.switches.get(node)
+            if s is not None:
+                self._apply_outputs(s, s.set_link(port, up), None)
+
+    def tick(self) -> None:
+        """Expire flows whose timeouts passed (FLOW_REMOVED where asked)."""
+        now = self.clock.now()
+        for s in self.switches.values():
+            nxt = s.table.next_expiry()
+            if nxt is not None and nxt <= now:
+                self._apply_outputs(s, s.expire(now), None)
+
+    def set_controller_alive(self, controller: str, alive: bool) -> None:
+        self.controllers_alive[controller] = alive
+
+    # ------------------------------------------------------------ views
+    def view(self) -> NetworkView:
+        connected = {c.dpid for c in self.connections.values() if c.up and c.features_replied}
+        return NetworkView(
+            topology=self.topology,
+            switches=self.switches,
+            link_up=dict(self.link_up),
+            controllers_alive=dict(self.controllers_alive),
+            connected_dpids=frozenset(connected),
+        )
+
+    def describe_pending(self) -> list[str]:
+        out = []
+        for ev in self.enabled():
+            if isinstance(ev, OnWire):
+                out.append(f"#{ev.id} {ev.src}:{ev.src_port} -> {ev.node}:{ev.port} {ev.packet.summary()}")
+            else:
+                c = self.connections[ev.conn]
+                arrow = "->" if isinstance(ev, ToSwitch) else "<-"
+                out.append(f"#{ev.id} {c.controller} {arrow} s{c.dpid} {msg_type_name(ev.msg)}")
+        return out
+

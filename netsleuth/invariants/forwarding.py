@@ -1,0 +1,168 @@
+"""Loops, blackholes and all-pairs reachability from the flow tables and live links.
+
+For every ordered pair of hosts the packet the first would send to the
+second is pushed through the flow tables (every FLOOD copy followed) without
+running anything: this is what the data plane does *now*, independent of
+what traffic happened to be sent. A table miss hands the packet to the
+controller; for a reactive controller that is the normal path, so it counts
+as "delegated", not as a drop, as long as that controller is alive and
+connected. Host pairs that are physically partitioned (no live path) are
+excluded. The header-space version that covers every header lives in a
+later module; this one checks the headers hosts really use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model.ofdp import ofp
+from netsleuth.model.packet import Packet, icmp_echo
+from netsleuth.model.switch import forward
+
+
+@dataclass(slots=True)
+class PathOutcome:
+    """Where one packet ends up when pushed through the current tables."""
+
+    delivered: list[str] = field(default_factory=list)             # hosts that receive a copy
+    punted: list[str] = field(default_factory=list)                # switches that send it to the controller
+    drops: list[tuple[str, str]] = field(default_factory=list)     # (switch, why)
+    loops: list[list[str]] = field(default_factory=list)           # hop lists "s1:2" that revisit a port
+    hops: int = 0
+
+
+def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
+                 max_copies: int = 10_000) -> PathOutcome:
+    """Follow ``packet`` entering ``switch`` on ``in_port`` through the tables, every copy."""
+    out = PathOutcome()
+    work: list[tuple[str, int, Packet, tuple[tuple[str, int], ...]]] = [(switch, in_port, packet, ())]
+    while work and out.hops < max_copies:
+        node, port, pkt, hops = work.pop()
+        out.hops += 1
+        here = (node, port)
+        if here in hops:
+            out.loops.append([f"{n}:{p}" for n, p in hops + (here,)])
+            continue
+        hops = hops + (here,)
+        s = view.switches[node]
+        if not view.is_switch_up(node):
+            out.drops.append((node, "switch is down"))
+            continue
+        entry = s.table.peek(pkt.match_fields(port))
+        if entry is None:
+            out.punted.append(node)
+            continue
+        outputs = forward(entry.actions, pkt, port, s.ports)
+        if not outputs:
+            out.drops.append((node, f"rule {entry.match} priority {entry.priority} drops it"))
+        for out_port, out_pkt, _ in outputs:
+            if out_port == ofp.OFPP_CONTROLLER:
+                out.punted.append(node)
+                continue
+            if out_port > ofp.OFPP_MAX:
+                out.drops.append((node, f"output to special port {out_port:#x}"))
+                continue
+            peer = view.peer(node, out_port)
+            if peer is None:
+                out.drops.append((node, f"port {out_port} has no live link"))
+                continue
+            nxt, nxt_port = peer
+            if nxt in view.switches:
+                work.append((nxt, nxt_port, out_pkt, hops))
+            else:
+                out.delivered.append(nxt)
+    # Follow copies in a stable order regardless of stack discipline.
+    out.delivered.sort()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One invariant violation, in the terms a user needs to act on it."""
+
+    invariant: str
+    message: str
+    hosts: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)
+
+
+def _pair_packet(view: NetworkView, src: str, dst: str) -> Packet:
+    a = view.topology.host(src)
+    b = view.topology.host(dst)
+    return icmp_echo(a.mac, b.mac, a.ip, b.ip, 1, 1)
+
+
+def pair_outcomes(view: NetworkView) -> list[tuple[str, str, PathOutcome]]:
+    """Trace the ICMP echo every host would send to every other, physically connected host."""
+    graph = view.live_graph()
+    component = {}
+    for i, comp in enumerate(nx.connected_components(graph)):
+        for n in comp:
+            component[n] = i
+    results = []
+    hosts = [h.name for h in view.topology.hosts]
+    for src in hosts:
+        sw_name, sw_port = view.topology.host_location(src)
+        for dst in hosts:
+            if src == dst or component.get(src) != component.get(dst):
+                continue
+            if view.peer(sw_name, sw_port) is None:
+                continue
+            outcome = trace_packet(view, sw_name, sw_port, _pair_packet(view, src, dst))
+            results.append((src, dst, outcome))
+    return results
+
+
+def _controller_ok(view: NetworkView, switch: str) -> bool:
+    dpid = view.topology.switch(switch).dpid
+    return dpid in view.connected_dpids and any(view.controllers_alive.values())
+
+
+def check_loops(view: NetworkView, outcomes=None) -> list[Finding]:
+    found: dict[tuple[str, ...], Finding] = {}
+    for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
+        for path in o.loops:
+            cycle_switches = tuple(dict.fromkeys(h.split(":")[0] for h in path))
+            if cycle_switches in found:
+                continue
+            found[cycle_switches] = Finding(
+                "loops", f"packets {src} -> {dst} loop: {' -> '.join(path)}",
+                hosts=(src, dst), switches=cycle_switches, details={"path": path})
+    return list(found.values())
+
+
+def check_blackholes(view: NetworkView, outcomes=None) -> list[Finding]:
+    findings = []
+    for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
+        if dst in o.delivered or o.punted or not o.drops:
+            continue
+        where, why = o.drops[0]
+        findings.append(Finding(
+            "blackholes", f"packets {src} -> {dst} are dropped at {where}: {why}",
+            hosts=(src, dst), switches=tuple(dict.fromkeys(w for w, _ in o.drops)),
+            details={"drops": [list(d) for d in o.drops]}))
+    return findings
+
+
+def check_reachability(view: NetworkView, outcomes=None) -> list[Finding]:
+    findings = []
+    for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
+        if dst in o.delivered:
+            continue
+        if o.punted and all(_controller_ok(view, s) for s in o.punted):
+            continue
+        if o.loops:
+            why = "they loop"
+        elif o.punted:
+            why = f"they go to a controller that is not connected ({', '.join(o.punted)})"
+        elif o.drops:
+            why = f"they are dropped at {o.drops[0][0]}"
+        else:
+            why = f"they are delivered to {', '.join(o.delivered) or 'nobody'}"
+        findings.append(Finding("reachability", f"{src} cannot reach {dst}: {why}",
+                                hosts=(src, dst), switches=tuple(dict.fromkeys(o.punted))))
+    return findings

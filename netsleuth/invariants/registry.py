@@ -1,0 +1,89 @@
+"""Invariants registered by stable name.
+
+Users select invariants by name on the command line (``--check``), traces
+record violations by that name, and the minimizer matches a reproduced
+violation by it; so names are part of the interface and never change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from netsleuth.errors import NetsleuthError
+from netsleuth.invariants import forwarding
+from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.view import NetworkView
+
+
+class UnknownInvariantError(NetsleuthError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Invariant:
+    name: str
+    description: str
+    check: Callable[[NetworkView, object], list[Finding]] | None
+    observed: bool = False  # reported by the World as packets move, not computed from a view
+
+
+def _liveness(view: NetworkView, _outcomes: object) -> list[Finding]:
+    findings = []
+    for name, alive in sorted(view.controllers_alive.items()):
+        if not alive:
+            findings.append(Finding("liveness", f"controller {name} is not running",
+                                    details={"controller": name}))
+    missing = [s.name for s in view.topology.switches
+               if view.is_switch_up(s.name) and s.dpid not in view.connected_dpids]
+    if missing:
+        shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+        findings.append(Finding("liveness", f"{len(missing)} switch(es) not connected to a controller: {shown}",
+                                switches=tuple(missing)))
+    return findings
+
+
+REGISTRY: dict[str, Invariant] = {}
+
+
+def register(inv: Invariant) -> Invariant:
+    if inv.name in REGISTRY:
+        raise ValueError(f"invariant {inv.name} registered twice")
+    REGISTRY[inv.name] = inv
+    return inv
+
+
+register(Invariant("liveness", "controller processes alive and every live switch connected", _liveness))
+register(Invariant("loops", "no host-to-host packet loops through the flow tables", forwarding.check_loops))
+register(Invariant("blackholes", "no host-to-host packet is dropped inside the network", forwarding.check_blackholes))
+register(Invariant("reachability", "every physically connected host pair can reach each other "
+                   "(through the tables or a live controller)", forwarding.check_reachability))
+register(Invariant("dataplane-loops", "no real packet revisits a (switch, in_port)", None, observed=True))
+
+DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops")
+
+
+def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:
+    """Invariants by name (comma-separated string or list); None means the defaults."""
+    if names is None:
+        names = DEFAULT
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    out = []
+    for n in names:
+        if n not in REGISTRY:
+            raise UnknownInvariantError(f"unknown invariant '{n}'",
+                                        f"use one of: {', '.join(REGISTRY)}")
+        out.append(REGISTRY[n])
+    return out
+
+
+def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
+    """Run the view-based invariants, tracing host pairs once for all of them."""
+    needs_pairs = any(i.name in ("loops", "blackholes", "reachability") for i in invariants)
+    outcomes = forwarding.pair_outcomes(view) if needs_pairs else []
+    findings: list[Finding] = []
+    for inv in invariants:
+        if inv.check is not None:
+            findings.extend(inv.check(view, outcomes))
+    return findings

@@ -1,0 +1,53 @@
+"""What invariants look at: a read-only view of the network at one moment.
+
+Invariants run on a live World, on a state rebuilt from a trace and inside
+the model checker; all three can produce this view, so invariants depend on
+it and on the model, never on the World itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import networkx as nx
+
+from netsleuth.model.switch import Switch
+from netsleuth.model.topology import Topology
+
+
+@dataclass(frozen=True)
+class NetworkView:
+    topology: Topology
+    switches: Mapping[str, Switch]
+    link_up: Mapping[tuple[str, int, str, int], bool]
+    controllers_alive: Mapping[str, bool] = field(default_factory=dict)
+    connected_dpids: frozenset[int] = frozenset()
+    switch_up: Mapping[str, bool] = field(default_factory=dict)
+
+    def is_switch_up(self, name: str) -> bool:
+        return self.switch_up.get(name, True)
+
+    def __post_init__(self) -> None:
+        peers: dict[tuple[str, int], tuple[str, int] | None] = {}
+        for (n1, p1, n2, p2), up in self.link_up.items():
+            peers[(n1, p1)] = (n2, p2) if up else None
+            peers[(n2, p2)] = (n1, p1) if up else None
+        object.__setattr__(self, "_peers", peers)
+
+    def peer(self, node: str, port: int) -> tuple[str, int] | None:
+        """The (node, port) at the other end of a live link, or None."""
+        return self._peers.get((node, port))  # type: ignore[attr-defined]
+
+    def live_graph(self) -> nx.Graph:
+        """Nodes and links that are up: the physical network packets can cross."""
+        g = nx.Graph()
+        for s in self.topology.switches:
+            if self.is_switch_up(s.name):
+                g.add_node(s.name)
+        for h in self.topology.hosts:
+            g.add_node(h.name)
+        for (n1, _p1, n2, _p2), up in self.link_up.items():
+            if up and n1 in g and n2 in g:
+                g.add_edge(n1, n2)
+        return g

@@ -1,0 +1,87 @@
+"""End hosts that behave like the hosts of a Mininet network.
+
+A controller under test learns locations from ARP and IP traffic, so hosts
+must answer ARP requests and ICMP echo requests the way a real stack does,
+and resolve a neighbour before they send IP to it. Like the switch, a host
+is sans-I/O: packets in, packets out; the caller decides when they travel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from netsleuth.model.addr import BROADCAST_MAC
+from netsleuth.model.packet import (ICMP, IPv4, Arp, Packet, arp_reply, arp_request,
+                                    icmp_echo)
+
+ETH_ARP = 0x0806
+ETH_IPV4 = 0x0800
+ARP_REQUEST = 1
+ARP_REPLY = 2
+ICMP_ECHO_REPLY = 0
+ICMP_ECHO_REQUEST = 8
+
+
+@dataclass(slots=True)
+class Host:
+    """A host with one interface, an ARP cache and a record of echo replies."""
+
+    name: str
+    mac: int
+    ip: int
+    arp_cache: dict[int, int] = field(default_factory=dict)
+    # IP packets waiting for ARP resolution, by next-hop IP, in send order.
+    pending: dict[int, list[Packet]] = field(default_factory=dict)
+    echo_replies: set[tuple[int, int, int]] = field(default_factory=set)  # (from ip, ident, seq)
+    received: int = 0
+
+    def receive(self, packet: Packet) -> list[Packet]:
+        """Handle a frame from the wire; return the frames this host sends in reply."""
+        if packet.eth_dst not in (self.mac, BROADCAST_MAC) and not packet.eth_dst & (1 << 40):
+            return []  # not for us (NICs filter unicast to other MACs)
+        self.received += 1
+        l3 = packet.l3
+        if isinstance(l3, Arp):
+            return self._on_arp(l3)
+        if isinstance(l3, IPv4) and l3.dst == self.ip and isinstance(packet.l4, ICMP):
+            icmp = packet.l4
+            self.arp_cache.setdefault(l3.src, packet.eth_src)
+            if icmp.type == ICMP_ECHO_REQUEST:
+                return [icmp_echo(self.mac, packet.eth_src, self.ip, l3.src, icmp.ident, icmp.seq,
+                                  reply=True, payload=packet.payload)]
+            if icmp.type == ICMP_ECHO_REPLY:
+                self.echo_replies.add((l3.src, icmp.ident, icmp.seq))
+        return []
+
+    def _on_arp(self, arp: Arp) -> list[Packet]:
+        out: list[Packet] = []
+        if arp.tpa != self.ip:
+            return out
+        self.arp_cache[arp.spa] = arp.sha
+        if arp.op == ARP_REQUEST:
+            out.append(arp_reply(self.mac, self.ip, arp.sha, arp.spa))
+        for queued in self.pending.pop(arp.spa, []):
+            out.append(_set_dst(queued, arp.sha))
+        return out
+
+    def send_ip(self, packet: Packet) -> list[Packet]:
+        """Send an IPv4 packet, resolving the destination MAC with ARP first if needed."""
+        assert isinstance(packet.l3, IPv4)
+        dst_ip = packet.l3.dst
+        mac = self.arp_cache.get(dst_ip)
+        if mac is not None:
+            return [_set_dst(packet, mac)]
+        first = dst_ip not in self.pending
+        self.pending.setdefault(dst_ip, []).append(packet)
+        return [arp_request(self.mac, self.ip, dst_ip)] if first else []
+
+    def ping(self, dst_ip: int, ident: int, seq: int) -> list[Packet]:
+        """Start one ICMP echo to ``dst_ip``; the frames to put on the wire now."""
+        return self.send_ip(icmp_echo(self.mac, BROADCAST_MAC, self.ip, dst_ip, ident, seq))
+
+    def got_reply(self, dst_ip: int, ident: int, seq: int) -> bool:
+        return (dst_ip, ident, seq) in self.echo_replies
+
+
+def _set_dst(packet: Packet, mac: int) -> Packet:
+    return packet.set_dl_dst(mac)

@@ -1,0 +1,749 @@
+"""Packets as immutable header records that convert exactly to and from wire bytes.
+
+Why records and not byte strings: the switch model matches, rewrites and
+hashes packets millions of times inside the model checker, and a frozen
+record of ints is cheap to compare, hash and copy.  Why *exact* bytes: the
+controllers under test are real programs that receive our PACKET_INs and send
+us PACKET_OUTs, so whatever a controller sends (padded, truncated, odd
+ethertypes, IPv4 options, bad checksums) must come back out byte for byte.
+Anything that does not parse stays in ``payload`` (or, for bytes after the end
+of an L3 datagram such as Ethernet padding, in ``trailer``) so
+``Packet.from_bytes(b).to_bytes() == b`` for every ``b``.
+
+Derived fields (checksums, IPv4 total length, UDP length) are ``None`` when
+they should be computed.  ``from_bytes`` stores every checksum it reads (so a
+controller's wrong checksum survives), but stores a length only when it
+disagrees with the bytes present (truncated PACKET_IN data, malformed input):
+a length that agrees documents nothing.
+
+Only ``struct`` is used: this module is on the model checker's hot path.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from netsleuth.errors import NetsleuthError
+from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
+
+ETH_IPV4 = 0x0800
+ETH_ARP = 0x0806
+ETH_VLAN = 0x8100
+ETH_LLDP = 0x88CC
+PROTO_ICMP = 1
+PROTO_TCP = 6
+PROTO_UDP = 17
+RAW = -1
+"""``Packet.eth_type`` of a frame too short (< 14 bytes) for an Ethernet header;
+its bytes are all in ``payload``."""
+DL_TYPE_NOT_ETH_TYPE = 0x05FF
+"""OpenFlow 1.0 ``dl_type`` of an 802.3 frame without an LLC/SNAP header."""
+LLDP_MULTICAST = 0x0180C200000E
+MIN_FRAME_LEN = 60
+"""Shortest Ethernet frame on the wire, FCS excluded."""
+
+TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK, TCP_URG, TCP_ECE, TCP_CWR = (1 << i for i in range(8))
+
+_ETH = struct.Struct("!6s6sH")
+_TAG = struct.Struct("!HH")
+_ARP_HEAD = struct.Struct("!HHBBH")
+_IP = struct.Struct("!BBHHHBBH4s4s")
+_IP_ADDRS = struct.Struct("!II")
+_ICMP = struct.Struct("!BBHHH")
+_TCP = struct.Struct("!HHIIBBHHH")
+_UDP = struct.Struct("!HHHH")
+_PSEUDO = struct.Struct("!IIBBH")
+_U16 = struct.Struct("!H")
+_LITTLE = sys.byteorder == "little"
+
+
+class PacketError(NetsleuthError, ValueError):
+    """A packet record that cannot be put on the wire, or malformed packet JSON."""
+
+
+# ---------------------------------------------------------------------------
+# header records
+
+
+@dataclass(frozen=True, slots=True)
+class Vlan:
+    """An 802.1Q tag (TPID 0x8100); the inner ethertype is ``Packet.eth_type``."""
+
+    vid: int
+    pcp: int = 0
+    cfi: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Arp:
+    """ARP; ``sha``/``tha`` are ``hlen`` bytes wide and ``spa``/``tpa`` ``plen`` bytes wide."""
+
+    op: int
+    sha: int
+    spa: int
+    tha: int
+    tpa: int
+    htype: int = 1
+    ptype: int = ETH_IPV4
+    hlen: int = 6
+    plen: int = 4
+
+    def is_ethernet_ipv4(self) -> bool:
+        return self.htype == 1 and self.ptype == ETH_IPV4 and self.hlen == 6 and self.plen == 4
+
+
+@dataclass(frozen=True, slots=True)
+class IPv4:
+    """IPv4 header.  ``total_length`` None: computed; set only when it disagrees with the bytes."""
+
+    src: int
+    dst: int
+    proto: int
+    tos: int = 0
+    ttl: int = 64
+    ident: int = 0
+    flags: int = 0
+    frag: int = 0
+    options: bytes = b""
+    csum: int | None = None
+    total_length: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ICMP:
+    """ICMP header; ``ident``/``seq`` are the 4 bytes after the checksum whatever the type."""
+
+    type: int
+    code: int
+    ident: int = 0
+    seq: int = 0
+    csum: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TCP:
+    """TCP header; ``flags`` holds the 12 bits after the data offset (NS..FIN and reserved)."""
+
+    src_port: int
+    dst_port: int
+    seq: int = 0
+    ack: int = 0
+    flags: int = 0
+    window: int = 65535
+    urg: int = 0
+    options: bytes = b""
+    csum: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UDP:
+    """UDP header.  ``length`` None: computed; set only when it disagrees with the bytes."""
+
+    src_port: int
+    dst_port: int
+    csum: int | None = None
+    length: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLDP:
+    """LLDPDU.  ``chassis_id``/``port_id`` are whole TLV values, subtype byte first;
+    ``extra_tlvs`` are the encoded TLVs between TTL and the End TLV (always written)."""
+
+    chassis_id: bytes
+    port_id: bytes
+    ttl: int = 120
+    extra_tlvs: bytes = b""
+
+
+L3 = Arp | IPv4 | LLDP
+L4 = ICMP | TCP | UDP
+_ETH_OF_L3 = {Arp: ETH_ARP, IPv4: ETH_IPV4, LLDP: ETH_LLDP}
+_PROTO_OF_L4 = {ICMP: PROTO_ICMP, TCP: PROTO_TCP, UDP: PROTO_UDP}
+
+
+# ---------------------------------------------------------------------------
+# checksums
+
+
+def internet_checksum(data: bytes) -> int:
+    """RFC 1071 ones'-complement checksum of ``data`` (odd lengths zero-padded)."""
+    if len(data) & 1:
+        data += b"\0"
+    # Summing native-order words and swapping the folded result is RFC 1071's
+    # byte-order independence; it lets memoryview do the word split in C.
+    s = sum(memoryview(data).cast("H"))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    if _LITTLE:
+        s = ((s & 0xFF) << 8) | (s >> 8)
+    return ~s & 0xFFFF
+
+
+def _l4_csum(ip: IPv4, length: int, segment: bytes) -> int:
+    return internet_checksum(_PSEUDO.pack(ip.src, ip.dst, 0, ip.proto, length & 0xFFFF) + segment)
+
+
+# ---------------------------------------------------------------------------
+# the packet
+
+
+@dataclass(frozen=True, slots=True)
+class Packet:
+    """An Ethernet frame: Ethernet fields here, deeper headers in ``vlan``/``l3``/``l4``.
+
+    ``payload``: bytes after the innermost parsed header, up to the end of the
+    L3 datagram (all of the frame after Ethernet when nothing else parsed).
+    ``trailer``: bytes after the end of the L3 datagram (Ethernet padding).
+    """
+
+    eth_src: int
+    eth_dst: int
+    eth_type: int
+    vlan: Vlan | None = None
+    l3: Arp | IPv4 | LLDP | None = None
+    l4: ICMP | TCP | UDP | None = None
+    payload: bytes = b""
+    trailer: bytes = b""
+
+    def __post_init__(self) -> None:
+        l3, l4 = self.l3, self.l4
+        if l3 is not None and _ETH_OF_L3.get(type(l3)) != self.eth_type:
+            raise PacketError(f"{type(l3).__name__} header in a frame with eth_type {self.eth_type:#06x}",
+                              f"use eth_type {_ETH_OF_L3.get(type(l3), 0):#06x}")
+        if l4 is not None:
+            if type(l3) is not IPv4 or l3.proto != _PROTO_OF_L4.get(type(l4)):
+                raise PacketError(f"{type(l4).__name__} header without an IPv4 header of that protocol",
+                                  "set l3 to IPv4(proto=1/6/17 for ICMP/TCP/UDP)")
+            if l3.frag:
+                raise PacketError("an L4 header in a non-first IPv4 fragment",
+                                  "put the fragment's bytes in payload, not in l4")
+        if self.eth_type == RAW and (self.eth_src or self.eth_dst or self.vlan or l3 or self.trailer):
+            raise PacketError("a RAW (sub-Ethernet) frame with header fields",
+                              "put the whole frame in payload and leave the other fields default")
+
+    # -- wire bytes ---------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The exact frame; checksums and lengths that are None are computed. No padding."""
+        if self.eth_type == RAW:
+            return self.payload
+        try:
+            head = self.eth_dst.to_bytes(6, "big") + self.eth_src.to_bytes(6, "big")
+            v = self.vlan
+            if v is not None:
+                if v.vid >> 12 or v.cfi >> 1:
+                    raise OverflowError(f"VLAN vid {v.vid} / cfi {v.cfi}")
+                head += _TAG.pack(ETH_VLAN, (v.pcp << 13) | (v.cfi << 12) | v.vid)
+            head += _U16.pack(self.eth_type)
+            return head + self._l3_bytes() + self.trailer
+        except (struct.error, OverflowError) as exc:
+            raise PacketError(f"a header field does not fit its wire width ({exc})",
+                              "keep every field within its width (ports 16 bits, vid 12 bits, ...)") from exc
+
+    def _l3_bytes(self) -> bytes:
+        l3 = self.l3
+        if l3 is None:
+            return self.payload
+        if type(l3) is IPv4:
+            return self._ipv4_bytes(l3)
+        if type(l3) is Arp:
+            return (_ARP_HEAD.pack(l3.htype, l3.ptype, l3.hlen, l3.plen, l3.op)
+                    + l3.sha.to_bytes(l3.hlen, "big") + l3.spa.to_bytes(l3.plen, "big")
+                    + l3.tha.to_bytes(l3.hlen, "big") + l3.tpa.to_bytes(l3.plen, "big") + self.payload)
+        return (_tlv(1, l3.chassis_id) + _tlv(2, l3.port_id) + _tlv(3, _U16.pack(l3.ttl))
+                + l3.extra_tlvs + b"\0\0" + self.payload)
+
+    def _ipv4_bytes(self, ip: IPv4) -> bytes:
+        opts = ip.options
+        if len(opts) % 4 or len(opts) > 40:
+            raise PacketError(f"IPv4 options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
+        if ip.frag >> 13 or ip.flags >> 3:
+            raise OverflowError(f"IPv4 flags {ip.flags} / fragment offset {ip.frag}")
+        segment = self._l4_bytes(ip)
+        hlen = 20 + len(opts)
+        total = ip.total_length if ip.total_length is not None else hlen + len(segment)
+        header = _IP.pack(0x40 | (hlen >> 2), ip.tos, total, ip.ident, (ip.flags << 13) | ip.frag,
+                          ip.ttl, ip.proto, 0, ip.src.to_bytes(4, "big"), ip.dst.to_bytes(4, "big")) + opts
+        csum = ip.csum if ip.csum is not None else internet_checksum(header)
+        return header[:10] + _U16.pack(csum) + header[12:] + segment
+
+    def _l4_bytes(self, ip: IPv4) -> bytes:
+        l4, payload = self.l4, self.payload
+        if l4 is None:
+            return payload
+        kind = type(l4)
+        if kind is TCP:
+            opts = l4.options
+            if len(opts) % 4 or len(opts) > 40:
+                raise PacketError(f"TCP options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
+            if l4.flags >> 12:
+                raise OverflowError(f"TCP flags {l4.flags:#x}")
+            doff = 5 + len(opts) // 4
+            seg = _TCP.pack(l4.src_port, l4.dst_port, l4.seq, l4.ack, (doff << 4) | (l4.flags >> 8),
+                            l4.flags & 0xFF, l4.window, 0, l4.urg) + opts + payload
+            csum = l4.csum if l4.csum is not None else _l4_csum(ip, len(seg), seg)
+            return seg[:16] + _U16.pack(csum) + seg[18:]
+        if kind is UDP:
+            length = l4.length if l4.length is not None else 8 + len(payload)
+            seg = _UDP.pack(l4.src_port, l4.dst_port, length, 0) + payload
+            csum = l4.csum
+            if csum is None:
+                csum = _l4_csum(ip, length, seg) or 0xFFFF  # 0 means "no checksum" in UDP
+            return seg[:6] + _U16.pack(csum) + seg[8:]
+        seg = _ICMP.pack(l4.type, l4.code, 0, l4.ident, l4.seq) + payload
+        csum = l4.csum if l4.csum is not None else internet_checksum(seg)
+        return seg[:2] + _U16.pack(csum) + seg[4:]
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Packet:
+        """Parse a frame; never raises: what does not parse stays in payload."""
+        data = bytes(data)
+        n = len(data)
+        if n < 14:
+            return cls(0, 0, RAW, payload=data)
+        dst, src, eth_type = _ETH.unpack_from(data)
+        off = 14
+        vlan = None
+        if eth_type == ETH_VLAN and n >= 18:
+            tci, eth_type = _TAG.unpack_from(data, 14)
+            vlan = Vlan(tci & 0xFFF, tci >> 13, (tci >> 12) & 1)
+            off = 18
+        eth_src = int.from_bytes(src, "big")
+        eth_dst = int.from_bytes(dst, "big")
+        parsed = None
+        if eth_type == ETH_IPV4:
+            parsed = _parse_ipv4(data, off)
+        elif eth_type == ETH_ARP:
+            parsed = _parse_arp(data, off)
+        elif eth_type == ETH_LLDP:
+            parsed = _parse_lldp(data, off)
+        if parsed is None:
+            return cls(eth_src, eth_dst, eth_type, vlan, payload=data[off:])
+        l3, l4, payload, trailer = parsed
+        return cls(eth_src, eth_dst, eth_type, vlan, l3, l4, payload, trailer)
+
+    def frame_len(self) -> int:
+        """``len(self.to_bytes())`` without building the bytes."""
+        if self.eth_type == RAW:
+            return len(self.payload)
+        n = 14 + (4 if self.vlan is not None else 0) + len(self.payload) + len(self.trailer)
+        l3 = self.l3
+        if l3 is None:
+            return n
+        if type(l3) is IPv4:
+            n += 20 + len(l3.options)
+            l4 = self.l4
+            if l4 is not None:
+                n += 20 + len(l4.options) if type(l4) is TCP else 8
+            return n
+        if type(l3) is Arp:
+            return n + 8 + 2 * (l3.hlen + l3.plen)
+        return n + 2 + len(l3.chassis_id) + 2 + len(l3.port_id) + 4 + len(l3.extra_tlvs) + 2
+
+    def wire_len(self) -> int:
+        """Length on the wire (FCS excluded): the frame padded to 60 bytes."""
+        n = self.frame_len()
+        return n if n > MIN_FRAME_LEN else MIN_FRAME_LEN
+
+    # -- OpenFlow 1.0 view --------------------------------------------------
+
+    def match_fields(self, in_port: int) -> tuple[int, ...]:
+        """The OpenFlow 1.0 12-tuple in ``match.FIELDS`` order.
+
+        Where OpenFlow 1.0 leaves room, Open vSwitch's choices: 802.3 frames
+        get the LLC/SNAP ethertype or 0x05ff (no L3 parsing behind SNAP); ARP
+        fills nw_* only for Ethernet/IPv4 ARP; later fragments have no ports.
+        """
+        et = self.eth_type
+        if et == RAW:
+            return (in_port, 0, 0, 0xFFFF, 0, 0, 0, 0, 0, 0, 0, 0)
+        v = self.vlan
+        if v is None:
+            dl_vlan, pcp = 0xFFFF, 0
+        else:
+            dl_vlan, pcp = v.vid, v.pcp
+        tos = proto = nw_src = nw_dst = tp_src = tp_dst = 0
+        l3 = self.l3
+        if type(l3) is IPv4:
+            tos, proto, nw_src, nw_dst = l3.tos & 0xFC, l3.proto, l3.src, l3.dst
+            l4 = self.l4
+            if l4 is not None:
+                if type(l4) is ICMP:
+                    tp_src, tp_dst = l4.type, l4.code
+                else:
+                    tp_src, tp_dst = l4.src_port, l4.dst_port
+        elif type(l3) is Arp:
+            if l3.is_ethernet_ipv4():
+                proto, nw_src, nw_dst = l3.op & 0xFF, l3.spa, l3.tpa
+        elif et < 0x600:
+            et = _snap_type(self.payload)
+        return (in_port, self.eth_src, self.eth_dst, dl_vlan, pcp, et, tos, proto, nw_src, nw_dst, tp_src, tp_dst)
+
+    # -- set-field actions (OpenFlow 1.0: a missing header makes them no-ops) --
+
+    def set_dl_src(self, mac: int) -> Packet:
+        return self if self.eth_type == RAW else replace(self, eth_src=mac)
+
+    def set_dl_dst(self, mac: int) -> Packet:
+        return self if self.eth_type == RAW else replace(self, eth_dst=mac)
+
+    def set_vlan_vid(self, vid: int) -> Packet:
+        """Rewrite the VLAN id, pushing a tag (pcp 0) when the frame has none."""
+        if self.eth_type == RAW:
+            return self
+        v = self.vlan
+        return replace(self, vlan=Vlan(vid & 0xFFF) if v is None else replace(v, vid=vid & 0xFFF))
+
+    def set_vlan_pcp(self, pcp: int) -> Packet:
+        """Rewrite the VLAN priority, pushing a tag (vid 0) when the frame has none."""
+        if self.eth_type == RAW:
+            return self
+        v = self.vlan
+        return replace(self, vlan=Vlan(0, pcp & 7) if v is None else replace(v, pcp=pcp & 7))
+
+    def strip_vlan(self) -> Packet:
+        return self if self.vlan is None else replace(self, vlan=None)
+
+    def set_nw_src(self, ip: int) -> Packet:
+        return self._set_ip(src=ip)
+
+    def set_nw_dst(self, ip: int) -> Packet:
+        return self._set_ip(dst=ip)
+
+    def set_nw_tos(self, tos: int) -> Packet:
+        """Rewrite DSCP; the ECN bits (low two) are kept."""
+        l3 = self.l3
+        if type(l3) is not IPv4:
+            return self
+        return replace(self, l3=replace(l3, tos=(tos & 0xFC) | (l3.tos & 3), csum=None))
+
+    def set_tp_src(self, port: int) -> Packet:
+        return self._set_port(src_port=port)
+
+    def set_tp_dst(self, port: int) -> Packet:
+        return self._set_port(dst_port=port)
+
+    def _set_ip(self, **change: int) -> Packet:
+        l3 = self.l3
+        if type(l3) is not IPv4:
+            return self
+        return replace(self, l3=replace(l3, csum=None, **change), l4=_pseudo_header_changed(self.l4))
+
+    def _set_port(self, **change: int) -> Packet:
+        l4 = self.l4
+        if type(l4) is TCP:
+            return replace(self, l4=replace(l4, csum=None, **change))
+        if type(l4) is UDP:
+            return replace(self, l4=replace(l4, csum=0 if l4.csum == 0 else None, **change))
+        return self
+
+    # -- human and JSON views -----------------------------------------------
+
+    def summary(self) -> str:
+        """One line for humans, tcpdump-like."""
+        if self.eth_type == RAW:
+            return f"truncated frame ({len(self.payload)} bytes)"
+        text = self._l3_summary()
+        return text if self.vlan is None else f"vlan {self.vlan.vid}: {text}"
+
+    def _l3_summary(self) -> str:
+        l3, l4 = self.l3, self.l4
+        if type(l3) is Arp:
+            if l3.op == 1:
+                return f"ARP who-has {_arp_ip(l3, l3.tpa)} tell {_arp_ip(l3, l3.spa)}"
+            if l3.op == 2:
+                return f"ARP {_arp_ip(l3, l3.spa)} is-at {_hexcolon(l3.sha, l3.hlen)}"
+            return f"ARP op={l3.op} {_arp_ip(l3, l3.spa)} > {_arp_ip(l3, l3.tpa)}"
+        if type(l3) is LLDP:
+            return "LLDP"
+        if type(l3) is not IPv4:
+            return f"eth {self.eth_type:#06x}"
+        src, dst = int_to_ip(l3.src), int_to_ip(l3.dst)
+        if type(l4) is ICMP:
+            name = _ICMP_NAMES.get(l4.type)
+            if l4.type in (0, 8):
+                return f"ICMP {name} {src} > {dst} id={l4.ident} seq={l4.seq}"
+            what = name if name else f"type={l4.type}"
+            return f"ICMP {what} code={l4.code} {src} > {dst}"
+        if type(l4) is TCP:
+            return f"TCP {src}:{l4.src_port} > {dst}:{l4.dst_port} [{_tcp_flags(l4.flags)}]"
+        if type(l4) is UDP:
+            return f"UDP {src}:{l4.src_port} > {dst}:{l4.dst_port}"
+        frag = f" frag={l3.frag * 8}" if l3.frag else ""
+        return f"IPv4 {src} > {dst} proto={l3.proto}{frag}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Lossless, readable: MACs and IPs as strings, bytes as hex."""
+        d: dict[str, Any] = {
+            "eth_src": int_to_mac(self.eth_src),
+            "eth_dst": int_to_mac(self.eth_dst),
+            "eth_type": "raw" if self.eth_type == RAW else f"{self.eth_type:#06x}",
+        }
+        if self.vlan is not None:
+            d["vlan"] = {"vid": self.vlan.vid, "pcp": self.vlan.pcp, "cfi": self.vlan.cfi}
+        if self.l3 is not None:
+            d["l3"] = _header_to_json(self.l3)
+        if self.l4 is not None:
+            d["l4"] = _header_to_json(self.l4)
+        d["payload"] = self.payload.hex()
+        if self.trailer:
+            d["trailer"] = self.trailer.hex()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Packet:
+        try:
+            et = d["eth_type"]
+            vlan = d.get("vlan")
+            l3, l4 = d.get("l3"), d.get("l4")
+            return cls(
+                mac_to_int(d["eth_src"]), mac_to_int(d["eth_dst"]),
+                RAW if et == "raw" else (int(et, 0) if isinstance(et, str) else int(et)),
+                Vlan(**vlan) if vlan is not None else None,
+                _header_from_json(l3) if l3 is not None else None,
+                _header_from_json(l4) if l4 is not None else None,
+                bytes.fromhex(d.get("payload", "")), bytes.fromhex(d.get("trailer", "")))
+        except PacketError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PacketError(f"malformed packet JSON ({type(exc).__name__}: {exc})",
+                              "use the output of Packet.to_json()") from exc
+
+
+# ---------------------------------------------------------------------------
+# parsing helpers (each returns (l3, l4, payload, trailer) or None)
+
+
+def _parse_ipv4(data: bytes, off: int) -> tuple | None:
+    n = len(data)
+    if n - off < 20:
+        return None
+    vihl, tos, total, ident, ff, ttl, proto, csum, src, dst = _IP.unpack_from(data, off)
+    hlen = (vihl & 0xF) * 4
+    if vihl >> 4 != 4 or hlen < 20 or n - off < hlen or total < hlen:
+        return None
+    if off + total <= n:
+        end, explicit_total = off + total, None
+    else:
+        end, explicit_total = n, total
+    frag = ff & 0x1FFF
+    src_i, dst_i = _IP_ADDRS.unpack_from(data, off + 12)
+    ip = IPv4(src_i, dst_i, proto, tos, ttl, ident, ff >> 13, frag, data[off + 20:off + hlen], csum, explicit_total)
+    l4off = off + hlen
+    l4 = None
+    if not frag:
+        avail = end - l4off
+        if proto == PROTO_TCP and avail >= 20:
+            sport, dport, seq, ack, b12, b13, win, tcsum, urg = _TCP.unpack_from(data, l4off)
+            tlen = (b12 >> 4) * 4
+            if tlen >= 20 and avail >= tlen:
+                l4 = TCP(sport, dport, seq, ack, ((b12 & 0xF) << 8) | b13, win, urg,
+                         data[l4off + 20:l4off + tlen], tcsum)
+                l4off += tlen
+        elif proto == PROTO_UDP and avail >= 8:
+            sport, dport, ulen, ucsum = _UDP.unpack_from(data, l4off)
+            l4 = UDP(sport, dport, ucsum, None if ulen == avail else ulen)
+            l4off += 8
+        elif proto == PROTO_ICMP and avail >= 8:
+            typ, code, icsum, iid, iseq = _ICMP.unpack_from(data, l4off)
+            l4 = ICMP(typ, code, iid, iseq, icsum)
+            l4off += 8
+    return ip, l4, data[l4off:end], data[end:]
+
+
+def _parse_arp(data: bytes, off: int) -> tuple | None:
+    if len(data) - off < 8:
+        return None
+    htype, ptype, hlen, plen, op = _ARP_HEAD.unpack_from(data, off)
+    end = off + 8 + 2 * (hlen + plen)
+    if end > len(data):
+        return None
+    p = off + 8
+    sha = int.from_bytes(data[p:p + hlen], "big")
+    p += hlen
+    spa = int.from_bytes(data[p:p + plen], "big")
+    p += plen
+    tha = int.from_bytes(data[p:p + hlen], "big")
+    p += hlen
+    tpa = int.from_bytes(data[p:p + plen], "big")
+    return Arp(op, sha, spa, tha, tpa, htype, ptype, hlen, plen), None, b"", data[end:]
+
+
+def _parse_lldp(data: bytes, off: int) -> tuple | None:
+    n = len(data)
+    values = []
+    p = off
+    for want in (1, 2, 3):
+        if n - p < 2:
+            return None
+        (h,) = _U16.unpack_from(data, p)
+        length = h & 0x1FF
+        if h >> 9 != want or n - p - 2 < length or (want == 3 and length != 2):
+            return None
+        values.append(data[p + 2:p + 2 + length])
+        p += 2 + length
+    extra_start = p
+    while True:
+        if n - p < 2:
+            return None
+        (h,) = _U16.unpack_from(data, p)
+        length = h & 0x1FF
+        if h >> 9 == 0:
+            if length:
+                return None
+            break
+        if n - p - 2 < length:
+            return None
+        p += 2 + length
+    lldp = LLDP(values[0], values[1], _U16.unpack(values[2])[0], data[extra_start:p])
+    return lldp, None, b"", data[p + 2:]
+
+
+def _tlv(kind: int, value: bytes) -> bytes:
+    if len(value) > 0x1FF:
+        raise PacketError(f"an LLDP TLV value of {len(value)} bytes", "keep LLDP TLV values at most 511 bytes")
+    return _U16.pack((kind << 9) | len(value)) + value
+
+
+def _snap_type(payload: bytes) -> int:
+    if len(payload) >= 8 and payload[:6] == b"\xaa\xaa\x03\x00\x00\x00":
+        (t,) = _U16.unpack_from(payload, 6)
+        if t >= 0x600:
+            return t
+    return DL_TYPE_NOT_ETH_TYPE
+
+
+def _pseudo_header_changed(l4: L4 | None) -> L4 | None:
+    if type(l4) is TCP:
+        return replace(l4, csum=None)
+    if type(l4) is UDP and l4.csum != 0:
+        return replace(l4, csum=None)
+    return l4
+
+
+# ---------------------------------------------------------------------------
+# text helpers
+
+_ICMP_NAMES = {0: "echo-reply", 3: "unreachable", 5: "redirect", 8: "echo-request", 11: "time-exceeded"}
+_TCP_FLAG_TEXT = ((TCP_FIN, "F"), (TCP_SYN, "S"), (TCP_RST, "R"), (TCP_PSH, "P"), (TCP_ACK, "."),
+                  (TCP_URG, "U"), (TCP_ECE, "E"), (TCP_CWR, "W"))
+
+
+def _tcp_flags(flags: int) -> str:
+    return "".join(c for bit, c in _TCP_FLAG_TEXT if flags & bit) or "none"
+
+
+def _hexcolon(value: int, width: int) -> str:
+    return ":".join(f"{b:02x}" for b in value.to_bytes(width, "big"))
+
+
+def _dotted(value: int, width: int) -> str:
+    return ".".join(str(b) for b in value.to_bytes(width, "big"))
+
+
+def _arp_ip(arp: Arp, value: int) -> str:
+    return _dotted(value, arp.plen)
+
+
+def _from_hexcolon(text: str) -> int:
+    return int.from_bytes(bytes.fromhex(text.replace(":", "")), "big")
+
+
+def _from_dotted(text: str) -> int:
+    return int.from_bytes(bytes(int(x) for x in text.split(".")), "big") if text else 0
+
+
+_KIND = {Arp: "arp", IPv4: "ipv4", LLDP: "lldp", ICMP: "icmp", TCP: "tcp", UDP: "udp"}
+_CLASS = {v: k for k, v in _KIND.items()}
+_BYTE_FIELDS = frozenset(("options", "chassis_id", "port_id", "extra_tlvs"))
+
+
+def _header_to_json(h: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"kind": _KIND[type(h)]}
+    for f in fields(h):
+        value = getattr(h, f.name)
+        if f.name in _BYTE_FIELDS:
+            value = value.hex()
+        elif type(h) is IPv4 and f.name in ("src", "dst"):
+            value = int_to_ip(value)
+        elif type(h) is Arp and f.name in ("sha", "tha"):
+            value = _hexcolon(value, h.hlen)
+        elif type(h) is Arp and f.name in ("spa", "tpa"):
+            value = _dotted(value, h.plen)
+        d[f.name] = value
+    return d
+
+
+def _header_from_json(d: dict[str, Any]) -> Any:
+    d = dict(d)
+    cls = _CLASS[d.pop("kind")]
+    for name in _BYTE_FIELDS.intersection(d):
+        d[name] = bytes.fromhex(d[name])
+    if cls is IPv4:
+        d["src"], d["dst"] = ip_to_int(d["src"]), ip_to_int(d["dst"])
+    elif cls is Arp:
+        for name in ("sha", "tha"):
+            d[name] = _from_hexcolon(d[name])
+        for name in ("spa", "tpa"):
+            d[name] = _from_dotted(d[name])
+    return cls(**d)
+
+
+# ---------------------------------------------------------------------------
+# constructors (addresses as ints or strings; checksums computed on the wire)
+
+
+def arp_request(src_mac: int | str, src_ip: int | str, dst_ip: int | str) -> Packet:
+    mac = mac_to_int(src_mac)
+    return Packet(mac, 0xFFFFFFFFFFFF, ETH_ARP, l3=Arp(1, mac, ip_to_int(src_ip), 0, ip_to_int(dst_ip)))
+
+
+def arp_reply(src_mac: int | str, src_ip: int | str, dst_mac: int | str, dst_ip: int | str) -> Packet:
+    mac, dmac = mac_to_int(src_mac), mac_to_int(dst_mac)
+    return Packet(mac, dmac, ETH_ARP, l3=Arp(2, mac, ip_to_int(src_ip), dmac, ip_to_int(dst_ip)))
+
+
+def _ip_packet(src_mac: int | str, dst_mac: int | str, src_ip: int | str, dst_ip: int | str,
+               proto: int, l4: L4, payload: bytes) -> Packet:
+    ip = IPv4(ip_to_int(src_ip), ip_to_int(dst_ip), proto)
+    return Packet(mac_to_int(src_mac), mac_to_int(dst_mac), ETH_IPV4, l3=ip, l4=l4, payload=payload)
+
+
+def icmp_echo(src_mac: int | str, dst_mac: int | str, src_ip: int | str, dst_ip: int | str,
+              ident: int = 0, seq: int = 0, reply: bool = False, payload: bytes = b"") -> Packet:
+    return _ip_packet(src_mac, dst_mac, src_ip, dst_ip, PROTO_ICMP, ICMP(0 if reply else 8, 0, ident, seq), payload)
+
+
+def tcp_syn(src_mac: int | str, dst_mac: int | str, src_ip: int | str, dst_ip: int | str,
+            src_port: int, dst_port: int) -> Packet:
+    return _ip_packet(src_mac, dst_mac, src_ip, dst_ip, PROTO_TCP, TCP(src_port, dst_port, flags=TCP_SYN), b"")
+
+
+def udp_packet(src_mac: int | str, dst_mac: int | str, src_ip: int | str, dst_ip: int | str,
+               src_port: int, dst_port: int, payload: bytes = b"") -> Packet:
+    return _ip_packet(src_mac, dst_mac, src_ip, dst_ip, PROTO_UDP, UDP(src_port, dst_port), payload)
+
+
+def lldp_frame(src_mac: int | str, chassis_id: bytes | str, port_id: bytes | str | int) -> Packet:
+    """LLDP to the nearest-bridge group.  ``bytes`` ids are TLV values (subtype
+    first); a ``str`` becomes subtype 7 (locally assigned); an ``int`` port
+    becomes subtype 2 (port component) with 4 big-endian bytes."""
+    if isinstance(chassis_id, str):
+        chassis_id = b"\x07" + chassis_id.encode()
+    if isinstance(port_id, str):
+        port_id = b"\x07" + port_id.encode()
+    elif isinstance(port_id, int):
+        port_id = b"\x02" + port_id.to_bytes(4, "big")
+    return Packet(mac_to_int(src_mac), LLDP_MULTICAST, ETH_LLDP, l3=LLDP(chassis_id, port_id))
+
+
+__all__ = [
+    "Arp", "DL_TYPE_NOT_ETH_TYPE", "ETH_ARP", "ETH_IPV4", "ETH_LLDP", "ETH_VLAN", "ICMP", "IPv4", "LLDP",
+    "LLDP_MULTICAST", "MIN_FRAME_LEN", "PROTO_ICMP", "PROTO_TCP", "PROTO_UDP", "Packet", "PacketError", "RAW",
+    "TCP", "UDP", "Vlan", "arp_reply", "arp_request", "icmp_echo", "internet_checksum", "lldp_frame",
+    "tcp_syn", "udp_packet",
+]

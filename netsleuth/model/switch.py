@@ -1,0 +1,494 @@
+"""A sans-I/O OpenFlow 1.0 switch.
+
+The same switch serves a real controller over TCP, the model checker (which
+copies and hashes it), replay and lockstep, so it never touches a socket or
+a clock: it takes decoded messages, dataplane packets and the current time
+and returns what it would send (:class:`ToController`, :class:`Emit`).
+Messages are os-ken OpenFlow 1.0 objects, the vocabulary of the codec.
+
+Every dataplane packet carries an opaque ``tag`` chosen by the caller (the
+World uses it for packet lineage, to see a packet revisit a port); the switch
+only carries it along, through its buffers and through PACKET_OUTs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from netsleuth import __version__
+from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
+from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
+from netsleuth.model.match import Match
+from netsleuth.model.ofdp import DATAPATH, ofp, ofp_parser
+from netsleuth.model.packet import Packet
+
+NO_BUFFER = 0xFFFFFFFF
+DEFAULT_BUFFERS = 256
+DEFAULT_MISS_SEND_LEN = 128
+MAX_TABLE_ENTRIES = 1_000_000
+
+SUPPORTED_ACTIONS = (
+    (1 << ofp.OFPAT_OUTPUT) | (1 << ofp.OFPAT_SET_VLAN_VID) | (1 << ofp.OFPAT_SET_VLAN_PCP)
+    | (1 << ofp.OFPAT_STRIP_VLAN) | (1 << ofp.OFPAT_SET_DL_SRC) | (1 << ofp.OFPAT_SET_DL_DST)
+    | (1 << ofp.OFPAT_SET_NW_SRC) | (1 << ofp.OFPAT_SET_NW_DST) | (1 << ofp.OFPAT_SET_NW_TOS)
+    | (1 << ofp.OFPAT_SET_TP_SRC) | (1 << ofp.OFPAT_SET_TP_DST) | (1 << ofp.OFPAT_ENQUEUE)
+)
+CAPABILITIES = ofp.OFPC_FLOW_STATS | ofp.OFPC_TABLE_STATS | ofp.OFPC_PORT_STATS
+PORT_FEATURES = ofp.OFPPF_1GB_FD | ofp.OFPPF_COPPER
+
+
+def port_hw_addr(dpid: int, port_no: int) -> int:
+    """A stable, locally administered MAC for a switch port."""
+    return 0x020000000000 | ((dpid & 0xFFFFFF) << 16) | (port_no & 0xFFFF)
+
+
+@dataclass(frozen=True, slots=True)
+class ToController:
+    """A message for the controller on connection ``conn`` (None: every connection)."""
+
+    conn: int | None
+    msg: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A packet leaving the switch on ``port``."""
+
+    port: int
+    packet: Packet
+    tag: Any = None
+
+
+@dataclass(slots=True)
+class PortCounters:
+    rx_packets: int = 0
+    tx_packets: int = 0
+    rx_bytes: int = 0
+    tx_bytes: int = 0
+    rx_dropped: int = 0
+    tx_dropped: int = 0
+
+
+@dataclass(slots=True)
+class Port:
+    port_no: int
+    hw_addr: int
+    name: str
+    link_up: bool = True
+    config: int = 0
+    counters: PortCounters = field(default_factory=PortCounters)
+
+    @property
+    def usable(self) -> bool:
+        """Forwarding works only on a port whose link is up and that is not administratively down."""
+        return self.link_up and not (self.config & ofp.OFPPC_PORT_DOWN)
+
+    @property
+    def state(self) -> int:
+        return 0 if self.link_up else ofp.OFPPS_LINK_DOWN
+
+    def phy(self) -> Any:
+        return ofp_parser.OFPPhyPort(
+            self.port_no, self.hw_addr.to_bytes(6, "big"), self.name.encode()[:15], self.config,
+            self.state, PORT_FEATURES, PORT_FEATURES, PORT_FEATURES, 0)
+
+
+@dataclass(slots=True)
+class Buffered:
+    packet: Packet
+    in_port: int
+    tag: Any
+
+
+class Switch:
+    """One OpenFlow 1.0 datapath: ports, a flow table, packet buffers, config."""
+
+    def __init__(self, dpid: int, ports: Iterable[int], *, name: str = "",
+                 n_buffers: int = DEFAULT_BUFFERS) -> None:
+        self.dpid = dpid
+        self.name = name or f"s{dpid}"
+        self.ports: dict[int, Port] = {
+            p: Port(p, port_hw_addr(dpid, p), f"{self.name}-eth{p}") for p in sorted(ports)}
+        self.table = FlowTable()
+        self.n_buffers = n_buffers
+        self.buffers: dict[int, Buffered] = {}
+        self._next_buffer = 0
+        self.miss_send_len = DEFAULT_MISS_SEND_LEN
+        self.config_flags = 0
+        self.lookup_count = 0
+        self.matched_count = 0
+        # packet_in data -> tag, so a PACKET_OUT that carries the data itself
+        # (instead of a buffer id) continues the same packet's lineage.
+        self._recent_in: dict[bytes, Any] = {}
+
+    # ----------------------------------------------------------- control plane
+    def handle_message(self, conn: int, msg: Any, now: float) -> list[ToController | Emit]:
+        """Apply one message from the controller on connection ``conn``."""
+        handler = _HANDLERS.get(type(msg))
+        if handler is None:
+            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE)]
+        return handler(self, conn, msg, now)
+
+    def _error(self, conn: int, msg: Any, err_type: int, code: int) -> ToController:
+        data = b""
+        buf = getattr(msg, "buf", None)
+        if buf:
+            data = bytes(buf[:64])
+        err = ofp_parser.OFPErrorMsg(DATAPATH, type_=err_type, code=code, data=data)
+        err.xid = msg.xid
+        return ToController(conn, err)
+
+    def _reply(self, conn: int, request: Any, reply: Any) -> ToController:
+        reply.xid = request.xid
+        return ToController(conn, reply)
+
+    def _on_hello(self, conn: int, msg: Any, now: float) -> list:
+        return []
+
+    def _on_echo(self, conn: int, msg: Any, now: float) -> list:
+        return [self._reply(conn, msg, ofp_parser.OFPEchoReply(DATAPATH, data=msg.data))]
+
+    def _on_echo_reply(self, conn: int, msg: Any, now: float) -> list:
+        return []
+
+    def _on_features(self, conn: int, msg: Any, now: float) -> list:
+        reply = ofp_parser.OFPSwitchFeatures(DATAPATH)
+        reply.datapath_id = self.dpid
+        reply.n_buffers = self.n_buffers
+        reply.n_tables = 1
+        reply.capabilities = CAPABILITIES
+        reply.actions = SUPPORTED_ACTIONS
+        reply.ports = {p.port_no: p.phy() for p in self.ports.values()}
+        return [self._reply(conn, msg, reply)]
+
+    def _on_get_config(self, conn: int, msg: Any, now: float) -> list:
+        reply = ofp_parser.OFPGetConfigReply(DATAPATH)
+        reply.flags = self.config_flags
+        reply.miss_send_len = self.miss_send_len
+        return [self._reply(conn, msg, reply)]
+
+    def _on_set_config(self, conn: int, msg: Any, now: float) -> list:
+        self.config_flags = msg.flags
+        self.miss_send_len = msg.miss_send_len
+        return []
+
+    def _on_barrier(self, conn: int, msg: Any, now: float) -> list:
+        # Messages are applied one at a time, in order: everything before the
+        # barrier is already done when it is handled.
+        return [self._reply(conn, msg, ofp_parser.OFPBarrierReply(DATAPATH))]
+
+    def _on_vendor(self, conn: int, msg: Any, now: float) -> list:
+        return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)]
+
+    def _on_queue_config(self, conn: int, msg: Any, now: float) -> list:
+        if msg.port not in self.ports:
+            return [self._error(conn, msg, ofp.OFPET_QUEUE_OP_FAILED, ofp.OFPQOFC_BAD_PORT)]
+        reply = ofp_parser.OFPQueueGetConfigReply(DATAPATH)
+        reply.port = msg.port
+        reply.queues = []
+        return [self._reply(conn, msg, reply)]
+
+    def _on_port_mod(self, conn: int, msg: Any, now: float) -> list:
+        port = self.ports.get(msg.port_no)
+        if port is None:
+            return [self._error(conn, msg, ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_PORT)]
+        hw = msg.hw_addr if isinstance(msg.hw_addr, int) else int.from_bytes(_mac_bytes(msg.hw_addr), "big")
+        if hw != port.hw_addr:
+            return [self._error(conn, msg, ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_HW_ADDR)]
+        before = port.config
+        port.config = (port.config & ~msg.mask) | (msg.config & msg.mask)
+        if port.config != before:
+            return [ToController(None, self._port_status(port, ofp.OFPPR_MODIFY))]
+        return []
+
+    def _validate_actions(self, actions: tuple) -> int | None:
+        """The OFPBAC_* code for the first invalid action, or None."""
+        for a in actions:
+            if isinstance(a, (Output, Enqueue)):
+                p = a.port
+                if p == 0 or (ofp.OFPP_MAX < p < ofp.OFPP_IN_PORT) or p == ofp.OFPP_NONE:
+                    return ofp.OFPBAC_BAD_OUT_PORT
+                if isinstance(a, Enqueue) and p > ofp.OFPP_MAX and p != ofp.OFPP_IN_PORT:
+                    return ofp.OFPBAC_BAD_OUT_PORT
+        return None
+
+    def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list:
+        try:
+            actions = tuple(action_from_ofp(a) for a in msg.actions)
+        except (ValueError, KeyError, TypeError) as exc:
+            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, getattr(exc, "err_code", ofp.OFPBAC_BAD_TYPE))]
+        bad = self._validate_actions(actions)
+        if bad is not None:
+            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, bad)]
+        match = Match.from_ofp(msg.match)
+        cmd = msg.command
+        out: list = []
+        if msg.flags & ofp.OFPFF_EMERG and (msg.idle_timeout or msg.hard_timeout):
+            return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_EMERG_TIMEOUT)]
+        if cmd in (ofp.OFPFC_ADD, ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT):
+            if cmd == ofp.OFPFC_ADD:
+                modified: list[FlowEntry] = []
+            else:
+                modified = self.table.modify(match, actions, strict=cmd == ofp.OFPFC_MODIFY_STRICT,
+                                             priority=msg.priority, now=now, cookie=msg.cookie)
+            if not modified:
+                if len(self.table) >= MAX_TABLE_ENTRIES:
+                    return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_ALL_TABLES_FULL)]
+                try:
+                    self.table.add(match, msg.priority, actions, cookie=msg.cookie,
+                                   idle_timeout=msg.idle_timeout, hard_timeout=msg.hard_timeout,
+                                   flags=msg.flags, now=now)
+                except FlowOverlapError:
+                    return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_OVERLAP)]
+            if msg.buffer_id != NO_BUFFER:
+                out.extend(self._release_buffer(conn, msg, msg.buffer_id, None, now, actions_from_table=True))
+        elif cmd in (ofp.OFPFC_DELETE, ofp.OFPFC_DELETE_STRICT):
+            removed = self.table.delete(match, strict=cmd == ofp.OFPFC_DELETE_STRICT,
+                                        priority=msg.priority, out_port=msg.out_port)
+            for entry in removed:
+                if entry.flags & ofp.OFPFF_SEND_FLOW_REM:
+                    out.append(ToController(None, self._flow_removed(entry, ofp.OFPRR_DELETE, now)))
+        else:
+            return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_COMMAND)]
+        return out
+
+    def _release_buffer(self, conn: int, msg: Any, buffer_id: int, actions: tuple | None,
+                        now: float, actions_from_table: bool = False) -> list:
+        buffered = self.buffers.pop(buffer_id, None)
+        if buffered is None:
+            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]
+        if actions_from_table:
+            return self._pipeline(buffered.packet, buffered.in_port, buffered.tag, now, count_rx=False)
+        return self._apply_actions(actions or (), buffered.packet, buffered.in_port, buffered.tag, now)
+
+    def _on_packet_out(self, conn: int, msg: Any, now: float) -> list:
+        try:
+            actions = tuple(action_from_ofp(a) for a in msg.actions)
+        except (ValueError, KeyError, TypeError) as exc:
+            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, getattr(exc, "err_code", ofp.OFPBAC_BAD_TYPE))]
+        bad = self._validate_actions(actions)
+        if bad is not None:
+            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, bad)]
+        in_port = msg.in_port
+        if msg.buffer_id != NO_BUFFER:
+            buffered = self.buffers.pop(msg.buffer_id, None)
+            if buffered is None:
+                return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]
+            packet, tag = buffered.packet, buffered.tag
+        else:
+            data = bytes(msg.data or b"")
+            if not data:
+                return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_LEN)]
+            packet = Packet.from_bytes(data)
+            tag = self._recent_in.get(data)
+        return self._apply_actions(actions, packet, in_port, tag, now)
+
+    def _on_stats(self, conn: int, msg: Any, now: float) -> list:
+        kind = type(msg)
+        if kind is ofp_parser.OFPDescStatsRequest:
+            body = ofp_parser.OFPDescStats(b"netsleuth", b"netsleuth mock OpenFlow 1.0 switch",
+                                           __version__.encode(), str(self.dpid).encode(),
+                                           self.name.encode())
+            reply = ofp_parser.OFPDescStatsReply(DATAPATH)
+            reply.body = body
+        elif kind is ofp_parser.OFPFlowStatsRequest:
+            reply = ofp_parser.OFPFlowStatsReply(DATAPATH)
+            reply.body = [self._flow_stats(e, now) for e in
+                          self.table.select(Match.from_ofp(msg.match), msg.out_port)]
+        elif kind is ofp_parser.OFPAggregateStatsRequest:
+            entries = self.table.select(Match.from_ofp(msg.match), msg.out_port)
+            reply = ofp_parser.OFPAggregateStatsReply(DATAPATH)
+            reply.body = ofp_parser.OFPAggregateStats(
+                sum(e.packet_count for e in entries), sum(e.byte_count for e in entries), len(entries))
+        elif kind is ofp_parser.OFPTableStatsRequest:
+            reply = ofp_parser.OFPTableStatsReply(DATAPATH)
+            reply.body = [ofp_parser.OFPTableStats(0, b"classifier", ofp.OFPFW_ALL, MAX_TABLE_ENTRIES,
+                                                   len(self.table), self.lookup_count,
+                                                   self.matched_count)]
+        elif kind is ofp_parser.OFPPortStatsRequest:
+            reply = ofp_parser.OFPPortStatsReply(DATAPATH)
+            wanted = [p for p in self.ports.values() if msg.port_no in (ofp.OFPP_NONE, p.port_no)]
+            if not wanted:
+                return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)]
+            reply.body = [ofp_parser.OFPPortStats(
+                p.port_no, p.counters.rx_packets, p.counters.tx_packets, p.counters.rx_bytes,
+                p.counters.tx_bytes, p.counters.rx_dropped, p.counters.tx_dropped, 0, 0, 0, 0, 0, 0)
+                for p in wanted]
+        elif kind is ofp_parser.OFPQueueStatsRequest:
+            reply = ofp_parser.OFPQueueStatsReply(DATAPATH)
+            reply.body = []
+        else:
+            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)]
+        reply.flags = 0
+        return [self._reply(conn, msg, reply)]
+
+    def _flow_stats(self, e: FlowEntry, now: float) -> Any:
+        age = max(0.0, now - e.installed_at)
+        sec = int(age)
+        stats = ofp_parser.OFPFlowStats()
+        stats.length = 0
+        stats.table_id = 0
+        stats.match = e.match.to_ofp()
+        stats.duration_sec = sec
+        stats.duration_nsec = int((age - sec) * 1e9)
+        stats.priority = e.priority
+        stats.idle_timeout = e.idle_timeout
+        stats.hard_timeout = e.hard_timeout
+        stats.cookie = e.cookie
+        stats.packet_count = e.packet_count
+        stats.byte_count = e.byte_count
+        stats.actions = [action_to_ofp(a) for a in e.actions]
+        return stats
+
+    def _flow_removed(self, e: FlowEntry, reason: int, now: float) -> Any:
+        age = max(0.0, now - e.installed_at)
+        sec = int(age)
+        return ofp_parser.OFPFlowRemoved(
+            DATAPATH, match=e.match.to_ofp(), cookie=e.cookie, priority=e.priority, reason=reason,
+            duration_sec=sec, duration_nsec=int((age - sec) * 1e9), idle_timeout=e.idle_timeout,
+            packet_count=e.packet_count, byte_count=e.byte_count)
+
+    def _port_status(self, port: Port, reason: int) -> Any:
+        return ofp_parser.OFPPortStatus(DATAPATH, reason=reason, desc=port.phy())
+
+    # ----------------------------------------------------------- data plane
+    def receive_packet(self, in_port: int, packet: Packet, now: float, tag: Any = None) -> list[ToController | Emit]:
+        """A packet arrives on ``in_port``: match it and act."""
+        port = self.ports.get(in_port)
+        if port is None or not port.usable:
+            if port is not None:
+                port.counters.rx_dropped += 1
+            return []
+        return self._pipeline(packet, in_port, tag, now)
+
+    def _pipeline(self, packet: Packet, in_port: int, tag: Any, now: float, count_rx: bool = True) -> list:
+        nbytes = packet.wire_len()
+        if count_rx and in_port in self.ports:
+            c = self.ports[in_port].counters
+            c.rx_packets += 1
+            c.rx_bytes += nbytes
+        self.lookup_count += 1
+        entry = self.table.lookup(packet.match_fields(in_port), now=now, nbytes=nbytes)
+        if entry is None:
+            return [self._packet_in(packet, in_port, tag, ofp.OFPR_NO_MATCH, self.miss_send_len)]
+        self.matched_count += 1
+        return self._apply_actions(entry.actions, packet, in_port, tag, now)
+
+    def _apply_actions(self, actions: tuple, packet: Packet, in_port: int, tag: Any, now: float) -> list:
+        out: list = []
+        for port, pkt, max_len in forward(actions, packet, in_port, self.ports):
+            if port == ofp.OFPP_CONTROLLER:
+                out.append(self._packet_in(pkt, in_port, tag, ofp.OFPR_ACTION, max_len))
+            elif port == ofp.OFPP_TABLE:
+                out.extend(self._pipeline(pkt, in_port, tag, now, count_rx=False))
+            elif port in self.ports:
+                c = self.ports[port].counters
+                c.tx_packets += 1
+                c.tx_bytes += pkt.wire_len()
+                out.append(Emit(port, pkt, tag))
+            # LOCAL, NORMAL and ports that do not exist: dropped silently.
+        return out
+
+    def _packet_in(self, packet: Packet, in_port: int, tag: Any, reason: int, max_len: int) -> ToController:
+        data = packet.to_bytes()
+        buffer_id = NO_BUFFER
+        if self.n_buffers and max_len < len(data):
+            buffer_id = self._buffer(packet, in_port, tag)
+            data = data[:max_len]
+        self._recent_in[data] = tag
+        if len(self._recent_in) > 64:
+            del self._recent_in[next(iter(self._recent_in))]
+        msg = ofp_parser.OFPPacketIn(DATAPATH, buffer_id=buffer_id, total_len=packet.wire_len(),
+                                     in_port=in_port, reason=reason, data=data)
+        return ToController(None, msg)
+
+    def _buffer(self, packet: Packet, in_port: int, tag: Any) -> int:
+        if len(self.buffers) >= self.n_buffers:
+            del self.buffers[next(iter(self.buffers))]  # oldest first, deterministically
+        buffer_id = self._next_buffer
+        self._next_buffer = (self._next_buffer + 1) & 0x7FFFFFFF
+        self.buffers[buffer_id] = Buffered(packet, in_port, tag)
+        return buffer_id
+
+    # ----------------------------------------------------------- ports and time
+    def set_link(self, port_no: int, up: bool) -> list[ToController]:
+        """The link on ``port_no`` went up or down: tell every controller."""
+        port = self.ports[port_no]
+        if port.link_up == up:
+            return []
+        port.link_up = up
+        return [ToController(None, self._port_status(port, ofp.OFPPR_MODIFY))]
+
+    def expire(self, now: float) -> list[ToController]:
+        """Remove flows whose idle or hard timeout passed; FLOW_REMOVED where asked."""
+        out = []
+        for entry, reason in self.table.expire(now):
+            if entry.flags & ofp.OFPFF_SEND_FLOW_REM:
+                out.append(ToController(None, self._flow_removed(entry, reason, now)))
+        return out
+
+
+def forward(actions: tuple, packet: Packet, in_port: int,
+            ports: dict[int, Port]) -> list[tuple[int, Packet, int]]:
+    """Apply an OpenFlow 1.0 action list: the (port, packet, max_len) outputs, in order.
+
+    Set-field actions change the packet for the outputs that follow them.
+    FLOOD and ALL expand to concrete ports (never the in port; FLOOD also
+    skips ports with OFPPC_NO_FLOOD); outputs to unusable ports are dropped.
+    Special ports CONTROLLER and TABLE are returned as such.
+    """
+    out: list[tuple[int, Packet, int]] = []
+    for action in actions:
+        if isinstance(action, (Output, Enqueue)):
+            port = action.port
+            max_len = getattr(action, "max_len", 0)
+            if port == ofp.OFPP_IN_PORT:
+                p = ports.get(in_port)
+                if p is not None and p.usable:
+                    out.append((in_port, packet, max_len))
+            elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
+                for p in ports.values():
+                    if p.port_no == in_port or not p.usable:
+                        continue
+                    if port == ofp.OFPP_FLOOD and p.config & ofp.OFPPC_NO_FLOOD:
+                        continue
+                    out.append((p.port_no, packet, max_len))
+            elif port in (ofp.OFPP_CONTROLLER, ofp.OFPP_TABLE):
+                out.append((port, packet, max_len))
+            elif port <= ofp.OFPP_MAX:
+                p = ports.get(port)
+                if p is not None and p.usable and not (p.config & ofp.OFPPC_NO_FWD):
+                    out.append((port, packet, max_len))
+        else:
+            packet = apply_action(packet, action)
+    return out
+
+
+def _mac_bytes(value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    return bytes.fromhex(str(value).replace(":", ""))
+
+
+_HANDLERS = {
+    ofp_parser.OFPHello: Switch._on_hello,
+    ofp_parser.OFPEchoRequest: Switch._on_echo,
+    ofp_parser.OFPEchoReply: Switch._on_echo_reply,
+    ofp_parser.OFPFeaturesRequest: Switch._on_features,
+    ofp_parser.OFPGetConfigRequest: Switch._on_get_config,
+    ofp_parser.OFPSetConfig: Switch._on_set_config,
+    ofp_parser.OFPBarrierRequest: Switch._on_barrier,
+    ofp_parser.OFPVendor: Switch._on_vendor,
+    ofp_parser.OFPQueueGetConfigRequest: Switch._on_queue_config,
+    ofp_parser.OFPPortMod: Switch._on_port_mod,
+    ofp_parser.OFPFlowMod: Switch._on_flow_mod,
+    ofp_parser.OFPPacketOut: Switch._on_packet_out,
+    ofp_parser.OFPDescStatsRequest: Switch._on_stats,
+    ofp_parser.OFPFlowStatsRequest: Switch._on_stats,
+    ofp_parser.OFPAggregateStatsRequest: Switch._on_stats,
+    ofp_parser.OFPTableStatsRequest: Switch._on_stats,
+    ofp_parser.OFPPortStatsRequest: Switch._on_stats,
+    ofp_parser.OFPQueueStatsRequest: Switch._on_stats,
+    ofp_parser.OFPVendorStatsRequest: Switch._on_stats,
+}

@@ -1,0 +1,232 @@
+"""The asyncio edge: joins the sans-I/O World to real controllers and real time.
+
+Each switch opens one TCP connection per controller, as a real switch does.
+Bytes from a controller are framed and decoded by a SwitchConnection and
+enter the World's interposition buffers; the default policy here delivers
+everything promptly, in arrival order. Whatever the World hands back for a
+controller is encoded and written to its socket. Nothing else in netsleuth
+touches a socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable
+
+from netsleuth.core.world import World
+from netsleuth.errors import ControllerError
+from netsleuth.openflow.connection import Connected, ErrorEvent, State, SwitchConnection, VersionMismatch
+
+CONNECT_RETRIES = 50
+
+
+@dataclass(slots=True)
+class _Link:
+    conn: int
+    proto: SwitchConnection
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    task: asyncio.Task | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PingResult:
+    src: str
+    dst: str
+    ok: bool
+    rtt: float | None
+
+
+class Runtime:
+    """Drives a World against real controllers over TCP."""
+
+    def __init__(self, world: World, endpoints: dict[str, tuple[str, int]], *,
+                 connect_concurrency: int = 128, tick_interval: float = 0.1,
+                 batch: int = 2000) -> None:
+        self.world = world
+        self.endpoints = endpoints
+        self.connect_concurrency = connect_concurrency
+        self.tick_interval = tick_interval
+        self.batch = batch
+        self.links: dict[int, _Link] = {}
+        self._wake = asyncio.Event()
+        self._pump_task: asyncio.Task | None = None
+        self._tick_task: asyncio.Task | None = None
+        self._activity = 0
+        self.closed = False
+        self.protocol_errors: list[str] = []
+
+    # ---------------------------------------------------------------- lifecycle
+    async def start(self, progress: Callable[[int], None] | None = None) -> None:
+        """Connect every switch to every controller."""
+        self._pump_task = asyncio.create_task(self._pump())
+        self._tick_task = asyncio.create_task(self._ticker())
+        sem = asyncio.Semaphore(self.connect_concurrency)
+        done = 0
+
+        async def one(dpid: int, controller: str, addr: tuple[str, int]) -> None:
+            nonlocal done
+            async with sem:
+                await self.connect(dpid, controller, addr)
+            done += 1
+            if progress:
+                progress(done)
+
+        jobs = [one(s.dpid, name, addr) for s in self.world.topology.switches
+                for name, addr in self.endpoints.items()]
+        await asyncio.gather(*jobs)
+
+    async def connect(self, dpid: int, controller: str, addr: tuple[str, int]) -> int:
+        delay = 0.02
+        for attempt in range(CONNECT_RETRIES):
+            try:
+                reader, writer = await asyncio.open_connection(*addr)
+                break
+            except OSError as exc:
+                if attempt == CONNECT_RETRIES - 1:
+                    raise ControllerError(f"switch {dpid} cannot connect to controller {controller} at "
+                                          f"{addr[0]}:{addr[1]}: {exc}",
+                                          "check that the controller is running and listening") from exc
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        conn = self.world.open_connection(dpid, controller)
+        proto = SwitchConnection()
+        link = _Link(conn, proto, reader, writer)
+        self.links[conn] = link
+        writer.write(proto.initiate())
+        link.task = asyncio.create_task(self._read(link))
+        return conn
+
+    async def wait_handshake(self, timeout: float, progress: Callable[[int], None] | None = None) -> int:
+        """Wait until every connection has answered FEATURES_REQUEST; the number that did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        total = len(self.world.connections)
+        while True:
+            n = sum(1 for c in self.world.connections.values() if c.features_replied)
+            if progress:
+                progress(n)
+            if n >= total or loop.time() >= deadline:
+                return n
+            await asyncio.sleep(0.02)
+
+    async def settle(self, quiet: float = 0.15, timeout: float = 10.0) -> bool:
+        """Wait until nothing is pending and no controller spoke for ``quiet`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        last = (-1, -1)
+        quiet_since = loop.time()
+        while loop.time() < deadline:
+            now_state = (self._activity, self.world.stats.fired)
+            if now_state != last or not self.world.quiescent():
+                last = now_state
+                quiet_since = loop.time()
+            elif loop.time() - quiet_since >= quiet:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    async def close(self) -> None:
+        self.closed = True
+        for task in (self._pump_task, self._tick_task):
+            if task:
+                task.cancel()
+        for link in self.links.values():
+            if link.task:
+                link.task.cancel()
+            try:
+                link.writer.close()
+            except Exception:  # noqa: BLE001 - already broken sockets
+                pass
+        await asyncio.sleep(0)
+
+    # ---------------------------------------------------------------- I/O
+    async def _read(self, link: _Link) -> None:
+        reason = "controller closed the connection"
+        try:
+            while True:
+                data = await link.reader.read(65536)
+                if not data:
+                    break
+                self._activity += 1
+                for item in link.proto.receive_data(data):
+                    if isinstance(item, (ErrorEvent, VersionMismatch)):
+                        # malformed message or failed hello: answer with ERROR, as a switch does
+                        reason = item.reason if isinstance(item, VersionMismatch) else str(item.error)
+                        self.protocol_errors.append(reason)
+                        if item.reply:
+                            link.writer.write(item.reply)
+                        if link.proto.state is State.CLOSED:
+                            link.writer.close()
+                            raise ConnectionError(reason)
+                    elif not isinstance(item, Connected):
+                        self.world.from_controller(link.conn, item)
+                self._wake.set()
+        except (ConnectionError, OSError) as exc:
+            reason = f"connection error: {exc}"
+        except asyncio.CancelledError:
+            return
+        if not self.closed:
+            self.world.close_connection(link.conn, reason)
+
+    async def _pump(self) -> None:
+        world = self.world
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            n = 0
+            while n < self.batch:
+                effects = world.fire_next()
+                if effects is None:
+                    break
+                n += 1
+                for d in effects:
+                    link = self.links.get(d.conn)
+                    if link is not None and not link.writer.is_closing():
+                        link.writer.write(link.proto.send(d.msg))
+            if not world.quiescent():
+                self._wake.set()
+                await asyncio.sleep(0)
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_interval)
+            self.world.tick()
+            self._wake.set()
+
+    # ---------------------------------------------------------------- traffic
+    async def ping(self, src: str, dst: str, seq: int, timeout: float = 2.0) -> PingResult:
+        world = self.world
+        host = world.hosts[src]
+        dst_ip = world.topology.host(dst).ip
+        ident = (host.ip & 0xFFFF)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        world.inject_ping(src, dst, ident, seq)
+        self.kick()
+        while loop.time() - t0 < timeout:
+            if host.got_reply(dst_ip, ident, seq):
+                return PingResult(src, dst, True, round(loop.time() - t0, 6))
+            await asyncio.sleep(0.002)
+        return PingResult(src, dst, False, None)
+
+    async def pingall(self, timeout: float = 2.0,
+                      progress: Callable[[PingResult], None] | None = None) -> list[PingResult]:
+        """Every host pings every other host, one at a time, as Mininet's pingall does."""
+        results = []
+        hosts = [h.name for h in self.world.topology.hosts]
+        seq = 0
+        for src in hosts:
+            for dst in hosts:
+                if src == dst:
+                    continue
+                seq += 1
+                r = await self.ping(src, dst, seq, timeout)
+                results.append(r)
+                if progress:
+                    progress(r)
+        return results
