@@ -74,17 +74,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
     table.add_row("result", str(Path(args.out) / "result.json"))
     out.print(table)
-    seen = set()
-    for v in d["violations"]:
-        key = (v["invariant"], v["message"])
-        if key in seen:
-            continue
-        seen.add(key)
-        out.print(f"[red]violation[/red] {v['invariant']}: {v['message']}")
-        if len(seen) >= 10:
-            out.print(f"... and {len(d['violations']) - 10} more in result.json")
-            break
+    _print_violations(d["violations"])
     return result.exit_code
+
+
+def _print_violations(violations: list[dict], examples: int = 3) -> None:
+    """Violations grouped by invariant: a count and the first few, in plain words."""
+    by_inv: dict[str, list[dict]] = {}
+    for v in violations:
+        by_inv.setdefault(v["invariant"], []).append(v)
+    for name, vs in by_inv.items():
+        out.print(f"[red]{len(vs)} violation(s) of {name}[/red]")
+        for v in vs[:examples]:
+            out.print(f"  - {v['message']}", markup=False, highlight=False, soft_wrap=True)
+        if len(vs) > examples:
+            out.print(f"  ... {len(vs) - examples} more in result.json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except NetsleuthError as exc:
-        console.print(f"error: {exc.one_line()}", markup=False, highlight=False)
+        # One unwrapped line a user can grep for, then the evidence (e.g. the controller's log tail).
+        print(f"error: {exc.one_line()}", file=sys.stderr)
         if exc.details:
-            console.print(exc.details, markup=False, highlight=False)
+            print("\n".join("  | " + line for line in exc.details.splitlines()), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         console.print("interrupted: partial results written", markup=False)

@@ -95,6 +95,9 @@ def header_state(packet: Packet, in_port: int) -> dict[str, int]:
     return {name: fields[i] for name, i in _HEADER_INDEX}
 
 
+from netsleuth.model.switch import Port, forward, port_hw_addr  # noqa: E402
+
+
 def decide(table: FlowTable, packet: Packet, in_port: int, ports: list[int]) -> Decision:
     """OpenFlow 1.0 forwarding of ``packet`` arriving on ``in_port`` (switch ports ``ports``).
 
@@ -107,24 +110,13 @@ def decide(table: FlowTable, packet: Packet, in_port: int, ports: list[int]) -> 
     if entry is None:
         return Decision(table_miss=True)
     before = header_state(packet, in_port)
-    current = packet
     sent: list[tuple[int, Changes]] = []
-    for action in entry.actions:
-        if not isinstance(action, Output):
-            current = apply_action(current, action)
-            continue
-        port = action.port
-        if port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
-            targets = [p for p in ports if p != in_port]
-        elif port == ofp.OFPP_IN_PORT:
-            targets = [in_port]
-        elif port == ofp.OFPP_CONTROLLER:
-            targets = [ofp.OFPP_CONTROLLER]
-        else:
-            targets = [port] if port in ports and port != in_port else []
-        now = header_state(current, in_port)
+    # The switch model's own forwarding (switch.forward) is what is under test.
+    switch_ports = {p: Port(p, port_hw_addr(1, p), f"p{p}") for p in ports}
+    for port, out_pkt, _max_len in forward(entry.actions, packet, in_port, switch_ports):
+        now = header_state(out_pkt, in_port)
         changes = tuple(sorted((k, v) for k, v in now.items() if v != before[k]))
-        sent.extend((t, changes) for t in targets)
+        sent.append((port, changes))
     return Decision(False, tuple(sorted(sent)))
 
 

@@ -57,7 +57,7 @@ def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
             continue
         outputs = forward(entry.actions, pkt, port, s.ports)
         if not outputs:
-            out.drops.append((node, f"rule {entry.match} priority {entry.priority} drops it"))
+            out.drops.append((node, _why_nothing(entry, port)))
         for out_port, out_pkt, _ in outputs:
             if out_port == ofp.OFPP_CONTROLLER:
                 out.punted.append(node)
@@ -77,6 +77,16 @@ def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
     # Follow copies in a stable order regardless of stack discipline.
     out.delivered.sort()
     return out
+
+
+def _why_nothing(entry, in_port: int) -> str:
+    rule = f"rule {entry.match or 'catch-all'} priority {entry.priority}"
+    if not entry.actions:
+        return f"{rule} has no actions (drop)"
+    acts = ",".join(str(a) for a in entry.actions)
+    if any(getattr(a, "port", None) == in_port for a in entry.actions):
+        return f"{rule} outputs to its own in port {in_port} ({acts}), which OpenFlow 1.0 drops"
+    return f"{rule} forwards to no live port ({acts})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,8 +135,9 @@ async def _drive(world: World, controller: ControllerProcess, endpoints: dict[st
             if not controller.alive():
                 raise ControllerError(f"controller exited (code {controller.exit_code()}) during the handshake",
                                       f"see its log {controller.log_path}", details=controller.log_tail())
+            why = f" ({rt.protocol_errors[0]})" if rt.protocol_errors else ""
             raise ControllerError(f"{n_conn - done} of {n_conn} switches never completed the OpenFlow "
-                                  f"handshake within {opts.handshake_timeout:.0f}s",
+                                  f"handshake{why}",
                                   f"check that the controller speaks OpenFlow 1.0; see {controller.log_path}",
                                   details=controller.log_tail())
         await rt.settle(opts.settle)

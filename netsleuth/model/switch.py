@@ -456,7 +456,7 @@ def forward(actions: tuple, packet: Packet, in_port: int,
                     out.append((p.port_no, packet, max_len))
             elif port in (ofp.OFPP_CONTROLLER, ofp.OFPP_TABLE):
                 out.append((port, packet, max_len))
-            elif port <= ofp.OFPP_MAX:
+            elif port <= ofp.OFPP_MAX and port != in_port:  # back out the in port only via IN_PORT
                 p = ports.get(port)
                 if p is not None and p.usable and not (p.config & ofp.OFPPC_NO_FWD):
                     out.append((port, packet, max_len))

@@ -41,7 +41,6 @@ from netsleuth.model.ofdp import DATAPATH
 __all__ = ["DATAPATH", "decode", "encode", "msg_type_name", "msg_to_json", "msg_from_json"]
 
 OFP_VERSION = ofp.OFP_VERSION
-NO_BUFFER = 0xFFFFFFFF
 ERROR_DATA_LEN = 64  # OF1.0: an error carries at least the first 64 bytes of the offending request
 
 _TYPE_NAMES = (
@@ -396,8 +395,6 @@ def encode(msg: Any) -> bytes:
     ``msg_len``, ``xid`` and ``buf`` on ``msg``.
     """
     writer = _BODY_WRITERS.get(type(msg))
-    if writer is None and isinstance(msg, parser.OFPPacketOut) and msg.data and msg.buffer_id != NO_BUFFER:
-        writer = _write_buffered_packet_out
     if writer is None:
         msg.serialize()
         return bytes(msg.buf)
@@ -520,10 +517,15 @@ def _write_stats_reply(msg: Any) -> bytes:
     return _STATS.pack(stype, msg.flags or 0) + _write_stats_body(stype, msg.body)
 
 
-def _write_buffered_packet_out(msg: Any) -> bytes:
-    # os-ken refuses data together with a buffer_id; the wire allows it (the switch ignores it).
+def _write_packet_out(msg: Any) -> bytes:
+    # Not os-ken's serialize: it writes data over the fixed part when there are
+    # no actions, and refuses data together with a buffer_id (which the wire allows).
+    data = msg.data
+    if isinstance(data, oslib_packet.Packet):
+        data.serialize()
+        data = data.data
     actions = _pack_actions(msg.actions)
-    return _PACKET_OUT.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(msg.data)
+    return _PACKET_OUT.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
 
 
 _BODY_WRITERS: dict[type, Callable[[Any], bytes]] = {
@@ -533,6 +535,7 @@ _BODY_WRITERS: dict[type, Callable[[Any], bytes]] = {
     parser.OFPGetConfigReply: _write_get_config_reply,
     parser.OFPFlowRemoved: _write_flow_removed,
     parser.OFPQueueGetConfigReply: _write_queue_get_config_reply,
+    parser.OFPPacketOut: _write_packet_out,
     **{cls: _write_stats_reply for cls in (
         parser.OFPDescStatsReply, parser.OFPFlowStatsReply, parser.OFPAggregateStatsReply,
         parser.OFPTableStatsReply, parser.OFPPortStatsReply, parser.OFPQueueStatsReply,

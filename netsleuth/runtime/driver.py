@@ -107,7 +107,8 @@ class Runtime:
             n = sum(1 for c in self.world.connections.values() if c.features_replied)
             if progress:
                 progress(n)
-            if n >= total or loop.time() >= deadline:
+            waiting = sum(1 for c in self.world.connections.values() if c.up and not c.features_replied)
+            if n >= total or not waiting or loop.time() >= deadline:
                 return n
             await asyncio.sleep(0.02)
 
