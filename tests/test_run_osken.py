@@ -38,7 +38,7 @@ def test_pingall_clean_with_simple_switch(tmp_path: Path, topo: str, hosts: int)
     result = run(RunOptions(controller=SIMPLE_SWITCH, topo=topo, out=tmp_path, pingall=True))
     d = json.loads((tmp_path / "result.json").read_text())
     assert d == result.data
-    assert d["pingall"] == {"ok": hosts * (hosts - 1), "failed": 0, "failed_pairs": []}
+    assert d["pingall"] == {"ok": hosts * (hosts - 1), "failed": 0, "failed_pairs": [], "pairs": hosts * (hosts - 1)}
     assert d["violations"] == []
     assert result.exit_code == 0
     assert d["controller_status"]["alive"] and d["controller_status"]["logged_errors"] == []
@@ -131,3 +131,46 @@ def test_nothing_listening_and_bad_topology(tmp_path: Path) -> None:
     proc = cli("run", "--controller", "pox:forwarding", "--topo", "linear,2", "--out", str(tmp_path / "c"))
     assert proc.returncode == 2
     assert "controller kind" in _one_error_line(proc)
+
+
+def test_attach_to_running_controller(tmp_path: Path) -> None:
+    from netsleuth.controllers.external import ControllerProcess
+    from netsleuth.controllers.spec import parse_controller
+
+    ctl = ControllerProcess(parse_controller(SIMPLE_SWITCH), tmp_path / "own.log")
+    host, port = ctl.start()
+    try:
+        proc = cli("run", "--controller", f"tcp:{host}:{port}", "--topo", "linear,2", "--pingall",
+                   "--out", str(tmp_path / "out"))
+        assert proc.returncode == 0, proc.stderr
+        d = json.loads((tmp_path / "out" / "result.json").read_text())
+        assert d["pingall"]["ok"] == 2
+        assert ctl.alive(), "attaching must not stop a controller netsleuth did not start"
+        assert "packet in" in (tmp_path / "own.log").read_text()  # it really served our switches
+    finally:
+        ctl.stop()
+
+
+def test_ctrl_c_keeps_partial_results(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from netsleuth.trace.io import read_trace as read
+
+    proc = subprocess.Popen([sys.executable, "-m", "netsleuth.cli", "run", "--controller", SIMPLE_SWITCH,
+                             "--topo", "ring,5", "--pingall", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    trace = tmp_path / "trace.jsonl"
+    while time.monotonic() < deadline:  # wait until pings are under way
+        if trace.exists() and '"kind":"ping"' in trace.read_text():
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    d = json.loads((tmp_path / "result.json").read_text())
+    assert d["interrupted"] is True and d["completed"] is False
+    assert d["pingall"]["ok"] + d["pingall"]["failed"] >= 1
+    events = read(trace).events  # still a valid trace
+    assert any(e.kind == "ping" for e in events)

@@ -146,15 +146,19 @@ async def _drive(world: World, controller: ControllerProcess, endpoints: dict[st
             progress.phase("pingall", pairs)
             results: list[PingResult] = []
 
+            failed: list[str] = []
+
             def on_ping(r: PingResult) -> None:
                 results.append(r)
                 recorder(ts.PingResult, src=r.src, dst=r.dst, ok=r.ok, rtt=r.rtt)
+                if not r.ok:
+                    failed.append(f"{r.src}->{r.dst}")
+                # kept current so an interrupted run still reports the pings done so far
+                result.data["pingall"] = {"ok": len(results) - len(failed), "failed": len(failed),
+                                          "failed_pairs": list(failed), "pairs": pairs}
                 progress.advance(len(results))
 
             await rt.pingall(opts.ping_timeout, on_ping)
-            failed = [f"{r.src}->{r.dst}" for r in results if not r.ok]
-            result.data["pingall"] = {"ok": len(results) - len(failed), "failed": len(failed),
-                                      "failed_pairs": failed}
             await rt.settle(opts.settle)
         progress.phase("checking invariants", None)
         world.set_controller_alive(controller.name, controller.alive())
