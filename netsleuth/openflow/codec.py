@@ -195,7 +195,10 @@ def _osken(cls: type) -> Callable[[bytes, int], Any]:
     return run
 
 
-def _fixed(size: int, then: Callable[[bytes, int], Any], what: str, *, exact: bool = True) -> Callable[[bytes, int], Any]:
+_Decoder = Callable[[bytes, int], Any]
+
+
+def _fixed(size: int, then: _Decoder, what: str, *, exact: bool = True) -> _Decoder:
     def run(data: bytes, xid: int) -> Any:
         _need(data, xid, size, exact=exact, what=what)
         return then(data, xid)
@@ -471,7 +474,8 @@ def _write_queue_get_config_reply(msg: Any) -> bytes:
         props = []
         for prop in queue.properties or ():
             if prop.property == ofp.OFPQT_MIN_RATE:
-                props.append(_QUEUE_PROP.pack(prop.property, ofp.OFP_QUEUE_PROP_MIN_RATE_SIZE) + _MIN_RATE.pack(prop.rate))
+                props.append(_QUEUE_PROP.pack(prop.property, ofp.OFP_QUEUE_PROP_MIN_RATE_SIZE)
+                             + _MIN_RATE.pack(prop.rate))
             else:
                 props.append(_QUEUE_PROP.pack(prop.property, ofp.OFP_QUEUE_PROP_HEADER_SIZE))
         body = b"".join(props)
@@ -557,8 +561,8 @@ def msg_to_json(msg: Any) -> dict:
 
     ``body`` is os-ken's ``to_jsondict()`` (bytes as base64), so it can be
     read by os-ken tools too; :func:`msg_from_json` inverts it exactly.  The
-    rare message os-ken cannot describe (a port or table name that is not
-    text) is stored as ``"raw"``: the base64 of its bytes, instead of ``body``.
+    rare message os-ken cannot describe exactly (a port, table or switch
+    name that is not text) also gets ``"raw"``: the base64 of its bytes.
     """
     if type(msg) not in _DECODED_CLASSES or (
             isinstance(msg, parser.OFPPacketOut) and isinstance(msg.data, oslib_packet.Packet)):
@@ -568,11 +572,14 @@ def msg_to_json(msg: Any) -> dict:
         msg = decode(encode(msg))
         msg.xid = xid
     if not _text_fields_ok(msg):
-        # os-ken's JSON holds these names as text; bytes that are not text
-        # (a fuzzed switch description...) are kept as the raw message instead.
+        # os-ken's JSON holds these names as text; for bytes that are not text
+        # (a fuzzed switch description...) the body shows them with U+FFFD and
+        # "raw" keeps the exact message, which msg_from_json prefers.
         xid = msg.xid
-        return {"type": msg_type_name(msg), "xid": xid,
-                "raw": base64.b64encode(encode(msg)).decode("ascii")}
+        raw = encode(msg)
+        readable = _with_text_fields_replaced(decode(raw))
+        return {"type": msg_type_name(msg), "xid": xid, "body": readable.to_jsondict(),
+                "raw": base64.b64encode(raw).decode("ascii")}
     return {"type": msg_type_name(msg), "xid": msg.xid, "body": msg.to_jsondict()}
 
 
@@ -598,6 +605,23 @@ def _text_fields_ok(msg: Any) -> bool:
     if isinstance(msg, parser.OFPTableStatsReply):
         return all(_decodes(table.name, "utf-8") for table in msg.body or ())
     return True
+
+
+def _as_text(value: bytes, encoding: str) -> bytes:
+    return bytes(value).decode(encoding, "replace").encode(encoding, "replace")
+
+
+def _with_text_fields_replaced(msg: Any) -> Any:
+    """``msg`` (freshly decoded) with undecodable names made text, for display only."""
+    if isinstance(msg, parser.OFPSwitchFeatures):
+        msg.ports = {no: port._replace(name=_as_text(port.name, "utf-8")) for no, port in msg.ports.items()}
+    elif isinstance(msg, parser.OFPPortStatus):
+        msg.desc = msg.desc._replace(name=_as_text(msg.desc.name, "utf-8"))
+    elif isinstance(msg, parser.OFPDescStatsReply):
+        msg.body = parser.OFPDescStats(*(_as_text(field, "ascii") for field in msg.body))
+    elif isinstance(msg, parser.OFPTableStatsReply):
+        msg.body = [table._replace(name=_as_text(table.name, "utf-8")) for table in msg.body]
+    return msg
 
 
 def msg_from_json(d: dict) -> Any:
