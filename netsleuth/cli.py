@@ -68,9 +68,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         table.add_row("pingall", f"{pa['ok']}/{total} ok" + (f", {pa['failed']} failed" if pa["failed"] else ""))
     table.add_row("invariants", ", ".join(d["checks"]))
     table.add_row("violations", str(len(d["violations"])))
-    cs = d.get("controller_status", {})
-    table.add_row("controller", ("alive" if cs.get("alive") else f"exited ({cs.get('exit_code')})")
-                  + (f", {len(cs['logged_errors'])} logged exception(s)" if cs.get("logged_errors") else ""))
+    for cs in d.get("controllers", []):
+        table.add_row(f"controller {cs['name']}",
+                      ("alive" if cs["alive"] else f"exited ({cs['exit_code']})")
+                      + (f", {len(cs['logged_errors'])} logged exception(s)" if cs["logged_errors"] else ""))
     table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
     table.add_row("result", str(Path(args.out) / "result.json"))
     out.print(table)
@@ -97,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="bootstrap a mock network against a controller, ping, check invariants")
-    r.add_argument("--controller", required=True,
-                   help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT')
+    r.add_argument("--controller", required=True, action="append",
+                   help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
+                        'repeat it and every switch connects to every controller')
     r.add_argument("--topo", required=True,
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
                         "fattree,K | FILE.json | FILE.graphml")

@@ -41,7 +41,7 @@ def test_pingall_clean_with_simple_switch(tmp_path: Path, topo: str, hosts: int)
     assert d["pingall"] == {"ok": hosts * (hosts - 1), "failed": 0, "failed_pairs": [], "pairs": hosts * (hosts - 1)}
     assert d["violations"] == []
     assert result.exit_code == 0
-    assert d["controller_status"]["alive"] and d["controller_status"]["logged_errors"] == []
+    assert [(c["alive"], c["logged_errors"]) for c in d["controllers"]] == [(True, [])]
 
     trace = read_trace(tmp_path / "trace.jsonl")
     assert trace.header.topology_spec == topo
@@ -174,3 +174,17 @@ def test_ctrl_c_keeps_partial_results(tmp_path: Path) -> None:
     assert d["pingall"]["ok"] + d["pingall"]["failed"] >= 1
     events = read(trace).events  # still a valid trace
     assert any(e.kind == "ping" for e in events)
+
+
+def test_two_controllers_every_switch_connects_to_both(tmp_path: Path) -> None:
+    proc = cli("run", "--controller", SIMPLE_SWITCH, "--controller", SIMPLE_SWITCH, "--topo", "linear,2",
+               "--pingall", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads((tmp_path / "result.json").read_text())
+    assert d["bootstrap"]["connected"] == 4
+    assert [c["name"] for c in d["controllers"]] == ["c0", "c1"] and all(c["alive"] for c in d["controllers"])
+    trace = read_trace(tmp_path / "trace.jsonl")
+    # PACKET_INs go to both controllers (OpenFlow 1.0 has no roles)
+    pins = {e.controller for e in trace.events if e.kind == "of_to_controller" and e.msg["type"] == "PACKET_IN"}
+    assert pins == {"c0", "c1"}
+    assert d["pingall"]["ok"] == 2

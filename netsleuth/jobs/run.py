@@ -49,7 +49,7 @@ class _Silent:
 
 @dataclass
 class RunOptions:
-    controller: str
+    controller: str | list[str]   # one spec, or several: every switch connects to each
     topo: str
     out: Path
     pingall: bool = False
@@ -83,17 +83,19 @@ def run(opts: RunOptions, progress: Progress | None = None) -> RunResult:
     """Run the whole job; raises NetsleuthError (exit 2) after writing what it recorded."""
     progress = progress or _Silent()
     topo = parse_topo(opts.topo)
-    spec = parse_controller(opts.controller)
+    texts = [opts.controller] if isinstance(opts.controller, str) else list(opts.controller)
+    specs = [parse_controller(t) for t in texts]
     invariants = registry.resolve(opts.checks)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     result = RunResult({
         "command": "run", "tool_version": __version__, "topology": opts.topo,
-        "controller": opts.controller, "switches": len(topo.switches), "hosts": len(topo.hosts),
+        "controller": " + ".join(texts), "switches": len(topo.switches), "hosts": len(topo.hosts),
         "checks": [i.name for i in invariants], "completed": False,
     })
-    controller = ControllerProcess(spec, out / "controller.log", name="c0")
-    header = ts.TraceHeader(topology=topo.to_json(), topology_spec=opts.topo, controller=opts.controller,
+    controllers = [ControllerProcess(spec, out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
+                                     name=f"c{i}") for i, spec in enumerate(specs)]
+    header = ts.TraceHeader(topology=topo.to_json(), topology_spec=opts.topo, controller=result.data["controller"],
                             seed=opts.seed, tool_version=__version__, command="run")
     clock = WallClock()
     started = time.monotonic()
@@ -102,23 +104,26 @@ def run(opts: RunOptions, progress: Progress | None = None) -> RunResult:
         world = World(topo, clock, recorder, record_packets=opts.record_packets)
         try:
             progress.phase("starting controller", None)
-            host, port = controller.start()
-            recorder(ts.ControllerEvent, controller=controller.name, what="started",
-                     detail=f"{spec.text} on {host}:{port}")
-            asyncio.run(_drive(world, controller, {controller.name: (host, port)}, opts, invariants,
+            endpoints = {}
+            for c in controllers:
+                endpoints[c.name] = c.start()
+                recorder(ts.ControllerEvent, controller=c.name, what="started",
+                         detail=f"{c.spec.text} on {c.host}:{c.port}")
+            asyncio.run(_drive(world, controllers, endpoints, opts, invariants,
                                result, recorder, progress))
             result.data["completed"] = True
         except KeyboardInterrupt:
             result.data["interrupted"] = True
             raise
         finally:
-            _finish(result, world, controller, recorder, started)
+            _finish(result, world, controllers, recorder, started)
             (out / "result.json").write_text(json.dumps(result.data, indent=2, sort_keys=True) + "\n")
-            controller.stop()
+            for c in controllers:
+                c.stop()
     return result
 
 
-async def _drive(world: World, controller: ControllerProcess, endpoints: dict[str, tuple[str, int]],
+async def _drive(world: World, controllers: list[ControllerProcess], endpoints: dict[str, tuple[str, int]],
                  opts: RunOptions, invariants: list, result: RunResult, recorder: Recorder,
                  progress: Progress) -> None:
     rt = Runtime(world, endpoints)
@@ -132,9 +137,12 @@ async def _drive(world: World, controller: ControllerProcess, endpoints: dict[st
         result.data["bootstrap"] = {"connected": done, "expected": n_conn,
                                     "seconds": round(time.monotonic() - t0, 3)}
         if done < n_conn:
-            if not controller.alive():
-                raise ControllerError(f"controller exited (code {controller.exit_code()}) during the handshake",
-                                      f"see its log {controller.log_path}", details=controller.log_tail())
+            for controller in controllers:
+                if not controller.alive():
+                    raise ControllerError(f"controller {controller.spec.text} exited (code "
+                                          f"{controller.exit_code()}) during the handshake",
+                                          f"see its log {controller.log_path}", details=controller.log_tail())
+            controller = controllers[0]
             why = f" ({rt.protocol_errors[0]})" if rt.protocol_errors else ""
             raise ControllerError(f"{n_conn - done} of {n_conn} switches never completed the OpenFlow "
                                   f"handshake{why}",
@@ -161,7 +169,8 @@ async def _drive(world: World, controller: ControllerProcess, endpoints: dict[st
             await rt.pingall(opts.ping_timeout, on_ping)
             await rt.settle(opts.settle)
         progress.phase("checking invariants", None)
-        world.set_controller_alive(controller.name, controller.alive())
+        for controller in controllers:
+            world.set_controller_alive(controller.name, controller.alive())
         for f in registry.check(world.view(), invariants):
             v = recorder(ts.Violation, invariant=f.invariant, message=f.message, persistent=True,
                          hosts=f.hosts, switches=f.switches, details=f.details)
@@ -170,16 +179,19 @@ async def _drive(world: World, controller: ControllerProcess, endpoints: dict[st
         await rt.close()
 
 
-def _finish(result: RunResult, world: World, controller: ControllerProcess, recorder: Recorder,
+def _finish(result: RunResult, world: World, controllers: list[ControllerProcess], recorder: Recorder,
             started: float) -> None:
     wanted = set(result.data.get("checks", []))
     result.data["violations"] = [_violation_json(v) for v in world.observed_violations
                                  if v is not None and v.invariant in wanted]
-    errors = controller.log_errors()
-    for e in errors:
-        recorder(ts.ControllerEvent, controller=controller.name, what="log_error", detail=e)
-    result.data["controller_status"] = {"alive": controller.alive(), "exit_code": controller.exit_code(),
-                                        "log": str(controller.log_path), "logged_errors": errors}
+    statuses = []
+    for c in controllers:
+        errors = c.log_errors()
+        for e in errors:
+            recorder(ts.ControllerEvent, controller=c.name, what="log_error", detail=e)
+        statuses.append({"name": c.name, "spec": c.spec.text, "alive": c.alive(), "exit_code": c.exit_code(),
+                         "log": str(c.log_path), "logged_errors": errors})
+    result.data["controllers"] = statuses
     s = world.stats
     result.data["stats"] = {"events_fired": s.fired, "to_switch": s.to_switch,
                             "to_controller": s.to_controller, "packets": s.packets,

@@ -71,9 +71,11 @@ class Host:
         mac = self.arp_cache.get(dst_ip)
         if mac is not None:
             return [_set_dst(packet, mac)]
-        first = dst_ip not in self.pending
+        # Every send to an unresolved neighbour (re)sends the ARP request: the
+        # host has no timers, and a request lost in the network must not
+        # leave the neighbour unreachable forever (Linux retries too).
         self.pending.setdefault(dst_ip, []).append(packet)
-        return [arp_request(self.mac, self.ip, dst_ip)] if first else []
+        return [arp_request(self.mac, self.ip, dst_ip)]
 
     def ping(self, dst_ip: int, ident: int, seq: int) -> list[Packet]:
         """Start one ICMP echo to ``dst_ip``; the frames to put on the wire now."""

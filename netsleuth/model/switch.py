@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from netsleuth import __version__
 from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
+from netsleuth.model.addr import int_to_mac
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
 from netsleuth.model.match import Match
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp_parser
@@ -90,7 +91,8 @@ class Port:
 
     def phy(self) -> Any:
         return ofp_parser.OFPPhyPort(
-            self.port_no, self.hw_addr.to_bytes(6, "big"), self.name.encode()[:15], self.config,
+            # hw_addr as text, the form os-ken's own parser gives (and its JSON expects)
+            self.port_no, int_to_mac(self.hw_addr), self.name.encode()[:15], self.config,
             self.state, PORT_FEATURES, PORT_FEATURES, PORT_FEATURES, 0)
 
 
@@ -318,6 +320,9 @@ class Switch:
         elif kind is ofp_parser.OFPQueueStatsRequest:
             reply = ofp_parser.OFPQueueStatsReply(DATAPATH)
             reply.body = []
+        elif kind is ofp_parser.OFPVendorStatsRequest:
+            # OF1.0: OFPBRC_BAD_VENDOR covers the vendor id of a stats request too.
+            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)]
         else:
             return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)]
         reply.flags = 0
@@ -344,13 +349,24 @@ class Switch:
     def _flow_removed(self, e: FlowEntry, reason: int, now: float) -> Any:
         age = max(0.0, now - e.installed_at)
         sec = int(age)
-        return ofp_parser.OFPFlowRemoved(
-            DATAPATH, match=e.match.to_ofp(), cookie=e.cookie, priority=e.priority, reason=reason,
-            duration_sec=sec, duration_nsec=int((age - sec) * 1e9), idle_timeout=e.idle_timeout,
-            packet_count=e.packet_count, byte_count=e.byte_count)
+        # os-ken's OFPFlowRemoved (a switch->controller type) takes only the datapath.
+        msg = ofp_parser.OFPFlowRemoved(DATAPATH)
+        msg.match = e.match.to_ofp()
+        msg.cookie = e.cookie
+        msg.priority = e.priority
+        msg.reason = reason
+        msg.duration_sec = sec
+        msg.duration_nsec = int((age - sec) * 1e9)
+        msg.idle_timeout = e.idle_timeout
+        msg.packet_count = e.packet_count
+        msg.byte_count = e.byte_count
+        msg.xid = 0  # asynchronous: no request to answer
+        return msg
 
     def _port_status(self, port: Port, reason: int) -> Any:
-        return ofp_parser.OFPPortStatus(DATAPATH, reason=reason, desc=port.phy())
+        msg = ofp_parser.OFPPortStatus(DATAPATH, reason=reason, desc=port.phy())
+        msg.xid = 0  # asynchronous: no request to answer
+        return msg
 
     # ----------------------------------------------------------- data plane
     def receive_packet(self, in_port: int, packet: Packet, now: float, tag: Any = None) -> list[ToController | Emit]:
@@ -392,6 +408,7 @@ class Switch:
 
     def _packet_in(self, packet: Packet, in_port: int, tag: Any, reason: int, max_len: int) -> ToController:
         data = packet.to_bytes()
+        frame_len = len(data)
         buffer_id = NO_BUFFER
         if self.n_buffers and max_len < len(data):
             buffer_id = self._buffer(packet, in_port, tag)
@@ -399,8 +416,11 @@ class Switch:
         self._recent_in[data] = tag
         if len(self._recent_in) > 64:
             del self._recent_in[next(iter(self._recent_in))]
-        msg = ofp_parser.OFPPacketIn(DATAPATH, buffer_id=buffer_id, total_len=packet.wire_len(),
+        # total_len is the length of the frame whose bytes ``data`` starts
+        # (OF1.0: "full length of frame"); unbuffered, it equals len(data).
+        msg = ofp_parser.OFPPacketIn(DATAPATH, buffer_id=buffer_id, total_len=frame_len,
                                      in_port=in_port, reason=reason, data=data)
+        msg.xid = 0  # asynchronous: no request to answer
         return ToController(None, msg)
 
     def _buffer(self, packet: Packet, in_port: int, tag: Any) -> int:
@@ -435,7 +455,8 @@ def forward(actions: tuple, packet: Packet, in_port: int,
 
     Set-field actions change the packet for the outputs that follow them.
     FLOOD and ALL expand to concrete ports (never the in port; FLOOD also
-    skips ports with OFPPC_NO_FLOOD); outputs to unusable ports are dropped.
+    skips ports with OFPPC_NO_FLOOD); outputs to unusable ports and to ports
+    with OFPPC_NO_FWD ("drop packets forwarded to port") are dropped.
     Special ports CONTROLLER and TABLE are returned as such.
     """
     out: list[tuple[int, Packet, int]] = []
@@ -445,11 +466,11 @@ def forward(actions: tuple, packet: Packet, in_port: int,
             max_len = getattr(action, "max_len", 0)
             if port == ofp.OFPP_IN_PORT:
                 p = ports.get(in_port)
-                if p is not None and p.usable:
+                if p is not None and p.usable and not (p.config & ofp.OFPPC_NO_FWD):
                     out.append((in_port, packet, max_len))
             elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
                 for p in ports.values():
-                    if p.port_no == in_port or not p.usable:
+                    if p.port_no == in_port or not p.usable or p.config & ofp.OFPPC_NO_FWD:
                         continue
                     if port == ofp.OFPP_FLOOD and p.config & ofp.OFPPC_NO_FLOOD:
                         continue
