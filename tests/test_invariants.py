@@ -54,12 +54,12 @@ class Net:
             if {key[0], key[2]} == {a, b}:
                 self.link_up[key] = up
 
-    def view(self, *, alive=None, connected=None, switch_up=None) -> NetworkView:
+    def view(self, *, alive=None, connected=None, switch_up=None, controllers_of=None) -> NetworkView:
         dpids = {s.dpid for s in self.topo.switches}
         return NetworkView(topology=self.topo, switches=self.switches, link_up=dict(self.link_up),
                            controllers_alive={"c0": True} if alive is None else alive,
                            connected_dpids=frozenset(dpids if connected is None else connected),
-                           switch_up=switch_up or {})
+                           switch_up=switch_up or {}, controllers_of=controllers_of or {})
 
 
 def route_linear3(net: Net) -> None:
@@ -183,6 +183,15 @@ def test_table_miss_is_delegated_when_the_controller_is_connected():
     dead = check_reachability(net.view(alive={"c0": False}))
     assert len(dead) == 6
     assert check_blackholes(net.view(alive={"c0": False})) == []  # a miss is not a drop
+
+
+def test_delegation_needs_the_switch_s_own_controller_alive():
+    net = Net("linear,2")
+    # s1 talks only to c0 (dead), s2 only to c1 (alive)
+    view = net.view(alive={"c0": False, "c1": True}, controllers_of={1: ("c0",), 2: ("c1",)})
+    assert pairs(check_reachability(view)) == {("h1", "h2")}
+    both = net.view(alive={"c0": False, "c1": True}, controllers_of={1: ("c0", "c1"), 2: ("c1",)})
+    assert check_reachability(both) == []
 
 
 def test_controller_action_counts_as_delegation():

@@ -617,3 +617,23 @@ def test_flow_mod_bad_command():
     rig = Rig()
     msgs, _ = rig.flow_mod(P.OFPMatch(), [out(2)], command=9, xid=13)
     assert error_of(msgs, 13) == (ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_COMMAND)
+
+
+def test_no_recv_drops_arrivals_except_stp_and_no_packet_in_suppresses_misses():
+    rig = Rig(ports=(1, 2, 3))
+    rig.send(P.OFPPortMod(DP, 1, hw(rig, 1), ofp.OFPPC_NO_RECV, ofp.OFPPC_NO_RECV, 0))
+    assert rig.packet(1, UDP) == ([], [])
+    assert rig.sw.ports[1].counters.rx_dropped == 1
+    bpdu = Packet(eth_src=mac_to_int(H1), eth_dst=0x0180C2000000, eth_type=0x0026, payload=b"\x42" * 38)
+    msgs, _ = rig.packet(1, bpdu)
+    assert only(msgs, P.OFPPacketIn).in_port == 1  # 802.1D still passes
+    rig.send(P.OFPPortMod(DP, 2, hw(rig, 2), ofp.OFPPC_NO_PACKET_IN, ofp.OFPPC_NO_PACKET_IN, 0))
+    assert rig.packet(2, UDP) == ([], [])  # table miss, but no PACKET_IN from this port
+    msgs, _ = rig.packet(3, UDP)
+    assert only(msgs, P.OFPPacketIn).in_port == 3
+
+
+def test_error_from_controller_is_not_answered():
+    rig = Rig()
+    msgs, emits = rig.send(P.OFPErrorMsg(DP, type_=ofp.OFPET_BAD_REQUEST, code=ofp.OFPBRC_BAD_TYPE, data=b"x"))
+    assert msgs == [] and emits == []

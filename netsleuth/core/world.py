@@ -93,6 +93,7 @@ class World:
             if node in self.hosts:
                 self.host_iface[node] = port
         self.connections: dict[int, Connection] = {}
+        self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
         self.controllers_alive: dict[str, bool] = {}
         self._channels: dict[tuple, deque] = {}
         self._heads: list[tuple[int, tuple]] = []
@@ -181,7 +182,8 @@ class World:
     # ------------------------------------------------------------ control plane
     def open_connection(self, dpid: int, controller: str) -> int:
         conn = len(self.connections)
-        self.connections[conn] = Connection(conn, dpid, controller)
+        c = self.connections[conn] = Connection(conn, dpid, controller)
+        self._conns_of.setdefault(dpid, []).append(c)
         self.controllers_alive.setdefault(controller, True)
         return conn
 
@@ -234,7 +236,7 @@ class World:
                 self._emit(switch.name, out.port, out.packet, out.tag)
             else:
                 targets = [out.conn] if out.conn is not None else [
-                    c.conn for c in self.connections.values() if c.dpid == switch.dpid and c.up]
+                    c.conn for c in self._conns_of.get(switch.dpid, ()) if c.up]
                 for t in targets:
                     self.send_to_controller(t, out.msg)
 
@@ -349,12 +351,17 @@ class World:
     # ------------------------------------------------------------ views
     def view(self) -> NetworkView:
         connected = {c.dpid for c in self.connections.values() if c.up and c.features_replied}
+        controllers_of: dict[int, tuple[str, ...]] = {}
+        for c in self.connections.values():
+            if c.up and c.features_replied:
+                controllers_of[c.dpid] = controllers_of.get(c.dpid, ()) + (c.controller,)
         return NetworkView(
             topology=self.topology,
             switches=self.switches,
             link_up=dict(self.link_up),
             controllers_alive=dict(self.controllers_alive),
             connected_dpids=frozenset(connected),
+            controllers_of=controllers_of,
         )
 
     def describe_pending(self) -> list[str]:

@@ -129,7 +129,12 @@ def pair_outcomes(view: NetworkView) -> list[tuple[str, str, PathOutcome]]:
 
 def _controller_ok(view: NetworkView, switch: str) -> bool:
     dpid = view.topology.switch(switch).dpid
-    return dpid in view.connected_dpids and any(view.controllers_alive.values())
+    if dpid not in view.connected_dpids:
+        return False
+    names = view.controllers_of.get(dpid)
+    if names:
+        return any(view.controllers_alive.get(n, False) for n in names)
+    return any(view.controllers_alive.values())
 
 
 def check_loops(view: NetworkView, outcomes=None) -> list[Finding]:

@@ -23,6 +23,8 @@ class NetworkView:
     link_up: Mapping[tuple[str, int, str, int], bool]
     controllers_alive: Mapping[str, bool] = field(default_factory=dict)
     connected_dpids: frozenset[int] = frozenset()
+    # dpid -> names of the controllers it has a live, handshaken connection to
+    controllers_of: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     switch_up: Mapping[str, bool] = field(default_factory=dict)
 
     def is_switch_up(self, name: str) -> bool:

@@ -335,14 +335,17 @@ class Packet:
         if l3 is None:
             return n
         if type(l3) is IPv4:
-            n += 20 + len(l3.options)
-            l4 = self.l4
-            if l4 is not None:
-                n += 20 + len(l4.options) if type(l4) is TCP else 8
-            return n
+            return n - len(self.payload) + self._datagram_len(l3)
         if type(l3) is Arp:
             return n + 8 + 2 * (l3.hlen + l3.plen)
         return n + 2 + len(l3.chassis_id) + 2 + len(l3.port_id) + 4 + len(l3.extra_tlvs) + 2
+
+    def _datagram_len(self, ip: IPv4) -> int:
+        n = 20 + len(ip.options) + len(self.payload)
+        l4 = self.l4
+        if l4 is not None:
+            n += 20 + len(l4.options) if type(l4) is TCP else 8
+        return n
 
     def wire_len(self) -> int:
         """Length on the wire (FCS excluded): the frame padded to 60 bytes."""
@@ -356,7 +359,9 @@ class Packet:
 
         Where OpenFlow 1.0 leaves room, Open vSwitch's choices: 802.3 frames
         get the LLC/SNAP ethertype or 0x05ff (no L3 parsing behind SNAP); ARP
-        fills nw_* only for Ethernet/IPv4 ARP; later fragments have no ports.
+        fills nw_* only for Ethernet/IPv4 ARP; a truncated IPv4 datagram
+        (total length beyond the bytes present) fills no nw_*/tp_*; later
+        fragments have no ports.  One VLAN tag only (0x88a8 is not a tag).
         """
         et = self.eth_type
         if et == RAW:
@@ -369,6 +374,9 @@ class Packet:
         tos = proto = nw_src = nw_dst = tp_src = tp_dst = 0
         l3 = self.l3
         if type(l3) is IPv4:
+            if l3.total_length is not None and l3.total_length > self._datagram_len(l3):
+                # Truncated datagram: Open vSwitch extracts nothing past dl_type.
+                return (in_port, self.eth_src, self.eth_dst, dl_vlan, pcp, et, 0, 0, 0, 0, 0, 0)
             tos, proto, nw_src, nw_dst = l3.tos & 0xFC, l3.proto, l3.src, l3.dst
             l4 = self.l4
             if l4 is not None:

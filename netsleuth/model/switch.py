@@ -154,6 +154,9 @@ class Switch:
     def _on_echo_reply(self, conn: int, msg: Any, now: float) -> list:
         return []
 
+    def _on_error(self, conn: int, msg: Any, now: float) -> list:
+        return []  # never answer an ERROR with an ERROR: the two sides could bounce them forever
+
     def _on_features(self, conn: int, msg: Any, now: float) -> list:
         reply = ofp_parser.OFPSwitchFeatures(DATAPATH)
         reply.datapath_id = self.dpid
@@ -376,6 +379,9 @@ class Switch:
             if port is not None:
                 port.counters.rx_dropped += 1
             return []
+        if port.config & ofp.OFPPC_NO_RECV and not _is_stp(packet):
+            port.counters.rx_dropped += 1
+            return []
         return self._pipeline(packet, in_port, tag, now)
 
     def _pipeline(self, packet: Packet, in_port: int, tag: Any, now: float, count_rx: bool = True) -> list:
@@ -387,6 +393,9 @@ class Switch:
         self.lookup_count += 1
         entry = self.table.lookup(packet.match_fields(in_port), now=now, nbytes=nbytes)
         if entry is None:
+            port = self.ports.get(in_port)
+            if port is not None and port.config & ofp.OFPPC_NO_PACKET_IN:
+                return []
             return [self._packet_in(packet, in_port, tag, ofp.OFPR_NO_MATCH, self.miss_send_len)]
         self.matched_count += 1
         return self._apply_actions(entry.actions, packet, in_port, tag, now)
@@ -486,6 +495,14 @@ def forward(actions: tuple, packet: Packet, in_port: int,
     return out
 
 
+STP_MAC = 0x0180C2000000
+
+
+def _is_stp(packet: Packet) -> bool:
+    """802.1D BPDUs still pass a NO_RECV port (OF1.0 section 5.2.1)."""
+    return packet.eth_dst == STP_MAC
+
+
 def _mac_bytes(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
@@ -496,6 +513,7 @@ _HANDLERS = {
     ofp_parser.OFPHello: Switch._on_hello,
     ofp_parser.OFPEchoRequest: Switch._on_echo,
     ofp_parser.OFPEchoReply: Switch._on_echo_reply,
+    ofp_parser.OFPErrorMsg: Switch._on_error,
     ofp_parser.OFPFeaturesRequest: Switch._on_features,
     ofp_parser.OFPGetConfigRequest: Switch._on_get_config,
     ofp_parser.OFPSetConfig: Switch._on_set_config,
