@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from netsleuth.errors import NetsleuthError
@@ -394,60 +394,77 @@ class Packet:
     # -- set-field actions (OpenFlow 1.0: a missing header makes them no-ops) --
 
     def set_dl_src(self, mac: int) -> Packet:
-        return self if self.eth_type == RAW else replace(self, eth_src=mac)
+        return self if self.eth_type == RAW else self._with(mac, self.eth_dst, self.vlan, self.l3, self.l4)
 
     def set_dl_dst(self, mac: int) -> Packet:
-        return self if self.eth_type == RAW else replace(self, eth_dst=mac)
+        return self if self.eth_type == RAW else self._with(self.eth_src, mac, self.vlan, self.l3, self.l4)
 
     def set_vlan_vid(self, vid: int) -> Packet:
         """Rewrite the VLAN id, pushing a tag (pcp 0) when the frame has none."""
         if self.eth_type == RAW:
             return self
         v = self.vlan
-        return replace(self, vlan=Vlan(vid & 0xFFF) if v is None else replace(v, vid=vid & 0xFFF))
+        tag = Vlan(vid & 0xFFF) if v is None else Vlan(vid & 0xFFF, v.pcp, v.cfi)
+        return self._with(self.eth_src, self.eth_dst, tag, self.l3, self.l4)
 
     def set_vlan_pcp(self, pcp: int) -> Packet:
         """Rewrite the VLAN priority, pushing a tag (vid 0) when the frame has none."""
         if self.eth_type == RAW:
             return self
         v = self.vlan
-        return replace(self, vlan=Vlan(0, pcp & 7) if v is None else replace(v, pcp=pcp & 7))
+        tag = Vlan(0, pcp & 7) if v is None else Vlan(v.vid, pcp & 7, v.cfi)
+        return self._with(self.eth_src, self.eth_dst, tag, self.l3, self.l4)
 
     def strip_vlan(self) -> Packet:
-        return self if self.vlan is None else replace(self, vlan=None)
+        return self if self.vlan is None else self._with(self.eth_src, self.eth_dst, None, self.l3, self.l4)
 
     def set_nw_src(self, ip: int) -> Packet:
-        return self._set_ip(src=ip)
+        l3 = self.l3
+        if type(l3) is not IPv4:
+            return self
+        return self._with_ip(l3, ip, l3.dst, l3.tos, _pseudo_header_changed(self.l4))
 
     def set_nw_dst(self, ip: int) -> Packet:
-        return self._set_ip(dst=ip)
+        l3 = self.l3
+        if type(l3) is not IPv4:
+            return self
+        return self._with_ip(l3, l3.src, ip, l3.tos, _pseudo_header_changed(self.l4))
 
     def set_nw_tos(self, tos: int) -> Packet:
         """Rewrite DSCP; the ECN bits (low two) are kept."""
         l3 = self.l3
         if type(l3) is not IPv4:
             return self
-        return replace(self, l3=replace(l3, tos=(tos & 0xFC) | (l3.tos & 3), csum=None))
+        return self._with_ip(l3, l3.src, l3.dst, (tos & 0xFC) | (l3.tos & 3), self.l4)
 
     def set_tp_src(self, port: int) -> Packet:
-        return self._set_port(src_port=port)
-
-    def set_tp_dst(self, port: int) -> Packet:
-        return self._set_port(dst_port=port)
-
-    def _set_ip(self, **change: int) -> Packet:
-        l3 = self.l3
-        if type(l3) is not IPv4:
-            return self
-        return replace(self, l3=replace(l3, csum=None, **change), l4=_pseudo_header_changed(self.l4))
-
-    def _set_port(self, **change: int) -> Packet:
         l4 = self.l4
         if type(l4) is TCP:
-            return replace(self, l4=replace(l4, csum=None, **change))
-        if type(l4) is UDP:
-            return replace(self, l4=replace(l4, csum=0 if l4.csum == 0 else None, **change))
-        return self
+            l4 = TCP(port, l4.dst_port, l4.seq, l4.ack, l4.flags, l4.window, l4.urg, l4.options, None)
+        elif type(l4) is UDP:
+            l4 = UDP(port, l4.dst_port, 0 if l4.csum == 0 else None, l4.length)
+        else:
+            return self
+        return self._with(self.eth_src, self.eth_dst, self.vlan, self.l3, l4)
+
+    def set_tp_dst(self, port: int) -> Packet:
+        l4 = self.l4
+        if type(l4) is TCP:
+            l4 = TCP(l4.src_port, port, l4.seq, l4.ack, l4.flags, l4.window, l4.urg, l4.options, None)
+        elif type(l4) is UDP:
+            l4 = UDP(l4.src_port, port, 0 if l4.csum == 0 else None, l4.length)
+        else:
+            return self
+        return self._with(self.eth_src, self.eth_dst, self.vlan, self.l3, l4)
+
+    # Positional construction: dataclasses.replace costs several times more,
+    # and set-field actions run for every packet the model checker forwards.
+    def _with(self, eth_src: int, eth_dst: int, vlan: Vlan | None, l3: Any, l4: Any) -> Packet:
+        return Packet(eth_src, eth_dst, self.eth_type, vlan, l3, l4, self.payload, self.trailer)
+
+    def _with_ip(self, ip: IPv4, src: int, dst: int, tos: int, l4: Any) -> Packet:
+        new = IPv4(src, dst, ip.proto, tos, ip.ttl, ip.ident, ip.flags, ip.frag, ip.options, None, ip.total_length)
+        return self._with(self.eth_src, self.eth_dst, self.vlan, new, l4)
 
     # -- human and JSON views -----------------------------------------------
 
@@ -626,10 +643,11 @@ def _snap_type(payload: bytes) -> int:
 
 
 def _pseudo_header_changed(l4: L4 | None) -> L4 | None:
+    """The L4 header after an IP address rewrite: TCP/UDP checksums cover the addresses."""
     if type(l4) is TCP:
-        return replace(l4, csum=None)
-    if type(l4) is UDP and l4.csum != 0:
-        return replace(l4, csum=None)
+        return TCP(l4.src_port, l4.dst_port, l4.seq, l4.ack, l4.flags, l4.window, l4.urg, l4.options, None)
+    if type(l4) is UDP and l4.csum != 0:  # a UDP checksum of 0 means "none" and stays so
+        return UDP(l4.src_port, l4.dst_port, None, l4.length)
     return l4
 
 
