@@ -11,7 +11,7 @@ touches a socket.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from netsleuth.core.world import World
@@ -19,6 +19,8 @@ from netsleuth.errors import ControllerError
 from netsleuth.openflow.connection import Connected, ErrorEvent, State, SwitchConnection, VersionMismatch
 
 CONNECT_RETRIES = 50
+# How long a connection keeps its connect slot waiting for the controller's first bytes.
+ADMIT_WAIT = 1.0
 
 
 @dataclass(slots=True)
@@ -28,6 +30,7 @@ class _Link:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     task: asyncio.Task | None = None
+    heard: asyncio.Event = field(default_factory=asyncio.Event)  # the controller spoke (or it closed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,7 @@ class Runtime:
     """Drives a World against real controllers over TCP."""
 
     def __init__(self, world: World, endpoints: dict[str, tuple[str, int]], *,
-                 connect_concurrency: int = 128, tick_interval: float = 0.1,
+                 connect_concurrency: int = 32, tick_interval: float = 0.1,
                  batch: int = 2000) -> None:
         self.world = world
         self.endpoints = endpoints
@@ -68,7 +71,15 @@ class Runtime:
         async def one(dpid: int, controller: str, addr: tuple[str, int]) -> None:
             nonlocal done
             async with sem:
-                await self.connect(dpid, controller, addr)
+                conn = await self.connect(dpid, controller, addr)
+                # Keep the slot until the controller has accepted the connection and spoken
+                # (its HELLO), so the slots bound the connections waiting in its accept queue:
+                # a full queue (os-ken listens with backlog 50) drops SYNs, and each drop
+                # stalls that connect for a 1 s SYN retransmission.
+                try:
+                    await asyncio.wait_for(self.links[conn].heard.wait(), ADMIT_WAIT)
+                except asyncio.TimeoutError:
+                    pass
             done += 1
             if progress:
                 progress(done)
@@ -148,6 +159,7 @@ class Runtime:
         try:
             while True:
                 data = await link.reader.read(65536)
+                link.heard.set()
                 if not data:
                     break
                 self._activity += 1
@@ -168,6 +180,7 @@ class Runtime:
             reason = f"connection error: {exc}"
         except asyncio.CancelledError:
             return
+        link.heard.set()
         if not self.closed:
             self.world.close_connection(link.conn, reason)
 
