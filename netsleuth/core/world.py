@@ -207,24 +207,24 @@ class World:
         if self.connections[conn].up:
             self._enqueue(lambda i: ToController(i, conn, msg))
 
+    def _record_message(self, cls: type, c: Connection, msg: Any) -> None:
+        """Record a control message as delivered (JSON and fingerprint only when a trace is kept)."""
+        if self.record.sink is not None:
+            js = msg_to_json(msg)
+            self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
+
     def _fire_to_switch(self, ev: ToSwitch) -> list[Deliver]:
         c = self.connections[ev.conn]
         switch = self.by_dpid[c.dpid]
         self.stats.to_switch += 1
-        if self.record.sink is not None:
-            js = msg_to_json(ev.msg)
-            self.record(ts.ControlToSwitch, conn=ev.conn, controller=c.controller, dpid=c.dpid,
-                        msg=js, fp=of_fingerprint(js))
+        self._record_message(ts.ControlToSwitch, c, ev.msg)
         self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
         return []
 
     def _fire_to_controller(self, ev: ToController) -> list[Deliver]:
         c = self.connections[ev.conn]
         self.stats.to_controller += 1
-        if self.record.sink is not None:
-            js = msg_to_json(ev.msg)
-            self.record(ts.ControlToController, conn=ev.conn, controller=c.controller, dpid=c.dpid,
-                        msg=js, fp=of_fingerprint(js))
+        self._record_message(ts.ControlToController, c, ev.msg)
         if not c.features_replied and msg_type_name(ev.msg) == "FEATURES_REPLY":
             c.features_replied = True
             self.record(ts.SwitchConnected, dpid=c.dpid, conn=ev.conn, controller=c.controller)

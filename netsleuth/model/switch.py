@@ -207,6 +207,17 @@ class Switch:
             return [ToController(None, self._port_status(port, ofp.OFPPR_MODIFY))]
         return []
 
+    def _parse_actions(self, conn: int, msg: Any) -> tuple | ToController:
+        """The message's actions as model actions, or the BAD_ACTION error to answer with."""
+        try:
+            actions = tuple(action_from_ofp(a) for a in msg.actions)
+        except (ValueError, KeyError, TypeError) as exc:
+            return self._error(conn, msg, ofp.OFPET_BAD_ACTION, getattr(exc, "err_code", ofp.OFPBAC_BAD_TYPE))
+        bad = self._validate_actions(actions)
+        if bad is not None:
+            return self._error(conn, msg, ofp.OFPET_BAD_ACTION, bad)
+        return actions
+
     def _validate_actions(self, actions: tuple) -> int | None:
         """The OFPBAC_* code for the first invalid action, or None."""
         for a in actions:
@@ -219,13 +230,9 @@ class Switch:
         return None
 
     def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list:
-        try:
-            actions = tuple(action_from_ofp(a) for a in msg.actions)
-        except (ValueError, KeyError, TypeError) as exc:
-            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, getattr(exc, "err_code", ofp.OFPBAC_BAD_TYPE))]
-        bad = self._validate_actions(actions)
-        if bad is not None:
-            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, bad)]
+        actions = self._parse_actions(conn, msg)
+        if isinstance(actions, ToController):
+            return [actions]
         match = Match.from_ofp(msg.match)
         cmd = msg.command
         out: list = []
@@ -268,13 +275,9 @@ class Switch:
         return self._apply_actions(actions or (), buffered.packet, buffered.in_port, buffered.tag, now)
 
     def _on_packet_out(self, conn: int, msg: Any, now: float) -> list:
-        try:
-            actions = tuple(action_from_ofp(a) for a in msg.actions)
-        except (ValueError, KeyError, TypeError) as exc:
-            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, getattr(exc, "err_code", ofp.OFPBAC_BAD_TYPE))]
-        bad = self._validate_actions(actions)
-        if bad is not None:
-            return [self._error(conn, msg, ofp.OFPET_BAD_ACTION, bad)]
+        actions = self._parse_actions(conn, msg)
+        if isinstance(actions, ToController):
+            return [actions]
         in_port = msg.in_port
         if msg.buffer_id != NO_BUFFER:
             buffered = self.buffers.pop(msg.buffer_id, None)
