@@ -224,6 +224,127 @@ class ControllerEvent(Event):
     detail: str
 
 
+# ---------------------------------------------------------------------- inputs
+# What the fuzzer injects and a minimizer prunes. Dependencies are explicit
+# (``deps``): a recovery depends on its failure, a host's migration on the
+# host's previous one, so no one has to re-derive them from fingerprints.
+@event_kind("switch_failure")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchFailure(InputEvent):
+    """The switch crashes: control connections torn down, its links dark, its state lost."""
+
+    switch: str
+
+
+@event_kind("switch_recovery")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchRecovery(InputEvent):
+    """The switch reboots with an empty flow table and reconnects to its controllers."""
+
+    switch: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _LinkInput(InputEvent):
+    """The link between (node1, port1) and (node2, port2)."""
+
+    node1: str
+    port1: int
+    node2: str
+    port2: int
+
+
+@event_kind("link_failure")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkFailure(_LinkInput):
+    """The link goes down (PORT_STATUS from its switch ends)."""
+
+
+@event_kind("link_recovery")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkRecovery(_LinkInput):
+    """The link comes back up."""
+
+
+@event_kind("controller_crash")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerCrash(InputEvent):
+    """The controller process is killed (SIGKILL)."""
+
+    controller: str
+
+
+@event_kind("controller_recovery")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerRecovery(InputEvent):
+    """The controller process is started again; switches reconnect."""
+
+    controller: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ChannelInput(InputEvent):
+    switch: str
+    controller: str
+
+
+@event_kind("channel_block")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelBlock(_ChannelInput):
+    """Messages between ``switch`` and ``controller`` are held (both directions)."""
+
+
+@event_kind("channel_unblock")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelUnblock(_ChannelInput):
+    """Held messages flow again, in their original order."""
+
+
+@event_kind("host_migration")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostMigration(InputEvent):
+    """The host detaches from (old_switch, old_port) and attaches to (new_switch, new_port)."""
+
+    host: str
+    old_switch: str
+    old_port: int
+    new_switch: str
+    new_port: int
+
+
+@event_kind("dataplane_drop")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataplaneDrop(InputEvent):
+    """The next packet matching ``fp`` on the link into (node, port) is lost."""
+
+    node: str
+    port: int
+    fp: Fingerprint
+
+
+@event_kind("dataplane_delay")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataplaneDelay(InputEvent):
+    """The next packet matching ``fp`` on the link into (node, port) is held for ``seconds``."""
+
+    node: str
+    port: int
+    fp: Fingerprint
+    seconds: float
+
+
+@event_kind("control_delay")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlDelay(InputEvent):
+    """A message on a control channel is held for ``seconds`` (later ones may overtake it)."""
+
+    switch: str
+    controller: str
+    direction: str  # "to_switch" | "to_controller"
+    fp: Fingerprint
+    seconds: float
+
+
 # ---------------------------------------------------------------------- codec
 class _Bad(Exception):
     """A field value of the wrong shape; turned into TraceFormatError by the caller."""
@@ -452,4 +573,7 @@ __all__ = [
     "event_kind", "event_to_json", "event_from_json", "header_to_json", "header_from_json", "Trace",
     "ControlToSwitch", "ControlToController", "SwitchConnected", "SwitchDisconnected",
     "TrafficInjection", "PacketArrival", "PingResult", "Violation", "ControllerEvent",
+    "SwitchFailure", "SwitchRecovery", "LinkFailure", "LinkRecovery", "ControllerCrash",
+    "ControllerRecovery", "ChannelBlock", "ChannelUnblock", "HostMigration", "DataplaneDrop",
+    "DataplaneDelay", "ControlDelay",
 ]
