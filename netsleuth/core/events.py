@@ -29,10 +29,11 @@ class ToSwitch:
     id: int
     conn: int
     msg: Any
+    held: int = -1  # >= 0: taken out of its FIFO by a delay, in a channel of its own
 
     @property
     def channel(self) -> tuple:
-        return ("to_switch", self.conn)
+        return ("held", self.held) if self.held >= 0 else ("to_switch", self.conn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +43,11 @@ class ToController:
     id: int
     conn: int
     msg: Any
+    held: int = -1
 
     @property
     def channel(self) -> tuple:
-        return ("to_controller", self.conn)
+        return ("held", self.held) if self.held >= 0 else ("to_controller", self.conn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +61,11 @@ class OnWire:
     port: int
     packet: Packet
     lineage: Lineage
+    held: int = -1
 
     @property
     def channel(self) -> tuple:
-        return ("wire", self.src, self.src_port)
+        return ("held", self.held) if self.held >= 0 else ("wire", self.src, self.src_port)
 
 
 PendingEvent = ToSwitch | ToController | OnWire
@@ -74,3 +77,21 @@ class Deliver:
 
     conn: int
     msg: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """Effect for the runtime: tear down the TCP connection ``conn`` (switch failure)."""
+
+    conn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Effect for the runtime: open a new connection from switch ``dpid`` to ``controller``."""
+
+    dpid: int
+    controller: str
+
+
+Effect = Deliver | Disconnect | Connect

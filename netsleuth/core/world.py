@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from netsleuth.core.clock import Clock
-from netsleuth.core.events import Deliver, Lineage, OnWire, PendingEvent, ToController, ToSwitch
+from netsleuth.core.events import Deliver, Effect, Lineage, OnWire, PendingEvent, ToController, ToSwitch
+from netsleuth.core.inputs import InputsMixin
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
@@ -65,7 +66,7 @@ class Recorder:
         return event
 
 
-class World:
+class World(InputsMixin):
     """Topology + switch and host state + interposed channels + clock."""
 
     def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
@@ -103,6 +104,14 @@ class World:
         self.stats = Stats()
         self.observed_violations: list[Any] = []
         self._loop_seen: set[tuple[int, str, int]] = set()
+        self.switch_up: dict[str, bool] = {name: True for name in self.switches}
+        self.host_at: dict[str, tuple[str, int]] = {h.name: topology.host_location(h.name) for h in topology.hosts}
+        self.blocked: set[tuple[int, str]] = set()           # (dpid, controller) channels held
+        self._release_at: dict[int, float] = {}              # held event -> when it may fire
+        self.drop_next: dict[tuple[str, int], int] = {}      # (node, port) -> packets to lose
+        self.delay_next: dict[tuple[str, int], float] = {}   # (node, port) -> seconds to hold the next
+        self.control_delay_next: dict[tuple[int, str, str], float] = {}  # (dpid, controller, direction)
+        self._init_inputs()
 
     # ------------------------------------------------------------ channels
     def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
@@ -117,17 +126,26 @@ class World:
         return ev
 
     def enabled(self) -> list[PendingEvent]:
-        """The head of every non-empty channel, oldest first."""
-        heads = [q[0] for q in self._channels.values() if q]
+        """The head of every non-empty channel that is not blocked or held, oldest first."""
+        now = self.clock.now()
+        heads = [q[0] for q in self._channels.values() if q and self._may_fire(q[0], now)]
         heads.sort(key=lambda e: e.id)
         return heads
+
+    def _may_fire(self, ev: PendingEvent, now: float) -> bool:
+        if ev.held >= 0:
+            return self._release_at.get(ev.id, 0.0) <= now
+        if self.blocked and not isinstance(ev, OnWire):
+            c = self.connections[ev.conn]
+            return (c.dpid, c.controller) not in self.blocked
+        return True
 
     def pending_count(self) -> int:
         return sum(len(q) for q in self._channels.values())
 
     def quiescent(self) -> bool:
-        self._clean_heads()
-        return not self._heads
+        """Nothing can fire now (blocked or held messages may still be waiting)."""
+        return self.next_event() is None
 
     def _clean_heads(self) -> None:
         heads = self._heads
@@ -139,19 +157,25 @@ class World:
             heapq.heappop(heads)
 
     def next_event(self) -> PendingEvent | None:
+        """The oldest event that may fire now."""
         self._clean_heads()
         if not self._heads:
             return None
-        return self._channels[self._heads[0][1]][0]
+        ev = self._channels[self._heads[0][1]][0]
+        if not (self.blocked or self._release_at) or self._may_fire(ev, self.clock.now()):
+            return ev
+        # Rare path: some channels are blocked or held; look past them.
+        enabled = self.enabled()
+        return enabled[0] if enabled else None
 
-    def fire_next(self) -> list[Deliver] | None:
+    def fire_next(self) -> list[Effect] | None:
         """Fire the oldest enabled event (the prompt, in-order policy); None when nothing is pending."""
         ev = self.next_event()
         if ev is None:
             return None
         return self.fire(ev)
 
-    def fire(self, ev: PendingEvent) -> list[Deliver]:
+    def fire(self, ev: PendingEvent) -> list[Effect]:
         """Apply one enabled event; return the messages the runtime must hand to controllers."""
         q = self._channels.get(ev.channel)
         if not q or q[0].id != ev.id:
@@ -159,7 +183,12 @@ class World:
         q.popleft()
         if q:
             heapq.heappush(self._heads, (q[0].id, ev.channel))
+        elif ev.held >= 0:
+            del self._channels[ev.channel]
+            self._release_at.pop(ev.id, None)
         self.stats.fired += 1
+        if ev.held < 0 and self._take_delay(ev):
+            return []
         if isinstance(ev, ToSwitch):
             return self._fire_to_switch(ev)
         if isinstance(ev, ToController):
@@ -167,9 +196,9 @@ class World:
         self._fire_wire(ev)
         return []
 
-    def drain(self, limit: int | None = None) -> list[Deliver]:
-        """Fire events in order until nothing is pending (or ``limit`` events fired)."""
-        out: list[Deliver] = []
+    def drain(self, limit: int | None = None) -> list[Effect]:
+        """Fire events in order until nothing can fire (or ``limit`` events fired)."""
+        out: list[Effect] = []
         n = 0
         while limit is None or n < limit:
             effects = self.fire_next()
@@ -254,16 +283,25 @@ class World:
         self._next_pid += 1
         return Lineage(self._next_pid)
 
-    def _link_is_up(self, node: str, port: int) -> bool:
+    def _link_key(self, node: str, port: int) -> tuple[str, int, str, int]:
         peer = self.peer[(node, port)]
         key = (node, port, peer[0], peer[1])
-        if key in self.link_up:
-            return self.link_up[key]
-        return self.link_up[(peer[0], peer[1], node, port)]
+        return key if key in self.link_up else (peer[0], peer[1], node, port)
+
+    def _link_is_up(self, node: str, port: int) -> bool:
+        """Up means: not failed, and neither end is a failed switch."""
+        if (node, port) not in self.peer:
+            return False
+        n1, _, n2, _ = key = self._link_key(node, port)
+        return self.link_up[key] and self.switch_up.get(n1, True) and self.switch_up.get(n2, True)
 
     def _fire_wire(self, ev: OnWire) -> None:
         self.stats.packets += 1
-        if not self._link_is_up(ev.src, ev.src_port):
+        if self.peer.get((ev.src, ev.src_port)) != (ev.node, ev.port) or not self._link_is_up(ev.src, ev.src_port):
+            self.stats.dropped_packets += 1  # the link failed or was rewired while the packet was on it
+            return
+        if self.drop_next.get((ev.node, ev.port)):
+            self.drop_next[(ev.node, ev.port)] -= 1
             self.stats.dropped_packets += 1
             return
         if self.record_packets and self.record.sink is not None:
@@ -325,16 +363,18 @@ class World:
 
     def set_link(self, node1: str, port1: int, up: bool) -> None:
         """Bring the link at (node1, port1) up or down; PORT_STATUS from both ends."""
-        node2, port2 = self.peer[(node1, port1)]
-        key = (node1, port1, node2, port2)
-        if key not in self.link_up:
-            key = (node2, port2, node1, port1)
+        key = self._link_key(node1, port1)
         if self.link_up[key] == up:
             return
         self.link_up[key] = up
-        for node, port in ((node1, port1), (node2, port2)):
+        self._sync_ports(key)
+
+    def _sync_ports(self, key: tuple[str, int, str, int]) -> None:
+        """Make the switches' port state match the link's effective state (PORT_STATUS on change)."""
+        up = self._link_is_up(key[0], key[1])
+        for node, port in ((key[0], key[1]), (key[2], key[3])):
             s = self.switches.get(node)
-            if s is not None:
+            if s is not None and self.switch_up[node] and port in s.ports:
                 self._apply_outputs(s, s.set_link(port, up), None)
 
     def tick(self) -> None:
@@ -358,10 +398,12 @@ class World:
         return NetworkView(
             topology=self.topology,
             switches=self.switches,
-            link_up=dict(self.link_up),
+            link_up={key: self._link_is_up(key[0], key[1]) for key in self.link_up},
             controllers_alive=dict(self.controllers_alive),
             connected_dpids=frozenset(connected),
             controllers_of=controllers_of,
+            switch_up=dict(self.switch_up),
+            host_at=dict(self.host_at),
         )
 
     def describe_pending(self) -> list[str]:

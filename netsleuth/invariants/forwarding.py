@@ -116,7 +116,7 @@ def pair_outcomes(view: NetworkView) -> list[tuple[str, str, PathOutcome]]:
     results = []
     hosts = [h.name for h in view.topology.hosts]
     for src in hosts:
-        sw_name, sw_port = view.topology.host_location(src)
+        sw_name, sw_port = view.host_location(src)
         for dst in hosts:
             if src == dst or component.get(src) != component.get(dst):
                 continue

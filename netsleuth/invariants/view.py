@@ -25,7 +25,12 @@ class NetworkView:
     connected_dpids: frozenset[int] = frozenset()
     # dpid -> names of the controllers it has a live, handshaken connection to
     controllers_of: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    # host -> (switch, port) where it is attached now (hosts move); default: the topology's
+    host_at: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     switch_up: Mapping[str, bool] = field(default_factory=dict)
+
+    def host_location(self, host: str) -> tuple[str, int]:
+        return self.host_at.get(host) or self.topology.host_location(host)
 
     def is_switch_up(self, name: str) -> bool:
         return self.switch_up.get(name, True)

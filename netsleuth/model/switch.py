@@ -452,6 +452,25 @@ class Switch:
         port.link_up = up
         return [ToController(None, self._port_status(port, ofp.OFPPR_MODIFY))]
 
+    def add_port(self, port_no: int, link_up: bool = True) -> list[ToController]:
+        """A new port appears (a host plugged in): PORT_STATUS ADD."""
+        port = self.ports[port_no] = Port(port_no, port_hw_addr(self.dpid, port_no), f"{self.name}-eth{port_no}",
+                                          link_up=link_up)
+        self.ports = dict(sorted(self.ports.items()))
+        return [ToController(None, self._port_status(port, ofp.OFPPR_ADD))]
+
+    def remove_port(self, port_no: int) -> list[ToController]:
+        """A port disappears (a host unplugged): PORT_STATUS DELETE."""
+        port = self.ports.pop(port_no)
+        return [ToController(None, self._port_status(port, ofp.OFPPR_DELETE))]
+
+    def rebooted(self) -> "Switch":
+        """The same datapath after a crash: same ports, empty table, empty buffers."""
+        fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers)
+        for p in fresh.ports.values():
+            p.link_up = self.ports[p.port_no].link_up
+        return fresh
+
     def expire(self, now: float) -> list[ToController]:
         """Remove flows whose idle or hard timeout passed; FLOW_REMOVED where asked."""
         out = []

@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Callable
 
+from netsleuth.core.events import Connect, Deliver, Disconnect
 from netsleuth.core.world import World
 from netsleuth.errors import ControllerError
 from netsleuth.openflow.connection import Connected, ErrorEvent, State, SwitchConnection, VersionMismatch
@@ -59,6 +60,7 @@ class Runtime:
         self._activity = 0
         self.closed = False
         self.protocol_errors: list[str] = []
+        self._background: set[asyncio.Task] = set()
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self, progress: Callable[[int], None] | None = None) -> None:
@@ -195,16 +197,40 @@ class Runtime:
                 if effects is None:
                     break
                 n += 1
-                for d in effects:
-                    link = self.links.get(d.conn)
-                    if link is not None and not link.writer.is_closing():
-                        link.writer.write(link.proto.send(d.msg))
+                if effects:
+                    self.apply(effects)
             if not world.quiescent():
                 self._wake.set()
                 await asyncio.sleep(0)
 
     def kick(self) -> None:
         self._wake.set()
+
+    def apply(self, effects: list) -> None:
+        """Carry out what the World asks of the edge: write messages, drop or open connections."""
+        for e in effects:
+            if isinstance(e, Deliver):
+                link = self.links.get(e.conn)
+                if link is not None and not link.writer.is_closing():
+                    link.writer.write(link.proto.send(e.msg))
+            elif isinstance(e, Disconnect):
+                link = self.links.pop(e.conn, None)
+                if link is not None:
+                    if link.task:
+                        link.task.cancel()
+                    link.writer.close()
+            elif isinstance(e, Connect):
+                addr = self.endpoints[e.controller]
+                task = asyncio.create_task(self._reconnect(e.dpid, e.controller, addr))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+        self._wake.set()
+
+    async def _reconnect(self, dpid: int, controller: str, addr: tuple[str, int]) -> None:
+        try:
+            await self.connect(dpid, controller, addr)
+        except ControllerError as exc:
+            self.protocol_errors.append(exc.problem)
 
     async def _ticker(self) -> None:
         while True:

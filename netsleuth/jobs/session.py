@@ -1,0 +1,182 @@
+"""What every job against real controllers shares: set-up, bootstrap, tear-down.
+
+`run`, `fuzz` and later `replay` all start controllers, open a trace, build
+a World, connect every switch and wait for the handshakes, and all of them
+must leave the trace and result.json on disk however they end (a controller
+that dies, Ctrl-C, a handshake that never completes). That lives here once;
+each job supplies only its middle part as an async function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol
+
+from netsleuth import __version__
+from netsleuth.controllers.external import ControllerProcess
+from netsleuth.controllers.spec import parse_controller
+from netsleuth.core.clock import WallClock
+from netsleuth.core.world import Recorder, World
+from netsleuth.errors import ControllerError
+from netsleuth.model.topology import parse_topo
+from netsleuth.runtime.driver import Runtime
+from netsleuth.trace import schema as ts
+from netsleuth.trace.io import TraceWriter
+
+
+class Progress(Protocol):
+    def phase(self, name: str, total: int | None) -> None: ...
+    def advance(self, completed: int) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class Silent:
+    def phase(self, name: str, total: int | None) -> None:
+        pass
+
+    def advance(self, completed: int) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class JobResult:
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def violations(self) -> list[dict]:
+        return self.data.get("violations", [])
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(v.get("persistent", True) for v in self.violations) else 0
+
+
+@dataclass
+class Session:
+    """Controllers, trace, World and Runtime of one job, and the guarantees around them."""
+
+    command: str
+    topo_spec: str
+    controller: str | list[str]
+    out: Path
+    seed: int | None = 0
+    record_packets: bool = True
+    handshake_timeout: float = 60.0
+    checks: list[str] = field(default_factory=list)
+    header_extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.topo = parse_topo(self.topo_spec)
+        self.texts = [self.controller] if isinstance(self.controller, str) else list(self.controller)
+        self.specs = [parse_controller(t) for t in self.texts]
+        self.out = Path(self.out)
+        self.result = JobResult({
+            "command": self.command, "tool_version": __version__, "topology": self.topo_spec,
+            "controller": " + ".join(self.texts), "switches": len(self.topo.switches),
+            "hosts": len(self.topo.hosts), "checks": list(self.checks), "seed": self.seed, "completed": False,
+        })
+
+    def execute(self, body: Callable[["Session", Runtime], Awaitable[None]],
+                progress: Progress | None = None) -> JobResult:
+        """Start everything, bootstrap, run ``body``; always write trace and result.json."""
+        progress = progress or Silent()
+        self.progress = progress
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
+                                              name=f"c{i}") for i, spec in enumerate(self.specs)]
+        header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
+                                controller=self.result.data["controller"], seed=self.seed,
+                                tool_version=__version__, command=self.command, extra=self.header_extra)
+        clock = WallClock()
+        started = time.monotonic()
+        with TraceWriter(self.out / "trace.jsonl", header) as writer:
+            self.recorder = Recorder(clock, writer.write)
+            self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets)
+            try:
+                progress.phase("starting controller", None)
+                self.endpoints = {}
+                for c in self.controllers:
+                    self.endpoints[c.name] = c.start()
+                    self.recorder(ts.ControllerEvent, controller=c.name, what="started",
+                                  detail=f"{c.spec.text} on {c.host}:{c.port}")
+                asyncio.run(self._drive(body))
+                self.result.data["completed"] = True
+            except KeyboardInterrupt:
+                self.result.data["interrupted"] = True
+                raise
+            finally:
+                self._finish(started)
+                (self.out / "result.json").write_text(json.dumps(self.result.data, indent=2, sort_keys=True) + "\n")
+                for c in self.controllers:
+                    c.stop()
+        return self.result
+
+    async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
+        rt = Runtime(self.world, self.endpoints)
+        try:
+            await self._bootstrap(rt)
+            await body(self, rt)
+        finally:
+            await rt.close()
+
+    async def _bootstrap(self, rt: Runtime) -> None:
+        t0 = time.monotonic()
+        n_conn = len(self.topo.switches) * len(self.endpoints)
+        self.progress.phase("connecting switches", n_conn)
+        await rt.start(self.progress.advance)
+        self.progress.phase("handshakes", n_conn)
+        done = await rt.wait_handshake(self.handshake_timeout, self.progress.advance)
+        self.result.data["bootstrap"] = {"connected": done, "expected": n_conn,
+                                         "seconds": round(time.monotonic() - t0, 3)}
+        if done < n_conn:
+            for controller in self.controllers:
+                if not controller.alive():
+                    raise ControllerError(f"controller {controller.spec.text} exited (code "
+                                          f"{controller.exit_code()}) during the handshake",
+                                          f"see its log {controller.log_path}", details=controller.log_tail())
+            controller = self.controllers[0]
+            why = f" ({rt.protocol_errors[0]})" if rt.protocol_errors else ""
+            raise ControllerError(f"{n_conn - done} of {n_conn} switches never completed the OpenFlow "
+                                  f"handshake{why}",
+                                  f"check that the controller speaks OpenFlow 1.0; see {controller.log_path}",
+                                  details=controller.log_tail())
+
+    def controller_named(self, name: str) -> ControllerProcess:
+        return next(c for c in self.controllers if c.name == name)
+
+    def record_finding(self, f: Any, persistent: bool, details: dict | None = None) -> Any:
+        v = self.recorder(ts.Violation, invariant=f.invariant, message=f.message, persistent=persistent,
+                          hosts=f.hosts, switches=f.switches, details=dict(f.details, **(details or {})))
+        self.world.observed_violations.append(v)
+        return v
+
+    def _finish(self, started: float) -> None:
+        wanted = set(self.result.data.get("checks", []))
+        self.result.data["violations"] = [violation_json(v) for v in self.world.observed_violations
+                                          if v is not None and v.invariant in wanted]
+        statuses = []
+        for c in self.controllers:
+            errors = c.log_errors()
+            for e in errors:
+                self.recorder(ts.ControllerEvent, controller=c.name, what="log_error", detail=e)
+            statuses.append({"name": c.name, "spec": c.spec.text, "alive": c.alive(), "exit_code": c.exit_code(),
+                             "log": str(c.log_path), "logged_errors": errors})
+        self.result.data["controllers"] = statuses
+        s = self.world.stats
+        self.result.data["stats"] = {"events_fired": s.fired, "to_switch": s.to_switch,
+                                     "to_controller": s.to_controller, "packets": s.packets,
+                                     "dropped_packets": s.dropped_packets, "loop_drops": s.loop_drops,
+                                     "trace_events": self.recorder.seq}
+        self.result.data["seconds"] = round(time.monotonic() - started, 3)
+
+
+def violation_json(v: Any) -> dict:
+    return {"invariant": v.invariant, "message": v.message, "persistent": v.persistent,
+            "hosts": list(v.hosts), "switches": list(v.switches), "details": v.details}
