@@ -92,27 +92,71 @@ def _print_violations(violations: list[dict], examples: int = 3) -> None:
             out.print(f"  ... {len(vs) - examples} more in result.json")
 
 
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+    from netsleuth.policies.fuzz import Rates
+
+    rates = Rates.from_toml(args.rates) if args.rates else Rates()
+    rates = rates.with_overrides(args.rate or [])
+    opts = FuzzOptions(controller=args.controller, topo=args.topo, out=Path(args.out), steps=args.steps,
+                       seed=args.seed, rates=rates, checks=args.check, persist=args.persist,
+                       keep_going=args.keep_going, round_seconds=args.round_seconds,
+                       check_every=args.check_every, record_packets=not args.no_packet_events)
+    with _progress() as p:
+        result = fuzz(opts, RichProgress(p))
+    d = result.data
+    table = Table(title=f"netsleuth fuzz: {d['controller']} on {d['topology']} (seed {d['seed']})",
+                  show_header=False)
+    table.add_row("steps", f"{d['steps']} of {args.steps}")
+    table.add_row("inputs", ", ".join(f"{k} {v}" for k, v in sorted(d["inputs"].items())) or "none")
+    persistent = [v for v in d["violations"] if v["persistent"]]
+    table.add_row("violations", f"{len(persistent)} persistent, {len(d['violations']) - len(persistent)} transient")
+    table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
+    table.add_row("result", str(Path(args.out) / "result.json"))
+    out.print(table)
+    _print_violations(persistent)
+    return result.exit_code
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--controller", required=True, action="append",
+                   help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
+                        'repeat it and every switch connects to every controller')
+    p.add_argument("--topo", required=True,
+                   help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
+                        "fattree,K | FILE.json | FILE.graphml")
+    p.add_argument("--out", required=True, help="directory for trace.jsonl, result.json, controller.log")
+    p.add_argument("--check", default=None, help="comma-separated invariants (default: all of "
+                   "liveness,loops,blackholes,reachability,dataplane-loops)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="netsleuth", description="Test and troubleshoot SDN control software.")
     parser.add_argument("--version", action="version", version=f"netsleuth {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="bootstrap a mock network against a controller, ping, check invariants")
-    r.add_argument("--controller", required=True, action="append",
-                   help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
-                        'repeat it and every switch connects to every controller')
-    r.add_argument("--topo", required=True,
-                   help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
-                        "fattree,K | FILE.json | FILE.graphml")
-    r.add_argument("--out", required=True, help="directory for trace.jsonl, result.json, controller.log")
+    _add_common(r)
     r.add_argument("--pingall", action="store_true", help="every host pings every other host")
-    r.add_argument("--check", default=None, help="comma-separated invariants (default: all of "
-                   "liveness,loops,blackholes,reachability,dataplane-loops)")
-    r.add_argument("--seed", type=int, default=0)
     r.add_argument("--handshake-timeout", type=float, default=60.0)
     r.add_argument("--ping-timeout", type=float, default=2.0)
-    r.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     r.set_defaults(func=cmd_run)
+
+    f = sub.add_parser("fuzz", help="inject random failures, migrations and traffic; stop on a persistent violation")
+    _add_common(f)
+    f.add_argument("--steps", type=int, default=200, help="rounds to run (default 200)")
+    f.add_argument("--rates", help="TOML file of per-round probabilities, e.g. host_migration = 0.05")
+    f.add_argument("--rate", action="append", metavar="NAME=P",
+                   help="override one rate (switch_failure, switch_recovery, link_failure, link_recovery, "
+                        "controller_crash, controller_recovery, channel_block, channel_unblock, "
+                        "host_migration, traffic, dataplane_drop, dataplane_delay, control_delay)")
+    f.add_argument("--persist", type=int, default=3, help="rounds a violation must last to be reported")
+    f.add_argument("--keep-going", action="store_true", help="do not stop at the first persistent violation")
+    f.add_argument("--round-seconds", type=float, default=0.1)
+    f.add_argument("--check-every", type=int, default=1, help="check invariants every N rounds")
+    f.set_defaults(func=cmd_fuzz)
     return parser
 
 

@@ -179,4 +179,5 @@ class Session:
 
 def violation_json(v: Any) -> dict:
     return {"invariant": v.invariant, "message": v.message, "persistent": v.persistent,
-            "hosts": list(v.hosts), "switches": list(v.switches), "details": v.details}
+            "hosts": list(v.hosts), "switches": list(v.switches), "round": v.details.get("round"),
+            "details": v.details}

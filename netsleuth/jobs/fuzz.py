@@ -1,0 +1,156 @@
+"""`netsleuth fuzz`: drive a real controller through random inputs until an invariant breaks.
+
+Each step is one round, as in STS: the seeded fuzzer picks the round's
+inputs (failures, recoveries, migrations, traffic, drops, delays), the World
+applies them, the network runs for the round, then the invariants are
+checked. A finding is reported only once it has persisted for ``persist``
+consecutive checks; earlier ones are recorded in the trace as transient.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from netsleuth.core.events import Effect
+from netsleuth.invariants import registry
+from netsleuth.invariants.persistence import PersistenceTracker
+from netsleuth.jobs.session import JobResult, Progress, Session
+from netsleuth.policies.fuzz import FuzzState, Fuzzer, Planned, Rates
+from netsleuth.runtime.driver import Runtime
+
+DEFAULT_CHECKS = "liveness,loops,blackholes,reachability,dataplane-loops"
+
+
+@dataclass
+class FuzzOptions:
+    controller: str | list[str]
+    topo: str
+    out: Path
+    steps: int = 200
+    seed: int = 0
+    rates: Rates = field(default_factory=Rates)
+    checks: str | None = None
+    persist: int = 3
+    keep_going: bool = False
+    round_seconds: float = 0.1
+    check_every: int = 1
+    handshake_timeout: float = 60.0
+    record_packets: bool = True
+
+
+def fuzz(opts: FuzzOptions, progress: Progress | None = None) -> JobResult:
+    invariants = registry.resolve(opts.checks or DEFAULT_CHECKS)
+    session = Session("fuzz", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
+                      record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
+                      checks=[i.name for i in invariants],
+                      header_extra={"rates": dict(sorted(opts.rates.values.items())), "persist": opts.persist,
+                                    "steps": opts.steps, "round_seconds": opts.round_seconds})
+    data = session.result.data
+    data.update({"steps": 0, "inputs": {}, "rates": dict(sorted(opts.rates.values.items())),
+                 "persist": opts.persist})
+
+    async def body(s: Session, rt: Runtime) -> None:
+        await rt.settle(0.2)
+        fuzzer = Fuzzer(random.Random(opts.seed), opts.rates)
+        tracker = PersistenceTracker(opts.persist)
+        failed_links: list[tuple[str, int, str, int]] = []
+        s.progress.phase("fuzzing", opts.steps)
+        for step in range(1, opts.steps + 1):
+            for planned in fuzzer.plan_round(_state(s, failed_links)):
+                rt.apply(await _apply(s, planned, failed_links))
+                data["inputs"][planned.kind] = data["inputs"].get(planned.kind, 0) + 1
+            rt.kick()
+            await asyncio.sleep(opts.round_seconds)
+            await rt.settle(quiet=0.03, timeout=max(1.0, 10 * opts.round_seconds))
+            data["steps"] = step
+            if step % opts.check_every == 0 and _check(s, tracker, invariants, step) and not opts.keep_going:
+                break
+            s.progress.advance(step)
+
+    return session.execute(body, progress)
+
+
+def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzState:
+    """What the fuzzer may act on; all of it follows from earlier inputs, never from timing."""
+    w = s.world
+    switch_links = tuple(k for k in w.link_up if k[0] in w.switches and k[2] in w.switches)
+    live = tuple(sorted(k for k in switch_links if w.link_up[k]))
+    alive = tuple(sorted(c for c, a in w.controllers_alive.items() if a))
+    channels = tuple((sw, c) for sw in w.switches for c in sorted(w.controllers_alive))
+    blocked_pairs = {(sw, c) for sw, c in channels if (w.switches[sw].dpid, c) in w.blocked}
+    return FuzzState(
+        live_switches=tuple(n for n, up in w.switch_up.items() if up),
+        failed_switches=tuple(n for n, up in w.switch_up.items() if not up),
+        live_links=live,
+        failed_links=tuple(sorted(failed_links)),
+        alive_controllers=alive,
+        crashed_controllers=tuple(sorted(c for c, a in w.controllers_alive.items() if not a)),
+        open_channels=tuple(p for p in channels if p not in blocked_pairs),
+        blocked_channels=tuple(p for p in channels if p in blocked_pairs),
+        hosts=tuple(w.hosts),
+        host_switch={h: loc[0] for h, loc in w.host_at.items()},
+        switches=tuple(w.switches),
+        links_into=tuple(sorted({(k[2], k[3]) for k in live} | {(k[0], k[1]) for k in live})),
+    )
+
+
+async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str, int]]) -> list[Effect]:
+    w = s.world
+    kind = p.kind
+    if kind == "switch_failure":
+        return w.fail_switch(p.get("switch"))
+    if kind == "switch_recovery":
+        return w.recover_switch(p.get("switch"))
+    if kind in ("link_failure", "link_recovery"):
+        link = (p.get("node1"), p.get("port1"), p.get("node2"), p.get("port2"))
+        if kind == "link_failure":
+            failed_links.append(link)
+            return w.fail_link(link[0], link[1])
+        failed_links.remove(link)
+        return w.recover_link(link[0], link[1])
+    if kind == "controller_crash":
+        name = p.get("controller")
+        s.controller_named(name).kill()
+        return w.crash_controller(name)
+    if kind == "controller_recovery":
+        name = p.get("controller")
+        await asyncio.to_thread(s.controller_named(name).start)
+        return w.recover_controller(name)
+    if kind == "channel_block":
+        return w.block_channel(p.get("switch"), p.get("controller"))
+    if kind == "channel_unblock":
+        return w.unblock_channel(p.get("switch"), p.get("controller"))
+    if kind == "host_migration":
+        return w.migrate_host(p.get("host"), p.get("new_switch"))
+    if kind == "traffic":
+        w.inject_traffic(p.get("host"), p.get("dst"), p.get("what"))
+        return []
+    if kind == "dataplane_drop":
+        return w.drop_next_packet(p.get("node"), p.get("port"))
+    if kind == "dataplane_delay":
+        return w.delay_next_packet(p.get("node"), p.get("port"), p.get("seconds"))
+    if kind == "control_delay":
+        return w.delay_next_message(p.get("switch"), p.get("controller"), p.get("direction"), p.get("seconds"))
+    raise ValueError(f"unknown input kind {kind!r}")
+
+
+def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int) -> bool:
+    """One invariant round; True when a violation just became persistent."""
+    for c in s.controllers:
+        if s.world.controllers_alive.get(c.name, True) and not c.alive():
+            s.world.set_controller_alive(c.name, False)  # died on its own: a real crash
+    loops_before = getattr(s, "_loops_seen", 0)
+    loops = [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
+    s._loops_seen = len(loops)  # type: ignore[attr-defined]
+    observed_loop = len(loops) > loops_before and any(i.name == "dataplane-loops" for i in invariants)
+    findings = registry.check(s.world.view(), invariants)
+    outcome = tracker.update(step, findings)
+    for t in outcome.new_transient:
+        if t.streak < tracker.threshold:
+            s.record_finding(t.finding, persistent=False, details={"round": step})
+    for t in outcome.new_persistent:
+        s.record_finding(t.finding, persistent=True, details={"round": t.first_round, "confirmed_round": step})
+    return bool(outcome.new_persistent) or observed_loop
