@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = RunOptions(controller=args.controller, topo=args.topo, out=Path(args.out), pingall=args.pingall,
                       checks=args.check, handshake_timeout=args.handshake_timeout,
                       ping_timeout=args.ping_timeout, seed=args.seed,
-                      record_packets=not args.no_packet_events)
+                      record_packets=not args.no_packet_events, isolation=args.isolation)
     with _progress() as p:
         result = run(opts, RichProgress(p))
     d = result.data
@@ -101,7 +101,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     opts = FuzzOptions(controller=args.controller, topo=args.topo, out=Path(args.out), steps=args.steps,
                        seed=args.seed, rates=rates, checks=args.check, persist=args.persist,
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
-                       check_every=args.check_every, record_packets=not args.no_packet_events)
+                       check_every=args.check_every, record_packets=not args.no_packet_events,
+                       isolation=args.isolation)
     with _progress() as p:
         result = fuzz(opts, RichProgress(p))
     d = result.data
@@ -126,8 +127,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
                         "fattree,K | FILE.json | FILE.graphml")
     p.add_argument("--out", required=True, help="directory for trace.jsonl, result.json, controller.log")
-    p.add_argument("--check", default=None, help="comma-separated invariants (default: all of "
-                   "liveness,loops,blackholes,reachability,dataplane-loops)")
+    p.add_argument("--check", default=None, help="comma-separated invariants (default: "
+                   "liveness,loops,blackholes,reachability,dataplane-loops,isolation; also: delivery)")
+    p.add_argument("--isolation", type=Path, help='policy of host pairs that must not reach each other: '
+                   'JSON {"isolate": [["h1","h3"]]} or TOML isolate = [["h1","h3"]]')
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
 

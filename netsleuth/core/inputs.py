@@ -30,6 +30,8 @@ class InputsMixin:
         self._traffic_seq = 0
 
     def _input(self: "World", cls: type, deps: tuple[str, ...] = (), **fields: Any) -> Any:
+        if cls is not ts.TrafficInjection:
+            self.epoch += 1
         return self.record(cls, id=self.next_input_id(), deps=deps, **fields)
 
     # ------------------------------------------------------------ switches

@@ -111,6 +111,9 @@ class World(InputsMixin):
         self.drop_next: dict[tuple[str, int], int] = {}      # (node, port) -> packets to lose
         self.delay_next: dict[tuple[str, int], float] = {}   # (node, port) -> seconds to hold the next
         self.control_delay_next: dict[tuple[int, str, str], float] = {}  # (dpid, controller, direction)
+        self.isolation: tuple[tuple[str, str], ...] = ()
+        self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
+        self.epoch = 0  # bumped by every input that changes what the network can deliver
         self._init_inputs()
 
     # ------------------------------------------------------------ channels
@@ -319,8 +322,12 @@ class World(InputsMixin):
             self._apply_outputs(switch, switch.receive_packet(ev.port, ev.packet, now, tag), None)
             return
         host = self.hosts[ev.node]
-        for reply in host.receive(ev.packet):
-            self._emit(host.name, ev.port, reply, None)
+        sent = self._in_flight.get(ev.lineage.pid)
+        if sent is not None and sent[1] == ev.node:
+            del self._in_flight[ev.lineage.pid]
+        replies = host.receive(ev.packet)
+        if replies:
+            self.send_from_host(host.name, replies)
 
     def _report_loop(self, ev: OnWire) -> None:
         self.stats.loop_drops += 1
@@ -355,7 +362,27 @@ class World(InputsMixin):
     def send_from_host(self, host: str, frames: Iterable[Packet]) -> None:
         _, port = self.host_port(host)
         for frame in frames:
-            self._emit(host, port, frame, None)
+            lineage = self._new_lineage()
+            l3 = frame.l3
+            dst = self.host_by_ip.get(getattr(l3, "dst", -1)) if frame.eth_type == 0x0800 else None
+            if dst is not None and dst != host:
+                self._in_flight[lineage.pid] = (host, dst, frame.summary(), self.clock.now(), self.epoch)
+            self._emit(host, port, frame, lineage)
+
+    def undelivered(self, grace: float = 1.0) -> tuple[tuple[int, str, str, str, float], ...]:
+        """Packets hosts sent to other hosts that have not arrived after ``grace`` seconds.
+
+        A packet sent before the last topology-changing input (a failure, a move,
+        a drop, ...) may legitimately be lost; those are forgotten.
+        """
+        now = self.clock.now()
+        out = []
+        for pid, (src, dst, summary, t, epoch) in list(self._in_flight.items()):
+            if epoch != self.epoch:
+                del self._in_flight[pid]
+            elif now - t >= grace:
+                out.append((pid, src, dst, summary, round(now - t, 3)))
+        return tuple(out)
 
     def host_port(self, host: str) -> tuple[str, int]:
         """(host, its port) of the host's single interface."""
@@ -404,6 +431,8 @@ class World(InputsMixin):
             controllers_of=controllers_of,
             switch_up=dict(self.switch_up),
             host_at=dict(self.host_at),
+            isolation=self.isolation,
+            undelivered=self.undelivered(),
         )
 
     def describe_pending(self) -> list[str]:

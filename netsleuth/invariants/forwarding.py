@@ -181,3 +181,30 @@ def check_reachability(view: NetworkView, outcomes=None) -> list[Finding]:
         findings.append(Finding("reachability", f"{src} cannot reach {dst}: {why}",
                                 hosts=(src, dst), switches=tuple(dict.fromkeys(o.punted))))
     return findings
+
+
+def check_isolation(view: NetworkView, outcomes=None) -> list[Finding]:
+    """Host pairs the policy isolates must not reach each other through the tables."""
+    if not view.isolation:
+        return []
+    banned = set()
+    for a, b in view.isolation:
+        banned.add((a, b))
+        banned.add((b, a))
+    findings = []
+    for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
+        if (src, dst) in banned and dst in o.delivered:
+            findings.append(Finding("isolation", f"{src} reaches {dst}, which the isolation policy forbids",
+                                    hosts=(src, dst)))
+    return findings
+
+
+def check_delivery(view: NetworkView, outcomes=None) -> list[Finding]:
+    """Real packets between connected hosts that never arrived (observed, not computed)."""
+    if not view.undelivered:
+        return []
+    component = {n: i for i, comp in enumerate(nx.connected_components(view.live_graph())) for n in comp}
+    return [Finding("delivery", f"{summary} from {src} never reached {dst} ({age:.1f}s)",
+                    hosts=(src, dst), details={"pid": pid})
+            for pid, src, dst, summary, age in view.undelivered
+            if component.get(src) is not None and component.get(src) == component.get(dst)]

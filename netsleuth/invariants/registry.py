@@ -59,8 +59,12 @@ register(Invariant("blackholes", "no host-to-host packet is dropped inside the n
 register(Invariant("reachability", "every physically connected host pair can reach each other "
                    "(through the tables or a live controller)", forwarding.check_reachability))
 register(Invariant("dataplane-loops", "no real packet revisits a (switch, in_port)", None, observed=True))
+register(Invariant("isolation", "host pairs in the isolation policy cannot reach each other",
+                   forwarding.check_isolation))
+register(Invariant("delivery", "every packet a host sends to a connected host arrives", forwarding.check_delivery,
+                   observed=True))
 
-DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops")
+DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops", "isolation")
 
 
 def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:
@@ -80,7 +84,8 @@ def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:
 
 def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
     """Run the view-based invariants, tracing host pairs once for all of them."""
-    needs_pairs = any(i.name in ("loops", "blackholes", "reachability") for i in invariants)
+    names = {i.name for i in invariants}
+    needs_pairs = bool(names & {"loops", "blackholes", "reachability"}) or ("isolation" in names and view.isolation)
     outcomes = forwarding.pair_outcomes(view) if needs_pairs else []
     findings: list[Finding] = []
     for inv in invariants:

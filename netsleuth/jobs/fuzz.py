@@ -21,7 +21,6 @@ from netsleuth.jobs.session import JobResult, Progress, Session
 from netsleuth.policies.fuzz import FuzzState, Fuzzer, Planned, Rates
 from netsleuth.runtime.driver import Runtime
 
-DEFAULT_CHECKS = "liveness,loops,blackholes,reachability,dataplane-loops"
 
 
 @dataclass
@@ -39,13 +38,14 @@ class FuzzOptions:
     check_every: int = 1
     handshake_timeout: float = 60.0
     record_packets: bool = True
+    isolation: Path | None = None
 
 
 def fuzz(opts: FuzzOptions, progress: Progress | None = None) -> JobResult:
-    invariants = registry.resolve(opts.checks or DEFAULT_CHECKS)
+    invariants = registry.resolve(opts.checks)
     session = Session("fuzz", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
-                      checks=[i.name for i in invariants],
+                      checks=[i.name for i in invariants], isolation=opts.isolation,
                       header_extra={"rates": dict(sorted(opts.rates.values.items())), "persist": opts.persist,
                                     "steps": opts.steps, "round_seconds": opts.round_seconds})
     data = session.result.data

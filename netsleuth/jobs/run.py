@@ -31,6 +31,7 @@ class RunOptions:
     seed: int = 0
     record_packets: bool = True
     settle: float = 0.3
+    isolation: Path | None = None
 
 
 def run(opts: RunOptions, progress: Progress | None = None) -> JobResult:
@@ -38,7 +39,7 @@ def run(opts: RunOptions, progress: Progress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
     session = Session("run", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
-                      checks=[i.name for i in invariants])
+                      checks=[i.name for i in invariants], isolation=opts.isolation)
     session.result.data.setdefault("pingall", None)
 
     async def body(s: Session, rt: Runtime) -> None:

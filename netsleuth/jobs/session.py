@@ -22,6 +22,7 @@ from netsleuth.controllers.spec import parse_controller
 from netsleuth.core.clock import WallClock
 from netsleuth.core.world import Recorder, World
 from netsleuth.errors import ControllerError
+from netsleuth.invariants.policy import load_isolation
 from netsleuth.model.topology import parse_topo
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
@@ -71,9 +72,11 @@ class Session:
     handshake_timeout: float = 60.0
     checks: list[str] = field(default_factory=list)
     header_extra: dict = field(default_factory=dict)
+    isolation: Path | None = None
 
     def __post_init__(self) -> None:
         self.topo = parse_topo(self.topo_spec)
+        self.isolation_pairs = load_isolation(self.isolation, self.topo) if self.isolation else ()
         self.texts = [self.controller] if isinstance(self.controller, str) else list(self.controller)
         self.specs = [parse_controller(t) for t in self.texts]
         self.out = Path(self.out)
@@ -99,6 +102,7 @@ class Session:
         with TraceWriter(self.out / "trace.jsonl", header) as writer:
             self.recorder = Recorder(clock, writer.write)
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets)
+            self.world.isolation = self.isolation_pairs
             try:
                 progress.phase("starting controller", None)
                 self.endpoints = {}
