@@ -119,6 +119,24 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def cmd_invariants(args: argparse.Namespace) -> int:
+    import json
+
+    from netsleuth.jobs.check_trace import check_trace
+
+    d = check_trace(args.trace, args.check, args.at, args.isolation)
+    if args.json:
+        out.print_json(json.dumps(d))
+    else:
+        out.print(f"{args.trace}: state after event {d['at_seq']} ({d['events_applied']} events applied), "
+                  f"{sum(d['flow_entries'].values())} flow entries; checked {', '.join(d['checks'])}",
+                  soft_wrap=True)
+        if not d["violations"]:
+            out.print("no violations")
+        _print_violations(d["violations"], examples=10)
+    return 1 if d["violations"] else 0
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -160,6 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--round-seconds", type=float, default=0.1)
     f.add_argument("--check-every", type=int, default=1, help="check invariants every N rounds")
     f.set_defaults(func=cmd_fuzz)
+
+    i = sub.add_parser("invariants", help="check invariants on the network state rebuilt from a trace")
+    i.add_argument("trace", help="a netsleuth trace.jsonl")
+    i.add_argument("--check", default=None, help="comma-separated invariants (default: the static ones)")
+    i.add_argument("--at", type=int, help="check the state right after the event with this seq")
+    i.add_argument("--isolation", type=Path, help="isolation policy file (see run --help)")
+    i.add_argument("--json", action="store_true", help="print the result as JSON")
+    i.set_defaults(func=cmd_invariants)
     return parser
 
 

@@ -15,6 +15,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from netsleuth.jobs.check_trace import check_trace
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.policies.fuzz import Rates
 from netsleuth.trace.io import read_trace
@@ -43,6 +44,9 @@ def test_migration_blackhole_found_for_most_seeds(tmp_path: Path) -> None:
             assert migrations, "a blackhole in this setting needs a host to have moved"
             # the dropped traffic is headed for a host that moved
             assert v["hosts"][1] in {m.host for m in migrations}
+            # the same violation is found on the state rebuilt from the trace alone
+            offline = check_trace(out / "trace.jsonl", "blackholes")
+            assert v["hosts"] in [o["hosts"] for o in offline["violations"]]
             assert result.exit_code == 1
     assert found >= 4, f"blackhole found for {found} of 5 seeds"
 
