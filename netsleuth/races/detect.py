@@ -1,0 +1,312 @@
+"""Race detection on an HB graph, classified the way SDNRacer classifies races.
+
+A race is a pair of flow-table operations on one switch, at least one a
+write, whose events are unordered in the HB graph.  Pairs are counted per
+operation: write/write (every pair of write operations of different events)
+and read/write (every read operation against every write operation of a
+different event).  Each race then gets exactly one status:
+
+``commute``
+    the two operations commute (:mod:`netsleuth.races.commute`);
+``time_filtered``
+    (time edges on) the operations are more than ``delta`` seconds apart;
+    each such race adds a ``time`` edge from the earlier to the later event;
+``covered``
+    (data dependencies on) the race became ordered once read-after-write
+    dependency edges were added;
+``harmful``
+    everything else.
+
+So ``races == commute + time_filtered + covered + harmful`` always.
+Reachability is taken once, before any time edge is added (as SDNRacer does:
+a time edge does not order other races).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from netsleuth.races.commute import CommutativityChecker
+from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
+from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
+from netsleuth.races.poxmatch import (
+    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY, OFPFC_MODIFY_STRICT, FlowMod,
+)
+
+COMMUTE, TIME_FILTERED, COVERED, HARMFUL = "commute", "time_filtered", "covered", "harmful"
+WW, RW = "w/w", "r/w"
+
+
+@dataclass(slots=True)
+class Race:
+    """Two racing operations: ``i`` is the read for r/w races; nodes index ``HbGraph.events``."""
+
+    kind: str          # WW or RW
+    i: int             # node of the first event
+    i_op: FlowOp
+    k: int             # node of the second event
+    k_op: FlowOp
+    status: str = HARMFUL
+
+
+@dataclass
+class Detection:
+    races: list[Race]
+    read_ops: int
+    write_ops: int
+    time_edges: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, data_deps: bool = False,
+                 checker: CommutativityChecker | None = None,
+                 packets: PacketMatches | None = None) -> Detection:
+    """Find and classify the races of ``g`` (adds time / dep_raw edges to ``g``)."""
+    checker = checker or CommutativityChecker()
+    packets = packets or PacketMatches()
+    events = g.events
+
+    # Events with flow-table reads or writes, in trace order, and their operations.
+    op_nodes = [n for n, ev in enumerate(events)
+                if any(op.kind in (READ, WRITE) for op in ev.ops)]
+    pos = [-1] * len(events)
+    for p, n in enumerate(op_nodes):
+        pos[n] = p
+    n_reads = sum(1 for n in op_nodes for op in events[n].ops if op.kind == READ)
+    n_writes = sum(1 for n in op_nodes for op in events[n].ops if op.kind == WRITE)
+
+    # Ordered-with masks over op-event positions: descendants | ancestors (self included).
+    scc = strongly_connected(g.succ)
+    desc = reach_masks(g.succ, pos, scc)
+    anc = reach_masks(g.pred, pos, strongly_connected(g.pred))
+    related = [desc[n] | anc[n] for n in op_nodes]
+
+    writers_by_dpid: dict = defaultdict(int)
+    for p, n in enumerate(op_nodes):
+        if any(op.kind == WRITE for op in events[n].ops):
+            writers_by_dpid[events[n].dpid] |= 1 << p
+
+    races: list[Race] = []
+    # write/write
+    for p, n in enumerate(op_nodes):
+        ev = events[n]
+        wops = [op for op in ev.ops if op.kind == WRITE]
+        if not wops:
+            continue
+        cand = writers_by_dpid[ev.dpid] & ~related[p] & ~((2 << p) - 1)
+        while cand:
+            low = cand & -cand
+            q = low.bit_length() - 1
+            cand ^= low
+            m = op_nodes[q]
+            for a in wops:
+                for b in events[m].ops:
+                    if b.kind == WRITE:
+                        races.append(Race(WW, n, a, m, b))
+    # read/write
+    for p, n in enumerate(op_nodes):
+        ev = events[n]
+        rops = [op for op in ev.ops if op.kind == READ]
+        if not rops:
+            continue
+        cand = writers_by_dpid[ev.dpid] & ~related[p]
+        while cand:
+            low = cand & -cand
+            q = low.bit_length() - 1
+            cand ^= low
+            m = op_nodes[q]
+            for a in rops:
+                for b in events[m].ops:
+                    if b.kind == WRITE:
+                        races.append(Race(RW, n, a, m, b))
+
+    # commutativity
+    for r in races:
+        if r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
+            c = False   # a write without its flow mod: assume the worst
+        elif r.kind == WW:
+            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)
+        else:
+            pkt = packets.get(events[r.i])
+            c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,
+                                               events[r.k].eid < events[r.i].eid)
+        if c:
+            r.status = COMMUTE
+
+    # time filter: each non-commuting race more than delta apart adds a time edge
+    n_time_edges = 0
+    if time_edges:
+        for r in races:
+            if r.status == HARMFUL and abs(r.i_op.t - r.k_op.t) > delta:
+                r.status = TIME_FILTERED
+                first, second = (r.i, r.k) if r.i_op.t < r.k_op.t else (r.k, r.i)
+                g.add_edge(first, second, TIME)
+                n_time_edges += 1
+
+    if data_deps:
+        _cover_with_data_deps(g, races, op_nodes)
+
+    counts = {COMMUTE: 0, TIME_FILTERED: 0, COVERED: 0, HARMFUL: 0}
+    for r in races:
+        counts[r.status] += 1
+    return Detection(races, n_reads, n_writes, n_time_edges, counts)
+
+
+def packets_with_races(g: HbGraph, races: list[Race]) -> list[tuple[int, list[Race]]]:
+    """SDNRacer's per-packet view ("packet coherence violations").
+
+    For every host send (by eid), its packet trace is what it causes without
+    time edges and without passing through another host send; the trace
+    counts when one of its reads takes part in a harmful (or covered) r/w
+    race.  Returns (host-send node, those races) per such packet.
+    """
+    bad = [r for r in races if r.status in (HARMFUL, COVERED)]
+    racing = {x for r in bad for x in (r.i, r.k)}
+    rw_by_read: dict[int, list[Race]] = defaultdict(list)
+    for r in bad:
+        if r.kind == RW:
+            rw_by_read[r.i].append(r)
+    sends = sorted((n for n, ev in enumerate(g.events) if ev.kind == HOST_SEND), key=lambda n: g.events[n].eid)
+    send_set = set(sends)
+    out = []
+    for h in sends:
+        seen = {h}
+        stack = [h]
+        while stack:
+            u = stack.pop()
+            for v in g.succ[u]:
+                if v in seen or v in send_set or g.rel[(u, v)] == TIME:
+                    continue
+                seen.add(v)
+                stack.append(v)
+        hits = [r for n in sorted(seen & racing) for r in rw_by_read.get(n, ())]
+        if hits:
+            out.append((h, hits))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# data dependencies ("covered" races)
+
+
+class _ShadowTable:
+    """Which event wrote the entry a read hit (SDNRacer's shadow flow table, by match+priority).
+
+    SDNRacer replays the switch's table with POX and asserts it agrees with
+    the trace; since the trace records the entry each read hit, tracking
+    entries by (match, priority) gives the same writers.
+    """
+
+    def __init__(self) -> None:
+        self._next = 0
+        self.entries: dict[tuple, int] = {}             # (match, priority) -> entry id
+        self.fm_of: dict[int, FlowMod] = {}
+        self.adding: dict[int, int] = {}                # entry id -> eid
+        self.modifying: dict[int, list[int]] = defaultdict(list)
+
+    def _add(self, fm: FlowMod, eid: int) -> None:
+        eid_key = (fm.match, fm.priority)
+        old = self.entries.pop(eid_key, None)
+        if old is not None:
+            self.fm_of.pop(old, None)
+        entry = self._next
+        self._next += 1
+        self.entries[eid_key] = entry
+        self.fm_of[entry] = fm
+        self.adding[entry] = eid
+
+    def write(self, fm: FlowMod, eid: int) -> None:
+        cmd = fm.command
+        if cmd == OFPFC_ADD:
+            self._add(fm, eid)
+        elif cmd in (OFPFC_MODIFY, OFPFC_MODIFY_STRICT):
+            if cmd == OFPFC_MODIFY_STRICT:
+                hit = [e for k, e in self.entries.items() if k == (fm.match, fm.priority)]
+            else:
+                hit = [e for (m, _), e in self.entries.items() if fm.match.matches_with_wildcards(m)]
+            if not hit:
+                self._add(fm, eid)
+            for e in hit:
+                self.modifying[e].append(eid)
+        elif cmd in (OFPFC_DELETE, OFPFC_DELETE_STRICT):
+            if cmd == OFPFC_DELETE_STRICT:
+                gone = [k for k in self.entries if k == (fm.match, fm.priority)]
+            else:
+                gone = [k for k in self.entries if fm.match.matches_with_wildcards(k[0])]
+            for k in gone:
+                self.fm_of.pop(self.entries.pop(k), None)
+
+    def expire(self, fm: FlowMod) -> None:
+        e = self.entries.pop((fm.match, fm.priority), None)
+        if e is not None:
+            self.fm_of.pop(e, None)
+
+    def writers_of_read(self, fm: FlowMod | None, eid: int) -> list[int]:
+        if fm is None:
+            return []
+        e = self.entries.get((fm.match, fm.priority))
+        if e is None:
+            return []
+        mods = self.modifying.get(e)
+        if mods:
+            i = bisect_left(mods, eid)
+            return [mods[i - 1]] if i else []
+        add = self.adding[e]
+        return [add] if add < eid else []
+
+
+def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) -> None:
+    """Add read-after-write edges in trace order; races they order become ``covered``.
+
+    As SDNRacer: races already ordered once the time edges are in stay
+    harmful and are not candidates; a race between the read and the very
+    write it depends on is not "covered" (the dependency is that race).
+    """
+    events = g.events
+    reach = g.reachability()   # includes the time edges
+    remaining = [r for r in races if r.status == HARMFUL and not reach.ordered(r.i, r.k)]
+    by_node: dict[int, list[Race]] = defaultdict(list)
+    for r in remaining:
+        by_node[r.i].append(r)
+        by_node[r.k].append(r)
+    direct: set[int] = set()
+    tables: dict = defaultdict(_ShadowTable)
+    # every switch-table event in trace order (expiries too: they remove entries)
+    for n, ev in enumerate(events):
+        if ev.dpid is None or not ev.ops:
+            continue
+        table = tables[ev.dpid]
+        deps: list[int] = []
+        for op in ev.ops:
+            if op.kind == READ:
+                deps.extend(table.writers_of_read(op.flow_mod, ev.eid))
+            elif op.kind == WRITE and op.flow_mod is not None:
+                table.write(op.flow_mod, ev.eid)
+            elif op.kind == EXPIRY and op.flow_mod is not None:
+                table.expire(op.flow_mod)
+        for w_eid in deps:
+            w = g.node_of.get(w_eid)
+            if w is None:
+                continue
+            g.add_edge(w, n, DEP_RAW)
+            after_w = g.descendants([w])
+            before_w = None
+            after_n = None
+            for x in list(by_node):
+                if x not in after_w:
+                    continue
+                for r in list(by_node[x]):
+                    if r.status != HARMFUL or id(r) in direct:
+                        continue
+                    if {r.i, r.k} == {n, w}:
+                        direct.add(id(r))
+                        continue
+                    if before_w is None:
+                        before_w = g.ancestors([w], exclude=())
+                        after_n = g.descendants([n])
+                    # r was unordered before this edge (else an earlier edge covered it),
+                    # so it is ordered now iff a path runs through w -> n.
+                    if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
+                        r.status = COVERED
