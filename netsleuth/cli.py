@@ -137,6 +137,43 @@ def cmd_invariants(args: argparse.Namespace) -> int:
     return 1 if d["violations"] else 0
 
 
+def cmd_races(args: argparse.Namespace) -> int:
+    import json
+
+    from netsleuth.races.job import detect_races
+
+    report = detect_races(args.trace, delta=args.delta, time_edges=not args.no_time_filter,
+                          data_deps=args.data_deps)
+    d = report.to_json(detail="all" if args.all else "harmful")
+    if args.json:
+        print(json.dumps(d, sort_keys=True))
+        return 0
+    out.print(f"races in {args.trace}", soft_wrap=True, markup=False)
+    table = Table(show_header=False)
+    for key in ("events", "read", "writes", "races", "commuting", "time_filtered_races", "covered", "harmful"):
+        table.add_row(key.replace("_", " "), str(d[key]))
+    table.add_row("seconds", f"{sum(d['seconds'].values()):.2f}")
+    out.print(table)
+    for r in d.get("race_list", [])[: args.show]:
+        out.print(_race_words(r), markup=False, highlight=False, soft_wrap=True)
+    if len(d.get("race_list", [])) > args.show:
+        out.print(f"... {len(d['race_list']) - args.show} more (use --json for all)")
+    return 0
+
+
+def _race_words(r: dict) -> str:
+    """One race in plain words: which switch, which two operations."""
+    parts = []
+    for e in r.get("events", []):
+        if e.get("op") == "read":
+            hit = e.get("flow_entry") or "no entry (table miss)"
+            parts.append(f"packet {e.get('packet', '?')} in port {e.get('in_port', '?')} matched {hit} "
+                         f"(event {e['eid']})")
+        else:
+            parts.append(f"{e.get('flow_mod') or e.get('msg_type', 'write')} (event {e['eid']})")
+    return f"{r.get('status', '')} {r.get('type', '')} race on switch {r.get('dpid', '?')}: " + "  vs  ".join(parts)
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -186,6 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--isolation", type=Path, help="isolation policy file (see run --help)")
     i.add_argument("--json", action="store_true", help="print the result as JSON")
     i.set_defaults(func=cmd_invariants)
+
+    rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
+    rc.add_argument("trace", help="SDNRacer hb.json (or a netsleuth trace.jsonl)")
+    rc.add_argument("--delta", type=float, default=2.0, help="seconds apart beyond which races are time-filtered")
+    rc.add_argument("--no-time-filter", action="store_true", help="keep races however far apart in time")
+    rc.add_argument("--data-deps", action="store_true", help="order races covered by read-after-write dependencies")
+    rc.add_argument("--all", action="store_true", help="list every race, not only the harmful ones")
+    rc.add_argument("--show", type=int, default=10, help="races to print (default 10)")
+    rc.add_argument("--json", action="store_true", help="print JSON (keys races, commuting, harmful, race_list)")
+    rc.set_defaults(func=cmd_races)
     return parser
 
 
