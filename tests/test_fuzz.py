@@ -114,3 +114,25 @@ def test_result_json_shape(tmp_path: Path) -> None:
     fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,2", tmp_path, steps=5, seed=1, rates=rates(traffic=0.5)))
     d = json.loads((tmp_path / "result.json").read_text())
     assert d["steps"] == 5 and isinstance(d["inputs"], dict) and d["violations"] == []
+
+
+def test_injected_controller_crash_is_no_violation_but_a_real_death_is(tmp_path: Path) -> None:
+    result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", tmp_path / "crash", steps=40, seed=4,
+                              rates=rates(controller_crash=0.05, controller_recovery=0.3, traffic=0.4),
+                              keep_going=True))
+    assert result.data["inputs"].get("controller_crash", 0) >= 1
+    assert result.data["inputs"].get("controller_recovery", 0) >= 1
+    assert [v for v in result.violations if v["persistent"]] == []
+    events = read_trace(tmp_path / "crash" / "trace.jsonl").events
+    recovery = next(e for e in events if e.kind == "controller_recovery")
+    assert recovery.deps == (next(e for e in events if e.kind == "controller_crash").id,)
+    reconnected = {e.dpid for e in events if e.kind == "switch_connected" and e.seq > recovery.seq}
+    assert reconnected == {1, 2, 3}
+
+    from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
+    dies = (f"cmd:timeout 3 {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} "
+            "os_ken.app.simple_switch")
+    result = fuzz(FuzzOptions(dies, "linear,2", tmp_path / "dies", steps=200, seed=1, rates=rates(traffic=0.2)))
+    liveness = [v for v in result.violations if v["persistent"] and v["invariant"] == "liveness"]
+    assert any("not running" in v["message"] for v in liveness)
+    assert result.exit_code == 1 and result.data["steps"] < 200

@@ -432,6 +432,7 @@ class World(InputsMixin):
             switch_up=dict(self.switch_up),
             host_at=dict(self.host_at),
             isolation=self.isolation,
+            crashed_by_input=frozenset(k[1] for k in self._open_failure if k[0] == "controller"),
             undelivered=self.undelivered(),
         )
 

@@ -27,6 +27,8 @@ class NetworkView:
     controllers_of: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     # host -> (switch, port) where it is attached now (hosts move); default: the topology's
     host_at: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    # controllers that an injected crash took down: their absence is expected, not a bug
+    crashed_by_input: frozenset[str] = frozenset()
     # host pairs that must not reach each other (both directions), from a policy file
     isolation: tuple[tuple[str, str], ...] = ()
     # packets hosts sent to connected hosts and that never arrived: (pid, src, dst, summary, age seconds)
