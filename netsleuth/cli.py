@@ -174,6 +174,26 @@ def _race_words(r: dict) -> str:
     return f"{r.get('status', '')} {r.get('type', '')} race on switch {r.get('dpid', '?')}: " + "  vs  ".join(parts)
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    import json
+
+    from netsleuth.model.topology import parse_topo
+    from netsleuth.openflow.codec import decode, msg_to_json
+    from netsleuth.trace.importers.sts import import_sts
+    from netsleuth.trace.io import write_trace
+
+    topo = parse_topo(args.topo) if args.topo else None
+    report = import_sts(args.file, topology=topo, decode_openflow=lambda b: msg_to_json(decode(b)))
+    write_trace(args.out, report.trace)
+    if args.json:
+        print(json.dumps(report.to_json(), sort_keys=True))
+    else:
+        for line in report.summary():
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+        out.print(f"wrote {args.out}")
+    return 0
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -233,6 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--show", type=int, default=10, help="races to print (default 10)")
     rc.add_argument("--json", action="store_true", help="print JSON (keys races, commuting, harmful, race_list)")
     rc.set_defaults(func=cmd_races)
+
+    im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
+    im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")
+    im.add_argument("file", help="the trace to convert")
+    im.add_argument("--out", required=True, help="where to write the netsleuth trace (.jsonl)")
+    im.add_argument("--topo", help="the topology it was recorded on (default: inferred from the trace)")
+    im.add_argument("--json", action="store_true", help="print the conversion report as JSON")
+    im.set_defaults(func=cmd_import)
     return parser
 
 
