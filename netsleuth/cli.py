@@ -194,6 +194,28 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from netsleuth.jobs.replay import ReplayOptions, replay
+
+    opts = ReplayOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller, times=args.times,
+                         epsilon=args.epsilon / 1000.0, violation=args.violation,
+                         record_packets=not args.no_packet_events)
+    with _progress() as p:
+        d = replay(opts, RichProgress(p))
+    table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
+    t = d["target"]
+    table.add_row("target", f"{t['invariant']}: {t['message']}" if t else "none (the trace has no persistent violation)")
+    for i, r in enumerate(d["replays"], 1):
+        table.add_row(f"replay {i}", f"{'reproduced' if r['reproduced'] else 'not reproduced'}: "
+                      f"{r['matched']} matched, {r['timed_out']} timed out, {r['new']} new internal events, "
+                      f"{r['seconds']} s")
+    if d["reproduction_rate"] is not None:
+        table.add_row("reproduction rate", f"{d['reproduction_rate']:.0%}")
+    table.add_row("result", str(Path(args.out) / "replay.json"))
+    out.print(table)
+    return 0 if d["reproduced"] in (True, None) else 1
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -253,6 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--show", type=int, default=10, help="races to print (default 10)")
     rc.add_argument("--json", action="store_true", help="print JSON (keys races, commuting, harmful, race_list)")
     rc.set_defaults(func=cmd_races)
+
+    rp = sub.add_parser("replay", help="re-run a trace's inputs against a fresh controller, respecting happens-before")
+    rp.add_argument("trace", help="a netsleuth trace.jsonl")
+    rp.add_argument("--out", required=True, help="directory for the replay's trace, result.json and replay.json")
+    rp.add_argument("--controller", action="append", help="override the trace's controller spec")
+    rp.add_argument("--times", type=int, default=1, help="replays to run; reports the reproduction rate")
+    rp.add_argument("--epsilon", type=float, default=500.0, help="ms to wait past the recorded gap (default 500)")
+    rp.add_argument("--violation", type=int, default=0, help="which persistent violation to reproduce (0: first)")
+    rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
+    rp.set_defaults(func=cmd_replay)
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from netsleuth.core.events import Connect, Disconnect, Effect, OnWire, PendingEvent, ToSwitch
-from netsleuth.model.packet import arp_request, tcp_syn
+from netsleuth.model.packet import ICMP, IPv4, Packet, arp_request, tcp_syn
 from netsleuth.trace import schema as ts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,6 +174,55 @@ class InputsMixin:
             raise ValueError(f"unknown traffic kind {what!r}")
         ev = self._input(ts.TrafficInjection, host=src, packet=packet.to_json(), dst=dst)
         self.send_from_host(src, frames)
+        return ev.id
+
+    def apply_recorded(self: "World", e: ts.InputEvent) -> list[Effect]:
+        """Apply an input event recorded in a trace (replay, minimization, rebuilt state).
+
+        Controller crashes and recoveries change only the World; killing and
+        restarting the process is the caller's (it owns the process).
+        """
+        if isinstance(e, ts.SwitchFailure):
+            return self.fail_switch(e.switch)
+        if isinstance(e, ts.SwitchRecovery):
+            return self.recover_switch(e.switch)
+        if isinstance(e, ts.LinkFailure):
+            return self.fail_link(e.node1, e.port1)
+        if isinstance(e, ts.LinkRecovery):
+            return self.recover_link(e.node1, e.port1)
+        if isinstance(e, ts.HostMigration):
+            return self.migrate_host(e.host, e.new_switch)
+        if isinstance(e, ts.ControllerCrash):
+            return self.crash_controller(e.controller)
+        if isinstance(e, ts.ControllerRecovery):
+            return self.recover_controller(e.controller)
+        if isinstance(e, ts.ChannelBlock):
+            return self.block_channel(e.switch, e.controller)
+        if isinstance(e, ts.ChannelUnblock):
+            return self.unblock_channel(e.switch, e.controller)
+        if isinstance(e, ts.DataplaneDrop):
+            return self.drop_next_packet(e.node, e.port)
+        if isinstance(e, ts.DataplaneDelay):
+            return self.delay_next_packet(e.node, e.port, e.seconds)
+        if isinstance(e, ts.ControlDelay):
+            return self.delay_next_message(e.switch, e.controller, e.direction, e.seconds)
+        if isinstance(e, ts.TrafficInjection):
+            self.send_recorded_packet(e.host, Packet.from_json(e.packet), e.dst)
+            return []
+        raise ValueError(f"no way to apply input kind {e.kind!r}")
+
+    def send_recorded_packet(self: "World", host: str, packet: Packet, dst: str | None) -> str:
+        """Host ``host`` sends a recorded packet (IPv4 resolves the next hop with ARP first)."""
+        ev = self._input(ts.TrafficInjection, host=host, packet=packet.to_json(), dst=dst)
+        h = self.hosts[host]
+        if isinstance(packet.l3, IPv4):
+            if isinstance(packet.l4, ICMP) and packet.l4.type == 8:
+                frames = h.ping(packet.l3.dst, packet.l4.ident, packet.l4.seq)
+            else:
+                frames = h.send_ip(packet)
+        else:
+            frames = [packet]
+        self.send_from_host(host, frames)
         return ev.id
 
     # ------------------------------------------------------------ drops and delays

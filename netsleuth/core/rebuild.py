@@ -28,27 +28,6 @@ class Rebuilt:
     last_seq: int       # seq of the last event applied
 
 
-def _apply_input(world: World, e: ts.Event) -> None:
-    if isinstance(e, ts.SwitchFailure):
-        world.fail_switch(e.switch)
-    elif isinstance(e, ts.SwitchRecovery):
-        world.recover_switch(e.switch)
-    elif isinstance(e, ts.LinkFailure):
-        world.fail_link(e.node1, e.port1)
-    elif isinstance(e, ts.LinkRecovery):
-        world.recover_link(e.node1, e.port1)
-    elif isinstance(e, ts.HostMigration):
-        world.migrate_host(e.host, e.new_switch)
-    elif isinstance(e, ts.ControllerCrash):
-        world.crash_controller(e.controller)
-    elif isinstance(e, ts.ControllerRecovery):
-        world.recover_controller(e.controller)
-    elif isinstance(e, ts.ChannelBlock):
-        world.block_channel(e.switch, e.controller)
-    elif isinstance(e, ts.ChannelUnblock):
-        world.unblock_channel(e.switch, e.controller)
-
-
 def replay_states(header: ts.TraceHeader, events: Iterable[ts.Event]) -> Iterator[tuple[ts.Event, World]]:
     """Apply the trace event by event; yield (event, world) after each one."""
     topo = Topology.from_json(header.topology)
@@ -72,8 +51,8 @@ def replay_states(header: ts.TraceHeader, events: Iterable[ts.Event]) -> Iterato
             world.connections[conns[e.conn]].features_replied = True
         elif isinstance(e, ts.SwitchDisconnected) and e.conn in conns:
             world.close_connection(conns.pop(e.conn), e.reason)
-        elif e.is_input:
-            _apply_input(world, e)
+        elif e.is_input and not isinstance(e, ts.TrafficInjection):
+            world.apply_recorded(e)  # traffic changes no table by itself; its effects are recorded
         world.tick()
         yield e, world
 

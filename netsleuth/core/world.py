@@ -57,12 +57,15 @@ class Recorder:
         self.clock = clock
         self.sink = sink
         self.seq = 0
+        self.observers: list[Callable[[Any], None]] = []  # e.g. a replay matching what happens
 
     def __call__(self, cls: type, **fields: Any) -> Any:
         event = cls(seq=self.seq, t=round(self.clock.now(), 6), **fields)
         self.seq += 1
         if self.sink is not None:
             self.sink(event)
+        for observe in self.observers:
+            observe(event)
         return event
 
 

@@ -23,7 +23,7 @@ from netsleuth.core.clock import WallClock
 from netsleuth.core.world import Recorder, World
 from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy import load_isolation
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topology import Topology, parse_topo
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
@@ -73,9 +73,10 @@ class Session:
     checks: list[str] = field(default_factory=list)
     header_extra: dict = field(default_factory=dict)
     isolation: Path | None = None
+    topology: Topology | None = None  # given as a description (e.g. from a trace header) instead of a spec
 
     def __post_init__(self) -> None:
-        self.topo = parse_topo(self.topo_spec)
+        self.topo = self.topology or parse_topo(self.topo_spec)
         self.isolation_pairs = load_isolation(self.isolation, self.topo) if self.isolation else ()
         self.texts = [self.controller] if isinstance(self.controller, str) else list(self.controller)
         self.specs = [parse_controller(t) for t in self.texts]
@@ -154,6 +155,17 @@ class Session:
 
     def controller_named(self, name: str) -> ControllerProcess:
         return next(c for c in self.controllers if c.name == name)
+
+    async def apply_input(self, e: Any) -> list:
+        """Apply a recorded input; controller crashes and recoveries also act on the real process."""
+        if isinstance(e, ts.ControllerCrash):
+            self.controller_named(e.controller).kill()
+        elif isinstance(e, ts.ControllerRecovery):
+            c = self.controller_named(e.controller)
+            await asyncio.to_thread(c.start)
+            self.recorder(ts.ControllerEvent, controller=c.name, what="started",
+                          detail=f"{c.spec.text} on {c.host}:{c.port}")
+        return self.world.apply_recorded(e)
 
     def record_finding(self, f: Any, persistent: bool, details: dict | None = None) -> Any:
         v = self.recorder(ts.Violation, invariant=f.invariant, message=f.message, persistent=persistent,

@@ -37,6 +37,7 @@ class RaceReport:
     settings: dict[str, Any]
     seconds: dict[str, float] = field(default_factory=dict)
     racing_packets: list[tuple[int, list[Race]]] = field(default_factory=list)
+    labels: dict[int, str] = field(default_factory=dict)   # eid -> the event in plain words (netsleuth traces)
 
     # counts, named as in SDNRacer's summary
     @property
@@ -95,6 +96,12 @@ class RaceReport:
             chosen = self.races if detail == "all" else self.harmful_races()
             cache: dict = {}
             out["race_list"] = [race_to_json(self.graph, r, cache) for r in chosen]
+            if self.labels:
+                for rd in out["race_list"]:
+                    for ed in rd["events"]:
+                        text = self.labels.get(ed["eid"])
+                        if text:
+                            ed["text"] = text
         return out
 
 
@@ -147,8 +154,14 @@ def race_to_json(g: HbGraph, r: Race, cache: dict | None = None) -> dict[str, An
 
 
 def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = True,
-                 data_deps: bool = False, events: list[Event] | None = None) -> RaceReport:
+                 data_deps: bool = False, events: list[Event] | None = None,
+                 labels: dict[int, str] | None = None) -> RaceReport:
     """Races of an SDNRacer ``hb.json`` trace (or of ``events`` already read, in trace order).
+
+    ``path`` may also be a netsleuth trace (or a run directory holding
+    ``trace.jsonl``): its header line is sniffed and the events are built by
+    :mod:`netsleuth.races.from_trace`, whose plain-words ``labels`` end up in
+    the report.
 
     ``delta``: seconds beyond which two operations are considered ordered in
     time (SDNRacer's rw/ww delta; also the flow-expiry rule's delta).
@@ -158,9 +171,15 @@ def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = Tru
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     if events is None:
-        from netsleuth.races.hbtrace import read_hb_json
+        from netsleuth.races.from_trace import events_from_trace, is_netsleuth_trace
 
-        events = read_hb_json(path)
+        if is_netsleuth_trace(path):
+            built = events_from_trace(path)
+            events, labels = built.events, built.labels
+        else:
+            from netsleuth.races.hbtrace import read_hb_json
+
+            events = read_hb_json(path)
     if not events:
         raise TraceFormatError(f"{path}: no events", "give a non-empty SDNRacer hb.json trace")
     t1 = time.perf_counter()
@@ -177,7 +196,7 @@ def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = Tru
     seconds["total"] = t3 - t0
     settings = {"delta": delta, "time_edges": time_edges, "data_deps": data_deps}
     return RaceReport(str(path), g, det.races, det.read_ops, det.write_ops, det.time_edges,
-                      det.counts, settings, seconds, racing_packets)
+                      det.counts, settings, seconds, racing_packets, dict(labels or {}))
 
 
 __all__ = ["RaceReport", "detect_races", "race_to_json", "event_to_json"]

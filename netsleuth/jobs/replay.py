@@ -1,0 +1,171 @@
+"""`netsleuth replay TRACE`: re-run a trace's inputs against a fresh network and controller.
+
+Inputs keep their recorded spacing. Before each input the replayer waits
+until the internal events that preceded it in the original have happened
+again (matched by fingerprint, see policies/replay.py) or their time ran
+out (recorded gap + epsilon). At the end the trace's target violation (its
+first persistent one, or the one chosen) is checked for the same number of
+rounds it had to persist. The minimizer calls :func:`replay_once` with
+subsequences of the inputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netsleuth.errors import TraceFormatError
+from netsleuth.invariants import registry
+from netsleuth.jobs.session import Progress, Session, Silent
+from netsleuth.model.topology import Topology
+from netsleuth.policies.replay import Matcher, ReplayPlan
+from netsleuth.runtime.driver import Runtime
+from netsleuth.trace import schema as ts
+from netsleuth.trace.io import read_trace
+
+
+@dataclass(frozen=True)
+class Target:
+    """The violation a replay must reproduce."""
+
+    invariant: str
+    hosts: tuple[str, ...]
+    switches: tuple[str, ...]
+    message: str = ""
+
+    def found_in(self, findings: list[Any]) -> bool:
+        for f in findings:
+            if f.invariant != self.invariant:
+                continue
+            if self.invariant == "dataplane-loops":  # a loop may be entered at another hop
+                if set(f.switches) & set(self.switches):
+                    return True
+            elif tuple(f.hosts) == self.hosts and tuple(f.switches) == self.switches:
+                return True
+        return False
+
+    def to_json(self) -> dict:
+        return {"invariant": self.invariant, "hosts": list(self.hosts), "switches": list(self.switches),
+                "message": self.message}
+
+
+def find_target(events: list[ts.Event], index: int = 0) -> Target | None:
+    """The trace's ``index``-th persistent violation (0: the first), or None."""
+    found = [e for e in events if isinstance(e, ts.Violation) and e.persistent]
+    if not found:
+        return None
+    if index >= len(found):
+        raise TraceFormatError(f"the trace has {len(found)} persistent violation(s), not {index + 1}",
+                               f"pick --violation between 0 and {len(found) - 1}")
+    v = found[index]
+    return Target(v.invariant, tuple(v.hosts), tuple(v.switches), v.message)
+
+
+@dataclass
+class ReplayOptions:
+    trace: Path
+    out: Path
+    controller: str | list[str] | None = None
+    times: int = 1
+    epsilon: float = 0.5
+    violation: int = 0
+    persist: int | None = None
+    record_packets: bool = True
+
+
+@dataclass
+class ReplayOutcome:
+    reproduced: bool | None
+    stats: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    findings: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"reproduced": self.reproduced, "seconds": round(self.seconds, 3), **self.stats,
+                "findings": self.findings}
+
+
+def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
+                inputs: list[ts.InputEvent] | None = None, target: Target | None = None,
+                controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
+                record_packets: bool = True, progress: Progress | None = None) -> ReplayOutcome:
+    """One replay of ``inputs`` (default: all of the trace's) against a fresh controller."""
+    plan = ReplayPlan.from_trace(events, inputs)
+    controllers = controller or header.controller.split(" + ")
+    checks = sorted({"liveness", "loops", "blackholes", "reachability", "dataplane-loops"}
+                    | ({target.invariant} if target else set()))
+    session = Session("replay", header.topology_spec, controllers, Path(out), seed=header.seed,
+                      record_packets=record_packets, checks=checks, topology=Topology.from_json(header.topology),
+                      header_extra={"replay_of": header.command, "inputs": len(plan.inputs)})
+    outcome = ReplayOutcome(None)
+
+    async def body(s: Session, rt: Runtime) -> None:
+        matcher = Matcher(plan)
+        s.recorder.observers.append(matcher.observe)
+        loop = asyncio.get_running_loop()
+        await rt.settle(0.1)
+        t0 = loop.time()
+        s.progress.phase("replaying inputs", len(plan.inputs))
+        for k, inp in enumerate(plan.inputs):
+            due = t0 + max(0.0, inp.t - plan.start_t)
+            while matcher.outstanding_before(k) and loop.time() < due + epsilon:
+                await asyncio.sleep(0.005)
+            matcher.time_out(matcher.outstanding_before(k))
+            if loop.time() < due:
+                await asyncio.sleep(due - loop.time())
+            rt.apply(await s.apply_input(inp))
+            s.progress.advance(k + 1)
+        await rt.settle(quiet=0.05, timeout=2.0)
+        invariants = registry.resolve(checks)
+        rounds = []
+        for _ in range(max(1, persist)):
+            await asyncio.sleep(0.1)
+            await rt.settle(quiet=0.03, timeout=1.0)
+            for c in s.controllers:
+                if s.world.controllers_alive.get(c.name, True) and not c.alive():
+                    s.world.set_controller_alive(c.name, False)
+            findings = registry.check(s.world.view(), invariants)
+            findings += [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
+            rounds.append(findings)
+        last = rounds[-1]
+        for f in last:
+            if not isinstance(f, ts.Violation):
+                s.record_finding(f, persistent=True)
+        if target is not None:
+            outcome.reproduced = all(target.found_in(r) for r in rounds)
+        outcome.stats = matcher.stats()
+        outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
+                             "switches": list(f.switches)} for f in last]
+
+    result = session.execute(body, progress)
+    outcome.seconds = result.data.get("seconds", 0.0)
+    return outcome
+
+
+def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
+    """``netsleuth replay``: ``times`` replays; result.json with the reproduction rate."""
+    progress = progress or Silent()
+    trace = read_trace(opts.trace)
+    target = find_target(trace.events, opts.violation)
+    persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"command": "replay", "trace": str(opts.trace),
+                            "target": target.to_json() if target else None,
+                            "inputs": sum(1 for e in trace.events if e.is_input), "replays": []}
+    try:
+        for i in range(opts.times):
+            sub = out if opts.times == 1 else out / f"replay-{i + 1}"
+            o = replay_once(trace.header, trace.events, sub, target=target, controller=opts.controller,
+                            epsilon=opts.epsilon, persist=persist, record_packets=opts.record_packets,
+                            progress=progress)
+            data["replays"].append(o.to_json())
+    finally:
+        done = [r for r in data["replays"] if r["reproduced"] is not None]
+        data["reproduced"] = any(r["reproduced"] for r in done) if done else None
+        data["reproduction_rate"] = (sum(1 for r in done if r["reproduced"]) / len(done)) if done else None
+        (out / "replay.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return data
