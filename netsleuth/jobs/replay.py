@@ -101,10 +101,9 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       record_packets=record_packets, checks=checks, topology=Topology.from_json(header.topology),
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)})
     outcome = ReplayOutcome(None)
+    matcher = Matcher(plan)
 
     async def body(s: Session, rt: Runtime) -> None:
-        matcher = Matcher(plan)
-        s.recorder.observers.append(matcher.observe)
         loop = asyncio.get_running_loop()
         await rt.settle(0.1)
         t0 = loop.time()
@@ -140,7 +139,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                              "switches": list(f.switches)} for f in last]
 
-    result = session.execute(body, progress)
+    result = session.execute(body, progress, observers=(matcher.observe,))
     outcome.seconds = result.data.get("seconds", 0.0)
     return outcome
 

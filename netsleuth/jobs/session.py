@@ -88,7 +88,8 @@ class Session:
         })
 
     def execute(self, body: Callable[["Session", Runtime], Awaitable[None]],
-                progress: Progress | None = None) -> JobResult:
+                progress: Progress | None = None,
+                observers: tuple[Callable[[Any], None], ...] = ()) -> JobResult:
         """Start everything, bootstrap, run ``body``; always write trace and result.json."""
         progress = progress or Silent()
         self.progress = progress
@@ -102,6 +103,7 @@ class Session:
         started = time.monotonic()
         with TraceWriter(self.out / "trace.jsonl", header) as writer:
             self.recorder = Recorder(clock, writer.write)
+            self.recorder.observers.extend(observers)  # see everything, the bootstrap included
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets)
             self.world.isolation = self.isolation_pairs
             try:

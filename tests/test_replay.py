@@ -1,0 +1,64 @@
+"""`netsleuth replay` against the real os-ken simple_switch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.replay import ReplayOptions, replay
+from netsleuth.jobs.run import RunOptions, run
+from netsleuth.policies.fuzz import Rates
+from netsleuth.trace.io import read_trace
+
+SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
+
+
+@pytest.fixture(scope="module")
+def blackhole_trace(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fuzz")
+    rates = Rates({"host_migration": 0.03, "traffic": 0.3})
+    for seed in range(1, 6):
+        result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed, rates=rates))
+        if any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
+            return out / str(seed) / "trace.jsonl"
+    pytest.fail("fuzzing found no migration blackhole to replay")
+
+
+def test_replay_reproduces_the_migration_blackhole(blackhole_trace: Path, tmp_path: Path) -> None:
+    d = replay(ReplayOptions(trace=blackhole_trace, out=tmp_path, times=3))
+    assert d["target"]["invariant"] == "blackholes"
+    assert d["reproduction_rate"] >= 2 / 3, d["replays"]
+    original = read_trace(blackhole_trace)
+    n_inputs = sum(1 for e in original.events if e.is_input)
+    for i, r in enumerate(d["replays"], 1):
+        assert r["matched"] > 0 and r["expected"] == r["matched"] + r["timed_out"] + r["unreached"]
+        replayed = read_trace(tmp_path / f"replay-{i}" / "trace.jsonl")
+        kinds = [e.kind for e in replayed.events if e.is_input]
+        assert kinds == [e.kind for e in original.events if e.is_input] and len(kinds) == n_inputs
+    assert json.loads((tmp_path / "replay.json").read_text())["reproduction_rate"] == d["reproduction_rate"]
+
+
+def test_replay_of_a_clean_run_matches_its_messages(tmp_path: Path) -> None:
+    run(RunOptions(controller=SIMPLE_SWITCH, topo="linear,3", out=tmp_path / "rec", pingall=True))
+    d = replay(ReplayOptions(trace=tmp_path / "rec" / "trace.jsonl", out=tmp_path / "rep"))
+    assert d["target"] is None and d["reproduced"] is None
+    r = d["replays"][0]
+    # the same pings against the same controller: nearly every control message comes back
+    assert r["matched"] >= 0.9 * r["expected"], r
+    assert r["findings"] == []
+
+
+def test_truncated_trace_is_a_clear_error(blackhole_trace: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.jsonl"
+    data = blackhole_trace.read_bytes()
+    cut.write_bytes(data[: len(data) - 20])
+    proc = subprocess.run([sys.executable, "-m", "netsleuth.cli", "replay", str(cut), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    line = proc.stderr.splitlines()[0]
+    assert line.startswith("error: ") and "cut.jsonl:" in line and "fix:" in line
