@@ -213,6 +213,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         table.add_row("reproduction rate", f"{d['reproduction_rate']:.0%}")
     table.add_row("result", str(Path(args.out) / "replay.json"))
     out.print(table)
+    for r in d["replays"]:
+        for line in r.get("controller_died", []):
+            out.print(f"[red]warning[/red]: {line}", soft_wrap=True)
     return 0 if d["reproduced"] in (True, None) else 1
 
 

@@ -62,3 +62,15 @@ def test_truncated_trace_is_a_clear_error(blackhole_trace: Path, tmp_path: Path)
     assert proc.returncode == 2
     line = proc.stderr.splitlines()[0]
     assert line.startswith("error: ") and "cut.jsonl:" in line and "fix:" in line
+
+
+def test_controller_that_dies_during_replay_is_reported(blackhole_trace: Path, tmp_path: Path) -> None:
+    from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
+
+    dies = (f"cmd:timeout 1 {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} "
+            "os_ken.app.simple_switch")
+    d = replay(ReplayOptions(trace=blackhole_trace, out=tmp_path, controller=[dies]))
+    r = d["replays"][0]
+    assert any("exited with code" in line for line in r["controller_died"])
+    assert any(f["invariant"] == "liveness" for f in r["findings"])
+    assert (tmp_path / "trace.jsonl").exists() and (tmp_path / "replay.json").exists()

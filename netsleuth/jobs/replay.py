@@ -141,6 +141,12 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
 
     result = session.execute(body, progress, observers=(matcher.observe,))
     outcome.seconds = result.data.get("seconds", 0.0)
+    crashed_on_purpose = {e.controller for e in plan.inputs if isinstance(e, ts.ControllerCrash)}
+    died = [f"controller {c['name']} ({c['spec']}) exited with code {c['exit_code']} during the replay; "
+            f"see {c['log']}" for c in result.data.get("controllers", [])
+            if not c["alive"] and c["name"] not in crashed_on_purpose]
+    if died:
+        outcome.stats["controller_died"] = died
     return outcome
 
 
