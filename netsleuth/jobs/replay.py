@@ -91,8 +91,14 @@ class ReplayOutcome:
 def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 inputs: list[ts.InputEvent] | None = None, target: Target | None = None,
                 controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
-                record_packets: bool = True, progress: Progress | None = None) -> ReplayOutcome:
-    """One replay of ``inputs`` (default: all of the trace's) against a fresh controller."""
+                record_packets: bool = True, progress: Progress | None = None,
+                max_gap: float | None = None) -> ReplayOutcome:
+    """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
+
+    ``max_gap`` caps the idle time between two inputs (the happens-before
+    wait still applies): a fuzz trace is mostly idle rounds, and a minimizer
+    replaying it dozens of times need not sit through them.
+    """
     plan = ReplayPlan.from_trace(events, inputs)
     controllers = controller or header.controller.split(" + ")
     checks = sorted({"liveness", "loops", "blackholes", "reachability", "dataplane-loops"}
@@ -106,16 +112,20 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     async def body(s: Session, rt: Runtime) -> None:
         loop = asyncio.get_running_loop()
         await rt.settle(0.1)
-        t0 = loop.time()
         s.progress.phase("replaying inputs", len(plan.inputs))
+        last_t, last_at = plan.start_t, loop.time()
         for k, inp in enumerate(plan.inputs):
-            due = t0 + max(0.0, inp.t - plan.start_t)
+            gap = max(0.0, inp.t - last_t)
+            if max_gap is not None:
+                gap = min(gap, max_gap)
+            due = last_at + gap
             while matcher.outstanding_before(k) and loop.time() < due + epsilon:
                 await asyncio.sleep(0.005)
             matcher.time_out(matcher.outstanding_before(k))
             if loop.time() < due:
                 await asyncio.sleep(due - loop.time())
             rt.apply(await s.apply_input(inp))
+            last_t, last_at = inp.t, loop.time()
             s.progress.advance(k + 1)
         await rt.settle(quiet=0.05, timeout=2.0)
         invariants = registry.resolve(checks)
