@@ -219,6 +219,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0 if d["reproduced"] in (True, None) else 1
 
 
+def cmd_minimize(args: argparse.Namespace) -> int:
+    from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
+
+    opts = MinimizeOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller,
+                           replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
+                           strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
+                           max_gap=None if args.keep_spacing else 0.05)
+    with _progress() as p:
+        task = p.add_task("minimizing", total=None)
+
+        def on_progress(pr) -> None:
+            p.update(task, description=f"{pr.pass_name}: {pr.inputs} inputs left, {pr.replays} replays")
+
+        d = run_minimize(opts, on_progress)
+    table = Table(title=f"netsleuth minimize {args.trace}", show_header=False)
+    t = d["target"]
+    table.add_row("target", f"{t['invariant']}: {t['message']}")
+    table.add_row("inputs", f"{d['inputs_before']} -> {d['inputs_after']}"
+                  + (" (1-minimal)" if d["one_minimal"] else f" (stopped: {d['stop_reason']})"))
+    table.add_row("replays", f"{d['replays']} ({d['inputs_replayed']} inputs replayed)")
+    if d["reproduction_rate"] is not None:
+        table.add_row("MCS reproduces", f"{d['reproduction_rate']:.0%} of {d['reproduction']['replays']} replays")
+    table.add_row("seconds", str(d["seconds"]))
+    table.add_row("MCS trace", str(Path(args.out) / "mcs.jsonl"))
+    out.print(table)
+    out.print("minimal causal sequence:")
+    for line in d["mcs_in_words"]:
+        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -288,6 +319,20 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--violation", type=int, default=0, help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     rp.set_defaults(func=cmd_replay)
+
+    mn = sub.add_parser("minimize", help="delta-debug a failing trace down to a minimal causal sequence (MCS)")
+    mn.add_argument("trace", help="a netsleuth trace.jsonl that ends in a persistent violation")
+    mn.add_argument("--out", required=True, help="directory for mcs.jsonl, result.json and every replay")
+    mn.add_argument("--controller", action="append", help="override the trace's controller spec")
+    mn.add_argument("--replays", type=int, default=1, help="replays per candidate; it reproduces if any does")
+    mn.add_argument("--jobs", type=int, help="parallel replays (local process pool; default: CPU count)")
+    mn.add_argument("--executor", help="serial | local | ray[:ADDRESS] (default local)")
+    mn.add_argument("--budget", type=float, help="seconds; then stop with the best result so far")
+    mn.add_argument("--strategy", choices=["ddmin", "binary"], default="ddmin")
+    mn.add_argument("--violation", type=int, default=0, help="which persistent violation (0: first)")
+    mn.add_argument("--epsilon", type=float, default=100.0, help="ms to wait for an expected event (default 100)")
+    mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
+    mn.set_defaults(func=cmd_minimize)
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")
