@@ -250,6 +250,32 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cluster(args: argparse.Namespace) -> int:
+    import json
+
+    from netsleuth.races.cluster_job import cluster_races, render_html
+
+    report = cluster_races(args.trace, delta=args.delta)
+    d = report.to_json()
+    if args.html:
+        render_html(report, args.html)
+    if args.json:
+        print(json.dumps(d, sort_keys=True))
+        return 0
+    out.print(f"{args.trace}: {d['races']} harmful races -> {d['iso_clusters']} isomorphism classes -> "
+              f"{d['final_clusters']} clusters in {d['seconds']:.2f} s", soft_wrap=True, markup=False)
+    for i, c in enumerate(d["clusters"], 1):
+        feats = ", ".join(c["common_features"]) or "no common boolean feature"
+        out.print(f"[bold]cluster {i}[/bold]: {c['size']} races ({feats})")
+        rep = c["representative"]
+        out.print(f"  representative: {rep['text']}", markup=False, highlight=False, soft_wrap=True)
+        for root in rep.get("roots", [])[:5]:
+            out.print(f"    root: {root}", markup=False, highlight=False, soft_wrap=True)
+    if args.html:
+        out.print(f"representative subgraphs drawn in {args.html}")
+    return 0
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -333,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--epsilon", type=float, default=100.0, help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     mn.set_defaults(func=cmd_minimize)
+
+    cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")
+    cl.add_argument("trace", help="SDNRacer hb.json or a netsleuth trace.jsonl")
+    cl.add_argument("--delta", type=float, default=2.0, help="race time filter in seconds (default 2)")
+    cl.add_argument("--json", action="store_true", help="print JSON (keys clusters, seconds, ...)")
+    cl.add_argument("--html", help="write the representative subgraphs to this HTML file")
+    cl.set_defaults(func=cmd_cluster)
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")

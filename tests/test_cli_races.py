@@ -38,3 +38,18 @@ def test_races_bad_input_is_one_clear_error(tmp_path: Path) -> None:
     proc = races(str(bad))
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "fix:" in proc.stderr
+
+
+def test_cluster_json_and_html(tmp_path: Path) -> None:
+    name = "pox_l2_multi-MeshTopology2-steps200"
+    ref = json.loads((DATA / "reference.json").read_text())[name]["bigbug"]
+    html = tmp_path / "c.html"
+    proc = subprocess.run([sys.executable, "-m", "netsleuth.cli", "cluster", str(DATA / "traces" / f"{name}.hb.json"),
+                           "--json", "--html", str(html)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert len(d["clusters"]) == ref["final_clusters"]
+    assert sorted((c["size"] for c in d["clusters"]), reverse=True) == sorted(ref["cluster_sizes"], reverse=True)
+    assert all("switch" in c["representative"]["text"] for c in d["clusters"])
+    page = html.read_text()
+    assert page.count("<svg") == len(d["clusters"]) and "http://" not in page.replace("http://www.w3.org", "")
