@@ -16,7 +16,7 @@ setup: $(VENV)/.installed $(CTL)/.installed debs
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,ray]'
 	touch $@
 
 # os-ken 1.4.1 is the last release that ships the sample apps

@@ -1,0 +1,26 @@
+"""Delta debugging of input sequences to a minimal causal sequence (MCS).
+
+``minimize(inputs, oracle, strategy=..., replays=K, executor=..., budget_seconds=...)``
+groups inputs into atoms (failure/recovery pairs as one; host migration
+chains rewritten when a migration is pruned), runs Zeller's ddmin or the
+ESEC'99 binary split with a carry-over set, then a one-at-a-time pass to
+1-minimality, with a cache, a time budget and per-pass statistics; the
+replays of one level run in parallel on a serial, local-pool or Ray executor
+with the same result as a serial run for a deterministic oracle.
+"""
+
+from netsleuth.minimize.api import MinimizationResult, describe_input, minimize
+from netsleuth.minimize.atoms import Atom, Atoms, Key, shortlex
+from netsleuth.minimize.errors import (ExecutorSpecError, MinimizationError, NotReproducibleError,
+                                       RayUnavailableError, WorkerLostError)
+from netsleuth.minimize.executors import (Executor, LocalPoolExecutor, RayExecutor, SerialExecutor,
+                                          make_executor)
+from netsleuth.minimize.oracle import Oracle, OracleFactory, ReplayOutcome
+from netsleuth.minimize.passes import PassStats, Progress
+
+__all__ = [
+    "minimize", "MinimizationResult", "describe_input", "Atom", "Atoms", "Key", "shortlex",
+    "MinimizationError", "NotReproducibleError", "ExecutorSpecError", "RayUnavailableError", "WorkerLostError",
+    "Executor", "SerialExecutor", "LocalPoolExecutor", "RayExecutor", "make_executor",
+    "Oracle", "OracleFactory", "ReplayOutcome", "PassStats", "Progress",
+]

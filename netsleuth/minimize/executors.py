@@ -1,0 +1,313 @@
+"""One executor interface for independent work: serial, a local process pool, or Ray.
+
+Architecture principle 6: the replays of one delta-debugging level (and,
+later, partitions of a model-checking frontier or batches of traces) are
+independent tasks; where they run is a choice of executor, not of algorithm.
+
+The interface is deliberately small and generic:
+
+* ``start(init)`` -- ``init(worker_id) -> state`` is a picklable callable
+  that each worker runs once (worker ids are 0..workers-1) to build its
+  long-lived state, e.g. an oracle that owns a controller and its ports.
+  If the state has a ``close()`` method it is called when the worker ends.
+* ``submit(task, payload) -> concurrent.futures.Future`` -- runs
+  ``task(state, payload)`` on some worker; ``task`` is a module-level
+  function and ``payload`` plain data, so both pickle.
+* ``close()`` -- cancels what has not started, waits for what has, ends the workers.
+
+Futures complete in any order; callers that need reproducible results (the
+minimizer does) must not depend on completion order.
+
+Executor specs (``--executor``): ``serial``, ``local`` (default; ``--jobs J``
+processes, ``spawn`` start method so it is safe next to threads and event
+loops), ``ray`` (a local Ray instance with J CPUs) and ``ray:ADDRESS`` (an
+existing cluster, e.g. ``ray:auto`` or ``ray:ray://head:10001``; netsleuth
+must be installed on its nodes).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
+from typing import Any, Callable
+
+from netsleuth.minimize.errors import ExecutorSpecError, RayUnavailableError, WorkerLostError
+
+Init = Callable[[int], Any]
+Task = Callable[[Any, Any], Any]
+
+
+def _close_state(state: Any) -> None:
+    close = getattr(state, "close", None)
+    if callable(close):
+        close()
+
+
+class Executor(ABC):
+    """Runs ``task(state, payload)`` on workers that each built ``state = init(worker_id)`` once."""
+
+    name: str = "?"
+    workers: int = 1
+
+    @abstractmethod
+    def start(self, init: Init) -> None: ...
+
+    @abstractmethod
+    def submit(self, task: Task, payload: Any) -> Future: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.workers} worker{'s' if self.workers != 1 else ''})"
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------ serial
+class SerialExecutor(Executor):
+    """Runs each task in this process when it is submitted; one worker, id 0."""
+
+    name = "serial"
+
+    def __init__(self) -> None:
+        self.workers = 1
+        self._state: Any = None
+        self._started = False
+
+    def start(self, init: Init) -> None:
+        self._state = init(0)
+        self._started = True
+
+    def submit(self, task: Task, payload: Any) -> Future:
+        if not self._started:
+            raise RuntimeError("SerialExecutor.submit before start()")
+        fut: Future = Future()
+        fut.set_running_or_notify_cancel()
+        try:
+            fut.set_result(task(self._state, payload))
+        except Exception as exc:  # KeyboardInterrupt and friends propagate
+            fut.set_exception(exc)
+        return fut
+
+    def close(self) -> None:
+        if self._started:
+            self._started = False
+            state, self._state = self._state, None
+            _close_state(state)
+
+
+# ------------------------------------------------------------------ local process pool
+_WORKER_STATE: Any = None
+
+
+def _pool_init(init: Init, ids: Any) -> None:
+    global _WORKER_STATE
+    from multiprocessing import util
+
+    worker_id = ids.get()
+    _WORKER_STATE = init(worker_id)
+    # multiprocessing children leave through os._exit: atexit would not run, Finalize does.
+    util.Finalize(None, _close_state, args=(_WORKER_STATE,), exitpriority=10)
+
+
+def _pool_call(task: Task, payload: Any) -> Any:
+    return task(_WORKER_STATE, payload)
+
+
+def _pool_ready(_: Any) -> int:
+    return os.getpid()
+
+
+class LocalPoolExecutor(Executor):
+    """A pool of J worker processes on this machine (``spawn`` start method by default)."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None, start_method: str = "spawn") -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._ctx = multiprocessing.get_context(start_method)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def start(self, init: Init) -> None:
+        ids = self._ctx.Queue()
+        for i in range(self.workers):
+            ids.put(i)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
+                                         initializer=_pool_init, initargs=(init, ids))
+        # Start every worker now, so oracle set-up errors surface here and not mid-search.
+        try:
+            for fut in [self._pool.submit(_pool_ready, i) for i in range(self.workers)]:
+                fut.result()
+        except BaseException:
+            self.close()
+            raise
+
+    def submit(self, task: Task, payload: Any) -> Future:
+        if self._pool is None:
+            raise RuntimeError("LocalPoolExecutor.submit before start()")
+        return self._pool.submit(_pool_call, task, payload)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ------------------------------------------------------------------ Ray
+RAY_FIX = "pip install 'netsleuth[ray]' (or choose --executor local)"
+
+
+def import_ray() -> Any:
+    """``import ray``, or a RayUnavailableError that says how to install it."""
+    try:
+        import ray  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise RayUnavailableError(f"--executor ray needs the 'ray' package, which is not installed ({exc})",
+                                  RAY_FIX) from None
+    return ray
+
+
+class _RayWorker:
+    """A Ray actor holding one worker's state (e.g. an oracle with its own controller)."""
+
+    def __init__(self, init: Init, worker_id: int) -> None:
+        self.state = init(worker_id)
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def run(self, task: Task, payload: Any) -> Any:
+        return task(self.state, payload)
+
+    def close(self) -> None:
+        _close_state(self.state)
+
+
+class RayExecutor(Executor):
+    """J Ray actors, each with its own state; a local Ray instance unless ``address`` is given."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        self.address = address or None
+        self.workers = workers or 0
+        self._ray: Any = None
+        self._owns = False
+        self._actors: list[Any] = []
+        self._free: list[Any] = []
+        self._queue: deque = deque()
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        where = self.address or "local"
+        return f"ray@{where} ({self.workers} worker{'s' if self.workers != 1 else ''})"
+
+    def start(self, init: Init) -> None:
+        ray = self._ray = import_ray()
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning",
+                                      "log_to_driver": True}
+            try:
+                if self.address:
+                    ray.init(address=self.address, **kwargs)
+                else:
+                    ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kwargs)
+            except Exception as exc:
+                raise RayUnavailableError(f"cannot start or reach Ray at {self.address or 'a local instance'}: "
+                                          f"{exc}", "check the address (ray:auto, ray:ray://HEAD:10001) or "
+                                          "use --executor local") from None
+            self._owns = True
+        if not self.workers:
+            self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(num_cpus=1)(_RayWorker)
+        self._actors = [actor.remote(init, i) for i in range(self.workers)]
+        ray.get([a.ready.remote() for a in self._actors])
+        self._free = list(reversed(self._actors))
+
+    def submit(self, task: Task, payload: Any) -> Future:
+        if self._ray is None:
+            raise RuntimeError("RayExecutor.submit before start()")
+        outer: Future = Future()
+        with self._lock:
+            self._queue.append((task, payload, outer))
+            self._dispatch_locked()
+        return outer
+
+    def _dispatch_locked(self) -> None:
+        while self._free and self._queue:
+            task, payload, outer = self._queue.popleft()
+            if not outer.set_running_or_notify_cancel():
+                continue
+            actor = self._free.pop()
+            ref = actor.run.remote(task, payload)
+            ref.future().add_done_callback(partial(self._done, actor, outer))
+
+    def _done(self, actor: Any, outer: Future, fut: Future) -> None:
+        try:
+            outer.set_result(fut.result())
+        except BaseException as exc:  # a RayTaskError, or an actor that died
+            rex = self._ray.exceptions if self._ray is not None else None
+            if rex is not None and isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError)):
+                outer.set_exception(WorkerLostError(
+                    f"a Ray worker died while replaying ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+                    "look for an out-of-memory kill in the Ray logs (ray logs raylet.out) or a crash of the "
+                    "oracle; retry with --executor serial to see the error"))
+                return  # the actor is gone: do not hand it more work
+            cause = getattr(exc, "cause", None)
+            outer.set_exception(cause if isinstance(cause, Exception) else exc)
+        with self._lock:
+            self._free.append(actor)
+            self._dispatch_locked()
+
+    def close(self) -> None:
+        ray = self._ray
+        if ray is None:
+            return
+        with self._lock:
+            while self._queue:
+                self._queue.popleft()[2].cancel()
+        try:
+            ray.get([a.close.remote() for a in self._actors], timeout=30)
+        except Exception:
+            pass
+        for a in self._actors:
+            try:
+                ray.kill(a)
+            except Exception:
+                pass
+        self._actors, self._free = [], []
+        if self._owns:
+            ray.shutdown()
+        self._ray = None
+
+
+# ------------------------------------------------------------------ specs
+def make_executor(spec: "str | Executor | None" = None, jobs: int | None = None) -> Executor:
+    """``serial`` | ``local`` | ``ray`` | ``ray:ADDRESS`` (or an Executor, returned as is)."""
+    if isinstance(spec, Executor):
+        return spec
+    if jobs is not None and jobs < 1:
+        raise ExecutorSpecError(f"--jobs must be at least 1, got {jobs}", "pass --jobs 1 or more")
+    text = (spec or "local").strip()
+    kind, _, address = text.partition(":")
+    if kind == "serial" and not address:
+        return SerialExecutor()
+    if kind == "local" and not address:
+        return LocalPoolExecutor(jobs)
+    if kind == "ray":
+        return RayExecutor(address or None, jobs)
+    raise ExecutorSpecError(f"unknown executor {text!r}", "use serial, local, ray or ray:ADDRESS")
+
+
+__all__ = ["Executor", "SerialExecutor", "LocalPoolExecutor", "RayExecutor", "make_executor", "import_ray",
+           "RAY_FIX"]
