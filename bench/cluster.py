@@ -23,11 +23,12 @@ import sys
 import time
 from pathlib import Path
 
+from _corpus import DEFAULT_CORPUS, load_corpus  # noqa: E402  (bench/ is on sys.path when run)
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "sdnracer"
 RESULTS = ROOT / "bench" / "results" / "cluster.json"
 GOAL_SECONDS = 10.0
 COMPARED = ("races", "iso_clusters", "final_clusters", "cluster_sizes")
@@ -69,12 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    traces = sorted((args.corpus / "traces").glob("*.hb.json"))
-    if not traces:
-        print(f"error: no *.hb.json under {args.corpus / 'traces'} -- fix: pass --corpus DIR", file=sys.stderr)
-        return 2
-    ref_path = args.corpus / "reference.json"
-    reference = json.loads(ref_path.read_text()) if ref_path.exists() else {}
+    traces, reference = load_corpus(args.corpus)
     rows = [run_one(p, reference.get(p.name[: -len(".hb.json")]), max(1, args.repeat)) for p in traces]
 
     table = Table(title="netsleuth cluster (BigBug): SDNRacer corpus (seconds)")

@@ -21,11 +21,12 @@ import sys
 import time
 from pathlib import Path
 
+from _corpus import DEFAULT_CORPUS, load_corpus  # noqa: E402  (bench/ is on sys.path when run)
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "sdnracer"
 RESULTS = ROOT / "bench" / "results" / "races.json"
 COMPARED = ("races", "commute", "time_filtered_races", "harmful", "read", "writes", "time_edges", "per_pkt_races")
 
@@ -70,12 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    traces = sorted((args.corpus / "traces").glob("*.hb.json"))
-    if not traces:
-        print(f"error: no *.hb.json under {args.corpus / 'traces'} -- fix: pass --corpus DIR", file=sys.stderr)
-        return 2
-    ref_path = args.corpus / "reference.json"
-    reference = json.loads(ref_path.read_text()) if ref_path.exists() else {}
+    traces, reference = load_corpus(args.corpus)
     rows = [run_one(p, reference.get(p.name[: -len(".hb.json")]), max(1, args.repeat),
                     True if args.data_deps else None) for p in traces]
 

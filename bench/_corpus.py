@@ -1,0 +1,19 @@
+"""The SDNRacer corpus the race and clustering benchmarks run over (shared/data/sdnracer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"
+
+
+def load_corpus(corpus: Path) -> tuple[list[Path], dict]:
+    """The corpus's traces (sorted) and its reference numbers; exits 2 with a fix when there are none."""
+    traces = sorted((corpus / "traces").glob("*.hb.json"))
+    if not traces:
+        print(f"error: no *.hb.json under {corpus / 'traces'} -- fix: pass --corpus DIR", file=sys.stderr)
+        raise SystemExit(2)
+    ref_path = corpus / "reference.json"
+    return traces, (json.loads(ref_path.read_text()) if ref_path.exists() else {})
