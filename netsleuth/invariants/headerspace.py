@@ -53,10 +53,11 @@ from typing import Iterable, Mapping
 import networkx as nx
 
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.invariants.hsa_compile import (CTRL, F_COMPLEX, F_NOTHING, F_PUNT, PORT, SPECIAL,
-                                              CompiledSwitch, compiled)
-from netsleuth.invariants.hsa_space import (ALL_BITS, SHIFT_BY_NAME, WIDTH, HeaderSpace, Rewrite,
-                                            describe, field_wildcard, image, preimage, unpack)
+from netsleuth.invariants.hsa_compile import (CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled,
+                                              interner)
+from netsleuth.invariants.hsa_space import (SHIFT_BY_NAME, HeaderSpace, Rewrite,
+                                            describe, field_wildcard, image, make_term, preimage,
+                                            term_empty, unpack)
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.addr import int_to_ip, int_to_mac
 
@@ -81,6 +82,7 @@ class Reach:
     punted: dict[str, list[HeaderSpace]] = field(default_factory=dict)
     drops: list[tuple[str, str, HeaderSpace]] = field(default_factory=list)     # (switch, why, hs)
     loops: list[tuple[tuple[Port, ...], HeaderSpace]] = field(default_factory=list)  # (path, hs)
+    drop_paths: list[tuple[Port, ...]] = field(default_factory=list)  # the path to each of drops
     truncated: bool = False
     branches: int = 0
 
@@ -102,6 +104,8 @@ class Reach:
         for s, lst in other.punted.items():
             self.punted.setdefault(s, []).extend(lst)
         self.drops.extend(other.drops)
+        self.drop_paths.extend(other.drop_paths)
+        self.drop_paths.extend([()] * (len(self.drops) - len(self.drop_paths)))
         self.loops.extend(other.loops)
         self.truncated |= other.truncated
         self.branches += other.branches
@@ -123,6 +127,7 @@ class _Net:
         self.cache = cache
         self._compiled: dict[str, CompiledSwitch] = {}
         self._up: dict[str, bool] = {}
+        self._pre: dict = {}
 
     def compiled(self, name: str) -> CompiledSwitch:
         cs = self._compiled.get(name)
@@ -138,6 +143,14 @@ class _Net:
 
     def peer(self, node: str, port: int) -> Port | None:
         return self.view.peer(node, port)
+
+    def pre(self, chain: tuple[Rewrite, ...], w: tuple[int, int]) -> HeaderSpace:
+        """The headers that ``chain`` rewrites into the wildcard ``w`` (memoized)."""
+        key = (chain, w)
+        hs = self._pre.get(key)
+        if hs is None:
+            hs = self._pre[key] = preimage(HeaderSpace.wildcard(*w), chain).prune()
+        return hs
 
 
 # --------------------------------------------------------------------------- general engine
@@ -171,26 +184,42 @@ def _explore(net: _Net, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget:
         path = path + (here,)
         if not net.up(s):
             reach.drops.append((s, "switch is down", orig))
+            reach.drop_paths.append(path)
             continue
         cs = net.compiled(s)
-        for i, cpiece in cs.classify(p, cur):
-            opiece = (orig & preimage(cpiece, chain)) if chain else cpiece
+        pieces, cands = cs.classify(p, cur)
+        for i, cpiece in pieces:
+            if not chain:
+                opiece = cpiece
+            elif i is None:  # the injected headers whose rewritten form no entry matches
+                opiece = orig
+                for j in sorted(cands):
+                    opiece = opiece - net.pre(chain, cs.wildcard(j))
+                opiece = opiece.prune()
+            else:
+                opiece = orig & net.pre(chain, cs.wildcard(i))
+                for w in cs.shadowers(i, p):
+                    opiece = opiece - net.pre(chain, w)
+                opiece = opiece.prune()
             if i is None:
                 reach.punted.setdefault(s, []).append(opiece)
                 continue
             ems = cs.emissions(i, p)
             if not ems:
                 reach.drops.append((s, _why_nothing(cs.entry(i), p), opiece))
+                reach.drop_paths.append(path)
                 continue
             for kind, q, rws in ems:
                 if kind == CTRL:
                     reach.punted.setdefault(s, []).append(opiece)
                 elif kind == SPECIAL:
                     reach.drops.append((s, f"output to special port {q:#x}", opiece))
+                    reach.drop_paths.append(path)
                 else:
                     peer = net.peer(s, q)
                     if peer is None:
                         reach.drops.append((s, f"port {q} has no live link", opiece))
+                        reach.drop_paths.append(path)
                     elif peer[0] in switches:
                         nxt = image(cpiece, rws) if rws else cpiece
                         stack.append((peer[0], peer[1], nxt, opiece, chain + rws, path))
@@ -200,10 +229,11 @@ def _explore(net: _Net, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget:
 
 
 # --------------------------------------------------------------------------- batch engine
-# A class is an int: the packed header bits its pattern fixes, plus the
-# ingress number shifted above the header bits.  Its header space is the
-# wildcard (class & ALL_BITS, pattern mask of its ingress port).
-_TAG_SHIFT = WIDTH
+# A class is a small int: the interned id of the packed bits its ingress pattern T fixes
+# (hsa_compile.interner(T)), plus the ingress number above bit 32.  Its header space is
+# the wildcard (key, T).  Classes of one pattern move together, one hop per round.
+_TAG_SHIFT = 32
+_IDM = (1 << 32) - 1
 _DL_DST_SHIFT = SHIFT_BY_NAME["dl_dst"]
 _DL_SRC_SHIFT = SHIFT_BY_NAME["dl_src"]
 _MAC = (1 << 48) - 1
@@ -214,16 +244,20 @@ _DOWN = -100        # drop code: the switch is down
 
 @dataclass
 class _Batch:
-    """Results of the batch engine: per outcome, the classes (tagged ints) that end there."""
+    """Results of the batch engine: per outcome, the classes (tagged ids) that end there."""
 
-    masks: list[int] = field(default_factory=list)      # per ingress number: its class pattern
+    masks: list[int] = field(default_factory=list)      # per ingress number: its pattern T
     delivered: dict[str, list[int]] = field(default_factory=dict)   # host -> classes
     punted: dict[str, list[int]] = field(default_factory=dict)      # switch -> classes
     drops: dict[tuple[str, int, int], list[int]] = field(default_factory=dict)  # (switch, in_port, code)
     general: list[int] = field(default_factory=list)    # classes handed to the general engine
-    keys_at: dict[int, dict[int, int]] = field(default_factory=dict)  # ingress number -> its port's keys
+    ids_at: dict[int, dict[int, int]] = field(default_factory=dict)  # ingress number -> its port's ids
     rounds: int = 0
     hops: int = 0
+
+    def key(self, x: int) -> int:
+        """The packed header bits of class ``x``."""
+        return interner(self.masks[x >> _TAG_SHIFT])[1][x & _IDM]
 
 
 def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int]) -> tuple[_Batch, list[Port]]:
@@ -232,106 +266,227 @@ def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int]) -> tuple[_Ba
     Returns its results and the ingresses it could not take (for the general engine)."""
     out = _Batch(masks=[0] * len(ingresses))
     rest: list[Port] = []
-    frontier: dict[Port, list[int]] = {}
+    by_mask: dict[int, dict[Port, list[int]]] = {}
     for ing in ingresses:
         s, p = ing
         pi = net.compiled(s).port(p) if net.up(s) else None
-        if pi is None or pi.fast is None:
+        if pi is None or pi.ids is None:
             rest.append(ing)
             continue
         tag = tags[ing]
-        out.masks[tag] = pi.fast_mask
-        out.keys_at[tag] = pi.fast
-        if pi.fast:
-            shifted = tag << _TAG_SHIFT
-            frontier[ing] = [k | shifted for k in pi.fast]
-    fast_masks = {out.masks[tags[i]] for i in ingresses if i not in rest}
-    one_mask = next(iter(fast_masks)) if len(fast_masks) == 1 else None
+        mask = pi.fast_mask
+        out.masks[tag] = mask  # type: ignore[assignment]
+        out.ids_at[tag] = pi.ids
+        if pi.ids:
+            xs = pi.memo.get(("ingress", tag))
+            if xs is None:
+                shifted = tag << _TAG_SHIFT
+                xs = pi.memo[("ingress", tag)] = [j | shifted for j in pi.ids]
+            by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]
+    for mask, frontier in by_mask.items():
+        _run_batch(net, out, mask, frontier)
+    return out, rest
+
+
+def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]]) -> None:
+    """Advance all classes of pattern ``mask`` one hop per round until they end.
+
+    Each (switch, in_port) remembers, on its compiled port index, the classes that came in
+    last time and how they split; when the same classes come in again (the usual case
+    between two checks) the split is reused and only the (view-dependent) destinations of
+    its parts are looked up again.  Lists are never changed after they are built."""
     switches = net.switches
-    targets: dict[tuple[str, int], tuple[int, object]] = {}  # (switch, port) -> (kind, where)
-
-    def target(s: str, q: int) -> tuple[int, object]:
-        peer = net.peer(s, q)
-        if peer is None:
-            t: tuple[int, object] = (2, None)
-        elif peer[0] in switches:
-            t = (0, peer)
-        else:
-            t = (1, peer[0])
-        targets[(s, q)] = t
-        return t
-
+    keys = interner(mask)[1]
     delivered, punted, drops, general = out.delivered, out.punted, out.drops, out.general
-    masks = out.masks
+    targets: dict[tuple[str, int], tuple[int, object]] = {}
     rounds = 0
     while frontier:
         rounds += 1
         if rounds > _FAST_ROUNDS:
+            # Still moving: (almost surely) a loop.  The general engine re-traces these from
+            # their ingress and reports the loop with its path.
             for xs in frontier.values():
                 general.extend(xs)
             break
         nxt: dict[Port, list[int]] = {}
         for cell, xs in frontier.items():
+            if not xs:
+                continue
             out.hops += len(xs)
             s, p = cell
             if not net.up(s):
                 drops.setdefault((s, p, _DOWN), []).extend(xs)
                 continue
             pi = net.compiled(s).port(p)
-            fast = pi.fast
-            if fast is None:
+            ids = pi.ids
+            fm = pi.fast_mask
+            if ids is None or fm & ~mask:  # mixed patterns here, or finer than the classes
                 general.extend(xs)
                 continue
-            fm = pi.fast_mask
-            # A class must fix every bit of the pattern, or it may span several entries.
-            if one_mask is not None:
-                if fm & ~one_mask:
-                    general.extend(xs)
-                    continue
+            memo = pi.memo.get(mask)
+            if memo is not None and (memo[0] is xs or memo[0] == xs):
+                parts = memo[1]
             else:
-                bad = [x for x in xs if fm & ~masks[x >> _TAG_SHIFT]]
-                if bad:
-                    general.extend(bad)
-                    xs = [x for x in xs if not fm & ~masks[x >> _TAG_SHIFT]]
-            get = fast.get
-            groups: dict[int, list[int]] = {}
-            for x in xs:
-                code = get(x & fm, _F_MISS)
-                lst = groups.get(code)
-                if lst is None:
-                    groups[code] = [x]
-                else:
-                    lst.append(x)
-            for code, lst in groups.items():
+                local: dict[int, list[int]] = {c: [] for c in pi.codes()}
+                local[_F_MISS] = []
+                get = ids.get
+                if fm == mask:
+                    for x in xs:
+                        local[get(x & _IDM, _F_MISS)].append(x)
+                else:  # the classes fix more bits than this port's pattern: project them
+                    kc = pi.key_code().get
+                    for x in xs:
+                        local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)
+                parts = [(c, lst) for c, lst in local.items() if lst]
+                pi.memo[mask] = (xs, parts)
+            for code, lst in parts:
                 if code >= 0:
-                    kind, where = targets.get((s, code)) or target(s, code)
+                    t = targets.get((s, code))
+                    if t is None:
+                        peer = net.peer(s, code)
+                        if peer is None:
+                            t = (2, None)
+                        elif peer[0] in switches:
+                            t = (0, peer)
+                        else:
+                            t = (1, peer[0])
+                        targets[(s, code)] = t
+                    kind, where = t
                     if kind == 0:
                         cur = nxt.get(where)  # type: ignore[call-overload]
                         if cur is None:
-                            nxt[where] = lst  # type: ignore[index]
+                            nxt[where] = list(lst)  # type: ignore[index]
                         else:
                             cur.extend(lst)
                     elif kind == 1:
-                        d = delivered.get(where)  # type: ignore[call-overload]
-                        if d is None:
-                            delivered[where] = lst  # type: ignore[index]
+                        cur = delivered.get(where)  # type: ignore[call-overload]
+                        if cur is None:
+                            delivered[where] = list(lst)  # type: ignore[index]
                         else:
-                            d.extend(lst)
+                            cur.extend(lst)
                     else:
                         drops.setdefault((s, p, code), []).extend(lst)
-                elif code == F_PUNT or code == _F_MISS:
-                    punted.setdefault(s, []).extend(lst)
+                elif code == _F_MISS or code == F_PUNT:
+                    cur = punted.get(s)
+                    if cur is None:
+                        punted[s] = list(lst)
+                    else:
+                        cur.extend(lst)
                 elif code == F_NOTHING:
                     drops.setdefault((s, p, F_NOTHING), []).extend(lst)
                 else:
                     general.extend(lst)
         frontier = nxt
-    out.rounds = rounds
-    return out, rest
+    out.rounds = max(out.rounds, rounds)
+
+
+# --------------------------------------------------------------------------- analysis
+@dataclass
+class Analysis:
+    """Everything the three checks need, computed once per view (see :func:`analyze`)."""
+
+    view: NetworkView
+    ingresses: list[Port]
+    ingress_host: dict[Port, str]
+    reaches: dict[Port, Reach]        # general-engine results per ingress
+    batch: _Batch
+    tags: dict[Port, int]
+    net: _Net
+    truncated: list[Port] = field(default_factory=list)
+    _by_tag: dict | None = None
+    _reach_cache: dict = field(default_factory=dict)
+
+    def _tagged(self) -> dict[int, dict]:
+        """Batch results bucketed by ingress number (built on first use)."""
+        if self._by_tag is None:
+            by: dict[int, dict] = {}
+            b = self.batch
+            for kind, src in (("delivered", b.delivered), ("punted", b.punted), ("drops", b.drops)):
+                for where, xs in src.items():
+                    for x in xs:
+                        d = by.get(x >> _TAG_SHIFT)
+                        if d is None:
+                            d = by[x >> _TAG_SHIFT] = {"delivered": {}, "punted": {}, "drops": {}}
+                        d[kind].setdefault(where, []).append(x)
+            self._by_tag = by
+        return self._by_tag
+
+    def reach(self, ingress: Port) -> Reach:
+        """All results for one ingress, batch classes turned into header spaces."""
+        r = self._reach_cache.get(ingress)
+        if r is not None:
+            return r
+        r = self._reach_cache[ingress] = Reach(ingress)
+        g = self.reaches.get(ingress)
+        if g is not None:
+            r.merge(g)
+        tag = self.tags.get(ingress)
+        if tag is None or tag not in self.batch.ids_at:
+            return r
+        miss = self.ingress_miss(tag)
+        if miss.terms:
+            r.punted.setdefault(ingress[0], []).append(miss)
+        mine = self._tagged().get(tag)
+        if mine is None:
+            return r
+        for host, xs in mine["delivered"].items():
+            r.delivered.setdefault(host, []).append(self._hs(xs))
+        for sw, xs in mine["punted"].items():
+            r.punted.setdefault(sw, []).append(self._hs(xs))
+        for (sw, p, code), xs in mine["drops"].items():
+            for why, group in self._drop_reasons(sw, p, code, xs):
+                r.drops.append((sw, why, self._hs(group)))
+        return r
+
+    def ingress_miss(self, tag: int) -> HeaderSpace:
+        """Headers no entry of a batch ingress port matches: punted at its switch."""
+        fm = self.batch.masks[tag]
+        keys = interner(fm)[1]
+        t = make_term(0, 0, [(keys[j], fm) for j in self.batch.ids_at[tag]])
+        if t is None or (t[2] and term_empty(t)):
+            return HeaderSpace()
+        return HeaderSpace((t,))
+
+    def drops(self, ingress: Port) -> list[tuple[str, str, HeaderSpace]]:
+        """(switch, why, header space) dropped for headers injected at ``ingress``."""
+        out = list(self.reaches[ingress].drops) if ingress in self.reaches else []
+        if self.batch.drops:
+            mine = self._tagged().get(self.tags[ingress])
+            if mine is not None:
+                for (sw, p, code), xs in mine["drops"].items():
+                    for why, group in self._drop_reasons(sw, p, code, xs):
+                        out.append((sw, why, self._hs(group)))
+        return out
+
+    def loops(self, ingress: Port) -> list[tuple[tuple[Port, ...], HeaderSpace]]:
+        r = self.reaches.get(ingress)
+        return list(r.loops) if r is not None else []
+
+    def _hs(self, xs: list[int]) -> HeaderSpace:
+        masks = self.batch.masks
+        key = self.batch.key
+        return HeaderSpace((key(x), masks[x >> _TAG_SHIFT], ()) for x in xs)
+
+    def _drop_reasons(self, sw: str, p: int, code: int, xs: list[int]) -> list[tuple[str, list[int]]]:
+        if code == _DOWN:
+            return [("switch is down", xs)]
+        if code >= 0:
+            return [(f"port {code} has no live link", xs)]
+        cs = self.net.compiled(sw)
+        pi = cs.port(p)
+        fm = pi.fast_mask
+        best = pi.groups[0].best
+        by: dict[str, list[int]] = {}
+        key = self.batch.key
+        for x in xs:
+            i = best[key(x) & fm]  # type: ignore[operator]
+            by.setdefault(_why_nothing(cs.entry(i), p), []).append(x)
+        return list(by.items())
 
 
 def ingress_points(view: NetworkView, which: str = "hosts") -> dict[Port, str | None]:
-    """(switch, port) -> attached host (None for switch-facing ports with ``which="all"``)."""
+    """(switch, port) -> attached host, for host-facing ports with a live link on live
+    switches; ``which="all"`` adds switch-facing ports with a live link (host None)."""
     out: dict[Port, str | None] = {}
     switches = view.switches
     for (n1, p1, n2, p2), up in view.link_up.items():
@@ -348,7 +503,10 @@ def ingress_points(view: NetworkView, which: str = "hosts") -> dict[Port, str | 
 
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
             budget: int = DEFAULT_BUDGET) -> Analysis:
-    """Propagate every header from every ingress point through the network once."""
+    """Push every header in at every ingress point, once for all three checks.
+
+    ``batch=False`` uses only the general engine (slower; the tests compare both);
+    ``cache=False`` recompiles every switch instead of reusing unchanged ones."""
     net = _Net(view, cache=cache)
     points = ingress_points(view, ingress)
     ingresses = list(points)
@@ -356,7 +514,7 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
     if batch:
         b, rest = _batch(net, ingresses, tags)
     else:
-        b, rest = _Batch(masks=[0] * len(ingresses)), ingresses
+        b, rest = _Batch(masks=[0] * len(ingresses)), list(ingresses)
     reaches: dict[Port, Reach] = {}
     truncated: list[Port] = []
     for ing in rest:
@@ -364,7 +522,7 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
         _explore(net, ing[0], ing[1], HeaderSpace.all(), r, budget)
         if r.truncated:
             truncated.append(ing)
-    # Classes the batch engine gave up on: re-trace each from its ingress with the general engine.
+    # Classes the batch engine gave up on: re-trace each from its ingress, generally.
     if b.general:
         by_tag: dict[int, list[int]] = defaultdict(list)
         for x in b.general:
@@ -373,7 +531,7 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
             ing = ingresses[tag]
             r = reaches.setdefault(ing, Reach(ing))
             m = b.masks[tag]
-            hs = HeaderSpace((x & ALL_BITS, m, ()) for x in dict.fromkeys(xs))
+            hs = HeaderSpace((b.key(x), m, ()) for x in dict.fromkeys(xs))
             _explore(net, ing[0], ing[1], hs, r, budget)
             if r.truncated and ing not in truncated:
                 truncated.append(ing)
@@ -381,7 +539,7 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
                     net, truncated)
 
 
-# --------------------------------------------------------------------------- helpers for reports
+# --------------------------------------------------------------------------- report helpers
 def _mac_hosts(view: NetworkView) -> dict[int, str]:
     return {h.mac: h.name for h in view.topology.hosts}
 
@@ -398,14 +556,17 @@ def _dst_hosts(hs: HeaderSpace, macs: Mapping[int, str]) -> list[str]:
     return sorted({macs[v] for v in vals if v in macs})
 
 
-def _witness_text(hs: HeaderSpace) -> dict | None:
-    w = hs.witness()
-    if w is None:
-        return None
-    f = unpack(w)
+def header_dict(header: int) -> dict:
+    """A packed header as readable fields."""
+    f = unpack(header)
     return {"dl_src": int_to_mac(f[1]), "dl_dst": int_to_mac(f[2]), "dl_vlan": f[3], "dl_vlan_pcp": f[4],
             "dl_type": f[5], "nw_tos": f[6], "nw_proto": f[7], "nw_src": int_to_ip(f[8]),
             "nw_dst": int_to_ip(f[9]), "tp_src": f[10], "tp_dst": f[11]}
+
+
+def _witness(hs: HeaderSpace) -> dict | None:
+    w = hs.witness()
+    return None if w is None else header_dict(w)
 
 
 def _components(view: NetworkView) -> dict[str, int]:
@@ -432,63 +593,68 @@ def _controller_ok(view: NetworkView, switch: str) -> bool:
 
 
 def _analysis(view: NetworkView, outcomes: object) -> Analysis:
-    return outcomes if isinstance(outcomes, Analysis) and outcomes.view is view else analyze(view)
+    if isinstance(outcomes, Analysis) and outcomes.view is view:
+        return outcomes
+    return analyze(view)
+
+
+def _hosts_of(a: Analysis, ing: Port, hs: HeaderSpace, macs: Mapping[int, str]) -> tuple[str, ...]:
+    src = a.ingress_host.get(ing)
+    return tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
 
 
 # --------------------------------------------------------------------------- loops
 def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
-    """Header spaces that come back to a (switch, in_port) they already crossed."""
+    """Header spaces that come back to a (switch, in_port) they already crossed; one finding
+    per ingress and cycle, with the header space, the ingress and one looping path."""
     a = _analysis(view, analysis)
     macs = _mac_hosts(view)
-    found: dict[tuple[Port, tuple[str, ...]], list] = {}
-    for ing in a.ingresses:
-        r = a.reaches.get(ing)
-        if r is None:
-            continue
-        for path, hs in r.loops:
-            back = path[-1]
-            start = path.index(back)
-            cycle = tuple(dict.fromkeys(s for s, _p in path[start:]))
-            key = (ing, cycle)
-            if key in found:
-                found[key][1].append(hs)
-            else:
-                found[key] = [path, [hs]]
     out = []
-    for (ing, cycle), (path, spaces) in found.items():
-        hs = _union(spaces).compact()
-        if not hs.terms:
-            continue
-        hops = [f"{s}:{p}" for s, p in path]
-        src = a.ingress_host.get(ing)
-        hosts = tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
-        text = describe(hs)
-        out.append(Finding(
-            "loops", f"headers {text} entering {_ingress_text(a, ing)} loop: {' -> '.join(hops)}",
-            hosts=hosts, switches=cycle,
-            details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                     "witness": _witness_text(hs)}))
+    for ing in a.ingresses:
+        found: dict[tuple[str, ...], tuple[tuple[Port, ...], list[HeaderSpace]]] = {}
+        for path, hs in a.loops(ing):
+            start = path.index(path[-1])
+            cycle = tuple(dict.fromkeys(s for s, _p in path[start:]))
+            if cycle in found:
+                found[cycle][1].append(hs)
+            else:
+                found[cycle] = (path, [hs])
+        for cycle, (path, spaces) in found.items():
+            hs = _union(spaces).compact()
+            if not hs.terms:
+                continue
+            hops = [f"{s}:{p}" for s, p in path]
+            text = describe(hs)
+            out.append(Finding(
+                "loops", f"headers {text} entering {_ingress_text(a, ing)} loop: {' -> '.join(hops)}",
+                hosts=_hosts_of(a, ing, hs, macs), switches=cycle,
+                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
+                         "witness": _witness(hs)}))
     return out
 
 
 # --------------------------------------------------------------------------- blackholes
 def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
-    """Header spaces dropped inside the network (a rule that sends nothing, an output to a port
-    without a live link, a switch that is down), per ingress and drop point.  Headers for a
-    host that is physically cut off from the ingress are not counted: nothing could deliver them."""
+    """Header spaces dropped inside the network: by a rule that sends nothing, an output to a
+    port without a live link, or a switch that is down; one finding per ingress and drop
+    point.  Headers for a host physically cut off from the ingress, or for the very host
+    that sends them, do not count (the network could not or need not deliver them)."""
     a = _analysis(view, analysis)
     macs = _mac_hosts(view)
-    comp = _components(view)
+    comp: dict[str, int] | None = None
     out = []
     for ing in a.ingresses:
-        drops = _ingress_drops(a, ing)
+        drops = a.drops(ing)
         if not drops:
             continue
-        src_comp = comp.get(ing[0])
-        cut_off = [mac for mac, h in macs.items() if comp.get(h) != src_comp]
+        if comp is None:
+            comp = _components(view)
+        here = comp.get(ing[0])
+        src = a.ingress_host.get(ing)
+        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
         by_where: dict[str, tuple[list[str], list[HeaderSpace]]] = {}
         for sw, why, hs in drops:
-            hs = _minus_hosts(hs, cut_off)
+            hs = _minus_dl_dst(hs, cut_off)
             if not hs.terms or hs.is_empty():
                 continue
             whys, spaces = by_where.setdefault(sw, ([], []))
@@ -497,56 +663,57 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
             spaces.append(hs)
         for sw, (whys, spaces) in by_where.items():
             hs = _union(spaces)
-            src = a.ingress_host.get(ing)
-            hosts = tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
             text = describe(hs)
+            w = hs.witness()
+            path = _drop_path(a, ing, w, sw)
+            via = f" (path {' -> '.join(path)})" if path else ""
             out.append(Finding(
-                "blackholes", f"headers {text} entering {_ingress_text(a, ing)} are dropped at {sw}: "
-                f"{'; '.join(whys)}",
-                hosts=hosts, switches=(sw,),
-                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw,
-                         "why": whys, "terms": len(hs.terms), "witness": _witness_text(hs)}))
+                "blackholes",
+                f"headers {text} entering {_ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
+                hosts=_hosts_of(a, ing, hs, macs), switches=(sw,),
+                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
+                         "path": path, "terms": len(hs.terms),
+                         "witness": None if w is None else header_dict(w)}))
     return out
 
 
-def _ingress_drops(a: Analysis, ing: Port) -> list[tuple[str, str, HeaderSpace]]:
-    drops = list(a.reaches[ing].drops) if ing in a.reaches else []
-    tag = a.tags[ing]
-    for (sw, p, code), xs in a.batch.drops.items():
-        mine = [x for x in xs if x >> _TAG_SHIFT == tag]
-        if mine:
-            for why, group in a._drop_reasons(sw, p, code, mine):
-                drops.append((sw, why, a._hs(group)))
-    return drops
+def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
+    """The hops one header (``w``, packed) takes from ``ing`` to a drop at ``where``."""
+    if w is None:
+        return []
+    r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
+    for (sw, _why, _hs), path in zip(r.drops, r.drop_paths):
+        if sw == where:
+            return [f"{s}:{p}" for s, p in path]
+    return []
 
 
 _DL_DST_FULL = field_wildcard(dl_dst=0)[1]
 
 
-def _minus_hosts(hs: HeaderSpace, macs: list[int]) -> HeaderSpace:
-    """``hs`` without headers whose dl_dst is one of ``macs``."""
+def _minus_dl_dst(hs: HeaderSpace, macs: set[int]) -> HeaderSpace:
+    """``hs`` without the headers whose dl_dst is in ``macs``."""
     if not macs:
         return hs
-    mset = set(macs)
     terms = []
     for t in hs.terms:
-        v, m, ds = t
-        if m & _DL_DST_FULL == _DL_DST_FULL:
-            if (v >> _DL_DST_SHIFT) & _MAC not in mset:
+        if t[1] & _DL_DST_FULL == _DL_DST_FULL:
+            if (t[0] >> _DL_DST_SHIFT) & _MAC not in macs:
                 terms.append(t)
             continue
-        terms.extend(HeaderSpace((t,)).minus_wc(field_wildcard(dl_dst=mac)).terms[0:0] or [t])
-        # subtract each cut-off host's address
         cur = HeaderSpace((t,))
-        for mac in macs:
+        for mac in sorted(macs):
             cur = cur.minus_wc(field_wildcard(dl_dst=mac))
-        terms[-1:] = list(cur.terms)
+        terms.extend(cur.terms)
     return HeaderSpace(terms)
 
 
 # --------------------------------------------------------------------------- reachability
-def pair_space(src_mac: int, dst_mac: int, src_ip: int | None, dst_ip: int | None) -> HeaderSpace:
-    """A host pair's traffic: dl_src/dl_dst are theirs and, for IPv4, nw_src/nw_dst too."""
+_PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
+
+
+def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HeaderSpace:
+    """A host pair's traffic: their dl_src/dl_dst and, for IPv4, their nw_src/nw_dst."""
     eth = field_wildcard(dl_src=src_mac, dl_dst=dst_mac)
     if src_ip is None or dst_ip is None:
         return HeaderSpace.wildcard(*eth)
@@ -555,149 +722,317 @@ def pair_space(src_mac: int, dst_mac: int, src_ip: int | None, dst_ip: int | Non
 
 
 def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
-    """Every physically connected host pair: all of the pair's traffic from the source's port
-    reaches the destination, or is punted to a live, connected controller."""
+    """For every ordered pair of physically connected hosts, all of the pair's traffic
+    (:func:`pair_space`) from the source's port reaches the destination or is punted to a
+    live, connected controller; a finding names the header space that does not."""
     a = _analysis(view, analysis)
     comp = _components(view)
-    hosts = [h for h in view.topology.hosts]
-    ctl_ok: dict[str, bool] = {}
+    members: dict[int, list] = defaultdict(list)
+    for h in view.topology.hosts:
+        members[comp.get(h.name, -1)].append(h)
+    ok_cache: dict[str, bool] = {}
 
     def ok(sw: str) -> bool:
-        v = ctl_ok.get(sw)
+        v = ok_cache.get(sw)
         if v is None:
-            v = ctl_ok[sw] = _controller_ok(view, sw)
+            v = ok_cache[sw] = _controller_ok(view, sw)
         return v
 
-    out = []
-    by_ingress: dict[Port, list] = defaultdict(list)
-    for src in hosts:
+    judge = _PairJudge(a, ok, comp)
+    out: list[Finding] = []
+    bulk: list[tuple[Port, object]] = []
+    for src in view.topology.hosts:
         loc = _host_location(view, src.name)
-        if view.peer(*loc) is None or loc not in a.tags:
+        if loc not in a.tags or view.peer(*loc) is None:
             continue
-        for dst in hosts:
-            if dst.name == src.name or comp.get(src.name) != comp.get(dst.name):
-                continue
-            by_ingress[loc].append((src, dst))
-    for ing, pairs in by_ingress.items():
-        out.extend(_reach_pairs(a, ing, pairs, ok))
+        peers = members[comp.get(src.name, -1)]
+        if len(peers) < 2:
+            continue
+        if judge.bulk_ok(loc):
+            bulk.append((loc, src))
+        else:
+            out.extend(judge.pairs(loc, src, peers))
+    if bulk:
+        out.extend(judge.bulk(bulk))
     return out
 
 
-def _reach_pairs(a: Analysis, ing: Port, pairs: list, ok) -> list[Finding]:
-    tag = a.tags[ing]
+_PAIR_MACS: dict[int, list[tuple[int, int]]] = {}
+
+
+def _pair_macs(mask: int) -> list[tuple[int, int]]:
+    """(dl_src, dl_dst) of every interned key of ``mask`` (which fixes both), by id."""
+    keys = interner(mask)[1]
+    lst = _PAIR_MACS.setdefault(mask, [])
+    for k in keys[len(lst):]:
+        lst.append(((k >> _DL_SRC_SHIFT) & _MAC, (k >> _DL_DST_SHIFT) & _MAC))
+    return lst
+
+
+_MEMO_SETS: dict = {}
+
+
+def _memo_set(key, xs: list[int]) -> set[int]:
+    """``set(xs)``, reused when ``xs`` equals the list it was built from last time."""
+    hit = _MEMO_SETS.get(key)
+    if hit is not None and (hit[0] is xs or hit[0] == xs):
+        return hit[1]
+    st = set(xs)
+    _MEMO_SETS[key] = (xs, st)
+    return st
+
+
+_WANTED: list = [None]
+
+
+def _wanted_sets(a: Analysis, sources: list[tuple[Port, object]], by_mac) -> tuple[dict, dict]:
+    """Per destination host, the classes that are some source's traffic to it, and each
+    class's (ingress, source); rebuilt only when an ingress's entries or number change."""
     b = a.batch
-    general = a.reaches.get(ing)
-    fm = b.masks[tag]
-    fast_keys = b.keys_at.get(tag)
-    findings = []
-    need_general = []
-    if fast_keys is not None:
-        # Batch classes of this ingress: its pairs whose traffic is one class (the pattern fixes
-        # only bits the pair fixes in both its parts) are judged by where that class ends.
-        pair_fixed = field_wildcard(dl_src=0, dl_dst=0)[1]
-        simple = not (fm & ~pair_fixed)
-        if simple:
-            shifted = tag << _TAG_SHIFT
-            keyset = set(fast_keys)
-            dlv = {h: set(xs) for h, xs in b.delivered.items()}
-            punted_ok = set()
-            punted_bad: dict[int, str] = {}
-            for sw, xs in b.punted.items():
-                if ok(sw):
-                    punted_ok.update(xs)
-                else:
-                    for x in xs:
-                        punted_bad[x] = sw
-            s0 = ing[0]
-            for src, dst in pairs:
-                x = (((src.mac << _DL_SRC_SHIFT) | (dst.mac << _DL_DST_SHIFT)) & fm) | shifted
-                if x not in keyset:
-                    # the first switch has no entry for any of it: table miss there
-                    if general is None or not _general_touches(general, src, dst):
-                        if ok(s0):
-                            continue
-                        findings.append(_unreachable(a, ing, src, dst, pair_space(
-                            src.mac, dst.mac, src.ip, dst.ip),
-                            f"they go to a controller that is not connected ({s0})", (s0,)))
-                        continue
-                    need_general.append((src, dst))
+    sig = [(a.tags[ing], b.ids_at[a.tags[ing]], src.mac) for ing, src in sources]  # type: ignore[attr-defined]
+    cached = _WANTED[0]
+    if cached is not None and cached[0] is by_mac.get(cached[3]) and len(cached[1]) == len(sig) and all(
+            t1 == t2 and i1 is i2 and m1 == m2 for (t1, i1, m1), (t2, i2, m2) in zip(cached[1], sig)) \
+            and cached[4] == [(ing, src.name) for ing, src in sources]:  # type: ignore[attr-defined]
+        return cached[2]
+    macs = _pair_macs(_PAIR_FIXED)
+    wanted: dict[str, set[int]] = defaultdict(set)
+    owner: dict[int, tuple[Port, object]] = {}
+    for (ing, src), (tag, ids, amac) in zip(sources, sig):
+        shifted = tag << _TAG_SHIFT
+        for j in ids:
+            sm, dm = macs[j]
+            if sm != amac:
+                continue
+            d = by_mac.get(dm)
+            if d is None or d is src:
+                continue
+            x = j | shifted
+            wanted[d.name].add(x)
+            owner[x] = (ing, src)
+    first_mac = next(iter(by_mac), None)
+    _WANTED[0] = (by_mac.get(first_mac), sig, (dict(wanted), owner), first_mac,
+                  [(ing, src.name) for ing, src in sources])  # type: ignore[attr-defined]
+    return dict(wanted), owner
+
+
+class _PairJudge:
+    """Decides host pairs quickly from batch classes, exactly with header spaces otherwise.
+
+    A batch ingress whose pattern fixes only dl_src/dl_dst bits holds each pair's traffic
+    in one class (or in none: then the first switch misses on all of it and punts it), so
+    the pair is fine iff that class ends at the destination or at a live controller."""
+
+    def __init__(self, a: Analysis, ok, comp: dict[str, int]) -> None:
+        self.a = a
+        self.b = a.batch
+        self.ok = ok
+        self.comp = comp
+        self.by_mac = {h.mac: h for h in a.view.topology.hosts}
+        self._dlv: dict[str, set[int]] | None = None
+        self._punt_ok: set[int] = set()
+
+    def _sets(self) -> None:
+        b = self.b
+        self._dlv = {h: _memo_set(("dlv", h), xs) for h, xs in b.delivered.items()}
+        for sw, xs in b.punted.items():
+            if self.ok(sw):
+                self._punt_ok.update(xs)
+
+    def bulk_ok(self, ing: Port) -> bool:
+        """Whether this ingress's pairs can be judged in bulk: one class per pair (pattern
+        dl_src+dl_dst exactly) and a live controller behind its switch for table misses."""
+        tag = self.a.tags[ing]
+        return (self.b.ids_at.get(tag) is not None and self.b.masks[tag] == _PAIR_FIXED
+                and self.ok(ing[0]))
+
+    def bulk(self, sources: list[tuple[Port, object]]) -> list[Finding]:
+        """Judge the pairs of many ingresses at once with set differences: per destination,
+        the pair classes that are neither delivered there nor punted to a live controller.
+        Pairs with no class at their first switch are punted there (a live controller)."""
+        a, b = self.a, self.b
+        if self._dlv is None:
+            self._sets()
+        wanted, owner = _wanted_sets(a, sources, self.by_mac)
+        empty: set[int] = set()
+        slow: dict[Port, tuple[object, list]] = {}
+        comp = self.comp
+        hosts = {h.name: h for h in a.view.topology.hosts}
+        for dname, want in wanted.items():
+            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]
+            if missing and self._punt_ok:
+                missing -= self._punt_ok
+            if not missing:
+                continue
+            d = hosts[dname]
+            for x in sorted(missing):
+                ing, src = owner[x]
+                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]
                     continue
-                if x in dlv.get(dst.name, ()) or (x in punted_ok and x not in punted_bad):
-                    if general is None or not _general_touches(general, src, dst):
-                        continue
-                need_general.append((src, dst))
+                slow.setdefault(ing, (src, []))[1].append(d)
+        out: list[Finding] = []
+        for ing, (src, dsts) in slow.items():
+            idx = _ReachIndex(a.reach(ing))
+            for d in dsts:
+                f = _judge_pair(a, idx, ing, src, d, self.ok)
+                if f is not None:
+                    out.append(f)
+        return out
+
+    def pairs(self, ing: Port, src, peers: list) -> list[Finding]:
+        a, b = self.a, self.b
+        tag = a.tags[ing]
+        ids = b.ids_at.get(tag)
+        mask = b.masks[tag]
+        slow: list = []
+        out: list[Finding] = []
+        if ids is None or mask & ~_PAIR_FIXED:
+            slow = [d for d in peers if d is not src]
         else:
-            need_general = list(pairs)
-    else:
-        need_general = list(pairs)
-    if need_general:
-        r = a.reach(ing)
-        for src, dst in need_general:
-            f = _judge_pair(a, r, ing, src, dst, ok)
-            if f is not None:
-                findings.append(f)
-    return findings
+            if self._dlv is None:
+                self._sets()
+            dlv, punt_ok = self._dlv, self._punt_ok
+            empty: set[int] = set()
+            shifted = tag << _TAG_SHIFT
+            s0_ok = self.ok(ing[0])
+            if mask == _PAIR_FIXED and s0_ok:
+                # Only pairs with an entry at the first switch need a look.
+                macs = _pair_macs(mask)
+                amac = src.mac
+                here = self.comp.get(src.name, -1)
+                by_mac, comp = self.by_mac, self.comp
+                for j in ids:
+                    sm, dm = macs[j]
+                    if sm != amac:
+                        continue
+                    d = by_mac.get(dm)
+                    if d is None or d is src or comp.get(d.name, -2) != here:
+                        continue
+                    x = j | shifted
+                    if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
+                        continue
+                    slow.append(d)
+            else:
+                intern = interner(mask)[0]
+                sk = (src.mac << _DL_SRC_SHIFT) & mask
+                for d in peers:
+                    if d is src:
+                        continue
+                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
+                    if j is None or j not in ids:  # the first switch misses on all of it
+                        if not s0_ok:
+                            out.append(_unreachable(
+                                ing, src, d, pair_space(src.mac, d.mac, src.ip, d.ip),
+                                f"they go to a controller that is not connected ({ing[0]})", (ing[0],)))
+                        continue
+                    x = j | shifted
+                    if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
+                        continue
+                    slow.append(d)
+        if slow:
+            r = a.reach(ing)
+            idx = _ReachIndex(r)
+            for d in slow:
+                f = _judge_pair(a, idx, ing, src, d, self.ok)
+                if f is not None:
+                    out.append(f)
+        return out
 
 
-def _general_touches(r: Reach, src, dst) -> bool:
-    """Whether the general engine's results for this ingress may hold some of the pair's traffic."""
-    return bool(r.delivered or r.punted or r.drops or r.loops)
+class _ReachIndex:
+    """A Reach's terms bucketed by fixed dl_dst, to find the ones a host pair can touch."""
 
+    def __init__(self, r: Reach) -> None:
+        self.r = r
+        self.delivered = {h: self._index(lst) for h, lst in r.delivered.items()}
+        self.punted = {s: self._index(lst) for s, lst in r.punted.items()}
 
-def _judge_pair(a: Analysis, r: Reach, ing: Port, src, dst, ok) -> Finding | None:
-    P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
-    P_bases = [(v, m) for v, m, _ in P.terms]
-
-    def rel(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
-        terms = []
+    @staticmethod
+    def _index(spaces: list[HeaderSpace]) -> tuple[dict[int, list], list]:
+        fixed: dict[int, list] = {}
+        loose: list = []
         for hs in spaces:
             for t in hs.terms:
-                v, m, _ = t
-                if any(not ((v ^ pv) & m & pm) for pv, pm in P_bases):
-                    terms.append(t)
-        return HeaderSpace(terms)
+                if t[1] & _DL_DST_FULL == _DL_DST_FULL:
+                    fixed.setdefault((t[0] >> _DL_DST_SHIFT) & _MAC, []).append(t)
+                else:
+                    loose.append(t)
+        return fixed, loose
 
-    dlv = rel(r.delivered.get(dst.name, ()))
-    good_sw = [sw for sw in r.punted if ok(sw)]
-    bad_sw = [sw for sw in r.punted if not ok(sw)]
-    p_ok = rel(hs for sw in good_sw for hs in r.punted[sw])
-    p_bad = rel(hs for sw in bad_sw for hs in r.punted[sw])
-    bad = ((P - dlv) - p_ok) | ((P & p_bad) - dlv)
+    @staticmethod
+    def terms(index: tuple[dict[int, list], list], dst_mac: int, bases: list) -> HeaderSpace:
+        fixed, loose = index
+        out = []
+        for t in fixed.get(dst_mac, []) + loose:
+            v, m, _ = t
+            if any(not ((v ^ pv) & m & pm) for pv, pm in bases):
+                out.append(t)
+        return HeaderSpace(out)
+
+
+def _judge_pair(a: Analysis, idx: _ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
+    r = idx.r
+    P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
+    bases = [(v, m) for v, m, _ in P.terms]
+    dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
+    good = HeaderSpace()
+    bad_p = HeaderSpace()
+    for sw, index in idx.punted.items():
+        hs = idx.terms(index, dst.mac, bases)
+        if ok(sw):
+            good = good | hs
+        else:
+            bad_p = bad_p | hs
+    bad = ((P - dlv) - good) | ((P & bad_p) - dlv)
     if bad.is_empty():
         return None
-    w = bad.witness()
-    why, where = _why_unreached(r, w, dst.name, ok)
-    return _unreachable(a, ing, src, dst, bad.compact(), why, where)
+    why, where, path = _why_unreached(a, ing, bad.witness(), ok)
+    return _unreachable(ing, src, dst, bad.compact(), why, where, path)
 
 
-def _why_unreached(r: Reach, w: int | None, dst: str, ok) -> tuple[str, tuple[str, ...]]:
+def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tuple[str, ...], list[str]]:
+    """Why one header of the pair's traffic (``w``) fails: (reason, switches, path)."""
     if w is None:
-        return "they are lost", ()
-    loops = [path for path, hs in r.loops if hs.contains(w)]
-    if loops:
-        return "they loop", tuple(dict.fromkeys(s for s, _ in loops[0]))
-    bad = [sw for sw, lst in r.punted.items() if not ok(sw) and any(hs.contains(w) for hs in lst)]
+        return "they are lost", (), []
+    r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
+    if r.loops:
+        path = r.loops[0][0]
+        start = path.index(path[-1])
+        return ("they loop", tuple(dict.fromkeys(s for s, _ in path[start:])),
+                [f"{s}:{p}" for s, p in path])
+    bad = [sw for sw in r.punted if not ok(sw)]
     if bad:
-        return f"they go to a controller that is not connected ({', '.join(bad)})", tuple(bad)
-    drops = [(sw, why) for sw, why, hs in r.drops if hs.contains(w)]
-    if drops:
-        return f"they are dropped at {drops[0][0]} ({drops[0][1]})", tuple(dict.fromkeys(s for s, _ in drops))
-    hosts = [h for h, lst in r.delivered.items() if any(hs.contains(w) for hs in lst)]
-    return f"they are delivered to {', '.join(sorted(hosts)) or 'nobody'}", ()
+        return f"they go to a controller that is not connected ({', '.join(bad)})", tuple(bad), []
+    if r.drops:
+        (sw, why, _hs), path = r.drops[0], r.drop_paths[0]
+        return (f"they are dropped at {sw} ({why})", tuple(dict.fromkeys(s for s, _w, _h in r.drops)),
+                [f"{s}:{p}" for s, p in path])
+    if r.truncated:
+        return "the analysis gave up (too many branches)", (), []
+    return f"they are delivered to {', '.join(sorted(r.delivered)) or 'nobody'}", (), []
 
 
-def _unreachable(a: Analysis, ing: Port, src, dst, hs: HeaderSpace, why: str,
-                 where: tuple[str, ...]) -> Finding:
-    text = describe(hs)
-    return Finding("reachability", f"{src.name} cannot reach {dst.name}: headers {text}: {why}",
+def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[str, ...],
+                 path: list[str] | None = None) -> Finding:
+    text = _pair_text(hs, src, dst)
+    via = f" (path {' -> '.join(path)})" if path else ""
+    return Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                    hosts=(src.name, dst.name), switches=where,
-                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text,
-                            "witness": _witness_text(hs)})
+                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe(hs), "path": path or [],
+                            "witness": _witness(hs)})
+
+
+def _pair_text(hs: HeaderSpace, src, dst) -> str:
+    """"all their traffic" when ``hs`` is the whole pair space, else the header space."""
+    whole = pair_space(src.mac, dst.mac, src.ip, dst.ip)
+    if (whole - hs).is_empty():
+        return "all their traffic"
+    return f"headers {describe(hs)}"
 
 
 # --------------------------------------------------------------------------- registry adapters
 def check_loops(view: NetworkView, outcomes: object = None) -> list[Finding]:
-    """Registry signature: ``outcomes`` may be an :class:`Analysis` of this view (shared)."""
+    """Registry signature; ``outcomes`` may be an :class:`Analysis` of this view (shared)."""
     return hsa_loops(view, _analysis(view, outcomes))
 
 
@@ -707,3 +1042,10 @@ def check_blackholes(view: NetworkView, outcomes: object = None) -> list[Finding
 
 def check_reachability(view: NetworkView, outcomes: object = None) -> list[Finding]:
     return hsa_reachability(view, _analysis(view, outcomes))
+
+
+def check_all(view: NetworkView, **kw) -> dict[str, list[Finding]]:
+    """The three checks on one shared analysis."""
+    a = analyze(view, **kw)
+    return {"loops": hsa_loops(view, a), "blackholes": hsa_blackholes(view, a),
+            "reachability": hsa_reachability(view, a)}

@@ -1,0 +1,777 @@
+"""Header-space analysis: set algebra, transfer functions, and agreement with real packets.
+
+The property tests build random flow tables (wildcards, prefixes, exact
+entries, priority ties, FLOOD/ALL/IN_PORT/CONTROLLER outputs, set-field
+actions, drop rules) on small topologies with random link, port and switch
+failures, and check header by header that what the header-space engine says
+about a header is what :func:`netsleuth.invariants.forwarding.trace_packet`
+(the switch's own ``forward`` and ``FlowTable.peek``) does with a concrete
+packet carrying that header.  Headers are drawn from the values that appear
+in the rules plus neighbours of them.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from os_ken.ofproto import ofproto_v1_0 as ofp
+
+from netsleuth.invariants import headerspace as H
+from netsleuth.invariants import registry
+from netsleuth.invariants.forwarding import trace_packet
+from netsleuth.invariants.hsa_compile import compiled
+from netsleuth.invariants.hsa_space import (FIELD_MASK, HeaderSpace, Rewrite, expand, field_wildcard, pack,
+                                            rewrite_for, unpack, wc_pieces)
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model.actions import (Enqueue, Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos,
+                                     SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
+from netsleuth.model.match import FIELDS, Match
+from netsleuth.model.packet import ICMP, IPv4, RAW, TCP, UDP, Arp, Packet, Vlan
+from netsleuth.model.switch import Switch
+from netsleuth.model.topology import parse_topo
+
+FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL = (ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_IN_PORT,
+                                                  ofp.OFPP_CONTROLLER, ofp.OFPP_TABLE, ofp.OFPP_NORMAL)
+
+
+# =========================================================================== helpers
+class Net:
+    """A topology, its switch models and live links, from which views are made."""
+
+    def __init__(self, spec: str) -> None:
+        self.topo = parse_topo(spec)
+        self.switches = {s.name: Switch(s.dpid, self.topo.ports(s.name), name=s.name) for s in self.topo.switches}
+        self.link_up = {(lk.node1, lk.port1, lk.node2, lk.port2): True for lk in self.topo.links}
+        self.switch_up: dict[str, bool] = {}
+        self.host_at: dict[str, tuple[str, int]] = {}
+
+    def port(self, a: str, b: str) -> int:
+        (p,) = [p for p in self.topo.ports(a) if self.topo.neighbor(a, p)[0] == b]
+        return p
+
+    def mac(self, host: str) -> int:
+        return self.topo.host(host).mac
+
+    def add(self, sw: str, actions, priority: int = 100, **match) -> None:
+        self.switches[sw].table.add(Match.build(**match), priority, tuple(actions))
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        for key in self.link_up:
+            if {key[0], key[2]} == {a, b}:
+                self.link_up[key] = up
+                for node, port in ((key[0], key[1]), (key[2], key[3])):
+                    if node in self.switches:
+                        self.switches[node].ports[port].link_up = up
+
+    def view(self, *, alive=None, connected=None) -> NetworkView:
+        dpids = {s.dpid for s in self.topo.switches}
+        extra = {"host_at": dict(self.host_at)} if "host_at" in NetworkView.__dataclass_fields__ else {}
+        return NetworkView(topology=self.topo, switches=self.switches, link_up=dict(self.link_up),
+                           controllers_alive={"c0": True} if alive is None else alive,
+                           connected_dpids=frozenset(dpids if connected is None else connected),
+                           switch_up=dict(self.switch_up), **extra)
+
+
+def packet_from_fields(f: tuple[int, ...]) -> Packet | None:
+    """A well-formed packet whose ``match_fields`` are ``f`` (in_port aside), or None."""
+    _ip, src, dst, vid, pcp, et, tos, proto, nsrc, ndst, tsrc, tdst = f
+    if et == 0:
+        if (src, dst, vid, pcp, tos, proto, nsrc, ndst, tsrc, tdst) != (0, 0, 0xFFFF, 0, 0, 0, 0, 0, 0, 0):
+            return None
+        return Packet(0, 0, RAW, payload=b"\x01\x02")
+    if vid == 0xFFFF:
+        if pcp:
+            return None
+        vlan = None
+    elif vid > 0xFFF or pcp > 7:
+        return None
+    else:
+        vlan = Vlan(vid, pcp)
+    if et < 0x600 or et == 0x8100:
+        return None
+    if tos & 3:
+        return None
+    if et == 0x0800:
+        if proto == 1:
+            if tsrc > 255 or tdst > 255:
+                return None
+            l4 = ICMP(tsrc, tdst)
+        elif proto == 6:
+            l4 = TCP(tsrc, tdst)
+        elif proto == 17:
+            l4 = UDP(tsrc, tdst)
+        else:
+            if tsrc or tdst:
+                return None
+            l4 = None
+        return Packet(src, dst, et, vlan, IPv4(nsrc, ndst, proto, tos), l4, b"payload")
+    if et == 0x0806:
+        if tos or tsrc or tdst:
+            return None
+        return Packet(src, dst, et, vlan, Arp(proto, src, nsrc, 0, ndst))
+    if tos or proto or nsrc or ndst or tsrc or tdst:
+        return None
+    return Packet(src, dst, et, vlan, payload=b"\x00" * 30)
+
+
+def ordered_outcome(view: NetworkView, sw: str, port: int, pkt: Packet) -> dict:
+    o = trace_packet(view, sw, port, pkt)
+    return {"loop": bool(o.loops), "drop": bool(o.drops), "delivered": set(o.delivered), "punted": set(o.punted)}
+
+
+def hsa_outcome(r: H.Reach, h: int, hosts, switches, cache: dict) -> dict:
+    key = id(r)
+    if key not in cache or cache[key][0] is not r:  # keep r alive: ids of dead objects are reused
+        cache[key] = (r, r.looping(), r.dropped(), {x: r.delivered_to(x) for x in hosts},
+                      {s: r.punted_at(s) for s in switches})
+    _r, loop, drop, dlv, pun = cache[key]
+    return {"loop": loop.contains(h), "drop": drop.contains(h),
+            "delivered": {x for x, hs in dlv.items() if hs.contains(h)},
+            "punted": {s for s, hs in pun.items() if hs.contains(h)}}
+
+
+# =========================================================================== set algebra
+# A small universe: all bits fixed except 7 spread over several fields, so
+# every set can be enumerated and compared with Python sets.
+_FREE_BITS = [FIELD_MASK["dl_dst"] & -FIELD_MASK["dl_dst"],           # lowest bit of dl_dst
+              (FIELD_MASK["dl_dst"] & -FIELD_MASK["dl_dst"]) << 1,
+              FIELD_MASK["dl_type"] & -FIELD_MASK["dl_type"],
+              FIELD_MASK["nw_dst"] & -FIELD_MASK["nw_dst"],
+              (FIELD_MASK["nw_dst"] & -FIELD_MASK["nw_dst"]) << 31,    # top bit of nw_dst
+              FIELD_MASK["tp_dst"] & -FIELD_MASK["tp_dst"],
+              FIELD_MASK["dl_vlan"] & -FIELD_MASK["dl_vlan"]]
+_FREE = sum(_FREE_BITS)
+_BASE_V = pack((0, 0xA, 0xB, 0xFFFF & ~1, 0, 0x0800, 0, 6, 0x0A000001, 0x0A000002, 80, 443)) & ~_FREE
+_UNIVERSE = [_BASE_V | sum(b for i, b in enumerate(_FREE_BITS) if n >> i & 1) for n in range(1 << len(_FREE_BITS))]
+
+
+@st.composite
+def small_wildcards(draw):
+    m = 0
+    v = 0
+    for b in _FREE_BITS:
+        c = draw(st.sampled_from("01xx"))
+        if c != "x":
+            m |= b
+            v |= b if c == "1" else 0
+    full = ((1 << 248) - 1) & ~_FREE
+    return (v | _BASE_V, m | full)
+
+
+def _points(hs: HeaderSpace) -> set[int]:
+    return {h for h in _UNIVERSE if hs.contains(h)}
+
+
+@st.composite
+def small_spaces(draw, depth=2):
+    """A header space built with |, &, - from wildcards, with the set it denotes."""
+    if depth == 0 or draw(st.booleans()):
+        w = draw(small_wildcards())
+        hs = HeaderSpace.wildcard(*w)
+        return hs, {h for h in _UNIVERSE if h & w[1] == w[0]}
+    a, sa = draw(small_spaces(depth - 1))
+    b, sb = draw(small_spaces(depth - 1))
+    op = draw(st.sampled_from("|&-"))
+    if op == "|":
+        return a | b, sa | sb
+    if op == "&":
+        return a & b, sa & sb
+    return a - b, sa - sb
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_spaces(depth=3))
+def test_set_algebra_matches_python_sets(pair):
+    hs, expected = pair
+    assert _points(hs) == expected
+    assert hs.is_empty() == (not expected)
+    w = hs.witness()
+    if expected:
+        assert w in expected
+    else:
+        assert w is None
+    assert _points(hs.compact()) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_wildcards(), small_wildcards(), st.lists(small_wildcards(), max_size=4))
+def test_pieces_and_expand_are_disjoint_and_exact(a, b, diffs):
+    inside = (b[0] | a[0], b[1] | a[1])
+    if (b[0] ^ a[0]) & a[1] & b[1]:
+        return
+    pieces = list(wc_pieces(a[0], a[1], *inside))
+    pts = [{h for h in _UNIVERSE if h & pm == pv} for pv, pm in pieces]
+    assert sum(len(p) for p in pts) == len(set().union(*pts)) if pts else True
+    A = {h for h in _UNIVERSE if h & a[1] == a[0]}
+    B = {h for h in _UNIVERSE if h & inside[1] == inside[0]}
+    assert set().union(*pts) == A - B if pts else A - B == set()
+    ex = expand(a[0], a[1], diffs)
+    got = [{h for h in _UNIVERSE if h & pm == pv} for pv, pm in ex]
+    assert sum(len(p) for p in got) == len(set().union(*got)) if got else True
+    want = A - set().union(*[{h for h in _UNIVERSE if h & dm == dv} for dv, dm in diffs]) if diffs else A
+    assert (set().union(*got) if got else set()) == want
+
+
+_SMALL_REWRITES = [SetNwDst(0x0A000003), SetTpDst(8080), SetNwTos(0x10), SetVlanVid(7), SetVlanPcp(3),
+                   StripVlan(), SetDlDst(0xB), SetDlSrc(0xC), SetNwSrc(0x0A0000FF), SetTpSrc(1)]
+
+
+def _apply_fields(h: int, action) -> int:
+    """The concrete semantics: build the packet, apply the action, read the 12-tuple back."""
+    pkt = packet_from_fields(unpack(h))
+    assert pkt is not None
+    from netsleuth.model.actions import apply_action
+    return pack(apply_action(pkt, action).match_fields(0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(small_spaces(depth=2), st.sampled_from(_SMALL_REWRITES))
+def test_rewrite_image_and_preimage_are_exact(pair, action):
+    hs, pts = pair
+    rw = rewrite_for(action)
+    # only headers a real packet can carry (dl_vlan 0xfffe etc. cannot)
+    pts = {h for h in pts if packet_from_fields(unpack(h)) is not None}
+    real = [h for h in _UNIVERSE if packet_from_fields(unpack(h)) is not None]
+    hs = hs & _union_points(real)
+    img = rw.image(hs)
+    want = {_apply_fields(h, action) for h in pts}
+    for h in want:
+        assert img.contains(h)
+    assert (img - _union_points(want)).is_empty()
+    # preimage, checked on every realizable point of the small universe
+    pre = rw.preimage(img)
+    for h in real:
+        assert pre.contains(h) == img.contains(_apply_fields(h, action))
+
+
+def _union_points(points) -> HeaderSpace:
+    full = (1 << 248) - 1
+    return HeaderSpace((h, full, ()) for h in points)
+
+
+def test_text_is_readable():
+    hs = HeaderSpace.fields(dl_type=0x0800, nw_dst=(0x0A000000, 0xFF000000)).minus_wc(
+        field_wildcard(dl_type=0x0800, nw_dst=0x0A000001))
+    assert str(hs) == "dl_type=0x0800,nw_dst=10.0.0.0/8 except [dl_type=0x0800,nw_dst=10.0.0.1]"
+    assert str(HeaderSpace.all()) == "*"
+    assert str(HeaderSpace()) == "(no headers)"
+
+
+# =========================================================================== random networks
+TOPOS = ["linear,2", "linear,3", "ring,3", "ring,4", "mesh,3", "mesh,4", "single,3", "tree,depth=2,fanout=2"]
+OTHER_MAC = 0x0A0000000099
+OTHER_IP = 0x0B000001
+
+
+@st.composite
+def matches(draw, ports, macs, ips):
+    if draw(st.integers(0, 9)) == 0:  # an exact entry (every field): outranks all wildcards
+        pkt = draw(packets(macs, ips, ()))
+        return Match.exact(pkt.match_fields(draw(st.sampled_from(ports))))
+    fields: dict = {}
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=4, unique=True)):
+        if name == "in_port":
+            fields[name] = draw(st.sampled_from(ports + [99]))
+        elif name in ("dl_src", "dl_dst"):
+            fields[name] = draw(st.sampled_from(macs + [0xFFFFFFFFFFFF]))
+        elif name == "dl_vlan":
+            fields[name] = draw(st.sampled_from([0xFFFF, 5, 7]))
+        elif name == "dl_vlan_pcp":
+            fields[name] = draw(st.sampled_from([0, 3]))
+        elif name == "dl_type":
+            fields[name] = draw(st.sampled_from([0x0800, 0x0800, 0x0806, 0x88CC]))
+        elif name == "nw_tos":
+            fields[name] = draw(st.sampled_from([0, 0x10]))
+        elif name == "nw_proto":
+            fields[name] = draw(st.sampled_from([1, 6, 17, 2]))
+        elif name in ("nw_src", "nw_dst"):
+            fields[name] = (draw(st.sampled_from(ips)), draw(st.sampled_from([32, 31, 24, 8, 1])))
+        else:
+            fields[name] = draw(st.sampled_from([80, 8, 0, 1234]))
+    return Match.build(**fields)
+
+
+@st.composite
+def action_lists(draw, ports, macs, ips):
+    out = []
+    for _ in range(draw(st.integers(0, 3))):
+        kind = draw(st.integers(0, 9))
+        if kind <= 4:
+            port = draw(st.sampled_from(ports + [FLOOD, FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL, 99]))
+            out.append(Output(port) if draw(st.integers(0, 5)) else Enqueue(
+                draw(st.sampled_from(ports + [IN_PORT])), 1))
+        else:
+            out.append(draw(st.sampled_from([
+                SetDlDst(draw(st.sampled_from(macs))), SetDlSrc(draw(st.sampled_from(macs))),
+                SetNwDst(draw(st.sampled_from(ips))), SetNwSrc(draw(st.sampled_from(ips))),
+                SetVlanVid(draw(st.sampled_from([5, 7]))), SetVlanPcp(3), StripVlan(), SetTpDst(80),
+                SetTpSrc(1234), SetNwTos(0x10)])))
+    if out and draw(st.integers(0, 2)) == 0:
+        out.append(Output(draw(st.sampled_from(ports + [FLOOD]))))
+    return tuple(out)
+
+
+@st.composite
+def packets(draw, macs, ips, rule_matches):
+    """A well-formed packet whose fields come from the rules' values and their neighbours."""
+    base = None
+    if rule_matches and draw(st.booleans()):
+        base = draw(st.sampled_from(rule_matches))
+
+    def pick(name, choices):
+        if base is not None:
+            m = base.masks[FIELDS.index(name)]
+            if m and draw(st.integers(0, 3)):
+                v = base.values[FIELDS.index(name)]
+                if name in ("nw_src", "nw_dst") and m != 0xFFFFFFFF:
+                    v |= draw(st.sampled_from([0, 1, (~m) & 0xFFFFFFFF]))
+                return v
+        return draw(st.sampled_from(choices))
+
+    nb_macs = macs + [m ^ 1 for m in macs[:2]]
+    nb_ips = ips + [i ^ 1 for i in ips[:2]] + [i ^ 0x80000000 for i in ips[:1]]
+    if draw(st.integers(0, 30)) == 0:
+        return Packet(0, 0, RAW, payload=b"\x01\x02")
+    src = pick("dl_src", nb_macs + [0xFFFFFFFFFFFF])
+    dst = pick("dl_dst", nb_macs + [0xFFFFFFFFFFFF])
+    vid = pick("dl_vlan", [0xFFFF, 0xFFFF, 5, 7, 9])
+    vlan = None if vid == 0xFFFF else Vlan(vid & 0xFFF, pick("dl_vlan_pcp", [0, 3]) & 7)
+    et = pick("dl_type", [0x0800, 0x0800, 0x0806, 0x88CC, 0x1234])
+    if et == 0x0800:
+        proto = pick("nw_proto", [1, 6, 17, 50])
+        tos = pick("nw_tos", [0, 0x10, 0x11])
+        ipsrc, ipdst = pick("nw_src", nb_ips), pick("nw_dst", nb_ips)
+        if proto == 1:
+            l4 = ICMP(pick("tp_src", [8, 0]) & 0xFF, pick("tp_dst", [0, 8]) & 0xFF)
+        elif proto in (6, 17):
+            a, b = pick("tp_src", [80, 1234, 8]), pick("tp_dst", [80, 1234, 8, 0])
+            l4 = TCP(a, b) if proto == 6 else UDP(a, b)
+        else:
+            l4 = None
+        return Packet(src, dst, et, vlan, IPv4(ipsrc, ipdst, proto, tos), l4, b"x")
+    if et == 0x0806:
+        return Packet(src, dst, et, vlan, Arp(pick("nw_proto", [1, 2]) & 0xFF, src,
+                                              pick("nw_src", nb_ips), 0, pick("nw_dst", nb_ips)))
+    return Packet(src, dst, et, vlan, payload=b"\x00" * 20)
+
+
+@st.composite
+def networks(draw):
+    spec = draw(st.sampled_from(TOPOS))
+    net = Net(spec)
+    macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
+    ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
+    rule_matches = []
+    for sw in net.switches.values():
+        ports = sorted(sw.ports)
+        for _ in range(draw(st.integers(0, 7))):
+            m = draw(matches(ports, macs, ips))
+            prio = draw(st.sampled_from([0, 10, 10, 20, 0xFFFF]))
+            sw.table.add(m, prio, draw(action_lists(ports, macs, ips)))
+            rule_matches.append(m)
+    for key in list(net.link_up):
+        if draw(st.integers(0, 7)) == 0:
+            net.set_link(key[0], key[2], False)
+    for sw in net.switches.values():
+        for port in sw.ports.values():
+            c = draw(st.integers(0, 15))
+            if c == 0:
+                port.config |= ofp.OFPPC_NO_FLOOD
+            elif c == 1:
+                port.config |= ofp.OFPPC_NO_FWD
+            elif c == 2:
+                port.config |= ofp.OFPPC_PORT_DOWN
+    for name in net.switches:
+        if draw(st.integers(0, 12)) == 0:
+            net.switch_up[name] = False
+    pkts = draw(st.lists(packets(macs, ips, rule_matches), min_size=12, max_size=30))
+    return net, pkts
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(networks())
+def test_header_space_agrees_with_concrete_packets(case):
+    """For every switch port as ingress and every drawn packet: loops, drops, deliveries and
+    punts per header space are exactly what the concrete packet does."""
+    net, pkts = case
+    view = net.view()
+    hosts = [h.name for h in net.topo.hosts]
+    names = list(net.switches)
+    cache: dict = {}
+    for sw in names:
+        for port in sorted(net.switches[sw].ports):
+            r = H.reachable(view, sw, port)
+            assert not r.truncated
+            for pkt in pkts:
+                h = pack(pkt.match_fields(port))
+                want = ordered_outcome(view, sw, port, pkt)
+                got = hsa_outcome(r, h, hosts, names, cache)
+                assert got == want, (sw, port, pkt, str(pkt.match_fields(port)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(networks())
+def test_batch_engine_and_general_engine_agree(case):
+    net, pkts = case
+    view = net.view()
+    a = H.analyze(view, ingress="all", cache=False)
+    g = H.analyze(view, ingress="all", batch=False, cache=False)
+    assert a.ingresses == g.ingresses
+    hosts = [h.name for h in net.topo.hosts]
+    names = list(net.switches)
+    ca: dict = {}
+    cg: dict = {}
+    for ing in a.ingresses:
+        ra, rg = a.reach(ing), g.reach(ing)
+        for pkt in pkts:
+            h = pack(pkt.match_fields(ing[1]))
+            assert hsa_outcome(ra, h, hosts, names, ca) == hsa_outcome(rg, h, hosts, names, cg)
+    for check in (H.hsa_loops, H.hsa_blackholes, H.hsa_reachability):
+        assert {(f.hosts, f.switches) for f in check(view, a)} == {(f.hosts, f.switches) for f in check(view, g)}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(networks())
+def test_findings_agree_with_concrete_packets(case):
+    """Check level: every concrete loop/drop/unreached pair is covered by a finding, and every
+    finding's witness header really loops / is dropped / does not reach, as a packet."""
+    net, pkts = case
+    view = net.view()
+    a = H.analyze(view)
+    loops, holes, unreach = H.hsa_loops(view, a), H.hsa_blackholes(view, a), H.hsa_reachability(view, a)
+    comp = H._components(view)
+    macs = {h.mac: h.name for h in net.topo.hosts}
+    for ing, host in a.ingress_host.items():
+        ing_text = f"{ing[0]}:{ing[1]}"
+        for pkt in pkts:
+            o = trace_packet(view, ing[0], ing[1], pkt)
+            h = pack(pkt.match_fields(ing[1]))
+            if o.loops:
+                assert any(f.details["ingress"] == ing_text and _hs_of(a, ing, f, "loop").contains(h)
+                           for f in loops)
+            dst = macs.get(pkt.eth_dst)
+            counted = dst is None or (dst != host and comp.get(dst) == comp.get(ing[0]))
+            if o.drops and counted:
+                assert any(f.details["ingress"] == ing_text for f in holes)
+    for f in loops + holes:
+        w = f.details["witness"]
+        ing = tuple(f.details["ingress"].split(":"))
+        pkt = _witness_packet(w)
+        if pkt is None:
+            continue
+        o = trace_packet(view, ing[0], int(ing[1]), pkt)
+        assert (o.loops if f.invariant == "loops" else o.drops), f.message
+    for f in unreach:
+        src, dst = f.hosts
+        s = net.topo.host(src)
+        d = net.topo.host(dst)
+        pkt = _witness_packet(f.details["witness"])
+        if pkt is None:
+            continue
+        assert (pkt.eth_src, pkt.eth_dst) == (s.mac, d.mac)
+        sw, port = f.details["ingress"].split(":")
+        o = trace_packet(view, sw, int(port), pkt)
+        punt_ok = o.punted and all(H._controller_ok(view, x) for x in o.punted)
+        assert dst not in o.delivered and not punt_ok, f.message
+    # and every connected pair whose concrete ICMP echo fails is reported
+    from netsleuth.invariants.forwarding import check_reachability
+    concrete = {fd.hosts for fd in check_reachability(view)}
+    assert concrete <= {fd.hosts for fd in unreach}
+
+
+def _hs_of(a: H.Analysis, ing, f, kind) -> HeaderSpace:
+    return a.reach(ing).looping()
+
+
+def _witness_packet(w: dict | None) -> Packet | None:
+    if w is None:
+        return None
+    from netsleuth.model.addr import ip_to_int, mac_to_int
+    f = (0, mac_to_int(w["dl_src"]), mac_to_int(w["dl_dst"]), w["dl_vlan"], w["dl_vlan_pcp"], w["dl_type"],
+         w["nw_tos"], w["nw_proto"], ip_to_int(w["nw_src"]), ip_to_int(w["nw_dst"]), w["tp_src"], w["tp_dst"])
+    return packet_from_fields(f)
+
+
+# =========================================================================== semantics, one by one
+def _one(*, ports=(1, 2, 3)):
+    net = Net("single,3")
+    return net, net.switches["s1"]
+
+
+def _fate(net, sw, port, pkt):
+    r = H.reachable(net.view(), sw, port)
+    h = pack(pkt.match_fields(port))
+    return hsa_outcome(r, h, [x.name for x in net.topo.hosts], list(net.switches), {})
+
+
+def _icmp(net, a, b, **kw):
+    from netsleuth.model.packet import icmp_echo
+    ha, hb = net.topo.host(a), net.topo.host(b)
+    return icmp_echo(ha.mac, hb.mac, ha.ip, hb.ip, 1, 1)
+
+
+def test_shadowing_priority_exact_and_ties():
+    net, s = _one()
+    pkt = _icmp(net, "h1", "h2")
+    s.table.add(Match.build(dl_dst=net.mac("h2")), 10, (Output(2),))
+    s.table.add(Match.build(dl_type=0x0800), 20, (Output(3),))
+    assert _fate(net, "s1", 1, pkt)["delivered"] == {"h3"}           # higher priority wins
+    s.table.add(Match.exact(pkt.match_fields(1)), 0, (Output(2),))
+    assert _fate(net, "s1", 1, pkt)["delivered"] == {"h2"}           # exact outranks everything
+    assert _fate(net, "s1", 2, _icmp(net, "h2", "h3"))["delivered"] == {"h3"}
+    # equal priority, overlapping: entries() order decides, as FlowTable.peek does
+    net2, s2 = _one()
+    s2.table.add(Match.build(dl_type=0x0800), 5, (Output(2),))
+    s2.table.add(Match.build(dl_type=0x0800, nw_proto=1), 5, (Output(3),))
+    want = s2.table.peek(pkt.match_fields(1)).actions[0].port
+    assert _fate(net2, "s1", 1, pkt)["delivered"] == {f"h{want}"}
+
+
+def test_flood_all_in_port_and_controller():
+    net, s = _one()
+    pkt = _icmp(net, "h1", "h2")
+    s.table.add(Match.catch_all(), 1, (Output(FLOOD),))
+    assert _fate(net, "s1", 1, pkt)["delivered"] == {"h2", "h3"}
+    s.ports[3].config |= ofp.OFPPC_NO_FLOOD
+    assert _fate(net, "s1", 1, pkt)["delivered"] == {"h2"}
+    s.table.add(Match.catch_all(), 1, (Output(ALL),))
+    assert _fate(net, "s1", 1, pkt)["delivered"] == {"h2", "h3"}
+    s.table.add(Match.catch_all(), 1, (Output(1),))                 # plain output to the in port
+    f = _fate(net, "s1", 1, pkt)
+    assert f["drop"] and not f["delivered"]
+    s.table.add(Match.catch_all(), 1, (Output(IN_PORT),))
+    assert _fate(net, "s1", 1, pkt)["delivered"] == {"h1"}
+    s.table.add(Match.catch_all(), 1, (Output(CONTROLLER),))
+    assert _fate(net, "s1", 1, pkt)["punted"] == {"s1"}
+    s.table.add(Match.catch_all(), 1, ())
+    assert _fate(net, "s1", 1, pkt)["drop"]
+    net3, _ = _one()
+    assert _fate(net3, "s1", 1, pkt)["punted"] == {"s1"}          # table miss
+
+
+def test_set_field_rewrites_follow_the_copies():
+    net = Net("linear,2")
+    h1, h2 = net.topo.host("h1"), net.topo.host("h2")
+    pkt = _icmp(net, "h1", "h2")
+    # s1 rewrites nw_dst to an address s2 drops, and sends one unmodified copy to the controller first
+    net.add("s1", (Output(CONTROLLER), SetNwDst(0x0B000001), Output(2)), dl_dst=h2.mac)
+    net.add("s2", (), nw_dst=0x0B000001, dl_type=0x0800)
+    net.add("s2", (Output(1),), priority=1, dl_dst=h2.mac)
+    f = _fate(net, "s1", 1, pkt)
+    assert f["punted"] == {"s1"} and f["drop"] and not f["delivered"]
+    arp = Packet(h1.mac, h2.mac, 0x0806, None, Arp(1, h1.mac, h1.ip, 0, h2.ip))  # mod_nw_dst: no-op on ARP
+    assert _fate(net, "s1", 1, arp)["delivered"] == {"h2"}
+    r = H.reachable(net.view(), "s1", 1)
+    assert "nw_dst" not in str(r.delivered_to("h2").compact()) or r.delivered_to("h2").contains(
+        pack(arp.match_fields(1)))
+
+
+def test_simple_switch_blackhole_after_migration_names_hosts_and_switch():
+    net = Net("linear,3")
+    macs = {h: net.mac(h) for h in ("h1", "h2", "h3")}
+    # simple_switch-like flows: (in_port, dl_src, dl_dst) -> output
+    for a, b in (("h1", "h3"), ("h3", "h1")):
+        path = ["s1", "s2", "s3"] if a == "h1" else ["s3", "s2", "s1"]
+        inp = 1
+        for i, sw in enumerate(path):
+            out = 1 if i == len(path) - 1 else net.port(sw, path[i + 1])
+            net.add(sw, (Output(out),), in_port=inp, dl_src=macs[a], dl_dst=macs[b])
+            if i < len(path) - 1:
+                inp = net.port(path[i + 1], sw)
+    view = net.view()
+    assert H.check_all(view) == {"loops": [], "blackholes": [], "reachability": []}
+    # h3 migrates from s3:1 to a new port s1:4; the learned flows still point at s3:1
+    del net.link_up[("h3", 0, "s3", 1)]
+    net.switches["s3"].remove_port(1)
+    net.switches["s1"].add_port(4)
+    net.link_up[("s1", 4, "h3", 0)] = True
+    net.host_at["h3"] = ("s1", 4)
+    out = H.check_all(net.view())
+    assert out["loops"] == []
+    (hole,) = out["blackholes"]
+    assert hole.hosts == ("h1", "h3") and hole.switches == ("s3",)
+    assert hole.details["ingress"] == "s1:1"
+    assert hole.details["header_space"] == "dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:03"
+    if "host_at" in NetworkView.__dataclass_fields__:
+        assert [f.hosts for f in out["reachability"]] == [("h1", "h3")]
+        assert "dropped at s3" in out["reachability"][0].message
+    # the same flows with h3 merely unplugged: it is cut off, nothing could deliver to it
+    net.link_up.pop(("s1", 4, "h3", 0))
+    net.host_at.pop("h3")
+    assert H.check_all(net.view()) == {"loops": [], "blackholes": [], "reachability": []}
+
+
+def test_ring_loop_reports_header_space_ingress_and_path():
+    net = Net("ring,3")
+    for sw, nxt in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):
+        net.add(sw, (Output(net.port(sw, nxt)),), dl_dst=net.mac("h3"))
+    loops = H.hsa_loops(net.view())
+    assert {f.details["ingress"] for f in loops} == {"s1:1", "s2:1", "s3:1"}
+    f = next(f for f in loops if f.details["ingress"] == "s1:1")
+    assert f.details["header_space"] == "dl_dst=00:00:00:00:00:03"
+    assert f.details["path"][0] == "s1:1" and f.details["path"][-1] in f.details["path"][:-1]
+    assert set(f.switches) == {"s1", "s2", "s3"} and f.hosts == ("h1", "h3")
+    unreach = {x.hosts for x in H.hsa_reachability(net.view())}
+    assert unreach == {("h1", "h3"), ("h2", "h3")}
+
+
+def test_reachability_controller_down_and_pairs_only_when_connected():
+    net = Net("linear,2")
+    view = net.view(alive={"c0": False})
+    found = {f.hosts for f in H.hsa_reachability(view)}
+    assert found == {("h1", "h2"), ("h2", "h1")}
+    assert H.hsa_reachability(net.view()) == []  # empty tables, live controller: all delegated
+    net.set_link("s1", "s2", False)
+    assert H.hsa_reachability(net.view(alive={"c0": False})) == []  # partitioned: not a violation
+
+
+def test_partial_header_space_is_reported():
+    """Only IPv4 to h2 is broken: the finding names that part, not all of the pair's traffic."""
+    net = Net("linear,2")
+    h2 = net.mac("h2")
+    net.add("s1", (Output(2),), dl_dst=h2)
+    net.add("s2", (Output(1),), dl_dst=h2)
+    net.add("s1", (), priority=200, dl_type=0x0800, nw_dst="10.0.0.0/8")
+    (f,) = [f for f in H.hsa_reachability(net.view()) if f.hosts == ("h1", "h2")]
+    assert "dl_type=0x0800" in f.message and "dropped at s1" in f.message
+    (b,) = [b for b in H.hsa_blackholes(net.view()) if b.details["ingress"] == "s1:1"]
+    assert "nw_dst=10.0.0.0/8" in b.details["header_space"]
+
+
+def test_registry_adapters_share_one_analysis():
+    net = Net("ring,3")
+    for sw, nxt in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):
+        net.add(sw, (Output(net.port(sw, nxt)),), dl_dst=net.mac("h3"))
+    view = net.view()
+    a = H.analyze(view)
+    assert [f.message for f in H.check_loops(view, a)] == [f.message for f in H.check_loops(view, None)]
+    assert [f.message for f in H.check_loops(view, [])] == [f.message for f in H.hsa_loops(view, a)]
+    for name in ("loops", "blackholes", "reachability"):
+        assert registry.REGISTRY[name].name == name
+
+
+def test_compiled_switch_cache_notices_changes():
+    net, s = _one()
+    cs = compiled(s)
+    assert compiled(s) is cs
+    s.table.add(Match.catch_all(), 1, (Output(2),))
+    cs2 = compiled(s)
+    assert cs2 is not cs
+    s.table.modify(Match.catch_all(), (Output(3),), strict=False)
+    assert compiled(s) is not cs2
+    cs3 = compiled(s)
+    s.ports[2].link_up = False
+    assert compiled(s) is not cs3
+
+
+def test_fattree_all_pairs_is_clean_and_batched():
+    import importlib.util
+    import pathlib
+    spec = importlib.util.spec_from_file_location(
+        "bench_invariants", pathlib.Path(__file__).resolve().parents[1] / "bench" / "invariants.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    topo, switches, n = bench.build_fattree(4)
+    view = bench.make_view(topo, switches)
+    a = H.analyze(view)
+    assert not a.reaches and not a.batch.general  # everything went through the batch engine
+    assert H.hsa_loops(view, a) == [] and H.hsa_blackholes(view, a) == [] and H.hsa_reachability(view, a) == []
+    # a link from e1 up to an aggregation switch fails; flows still use it (nobody reroutes)
+    e1 = switches["e1"]
+    victim_port = max(e.actions[0].port for e in e1.table.entries())  # an uplink (ports k/2+1..k)
+    link = [k for k in view.link_up if (k[0], k[1]) == ("e1", victim_port) or (k[2], k[3]) == ("e1", victim_port)][0]
+    up = dict(view.link_up)
+    up[link] = False
+    view2 = bench.make_view(topo, switches, link_up=up)
+    holes = H.hsa_blackholes(view2)
+    other = link[2] if link[0] == "e1" else link[0]
+    assert holes and all(f.switches in (("e1",), (other,)) and "no live link" in f.message for f in holes)
+    assert {f.details["ingress"] for f in holes if f.switches == ("e1",)} <= {"e1:1", "e1:2"}
+    assert any(f.switches == ("e1",) for f in holes) and any(f.switches == (other,) for f in holes)
+    g = H.analyze(view2, batch=False, cache=False)
+    assert {(f.hosts, f.switches) for f in holes} == {(f.hosts, f.switches) for f in H.hsa_blackholes(view2, g)}
+    assert {f.hosts for f in H.hsa_reachability(view2)} == {f.hosts for f in H.hsa_reachability(view2, g)}
+
+
+@st.composite
+def changes(draw, net):
+    """A few of what happens between two checks: flow_mods, link/port/switch changes."""
+    macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
+    ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
+    out = []
+    for _ in range(draw(st.integers(1, 4))):
+        sw = draw(st.sampled_from(sorted(net.switches)))
+        ports = sorted(net.switches[sw].ports)
+        kind = draw(st.integers(0, 5))
+        if kind <= 1:
+            out.append(("add", sw, draw(matches(ports, macs, ips)), draw(st.sampled_from([0, 10, 20])),
+                        draw(action_lists(ports, macs, ips))))
+        elif kind == 2:
+            out.append(("modify", sw, draw(action_lists(ports, macs, ips))))
+        elif kind == 3:
+            out.append(("delete", sw))
+        elif kind == 4:
+            out.append(("link", draw(st.sampled_from(sorted(net.link_up)))))
+        else:
+            out.append(("switch", sw))
+    return out
+
+
+def _apply(net, change) -> None:
+    if change[0] == "add":
+        _k, sw, m, prio, acts = change
+        net.switches[sw].table.add(m, prio, acts)
+    elif change[0] == "modify":
+        t = net.switches[change[1]].table
+        if len(t):
+            t.modify(t.entries()[0].match, change[2], strict=False)
+    elif change[0] == "delete":
+        t = net.switches[change[1]].table
+        if len(t):
+            e = t.entries()[-1]
+            t.delete(e.match, strict=True, priority=e.priority)
+    elif change[0] == "link":
+        key = change[1]
+        net.set_link(key[0], key[2], not net.link_up[key])
+    else:
+        net.switch_up[change[1]] = not net.switch_up.get(change[1], True)
+
+
+def _simple_switch_flows(net, data) -> None:
+    """Exact (in_port, dl_src, dl_dst) flows toward random hosts: the batch engine's shape."""
+    hosts = list(net.topo.hosts)
+    for sw in net.switches.values():
+        ports = sorted(sw.ports)
+        for _ in range(data.draw(st.integers(0, 8))):
+            a, b = data.draw(st.sampled_from(hosts)), data.draw(st.sampled_from(hosts))
+            out = data.draw(st.sampled_from(ports + [FLOOD, CONTROLLER, 99]))
+            sw.table.add(Match.build(in_port=data.draw(st.sampled_from(ports)), dl_src=a.mac, dl_dst=b.mac), 1,
+                         (Output(out),) if data.draw(st.integers(0, 9)) else ())
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.sampled_from(TOPOS), st.data())
+def test_cached_checks_after_changes_equal_fresh_checks(spec, data):
+    """Compiled switches and the batch engine's memory are reused between checks; after
+    random changes the results must equal those of a fresh analysis."""
+    net = Net(spec)
+    if data.draw(st.booleans()):
+        _simple_switch_flows(net, data)
+    else:
+        macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
+        ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
+        for sw in net.switches.values():
+            for _ in range(data.draw(st.integers(0, 4))):
+                sw.table.add(data.draw(matches(sorted(sw.ports), macs, ips)), 10,
+                             data.draw(action_lists(sorted(sw.ports), macs, ips)))
+    for _round in range(3):
+        view = net.view(alive={"c0": data.draw(st.booleans())})
+        cached = {k: [(f.message, f.hosts, f.switches) for f in v] for k, v in H.check_all(view).items()}
+        fresh = {k: [(f.message, f.hosts, f.switches) for f in v]
+                 for k, v in H.check_all(view, cache=False).items()}
+        assert cached == fresh
+        for ch in data.draw(changes(net)):
+            _apply(net, ch)
