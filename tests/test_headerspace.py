@@ -429,8 +429,10 @@ def test_batch_engine_and_general_engine_agree(case):
         for pkt in pkts:
             h = pack(pkt.match_fields(ing[1]))
             assert hsa_outcome(ra, h, hosts, names, ca) == hsa_outcome(rg, h, hosts, names, cg)
-    for check in (H.hsa_loops, H.hsa_blackholes, H.hsa_reachability):
+    for check in (H.hsa_loops, H.hsa_blackholes):
         assert {(f.hosts, f.switches) for f in check(view, a)} == {(f.hosts, f.switches) for f in check(view, g)}
+    # (a reachability finding explains itself with one witness header, which may differ)
+    assert {f.hosts for f in H.hsa_reachability(view, a)} == {f.hosts for f in H.hsa_reachability(view, g)}
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

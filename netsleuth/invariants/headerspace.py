@@ -323,7 +323,7 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
             if ids is None or fm & ~mask:  # mixed patterns here, or finer than the classes
                 general.extend(xs)
                 continue
-            memo = pi.memo.get(mask)
+            memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
             if memo is not None and (memo[0] is xs or memo[0] == xs):
                 parts = memo[1]
             else:
@@ -338,7 +338,7 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
                     for x in xs:
                         local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)
                 parts = [(c, lst) for c, lst in local.items() if lst]
-                pi.memo[mask] = (xs, parts)
+                pi.memo[(mask, rounds)] = (xs, parts)
             for code, lst in parts:
                 if code >= 0:
                     t = targets.get((s, code))
@@ -396,20 +396,25 @@ class Analysis:
     _by_tag: dict | None = None
     _reach_cache: dict = field(default_factory=dict)
 
-    def _tagged(self) -> dict[int, dict]:
-        """Batch results bucketed by ingress number (built on first use)."""
+    def _tagged(self, kind: str) -> dict[int, dict]:
+        """Batch results of one kind ("delivered", "punted", "drops") bucketed by ingress
+        number, built on first use."""
         if self._by_tag is None:
-            by: dict[int, dict] = {}
-            b = self.batch
-            for kind, src in (("delivered", b.delivered), ("punted", b.punted), ("drops", b.drops)):
-                for where, xs in src.items():
-                    for x in xs:
-                        d = by.get(x >> _TAG_SHIFT)
-                        if d is None:
-                            d = by[x >> _TAG_SHIFT] = {"delivered": {}, "punted": {}, "drops": {}}
-                        d[kind].setdefault(where, []).append(x)
-            self._by_tag = by
-        return self._by_tag
+            self._by_tag = {}
+        by = self._by_tag.get(kind)
+        if by is None:
+            by = self._by_tag[kind] = {}
+            for where, xs in getattr(self.batch, kind).items():
+                for x in xs:
+                    d = by.get(x >> _TAG_SHIFT)
+                    if d is None:
+                        d = by[x >> _TAG_SHIFT] = {}
+                    lst = d.get(where)
+                    if lst is None:
+                        d[where] = [x]
+                    else:
+                        lst.append(x)
+        return by
 
     def reach(self, ingress: Port) -> Reach:
         """All results for one ingress, batch classes turned into header spaces."""
@@ -426,16 +431,14 @@ class Analysis:
         miss = self.ingress_miss(tag)
         if miss.terms:
             r.punted.setdefault(ingress[0], []).append(miss)
-        mine = self._tagged().get(tag)
-        if mine is None:
-            return r
-        for host, xs in mine["delivered"].items():
+        for host, xs in self._tagged("delivered").get(tag, {}).items():
             r.delivered.setdefault(host, []).append(self._hs(xs))
-        for sw, xs in mine["punted"].items():
+        for sw, xs in self._tagged("punted").get(tag, {}).items():
             r.punted.setdefault(sw, []).append(self._hs(xs))
-        for (sw, p, code), xs in mine["drops"].items():
+        for (sw, p, code), xs in self._tagged("drops").get(tag, {}).items():
             for why, group in self._drop_reasons(sw, p, code, xs):
                 r.drops.append((sw, why, self._hs(group)))
+                r.drop_paths.append(())
         return r
 
     def ingress_miss(self, tag: int) -> HeaderSpace:
@@ -451,11 +454,9 @@ class Analysis:
         """(switch, why, header space) dropped for headers injected at ``ingress``."""
         out = list(self.reaches[ingress].drops) if ingress in self.reaches else []
         if self.batch.drops:
-            mine = self._tagged().get(self.tags[ingress])
-            if mine is not None:
-                for (sw, p, code), xs in mine["drops"].items():
-                    for why, group in self._drop_reasons(sw, p, code, xs):
-                        out.append((sw, why, self._hs(group)))
+            for (sw, p, code), xs in self._tagged("drops").get(self.tags[ingress], {}).items():
+                for why, group in self._drop_reasons(sw, p, code, xs):
+                    out.append((sw, why, self._hs(group)))
         return out
 
     def loops(self, ingress: Port) -> list[tuple[tuple[Port, ...], HeaderSpace]]:
@@ -782,24 +783,50 @@ def _memo_set(key, xs: list[int]) -> set[int]:
     return st
 
 
-_WANTED: list = [None]
+class _Wanted:
+    """Per destination host, the batch classes that are some source's traffic to it, and the
+    (ingress, source) of each class.  Kept between checks and patched per ingress: only
+    ingresses whose entries (or number) changed are recomputed."""
 
+    def __init__(self) -> None:
+        self.by_ingress: dict = {}   # ingress -> (signature, {dst name: [classes]})
+        self.wanted: dict[str, set[int]] = defaultdict(set)
+        self.owner: dict[int, tuple[Port, object]] = {}
+        self.hosts: object = None
 
-def _wanted_sets(a: Analysis, sources: list[tuple[Port, object]], by_mac) -> tuple[dict, dict]:
-    """Per destination host, the classes that are some source's traffic to it, and each
-    class's (ingress, source); rebuilt only when an ingress's entries or number change."""
-    b = a.batch
-    sig = [(a.tags[ing], b.ids_at[a.tags[ing]], src.mac) for ing, src in sources]  # type: ignore[attr-defined]
-    cached = _WANTED[0]
-    if cached is not None and cached[0] is by_mac.get(cached[3]) and len(cached[1]) == len(sig) and all(
-            t1 == t2 and i1 is i2 and m1 == m2 for (t1, i1, m1), (t2, i2, m2) in zip(cached[1], sig)) \
-            and cached[4] == [(ing, src.name) for ing, src in sources]:  # type: ignore[attr-defined]
-        return cached[2]
-    macs = _pair_macs(_PAIR_FIXED)
-    wanted: dict[str, set[int]] = defaultdict(set)
-    owner: dict[int, tuple[Port, object]] = {}
-    for (ing, src), (tag, ids, amac) in zip(sources, sig):
+    def update(self, a: Analysis, sources: list[tuple[Port, object]], by_mac) -> None:
+        b = a.batch
+        hosts = a.view.topology.hosts
+        if hosts is not self.hosts:
+            self.__init__()  # type: ignore[misc]
+            self.hosts = hosts
+        live = set()
+        for ing, src in sources:
+            tag = a.tags[ing]
+            sig = (tag, b.ids_at[tag], src)
+            live.add(ing)
+            old = self.by_ingress.get(ing)
+            if old is not None:
+                if old[0][0] == tag and old[0][1] is sig[1] and old[0][2] is src:
+                    continue
+                self._drop(ing)
+            self._add(ing, src, sig, by_mac)
+        for ing in [i for i in self.by_ingress if i not in live]:
+            self._drop(ing)
+
+    def _drop(self, ing: Port) -> None:
+        _sig, contrib = self.by_ingress.pop(ing)
+        for dname, xs in contrib.items():
+            self.wanted[dname].difference_update(xs)
+            for x in xs:
+                self.owner.pop(x, None)
+
+    def _add(self, ing: Port, src, sig, by_mac) -> None:
+        tag, ids, _src = sig
+        macs = _pair_macs(_PAIR_FIXED)
         shifted = tag << _TAG_SHIFT
+        amac = src.mac
+        contrib: dict[str, list[int]] = {}
         for j in ids:
             sm, dm = macs[j]
             if sm != amac:
@@ -807,13 +834,21 @@ def _wanted_sets(a: Analysis, sources: list[tuple[Port, object]], by_mac) -> tup
             d = by_mac.get(dm)
             if d is None or d is src:
                 continue
-            x = j | shifted
-            wanted[d.name].add(x)
-            owner[x] = (ing, src)
-    first_mac = next(iter(by_mac), None)
-    _WANTED[0] = (by_mac.get(first_mac), sig, (dict(wanted), owner), first_mac,
-                  [(ing, src.name) for ing, src in sources])  # type: ignore[attr-defined]
-    return dict(wanted), owner
+            lst = contrib.get(d.name)
+            if lst is None:
+                contrib[d.name] = [j | shifted]
+            else:
+                lst.append(j | shifted)
+        owner = self.owner
+        pair = (ing, src)
+        for dname, xs in contrib.items():
+            self.wanted[dname].update(xs)
+            for x in xs:
+                owner[x] = pair
+        self.by_ingress[ing] = (sig, contrib)
+
+
+_WANTED = _Wanted()
 
 
 class _PairJudge:
@@ -853,7 +888,8 @@ class _PairJudge:
         a, b = self.a, self.b
         if self._dlv is None:
             self._sets()
-        wanted, owner = _wanted_sets(a, sources, self.by_mac)
+        _WANTED.update(a, sources, self.by_mac)
+        wanted, owner = _WANTED.wanted, _WANTED.owner
         empty: set[int] = set()
         slow: dict[Port, tuple[object, list]] = {}
         comp = self.comp

@@ -134,6 +134,7 @@ class CompiledSwitch:
     def __init__(self, switch: Switch) -> None:
         # No reference to the switch itself: the cache is keyed weakly on it.
         self.ports = switch.ports
+        self.table = switch.table
         self.table_entries = switch.table.entries()
         self.entries = self.table_entries
         self.actions = list(map(_ACTIONS, self.entries))
@@ -162,15 +163,19 @@ class CompiledSwitch:
     # ------------------------------------------------------------ validity
     def still_valid(self, switch: Switch) -> bool:
         """Whether ``switch``'s table and ports are what this was compiled from."""
-        if switch.ports is not self.ports or _port_state(switch) != self.port_state:
+        if switch.table is not self.table or switch.ports is not self.ports \
+                or _port_state(switch) != self.port_state:
             return False
         version = getattr(switch.table, "version", None)
-        if version is not None:
-            return version == self._version
+        if version is not None and self._version is not None:
+            return version == self._version  # a change counter: O(1)
         now = switch.table.entries()
         if now != self.table_entries:  # identity comparison per element first: C speed
             return False
-        return list(map(_ACTIONS, now)) == self.actions  # MODIFY changes actions in place
+        if list(map(_ACTIONS, now)) != self.actions:  # MODIFY changes actions in place
+            return False
+        self._version = version
+        return True
 
     _version: Any = None
 
