@@ -130,6 +130,16 @@ class ControllerProcess:
             return True
         return self.proc is not None and self.proc.poll() is None
 
+    def wait_exit(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the process to end; True if it did."""
+        if self.proc is None or self.external:
+            return False
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def exit_code(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 

@@ -31,8 +31,11 @@ engines with the same semantics:
   (switch, in_port) all entries share one wildcard pattern (say in_port,
   dl_src, dl_dst as os-ken's simple_switch installs), so the headers split
   into disjoint classes keyed by that pattern's bits and each class moves as
-  one hashable int.  All ingresses advance together, one hop per round, and
-  a round costs one dictionary probe per class.  No set algebra is needed.
+  one small int (an interned key id plus the ingress number).  All ingresses
+  advance together, one hop per round, one dictionary probe per class; no
+  set algebra is needed.  Each (switch, in_port) remembers on its compiled
+  index which classes came in last time and how they split, so a check after
+  no or few changes redoes only the cells whose input or table changed.
 * the general engine (:func:`reachable`), a depth-first search over header
   spaces with lazy differences, set-field transfer functions and exact
   preimages back to the injected headers; it takes every class the batch
@@ -68,7 +71,7 @@ except ImportError:  # pragma: no cover
         return f"rule {entry.match or 'catch-all'} priority {entry.priority} sends nothing"
 
 Port = tuple[str, int]
-DEFAULT_BUDGET = 2_000_000  # general-engine branches per ingress before giving up
+DEFAULT_BUDGET = 200_000  # general-engine branches per ingress before giving up (Analysis.truncated)
 
 
 # --------------------------------------------------------------------------- results
@@ -157,7 +160,10 @@ class _Net:
 def reachable(view: NetworkView, src_switch: str, src_port: int,
               header_space: HeaderSpace | None = None, *, budget: int = DEFAULT_BUDGET,
               _net: _Net | None = None) -> Reach:
-    """Push ``header_space`` (default: every header) in at ``src_switch:src_port``."""
+    """Push ``header_space`` (default: every header) in at ``src_switch:src_port`` and
+    return where it goes: the part delivered to each host, punted at each switch, dropped
+    (with where, why and the path) and looping (with the path that revisits a port), all
+    as sets of the headers injected.  Uses the general engine only."""
     net = _net or _Net(view)
     hs = HeaderSpace.all() if header_space is None else header_space
     reach = Reach((src_switch, src_port))
@@ -859,6 +865,9 @@ class _PairJudge:
     the pair is fine iff that class ends at the destination or at a live controller."""
 
     def __init__(self, a: Analysis, ok, comp: dict[str, int]) -> None:
+        if _MEMO_SETS.get("hosts") is not a.view.topology.hosts:  # another network: forget
+            _MEMO_SETS.clear()
+            _MEMO_SETS["hosts"] = a.view.topology.hosts
         self.a = a
         self.b = a.batch
         self.ok = ok

@@ -49,13 +49,21 @@ F_COMPLEX = -3   # several emissions, rewrites before an output, or a special po
 
 Emission = tuple[int, int, tuple[Rewrite, ...]]  # (kind, port, rewrites applied before it)
 
+_PACKERS: dict[tuple[int, ...], Any] = {}
+
+
 def _packer(masks: tuple[int, ...]):
     """A fast ``values -> packed int`` for one wildcard pattern (only its matched fields)."""
-    idx = [i for i in range(1, 12) if masks[i]]
-    if not idx:
-        return lambda vals: 0
-    terms = " | ".join(f"(v[{i}] << {SHIFT[i]})" for i in idx)
-    return eval(f"lambda v: {terms}")  # noqa: S307 - generated from constants only
+    key = tuple(1 if masks[i] else 0 for i in range(1, 12))
+    fn = _PACKERS.get(key)
+    if fn is None:
+        idx = [i for i in range(1, 12) if masks[i]]
+        if not idx:
+            fn = _PACKERS[key] = lambda vals: 0
+        else:
+            terms = " | ".join(f"(v[{i}] << {SHIFT[i]})" for i in idx)
+            fn = _PACKERS[key] = eval(f"lambda v: {terms}")  # noqa: S307 - built from constants only
+    return fn
 
 
 class Group:
@@ -192,40 +200,45 @@ class CompiledSwitch:
         for src in (self._by_port.get(p), self._by_port.get(None)):
             if src:
                 for w, lst in src.items():
-                    pats.setdefault(w, []).extend(lst)
+                    cur = pats.get(w)
+                    pats[w] = lst if cur is None else sorted(cur + lst)  # lists are never changed
         entries = self.entries
+        single = len(pats) == 1
         for w, lst in sorted(pats.items()):
-            lst.sort()
-            first = entries[lst[0]].match
-            masks = first.masks
+            masks = entries[lst[0]].match.masks
             gm = pack(masks)
             g = Group(gm)
             packer = _packer(masks)
             best = g.best
-            for i in lst:
-                key = packer(entries[i].match.values)
-                if key not in best:
+            if single:
+                # One pattern: also the batch engine's index, in the same pass.
+                intern, keys = interner(gm)
+                actions = self.actions
+                by_actions: dict[int, tuple[Any, int]] = {}
+                ids: dict[int, int] = {}
+                for i in lst:
+                    key = packer(entries[i].match.values)
+                    if key in best:
+                        continue  # an identical match ranked lower: never hit here
                     best[key] = i
+                    j = intern.get(key)
+                    if j is None:
+                        j = intern[key] = len(keys)
+                        keys.append(key)
+                    acts = actions[i]
+                    hit = by_actions.get(id(acts))
+                    if hit is None or hit[0] is not acts:
+                        hit = by_actions[id(acts)] = (acts, self.fast_code(i, p))
+                    ids[j] = hit[1]
+                pi.fast_mask = gm
+                pi.ids = ids
+            else:
+                for i in lst:
+                    key = packer(entries[i].match.values)
+                    if key not in best:
+                        best[key] = i
             pi.groups.append(g)
-        if len(pi.groups) == 1:
-            g = pi.groups[0]
-            pi.fast_mask = g.mask
-            intern, keys = interner(g.mask)
-            actions = self.actions
-            by_actions: dict[int, tuple[Any, int]] = {}
-            ids: dict[int, int] = {}
-            for key, i in g.best.items():
-                j = intern.get(key)
-                if j is None:
-                    j = intern[key] = len(keys)
-                    keys.append(key)
-                acts = actions[i]
-                hit = by_actions.get(id(acts))
-                if hit is None or hit[0] is not acts:
-                    hit = by_actions[id(acts)] = (acts, self.fast_code(i, p))
-                ids[j] = hit[1]
-            pi.ids = ids
-        elif not pi.groups:
+        if not pats:
             pi.fast_mask = 0
             pi.ids = {}
         return pi

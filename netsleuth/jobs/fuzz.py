@@ -139,9 +139,7 @@ async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str,
 
 def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int) -> bool:
     """One invariant round; True when a violation just became persistent."""
-    for c in s.controllers:
-        if s.world.controllers_alive.get(c.name, True) and not c.alive():
-            s.world.set_controller_alive(c.name, False)  # died on its own: a real crash
+    s.note_controller_deaths()
     loops_before = getattr(s, "_loops_seen", 0)
     loops = [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
     s._loops_seen = len(loops)  # type: ignore[attr-defined]

@@ -133,9 +133,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
         for _ in range(max(1, persist)):
             await asyncio.sleep(0.1)
             await rt.settle(quiet=0.03, timeout=1.0)
-            for c in s.controllers:
-                if s.world.controllers_alive.get(c.name, True) and not c.alive():
-                    s.world.set_controller_alive(c.name, False)
+            s.note_controller_deaths()
             findings = registry.check(s.world.view(), invariants)
             findings += [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
             rounds.append(findings)

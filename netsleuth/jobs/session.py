@@ -74,6 +74,7 @@ class Session:
     header_extra: dict = field(default_factory=dict)
     isolation: Path | None = None
     topology: Topology | None = None  # given as a description (e.g. from a trace header) instead of a spec
+    _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.topo = self.topology or parse_topo(self.topo_spec)
@@ -168,6 +169,29 @@ class Session:
             self.recorder(ts.ControllerEvent, controller=c.name, what="started",
                           detail=f"{c.spec.text} on {c.host}:{c.port}")
         return self.world.apply_recorded(e)
+
+    def note_controller_deaths(self, grace: float = 1.0) -> None:
+        """Mark controllers whose process died on its own (a real crash, not an injected one).
+
+        A dying controller closes its sockets a moment before its process is gone, so a
+        check in between would blame the switches ("not connected") instead of the
+        controller.  When every connection to a controller has just gone down, give its
+        process ``grace`` seconds to exit before judging; once per such episode.
+        """
+        world = self.world
+        waited = self._death_waited
+        for c in self.controllers:
+            if not world.controllers_alive.get(c.name, True) or c.external:
+                continue
+            conns = [k for k in world.connections.values() if k.controller == c.name]
+            all_down = bool(conns) and not any(k.up for k in conns)
+            if not all_down:
+                waited.discard(c.name)
+            elif c.name not in waited and c.alive():
+                waited.add(c.name)
+                c.wait_exit(grace)
+            if not c.alive():
+                world.set_controller_alive(c.name, False)
 
     def record_finding(self, f: Any, persistent: bool, details: dict | None = None) -> Any:
         v = self.recorder(ts.Violation, invariant=f.invariant, message=f.message, persistent=persistent,
