@@ -8,6 +8,7 @@ when there are any) and exit code 2; violations give exit code 1.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -292,6 +293,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
 
 
+# Further command groups live beside the code they drive; each module has
+# ``add_commands(sub)`` that adds its subparsers (with ``func`` set as above).
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="netsleuth", description="Test and troubleshoot SDN control software.")
     parser.add_argument("--version", action="version", version=f"netsleuth {__version__}")
@@ -374,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--topo", help="the topology it was recorded on (default: inferred from the trace)")
     im.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     im.set_defaults(func=cmd_import)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).add_commands(sub)
     return parser
 
 
