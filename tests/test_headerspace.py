@@ -473,7 +473,7 @@ def test_findings_agree_with_concrete_packets(case):
         assert (pkt.eth_src, pkt.eth_dst) == (s.mac, d.mac)
         sw, port = f.details["ingress"].split(":")
         o = trace_packet(view, sw, int(port), pkt)
-        punt_ok = o.punted and all(H._controller_ok(view, x) for x in o.punted)
+        punt_ok = o.punted and all(H.controller_ok(view, x) for x in o.punted)
         assert dst not in o.delivered and not punt_ok, f.message
     # and every connected pair whose concrete ICMP echo fails is reported
     from netsleuth.invariants.forwarding import check_reachability

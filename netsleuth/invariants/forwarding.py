@@ -127,7 +127,7 @@ def pair_outcomes(view: NetworkView) -> list[tuple[str, str, PathOutcome]]:
     return results
 
 
-def _controller_ok(view: NetworkView, switch: str) -> bool:
+def controller_ok(view: NetworkView, switch: str) -> bool:
     dpid = view.topology.switch(switch).dpid
     if dpid not in view.connected_dpids:
         return False
@@ -168,7 +168,7 @@ def check_reachability(view: NetworkView, outcomes=None) -> list[Finding]:
     for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
         if dst in o.delivered:
             continue
-        if o.punted and all(_controller_ok(view, s) for s in o.punted):
+        if o.punted and all(controller_ok(view, s) for s in o.punted):
             continue
         if o.loops:
             why = "they loop"

@@ -55,7 +55,7 @@ from typing import Iterable, Mapping
 
 import networkx as nx
 
-from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.forwarding import Finding, controller_ok
 from netsleuth.invariants.hsa_compile import (CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled,
                                               interner)
 from netsleuth.invariants.hsa_space import (SHIFT_BY_NAME, HeaderSpace, Rewrite,
@@ -589,16 +589,6 @@ def _host_location(view: NetworkView, host: str) -> Port:
     return loc(host) if loc is not None else view.topology.host_location(host)
 
 
-def _controller_ok(view: NetworkView, switch: str) -> bool:
-    dpid = view.topology.switch(switch).dpid
-    if dpid not in view.connected_dpids:
-        return False
-    names = view.controllers_of.get(dpid)
-    if names:
-        return any(view.controllers_alive.get(n, False) for n in names)
-    return any(view.controllers_alive.values())
-
-
 def _analysis(view: NetworkView, outcomes: object) -> Analysis:
     if isinstance(outcomes, Analysis) and outcomes.view is view:
         return outcomes
@@ -742,7 +732,7 @@ def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> lis
     def ok(sw: str) -> bool:
         v = ok_cache.get(sw)
         if v is None:
-            v = ok_cache[sw] = _controller_ok(view, sw)
+            v = ok_cache[sw] = controller_ok(view, sw)
         return v
 
     judge = _PairJudge(a, ok, comp)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants import forwarding
+from netsleuth.invariants import forwarding, headerspace
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.view import NetworkView
 
@@ -56,10 +56,13 @@ def register(inv: Invariant) -> Invariant:
 
 
 register(Invariant("liveness", "controller processes alive and every live switch connected", _liveness))
-register(Invariant("loops", "no host-to-host packet loops through the flow tables", forwarding.check_loops))
-register(Invariant("blackholes", "no host-to-host packet is dropped inside the network", forwarding.check_blackholes))
+# loops, blackholes and reachability are decided over every header a host can
+# send (header-space analysis), not only the packets a test happened to send.
+register(Invariant("loops", "no header a host can send loops through the flow tables", headerspace.check_loops))
+register(Invariant("blackholes", "no header a host sends to a host it is connected to is dropped inside the network",
+                   headerspace.check_blackholes))
 register(Invariant("reachability", "every physically connected host pair can reach each other "
-                   "(through the tables or a live controller)", forwarding.check_reachability))
+                   "(through the tables or a live controller)", headerspace.check_reachability))
 register(Invariant("dataplane-loops", "no real packet revisits a (switch, in_port)", None, observed=True))
 register(Invariant("isolation", "host pairs in the isolation policy cannot reach each other",
                    forwarding.check_isolation))
@@ -84,13 +87,18 @@ def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:
     return out
 
 
+_HSA = {"loops", "blackholes", "reachability"}
+
+
 def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
-    """Run the view-based invariants, tracing host pairs once for all of them."""
+    """Run the view-based invariants, sharing one analysis between those that need it:
+    the header-space analysis for loops/blackholes/reachability, the concrete pair
+    traces for isolation (the policy is about the packets one host sends another)."""
     names = {i.name for i in invariants}
-    needs_pairs = bool(names & {"loops", "blackholes", "reachability"}) or ("isolation" in names and view.isolation)
-    outcomes = forwarding.pair_outcomes(view) if needs_pairs else []
+    analysis = headerspace.analyze(view) if names & _HSA else None
+    pairs = forwarding.pair_outcomes(view) if "isolation" in names and view.isolation else []
     findings: list[Finding] = []
     for inv in invariants:
         if inv.check is not None:
-            findings.extend(inv.check(view, outcomes))
+            findings.extend(inv.check(view, analysis if inv.name in _HSA else pairs))
     return findings
