@@ -184,9 +184,12 @@ def _remove_identical(lst: list[FlowEntry], entry: FlowEntry) -> None:
 class FlowTable:
     """A single OpenFlow 1.0 flow table (see the module docstring for the rules)."""
 
-    __slots__ = ("_entries", "_exact", "_groups", "_group_order", "_sorted", "_timed")
+    __slots__ = ("_entries", "_exact", "_groups", "_group_order", "_sorted", "_timed", "version")
 
     def __init__(self) -> None:
+        # Bumped by every change of entries or actions (not counters): lets analyses
+        # cache per table and tell "unchanged" in O(1) (see invariants/hsa_compile.py).
+        self.version = 0
         self._entries: dict[tuple[Match, int], FlowEntry] = {}
         self._exact: dict[tuple[int, ...], list[FlowEntry]] = {}  # each list: priority descending
         self._groups: dict[tuple[int, ...], _Group] = {}
@@ -226,6 +229,8 @@ class FlowTable:
             e.actions = actions
             if cookie is not None:
                 e.cookie = cookie
+        if selected:
+            self.version += 1
         return selected
 
     def delete(self, match: Match, *, strict: bool, priority: int = 0, out_port: int = OFPP_NONE) -> list[FlowEntry]:
@@ -341,6 +346,7 @@ class FlowTable:
         m = entry.match
         key = (m, entry.priority)
         self._entries[key] = entry
+        self.version += 1
         if entry.idle_timeout or entry.hard_timeout:
             self._timed[key] = entry
         self._sorted = None
@@ -359,6 +365,7 @@ class FlowTable:
         m = entry.match
         key = (m, entry.priority)
         del self._entries[key]
+        self.version += 1
         self._timed.pop(key, None)
         self._sorted = None
         if m.wildcards == 0:
