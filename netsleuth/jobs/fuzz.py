@@ -20,6 +20,7 @@ from netsleuth.invariants.persistence import PersistenceTracker
 from netsleuth.jobs.session import JobResult, Progress, Session
 from netsleuth.policies.fuzz import FuzzState, Fuzzer, Planned, Rates
 from netsleuth.runtime.driver import Runtime
+from netsleuth.trace import schema as ts
 
 
 
@@ -97,44 +98,28 @@ def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzSta
     )
 
 
+# Inputs whose details the World decides (the packet, the free port, the fingerprint of
+# the message held) and records; the fuzzer only names the intent.
+_DECIDED_BY_WORLD = {
+    "traffic": lambda w, a: (w.inject_traffic(a["host"], a["dst"], a["what"]), [])[1],
+    "host_migration": lambda w, a: w.migrate_host(a["host"], a["new_switch"]),
+    "dataplane_drop": lambda w, a: w.drop_next_packet(a["node"], a["port"]),
+    "dataplane_delay": lambda w, a: w.delay_next_packet(a["node"], a["port"], a["seconds"]),
+    "control_delay": lambda w, a: w.delay_next_message(a["switch"], a["controller"], a["direction"], a["seconds"]),
+}
+
+
 async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str, int]]) -> list[Effect]:
-    w = s.world
-    kind = p.kind
-    if kind == "switch_failure":
-        return w.fail_switch(p.get("switch"))
-    if kind == "switch_recovery":
-        return w.recover_switch(p.get("switch"))
-    if kind in ("link_failure", "link_recovery"):
-        link = (p.get("node1"), p.get("port1"), p.get("node2"), p.get("port2"))
-        if kind == "link_failure":
-            failed_links.append(link)
-            return w.fail_link(link[0], link[1])
-        failed_links.remove(link)
-        return w.recover_link(link[0], link[1])
-    if kind == "controller_crash":
-        name = p.get("controller")
-        s.controller_named(name).kill()
-        return w.crash_controller(name)
-    if kind == "controller_recovery":
-        name = p.get("controller")
-        await asyncio.to_thread(s.controller_named(name).start)
-        return w.recover_controller(name)
-    if kind == "channel_block":
-        return w.block_channel(p.get("switch"), p.get("controller"))
-    if kind == "channel_unblock":
-        return w.unblock_channel(p.get("switch"), p.get("controller"))
-    if kind == "host_migration":
-        return w.migrate_host(p.get("host"), p.get("new_switch"))
-    if kind == "traffic":
-        w.inject_traffic(p.get("host"), p.get("dst"), p.get("what"))
-        return []
-    if kind == "dataplane_drop":
-        return w.drop_next_packet(p.get("node"), p.get("port"))
-    if kind == "dataplane_delay":
-        return w.delay_next_packet(p.get("node"), p.get("port"), p.get("seconds"))
-    if kind == "control_delay":
-        return w.delay_next_message(p.get("switch"), p.get("controller"), p.get("direction"), p.get("seconds"))
-    raise ValueError(f"unknown input kind {kind!r}")
+    """Carry out one planned input; the rest go exactly as a recorded input is replayed
+    (Session.apply_input), so crashing and restarting controllers lives in one place."""
+    args = dict(p.args)
+    if p.kind in _DECIDED_BY_WORLD:
+        return _DECIDED_BY_WORLD[p.kind](s.world, args)
+    if p.kind in ("link_failure", "link_recovery"):
+        link = (args["node1"], args["port1"], args["node2"], args["port2"])
+        (failed_links.append if p.kind == "link_failure" else failed_links.remove)(link)
+    # Only the parameters matter to apply_input; the World records the real event (id, deps).
+    return await s.apply_input(ts.EVENT_KINDS[p.kind](seq=0, t=0.0, id="planned", **args))
 
 
 def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int) -> bool:
