@@ -89,38 +89,30 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
             writers_by_dpid[events[n].dpid] |= 1 << p
 
     races: list[Race] = []
-    # write/write
-    for p, n in enumerate(op_nodes):
-        ev = events[n]
-        wops = [op for op in ev.ops if op.kind == WRITE]
-        if not wops:
-            continue
-        cand = writers_by_dpid[ev.dpid] & ~related[p] & ~((2 << p) - 1)
-        while cand:
-            low = cand & -cand
-            q = low.bit_length() - 1
-            cand ^= low
-            m = op_nodes[q]
-            for a in wops:
-                for b in events[m].ops:
-                    if b.kind == WRITE:
-                        races.append(Race(WW, n, a, m, b))
-    # read/write
-    for p, n in enumerate(op_nodes):
-        ev = events[n]
-        rops = [op for op in ev.ops if op.kind == READ]
-        if not rops:
-            continue
-        cand = writers_by_dpid[ev.dpid] & ~related[p]
-        while cand:
-            low = cand & -cand
-            q = low.bit_length() - 1
-            cand ^= low
-            m = op_nodes[q]
-            for a in rops:
-                for b in events[m].ops:
-                    if b.kind == WRITE:
-                        races.append(Race(RW, n, a, m, b))
+
+    def pair_with_writers(kind: str, op_kind: str, later_only: bool) -> None:
+        """Every ``op_kind`` op against every unrelated write on the same switch (for
+        write/write only the later write of each pair, so no race is counted twice)."""
+        for p, n in enumerate(op_nodes):
+            ev = events[n]
+            ops = [op for op in ev.ops if op.kind == op_kind]
+            if not ops:
+                continue
+            cand = writers_by_dpid[ev.dpid] & ~related[p]
+            if later_only:
+                cand &= ~((2 << p) - 1)
+            while cand:
+                low = cand & -cand
+                q = low.bit_length() - 1
+                cand ^= low
+                m = op_nodes[q]
+                for a in ops:
+                    for b in events[m].ops:
+                        if b.kind == WRITE:
+                            races.append(Race(kind, n, a, m, b))
+
+    pair_with_writers(WW, WRITE, later_only=True)
+    pair_with_writers(RW, READ, later_only=False)
 
     # commutativity
     for r in races:
