@@ -19,6 +19,7 @@ from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import Packet, arp_request, icmp_echo, udp_packet
 from netsleuth.model.switch import NO_BUFFER, Emit, Switch, ToController, port_hw_addr
 from netsleuth.openflow import codec
+from wire import round_trip
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
 # Big enough that every miss_send_len used below truncates it.
@@ -34,14 +35,6 @@ def wire(msg, xid: int = 1):
     return codec.decode(codec.encode(msg))
 
 
-def reread(msg):
-    """What the controller receives: the switch's message encoded and decoded."""
-    data = codec.encode(msg)
-    back = codec.decode(data)
-    assert codec.encode(back) == data
-    return back
-
-
 class Rig:
     """One switch plus a clock; ``send`` returns (decoded messages, emits)."""
 
@@ -53,7 +46,7 @@ class Rig:
         msgs, emits = [], []
         for o in outputs:
             if isinstance(o, ToController):
-                msgs.append(reread(o.msg))
+                msgs.append(round_trip(o.msg))
             else:
                 assert isinstance(o, Emit)
                 emits.append(o)

@@ -23,17 +23,11 @@ from netsleuth.model.packet import Packet
 from netsleuth.model.switch import NO_BUFFER
 from netsleuth.model.topology import parse_topo
 from netsleuth.openflow import codec
+from wire import round_trip
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter, read_trace
 
 STEP = 0.001  # virtual seconds per fired event
-
-
-def via_wire(msg):
-    data = codec.encode(msg)
-    back = codec.decode(data)
-    assert codec.encode(back) == data
-    return back
 
 
 class Controller:
@@ -56,10 +50,10 @@ class Controller:
     def send(self, conn: int, msg) -> None:
         self.xid += 1
         msg.xid = self.xid
-        self.world.from_controller(conn, via_wire(msg))
+        self.world.from_controller(conn, round_trip(msg))
 
     def deliver(self, conn: int, raw) -> None:
-        msg = via_wire(raw)
+        msg = round_trip(raw)
         self.received.append((conn, msg))
         if isinstance(msg, P.OFPSwitchFeatures):
             self.dpid[conn] = msg.datapath_id
@@ -156,7 +150,7 @@ def test_without_controller_answers_ping_fails():
     world.inject_ping("h1", "h3", 1, 1)
     delivered = world.drain()
     assert world.quiescent()
-    assert delivered and all(isinstance(via_wire(d.msg), P.OFPPacketIn) for d in delivered)
+    assert delivered and all(isinstance(round_trip(d.msg), P.OFPPacketIn) for d in delivered)
     assert not world.hosts["h1"].got_reply(ip(world, "h3"), 1, 1)
 
 
@@ -169,7 +163,7 @@ def test_enabled_lists_channel_heads_oldest_first_and_fire_refuses_non_heads():
     for conn, xid in ((c1, 1), (c2, 2), (c1, 3)):
         msg = P.OFPEchoRequest(DP, data=bytes([xid]))
         msg.xid = xid
-        world.from_controller(conn, via_wire(msg))
+        world.from_controller(conn, round_trip(msg))
     world.inject_ping("h2", "h1", 1, 1)  # an ARP request on the wire h2 -> s2
     assert world.pending_count() == 4
     heads = world.enabled()
@@ -198,11 +192,11 @@ def test_enabled_lists_channel_heads_oldest_first_and_fire_refuses_non_heads():
     assert isinstance(replies[c1], P.OFPEchoReply) and replies[c1].xid == 1
     assert isinstance(replies[c2], P.OFPPacketIn) and replies[c2].in_port == heads[2].port
     out = world.drain()
-    echoes = [(d.conn, via_wire(d.msg).xid, via_wire(d.msg).data) for d in out
+    echoes = [(d.conn, round_trip(d.msg).xid, round_trip(d.msg).data) for d in out
               if isinstance(d.msg, P.OFPEchoReply)]
     assert [e for e in echoes if e[0] == c1] == [(c1, 1, b"\x01"), (c1, 3, b"\x03")]
     assert [e for e in echoes if e[0] == c2] == [(c2, 2, b"\x02")]
-    assert [type(via_wire(d.msg)) for d in out if d.conn == c2] == [P.OFPPacketIn, P.OFPEchoReply]
+    assert [type(round_trip(d.msg)) for d in out if d.conn == c2] == [P.OFPPacketIn, P.OFPEchoReply]
     assert world.quiescent() and world.enabled() == []
 
 
@@ -254,7 +248,7 @@ def test_link_down_drops_packets_in_flight_and_sends_port_status_on_both_ends():
     dropped_before = world.stats.dropped_packets
 
     world.set_link("s1", 2, False)
-    status = [(world.connections[e.conn].dpid, via_wire(e.msg)) for e in world.enabled()
+    status = [(world.connections[e.conn].dpid, round_trip(e.msg)) for e in world.enabled()
               if isinstance(e, ToController) and isinstance(e.msg, P.OFPPortStatus)]
     assert sorted(d for d, _ in status) == [1, 2]
     for _, st in status:
