@@ -6,7 +6,7 @@
 PYTHON ?= python3
 VENV := .venv
 CTL := .venv-controller
-DEBS := openvswitch-switch tshark
+DEBS := openvswitch-switch tshark chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup debs demo test bench clean
@@ -34,8 +34,20 @@ debs:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# The main job end to end: fuzz the real simple_switch with host migrations until
+# a persistent violation (exit 1 = found one), then delta-debug the trace down to
+# its minimal causal sequence.
+# Real timing varies run to run, so it tries a few seeds (most find one at the first).
+DEMO_FUZZ := --controller osken:os_ken.app.simple_switch --topo linear,3 --steps 400 \
+	--rate host_migration=0.03 --rate traffic=0.3
+
 demo: setup
-	$(VENV)/bin/netsleuth run --controller osken:os_ken.app.simple_switch --topo linear,3 --pingall --out demo-out
+	rm -rf demo-out
+	for seed in 1 2 3 4 5; do \
+	  rm -rf demo-out/fuzz; $(VENV)/bin/netsleuth fuzz $(DEMO_FUZZ) --seed $$seed --out demo-out/fuzz; rc=$$?; \
+	  [ $$rc -ne 0 ] && break; \
+	done; [ $$rc -eq 1 ]
+	$(VENV)/bin/netsleuth minimize demo-out/fuzz/trace.jsonl --out demo-out/minimize --jobs 2
 
 test: setup
 	$(VENV)/bin/python -m pytest -q
