@@ -1,0 +1,125 @@
+"""Benchmark: the trace tools (pcap, diff, reduce, trace-packet) on a real fuzz trace.
+
+Records a fuzz trace of os-ken's simple_switch (or takes ``--trace``), then
+times each tool in-process on it:
+
+* pcap: building the control-channel (+ dataplane) pcap, and tshark reading
+  it back (the check: every OpenFlow message decoded);
+* diff: the trace against itself (every event keyed and paired);
+* reduce: the headless rebuild with provenance, at the end of the trace;
+* trace-packet: every traffic input, one full rebuild each (median and max).
+
+Prints a rich table and writes ``bench/results/tools.json``.
+
+    .venv/bin/python bench/tools.py                      # fuzz linear,4 for 300 rounds first
+    .venv/bin/python bench/tools.py --trace OUT/trace.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from netsleuth.tools.diff import diff_events  # noqa: E402
+from netsleuth.tools.pcap import build_pcap  # noqa: E402
+from netsleuth.tools.reduce import reduce_trace  # noqa: E402
+from netsleuth.tools.trace_packet import trace_packet  # noqa: E402
+from netsleuth.trace import schema as ts  # noqa: E402
+from netsleuth.trace.io import read_trace  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "tools.json"
+
+
+def record(out: Path, steps: int, seed: int) -> Path:
+    from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+    from netsleuth.policies.fuzz import Rates
+
+    rates = Rates({"traffic": 0.5, "host_migration": 0.01, "switch_failure": 0.005, "switch_recovery": 0.2,
+                   "link_failure": 0.01, "link_recovery": 0.2})
+    fuzz(FuzzOptions("osken:os_ken.app.simple_switch", "linear,4", out, steps=steps, seed=seed, rates=rates,
+                     keep_going=True, round_seconds=0.02))
+    return out / "trace.jsonl"
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, help="an existing trace (default: record one)")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-tools-"))
+    path = args.trace or record(tmp / "fuzz", args.steps, args.seed)
+    trace, t_read = timed(lambda: read_trace(path))
+    events = trace.events
+    n_of = sum(1 for e in events if isinstance(e, (ts.ControlToSwitch, ts.ControlToController)))
+    rows: dict[str, dict] = {"read": {"seconds": round(t_read, 4)}}
+
+    export, t = timed(lambda: build_pcap(events, dataplane=True))
+    pcap = tmp / "all.pcap"
+    pcap.write_bytes(export.data)
+    rows["pcap"] = {"seconds": round(t, 4), "frames": export.frames, "of_messages": n_of}
+    if shutil.which("tshark"):
+        proc, t = timed(lambda: subprocess.run(["tshark", "-r", str(pcap), "-Y", "openflow_v1", "-T", "fields",
+                                                "-e", "openflow_1_0.type", "-E", "occurrence=a",
+                                                "-E", "aggregator=,"], capture_output=True, text=True))
+        decoded = sum(len(line.split(",")) for line in proc.stdout.split())
+        rows["tshark"] = {"seconds": round(t, 4), "decoded": decoded, "of_messages": n_of,
+                          "decoded_fraction": round(decoded / n_of, 4) if n_of else None}
+
+    d, t = timed(lambda: diff_events(events, events))
+    rows["diff"] = {"seconds": round(t, 4), "common": d.common}
+
+    r, t = timed(lambda: reduce_trace(trace, at_end=True))
+    rows["reduce"] = {"seconds": round(t, 4), "flow_mods": len(r.kept) + len(r.dropped), "kept": len(r.kept),
+                      "dropped_by_reason": r.reasons()}
+
+    times, outcomes = [], {}
+    for e in events:
+        if isinstance(e, ts.TrafficInjection):
+            rep, t = timed(lambda e=e: trace_packet(trace, e.id))
+            times.append(t)
+            outcomes[rep.outcome] = outcomes.get(rep.outcome, 0) + 1
+    rows["trace-packet"] = {"packets": len(times), "median_seconds": round(statistics.median(times), 4) if times
+                            else None, "max_seconds": round(max(times), 4) if times else None,
+                            "outcomes": dict(sorted(outcomes.items()))}
+
+    table = Table(title=f"netsleuth trace tools on {len(events)} events ({path})")
+    table.add_column("tool")
+    table.add_column("seconds", justify="right")
+    table.add_column("figures")
+    for name, row in rows.items():
+        secs = row.get("seconds", row.get("median_seconds"))
+        table.add_row(name, f"{secs}" + (" (median)" if "median_seconds" in row else ""),
+                      ", ".join(f"{k}={v}" for k, v in row.items() if not k.endswith("seconds")))
+    Console().print(table)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"trace": str(path), "events": len(events), "of_messages": n_of,
+                                   "python": platform.python_version(), "results": rows}, indent=2,
+                                  sort_keys=True) + "\n")
+    print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

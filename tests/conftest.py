@@ -1,0 +1,48 @@
+"""Fixtures shared by several test files: real traces recorded against real controllers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
+
+
+@pytest.fixture(scope="session")
+def migration_blackhole_trace(tmp_path_factory) -> Path:
+    """A fuzz trace of simple_switch on linear,3 ending in the migration blackhole.
+
+    Same rates and seeds as tests/test_replay.py's fixture: a host moves, the
+    learned flow still points at its old port. Seed 1 usually finds it in ~3 s.
+    """
+    from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+    from netsleuth.policies.fuzz import Rates
+
+    out = tmp_path_factory.mktemp("blackhole")
+    rates = Rates({"host_migration": 0.03, "traffic": 0.3})
+    for seed in range(1, 6):
+        result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed, rates=rates))
+        if any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
+            return out / str(seed) / "trace.jsonl"
+    pytest.fail("fuzzing found no migration blackhole")
+
+
+@pytest.fixture(scope="session")
+def tools_fuzz_trace(tmp_path_factory) -> Path:
+    """A mixed fuzz trace of simple_switch on linear,3 for pcap/diff/reduce/trace-packet (~7 s).
+
+    Seeded inputs of every kind that shapes flow tables and packet paths:
+    traffic (ICMP, ARP, TCP SYN), host moves (the blackhole), switch failures
+    and recoveries (tables lost), link failures. Short rounds keep it fast;
+    --keep-going so it runs all its steps (several hundred events).
+    """
+    from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+    from netsleuth.policies.fuzz import Rates
+
+    out = tmp_path_factory.mktemp("tools_fuzz")
+    rates = Rates({"traffic": 0.5, "host_migration": 0.03, "switch_failure": 0.03, "switch_recovery": 0.3,
+                   "link_failure": 0.03, "link_recovery": 0.3})
+    fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out, steps=100, seed=1, rates=rates, keep_going=True,
+                     round_seconds=0.02))
+    return out / "trace.jsonl"
