@@ -244,6 +244,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         table.add_row("MCS reproduces", f"{d['reproduction_rate']:.0%} of {d['reproduction']['replays']} replays")
     table.add_row("seconds", str(d["seconds"]))
     table.add_row("MCS trace", str(Path(args.out) / "mcs.jsonl"))
+    if d.get("report"):
+        table.add_row("report", d["report"]["html"])
     out.print(table)
     out.print("minimal causal sequence:")
     for line in d["mcs_in_words"]:
@@ -296,6 +298,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 # Further command groups live beside the code they drive; each module has
 # ``add_commands(sub)`` that adds its subparsers (with ``func`` set as above).
 COMMAND_MODULES: tuple[str, ...] = (
+    "netsleuth.tools.cli",
 )
 
 

@@ -28,32 +28,45 @@ class Rebuilt:
     last_seq: int       # seq of the last event applied
 
 
+def new_world(header: ts.TraceHeader) -> World:
+    """A fresh World on the trace's topology, on a virtual clock, keeping no trace of its own."""
+    return World(Topology.from_json(header.topology), VirtualClock(), record_packets=False)
+
+
+def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:
+    """Apply one recorded event to ``world`` (``conns``: recorded conn id -> rebuilt conn id).
+
+    Separate from :func:`replay_states` so that a stepper can interleave its
+    own injected inputs between recorded events (``netsleuth step``).
+    """
+    clock = world.clock
+    if e.t > clock.now():
+        clock.set(e.t)  # type: ignore[attr-defined]
+    if isinstance(e, (ts.ControlToSwitch, ts.SwitchConnected)) and e.conn not in conns:
+        conns[e.conn] = world.open_connection(e.dpid, e.controller)
+        world.controllers_alive[e.controller] = True
+    if isinstance(e, ts.ControlToSwitch):
+        switch = world.by_dpid.get(e.dpid)
+        if switch is None:
+            raise TraceFormatError(f"event {e.seq} addresses switch dpid {e.dpid}, not in the trace's topology",
+                                   "the trace header's topology must be the one that was recorded")
+        if world.switch_up[switch.name]:
+            switch.handle_message(conns[e.conn], msg_from_json(e.msg), e.t)
+    elif isinstance(e, ts.SwitchConnected):
+        world.connections[conns[e.conn]].features_replied = True
+    elif isinstance(e, ts.SwitchDisconnected) and e.conn in conns:
+        world.close_connection(conns.pop(e.conn), e.reason)
+    elif e.is_input and not isinstance(e, ts.TrafficInjection):
+        world.apply_recorded(e)  # traffic changes no table by itself; its effects are recorded
+    world.tick()
+
+
 def replay_states(header: ts.TraceHeader, events: Iterable[ts.Event]) -> Iterator[tuple[ts.Event, World]]:
     """Apply the trace event by event; yield (event, world) after each one."""
-    topo = Topology.from_json(header.topology)
-    clock = VirtualClock()
-    world = World(topo, clock, record_packets=False)
+    world = new_world(header)
     conns: dict[int, int] = {}  # recorded conn id -> rebuilt conn id
     for e in events:
-        if e.t > clock.now():
-            clock.set(e.t)
-        if isinstance(e, (ts.ControlToSwitch, ts.SwitchConnected)) and e.conn not in conns:
-            conns[e.conn] = world.open_connection(e.dpid, e.controller)
-            world.controllers_alive[e.controller] = True
-        if isinstance(e, ts.ControlToSwitch):
-            switch = world.by_dpid.get(e.dpid)
-            if switch is None:
-                raise TraceFormatError(f"event {e.seq} addresses switch dpid {e.dpid}, not in the trace's topology",
-                                       "the trace header's topology must be the one that was recorded")
-            if world.switch_up[switch.name]:
-                switch.handle_message(conns[e.conn], msg_from_json(e.msg), e.t)
-        elif isinstance(e, ts.SwitchConnected):
-            world.connections[conns[e.conn]].features_replied = True
-        elif isinstance(e, ts.SwitchDisconnected) and e.conn in conns:
-            world.close_connection(conns.pop(e.conn), e.reason)
-        elif e.is_input and not isinstance(e, ts.TrafficInjection):
-            world.apply_recorded(e)  # traffic changes no table by itself; its effects are recorded
-        world.tick()
+        apply_event(world, conns, e)
         yield e, world
 
 

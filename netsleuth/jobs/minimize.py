@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from netsleuth.errors import TraceFormatError
+from netsleuth.jobs.minimize_report import write_report
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
@@ -114,4 +115,5 @@ def _write(out: Path, trace: ts.Trace, data: dict, result: MinimizationResult) -
     rewritten = {e.id: e for e in result.mcs}
     events = [rewritten.get(e.id, e) if e.is_input else e for e in kept]
     write_trace(out / "mcs.jsonl", ts.Trace(trace.header, events))
+    data["report"] = write_report(out, data)  # sizes.png, mcs.html (diagram), report.html
     (out / "result.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,115 @@
+"""The minimizer's human report: MCS size per iteration (PNG), the MCS's diagram, one HTML page.
+
+``netsleuth minimize`` writes result.json for machines; people want to see
+how fast delta debugging converged and what the minimal trace looks like.
+This module writes, next to ``mcs.jsonl``:
+
+* ``sizes.png``: inputs left after each iteration (matplotlib, Agg backend:
+  no display needed, same bytes for the same data);
+* ``mcs.html``: the space-time diagram of ``mcs.jsonl`` (tools/viz.py), and
+  ``mcs-replay.html`` of a confirmation replay of the MCS when one is on disk;
+* ``report.html``: target, before/after, the plot, the MCS in words, a link
+  to the diagram.
+
+Kept out of jobs/minimize.py so that file only calls :func:`write_report`.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from netsleuth.tools.viz import viz
+
+
+def plot_sizes(sizes: list[int], passes: list[str], out: Path) -> None:
+    """Step plot of the inputs left per iteration, one marker colour per pass (ddmin, confirm, ...)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: a file, on any machine
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
+    try:
+        xs = list(range(len(sizes)))
+        ax.step(xs, sizes, where="post", color="#1f77b4", linewidth=2)
+        names = list(dict.fromkeys(passes))
+        for k, name in enumerate(names):
+            pts = [(x, s) for x, s, p in zip(xs, sizes, passes) if p == name]
+            ax.plot([x for x, _ in pts], [s for _, s in pts], "o", markersize=4, label=name, color=f"C{k + 1}")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("inputs in the candidate MCS")
+        ax.set_title(f"MCS size per iteration: {sizes[0] if sizes else 0} -> {sizes[-1] if sizes else 0} inputs")
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(True, alpha=0.3)
+        if names:
+            ax.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        # No timestamp in the metadata: the same run gives the same file.
+        fig.savefig(out, format="png", metadata={"Software": None})
+    finally:
+        plt.close(fig)
+
+
+def write_report(out: Path, data: dict[str, Any]) -> dict[str, str]:
+    """Write sizes.png, mcs.html (if mcs.jsonl exists) and report.html in ``out``; return their paths."""
+    out = Path(out)
+    iterations = data.get("iterations") or []
+    sizes = [int(it["inputs"]) for it in iterations] or list(data.get("sizes") or [])
+    passes = [str(it.get("pass", "")) for it in iterations] or [""] * len(sizes)
+    files: dict[str, str] = {}
+    plot = out / "sizes.png"
+    plot_sizes(sizes, passes, plot)
+    files["plot"] = str(plot)
+    diagram = out / "mcs.html"
+    if (out / "mcs.jsonl").exists():
+        viz([out / "mcs.jsonl"], diagram)
+        files["diagram"] = str(diagram)
+    # mcs.jsonl keeps the original recording's internal events; a confirmation replay shows
+    # what the controller does with the MCS alone.
+    replayed = next((Path(d["dir"]) / "trace.jsonl" for d in data.get("mcs_details") or []
+                     if isinstance(d, dict) and d.get("dir") and (Path(d["dir"]) / "trace.jsonl").exists()), None)
+    if replayed is not None:
+        viz([replayed], out / "mcs-replay.html")
+        files["replay_diagram"] = str(out / "mcs-replay.html")
+    report = out / "report.html"
+    report.write_text(_page(data, sizes, passes, "diagram" in files, "replay_diagram" in files), encoding="utf-8")
+    files["html"] = str(report)
+    return files
+
+
+def _page(data: dict[str, Any], sizes: list[int], passes: list[str], has_diagram: bool, has_replay: bool) -> str:
+    e = html.escape
+    t = data.get("target") or {}
+    words = "".join(f"<li>{e(w)}</li>" for w in data.get("mcs_in_words", []))
+    rows = "".join(f"<tr><td>{i}</td><td>{e(p)}</td><td>{s}</td></tr>" for i, (s, p) in enumerate(zip(sizes, passes)))
+    minimal = "1-minimal" if data.get("one_minimal") else f"stopped: {e(str(data.get('stop_reason', '?')))}"
+    rate = data.get("reproduction_rate")
+    diagram = ('<p><a id="diagram" href="mcs.html">Space-time diagram of the final MCS (mcs.jsonl)</a></p>'
+               if has_diagram else "<p>(no mcs.jsonl: no diagram)</p>")
+    if has_replay:
+        diagram += ('<p><a id="replay" href="mcs-replay.html">Space-time diagram of a confirmation replay of the '
+                    "MCS (what the controller did with only these inputs)</a></p>")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>netsleuth minimize report</title>
+<style>body{{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:900px}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}</style>
+</head><body>
+<h1>netsleuth minimize</h1>
+<p>trace <code>{e(str(data.get("trace", "")))}</code><br>
+target: <b>{e(str(t.get("invariant", "?")))}</b> {e(str(t.get("message", "")))}</p>
+<p>inputs {data.get("inputs_before", "?")} &rarr; {data.get("inputs_after", "?")} ({minimal}), {data.get("replays", "?")}
+replays, {data.get("seconds", "?")} s{f", the MCS reproduces in {rate:.0%} of confirmation replays" if rate is not None
+                                       else ""}</p>
+<h2>Minimal causal sequence</h2><ol>{words}</ol>
+{diagram}
+<h2>MCS size per iteration</h2>
+<img id="plot" src="sizes.png" alt="MCS size per iteration">
+<details><summary>iterations</summary><table><tr><th>iteration</th><th>pass</th><th>inputs</th></tr>{rows}</table>
+</details>
+</body></html>
+"""

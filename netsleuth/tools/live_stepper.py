@@ -1,0 +1,204 @@
+"""Stepping a trace against a real controller: ``netsleuth step TRACE`` without ``--headless``.
+
+A fresh controller (the trace's, or ``--controller``) is started and the
+mock network bootstrapped as in a replay (jobs/session.py). A step injects
+the trace's next *input* -- after the control messages that preceded it in
+the recording have come back, matched by fingerprint (policies/replay.py,
+the replayer's happens-before rule) or a short wait ran out -- and lets the
+network and the controller run until quiet. What the controller did in
+response is printed as the step's events, so an injected what-if input
+(link failure, traffic, migration) meets the real controller's reaction.
+
+The network lives on an asyncio loop in a background thread (Session.execute
+runs it); the console stays synchronous. Every access to the World --
+steps, checks, and the console's reads for rendering -- runs *on that loop*
+(:meth:`LiveStepper.read`), so the console never sees a state the runtime is
+halfway through changing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from netsleuth.invariants import registry
+from netsleuth.invariants.forwarding import Finding
+from netsleuth.jobs.session import Session
+from netsleuth.model.topology import Topology
+from netsleuth.policies.replay import Matcher, ReplayPlan
+from netsleuth.runtime.driver import Runtime
+from netsleuth.trace import schema as ts
+from netsleuth.tools.stepper import EventFilter, Injected, StepError, inject_into, resolve_invariants
+
+R = TypeVar("R")
+
+HB_WAIT = 0.5  # seconds to wait for the messages that preceded an input in the recording
+
+
+class LiveStepper:
+    """The trace's inputs injected one by one into a network driven by a real controller."""
+
+    unit = "inputs"
+
+    def __init__(self, trace: ts.Trace, out: Path, controller: list[str] | None = None,
+                 *, drain_limit: int = 10_000) -> None:
+        self.trace = trace
+        self.out = Path(out)
+        self.filter = EventFilter()
+        self.drain_limit = drain_limit
+        self.target = next((e for e in trace.events if isinstance(e, ts.Violation) and e.persistent), None)
+        self.plan = ReplayPlan.from_trace(trace.events)
+        self.matcher = Matcher(self.plan)
+        self.pos = 0                                   # inputs applied so far
+        self.injected: list[tuple[int, ts.Event]] = []
+        self._seen: list[ts.Event] = []                # events of the live run since the last command
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        h = trace.header
+        self.session = Session("step", h.topology_spec, controller or h.controller.split(" + "), self.out,
+                               seed=h.seed, record_packets=True, checks=list(registry.DEFAULT),
+                               topology=Topology.from_json(h.topology), header_extra={"step_of": h.command})
+        self._thread = threading.Thread(target=self._run, name="netsleuth-step-network", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    # ------------------------------------------------------------ the loop thread
+    def _run(self) -> None:
+        async def body(s: Session, rt: Runtime) -> None:
+            self.loop, self.rt, self.world = asyncio.get_running_loop(), rt, s.world
+            self._stop = asyncio.Event()
+            await rt.settle(0.1)
+            self._seen.clear()
+            self._ready.set()
+            await self._stop.wait()
+
+        try:
+            self.session.execute(body, observers=(self.matcher.observe, self._seen.append))
+        except BaseException as exc:  # noqa: BLE001 - handed to the console's thread
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def _call(self, coro_fn: Callable[[], Any]) -> Any:
+        if self._error is not None or not self._thread.is_alive():
+            raise StepError("the network stopped (the controller exited?)",
+                            f"see {self.out / 'controller.log'} and start `netsleuth step` again")
+        return asyncio.run_coroutine_threadsafe(coro_fn(), self.loop).result()
+
+    def read(self, fn: Callable[..., R], *args: Any) -> R:
+        """Run ``fn`` on the network's loop, between two of its events (for consistent reads)."""
+        async def run() -> R:
+            return fn(*args)
+        return self._call(run)
+
+    def close(self) -> None:
+        """Stop the network and the controller; the live trace stays in ``out``."""
+        if self._thread.is_alive() and self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout=30)
+
+    # ------------------------------------------------------------ position
+    @property
+    def events(self) -> list[ts.Event]:
+        return self.trace.events
+
+    @property
+    def total(self) -> int:
+        return len(self.plan.inputs)
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= len(self.plan.inputs)
+
+    def restart(self) -> None:
+        raise StepError("restart needs a fresh controller",
+                        "quit and run `netsleuth step` again (or step headlessly with --headless)")
+
+    def peek(self, n: int = 1, filt: EventFilter | None = None) -> list[ts.Event]:
+        filt = filt or EventFilter()
+        return [e for e in self.plan.inputs[self.pos:] if filt.matches(e)][:n]
+
+    async def _step(self) -> None:
+        k = self.pos
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HB_WAIT
+        while self.matcher.outstanding_before(k) and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        self.matcher.time_out(self.matcher.outstanding_before(k))
+        self.rt.apply(await self.session.apply_input(self.plan.inputs[k]))
+        self.rt.kick()
+        self.pos += 1
+        await self.rt.settle(quiet=0.05, timeout=3.0)
+
+    def _drain_seen(self) -> list[ts.Event]:
+        out, self._seen[:] = list(self._seen), []
+        return out
+
+    def step_n(self, n: int, filt: EventFilter | None = None) -> list[ts.Event]:
+        """Inject ``n`` more inputs; return the live events (that ``filt`` accepts) they caused."""
+        filt = filt or self.filter
+
+        async def go() -> list[ts.Event]:
+            self._drain_seen()
+            for _ in range(n):
+                if self.done:
+                    break
+                await self._step()
+            return [e for e in self._drain_seen() if filt.matches(e)]
+        return self._call(go)
+
+    def run_until(self, stop_before: Callable[[ts.Event], bool]) -> ts.Event | None:
+        async def go() -> ts.Event | None:
+            while not self.done:
+                nxt = self.plan.inputs[self.pos]
+                if stop_before(nxt):
+                    return nxt
+                await self._step()
+            return None
+        return self._call(go)
+
+    def until_violation(self, invariants: list[registry.Invariant]) -> tuple[ts.Event | None, list[Finding]]:
+        async def go() -> tuple[ts.Event | None, list[Finding]]:
+            last = self.plan.inputs[self.pos - 1] if self.pos else None
+            findings = self._check(invariants)
+            while not findings and not self.done:
+                await self._step()
+                last = self.plan.inputs[self.pos - 1]
+                findings = self._check(invariants)
+            return last, findings
+        return self._call(go)
+
+    # ------------------------------------------------------------ state
+    def _check(self, invariants: list[registry.Invariant]) -> list[Finding]:
+        self.session.note_controller_deaths()
+        return registry.check(self.world.view(), [i for i in invariants if i.check is not None])
+
+    def check(self, invariants: list[registry.Invariant]) -> list[Finding]:
+        return self.read(self._check, invariants)
+
+    def resolve_invariants(self, names: str | None) -> list[registry.Invariant]:
+        return resolve_invariants(self.target, names)
+
+    def pending(self) -> list[str]:
+        return self.world.describe_pending()
+
+    def switch_buffers(self) -> dict[str, int]:
+        return {name: len(s.buffers) for name, s in sorted(self.world.switches.items())}
+
+    def inject(self, kind: str, args: list[str]) -> Injected:
+        """Apply a what-if input on the live network, let the controller react, return what happened."""
+        async def go() -> Injected:
+            self._drain_seen()
+            effects = inject_into(self.world, kind, args)
+            self.rt.apply(effects)
+            self.rt.kick()
+            await self.rt.settle(quiet=0.05, timeout=3.0)
+            return Injected(self._drain_seen())
+        got = self._call(go)
+        self.injected.extend((self.pos, e) for e in got.events if e.is_input)
+        return got
