@@ -9,24 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.jobs.run import RunOptions, run
-from netsleuth.policies.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 
 
 @pytest.fixture(scope="module")
-def blackhole_trace(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("fuzz")
-    rates = Rates({"host_migration": 0.03, "traffic": 0.3})
-    for seed in range(1, 6):
-        result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed, rates=rates))
-        if any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
-            return out / str(seed) / "trace.jsonl"
-    pytest.fail("fuzzing found no migration blackhole to replay")
+def blackhole_trace(migration_blackhole_trace: Path) -> Path:
+    return migration_blackhole_trace  # recorded once per session (tests/conftest.py)
 
 
 def test_replay_reproduces_the_migration_blackhole(blackhole_trace: Path, tmp_path: Path) -> None:

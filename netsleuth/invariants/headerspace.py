@@ -884,7 +884,7 @@ class _PairJudge:
         """Judge the pairs of many ingresses at once with set differences: per destination,
         the pair classes that are neither delivered there nor punted to a live controller.
         Pairs with no class at their first switch are punted there (a live controller)."""
-        a, b = self.a, self.b
+        a = self.a
         if self._dlv is None:
             self._sets()
         _WANTED.update(a, sources, self.by_mac)
@@ -1006,7 +1006,6 @@ class _ReachIndex:
 
 
 def _judge_pair(a: Analysis, idx: _ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
-    r = idx.r
     P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
     bases = [(v, m) for v, m, _ in P.terms]
     dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()

@@ -30,14 +30,14 @@ from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
-from netsleuth.tools.stepper import EventFilter, Injected, StepError, inject_into, resolve_invariants
+from netsleuth.tools.stepper import EventFilter, Injected, StepError, StepperBase, inject_into
 
 R = TypeVar("R")
 
 HB_WAIT = 0.5  # seconds to wait for the messages that preceded an input in the recording
 
 
-class LiveStepper:
+class LiveStepper(StepperBase):
     """The trace's inputs injected one by one into a network driven by a real controller."""
 
     unit = "inputs"
@@ -103,10 +103,6 @@ class LiveStepper:
             self._thread.join(timeout=30)
 
     # ------------------------------------------------------------ position
-    @property
-    def events(self) -> list[ts.Event]:
-        return self.trace.events
-
     @property
     def total(self) -> int:
         return len(self.plan.inputs)
@@ -180,15 +176,6 @@ class LiveStepper:
 
     def check(self, invariants: list[registry.Invariant]) -> list[Finding]:
         return self.read(self._check, invariants)
-
-    def resolve_invariants(self, names: str | None) -> list[registry.Invariant]:
-        return resolve_invariants(self.target, names)
-
-    def pending(self) -> list[str]:
-        return self.world.describe_pending()
-
-    def switch_buffers(self) -> dict[str, int]:
-        return {name: len(s.buffers) for name, s in sorted(self.world.switches.items())}
 
     def inject(self, kind: str, args: list[str]) -> Injected:
         """Apply a what-if input on the live network, let the controller react, return what happened."""

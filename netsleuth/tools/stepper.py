@@ -83,7 +83,30 @@ class Injected:
     events: list[ts.Event] = field(default_factory=list)
 
 
-class Stepper:
+class StepperBase:
+    """What the headless and the live stepper share: the trace, its target, the network's state."""
+
+    trace: ts.Trace
+    target: ts.Violation | None
+    world: World
+
+    @property
+    def events(self) -> list[ts.Event]:
+        return self.trace.events
+
+    def resolve_invariants(self, names: str | None) -> list[registry.Invariant]:
+        return resolve_invariants(self.target, names)
+
+    def pending(self) -> list[str]:
+        """Messages and packets in the mock network's channels, waiting to be delivered."""
+        return self.world.describe_pending()
+
+    def switch_buffers(self) -> dict[str, int]:
+        """Packets each switch holds in its buffers (for a controller's PACKET_OUT by buffer id)."""
+        return {name: len(s.buffers) for name, s in sorted(self.world.switches.items())}
+
+
+class Stepper(StepperBase):
     """A trace, a position in it, and the mock network's state at that position."""
 
     unit = "events"
@@ -104,10 +127,6 @@ class Stepper:
         self.target = target
 
     # ------------------------------------------------------------ position
-    @property
-    def events(self) -> list[ts.Event]:
-        return self.trace.events
-
     @property
     def total(self) -> int:
         return len(self.events)
@@ -183,17 +202,6 @@ class Stepper:
     def check(self, invariants: list[registry.Invariant]) -> list[Finding]:
         """The view-based invariants on the current state (observed ones need live packets)."""
         return registry.check(self.world.view(), [i for i in invariants if i.check is not None])
-
-    def resolve_invariants(self, names: str | None) -> list[registry.Invariant]:
-        return resolve_invariants(self.target, names)
-
-    def pending(self) -> list[str]:
-        """Messages and packets in the mock network's channels, waiting to be delivered."""
-        return self.world.describe_pending()
-
-    def switch_buffers(self) -> dict[str, int]:
-        """Packets each switch holds in its buffers (for a controller's PACKET_OUT by buffer id)."""
-        return {name: len(s.buffers) for name, s in sorted(self.world.switches.items())}
 
     # ------------------------------------------------------------ what-if inputs
     def inject(self, kind: str, args: list[str]) -> Injected:
