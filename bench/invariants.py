@@ -50,7 +50,6 @@ from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
 from netsleuth.invariants import headerspace as H  # noqa: E402
 from netsleuth.invariants.view import NetworkView  # noqa: E402
 from netsleuth.model.actions import Output  # noqa: E402
-from netsleuth.model.flowtable import FlowTable  # noqa: E402
 from netsleuth.model.match import Match  # noqa: E402
 from netsleuth.model.switch import Switch  # noqa: E402
 from netsleuth.model.topology import parse_topo  # noqa: E402

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.model.actions import (Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos,
-                                     SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan, apply_action)
+                                     SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
 from netsleuth.model.addr import ip_to_int
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import FIELDS, Match

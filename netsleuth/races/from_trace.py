@@ -89,7 +89,6 @@ from typing import Any, Iterable
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from netsleuth.errors import TraceFormatError
 from netsleuth.races.events import (
     CONTROLLER_HANDLE, CONTROLLER_SEND, EXPIRY, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE,
     MESSAGE_SEND, OTHER, PACKET_HANDLE, PACKET_SEND, READ, SKIP_MSG_TYPES, WRITE, Event, FlowOp,
