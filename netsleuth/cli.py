@@ -299,6 +299,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 # ``add_commands(sub)`` that adds its subparsers (with ``func`` set as above).
 COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.tools.cli",
+    "netsleuth.nice.cli",
 )
 
 

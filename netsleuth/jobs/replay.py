@@ -162,6 +162,14 @@ def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
     """``netsleuth replay``: ``times`` replays; result.json with the reproduction rate."""
     progress = progress or Silent()
     trace = read_trace(opts.trace)
+    if trace.header.controller.startswith("app:") and opts.controller is None:
+        # A model-checking counterexample: re-execute it deterministically in-process.
+        from netsleuth.nice.job import replay_counterexample
+        data = replay_counterexample(trace, times=opts.times)
+        data["trace"] = str(opts.trace)
+        Path(opts.out).mkdir(parents=True, exist_ok=True)
+        (Path(opts.out) / "replay.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        return data
     target = find_target(trace.events, opts.violation)
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     out = Path(opts.out)

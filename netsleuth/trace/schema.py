@@ -345,6 +345,41 @@ class ControlDelay(InputEvent):
     seconds: float
 
 
+# ------------------------------------------------- DEFINED (netsleuth.defined)
+# Kinds written by `netsleuth defined run` and read by `netsleuth defined step`.
+@event_kind("defined_external")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DefinedExternal(InputEvent):
+    """An external event at a DEFINED node, as DEFINED-RB stamped it.
+
+    ``group`` is the beacon group the node was in and ``oseq`` the node's
+    origin sequence number; ``event`` is the node-level event (e.g.
+    {"type": "link_down", "peer": "n03"}). LS replays only these.
+    """
+
+    node: str
+    group: int
+    oseq: int
+    event: dict
+
+
+# ------------------------------------------------- model checking (netsleuth.nice)
+# Kinds written by `netsleuth check` counterexamples and re-executed by
+# `netsleuth replay` (the header's controller is then an in-process `app:` spec).
+@event_kind("mc_step")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McStep(Event):
+    """One transition of a model-checking counterexample, in order from the initial state.
+
+    ``transition`` is {"kind": "pkt", "args": [0]} (see netsleuth.nice.system);
+    ``what`` says it in words, and a replay checks it is the same again.
+    """
+
+    step: int
+    transition: dict
+    what: str
+
+
 # ---------------------------------------------------------------------- codec
 class _Bad(Exception):
     """A field value of the wrong shape; turned into TraceFormatError by the caller."""
@@ -575,5 +610,6 @@ __all__ = [
     "TrafficInjection", "PacketArrival", "PingResult", "Violation", "ControllerEvent",
     "SwitchFailure", "SwitchRecovery", "LinkFailure", "LinkRecovery", "ControllerCrash",
     "ControllerRecovery", "ChannelBlock", "ChannelUnblock", "HostMigration", "DataplaneDrop",
-    "DataplaneDelay", "ControlDelay",
+    "DataplaneDelay", "ControlDelay", "DefinedExternal",
+    "McStep",
 ]

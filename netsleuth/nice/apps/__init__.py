@@ -1,0 +1,1 @@
+"""Controller apps bundled with the model checker (the NICE paper's subjects)."""

@@ -1,0 +1,91 @@
+"""`netsleuth check`: the command line of the model checker (thin: logic is in job.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from netsleuth.nice.explore import STRATEGIES
+from netsleuth.nice.scenarios import SCENARIOS
+
+console = Console(stderr=True)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from netsleuth.nice.job import CheckOptions, check
+
+    props = None
+    if args.property:
+        props = tuple(p for item in args.property for p in item.split(",") if p and p.lower() != "none")
+    faults = tuple(f for item in (args.faults or []) for f in item.split(",") if f)
+    opts = CheckOptions(app=args.app, scenario=args.scenario, topo=args.topo, hosts=args.hosts, pings=args.pings,
+                        strategy=args.strategy, dpor=args.dpor, order=args.order, max_depth=args.max_depth,
+                        max_transitions=args.max_transitions, properties=props, faults=faults,
+                        burst=args.burst, seed=args.seed, stop_at_first=args.stop_at_first,
+                        out=Path(args.out) if args.out else None)
+    quiet = args.json or not console.is_terminal
+    if quiet:
+        data = check(opts)
+    else:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=console, transient=True) as p:
+            task = p.add_task("exploring", total=None)
+
+            def show(r) -> None:
+                p.update(task, description=f"{r.transitions:,} transitions, {r.unique_states or 0:,} states, "
+                                           f"{r.rate():,.0f}/s, {sum(r.violation_counts.values())} violations")
+
+            opts.progress = show
+            data = check(opts)
+    if args.json:
+        print(json.dumps(data, sort_keys=True))
+    else:
+        _summary(data)
+    return 1 if data["violations"] else 0
+
+
+def _summary(d: dict) -> None:
+    out = Console()
+    state = "complete" if d["completed"] else f"stopped ({d['stopped_by'] or 'bound'})"
+    out.print(f"{d['app']} on {d['topology']} [{d['strategy']}{' + DPOR' if d['dpor'] else ''}]: "
+              f"{d['transitions']:,} transitions, {d['unique_states']:,} unique states in {d['seconds']} s "
+              f"({d['transitions_per_second']:,}/s), search {state}", highlight=False, markup=False)
+    if not d["violations"]:
+        out.print(f"no violations of {', '.join(d['properties']) or '(no properties checked)'}", highlight=False)
+    for v in d["violations"]:
+        where = v.get("counterexample") or f"{v['path_length']} transitions (use --out to save the trace)"
+        out.print(f"[red]{v['property']}[/red]: {v['message']} -- found after {v['transitions_to_find']:,} "
+                  f"transitions, {v['seconds_to_find']} s; counterexample: {where}", soft_wrap=True)
+    for name, n in d["violation_counts"].items():
+        out.print(f"{name}: violated on {n} path(s)", highlight=False)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("check", help="model-check an in-process controller app (NICE): search, strategies, DPOR")
+    c.add_argument("app", help="pyswitch, pyswitch-fixed, app:NAME or package.module:Class (a netsleuth.nice App)")
+    c.add_argument("--scenario", choices=SCENARIOS,
+                   help="pings (Table 1, default), direct (StrictDirectPaths), mobile (a host moves), "
+                        "loop (triangle)")
+    c.add_argument("--topo", help="topology (Mininet syntax; default linear,2, or ring,3 for --scenario loop)")
+    c.add_argument("--hosts", help="traffic: SRC>DST:N items, e.g. h1>h2:3 (default: first host pings the second)")
+    c.add_argument("--pings", type=int, help="pings the first host sends (default depends on the scenario)")
+    c.add_argument("--strategy", default="full",
+                   help=f"search strategy: {', '.join(STRATEGIES)}; combine with + (e.g. pkt-seq+no-delay)")
+    c.add_argument("--dpor", action="store_true", help="partial-order reduction (sleep sets on run-time footprints)")
+    c.add_argument("--order", choices=("forward", "reverse"), default="forward",
+                   help="explore the enabled set in this order (counts must not change)")
+    c.add_argument("--max-depth", type=int, help="bound on path length")
+    c.add_argument("--max-transitions", type=int, help="stop after this many transitions")
+    c.add_argument("--property", action="append",
+                   help="property to check (repeat or comma-separate; 'none' for none); default: the scenario's")
+    c.add_argument("--faults", action="append", help="optional faults: expiry, drop, duplicate, link (comma-separated)")
+    c.add_argument("--burst", type=int, default=1, help="PKT-SEQ: outstanding packets per host (default 1)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the random walk")
+    c.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    c.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    c.add_argument("--out", help="directory for result.json and one counterexample trace per violation")
+    c.set_defaults(func=cmd_check)

@@ -1,0 +1,444 @@
+"""State-space search: DFS with state matching, strategies as filters, sleep-set DPOR, random walk.
+
+**DFS.**  Depth-first over :meth:`System.enabled`, matching states by the
+hash of their canonical key (state.py).  A state is expanded once and all of
+its (strategy-filtered) transitions are fired, so without a depth bound the
+numbers of transitions and unique states do not depend on the order the
+enabled set is explored in -- the property NICE's hash (which dropped the
+switches' command queues) did not have; ``order="reverse"`` checks it.  With
+``max_depth`` a state first met deep and later met shallower is expanded
+again, so the bound is sound (nothing within the bound is missed).
+
+Visited states are remembered by the 64-bit hash of their canonical key (as
+NICE and SPIN's bitstate-free mode do), not by the key itself: memory stays
+at tens of bytes per state (N = 5 pings: 1.15 M states in about 120 MB).  Two
+different states colliding would merge them; at 10^6 states the chance is
+about 10^-7 (birthday bound), and the tests check the counts against a
+breadth-first search that compares full keys.
+
+**Strategies** are filters over the enabled set (NICE section 5):
+PKT-SEQ bounds each host's outstanding packets (credits in the host state;
+the number of packets is the scenario's); NO-DELAY makes every
+switch<->controller exchange atomic; UNUSUAL delays control-plane work while
+the data plane can move and applies a handler's commands to several switches
+in reverse issue order; FLOW-IR fixes one relative order between the sends of packets the app
+says belong to different flows (``App.is_same_flow``).  ``random`` walks
+from the initial state choosing uniformly with one seeded ``random.Random``.
+
+**DPOR** (``dpor=True``): the dependency between two transitions is computed
+at run time from what each one actually touched when fired (its footprint:
+node input buffers, switch buffers, control channels, the controller as one
+object, flow-table lookups and writes compared by match overlap, non-commuting
+property state), and the search uses sleep sets (Godefroid) with state
+matching: after exploring t from s, a sibling u explored later does not
+explore t again below u when u and t were independent at s.  Sleep sets never
+prune a reachable state -- they prune only transitions whose result is
+reached through a commuting interleaving -- so DPOR finds exactly the states
+and the violations of the full search with fewer transitions.  (NICE's own
+DPOR, Flanagan-Godefroid backtracking, is unsound with state matching
+without extra bookkeeping; sleep sets with the stored-sleep-set rule are the
+stateful-safe form.)
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from netsleuth.nice.system import ANY, Effects, State, System, Transition, Violation
+
+STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
+
+
+@dataclass
+class Found:
+    """One violation with the path (transitions from the initial state) that reaches it."""
+
+    violation: Violation
+    path: list[Transition]
+    transitions: int          # transitions fired when it was found
+    seconds: float
+    at_end: bool              # found by an end-of-execution check (after the last transition)
+
+
+@dataclass
+class SearchResult:
+    transitions: int = 0
+    unique_states: int = 0
+    revisits: int = 0
+    max_depth: int = 0
+    seconds: float = 0.0
+    completed: bool = False       # the whole (bounded) space was explored
+    interrupted: bool = False
+    stopped_by: str = ""          # "", "violation", "max-transitions", "interrupt"
+    found: list[Found] = field(default_factory=list)
+    violation_counts: dict = field(default_factory=dict)
+
+    def rate(self) -> float:
+        return self.transitions / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class SearchOptions:
+    strategy: str = "full"
+    dpor: bool = False
+    order: str = "forward"            # or "reverse"
+    max_depth: int | None = None
+    max_transitions: int | None = None
+    stop_at_first: bool = False       # stop at the first violation
+    stop_on: tuple[str, ...] = ()     # stop at the first violation of one of these properties
+    keep_per_property: int = 1        # counterexamples kept per property
+    seed: int = 0
+    walks: int | None = None          # random: number of walks (default: until max_transitions)
+    progress: Callable[[SearchResult], None] | None = None  # called at most twice a second
+
+
+# ------------------------------------------------------------------ strategy filters
+def _filter_pkt_seq(system: System, st: State, en: list) -> list:
+    return [t for t in en if not (t[0] == "send" and st.hosts[t[1]].credits == 0)]
+
+
+def _filter_no_delay(system: System, st: State, en: list) -> list:
+    ofs = [t for t in en if t[0] == "of"]
+    if ofs:
+        return ofs[:1]
+    ctl = [t for t in en if t[0] == "ctl"]
+    return ctl or en
+
+
+_DATAPLANE = ("pkt", "recv", "out")
+
+
+def _filter_unusual(system: System, st: State, en: list) -> list:
+    """Control-plane work happens as late as possible, in unusual order.
+
+    As NICE's implementation (HeuristicConstCtrlDelay) does, the controller's
+    handling of switch messages and the switches' processing of controller
+    commands are delayed while data-plane transitions (a switch or a host
+    taking a packet, a host sending a reply) can run -- packets race ahead
+    of rule installs.  NICE delayed them by a constant number of transitions
+    (history, not state); here the delay is maximal, which keeps the filter a
+    function of the state.  When a handler addressed several switches, their
+    commands are applied in the reverse of the order it issued them (the
+    paper's example: switch 3 installs its rule first, then 2, then 1).
+    """
+    if any(t[0] in _DATAPLANE for t in en):
+        return [t for t in en if t[0] not in ("ctl", "of")]
+    ofs = [t for t in en if t[0] == "of"]
+    if len(ofs) < 2:
+        return en
+    order = st.extra[1]
+    enabled_of = {t[1] for t in ofs}
+    chosen = None
+    for j in reversed(order):            # the switch the handler addressed last goes first
+        if j in enabled_of:
+            chosen = j
+            break
+    if chosen is None:
+        return en
+    return [t for t in en if t[0] != "of" or t[1] == chosen]
+
+
+def _filter_flow_ir(system: System, st: State, en: list) -> list:
+    sends = [t for t in en if t[0] in ("send", "out")]
+    if len(sends) < 2:
+        return en
+    app = st.app
+    first = _frame_of(system, st, sends[0])
+    keep = {sends[0]}
+    for t in sends[1:]:
+        if app.is_same_flow(first, _frame_of(system, st, t)):
+            keep.add(t)
+    return [t for t in en if t[0] not in ("send", "out") or t in keep]
+
+
+def _frame_of(system: System, st: State, t: Transition) -> Any:
+    hs = st.hosts[t[1]]
+    if t[0] == "out":
+        return hs.outbox[0]
+    from netsleuth.model.packet import icmp_echo
+    h = hs.host
+    dst = hs.to_send[0]
+    return icmp_echo(h.mac, system.mac_of[dst], h.ip, system.ip_of[dst], t[1] + 1, hs.next_seq)
+
+
+def parse_strategy(spec: str) -> list[str]:
+    """``"pkt-seq+no-delay"`` -> ["pkt-seq", "no-delay"]: strategies compose as filters, in order."""
+    parts = [p.strip() for p in spec.replace(",", "+").split("+") if p.strip()]
+    bad = [p for p in parts if p not in STRATEGIES]
+    if bad or not parts:
+        raise ValueError(f"unknown strategy {bad[0] if bad else spec!r}")
+    return parts
+
+
+FILTERS: dict[str, Callable | None] = {
+    "full": None, "random": None, "pkt-seq": _filter_pkt_seq, "no-delay": _filter_no_delay,
+    "unusual": _filter_unusual, "flow-ir": _filter_flow_ir,
+}
+
+
+# ------------------------------------------------------------------ independence
+def independent(a: Effects, b: Effects) -> bool:
+    """Whether two transitions fired from the same state commute (by their footprints)."""
+    aw, bw = a.writes, b.writes
+    if ANY in aw or ANY in bw:
+        return False
+    if aw and (not aw.isdisjoint(bw) or not aw.isdisjoint(b.reads)):
+        return False
+    if bw and not bw.isdisjoint(a.reads):
+        return False
+    for i, wm in a.ft_writes:
+        for j, fields in b.ft_reads:
+            if i == j and (fields is None or wm.matches(fields)):
+                return False
+        for j, wm2 in b.ft_writes:
+            if i == j and wm.overlaps(wm2):
+                return False
+    for i, wm in b.ft_writes:
+        for j, fields in a.ft_reads:
+            if i == j and (fields is None or wm.matches(fields)):
+                return False
+    return True
+
+
+# ------------------------------------------------------------------ the search
+class Explorer:
+    def __init__(self, system: System, options: SearchOptions) -> None:
+        parts = parse_strategy(options.strategy)
+        self.system = system
+        self.opt = options
+        self.random = "random" in parts
+        filters = [FILTERS[p] for p in parts if FILTERS[p] is not None]
+        if not filters:
+            self.filter = None
+        elif len(filters) == 1:
+            self.filter = filters[0]
+        else:
+            def combined(system: System, st: State, en: list) -> list:
+                for f in filters:
+                    en = f(system, st, en)
+                return en
+            self.filter = combined
+        self.result = SearchResult()
+        self._t0 = 0.0
+        self._stop = False
+        self._last_progress = 0.0
+        self._visited: Any = ()
+
+    def _enabled(self, st: State) -> tuple[list, bool]:
+        """(filtered, reversed as asked) enabled transitions, and whether the state is an end state."""
+        en = self.system.enabled(st)
+        end = all(self.system.is_fault(t) for t in en)
+        if self.filter is not None and en:
+            en = self.filter(self.system, st, en)
+        if self.opt.order == "reverse":
+            en.reverse()
+        return en, end
+
+    def _record(self, violations: list[Violation], path: list, at_end: bool) -> None:
+        r = self.result
+        for v in violations:
+            n = r.violation_counts.get(v.prop, 0)
+            r.violation_counts[v.prop] = n + 1
+            if n < self.opt.keep_per_property:
+                r.found.append(Found(v, list(path), r.transitions, time.perf_counter() - self._t0, at_end))
+            if self.opt.stop_at_first or v.prop in self.opt.stop_on:
+                self._stop = True
+                r.stopped_by = "violation"
+
+    def run(self) -> SearchResult:
+        self._t0 = time.perf_counter()
+        try:
+            if self.random:
+                self._random()
+            elif self.opt.dpor:
+                self._dfs_sleep()
+            else:
+                self._dfs()
+        except KeyboardInterrupt:
+            self.result.interrupted = True
+            self.result.stopped_by = "interrupt"
+            self.result.unique_states = len(self._visited)
+            self.result.completed = False
+        self.result.seconds = time.perf_counter() - self._t0
+        return self.result
+
+    def _tick(self) -> None:
+        """Every 1,024 transitions: budget check and (at most twice a second) progress."""
+        r = self.result
+        if self.opt.max_transitions is not None and r.transitions >= self.opt.max_transitions:
+            self._stop = True
+            r.stopped_by = r.stopped_by or "max-transitions"
+        if self.opt.progress is not None:
+            now = time.perf_counter()
+            if now - self._last_progress >= 0.5:
+                self._last_progress = now
+                r.seconds = now - self._t0
+                r.unique_states = len(self._visited)
+                self.opt.progress(r)
+
+    def _dfs(self) -> None:
+        system, r, opt = self.system, self.result, self.opt
+        s0 = system.initial()
+        visited: dict[int, int] = {s0.hash(): 0}
+        self._visited = visited
+        en0, end0 = self._enabled(s0)
+        path: list[Transition] = []
+        if end0:
+            self._record(system.at_end(s0), path, True)
+        stack: list[list] = [[s0, en0, 0]]
+        max_depth = opt.max_depth
+        fire = system.fire
+        while stack and not self._stop:
+            frame = stack[-1]
+            en = frame[1]
+            k = frame[2]
+            if k >= len(en):
+                stack.pop()
+                if path:
+                    path.pop()
+                continue
+            frame[2] = k + 1
+            t = en[k]
+            child, fx = fire(frame[0], t)
+            r.transitions += 1
+            if r.transitions % 1024 == 0:
+                self._tick()
+            if fx.violations:
+                path.append(t)
+                self._record(fx.violations, path, False)
+                path.pop()
+                continue
+            h = child.hash()
+            depth = len(stack)
+            old = visited.get(h)
+            if old is not None and (max_depth is None or old <= depth):
+                r.revisits += 1
+                continue
+            visited[h] = depth
+            if depth > r.max_depth:
+                r.max_depth = depth
+            cen, end = self._enabled(child)
+            if end:
+                path.append(t)
+                self._record(system.at_end(child), path, True)
+                path.pop()
+            if cen and (max_depth is None or depth < max_depth):
+                path.append(t)
+                stack.append([child, cen, 0])
+        r.unique_states = len(visited)
+        r.completed = not stack and not self._stop
+
+    def _dfs_sleep(self) -> None:
+        """DFS with sleep sets and state matching (see the module docstring)."""
+        system, r, opt = self.system, self.result, self.opt
+        s0 = system.initial()
+        # hash -> (depth, frozenset of transitions asleep when the state was expanded)
+        visited: dict[int, tuple[int, frozenset]] = {s0.hash(): (0, frozenset())}
+        self._visited = visited
+        en0, end0 = self._enabled(s0)
+        path: list[Transition] = []
+        if end0:
+            self._record(system.at_end(s0), path, True)
+        # frame: [state, transitions to explore, index, sleep {t: effects}, done [(t, effects)]]
+        stack: list[list] = [[s0, en0, 0, {}, []]]
+        max_depth = opt.max_depth
+        fire = system.fire
+        while stack and not self._stop:
+            frame = stack[-1]
+            st, en, k, sleep, done = frame
+            if k >= len(en):
+                stack.pop()
+                if path:
+                    path.pop()
+                continue
+            frame[2] = k + 1
+            t = en[k]
+            if t in sleep:
+                continue
+            child, fx = fire(st, t)
+            r.transitions += 1
+            if r.transitions % 1024 == 0:
+                self._tick()
+            # the child's sleep set: earlier siblings and inherited sleepers independent of t
+            csleep = {u: ufx for u, ufx in sleep.items() if independent(ufx, fx)}
+            for u, ufx in done:
+                if independent(ufx, fx):
+                    csleep[u] = ufx
+            if fx.violations:
+                # Not "done": the path stopped here, so nothing below t was explored and
+                # siblings must not put t to sleep.
+                path.append(t)
+                self._record(fx.violations, path, False)
+                path.pop()
+                continue
+            done.append((t, fx))
+            h = child.hash()
+            depth = len(stack)
+            cs = frozenset(csleep)
+            old = visited.get(h)
+            if old is not None:
+                odepth, osleep = old
+                if osleep <= cs and (max_depth is None or odepth <= depth):
+                    r.revisits += 1
+                    continue
+                # explore again only what was asleep before and is awake now
+                todo_only = None if (max_depth is not None and depth < odepth) else (osleep - cs)
+                visited[h] = (min(odepth, depth), osleep & cs)
+                cen, end = self._enabled(child)
+                if todo_only is not None:
+                    cen = [u for u in cen if u in todo_only]
+                if cen and (max_depth is None or depth < max_depth):
+                    path.append(t)
+                    stack.append([child, cen, 0, csleep, []])
+                continue
+            visited[h] = (depth, cs)
+            if depth > r.max_depth:
+                r.max_depth = depth
+            cen, end = self._enabled(child)
+            if end:
+                path.append(t)
+                self._record(system.at_end(child), path, True)
+                path.pop()
+            if cen and (max_depth is None or depth < max_depth):
+                path.append(t)
+                stack.append([child, cen, 0, csleep, []])
+        r.unique_states = len(visited)
+        r.completed = not stack and not self._stop
+
+    def _random(self) -> None:
+        system, r, opt = self.system, self.result, self.opt
+        rng = _random.Random(opt.seed)
+        visited: set[int] = set()
+        self._visited = visited
+        s0 = system.initial()
+        visited.add(s0.hash())
+        max_depth = opt.max_depth or 1000
+        if opt.walks is None and opt.max_transitions is None:
+            opt.walks = 100
+        walks = 0
+        while not self._stop and (opt.walks is None or walks < opt.walks):
+            walks += 1
+            st = s0
+            path: list[Transition] = []
+            for _ in range(max_depth):
+                en, end = self._enabled(st)
+                if end:
+                    self._record(system.at_end(st), path, True)
+                if not en or self._stop:
+                    break
+                t = en[rng.randrange(len(en))]
+                st, fx = system.fire(st, t)
+                path.append(t)
+                r.transitions += 1
+                if r.transitions % 1024 == 0:
+                    self._tick()
+                if fx.violations:
+                    self._record(fx.violations, path, False)
+                    break
+                visited.add(st.hash())
+                r.max_depth = max(r.max_depth, len(path))
+        r.unique_states = len(visited)
+        r.completed = False

@@ -1,0 +1,665 @@
+"""The transition relation: which transitions are enabled in a state, and firing one.
+
+Transitions are NICE's (see ANCHORS.md), as small tuples that name the same
+choice in every state (DPOR and replay rely on that):
+
+``("send", h)``   host h starts its next ping           ``("out", h)``  host h sends its next reply
+``("recv", h)``   host h takes the head of its wire     ``("move", h)`` host h moves to its next location
+``("pkt", s)``    switch s takes the head packet of *every* input port at once (NICE's process_pkt)
+``("of", s)``     switch s applies the head controller message (process_of)
+``("ctl", s)``    the controller runs the handler for the head message from switch s
+``("timer", n)``  the app's timer n fires
+``("expire", s, rule)``, ``("drop", node, port)``, ``("dup", node, port)``, ``("linkdown", s, port)``:
+optional faults (rule expiry is a nondeterministic event: time does not flow in the model)
+
+Channels are FIFO, so only heads are enabled; the enabled list is built in
+one fixed order (hosts, switches, controller, timers, faults) so a search is
+reproducible, and ``--order reverse`` simply reverses it.
+
+:meth:`System.fire` returns a new state (copy-on-write, see state.py) and an
+:class:`Effects` record: what the transition read and wrote (the footprint
+DPOR uses) and the property violations it caused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from netsleuth.model import switch as sw
+from netsleuth.model.host import Host
+from netsleuth.model.match import Match
+from netsleuth.model.ofdp import ofp
+from netsleuth.model.packet import Packet, arp_request
+from netsleuth.model.topology import Topology
+from netsleuth.nice import messages as m
+from netsleuth.nice.app import App, ControllerAPI
+from netsleuth.nice.properties import Property
+from netsleuth.nice.state import HostState, MCSwitch, State
+
+Transition = tuple
+ANY = ("*",)  # footprint object that conflicts with every other (see explore.independent)
+
+
+@dataclass
+class Config:
+    """Everything that defines the model (recorded in a counterexample's header)."""
+
+    topology: Topology
+    app_spec: str
+    pings: tuple[tuple[str, str, int], ...] = ()      # (src host, dst host, count): non-sequential pings
+    reply: bool = True                                 # hosts answer echo requests
+    moves: tuple[tuple[str, str, int], ...] = ()       # (host, switch, port) it moves to, in order
+    move_after: int = 1                                # replies a host sends before it may move
+    spare_ports: int = 0                               # extra unconnected ports per switch (move targets)
+    miss_send_len: int = 128
+    faults: tuple[str, ...] = ()                       # of "expiry", "drop", "duplicate", "link"
+    fault_budget: int = 1                              # drop/duplicate/link faults per path
+    properties: tuple[str, ...] = ()
+    pkt_seq_burst: int | None = None                   # PKT-SEQ: outstanding packets per host
+    track_issue_order: bool = False                    # UNUSUAL needs the last handler's issue order
+
+    def to_json(self) -> dict:
+        return {"app": self.app_spec, "pings": [list(p) for p in self.pings], "reply": self.reply,
+                "moves": [list(x) for x in self.moves], "move_after": self.move_after,
+                "spare_ports": self.spare_ports, "miss_send_len": self.miss_send_len,
+                "faults": list(self.faults), "fault_budget": self.fault_budget,
+                "properties": list(self.properties), "pkt_seq_burst": self.pkt_seq_burst,
+                "track_issue_order": self.track_issue_order}
+
+    @classmethod
+    def from_json(cls, d: dict, topology: Topology) -> "Config":
+        return cls(topology=topology, app_spec=d["app"], pings=tuple(tuple(p) for p in d["pings"]),
+                   reply=d["reply"], moves=tuple(tuple(x) for x in d["moves"]), move_after=d["move_after"],
+                   spare_ports=d["spare_ports"], miss_send_len=d["miss_send_len"], faults=tuple(d["faults"]),
+                   fault_budget=d["fault_budget"], properties=tuple(d["properties"]),
+                   pkt_seq_burst=d["pkt_seq_burst"], track_issue_order=d["track_issue_order"])
+
+
+class Violation(Exception):
+    def __init__(self, prop: str, message: str, hosts: tuple = (), switches: tuple = ()) -> None:
+        super().__init__(message)
+        self.prop = prop
+        self.message = message
+        self.hosts = tuple(hosts)
+        self.switches = tuple(switches)
+
+    def to_json(self) -> dict:
+        return {"property": self.prop, "message": self.message, "hosts": list(self.hosts),
+                "switches": list(self.switches)}
+
+
+@dataclass
+class Effects:
+    """What one transition did: footprint for DPOR, violations for the search."""
+
+    reads: set = field(default_factory=set)
+    writes: set = field(default_factory=set)
+    ft_reads: list = field(default_factory=list)    # (switch idx, packet fields) flow-table lookups
+    ft_writes: list = field(default_factory=list)   # (switch idx, Match) flow-table changes
+    violations: list = field(default_factory=list)
+
+
+class _Ctx:
+    """What property callbacks may ask and do."""
+
+    __slots__ = ("system", "fx", "state")
+
+    def __init__(self, system: "System", fx: Effects, state: State) -> None:
+        self.system = system
+        self.fx = fx
+        self.state = state  # the state being built (read-only for properties)
+
+    def in_flight(self, host: str) -> frozenset:
+        """pids of packets ``host`` sent that are still in the network (wires, buffers, controller queues)."""
+        st = self.state
+        out = set()
+        for q in st.inq.values():
+            for _, tag in q:
+                if tag is not None and tag[0] is not None and tag[0][0] == host:
+                    out.add(tag[0])
+        for s in st.switches:
+            for b in s.buffers.values():
+                if b.tag is not None and b.tag[0] is not None and b.tag[0][0] == host:
+                    out.add(b.tag[0])
+        for q in st.to_ctrl:
+            for msg in q:
+                tag = getattr(msg, "tag", None)
+                if tag is not None and tag[0] is not None and tag[0][0] == host:
+                    out.add(tag[0])
+        return frozenset(out)
+
+    def violation(self, prop: str, message: str, hosts: tuple = (), switches: tuple = ()) -> None:
+        self.fx.violations.append(Violation(prop, message, hosts, switches))
+
+    def host_of_mac(self, mac: int) -> str | None:
+        return self.system.host_by_mac.get(mac)
+
+    def mac_of(self, host: str) -> int:
+        return self.system.mac_of[host]
+
+
+class System:
+    """The model: topology, app, hosts' programs, properties; builds and fires transitions."""
+
+    def __init__(self, config: Config, app_factory: Callable[[], App], properties: list[Property]) -> None:
+        self.config = config
+        self.app_factory = app_factory
+        self.props = properties
+        topo = config.topology
+        self.topology = topo
+        self.sw_names = [s.name for s in topo.switches]
+        self.sw_index = {n: i for i, n in enumerate(self.sw_names)}
+        self.dpid_of = [s.dpid for s in topo.switches]
+        self.index_of_dpid = {s.dpid: i for i, s in enumerate(topo.switches)}
+        self.host_names = [h.name for h in topo.hosts]
+        self.host_index = {n: i for i, n in enumerate(self.host_names)}
+        self.host_by_mac = {h.mac: h.name for h in topo.hosts}
+        self.mac_of = {h.name: h.mac for h in topo.hosts}
+        self.ip_of = {h.name: h.ip for h in topo.hosts}
+        # static switch<->switch wiring; host wiring is state (hosts move)
+        self.peer: dict[tuple[str, int], tuple[str, int]] = {}
+        links = []
+        for link in topo.links:
+            a, b = (link.node1, link.port1), (link.node2, link.port2)
+            if topo.is_switch(link.node1) and topo.is_switch(link.node2):
+                self.peer[a] = b
+                self.peer[b] = a
+                links.append((topo.switch(link.node1).dpid, link.port1, topo.switch(link.node2).dpid, link.port2))
+        self.links = tuple(sorted(links))
+        self.need_pid = any(p.needs_pid for p in properties)
+        self.need_hops = any(p.needs_hops for p in properties)
+        self.lineage = self.need_pid or self.need_hops
+        self.uses_stats = bool(getattr(app_factory, "uses_stats", False))
+        self._cb: dict[str, list[tuple[int, Any]]] = {}
+        for ev in ("on_host_send", "on_host_receive", "on_switch_receive", "on_packet_in", "on_host_move",
+                   "on_step", "on_end"):
+            self._cb[ev] = [(i, getattr(p, ev)) for i, p in enumerate(properties) if hasattr(p, ev)]
+        self.faults = set(config.faults)
+        self.now = 0.0
+        #: Extra transition generators: ``gen(system, state) -> [("sendpkt", host index, Packet), ...]``.
+        #: The seam for input discovery (e.g. concolic execution of packet_in proposing the
+        #: packets a host should send next, NICE's discover_packets); each proposed send is an
+        #: ordinary transition (hashable, replayable: the packet travels in the trace as JSON).
+        self.generators: list[Callable[["System", State], list]] = []
+
+    # ------------------------------------------------------------------ initial state
+    def initial(self) -> State:
+        cfg, topo = self.config, self.topology
+        st = State()
+        for spec in topo.switches:
+            ports = list(topo.ports(spec.name))
+            top = max(ports, default=0)
+            ports += [top + k for k in range(1, cfg.spare_ports + 1)]
+            s = MCSwitch(spec.dpid, ports, name=spec.name)
+            s.miss_send_len = cfg.miss_send_len
+            s.with_counters = self.uses_stats
+            st.switches.append(s)
+            st.to_ctrl.append(())
+            st.to_sw.append(())
+        for h in topo.hosts:
+            host = Host(h.name, h.mac, h.ip)
+            # Layer-2 pings as in NICE: every host knows every other host's MAC (no ARP).
+            for other in topo.hosts:
+                if other.name != h.name:
+                    host.arp_cache[other.ip] = other.mac
+            hs = HostState(host, topo.host_location(h.name))
+            hs.to_send = tuple(dst for src, dst, n in cfg.pings if src == h.name for _ in range(n))
+            hs.moves_left = tuple((s, p) for hh, s, p in cfg.moves if hh == h.name)
+            if cfg.pkt_seq_burst is not None:
+                hs.credits = cfg.pkt_seq_burst
+            st.hosts.append(hs)
+        app = self.app_factory()
+        st.app = app
+        st.props = tuple(p.initial(self) for p in self.props)
+        st.extra = (cfg.fault_budget if ({"drop", "duplicate", "link"} & self.faults) else 0, ())
+        # Switches join at start, as in NICE (the handshake is not part of the search).
+        for i, s in enumerate(st.switches):
+            self._run_handler(st, lambda a, s=s: a.datapath_join(s.dpid, tuple(s.ports)), Effects(), i)
+        return st
+
+    # ------------------------------------------------------------------ enabled
+    def enabled(self, st: State) -> list[Transition]:
+        out: list[Transition] = []
+        inq = st.inq
+        for i, hs in enumerate(st.hosts):
+            if hs.to_send:
+                out.append(("send", i))
+            if hs.outbox:
+                out.append(("out", i))
+            if inq.get((hs.host.name, 0)):
+                out.append(("recv", i))
+            if hs.moves_left and hs.replies_sent >= self.config.move_after:
+                out.append(("move", i))
+        for i, s in enumerate(st.switches):
+            name = s.name
+            for p in s.ports:
+                if inq.get((name, p)):
+                    out.append(("pkt", i))
+                    break
+            if st.to_sw[i]:
+                out.append(("of", i))
+        for i, q in enumerate(st.to_ctrl):
+            if q:
+                out.append(("ctl", i))
+        for name in st.timers:
+            out.append(("timer", name))
+        for gen in self.generators:
+            out.extend(gen(self, st))
+        if self.faults:
+            self._fault_transitions(st, out)
+        return out
+
+    def _fault_transitions(self, st: State, out: list) -> None:
+        if "expiry" in self.faults:
+            for i, s in enumerate(st.switches):
+                for e in s.table.entries():
+                    if e.idle_timeout or e.hard_timeout:
+                        out.append(("expire", i, e.match.wildcards, e.match.values, e.priority))
+        if "link" in self.faults and st.extra[0] > 0:
+            for d1, p1, d2, p2 in self.links:
+                i = self.index_of_dpid[d1]
+                if st.switches[i].ports[p1].link_up:
+                    out.append(("linkdown", i, p1))
+        if st.extra[0] > 0:
+            for (node, port), q in sorted(st.inq.items()):
+                if q:
+                    if "drop" in self.faults:
+                        out.append(("drop", node, port))
+                    if "duplicate" in self.faults:
+                        out.append(("dup", node, port))
+
+    def is_fault(self, t: Transition) -> bool:
+        return t[0] in ("expire", "drop", "dup", "linkdown")
+
+    # ------------------------------------------------------------------ firing
+    def fire(self, st: State, t: Transition) -> tuple[State, Effects]:
+        c = st.child()
+        fx = Effects()
+        kind = t[0]
+        if kind == "pkt":
+            self._fire_pkt(c, t[1], fx)
+        elif kind == "ctl":
+            self._fire_ctl(c, t[1], fx)
+        elif kind == "of":
+            self._fire_of(c, t[1], fx)
+        elif kind == "recv":
+            self._fire_recv(c, t[1], fx)
+        elif kind == "send":
+            self._fire_send(c, t[1], fx)
+        elif kind == "sendpkt":
+            hs = self._mut_host(c, t[1])
+            fx.writes.add(("host", t[1]))
+            self._host_emit(c, hs, t[2], fx)
+        elif kind == "out":
+            self._fire_out(c, t[1], fx)
+        elif kind == "move":
+            self._fire_move(c, t[1], fx)
+        elif kind == "timer":
+            self._fire_timer(c, t[1], fx)
+        elif kind == "expire":
+            self._fire_expire(c, t, fx)
+        elif kind in ("drop", "dup"):
+            self._fire_fault(c, t, fx)
+        elif kind == "linkdown":
+            self._fire_linkdown(c, t, fx)
+        else:
+            raise ValueError(f"unknown transition {t!r}")
+        cbs = self._cb["on_step"]
+        if cbs:
+            self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, c))
+        return c, fx
+
+    def at_end(self, st: State) -> list[Violation]:
+        """Violations of end-of-execution properties at a state where only faults could happen."""
+        fx = Effects()
+        cbs = self._cb["on_end"]
+        if cbs:
+            c = st.child()
+            self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, st))
+        return fx.violations
+
+    def _props(self, st: State, cbs: list, fx: Effects, call: Callable) -> None:
+        props = list(st.props)
+        ctx = _Ctx(self, fx, st)
+        for i, f in cbs:
+            new = call(f, props[i], ctx)
+            commutes = self.props[i].commutes
+            if not commutes:
+                fx.reads.add(("prop", i))
+            if new is not props[i] and new != props[i]:
+                props[i] = new
+                if not commutes:
+                    fx.writes.add(("prop", i))
+                    if f.__name__ == "on_step":
+                        # on_step may look at anything in the state: a change it makes
+                        # depends on everything, so it commutes with nothing (DPOR).
+                        fx.writes.add(ANY)
+        st.props = tuple(props)
+
+    # --- hosts
+    def _mut_host(self, st: State, i: int) -> HostState:
+        hs = st.hosts[i].copy()
+        st.hosts[i] = hs
+        return hs
+
+    def _host_emit(self, st: State, hs: HostState, frame: Packet, fx: Effects) -> None:
+        pid = None
+        if self.lineage:
+            # ``sent`` is a multiset {(frame, count)} as a frozenset: hashing it never depends on order.
+            count = 0
+            for f, n in hs.sent:
+                if f == frame:
+                    count = n
+                    break
+            hs.sent = (hs.sent - {(frame, count)}) | {(frame, count + 1)}
+            pid = (hs.host.name, frame, count)
+        tag = (pid, ()) if self.lineage else None
+        where = hs.location
+        self._push(st, where, frame, tag, fx)
+        cbs = self._cb["on_host_send"]
+        if cbs:
+            name = hs.host.name
+            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+
+    def _push(self, st: State, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
+        fx.writes.add(("q",) + where)
+        st.inq[where] = st.inq.get(where, ()) + ((frame, tag),)
+
+    def _fire_send(self, st: State, i: int, fx: Effects) -> None:
+        hs = self._mut_host(st, i)
+        fx.writes.add(("host", i))
+        dst = hs.to_send[0]
+        hs.to_send = hs.to_send[1:]
+        seq = hs.next_seq
+        hs.next_seq += 1
+        if hs.credits is not None:
+            hs.credits -= 1
+        for frame in hs.host.ping(self.ip_of[dst], i + 1, seq):
+            self._host_emit(st, hs, frame, fx)
+
+    def _fire_out(self, st: State, i: int, fx: Effects) -> None:
+        hs = self._mut_host(st, i)
+        fx.writes.add(("host", i))
+        frame = hs.outbox[0]
+        hs.outbox = hs.outbox[1:]
+        hs.replies_sent += 1
+        self._host_emit(st, hs, frame, fx)
+
+    def _fire_recv(self, st: State, i: int, fx: Effects) -> None:
+        hs = self._mut_host(st, i)
+        name = hs.host.name
+        where = (name, 0)
+        fx.writes.add(("host", i))
+        fx.writes.add(("q",) + where)
+        q = st.inq[where]
+        (frame, tag), st.inq[where] = q[0], q[1:]
+        replies = hs.host.receive(frame)
+        if hs.credits is not None and frame.eth_dst == hs.host.mac:
+            hs.credits += 1
+        if replies and self.config.reply:
+            hs.outbox = hs.outbox + tuple(replies)
+        cbs = self._cb["on_host_receive"]
+        if cbs:
+            pid = tag[0] if tag is not None else None
+            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+
+    def _fire_move(self, st: State, i: int, fx: Effects) -> None:
+        hs = self._mut_host(st, i)
+        fx.writes.add(("host", i))
+        fx.writes.add(("wiring",))
+        old = hs.location
+        hs.location = hs.moves_left[0]
+        hs.moves_left = hs.moves_left[1:]
+        name = hs.host.name
+        cbs = self._cb["on_host_move"]
+        if cbs:
+            new = hs.location
+            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, old, new))
+        # Tell the network where we are now (NICE's "mobility inform"): a gratuitous ARP.
+        h = hs.host
+        self._host_emit(st, hs, arp_request(h.mac, h.ip, h.ip), fx)
+
+    # --- switches
+    def _peer_of(self, st: State, node: str, port: int) -> tuple[str, int] | None:
+        p = self.peer.get((node, port))
+        if p is not None:
+            return p
+        for hs in st.hosts:
+            if hs.location == (node, port):
+                return (hs.host.name, 0)
+        return None
+
+    def _switch_outputs(self, st: State, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
+        for o in outputs:
+            if type(o) is sw.Emit:
+                peer = self._peer_of(st, s.name, o.port)
+                if peer is None:
+                    continue  # nothing attached: the packet is dropped
+                if peer[1] == 0:
+                    fx.reads.add(("wiring",))
+                tag = o.tag
+                if tag is None and self.lineage:
+                    tag = (None, ())
+                self._push(st, peer, o.packet, tag, fx)
+            else:
+                msg = o.msg
+                if type(msg) is not m.PacketIn:
+                    msg = _from_ofp(msg)
+                fx.writes.add(("toctl", i))
+                st.to_ctrl[i] = st.to_ctrl[i] + (msg,)
+
+    def _fire_pkt(self, st: State, i: int, fx: Effects) -> None:
+        wc = self.uses_stats
+        s = st.switches[i].copy(table=wc, ports=wc)
+        st.switches[i] = s
+        name = s.name
+        inq = st.inq
+        cbs = self._cb["on_switch_receive"]
+        for p in s.ports:
+            where = (name, p)
+            fx.reads.add(("q",) + where)
+            q = inq.get(where)
+            if not q:
+                continue
+            fx.writes.add(("q",) + where)
+            (frame, tag), inq[where] = q[0], q[1:]
+            if self.lineage:
+                pid, hops = tag
+                if cbs:
+                    self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, p, pid, hops, frame))
+                tag = (pid, hops + ((name, p),) if self.need_hops else hops)
+            fx.ft_reads.append((i, frame.match_fields(p)))
+            outputs = s.receive_packet(p, frame, self.now, tag)
+            self._switch_outputs(st, i, s, outputs, fx)
+        fx.writes.add(("buf", i))
+        fx.reads.add(("ports", i))
+
+    def _fire_of(self, st: State, i: int, fx: Effects) -> None:
+        q = st.to_sw[i]
+        msg, st.to_sw[i] = q[0], q[1:]
+        fx.writes.add(("tosw", i))
+        is_mod = type(msg) is m.FlowMod
+        s = st.switches[i].copy(table=is_mod, ports=self.uses_stats)
+        st.switches[i] = s
+        if is_mod:
+            fx.ft_writes.append((i, msg.match))
+            if msg.buffer_id != m.NO_BUFFER:
+                fx.writes.add(("buf", i))
+        elif type(msg) is m.PacketOut:
+            fx.writes.add(("buf", i))
+        else:
+            fx.writes.add(("counters", i))
+        fx.reads.add(("ports", i))
+        outputs = s.handle_message(0, m.to_ofp(msg), self.now)
+        for o in outputs:
+            if type(o) is sw.Emit:
+                fx.ft_reads.append((i, None))  # a released packet may be matched again: be conservative
+                break
+        self._switch_outputs(st, i, s, outputs, fx)
+
+    def _fire_expire(self, st: State, t: Transition, fx: Effects) -> None:
+        _, i, wildcards, values, priority = t
+        s = st.switches[i].copy(table=True, ports=self.uses_stats)
+        st.switches[i] = s
+        match = Match(wildcards, *values)
+        fx.ft_writes.append((i, match))
+        removed = s.table.delete(match, strict=True, priority=priority)
+        out = []
+        for e in removed:
+            if e.flags & ofp.OFPFF_SEND_FLOW_REM:
+                out.append(sw.ToController(None, s._flow_removed(e, ofp.OFPRR_IDLE_TIMEOUT if e.idle_timeout
+                                                                 else ofp.OFPRR_HARD_TIMEOUT, self.now)))
+        self._switch_outputs(st, i, s, out, fx)
+
+    def _fire_fault(self, st: State, t: Transition, fx: Effects) -> None:
+        kind, node, port = t
+        where = (node, port)
+        fx.writes.add(("q",) + where)
+        q = st.inq[where]
+        st.extra = (st.extra[0] - 1,) + st.extra[1:]
+        fx.writes.add(("faults",))
+        if kind == "drop":
+            st.inq[where] = q[1:]
+        else:
+            st.inq[where] = q + (q[0],)
+
+    def _fire_linkdown(self, st: State, t: Transition, fx: Effects) -> None:
+        """A switch-to-switch link fails: both ports go down (PORT_STATUS to the controller) and
+        the packets on it are lost."""
+        _, i, port = t
+        name = self.sw_names[i]
+        peer = self.peer[(name, port)]
+        st.extra = (st.extra[0] - 1,) + st.extra[1:]
+        fx.writes.add(("faults",))
+        for node, p in ((name, port), peer):
+            j = self.sw_index[node]
+            s = st.switches[j].copy(table=False, ports=True)
+            st.switches[j] = s
+            fx.writes.add(("ports", j))
+            fx.writes.add(("q", node, p))
+            st.inq.pop((node, p), None)
+            self._switch_outputs(st, j, s, s.set_link(p, False), fx)
+
+    # --- controller
+    def _run_handler(self, st: State, call: Callable[[App], None], fx: Effects, i: int | None) -> None:
+        app = st.app.copy()
+        api = ControllerAPI(self.now, self.links, self.uses_stats)
+        app._api = api
+        try:
+            call(app)
+        finally:
+            app._api = None
+        st.app = app
+        st.appkey = None
+        fx.writes.add(("ctl",))
+        order = []
+        for dpid, msg in api.out:
+            j = self.index_of_dpid.get(dpid)
+            if j is None:
+                continue  # a switch the network does not have: the message goes nowhere
+            st.to_sw[j] = st.to_sw[j] + (msg,)
+            fx.writes.add(("tosw", j))
+            if j not in order:
+                order.append(j)
+        if api.timers:
+            st.timers = tuple(sorted(set(st.timers) | set(api.timers)))
+        if self.config.track_issue_order:
+            # Only a handler that addressed several switches gives UNUSUAL something to reverse;
+            # remembering single-switch orders would only split states.
+            new = tuple(order) if len(order) > 1 else ()
+            if new != st.extra[1]:
+                st.extra = (st.extra[0], new)
+
+    def _fire_ctl(self, st: State, i: int, fx: Effects) -> None:
+        q = st.to_ctrl[i]
+        msg, st.to_ctrl[i] = q[0], q[1:]
+        fx.writes.add(("toctl", i))
+        dpid = self.dpid_of[i]
+        t = type(msg)
+        if t is m.PacketIn:
+            cbs = self._cb["on_packet_in"]
+            if cbs:
+                pid = msg.tag[0] if msg.tag is not None else None
+                name = self.sw_names[i]
+                self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, msg))
+            self._run_handler(st, lambda a: a.packet_in(dpid, msg.in_port, msg.reason, msg.total_len,
+                                                        msg.buffer_id, msg.packet), fx, i)
+        elif t is m.PortStatus:
+            self._run_handler(st, lambda a: a.port_status(dpid, msg.reason, msg.port_no, msg.link_up), fx, i)
+        elif t is m.FlowRemoved:
+            self._run_handler(st, lambda a: a.flow_removed(dpid, msg.match, msg.priority, msg.reason,
+                                                           msg.cookie), fx, i)
+        elif t is m.PortStatsReply:
+            self._run_handler(st, lambda a: a.port_stats_in(dpid, msg.stats), fx, i)
+        # errors and other replies: nothing to run (NOX apps rarely handle them)
+
+    def _fire_timer(self, st: State, name: str, fx: Effects) -> None:
+        st.timers = tuple(x for x in st.timers if x != name)
+        self._run_handler(st, lambda a: a.timer(name), fx, None)
+
+    # ------------------------------------------------------------------ descriptions
+    def describe(self, st: State, t: Transition) -> str:
+        """A human line for transition ``t`` at state ``st`` (before it fires)."""
+        kind = t[0]
+        if kind in ("send", "sendpkt", "out", "recv", "move"):
+            hs = st.hosts[t[1]]
+            name = hs.host.name
+            if kind == "send":
+                return f"{name} sends ping {hs.next_seq} to {hs.to_send[0]}"
+            if kind == "sendpkt":
+                return f"{name} sends {t[2].summary()}"
+            if kind == "out":
+                return f"{name} sends {hs.outbox[0].summary()}"
+            if kind == "recv":
+                return f"{name} receives {st.inq[(name, 0)][0][0].summary()}"
+            return f"{name} moves from {hs.location[0]}:{hs.location[1]} to {hs.moves_left[0][0]}:{hs.moves_left[0][1]}"
+        if kind == "pkt":
+            s = st.switches[t[1]]
+            parts = [f"port {p}: {st.inq[(s.name, p)][0][0].summary()}" for p in s.ports if st.inq.get((s.name, p))]
+            return f"{s.name} processes packets ({'; '.join(parts)})"
+        if kind == "of":
+            return f"{self.sw_names[t[1]]} applies {m.describe(st.to_sw[t[1]][0])}"
+        if kind == "ctl":
+            return f"controller handles {m.describe(st.to_ctrl[t[1]][0])} from {self.sw_names[t[1]]}"
+        if kind == "timer":
+            return f"controller timer {t[1]} fires"
+        if kind == "expire":
+            return f"{self.sw_names[t[1]]}: rule priority={t[4]},{Match(t[2], *t[3])} expires"
+        if kind == "linkdown":
+            return f"fault: the link at {self.sw_names[t[1]]}:{t[2]} fails"
+        return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
+
+
+def transition_to_json(t: Transition) -> list:
+    return [{"packet": x.to_json()} if isinstance(x, Packet) else _listify(x) for x in t]
+
+
+def transition_from_json(v: list) -> Transition:
+    return tuple(Packet.from_json(x["packet"]) if isinstance(x, dict) and "packet" in x else _tuplify(x)
+                 for x in v)
+
+
+def _listify(x: Any) -> Any:
+    return [_listify(y) for y in x] if isinstance(x, tuple) else x
+
+
+def _tuplify(x: Any) -> Any:
+    return tuple(_tuplify(y) for y in x) if isinstance(x, list) else x
+
+
+def _from_ofp(msg: Any) -> Any:
+    """A switch's os-ken message as a light channel message."""
+    name = type(msg).__name__
+    if name == "OFPFlowRemoved":
+        return m.FlowRemoved(Match.from_ofp(msg.match), msg.priority, msg.reason, msg.cookie)
+    if name == "OFPPortStatus":
+        return m.PortStatus(msg.reason, msg.desc.port_no, not (msg.desc.state & ofp.OFPPS_LINK_DOWN))
+    if name == "OFPPortStatsReply":
+        return m.PortStatsReply(tuple((b.port_no, b.rx_packets, b.tx_packets, b.rx_bytes, b.tx_bytes)
+                                      for b in msg.body))
+    from netsleuth.nice.app import _freeze
+    from netsleuth.openflow.codec import msg_to_json
+    js = msg_to_json(msg)
+    js.pop("xid", None)
+    return m.OtherToController(js.get("type", name), _freeze(js))

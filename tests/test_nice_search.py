@@ -1,0 +1,114 @@
+"""The model checker's search: canonical states, order independence, copy-on-write."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+from netsleuth.nice import messages as m
+from netsleuth.nice.explore import Explorer, SearchOptions
+from netsleuth.nice.job import make_system
+from netsleuth.nice.scenarios import build_config
+from netsleuth.nice.system import System
+
+
+def _system(app="pyswitch", **kw) -> System:
+    return make_system(build_config(f"app:{app}", **kw))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_table1_counts_do_not_depend_on_exploration_order(n):
+    fwd = Explorer(_system(scenario="pings", pings=n), SearchOptions(order="forward")).run()
+    rev = Explorer(_system(scenario="pings", pings=n), SearchOptions(order="reverse")).run()
+    assert fwd.completed and rev.completed
+    assert (fwd.transitions, fwd.unique_states) == (rev.transitions, rev.unique_states)
+    assert fwd.unique_states > 100 * (n - 1)
+
+
+def test_dfs_agrees_with_a_breadth_first_search_on_full_keys():
+    """An independent BFS that matches states by their full canonical key (no hashing)."""
+    system = _system(scenario="pings", pings=2)
+    s0 = system.initial()
+    seen = {s0.key()}
+    todo = deque([s0])
+    transitions = 0
+    while todo:
+        st = todo.popleft()
+        for t in system.enabled(st):
+            child, _ = system.fire(st, t)
+            transitions += 1
+            k = child.key()
+            if k not in seen:
+                seen.add(k)
+                todo.append(child)
+    r = Explorer(_system(scenario="pings", pings=2), SearchOptions()).run()
+    assert (r.transitions, r.unique_states) == (transitions, len(seen))
+
+
+def test_firing_never_mutates_the_parent_state():
+    system = _system(scenario="pings", pings=2)
+    st = system.initial()
+    # walk a few steps in, so switches have rules and queues are non-empty
+    for _ in range(12):
+        en = system.enabled(st)
+        key_before = st.key()
+        hash_before = hash(key_before)
+        children = [system.fire(st, t)[0] for t in en]
+        st._key = None  # recompute from the components
+        for s in st.switches:
+            s._key = None
+        for h in st.hosts:
+            h._key = None
+        st.appkey = None
+        assert st.key() == key_before and hash(st.key()) == hash_before
+        st = children[-1]
+
+
+def test_queued_controller_messages_are_part_of_the_state():
+    """NICE's hash dropped the switches' command queues; here they must split states."""
+    system = _system(scenario="pings", pings=1)
+    st = system.initial()
+    st, _ = system.fire(st, ("send", 0))
+    st, _ = system.fire(st, ("pkt", 0))        # s1 buffers the ping, PACKET_IN queued
+    st, _ = system.fire(st, ("ctl", 0))        # pyswitch floods: a PACKET_OUT queued for s1
+    assert st.to_sw[0] and isinstance(st.to_sw[0][0], m.PacketOut)
+    twin = st.child()
+    twin.to_sw[0] = ()
+    assert twin.key() != st.key()
+    # ... and the buffer it refers to is state too
+    assert st.switches[0].buffers
+    applied, _ = system.fire(st, ("of", 0))
+    assert not applied.switches[0].buffers and applied.key() != st.key()
+
+
+def test_flow_tables_are_canonical_whatever_the_install_order():
+    system = _system(scenario="pings", pings=1)
+    st = system.initial()
+    from netsleuth.model.actions import Output
+    from netsleuth.model.match import Match
+    a = m.FlowMod(0, Match.build(dl_dst=1), 10, (Output(1),))
+    b = m.FlowMod(0, Match.build(dl_dst=2), 10, (Output(2),))
+    one, two = st.child(), st.child()
+    one.to_sw[0] = (a, b)
+    two.to_sw[0] = (b, a)
+    for _ in range(2):
+        one, _ = system.fire(one, ("of", 0))
+        two, _ = system.fire(two, ("of", 0))
+    assert one.key() == two.key()
+
+
+def test_max_depth_bounds_the_search_and_reexplores_shallower_visits():
+    full = Explorer(_system(scenario="pings", pings=2), SearchOptions()).run()
+    bounded = Explorer(_system(scenario="pings", pings=2), SearchOptions(max_depth=8)).run()
+    assert bounded.max_depth <= 8
+    assert bounded.unique_states < full.unique_states
+    # every state within 8 steps is found whatever the order
+    rev = Explorer(_system(scenario="pings", pings=2), SearchOptions(max_depth=8, order="reverse")).run()
+    assert rev.unique_states == bounded.unique_states
+
+
+def test_max_transitions_stops_with_partial_results():
+    r = Explorer(_system(scenario="pings", pings=3), SearchOptions(max_transitions=2048)).run()
+    assert not r.completed and r.stopped_by == "max-transitions"
+    assert 2048 <= r.transitions < 4096 and r.unique_states > 0
