@@ -213,6 +213,9 @@ def load_app(spec: str) -> Callable[[], App]:
     s = normalize_spec(spec)[4:]
     target = BUILTIN_APPS.get(s, s)
     if ":" not in target:
+        from netsleuth.nice.bug_scenarios import APP_SPECS  # loadbalancer / energy-te variants (issue 7)
+        target = APP_SPECS.get(s, s)
+    if ":" not in target:
         raise AppSpecError(f"unknown in-process app {spec!r}",
                            f"use one of {', '.join(sorted(BUILTIN_APPS))} or package.module:Class")
     mod_name, _, cls_name = target.partition(":")

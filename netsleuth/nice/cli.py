@@ -22,7 +22,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.property:
         props = tuple(p for item in args.property for p in item.split(",") if p and p.lower() != "none")
     faults = tuple(f for item in (args.faults or []) for f in item.split(",") if f)
-    opts = CheckOptions(app=args.app, scenario=args.scenario, topo=args.topo, hosts=args.hosts, pings=args.pings,
+    app = args.app if args.variant in (None, "fixed") else f"{args.app}-{args.variant}"
+    opts = CheckOptions(app=app, scenario=args.scenario, topo=args.topo, hosts=args.hosts, pings=args.pings,
                         strategy=args.strategy, dpor=args.dpor, order=args.order, max_depth=args.max_depth,
                         max_transitions=args.max_transitions, properties=props, faults=faults,
                         burst=args.burst, seed=args.seed, stop_at_first=args.stop_at_first,
@@ -67,6 +68,8 @@ def _summary(d: dict) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="model-check an in-process controller app (NICE): search, strategies, DPOR")
     c.add_argument("app", help="pyswitch, pyswitch-fixed, app:NAME or package.module:Class (a netsleuth.nice App)")
+    c.add_argument("--variant", help="app variant: fixed (default); bug-iv..bug-ix for loadbalancer, "
+                                     "bug-x..bug-xiii for energy-te")
     c.add_argument("--scenario", choices=SCENARIOS,
                    help="pings (Table 1, default), direct (StrictDirectPaths), mobile (a host moves), "
                         "loop (triangle)")

@@ -58,7 +58,13 @@ class CheckOptions:
 
 
 def make_system(config: Config) -> System:
-    return System(config, load_app(config.app_spec), resolve(config.properties))
+    import netsleuth.nice.app_properties  # noqa: F401  (registers FlowAffinity, UseCorrectRoutingTable)
+
+    system = System(config, load_app(config.app_spec), resolve(config.properties))
+    if config.scripts:
+        from netsleuth.nice.scripted import attach
+        attach(system, config.scripts)
+    return system
 
 
 def check(opts: CheckOptions) -> dict[str, Any]:
@@ -79,8 +85,16 @@ def check(opts: CheckOptions) -> dict[str, Any]:
     if opts.burst < 1:
         raise CheckError(f"--burst must be at least 1, got {opts.burst}", "give --burst a positive number")
     spec = normalize_spec(opts.app)
-    config = build_config(spec, scenario=opts.scenario, topo=opts.topo, hosts=opts.hosts, pings=opts.pings,
-                          properties=opts.properties, faults=opts.faults)
+    import netsleuth.nice.app_properties  # noqa: F401  (FlowAffinity, UseCorrectRoutingTable by name)
+    from netsleuth.nice import bug_scenarios
+
+    bug = bug_scenarios.scenario_for(spec, opts.scenario)
+    if bug is not None:  # the load balancer / traffic engineering apps: their bug scenario
+        config = bug_scenarios.config_for(bug, spec=spec, properties=opts.properties)
+        config.scripts, config.faults = bug.scripts, tuple(opts.faults)
+    else:
+        config = build_config(spec, scenario=opts.scenario, topo=opts.topo, hosts=opts.hosts, pings=opts.pings,
+                              properties=opts.properties, faults=opts.faults)
     if "pkt-seq" in parts:
         config.pkt_seq_burst = opts.burst
     if "unusual" in parts:

@@ -16,7 +16,8 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.model.topology import parse_topo
 from netsleuth.nice.system import Config
 
-SCENARIOS = ("pings", "direct", "mobile", "loop")
+SCENARIOS = ("pings", "direct", "mobile", "loop", "bug-iv", "bug-v", "bug-vi", "bug-vii", "bug-viii", "bug-ix",
+             "bug-x", "bug-xi", "bug-xii", "bug-xiii")
 
 
 class ScenarioError(NetsleuthError):

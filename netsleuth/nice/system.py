@@ -35,6 +35,7 @@ from netsleuth.model.topology import Topology
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.properties import Property
+from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.state import HostState, MCSwitch, State
 
 Transition = tuple
@@ -58,6 +59,7 @@ class Config:
     properties: tuple[str, ...] = ()
     pkt_seq_burst: int | None = None                   # PKT-SEQ: outstanding packets per host
     track_issue_order: bool = False                    # UNUSUAL needs the last handler's issue order
+    scripts: tuple = ()                                # ((host, (frame, ...)), ...): scripted sends (scripted.py)
 
     def to_json(self) -> dict:
         return {"app": self.app_spec, "pings": [list(p) for p in self.pings], "reply": self.reply,
@@ -65,7 +67,7 @@ class Config:
                 "spare_ports": self.spare_ports, "miss_send_len": self.miss_send_len,
                 "faults": list(self.faults), "fault_budget": self.fault_budget,
                 "properties": list(self.properties), "pkt_seq_burst": self.pkt_seq_burst,
-                "track_issue_order": self.track_issue_order}
+                "track_issue_order": self.track_issue_order, "scripts": scripts_to_json(self.scripts)}
 
     @classmethod
     def from_json(cls, d: dict, topology: Topology) -> "Config":
@@ -73,7 +75,8 @@ class Config:
                    reply=d["reply"], moves=tuple(tuple(x) for x in d["moves"]), move_after=d["move_after"],
                    spare_ports=d["spare_ports"], miss_send_len=d["miss_send_len"], faults=tuple(d["faults"]),
                    fault_budget=d["fault_budget"], properties=tuple(d["properties"]),
-                   pkt_seq_burst=d["pkt_seq_burst"], track_issue_order=d["track_issue_order"])
+                   pkt_seq_burst=d["pkt_seq_burst"], track_issue_order=d["track_issue_order"],
+                   scripts=scripts_from_json(d.get("scripts", [])))
 
 
 class Violation(Exception):
