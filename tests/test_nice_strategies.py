@@ -324,3 +324,18 @@ def test_timers_are_transitions_of_the_controller():
     r = Explorer(make_system(cfg), SearchOptions()).run()
     # the ping is lost on the paths where the drop rule is in place before it reaches s1
     assert r.completed and r.violation_counts.get("NoBlackHoles", 0) > 0
+
+
+def test_dpor_is_not_applied_where_sleep_sets_would_miss_a_bug() -> None:
+    """Under NO-DELAY the load balancer's BUG-IX is found; sleep sets on top of that
+    state-wide filter once pruned the interleaving it needs, so DPOR must not."""
+    from netsleuth.nice.job import CheckOptions, check
+
+    found = []
+    for dpor in (False, True):
+        d = check(CheckOptions(app="loadbalancer-bug-ix", scenario="bug-ix", strategy="pkt-seq+no-delay", dpor=dpor,
+                               properties=("FlowAffinity",)))
+        found.append(d["violation_counts"].get("FlowAffinity", 0) > 0)
+        if dpor:
+            assert "no-delay" in d["dpor_note"]
+    assert found == [True, True]

@@ -55,6 +55,8 @@ def _summary(d: dict) -> None:
     out.print(f"{d['app']} on {d['topology']} [{d['strategy']}{' + DPOR' if d['dpor'] else ''}]: "
               f"{d['transitions']:,} transitions, {d['unique_states']:,} unique states in {d['seconds']} s "
               f"({d['transitions_per_second']:,}/s), search {state}", highlight=False, markup=False)
+    if d.get("dpor_note"):
+        out.print(d["dpor_note"], highlight=False, markup=False)
     if not d["violations"]:
         out.print(f"no violations of {', '.join(d['properties']) or '(no properties checked)'}", highlight=False)
     for v in d["violations"]:

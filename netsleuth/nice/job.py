@@ -116,6 +116,8 @@ def check(opts: CheckOptions) -> dict[str, Any]:
         "interrupted": result.interrupted, "violation_counts": dict(sorted(result.violation_counts.items())),
         "violations": [],
     }
+    if result.dpor_note:
+        data["dpor_note"] = result.dpor_note
     out = Path(opts.out) if opts.out is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
