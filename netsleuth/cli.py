@@ -300,6 +300,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.tools.cli",
     "netsleuth.nice.cli",
+    "netsleuth.nice.osken_cli",
 )
 
 

@@ -209,8 +209,12 @@ def normalize_spec(spec: str) -> str:
 
 
 def load_app(spec: str) -> Callable[[], App]:
-    """The app class an ``app:`` spec names (a builtin name or ``package.module:Class``)."""
+    """The app class an ``app:`` spec names (a builtin name, ``package.module:Class``, or
+    ``osken:MODULE[,MODULE]`` for an unmodified os-ken app hosted by a handler server)."""
     s = normalize_spec(spec)[4:]
+    if s.startswith("osken:"):  # an unmodified os-ken 1.4.1 app, run by the handler server
+        from netsleuth.nice.osken_host import load_osken_app
+        return load_osken_app(s)
     target = BUILTIN_APPS.get(s, s)
     if ":" not in target:
         from netsleuth.nice.bug_scenarios import APP_SPECS  # loadbalancer / energy-te variants (issue 7)

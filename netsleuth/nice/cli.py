@@ -26,7 +26,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     opts = CheckOptions(app=app, scenario=args.scenario, topo=args.topo, hosts=args.hosts, pings=args.pings,
                         strategy=args.strategy, dpor=args.dpor, order=args.order, max_depth=args.max_depth,
                         max_transitions=args.max_transitions, properties=props, faults=faults,
-                        burst=args.burst, seed=args.seed, stop_at_first=args.stop_at_first,
+                        burst=args.burst, discover=args.discover, discover_stats=args.discover_stats, seed=args.seed, stop_at_first=args.stop_at_first,
                         out=Path(args.out) if args.out else None)
     quiet = args.json or not console.is_terminal
     if quiet:
@@ -69,7 +69,8 @@ def _summary(d: dict) -> None:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="model-check an in-process controller app (NICE): search, strategies, DPOR")
-    c.add_argument("app", help="pyswitch, pyswitch-fixed, app:NAME or package.module:Class (a netsleuth.nice App)")
+    c.add_argument("app", help="pyswitch, pyswitch-fixed, loadbalancer, energy-te, app:NAME or package.module:Class "
+                   "(a netsleuth.nice App), or osken:MODULE[,MODULE] (an unmodified os-ken 1.4.1 OpenFlow 1.0 app)")
     c.add_argument("--variant", help="app variant: fixed (default); bug-iv..bug-ix for loadbalancer, "
                                      "bug-x..bug-xiii for energy-te")
     c.add_argument("--scenario", choices=SCENARIOS,
@@ -89,6 +90,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="property to check (repeat or comma-separate; 'none' for none); default: the scenario's")
     c.add_argument("--faults", action="append", help="optional faults: expiry, drop, duplicate, link (comma-separated)")
     c.add_argument("--burst", type=int, default=1, help="PKT-SEQ: outstanding packets per host (default 1)")
+    c.add_argument("--discover", type=int, default=0, metavar="N",
+                   help="concolic discover_packets: each host may send N frames the app's packet_in "
+                        "handler tells apart (z3; default 0: only the scenario's traffic)")
+    c.add_argument("--discover-stats", action="store_true",
+                   help="concolic discover_stats: port-stats replies with counters the app's handler tells apart")
     c.add_argument("--seed", type=int, default=0, help="seed of the random walk")
     c.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     c.add_argument("--json", action="store_true", help="print the result as one JSON object")

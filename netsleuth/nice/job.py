@@ -51,6 +51,8 @@ class CheckOptions:
     properties: tuple[str, ...] | None = None
     faults: tuple[str, ...] = ()
     burst: int = 1
+    discover: int = 0          # concolic discover_packets: frames each host may send (0: off)
+    discover_stats: bool = False
     seed: int = 0
     stop_at_first: bool = False
     out: Path | None = None
@@ -64,6 +66,12 @@ def make_system(config: Config) -> System:
     if config.scripts:
         from netsleuth.nice.scripted import attach
         attach(system, config.scripts)
+    if config.discover or config.discover_stats:
+        from netsleuth.nice import concolic
+        if config.discover:  # one send per discovered packet, per host, memoized per controller state
+            concolic.attach(system, config.discover)
+        if config.discover_stats:
+            system.generators.append(concolic.StatsDiscoverer())
     return system
 
 
@@ -95,6 +103,7 @@ def check(opts: CheckOptions) -> dict[str, Any]:
     else:
         config = build_config(spec, scenario=opts.scenario, topo=opts.topo, hosts=opts.hosts, pings=opts.pings,
                               properties=opts.properties, faults=opts.faults)
+    config.discover, config.discover_stats = opts.discover, opts.discover_stats
     if "pkt-seq" in parts:
         config.pkt_seq_burst = opts.burst
     if "unusual" in parts:

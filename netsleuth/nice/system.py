@@ -60,6 +60,8 @@ class Config:
     pkt_seq_burst: int | None = None                   # PKT-SEQ: outstanding packets per host
     track_issue_order: bool = False                    # UNUSUAL needs the last handler's issue order
     scripts: tuple = ()                                # ((host, (frame, ...)), ...): scripted sends (scripted.py)
+    discover: int = 0                                  # concolic discover_packets: frames per host (0: off)
+    discover_stats: bool = False                       # concolic discover_stats for port-stats replies
 
     def to_json(self) -> dict:
         return {"app": self.app_spec, "pings": [list(p) for p in self.pings], "reply": self.reply,
@@ -67,7 +69,8 @@ class Config:
                 "spare_ports": self.spare_ports, "miss_send_len": self.miss_send_len,
                 "faults": list(self.faults), "fault_budget": self.fault_budget,
                 "properties": list(self.properties), "pkt_seq_burst": self.pkt_seq_burst,
-                "track_issue_order": self.track_issue_order, "scripts": scripts_to_json(self.scripts)}
+                "track_issue_order": self.track_issue_order, "scripts": scripts_to_json(self.scripts),
+                "discover": self.discover, "discover_stats": self.discover_stats}
 
     @classmethod
     def from_json(cls, d: dict, topology: Topology) -> "Config":
@@ -76,7 +79,8 @@ class Config:
                    spare_ports=d["spare_ports"], miss_send_len=d["miss_send_len"], faults=tuple(d["faults"]),
                    fault_budget=d["fault_budget"], properties=tuple(d["properties"]),
                    pkt_seq_burst=d["pkt_seq_burst"], track_issue_order=d["track_issue_order"],
-                   scripts=scripts_from_json(d.get("scripts", [])))
+                   scripts=scripts_from_json(d.get("scripts", [])), discover=d.get("discover", 0),
+                   discover_stats=d.get("discover_stats", False))
 
 
 class Violation(Exception):
@@ -185,6 +189,7 @@ class System:
         #: packets a host should send next, NICE's discover_packets); each proposed send is an
         #: ordinary transition (hashable, replayable: the packet travels in the trace as JSON).
         self.generators: list[Callable[["System", State], list]] = []
+        self.sendpkt_reads_ctl = False  # set when sends come from concolic discovery (concolic.attach)
 
     # ------------------------------------------------------------------ initial state
     def initial(self) -> State:
@@ -293,7 +298,11 @@ class System:
         elif kind == "sendpkt":
             hs = self._mut_host(c, t[1])
             fx.writes.add(("host", t[1]))
+            if self.sendpkt_reads_ctl:
+                fx.reads.add(("ctl",))  # discovered packets depend on the controller state (DPOR)
             self._host_emit(c, hs, t[2], fx)
+        elif kind == "stats":
+            self._fire_stats(c, t[1], t[2], fx)
         elif kind == "out":
             self._fire_out(c, t[1], fx)
         elif kind == "move":
@@ -545,6 +554,15 @@ class System:
             self._switch_outputs(st, j, s, s.set_link(p, False), fx)
 
     # --- controller
+    def _fire_stats(self, st: State, i: int, stats: tuple, fx: Effects) -> None:
+        """discover_stats: the controller handles the PortStatsReply at the head of switch i's
+        channel with discovered counters ``stats`` (a reply the switch could send after more traffic)."""
+        q = st.to_ctrl[i]
+        st.to_ctrl[i] = q[1:]
+        fx.writes.add(("toctl", i))
+        dpid = self.dpid_of[i]
+        self._run_handler(st, lambda a: a.port_stats_in(dpid, stats), fx, i)
+
     def _run_handler(self, st: State, call: Callable[[App], None], fx: Effects, i: int | None) -> None:
         app = st.app.copy()
         api = ControllerAPI(self.now, self.links, self.uses_stats)
@@ -631,6 +649,8 @@ class System:
             return f"{self.sw_names[t[1]]}: rule priority={t[4]},{Match(t[2], *t[3])} expires"
         if kind == "linkdown":
             return f"fault: the link at {self.sw_names[t[1]]}:{t[2]} fails"
+        if kind == "stats":
+            return f"controller handles a discovered port-stats reply from {self.sw_names[t[1]]}: {t[2]}"
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
 
 

@@ -1,0 +1,444 @@
+"""Handler server: unmodified os-ken apps as a pure function (app state, event) -> (app state, messages).
+
+Run by the controller environment's Python (``.venv-controller``, os-ken
+1.4.1, the last release with the sample apps) and therefore imports only the
+stdlib and os_ken -- never netsleuth, whose own os-ken is 4.2.2.  The model
+checker (``netsleuth/nice/osken_host.py``) talks to it over stdin/stdout.
+
+Why a server and not os-ken's own manager: the model checker needs every
+handler run to be a deterministic function of a state it can save, restore
+and hash (copy-on-write states, backtracking), which a running controller
+with sockets and green threads is not.  So the apps are loaded and
+instantiated by os-ken's own ``AppManager`` (required apps such as
+``ofp_handler`` included, handlers registered by os-ken), but no thread is
+started: each request restores the apps' own attributes (everything their
+``__init__`` and handlers added beyond os-ken's ``OSKenApp`` base), feeds one
+OpenFlow message through the same code path as ``Datapath._recv_loop``
+(``ofp_msg_to_ev``, ``send_event_to_observers``, the ofp brick's direct
+handlers), drains every app's event queue exactly as ``OSKenApp._event_loop``
+would (``get_handlers(ev, state)``, exceptions logged and swallowed, as
+os-ken does), and returns what the apps sent through the stand-in datapath as
+OpenFlow bytes (os-ken's own ``send_msg`` -> ``serialize``).
+
+Protocol: frames of a 4-byte big-endian length and a pickle (protocol 4;
+only builtin types cross the pipe).  Requests are dicts with ``op``:
+
+``init``   {"modules": [...]} -> {"apps": [...], "state": bytes, "key": ...}
+``event``  {"state": bytes, "datapaths": {dpid: ports}, "event": (kind, dpid, bytes), "now": float}
+           kind is "join" (FEATURES_REPLY bytes), "msg" (any switch->controller
+           message) or "leave"; -> {"state", "key", "out": [(dpid, bytes)], "errors": [...],
+           "datapaths"}.  ``datapaths`` are the joined switches as os-ken's
+           Datapath objects hold them (ports as OFPPhyPort tuples), returned by
+           one event and passed to the next: they are state too.
+``quit``   ends the server (so does EOF on stdin: the server never outlives netsleuth).
+
+Any failure answers {"error": "...", "traceback": "..."}.
+"""
+
+import io
+import logging
+import os
+import pickle
+import struct
+import sys
+import traceback
+
+# os-ken 1.4.1 imports eventlet.wsgi.ALREADY_HANDLED, which newer eventlet
+# removed (the same shim as osken_main.py).
+import eventlet.wsgi
+
+if not hasattr(eventlet.wsgi, "ALREADY_HANDLED"):
+    eventlet.wsgi.ALREADY_HANDLED = object()
+
+PROTOCOL = 4
+_LEN = struct.Struct("!I")
+
+
+# ---------------------------------------------------------------- framing
+def read_frame(stream):
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    (n,) = _LEN.unpack(head)
+    data = stream.read(n)
+    if len(data) < n:
+        return None
+    return pickle.loads(data)
+
+
+def write_frame(stream, obj):
+    data = pickle.dumps(obj, protocol=PROTOCOL)
+    stream.write(_LEN.pack(len(data)) + data)
+    stream.flush()
+
+
+# ---------------------------------------------------------------- canonical keys
+def freeze(value, _depth=0):
+    """A hashable, canonical form of an app attribute built from builtin types only.
+
+    Dicts and sets are sorted (their insertion order is not state the model
+    checker distinguishes); datapaths are named by their id; other objects by
+    their class and attributes.
+    """
+    if _depth > 50:
+        return ("deep", repr(type(value)))
+    d = _depth + 1
+    t = type(value)
+    if value is None or t in (bool, int, float, str, bytes):
+        return value
+    if t in (dict,) or isinstance(value, dict):
+        items = [(freeze(k, d), freeze(v, d)) for k, v in value.items()]
+        items.sort(key=_sort_key)
+        return ("d", tuple(items))
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v, d) for v in value)
+    if isinstance(value, (set, frozenset)):
+        items = [freeze(v, d) for v in value]
+        items.sort(key=_sort_key)
+        return ("s", tuple(items))
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, StandInDatapath):
+        return ("datapath", value.id)
+    if isinstance(value, _app_manager.OSKenApp):
+        return ("app", value.name)
+    if hasattr(value, "__dict__"):
+        attrs = {k: v for k, v in vars(value).items() if k != "datapath"}
+        return (t.__module__ + "." + t.__qualname__, freeze(attrs, d))
+    return (t.__module__ + "." + t.__qualname__, repr(value))
+
+
+def _sort_key(x):
+    return (type(x).__name__, repr(x))
+
+
+# ---------------------------------------------------------------- the os-ken side
+StandInDatapath = None  # defined in _load_osken (needs os-ken imported)
+_REGISTRY = {}          # dpid -> stand-in datapath of the current request
+
+
+def _datapath_ref(dpid):
+    """Unpickling a datapath an app kept in its state: the current request's datapath of that id."""
+    dp = _REGISTRY.get(dpid)
+    if dp is None:
+        dp = StandInDatapath(dpid, {})
+        dp.state = _handler.DEAD_DISPATCHER
+        _REGISTRY[dpid] = dp
+    return dp
+
+
+class _StatePickler(pickle.Pickler):
+    """Datapaths and other apps an app refers to are saved by name, not by value: they are the
+    server's objects (a datapath is rebuilt per request; an app's own state is saved separately)."""
+
+    def persistent_id(self, obj):
+        if StandInDatapath is not None and isinstance(obj, StandInDatapath):
+            return ("datapath", obj.id)
+        if isinstance(obj, _app_manager.OSKenApp):
+            return ("app", obj.name)
+        return None
+
+
+class _StateUnpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        kind, name = pid
+        if kind == "datapath":
+            return _datapath_ref(name)
+        app = _app_manager.lookup_service_brick(name)
+        if app is None:
+            raise pickle.UnpicklingError("app %r is not loaded" % (name,))
+        return app
+
+
+def _load_osken():
+    global StandInDatapath, _handler, _ofp_event, _app_manager, ofproto_v1_0, ofproto_v1_0_parser
+    global ofproto_parser
+    from os_ken import cfg
+    from os_ken.base import app_manager as _app_manager
+    from os_ken.controller import controller as _controller
+    from os_ken.controller import handler as _handler
+    from os_ken.controller import ofp_event as _ofp_event
+    from os_ken.ofproto import ofproto_parser
+    from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser
+
+    try:
+        cfg.CONF(args=[], project="os_ken")
+    except Exception:  # already parsed
+        pass
+    # Events are stamped with the model's clock, not the wall clock (ofp_event does time.time()):
+    # a handler must be a function of (state, event) alone.
+    _ofp_event.time = _ModelClock
+
+    class _StandInDatapath(_controller.Datapath):
+        """os-ken's Datapath without a socket: ``send`` captures the serialized bytes.
+
+        Subclassing the real class keeps every helper an app may call
+        (``send_msg``, ``set_xid``, ``send_barrier``, the deprecated OF1.0
+        ``send_flow_mod``/``send_packet_out``, ``set_state``) os-ken's own code.
+        """
+
+        def __init__(self, dpid, ports):  # deliberately not Datapath.__init__ (no socket, no queues)
+            ofproto_v1_0_protocol_init(self)
+            self.socket = None
+            self.address = ("model", dpid)
+            self.is_active = True
+            self.xid = 0            # deterministic (os-ken starts at a random xid)
+            self.id = dpid
+            self._ports = None
+            self.ports = ports
+            self.flow_format = ofproto_v1_0.NXFF_OPENFLOW10
+            self.ofp_brick = _app_manager.lookup_service_brick("ofp_event")
+            self.state = None
+            self.unreplied_echo_requests = []
+            self.model_dpid = dpid  # ``id`` is None until os-ken has read the FEATURES_REPLY
+
+        def send(self, buf, close_socket=False):
+            _SENT.append((self.model_dpid, bytes(buf)))
+            return True
+
+        def close(self):
+            self.set_state(_handler.DEAD_DISPATCHER)
+
+    def ofproto_v1_0_protocol_init(dp):
+        from os_ken.ofproto.ofproto_protocol import ProtocolDesc
+
+        ProtocolDesc.__init__(dp, ofproto_v1_0.OFP_VERSION)
+
+    StandInDatapath = _StandInDatapath
+    _StandInDatapath.__module__ = "__main__"
+    _StandInDatapath.__qualname__ = "StandInDatapath"
+
+
+_SENT = []
+
+
+class _ModelClock:
+    """Stands in for the ``time`` module inside os-ken's ofp_event: ``time()`` is the model's now."""
+
+    now = 0.0
+
+    @classmethod
+    def time(cls):
+        return cls.now
+
+
+class Server:
+    """The apps of one server process and the requests that drive them (see the module docstring)."""
+
+    def __init__(self):
+        self.mgr = None
+        self.apps = []       # the OSKenApp instances whose attributes are state (all but the ofp brick)
+        self.base_attrs = frozenset()
+
+    # ---- init
+    def init(self, modules):
+        _load_osken()
+        mgr = _app_manager.AppManager.get_instance()
+        for mod in modules:
+            try:
+                __import__(mod)
+            except ImportError as exc:
+                raise UserError("cannot import os-ken app module %r: %s" % (mod, exc),
+                                "check the module name (e.g. os_ken.app.simple_switch) and that it is "
+                                "importable by the controller environment's Python")
+            if mgr.load_app(mod) is None:
+                raise UserError("module %r defines no OSKenApp subclass" % mod,
+                                "name a module that defines an os-ken app (class deriving from OSKenApp)")
+        mgr.load_apps(list(modules))
+        for name, cls in mgr.applications_cls.items():
+            versions = getattr(cls, "OFP_VERSIONS", None)
+            if versions is not None and ofproto_v1_0.OFP_VERSION not in versions:
+                raise UserError("app %s (%s) does not speak OpenFlow 1.0, the version the model checker "
+                                "models" % (cls.__name__, name),
+                                "host an OpenFlow 1.0 app such as os_ken.app.simple_switch")
+        for key, cls in mgr.contexts_cls.items():
+            if not issubclass(cls, _app_manager.OSKenApp):
+                raise UserError("app context %r (%s) is not supported in the model checker" % (key, cls.__name__),
+                                "host apps without non-app _CONTEXTS, or run them with `netsleuth run`")
+        contexts = mgr.create_contexts()
+        for app_name, cls in mgr.applications_cls.items():
+            mgr._instantiate(app_name, cls, **contexts)
+        mgr._update_bricks()
+        # No app.start(): no thread runs; requests drive the handlers synchronously.
+        self.mgr = mgr
+        base = _app_manager.OSKenApp()
+        self.base_attrs = frozenset(vars(base))
+        _app_manager.SERVICE_BRICKS.pop(base.name, None)
+        self.apps = [a for name, a in mgr.applications.items() if name != "ofp_event"]
+        self.ofp_brick = _app_manager.lookup_service_brick("ofp_event")
+        if self.ofp_brick is None:
+            raise UserError("os-ken's ofp_handler was not loaded", "host an app that handles OpenFlow events")
+        state, key = self.save()
+        return {"apps": [type(a).__module__ + "." + type(a).__name__ for a in self.apps],
+                "state": state, "key": key}
+
+    # ---- state
+    def state_attrs(self, app):
+        return sorted(k for k in vars(app) if k not in self.base_attrs)
+
+    def save(self):
+        blob = {}
+        for app in self.apps:
+            blob[app.name] = {k: getattr(app, k) for k in self.state_attrs(app)}
+        try:
+            buf = io.BytesIO()
+            _StatePickler(buf, protocol=PROTOCOL).dump(blob)
+            data = buf.getvalue()
+        except Exception as exc:
+            where = "?"
+            for name, attrs in sorted(blob.items()):
+                for k, v in sorted(attrs.items()):
+                    try:
+                        _StatePickler(io.BytesIO(), protocol=PROTOCOL).dump(v)
+                    except Exception:
+                        where = "%s.%s" % (name, k)
+                        break
+                if where != "?":
+                    break
+            raise UserError("cannot save the state of the os-ken app(s): attribute %s: %s" % (where, exc),
+                            "the model checker saves app attributes with pickle; apps that keep threads, "
+                            "locks or sockets in their attributes cannot be model-checked")
+        key = tuple((name, freeze(attrs)) for name, attrs in sorted(blob.items()))
+        return data, key
+
+    def restore(self, data):
+        blob = _StateUnpickler(io.BytesIO(data)).load()
+        for app in self.apps:
+            attrs = blob.get(app.name, {})
+            for k in self.state_attrs(app):
+                if k not in attrs:
+                    delattr(app, k)
+            for k, v in attrs.items():
+                setattr(app, k, v)
+            # a handler that crashed mid-way must not leave events behind
+            while not app.events.empty():
+                app.events.get()
+                app._events_sem.release()
+
+    # ---- events
+    def event(self, state, datapaths, event, now=0.0):
+        _ModelClock.now = float(now)
+        _REGISTRY.clear()
+        for dpid in sorted(datapaths):
+            _REGISTRY[dpid] = self._datapath(dpid, datapaths[dpid])
+        self.restore(state)
+        del _SENT[:]
+        errors = []
+        kind, dpid, data = event
+        if kind == "join":
+            dp = StandInDatapath(dpid, {})
+            dp.id = None  # os-ken learns the id from the FEATURES_REPLY (ofp_handler.switch_features_handler)
+            _REGISTRY[dpid] = dp
+            # What Datapath.__init__ and the hello handshake do before FEATURES_REPLY arrives.
+            dp.set_state(_handler.HANDSHAKE_DISPATCHER)
+            self.drain(errors)
+            dp.set_state(_handler.CONFIG_DISPATCHER)
+            self.drain(errors)
+            del _SENT[:]  # the handshake's own messages are not part of the model
+            self.receive(dp, data, errors)
+        elif kind == "msg":
+            dp = _REGISTRY.get(dpid)
+            if dp is None:
+                raise UserError("message from switch %s, which has not joined" % dpid,
+                                "deliver a join event first")
+            self.receive(dp, data, errors)
+        elif kind == "leave":
+            dp = _REGISTRY.get(dpid)
+            if dp is not None:
+                dp.close()
+                self.drain(errors)
+        else:
+            raise UserError("unknown event kind %r" % (kind,), "use join, msg or leave")
+        new_state, key = self.save()
+        # The datapaths' own state (os-ken's ofp_handler keeps dp.ports up to date from PORT_STATUS)
+        # goes back with the app state, as plain tuples.
+        dps = {}
+        for d, dp in sorted(_REGISTRY.items()):
+            if dp.state == _handler.MAIN_DISPATCHER and dp.id is not None:
+                dps[d] = tuple(sorted((no, tuple(port)) for no, port in (dp.ports or {}).items()))
+        return {"state": new_state, "key": key, "out": list(_SENT), "errors": errors, "datapaths": dps}
+
+    def _datapath(self, dpid, ports):
+        """A joined switch's datapath: MAIN_DISPATCHER, id and ports as os-ken last knew them."""
+        dp = StandInDatapath(dpid, {no: ofproto_v1_0_parser.OFPPhyPort(*fields) for no, fields in ports})
+        dp.state = _handler.MAIN_DISPATCHER  # joined earlier: no state-change event now
+        return dp
+
+    def _parse(self, dp, data):
+        version, msg_type, msg_len, xid = ofproto_parser.header(data)
+        return ofproto_parser.msg(dp, version, msg_type, msg_len, xid, data)
+
+    def receive(self, dp, data, errors):
+        """Datapath._recv_loop's body for one message."""
+        msg = self._parse(dp, data)
+        if msg:
+            ev = _ofp_event.ofp_msg_to_ev(msg)
+            self.ofp_brick.send_event_to_observers(ev, dp.state)
+
+            def dispatchers(x):
+                return x.callers[ev.__class__].dispatchers
+
+            handlers = [h for h in self.ofp_brick.get_handlers(ev) if dp.state in dispatchers(h)]
+            for h in handlers:
+                self._call(h, ev, errors)
+        self.drain(errors)
+
+    def drain(self, errors):
+        """Run queued events to completion, as each app's _event_loop would (apps in load order)."""
+        bricks = [self.ofp_brick] + self.apps
+        progress = True
+        while progress:
+            progress = False
+            for app in bricks:
+                while not app.events.empty():
+                    progress = True
+                    ev, st = app.events.get()
+                    app._events_sem.release()
+                    for h in app.get_handlers(ev, st):
+                        self._call(h, ev, errors)
+
+    def _call(self, handler, ev, errors):
+        try:
+            handler(ev)
+        except Exception as exc:  # os-ken logs and swallows handler exceptions; so do we, and report them
+            owner = getattr(getattr(handler, "__self__", None), "name", "?")
+            errors.append("%s.%s: %s: %s" % (owner, getattr(handler, "__name__", "handler"),
+                                             type(exc).__name__, exc))
+            traceback.print_exc(file=sys.stderr)
+
+
+class UserError(Exception):
+    def __init__(self, problem, fix):
+        super().__init__(problem)
+        self.problem = problem
+        self.fix = fix
+
+
+def main():
+    # stdout is the protocol channel: anything an app prints goes to stderr.
+    out = io.open(os.dup(sys.stdout.fileno()), "wb")
+    inp = io.open(os.dup(sys.stdin.fileno()), "rb")
+    sys.stdout = sys.stderr
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_OSKEN_LOGLEVEL", "WARNING"))
+    server = Server()
+    while True:
+        req = read_frame(inp)
+        if req is None or req.get("op") == "quit":
+            return 0
+        try:
+            op = req.get("op")
+            if op == "init":
+                resp = server.init(list(req["modules"]))
+            elif op == "event":
+                resp = server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
+            else:
+                raise UserError("unknown request %r" % (op,), "send init, event or quit")
+        except UserError as exc:
+            resp = {"error": exc.problem, "fix": exc.fix}
+        except Exception as exc:
+            resp = {"error": "%s: %s" % (type(exc).__name__, exc), "traceback": traceback.format_exc()}
+        write_frame(out, resp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""A model-checking counterexample as the inputs of a real run (``netsleuth replay`` against the controller).
+
+A counterexample fixes every choice of the model: which host sends, which
+switch or controller handler runs next.  A real network makes the internal
+choices itself, so only the *inputs* carry over -- what hosts send and where
+they move -- in the order the counterexample has them, spaced ``gap``
+seconds apart so each one's consequences settle before the next (what the
+model's sequential schedule did):
+
+* ``send``      -> TrafficInjection of the host's ping (same ident and seq);
+* ``sendpkt``   -> TrafficInjection of that packet;
+* ``move``      -> HostMigration to the same port, then the gratuitous ARP
+                   the model's moved host sends (a TrafficInjection);
+* ``out``, ``recv`` and everything the switches and the controller do are
+  internal: real hosts answer pings themselves.  The FLOW_MODs the model's
+  app sent are kept as expected control messages, so ``replay`` waits (by
+  fingerprint, up to the gap plus its epsilon) until the real controller has
+  installed them again before the next input;
+* faults (rule expiry, packet drop/duplication, link failure) have no input
+  here and are refused with a clear error.
+
+The model's property becomes the real run's invariant: a packet lost for good
+(NoBlackHoles, NoBlackHolesMobile) is the ``blackholes`` check, with the host
+pair and the switches where the pair's packet is dropped computed from the
+counterexample's final flow tables with the same tracer the real check uses
+(so ``replay`` compares like with like).  A counterexample that needs a
+particular interleaving of internal events may not reproduce (the real run
+picks its own); one like simple_switch's migration blackhole, whose cause is
+the rules the inputs make the app install, does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netsleuth import __version__
+from netsleuth.errors import NetsleuthError
+from netsleuth.invariants.forwarding import trace_packet
+from netsleuth.model.packet import arp_request, icmp_echo
+from netsleuth.nice.system import State, System, Transition, Violation
+from netsleuth.nice import messages as m
+from netsleuth.openflow.codec import msg_to_json
+from netsleuth.trace import schema as ts
+from netsleuth.trace.fingerprint import of_fingerprint
+from netsleuth.trace.io import read_trace, write_trace
+
+BLACKHOLE_PROPERTIES = ("NoBlackHoles", "NoBlackHolesMobile")
+
+
+class ConversionError(NetsleuthError):
+    pass
+
+
+@dataclass
+class _ModelView:
+    """The slice of :class:`~netsleuth.invariants.view.NetworkView` that ``trace_packet`` reads, over a model state."""
+
+    system: System
+    state: State
+    switches: dict = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.switches = {s.name: s for s in self.state.switches}
+
+    def is_switch_up(self, name: str) -> bool:
+        return True
+
+    def peer(self, node: str, port: int) -> tuple[str, int] | None:
+        p = self.system.peer.get((node, port))
+        if p is not None:
+            s = self.switches[node].ports.get(port)
+            return p if s is not None and s.link_up else None
+        for hs in self.state.hosts:
+            if hs.location == (node, port):
+                return (hs.host.name, 0)
+        return None
+
+
+def _target(system: System, final: State, v: Violation) -> ts.Violation:
+    if v.prop not in BLACKHOLE_PROPERTIES:
+        raise ConversionError(f"property {v.prop} has no real-run invariant to convert to",
+                              f"convert counterexamples of {', '.join(BLACKHOLE_PROPERTIES)} (the blackholes check)")
+    view = _ModelView(system, final)
+    lost = []
+    for hs in final.hosts:
+        src = hs.host.name
+        sw_name, port = hs.location
+        for other in final.hosts:
+            dst = other.host.name
+            if dst == src:
+                continue
+            pkt = icmp_echo(hs.host.mac, other.host.mac, hs.host.ip, other.host.ip, 1, 1)
+            o = trace_packet(view, sw_name, port, pkt)
+            if dst not in o.delivered and not o.punted and o.drops:
+                lost.append(((src, dst), tuple(dict.fromkeys(w for w, _ in o.drops)), o.drops[0]))
+    wanted = [x for x in lost if set(x[0]) <= set(v.hosts)]  # the pair the model's violation names
+    if not wanted:
+        raise ConversionError(f"the counterexample's final flow tables do not drop the packets of "
+                              f"{'/'.join(v.hosts)} ({v.message})",
+                              "only blackholes that the flow tables still cause at the end carry over to a real run")
+    (src, dst), switches, (where, why) = wanted[0]
+    return ts.Violation(seq=0, t=0.0, invariant="blackholes", persistent=True, hosts=(src, dst), switches=switches,
+                        message=f"packets {src} -> {dst} are dropped at {where}: {why}",
+                        details={"model_property": v.prop, "model_message": v.message})
+
+
+def counterexample_inputs(system: System, path: list[Transition], violation: Violation, *,
+                          gap: float = 0.3, seed: int | None = 0) -> ts.Trace:
+    """The trace (header, inputs, target violation) a real run replays; see the module docstring."""
+    from netsleuth.nice.osken_host import is_osken_spec, osken_spec
+
+    cfg = system.config
+    if not is_osken_spec(cfg.app_spec):
+        raise ConversionError(f"{cfg.app_spec} is an in-process app with no controller process to replay against",
+                              "convert counterexamples of hosted os-ken apps (netsleuth check osken:MODULE)")
+    st = system.initial()
+    controller = "c0"  # the name a replay session gives its (only) controller
+    events: list[ts.Event] = []
+    t = 0.0
+
+    n_inputs = 0
+
+    def add(cls: type, **kw: Any) -> None:
+        nonlocal t, n_inputs
+        t += gap
+        n_inputs += 1
+        events.append(cls(seq=len(events), t=round(t, 6), id=f"i{n_inputs}", **kw))
+
+    for tr in path:
+        kind = tr[0]
+        if system.is_fault(tr):
+            raise ConversionError(f"the counterexample uses the fault {system.describe(st, tr)!r}, which has no "
+                                  "real-run input", "search without --faults to get a convertible counterexample")
+        if kind == "send":
+            hs = st.hosts[tr[1]]
+            dst = hs.to_send[0]
+            h, d = hs.host, cfg.topology.host(dst)
+            pkt = icmp_echo(h.mac, d.mac, h.ip, d.ip, tr[1] + 1, hs.next_seq)  # the model's ping (system._fire_send)
+            add(ts.TrafficInjection, host=h.name, packet=pkt.to_json(), dst=dst)
+        elif kind == "sendpkt":
+            hs = st.hosts[tr[1]]
+            add(ts.TrafficInjection, host=hs.host.name, packet=tr[2].to_json(),
+                dst=system.host_by_mac.get(tr[2].eth_dst))
+        elif kind == "move":
+            hs = st.hosts[tr[1]]
+            (old_sw, old_port), (new_sw, new_port) = hs.location, hs.moves_left[0]
+            add(ts.HostMigration, host=hs.host.name, old_switch=old_sw, old_port=old_port, new_switch=new_sw,
+                new_port=new_port)
+            h = hs.host
+            add(ts.TrafficInjection, host=h.name, packet=arp_request(h.mac, h.ip, h.ip).to_json(), dst=None)
+        elif kind == "of" and type(st.to_sw[tr[1]][0]) is m.FlowMod:
+            # The rule changes the inputs so far made the app send: the replay waits for the real
+            # controller to send them again (happens-before, matched by fingerprint) before the
+            # next input, instead of trusting the gap alone.
+            js = msg_to_json(m.to_ofp(st.to_sw[tr[1]][0]))
+            events.append(ts.ControlToSwitch(seq=len(events), t=round(t, 6), conn=0, controller=controller,
+                                             dpid=system.dpid_of[tr[1]], msg=js, fp=of_fingerprint(js)))
+        elif kind not in ("out", "recv", "pkt", "of", "ctl", "timer"):
+            raise ConversionError(f"transition {tr!r} has no real-run input",
+                                  "convert counterexamples of the standard model transitions")
+        st, _ = system.fire(st, tr)
+    _check_ports(system, events)
+    target = _target(system, st, violation)
+    events.append(ts.Violation(**{**_fields(target), "seq": len(events), "t": round(t + gap, 6)}))
+    header = ts.TraceHeader(topology=cfg.topology.to_json(), topology_spec=cfg.topology.spec,
+                            controller=osken_spec(cfg.app_spec), seed=seed, tool_version=__version__,
+                            command="check",
+                            extra={"converted_from": "model-checking counterexample",
+                                   "model_property": violation.prop, "transitions": len(path), "persist": 3})
+    return ts.Trace(header, events)
+
+
+def _check_ports(system: System, events: list[ts.Event]) -> None:
+    """A real migration plugs the host into the next free port of its new switch; the model's must agree."""
+    top = {s.name: max(system.topology.ports(s.name), default=0) for s in system.topology.switches}
+    for e in events:
+        if isinstance(e, ts.HostMigration):
+            want = top[e.new_switch] + 1
+            if e.new_port != want:
+                raise ConversionError(f"{e.host} moves to {e.new_switch}:{e.new_port} in the model, but a real "
+                                      f"migration attaches it to {e.new_switch}:{want}",
+                                      "move hosts to the first spare port (the mobile scenario does)")
+            top[e.new_switch] = want
+
+
+def convert_counterexample(cex: Path | str, out: Path | str, *, gap: float = 0.3) -> dict[str, Any]:
+    """Read a counterexample written by ``netsleuth check --out``, re-fire it in a fresh model (it must
+    still do what it says) and write the real-run trace to ``out``; returns a small report."""
+    from netsleuth.errors import TraceFormatError
+    from netsleuth.model.topology import Topology
+    from netsleuth.nice.osken_host import make_system
+    from netsleuth.nice.system import Config, transition_from_json
+
+    trace = read_trace(cex)
+    h = trace.header
+    nice = h.extra.get("nice")
+    if not isinstance(nice, dict):
+        raise TraceFormatError(f"{cex} is not a model-checking counterexample (its header has no 'nice' "
+                               "configuration)", "convert a counterexample written by `netsleuth check --out`")
+    try:
+        config = Config.from_json(nice, Topology.from_json(h.topology))
+    except (KeyError, TypeError) as exc:
+        raise TraceFormatError(f"bad model configuration in {cex}: {exc}",
+                               "convert a counterexample written by `netsleuth check --out`") from None
+    steps = [e for e in trace.events if isinstance(e, ts.McStep)]
+    target = next((e for e in trace.events if isinstance(e, ts.Violation)), None)
+    if target is None:
+        raise TraceFormatError(f"{cex} has no violation", "convert a counterexample that ends in a violation")
+    system = make_system(config)
+    st = system.initial()
+    path = []
+    for k, e in enumerate(steps):
+        tr = transition_from_json([e.transition["kind"], *e.transition["args"]])
+        if tr not in system.enabled(st) or system.describe(st, tr) != e.what:
+            raise ConversionError(f"step {k} of {cex} ({e.what!r}) does not replay in the model",
+                                  "re-run `netsleuth check` with the same app and options")
+        path.append(tr)
+        st, _ = system.fire(st, tr)
+    v = Violation(target.invariant, target.message, tuple(target.hosts), tuple(target.switches))
+    converted = counterexample_inputs(system, path, v, gap=gap, seed=h.seed)
+    write_trace(out, converted)
+    inputs = [e for e in converted.events if e.is_input]
+    expected = [e for e in converted.events if isinstance(e, ts.ControlToSwitch)]
+    final = converted.events[-1]
+    return {"command": "cex-inputs", "counterexample": str(cex), "out": str(out), "controller": h.controller,
+            "transitions": len(path), "inputs": len(inputs), "kinds": [e.kind for e in inputs],
+            "expected_flow_mods": len(expected),
+            "target": {"invariant": final.invariant, "hosts": list(final.hosts), "switches": list(final.switches),
+                       "message": final.message}}
+
+
+def _fields(v: ts.Violation) -> dict:
+    return {k: getattr(v, k) for k in ("invariant", "message", "persistent", "hosts", "switches", "details")}
+
+
+__all__ = ["ConversionError", "convert_counterexample", "counterexample_inputs"]

@@ -1,0 +1,38 @@
+"""`netsleuth cex-inputs`: a model-checking counterexample as a trace of inputs for a real run.
+
+Thin: the logic is in cex_inputs.py.  ``netsleuth replay`` of the written
+trace then runs those inputs against the real controller process (for an
+``osken:`` counterexample, the same unmodified os-ken app the checker hosted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+
+
+def cmd_cex_inputs(args: argparse.Namespace) -> int:
+    from netsleuth.nice.cex_inputs import convert_counterexample
+
+    d = convert_counterexample(args.counterexample, args.out, gap=args.gap)
+    if args.json:
+        print(json.dumps(d, sort_keys=True))
+    else:
+        t = d["target"]
+        Console().print(f"{d['transitions']} transitions -> {d['inputs']} inputs ({', '.join(d['kinds'])}); "
+                        f"target {t['invariant']} {'/'.join(t['hosts'])} at {','.join(t['switches'])}; "
+                        f"wrote {d['out']} -- reproduce with: netsleuth replay {d['out']} --out DIR",
+                        highlight=False, markup=False, soft_wrap=True)
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("cex-inputs", help="turn a `check` counterexample into inputs `replay` runs against the "
+                                          "real controller")
+    c.add_argument("counterexample", help="a cex-*.jsonl written by `netsleuth check --out`")
+    c.add_argument("--out", required=True, help="where to write the trace of inputs (.jsonl)")
+    c.add_argument("--gap", type=float, default=0.3, help="seconds between inputs (default 0.3)")
+    c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.set_defaults(func=cmd_cex_inputs)

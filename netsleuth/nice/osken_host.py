@@ -1,0 +1,443 @@
+"""Unmodified os-ken 1.4.1 apps as controller apps of the model checker (``osken:MODULE[,MODULE]``).
+
+The apps run in the handler server (``netsleuth/controllers/osken_handler_server.py``),
+a long-lived subprocess of the controller environment's Python: netsleuth's
+own os-ken (4.2.2, the wire codec) has no sample apps, and the apps under
+test must be the real, unmodified ones.  The server makes a handler run a
+pure function (app state, event) -> (app state, OpenFlow messages sent),
+which is exactly what the model checker's copy-on-write states need:
+
+* :class:`OsKenApp` is an :class:`~netsleuth.nice.app.App` whose whole state
+  is the server's opaque pickle of the apps' attributes plus the canonical,
+  hashable form the server computed from them (``key``), and the
+  datapaths os-ken holds (ids and ports, which os-ken's own ofp_handler
+  updates on PORT_STATUS).  Copying is sharing: all of it is immutable.
+* each handler encodes its event as the bytes a switch would send
+  (PACKET_IN, FEATURES_REPLY, PORT_STATUS, FLOW_REMOVED, with netsleuth's
+  codec), and decodes what the app sent (``codec.decode``) into the model's
+  channel messages;
+* events are stamped with the model's clock (``App.now``), not the wall clock;
+* results are memoized on (state key, datapaths, event, now): in a search the same
+  handler call repeats across thousands of states, and only the first one
+  crosses the pipe.
+
+Packets the hosts send come from the scenario's hosts (concrete domain: the
+model's pings, replies and a moving host's gratuitous ARP), not from
+symbolic execution of the app's bytes-level parsing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import select
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from netsleuth.controllers.external import find_controller_python
+from netsleuth.controllers.spec import parse_controller
+from netsleuth.errors import CodecError, ControllerError
+from netsleuth.model import switch as sw
+from netsleuth.model.actions import ActionError, action_from_ofp
+from netsleuth.model.match import Match
+from netsleuth.model.ofdp import DATAPATH, ofp_parser
+from netsleuth.model.packet import Packet
+from netsleuth.nice import messages as m
+from netsleuth.nice.app import App
+from netsleuth.openflow import codec
+
+log = logging.getLogger(__name__)
+SERVER = Path(__file__).resolve().parents[1] / "controllers" / "osken_handler_server.py"
+PROTOCOL = 4
+_LEN = struct.Struct("!I")
+START_TIMEOUT = 60.0     # importing os-ken and the apps on a busy machine
+CALL_TIMEOUT = 30.0      # one handler run; an app that takes longer is stuck
+
+
+class OsKenHostError(ControllerError):
+    """The handler server or the hosted app failed (the message says which and how to fix it)."""
+
+
+def osken_spec(spec: str) -> str:
+    """The controller spec ``osken:...`` of an app spec, with or without the checker's ``app:`` prefix.
+
+    ``netsleuth check`` canonicalizes every app spec to ``app:...`` (so a
+    counterexample's header says it replays in the model); for a hosted
+    os-ken app that is ``app:osken:MODULE``, and the real controller the
+    app runs in is ``osken:MODULE``.
+    """
+    s = spec.strip()
+    return s[4:] if s.startswith("app:") else s
+
+
+def is_osken_spec(spec: str) -> bool:
+    return osken_spec(spec).startswith("osken:")
+
+
+def parse_modules(spec: str) -> tuple[str, ...]:
+    """``osken:os_ken.app.simple_switch[,mod2]`` -> the module names (errors as the real controller's)."""
+    try:
+        return parse_controller(osken_spec(spec)).apps
+    except ControllerError as exc:
+        raise OsKenHostError(exc.problem, exc.fix) from None
+
+
+# ---------------------------------------------------------------------------- the server process
+class HandlerServer:
+    """One handler-server subprocess for one set of app modules (see the module docstring)."""
+
+    def __init__(self, modules: tuple[str, ...], python: str | None = None) -> None:
+        self.modules = tuple(modules)
+        self.python = python or find_controller_python()
+        self.proc: subprocess.Popen | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="netsleuth-osken-", suffix=".log", delete=False)
+        self.log_path = Path(self._log.name)
+        self.keep_log = False  # set when an error message points the user at the log
+        self.calls = 0
+        self.handler_errors: list[str] = []   # exceptions the apps raised (os-ken logs and swallows them)
+        self.unmodelled: dict[str, int] = {}  # message types the app sent that the model does not apply
+        self.apps: list[str] = []
+        self.initial_state: bytes = b""
+        self.initial_key: Any = None
+
+    def start(self) -> "HandlerServer":
+        try:
+            self.proc = subprocess.Popen([self.python, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._log, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                                         start_new_session=True)
+        except OSError as exc:
+            raise OsKenHostError(f"cannot start the os-ken handler server with {self.python}: {exc}",
+                                 "run `make setup` (it creates .venv-controller) or set "
+                                 "NETSLEUTH_CONTROLLER_PYTHON") from None
+        r = self.call({"op": "init", "modules": list(self.modules)}, timeout=START_TIMEOUT)
+        self.apps = list(r["apps"])
+        self.initial_state, self.initial_key = r["state"], r["key"]
+        return self
+
+    def call(self, req: dict, timeout: float | None = None) -> dict:
+        """One request, one answer; a server error becomes :class:`OsKenHostError`."""
+        timeout = CALL_TIMEOUT if timeout is None else timeout
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            raise self._died("is not running")
+        data = pickle.dumps(req, protocol=PROTOCOL)
+        try:
+            proc.stdin.write(_LEN.pack(len(data)) + data)
+            proc.stdin.flush()
+            head = self._read(4, timeout)
+            body = self._read(_LEN.unpack(head)[0], timeout)
+        except (BrokenPipeError, EOFError):
+            raise self._died("exited") from None
+        self.calls += 1
+        resp = pickle.loads(body)
+        if "error" in resp:
+            if resp.get("fix"):  # the server's own diagnosis of bad input: it names the problem
+                raise OsKenHostError(resp["error"], resp["fix"])
+            self.keep_log = True
+            raise OsKenHostError(f"os-ken app {','.join(self.modules)}: {resp['error']}",
+                                 f"see the handler server's log {self.log_path}", details=resp.get("traceback", ""))
+        return resp
+
+    def _read(self, n: int, timeout: float) -> bytes:
+        fd = self.proc.stdout.fileno()
+        out = bytearray()
+        deadline = time.monotonic() + timeout
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.keep_log = True
+                self.close(grace=0.0)  # it is stuck in a handler: do not wait for it
+                raise OsKenHostError(f"the os-ken handler server did not answer within {timeout:.0f}s "
+                                     f"(app {','.join(self.modules)})",
+                                     f"an app handler is stuck; see {self.log_path}")
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                raise EOFError
+            out += chunk
+        return bytes(out)
+
+    def _died(self, how: str) -> OsKenHostError:
+        self.keep_log = True
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=2)  # its stdout closed: it is exiting
+            except subprocess.TimeoutExpired:
+                pass
+        self.close(grace=0.0)
+        tail = ""
+        try:
+            tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-15:])
+        except OSError:
+            pass
+        last = next((ln for ln in reversed(tail.splitlines()) if ln.strip()), "")
+        return OsKenHostError(f"the os-ken handler server {how} (exit code {code}){': ' + last if last else ''}",
+                              f"check that {self.python} has os-ken 1.4.1 (`make setup`); log: {self.log_path}",
+                              details=tail)
+
+    def close(self, grace: float = 3.0) -> None:
+        """Stop the server: EOF on its stdin ends it; after ``grace`` seconds it is killed."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+        finally:
+            for f in (proc.stdin, proc.stdout, self._log):
+                try:
+                    if f is not None:
+                        f.close()
+                except OSError:
+                    pass
+            if not self.keep_log:
+                self.log_path.unlink(missing_ok=True)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+_SERVERS: dict[tuple[str, ...], HandlerServer] = {}
+
+
+def server_for(modules: tuple[str, ...]) -> HandlerServer:
+    """The shared server for these modules (started on first use, stopped at exit)."""
+    srv = _SERVERS.get(modules)
+    if srv is None or not srv.alive():
+        srv = HandlerServer(modules)
+        try:
+            srv.start()
+        except BaseException:
+            srv.close()
+            raise
+        _SERVERS[modules] = srv
+    return srv
+
+
+def shutdown_servers() -> None:
+    """Stop every handler server this process started."""
+    for srv in list(_SERVERS.values()):
+        srv.close()
+    _SERVERS.clear()
+
+
+atexit.register(shutdown_servers)
+
+
+# ---------------------------------------------------------------------------- wire conversion
+_FEATURES: dict[tuple[int, tuple[int, ...]], bytes] = {}
+
+
+def features_bytes(dpid: int, ports: tuple[int, ...]) -> bytes:
+    """The FEATURES_REPLY the model's switch would send (netsleuth's switch builds it)."""
+    key = (dpid, tuple(ports))
+    b = _FEATURES.get(key)
+    if b is None:
+        s = sw.Switch(dpid, ports)
+        req = ofp_parser.OFPFeaturesRequest(DATAPATH)
+        req.xid = 0
+        b = _FEATURES[key] = codec.encode(s.handle_message(0, req, 0.0)[0].msg)
+    return b
+
+
+def packet_in_bytes(in_port: int, reason: int, total_len: int, buffer_id: int, packet: Packet) -> bytes:
+    msg = ofp_parser.OFPPacketIn(DATAPATH, buffer_id=buffer_id, total_len=total_len, in_port=in_port,
+                                 reason=reason, data=packet.to_bytes())
+    msg.xid = 0
+    return codec.encode(msg)
+
+
+def port_status_bytes(dpid: int, reason: int, port_no: int, link_up: bool) -> bytes:
+    port = sw.Port(port_no, sw.port_hw_addr(dpid, port_no), f"s{dpid}-eth{port_no}", link_up)
+    msg = ofp_parser.OFPPortStatus(DATAPATH, reason=reason, desc=port.phy())
+    msg.xid = 0
+    return codec.encode(msg)
+
+
+def flow_removed_bytes(match: Match, priority: int, reason: int, cookie: int) -> bytes:
+    msg = ofp_parser.OFPFlowRemoved(DATAPATH)
+    msg.match, msg.cookie, msg.priority, msg.reason = match.to_ofp(), cookie, priority, reason
+    msg.duration_sec = msg.duration_nsec = msg.idle_timeout = msg.packet_count = msg.byte_count = 0
+    msg.xid = 0
+    return codec.encode(msg)
+
+
+def to_channel_message(data: bytes) -> Any | None:
+    """An app's OpenFlow bytes as the model's controller->switch message (None: not modelled)."""
+    try:
+        msg = codec.decode(data)
+    except CodecError as exc:
+        raise OsKenHostError(f"the os-ken app sent a malformed OpenFlow message: {exc.problem}",
+                             "this is a bug in the app (the real switch would answer with an ERROR)") from None
+    t = type(msg)
+    try:
+        if t is ofp_parser.OFPFlowMod:
+            return m.FlowMod(msg.command, Match.from_ofp(msg.match), msg.priority,
+                             tuple(action_from_ofp(a) for a in msg.actions), msg.idle_timeout, msg.hard_timeout,
+                             msg.buffer_id, msg.flags, msg.cookie, msg.out_port)
+        if t is ofp_parser.OFPPacketOut:
+            return m.PacketOut(msg.buffer_id, msg.in_port, tuple(action_from_ofp(a) for a in msg.actions),
+                               bytes(msg.data or b""))
+    except ActionError as exc:
+        raise OsKenHostError(f"the os-ken app used an action the model does not support: {exc.problem}",
+                             exc.fix) from None
+    if t is ofp_parser.OFPBarrierRequest:
+        return m.Barrier()
+    # Statistics requests are not modelled for hosted apps: the model keeps counters only for
+    # apps that declare uses_stats, and an os-ken app cannot declare it.
+    return None
+
+
+# ---------------------------------------------------------------------------- the App
+class OsKenApp(App):
+    """The hosted os-ken app(s) as a model-checker app; subclassed per spec by :func:`load_osken_app`."""
+
+    name = "osken"
+    uses_stats = False
+    _server: HandlerServer | None = None
+    _memo: dict = {}
+
+    def __init__(self) -> None:
+        srv = self._srv()
+        self.blob: bytes = srv.initial_state       # the server's pickle of the apps' attributes
+        self.skey: Any = srv.initial_key           # its canonical, hashable form
+        # Joined switches as os-ken's datapath objects hold them: ((dpid, ((port_no, OFPPhyPort fields), ...)), ...)
+        self.dps: tuple = ()
+
+    @classmethod
+    def _srv(cls) -> HandlerServer:
+        srv = cls._server
+        if srv is None or not srv.alive():
+            raise OsKenHostError(f"the os-ken handler server for {cls.name} is not running",
+                                 "build the app with load_osken_app() and keep the server open while checking")
+        return srv
+
+    def copy(self) -> "OsKenApp":
+        new = object.__new__(type(self))
+        new.blob, new.skey, new.dps = self.blob, self.skey, self.dps  # immutable: share
+        return new
+
+    def key(self) -> Any:
+        return (self.skey, self.dps)
+
+    def joined(self) -> tuple[int, ...]:
+        """dpids of the switches os-ken holds a live datapath for."""
+        return tuple(d for d, _ in self.dps)
+
+    # ------------------------------------------------------------------ handlers
+    def datapath_join(self, dpid: int, ports: tuple[int, ...]) -> None:
+        self._deliver(("join", dpid, features_bytes(dpid, tuple(sorted(ports)))))
+
+    def datapath_leave(self, dpid: int) -> None:
+        self._deliver(("leave", dpid, b""))
+
+    def packet_in(self, dpid, in_port, reason, total_len, buffer_id, packet) -> None:
+        self._deliver(("msg", dpid, packet_in_bytes(in_port, reason, total_len, buffer_id, packet)))
+
+    def port_status(self, dpid, reason, port_no, link_up) -> None:
+        self._deliver(("msg", dpid, port_status_bytes(dpid, reason, port_no, link_up)))
+
+    def flow_removed(self, dpid, match, priority, reason, cookie) -> None:
+        self._deliver(("msg", dpid, flow_removed_bytes(match, priority, reason, cookie)))
+
+    # ------------------------------------------------------------------ plumbing
+    def _deliver(self, event: tuple[str, int, bytes]) -> None:
+        api = self._a()
+        now = api.now_value  # events carry the model's clock as their timestamp
+        memo_key = (self.skey, self.dps, event, now)
+        hit = self._memo.get(memo_key)
+        if hit is None:
+            srv = self._srv()
+            r = srv.call({"op": "event", "state": self.blob, "datapaths": dict(self.dps), "event": event,
+                          "now": now})
+            out = []
+            for dpid, data in r["out"]:
+                msg = to_channel_message(data)
+                if msg is None:
+                    name = codec.msg_type_name(codec.decode(data))
+                    if name not in srv.unmodelled:
+                        log.warning("os-ken app %s sent %s, which the model checker does not apply", self.name,
+                                    name)
+                    srv.unmodelled[name] = srv.unmodelled.get(name, 0) + 1
+                    continue
+                out.append((dpid, msg))
+            for e in r["errors"]:
+                if e not in srv.handler_errors:
+                    log.warning("os-ken app handler raised (os-ken would log and go on): %s", e)
+                    srv.handler_errors.append(e)
+            dps = tuple(sorted(r["datapaths"].items()))
+            hit = (r["state"], _intern(r["key"]), _intern(dps), tuple(out))
+            self._memo[memo_key] = hit
+        self.blob, self.skey, self.dps, msgs = hit
+        api.out.extend(msgs)
+
+
+_KEYS: dict[Any, Any] = {}
+
+
+def _intern(key: Any) -> Any:
+    """One object per distinct app key, so equal states share it (cheap hashing and memory)."""
+    return _KEYS.setdefault(key, key)
+
+
+def load_osken_app(spec: str) -> Callable[[], App]:
+    """The :class:`OsKenApp` class for ``[app:]osken:module[,module]`` (starts or reuses its handler server).
+
+    Raises :class:`OsKenHostError` with the fix when the spec is malformed,
+    the controller environment is missing, the server does not start or an
+    app module cannot be imported.
+    """
+    modules = parse_modules(spec)
+    srv = server_for(modules)
+    cls_name = "OsKen_" + "_".join(mod.rsplit(".", 1)[-1] for mod in modules)
+    return type(cls_name, (OsKenApp,), {"name": "osken:" + ",".join(modules), "_server": srv, "_memo": {}})
+
+
+def app_factory(spec: str) -> Callable[[], App]:
+    """The app factory for any ``check`` spec: ``[app:]osken:...`` hosted here, everything else ``load_app``."""
+    if is_osken_spec(spec):
+        return load_osken_app(spec)
+    from netsleuth.nice.app import load_app
+
+    return load_app(spec)
+
+
+def make_system(config: Any) -> Any:
+    """``netsleuth.nice.job.make_system`` for any spec; ``[app:]osken:`` ones work even before
+    ``netsleuth.nice.app.load_app`` has been taught to host them (see the report's integration)."""
+    from netsleuth.nice import app as app_mod
+    from netsleuth.nice import job
+
+    if is_osken_spec(config.app_spec):
+        try:
+            app_mod.load_app(config.app_spec)
+        except app_mod.AppSpecError:  # load_app does not host osken: specs yet: build it here
+            import netsleuth.nice.app_properties  # noqa: F401  (as job.make_system: properties by name)
+            from netsleuth.nice.properties import resolve
+            from netsleuth.nice.system import System
+
+            system = System(config, load_osken_app(config.app_spec), resolve(config.properties))
+            if config.scripts:
+                from netsleuth.nice.scripted import attach
+
+                attach(system, config.scripts)
+            return system
+    return job.make_system(config)
+
+
+__all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "app_factory", "is_osken_spec", "load_osken_app",
+           "make_system", "osken_spec", "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]
