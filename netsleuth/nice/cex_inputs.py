@@ -189,23 +189,13 @@ def convert_counterexample(cex: Path | str, out: Path | str, *, gap: float = 0.3
     """Read a counterexample written by ``netsleuth check --out``, re-fire it in a fresh model (it must
     still do what it says) and write the real-run trace to ``out``; returns a small report."""
     from netsleuth.errors import TraceFormatError
-    from netsleuth.model.topology import Topology
+    from netsleuth.nice.job import load_counterexample
     from netsleuth.nice.osken_host import make_system
-    from netsleuth.nice.system import Config, transition_from_json
+    from netsleuth.nice.system import transition_from_json
 
     trace = read_trace(cex)
     h = trace.header
-    nice = h.extra.get("nice")
-    if not isinstance(nice, dict):
-        raise TraceFormatError(f"{cex} is not a model-checking counterexample (its header has no 'nice' "
-                               "configuration)", "convert a counterexample written by `netsleuth check --out`")
-    try:
-        config = Config.from_json(nice, Topology.from_json(h.topology))
-    except (KeyError, TypeError) as exc:
-        raise TraceFormatError(f"bad model configuration in {cex}: {exc}",
-                               "convert a counterexample written by `netsleuth check --out`") from None
-    steps = [e for e in trace.events if isinstance(e, ts.McStep)]
-    target = next((e for e in trace.events if isinstance(e, ts.Violation)), None)
+    config, steps, target = load_counterexample(trace, str(cex))
     if target is None:
         raise TraceFormatError(f"{cex} has no violation", "convert a counterexample that ends in a violation")
     system = make_system(config)

@@ -164,20 +164,26 @@ def write_counterexample(path: Path, system: System, found: Found, *, seed: int 
                              hosts=v.hosts, switches=v.switches, details={"at_end": found.at_end}))
 
 
+def load_counterexample(trace: ts.Trace, name: str = "the trace") -> tuple[Config, list[ts.McStep], ts.Violation | None]:
+    """The model configuration, the transitions and the violation a `netsleuth check` counterexample holds."""
+    nice = trace.header.extra.get("nice")
+    if not isinstance(nice, dict):
+        raise TraceFormatError(f"{name} is not a model-checking counterexample (its header has no 'nice' "
+                               "model configuration)", "use a counterexample written by `netsleuth check --out`")
+    try:
+        config = Config.from_json(nice, Topology.from_json(trace.header.topology))
+    except (KeyError, TypeError) as exc:
+        raise TraceFormatError(f"bad model configuration in {name}: {exc}",
+                               "use a counterexample written by `netsleuth check --out`") from None
+    steps = [e for e in trace.events if isinstance(e, ts.McStep)]
+    target = next((e for e in trace.events if isinstance(e, ts.Violation)), None)
+    return config, steps, target
+
+
 def replay_counterexample(trace: ts.Trace, *, times: int = 1) -> dict[str, Any]:
     """Re-execute a counterexample against a fresh model; the dict `netsleuth replay` reports."""
     h = trace.header
-    nice = h.extra.get("nice")
-    if not isinstance(nice, dict):
-        raise TraceFormatError("the trace's controller is an in-process app but its header has no 'nice' "
-                               "model configuration", "replay a counterexample written by `netsleuth check`")
-    try:
-        config = Config.from_json(nice, Topology.from_json(h.topology))
-    except (KeyError, TypeError) as exc:
-        raise TraceFormatError(f"bad model configuration in the trace header: {exc}",
-                               "replay a counterexample written by `netsleuth check`") from None
-    steps = [e for e in trace.events if isinstance(e, ts.McStep)]
-    target = next((e for e in trace.events if isinstance(e, ts.Violation)), None)
+    config, steps, target = load_counterexample(trace)
     data: dict[str, Any] = {
         "command": "replay", "mode": "in-process model", "controller": h.controller,
         "target": ({"invariant": target.invariant, "message": target.message, "hosts": list(target.hosts),
