@@ -301,6 +301,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.tools.cli",
     "netsleuth.nice.cli",
     "netsleuth.nice.osken_cli",
+    "netsleuth.defined.cli",
 )
 
 

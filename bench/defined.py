@@ -1,0 +1,174 @@
+"""DEFINED overheads (the paper's Fig. 8): rollbacks and extra messages, convergence, LS step time.
+
+1. Control overhead vs network size: OSPF-like flooding on BRITE-like graphs
+   (and the Topology Zoo Sprint map), a seeded series of link failures and
+   recoveries after start-up; per node and per link event: rollbacks and
+   extra control messages (rollback notices + messages sent and then
+   cancelled), with the paper's optimized ordering (OO, ``defined``) vs a
+   random ordering (RO, ``random:1``). Routers start from the converged
+   database (variant ``warm``), so only the events' floods count, as the
+   paper measures per event of its OSPF trace. Paper: OO <= ~2 extra
+   packets per node.
+2. Convergence time after one link failure: plain (no DEFINED) vs RB (OO)
+   vs RB (RO), simulated seconds, mean over seeds.
+3. LS response time per step (one transmission + one processing phase
+   across all nodes) vs network size up to 100 nodes, wall-clock ms.
+   Paper: below 0.8 s at 80 nodes; goal here: below 50 ms.
+
+Links: delay = mean * U(1-j, 1+j) with ``--jitter`` (default 0.05: WAN
+links are propagation-dominated); 20 us processing per delivery.
+Writes bench/results/defined.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from netsleuth.defined.lockstep import Lockstep
+from netsleuth.defined.scenarios import build
+from netsleuth.defined.sim import SimConfig, simulate
+
+RESULTS = Path(__file__).resolve().parent / "results" / "defined.json"
+
+
+def overhead(topo: str, ordering: str, seed: int, jitter: float) -> dict:
+    sc = build("ospf", topo=topo, variant="warm", seed=seed)
+    t0 = time.perf_counter()
+    r = simulate(sc.net, sc.factory, sc.externals,
+                 SimConfig(mode="rb", seed=seed, horizon=sc.horizon, jitter=jitter, ordering=ordering))
+    tot, base = r.totals(), r.extra["baseline"]
+    n = len(sc.net.nodes)
+    events = len(sc.externals) // 2  # a link failure or recovery is one event seen at both ends
+    d = {k: tot[k] - base[k] for k in tot}
+    return {"topology": sc.net.spec, "nodes": n, "ordering": ordering, "seed": seed, "link_events": events,
+            "rollbacks_per_node_event": d["rollbacks"] / n / events,
+            "extra_msgs_per_node_event": (d["unsent"] + d["anti_sent"]) / n / events,
+            "deliveries_per_node_event": d["deliveries"] / n / events,
+            "startup_rollbacks_per_node": base["rollbacks"] / n,
+            "correct_tables": not sc.bug(r.states), "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+def convergence(topo: str, mode: str, ordering: str, seed: int, jitter: float) -> float:
+    sc = build("ospf", topo=topo, variant="warm", seed=seed)
+    first_down = [x for x in sc.externals if x.event["type"] == "link_down"][:2]
+    horizon = int(first_down[0].t / 0.25) + 8
+    r = simulate(sc.net, sc.factory, first_down,
+                 SimConfig(mode=mode, seed=seed, horizon=horizon, jitter=jitter, ordering=ordering))
+    return r.last_activity - first_down[0].t
+
+
+def ls_step_times(topo: str, seed: int) -> dict:
+    sc = build("ospf", topo=topo, variant="cold", seed=seed)  # cold start: every LSA floods at once
+    per_node: dict[str, int] = {}
+    ext = []
+    for x in sc.externals:  # groups as the beacons would stamp them (events are mid-interval)
+        ext.append({"node": x.node, "group": int(x.t / 0.25), "oseq": per_node.get(x.node, 0), "event": x.event})
+        per_node[x.node] = per_node.get(x.node, 0) + 1
+    ls = Lockstep(sc.net, sc.factory, ext, horizon=sc.horizon)
+    times = []
+    while True:
+        t0 = time.perf_counter()
+        got = ls.step_phase()
+        dt = time.perf_counter() - t0
+        if not got:
+            break
+        times.append(dt * 1000)
+    times.sort()
+    ls = Lockstep(sc.net, sc.factory, ext, horizon=sc.horizon)
+    gtimes = []
+    while True:  # coarser steps: one whole group (timestep) per command
+        t0 = time.perf_counter()
+        got = ls.step_group()
+        dt = time.perf_counter() - t0
+        if not got:
+            break
+        gtimes.append(dt * 1000)
+    return {"topology": sc.net.spec, "nodes": len(sc.net.nodes), "steps": len(times),
+            "mean_ms": statistics.fmean(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
+            "max_ms": times[-1], "group_steps": len(gtimes), "group_mean_ms": statistics.fmean(gtimes),
+            "group_max_ms": max(gtimes)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="20,40,60,80,100")
+    ap.add_argument("--random-sizes", default="20,40,60,80,100", help="sizes for the random ordering")
+    ap.add_argument("--parts", default="overhead,convergence,ls", help="which figures to measure")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per configuration")
+    ap.add_argument("--jitter", type=float, default=0.05)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    console = Console()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    rsizes = [int(s) for s in args.random_sizes.split(",") if s]
+    res: dict = {"jitter": args.jitter, "overhead": [], "convergence": [], "ls_step": [], "interrupted": False}
+    try:
+        parts = set(args.parts.split(","))
+        for topo in (["topozoo/Sprint", "topozoo/AttMpls"] + [f"brite,{n}" for n in sizes]) * ("overhead" in parts):
+            n = int(topo.split(",")[1]) if topo.startswith("brite") else None
+            for ordering in ("defined", "random:1"):
+                if ordering != "defined" and n is not None and n not in rsizes:
+                    continue
+                rows = [overhead(topo, ordering, s, args.jitter) for s in range(args.seeds)]
+                row = dict(rows[0])
+                for k in ("rollbacks_per_node_event", "extra_msgs_per_node_event", "deliveries_per_node_event",
+                          "startup_rollbacks_per_node", "wall_s"):
+                    row[k] = round(statistics.fmean(r[k] for r in rows), 3)
+                row["correct_tables"] = all(r["correct_tables"] for r in rows)
+                row["seeds"] = args.seeds
+                res["overhead"].append(row)
+                console.print(f"overhead {topo} {ordering}: {row['extra_msgs_per_node_event']} extra msgs/node/event "
+                              f"({row['wall_s']} s)")
+        for n in sizes * ("convergence" in parts):
+            topo = f"brite,{n}"
+            row = {"nodes": n}
+            for label, mode, ordering in (("plain", "plain", "defined"), ("rb_oo", "rb", "defined"),
+                                          ("rb_ro", "rb", "random:1")):
+                vals = [convergence(topo, mode, ordering, s, args.jitter) for s in range(args.seeds * 2)]
+                row[label + "_s"] = round(statistics.fmean(vals), 4)
+            res["convergence"].append(row)
+            console.print(f"convergence {topo}: {row}")
+        for n in sizes * ("ls" in parts):
+            res["ls_step"].append({k: (round(v, 3) if isinstance(v, float) else v)
+                                   for k, v in ls_step_times(f"brite,{n}", 0).items()})
+            console.print(f"ls step brite,{n}: {res['ls_step'][-1]}")
+    except KeyboardInterrupt:
+        res["interrupted"] = True
+    t = Table(title=f"DEFINED-RB control overhead per node per link event (jitter {args.jitter})")
+    for c in ("topology", "ordering", "rollbacks", "extra msgs", "deliveries", "tables ok", "wall s"):
+        t.add_column(c, no_wrap=True)
+    for r in res["overhead"]:
+        t.add_row(r["topology"], r["ordering"], f"{r['rollbacks_per_node_event']:.2f}",
+                  f"{r['extra_msgs_per_node_event']:.2f}", f"{r['deliveries_per_node_event']:.2f}",
+                  str(r["correct_tables"]), str(r["wall_s"]))
+    console.print(t)
+    t = Table(title="convergence after one link failure (simulated s)")
+    for c in ("nodes", "plain", "RB optimized", "RB random"):
+        t.add_column(c)
+    for r in res["convergence"]:
+        t.add_row(str(r["nodes"]), str(r["plain_s"]), str(r["rb_oo_s"]), str(r["rb_ro_s"]))
+    console.print(t)
+    t = Table(title="DEFINED-LS response time per step (transmission + processing phase), ms")
+    for c in ("nodes", "steps", "mean", "p95", "max", "group steps", "group mean", "group max"):
+        t.add_column(c)
+    for r in res["ls_step"]:
+        t.add_row(str(r["nodes"]), str(r["steps"]), str(r["mean_ms"]), str(r["p95_ms"]), str(r["max_ms"]),
+                  str(r["group_steps"]), str(r["group_mean_ms"]), str(r["group_max_ms"]))
+    t.add_row("paper (80)", "", "< 800", "", "", "", "", "")
+    console.print(t)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    console.print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

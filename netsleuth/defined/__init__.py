@@ -1,0 +1,14 @@
+"""DEFINED: deterministic execution of distributed control planes.
+
+After Lin et al., "DEFINED: Deterministic Execution for Interactive
+Control-Plane Debugging" (see ../shared/seeds/defined.md). Control-plane
+code is written as :class:`~netsleuth.defined.node.Node` subclasses that only
+talk through a substrate handle; the substrate tags every message with the
+paper's (group, estimated delay, origin, origin sequence) and either
+
+* delivers in arrival order (``plain``: the nondeterministic baseline),
+* delivers speculatively and rolls back whenever an arrival disagrees with
+  the ordering function (``rb``, :mod:`.rollback`), or
+* replays only the recorded external events in lockstep (``ls``,
+  :mod:`.lockstep`), reproducing the RB execution exactly.
+"""

@@ -1,0 +1,102 @@
+"""`netsleuth defined run|step`: argument parsing and summaries only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Iterator
+
+
+def _interactive_lines() -> Iterator[str]:
+    while True:
+        try:
+            yield input("(defined) ")
+        except EOFError:
+            return
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from netsleuth.cli import RichProgress, _progress, out
+    from netsleuth.defined.ordering import by_name
+    from netsleuth.defined.runs import RunOptions, run_many
+
+    by_name(args.ordering)  # validate before running anything
+    opts = RunOptions(scenario=args.scenario, runs=args.runs, mode=args.mode, ordering=args.ordering,
+                      seed=args.seed, topo=args.topo, variant=args.variant,
+                      out=Path(args.out) if args.out else None, jitter=args.jitter,
+                      scenario_seed=args.scenario_seed, processes=args.processes)
+    with _progress() as p:
+        rp = RichProgress(p)
+        rp.phase(f"{args.scenario} ({args.mode})", args.runs)
+        d = run_many(opts, lambda i, r: rp.advance(i + 1))
+    if args.json:
+        d = {k: v for k, v in d.items() if k != "first_run"}
+        print(json.dumps(d, sort_keys=True))
+        return 0
+    t = Table(title=f"netsleuth defined run: {d['scenario']} ({d['variant'] or 'default'}) on {d['topology']}, "
+                    f"mode {d['mode']}", show_header=False)
+    t.add_row("runs", f"{d['runs']}" + (" (interrupted)" if d["interrupted"] else ""))
+    t.add_row("distinct_delivery_sequences", f"{d['distinct_delivery_sequences']} (max over "
+                                             f"{d['nodes']} nodes)")
+    t.add_row("distinct routing tables", str(d["distinct_routing_tables"]))
+    t.add_row("bug_runs", f"{d['bug_runs']} ({d['bug']})")
+    m = d["per_run_mean"]
+    if args.mode == "rb":
+        t.add_row("rollbacks per run", f"{m.get('rollbacks', 0):.1f}")
+        t.add_row("LS reproduces run 0", str(d.get("ls_reproduces_first_run")))
+    if args.out:
+        t.add_row("trace (run 0)", str(Path(args.out) / "trace.jsonl"))
+        t.add_row("result", str(Path(args.out) / "result.json"))
+    out.print(t)
+    return 0
+
+
+def cmd_step(args: argparse.Namespace) -> int:
+    from netsleuth.defined.console import run_console
+
+    if args.commands:
+        try:
+            lines = Path(args.commands).read_text().splitlines()
+        except OSError as exc:
+            from netsleuth.errors import NetsleuthError
+            raise NetsleuthError(f"cannot read --commands {args.commands}: {exc.strerror}",
+                                 "pass a text file with one console command per line") from None
+    elif sys.stdin.isatty():
+        lines = _interactive_lines()
+    else:
+        lines = sys.stdin.read().splitlines()
+    return run_console(args.trace, lines, sys.stdout, args.ordering)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("defined", help="DEFINED: deterministic runs of distributed control planes (RB) "
+                                       "and lockstep stepping (LS)")
+    dsub = d.add_subparsers(dest="defined_command", required=True)
+
+    r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
+    r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf"])
+    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | ring,N")
+    r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
+                                          "ospf: cold (default) | warm")
+    r.add_argument("--runs", type=int, default=50)
+    r.add_argument("--mode", choices=["plain", "rb"], default="rb",
+                   help="plain: arrival order (no DEFINED); rb: DEFINED-RB (default)")
+    r.add_argument("--ordering", default="defined", help="rb ordering: defined | hops | origin | reverse | random:SEED")
+    r.add_argument("--seed", type=int, default=0, help="run i draws link delays with seed SEED+i")
+    r.add_argument("--scenario-seed", type=int, default=0, help="ospf: seed of the link-failure workload")
+    r.add_argument("--jitter", type=float, default=0.9, help="link delay = mean * U(1-J, 1+J) (default 0.9)")
+    r.add_argument("--processes", action="store_true",
+                   help="run every node as an OS process over loopback TCP (real time: horizon x 0.25 s per run)")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--out", help="directory for trace.jsonl (run 0's external events) and result.json")
+    r.set_defaults(func=cmd_run)
+
+    s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")
+    s.add_argument("trace", help="trace.jsonl written by `netsleuth defined run --out DIR`")
+    s.add_argument("--commands", help="file of console commands, one per line (default: stdin / prompt)")
+    s.add_argument("--ordering", help="ordering function to start with (default: the one RB used)")
+    s.set_defaults(func=cmd_step)

@@ -1,0 +1,1 @@
+"""Routing software for the DEFINED case studies, written against :mod:`netsleuth.defined.node`."""

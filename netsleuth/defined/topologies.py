@@ -1,0 +1,123 @@
+"""Networks for DEFINED runs: fixed case-study figures, real ISP maps, BRITE-like graphs.
+
+A :class:`Net` is nodes plus undirected links with a *mean delay* in integer
+microseconds: the paper's "average link delay l_ij measured before
+launching", used both by the ordering function (estimated delay) and as the
+mean of the simulated delay distribution.
+
+Specs (``parse_net``):
+
+``topozoo/NAME``  a Topology Zoo map shipped in the ``topohub`` package
+                  (e.g. ``topozoo/Sprint``, ``topozoo/Geant2012``,
+                  ``topozoo/AttMpls``); delay = fibre distance at 5 us/km
+                  plus 100 us, read from the package data (no network).
+``brite,N[,SEED]``  a BRITE-like router-level graph: Barabasi-Albert
+                  preferential attachment (BRITE's "BA" model, m=2) on N
+                  nodes placed uniformly in a 1000x1000 plane, delay from
+                  Euclidean distance (1 unit = 10 us) plus 100 us.
+``ring,N`` / ``line,N`` / ``mesh,N``  small regular graphs, 1 ms links.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import networkx as nx
+
+from netsleuth.errors import UnknownTopologyError
+
+
+@dataclass(frozen=True)
+class Net:
+    spec: str
+    nodes: tuple[str, ...]
+    links: tuple[tuple[str, str, int], ...]  # (a, b, mean delay us) with a < b, sorted
+
+    def delays(self) -> dict[str, dict[str, int]]:
+        d: dict[str, dict[str, int]] = {n: {} for n in self.nodes}
+        for a, b, us in self.links:
+            d[a][b] = us
+            d[b][a] = us
+        return d
+
+    def graph(self) -> nx.Graph:
+        g = nx.Graph()
+        g.add_nodes_from(self.nodes)
+        for a, b, us in self.links:
+            g.add_edge(a, b, delay=us)
+        return g
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "nodes": list(self.nodes), "links": [list(x) for x in self.links]}
+
+    @staticmethod
+    def from_json(d: dict) -> "Net":
+        return Net(d["spec"], tuple(d["nodes"]), tuple((a, b, int(us)) for a, b, us in d["links"]))
+
+
+def make_net(spec: str, nodes: list[str], links: list[tuple[str, str, int]]) -> Net:
+    norm = sorted((min(a, b), max(a, b), max(1, int(us))) for a, b, us in links)
+    return Net(spec, tuple(sorted(nodes)), tuple(norm))
+
+
+def _names(n: int) -> list[str]:
+    w = max(2, len(str(n - 1)))
+    return [f"n{i:0{w}d}" for i in range(n)]
+
+
+def brite(n: int, seed: int = 0) -> Net:
+    if n < 3:
+        raise UnknownTopologyError(f"brite needs at least 3 nodes, got {n}", "use brite,N with N >= 3")
+    rng = random.Random(seed)
+    # Seeded with a triangle (BRITE's BA starts from m+1 connected nodes), so no node is a leaf.
+    g = nx.barabasi_albert_graph(n, 2, seed=rng.randrange(2**31), initial_graph=nx.complete_graph(3))
+    pos = {i: (rng.uniform(0, 1000), rng.uniform(0, 1000)) for i in range(n)}
+    names = _names(n)
+    links = [(names[a], names[b], 100 + int(10 * math.dist(pos[a], pos[b]))) for a, b in sorted(g.edges())]
+    return make_net(f"brite,{n},{seed}", names, links)
+
+
+def topozoo(name: str) -> Net:
+    try:
+        import topohub
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise UnknownTopologyError("the topohub package is not installed", "pip install topohub") from exc
+    try:
+        d = topohub.get(f"topozoo/{name}")
+    except KeyError:
+        raise UnknownTopologyError(f"no Topology Zoo map named {name!r} in topohub",
+                                   "try topozoo/Sprint, topozoo/Geant2012 or topozoo/AttMpls") from None
+    g = nx.node_link_graph(d, edges="edges")
+    g = g.subgraph(max(nx.connected_components(g), key=len)).copy()
+    ids = sorted(g.nodes, key=lambda x: int(x) if str(x).isdigit() else str(x))
+    names = dict(zip(ids, _names(len(ids))))
+    links = [(names[a], names[b], 100 + int(5 * float(g.edges[a, b].get("dist", 0.0))))
+             for a, b in g.edges() if a != b]
+    return make_net(f"topozoo/{name}", list(names.values()), links)
+
+
+def parse_net(spec: str) -> Net:
+    """A topology spec (see the module doc) to a :class:`Net`."""
+    s = spec.strip()
+    if s.startswith("topozoo/"):
+        return topozoo(s.split("/", 1)[1])
+    head, _, rest = s.partition(",")
+    args = [a for a in rest.split(",") if a]
+    try:
+        nums = [int(a) for a in args]
+    except ValueError:
+        nums = None
+    if nums is not None and head == "brite" and 1 <= len(nums) <= 2:
+        return brite(nums[0], nums[1] if len(nums) > 1 else 0)
+    if nums is not None and head in ("ring", "line", "mesh") and len(nums) == 1 and nums[0] >= 2:
+        n = nums[0]
+        names = _names(n)
+        if head == "mesh":
+            pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+        else:
+            pairs = list(zip(names, names[1:])) + ([(names[-1], names[0])] if head == "ring" and n > 2 else [])
+        return make_net(s, names, [(a, b, 1000) for a, b in pairs])
+    raise UnknownTopologyError(f"unknown DEFINED topology {spec!r}",
+                               "use topozoo/NAME (e.g. topozoo/Sprint), brite,N[,SEED], ring,N, line,N or mesh,N")
