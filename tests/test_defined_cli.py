@@ -82,3 +82,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
                            '"controller":"c","seed":0,"tool_version":"0"}\n')
     assert main(["defined", "step", str(not_defined), "--commands", str(not_defined)]) == 2
     assert "not a DEFINED run" in capsys.readouterr().err
+
+
+def test_netsleuth_step_routes_a_defined_run_to_lockstep(tmp_path, capsys):
+    """`netsleuth step` is the one stepping command: a DEFINED run opens the lockstep console."""
+    out = tmp_path / "rip"
+    assert main(["defined", "run", "--scenario", "rip-timer", "--runs", "1", "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    cmds = tmp_path / "cmds.txt"
+    cmds.write_text("run\nprint R1\n")
+    assert main(["step", str(out / "trace.jsonl"), "--commands", str(cmds)]) == 0
+    assert '"N": [3, "R3"]' in capsys.readouterr().out
+    assert main(["step", str(out / "trace.jsonl"), "--commands", str(cmds), "--ordering", "reverse"]) == 0
+    assert '"N": [2, "R2"]' in capsys.readouterr().out

@@ -18,7 +18,7 @@ def cmd_step(args: argparse.Namespace) -> int:
     from netsleuth.tools.step import run_step
 
     return run_step(args.trace, commands=args.commands, headless=args.headless, live_out=args.out,
-                    controller=args.controller)
+                    controller=args.controller, ordering=args.ordering)
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
@@ -172,7 +172,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     vz.set_defaults(func=cmd_viz)
 
     st = sub.add_parser("step", help="step through a trace one event at a time (interactive, or --commands FILE)")
-    st.add_argument("trace", help="a netsleuth trace.jsonl")
+    st.add_argument("trace", help="a netsleuth trace.jsonl, or a DEFINED run (netsleuth defined run --out)")
     st.add_argument("--headless", action="store_true",
                     help="send the recorded OpenFlow commands to the switches, no controller; without it a "
                          "fresh controller is started and each step injects the trace's next input")
@@ -180,4 +180,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--controller", action="append", help="override the trace's controller spec (live mode)")
     st.add_argument("--out", help="directory for the live run's trace and controller log (default: a new "
                                   "temporary directory)")
+    st.add_argument("--ordering", help="DEFINED runs: the ordering function to step with (default: the run's)")
     st.set_defaults(func=cmd_step)

@@ -24,14 +24,14 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Iterator
 
 from rich.console import Console
 from rich.table import Table
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.trace import schema as ts
-from netsleuth.trace.io import read_trace
+from netsleuth.trace.io import read_header, read_trace
 from netsleuth.tools.describe import describe
 from netsleuth.tools.stepper import EventFilter, Stepper, StepError
 
@@ -332,8 +332,21 @@ def open_console(trace_path: str | Path, out: Console, *, headless: bool = True,
     return StepConsole(LiveStepper(trace, target, controller), out)
 
 
+def _prompt_lines() -> Iterator[str]:
+    """Lines typed at a ``(step)`` prompt, until end of input or ``quit``."""
+    while True:
+        try:
+            line = input("(step) ")
+        except EOFError:
+            return
+        if line.strip() in ("quit", "exit", "q"):
+            return
+        yield line
+
+
 def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out: Console | None = None,
-             headless: bool = True, live_out: str | Path | None = None, controller: list[str] | None = None) -> int:
+             headless: bool = True, live_out: str | Path | None = None, controller: list[str] | None = None,
+             ordering: str | None = None) -> int:
     """``netsleuth step``: interactive, or the commands of a file with output to ``out``."""
     lines = None
     if commands is not None:
@@ -342,6 +355,10 @@ def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out:
         except OSError as exc:
             raise CommandError(f"cannot read commands file {commands}: {exc.strerror or exc}",
                                "pass a readable text file, one command per line") from None
+    if "defined" in read_header(trace_path).extra:
+        # A recorded DEFINED run: lockstep over its external events (netsleuth/defined/console.py).
+        from netsleuth.defined.console import run_console
+        return run_console(trace_path, lines if lines is not None else _prompt_lines(), sys.stdout, ordering)
     # Not a terminal (a file, a pipe, a test): wide enough that flow matches are not cut.
     out = out or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller)
