@@ -46,7 +46,8 @@ HELP = __doc__.split("Commands (``help`` prints them)::", 1)[1].strip("\n")
 def open_lockstep(path: str | os.PathLike[str], ordering: str | None = None) -> tuple[Lockstep, Any]:
     run = load_run(path)
     ls = Lockstep(run.scenario.net, run.scenario.factory, run.externals, ordering=by_name(ordering or run.ordering),
-                  horizon=run.horizon, interval=run.interval, hop_bound=run.hop_bound)
+                  horizon=run.horizon, interval=run.interval, hop_bound=run.hop_bound,
+                  tiebreak=run.tiebreak)
     return ls, run
 
 

@@ -75,7 +75,7 @@ class Delivered:
 class Lockstep:
     def __init__(self, net: Net, factory: Callable[[str], Node], externals: list[dict], *,
                  ordering: Ordering | str = "defined", horizon: int, interval: float = 0.25,
-                 hop_bound: int = 64) -> None:
+                 hop_bound: int = 64, tiebreak: str = "send-order") -> None:
         self.net = net
         self.horizon = horizon
         self.interval = interval
@@ -83,7 +83,7 @@ class Lockstep:
         self._uid = itertools.count(1)
         delays = net.delays()
         self.hosts: dict[str, LSHost] = {
-            n: LSHost(n, factory(n), delays[n], interval=interval, hop_bound=hop_bound,
+            n: LSHost(n, factory(n), delays[n], interval=interval, hop_bound=hop_bound, tiebreak=tiebreak,
                       rng_seed=f"defined:{n}", new_uid=self._uid.__next__, coord=self)
             for n in net.nodes}
         # The receive buffers of all nodes, as one heap ordered by (level, node, key): a phase

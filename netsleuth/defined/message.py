@@ -17,6 +17,9 @@ one delivery emitting two messages. The sender and ``sidx`` break those ties
 deterministically, and ``sidx`` depends only on what caused the send, so a
 replay after a rollback regenerates the very same tags for every message it
 sends again (see lazy cancellation in :mod:`netsleuth.defined.rollback`).
+Its low bits are the send's index within the delivery, so one delivery's
+sends to a neighbour sort in the order the FIFO link delivers them
+(:meth:`netsleuth.defined.host.Host._child_sidx`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It is a netsleuth v1 trace (JSON Lines, :mod:`netsleuth.trace.io`): the
 header's ``extra`` holds what rebuilds the run -- scenario, variant,
 topology spec, scenario seed, beacon interval, horizon, hop bound, the
-ordering RB used -- and every event line is a ``defined_external``: the
+ordering and send tie-breaker RB used -- and every event line is a ``defined_external``: the
 node, the group RB stamped, the origin sequence and the event. Nothing
 internal is recorded: that is the point of DEFINED.
 """
@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from netsleuth import __version__
+from netsleuth.defined.host import TIEBREAKS
 from netsleuth.defined.scenarios import Scenario, build
 from netsleuth.defined.sim import RunResult, SimConfig
 from netsleuth.errors import TraceFormatError
@@ -29,7 +30,7 @@ def write_run(path: str | os.PathLike[str], sc: Scenario, cfg: SimConfig, topo: 
         extra={"defined": {"scenario": sc.name, "variant": sc.params.get("variant"), "topo": topo,
                            "scenario_seed": sc.params.get("scenario_seed", 0), "mode": cfg.mode,
                            "ordering": cfg.ordering, "interval": cfg.interval, "horizon": cfg.horizon,
-                           "hop_bound": cfg.hop_bound}})
+                           "hop_bound": cfg.hop_bound, "tiebreak": cfg.tiebreak}})
     with TraceWriter(path, header) as w:
         for i, x in enumerate(result.externals):
             w.write(DefinedExternal(seq=i, t=float(x["t"]), id=f"x{i}", node=x["node"], group=int(x["group"]),
@@ -45,6 +46,7 @@ class LoadedRun:
     hop_bound: int
     ordering: str
     mode: str
+    tiebreak: str = "send-order"
 
 
 def load_run(path: str | os.PathLike[str]) -> LoadedRun:
@@ -61,5 +63,11 @@ def load_run(path: str | os.PathLike[str]) -> LoadedRun:
             raise TraceFormatError(f"{path}: event {ev.seq} is a {ev.kind}, not defined_external",
                                    "pass the trace.jsonl written by netsleuth defined run")
         ext.append({"node": ev.node, "group": ev.group, "oseq": ev.oseq, "event": ev.event, "t": ev.t})
+    # Runs recorded before the header named the tie-breaker used the original hash scheme.
+    tiebreak = str(meta.get("tiebreak", "hash"))
+    if tiebreak not in TIEBREAKS:
+        raise TraceFormatError(f"{path}: unknown send tie-breaker {tiebreak!r} in the header",
+                               f"use one of: {', '.join(TIEBREAKS)}")
     return LoadedRun(sc, ext, int(meta["horizon"]), float(meta["interval"]), int(meta.get("hop_bound", 64)),
-                     str(meta.get("ordering", "defined")), str(meta.get("mode", "rb")))
+                     str(meta.get("ordering", "defined")), str(meta.get("mode", "rb")),
+                     tiebreak)

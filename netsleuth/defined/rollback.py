@@ -12,6 +12,13 @@ out of sequence in the current group -- the node
    itself back if it had already delivered it (cascading),
 3. delivers the history again in order, which re-sends.
 
+With ``batch_rollback`` (the simulator's default) the notices a replay
+owes one neighbour and the replay's new messages to it travel as one
+packet, which the neighbour applies before delivering anything: applied
+one at a time, the neighbour would first deliver (and forward) the
+intermediate state without the cancelled message, then roll that back too
+when the replacement landed. Messages are still counted one by one.
+
 Unsending is lazy (Time Warp's "lazy cancellation"): the messages a
 rollback undoes wait in a limbo; if the replay sends an identical message
 (same destination, tags and payload -- a message's tags depend only on
@@ -46,10 +53,14 @@ class Transport(Protocol):
 
     def transmit_anti(self, src: str, dst: str, uid: int, depart: float) -> None: ...
 
+    def transmit_batch(self, src: str, dst: str, uids: list[int], entries: list[Entry], depart: float) -> None:
+        """Only called with ``batch_rollback``: notices and messages as one packet (one arrival)."""
+
 
 class RBHost(Host):
     def __init__(self, *args: Any, ordering: Ordering, transport: Transport, horizon: int, window: int,
-                 proc_time: float, restore_time: float, checkpoint_every: int = 4, **kw: Any) -> None:
+                 proc_time: float, restore_time: float, checkpoint_every: int = 4, batch_rollback: bool = False,
+                 **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.ordering = ordering
         self.transport = transport
@@ -58,6 +69,7 @@ class RBHost(Host):
         self.proc_time = proc_time
         self.restore_time = restore_time
         self.checkpoint_every = max(1, checkpoint_every)
+        self.batch_rollback = batch_rollback
         self.history: list[Entry] = []
         self.keys: list[tuple] = []
         self.delivered = 0
@@ -131,15 +143,16 @@ class RBHost(Host):
         self.run()
         return rec
 
-    def arrive(self, e: Entry) -> None:
+    def arrive(self, e: Entry, run: bool = True) -> None:
         if e.uid in self.cancelled:
             self.cancelled.discard(e.uid)
             return
         self.advance(e.tags.group)
         self._accept(e)
-        self.run()
+        if run:
+            self.run()
 
-    def anti(self, uid: int) -> None:
+    def anti(self, uid: int, run: bool = True) -> None:
         """A neighbour unsent message ``uid``: forget it, rolling back if it was delivered."""
         for j, e in enumerate(self.history):
             if e.uid == uid:
@@ -147,9 +160,23 @@ class RBHost(Host):
                     self._rollback(j)
                 del self.history[j]
                 del self.keys[j]
-                self.run()
+                if run:
+                    self.run()
                 return
         self.cancelled.add(uid)  # the notice overtook the message
+
+    def receive_batch(self, uids: list[int], entries: list[Entry]) -> None:
+        """A rollback packet: the sender's notices, then what its replay sent, applied before one run.
+
+        Applying them one by one would deliver the intermediate state (the
+        old message gone, its replacement not yet there) and forward it,
+        only to roll that back when the replacement lands a moment later.
+        """
+        for uid in uids:
+            self.anti(uid, run=False)
+        for e in entries:
+            self.arrive(e, run=False)
+        self.run()
 
     def advance(self, group: int) -> None:
         """Virtual time reached ``group`` (a beacon, or a message tagged with it)."""
@@ -216,9 +243,17 @@ class RBHost(Host):
             self.limbo.setdefault(self._sig(s), []).append(s)
             self.limbo_uids.add(s.uid)
 
-    def _flush_limbo(self) -> None:
-        """After a replay: cancel what it did not send again."""
+    def _flush_limbo(self) -> dict[str, list[int]]:
+        """After a replay: cancel what it did not send again.
+
+        With ``batch_rollback`` the notices are returned per destination, to
+        travel in one packet with the replay's new messages to that
+        destination (the paper: Z "tells node V to roll back the messages
+        m_d and m_c, and then sends messages {m_a, m_d, m_c}"); otherwise
+        each notice is transmitted on its own.
+        """
         c = self.counters
+        held: dict[str, list[int]] = {}
         for lst in self.limbo.values():
             for s in lst:
                 if s.kind == "timer":
@@ -226,9 +261,13 @@ class RBHost(Host):
                 else:
                     c.unsent += 1
                     c.anti_sent += 1
-                    self.transport.transmit_anti(self.name, s.dst, s.uid, self.clock)
+                    if self.batch_rollback:
+                        held.setdefault(s.dst, []).append(s.uid)
+                    else:
+                        self.transport.transmit_anti(self.name, s.dst, s.uid, self.clock)
         self.limbo.clear()
         self.limbo_uids.clear()
+        return held
 
     def _drop_local(self, uid: int) -> None:
         for j in range(len(self.history) - 1, self.delivered - 1, -1):
@@ -268,12 +307,18 @@ class RBHost(Host):
             self.records.append(rec)
             self.delivered += 1
             self.clock += self.proc_time
-        if self.limbo:
-            self._flush_limbo()
-        if self.outbox:
-            out, self.outbox = self.outbox, []
+        held = self._flush_limbo() if self.limbo else {}
+        out, self.outbox = self.outbox, []
+        if held:
+            batches: dict[str, list[Entry]] = {d: [] for d in held}
             for e in out:
-                self.transport.transmit(e, self.clock)
+                if e.dst in batches:
+                    batches[e.dst].append(e)
+            for d in sorted(held):
+                self.transport.transmit_batch(self.name, d, held[d], batches[d], self.clock)
+            out = [e for e in out if e.dst not in batches]
+        for e in out:
+            self.transport.transmit(e, self.clock)
 
     def _commit(self, below_group: int) -> None:
         n = 0

@@ -50,6 +50,8 @@ class SimConfig:
     hop_bound: int = 64
     window: int = 64              # groups kept for rollback
     checkpoint_every: int = 4     # deliveries between checkpoints
+    tiebreak: str = "send-order"  # sidx scheme (host.TIEBREAKS); "hash" is the original, a baseline
+    batch_rollback: bool = True   # a rollback's notices + re-sends to a neighbour travel as one packet
     beacon_source: str | None = None
 
 
@@ -134,7 +136,7 @@ class Simulation:
         delays = net.delays()
         self.mean = delays
         new_uid = self._uid.__next__
-        common = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=new_uid)
+        common = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=new_uid, tiebreak=cfg.tiebreak)
         self.hosts: dict[str, Host] = {}
         ordering = by_name(cfg.ordering)
         for n in net.nodes:
@@ -144,7 +146,7 @@ class Simulation:
                 h = RBHost(n, factory(n), delays[n], rng_seed=f"defined:{n}", ordering=ordering, transport=self,
                            horizon=cfg.horizon, window=cfg.window, proc_time=cfg.proc_time,
                            restore_time=cfg.restore_time,
-                           checkpoint_every=cfg.checkpoint_every, **common)
+                           checkpoint_every=cfg.checkpoint_every, batch_rollback=cfg.batch_rollback, **common)
             self.hosts[n] = h
         self.beacon_seen = {n: 0 for n in net.nodes}
         self.baseline: dict[str, int] | None = None
@@ -168,6 +170,9 @@ class Simulation:
 
     def transmit_anti(self, src: str, dst: str, uid: int, depart: float) -> None:
         self._push(self._arrival(src, dst, depart), "anti", dst, uid)
+
+    def transmit_batch(self, src: str, dst: str, uids: list[int], entries: list[Entry], depart: float) -> None:
+        self._push(self._arrival(src, dst, depart), "batch", dst, uids, entries)
 
     def schedule_timer(self, host: PlainHost, e: Entry, at: float) -> None:
         if at <= (self.cfg.horizon + 0.999) * self.cfg.interval:
@@ -208,6 +213,8 @@ class Simulation:
                 h.arrive(args[0]) if isinstance(h, RBHost) else h.deliver(args[0])
             elif kind == "anti":
                 h.anti(args[1])
+            elif kind == "batch":
+                h.receive_batch(args[1], args[2])
             elif kind == "timer":
                 h.deliver(args[1])
             elif kind == "ext":
