@@ -17,6 +17,12 @@ cannot help with two hosts, since all of pyswitch's packets are one flow).
 
     .venv/bin/python bench/nice_table4.py [--budget 2000000] [--json]
 
+A further table gives, for the same runs, the unique states of each search
+without and with DPOR: DPOR's persistent sets (netsleuth/nice/stubborn.py)
+prune states under Only PKT-SEQ; under NO-DELAY and UNUSUAL DPOR is not
+applied, under FLOW-IR and for NoBlackHolesMobile (BUG-I) only sleep sets are
+(fewer transitions, the same states).
+
 ``--json`` prints ``{"bugs": [{"bug": "I", "found": true, "fixed_variant_clean": true, ...}, ...]}``.
 
 NICE's numbers are printed under each row (``NICE`` below).  Counts differ because the models differ (see bench/nice_table1.py) and because
@@ -32,6 +38,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -77,7 +84,40 @@ def first_violation(app: str, scenario: str, prop: str, strategy: str, dpor: boo
     return {"app": app, "scenario": scenario, "property": prop, "strategy": strategy, "dpor": dpor,
             "cell": cell, "found": hit is not None, "transitions_to_find": hit and hit["transitions_to_find"],
             "seconds_to_find": hit and hit["seconds_to_find"], "search_transitions": d["transitions"],
-            "search_states": d["unique_states"], "completed": d["completed"]}
+            "search_states": d["unique_states"], "completed": d["completed"], "dpor_note": d.get("dpor_note", "")}
+
+
+def dpor_states_table(rows: list[dict]) -> Any:
+    """Unique states of the search behind each cell, without -> with DPOR (same runs, no new search).
+
+    Each search runs until the bug's property is violated and then on to the end of
+    the (bounded) space, so where both complete the counts compare whole searches.
+    ``*``: persistent sets not applied (NO-DELAY, UNUSUAL: no DPOR at all; FLOW-IR and
+    NoBlackHolesMobile: sleep sets only, which never prune a state).
+    """
+    from rich.table import Table
+
+    table = Table(title="Unique states of each complete search: no DPOR -> DPOR (* = persistent sets not applied)")
+    table.add_column("bug")
+    for name, _ in COLUMNS:
+        table.add_column(name, justify="right")
+    cells: dict[tuple[str, str], dict[bool, dict]] = {}
+    for r in rows:
+        if "dpor" in r and r["app"] not in ("pyswitch-fixed", "loadbalancer", "energy-te"):
+            cells.setdefault((r["bug"], r["strategy"]), {})[r["dpor"]] = r
+    for bug, *_ in BUGS:
+        out = []
+        for _, strategy in COLUMNS:
+            pair = cells.get((bug, strategy), {})
+            a, b = pair.get(False), pair.get(True)
+            if a is None or b is None:
+                out.append("")
+                continue
+            mark = "*" if b["dpor_note"] else ""
+            done = "" if a["completed"] and b["completed"] else " (budget)"
+            out.append(f"{a['search_states']:,} -> {b['search_states']:,}{mark}{done}")
+        table.add_row(f"BUG-{bug}", *out)
+    return table
 
 
 def fig7(pings: list[int]) -> list[dict]:
@@ -150,6 +190,7 @@ def main() -> int:
                                        cells)),
                      "fixed_variant_clean": clean, "fixed_search_transitions": fixed["search_transitions"]})
     Console(width=220, stderr=args.json).print(table)
+    Console(width=220, stderr=args.json).print(dpor_states_table(rows))
     reduction = fig7(args.fig7_pings) if not args.json else []
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"benchmark": "nice_table4", "python": platform.python_version(),

@@ -1,4 +1,4 @@
-"""State-space search: DFS with state matching, strategies as filters, sleep-set DPOR, random walk.
+"""State-space search: DFS with state matching, strategies as filters, DPOR, random walk.
 
 **DFS.**  Depth-first over :meth:`System.enabled`, matching states by the
 hash of their canonical key (state.py).  A state is expanded once and all of
@@ -25,19 +25,36 @@ in reverse issue order; FLOW-IR fixes one relative order between the sends of pa
 says belong to different flows (``App.is_same_flow``).  ``random`` walks
 from the initial state choosing uniformly with one seeded ``random.Random``.
 
-**DPOR** (``dpor=True``): the dependency between two transitions is computed
-at run time from what each one actually touched when fired (its footprint:
-node input buffers, switch buffers, control channels, the controller as one
-object, flow-table lookups and writes compared by match overlap, non-commuting
-property state), and the search uses sleep sets (Godefroid) with state
-matching: after exploring t from s, a sibling u explored later does not
-explore t again below u when u and t were independent at s.  Sleep sets never
-prune a reachable state -- they prune only transitions whose result is
-reached through a commuting interleaving -- so DPOR finds exactly the states
-and the violations of the full search with fewer transitions.  (NICE's own
+**DPOR** (``dpor=True``) prunes states, not only transitions, where it can.
+At each new state it fires only a *persistent set* of the enabled transitions
+(stubborn.py): computed before firing from a conservative "may touch"
+footprint of every transition name -- node input queues (FIFO: popping a
+non-empty head commutes with pushing a tail; a switch's process_pkt also
+reads which of its inputs are empty), a switch's flow table and buffers, a
+host's state, the controller as one object, the state of every property that
+does not promise to commute -- with necessary-enabling sets for the names
+that are disabled.  Two provisos keep it sound with state matching: when a
+member of the set leads back to a state on the DFS stack (the ignoring
+problem: a postponed transition could be postponed around a cycle forever)
+or causes a violation (the path stops, so nothing postponed would run below
+it), the state is expanded fully.  Every search only reaches reachable
+states, so DPOR never counts more unique states than the full search; the
+persistent sets make it reach the same end states and violate the same
+properties (tests/test_nice_dpor.py checks both, and checks the predicted
+footprints against brute-force commutation).
+
+Where the prediction would be incomplete -- optional faults, input
+discovery, a non-commuting property that watches every step
+(NoBlackHolesMobile), a depth bound (reordering a path can lengthen it), a
+strategy filter other than PKT-SEQ -- DPOR falls back to sleep sets
+(Godefroid) over the run-time footprints that ``fire`` records (``Effects``,
+``independent``): after exploring t from s, a sibling u explored later does
+not explore t again below u when u and t were independent at s.  Sleep sets
+never prune a reachable state, only transitions whose result is reached
+through a commuting interleaving.  Under the state-wide NO-DELAY and UNUSUAL
+filters not even sleep sets are used (``dpor_note`` says so).  (NICE's own
 DPOR, Flanagan-Godefroid backtracking, is unsound with state matching
-without extra bookkeeping; sleep sets with the stored-sleep-set rule are the
-stateful-safe form.)
+without extra bookkeeping.)
 """
 
 from __future__ import annotations
@@ -47,6 +64,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.system import ANY, Effects, State, System, Transition, Violation
 
 STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
@@ -211,6 +229,9 @@ def independent(a: Effects, b: Effects) -> bool:
 # sleep set relies on may never be explored (seen: the load balancer's BUG-IX
 # missed under NO-DELAY with sleep sets).  With them the search stays exhaustive.
 _STATE_WIDE_FILTERS = ("no-delay", "unusual")
+# Filters under which a transition's enabledness depends only on its own host (PKT-SEQ's
+# credits): the persistent-set prediction covers them (stubborn.py).
+_LOCAL_FILTERS = ("full", "pkt-seq")
 
 
 # ------------------------------------------------------------------ the search
@@ -239,6 +260,19 @@ class Explorer:
         if options.dpor and not self.sleep_sets:
             self.result.dpor_note = (f"DPOR not applied: sleep sets are unsound with the {'/'.join(wide)} "
                                      "filter (the search stays exhaustive)")
+        # Persistent sets (stubborn.py) where the predicted footprints are complete; elsewhere
+        # the sleep sets alone.
+        self.stubborn: Stubborn | None = None
+        if self.sleep_sets and not self.random:
+            why = stubborn_applies(system)
+            if not why and any(p not in _LOCAL_FILTERS for p in parts):
+                why = "a strategy filter that looks beyond one host"
+            if not why and options.max_depth is not None:
+                why = "a depth bound (reordering can lengthen a path)"
+            if why:
+                self.result.dpor_note = f"persistent sets not applied ({why}): sleep sets only"
+            else:
+                self.stubborn = Stubborn(system)
         self._t0 = 0.0
         self._stop = False
         self._last_progress = 0.0
@@ -270,6 +304,8 @@ class Explorer:
         try:
             if self.random:
                 self._random()
+            elif self.stubborn is not None:
+                self._dfs_persistent()
             elif self.sleep_sets:
                 self._dfs_sleep()
             else:
@@ -424,6 +460,83 @@ class Explorer:
                 stack.append([child, cen, 0, csleep, []])
         r.unique_states = len(visited)
         r.completed = not stack and not self._stop
+
+    def _dfs_persistent(self) -> None:
+        """DFS with persistent sets, the stack proviso and state matching (see the module docstring).
+
+        At a new state only a persistent subset P of the enabled transitions is fired.  The
+        whole enabled set is fired instead (added to the frame lazily) when a member of P
+        leads back to a state on the DFS stack (the cycle proviso: otherwise a transition
+        outside P could be postponed forever around a cycle) or causes a violation (the path
+        stops there, so the transitions it postponed would never run).
+        """
+        system, r = self.system, self.result
+        stubborn = self.stubborn
+        s0 = system.initial()
+        h0 = s0.hash()
+        visited: dict[int, int] = {h0: 0}
+        self._visited = visited
+        on_stack: set[int] = {h0}
+        en0, end0 = self._enabled(s0)
+        path: list[Transition] = []
+        if end0:
+            self._record(system.at_end(s0), path, True)
+        # frame: [state, transitions to fire, index, all enabled (None once fully expanded), hash]
+        p0 = stubborn.persistent(s0, en0)
+        stack: list[list] = [[s0, p0, 0, en0 if len(p0) < len(en0) else None, h0]]
+        fire = system.fire
+        while stack and not self._stop:
+            frame = stack[-1]
+            todo = frame[1]
+            k = frame[2]
+            if k >= len(todo):
+                stack.pop()
+                on_stack.discard(frame[4])
+                if path:
+                    path.pop()
+                continue
+            frame[2] = k + 1
+            t = todo[k]
+            child, fx = fire(frame[0], t)
+            r.transitions += 1
+            if r.transitions % 1024 == 0:
+                self._tick()
+            if fx.violations:
+                path.append(t)
+                self._record(fx.violations, path, False)
+                path.pop()
+                self._expand_fully(frame)
+                continue
+            h = child.hash()
+            if h in on_stack:
+                self._expand_fully(frame)
+            if h in visited:
+                r.revisits += 1
+                continue
+            depth = len(stack)
+            visited[h] = depth
+            if depth > r.max_depth:
+                r.max_depth = depth
+            cen, end = self._enabled(child)
+            if end:
+                path.append(t)
+                self._record(system.at_end(child), path, True)
+                path.pop()
+            if cen:
+                path.append(t)
+                p = stubborn.persistent(child, cen)
+                stack.append([child, p, 0, cen if len(p) < len(cen) else None, h])
+                on_stack.add(h)
+        r.unique_states = len(visited)
+        r.completed = not stack and not self._stop
+
+    @staticmethod
+    def _expand_fully(frame: list) -> None:
+        en = frame[3]
+        if en is not None:
+            chosen = set(frame[1])
+            frame[1] = frame[1] + [u for u in en if u not in chosen]
+            frame[3] = None
 
     def _random(self) -> None:
         system, r, opt = self.system, self.result, self.opt
