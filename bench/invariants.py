@@ -10,8 +10,16 @@ a fresh subprocess of this script (``--one K``) so that memory is per K:
   ``--max-rules`` (K >= 24: tens of millions of rules, far beyond this
   machine's memory), flows are built for all sources toward the first D
   destinations that fit the budget, and the row says so (``pairs_with_flows``);
-* cold: the first ``analyze`` + three checks on a fresh view (includes
-  sorting the tables and compiling every switch);
+* install: what keeping the tables' pattern indexes (``FlowTable.pattern_index``,
+  the header-space compiler's per-rule work done as flows come and go) costs per
+  flow_mod: the flows of the busiest switches re-added to a fresh table, with the
+  index kept and with its upkeep switched off (the old path), in the same run;
+* cold: the first ``analyze`` + three checks on a fresh view, nothing compiled
+  or remembered yet (every switch is compiled from its table's pattern index;
+  the batch engine visits every class without any memory of a previous check);
+* cold, old path: the same after forgetting every compiled switch and the
+  checks' memories, compiling from scratch (sorting each table, grouping and
+  packing every rule) as before the pattern indexes: the baseline;
 * warm: the same check again on a new view, tables unchanged (compiled
   switches are validated by ``FlowTable.version`` and reused, and so is
   the batch engine's per-port memory of the classes it saw);
@@ -48,8 +56,10 @@ if str(ROOT) not in sys.path:
 from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
 
 from netsleuth.invariants import headerspace as H  # noqa: E402
+from netsleuth.invariants import hsa_compile as C  # noqa: E402
 from netsleuth.invariants.view import NetworkView  # noqa: E402
 from netsleuth.model.actions import Output  # noqa: E402
+from netsleuth.model.flowtable import FlowTable  # noqa: E402
 from netsleuth.model.match import Match  # noqa: E402
 from netsleuth.model.switch import Switch  # noqa: E402
 from netsleuth.model.topology import parse_topo  # noqa: E402
@@ -169,6 +179,47 @@ def check(view: NetworkView, **kw) -> tuple[dict, dict]:
 
 
 # --------------------------------------------------------------------------- one K (child)
+def install_cost(switches: dict, n_switches: int = 8) -> dict:
+    """µs per flow_mod (ADD) re-adding the flows of the busiest switches to a fresh table:
+    with the pattern index kept, and with its upkeep switched off (the old path)."""
+    busiest = sorted(switches.values(), key=lambda s: (-len(s.table), s.name))[:n_switches]
+    flows = [(e.match, e.priority, e.actions) for s in busiest for e in s.table.entries()]
+
+    class _NoIndex(FlowTable):
+        __slots__ = ()
+
+        def _hs_note(self, m, bucket) -> None:
+            pass
+
+        def _hs_remove(self, m) -> None:
+            pass
+
+    out = {"flows": len(flows)}
+    for name, cls in (("old", _NoIndex), ("indexed", FlowTable)):
+        best = float("inf")
+        for _ in range(2):
+            t = cls()
+            add = t.add
+            t0 = time.perf_counter()
+            for m, prio, acts in flows:
+                add(m, prio, acts)
+            best = min(best, time.perf_counter() - t0)
+            del t
+        out[f"{name}_us_per_flow"] = round(best / max(1, len(flows)) * 1e6, 3)
+    out["overhead_pct"] = round((out["indexed_us_per_flow"] / out["old_us_per_flow"] - 1) * 100, 1)
+    return out
+
+
+def _forget(switches: dict) -> None:
+    """Forget every compiled switch, the checks' memories and the tables' sorted orders."""
+    C._CACHE.clear()
+    H._WANTED.__init__()
+    H._MEMO_SETS.clear()
+    H._PAIR_MACS.clear()
+    for sw in switches.values():
+        sw.table._sorted = None
+
+
 def run_one(k: int, max_rules: int, repeat: int) -> dict:
     gc.collect()
     t0 = time.perf_counter()
@@ -180,15 +231,8 @@ def run_one(k: int, max_rules: int, repeat: int) -> dict:
     cold, counts = check(view)
     row["cold"] = _round(cold)
     row["findings"] = counts
-    # baseline for the change counter: hide FlowTable.version, so "unchanged?" scans entries
-    versions = {n: sw.table.version for n, sw in switches.items()}
-    for sw in switches.values():
-        sw.table.version = None
-    scan = [check(make_view(topo, switches))[0] for _ in range(repeat)]
-    row["warm_entry_scan"] = _round(min(scan, key=lambda t: t["total_s"]))
-    for n, sw in switches.items():
-        sw.table.version = versions[n]
-    check(make_view(topo, switches))  # compiled switches learn the versions again
+    row["install"] = install_cost(switches)
+    check(make_view(topo, switches))  # the warm checks below start from a warmed-up memory
     warm = []
     for _ in range(repeat):
         t, c = check(make_view(topo, switches))
@@ -203,6 +247,23 @@ def run_one(k: int, max_rules: int, repeat: int) -> dict:
                           (Output(2),))
     t, _c = check(make_view(topo, switches))
     row["incremental"] = _round(t)
+    # the old path, as a baseline: compile every switch from scratch
+    _forget(switches)
+    C.USE_TABLE_INDEX = False
+    gc.collect()
+    t, c = check(make_view(topo, switches))
+    assert c == counts
+    row["cold_old_path"] = _round(t)
+    # baseline for the change counter: hide FlowTable.version, so "unchanged?" scans entries
+    # (the switches were just compiled the old way, which keeps the entries to compare)
+    versions = {n: sw.table.version for n, sw in switches.items()}
+    for sw in switches.values():
+        sw.table.version = None
+    scan = [check(make_view(topo, switches))[0] for _ in range(repeat)]
+    row["warm_entry_scan"] = _round(min(scan, key=lambda t: t["total_s"]))
+    for n, sw in switches.items():
+        sw.table.version = versions[n]
+    C.USE_TABLE_INDEX = True
     if info["rules"] <= GENERAL_MAX_RULES:
         t, c = check(make_view(topo, switches), batch=False, cache=False)
         row["general"] = _round(t)
@@ -248,18 +309,21 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     table = Table(title="header-space check (loops + blackholes + reachability), simple_switch-style flows")
-    for col in ("K", "switches", "hosts", "rules", "all pairs", "build s", "cold s", "warm s",
+    for col in ("K", "switches", "hosts", "rules", "all pairs", "build s", "flow_mod µs (old)", "cold s",
+                "cold s (old)", "warm s",
                 "warm: analyze/loops/holes/reach s", "warm (entry scan) s", "incr. s", "general s", "findings", "RSS MB"):
         table.add_column(col, justify="right")
     for r in rows:
         if "error" in r:
-            table.add_row(str(r["k"]), *[""] * 11, r["error"], "")
+            table.add_row(str(r["k"]), *[""] * 13, r["error"], "")
             continue
         w = r["warm"]
         table.add_row(
             str(r["k"]), str(r["switches"]), str(r["hosts"]), f"{r['rules']:,}",
             "yes" if r["all_pairs"] else f"{r['dst_hosts_with_flows']} dsts",
-            f"{r['build_s']:.1f}", f"{r['cold']['total_s']:.3f}", f"{w['total_s']:.3f}",
+            f"{r['build_s']:.1f}",
+            f"{r['install']['indexed_us_per_flow']:.2f} ({r['install']['old_us_per_flow']:.2f})",
+            f"{r['cold']['total_s']:.3f}", f"{r['cold_old_path']['total_s']:.3f}", f"{w['total_s']:.3f}",
             f"{w['analyze_s']:.3f}/{w['loops_s']:.3f}/{w['blackholes_s']:.3f}/{w['reachability_s']:.3f}",
             f"{r['warm_entry_scan']['total_s']:.3f}", f"{r['incremental']['total_s']:.3f}",
             f"{r['general']['total_s']:.3f}" if "general" in r else "-",

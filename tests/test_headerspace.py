@@ -12,6 +12,7 @@ in the rules plus neighbours of them.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_0 as ofp
@@ -20,8 +21,8 @@ from netsleuth.invariants import headerspace as H
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import trace_packet
 from netsleuth.invariants.hsa_compile import compiled
-from netsleuth.invariants.hsa_space import (FIELD_MASK, HeaderSpace, expand, field_wildcard, pack, rewrite_for,
-                                            unpack, wc_pieces)
+from netsleuth.invariants.hsa_space import (FIELD_MASK, HeaderSpace, expand, field_wildcard, interner, pack,
+                                            rewrite_for, unpack, wc_pieces)
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.actions import (Enqueue, Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos,
                                      SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
@@ -769,3 +770,144 @@ def test_cached_checks_after_changes_equal_fresh_checks(spec, data):
         assert cached == fresh
         for ch in data.draw(changes(net)):
             _apply(net, ch)
+
+
+# =========================================================================== incremental pattern index
+# FlowTable.pattern_index() is maintained on every insertion and removal so that compiling a
+# switch costs time per port and pattern, not per rule.  After random flow_mod and expiry
+# sequences it must equal an index built from scratch from the table's entries, and switches
+# compiled from it must equal switches compiled the old way (from the sorted entries).
+
+_IDX_ACTIONS = [(Output(1),), (Output(2),), (Output(FLOOD),), (), (Output(CONTROLLER),),
+                (SetDlDst(0xA), Output(2)), (Output(IN_PORT),)]
+
+
+@st.composite
+def _idx_matches(draw):
+    """Few distinct matches, so identical matches at several priorities and several
+    patterns per in_port (also from wildcarded in_port entries) are common."""
+    if draw(st.integers(0, 3)) == 0:
+        return Match.exact((draw(st.sampled_from([1, 2])), 0xA, 0xB, 0xFFFF, 0, 0x88CC, 0, 0, 0, 0, 0, 0))
+    fields: dict = {}
+    if draw(st.integers(0, 3)):
+        fields["in_port"] = draw(st.sampled_from([1, 2, 3]))
+    if draw(st.integers(0, 3)):
+        fields["dl_src"] = draw(st.sampled_from([0xA, 0xB]))
+    if draw(st.integers(0, 3)):
+        fields["dl_dst"] = draw(st.sampled_from([0xB, 0xC, 0xD]))
+    if draw(st.integers(0, 4)) == 0:
+        fields["nw_dst"] = (draw(st.sampled_from([0x0A000001, 0x0A000002])), draw(st.sampled_from([32, 8])))
+        fields["dl_type"] = 0x0800
+    return Match.build(**fields)
+
+
+@st.composite
+def _idx_ops(draw):
+    ops = []
+    for _ in range(draw(st.integers(1, 40))):
+        kind = draw(st.integers(0, 9))
+        m = draw(_idx_matches())
+        prio = draw(st.sampled_from([1, 5, 9]))
+        acts = draw(st.sampled_from(_IDX_ACTIONS))
+        if draw(st.booleans()):
+            acts = tuple(list(acts))  # an equal action list, a different object
+        if kind <= 4:
+            ops.append(("add", m, prio, acts, draw(st.sampled_from([0, 0, 2, 5])),
+                        draw(st.sampled_from([0, 0, 3]))))
+        elif kind <= 6:
+            ops.append(("modify", m, prio, acts, draw(st.booleans())))
+        elif kind <= 8:
+            ops.append(("delete", m, prio, draw(st.booleans()), draw(st.sampled_from([ofp.OFPP_NONE, 1, 2]))))
+        else:
+            ops.append(("expire", draw(st.integers(0, 6))))
+    return ops
+
+
+def _apply_ops(sw: Switch, ops, checkpoints) -> None:
+    t = sw.table
+    now = 0.0
+    for n, op in enumerate(ops):
+        now += 1.0
+        if op[0] == "add":
+            _k, m, prio, acts, idle, hard = op
+            t.add(m, prio, acts, idle_timeout=idle, hard_timeout=hard, now=now)
+        elif op[0] == "modify":
+            _k, m, prio, acts, strict = op
+            t.modify(m, acts, strict=strict, priority=prio, now=now)
+        elif op[0] == "delete":
+            _k, m, prio, strict, out_port = op
+            t.delete(m, strict=strict, priority=prio, out_port=out_port)
+        else:
+            t.expire(now + op[1])
+        if n in checkpoints:
+            _assert_index_fresh(sw)
+
+
+def _scratch_index(table) -> dict:
+    """in_port -> pattern -> {interned id: winning entry}, from the sorted entries."""
+    from netsleuth.invariants.hsa_space import interner, packer
+    out: dict = {}
+    for e in table.entries():
+        m = e.match
+        ip = None if m.wildcards & ofp.OFPFW_IN_PORT else m.in_port
+        pat = out.setdefault(ip, {}).setdefault(m.wildcards | ofp.OFPFW_IN_PORT, {})
+        j = interner(pack(m.masks))[0][packer(m.masks)(m.values)]
+        pat.setdefault(j, e)  # entries() order: the first with a key wins
+    return out
+
+
+def _assert_index_fresh(sw: Switch) -> None:
+    from netsleuth.invariants.hsa_compile import CompiledSwitch
+    t = sw.table
+    index = t.pattern_index()
+    expected = _scratch_index(t)
+    got = {ip: {w: {j: b[0] for j, b in pat.buckets.items()} for w, pat in by.items()}
+           for ip, by in index.items()}
+    assert got.keys() == expected.keys()
+    for ip, by in expected.items():
+        assert got[ip].keys() == by.keys()
+        for w, winners in by.items():
+            assert got[ip][w].keys() == winners.keys()
+            assert all(got[ip][w][j] is e for j, e in winners.items())
+            pat = index[ip][w]
+            for j, bucket in pat.buckets.items():  # every entry with that match, best first
+                assert bucket == [e for e in t.entries() if e.match == bucket[0].match]
+            grouped = {j: acts for acts, js in pat.by_actions.values() for j in js}
+            assert grouped.keys() == pat.buckets.keys()
+            assert all(grouped[j] is pat.buckets[j][0].actions for j in grouped)
+    # compiled from the index == compiled from scratch (the old path)
+    fast, slow = CompiledSwitch(sw, use_index=True), CompiledSwitch(sw, use_index=False)
+    assert fast._entries is None  # nothing per rule was done
+    for p in list(sw.ports) + [7]:
+        a, b = fast.port(p), slow.port(p)
+        assert (a.fast_mask, a.ids) == (b.fast_mask, b.ids)
+        if a.ids is not None:
+            assert a.codes() == b.codes()
+            for j in a.ids:
+                key = interner(a.fast_mask)[1][j]
+                assert fast.hit_entry(p, key) is slow.hit_entry(p, key)
+        assert [(g.mask, g.best) for g in a.groups] == [(g.mask, g.best) for g in b.groups]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_idx_ops(), st.sets(st.integers(0, 39), max_size=4))
+def test_incremental_pattern_index_equals_scratch_build(ops, checkpoints):
+    sw = Switch(1, [1, 2, 3], name="s1")
+    _apply_ops(sw, ops, checkpoints)
+    _assert_index_fresh(sw)
+    copy = sw.table.copy()  # the model checker's snapshots rebuild it by insertion
+    sw.table = copy
+    _assert_index_fresh(sw)
+
+
+def test_compiled_switch_refuses_stale_lazy_index():
+    """Built lazily from the live table, a compiled switch must not answer for a table that
+    changed after it was compiled (compiled() would have handed out a new one)."""
+    from netsleuth.invariants.hsa_compile import CompiledSwitch, TableChanged
+    sw = Switch(1, [1, 2], name="s1")
+    sw.table.add(Match.build(in_port=1, dl_dst=0xB), 1, (Output(2),))
+    cs = CompiledSwitch(sw)
+    sw.table.add(Match.build(in_port=1, dl_dst=0xC), 1, (Output(2),))
+    with pytest.raises(TableChanged):
+        cs.port(1)
+    assert compiled(sw).port(1).ids is not None

@@ -480,14 +480,11 @@ class Analysis:
         if code >= 0:
             return [(f"port {code} has no live link", xs)]
         cs = self.net.compiled(sw)
-        pi = cs.port(p)
-        fm = pi.fast_mask
-        best = pi.groups[0].best
+        fm = cs.port(p).fast_mask
         by: dict[str, list[int]] = {}
         key = self.batch.key
         for x in xs:
-            i = best[key(x) & fm]  # type: ignore[operator]
-            by.setdefault(_why_nothing(cs.entry(i), p), []).append(x)
+            by.setdefault(_why_nothing(cs.hit_entry(p, key(x) & fm), p), []).append(x)  # type: ignore[operator]
         return list(by.items())
 
 

@@ -15,8 +15,16 @@ Rules are indexed by their exact fields: for each in_port, entries are
 grouped by wildcard pattern and hashed on their values, so finding the
 entries a header set can hit is a dictionary probe when the set fixes the
 pattern's fields (the usual case after the first hop), and a scan of a
-lazily built sub-index otherwise.  Nothing is packed or compared until a
-port is first used.
+lazily built sub-index otherwise.
+
+The per-rule part of that work (packing each match, interning its key,
+grouping by in_port, pattern and action list) is done by the flow table as
+entries come and go (:meth:`FlowTable.pattern_index`, NetPlumber-style), so
+compiling a switch whose ports each see one pattern costs time per port and
+distinct action list, not per rule: the first check of a big network no
+longer sorts and packs millions of rules.  Ports with several patterns, and
+the general engine's structures (entry positions in canonical order), are
+still built from the sorted entries, lazily, on first use.
 
 Compiled switches are cached across checks and rebuilt when the table or
 the ports change (see :func:`compiled`).
@@ -32,8 +40,9 @@ from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
 
-from netsleuth.invariants.hsa_space import (SHIFT, HeaderSpace, Rewrite, Term, make_term, pack, rewrite_for,
-                                            term_empty)
+from netsleuth.invariants.hsa_space import (HeaderSpace, Rewrite, Term, interner, make_term, pack,
+                                            rewrite_for, term_empty)
+from netsleuth.invariants.hsa_space import packer as _packer
 
 _ACTIONS = operator.attrgetter("actions")
 OFPFW_IN_PORT = ofp.OFPFW_IN_PORT
@@ -48,23 +57,6 @@ F_NOTHING = -2   # no emission at all (a drop rule, or outputs that go nowhere)
 F_COMPLEX = -3   # several emissions, rewrites before an output, or a special port
 
 Emission = tuple[int, int, tuple[Rewrite, ...]]  # (kind, port, rewrites applied before it)
-
-_PACKERS: dict[tuple[int, ...], Any] = {}
-
-
-def _packer(masks: tuple[int, ...]):
-    """A fast ``values -> packed int`` for one wildcard pattern (only its matched fields)."""
-    key = tuple(1 if masks[i] else 0 for i in range(1, 12))
-    fn = _PACKERS.get(key)
-    if fn is None:
-        idx = [i for i in range(1, 12) if masks[i]]
-        if not idx:
-            fn = _PACKERS[key] = lambda vals: 0
-        else:
-            terms = " | ".join(f"(v[{i}] << {SHIFT[i]})" for i in idx)
-            fn = _PACKERS[key] = eval(f"lambda v: {terms}")  # noqa: S307 - built from constants only
-    return fn
-
 
 class Group:
     """Entries relevant at one in_port that share one wildcard pattern."""
@@ -99,17 +91,28 @@ class PortIndex:
 
     When they all share one pattern (``fast_mask``), ``ids`` maps the interned id of
     each key (see :func:`interner`) to a fast code (see ``F_*``): what a header class
-    fixing all the pattern's bits meets there, in one probe."""
+    fixing all the pattern's bits meets there, in one probe.  ``groups`` (the general
+    engine's index, by entry position) is built on first use: the batch engine never
+    needs it, and building it costs time per rule."""
 
-    __slots__ = ("groups", "fast_mask", "ids", "_key_code", "_codes", "memo")
+    __slots__ = ("_groups", "_build", "fast_mask", "ids", "_key_code", "_codes", "memo", "_buckets")
 
     def __init__(self) -> None:
-        self.groups: list[Group] = []
+        self._groups: list[Group] | None = []
+        self._build: Any = None
         self.fast_mask: int | None = None
         self.ids: dict[int, int] | None = None
         self._key_code: dict[int, int] | None = None
         self._codes: tuple[int, ...] | None = None
         self.memo: dict = {}   # the batch engine's memory of its last visit (see headerspace)
+        self._buckets: dict[int, list] | None = None  # from the table's PatternIndex, if built from it
+
+    @property
+    def groups(self) -> list[Group]:
+        if self._groups is None:
+            self._groups = self._build()
+            self._build = None
+        return self._groups
 
     def codes(self) -> tuple[int, ...]:
         if self._codes is None:
@@ -124,32 +127,56 @@ class PortIndex:
         return self._key_code
 
 
-# Interned keys, per pattern mask: key -> small id, and id -> key.  Ids are stable for the
-# life of the process, so compiled switches built at different times agree on them.
-_INTERN: dict[int, tuple[dict[int, int], list[int]]] = {}
+# Compile from the tables' incrementally maintained pattern indexes (FlowTable.pattern_index)
+# when possible; False forces the from-scratch path (the benchmark's baseline).
+USE_TABLE_INDEX = True
 
 
-def interner(mask: int) -> tuple[dict[int, int], list[int]]:
-    t = _INTERN.get(mask)
-    if t is None:
-        t = _INTERN[mask] = ({}, [])
-    return t
+class TableChanged(RuntimeError):
+    """A compiled switch was asked to index a table that changed since it was compiled."""
 
 
 class CompiledSwitch:
-    """Transfer functions of one switch for its current table and ports."""
+    """Transfer functions of one switch for its current table and ports.
 
-    def __init__(self, switch: Switch) -> None:
+    Compiling is cheap when the table keeps a pattern index (see
+    :meth:`FlowTable.pattern_index`): single-pattern ports get the batch engine's index
+    straight from it, and the general engine's structures (entries in canonical order,
+    grouped by in_port and pattern) are built from the table only when first needed, which
+    is valid only while the table's ``version`` is still the compiled one (checked)."""
+
+    def __init__(self, switch: Switch, *, use_index: bool | None = None) -> None:
         # No reference to the switch itself: the cache is keyed weakly on it.
         self.ports = switch.ports
         self.table = switch.table
-        self.table_entries = switch.table.entries()
-        self.entries = self.table_entries
-        self.actions = list(map(_ACTIONS, self.entries))
         self.port_state = _port_state(switch)
+        self._version = getattr(switch.table, "version", None)
+        if use_index is None:
+            use_index = USE_TABLE_INDEX
+        index = getattr(switch.table, "pattern_index", None)
+        self._index = index() if use_index and index is not None and self._version is not None else None
+        self._entries: list | None = None
+        self._actions: list | None = None
+        self._by_port: dict[int | None, dict[int, list[int]]] | None = None
+        if self._index is None:
+            self._load()
+        self._ports: dict[int, PortIndex] = {}
+        self._wc: dict[int, tuple[int, int]] = {}
+        self._shadow: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
+        self._ems: dict[tuple[int, int], tuple[Emission, ...]] = {}
+        self._ems_by_actions: dict[tuple[int, int], tuple[Any, tuple[Emission, ...]]] = {}
+
+    def _load(self) -> None:
+        """Entries in canonical order, their actions, and indices by in_port and pattern."""
+        if self._entries is not None:
+            return
+        if self._index is not None and getattr(self.table, "version", None) != self._version:
+            raise TableChanged("the flow table changed after this switch was compiled; "
+                               "call hsa_compile.compiled(switch) again")
+        entries = self.table.entries()
         # in_port (None = wildcarded) -> wildcards pattern -> entry indices (ascending = rank order)
         by_port: dict[int | None, dict[int, list[int]]] = {}
-        for i, e in enumerate(self.entries):
+        for i, e in enumerate(entries):
             m = e.match
             w = m.wildcards
             ip = None if w & OFPFW_IN_PORT else m.in_port
@@ -161,12 +188,23 @@ class CompiledSwitch:
                 d[w | OFPFW_IN_PORT] = [i]
             else:
                 lst.append(i)
+        self._actions = list(map(_ACTIONS, entries))
         self._by_port = by_port
-        self._ports: dict[int, PortIndex] = {}
-        self._wc: dict[int, tuple[int, int]] = {}
-        self._shadow: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
-        self._ems: dict[tuple[int, int], tuple[Emission, ...]] = {}
-        self._ems_by_actions: dict[tuple[int, int], tuple[Any, tuple[Emission, ...]]] = {}
+        self._entries = entries
+
+    @property
+    def entries(self) -> list:
+        if self._entries is None:
+            self._load()
+        return self._entries  # type: ignore[return-value]
+
+    table_entries = entries
+
+    @property
+    def actions(self) -> list:
+        if self._entries is None:
+            self._load()
+        return self._actions  # type: ignore[return-value]
 
     # ------------------------------------------------------------ validity
     def still_valid(self, switch: Switch) -> bool:
@@ -177,27 +215,77 @@ class CompiledSwitch:
         version = getattr(switch.table, "version", None)
         if version is not None and self._version is not None:
             return version == self._version  # a change counter: O(1)
+        if self._entries is None:
+            return False  # compiled lazily from a counter that is now gone: nothing to compare
         now = switch.table.entries()
-        if now != self.table_entries:  # identity comparison per element first: C speed
+        if now != self._entries:  # identity comparison per element first: C speed
             return False
-        if list(map(_ACTIONS, now)) != self.actions:  # MODIFY changes actions in place
+        if list(map(_ACTIONS, now)) != self._actions:  # MODIFY changes actions in place
             return False
         self._version = version
         return True
-
-    _version: Any = None
 
     # ------------------------------------------------------------ indexes
     def port(self, p: int) -> PortIndex:
         pi = self._ports.get(p)
         if pi is None:
-            pi = self._ports[p] = self._build_port(p)
+            pi = self._ports[p] = self._port_from_index(p) or self._build_port(p)
         return pi
 
+    def _port_from_index(self, p: int) -> PortIndex | None:
+        """The port's index straight from the table's pattern index, when one pattern is
+        relevant at ``p`` and comes from one source (in_port ``p`` or wildcarded)."""
+        index = self._index
+        if index is None:
+            return None
+        if self.table.version != self._version:
+            raise TableChanged("the flow table changed after this switch was compiled; "
+                               "call hsa_compile.compiled(switch) again")
+        own, wild = index.get(p), index.get(None)
+        n = (len(own) if own else 0) + (len(wild) if wild else 0)
+        if n > 1:
+            return None  # several patterns (or one from both sources): the general build
+        pi = PortIndex()
+        if n == 0:  # nothing is relevant here: no groups either
+            pi.fast_mask = 0
+            pi.ids = {}
+            pi._buckets = {}
+            return pi
+        pi._groups = None
+        pi._build = lambda: self._build_port(p).groups
+        pat = next(iter((own or wild).values()))  # type: ignore[union-attr]
+        ids: dict[int, int] = {}
+        codes = set()
+        for acts, js in pat.by_actions.values():
+            code = self.code_for(acts, p)
+            codes.add(code)
+            ids.update(dict.fromkeys(js, code))
+        pi._codes = tuple(sorted(codes))
+        pi.fast_mask = pat.mask
+        pi.ids = ids
+        pi._buckets = pat.buckets
+        return pi
+
+    def hit_entry(self, p: int, key: int):
+        """The entry a header with packed bits ``key`` (all of the port's single pattern)
+        hits at ``p``, or None."""
+        pi = self.port(p)
+        if pi._buckets is not None:
+            if self.table.version != self._version:
+                raise TableChanged("the flow table changed after this switch was compiled; "
+                                   "call hsa_compile.compiled(switch) again")
+            j = interner(pi.fast_mask)[0].get(key)  # type: ignore[arg-type]
+            bucket = None if j is None else pi._buckets.get(j)
+            return bucket[0] if bucket else None
+        i = pi.groups[0].best.get(key) if pi.groups else None
+        return None if i is None else self.entries[i]
+
     def _build_port(self, p: int) -> PortIndex:
+        self._load()
         pi = PortIndex()
         pats: dict[int, list[int]] = {}
-        for src in (self._by_port.get(p), self._by_port.get(None)):
+        by_port = self._by_port
+        for src in (by_port.get(p), by_port.get(None)):  # type: ignore[union-attr]
             if src:
                 for w, lst in src.items():
                     cur = pats.get(w)
@@ -237,7 +325,7 @@ class CompiledSwitch:
                     key = packer(entries[i].match.values)
                     if key not in best:
                         best[key] = i
-            pi.groups.append(g)
+            pi._groups.append(g)  # type: ignore[union-attr]
         if not pats:
             pi.fast_mask = 0
             pi.ids = {}
@@ -301,33 +389,42 @@ class CompiledSwitch:
         key = (i, p)
         ems = self._ems.get(key)
         if ems is None:
-            acts = self.actions[i]
-            cached = self._ems_by_actions.get((id(acts), p))
-            if cached is not None and cached[0] is acts:
-                ems = cached[1]
-            else:
-                ems = _emissions(acts, p, self.ports)
-                self._ems_by_actions[(id(acts), p)] = (acts, ems)
-            self._ems[key] = ems
+            ems = self._ems[key] = self.emissions_for(self.actions[i], p)
+        return ems
+
+    def emissions_for(self, acts: tuple, p: int) -> tuple[Emission, ...]:
+        """What action list ``acts`` does to headers arriving on ``p`` (cached per list)."""
+        cached = self._ems_by_actions.get((id(acts), p))
+        if cached is not None and cached[0] is acts:
+            return cached[1]
+        ems = _emissions(acts, p, self.ports)
+        self._ems_by_actions[(id(acts), p)] = (acts, ems)
         return ems
 
     def fast_code(self, i: int, p: int) -> int:
-        ems = self.emissions(i, p)
-        if not ems:
-            return F_NOTHING
-        if len(ems) == 1:
-            kind, port, rws = ems[0]
-            if kind == PORT and not rws:
-                return port
-            if kind == CTRL:
-                return F_PUNT
-            return F_COMPLEX
-        if all(k == CTRL for k, _p, _r in ems):
-            return F_PUNT
-        return F_COMPLEX
+        return _code(self.emissions(i, p))
+
+    def code_for(self, acts: tuple, p: int) -> int:
+        """:meth:`fast_code` of an action list."""
+        return _code(self.emissions_for(acts, p))
 
     def entry(self, i: int):
         return self.entries[i]
+
+
+def _code(ems: tuple[Emission, ...]) -> int:
+    if not ems:
+        return F_NOTHING
+    if len(ems) == 1:
+        kind, port, rws = ems[0]
+        if kind == PORT and not rws:
+            return port
+        if kind == CTRL:
+            return F_PUNT
+        return F_COMPLEX
+    if all(k == CTRL for k, _p, _r in ems):
+        return F_PUNT
+    return F_COMPLEX
 
 
 def _emissions(actions: tuple, in_port: int, ports: dict) -> tuple[Emission, ...]:
@@ -363,7 +460,6 @@ def compiled(switch: Switch, *, cache: bool = True) -> CompiledSwitch:
         if cs is not None and cs.still_valid(switch):
             return cs
     cs = CompiledSwitch(switch)
-    cs._version = getattr(switch.table, "version", None)
     if cache:
         _CACHE[switch] = cs
     return cs

@@ -34,37 +34,10 @@ from netsleuth.model.actions import (SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, Set
 from netsleuth.model.addr import int_to_ip, int_to_mac
 from netsleuth.model.match import FIELDS, FULL_MASKS, Match
 
-# --------------------------------------------------------------------------- layout
-# (field index in FIELDS, bit offset, width); least significant first.
-_LAYOUT: tuple[tuple[int, int, int], ...] = (
-    (11, 0, 16),    # tp_dst
-    (10, 16, 16),   # tp_src
-    (9, 32, 32),    # nw_dst
-    (8, 64, 32),    # nw_src
-    (7, 96, 8),     # nw_proto
-    (6, 104, 8),    # nw_tos (only the DSCP bits 0xfc are ever matched)
-    (5, 112, 16),   # dl_type
-    (4, 128, 8),    # dl_vlan_pcp
-    (3, 136, 16),   # dl_vlan
-    (2, 152, 48),   # dl_dst
-    (1, 200, 48),   # dl_src
-)
-WIDTH = 248
-SHIFT: dict[int, int] = {i: off for i, off, _ in _LAYOUT}
-SHIFT_BY_NAME: dict[str, int] = {FIELDS[i]: off for i, off, _ in _LAYOUT}
-# Every bit a match can test in each field, in place.
-FIELD_MASK: dict[str, int] = {FIELDS[i]: FULL_MASKS[i] << off for i, off, _ in _LAYOUT}
-_ORDER = tuple(sorted(_LAYOUT, key=lambda t: t[0]))  # in FIELDS order (dl_src first)
-ALL_BITS = (1 << WIDTH) - 1
+from netsleuth.model.headerbits import (ALL_BITS, FIELD_MASK, SHIFT, SHIFT_BY_NAME, WIDTH,  # noqa: F401
+                                       _LAYOUT, _ORDER, interner, pack, packer)
 
 Wildcard = tuple[int, int]
-
-
-def pack(fields: Sequence[int]) -> int:
-    """A 12-tuple (``Packet.match_fields`` order; in_port ignored) as one int."""
-    return (fields[1] << 200 | fields[2] << 152 | fields[3] << 136 | fields[4] << 128 | fields[5] << 112
-            | fields[6] << 104 | fields[7] << 96 | fields[8] << 64 | fields[9] << 32 | fields[10] << 16
-            | fields[11])
 
 
 def unpack(header: int, in_port: int = 0) -> tuple[int, ...]:

@@ -28,6 +28,11 @@ Lookup is the hot path (model checking, thousand-switch networks), so it is
 a dict probe for exact entries plus a tuple-space search over wildcard
 entries grouped by mask, visiting groups in descending maximum priority and
 stopping as soon as no remaining group can win.
+
+The table also keeps, per in_port and wildcard pattern, the header-space
+analysis' index of its entries (:meth:`FlowTable.pattern_index`): a few
+dictionary operations per flow_mod, so that the first invariant check of a
+network with millions of rules need not sort and pack them all at once.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.actions import (Action, Enqueue, Output, action_from_json, action_key,
                                      action_to_json)
+from netsleuth.model.headerbits import interner, pack, packer
 from netsleuth.model.match import FULL_MASKS, Match
 
 OFPP_NONE = ofp.OFPP_NONE
+OFPFW_IN_PORT = ofp.OFPFW_IN_PORT
 _INF = float("inf")
 _and = operator.and_
 
@@ -170,6 +177,58 @@ class _Group:
         self.max_priority = -1
 
 
+class PatternIndex:
+    """Entries of one table sharing one in_port (or all wildcarding it) and one wildcards
+    pattern, keyed by their matched bits packed as header-space analysis packs them.
+
+    ``buckets`` maps the interned id of a packed key (see
+    :func:`netsleuth.model.headerbits.interner`: ids are process-wide per pattern, so
+    every table agrees on them) to the table's own list of entries with that match,
+    priority descending: ``bucket[0]`` is the entry that wins there.  ``by_actions``
+    groups the ids by the action list of their winning entry (``id(actions)`` ->
+    (actions, ids)), so a compiler can give every id its outcome with one C-level pass
+    per distinct action list instead of one Python step per rule."""
+
+    __slots__ = ("mask", "masks", "packer", "intern", "keys", "buckets", "acts", "by_actions")
+
+    def __init__(self, masks: tuple[int, ...]) -> None:
+        self.masks = masks
+        self.mask = pack(masks)
+        self.packer = packer(masks)
+        self.intern, self.keys = interner(self.mask)
+        self.buckets: dict[int, list[FlowEntry]] = {}
+        self.acts: dict[int, tuple[Action, ...]] = {}  # id -> actions of bucket[0]
+        self.by_actions: dict[int, tuple[tuple[Action, ...], dict[int, None]]] = {}
+
+    def intern_key(self, key: int) -> int:
+        j = self.intern.get(key)
+        if j is None:
+            j = self.intern[key] = len(self.keys)
+            self.keys.append(key)
+        return j
+
+    def regroup(self, j: int, old: tuple[Action, ...] | None, acts: tuple[Action, ...]) -> None:
+        """Id ``j``'s winning entry now has action list ``acts`` (was ``old``)."""
+        if old is not None:
+            self._ungroup(j, old)
+        self.acts[j] = acts
+        grp = self.by_actions.get(id(acts))
+        if grp is None:
+            self.by_actions[id(acts)] = (acts, {j: None})
+        else:
+            grp[1][j] = None
+
+    def drop(self, j: int) -> None:
+        del self.buckets[j]
+        self._ungroup(j, self.acts.pop(j))
+
+    def _ungroup(self, j: int, acts: tuple[Action, ...]) -> None:
+        ids = self.by_actions[id(acts)][1]
+        del ids[j]
+        if not ids:
+            del self.by_actions[id(acts)]
+
+
 def _neg_priority(e: FlowEntry) -> int:
     return -e.priority
 
@@ -184,7 +243,7 @@ def _remove_identical(lst: list[FlowEntry], entry: FlowEntry) -> None:
 class FlowTable:
     """A single OpenFlow 1.0 flow table (see the module docstring for the rules)."""
 
-    __slots__ = ("_entries", "_exact", "_groups", "_group_order", "_sorted", "_timed", "version")
+    __slots__ = ("_entries", "_exact", "_groups", "_group_order", "_sorted", "_timed", "_hs", "version")
 
     def __init__(self) -> None:
         # Bumped by every change of entries or actions (not counters): lets analyses
@@ -196,6 +255,9 @@ class FlowTable:
         self._group_order: list[_Group] | None = None
         self._sorted: list[FlowEntry] | None = None
         self._timed: dict[tuple[Match, int], FlowEntry] = {}
+        # in_port (None: wildcarded) -> pattern -> PatternIndex: the header-space compiler's
+        # per-rule work, done here as entries come and go (see pattern_index).
+        self._hs: dict[int | None, dict[int, PatternIndex]] = {}
 
     # ------------------------------------------------------------ flow_mod
     def add(self, match: Match, priority: int, actions: Iterable[Action], *, cookie: int = 0,
@@ -229,6 +291,8 @@ class FlowTable:
             e.actions = actions
             if cookie is not None:
                 e.cookie = cookie
+            m = e.match
+            self._hs_note(m, self._exact[m.values] if m.wildcards == 0 else self._groups[m.masks].buckets[m.values])
         if selected:
             self.version += 1
         return selected
@@ -332,6 +396,13 @@ class FlowTable:
             t._insert(e.copy())
         return t
 
+    def pattern_index(self) -> dict[int | None, dict[int, PatternIndex]]:
+        """in_port (None: entries wildcarding it) -> wildcards pattern (with OFPFW_IN_PORT
+        set) -> :class:`PatternIndex`.  Kept up to date by every insertion and removal, so
+        header-space analysis (invariants/hsa_compile.py) can compile a switch in time
+        proportional to its ports and patterns instead of its rules.  Read-only for callers."""
+        return self._hs
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -351,12 +422,20 @@ class FlowTable:
             self._timed[key] = entry
         self._sorted = None
         if m.wildcards == 0:
-            insort(self._exact.setdefault(m.values, []), entry, key=_neg_priority)
+            bucket = self._exact.get(m.values)
+            if bucket is None:
+                bucket = self._exact[m.values] = []
+            insort(bucket, entry, key=_neg_priority)
+            self._hs_note(m, bucket)
             return
         g = self._groups.get(m.masks)
         if g is None:
             g = self._groups[m.masks] = _Group(m.masks)
-        insort(g.buckets.setdefault(m.values, []), entry, key=_neg_priority)
+        bucket = g.buckets.get(m.values)
+        if bucket is None:
+            bucket = g.buckets[m.values] = []
+        insort(bucket, entry, key=_neg_priority)
+        self._hs_note(m, bucket)
         if entry.priority > g.max_priority:
             g.max_priority = entry.priority
             self._group_order = None
@@ -373,18 +452,57 @@ class FlowTable:
             _remove_identical(bucket, entry)
             if not bucket:
                 del self._exact[m.values]
+                self._hs_remove(m)
+            else:
+                self._hs_note(m, bucket)
             return
         g = self._groups[m.masks]
         bucket = g.buckets[m.values]
         _remove_identical(bucket, entry)
         if not bucket:
             del g.buckets[m.values]
+            self._hs_remove(m)
+        else:
+            self._hs_note(m, bucket)
         if not g.buckets:
             del self._groups[m.masks]
             self._group_order = None
         elif entry.priority == g.max_priority:
             g.max_priority = max(b[0].priority for b in g.buckets.values())
             self._group_order = None
+
+    def _hs_note(self, m: Match, bucket: list[FlowEntry]) -> None:
+        """Record (again) the bucket of entries matching exactly ``m`` after a change to it.
+        Runs on every insertion, so it is written for speed (no properties, one call)."""
+        w = m.wildcards
+        pw = w | OFPFW_IN_PORT
+        ip = None if w & OFPFW_IN_PORT else m.in_port
+        by_pat = self._hs.get(ip)
+        if by_pat is None:
+            by_pat = self._hs[ip] = {}
+        pat = by_pat.get(pw)
+        if pat is None:
+            pat = by_pat[pw] = PatternIndex(m.masks)
+        key = pat.packer(m._values)
+        j = pat.intern.get(key)
+        if j is None:
+            j = pat.intern_key(key)
+        pat.buckets[j] = bucket
+        acts = bucket[0].actions
+        old = pat.acts.get(j)
+        if old is not acts:
+            pat.regroup(j, old, acts)
+
+    def _hs_remove(self, m: Match) -> None:
+        w = m.wildcards
+        ip = None if w & OFPFW_IN_PORT else m.values[0]
+        by_pat = self._hs[ip]
+        pat = by_pat[w | OFPFW_IN_PORT]
+        pat.drop(pat.intern[pat.packer(m._values)])
+        if not pat.buckets:
+            del by_pat[w | OFPFW_IN_PORT]
+            if not by_pat:
+                del self._hs[ip]
 
     def _order_groups(self) -> list[_Group]:
         order = sorted(self._groups.values(), key=lambda g: (-g.max_priority, g.masks))

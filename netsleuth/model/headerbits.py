@@ -1,0 +1,72 @@
+"""The OpenFlow 1.0 header (without in_port) packed into one int, and packed keys per pattern.
+
+A flow table indexes its entries by these packed keys as they are installed
+(``FlowTable.pattern_index``), and header-space analysis
+(``netsleuth.invariants.hsa_space``) computes on the same bits; the layout
+lives here, in the model, so that the table does not depend on the analysis.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from netsleuth.model.match import FIELDS, FULL_MASKS
+
+# --------------------------------------------------------------------------- layout
+# (field index in FIELDS, bit offset, width); least significant first.
+_LAYOUT: tuple[tuple[int, int, int], ...] = (
+    (11, 0, 16),    # tp_dst
+    (10, 16, 16),   # tp_src
+    (9, 32, 32),    # nw_dst
+    (8, 64, 32),    # nw_src
+    (7, 96, 8),     # nw_proto
+    (6, 104, 8),    # nw_tos (only the DSCP bits 0xfc are ever matched)
+    (5, 112, 16),   # dl_type
+    (4, 128, 8),    # dl_vlan_pcp
+    (3, 136, 16),   # dl_vlan
+    (2, 152, 48),   # dl_dst
+    (1, 200, 48),   # dl_src
+)
+WIDTH = 248
+SHIFT: dict[int, int] = {i: off for i, off, _ in _LAYOUT}
+SHIFT_BY_NAME: dict[str, int] = {FIELDS[i]: off for i, off, _ in _LAYOUT}
+# Every bit a match can test in each field, in place.
+FIELD_MASK: dict[str, int] = {FIELDS[i]: FULL_MASKS[i] << off for i, off, _ in _LAYOUT}
+_ORDER = tuple(sorted(_LAYOUT, key=lambda t: t[0]))  # in FIELDS order (dl_src first)
+ALL_BITS = (1 << WIDTH) - 1
+
+def pack(fields: Sequence[int]) -> int:
+    """A 12-tuple (``Packet.match_fields`` order; in_port ignored) as one int."""
+    return (fields[1] << 200 | fields[2] << 152 | fields[3] << 136 | fields[4] << 128 | fields[5] << 112
+            | fields[6] << 104 | fields[7] << 96 | fields[8] << 64 | fields[9] << 32 | fields[10] << 16
+            | fields[11])
+
+
+_PACKERS: dict[tuple[int, ...], object] = {}
+
+
+def packer(masks: Sequence[int]):
+    """A fast ``values -> packed int`` for one wildcard pattern (only its matched fields)."""
+    key = tuple(1 if masks[i] else 0 for i in range(1, 12))
+    fn = _PACKERS.get(key)
+    if fn is None:
+        idx = [i for i in range(1, 12) if masks[i]]
+        if not idx:
+            fn = _PACKERS[key] = lambda vals: 0
+        else:
+            terms = " | ".join(f"(v[{i}] << {SHIFT[i]})" for i in idx)
+            fn = _PACKERS[key] = eval(f"lambda v: {terms}")  # noqa: S307 - built from constants only
+    return fn
+
+
+# Interned keys, per pattern mask: key -> small id, and id -> key.  Ids are stable for the
+# life of the process, so compiled switches built at different times (and the flow tables'
+# pattern indexes, see FlowTable.pattern_index) agree on them.
+_INTERN: dict[int, tuple[dict[int, int], list[int]]] = {}
+
+
+def interner(mask: int) -> tuple[dict[int, int], list[int]]:
+    t = _INTERN.get(mask)
+    if t is None:
+        t = _INTERN[mask] = ({}, [])
+    return t
