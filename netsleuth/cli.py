@@ -226,7 +226,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     opts = MinimizeOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller,
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
-                           max_gap=None if args.keep_spacing else 0.05)
+                           max_gap=None if args.keep_spacing else 0.05, peek=args.peek)
     with _progress() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -243,6 +243,10 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     if d["reproduction_rate"] is not None:
         table.add_row("MCS reproduces", f"{d['reproduction_rate']:.0%} of {d['reproduction']['replays']} replays")
     table.add_row("seconds", str(d["seconds"]))
+    if d.get("peek"):
+        pk = d["peek"]
+        table.add_row("PEEK", f"{pk['prefixes_replayed']} prefix replays, {pk['memo_hits']} memo hits, "
+                              f"{pk['seconds']} s")
     table.add_row("MCS trace", str(Path(args.out) / "mcs.jsonl"))
     if d.get("report"):
         table.add_row("report", d["report"]["html"])
@@ -371,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--violation", type=int, default=0, help="which persistent violation (0: first)")
     mn.add_argument("--epsilon", type=float, default=100.0, help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
+    mn.add_argument("--peek", action="store_true",
+                    help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
     mn.set_defaults(func=cmd_minimize)
 
     cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")

@@ -5,8 +5,11 @@ real one: each candidate subsequence is replayed (jobs/replay.py) against a
 fresh instance of the trace's controller, on its own port, and reproduces if
 the trace's target violation comes back. The oracle is built from a picklable
 factory so that each worker of a process pool or Ray owns its controllers.
-Every replay's trace stays on disk, and ``mcs.jsonl`` is a trace that
-``netsleuth replay`` accepts.
+Every replay's trace stays on disk (its matcher counts in ``wN/replays.jsonl``),
+and ``mcs.jsonl`` is a trace that ``netsleuth replay`` accepts. With ``peek``
+each worker's oracle infers every candidate's expectations first
+(policies/peek.py), replaying prefixes it has not seen; their cost is summed
+into result.json's ``peek``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
 from netsleuth.minimize.oracle import ReplayOutcome
+from netsleuth.policies.peek import Observed, Peek, PeekStats
+from netsleuth.policies.replay import ReplayPlan
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -37,6 +42,7 @@ class ReplayOracleFactory:
     persist: int
     violation: int
     max_gap: float | None
+    peek: bool = False
 
     def __call__(self, worker_id: int) -> "ReplayOracle":
         return ReplayOracle(self, worker_id)
@@ -50,16 +56,46 @@ class ReplayOracle:
         self.target = find_target(self.events, cfg.violation)
         self.dir = Path(cfg.out) / f"w{worker_id}"
         self.n = 0
+        self.peek = Peek(self.events, self._replay_prefix) if cfg.peek else None
+        self._inputs = [e for e in self.events if e.is_input]
 
     def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayOutcome:
+        plan = self.peek.infer(candidate) if self.peek is not None else None
         self.n += 1
         o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
                         target=self.target, controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, persist=self.cfg.persist, record_packets=False,
-                        max_gap=self.cfg.max_gap)
+                        max_gap=self.cfg.max_gap, plan=plan)
         details = o.to_json()
         details["dir"] = str(self.dir / f"replay-{self.n}")
+        self._log({"replay": self.n, "inputs": len(candidate), "reproduced": bool(o.reproduced),
+                   "seconds": round(o.seconds, 3), **{k: o.stats.get(k) for k in _STATS}})
+        if self.peek is not None:
+            details["peek"] = self.peek.stats.to_json()
+            (self.dir / "peek.json").write_text(json.dumps(details["peek"], sort_keys=True) + "\n")
         return ReplayOutcome(bool(o.reproduced), details)
+
+    def _replay_prefix(self, plan: ReplayPlan) -> list[Observed]:
+        """PEEK's prefix replay: ``plan.inputs`` with the inferred waits, then record one input window."""
+        gap = self.cfg.max_gap
+        if gap is None:  # the recorded gap to the original input after the prefix's last one
+            last = plan.inputs[-1].t if plan.inputs else plan.start_t
+            gap = min((e.t - last for e in self._inputs if e.t > last), default=0.0)
+        m = self.peek.stats.prefixes_replayed + 1 if self.peek is not None else 0
+        o = replay_once(self.header, self.events, self.dir / f"peek-{m}", plan=plan, record_packets=False,
+                        controller=list(self.cfg.controller) if self.cfg.controller else None,
+                        epsilon=self.cfg.epsilon, max_gap=self.cfg.max_gap, observe_window=gap + self.cfg.epsilon)
+        self._log({"peek": m, "inputs": len(plan.inputs), "seconds": round(o.seconds, 3),
+                   **{k: o.stats.get(k) for k in _STATS}})
+        return o.observed
+
+    def _log(self, row: dict) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "replays.jsonl", "a") as f:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+_STATS = ("expected", "matched", "timed_out", "new", "timeout_wait_s")
 
 
 @dataclass
@@ -76,6 +112,7 @@ class MinimizeOptions:
     epsilon: float = 0.1
     max_gap: float | None = 0.05
     persist: int | None = None
+    peek: bool = False   # infer expectations per candidate with PEEK (policies/peek.py)
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
@@ -89,7 +126,9 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
                                   tuple(opts.controller) if opts.controller else None, opts.epsilon, persist,
-                                  opts.violation, opts.max_gap)
+                                  opts.violation, opts.max_gap, opts.peek)
+    for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
+        stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     inputs = [e for e in trace.events if e.is_input]
     data: dict[str, Any] = {"command": "minimize", "trace": str(opts.trace), "target": target.to_json()}
     result: MinimizationResult | None = None
@@ -101,14 +140,25 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
         data["error"] = exc.one_line()
         if result is None:
             raise
-        _write(out, trace, data, result)
+        _write(out, trace, data, result, opts.peek)
         raise
-    _write(out, trace, data, result)
+    _write(out, trace, data, result, opts.peek)
     return data
 
 
-def _write(out: Path, trace: ts.Trace, data: dict, result: MinimizationResult) -> None:
+def peek_totals(replays_dir: Path) -> dict:
+    """PEEK's cost summed over the workers' ``peek.json`` (prefixes replayed, memo hits, seconds)."""
+    total = PeekStats()
+    for f in sorted(Path(replays_dir).glob("w*/peek.json")):
+        d = json.loads(f.read_text())
+        total.add(PeekStats(**{k: d.get(k, 0) for k in PeekStats().to_json()}))
+    return total.to_json()
+
+
+def _write(out: Path, trace: ts.Trace, data: dict, result: MinimizationResult, peek: bool = False) -> None:
     data.update(result.to_json())
+    if peek:
+        data["peek"] = peek_totals(out / "replays")
     mcs_ids = {e.id for e in result.mcs}
     kept = [e for e in trace.events if not e.is_input or e.id in mcs_ids]
     # migrations may have been rewritten: use the minimizer's versions of the inputs

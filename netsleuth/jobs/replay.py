@@ -21,7 +21,8 @@ from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
 from netsleuth.jobs.session import Progress, Session, Silent
 from netsleuth.model.topology import Topology
-from netsleuth.policies.replay import Matcher, ReplayPlan
+from netsleuth.policies.peek import observed_key
+from netsleuth.policies.replay import KEEPALIVE, Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
@@ -82,6 +83,7 @@ class ReplayOutcome:
     stats: dict = field(default_factory=dict)
     seconds: float = 0.0
     findings: list[dict] = field(default_factory=list)
+    observed: list[tuple] = field(default_factory=list)  # PEEK prefix replays only (observe_window)
 
     def to_json(self) -> dict:
         return {"reproduced": self.reproduced, "seconds": round(self.seconds, 3), **self.stats,
@@ -92,14 +94,20 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 inputs: list[ts.InputEvent] | None = None, target: Target | None = None,
                 controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
                 record_packets: bool = True, progress: Progress | None = None,
-                max_gap: float | None = None) -> ReplayOutcome:
+                max_gap: float | None = None, plan: ReplayPlan | None = None,
+                observe_window: float | None = None) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
     wait still applies): a fuzz trace is mostly idle rounds, and a minimizer
     replaying it dozens of times need not sit through them.
+    ``plan`` replaces the expectations derived from the trace (PEEK's
+    inferred plan, policies/peek.py; its inputs win over ``inputs``).
+    ``observe_window``: a PEEK prefix replay -- after the last input, record
+    the internal events delivered for this many seconds into
+    ``outcome.observed`` and check no invariants.
     """
-    plan = ReplayPlan.from_trace(events, inputs)
+    plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
     controllers = controller or header.controller.split(" + ")
     checks = sorted({"liveness", "loops", "blackholes", "reachability", "dataplane-loops"}
                     | ({target.invariant} if target else set()))
@@ -108,12 +116,19 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)})
     outcome = ReplayOutcome(None)
     matcher = Matcher(plan)
+    watching = [observe_window is not None and not plan.inputs]
+
+    def watch(e: ts.Event) -> None:
+        if watching[0] and isinstance(e, (ts.ControlToSwitch, ts.ControlToController)) \
+                and e.msg.get("type") not in KEEPALIVE:
+            outcome.observed.append(observed_key(e))
 
     async def body(s: Session, rt: Runtime) -> None:
         loop = asyncio.get_running_loop()
         await rt.settle(0.1)
         s.progress.phase("replaying inputs", len(plan.inputs))
         last_t, last_at = plan.start_t, loop.time()
+        timeout_wait = 0.0
         for k, inp in enumerate(plan.inputs):
             gap = max(0.0, inp.t - last_t)
             if max_gap is not None:
@@ -121,12 +136,21 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             due = last_at + gap
             while matcher.outstanding_before(k) and loop.time() < due + epsilon:
                 await asyncio.sleep(0.005)
-            matcher.time_out(matcher.outstanding_before(k))
+            late = matcher.outstanding_before(k)
+            if late:  # the input waited past its due time for events that never came
+                timeout_wait += max(0.0, loop.time() - due)
+            matcher.time_out(late)
             if loop.time() < due:
                 await asyncio.sleep(due - loop.time())
+            if observe_window is not None and k == len(plan.inputs) - 1:
+                watching[0] = True
             rt.apply(await s.apply_input(inp))
             last_t, last_at = inp.t, loop.time()
             s.progress.advance(k + 1)
+        if observe_window is not None:
+            await asyncio.sleep(observe_window)
+            outcome.stats = {**matcher.stats(), "timeout_wait_s": round(timeout_wait, 3)}
+            return
         await rt.settle(quiet=0.05, timeout=2.0)
         invariants = registry.resolve(checks)
         rounds = []
@@ -143,11 +167,11 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 s.record_finding(f, persistent=True)
         if target is not None:
             outcome.reproduced = all(target.found_in(r) for r in rounds)
-        outcome.stats = matcher.stats()
+        outcome.stats = {**matcher.stats(), "timeout_wait_s": round(timeout_wait, 3)}
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                              "switches": list(f.switches)} for f in last]
 
-    result = session.execute(body, progress, observers=(matcher.observe,))
+    result = session.execute(body, progress, observers=(matcher.observe, watch))
     outcome.seconds = result.data.get("seconds", 0.0)
     crashed_on_purpose = {e.controller for e in plan.inputs if isinstance(e, ts.ControllerCrash)}
     died = [f"controller {c['name']} ({c['spec']}) exited with code {c['exit_code']} during the replay; "
