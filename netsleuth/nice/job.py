@@ -114,7 +114,8 @@ def check(opts: CheckOptions) -> dict[str, Any]:
                            seed=opts.seed, progress=opts.progress)
     result = Explorer(system, search).run()
     data: dict[str, Any] = {
-        "command": "check", "app": spec, "scenario": opts.scenario or "pings",
+        "command": "check", "app": spec,
+        "scenario": f"bug-{bug.bug.lower()}" if bug is not None else (opts.scenario or "pings"),
         "topology": config.topology.spec, "hosts": [list(p) for p in config.pings],
         "properties": list(config.properties), "strategy": opts.strategy, "dpor": opts.dpor,
         "order": opts.order, "faults": list(opts.faults), "max_depth": opts.max_depth,
