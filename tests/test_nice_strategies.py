@@ -336,6 +336,7 @@ def test_dpor_is_not_applied_where_sleep_sets_would_miss_a_bug() -> None:
         d = check(CheckOptions(app="loadbalancer-bug-ix", scenario="bug-ix", strategy="pkt-seq+no-delay", dpor=dpor,
                                properties=("FlowAffinity",)))
         found.append(d["violation_counts"].get("FlowAffinity", 0) > 0)
+        assert d["scenario"] == "bug-ix"
         if dpor:
             assert "no-delay" in d["dpor_note"]
     assert found == [True, True]
