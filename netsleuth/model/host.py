@@ -35,6 +35,11 @@ class Host:
     echo_replies: set[tuple[int, int, int]] = field(default_factory=set)  # (from ip, ident, seq)
     received: int = 0
 
+    def copy(self) -> "Host":
+        """An independent host (cache, pending packets and replies copied), for state snapshots."""
+        return Host(self.name, self.mac, self.ip, dict(self.arp_cache),
+                    {k: list(v) for k, v in self.pending.items()}, set(self.echo_replies), self.received)
+
     def receive(self, packet: Packet) -> list[Packet]:
         """Handle a frame from the wire; return the frames this host sends in reply."""
         if packet.eth_dst not in (self.mac, BROADCAST_MAC) and not packet.eth_dst & (1 << 40):

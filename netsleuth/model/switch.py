@@ -80,6 +80,12 @@ class Port:
     config: int = 0
     counters: PortCounters = field(default_factory=PortCounters)
 
+    def copy(self) -> "Port":
+        """An independent port (its counters too), for state snapshots."""
+        c = self.counters
+        return Port(self.port_no, self.hw_addr, self.name, self.link_up, self.config,
+                    PortCounters(c.rx_packets, c.tx_packets, c.rx_bytes, c.tx_bytes, c.rx_dropped, c.tx_dropped))
+
     @property
     def usable(self) -> bool:
         """Forwarding works only on a port whose link is up and that is not administratively down."""

@@ -90,11 +90,7 @@ class MCSwitch(sw.Switch):
         if table:
             new.table = self.table.copy()
         if ports:
-            new.ports = {n: sw.Port(p.port_no, p.hw_addr, p.name, p.link_up, p.config,
-                                    sw.PortCounters(p.counters.rx_packets, p.counters.tx_packets,
-                                                    p.counters.rx_bytes, p.counters.tx_bytes,
-                                                    p.counters.rx_dropped, p.counters.tx_dropped))
-                         for n, p in self.ports.items()}
+            new.ports = {n: p.copy() for n, p in self.ports.items()}
         new._key = None
         return new
 
@@ -161,9 +157,7 @@ class HostState:
 
     def copy(self) -> "HostState":
         new = object.__new__(HostState)
-        h = self.host
-        new.host = Host(h.name, h.mac, h.ip, dict(h.arp_cache), {k: list(v) for k, v in h.pending.items()},
-                        set(h.echo_replies), h.received)
+        new.host = self.host.copy()
         new.location = self.location
         new.to_send = self.to_send
         new.next_seq = self.next_seq
