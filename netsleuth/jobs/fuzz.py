@@ -98,10 +98,15 @@ def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzSta
     )
 
 
+def _send_traffic(w, a: dict) -> list[Effect]:
+    w.inject_traffic(a["host"], a["dst"], a["what"])
+    return []  # the packet waits in the World's channels; nothing for the edge to do
+
+
 # Inputs whose details the World decides (the packet, the free port, the fingerprint of
 # the message held) and records; the fuzzer only names the intent.
 _DECIDED_BY_WORLD = {
-    "traffic": lambda w, a: (w.inject_traffic(a["host"], a["dst"], a["what"]), [])[1],
+    "traffic": _send_traffic,
     "host_migration": lambda w, a: w.migrate_host(a["host"], a["new_switch"]),
     "dataplane_drop": lambda w, a: w.drop_next_packet(a["node"], a["port"]),
     "dataplane_delay": lambda w, a: w.delay_next_packet(a["node"], a["port"], a["seconds"]),
