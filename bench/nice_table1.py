@@ -73,7 +73,7 @@ NICE = {2: (530, 315, "1.1 s"), 3: (14_762, 6_317, "37.24 s"), 4: (356_469, 121_
 def run(n: int, order: str, unsound: bool = False, dpor: bool = False) -> dict:
     from netsleuth.nice import state as state_mod
     from netsleuth.nice.explore import Explorer, SearchOptions
-    from netsleuth.nice.job import make_system
+    from netsleuth.nice.loading import make_system
     from netsleuth.nice.scenarios import build_config
 
     original = state_mod.State.key

@@ -304,7 +304,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.tools.cli",
     "netsleuth.nice.cli",
-    "netsleuth.nice.osken_cli",
+    "netsleuth.nice.cex_inputs_cli",
     "netsleuth.defined.cli",
 )
 

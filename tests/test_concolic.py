@@ -363,7 +363,7 @@ def test_discover_stats_finds_each_load_regime():
 def test_discover_packets_transition_in_the_model_checker():
     from netsleuth.nice.concolic.discover import attach
     from netsleuth.nice.explore import Explorer, SearchOptions
-    from netsleuth.nice.job import make_system
+    from netsleuth.nice.loading import make_system
     from netsleuth.nice.scenarios import build_config
 
     system = make_system(build_config("app:pyswitch", scenario="pings", pings=0))

@@ -17,8 +17,8 @@ from netsleuth.nice import bug_scenarios as bs
 from netsleuth.nice import messages as m
 from netsleuth.nice.apps import energy_te as te
 from netsleuth.nice.apps import loadbalancer as lb
-from netsleuth.nice.properties import LIBRARY, resolve
-from netsleuth.nice.scenarios import ScenarioError
+from netsleuth.nice.property_registry import LIBRARY, resolve
+from netsleuth.nice.errors import ScenarioError
 
 BUGS = list(bs.SCENARIOS)
 
@@ -269,7 +269,7 @@ def test_fixed_te_passes_every_property_while_routing_on_demand():
 
 
 def test_check_names_map_to_scenarios_and_apps():
-    from netsleuth.nice.app import load_app
+    from netsleuth.nice.loading import load_app
 
     for name, target in bs.APP_SPECS.items():
         cls = load_app(target)

@@ -91,7 +91,7 @@ def test_interrupted_check_keeps_partial_results(tmp_path):
 def test_property_library_on_apps_that_break_them():
     from netsleuth.nice.app import App
     from netsleuth.nice.explore import Explorer, SearchOptions
-    from netsleuth.nice.job import make_system
+    from netsleuth.nice.loading import make_system
     from netsleuth.nice.scenarios import build_config
     import sys
     import types

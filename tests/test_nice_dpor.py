@@ -16,7 +16,7 @@ import pytest
 
 from netsleuth.nice import bug_scenarios as bs
 from netsleuth.nice.explore import Explorer, SearchOptions
-from netsleuth.nice.job import make_system
+from netsleuth.nice.loading import make_system
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.stubborn import Stubborn, _name
 
@@ -185,7 +185,7 @@ def test_predicted_persistent_sets_are_persistent(name, limit, depth):
 def test_osken_simple_switch_mobile_with_persistent_sets():
     """The real os-ken simple_switch (in its own process): same end states and violations, fewer states."""
     from netsleuth.nice.osken_host import load_osken_app, shutdown_servers
-    from netsleuth.nice.properties import resolve
+    from netsleuth.nice.property_registry import resolve
     from netsleuth.nice.system import System
 
     spec = "osken:os_ken.app.simple_switch"

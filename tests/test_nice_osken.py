@@ -20,7 +20,7 @@ from netsleuth.nice.explore import Explorer, SearchOptions
 from netsleuth.nice import osken_host
 from netsleuth.nice.osken_host import (HandlerServer, OsKenApp, OsKenHostError, load_osken_app,
                                        shutdown_servers)
-from netsleuth.nice.properties import resolve
+from netsleuth.nice.property_registry import resolve
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import System
 
@@ -159,7 +159,7 @@ def test_flooding_loop_found_on_a_cycle(app_cls):
     assert [v.prop for v in fx.violations] == ["NoForwardingLoops"]
 
 
-def test_counterexample_trace_replays_in_the_model(app_cls, tmp_path, check_accepts_osken):
+def test_counterexample_trace_replays_in_the_model(app_cls, tmp_path):
     """The in-model replay of a check counterexample re-runs it against the hosted app and
     reproduces the violation (what `netsleuth replay` does with a counterexample)."""
     from netsleuth.nice import job
@@ -270,34 +270,19 @@ def test_app_exceptions_are_swallowed_like_os_ken_and_reported(tmp_path, monkeyp
         cls._server.close()
 
 
-@pytest.fixture
-def check_accepts_osken(app_cls, monkeypatch):
-    """Until the lead teaches netsleuth.nice.app.load_app the ``osken:`` specs (three lines that call
-    osken_host.load_osken_app), do it here; once it is integrated this fixture changes nothing."""
-    from netsleuth.nice import app as app_mod
-    from netsleuth.nice import job
-
-    try:
-        app_mod.load_app("app:" + SPEC)
-    except app_mod.AppSpecError:
-        from netsleuth.nice.osken_host import app_factory
-
-        monkeypatch.setattr(job, "load_app", app_factory)
-
-
 def _cex_inputs(argv):
     import argparse
 
-    from netsleuth.nice import osken_cli
+    from netsleuth.nice import cex_inputs_cli
 
     p = argparse.ArgumentParser()
-    osken_cli.add_commands(p.add_subparsers(dest="command", required=True))
+    cex_inputs_cli.add_commands(p.add_subparsers(dest="command", required=True))
     args = p.parse_args(["cex-inputs", *argv])
     return args.func(args)
 
 
 def test_check_blackhole_converts_to_inputs_that_reproduce_against_the_real_controller(
-        app_cls, tmp_path, capsys, check_accepts_osken):
+        app_cls, tmp_path, capsys):
     """The must-show: `check` finds the migration blackhole in the real simple_switch; its counterexample,
     converted to inputs, reproduces against the real os-ken process with `netsleuth replay`."""
     import json
@@ -339,7 +324,7 @@ def test_check_blackhole_converts_to_inputs_that_reproduce_against_the_real_cont
     assert json.loads((tmp_path / "replay2" / "replay.json").read_text())["reproduced"] is False
 
 
-def test_check_cli_bad_osken_module_is_exit_code_2(capsys, check_accepts_osken):
+def test_check_cli_bad_osken_module_is_exit_code_2(capsys):
     from netsleuth.cli import main
 
     assert main(["check", "osken:os_ken.app.nope", "--scenario", "mobile"]) == 2

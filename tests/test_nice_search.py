@@ -8,7 +8,7 @@ import pytest
 
 from netsleuth.nice import messages as m
 from netsleuth.nice.explore import Explorer, SearchOptions
-from netsleuth.nice.job import make_system
+from netsleuth.nice.loading import make_system
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import System
 

@@ -6,10 +6,12 @@ import pytest
 
 from netsleuth.model.actions import Output
 from netsleuth.model.match import Match
-from netsleuth.nice.app import App, AppError, ControllerAPI, load_app
+from netsleuth.nice.app import App, ControllerAPI
+from netsleuth.nice.errors import AppError
 from netsleuth.nice.explore import Explorer, SearchOptions
-from netsleuth.nice.job import make_system
-from netsleuth.nice.properties import LIBRARY, Property, register, resolve
+from netsleuth.nice.loading import load_app, make_system
+from netsleuth.nice.properties import Property
+from netsleuth.nice.property_registry import LIBRARY, register, resolve
 from netsleuth.nice.scenarios import build_config
 
 
@@ -217,7 +219,7 @@ def test_generator_seam_adds_host_sends_that_replay(tmp_path):
     from netsleuth.model.packet import icmp_echo
     from netsleuth.nice.explore import Found
     from netsleuth.nice.job import write_counterexample
-    from netsleuth.nice.system import Violation
+    from netsleuth.nice.violation import PropertyViolation
     from netsleuth.trace.io import read_trace
 
     system = make_system(build_config("app:pyswitch", scenario="pings", pings=0, properties=("NoBlackHoles",)))
@@ -237,7 +239,7 @@ def test_generator_seam_adds_host_sends_that_replay(tmp_path):
         path.append(t)
         st, _ = system.fire(st, t)
     assert path[0] == ("sendpkt", 0, pkt)
-    f = Found(Violation("NoBlackHoles", "test"), path, 3, 0.0, False)
+    f = Found(PropertyViolation("NoBlackHoles", "test"), path, 3, 0.0, False)
     write_counterexample(tmp_path / "c.jsonl", system, f)
     trace = read_trace(tmp_path / "c.jsonl")
     from netsleuth.trace import schema as ts

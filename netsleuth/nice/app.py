@@ -24,27 +24,18 @@ the state it runs in -- what replaying a counterexample relies on.
 from __future__ import annotations
 
 import copy as _copy
-import importlib
-from typing import Any, Callable
+from typing import Any
 
-from netsleuth.errors import NetsleuthError
 from netsleuth.model.actions import Output
 from netsleuth.model.match import Match
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
+from netsleuth.nice.errors import AppError
 
 NO_BUFFER = m.NO_BUFFER
 OFPP_FLOOD = ofp.OFPP_FLOOD
 DEFAULT_PRIORITY = 0x8000
-
-
-class AppSpecError(NetsleuthError):
-    pass
-
-
-class AppError(NetsleuthError):
-    """An app broke the API's contract (for example, asked for stats without declaring it)."""
 
 
 class ControllerAPI:
@@ -60,20 +51,20 @@ class ControllerAPI:
         self.uses_stats = uses_stats
 
 
-def _freeze(value: Any) -> Any:
+def canonical_form(value: Any) -> Any:
     """A hashable, canonical form of plain data (dict order never matters)."""
     t = type(value)
     if t is dict:
-        items = [(_freeze(k), _freeze(v)) for k, v in value.items()]
+        items = [(canonical_form(k), canonical_form(v)) for k, v in value.items()]
         try:
             items.sort()
         except TypeError:
             items.sort(key=repr)
         return ("d", tuple(items))
     if t is list or t is tuple:
-        return tuple(_freeze(v) for v in value)
+        return tuple(canonical_form(v) for v in value)
     if t is set or t is frozenset:
-        items = [_freeze(v) for v in value]
+        items = [canonical_form(v) for v in value]
         try:
             items.sort()
         except TypeError:
@@ -130,7 +121,7 @@ class App:
 
     def key(self) -> Any:
         """A canonical hashable summary of everything that affects the app's future."""
-        return _freeze({k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_rng"})
+        return canonical_form({k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_rng"})
 
     # ------------------------------------------------------------------ calls
     def _a(self) -> ControllerAPI:
@@ -192,44 +183,3 @@ class App:
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
         return ((z ^ (z >> 31)) >> 11) / float(1 << 53)
-
-
-BUILTIN_APPS: dict[str, str] = {
-    "pyswitch": "netsleuth.nice.apps.pyswitch:PySwitch",
-    "pyswitch-fixed": "netsleuth.nice.apps.pyswitch:PySwitchFixed",
-}
-
-
-def normalize_spec(spec: str) -> str:
-    """``pyswitch`` / ``app:pyswitch`` / ``pkg.mod:Class`` -> the canonical ``app:...`` form."""
-    s = spec.strip()
-    if s.startswith("app:"):
-        s = s[4:]
-    return "app:" + s
-
-
-def load_app(spec: str) -> Callable[[], App]:
-    """The app class an ``app:`` spec names (a builtin name, ``package.module:Class``, or
-    ``osken:MODULE[,MODULE]`` for an unmodified os-ken app hosted by a handler server)."""
-    s = normalize_spec(spec)[4:]
-    if s.startswith("osken:"):  # an unmodified os-ken 1.4.1 app, run by the handler server
-        from netsleuth.nice.osken_host import load_osken_app
-        return load_osken_app(s)
-    target = BUILTIN_APPS.get(s, s)
-    if ":" not in target:
-        from netsleuth.nice.bug_scenarios import APP_SPECS  # loadbalancer / energy-te variants (issue 7)
-        target = APP_SPECS.get(s, s)
-    if ":" not in target:
-        raise AppSpecError(f"unknown in-process app {spec!r}",
-                           f"use one of {', '.join(sorted(BUILTIN_APPS))} or package.module:Class")
-    mod_name, _, cls_name = target.partition(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise AppSpecError(f"cannot import app module {mod_name!r}: {exc}",
-                           "check the module path and that it is importable from this environment") from None
-    cls = getattr(mod, cls_name, None)
-    if not (isinstance(cls, type) and issubclass(cls, App)):
-        raise AppSpecError(f"{target!r} is not a netsleuth.nice.app.App subclass",
-                           "name a class that derives from netsleuth.nice.app.App")
-    return cls

@@ -1,8 +1,8 @@
 """NICE's application-specific properties: FlowAffinity and UseCorrectRoutingTable.
 
-They are ordinary user properties (``properties.Property`` subclasses,
-registered in the library on import), the way NICE let a programmer add
-checks that know what the application is supposed to do.
+They are ordinary ``properties.Property`` subclasses, listed by name in
+``property_registry.LIBRARY``: checks that know what the application is
+supposed to do, the way NICE let a programmer add them.
 
 **FlowAffinity** (load balancer): every packet of one TCP connection that
 reaches a server reaches the *same* server.  A connection is (client IP,
@@ -31,10 +31,9 @@ import networkx as nx
 
 from netsleuth.model.packet import TCP, UDP, IPv4
 from netsleuth.nice import messages as m
-from netsleuth.nice.properties import Property, register
+from netsleuth.nice.properties import Property
 
 
-@register
 class FlowAffinity(Property):
     """All packets of one TCP connection reach one replica (see the module docstring)."""
 
@@ -90,7 +89,6 @@ class _Paths:
         return self.memo[k]
 
 
-@register
 class UseCorrectRoutingTable(Property):
     """Rules for a new flow go to all and only the switches of the path the load calls for."""
 

@@ -9,8 +9,9 @@ bounded number of times, so every scenario's state space is finite and the
 fixed variants are checked *completely*.
 
 :func:`build_system` makes the :class:`System` (with the scripted sends
-attached); :func:`run` searches it.  ``netsleuth check`` integration is the
-lead's: see the report of issue 7 part 2.
+attached); :func:`run` searches it.  ``netsleuth check APP`` runs the
+scenario of the variant it names (:func:`scenario_for`), and its
+counterexamples carry the scripts in their header so a replay rebuilds them.
 """
 
 from __future__ import annotations
@@ -21,20 +22,16 @@ from typing import Callable
 from netsleuth.model.packet import (ETH_IPV4, PROTO_TCP, PROTO_UDP, TCP, TCP_ACK, UDP, IPv4, Packet,
                                     arp_request, tcp_syn)
 from netsleuth.model.topology import Topology
-from netsleuth.nice import app_properties  # noqa: F401  (registers FlowAffinity, UseCorrectRoutingTable)
 from netsleuth.nice.apps import energy_te as te
 from netsleuth.nice.apps import loadbalancer as lb
 from netsleuth.nice.explore import Explorer, SearchOptions, SearchResult, parse_strategy
-from netsleuth.nice.properties import resolve
-from netsleuth.nice.scenarios import ScenarioError
-from netsleuth.nice.scripted import attach, scripts_from_json, scripts_to_json
+from netsleuth.nice.errors import ScenarioError
+from netsleuth.nice.loading import APP_SPECS, LB_MODULE, TE_MODULE, make_system, normalize_spec
+from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.system import Config, System
 
 __all__ = ["BugScenario", "SCENARIOS", "APP_SPECS", "get", "scenario_for", "config_for", "build_system", "run",
-           "scripts_to_json", "scripts_from_json", "app_properties"]
-
-LB_MODULE = "netsleuth.nice.apps.loadbalancer"
-TE_MODULE = "netsleuth.nice.apps.energy_te"
+           "scripts_to_json", "scripts_from_json"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +112,7 @@ def config_for(sc: BugScenario, variant: str | None = None, *, spec: str | None 
                burst: int = 1, properties: tuple[str, ...] | None = None) -> Config:
     """The model configuration of scenario ``sc`` running ``variant`` (or the app ``spec``).
 
-    The scripts are not part of :class:`Config` (yet): attach them with ``scripted.attach``.
+    The scenario's scripts are left out: :func:`build_system` adds them (``config.scripts``).
     """
     parts = parse_strategy(strategy)
     return Config(topology=sc.topology(), app_spec=spec or sc.spec(variant),
@@ -123,13 +120,6 @@ def config_for(sc: BugScenario, variant: str | None = None, *, spec: str | None 
                   pkt_seq_burst=burst if "pkt-seq" in parts else None, track_issue_order="unusual" in parts)
 
 
-#: ``netsleuth check NAME`` names of the variants -> ``module:Class``
-APP_SPECS: dict[str, str] = {
-    **{("loadbalancer" if v == "fixed" else f"loadbalancer-{v}"): f"{LB_MODULE}:{c.__name__}"
-       for v, c in lb.VARIANTS.items()},
-    **{("energy-te" if v == "fixed" else f"energy-te-{v}"): f"{TE_MODULE}:{c.__name__}"
-       for v, c in te.VARIANTS.items()},
-}
 #: the scenario a fixed variant is checked in when none is named
 DEFAULT_FIXED_SCENARIO = {"loadbalancer": "IX", "energy-te": "XIII"}
 
@@ -143,8 +133,6 @@ def scenario_for(app_spec: str, scenario: str | None = None) -> BugScenario | No
 
     A buggy variant defaults to its own bug's scenario, a fixed one to its app's richest scenario.
     """
-    from netsleuth.nice.app import normalize_spec
-
     name = normalize_spec(app_spec)[4:]
     target = APP_SPECS.get(name, name)
     owner = None
@@ -174,12 +162,9 @@ def scenario_for(app_spec: str, scenario: str | None = None) -> BugScenario | No
 def build_system(sc: BugScenario, variant: str | None = None, *, strategy: str = "full",
                  burst: int = 1) -> System:
     """The model of scenario ``sc`` running ``variant`` (default: the buggy one; "fixed" for the fix)."""
-    from netsleuth.nice.app import load_app
-
     config = config_for(sc, variant, strategy=strategy, burst=burst)
-    system = System(config, load_app(config.app_spec), resolve(config.properties))
-    attach(system, sc.scripts)
-    return system
+    config.scripts = sc.scripts
+    return make_system(config)
 
 
 def run(sc: BugScenario, variant: str | None = None, *, strategy: str = "full", dpor: bool = False,

@@ -36,10 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth import __version__
-from netsleuth.errors import NetsleuthError
+from netsleuth.errors import TraceFormatError
+from netsleuth.nice.errors import ConversionError
 from netsleuth.invariants.forwarding import trace_packet
 from netsleuth.model.packet import arp_request, icmp_echo
-from netsleuth.nice.system import State, System, Transition, Violation
+from netsleuth.nice.job import load_counterexample
+from netsleuth.nice.loading import make_system
+from netsleuth.nice.system import State, System
+from netsleuth.nice.transitions import Transition, transition_from_json
+from netsleuth.nice.violation import PropertyViolation
 from netsleuth.nice import messages as m
 from netsleuth.openflow.codec import msg_to_json
 from netsleuth.trace import schema as ts
@@ -47,10 +52,6 @@ from netsleuth.trace.fingerprint import of_fingerprint
 from netsleuth.trace.io import read_trace, write_trace
 
 BLACKHOLE_PROPERTIES = ("NoBlackHoles", "NoBlackHolesMobile")
-
-
-class ConversionError(NetsleuthError):
-    pass
 
 
 @dataclass
@@ -78,7 +79,7 @@ class _ModelView:
         return None
 
 
-def _target(system: System, final: State, v: Violation) -> ts.Violation:
+def _target(system: System, final: State, v: PropertyViolation) -> ts.Violation:
     if v.prop not in BLACKHOLE_PROPERTIES:
         raise ConversionError(f"property {v.prop} has no real-run invariant to convert to",
                               f"convert counterexamples of {', '.join(BLACKHOLE_PROPERTIES)} (the blackholes check)")
@@ -106,7 +107,7 @@ def _target(system: System, final: State, v: Violation) -> ts.Violation:
                         details={"model_property": v.prop, "model_message": v.message})
 
 
-def counterexample_inputs(system: System, path: list[Transition], violation: Violation, *,
+def counterexample_inputs(system: System, path: list[Transition], violation: PropertyViolation, *,
                           gap: float = 0.3, seed: int | None = 0) -> ts.Trace:
     """The trace (header, inputs, target violation) a real run replays; see the module docstring."""
     from netsleuth.nice.osken_host import is_osken_spec, osken_spec
@@ -188,11 +189,6 @@ def _check_ports(system: System, events: list[ts.Event]) -> None:
 def convert_counterexample(cex: Path | str, out: Path | str, *, gap: float = 0.3) -> dict[str, Any]:
     """Read a counterexample written by ``netsleuth check --out``, re-fire it in a fresh model (it must
     still do what it says) and write the real-run trace to ``out``; returns a small report."""
-    from netsleuth.errors import TraceFormatError
-    from netsleuth.nice.job import load_counterexample
-    from netsleuth.nice.osken_host import make_system
-    from netsleuth.nice.system import transition_from_json
-
     trace = read_trace(cex)
     h = trace.header
     config, steps, target = load_counterexample(trace, str(cex))
@@ -208,7 +204,7 @@ def convert_counterexample(cex: Path | str, out: Path | str, *, gap: float = 0.3
                                   "re-run `netsleuth check` with the same app and options")
         path.append(tr)
         st, _ = system.fire(st, tr)
-    v = Violation(target.invariant, target.message, tuple(target.hosts), tuple(target.switches))
+    v = PropertyViolation(target.invariant, target.message, tuple(target.hosts), tuple(target.switches))
     converted = counterexample_inputs(system, path, v, gap=gap, seed=h.seed)
     write_trace(out, converted)
     inputs = [e for e in converted.events if e.is_input]

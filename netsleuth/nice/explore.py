@@ -65,7 +65,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
-from netsleuth.nice.system import ANY, Effects, State, System, Transition, Violation
+from netsleuth.nice.system import ANY, Effects, State, System, Transition
+from netsleuth.nice.violation import PropertyViolation
 
 STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
 
@@ -74,7 +75,7 @@ STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
 class Found:
     """One violation with the path (transitions from the initial state) that reaches it."""
 
-    violation: Violation
+    violation: PropertyViolation
     path: list[Transition]
     transitions: int          # transitions fired when it was found
     seconds: float
@@ -288,7 +289,7 @@ class Explorer:
             en.reverse()
         return en, end
 
-    def _record(self, violations: list[Violation], path: list, at_end: bool) -> None:
+    def _record(self, violations: list[PropertyViolation], path: list, at_end: bool) -> None:
         r = self.result
         for v in violations:
             n = r.violation_counts.get(v.prop, 0)

@@ -19,21 +19,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 from netsleuth import __version__
-from netsleuth.errors import NetsleuthError, TraceFormatError
+from netsleuth.errors import TraceFormatError
+from netsleuth.nice.errors import CheckError
 from netsleuth.model.topology import Topology
-from netsleuth.nice.app import load_app, normalize_spec
 from netsleuth.nice.explore import STRATEGIES, Explorer, Found, SearchOptions, SearchResult, parse_strategy
-from netsleuth.nice.properties import resolve
+from netsleuth.nice.loading import make_system, normalize_spec
 from netsleuth.nice.scenarios import build_config
-from netsleuth.nice.system import Config, System, transition_from_json, transition_to_json
+from netsleuth.nice.system import Config, System
+from netsleuth.nice.transitions import transition_from_json, transition_to_json
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 
 FAULTS = ("expiry", "drop", "duplicate", "link")
-
-
-class CheckError(NetsleuthError):
-    pass
 
 
 @dataclass
@@ -59,22 +56,6 @@ class CheckOptions:
     progress: Callable[[SearchResult], None] | None = None
 
 
-def make_system(config: Config) -> System:
-    import netsleuth.nice.app_properties  # noqa: F401  (registers FlowAffinity, UseCorrectRoutingTable)
-
-    system = System(config, load_app(config.app_spec), resolve(config.properties))
-    if config.scripts:
-        from netsleuth.nice.scripted import attach
-        attach(system, config.scripts)
-    if config.discover or config.discover_stats:
-        from netsleuth.nice import concolic
-        if config.discover:  # one send per discovered packet, per host, memoized per controller state
-            concolic.attach(system, config.discover)
-        if config.discover_stats:
-            system.generators.append(concolic.StatsDiscoverer())
-    return system
-
-
 def check(opts: CheckOptions) -> dict[str, Any]:
     """Run one search; returns the result dict (also written to OUT/result.json)."""
     try:
@@ -93,7 +74,6 @@ def check(opts: CheckOptions) -> dict[str, Any]:
     if opts.burst < 1:
         raise CheckError(f"--burst must be at least 1, got {opts.burst}", "give --burst a positive number")
     spec = normalize_spec(opts.app)
-    import netsleuth.nice.app_properties  # noqa: F401  (FlowAffinity, UseCorrectRoutingTable by name)
     from netsleuth.nice import bug_scenarios
 
     bug = bug_scenarios.scenario_for(spec, opts.scenario)
@@ -156,7 +136,7 @@ def write_counterexample(path: Path, system: System, found: Found, *, seed: int 
     with TraceWriter(path, header) as w:
         seq = 0
         for k, t in enumerate(found.path):
-            w.write(ts.McStep(seq=seq, t=0.0, step=k, transition={"kind": t[0], "args": transition_to_json(t)[1:]},
+            w.write(ts.McStep(seq=seq, t=0.0, step=k, transition={"kind": str(t[0]), "args": transition_to_json(t)[1:]},
                               what=system.describe(st, t)))
             seq += 1
             st, _ = system.fire(st, t)

@@ -407,37 +407,5 @@ def load_osken_app(spec: str) -> Callable[[], App]:
     return type(cls_name, (OsKenApp,), {"name": "osken:" + ",".join(modules), "_server": srv, "_memo": {}})
 
 
-def app_factory(spec: str) -> Callable[[], App]:
-    """The app factory for any ``check`` spec: ``[app:]osken:...`` hosted here, everything else ``load_app``."""
-    if is_osken_spec(spec):
-        return load_osken_app(spec)
-    from netsleuth.nice.app import load_app
-
-    return load_app(spec)
-
-
-def make_system(config: Any) -> Any:
-    """``netsleuth.nice.job.make_system`` for any spec; ``[app:]osken:`` ones work even before
-    ``netsleuth.nice.app.load_app`` has been taught to host them (see the report's integration)."""
-    from netsleuth.nice import app as app_mod
-    from netsleuth.nice import job
-
-    if is_osken_spec(config.app_spec):
-        try:
-            app_mod.load_app(config.app_spec)
-        except app_mod.AppSpecError:  # load_app does not host osken: specs yet: build it here
-            import netsleuth.nice.app_properties  # noqa: F401  (as job.make_system: properties by name)
-            from netsleuth.nice.properties import resolve
-            from netsleuth.nice.system import System
-
-            system = System(config, load_osken_app(config.app_spec), resolve(config.properties))
-            if config.scripts:
-                from netsleuth.nice.scripted import attach
-
-                attach(system, config.scripts)
-            return system
-    return job.make_system(config)
-
-
-__all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "app_factory", "is_osken_spec", "load_osken_app",
-           "make_system", "osken_spec", "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]
+__all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "is_osken_spec", "load_osken_app", "osken_spec",
+           "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]

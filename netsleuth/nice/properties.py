@@ -23,8 +23,9 @@ Events (the engine calls only the callbacks a property defines):
 many identical frames that host sent before), or None for frames a
 controller made up.  Copies made by flooding share their pid.
 
-A user property is a subclass registered with :func:`register` (or passed
-as ``package.module:Class`` on the command line).  Class attributes say what
+A user property is a subclass registered with
+:func:`netsleuth.nice.property_registry.register` (or passed as
+``package.module:Class`` on the command line).  Class attributes say what
 lineage the engine must track: ``needs_pid`` and ``needs_hops``.  For
 ``--dpor``, ``commutes = True`` promises that the callbacks of two
 transitions that touch disjoint network objects commute on the property
@@ -34,15 +35,9 @@ changes the property's state is treated as dependent on every other.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import int_to_mac
-
-
-class PropertyError(NetsleuthError):
-    pass
 
 
 def _unicast(mac: int) -> bool:
@@ -241,41 +236,6 @@ class NoForgottenPackets(Property):
                               f"e.g. {b.packet.summary()} from port {b.in_port}", hosts=(), switches=(s.name,))
                 break
         return ps
-
-
-LIBRARY: dict[str, type[Property]] = {c.name: c for c in (
-    NoForwardingLoops, NoBlackHoles, NoBlackHolesMobile, DirectPaths, StrictDirectPaths, NoForgottenPackets)}
-
-
-def register(cls: type[Property]) -> type[Property]:
-    """Class decorator adding a user property to the library under ``cls.name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Property)):
-        raise TypeError("register() takes a Property subclass")
-    LIBRARY[cls.name] = cls
-    return cls
-
-
-def resolve(names: list[str] | tuple[str, ...]) -> list[Property]:
-    """Property instances for names (library names, case-insensitive, or ``package.module:Class``)."""
-    out: list[Property] = []
-    lower = {k.lower(): v for k, v in LIBRARY.items()}
-    for name in names:
-        if name.lower() in lower:
-            out.append(lower[name.lower()]())
-            continue
-        if ":" in name:
-            mod, _, cls_name = name.partition(":")
-            try:
-                cls = getattr(importlib.import_module(mod), cls_name)
-            except (ImportError, AttributeError) as exc:
-                raise PropertyError(f"cannot load property {name!r}: {exc}",
-                                    "give package.module:Class of a netsleuth.nice.properties.Property") from None
-            if isinstance(cls, type) and issubclass(cls, Property):
-                out.append(cls())
-                continue
-        raise PropertyError(f"unknown property {name!r}",
-                            f"use one of {', '.join(sorted(LIBRARY))} or package.module:Class")
-    return out
 
 
 def mac_str(mac: int) -> str:

@@ -12,16 +12,12 @@
 
 from __future__ import annotations
 
-from netsleuth.errors import NetsleuthError
 from netsleuth.model.topology import parse_topo
+from netsleuth.nice.errors import ScenarioError
 from netsleuth.nice.system import Config
 
 SCENARIOS = ("pings", "direct", "mobile", "loop", "bug-iv", "bug-v", "bug-vi", "bug-vii", "bug-viii", "bug-ix",
              "bug-x", "bug-xi", "bug-xii", "bug-xiii")
-
-
-class ScenarioError(NetsleuthError):
-    pass
 
 
 def parse_hosts(spec: str) -> tuple[tuple[str, str, int], ...]:

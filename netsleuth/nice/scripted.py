@@ -27,7 +27,11 @@ from __future__ import annotations
 from typing import Any
 
 from netsleuth.model.packet import Packet
+from netsleuth.nice.errors import ScenarioError
 from netsleuth.nice.state import State
+from netsleuth.nice.transitions import Kind
+
+SENDPKT = Kind.SENDPKT
 
 
 def _in_flight(st: State, host: str) -> int:
@@ -77,7 +81,7 @@ class ScriptedSends:
                 continue
             if burst is not None and _in_flight(st, host) >= burst:
                 continue
-            out.append(("sendpkt", i, f))
+            out.append((SENDPKT, i, f))
         return out
 
 
@@ -94,7 +98,6 @@ def attach(system: Any, scripts: dict[str, tuple[Packet, ...]] | tuple) -> Scrip
     """Add the scripted sends to ``system`` (before its initial state is built) and turn lineage on."""
     for host, _ in (scripts.items() if isinstance(scripts, dict) else scripts):
         if host not in system.host_index:
-            from netsleuth.nice.scenarios import ScenarioError
             raise ScenarioError(f"script for {host!r}, which is not a host of the topology",
                                 f"use hosts {', '.join(system.host_names)}")
     system.lineage = True  # HostState.sent is the script position (see the module docstring)

@@ -1,16 +1,10 @@
 """The transition relation: which transitions are enabled in a state, and firing one.
 
-Transitions are NICE's (see ANCHORS.md), as small tuples that name the same
-choice in every state (DPOR and replay rely on that):
-
-``("send", h)``   host h starts its next ping           ``("out", h)``  host h sends its next reply
-``("recv", h)``   host h takes the head of its wire     ``("move", h)`` host h moves to its next location
-``("pkt", s)``    switch s takes the head packet of *every* input port at once (NICE's process_pkt)
-``("of", s)``     switch s applies the head controller message (process_of)
-``("ctl", s)``    the controller runs the handler for the head message from switch s
-``("timer", n)``  the app's timer n fires
-``("expire", s, rule)``, ``("drop", node, port)``, ``("dup", node, port)``, ``("linkdown", s, port)``:
-optional faults (rule expiry is a nondeterministic event: time does not flow in the model)
+Transitions are NICE's: a switch's process_pkt takes the head of every
+input port at once, process_of applies one controller message, the
+controller handles one message per transition per switch channel, and hosts
+send, receive and reply in separate transitions.  Their kinds and arguments
+are in ``transitions.py``.
 
 Channels are FIFO, so only heads are enabled; the enabled list is built in
 one fixed order (hosts, switches, controller, timers, faults) so a search is
@@ -33,12 +27,18 @@ from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet, arp_request
 from netsleuth.model.topology import Topology
 from netsleuth.nice import messages as m
-from netsleuth.nice.app import App, ControllerAPI
+from netsleuth.nice.app import App, ControllerAPI, canonical_form
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.state import HostState, MCSwitch, State
+from netsleuth.nice.transitions import FAULT_KINDS, Kind, Transition
 
-Transition = tuple
+# Bound once: attribute access on an Enum class is a descriptor call, and enabled() and fire() run per state.
+SEND, OUT, RECV, MOVE, SENDPKT = Kind.SEND, Kind.OUT, Kind.RECV, Kind.MOVE, Kind.SENDPKT
+PKT, OF, CTL, TIMER, STATS = Kind.PKT, Kind.OF, Kind.CTL, Kind.TIMER, Kind.STATS
+EXPIRE, DROP, DUP, LINKDOWN = Kind.EXPIRE, Kind.DROP, Kind.DUP, Kind.LINKDOWN
+from netsleuth.nice.violation import PropertyViolation
+
 ANY = ("*",)  # footprint object that conflicts with every other (see explore.independent)
 
 
@@ -83,19 +83,6 @@ class Config:
                    discover_stats=d.get("discover_stats", False))
 
 
-class Violation(Exception):
-    def __init__(self, prop: str, message: str, hosts: tuple = (), switches: tuple = ()) -> None:
-        super().__init__(message)
-        self.prop = prop
-        self.message = message
-        self.hosts = tuple(hosts)
-        self.switches = tuple(switches)
-
-    def to_json(self) -> dict:
-        return {"property": self.prop, "message": self.message, "hosts": list(self.hosts),
-                "switches": list(self.switches)}
-
-
 @dataclass
 class Effects:
     """What one transition did: footprint for DPOR, violations for the search."""
@@ -137,7 +124,7 @@ class _Ctx:
         return frozenset(out)
 
     def violation(self, prop: str, message: str, hosts: tuple = (), switches: tuple = ()) -> None:
-        self.fx.violations.append(Violation(prop, message, hosts, switches))
+        self.fx.violations.append(PropertyViolation(prop, message, tuple(hosts), tuple(switches)))
 
     def host_of_mac(self, mac: int) -> str | None:
         return self.system.host_by_mac.get(mac)
@@ -232,26 +219,26 @@ class System:
         inq = st.inq
         for i, hs in enumerate(st.hosts):
             if hs.to_send:
-                out.append(("send", i))
+                out.append((SEND, i))
             if hs.outbox:
-                out.append(("out", i))
+                out.append((OUT, i))
             if inq.get((hs.host.name, 0)):
-                out.append(("recv", i))
+                out.append((RECV, i))
             if hs.moves_left and hs.replies_sent >= self.config.move_after:
-                out.append(("move", i))
+                out.append((MOVE, i))
         for i, s in enumerate(st.switches):
             name = s.name
             for p in s.ports:
                 if inq.get((name, p)):
-                    out.append(("pkt", i))
+                    out.append((PKT, i))
                     break
             if st.to_sw[i]:
-                out.append(("of", i))
+                out.append((OF, i))
         for i, q in enumerate(st.to_ctrl):
             if q:
-                out.append(("ctl", i))
+                out.append((CTL, i))
         for name in st.timers:
-            out.append(("timer", name))
+            out.append((TIMER, name))
         for gen in self.generators:
             out.extend(gen(self, st))
         if self.faults:
@@ -263,57 +250,57 @@ class System:
             for i, s in enumerate(st.switches):
                 for e in s.table.entries():
                     if e.idle_timeout or e.hard_timeout:
-                        out.append(("expire", i, e.match.wildcards, e.match.values, e.priority))
+                        out.append((EXPIRE, i, e.match.wildcards, e.match.values, e.priority))
         if "link" in self.faults and st.extra[0] > 0:
             for d1, p1, d2, p2 in self.links:
                 i = self.index_of_dpid[d1]
                 if st.switches[i].ports[p1].link_up:
-                    out.append(("linkdown", i, p1))
+                    out.append((LINKDOWN, i, p1))
         if st.extra[0] > 0:
             for (node, port), q in sorted(st.inq.items()):
                 if q:
                     if "drop" in self.faults:
-                        out.append(("drop", node, port))
+                        out.append((DROP, node, port))
                     if "duplicate" in self.faults:
-                        out.append(("dup", node, port))
+                        out.append((DUP, node, port))
 
     def is_fault(self, t: Transition) -> bool:
-        return t[0] in ("expire", "drop", "dup", "linkdown")
+        return t[0] in FAULT_KINDS
 
     # ------------------------------------------------------------------ firing
     def fire(self, st: State, t: Transition) -> tuple[State, Effects]:
         c = st.child()
         fx = Effects()
         kind = t[0]
-        if kind == "pkt":
+        if kind == PKT:
             self._fire_pkt(c, t[1], fx)
-        elif kind == "ctl":
+        elif kind == CTL:
             self._fire_ctl(c, t[1], fx)
-        elif kind == "of":
+        elif kind == OF:
             self._fire_of(c, t[1], fx)
-        elif kind == "recv":
+        elif kind == RECV:
             self._fire_recv(c, t[1], fx)
-        elif kind == "send":
+        elif kind == SEND:
             self._fire_send(c, t[1], fx)
-        elif kind == "sendpkt":
+        elif kind == SENDPKT:
             hs = self._mut_host(c, t[1])
             fx.writes.add(("host", t[1]))
             if self.sendpkt_reads_ctl:
                 fx.reads.add(("ctl",))  # discovered packets depend on the controller state (DPOR)
             self._host_emit(c, hs, t[2], fx)
-        elif kind == "stats":
+        elif kind == STATS:
             self._fire_stats(c, t[1], t[2], fx)
-        elif kind == "out":
+        elif kind == OUT:
             self._fire_out(c, t[1], fx)
-        elif kind == "move":
+        elif kind == MOVE:
             self._fire_move(c, t[1], fx)
-        elif kind == "timer":
+        elif kind == TIMER:
             self._fire_timer(c, t[1], fx)
-        elif kind == "expire":
+        elif kind == EXPIRE:
             self._fire_expire(c, t, fx)
-        elif kind in ("drop", "dup"):
+        elif kind in (DROP, DUP):
             self._fire_fault(c, t, fx)
-        elif kind == "linkdown":
+        elif kind == LINKDOWN:
             self._fire_linkdown(c, t, fx)
         else:
             raise ValueError(f"unknown transition {t!r}")
@@ -322,7 +309,7 @@ class System:
             self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, c))
         return c, fx
 
-    def at_end(self, st: State) -> list[Violation]:
+    def at_end(self, st: State) -> list[PropertyViolation]:
         """Violations of end-of-execution properties at a state where only faults could happen."""
         fx = Effects()
         cbs = self._cb["on_end"]
@@ -531,7 +518,7 @@ class System:
         q = st.inq[where]
         st.extra = (st.extra[0] - 1,) + st.extra[1:]
         fx.writes.add(("faults",))
-        if kind == "drop":
+        if kind == DROP:
             st.inq[where] = q[1:]
         else:
             st.inq[where] = q + (q[0],)
@@ -623,52 +610,35 @@ class System:
     def describe(self, st: State, t: Transition) -> str:
         """A human line for transition ``t`` at state ``st`` (before it fires)."""
         kind = t[0]
-        if kind in ("send", "sendpkt", "out", "recv", "move"):
+        if kind in (SEND, SENDPKT, OUT, RECV, MOVE):
             hs = st.hosts[t[1]]
             name = hs.host.name
-            if kind == "send":
+            if kind == SEND:
                 return f"{name} sends ping {hs.next_seq} to {hs.to_send[0]}"
-            if kind == "sendpkt":
+            if kind == SENDPKT:
                 return f"{name} sends {t[2].summary()}"
-            if kind == "out":
+            if kind == OUT:
                 return f"{name} sends {hs.outbox[0].summary()}"
-            if kind == "recv":
+            if kind == RECV:
                 return f"{name} receives {st.inq[(name, 0)][0][0].summary()}"
             return f"{name} moves from {hs.location[0]}:{hs.location[1]} to {hs.moves_left[0][0]}:{hs.moves_left[0][1]}"
-        if kind == "pkt":
+        if kind == PKT:
             s = st.switches[t[1]]
             parts = [f"port {p}: {st.inq[(s.name, p)][0][0].summary()}" for p in s.ports if st.inq.get((s.name, p))]
             return f"{s.name} processes packets ({'; '.join(parts)})"
-        if kind == "of":
+        if kind == OF:
             return f"{self.sw_names[t[1]]} applies {m.describe(st.to_sw[t[1]][0])}"
-        if kind == "ctl":
+        if kind == CTL:
             return f"controller handles {m.describe(st.to_ctrl[t[1]][0])} from {self.sw_names[t[1]]}"
-        if kind == "timer":
+        if kind == TIMER:
             return f"controller timer {t[1]} fires"
-        if kind == "expire":
+        if kind == EXPIRE:
             return f"{self.sw_names[t[1]]}: rule priority={t[4]},{Match(t[2], *t[3])} expires"
-        if kind == "linkdown":
+        if kind == LINKDOWN:
             return f"fault: the link at {self.sw_names[t[1]]}:{t[2]} fails"
-        if kind == "stats":
+        if kind == STATS:
             return f"controller handles a discovered port-stats reply from {self.sw_names[t[1]]}: {t[2]}"
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
-
-
-def transition_to_json(t: Transition) -> list:
-    return [{"packet": x.to_json()} if isinstance(x, Packet) else _listify(x) for x in t]
-
-
-def transition_from_json(v: list) -> Transition:
-    return tuple(Packet.from_json(x["packet"]) if isinstance(x, dict) and "packet" in x else _tuplify(x)
-                 for x in v)
-
-
-def _listify(x: Any) -> Any:
-    return [_listify(y) for y in x] if isinstance(x, tuple) else x
-
-
-def _tuplify(x: Any) -> Any:
-    return tuple(_tuplify(y) for y in x) if isinstance(x, list) else x
 
 
 def _from_ofp(msg: Any) -> Any:
@@ -681,8 +651,7 @@ def _from_ofp(msg: Any) -> Any:
     if name == "OFPPortStatsReply":
         return m.PortStatsReply(tuple((b.port_no, b.rx_packets, b.tx_packets, b.rx_bytes, b.tx_bytes)
                                       for b in msg.body))
-    from netsleuth.nice.app import _freeze
     from netsleuth.openflow.codec import msg_to_json
     js = msg_to_json(msg)
     js.pop("xid", None)
-    return m.OtherToController(js.get("type", name), _freeze(js))
+    return m.OtherToController(js.get("type", name), canonical_form(js))

@@ -24,6 +24,8 @@ import z3
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet
 from netsleuth.nice.app import App, ControllerAPI
+from netsleuth.nice.errors import ScenarioError
+from netsleuth.nice.transitions import Kind
 from netsleuth.nice.concolic.coverage import ArcTracer, Coverage
 from netsleuth.nice.concolic.engine import Exploration, explore
 from netsleuth.nice.concolic.packet import Domain, HostLike, SymPacket, concrete_packet, header_vars
@@ -291,7 +293,7 @@ class PacketDiscoverer:
             sw_name, port = hs.location
             dpid = system.dpid_of[system.sw_index[sw_name]]
             for pkt in self.packets(st.app, app_key, hs.host, known, dpid, port, system.links, system.now):
-                out.append(("sendpkt", i, pkt))
+                out.append((Kind.SENDPKT, i, pkt))
         return out
 
 
@@ -305,7 +307,6 @@ def attach(system: Any, budget: dict[str, int] | int, *, domain: Domain | None =
         budget = {h: budget for h in system.host_names}
     for host in budget:
         if host not in system.host_index:
-            from netsleuth.nice.scenarios import ScenarioError
             raise ScenarioError(f"discovery budget for {host!r}, which is not a host of the topology",
                                 f"use hosts {', '.join(system.host_names)}")
     system.lineage = True  # HostState.sent is the budget counter (see PacketDiscoverer)
@@ -365,5 +366,5 @@ class StatsDiscoverer:
             if app_key is None:
                 app_key = st.appkey = st.app.key()
             for stats in self.replies(st.app, app_key, system.dpid_of[i], q[0].stats, system.links, system.now):
-                out.append(("stats", i, stats))
+                out.append((Kind.STATS, i, stats))
         return out
