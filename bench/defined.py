@@ -32,7 +32,7 @@
    causal ordering (``random:1``), and ``defined/original`` = OO as first
    implemented, the "before" figure: send tie-breaker ``tiebreak="hash"``
    (one delivery's sends sorted randomly although a FIFO link delivers them
-   in send order, see ``netsleuth.defined.host.Host._child_sidx``) and
+   in send order, see ``netsleuth.defined.node_runtime.NodeRuntime._child_sidx``) and
    ``batch_rollback=False`` (rollback notices not in one packet with the
    re-sent messages, see ``netsleuth.defined.rollback``).
    ``--no-baseline`` drops it. ``max seed`` is the worst seed's figure.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from netsleuth.defined.host import Host
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.lockstep import Lockstep
 from netsleuth.defined.message import Entry, Tags
 from netsleuth.defined.node import Node
@@ -31,7 +31,7 @@ class _Burst(Node):
             ctx.send("B", {"i": i})
 
 
-class _Collect(Host):
+class _Collect(NodeRuntime):
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.out: list[Entry] = []

@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from netsleuth.defined.host import HostState
+from netsleuth.defined.node_runtime import NodeCheckpoint
 from netsleuth.defined.lockstep import Lockstep
 from netsleuth.defined.message import Entry, Tags
 from netsleuth.defined.node import Node
 from netsleuth.defined.ordering import OrderingError, by_name
-from netsleuth.defined.rollback import RBHost
-from netsleuth.defined.scenarios import ScenarioError, build
+from netsleuth.defined.rollback import RBRuntime
+from netsleuth.defined.scenarios import DefinedScenarioError, build
 from netsleuth.defined.topologies import parse_net
 from netsleuth.errors import UnknownTopologyError
 
@@ -91,9 +91,9 @@ class FakeTransport:
         self.anti.append(uid)
 
 
-def _rb_host(tr: FakeTransport, every: int = 1) -> RBHost:
+def _rb_host(tr: FakeTransport, every: int = 1) -> RBRuntime:
     uid = iter(range(1000, 10**6))
-    return RBHost("X", Recorder("X"), {"peer": 100, "a": 100}, interval=0.25, hop_bound=64, rng_seed="x",
+    return RBRuntime("X", Recorder("X"), {"peer": 100, "a": 100}, interval=0.25, hop_bound=64, rng_seed="x",
                   new_uid=uid.__next__, ordering=by_name("defined"), transport=tr, horizon=10, window=8,
                   proc_time=0.0, restore_time=0.0, checkpoint_every=every)
 
@@ -121,7 +121,7 @@ def test_rollback_restores_state_replays_in_order_and_unsends_what_changed():
 def test_rollback_keeps_messages_the_replay_sends_again_lazy_cancellation():
     tr = FakeTransport()
     uid = iter(range(1000, 10**6))
-    h = RBHost("X", Echo("X"), {"peer": 100, "a": 100}, interval=0.25, hop_bound=64, rng_seed="x",
+    h = RBRuntime("X", Echo("X"), {"peer": 100, "a": 100}, interval=0.25, hop_bound=64, rng_seed="x",
                new_uid=uid.__next__, ordering=by_name("defined"), transport=tr, horizon=10, window=8,
                proc_time=0.0, restore_time=0.0)
     h.arrive(_msg(1, 100, "m1"))
@@ -158,10 +158,10 @@ def test_rollback_notice_for_a_delivered_message_rolls_the_receiver_back():
 
 
 def test_a_checkpoint_is_a_deep_copy():
-    st = HostState(app=Recorder("X"))
+    st = NodeCheckpoint(app=Recorder("X"))
     blob = st.snapshot()
     st.app.seen.append("later")
-    assert HostState.restore(blob).app.seen == []
+    assert NodeCheckpoint.restore(blob).app.seen == []
 
 
 def test_lockstep_stepping_api():
@@ -205,12 +205,12 @@ def test_topologies():
 
 
 def test_scenario_errors_name_the_fix():
-    with pytest.raises(ScenarioError) as e:
+    with pytest.raises(DefinedScenarioError) as e:
         build("bgp-med", topo="brite,20")
     assert "ospf" in e.value.fix
-    with pytest.raises(ScenarioError):
+    with pytest.raises(DefinedScenarioError):
         build("isis")
-    with pytest.raises(ScenarioError):
+    with pytest.raises(DefinedScenarioError):
         build("rip-timer", variant="cisco")
 
 

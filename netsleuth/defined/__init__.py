@@ -1,7 +1,10 @@
 """DEFINED: deterministic execution of distributed control planes.
 
 After Lin et al., "DEFINED: Deterministic Execution for Interactive
-Control-Plane Debugging" (see ../shared/seeds/defined.md). Control-plane
+Control-Plane Debugging" (a substrate that makes a distributed control
+plane's message delivery deterministic: speculative delivery with rollback
+to a global ordering, then lockstep replay of the recorded external events
+for stepping). Control-plane
 code is written as :class:`~netsleuth.defined.node.Node` subclasses that only
 talk through a substrate handle; the substrate tags every message with the
 paper's (group, estimated delay, origin, origin sequence) and either

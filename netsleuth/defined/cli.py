@@ -1,4 +1,9 @@
-"""`netsleuth defined run|step`: argument parsing and summaries only."""
+"""`netsleuth defined run|step`: argument parsing and summaries only.
+
+Output goes through rich directly (a progress bar while the runs go, a
+table at the end) rather than through the top-level CLI module, which sits
+above every command group.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ import json
 import sys
 from pathlib import Path
 from typing import Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 
 def _interactive_lines() -> Iterator[str]:
@@ -17,10 +25,15 @@ def _interactive_lines() -> Iterator[str]:
             return
 
 
+def _progress(console: Console) -> Progress:
+    """A transient progress bar; disabled when the output is not a terminal (JSON, pipes, tests)."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from netsleuth.cli import RichProgress, _progress, out
     from netsleuth.defined.ordering import by_name
     from netsleuth.defined.runs import RunOptions, run_many
 
@@ -29,10 +42,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                       seed=args.seed, topo=args.topo, variant=args.variant,
                       out=Path(args.out) if args.out else None, jitter=args.jitter,
                       scenario_seed=args.scenario_seed, processes=args.processes)
-    with _progress() as p:
-        rp = RichProgress(p)
-        rp.phase(f"{args.scenario} ({args.mode})", args.runs)
-        d = run_many(opts, lambda i, r: rp.advance(i + 1))
+    out = Console()
+    with _progress(Console(stderr=True)) as p:
+        task = p.add_task(f"{args.scenario} ({args.mode})", total=args.runs)
+        d = run_many(opts, lambda i, r: p.update(task, completed=i + 1))
     if args.json:
         d = {k: v for k, v in d.items() if k != "first_run"}
         print(json.dumps(d, sort_keys=True))
@@ -79,7 +92,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
     r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf"])
-    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | ring,N")
+    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | a netsleuth topology "
+                                    "(ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
                                           "ospf: cold (default) | warm")
     r.add_argument("--runs", type=int, default=50)

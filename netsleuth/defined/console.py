@@ -28,7 +28,8 @@ import json
 import os
 import shlex
 import time
-from typing import Any, Iterable, TextIO
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, TextIO
 
 from netsleuth.defined.lockstep import Delivered, Lockstep
 from netsleuth.defined.ordering import OrderingError, by_name
@@ -75,107 +76,160 @@ def _eval(code: Any, state: dict, msg: dict) -> bool:
         return False
 
 
-def execute(ls: Lockstep, line: str, out: TextIO) -> bool:
-    """Run one command; False means quit."""
+@dataclass
+class _Call:
+    """One parsed command line and what its handler may use."""
+
+    ls: Lockstep
+    cmd: str
+    args: list[str]
+    out: TextIO
+
+    def count(self) -> int:
+        try:
+            return int(self.args[0]) if self.args else 1
+        except ValueError:
+            raise ConsoleError(f"{self.cmd}: {self.args[0]!r} is not a number",
+                               f"write e.g. `{self.cmd} 3`") from None
+
+    def node(self) -> str:
+        hosts = self.ls.hosts
+        if not self.args or self.args[0] not in hosts:
+            raise ConsoleError(f"{self.cmd}: name a node ({', '.join(sorted(hosts)[:8])}...)",
+                               f"write e.g. `{self.cmd} {sorted(hosts)[0]}`")
+        return self.args[0]
+
+
+def _repeat(c: _Call, step: Callable[[], Any]) -> list[Delivered]:
+    """Run ``step`` up to ``count`` times, collecting what it delivered, until it delivers nothing."""
+    shown: list[Delivered] = []
+    for _ in range(c.count()):
+        got = step()
+        if not got:
+            break
+        shown.extend(got if isinstance(got, list) else [got])
+    return shown
+
+
+def _event(c: _Call) -> list[Delivered]:
+    return _repeat(c, c.ls.step_event)
+
+
+def _phase(c: _Call) -> list[Delivered]:
+    return _repeat(c, c.ls.step_phase)
+
+
+def _group(c: _Call) -> list[Delivered]:
+    return _repeat(c, c.ls.step_group)
+
+
+def _until(c: _Call) -> list[Delivered]:
+    node = c.node()
+    code = _compile(c.args[1] if len(c.args) > 1 else "False")
+    host = c.ls.hosts[node]
+    d = c.ls.run_until(lambda d: d.node == node and d.visible and
+                       _eval(code, host.st.app.state(), _msg_view(d)))
+    if d is None:
+        c.out.write(f"predicate never held; run finished ({c.ls.steps} events)\n")
+        return []
+    c.out.write(f"predicate holds at {node} after event {c.ls.steps}\n")
+    return [d]
+
+
+def _print(c: _Call) -> None:
+    names = sorted(c.ls.hosts) if c.args[:1] == ["all"] else [c.node()]
+    for n in names:
+        c.out.write(f"{n}: {json.dumps(c.ls.hosts[n].st.app.state(), sort_keys=True)}\n")
+
+
+def _routes(c: _Call) -> None:
+    for n, r in sorted(c.ls.routes().items()):
+        c.out.write(f"{n}: {json.dumps(r, sort_keys=True)}\n")
+
+
+def _deliveries(c: _Call) -> None:
+    for rec in c.ls.hosts[c.node()].records:
+        c.out.write(f"  g{rec[0]} {rec[1]} {rec[2]} {rec[3]} {rec[4]}\n")
+
+
+def _ordering(c: _Call) -> None:
+    if not c.args:
+        c.out.write(f"ordering {c.ls.ordering.name}\n")
+        return
+    try:
+        c.ls.set_ordering(c.args[0])
+    except OrderingError as exc:
+        raise ConsoleError(exc.problem, exc.fix) from None
+    c.out.write(f"ordering is now {c.ls.ordering.name}\n")
+
+
+def _status(c: _Call) -> None:
+    ls = c.ls
+    c.out.write(f"group {ls.group}, phase {ls.phases} (level {ls.phase_level}), {ls.steps} events delivered, "
+                f"{ls.pending()} pending, ordering {ls.ordering.name}{', finished' if ls.done else ''}\n")
+
+
+def _run(c: _Call) -> None:
+    c.ls.run()
+    c.out.write(f"finished: {c.ls.steps} events in {c.ls.phases} phases\n")
+
+
+def _help(c: _Call) -> None:
+    c.out.write(HELP + "\n")
+
+
+#: Commands that step the run: their deliveries are listed, with the time they took.
+STEPPING: dict[str, Callable[[_Call], list[Delivered]]] = {
+    "event": _event, "e": _event, "step": _event, "s": _event,
+    "phase": _phase, "p": _phase,
+    "group": _group, "g": _group,
+    "until": _until,
+}
+#: Commands that only look or change settings: they write their own output.
+LOOKING: dict[str, Callable[[_Call], None]] = {
+    "print": _print, "state": _print, "routes": _routes, "deliveries": _deliveries, "ordering": _ordering,
+    "status": _status, "run": _run, "help": _help,
+}
+QUIT = ("quit", "exit", "q")
+SHOWN_AT_MOST = 20
+
+
+def _words(line: str) -> list[str]:
     if line.strip().lower().startswith("until"):
         # The predicate is Python: keep its quotes, split off only the node.
-        words = line.strip().split(None, 2)
-    else:
-        words = shlex.split(line, comments=True)
+        return line.strip().split(None, 2)
+    return shlex.split(line, comments=True)
+
+
+def execute(ls: Lockstep, line: str, out: TextIO) -> bool:
+    """Run one command; False means quit."""
+    words = _words(line)
     if not words:
         return True
-    cmd, args = words[0].lower(), words[1:]
-
-    def count() -> int:
-        try:
-            return int(args[0]) if args else 1
-        except ValueError:
-            raise ConsoleError(f"{cmd}: {args[0]!r} is not a number", f"write e.g. `{cmd} 3`") from None
-
-    def node_arg() -> str:
-        if not args or args[0] not in ls.hosts:
-            raise ConsoleError(f"{cmd}: name a node ({', '.join(sorted(ls.hosts)[:8])}...)",
-                               f"write e.g. `{cmd} {sorted(ls.hosts)[0]}`")
-        return args[0]
-
-    t0 = time.perf_counter()
-    shown: list[Delivered] = []
-    if cmd in ("event", "e", "step", "s"):
-        for _ in range(count()):
-            d = ls.step_event()
-            if d is None:
-                break
-            shown.append(d)
-    elif cmd in ("phase", "p"):
-        for _ in range(count()):
-            got = ls.step_phase()
-            if not got:
-                break
-            shown.extend(got)
-    elif cmd in ("group", "g"):
-        for _ in range(count()):
-            got = ls.step_group()
-            if not got:
-                break
-            shown.extend(got)
-    elif cmd == "until":
-        node = node_arg()
-        code = _compile(args[1] if len(args) > 1 else "False")
-        host = ls.hosts[node]
-        d = ls.run_until(lambda d: d.node == node and d.visible and
-                         _eval(code, host.st.app.state(), _msg_view(d)))
-        if d is None:
-            out.write(f"predicate never held; run finished ({ls.steps} events)\n")
-        else:
-            shown.append(d)
-            out.write(f"predicate holds at {node} after event {ls.steps}\n")
-    elif cmd in ("print", "state"):
-        names = sorted(ls.hosts) if args[:1] == ["all"] else [node_arg()]
-        for n in names:
-            out.write(f"{n}: {json.dumps(ls.hosts[n].st.app.state(), sort_keys=True)}\n")
-        return True
-    elif cmd == "routes":
-        for n, r in sorted(ls.routes().items()):
-            out.write(f"{n}: {json.dumps(r, sort_keys=True)}\n")
-        return True
-    elif cmd == "deliveries":
-        n = node_arg()
-        for rec in ls.hosts[n].records:
-            out.write(f"  g{rec[0]} {rec[1]} {rec[2]} {rec[3]} {rec[4]}\n")
-        return True
-    elif cmd == "ordering":
-        if not args:
-            out.write(f"ordering {ls.ordering.name}\n")
-            return True
-        try:
-            ls.set_ordering(args[0])
-        except OrderingError as exc:
-            raise ConsoleError(exc.problem, exc.fix) from None
-        out.write(f"ordering is now {ls.ordering.name}\n")
-        return True
-    elif cmd == "status":
-        out.write(f"group {ls.group}, phase {ls.phases} (level {ls.phase_level}), {ls.steps} events delivered, "
-                  f"{ls.pending()} pending, ordering {ls.ordering.name}{', finished' if ls.done else ''}\n")
-        return True
-    elif cmd == "run":
-        ls.run()
-        out.write(f"finished: {ls.steps} events in {ls.phases} phases\n")
-        return True
-    elif cmd == "help":
-        out.write(HELP + "\n")
-        return True
-    elif cmd in ("quit", "exit", "q"):
+    c = _Call(ls, words[0].lower(), words[1:], out)
+    if c.cmd in QUIT:
         return False
-    else:
-        raise ConsoleError(f"unknown command {cmd!r}", "type help for the list of commands")
-    for d in shown[-20:]:
-        out.write(d.words() + "\n")
-    if len(shown) > 20:
-        out.write(f"  ({len(shown) - 20} earlier events not shown)\n")
-    if not shown and cmd != "until":
-        out.write("nothing left to run\n")
-    out.write(f"[{len(shown)} event(s), {(time.perf_counter() - t0) * 1000:.1f} ms]\n")
+    look = LOOKING.get(c.cmd)
+    if look is not None:
+        look(c)
+        return True
+    step = STEPPING.get(c.cmd)
+    if step is None:
+        raise ConsoleError(f"unknown command {c.cmd!r}", "type help for the list of commands")
+    t0 = time.perf_counter()
+    shown = step(c)
+    _report(c, shown, time.perf_counter() - t0)
     return True
+
+
+def _report(c: _Call, shown: list[Delivered], seconds: float) -> None:
+    for d in shown[-SHOWN_AT_MOST:]:
+        c.out.write(d.words() + "\n")
+    if len(shown) > SHOWN_AT_MOST:
+        c.out.write(f"  ({len(shown) - SHOWN_AT_MOST} earlier events not shown)\n")
+    if not shown and c.cmd != "until":
+        c.out.write("nothing left to run\n")
+    c.out.write(f"[{len(shown)} event(s), {seconds * 1000:.1f} ms]\n")
 
 
 def run_console(path: str | os.PathLike[str], command_lines: Iterable[str], out: TextIO,

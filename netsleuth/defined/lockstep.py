@@ -29,14 +29,14 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from netsleuth.defined.host import Host
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Entry, Tags
 from netsleuth.defined.node import Node
 from netsleuth.defined.ordering import Ordering, by_name
 from netsleuth.defined.topologies import Net
 
 
-class LSHost(Host):
+class LSRuntime(NodeRuntime):
     def __init__(self, *args: Any, coord: "Lockstep", **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.coord = coord
@@ -82,8 +82,8 @@ class Lockstep:
         self.ordering = by_name(ordering) if isinstance(ordering, str) else ordering
         self._uid = itertools.count(1)
         delays = net.delays()
-        self.hosts: dict[str, LSHost] = {
-            n: LSHost(n, factory(n), delays[n], interval=interval, hop_bound=hop_bound, tiebreak=tiebreak,
+        self.hosts: dict[str, LSRuntime] = {
+            n: LSRuntime(n, factory(n), delays[n], interval=interval, hop_bound=hop_bound, tiebreak=tiebreak,
                       rng_seed=f"defined:{n}", new_uid=self._uid.__next__, coord=self)
             for n in net.nodes}
         # The receive buffers of all nodes, as one heap ordered by (level, node, key): a phase

@@ -19,7 +19,7 @@ replay after a rollback regenerates the very same tags for every message it
 sends again (see lazy cancellation in :mod:`netsleuth.defined.rollback`).
 Its low bits are the send's index within the delivery, so one delivery's
 sends to a neighbour sort in the order the FIFO link delivers them
-(:meth:`netsleuth.defined.host.Host._child_sidx`).
+(:meth:`netsleuth.defined.node_runtime.NodeRuntime._child_sidx`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ TCP connection per directed link (FIFO, like the simulated links), a
 control pipe to the coordinator, beacons from the beacon node by the wall
 clock, and an emulated link delay (netem-style: each message is held for
 ``mean * U(1-j, 1+j)`` drawn from the OS's entropy, so runs really differ).
-The substrate is the very same :class:`~netsleuth.defined.rollback.RBHost`
+The substrate is the very same :class:`~netsleuth.defined.rollback.RBRuntime`
 (or arrival-order delivery for ``plain``); messages cross the wire as JSON
 lines.
 
@@ -28,10 +28,10 @@ import socket
 import time
 from typing import Any
 
-from netsleuth.defined.host import Host
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Entry, Tags
 from netsleuth.defined.ordering import by_name
-from netsleuth.defined.rollback import RBHost
+from netsleuth.defined.rollback import RBRuntime
 from netsleuth.defined.scenarios import Scenario
 from netsleuth.defined.sim import RunResult, SimConfig
 from netsleuth.errors import NetsleuthError
@@ -75,7 +75,7 @@ class ForkCheckpointer:
     def __init__(self, loop: "_Loop") -> None:
         self.loop = loop
 
-    def take(self, host: RBHost) -> tuple[int, int]:
+    def take(self, host: RBRuntime) -> tuple[int, int]:
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -104,7 +104,7 @@ class ForkCheckpointer:
         except OSError:
             pass
 
-    def resume(self, host: RBHost, token: tuple[int, int]) -> None:
+    def resume(self, host: RBRuntime, token: tuple[int, int]) -> None:
         host_part = {k: v for k, v in vars(host).items() if k not in self.HOST_SKIP}
         loop_part = {k: getattr(self.loop, k) for k in self.LOOP_KEEP}
         blob = pickle.dumps((host_part, loop_part), protocol=pickle.HIGHEST_PROTOCOL)
@@ -113,7 +113,7 @@ class ForkCheckpointer:
             f.write(b"R" + blob)
         os._exit(0)
 
-    def discard_all(self, host: RBHost) -> None:
+    def discard_all(self, host: RBRuntime) -> None:
         for tok in host.ckpts:
             if tok is not None:
                 self.discard(tok)
@@ -162,7 +162,7 @@ class _Loop:
         app = sc.factory(name)
         self.forker: ForkCheckpointer | None = None
         if cfg.mode == "rb":
-            self.host: Host = RBHost(name, app, self.delays, rng_seed=f"defined:{name}",
+            self.host: NodeRuntime = RBRuntime(name, app, self.delays, rng_seed=f"defined:{name}",
                                      ordering=by_name(cfg.ordering), transport=Transport(), horizon=cfg.horizon,
                                      window=cfg.window, proc_time=0.0, restore_time=0.0,
                                      checkpoint_every=cfg.checkpoint_every, **common)
@@ -170,7 +170,7 @@ class _Loop:
                 self.forker = ForkCheckpointer(self)
                 self.host.checkpointer = self.forker  # type: ignore[attr-defined]
         else:
-            self.host = _ProcPlainHost(name, app, self.delays, rng_seed=f"{os.getpid()}:{name}", loop=self, **common)
+            self.host = _ProcPlainRuntime(name, app, self.delays, rng_seed=f"{os.getpid()}:{name}", loop=self, **common)
         self.listener = listeners[name]
         for other, s in listeners.items():
             if other != name:
@@ -234,7 +234,7 @@ class _Loop:
                 fn = self.host.run  # type: ignore[attr-defined]
 
     def _start(self) -> None:
-        if isinstance(self.host, RBHost):
+        if isinstance(self.host, RBRuntime):
             self.host.start()
         else:
             self.host.deliver(Entry(self.host.new_uid(), "start", self.name, self.name,  # type: ignore[attr-defined]
@@ -295,7 +295,7 @@ class _Loop:
         h = self.host
         if m["t"] == "msg":
             e = _entry(m["e"])
-            h.arrive(e) if isinstance(h, RBHost) else h.deliver(e)  # type: ignore[attr-defined]
+            h.arrive(e) if isinstance(h, RBRuntime) else h.deliver(e)  # type: ignore[attr-defined]
         elif m["t"] == "anti":
             h.anti(int(m["uid"]))  # type: ignore[attr-defined]
         elif m["t"] == "beacon":
@@ -312,12 +312,12 @@ class _Loop:
         for nb in self.host.neighbors:
             if nb != frm and nb not in self.host.st.down:
                 self.send(nb, {"t": "beacon", "g": g, "from": self.name})
-        if isinstance(self.host, RBHost):
+        if isinstance(self.host, RBRuntime):
             self.host.advance(g)
 
     def _external(self, event: dict) -> None:
         h = self.host
-        if isinstance(h, RBHost):
+        if isinstance(h, RBRuntime):
             h.external(event)  # recorded in h.ext_log
         else:
             rec = {"node": self.name, "group": 0, "oseq": len(self.recorded), "event": event}
@@ -327,13 +327,13 @@ class _Loop:
 
     def _report(self) -> dict:
         h = self.host
-        ext = h.ext_log if isinstance(h, RBHost) else self.recorded
+        ext = h.ext_log if isinstance(h, RBRuntime) else self.recorded
         return {"deliveries": h.delivery_sequence(), "routes": h.st.app.routes(),  # type: ignore[attr-defined]
                 "state": h.st.app.state(), "counters": h.counters, "externals": ext,
                 "forks": self.forks, "resumes": self.resumes}
 
 
-class _ProcPlainHost(Host):
+class _ProcPlainRuntime(NodeRuntime):
     def __init__(self, *args: Any, loop: _Loop, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.loop = loop

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 
 from netsleuth import __version__
-from netsleuth.defined.host import TIEBREAKS
+from netsleuth.defined.node_runtime import TIEBREAKS
 from netsleuth.defined.scenarios import Scenario, build
 from netsleuth.defined.sim import RunResult, SimConfig
 from netsleuth.errors import TraceFormatError

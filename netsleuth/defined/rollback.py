@@ -6,7 +6,7 @@ arrival sorts before something already delivered -- an earlier group, or
 out of sequence in the current group -- the node
 
 1. restores the checkpoint taken just before the first entry the new one
-   precedes (a pickled :class:`~netsleuth.defined.host.HostState`),
+   precedes (a pickled :class:`~netsleuth.defined.node_runtime.NodeCheckpoint`),
 2. "unsends" every message it sent while delivering the rolled-back entries:
    each destination gets a rollback notice naming the message, and rolls
    itself back if it had already delivered it (cascading),
@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Protocol
 
-from netsleuth.defined.host import Host, HostState
+from netsleuth.defined.node_runtime import NodeRuntime, NodeCheckpoint
 from netsleuth.defined.message import START_OSEQ, Entry, Tags, canon
 from netsleuth.defined.ordering import Ordering
 from netsleuth.errors import NetsleuthError
@@ -57,7 +57,7 @@ class Transport(Protocol):
         """Only called with ``batch_rollback``: notices and messages as one packet (one arrival)."""
 
 
-class RBHost(Host):
+class RBRuntime(NodeRuntime):
     def __init__(self, *args: Any, ordering: Ordering, transport: Transport, horizon: int, window: int,
                  proc_time: float, restore_time: float, checkpoint_every: int = 4, batch_rollback: bool = False,
                  **kw: Any) -> None:
@@ -225,7 +225,7 @@ class RBHost(Host):
         c.rollbacks += 1
         c.rolled_back_deliveries += self.delivered - pos
         if self.checkpointer is None:
-            self.st = HostState.restore(self.ckpts[pos])  # type: ignore[arg-type]
+            self.st = NodeCheckpoint.restore(self.ckpts[pos])  # type: ignore[arg-type]
         else:
             # The checkpoint process takes over at the next run(), once this
             # operation has finished updating the history it will inherit.

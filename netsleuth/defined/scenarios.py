@@ -34,8 +34,8 @@ from netsleuth.defined.topologies import Net, make_net, parse_net
 from netsleuth.errors import NetsleuthError
 
 
-class ScenarioError(NetsleuthError):
-    pass
+class DefinedScenarioError(NetsleuthError):
+    """A DEFINED scenario cannot be built: unknown scenario, variant or topology for it."""
 
 
 NAMES = ("bgp-med", "rip-timer", "ospf")
@@ -117,7 +117,7 @@ def _ospf(topo: str, seed: int, variant: str, failures: int = 4) -> Scenario:
 
 
 def build(name: str, topo: str | None = None, variant: str | None = None, seed: int = 0) -> Scenario:
-    """Rebuild a scenario; bad names raise :class:`ScenarioError` with the fix."""
+    """Rebuild a scenario; bad names raise :class:`DefinedScenarioError` with the fix."""
     if name == "bgp-med":
         _fixed_topo(name, topo, "fig4")
         return _bgp(_variant(variant, bgp.VARIANTS))
@@ -128,17 +128,17 @@ def build(name: str, topo: str | None = None, variant: str | None = None, seed: 
         sc = _ospf(topo or "brite,30", seed, _variant(variant, OSPF_VARIANTS))
         sc.params["scenario_seed"] = seed
         return sc
-    raise ScenarioError(f"unknown scenario {name!r}", f"use one of: {', '.join(NAMES)}")
+    raise DefinedScenarioError(f"unknown scenario {name!r}", f"use one of: {', '.join(NAMES)}")
 
 
 def _fixed_topo(name: str, topo: str | None, fig: str) -> None:
     if topo not in (None, fig):
-        raise ScenarioError(f"{name} runs on its own case-study topology ({fig}), not {topo!r}",
+        raise DefinedScenarioError(f"{name} runs on its own case-study topology ({fig}), not {topo!r}",
                             "drop --topo, or use --scenario ospf for topozoo/brite topologies")
 
 
 def _variant(v: str | None, allowed: tuple[str, ...]) -> str:
     v = v or allowed[0]
     if v not in allowed:
-        raise ScenarioError(f"unknown variant {v!r}", f"use one of: {', '.join(allowed)}")
+        raise DefinedScenarioError(f"unknown variant {v!r}", f"use one of: {', '.join(allowed)}")
     return v

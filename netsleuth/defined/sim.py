@@ -27,11 +27,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from netsleuth.defined.host import Host
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Counters, Entry, Tags
 from netsleuth.defined.node import Node
 from netsleuth.defined.ordering import by_name
-from netsleuth.defined.rollback import RBHost
+from netsleuth.defined.rollback import RBRuntime
 from netsleuth.defined.topologies import Net
 
 NodeFactory = Callable[[str], Node]
@@ -86,7 +86,7 @@ class RunResult:
         return out
 
 
-class PlainHost(Host):
+class PlainRuntime(NodeRuntime):
     """Arrival-order delivery: what the software does without DEFINED."""
 
     def __init__(self, *args, sim: "Simulation", **kw) -> None:
@@ -137,13 +137,13 @@ class Simulation:
         self.mean = delays
         new_uid = self._uid.__next__
         common = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=new_uid, tiebreak=cfg.tiebreak)
-        self.hosts: dict[str, Host] = {}
+        self.hosts: dict[str, NodeRuntime] = {}
         ordering = by_name(cfg.ordering)
         for n in net.nodes:
             if cfg.mode == "plain":
-                h: Host = PlainHost(n, factory(n), delays[n], rng_seed=f"{cfg.seed}:{n}", sim=self, **common)
+                h: NodeRuntime = PlainRuntime(n, factory(n), delays[n], rng_seed=f"{cfg.seed}:{n}", sim=self, **common)
             else:
-                h = RBHost(n, factory(n), delays[n], rng_seed=f"defined:{n}", ordering=ordering, transport=self,
+                h = RBRuntime(n, factory(n), delays[n], rng_seed=f"defined:{n}", ordering=ordering, transport=self,
                            horizon=cfg.horizon, window=cfg.window, proc_time=cfg.proc_time,
                            restore_time=cfg.restore_time,
                            checkpoint_every=cfg.checkpoint_every, batch_rollback=cfg.batch_rollback, **common)
@@ -174,7 +174,7 @@ class Simulation:
     def transmit_batch(self, src: str, dst: str, uids: list[int], entries: list[Entry], depart: float) -> None:
         self._push(self._arrival(src, dst, depart), "batch", dst, uids, entries)
 
-    def schedule_timer(self, host: PlainHost, e: Entry, at: float) -> None:
+    def schedule_timer(self, host: PlainRuntime, e: Entry, at: float) -> None:
         if at <= (self.cfg.horizon + 0.999) * self.cfg.interval:
             self._push(at, "timer", host.name, e)
 
@@ -187,7 +187,7 @@ class Simulation:
             for g in range(1, cfg.horizon + 1):
                 self._push(g * cfg.interval, "emit", g)
         for n, h in self.hosts.items():
-            if isinstance(h, RBHost):
+            if isinstance(h, RBRuntime):
                 h.start()
             else:
                 h.deliver(Entry(next(self._uid), "start", n, n, Tags(0, 0, 0, n, START_OSEQ, "start", n, 0)))
@@ -210,7 +210,7 @@ class Simulation:
             h = self.hosts[name]
             h.clock = max(h.clock, t)
             if kind == "msg":
-                h.arrive(args[0]) if isinstance(h, RBHost) else h.deliver(args[0])
+                h.arrive(args[0]) if isinstance(h, RBRuntime) else h.deliver(args[0])
             elif kind == "anti":
                 h.anti(args[1])
             elif kind == "batch":
@@ -238,8 +238,8 @@ class Simulation:
         if h.counters.deliveries != before:
             self.last_activity = max(self.last_activity, h.clock)
 
-    def _external(self, h: Host, event: dict) -> None:
-        if isinstance(h, RBHost):
+    def _external(self, h: NodeRuntime, event: dict) -> None:
+        if isinstance(h, RBRuntime):
             rec = h.external(event)
         else:
             g = int(self.now / self.cfg.interval)

@@ -15,7 +15,15 @@ Specs (``parse_net``):
                   preferential attachment (BRITE's "BA" model, m=2) on N
                   nodes placed uniformly in a 1000x1000 plane, delay from
                   Euclidean distance (1 unit = 10 us) plus 100 us.
-``ring,N`` / ``line,N`` / ``mesh,N``  small regular graphs, 1 ms links.
+
+Anything else is a netsleuth topology spec in the model's (Mininet) grammar
+-- ``linear,N``, ``ring,N``, ``mesh,N``, ``tree,depth=D,fanout=F``,
+``torus,X,Y``, ``fattree,K``, a ``.json``/``.graphml`` file -- parsed by
+:func:`netsleuth.model.topology.parse_topo`; its *switches* become the
+DEFINED nodes (hosts are not routers and are left out) and every
+switch-to-switch link a 1 ms link (:func:`net_from_topology`).  The two
+extras above are DEFINED's own: they need link delays, which the model's
+topologies do not carry.
 """
 
 from __future__ import annotations
@@ -27,6 +35,9 @@ from dataclasses import dataclass
 import networkx as nx
 
 from netsleuth.errors import UnknownTopologyError
+from netsleuth.model.topology import Topology, parse_topo
+
+SWITCH_LINK_US = 1000  # delay of a link taken from a model topology (it carries none)
 
 
 @dataclass(frozen=True)
@@ -98,26 +109,37 @@ def topozoo(name: str) -> Net:
     return make_net(f"topozoo/{name}", list(names.values()), links)
 
 
+def net_from_topology(topo: Topology) -> Net:
+    """The switch graph of a model topology as a DEFINED network (1 ms links; hosts left out)."""
+    nodes = [sw.name for sw in topo.switches]
+    pairs = {tuple(sorted((link.node1, link.node2))) for link in topo.links
+             if topo.is_switch(link.node1) and topo.is_switch(link.node2) and link.node1 != link.node2}
+    if len(nodes) < 2 or not pairs:
+        raise UnknownTopologyError(f"topology {topo.spec!r} has fewer than two connected switches, "
+                                   "so no routers to run a control plane on",
+                                   "use e.g. ring,N, mesh,N, linear,N or a topozoo/brite network")
+    return make_net(topo.spec, nodes, [(a, b, SWITCH_LINK_US) for a, b in sorted(pairs)])
+
+
 def parse_net(spec: str) -> Net:
     """A topology spec (see the module doc) to a :class:`Net`."""
     s = spec.strip()
     if s.startswith("topozoo/"):
         return topozoo(s.split("/", 1)[1])
     head, _, rest = s.partition(",")
-    args = [a for a in rest.split(",") if a]
-    try:
-        nums = [int(a) for a in args]
-    except ValueError:
-        nums = None
-    if nums is not None and head == "brite" and 1 <= len(nums) <= 2:
+    if head == "brite":
+        args = [a for a in rest.split(",") if a]
+        try:
+            nums = [int(a) for a in args]
+        except ValueError:
+            nums = []
+        if not 1 <= len(nums) <= 2:
+            raise UnknownTopologyError(f"bad brite topology {spec!r}", "write brite,N or brite,N,SEED (integers)")
         return brite(nums[0], nums[1] if len(nums) > 1 else 0)
-    if nums is not None and head in ("ring", "line", "mesh") and len(nums) == 1 and nums[0] >= 2:
-        n = nums[0]
-        names = _names(n)
-        if head == "mesh":
-            pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-        else:
-            pairs = list(zip(names, names[1:])) + ([(names[-1], names[0])] if head == "ring" and n > 2 else [])
-        return make_net(s, names, [(a, b, 1000) for a, b in pairs])
-    raise UnknownTopologyError(f"unknown DEFINED topology {spec!r}",
-                               "use topozoo/NAME (e.g. topozoo/Sprint), brite,N[,SEED], ring,N, line,N or mesh,N")
+    try:
+        topo = parse_topo(s)
+    except UnknownTopologyError as exc:
+        raise UnknownTopologyError(f"unknown DEFINED topology {spec!r} ({exc.problem})",
+                                   f"use topozoo/NAME (e.g. topozoo/Sprint), brite,N[,SEED], or a netsleuth "
+                                   f"topology: {exc.fix}") from None
+    return net_from_topology(topo)

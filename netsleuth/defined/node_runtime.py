@@ -1,6 +1,6 @@
-"""What every substrate shares: the checkpointable per-node state and ``ctx``.
+"""Per-node runtime (:class:`NodeRuntime`) every substrate shares, its checkpointable state and ``ctx``.
 
-:class:`HostState` is everything a rollback must restore -- the software's
+:class:`NodeCheckpoint` is everything a rollback must restore -- the software's
 own object, the timer table, the node's random generator and the links it
 believes are down -- so a checkpoint is one ``pickle.dumps`` of it (the
 in-process analogue of the paper's ``fork()``).
@@ -46,7 +46,7 @@ class CounterRandom:
 
 
 @dataclass
-class HostState:
+class NodeCheckpoint:
     app: Node
     timers: dict[str, int] = field(default_factory=dict)  # name -> sidx of the live timer entry
     rng: CounterRandom = field(default_factory=lambda: CounterRandom(""))
@@ -56,7 +56,7 @@ class HostState:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
 
     @staticmethod
-    def restore(blob: bytes) -> "HostState":
+    def restore(blob: bytes) -> "NodeCheckpoint":
         return pickle.loads(blob)
 
 
@@ -65,7 +65,7 @@ class Ctx:
 
     __slots__ = ("_host", "_entry", "node")
 
-    def __init__(self, host: "Host", entry: Entry) -> None:
+    def __init__(self, host: "NodeRuntime", entry: Entry) -> None:
         self._host = host
         self._entry = entry
         self.node = host.name
@@ -95,7 +95,7 @@ class Ctx:
         return self._host.link_delay[peer]
 
 
-class Host:
+class NodeRuntime:
     """One node's substrate: delivery dispatch, tagging, counters.
 
     Subclasses decide *when* entries are delivered (plain, RB, LS) and how
@@ -113,7 +113,7 @@ class Host:
         self.interval = interval
         self.hop_bound = hop_bound
         self.new_uid = new_uid
-        self.st = HostState(app=app, rng=CounterRandom(rng_seed))
+        self.st = NodeCheckpoint(app=app, rng=CounterRandom(rng_seed))
         self.counters = Counters()
         self._sent_now: list[Entry] | None = None
         self._k = 0  # sends and timers so far in the current delivery
