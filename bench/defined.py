@@ -72,7 +72,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "defined.json"
 
 
 def overhead(topo: str, ordering: str, seed: int, jitter: float, original: bool = False) -> dict:
-    """One run's Fig. 8a figures; ``original``: the implementation before issue 8's fixes."""
+    """One run's Fig. 8a figures; ``original``: the hash tie-breaker and one rollback per late arrival
+    (no batching), as first implemented."""
     sc = build("ospf", topo=topo, variant="warm", seed=seed)
     t0 = time.perf_counter()
     cfg = dict(seed=seed, horizon=sc.horizon, jitter=jitter, ordering=ordering)

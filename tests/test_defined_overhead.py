@@ -1,4 +1,4 @@
-"""DEFINED-RB's control overhead (issue 8, the paper's Fig. 8a) and the fixes behind it.
+"""DEFINED-RB's control overhead (the paper's Fig. 8a) and the two fixes that brought it down.
 
 The optimized ordering used to cost more than 2 extra messages per node per
 link event at 100 nodes: one delivery's sends to a neighbour (an OSPF

@@ -215,7 +215,7 @@ def test_faults_are_optional_transitions():
 
 
 def test_generator_seam_adds_host_sends_that_replay(tmp_path):
-    """The seam issue 7 plugs input discovery into: extra ("sendpkt", host, packet) transitions."""
+    """The seam input discovery plugs into: generators add extra ("sendpkt", host, packet) transitions."""
     from netsleuth.model.packet import icmp_echo
     from netsleuth.nice.explore import Found
     from netsleuth.nice.job import write_counterexample

@@ -50,7 +50,7 @@ class SimConfig:
     hop_bound: int = 64
     window: int = 64              # groups kept for rollback
     checkpoint_every: int = 4     # deliveries between checkpoints
-    tiebreak: str = "send-order"  # sidx scheme (host.TIEBREAKS); "hash" is the original, a baseline
+    tiebreak: str = "send-order"  # sidx scheme (node_runtime.TIEBREAKS); "hash" is the original, a baseline
     batch_rollback: bool = True   # a rollback's notices + re-sends to a neighbour travel as one packet
     beacon_source: str | None = None
 
