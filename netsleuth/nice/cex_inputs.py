@@ -43,7 +43,7 @@ from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice.job import load_counterexample
 from netsleuth.nice.loading import make_system
 from netsleuth.nice.system import State, System
-from netsleuth.nice.transitions import Transition, transition_from_json
+from netsleuth.nice.transitions import CTL, MOVE, OF, OUT, PKT, RECV, SEND, SENDPKT, TIMER, Transition, transition_from_json
 from netsleuth.nice.violation import PropertyViolation
 from netsleuth.nice import messages as m
 from netsleuth.openflow.codec import msg_to_json
@@ -134,31 +134,31 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
         if system.is_fault(tr):
             raise ConversionError(f"the counterexample uses the fault {system.describe(st, tr)!r}, which has no "
                                   "real-run input", "search without --faults to get a convertible counterexample")
-        if kind == "send":
+        if kind == SEND:
             hs = st.hosts[tr[1]]
             dst = hs.to_send[0]
             h, d = hs.host, cfg.topology.host(dst)
             pkt = icmp_echo(h.mac, d.mac, h.ip, d.ip, tr[1] + 1, hs.next_seq)  # the model's ping (system._fire_send)
             add(ts.TrafficInjection, host=h.name, packet=pkt.to_json(), dst=dst)
-        elif kind == "sendpkt":
+        elif kind == SENDPKT:
             hs = st.hosts[tr[1]]
             add(ts.TrafficInjection, host=hs.host.name, packet=tr[2].to_json(),
                 dst=system.host_by_mac.get(tr[2].eth_dst))
-        elif kind == "move":
+        elif kind == MOVE:
             hs = st.hosts[tr[1]]
             (old_sw, old_port), (new_sw, new_port) = hs.location, hs.moves_left[0]
             add(ts.HostMigration, host=hs.host.name, old_switch=old_sw, old_port=old_port, new_switch=new_sw,
                 new_port=new_port)
             h = hs.host
             add(ts.TrafficInjection, host=h.name, packet=arp_request(h.mac, h.ip, h.ip).to_json(), dst=None)
-        elif kind == "of" and type(st.to_sw[tr[1]][0]) is m.FlowMod:
+        elif kind == OF and type(st.to_sw[tr[1]][0]) is m.FlowMod:
             # The rule changes the inputs so far made the app send: the replay waits for the real
             # controller to send them again (happens-before, matched by fingerprint) before the
             # next input, instead of trusting the gap alone.
             js = msg_to_json(m.to_ofp(st.to_sw[tr[1]][0]))
             events.append(ts.ControlToSwitch(seq=len(events), t=round(t, 6), conn=0, controller=controller,
                                              dpid=system.dpid_of[tr[1]], msg=js, fp=of_fingerprint(js)))
-        elif kind not in ("out", "recv", "pkt", "of", "ctl", "timer"):
+        elif kind not in (OUT, RECV, PKT, OF, CTL, TIMER):
             raise ConversionError(f"transition {tr!r} has no real-run input",
                                   "convert counterexamples of the standard model transitions")
         st, _ = system.fire(st, tr)

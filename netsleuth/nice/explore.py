@@ -65,7 +65,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
-from netsleuth.nice.system import ANY, Effects, State, System, Transition
+from netsleuth.nice.system import ANY, Effects, State, System
+from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
 from netsleuth.nice.violation import PropertyViolation
 
 STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
@@ -117,18 +118,18 @@ class SearchOptions:
 
 # ------------------------------------------------------------------ strategy filters
 def _filter_pkt_seq(system: System, st: State, en: list) -> list:
-    return [t for t in en if not (t[0] == "send" and st.hosts[t[1]].credits == 0)]
+    return [t for t in en if not (t[0] == SEND and st.hosts[t[1]].credits == 0)]
 
 
 def _filter_no_delay(system: System, st: State, en: list) -> list:
-    ofs = [t for t in en if t[0] == "of"]
+    ofs = [t for t in en if t[0] == OF]
     if ofs:
         return ofs[:1]
-    ctl = [t for t in en if t[0] == "ctl"]
+    ctl = [t for t in en if t[0] == CTL]
     return ctl or en
 
 
-_DATAPLANE = ("pkt", "recv", "out")
+_DATAPLANE = (PKT, RECV, OUT)
 
 
 def _filter_unusual(system: System, st: State, en: list) -> list:
@@ -145,8 +146,8 @@ def _filter_unusual(system: System, st: State, en: list) -> list:
     paper's example: switch 3 installs its rule first, then 2, then 1).
     """
     if any(t[0] in _DATAPLANE for t in en):
-        return [t for t in en if t[0] not in ("ctl", "of")]
-    ofs = [t for t in en if t[0] == "of"]
+        return [t for t in en if t[0] not in (CTL, OF)]
+    ofs = [t for t in en if t[0] == OF]
     if len(ofs) < 2:
         return en
     order = st.extra[1]
@@ -158,11 +159,11 @@ def _filter_unusual(system: System, st: State, en: list) -> list:
             break
     if chosen is None:
         return en
-    return [t for t in en if t[0] != "of" or t[1] == chosen]
+    return [t for t in en if t[0] != OF or t[1] == chosen]
 
 
 def _filter_flow_ir(system: System, st: State, en: list) -> list:
-    sends = [t for t in en if t[0] in ("send", "out")]
+    sends = [t for t in en if t[0] in (SEND, OUT)]
     if len(sends) < 2:
         return en
     app = st.app
@@ -171,12 +172,12 @@ def _filter_flow_ir(system: System, st: State, en: list) -> list:
     for t in sends[1:]:
         if app.is_same_flow(first, _frame_of(system, st, t)):
             keep.add(t)
-    return [t for t in en if t[0] not in ("send", "out") or t in keep]
+    return [t for t in en if t[0] not in (SEND, OUT) or t in keep]
 
 
 def _frame_of(system: System, st: State, t: Transition) -> Any:
     hs = st.hosts[t[1]]
-    if t[0] == "out":
+    if t[0] == OUT:
         return hs.outbox[0]
     from netsleuth.model.packet import icmp_echo
     h = hs.host

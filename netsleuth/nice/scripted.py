@@ -28,29 +28,8 @@ from typing import Any
 
 from netsleuth.model.packet import Packet
 from netsleuth.nice.errors import ScenarioError
-from netsleuth.nice.state import State
-from netsleuth.nice.transitions import Kind
-
-SENDPKT = Kind.SENDPKT
-
-
-def _in_flight(st: State, host: str) -> int:
-    """How many frames ``host`` sent are still somewhere in the network (distinct pids)."""
-    seen = set()
-    for q in st.inq.values():
-        for _, tag in q:
-            if tag is not None and tag[0] is not None and tag[0][0] == host:
-                seen.add(tag[0])
-    for s in st.switches:
-        for b in s.buffers.values():
-            if b.tag is not None and b.tag[0] is not None and b.tag[0][0] == host:
-                seen.add(b.tag[0])
-    for q in st.to_ctrl:
-        for msg in q:
-            tag = getattr(msg, "tag", None)
-            if tag is not None and tag[0] is not None and tag[0][0] == host:
-                seen.add(tag[0])
-    return len(seen)
+from netsleuth.nice.state import State, pids_in_flight
+from netsleuth.nice.transitions import SENDPKT
 
 
 class ScriptedSends:
@@ -79,7 +58,7 @@ class ScriptedSends:
             f = self.next_frame(st, i, frames)
             if f is None:
                 continue
-            if burst is not None and _in_flight(st, host) >= burst:
+            if burst is not None and len(pids_in_flight(st, host)) >= burst:
                 continue
             out.append((SENDPKT, i, f))
         return out

@@ -235,3 +235,23 @@ class State:
         if h is None:
             h = self._hash = hash(self.key())
         return h
+
+
+def pids_in_flight(st: State, host: str) -> frozenset:
+    """Packet ids of frames ``host`` sent that are still in the network: on wires, in switch buffers
+    or queued for the controller (a pid is (host, frame, count); flooded copies share it)."""
+    out = set()
+    for q in st.inq.values():
+        for _, tag in q:
+            if tag is not None and tag[0] is not None and tag[0][0] == host:
+                out.add(tag[0])
+    for s in st.switches:
+        for b in s.buffers.values():
+            if b.tag is not None and b.tag[0] is not None and b.tag[0][0] == host:
+                out.add(b.tag[0])
+    for q in st.to_ctrl:
+        for msg in q:
+            tag = getattr(msg, "tag", None)
+            if tag is not None and tag[0] is not None and tag[0][0] == host:
+                out.add(tag[0])
+    return frozenset(out)

@@ -7,8 +7,8 @@ a transition dependent on a member of P.  Then every path that the full
 search takes from this state can be reordered to start with a member of P
 and reach the same state with the same property events (Godefroid, Valmari).
 
-P is computed as a stubborn set over transition *names* (``("pkt", s)``,
-``("recv", h)``, ... -- the names that are stable from state to state, see
+P is computed as a stubborn set over transition *names* (``(PKT, s)``,
+``(RECV, h)``, ... -- the names that are stable from state to state, see
 system.py) with a conservative "may touch" footprint predicted for every name,
 enabled or not, before anything fires:
 
@@ -44,9 +44,10 @@ from __future__ import annotations
 from typing import Any
 
 from netsleuth.nice.state import State
+from netsleuth.nice.transitions import CTL, MOVE, OF, OUT, PKT, RECV, SEND, SENDPKT, TIMER
 
-_EVENT_KINDS = {"on_host_send": ("send", "out", "move"), "on_host_receive": ("recv",),
-                "on_switch_receive": ("pkt",), "on_packet_in": ("ctl",), "on_host_move": ("move",)}
+_EVENT_KINDS = {"on_host_send": (SEND, OUT, MOVE), "on_host_receive": (RECV,),
+                "on_switch_receive": (PKT,), "on_packet_in": (CTL,), "on_host_move": (MOVE,)}
 
 
 class Stubborn:
@@ -104,9 +105,9 @@ class Stubborn:
         out = []
         peer = self.sw_peer.get((j, p))
         if peer is not None:
-            out += [("pkt", peer[0]), ("of", peer[0])]
+            out += [(PKT, peer[0]), (OF, peer[0])]
         for h in at.get((j, p), ()):
-            out += [("send", h), ("out", h), ("move", h)]
+            out += [(SEND, h), (OUT, h), (MOVE, h)]
         return out
 
     def _output_conflicts(self, j: int, at: dict, host_sw: list) -> list:
@@ -115,11 +116,11 @@ class Stubborn:
         for p in self.sw_ports[j]:
             peer = self.sw_peer.get((j, p))
             if peer is not None:
-                out.append(("pkt", peer[0]))       # reads whether that input is empty
+                out.append((PKT, peer[0]))       # reads whether that input is empty
             for h in at.get((j, p), ()):
                 for k in host_sw[h]:               # other switches that may push to h's wire
                     if k != j:
-                        out += [("pkt", k), ("of", k)]
+                        out += [(PKT, k), (OF, k)]
         return out
 
     def _prop_conflicts(self, kind: str) -> list:
@@ -131,84 +132,84 @@ class Stubborn:
         return out
 
     def _names_of_kind(self, kind: str) -> list:
-        if kind in ("send", "out", "recv", "move"):
+        if kind in (SEND, OUT, RECV, MOVE):
             return [(kind, i) for i in range(self.n_hosts)]
-        if kind in ("pkt", "of", "ctl"):
+        if kind in (PKT, OF, CTL):
             return [(kind, j) for j in range(self.n_sw)]
         return []
 
     def _controller(self, st: State) -> list:
-        return [("ctl", j) for j in range(self.n_sw)] + [("timer", n) for n in st.timers]
+        return [(CTL, j) for j in range(self.n_sw)] + [(TIMER, n) for n in st.timers]
 
     def _conflicts(self, st: State, t: tuple, at: dict, host_sw: list) -> list | None:
         """Names possibly dependent on enabled ``t`` while it waits; None: everything."""
         kind = t[0]
-        if kind in ("send", "out"):
+        if kind in (SEND, OUT):
             i = t[1]
-            out = [("send", i), ("out", i), ("move", i)]
-            if kind == "send" and st.hosts[i].to_send:
-                out.append(("recv", i))  # a received ARP may change the MAC a ping goes to
+            out = [(SEND, i), (OUT, i), (MOVE, i)]
+            if kind == SEND and st.hosts[i].to_send:
+                out.append((RECV, i))  # a received ARP may change the MAC a ping goes to
             for j in host_sw[i]:
-                out.append(("pkt", j))
+                out.append((PKT, j))
             loc = st.hosts[i].location
             for name, port in (loc,) + tuple(st.hosts[i].moves_left):
                 j = self.system.sw_index.get(name)
                 for h in at.get((j, port), ()):
                     if h != i:
-                        out += [("send", h), ("out", h), ("move", h)]
+                        out += [(SEND, h), (OUT, h), (MOVE, h)]
             return out + self._prop_conflicts(kind)
-        if kind == "recv":
+        if kind == RECV:
             # Appending replies to the outbox commutes with sending its head; scripted
             # frames do not depend on what the host received; pings do (ARP, credits).
             i = t[1]
-            out = [("move", i)]
+            out = [(MOVE, i)]
             if st.hosts[i].to_send:
-                out.append(("send", i))
+                out.append((SEND, i))
             return out + self._prop_conflicts(kind)
-        if kind == "pkt":
+        if kind == PKT:
             j = t[1]
-            out = [("of", j)]
+            out = [(OF, j)]
             name = self.sw_names[j]
             for p in self.sw_ports[j]:
                 if not st.inq.get((name, p)):
                     out += self._pushers_of_input(j, p, at)
             return out + self._output_conflicts(j, at, host_sw) + self._prop_conflicts(kind)
-        if kind == "of":
+        if kind == OF:
             j = t[1]
-            return [("pkt", j)] + self._output_conflicts(j, at, host_sw)
-        if kind in ("ctl", "timer"):
+            return [(PKT, j)] + self._output_conflicts(j, at, host_sw)
+        if kind in (CTL, TIMER):
             return self._controller(st) + self._prop_conflicts(kind)
         return None  # move (changes the wiring) or anything unknown
 
     def _enablers(self, st: State, t: tuple, at: dict, host_sw: list) -> list:
         """A necessary enabling set for disabled ``t``: names one of which must fire first."""
         kind = t[0]
-        if kind == "send":
+        if kind == SEND:
             if self.scripted_seq:
                 # PKT-SEQ bounds a script by the host's packets still anywhere in the
                 # network: whatever consumes or drops one of them may enable the send.
-                return [(k, j) for k in ("recv",) for j in range(self.n_hosts)] + \
-                       [(k, j) for k in ("pkt", "of", "ctl") for j in range(self.n_sw)]
-            return [("recv", t[1])]   # PKT-SEQ credits come back (a script never restarts: harmless)
-        if kind == "out":
-            return [("recv", t[1])]
-        if kind == "move":
-            return [("out", t[1])] if st.hosts[t[1]].moves_left else []
-        if kind == "recv":
+                return [(k, j) for k in (RECV,) for j in range(self.n_hosts)] + \
+                       [(k, j) for k in (PKT, OF, CTL) for j in range(self.n_sw)]
+            return [(RECV, t[1])]   # PKT-SEQ credits come back (a script never restarts: harmless)
+        if kind == OUT:
+            return [(RECV, t[1])]
+        if kind == MOVE:
+            return [(OUT, t[1])] if st.hosts[t[1]].moves_left else []
+        if kind == RECV:
             out = []
             for j in host_sw[t[1]]:
-                out += [("pkt", j), ("of", j)]
+                out += [(PKT, j), (OF, j)]
             return out
-        if kind == "pkt":
+        if kind == PKT:
             j = t[1]
             out = []
             for p in self.sw_ports[j]:
                 out += self._pushers_of_input(j, p, at)
             return out
-        if kind == "of":
+        if kind == OF:
             return self._controller(st)
-        if kind == "ctl":
-            return [("pkt", t[1]), ("of", t[1])]
+        if kind == CTL:
+            return [(PKT, t[1]), (OF, t[1])]
         return []  # a timer not posted yet: only the controller posts it (already conflicting)
 
     # ------------------------------------------------------------------ the set
@@ -259,7 +260,7 @@ class Stubborn:
 
 def _name(t: tuple) -> tuple:
     """A scripted send is its host's send: same host state, same wire (scripted.py)."""
-    return ("send", t[1]) if t[0] == "sendpkt" else t
+    return (SEND, t[1]) if t[0] == SENDPKT else t
 
 
 def stubborn_applies(system: Any) -> str:

@@ -30,13 +30,9 @@ from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI, canonical_form
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
-from netsleuth.nice.state import HostState, MCSwitch, State
-from netsleuth.nice.transitions import FAULT_KINDS, Kind, Transition
-
-# Bound once: attribute access on an Enum class is a descriptor call, and enabled() and fire() run per state.
-SEND, OUT, RECV, MOVE, SENDPKT = Kind.SEND, Kind.OUT, Kind.RECV, Kind.MOVE, Kind.SENDPKT
-PKT, OF, CTL, TIMER, STATS = Kind.PKT, Kind.OF, Kind.CTL, Kind.TIMER, Kind.STATS
-EXPIRE, DROP, DUP, LINKDOWN = Kind.EXPIRE, Kind.DROP, Kind.DUP, Kind.LINKDOWN
+from netsleuth.nice.state import HostState, MCSwitch, State, pids_in_flight
+from netsleuth.nice.transitions import (CTL, DROP, DUP, EXPIRE, FAULT_KINDS, LINKDOWN, MOVE, OF, OUT, PKT, RECV, SEND,
+                                        SENDPKT, STATS, TIMER, Transition)
 from netsleuth.nice.violation import PropertyViolation
 
 ANY = ("*",)  # footprint object that conflicts with every other (see explore.independent)
@@ -106,22 +102,7 @@ class _Ctx:
 
     def in_flight(self, host: str) -> frozenset:
         """pids of packets ``host`` sent that are still in the network (wires, buffers, controller queues)."""
-        st = self.state
-        out = set()
-        for q in st.inq.values():
-            for _, tag in q:
-                if tag is not None and tag[0] is not None and tag[0][0] == host:
-                    out.add(tag[0])
-        for s in st.switches:
-            for b in s.buffers.values():
-                if b.tag is not None and b.tag[0] is not None and b.tag[0][0] == host:
-                    out.add(b.tag[0])
-        for q in st.to_ctrl:
-            for msg in q:
-                tag = getattr(msg, "tag", None)
-                if tag is not None and tag[0] is not None and tag[0][0] == host:
-                    out.add(tag[0])
-        return frozenset(out)
+        return pids_in_flight(self.state, host)
 
     def violation(self, prop: str, message: str, hosts: tuple = (), switches: tuple = ()) -> None:
         self.fx.violations.append(PropertyViolation(prop, message, tuple(hosts), tuple(switches)))

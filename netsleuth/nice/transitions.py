@@ -64,6 +64,12 @@ class Kind(StrEnum):
     LINKDOWN = "linkdown"
 
 
+# Each kind as a module constant: attribute access on an Enum class is a descriptor call, and the
+# search builds and compares transitions once per state.
+SEND, OUT, RECV, MOVE, SENDPKT = Kind.SEND, Kind.OUT, Kind.RECV, Kind.MOVE, Kind.SENDPKT
+PKT, OF, CTL, TIMER, STATS = Kind.PKT, Kind.OF, Kind.CTL, Kind.TIMER, Kind.STATS
+EXPIRE, DROP, DUP, LINKDOWN = Kind.EXPIRE, Kind.DROP, Kind.DUP, Kind.LINKDOWN
+
 #: ``(kind, *args)``; see the module docstring.
 Transition = tuple
 
@@ -97,4 +103,5 @@ def _tuplify(x: Any) -> Any:
     return tuple(_tuplify(y) for y in x) if isinstance(x, list) else x
 
 
-__all__ = ["FAULT_KINDS", "HOST_KINDS", "Kind", "Transition", "transition_from_json", "transition_to_json"]
+__all__ = ["CTL", "DROP", "DUP", "EXPIRE", "FAULT_KINDS", "HOST_KINDS", "Kind", "LINKDOWN", "MOVE", "OF", "OUT", "PKT",
+           "RECV", "SEND", "SENDPKT", "STATS", "TIMER", "Transition", "transition_from_json", "transition_to_json"]

@@ -25,7 +25,8 @@ from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.errors import ScenarioError
-from netsleuth.nice.transitions import Kind
+from netsleuth.nice.state import pids_in_flight
+from netsleuth.nice.transitions import SENDPKT, STATS
 from netsleuth.nice.concolic.coverage import ArcTracer, Coverage
 from netsleuth.nice.concolic.engine import Exploration, explore
 from netsleuth.nice.concolic.packet import Domain, HostLike, SymPacket, concrete_packet, header_vars
@@ -274,8 +275,7 @@ class PacketDiscoverer:
             return False
         burst = getattr(system.config, "pkt_seq_burst", None)
         if burst is not None:
-            from netsleuth.nice.scripted import _in_flight  # PKT-SEQ's in-flight count, shared with scripts
-            if _in_flight(st, hs.host.name) >= burst:
+            if len(pids_in_flight(st, hs.host.name)) >= burst:  # PKT-SEQ's bound, as for scripts
                 return False
         return True
 
@@ -293,7 +293,7 @@ class PacketDiscoverer:
             sw_name, port = hs.location
             dpid = system.dpid_of[system.sw_index[sw_name]]
             for pkt in self.packets(st.app, app_key, hs.host, known, dpid, port, system.links, system.now):
-                out.append((Kind.SENDPKT, i, pkt))
+                out.append((SENDPKT, i, pkt))
         return out
 
 
@@ -366,5 +366,5 @@ class StatsDiscoverer:
             if app_key is None:
                 app_key = st.appkey = st.app.key()
             for stats in self.replies(st.app, app_key, system.dpid_of[i], q[0].stats, system.links, system.now):
-                out.append((Kind.STATS, i, stats))
+                out.append((STATS, i, stats))
         return out
