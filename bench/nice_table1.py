@@ -76,17 +76,17 @@ def run(n: int, order: str, unsound: bool = False, dpor: bool = False) -> dict:
     from netsleuth.nice.loading import make_system
     from netsleuth.nice.scenarios import build_config
 
-    original = state_mod.State.key
+    original = state_mod.SystemState.key
     if unsound:
         def nice_key(self):  # NICE's hash: the switches' command queues are not part of the state
             k = original(self)
             return k[:4] + ((),) + k[5:]
-        state_mod.State.key = nice_key
+        state_mod.SystemState.key = nice_key
     try:
         system = make_system(build_config("app:pyswitch", scenario="pings", pings=n))
         r = Explorer(system, SearchOptions(order=order, dpor=dpor)).run()
     finally:
-        state_mod.State.key = original
+        state_mod.SystemState.key = original
     return {"pings": n, "order": order, "hash": "nice-like (no command queues)" if unsound else "sound",
             "dpor": dpor, "dpor_note": r.dpor_note,
             "transitions": r.transitions, "unique_states": r.unique_states, "seconds": round(r.seconds, 2),

@@ -35,10 +35,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from netsleuth.defined.ordering import by_name
-    from netsleuth.defined.runs import RunOptions, run_many
+    from netsleuth.defined.runs import DefinedRunOptions, run_many
 
     by_name(args.ordering)  # validate before running anything
-    opts = RunOptions(scenario=args.scenario, runs=args.runs, mode=args.mode, ordering=args.ordering,
+    opts = DefinedRunOptions(scenario=args.scenario, runs=args.runs, mode=args.mode, ordering=args.ordering,
                       seed=args.seed, topo=args.topo, variant=args.variant,
                       out=Path(args.out) if args.out else None, jitter=args.jitter,
                       scenario_seed=args.scenario_seed, processes=args.processes)

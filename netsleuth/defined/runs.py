@@ -25,7 +25,7 @@ from netsleuth.errors import NetsleuthError
 
 
 @dataclass
-class RunOptions:
+class DefinedRunOptions:
     scenario: str
     runs: int = 50
     mode: str = "rb"
@@ -39,11 +39,11 @@ class RunOptions:
     processes: bool = False   # every node an OS process over loopback TCP (real time: slow)
 
 
-def config_for(opts: RunOptions, sc: Scenario, seed: int) -> SimConfig:
+def config_for(opts: DefinedRunOptions, sc: Scenario, seed: int) -> SimConfig:
     return SimConfig(mode=opts.mode, ordering=opts.ordering, seed=seed, horizon=sc.horizon, jitter=opts.jitter)
 
 
-def run_many(opts: RunOptions, on_run: Callable[[int, RunResult], None] | None = None) -> dict:
+def run_many(opts: DefinedRunOptions, on_run: Callable[[int, RunResult], None] | None = None) -> dict:
     """Run, compare, write ``trace.jsonl`` (run 0) and ``result.json``; return the summary.
 
     A KeyboardInterrupt stops after the current run; the summary of the runs

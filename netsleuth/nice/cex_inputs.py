@@ -42,7 +42,7 @@ from netsleuth.invariants.forwarding import trace_packet
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice.job import load_counterexample
 from netsleuth.nice.loading import make_system
-from netsleuth.nice.system import State, System
+from netsleuth.nice.system import SystemState, System
 from netsleuth.nice.transitions import CTL, MOVE, OF, OUT, PKT, RECV, SEND, SENDPKT, TIMER, Transition, transition_from_json
 from netsleuth.nice.violation import PropertyViolation
 from netsleuth.nice import messages as m
@@ -59,7 +59,7 @@ class _ModelView:
     """The slice of :class:`~netsleuth.invariants.view.NetworkView` that ``trace_packet`` reads, over a model state."""
 
     system: System
-    state: State
+    state: SystemState
     switches: dict = field(init=False)
 
     def __post_init__(self) -> None:
@@ -79,7 +79,7 @@ class _ModelView:
         return None
 
 
-def _target(system: System, final: State, v: PropertyViolation) -> ts.Violation:
+def _target(system: System, final: SystemState, v: PropertyViolation) -> ts.Violation:
     if v.prop not in BLACKHOLE_PROPERTIES:
         raise ConversionError(f"property {v.prop} has no real-run invariant to convert to",
                               f"convert counterexamples of {', '.join(BLACKHOLE_PROPERTIES)} (the blackholes check)")

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
-from netsleuth.nice.system import ANY, Effects, State, System
+from netsleuth.nice.system import ANY, Effects, SystemState, System
 from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
 from netsleuth.nice.violation import PropertyViolation
 
@@ -117,11 +117,11 @@ class SearchOptions:
 
 
 # ------------------------------------------------------------------ strategy filters
-def _filter_pkt_seq(system: System, st: State, en: list) -> list:
+def _filter_pkt_seq(system: System, st: SystemState, en: list) -> list:
     return [t for t in en if not (t[0] == SEND and st.hosts[t[1]].credits == 0)]
 
 
-def _filter_no_delay(system: System, st: State, en: list) -> list:
+def _filter_no_delay(system: System, st: SystemState, en: list) -> list:
     ofs = [t for t in en if t[0] == OF]
     if ofs:
         return ofs[:1]
@@ -132,7 +132,7 @@ def _filter_no_delay(system: System, st: State, en: list) -> list:
 _DATAPLANE = (PKT, RECV, OUT)
 
 
-def _filter_unusual(system: System, st: State, en: list) -> list:
+def _filter_unusual(system: System, st: SystemState, en: list) -> list:
     """Control-plane work happens as late as possible, in unusual order.
 
     As NICE's implementation (HeuristicConstCtrlDelay) does, the controller's
@@ -162,7 +162,7 @@ def _filter_unusual(system: System, st: State, en: list) -> list:
     return [t for t in en if t[0] != OF or t[1] == chosen]
 
 
-def _filter_flow_ir(system: System, st: State, en: list) -> list:
+def _filter_flow_ir(system: System, st: SystemState, en: list) -> list:
     sends = [t for t in en if t[0] in (SEND, OUT)]
     if len(sends) < 2:
         return en
@@ -175,7 +175,7 @@ def _filter_flow_ir(system: System, st: State, en: list) -> list:
     return [t for t in en if t[0] not in (SEND, OUT) or t in keep]
 
 
-def _frame_of(system: System, st: State, t: Transition) -> Any:
+def _frame_of(system: System, st: SystemState, t: Transition) -> Any:
     hs = st.hosts[t[1]]
     if t[0] == OUT:
         return hs.outbox[0]
@@ -253,7 +253,7 @@ class Explorer:
         elif len(filters) == 1:
             self.filter = filters[0]
         else:
-            def combined(system: System, st: State, en: list) -> list:
+            def combined(system: System, st: SystemState, en: list) -> list:
                 for f in filters:
                     en = f(system, st, en)
                 return en
@@ -280,7 +280,7 @@ class Explorer:
         self._last_progress = 0.0
         self._visited: Any = ()
 
-    def _enabled(self, st: State) -> tuple[list, bool]:
+    def _enabled(self, st: SystemState) -> tuple[list, bool]:
         """(filtered, reversed as asked) enabled transitions, and whether the state is an end state."""
         en = self.system.enabled(st)
         end = all(self.system.is_fault(t) for t in en)

@@ -28,7 +28,7 @@ from typing import Any
 
 from netsleuth.model.packet import Packet
 from netsleuth.nice.errors import ScenarioError
-from netsleuth.nice.state import State, pids_in_flight
+from netsleuth.nice.state import SystemState, pids_in_flight
 from netsleuth.nice.transitions import SENDPKT
 
 
@@ -41,7 +41,7 @@ class ScriptedSends:
         self.scripts: tuple[tuple[str, tuple[Packet, ...]], ...] = tuple(
             (h, tuple(frames)) for h, frames in items)
 
-    def next_frame(self, st: State, i: int, frames: tuple[Packet, ...]) -> Packet | None:
+    def next_frame(self, st: SystemState, i: int, frames: tuple[Packet, ...]) -> Packet | None:
         counts = dict(st.hosts[i].sent)
         for f in frames:
             n = counts.get(f, 0)
@@ -50,7 +50,7 @@ class ScriptedSends:
             counts[f] = n - 1
         return None
 
-    def __call__(self, system: Any, st: State) -> list:
+    def __call__(self, system: Any, st: SystemState) -> list:
         out = []
         burst = system.config.pkt_seq_burst
         for host, frames in self.scripts:

@@ -1,6 +1,6 @@
 """The model checker's system state: canonical, hashable, copy-on-write.
 
-A :class:`State` is never mutated once it has been reached.  Firing a
+A :class:`SystemState` is never mutated once it has been reached.  Firing a
 transition makes a child that *shares* every component with its parent and
 copies only the components the transition writes (one switch, one host, the
 app, ...); the parent stays on the DFS stack untouched.  That replaces NICE's
@@ -181,7 +181,7 @@ class HostState:
         return k
 
 
-class State:
+class SystemState:
     """One global state; see the module docstring.  Treat a reached state as immutable."""
 
     __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "props", "timers", "extra",
@@ -201,9 +201,9 @@ class State:
         self._key: tuple | None = None
         self._hash: int | None = None
 
-    def child(self) -> "State":
+    def child(self) -> "SystemState":
         """A new state sharing every component (the caller replaces what it changes)."""
-        c = object.__new__(State)
+        c = object.__new__(SystemState)
         c.switches = list(self.switches)
         c.hosts = list(self.hosts)
         c.inq = dict(self.inq)
@@ -237,7 +237,7 @@ class State:
         return h
 
 
-def pids_in_flight(st: State, host: str) -> frozenset:
+def pids_in_flight(st: SystemState, host: str) -> frozenset:
     """Packet ids of frames ``host`` sent that are still in the network: on wires, in switch buffers
     or queued for the controller (a pid is (host, frame, count); flooded copies share it)."""
     out = set()

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsleuth.nice.state import State
+from netsleuth.nice.state import SystemState
 from netsleuth.nice.transitions import CTL, MOVE, OF, OUT, PKT, RECV, SEND, SENDPKT, TIMER
 
 _EVENT_KINDS = {"on_host_send": (SEND, OUT, MOVE), "on_host_receive": (RECV,),
@@ -80,7 +80,7 @@ class Stubborn:
                 self.prop_kinds.append(frozenset(kinds))
 
     # ------------------------------------------------------------------ per-state wiring
-    def _wiring(self, st: State) -> tuple[dict, list]:
+    def _wiring(self, st: SystemState) -> tuple[dict, list]:
         """(switch idx, port) -> hosts that are or may come to be there; host -> its possible switches."""
         at: dict[tuple[int, int], list[int]] = {}
         host_sw: list[list[int]] = []
@@ -138,10 +138,10 @@ class Stubborn:
             return [(kind, j) for j in range(self.n_sw)]
         return []
 
-    def _controller(self, st: State) -> list:
+    def _controller(self, st: SystemState) -> list:
         return [(CTL, j) for j in range(self.n_sw)] + [(TIMER, n) for n in st.timers]
 
-    def _conflicts(self, st: State, t: tuple, at: dict, host_sw: list) -> list | None:
+    def _conflicts(self, st: SystemState, t: tuple, at: dict, host_sw: list) -> list | None:
         """Names possibly dependent on enabled ``t`` while it waits; None: everything."""
         kind = t[0]
         if kind in (SEND, OUT):
@@ -181,7 +181,7 @@ class Stubborn:
             return self._controller(st) + self._prop_conflicts(kind)
         return None  # move (changes the wiring) or anything unknown
 
-    def _enablers(self, st: State, t: tuple, at: dict, host_sw: list) -> list:
+    def _enablers(self, st: SystemState, t: tuple, at: dict, host_sw: list) -> list:
         """A necessary enabling set for disabled ``t``: names one of which must fire first."""
         kind = t[0]
         if kind == SEND:
@@ -213,7 +213,7 @@ class Stubborn:
         return []  # a timer not posted yet: only the controller posts it (already conflicting)
 
     # ------------------------------------------------------------------ the set
-    def persistent(self, st: State, en: list) -> list:
+    def persistent(self, st: SystemState, en: list) -> list:
         """The smallest persistent subset of ``en`` found by trying every seed, in ``en``'s order."""
         if len(en) <= 1:
             return en

@@ -30,7 +30,7 @@ from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI, canonical_form
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
-from netsleuth.nice.state import HostState, MCSwitch, State, pids_in_flight
+from netsleuth.nice.state import HostState, MCSwitch, SystemState, pids_in_flight
 from netsleuth.nice.transitions import (CTL, DROP, DUP, EXPIRE, FAULT_KINDS, LINKDOWN, MOVE, OF, OUT, PKT, RECV, SEND,
                                         SENDPKT, STATS, TIMER, Transition)
 from netsleuth.nice.violation import PropertyViolation
@@ -95,7 +95,7 @@ class _Ctx:
 
     __slots__ = ("system", "fx", "state")
 
-    def __init__(self, system: "System", fx: Effects, state: State) -> None:
+    def __init__(self, system: "System", fx: Effects, state: SystemState) -> None:
         self.system = system
         self.fx = fx
         self.state = state  # the state being built (read-only for properties)
@@ -156,13 +156,13 @@ class System:
         #: The seam for input discovery (e.g. concolic execution of packet_in proposing the
         #: packets a host should send next, NICE's discover_packets); each proposed send is an
         #: ordinary transition (hashable, replayable: the packet travels in the trace as JSON).
-        self.generators: list[Callable[["System", State], list]] = []
+        self.generators: list[Callable[["System", SystemState], list]] = []
         self.sendpkt_reads_ctl = False  # set when sends come from concolic discovery (concolic.attach)
 
     # ------------------------------------------------------------------ initial state
-    def initial(self) -> State:
+    def initial(self) -> SystemState:
         cfg, topo = self.config, self.topology
-        st = State()
+        st = SystemState()
         for spec in topo.switches:
             ports = list(topo.ports(spec.name))
             top = max(ports, default=0)
@@ -195,7 +195,7 @@ class System:
         return st
 
     # ------------------------------------------------------------------ enabled
-    def enabled(self, st: State) -> list[Transition]:
+    def enabled(self, st: SystemState) -> list[Transition]:
         out: list[Transition] = []
         inq = st.inq
         for i, hs in enumerate(st.hosts):
@@ -226,7 +226,7 @@ class System:
             self._fault_transitions(st, out)
         return out
 
-    def _fault_transitions(self, st: State, out: list) -> None:
+    def _fault_transitions(self, st: SystemState, out: list) -> None:
         if "expiry" in self.faults:
             for i, s in enumerate(st.switches):
                 for e in s.table.entries():
@@ -249,7 +249,7 @@ class System:
         return t[0] in FAULT_KINDS
 
     # ------------------------------------------------------------------ firing
-    def fire(self, st: State, t: Transition) -> tuple[State, Effects]:
+    def fire(self, st: SystemState, t: Transition) -> tuple[SystemState, Effects]:
         c = st.child()
         fx = Effects()
         kind = t[0]
@@ -290,7 +290,7 @@ class System:
             self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, c))
         return c, fx
 
-    def at_end(self, st: State) -> list[PropertyViolation]:
+    def at_end(self, st: SystemState) -> list[PropertyViolation]:
         """Violations of end-of-execution properties at a state where only faults could happen."""
         fx = Effects()
         cbs = self._cb["on_end"]
@@ -299,7 +299,7 @@ class System:
             self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, st))
         return fx.violations
 
-    def _props(self, st: State, cbs: list, fx: Effects, call: Callable) -> None:
+    def _props(self, st: SystemState, cbs: list, fx: Effects, call: Callable) -> None:
         props = list(st.props)
         ctx = _Ctx(self, fx, st)
         for i, f in cbs:
@@ -318,12 +318,12 @@ class System:
         st.props = tuple(props)
 
     # --- hosts
-    def _mut_host(self, st: State, i: int) -> HostState:
+    def _mut_host(self, st: SystemState, i: int) -> HostState:
         hs = st.hosts[i].copy()
         st.hosts[i] = hs
         return hs
 
-    def _host_emit(self, st: State, hs: HostState, frame: Packet, fx: Effects) -> None:
+    def _host_emit(self, st: SystemState, hs: HostState, frame: Packet, fx: Effects) -> None:
         pid = None
         if self.lineage:
             # ``sent`` is a multiset {(frame, count)} as a frozenset: hashing it never depends on order.
@@ -342,11 +342,11 @@ class System:
             name = hs.host.name
             self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
-    def _push(self, st: State, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
+    def _push(self, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
         fx.writes.add(("q",) + where)
         st.inq[where] = st.inq.get(where, ()) + ((frame, tag),)
 
-    def _fire_send(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_send(self, st: SystemState, i: int, fx: Effects) -> None:
         hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
         dst = hs.to_send[0]
@@ -358,7 +358,7 @@ class System:
         for frame in hs.host.ping(self.ip_of[dst], i + 1, seq):
             self._host_emit(st, hs, frame, fx)
 
-    def _fire_out(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_out(self, st: SystemState, i: int, fx: Effects) -> None:
         hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
         frame = hs.outbox[0]
@@ -366,7 +366,7 @@ class System:
         hs.replies_sent += 1
         self._host_emit(st, hs, frame, fx)
 
-    def _fire_recv(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_recv(self, st: SystemState, i: int, fx: Effects) -> None:
         hs = self._mut_host(st, i)
         name = hs.host.name
         where = (name, 0)
@@ -384,7 +384,7 @@ class System:
             pid = tag[0] if tag is not None else None
             self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
-    def _fire_move(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_move(self, st: SystemState, i: int, fx: Effects) -> None:
         hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
         fx.writes.add(("wiring",))
@@ -401,7 +401,7 @@ class System:
         self._host_emit(st, hs, arp_request(h.mac, h.ip, h.ip), fx)
 
     # --- switches
-    def _peer_of(self, st: State, node: str, port: int) -> tuple[str, int] | None:
+    def _peer_of(self, st: SystemState, node: str, port: int) -> tuple[str, int] | None:
         p = self.peer.get((node, port))
         if p is not None:
             return p
@@ -410,7 +410,7 @@ class System:
                 return (hs.host.name, 0)
         return None
 
-    def _switch_outputs(self, st: State, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
+    def _switch_outputs(self, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
         for o in outputs:
             if type(o) is sw.Emit:
                 peer = self._peer_of(st, s.name, o.port)
@@ -429,7 +429,7 @@ class System:
                 fx.writes.add(("toctl", i))
                 st.to_ctrl[i] = st.to_ctrl[i] + (msg,)
 
-    def _fire_pkt(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_pkt(self, st: SystemState, i: int, fx: Effects) -> None:
         wc = self.uses_stats
         s = st.switches[i].copy(table=wc, ports=wc)
         st.switches[i] = s
@@ -455,7 +455,7 @@ class System:
         fx.writes.add(("buf", i))
         fx.reads.add(("ports", i))
 
-    def _fire_of(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_of(self, st: SystemState, i: int, fx: Effects) -> None:
         q = st.to_sw[i]
         msg, st.to_sw[i] = q[0], q[1:]
         fx.writes.add(("tosw", i))
@@ -478,7 +478,7 @@ class System:
                 break
         self._switch_outputs(st, i, s, outputs, fx)
 
-    def _fire_expire(self, st: State, t: Transition, fx: Effects) -> None:
+    def _fire_expire(self, st: SystemState, t: Transition, fx: Effects) -> None:
         _, i, wildcards, values, priority = t
         s = st.switches[i].copy(table=True, ports=self.uses_stats)
         st.switches[i] = s
@@ -492,7 +492,7 @@ class System:
                                                                  else ofp.OFPRR_HARD_TIMEOUT, self.now)))
         self._switch_outputs(st, i, s, out, fx)
 
-    def _fire_fault(self, st: State, t: Transition, fx: Effects) -> None:
+    def _fire_fault(self, st: SystemState, t: Transition, fx: Effects) -> None:
         kind, node, port = t
         where = (node, port)
         fx.writes.add(("q",) + where)
@@ -504,7 +504,7 @@ class System:
         else:
             st.inq[where] = q + (q[0],)
 
-    def _fire_linkdown(self, st: State, t: Transition, fx: Effects) -> None:
+    def _fire_linkdown(self, st: SystemState, t: Transition, fx: Effects) -> None:
         """A switch-to-switch link fails: both ports go down (PORT_STATUS to the controller) and
         the packets on it are lost."""
         _, i, port = t
@@ -522,7 +522,7 @@ class System:
             self._switch_outputs(st, j, s, s.set_link(p, False), fx)
 
     # --- controller
-    def _fire_stats(self, st: State, i: int, stats: tuple, fx: Effects) -> None:
+    def _fire_stats(self, st: SystemState, i: int, stats: tuple, fx: Effects) -> None:
         """discover_stats: the controller handles the PortStatsReply at the head of switch i's
         channel with discovered counters ``stats`` (a reply the switch could send after more traffic)."""
         q = st.to_ctrl[i]
@@ -531,7 +531,7 @@ class System:
         dpid = self.dpid_of[i]
         self._run_handler(st, lambda a: a.port_stats_in(dpid, stats), fx, i)
 
-    def _run_handler(self, st: State, call: Callable[[App], None], fx: Effects, i: int | None) -> None:
+    def _run_handler(self, st: SystemState, call: Callable[[App], None], fx: Effects, i: int | None) -> None:
         app = st.app.copy()
         api = ControllerAPI(self.now, self.links, self.uses_stats)
         app._api = api
@@ -560,7 +560,7 @@ class System:
             if new != st.extra[1]:
                 st.extra = (st.extra[0], new)
 
-    def _fire_ctl(self, st: State, i: int, fx: Effects) -> None:
+    def _fire_ctl(self, st: SystemState, i: int, fx: Effects) -> None:
         q = st.to_ctrl[i]
         msg, st.to_ctrl[i] = q[0], q[1:]
         fx.writes.add(("toctl", i))
@@ -583,12 +583,12 @@ class System:
             self._run_handler(st, lambda a: a.port_stats_in(dpid, msg.stats), fx, i)
         # errors and other replies: nothing to run (NOX apps rarely handle them)
 
-    def _fire_timer(self, st: State, name: str, fx: Effects) -> None:
+    def _fire_timer(self, st: SystemState, name: str, fx: Effects) -> None:
         st.timers = tuple(x for x in st.timers if x != name)
         self._run_handler(st, lambda a: a.timer(name), fx, None)
 
     # ------------------------------------------------------------------ descriptions
-    def describe(self, st: State, t: Transition) -> str:
+    def describe(self, st: SystemState, t: Transition) -> str:
         """A human line for transition ``t`` at state ``st`` (before it fires)."""
         kind = t[0]
         if kind in (SEND, SENDPKT, OUT, RECV, MOVE):
