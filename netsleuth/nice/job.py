@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from netsleuth import __version__
 from netsleuth.errors import TraceFormatError
+from netsleuth.nice import bug_scenarios
 from netsleuth.nice.errors import CheckError
 from netsleuth.model.topology import Topology
 from netsleuth.nice.explore import STRATEGIES, Explorer, Found, SearchOptions, SearchResult, parse_strategy
@@ -74,8 +75,6 @@ def check(opts: CheckOptions) -> dict[str, Any]:
     if opts.burst < 1:
         raise CheckError(f"--burst must be at least 1, got {opts.burst}", "give --burst a positive number")
     spec = normalize_spec(opts.app)
-    from netsleuth.nice import bug_scenarios
-
     bug = bug_scenarios.scenario_for(spec, opts.scenario)
     if bug is not None:  # the load balancer / traffic engineering apps: their bug scenario
         config = bug_scenarios.config_for(bug, spec=spec, properties=opts.properties)

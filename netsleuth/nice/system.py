@@ -252,39 +252,10 @@ class System:
     def fire(self, st: SystemState, t: Transition) -> tuple[SystemState, Effects]:
         c = st.child()
         fx = Effects()
-        kind = t[0]
-        if kind == PKT:
-            self._fire_pkt(c, t[1], fx)
-        elif kind == CTL:
-            self._fire_ctl(c, t[1], fx)
-        elif kind == OF:
-            self._fire_of(c, t[1], fx)
-        elif kind == RECV:
-            self._fire_recv(c, t[1], fx)
-        elif kind == SEND:
-            self._fire_send(c, t[1], fx)
-        elif kind == SENDPKT:
-            hs = self._mut_host(c, t[1])
-            fx.writes.add(("host", t[1]))
-            if self.sendpkt_reads_ctl:
-                fx.reads.add(("ctl",))  # discovered packets depend on the controller state (DPOR)
-            self._host_emit(c, hs, t[2], fx)
-        elif kind == STATS:
-            self._fire_stats(c, t[1], t[2], fx)
-        elif kind == OUT:
-            self._fire_out(c, t[1], fx)
-        elif kind == MOVE:
-            self._fire_move(c, t[1], fx)
-        elif kind == TIMER:
-            self._fire_timer(c, t[1], fx)
-        elif kind == EXPIRE:
-            self._fire_expire(c, t, fx)
-        elif kind in (DROP, DUP):
-            self._fire_fault(c, t, fx)
-        elif kind == LINKDOWN:
-            self._fire_linkdown(c, t, fx)
-        else:
+        fire_kind = _FIRE.get(t[0])
+        if fire_kind is None:
             raise ValueError(f"unknown transition {t!r}")
+        fire_kind(self, c, t, fx)
         cbs = self._cb["on_step"]
         if cbs:
             self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, c))
@@ -346,7 +317,16 @@ class System:
         fx.writes.add(("q",) + where)
         st.inq[where] = st.inq.get(where, ()) + ((frame, tag),)
 
-    def _fire_send(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_sendpkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        _, i, frame = t
+        hs = self._mut_host(st, i)
+        fx.writes.add(("host", i))
+        if self.sendpkt_reads_ctl:
+            fx.reads.add(("ctl",))  # discovered packets depend on the controller state (DPOR)
+        self._host_emit(st, hs, frame, fx)
+
+    def _fire_send(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
         dst = hs.to_send[0]
@@ -358,7 +338,8 @@ class System:
         for frame in hs.host.ping(self.ip_of[dst], i + 1, seq):
             self._host_emit(st, hs, frame, fx)
 
-    def _fire_out(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_out(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
         frame = hs.outbox[0]
@@ -366,7 +347,8 @@ class System:
         hs.replies_sent += 1
         self._host_emit(st, hs, frame, fx)
 
-    def _fire_recv(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_recv(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         hs = self._mut_host(st, i)
         name = hs.host.name
         where = (name, 0)
@@ -384,7 +366,8 @@ class System:
             pid = tag[0] if tag is not None else None
             self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
-    def _fire_move(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_move(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
         fx.writes.add(("wiring",))
@@ -429,7 +412,8 @@ class System:
                 fx.writes.add(("toctl", i))
                 st.to_ctrl[i] = st.to_ctrl[i] + (msg,)
 
-    def _fire_pkt(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_pkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         wc = self.uses_stats
         s = st.switches[i].copy(table=wc, ports=wc)
         st.switches[i] = s
@@ -455,7 +439,8 @@ class System:
         fx.writes.add(("buf", i))
         fx.reads.add(("ports", i))
 
-    def _fire_of(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_of(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         q = st.to_sw[i]
         msg, st.to_sw[i] = q[0], q[1:]
         fx.writes.add(("tosw", i))
@@ -522,9 +507,10 @@ class System:
             self._switch_outputs(st, j, s, s.set_link(p, False), fx)
 
     # --- controller
-    def _fire_stats(self, st: SystemState, i: int, stats: tuple, fx: Effects) -> None:
+    def _fire_stats(self, st: SystemState, t: Transition, fx: Effects) -> None:
         """discover_stats: the controller handles the PortStatsReply at the head of switch i's
         channel with discovered counters ``stats`` (a reply the switch could send after more traffic)."""
+        _, i, stats = t
         q = st.to_ctrl[i]
         st.to_ctrl[i] = q[1:]
         fx.writes.add(("toctl", i))
@@ -560,13 +546,14 @@ class System:
             if new != st.extra[1]:
                 st.extra = (st.extra[0], new)
 
-    def _fire_ctl(self, st: SystemState, i: int, fx: Effects) -> None:
+    def _fire_ctl(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         q = st.to_ctrl[i]
         msg, st.to_ctrl[i] = q[0], q[1:]
         fx.writes.add(("toctl", i))
         dpid = self.dpid_of[i]
-        t = type(msg)
-        if t is m.PacketIn:
+        mtype = type(msg)
+        if mtype is m.PacketIn:
             cbs = self._cb["on_packet_in"]
             if cbs:
                 pid = msg.tag[0] if msg.tag is not None else None
@@ -574,16 +561,17 @@ class System:
                 self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, msg))
             self._run_handler(st, lambda a: a.packet_in(dpid, msg.in_port, msg.reason, msg.total_len,
                                                         msg.buffer_id, msg.packet), fx, i)
-        elif t is m.PortStatus:
+        elif mtype is m.PortStatus:
             self._run_handler(st, lambda a: a.port_status(dpid, msg.reason, msg.port_no, msg.link_up), fx, i)
-        elif t is m.FlowRemoved:
+        elif mtype is m.FlowRemoved:
             self._run_handler(st, lambda a: a.flow_removed(dpid, msg.match, msg.priority, msg.reason,
                                                            msg.cookie), fx, i)
-        elif t is m.PortStatsReply:
+        elif mtype is m.PortStatsReply:
             self._run_handler(st, lambda a: a.port_stats_in(dpid, msg.stats), fx, i)
         # errors and other replies: nothing to run (NOX apps rarely handle them)
 
-    def _fire_timer(self, st: SystemState, name: str, fx: Effects) -> None:
+    def _fire_timer(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        name = t[1]
         st.timers = tuple(x for x in st.timers if x != name)
         self._run_handler(st, lambda a: a.timer(name), fx, None)
 
@@ -620,6 +608,15 @@ class System:
         if kind == STATS:
             return f"controller handles a discovered port-stats reply from {self.sw_names[t[1]]}: {t[2]}"
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
+
+
+#: What fires each kind: ``System._fire_<kind>(state, transition, effects)``.
+_FIRE: dict[str, Callable[[System, SystemState, Transition, Effects], None]] = {
+    SEND: System._fire_send, OUT: System._fire_out, RECV: System._fire_recv, MOVE: System._fire_move,
+    SENDPKT: System._fire_sendpkt, PKT: System._fire_pkt, OF: System._fire_of, CTL: System._fire_ctl,
+    TIMER: System._fire_timer, STATS: System._fire_stats, EXPIRE: System._fire_expire,
+    DROP: System._fire_fault, DUP: System._fire_fault, LINKDOWN: System._fire_linkdown,
+}
 
 
 def _from_ofp(msg: Any) -> Any:
