@@ -42,7 +42,8 @@ from netsleuth.invariants.forwarding import trace_packet
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice.job import load_counterexample
 from netsleuth.nice.loading import make_system
-from netsleuth.nice.system import SystemState, System
+from netsleuth.nice.state import SystemState
+from netsleuth.nice.system import System
 from netsleuth.nice.transitions import CTL, MOVE, OF, OUT, PKT, RECV, SEND, SENDPKT, TIMER, Transition, transition_from_json
 from netsleuth.nice.violation import PropertyViolation
 from netsleuth.nice import messages as m

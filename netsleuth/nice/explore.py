@@ -65,7 +65,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
-from netsleuth.nice.system import ANY, Effects, SystemState, System
+from netsleuth.nice.state import SystemState
+from netsleuth.nice.system import ANY, Effects, System
 from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
 from netsleuth.nice.violation import PropertyViolation
 
