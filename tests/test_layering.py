@@ -330,7 +330,8 @@ def test_checker_reports_a_circle_between_packages(tmp_path: Path) -> None:
     })
     problems = check(pkg, FAKE_LAYERS)
     assert problems[:3] == ["import circle between packages mid1, mid2, closed by:",
-                            "    pkg/mid1/m.py:1: pkg.mid1.m -> pkg.mid2.n", "    pkg/mid2/o.py:1: pkg.mid2.o -> pkg.mid1.m"]
+                            "    pkg/mid1/m.py:1: pkg.mid1.m -> pkg.mid2.n",
+                            "    pkg/mid2/o.py:1: pkg.mid2.o -> pkg.mid1.m"]
 
 
 def test_checker_names_the_upward_edge_that_closes_a_package_circle(tmp_path: Path) -> None:
