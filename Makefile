@@ -9,14 +9,14 @@ CTL := .venv-controller
 DEBS := openvswitch-switch tshark chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup debs demo test bench clean
+.PHONY: setup debs demo test test-fast lint bench clean
 
 setup: $(VENV)/.installed $(CTL)/.installed debs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,ray]'
+	$(VENV)/bin/pip install -q -e '.[test,ray,lint]'
 	touch $@
 
 # os-ken 1.4.1 is the last release that ships the sample apps
@@ -49,8 +49,19 @@ demo: setup
 	done; [ $$rc -eq 1 ]
 	$(VENV)/bin/netsleuth minimize demo-out/fuzz/trace.jsonl --out demo-out/minimize --jobs 2
 
+# Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
 test: setup
 	$(VENV)/bin/python -m pytest -q
+
+# The pure tests only: no Debian package, no .venv-controller, a minute or so.
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -m "not real and not slow"
+
+# ruff (pyflakes, pycodestyle, bugbear, pyupgrade, isort, mccabe) and mypy,
+# as configured in pyproject.toml.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check netsleuth tests bench
+	$(VENV)/bin/mypy netsleuth
 
 bench: setup
 	$(VENV)/bin/python bench/bootstrap.py

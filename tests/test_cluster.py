@@ -98,6 +98,7 @@ def test_agrees_with_bigbug(path: Path) -> None:
         assert set(c["features"]) == set(FEATURES)
 
 
+@pytest.mark.slow
 def test_every_race_lands_in_exactly_one_cluster() -> None:
     for path in TRACES:
         rep = _clustered(_name(path))

@@ -15,10 +15,14 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from netsleuth.jobs.check_trace import check_trace
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.policies.fuzz import Rates
 from netsleuth.trace.io import read_trace
+
+pytestmark = pytest.mark.real
 
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 ONLY = dict.fromkeys(("switch_failure", "switch_recovery", "link_failure", "link_recovery", "traffic"), 0.0)
@@ -28,6 +32,7 @@ def rates(**values: float) -> Rates:
     return Rates({**ONLY, **values})
 
 
+@pytest.mark.slow
 def test_migration_blackhole_found_for_most_seeds(tmp_path: Path) -> None:
     found = 0
     for seed in range(1, 6):
@@ -58,6 +63,7 @@ def test_ring_loop_is_reported(tmp_path: Path) -> None:
     assert result.exit_code == 1
 
 
+@pytest.mark.slow
 def test_link_failures_alone_raise_no_false_alarm(tmp_path: Path) -> None:
     for seed in range(1, 6):
         result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", tmp_path / f"s{seed}", steps=50, seed=seed,
@@ -75,6 +81,7 @@ def _inputs(path: Path) -> list[dict]:
             for e in events if e.is_input]
 
 
+@pytest.mark.slow
 def test_same_seed_same_inputs(tmp_path: Path) -> None:
     mixed = rates(switch_failure=0.02, switch_recovery=0.2, link_failure=0.05, link_recovery=0.2,
                   host_migration=0.05, traffic=0.4, channel_block=0.02, channel_unblock=0.3,
@@ -116,6 +123,7 @@ def test_result_json_shape(tmp_path: Path) -> None:
     assert d["steps"] == 5 and isinstance(d["inputs"], dict) and d["violations"] == []
 
 
+@pytest.mark.slow
 def test_injected_controller_crash_is_no_violation_but_a_real_death_is(tmp_path: Path) -> None:
     result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", tmp_path / "crash", steps=40, seed=4,
                               rates=rates(controller_crash=0.05, controller_recovery=0.3, traffic=0.4),

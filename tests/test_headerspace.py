@@ -389,6 +389,7 @@ def networks(draw):
     return net, pkts
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(networks())
 def test_header_space_agrees_with_concrete_packets(case):
@@ -410,6 +411,7 @@ def test_header_space_agrees_with_concrete_packets(case):
                 assert got == want, (sw, port, pkt, str(pkt.match_fields(port)))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(networks())
 def test_batch_engine_and_general_engine_agree(case):
@@ -433,6 +435,7 @@ def test_batch_engine_and_general_engine_agree(case):
     assert {f.hosts for f in H.hsa_reachability(view, a)} == {f.hosts for f in H.hsa_reachability(view, g)}
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(networks())
 def test_findings_agree_with_concrete_packets(case):
@@ -747,6 +750,7 @@ def _simple_switch_flows(net, data) -> None:
                          (Output(out),) if data.draw(st.integers(0, 9)) else ())
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.sampled_from(TOPOS), st.data())
 def test_cached_checks_after_changes_equal_fresh_checks(spec, data):
@@ -889,6 +893,7 @@ def _assert_index_fresh(sw: Switch) -> None:
         assert [(g.mask, g.best) for g in a.groups] == [(g.mask, g.best) for g in b.groups]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_idx_ops(), st.sets(st.integers(0, 39), max_size=4))
 def test_incremental_pattern_index_equals_scratch_build(ops, checkpoints):

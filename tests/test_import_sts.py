@@ -357,6 +357,7 @@ def test_importer_imports_only_model_and_trace():
     assert ts.EVENT_KINDS  # the schema is what the importer targets
 
 
+@pytest.mark.real
 def test_cli_import_writes_a_trace_netsleuth_reads(tmp_path):
     import subprocess
     import sys

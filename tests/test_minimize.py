@@ -198,6 +198,7 @@ def test_local_pool_gives_the_serial_result(strategy: str) -> None:
     assert pooled.replays >= serial.replays  # speculative replays are counted, not used
 
 
+@pytest.mark.slow
 def test_ray_gives_the_serial_result() -> None:
     try:
         import_ray()

@@ -12,6 +12,8 @@ from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.policies.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 NOISY = Rates({"host_migration": 0.01, "traffic": 0.9, "link_failure": 0.02, "link_recovery": 0.2})
 

@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from netsleuth.core.rebuild import rebuild
@@ -23,6 +24,8 @@ from netsleuth.minimize.api import minimize
 from netsleuth.minimize.oracle import ReplayOutcome
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
+
+pytestmark = pytest.mark.real
 
 
 class HeadlessOracle:

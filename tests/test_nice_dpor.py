@@ -71,7 +71,7 @@ def _search(system, strategy, dpor, order="forward"):
     return Explorer(system, SearchOptions(strategy=strategy, dpor=dpor, order=order)).run(), ends
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "loop" else n for n in MODELS])
 def test_persistent_sets_keep_end_states_and_violations(name):
     make, strategy = MODELS[name]
     full, full_ends = _search(make(), strategy, False)
@@ -182,6 +182,7 @@ def test_predicted_persistent_sets_are_persistent(name, limit, depth):
     assert checked > 0  # the model has states where P is a proper subset
 
 
+@pytest.mark.real
 def test_osken_simple_switch_mobile_with_persistent_sets():
     """The real os-ken simple_switch (in its own process): same end states and violations, fewer states."""
     from netsleuth.nice.osken_host import load_osken_app, shutdown_servers

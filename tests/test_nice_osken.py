@@ -24,6 +24,8 @@ from netsleuth.nice.property_registry import resolve
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import System
 
+pytestmark = pytest.mark.real
+
 SPEC = "osken:os_ken.app.simple_switch"
 H1, H2 = 0x0A0000000001, 0x0A0000000002
 
@@ -281,6 +283,7 @@ def _cex_inputs(argv):
     return args.func(args)
 
 
+@pytest.mark.slow
 def test_check_blackhole_converts_to_inputs_that_reproduce_against_the_real_controller(
         app_cls, tmp_path, capsys):
     """The must-show: `check` finds the migration blackhole in the real simple_switch; its counterexample,

@@ -58,6 +58,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.model.actions import (Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos,
@@ -260,6 +261,8 @@ def zero_only(norm) -> bool:
 
 
 # --------------------------------------------------------------------- tests
+@pytest.mark.real
+@pytest.mark.slow
 def test_netsleuth_forwards_like_ovs(tmp_path) -> None:
     rng = random.Random(SEED)
     ports = list(range(1, N_PORTS + 1))
@@ -316,6 +319,7 @@ def test_netsleuth_forwards_like_ovs(tmp_path) -> None:
         assert counts[category] >= 50, f"too few cases of {category}: {counts[category]} (generator drifted)"
 
 
+@pytest.mark.real
 def test_sandboxes_run_concurrently_and_clean_up(tmp_path) -> None:
     with OvsSandbox(tmp_path, ports=2) as a, OvsSandbox(tmp_path, ports=3) as b:
         assert a.dir != b.dir

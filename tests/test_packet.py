@@ -447,6 +447,7 @@ def ovs_ofctl():
     assert shutil.which("ovs-ofctl"), "ovs-ofctl not found -- fix: run `make debs` (installs openvswitch-switch)"
 
 
+@pytest.mark.real
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(st.one_of(ipv4s(explicit=False), arps(), packets(explicit=False)).map(lambda p: p.to_bytes())

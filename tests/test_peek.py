@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.policies.peek import Peek, match_window
 from netsleuth.policies.replay import Expected, ReplayPlan
@@ -115,6 +117,8 @@ def test_match_window_is_a_multiset_intersection_in_recorded_order() -> None:
     assert match_window(ex, seen + [(CH, ("F", "a"))]) == [ex[0], ex[2], ex[3]]
 
 
+@pytest.mark.real
+@pytest.mark.slow
 def test_minimize_with_peek_on_the_real_switch(migration_blackhole_trace: Path, tmp_path: Path) -> None:
     d = run_minimize(MinimizeOptions(trace=migration_blackhole_trace, out=tmp_path, executor="serial",
                                      peek=True))

@@ -84,7 +84,9 @@ def test_reference_numbers(path: Path) -> None:
     assert s["races"] == s["commuting"] + s["time_filtered_races"] + s["covered"] + s["harmful"]
 
 
-@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name[: -len("-steps200.hb.json")])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if "StarTopology4" in p.name else p
+                                  for p in TRACES],
+                         ids=lambda p: p.name[: -len("-steps200.hb.json")])
 def test_other_settings_keep_the_invariant(path: Path) -> None:
     """Data dependencies and no time filter: same races, only their classification moves."""
     base = _report(path).summary()

@@ -58,6 +58,7 @@ def _controller_handle_of(g, handle: int) -> int | None:
     return hs[0] if hs else None
 
 
+@pytest.mark.real
 def test_learning_switch_packet_out_vs_flow_mod_race(recorded: Path) -> None:
     trace = read_trace(recorded)
     by_seq = {e.seq: e for e in trace.events}
@@ -113,6 +114,7 @@ def test_learning_switch_packet_out_vs_flow_mod_race(recorded: Path) -> None:
         assert texts[0].startswith("packet ") and texts[1].startswith("FLOW_MOD ")
 
 
+@pytest.mark.real
 def test_race_counts_are_deterministic_and_consistent(recorded: Path) -> None:
     a = detect_races(recorded)
     b = detect_races(recorded.parent)            # a run directory works too
@@ -127,6 +129,7 @@ def test_race_counts_are_deterministic_and_consistent(recorded: Path) -> None:
     assert s["writes"] == n_flow_mods and s["read"] == n_switch_arrivals
 
 
+@pytest.mark.real
 def test_causality_inferred_for_every_message_of_simple_switch(recorded: Path) -> None:
     trace = read_trace(recorded)
     built = events_from_trace(recorded)

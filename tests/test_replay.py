@@ -13,6 +13,8 @@ from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.jobs.run import RunOptions, run
 from netsleuth.trace.io import read_trace
 
+pytestmark = pytest.mark.real
+
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 
 
@@ -21,6 +23,7 @@ def blackhole_trace(migration_blackhole_trace: Path) -> Path:
     return migration_blackhole_trace  # recorded once per session (tests/conftest.py)
 
 
+@pytest.mark.slow
 def test_replay_reproduces_the_migration_blackhole(blackhole_trace: Path, tmp_path: Path) -> None:
     d = replay(ReplayOptions(trace=blackhole_trace, out=tmp_path, times=3))
     assert d["target"]["invariant"] == "blackholes"
@@ -35,6 +38,7 @@ def test_replay_reproduces_the_migration_blackhole(blackhole_trace: Path, tmp_pa
     assert json.loads((tmp_path / "replay.json").read_text())["reproduction_rate"] == d["reproduction_rate"]
 
 
+@pytest.mark.slow
 def test_replay_of_a_clean_run_matches_its_messages(tmp_path: Path) -> None:
     run(RunOptions(controller=SIMPLE_SWITCH, topo="linear,3", out=tmp_path / "rec", pingall=True))
     d = replay(ReplayOptions(trace=tmp_path / "rec" / "trace.jsonl", out=tmp_path / "rep"))

@@ -19,6 +19,8 @@ from netsleuth.jobs.check_trace import check_trace
 from netsleuth.jobs.run import RunOptions, run
 from netsleuth.trace.io import read_trace, write_trace
 
+pytestmark = pytest.mark.real
+
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 
 
@@ -66,6 +68,7 @@ def test_pingall_clean_with_simple_switch(tmp_path: Path, topo: str, hosts: int)
     assert copy.read_bytes() == (tmp_path / "trace.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 def test_ring_flood_loop_is_detected_not_hung(tmp_path: Path) -> None:
     proc = cli("run", "--controller", SIMPLE_SWITCH, "--topo", "ring,4", "--pingall", "--ping-timeout", "0.5",
                "--out", str(tmp_path))
@@ -82,6 +85,7 @@ def test_ring_flood_loop_is_detected_not_hung(tmp_path: Path) -> None:
     assert any(e.kind == "violation" and e.invariant == "dataplane-loops" for e in trace.events)
 
 
+@pytest.mark.slow
 def test_cmd_controller_runs_any_command(tmp_path: Path) -> None:
     py = find_controller_python()
     spec = f'cmd:{py} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} os_ken.app.simple_switch'
@@ -126,6 +130,7 @@ def test_controller_command_that_exits(tmp_path: Path) -> None:
     assert "bad config" in proc.stderr
 
 
+@pytest.mark.slow
 def test_nothing_listening_and_bad_topology(tmp_path: Path) -> None:
     proc = cli("run", "--controller", "tcp:127.0.0.1:1", "--topo", "linear,2", "--out", str(tmp_path / "a"))
     assert proc.returncode == 2
@@ -181,6 +186,7 @@ def test_ctrl_c_keeps_partial_results(tmp_path: Path) -> None:
     assert any(e.kind == "ping" for e in events)
 
 
+@pytest.mark.slow
 def test_two_controllers_every_switch_connects_to_both(tmp_path: Path) -> None:
     proc = cli("run", "--controller", SIMPLE_SWITCH, "--controller", SIMPLE_SWITCH, "--topo", "linear,2",
                "--pingall", "--out", str(tmp_path))

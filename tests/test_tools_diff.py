@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from netsleuth.tools.diff import diff_events, event_key
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
+
+pytestmark = pytest.mark.real
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -22,7 +22,8 @@ from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
 
 TSHARK = shutil.which("tshark")
-pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is installed by `make` (Debian package tshark)")
+pytestmark = [pytest.mark.skipif(TSHARK is None, reason="tshark is installed by `make` (Debian package tshark)"),
+              pytest.mark.real]
 CODE = {name: code for code, name in TYPE_NAME.items()}
 
 

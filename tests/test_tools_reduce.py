@@ -50,6 +50,7 @@ def trace300(tools_fuzz_trace: Path, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.real
 def test_reduce_keeps_exactly_the_flow_mods_in_the_final_tables(trace300: Path, tmp_path: Path) -> None:
     out = tmp_path / "reduced.jsonl"
     proc = _cli("reduce", str(trace300), "--end", "--out", str(out), "--json")
@@ -89,6 +90,7 @@ def test_reduce_keeps_exactly_the_flow_mods_in_the_final_tables(trace300: Path, 
     assert d["reduced_events"] == len(reduced.events) < len(trace.events)
 
 
+@pytest.mark.real
 def test_reduce_at_a_violation_keeps_the_violation(tools_fuzz_trace: Path, tmp_path: Path) -> None:
     trace = read_trace(tools_fuzz_trace)
     violations = [e for e in trace.events if isinstance(e, ts.Violation) and e.persistent]
@@ -111,6 +113,7 @@ def test_reduce_at_a_violation_keeps_the_violation(tools_fuzz_trace: Path, tmp_p
     assert small["violations"] == full["violations"] and full["violations"]
 
 
+@pytest.mark.real
 def test_reduce_bad_violation_index_is_one_clear_error(tools_fuzz_trace: Path, tmp_path: Path) -> None:
     proc = _cli("reduce", str(tools_fuzz_trace), "--violation", "999", "--out", str(tmp_path / "r.jsonl"))
     assert proc.returncode == 2

@@ -13,6 +13,7 @@ import io
 import re
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from netsleuth.cli import main
@@ -20,6 +21,8 @@ from netsleuth.core.rebuild import rebuild
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
 from netsleuth.tools.step import run_step
+
+pytestmark = pytest.mark.real
 
 
 def _run(trace: Path, tmp_path: Path, commands: str) -> str:

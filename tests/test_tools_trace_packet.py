@@ -26,6 +26,8 @@ from netsleuth.tools.trace_packet import trace_packet
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
+pytestmark = pytest.mark.real
+
 
 @pytest.fixture(scope="module")
 def traced(tools_fuzz_trace: Path) -> tuple[ts.Trace, list]:

@@ -64,6 +64,7 @@ def _share(img: Image.Image, row: int, colour: tuple[int, int, int], tol: int = 
     return near / len(xs)
 
 
+@pytest.mark.real
 def test_one_trace_renders_a_lane_per_node(migration_blackhole_trace: Path, tmp_path: Path) -> None:
     page = tmp_path / "diagram.html"
     assert main(["viz", str(migration_blackhole_trace), "--html", str(page)]) == 0
@@ -97,6 +98,7 @@ def test_one_trace_renders_a_lane_per_node(migration_blackhole_trace: Path, tmp_
         assert _share(img, between, _rgb(LANE_COLOURS[role])) < 0.05, f"lane colour between lanes at {between}"
 
 
+@pytest.mark.real
 def test_two_traces_aligned_with_differences_highlighted(migration_blackhole_trace: Path, tmp_path: Path) -> None:
     a = read_trace(migration_blackhole_trace)
     # B is A without the host's move and without one packet's hops: what a pruned replay might look like

@@ -368,6 +368,7 @@ _event = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=st.lists(_event, max_size=6))
 def test_property_read_of_write_is_identity(tmp_path, events):

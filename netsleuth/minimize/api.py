@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 import pickle
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from netsleuth.minimize.atoms import Atoms, Key, fixed_ids_of
-from netsleuth.minimize.ddmin import STRATEGIES, one_minimal
+from netsleuth.minimize.ddmin import STRATEGIES
 from netsleuth.minimize.errors import MinimizationError, NotReproducibleError
+from netsleuth.minimize.evaluator import Evaluator, JobResult, PassStats, ShrinkProgress, WorkerInit
 from netsleuth.minimize.executors import Executor, make_executor
 from netsleuth.minimize.oracle import Oracle, OracleFactory, as_factory
-from netsleuth.minimize.passes import BudgetExpired, Evaluator, PassStats, Progress, WorkerInit
+from netsleuth.minimize.passes import ConfirmPass, InitialPass, run_passes, standard_passes
 from netsleuth.trace import schema as ts
 from netsleuth.trace.schema import InputEvent, event_to_json
 
@@ -42,18 +44,18 @@ class MinimizationResult:
     replays: int                              # all replays, all passes (speculative ones included)
     inputs_replayed: int                      # inputs injected over all those replays
     reproduction_rate: float | None           # of the K confirmation replays of the MCS
-    reproduction: dict                        # {"reproduced": r, "replays": K}
+    reproduction: dict[str, int]              # {"reproduced": r, "replays": K}
     seconds: float
     executor_start_seconds: float
     executor_stop_seconds: float
-    iterations: list[dict]
+    iterations: list[dict[str, Any]]
     passes: list[PassStats]
     one_minimal: bool
     stop_reason: str                          # "done" | "budget" | "interrupted" | "error" | "not-reproduced"
     candidates: int                           # candidates asked about, all passes
     cache_hits: int
     unused_candidates: int                    # replayed speculatively; answer never needed
-    mcs_details: list[dict] = field(default_factory=list)  # the oracle's details per confirmation replay
+    mcs_details: list[dict[str, Any]] = field(default_factory=list)  # the oracle's details per confirmation replay
 
     @property
     def search_seconds(self) -> float:
@@ -123,7 +125,7 @@ def describe_input(ev: InputEvent) -> str:
 
 def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, strategy: str = "ddmin",
              replays: int = 1, executor: str | Executor | None = None, jobs: int | None = None,
-             budget_seconds: float | None = None, progress: Callable[[Progress], None] | None = None,
+             budget_seconds: float | None = None, progress: Callable[[ShrinkProgress], None] | None = None,
              keep: Callable[[InputEvent], bool] | None = None, confirm: bool = True) -> MinimizationResult:
     """Delta-debug ``inputs`` down to a 1-minimal subsequence that still reproduces.
 
@@ -139,7 +141,10 @@ def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, stra
     the call (executor start-up included); no replay starts after it and the
     search returns the best candidate so far (``stop_reason="budget"``, not
     1-minimal) -- its K confirmation replays still run. ``keep``: inputs never
-    pruned. ``progress``: called with a :class:`Progress` as the search moves.
+    pruned. ``progress``: called with a :class:`ShrinkProgress` as the search moves.
+
+    The passes (:mod:`netsleuth.minimize.passes`): ``initial``, the strategy,
+    ``one-minimal`` and ``confirm``, run in that order by one loop.
 
     Raises NotReproducibleError (with ``.result``) if the full sequence does
     not reproduce, MinimizationError (with the partial ``.result``) if the
@@ -184,48 +189,20 @@ def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, stra
 
     ev = Evaluator(atoms, ex, replays, deadline=deadline, progress=progress, budget_seconds=budget_seconds)
     full: Key = atoms.prunable
-    stop, one_min, error, reproduced_full = "done", False, None, None
-    confirmation: list = []
+    passes = standard_passes(strategy, replays, confirm=confirm)
     try:
-        try:
-            ev.begin("initial", len(full))
-            reproduced_full = ev.first([full]) is not None
-            ev.on_iteration(full, {"iteration": 0, "step": "full" if reproduced_full else "does not reproduce"})
-            ev.end(len(full))
-            if reproduced_full:
-                ev.begin(strategy, len(full))
-                cur = STRATEGIES[strategy](full, ev.first, ev.on_iteration)
-                ev.end(len(cur))
-                ev.begin("one-minimal", len(cur))
-                cur = one_minimal(cur, ev.first, ev.on_iteration)
-                ev.end(len(cur))
-                one_min = True
-            else:
-                stop = "not-reproduced"
-        except BudgetExpired:
-            stop = "budget"
-        except KeyboardInterrupt:
-            stop = "interrupted"
-        except MinimizationError as exc:
-            stop, error = "error", exc
-        best = ev.best if ev.best is not None else full
-        if ev.current is not None:
-            ev.end(len(best))
-        ev.finish()
-        if confirm and stop in ("done", "budget"):
-            ev.begin("confirm", len(best))
-            try:
-                confirmation = ev.run_replays(best, replays)
-            except KeyboardInterrupt:
-                stop = "interrupted"
-            except MinimizationError as exc:
-                stop, error = "error", exc
-            ev.end(len(best))
+        run = run_passes(passes, full, ev)
     finally:
         ev.finish()
         t_stop = time.perf_counter()
         ex.close()
         stop_seconds = time.perf_counter() - t_stop
+    stop, error = run.stop_reason, run.error
+    one_min = any(p.name == "one-minimal" for p in run.completed)
+    initial = next(p for p in passes if isinstance(p, InitialPass))
+    reproduced_full = initial.reproduced
+    confirmation: list[JobResult] = [r for p in passes if isinstance(p, ConfirmPass) for r in p.results]
+    best = ev.best if ev.best is not None else full
 
     hits = sum(bool(r.reproduced) for r in confirmation)
     mcs = atoms.materialize(best)

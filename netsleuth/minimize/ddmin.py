@@ -23,14 +23,15 @@ and it is what guarantees termination.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from netsleuth.minimize.atoms import Key, shortlex
 
 First = Callable[[Sequence[Key]], "int | None"]
-OnIteration = Callable[[Key, dict], None]
+OnIteration = Callable[[Key, dict[str, Any]], None]
 
 
-def _noop(key: Key, info: dict) -> None:
+def _noop(key: Key, info: dict[str, Any]) -> None:
     pass
 
 
@@ -70,7 +71,7 @@ def ddmin(c: Key, first: First, on_iteration: OnIteration = _noop) -> Key:
     it = 0
     while len(c) >= 2:
         subsets = split(c, n)
-        complements = [] if n == 2 else [c[:k] + c[k + len(s):] for k, s in zip(_starts(subsets), subsets)]
+        complements = [] if n == 2 else [c[:k] + c[k + len(s):] for k, s in zip(_starts(subsets), subsets, strict=True)]
         i = first(subsets + complements)
         it += 1
         if i is not None and i < len(subsets):

@@ -1,6 +1,6 @@
 """One executor interface for independent work: serial, a local process pool, or Ray.
 
-Architecture principle 6: the replays of one delta-debugging level (and,
+By design, the replays of one delta-debugging level (and,
 later, partitions of a model-checking frontier or batches of traces) are
 independent tasks; where they run is a choice of executor, not of algorithm.
 
@@ -32,9 +32,10 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.minimize.errors import ExecutorSpecError, RayUnavailableError, WorkerLostError
 
@@ -58,7 +59,7 @@ class Executor(ABC):
     def start(self, init: Init) -> None: ...
 
     @abstractmethod
-    def submit(self, task: Task, payload: Any) -> Future: ...
+    def submit(self, task: Task, payload: Any) -> Future[Any]: ...
 
     @abstractmethod
     def close(self) -> None: ...
@@ -66,7 +67,7 @@ class Executor(ABC):
     def describe(self) -> str:
         return f"{self.name} ({self.workers} worker{'s' if self.workers != 1 else ''})"
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -88,10 +89,10 @@ class SerialExecutor(Executor):
         self._state = init(0)
         self._started = True
 
-    def submit(self, task: Task, payload: Any) -> Future:
+    def submit(self, task: Task, payload: Any) -> Future[Any]:
         if not self._started:
             raise RuntimeError("SerialExecutor.submit before start()")
-        fut: Future = Future()
+        fut: Future[Any] = Future()
         fut.set_running_or_notify_cancel()
         try:
             fut.set_result(task(self._state, payload))
@@ -152,7 +153,7 @@ class LocalPoolExecutor(Executor):
             self.close()
             raise
 
-    def submit(self, task: Task, payload: Any) -> Future:
+    def submit(self, task: Task, payload: Any) -> Future[Any]:
         if self._pool is None:
             raise RuntimeError("LocalPoolExecutor.submit before start()")
         return self._pool.submit(_pool_call, task, payload)
@@ -170,7 +171,7 @@ RAY_FIX = "pip install 'netsleuth[ray]' (or choose --executor local)"
 def import_ray() -> Any:
     """``import ray``, or a RayUnavailableError that says how to install it."""
     try:
-        import ray  # type: ignore[import-not-found]
+        import ray
     except ImportError as exc:
         raise RayUnavailableError(f"--executor ray needs the 'ray' package, which is not installed ({exc})",
                                   RAY_FIX) from None
@@ -205,7 +206,7 @@ class RayExecutor(Executor):
         self._owns = False
         self._actors: list[Any] = []
         self._free: list[Any] = []
-        self._queue: deque = deque()
+        self._queue: deque[tuple[Task, Any, Future[Any]]] = deque()
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -234,10 +235,10 @@ class RayExecutor(Executor):
         ray.get([a.ready.remote() for a in self._actors])
         self._free = list(reversed(self._actors))
 
-    def submit(self, task: Task, payload: Any) -> Future:
+    def submit(self, task: Task, payload: Any) -> Future[Any]:
         if self._ray is None:
             raise RuntimeError("RayExecutor.submit before start()")
-        outer: Future = Future()
+        outer: Future[Any] = Future()
         with self._lock:
             self._queue.append((task, payload, outer))
             self._dispatch_locked()
@@ -252,7 +253,7 @@ class RayExecutor(Executor):
             ref = actor.run.remote(task, payload)
             ref.future().add_done_callback(partial(self._done, actor, outer))
 
-    def _done(self, actor: Any, outer: Future, fut: Future) -> None:
+    def _done(self, actor: Any, outer: Future[Any], fut: Future[Any]) -> None:
         try:
             outer.set_result(fut.result())
         except BaseException as exc:  # a RayTaskError, or an actor that died
@@ -292,7 +293,7 @@ class RayExecutor(Executor):
 
 
 # ------------------------------------------------------------------ specs
-def make_executor(spec: "str | Executor | None" = None, jobs: int | None = None) -> Executor:
+def make_executor(spec: str | Executor | None = None, jobs: int | None = None) -> Executor:
     """``serial`` | ``local`` | ``ray`` | ``ray:ADDRESS`` (or an Executor, returned as is)."""
     if isinstance(spec, Executor):
         return spec

@@ -25,8 +25,9 @@ If it has a ``close()`` method, it is called when its worker shuts down.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from netsleuth.trace.schema import InputEvent
 
@@ -36,7 +37,7 @@ class ReplayOutcome:
     """One replay's verdict: did the violation reproduce, and what the replayer saw (JSON-shaped)."""
 
     reproduced: bool
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -54,7 +55,7 @@ OracleFactory = Callable[[int], Oracle]
 class FixedOracle:
     """Factory that hands every worker (a copy of) the same oracle object."""
 
-    oracle: Any
+    oracle: Oracle
 
     def __call__(self, worker_id: int) -> Oracle:
         return self.oracle
@@ -62,7 +63,7 @@ class FixedOracle:
 
 def as_factory(oracle: Oracle | OracleFactory) -> OracleFactory:
     """An oracle object or a factory -> a factory."""
-    if hasattr(oracle, "reproduces"):
+    if isinstance(oracle, Oracle):  # runtime_checkable: true when it has a .reproduces
         return FixedOracle(oracle)
     if callable(oracle):
         return oracle

@@ -1,341 +1,160 @@
-"""Shrink passes and the evaluator they share: cache, parallel levels, budget, statistics.
+"""The shrink passes, and the one loop that runs them.
 
-In the style of Hypothesis' shrinker, minimization is a sequence of named
-passes (``initial`` check, ``ddmin`` or ``binary``, ``one-minimal``,
-``confirm``), each with its own statistics: candidates tried, cache hits,
-replays, reproductions, seconds and the size of the current candidate after
-each iteration.
+In the style of Hypothesis' shrinker, minimization is an explicit list of
+pass objects, each with a name, its own statistics (:class:`PassStats`, kept
+by the evaluator while the pass runs) and ``run(current, evaluator) -> new
+current``:
 
-:class:`Evaluator` answers the algorithms' one question, "which is the first
-candidate of this level, in list order, that reproduces?":
+* :class:`InitialPass` -- does the full sequence reproduce at all?
+* :class:`SearchPass` -- one search algorithm of :mod:`netsleuth.minimize.ddmin`:
+  ``ddmin`` or ``binary`` (the strategy), then ``one-minimal``;
+* :class:`ConfirmPass` -- K more replays of the result, for its reproduction rate.
 
-* a **cache** keyed by the canonical candidate key answers repeats without a
-  replay (and duplicates within one level);
-* the unit of work is **one replay** of one candidate: up to ``workers``
-  replays are in flight, taken in list order of the candidates (a candidate's
-  K replays before the next candidate's), so a level of many candidates, or
-  one candidate that needs K replays, both keep every worker busy;
-* a candidate is answered "yes" by its first reproducing replay and "no"
-  once all K replays failed; answers are consumed strictly in list order,
-  so the answer to the level does not depend on which replay finishes first.
-  Replays still running when the answer is known were speculative: their
-  results still land in the cache (a later level that asks for the same
-  candidate uses them, or waits on them instead of starting others);
-* a **deadline** stops submitting replays; the search then ends with the best
-  candidate so far -- the shortlex-smallest reproducing candidate consumed
-  (at most one replay per worker overruns it).
+:func:`run_passes` runs them in order. A pass that ends the search early
+(the budget runs out, Ctrl-C, a failing oracle, a sequence that does not
+reproduce) sets the run's stop reason; the passes after it run only if they
+are meant to run after that reason -- the confirmation still runs after an
+expired budget, on the best candidate so far, so a cut-short search still
+reports how reliably its result reproduces.
 """
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import FIRST_COMPLETED, Future
-from concurrent.futures import wait as wait_futures
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from netsleuth.errors import NetsleuthError
-from netsleuth.minimize.atoms import Atoms, Key, shortlex
-from netsleuth.minimize.errors import MinimizationError, WorkerLostError
-from netsleuth.minimize.executors import Executor
-from netsleuth.minimize.oracle import OracleFactory, as_outcome
+from netsleuth.minimize.atoms import Key
+from netsleuth.minimize.ddmin import STRATEGIES, First, OnIteration, one_minimal
+from netsleuth.minimize.errors import MinimizationError
+from netsleuth.minimize.evaluator import BudgetExpired, Evaluator, JobResult, PassStats
 
+Algorithm = Callable[[Key, First, OnIteration], Key]
 
-# ------------------------------------------------------------------ worker side
-@dataclass(frozen=True)
-class WorkerInit:
-    """Sent once to each worker: the oracle factory and the inputs (plain, picklable data)."""
-
-    factory: OracleFactory
-    inputs: tuple
-    fixed_ids: frozenset
-
-    def __call__(self, worker_id: int) -> "WorkerState":
-        return WorkerState(self.factory(worker_id), Atoms(self.inputs, self.fixed_ids), worker_id)
+#: Stop reasons: "done" (nothing stopped the passes), "budget", "interrupted", "error", "not-reproduced".
+DONE = "done"
 
 
-@dataclass
-class WorkerState:
-    oracle: Any
-    atoms: Atoms
-    worker_id: int
+class SearchOver(Exception):
+    """Raised by a pass that found the search cannot go on (``reason`` becomes the stop reason)."""
 
-    def close(self) -> None:
-        close = getattr(self.oracle, "close", None)
-        if callable(close):
-            close()
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-@dataclass(frozen=True)
-class Job:
-    """Replay the candidate ``key`` once (its ``attempt``-th replay)."""
+class ShrinkPass:
+    """One named step of minimization; its statistics are filled in while :func:`run_passes` runs it."""
 
-    key: Key
-    attempt: int
+    name: str = "?"
+    #: The stop reasons after which this pass still runs.
+    runs_after: frozenset[str] = frozenset({DONE})
+    #: Start from the evaluator's best candidate, with no speculative replay left running.
+    starts_from_best: bool = False
 
+    def __init__(self) -> None:
+        self.stats: PassStats | None = None
 
-@dataclass(frozen=True)
-class JobResult:
-    key: Key
-    attempt: int
-    reproduced: bool
-    details: dict
-    seconds: float
-    worker_id: int
+    def run(self, current: Key, evaluator: Evaluator) -> Key:
+        """The new current candidate (``current`` itself when the pass shrinks nothing)."""
+        raise NotImplementedError
 
-
-def run_job(state: WorkerState, job: Job) -> JobResult:
-    """Task run on a worker: materialize the candidate, replay it once."""
-    t0 = time.perf_counter()
-    out = as_outcome(state.oracle.reproduces(state.atoms.materialize(job.key)))
-    return JobResult(job.key, job.attempt, out.reproduced, out.details, time.perf_counter() - t0, state.worker_id)
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
 
 
-# ------------------------------------------------------------------ statistics
-@dataclass
-class PassStats:
-    """What one shrink pass cost and achieved."""
+class InitialPass(ShrinkPass):
+    """Replays the full sequence; the search stops with "not-reproduced" unless it reproduces."""
 
-    name: str
-    candidates: int = 0      # candidates the pass asked about
-    cache_hits: int = 0      # ... answered without a new replay (cache, duplicate, or already running)
-    reproduced: int = 0      # ... that reproduced
-    replays: int = 0         # oracle replays that finished during the pass (speculative ones included)
-    inputs_replayed: int = 0  # sum over those replays of the inputs each one injected
-    seconds: float = 0.0
-    size_before: int = 0     # atoms
-    size_after: int = 0
-    sizes: list[int] = field(default_factory=list)  # atoms of the current candidate after each iteration
+    name = "initial"
 
-    def to_json(self) -> dict:
-        return {"name": self.name, "candidates": self.candidates, "cache_hits": self.cache_hits,
-                "reproduced": self.reproduced, "replays": self.replays,
-                "inputs_replayed": self.inputs_replayed,
-                "seconds": round(self.seconds, 4), "size_before": self.size_before,
-                "size_after": self.size_after, "sizes": list(self.sizes)}
+    def __init__(self) -> None:
+        super().__init__()
+        self.reproduced: bool | None = None   # None: not known (the budget ran out first)
+
+    def run(self, current: Key, evaluator: Evaluator) -> Key:
+        self.reproduced = evaluator.first([current]) is not None
+        evaluator.on_iteration(current, {"iteration": 0,
+                                         "step": "full" if self.reproduced else "does not reproduce"})
+        if not self.reproduced:
+            raise SearchOver("not-reproduced")
+        return current
 
 
-@dataclass(frozen=True)
-class Progress:
-    """Handed to the ``progress`` callback after every consumed candidate and iteration."""
+class SearchPass(ShrinkPass):
+    """One search algorithm over atom keys: it asks the evaluator and accepts only smaller candidates."""
 
-    pass_name: str
-    atoms: int               # atoms in the best candidate so far
-    inputs: int              # inputs in the best candidate so far
-    atoms_before: int
-    candidates: int          # candidates asked about, all passes
-    replays: int             # replays done, all passes
-    elapsed: float
-    budget_seconds: float | None
+    def __init__(self, name: str, algorithm: Algorithm) -> None:
+        super().__init__()
+        self.name = name
+        self.algorithm = algorithm
+
+    def run(self, current: Key, evaluator: Evaluator) -> Key:
+        return self.algorithm(current, evaluator.first, evaluator.on_iteration)
 
 
-class BudgetExpired(Exception):
-    """Raised inside the search when the time budget is spent."""
+class ConfirmPass(ShrinkPass):
+    """K more replays of the best candidate, all of them, for its reproduction rate."""
 
+    name = "confirm"
+    runs_after = frozenset({DONE, "budget"})
+    starts_from_best = True
 
-@dataclass
-class _Candidate:
-    """Replays of one candidate: started, finished, reproduced; answered once known."""
-
-    key: Key
-    started: int = 0
-    finished: int = 0
-    reproduced: int = 0
-    details: dict | None = None  # of the first reproducing replay, else of the last one
-
-    def answer(self, k: int) -> bool | None:
-        if self.reproduced:
-            return True
-        return False if self.finished >= k else None
-
-
-# ------------------------------------------------------------------ evaluator
-class Evaluator:
-    def __init__(self, atoms: Atoms, executor: Executor, replays: int, *, deadline: float | None,
-                 progress: Callable[[Progress], None] | None, budget_seconds: float | None) -> None:
-        self.atoms = atoms
-        self.executor = executor
+    def __init__(self, replays: int) -> None:
+        super().__init__()
         self.replays = replays
-        self.deadline = deadline  # time.time()
-        self.budget_seconds = budget_seconds
-        self.progress = progress
-        self.t0 = time.perf_counter()
-        self.cands: dict[Key, _Candidate] = {}   # the cache: every candidate ever replayed
-        self.running: dict[Future, Job] = {}
-        self.consumed: set[Key] = set()
-        self.best: Key | None = None
-        self.passes: list[PassStats] = []
-        self.current: PassStats | None = None
-        self.iterations: list[dict] = []
-        self.total_replays = 0
-        self.total_inputs_replayed = 0
-        self.total_candidates = 0
-        self.unused_jobs = 0
+        self.results: list[JobResult] = []
 
-    # -- passes
-    def begin(self, name: str, size: int) -> PassStats:
-        self.current = PassStats(name, size_before=size, size_after=size)
-        self.passes.append(self.current)
-        self._pass_t0 = time.perf_counter()
-        return self.current
+    def run(self, current: Key, evaluator: Evaluator) -> Key:
+        self.results = evaluator.run_replays(current, self.replays)
+        return current
 
-    def end(self, size: int) -> None:
-        if self.current is not None:
-            self.current.size_after = size
-            self.current.seconds = time.perf_counter() - self._pass_t0
-            self.current = None
 
-    def on_iteration(self, key: Key, info: dict) -> None:
-        p = self.current
-        assert p is not None
-        p.sizes.append(len(key))
-        self.iterations.append({"pass": p.name, **info, "atoms": len(key), "inputs": self.atoms.inputs_in(key),
-                                "seconds": round(time.perf_counter() - self.t0, 4)})
-        self._report()
+def standard_passes(strategy: str, replays: int, *, confirm: bool = True) -> list[ShrinkPass]:
+    """``initial``, the strategy (a name of :data:`netsleuth.minimize.ddmin.STRATEGIES`), ``one-minimal``
+    and, if asked, ``confirm``."""
+    passes: list[ShrinkPass] = [InitialPass(), SearchPass(strategy, STRATEGIES[strategy]),
+                                SearchPass("one-minimal", one_minimal)]
+    if confirm:
+        passes.append(ConfirmPass(replays))
+    return passes
 
-    def _report(self) -> None:
-        if self.progress is None:
-            return
-        best = self.best if self.best is not None else self.atoms.prunable
-        self.progress(Progress(self.current.name if self.current else "", len(best), self.atoms.inputs_in(best),
-                               len(self.atoms.prunable), self.total_candidates, self.total_replays,
-                               time.perf_counter() - self.t0, self.budget_seconds))
 
-    # -- the one question
-    def first(self, candidates: Sequence[Key], submit_order: Sequence[int] | None = None) -> int | None:
-        """Index of the first candidate (in list order) that reproduces in any of K replays, or None.
+@dataclass
+class PassesRun:
+    """How :func:`run_passes` ended."""
 
-        ``submit_order`` (a permutation of positions) only changes which replays a parallel run starts
-        first -- a scheduling hint -- never the answer; a serial run always goes in list order.
-        """
-        n, k = len(candidates), self.replays
-        order = range(n) if submit_order is None or self.executor.workers == 1 else submit_order
-        mine: set[Key] = set()       # candidates this call started replays for (the rest are cache hits)
-        answered: set[Key] = set()   # consumed in this call (a repeat is a cache hit)
-        lo = 0
-        while True:
-            self._harvest()
-            # Consume the known answers strictly in list order.
-            while lo < n:
-                key = candidates[lo]
-                st = self.cands.get(key)
-                if st is None or st.answer(k) is None:
-                    break
-                if key in answered or key not in mine:
-                    self._hit()
-                answered.add(key)
-                if self._consume(st):
-                    return lo
-                lo += 1
-            if lo >= n:
-                return None
-            # Keep every worker busy with the next replays in list order.
-            for p in order:
-                if len(self.running) >= self.executor.workers:
-                    break
-                if p < lo:
-                    continue
-                st = self.cands.setdefault(candidates[p], _Candidate(candidates[p]))
-                while st.answer(k) is None and st.started < k and len(self.running) < self.executor.workers:
-                    self._submit(st)
-                    mine.add(st.key)
-            self._wait()
+    stop_reason: str
+    error: MinimizationError | None
+    completed: list[ShrinkPass]   # the passes that ran to their end
 
-    def run_replays(self, key: Key, k: int) -> list[JobResult]:
-        """K independent replays of ``key``, all of them (for the reproduction rate)."""
-        futs = [self.executor.submit(run_job, Job(key, i)) for i in range(k)]
-        out = []
-        for f in futs:
-            res = self._result(key, f)
-            self._count(res)
-            out.append(res)
-        return out
 
-    # -- internals
-    def _submit(self, st: _Candidate) -> None:
-        self._check_time()
-        job = Job(st.key, st.started)
+def run_passes(passes: Sequence[ShrinkPass], start: Key, evaluator: Evaluator) -> PassesRun:
+    """Run ``passes`` in order from ``start``, each from where the one before it left the candidate."""
+    current, stop, error = start, DONE, None
+    completed: list[ShrinkPass] = []
+    for p in passes:
+        if stop not in p.runs_after:
+            continue
+        if p.starts_from_best:
+            evaluator.finish()
+            current = evaluator.best if evaluator.best is not None else start
+        p.stats = evaluator.begin(p.name, len(current))
         try:
-            fut = self.executor.submit(run_job, job)
-        except RuntimeError as exc:  # BrokenProcessPool, or a pool already shut down
-            fut = Future()
-            fut.set_exception(exc)
-            self._result(st.key, fut)
-        st.started += 1
-        self.running[fut] = job
-
-    def _hit(self) -> None:
-        if self.current is not None:
-            self.current.cache_hits += 1
-
-    def _consume(self, st: _Candidate) -> bool:
-        self.consumed.add(st.key)
-        p = self.current
-        assert p is not None
-        p.candidates += 1
-        self.total_candidates += 1
-        ok = bool(st.reproduced)
-        if ok:
-            p.reproduced += 1
-            if self.best is None or shortlex(st.key) < shortlex(self.best):
-                self.best = st.key
-        self._report()
-        return ok
-
-    def _count(self, res: JobResult) -> None:
-        self.total_replays += 1
-        injected = self.atoms.inputs_in(res.key)
-        self.total_inputs_replayed += injected
-        if self.current is not None:
-            self.current.replays += 1
-            self.current.inputs_replayed += injected
-
-    def _result(self, key: Key, fut: Future) -> JobResult:
-        try:
-            return fut.result()
-        except BrokenProcessPool as exc:
-            raise WorkerLostError(f"a worker process died while replaying a candidate of "
-                                  f"{self.atoms.inputs_in(key)} inputs ({exc})",
-                                  "look for a crash or the OOM killer in the system log; retry with "
-                                  "--executor serial to see the error") from None
-        except NetsleuthError:
-            raise
-        except Exception as exc:
-            raise MinimizationError(f"the oracle failed while replaying a candidate of "
-                                    f"{self.atoms.inputs_in(key)} inputs: {type(exc).__name__}: {exc}",
-                                    "fix the replay error above; the partial result is kept") from exc
-
-    def _harvest(self) -> None:
-        for fut in [f for f in self.running if f.done()]:
-            job = self.running.pop(fut)
-            if fut.cancelled():
-                self.cands[job.key].started -= 1
-                continue
-            res = self._result(job.key, fut)
-            self._count(res)
-            st = self.cands[job.key]
-            st.finished += 1
-            if not st.reproduced:
-                st.details = res.details
-            st.reproduced += res.reproduced
-        self._check_time()
-
-    def _wait(self) -> None:
-        timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
-        wait_futures(list(self.running), timeout=timeout, return_when=FIRST_COMPLETED)
-
-    def _check_time(self) -> None:
-        if self.deadline is not None and time.time() > self.deadline:
-            raise BudgetExpired()
-
-    def finish(self) -> None:
-        """Cancel replays that have not started; count answers nobody asked for."""
-        for fut in list(self.running):
-            fut.cancel()
-        self.running.clear()
-        self.unused_jobs = sum(1 for st in self.cands.values() if st.key not in self.consumed and st.finished)
+            current = p.run(current, evaluator)
+            completed.append(p)
+        except SearchOver as exc:
+            stop = exc.reason
+        except BudgetExpired:
+            stop = "budget"
+        except KeyboardInterrupt:
+            stop = "interrupted"
+        except MinimizationError as exc:
+            stop, error = "error", exc
+        if stop != DONE and evaluator.best is not None:
+            current = evaluator.best  # a search cut short keeps the best candidate so far
+        evaluator.end(len(current))
+    return PassesRun(stop, error, completed)
 
 
-__all__ = ["WorkerInit", "WorkerState", "Job", "JobResult", "run_job", "PassStats", "Progress", "Evaluator",
-           "BudgetExpired"]
+__all__ = ["ShrinkPass", "InitialPass", "SearchPass", "ConfirmPass", "SearchOver", "Algorithm",
+           "standard_passes", "PassesRun", "run_passes"]

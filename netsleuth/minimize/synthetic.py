@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from netsleuth.minimize.oracle import ReplayOutcome
@@ -51,7 +52,7 @@ class InvalidCandidate(AssertionError):
 class _Gen:
     def __init__(self) -> None:
         self.events: list[ts.InputEvent] = []
-        self.link_open: dict[tuple, str] = {}
+        self.link_open: dict[tuple[object, ...], str] = {}
         self.switch_open: dict[str, str] = {}
         self.channel_open: dict[str, str] = {}
         self.ctrl_open: str | None = None
@@ -59,18 +60,18 @@ class _Gen:
         self.last_mig: dict[str, str] = {}
         self.next_port = {s: 11 for s in SWITCHES}
 
-    def add(self, cls: type, deps: tuple[str, ...] = (), **fields: object) -> ts.InputEvent:
+    def add(self, cls: Callable[..., ts.InputEvent], deps: tuple[str, ...] = (), /, **fields: object) -> ts.InputEvent:
         n = len(self.events)
         ev = cls(seq=n, t=round(0.1 * n, 1), id=f"i{n}", deps=deps, **fields)
         self.events.append(ev)
         return ev
 
-    def link(self, link: tuple, up: bool) -> None:
-        kw = dict(node1=link[0], port1=link[1], node2=link[2], port2=link[3])
+    def link(self, link: tuple[object, ...], up: bool) -> None:
+        kw: dict[str, object] = dict(node1=link[0], port1=link[1], node2=link[2], port2=link[3])
         if up:
             self.add(ts.LinkRecovery, (self.link_open.pop(link),), **kw)
         else:
-            self.link_open[link] = self.add(ts.LinkFailure, **kw).id
+            self.link_open[link] = self.add(ts.LinkFailure, (), **kw).id
 
     def migrate(self, host: str, switch: str) -> None:
         old = self.host_at[host]
@@ -160,19 +161,19 @@ class SimNetwork:
 
     def __init__(self, bug: str) -> None:
         self.bug = bug
-        self.failed: dict[tuple, str] = {}
+        self.failed: dict[tuple[object, ...], str] = {}
         self.host_at = dict(HOSTS)
         self.last_mig: dict[str, str] = {}
         self.seen: set[str] = set()
         self.target_failed = False
         self.migrated: set[str] = set()
 
-    def _open(self, what: tuple, ev: ts.InputEvent) -> None:
+    def _open(self, what: tuple[object, ...], ev: ts.InputEvent) -> None:
         if what in self.failed:
             raise InvalidCandidate(f"{ev.id}: {what} fails twice")
         self.failed[what] = ev.id
 
-    def _close(self, what: tuple, ev: ts.InputEvent) -> None:
+    def _close(self, what: tuple[object, ...], ev: ts.InputEvent) -> None:
         opened = self.failed.pop(what, None)
         if opened is None or ev.deps != (opened,):
             raise InvalidCandidate(f"{ev.id}: {what} recovers without its failure (deps {ev.deps}, open {opened})")
@@ -229,7 +230,7 @@ class SimOracle:
     seed: int = 0
     sleep: float = 0.0        # seconds per replay, to emulate a real one ...
     sleep_per_input: float = 0.0  # ... plus this per input replayed (a real replay is O(inputs))
-    attempts: dict = field(default_factory=dict, repr=False)
+    attempts: dict[str, int] = field(default_factory=dict, repr=False)
 
     def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayOutcome:
         if self.sleep or self.sleep_per_input:
