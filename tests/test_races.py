@@ -67,7 +67,8 @@ def _report(path: Path):
 
 
 def test_corpus_is_complete() -> None:
-    assert len(TRACES) == 16
+    # every trace has its reference counts and every reference its trace
+    assert len(TRACES) >= 16
     assert {p.name[: -len(".hb.json")] for p in TRACES} == set(REFERENCE)
 
 
