@@ -1,6 +1,6 @@
 """Benchmark: one header-space loops+blackholes+reachability check vs rules and switches.
 
-For each FatTree K (``netsleuth.model.topology.parse_topo("fattree,K")``), in
+For each FatTree K (``netsleuth.model.topo_builders.parse_topo("fattree,K")``), in
 a fresh subprocess of this script (``--one K``) so that memory is per K:
 
 * flows: for every ordered host pair, the exact flows os-ken's simple_switch
@@ -62,7 +62,7 @@ from netsleuth.model.actions import Output  # noqa: E402
 from netsleuth.model.flowtable import FlowTable  # noqa: E402
 from netsleuth.model.match import Match  # noqa: E402
 from netsleuth.model.switch import Switch  # noqa: E402
-from netsleuth.model.topology import parse_topo  # noqa: E402
+from netsleuth.model.topo_builders import parse_topo  # noqa: E402
 
 DEFAULT_KS = "4,8,16,24,32"
 RESULTS = ROOT / "bench" / "results" / "invariants.json"

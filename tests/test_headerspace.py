@@ -29,7 +29,7 @@ from netsleuth.model.actions import (Enqueue, Output, SetDlDst, SetDlSrc, SetNwD
 from netsleuth.model.match import FIELDS, Match
 from netsleuth.model.packet import ICMP, IPv4, RAW, TCP, UDP, Arp, Packet, Vlan
 from netsleuth.model.switch import Switch
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 
 FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL = (ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_IN_PORT,
                                                   ofp.OFPP_CONTROLLER, ofp.OFPP_TABLE, ofp.OFPP_NORMAL)

@@ -17,7 +17,8 @@ from netsleuth.invariants.view import NetworkView
 from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import icmp_echo
 from netsleuth.model.switch import Switch
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topo_builders import parse_topo
+from netsleuth.model.topology import Topology
 from netsleuth.openflow import codec
 
 
