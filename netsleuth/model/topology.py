@@ -581,17 +581,15 @@ def _from_json(data: Any) -> Topology:
 
 # --------------------------------------------------------------------------- older import path
 
-_MOVED = {"parse_topo": "netsleuth.model.topo_builders", "load_topology_file": "netsleuth.model.topology_io"}
-
 
 def __getattr__(name: str) -> Any:
-    """``parse_topo`` and ``load_topology_file`` used to live here; resolve them lazily where they live now.
+    """``parse_topo`` used to live here; resolve it where it lives now.
 
-    Lazily, because both of those modules import this one: an import at the
-    top would make a circle. New code imports them from their own modules.
+    Imported lazily, because topo_builders imports this module. Callers should
+    import it from :mod:`netsleuth.model.topo_builders`; this stays only while
+    some still use the old path, and goes with the last of them.
     """
-    where = _MOVED.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(where), name)
+    if name == "parse_topo":
+        from netsleuth.model.topo_builders import parse_topo
+        return parse_topo
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
