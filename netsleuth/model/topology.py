@@ -469,7 +469,7 @@ class Topology:
 # The fix offered for a malformed topology file.
 JSON_FIX = ('write {"switches": [{"name": "s1", "dpid": 1}], "hosts": [{"name": "h1", "mac": "00:00:00:00:00:01", '
              '"ip": "10.0.0.1"}], "links": [["h1", 0, "s1", 1]]} (dpid/mac/ip/ports optional), '
-             "as Topology.save writes it")
+             "as netsleuth.model.topology_io.save_topology writes it")
 
 
 def _fill(explicit: list[int | None], make: Callable[[int], int] = lambda k: k) -> list[int]:
