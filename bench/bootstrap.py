@@ -210,7 +210,7 @@ def run_one(k: int, args: argparse.Namespace) -> dict:
     from netsleuth.controllers.spec import parse_controller
     from netsleuth.core.clock import WallClock
     from netsleuth.core.world import Recorder, World
-    from netsleuth.model.topology import parse_topo
+    from netsleuth.model.topo_builders import parse_topo
     from netsleuth.trace import schema as ts
     from netsleuth.trace.io import TraceWriter
 

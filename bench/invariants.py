@@ -1,6 +1,6 @@
 """Benchmark: one header-space loops+blackholes+reachability check vs rules and switches.
 
-For each FatTree K (``netsleuth.model.topology.parse_topo("fattree,K")``), in
+For each FatTree K (``netsleuth.model.topo_builders.parse_topo("fattree,K")``), in
 a fresh subprocess of this script (``--one K``) so that memory is per K:
 
 * flows: for every ordered host pair, the exact flows os-ken's simple_switch
@@ -55,14 +55,15 @@ if str(ROOT) not in sys.path:
 
 from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
 
-from netsleuth.invariants import headerspace as H  # noqa: E402
+from netsleuth.invariants import hsa_checks as H  # noqa: E402
+from netsleuth.invariants import hsa_engine as E  # noqa: E402
 from netsleuth.invariants import hsa_compile as C  # noqa: E402
 from netsleuth.invariants.view import NetworkView  # noqa: E402
 from netsleuth.model.actions import Output  # noqa: E402
 from netsleuth.model.flowtable import FlowTable  # noqa: E402
 from netsleuth.model.match import Match  # noqa: E402
 from netsleuth.model.switch import Switch  # noqa: E402
-from netsleuth.model.topology import parse_topo  # noqa: E402
+from netsleuth.model.topo_builders import parse_topo  # noqa: E402
 
 DEFAULT_KS = "4,8,16,24,32"
 RESULTS = ROOT / "bench" / "results" / "invariants.json"
@@ -163,7 +164,7 @@ def make_view(topo, switches, link_up=None) -> NetworkView:
 def check(view: NetworkView, **kw) -> tuple[dict, dict]:
     """One analyze + the three checks; (timings, finding counts)."""
     t0 = time.perf_counter()
-    a = H.analyze(view, **kw)
+    a = E.analyze(view, **kw)
     t1 = time.perf_counter()
     loops = H.hsa_loops(view, a)
     t2 = time.perf_counter()
@@ -213,9 +214,7 @@ def install_cost(switches: dict, n_switches: int = 8) -> dict:
 def _forget(switches: dict) -> None:
     """Forget every compiled switch, the checks' memories and the tables' sorted orders."""
     C._CACHE.clear()
-    H._WANTED.__init__()
-    H._MEMO_SETS.clear()
-    H._PAIR_MACS.clear()
+    H.forget_memos()
     for sw in switches.values():
         sw.table._sorted = None
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.nice.apps.pyswitch import PySwitch, PySwitchFixed
 from netsleuth.nice.concolic import Domain, discover_packets
 

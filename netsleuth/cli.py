@@ -178,7 +178,7 @@ def _race_words(r: dict) -> str:
 def cmd_import(args: argparse.Namespace) -> int:
     import json
 
-    from netsleuth.model.topology import parse_topo
+    from netsleuth.model.topo_builders import parse_topo
     from netsleuth.openflow.codec import decode, msg_to_json
     from netsleuth.trace.importers.sts import import_sts
     from netsleuth.trace.io import write_trace

@@ -10,7 +10,7 @@ import z3
 
 from netsleuth.model.addr import BROADCAST_MAC
 from netsleuth.model.packet import ETH_ARP, ETH_IPV4, TCP, Arp, IPv4, Packet
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.apps.pyswitch import PySwitch, PySwitchFixed

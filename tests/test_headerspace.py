@@ -17,10 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from netsleuth.invariants import headerspace as H
+from netsleuth.invariants import hsa_checks as H
+from netsleuth.invariants import hsa_engine as E
 from netsleuth.invariants import registry
-from netsleuth.invariants.forwarding import trace_packet
+from netsleuth.invariants.forwarding import controller_ok, trace_packet
 from netsleuth.invariants.hsa_compile import compiled
+from netsleuth.invariants.hsa_report import components
 from netsleuth.invariants.hsa_space import (FIELD_MASK, HeaderSpace, expand, field_wildcard, interner, pack,
                                             rewrite_for, unpack, wc_pieces)
 from netsleuth.invariants.view import NetworkView
@@ -29,7 +31,7 @@ from netsleuth.model.actions import (Enqueue, Output, SetDlDst, SetDlSrc, SetNwD
 from netsleuth.model.match import FIELDS, Match
 from netsleuth.model.packet import ICMP, IPv4, RAW, TCP, UDP, Arp, Packet, Vlan
 from netsleuth.model.switch import Switch
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 
 FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL = (ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_IN_PORT,
                                                   ofp.OFPP_CONTROLLER, ofp.OFPP_TABLE, ofp.OFPP_NORMAL)
@@ -120,7 +122,7 @@ def ordered_outcome(view: NetworkView, sw: str, port: int, pkt: Packet) -> dict:
     return {"loop": bool(o.loops), "drop": bool(o.drops), "delivered": set(o.delivered), "punted": set(o.punted)}
 
 
-def hsa_outcome(r: H.Reach, h: int, hosts, switches, cache: dict) -> dict:
+def hsa_outcome(r: E.Reach, h: int, hosts, switches, cache: dict) -> dict:
     key = id(r)
     if key not in cache or cache[key][0] is not r:  # keep r alive: ids of dead objects are reused
         cache[key] = (r, r.looping(), r.dropped(), {x: r.delivered_to(x) for x in hosts},
@@ -402,7 +404,7 @@ def test_header_space_agrees_with_concrete_packets(case):
     cache: dict = {}
     for sw in names:
         for port in sorted(net.switches[sw].ports):
-            r = H.reachable(view, sw, port)
+            r = E.reachable(view, sw, port)
             assert not r.truncated
             for pkt in pkts:
                 h = pack(pkt.match_fields(port))
@@ -417,8 +419,8 @@ def test_header_space_agrees_with_concrete_packets(case):
 def test_batch_engine_and_general_engine_agree(case):
     net, pkts = case
     view = net.view()
-    a = H.analyze(view, ingress="all", cache=False)
-    g = H.analyze(view, ingress="all", batch=False, cache=False)
+    a = E.analyze(view, ingress="all", cache=False)
+    g = E.analyze(view, ingress="all", batch=False, cache=False)
     assert a.ingresses == g.ingresses
     hosts = [h.name for h in net.topo.hosts]
     names = list(net.switches)
@@ -443,9 +445,9 @@ def test_findings_agree_with_concrete_packets(case):
     finding's witness header really loops / is dropped / does not reach, as a packet."""
     net, pkts = case
     view = net.view()
-    a = H.analyze(view)
+    a = E.analyze(view)
     loops, holes, unreach = H.hsa_loops(view, a), H.hsa_blackholes(view, a), H.hsa_reachability(view, a)
-    comp = H._components(view)
+    comp = components(view)
     macs = {h.mac: h.name for h in net.topo.hosts}
     for ing, host in a.ingress_host.items():
         ing_text = f"{ing[0]}:{ing[1]}"
@@ -477,11 +479,11 @@ def test_findings_agree_with_concrete_packets(case):
         assert (pkt.eth_src, pkt.eth_dst) == (s.mac, d.mac)
         sw, port = f.details["ingress"].split(":")
         o = trace_packet(view, sw, int(port), pkt)
-        punt_ok = o.punted and all(H.controller_ok(view, x) for x in o.punted)
+        punt_ok = o.punted and all(controller_ok(view, x) for x in o.punted)
         assert dst not in o.delivered and not punt_ok, f.message
     # and every connected pair whose concrete ICMP echo fails is reported
-    from netsleuth.invariants.forwarding import check_reachability
-    concrete = {fd.hosts for fd in check_reachability(view)}
+    from netsleuth.invariants.forwarding import check_packet_reachability
+    concrete = {fd.hosts for fd in check_packet_reachability(view)}
     assert concrete <= {fd.hosts for fd in unreach}
 
 
@@ -501,7 +503,7 @@ def _one():
 
 
 def _fate(net, sw, port, pkt):
-    r = H.reachable(net.view(), sw, port)
+    r = E.reachable(net.view(), sw, port)
     h = pack(pkt.match_fields(port))
     return hsa_outcome(r, h, [x.name for x in net.topo.hosts], list(net.switches), {})
 
@@ -563,7 +565,7 @@ def test_set_field_rewrites_follow_the_copies():
     assert f["punted"] == {"s1"} and f["drop"] and not f["delivered"]
     arp = Packet(h1.mac, h2.mac, 0x0806, None, Arp(1, h1.mac, h1.ip, 0, h2.ip))  # mod_nw_dst: no-op on ARP
     assert _fate(net, "s1", 1, arp)["delivered"] == {"h2"}
-    delivered = H.reachable(net.view(), "s1", 1).delivered_to("h2")
+    delivered = E.reachable(net.view(), "s1", 1).delivered_to("h2")
     assert delivered.contains(pack(arp.match_fields(1))) and not delivered.contains(pack(pkt.match_fields(1)))
 
 
@@ -644,9 +646,9 @@ def test_registry_adapters_share_one_analysis():
     for sw, nxt in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):
         net.add(sw, (Output(net.port(sw, nxt)),), dl_dst=net.mac("h3"))
     view = net.view()
-    a = H.analyze(view)
-    assert [f.message for f in H.check_loops(view, a)] == [f.message for f in H.check_loops(view, None)]
-    assert [f.message for f in H.check_loops(view, [])] == [f.message for f in H.hsa_loops(view, a)]
+    a = E.analyze(view)
+    assert [f.message for f in H.check_headerspace_loops(view, a)] == [f.message for f in H.check_headerspace_loops(view, None)]
+    assert [f.message for f in H.check_headerspace_loops(view, [])] == [f.message for f in H.hsa_loops(view, a)]
     for name in ("loops", "blackholes", "reachability"):
         assert registry.REGISTRY[name].name == name
 
@@ -674,7 +676,7 @@ def test_fattree_all_pairs_is_clean_and_batched():
     spec.loader.exec_module(bench)
     topo, switches, n = bench.build_fattree(4)
     view = bench.make_view(topo, switches)
-    a = H.analyze(view)
+    a = E.analyze(view)
     assert not a.reaches and not a.batch.general  # everything went through the batch engine
     assert H.hsa_loops(view, a) == [] and H.hsa_blackholes(view, a) == [] and H.hsa_reachability(view, a) == []
     # a link from e1 up to an aggregation switch fails; flows still use it (nobody reroutes)
@@ -689,7 +691,7 @@ def test_fattree_all_pairs_is_clean_and_batched():
     assert holes and all(f.switches in (("e1",), (other,)) and "no live link" in f.message for f in holes)
     assert {f.details["ingress"] for f in holes if f.switches == ("e1",)} <= {"e1:1", "e1:2"}
     assert any(f.switches == ("e1",) for f in holes) and any(f.switches == (other,) for f in holes)
-    g = H.analyze(view2, batch=False, cache=False)
+    g = E.analyze(view2, batch=False, cache=False)
     assert {(f.hosts, f.switches) for f in holes} == {(f.hosts, f.switches) for f in H.hsa_blackholes(view2, g)}
     assert {f.hosts for f in H.hsa_reachability(view2)} == {f.hosts for f in H.hsa_reachability(view2, g)}
 

@@ -11,13 +11,14 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as P
 
 from netsleuth.invariants import registry
-from netsleuth.invariants.forwarding import (check_blackholes, check_loops, check_reachability,
-                                             pair_outcomes, trace_packet)
+from netsleuth.invariants.forwarding import (check_packet_blackholes, check_packet_loops,
+                                             check_packet_reachability, pair_outcomes, trace_packet)
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import icmp_echo
 from netsleuth.model.switch import Switch
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topo_builders import parse_topo
+from netsleuth.model.topology import Topology
 from netsleuth.openflow import codec
 
 
@@ -86,7 +87,7 @@ def test_correct_static_routes_have_no_findings():
     assert len(outcomes) == 6
     for src, dst, o in outcomes:
         assert o.delivered == [dst] and not o.loops and not o.drops and not o.punted
-    assert check_loops(view) == [] and check_blackholes(view) == [] and check_reachability(view) == []
+    assert check_packet_loops(view) == [] and check_packet_blackholes(view) == [] and check_packet_reachability(view) == []
     assert registry.check(view, registry.resolve(["loops", "blackholes", "reachability"])) == []
 
 
@@ -100,7 +101,7 @@ def test_static_forwarding_loop_is_found_and_names_the_switches():
     for sw, nxt in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):
         net.to_host(sw, "h3", nxt)
     view = net.view()
-    loops = check_loops(view)
+    loops = check_packet_loops(view)
     assert loops
     assert all(f.invariant == "loops" for f in loops)
     assert all(set(f.switches) == {"s1", "s2", "s3"} for f in loops)
@@ -108,9 +109,9 @@ def test_static_forwarding_loop_is_found_and_names_the_switches():
     path = loops[0].details["path"]
     assert path[-1] in path[:-1]
     # the looping pairs cannot reach h3; h1 <-> h2 are fine
-    unreachable = pairs(check_reachability(view))
+    unreachable = pairs(check_packet_reachability(view))
     assert unreachable == {("h1", "h3"), ("h2", "h3")}
-    assert "loop" in next(f.message for f in check_reachability(view) if f.hosts == ("h1", "h3"))
+    assert "loop" in next(f.message for f in check_packet_reachability(view) if f.hosts == ("h1", "h3"))
     by_name = registry.check(view, registry.resolve("loops"))  # header space: one finding per ingress and cycle
     assert by_name and all(f.invariant == "loops" and set(f.switches) == {"s1", "s2", "s3"} for f in by_name)
 
@@ -122,7 +123,7 @@ def test_ring_without_loop_is_clean():
         for sw in ("s1", "s2", "s3"):
             net.to_host(sw, host, None if sw == home else home)
     view = net.view()
-    assert check_loops(view) == [] and check_reachability(view) == [] and check_blackholes(view) == []
+    assert check_packet_loops(view) == [] and check_packet_reachability(view) == [] and check_packet_blackholes(view) == []
 
 
 # ------------------------------------------------------------------ blackholes
@@ -131,13 +132,13 @@ def test_rule_with_no_actions_is_a_blackhole():
     route_linear3(net)
     net.install("s2", [], priority=200, dl_dst=net.mac("h3"))  # drop everything for h3 at s2
     view = net.view()
-    holes = check_blackholes(view)
+    holes = check_packet_blackholes(view)
     assert pairs(holes) == {("h1", "h3"), ("h2", "h3")}
     for f in holes:
         assert f.invariant == "blackholes" and f.switches == ("s2",)
         assert "dropped at s2" in f.message and "priority 200" in f.message
-    assert pairs(check_reachability(view)) == {("h1", "h3"), ("h2", "h3")}
-    assert check_loops(view) == []
+    assert pairs(check_packet_reachability(view)) == {("h1", "h3"), ("h2", "h3")}
+    assert check_packet_loops(view) == []
 
 
 def test_output_to_a_down_link_is_a_blackhole():
@@ -148,11 +149,11 @@ def test_output_to_a_down_link_is_a_blackhole():
             net.to_host(sw, host, None if sw == home else home)
     net.set_link("s1", "s2", False)  # h1 and h2 still connected through s3
     view = net.view()
-    holes = check_blackholes(view)
+    holes = check_packet_blackholes(view)
     assert pairs(holes) == {("h1", "h2"), ("h2", "h1")}
     f = next(f for f in holes if f.hosts == ("h1", "h2"))
     assert f.switches == ("s1",) and "no live link" in f.message
-    assert pairs(check_reachability(view)) == {("h1", "h2"), ("h2", "h1")}
+    assert pairs(check_packet_reachability(view)) == {("h1", "h2"), ("h2", "h1")}
 
 
 def test_output_to_a_down_port_is_a_blackhole():
@@ -164,7 +165,7 @@ def test_output_to_a_down_port_is_a_blackhole():
     sw = net.switches["s2"]
     sw.ports[net.port("s2", "h2")].config |= ofp.OFPPC_PORT_DOWN  # administratively down
     view = net.view()
-    assert pairs(check_blackholes(view)) == {("h1", "h2")}
+    assert pairs(check_packet_blackholes(view)) == {("h1", "h2")}
 
 
 # ------------------------------------------------------------------ reachability and the controller
@@ -173,25 +174,25 @@ def test_table_miss_is_delegated_when_the_controller_is_connected():
     view = net.view()
     for _, _, o in pair_outcomes(view):
         assert o.punted and not o.drops
-    assert check_reachability(view) == [] and check_blackholes(view) == []
+    assert check_packet_reachability(view) == [] and check_packet_blackholes(view) == []
 
     not_connected = net.view(connected={1, 3})
-    found = check_reachability(not_connected)
+    found = check_packet_reachability(not_connected)
     assert pairs(found) == {("h2", "h1"), ("h2", "h3")}  # only s2's hosts punt to a missing controller
     assert all(f.switches == ("s2",) and "not connected" in f.message for f in found)
 
-    dead = check_reachability(net.view(alive={"c0": False}))
+    dead = check_packet_reachability(net.view(alive={"c0": False}))
     assert len(dead) == 6
-    assert check_blackholes(net.view(alive={"c0": False})) == []  # a miss is not a drop
+    assert check_packet_blackholes(net.view(alive={"c0": False})) == []  # a miss is not a drop
 
 
 def test_delegation_needs_the_switch_s_own_controller_alive():
     net = Net("linear,2")
     # s1 talks only to c0 (dead), s2 only to c1 (alive)
     view = net.view(alive={"c0": False, "c1": True}, controllers_of={1: ("c0",), 2: ("c1",)})
-    assert pairs(check_reachability(view)) == {("h1", "h2")}
+    assert pairs(check_packet_reachability(view)) == {("h1", "h2")}
     both = net.view(alive={"c0": False, "c1": True}, controllers_of={1: ("c0", "c1"), 2: ("c1",)})
-    assert check_reachability(both) == []
+    assert check_packet_reachability(both) == []
 
 
 def test_controller_action_counts_as_delegation():
@@ -200,29 +201,29 @@ def test_controller_action_counts_as_delegation():
     view = net.view()
     (o,) = [o for s, d, o in pair_outcomes(view) if (s, d) == ("h1", "h2")]
     assert o.punted == ["s1"]
-    assert check_reachability(view) == []
-    assert pairs(check_reachability(net.view(connected={2}))) >= {("h1", "h2")}
+    assert check_packet_reachability(view) == []
+    assert pairs(check_packet_reachability(net.view(connected={2}))) >= {("h1", "h2")}
 
 
 def test_physically_partitioned_hosts_are_not_reported():
     net = Net("linear,3")
     net.set_link("s1", "s2", False)
     view = net.view(connected=set())  # nobody is connected: every connected pair fails
-    found = pairs(check_reachability(view))
+    found = pairs(check_packet_reachability(view))
     assert found == {("h2", "h3"), ("h3", "h2")}
     traced = {(s, d) for s, d, _ in pair_outcomes(view)}
     assert traced == {("h2", "h3"), ("h3", "h2")}
     # the same pairs with the link up are reported too
     net.set_link("s1", "s2", True)
-    assert len(check_reachability(net.view(connected=set()))) == 6
+    assert len(check_packet_reachability(net.view(connected=set()))) == 6
 
 
 def test_host_with_its_access_link_down_is_partitioned():
     net = Net("linear,2")
     net.set_link("h1", "s1", False)
     view = net.view(connected=set())
-    assert pairs(check_reachability(view)) == set()
-    assert check_blackholes(view) == []
+    assert pairs(check_packet_reachability(view)) == set()
+    assert check_packet_blackholes(view) == []
 
 
 def test_down_switch_partitions_and_drops():
@@ -238,8 +239,8 @@ def test_down_switch_partitions_and_drops():
                        icmp_echo(1, 2, "10.0.0.1", "10.0.0.2", 1, 1))
     assert out.drops and out.drops[0][0] == "s3" and not out.delivered
     # s3 is down: h3 is physically cut off and never reported
-    assert all("h3" not in f.hosts for f in check_reachability(view))
-    assert pairs(check_reachability(view)) == {("h1", "h2")}
+    assert all("h3" not in f.hosts for f in check_packet_reachability(view))
+    assert pairs(check_packet_reachability(view)) == {("h1", "h2")}
 
 
 # ------------------------------------------------------------------ liveness

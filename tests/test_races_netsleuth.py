@@ -19,7 +19,7 @@ from os_ken.ofproto import ofproto_v1_0_parser as parser
 
 from netsleuth.jobs.run import RunOptions, run
 from netsleuth.model.packet import icmp_echo
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow.codec import DATAPATH, encode, msg_to_json
 from netsleuth.races.detect import HARMFUL
 from netsleuth.races.events import (

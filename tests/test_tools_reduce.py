@@ -125,7 +125,7 @@ def test_reduction_reasons_for_deletes_modifies_and_expiry() -> None:
     from os_ken.ofproto import ofproto_v1_0 as ofp
     from os_ken.ofproto import ofproto_v1_0_parser as P
 
-    from netsleuth.model.topology import parse_topo
+    from netsleuth.model.topo_builders import parse_topo
     from netsleuth.openflow.codec import DATAPATH, msg_to_json
     from netsleuth.tools.reduce import reduce_trace
     from netsleuth.trace.fingerprint import of_fingerprint

@@ -13,15 +13,15 @@ from hypothesis import strategies as st
 
 from netsleuth.errors import UnknownTopologyError
 from netsleuth.model.addr import int_to_ip, ip_to_int
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import (
     KNOWN_FORMS,
     HostSpec,
     Link,
     SwitchSpec,
     Topology,
-    load_topology_file,
-    parse_topo,
 )
+from netsleuth.model.topology_io import load_topology_file, save_topology
 
 
 def switch_graph(t: Topology) -> nx.MultiGraph:
@@ -284,7 +284,7 @@ def test_json_round_trip(spec: str, tmp_path: Path) -> None:
     back = Topology.from_json(data)
     assert back == t and back.to_json() == t.to_json()
     assert back.switches == t.switches and back.hosts == t.hosts and back.links == t.links
-    path = t.save(tmp_path / "t.json")
+    path = save_topology(t, tmp_path / "t.json")
     assert json.loads(path.read_text()) == t.to_json()
     loaded = parse_topo(str(path))
     assert loaded.spec == str(path)
@@ -295,7 +295,7 @@ def test_json_round_trip(spec: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("spec", ALL_SPECS)
 def test_graphml_round_trip(spec: str, tmp_path: Path) -> None:
     t = parse_topo(spec)
-    path = t.save(tmp_path / "t.graphml")
+    path = save_topology(t, tmp_path / "t.graphml")
     back = load_topology_file(path)
     assert back.switches == t.switches and back.hosts == t.hosts and back.links == t.links
     assert back.name == t.name

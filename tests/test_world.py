@@ -21,7 +21,7 @@ from netsleuth.core.world import Recorder, World
 from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import Packet
 from netsleuth.model.switch import NO_BUFFER
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow import codec
 from wire import round_trip
 from netsleuth.trace import schema as ts

@@ -1,355 +1,148 @@
-"""The World: one deterministic core through which every event passes.
+"""The World: the Network plus the inputs that change it.
 
-It holds the topology, the switches, the hosts and the interposed channels
-(each controller<->switch direction and each link direction is a FIFO
-buffer). ``enabled()`` lists the pending events, ``fire(event)`` applies one
-and returns what the edge must do (hand a message to a real controller).
-Fuzzing, replay, model checking and lockstep differ only in the policy that
-picks the next event, so this module does no I/O and reads time only from
-the injected clock.
+Inputs are failures, recoveries, migrations, traffic, drops and delays.
+Each method changes the network the way the real event would (a failed
+switch tears down its control connections and darkens its links; a migrated
+host unplugs from one port and plugs into a new one), records one typed
+input event with its dependencies made explicit (a recovery depends on its
+failure; a host's migration on that host's previous one), and returns the
+effects the runtime must carry out at the edge (close or open TCP
+connections).
+
+The World sits on top of :class:`~netsleuth.core.network.Network`, which
+owns channels, delivery and connections; the inputs read its public state
+and change it only through its public operations, so what an input means
+(its record, its dependencies) stays apart from how the network carries
+it out.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
+from netsleuth import __version__
 from netsleuth.core.clock import Clock
-from netsleuth.core.events import Deliver, Effect, Lineage, OnWire, PendingEvent, ToController, ToSwitch
-from netsleuth.core.inputs import InputsMixin
+from netsleuth.core.events import Connect, Effect
+from netsleuth.core.network import Connection, Network, Recorder, Stats
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model import switch as sw
-from netsleuth.model.host import Host
-from netsleuth.model.packet import Packet, icmp_echo
+from netsleuth.model.packet import ICMP, IPv4, Packet, arp_request, icmp_echo, tcp_syn
 from netsleuth.model.topology import Topology
-from netsleuth.openflow.codec import msg_to_json, msg_type_name
 from netsleuth.trace import schema as ts
-from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
+
+__all__ = ["Connection", "Recorder", "Stats", "World"]
 
 
-@dataclass(slots=True)
-class Connection:
-    """One control connection between a switch and a controller."""
-
-    conn: int
-    dpid: int
-    controller: str
-    up: bool = True
-    features_replied: bool = False
-
-
-@dataclass(slots=True)
-class Stats:
-    fired: int = 0
-    to_switch: int = 0
-    to_controller: int = 0
-    packets: int = 0
-    dropped_packets: int = 0
-    loop_drops: int = 0
-
-
-class Recorder:
-    """Numbers trace events, stamps them with the clock and hands them to a sink."""
-
-    def __init__(self, clock: Clock, sink: Callable[[Any], None] | None = None) -> None:
-        self.clock = clock
-        self.sink = sink
-        self.seq = 0
-        self.observers: list[Callable[[Any], None]] = []  # e.g. a replay matching what happens
-
-    def __call__(self, cls: type, **fields: Any) -> Any:
-        event = cls(seq=self.seq, t=round(self.clock.now(), 6), **fields)
-        self.seq += 1
-        if self.sink is not None:
-            self.sink(event)
-        for observe in self.observers:
-            observe(event)
-        return event
-
-
-class World(InputsMixin):
-    """Topology + switch and host state + interposed channels + clock."""
+class World(Network):
+    """The Network, plus the inputs that fail, recover, move and drive it, each recorded with its dependencies."""
 
     def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
-                 *, record_packets: bool = True) -> None:
-        self.topology = topology
-        self.clock = clock
-        self.record = record or Recorder(clock)
-        self.record_packets = record_packets
-        self.switches: dict[str, sw.Switch] = {}
-        self.by_dpid: dict[int, sw.Switch] = {}
-        for spec in topology.switches:
-            s = sw.Switch(spec.dpid, topology.ports(spec.name), name=spec.name)
-            self.switches[spec.name] = s
-            self.by_dpid[spec.dpid] = s
-        self.hosts: dict[str, Host] = {h.name: Host(h.name, h.mac, h.ip) for h in topology.hosts}
-        self.host_by_ip: dict[int, str] = {h.ip: h.name for h in topology.hosts}
-        self.peer: dict[tuple[str, int], tuple[str, int]] = {}
-        self.link_up: dict[tuple[str, int, str, int], bool] = {}
-        for link in topology.links:
-            self.peer[(link.node1, link.port1)] = (link.node2, link.port2)
-            self.peer[(link.node2, link.port2)] = (link.node1, link.port1)
-            self.link_up[(link.node1, link.port1, link.node2, link.port2)] = True
-        self.host_iface: dict[str, int] = {}
-        for (node, port) in self.peer:
-            if node in self.hosts:
-                self.host_iface[node] = port
-        self.connections: dict[int, Connection] = {}
-        self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
-        self.controllers_alive: dict[str, bool] = {}
-        self._channels: dict[tuple, deque] = {}
-        self._heads: list[tuple[int, tuple]] = []
-        self._next_id = 0
-        self._next_pid = 0
+                 *, record_packets: bool = True, sw_version: str = __version__) -> None:
+        super().__init__(topology, clock, record, record_packets=record_packets, sw_version=sw_version)
         self._next_input = 0
-        self.stats = Stats()
-        self.observed_violations: list[Any] = []
-        self._loop_seen: set[tuple[int, str, int]] = set()
-        self.switch_up: dict[str, bool] = {name: True for name in self.switches}
-        self.host_at: dict[str, tuple[str, int]] = {h.name: topology.host_location(h.name) for h in topology.hosts}
-        self.blocked: set[tuple[int, str]] = set()           # (dpid, controller) channels held
-        self._release_at: dict[int, float] = {}              # held event -> when it may fire
-        self.drop_next: dict[tuple[str, int], int] = {}      # (node, port) -> packets to lose
-        self.delay_next: dict[tuple[str, int], float] = {}   # (node, port) -> seconds to hold the next
-        self.control_delay_next: dict[tuple[int, str, str], float] = {}  # (dpid, controller, direction)
-        self.isolation: tuple[tuple[str, str], ...] = ()
-        self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
-        self.epoch = 0  # bumped by every input that changes what the network can deliver
-        self._init_inputs()
+        self._open_failure: dict[tuple, str] = {}   # what failed -> id of the failure input
+        self._last_migration: dict[str, str] = {}   # host -> id of its latest migration
+        self._traffic_seq = 0
 
-    # ------------------------------------------------------------ channels
-    def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
-        ev = make(self._next_id)
-        self._next_id += 1
-        q = self._channels.get(ev.channel)
-        if q is None:
-            q = self._channels[ev.channel] = deque()
-        if not q:
-            heapq.heappush(self._heads, (ev.id, ev.channel))
-        q.append(ev)
-        return ev
-
-    def enabled(self) -> list[PendingEvent]:
-        """The head of every non-empty channel that is not blocked or held, oldest first."""
-        now = self.clock.now()
-        heads = [q[0] for q in self._channels.values() if q and self._may_fire(q[0], now)]
-        heads.sort(key=lambda e: e.id)
-        return heads
-
-    def _may_fire(self, ev: PendingEvent, now: float) -> bool:
-        if ev.held >= 0:
-            return self._release_at.get(ev.id, 0.0) <= now
-        if self.blocked and not isinstance(ev, OnWire):
-            c = self.connections[ev.conn]
-            return (c.dpid, c.controller) not in self.blocked
-        return True
-
-    def pending_count(self) -> int:
-        return sum(len(q) for q in self._channels.values())
-
-    def quiescent(self) -> bool:
-        """Nothing can fire now (blocked or held messages may still be waiting)."""
-        return self.next_event() is None
-
-    def _clean_heads(self) -> None:
-        heads = self._heads
-        while heads:
-            eid, channel = heads[0]
-            q = self._channels.get(channel)
-            if q and q[0].id == eid:
-                return
-            heapq.heappop(heads)
-
-    def next_event(self) -> PendingEvent | None:
-        """The oldest event that may fire now."""
-        self._clean_heads()
-        if not self._heads:
-            return None
-        ev = self._channels[self._heads[0][1]][0]
-        if not (self.blocked or self._release_at) or self._may_fire(ev, self.clock.now()):
-            return ev
-        # Rare path: some channels are blocked or held; look past them.
-        enabled = self.enabled()
-        return enabled[0] if enabled else None
-
-    def fire_next(self) -> list[Effect] | None:
-        """Fire the oldest enabled event (the prompt, in-order policy); None when nothing is pending."""
-        ev = self.next_event()
-        if ev is None:
-            return None
-        return self.fire(ev)
-
-    def fire(self, ev: PendingEvent) -> list[Effect]:
-        """Apply one enabled event; return the messages the runtime must hand to controllers."""
-        q = self._channels.get(ev.channel)
-        if not q or q[0].id != ev.id:
-            raise ValueError(f"event {ev.id} is not enabled (channels are FIFO)")
-        q.popleft()
-        if q:
-            heapq.heappush(self._heads, (q[0].id, ev.channel))
-        elif ev.held >= 0:
-            del self._channels[ev.channel]
-            self._release_at.pop(ev.id, None)
-        self.stats.fired += 1
-        if ev.held < 0 and self._take_delay(ev):
-            return []
-        if isinstance(ev, ToSwitch):
-            return self._fire_to_switch(ev)
-        if isinstance(ev, ToController):
-            return self._fire_to_controller(ev)
-        self._fire_wire(ev)
-        return []
-
-    def drain(self, limit: int | None = None) -> list[Effect]:
-        """Fire events in order until nothing can fire (or ``limit`` events fired)."""
-        out: list[Effect] = []
-        n = 0
-        while limit is None or n < limit:
-            effects = self.fire_next()
-            if effects is None:
-                break
-            out.extend(effects)
-            n += 1
-        return out
-
-    # ------------------------------------------------------------ control plane
-    def open_connection(self, dpid: int, controller: str) -> int:
-        conn = len(self.connections)
-        c = self.connections[conn] = Connection(conn, dpid, controller)
-        self._conns_of.setdefault(dpid, []).append(c)
-        self.controllers_alive.setdefault(controller, True)
-        return conn
-
-    def close_connection(self, conn: int, reason: str) -> None:
-        c = self.connections[conn]
-        if not c.up:
-            return
-        c.up = False
-        for channel in (("to_switch", conn), ("to_controller", conn)):
-            q = self._channels.get(channel)
-            if q:
-                q.clear()
-        self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
-
-    def from_controller(self, conn: int, msg: Any) -> None:
-        """A message the controller sent on ``conn`` enters the interposition buffer."""
-        if self.connections[conn].up:
-            self._enqueue(lambda i: ToSwitch(i, conn, msg))
-
-    def send_to_controller(self, conn: int, msg: Any) -> None:
-        if self.connections[conn].up:
-            self._enqueue(lambda i: ToController(i, conn, msg))
-
-    def _record_message(self, cls: type, c: Connection, msg: Any) -> None:
-        """Record a control message as delivered (JSON and fingerprint only when a trace is kept)."""
-        if self.record.sink is not None:
-            js = msg_to_json(msg)
-            self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
-
-    def _fire_to_switch(self, ev: ToSwitch) -> list[Deliver]:
-        c = self.connections[ev.conn]
-        switch = self.by_dpid[c.dpid]
-        self.stats.to_switch += 1
-        self._record_message(ts.ControlToSwitch, c, ev.msg)
-        self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
-        return []
-
-    def _fire_to_controller(self, ev: ToController) -> list[Deliver]:
-        c = self.connections[ev.conn]
-        self.stats.to_controller += 1
-        self._record_message(ts.ControlToController, c, ev.msg)
-        if not c.features_replied and msg_type_name(ev.msg) == "FEATURES_REPLY":
-            c.features_replied = True
-            self.record(ts.SwitchConnected, dpid=c.dpid, conn=ev.conn, controller=c.controller)
-        return [Deliver(ev.conn, ev.msg)]
-
-    def _apply_outputs(self, switch: sw.Switch, outputs: Iterable[Any], conn: int | None) -> None:
-        for out in outputs:
-            if isinstance(out, sw.Emit):
-                self._emit(switch.name, out.port, out.packet, out.tag)
-            else:
-                targets = [out.conn] if out.conn is not None else [
-                    c.conn for c in self._conns_of.get(switch.dpid, ()) if c.up]
-                for t in targets:
-                    self.send_to_controller(t, out.msg)
-
-    # ------------------------------------------------------------ data plane
-    def _emit(self, node: str, port: int, packet: Packet, lineage: Lineage | None) -> None:
-        peer = self.peer.get((node, port))
-        if peer is None or not self._link_is_up(node, port):
-            self.stats.dropped_packets += 1
-            return
-        if lineage is None:
-            lineage = self._new_lineage()
-        self._enqueue(lambda i: OnWire(i, node, port, peer[0], peer[1], packet, lineage))
-
-    def _new_lineage(self) -> Lineage:
-        self._next_pid += 1
-        return Lineage(self._next_pid)
-
-    def _link_key(self, node: str, port: int) -> tuple[str, int, str, int]:
-        peer = self.peer[(node, port)]
-        key = (node, port, peer[0], peer[1])
-        return key if key in self.link_up else (peer[0], peer[1], node, port)
-
-    def _link_is_up(self, node: str, port: int) -> bool:
-        """Up means: not failed, and neither end is a failed switch."""
-        if (node, port) not in self.peer:
-            return False
-        n1, _, n2, _ = key = self._link_key(node, port)
-        return self.link_up[key] and self.switch_up.get(n1, True) and self.switch_up.get(n2, True)
-
-    def _fire_wire(self, ev: OnWire) -> None:
-        self.stats.packets += 1
-        if self.peer.get((ev.src, ev.src_port)) != (ev.node, ev.port) or not self._link_is_up(ev.src, ev.src_port):
-            self.stats.dropped_packets += 1  # the link failed or was rewired while the packet was on it
-            return
-        if self.drop_next.get((ev.node, ev.port)):
-            self.drop_next[(ev.node, ev.port)] -= 1
-            self.stats.dropped_packets += 1
-            return
-        if self.record_packets and self.record.sink is not None:
-            pj = ev.packet.to_json()
-            self.record(ts.PacketArrival, node=ev.node, port=ev.port, pid=ev.lineage.pid, packet=pj,
-                        fp=packet_fingerprint(ev.packet))
-        now = self.clock.now()
-        switch = self.switches.get(ev.node)
-        if switch is not None:
-            here = (ev.node, ev.port)
-            if here in ev.lineage.hops:
-                self._report_loop(ev)
-                return
-            tag = Lineage(ev.lineage.pid, ev.lineage.hops + (here,))
-            self._apply_outputs(switch, switch.receive_packet(ev.port, ev.packet, now, tag), None)
-            return
-        host = self.hosts[ev.node]
-        sent = self._in_flight.get(ev.lineage.pid)
-        if sent is not None and sent[1] == ev.node:
-            del self._in_flight[ev.lineage.pid]
-        replies = host.receive(ev.packet)
-        if replies:
-            self.send_from_host(host.name, replies)
-
-    def _report_loop(self, ev: OnWire) -> None:
-        self.stats.loop_drops += 1
-        key = (ev.lineage.pid, ev.node, ev.port)
-        if key in self._loop_seen:
-            return
-        self._loop_seen.add(key)
-        path = [f"{n}:{p}" for n, p in ev.lineage.hops] + [f"{ev.node}:{ev.port}"]
-        switches = tuple(dict.fromkeys(n for n, _ in ev.lineage.hops + ((ev.node, ev.port),)))
-        v = self.record(ts.Violation, invariant="dataplane-loops",
-                        message=f"{ev.packet.summary()} revisited {ev.node} port {ev.port}",
-                        persistent=True, hosts=(), switches=switches,
-                        details={"pid": ev.lineage.pid, "path": path})
-        self.observed_violations.append(v)
-
-    # ------------------------------------------------------------ inputs
     def next_input_id(self) -> str:
         self._next_input += 1
         return f"i{self._next_input}"
+
+    def _input(self, cls: type, deps: tuple[str, ...] = (), **fields: Any) -> Any:
+        if cls is not ts.TrafficInjection:
+            self.note_disruption()
+        return self.record(cls, id=self.next_input_id(), deps=deps, **fields)
+
+    def view(self, crashed_by_input: frozenset[str] | None = None) -> NetworkView:
+        """The Network's view, naming the controllers that a recorded crash input killed."""
+        if crashed_by_input is None:
+            crashed_by_input = frozenset(k[1] for k in self._open_failure if k[0] == "controller")
+        return super().view(crashed_by_input)
+
+    # ------------------------------------------------------------ switches
+    def fail_switch(self, name: str) -> list[Effect]:
+        if not self.switch_up[name]:
+            return []
+        ev = self._input(ts.SwitchFailure, switch=name)
+        self._open_failure[("switch", name)] = ev.id
+        return self.power_off_switch(name)
+
+    def recover_switch(self, name: str) -> list[Effect]:
+        if self.switch_up[name]:
+            return []
+        dep = self._open_failure.pop(("switch", name), None)
+        self._input(ts.SwitchRecovery, deps=(dep,) if dep else (), switch=name)
+        self.power_on_switch(name)
+        dpid = self.switches[name].dpid
+        return [Connect(dpid, c) for c, alive in self.controllers_alive.items() if alive]
+
+    # ------------------------------------------------------------ links
+    def fail_link(self, node1: str, port1: int) -> list[Effect]:
+        key = self.link_key(node1, port1)
+        if not self.link_up[key]:
+            return []
+        ev = self._input(ts.LinkFailure, node1=key[0], port1=key[1], node2=key[2], port2=key[3])
+        self._open_failure[("link",) + key] = ev.id
+        self.set_link(node1, port1, False)
+        return []
+
+    def recover_link(self, node1: str, port1: int) -> list[Effect]:
+        key = self.link_key(node1, port1)
+        if self.link_up[key]:
+            return []
+        dep = self._open_failure.pop(("link",) + key, None)
+        self._input(ts.LinkRecovery, deps=(dep,) if dep else (), node1=key[0], port1=key[1], node2=key[2],
+                    port2=key[3])
+        self.set_link(node1, port1, True)
+        return []
+
+    # ------------------------------------------------------------ controllers
+    def crash_controller(self, name: str) -> list[Effect]:
+        """Record the crash and drop its connections; the caller kills the process."""
+        if not self.controllers_alive.get(name, False):
+            return []
+        ev = self._input(ts.ControllerCrash, controller=name)
+        self._open_failure[("controller", name)] = ev.id
+        self.set_controller_alive(name, False)
+        return self.disconnect_controller(name, "controller crash")
+
+    def recover_controller(self, name: str) -> list[Effect]:
+        """Record the recovery; the caller restarts the process first. Live switches reconnect."""
+        if self.controllers_alive.get(name, True):
+            return []
+        dep = self._open_failure.pop(("controller", name), None)
+        self._input(ts.ControllerRecovery, deps=(dep,) if dep else (), controller=name)
+        self.set_controller_alive(name, True)
+        return [Connect(self.switches[s].dpid, name) for s, up in self.switch_up.items() if up]
+
+    def block_channel(self, switch: str, controller: str) -> list[Effect]:
+        dpid = self.switches[switch].dpid
+        if (dpid, controller) in self.blocked:
+            return []
+        ev = self._input(ts.ChannelBlock, switch=switch, controller=controller)
+        self._open_failure[("channel", switch, controller)] = ev.id
+        self.set_channel_blocked(dpid, controller, True)
+        return []
+
+    def unblock_channel(self, switch: str, controller: str) -> list[Effect]:
+        dpid = self.switches[switch].dpid
+        if (dpid, controller) not in self.blocked:
+            return []
+        dep = self._open_failure.pop(("channel", switch, controller), None)
+        self._input(ts.ChannelUnblock, deps=(dep,) if dep else (), switch=switch, controller=controller)
+        self.set_channel_blocked(dpid, controller, False)
+        return []
+
+    # ------------------------------------------------------------ hosts and traffic
+    def migrate_host(self, host: str, new_switch: str) -> list[Effect]:
+        """Unplug ``host`` and plug it into a new port of ``new_switch`` (PORT_STATUS DELETE/ADD)."""
+        old_switch, old_port = self.host_at[host]
+        new_port = self.free_port(new_switch)
+        deps = (self._last_migration[host],) if host in self._last_migration else ()
+        ev = self._input(ts.HostMigration, deps=deps, host=host, old_switch=old_switch, old_port=old_port,
+                         new_switch=new_switch, new_port=new_port)
+        self._last_migration[host] = ev.id
+        self.move_host(host, new_switch, new_port)
+        return []
 
     def inject_ping(self, src: str, dst: str, ident: int, seq: int) -> str:
         """Host ``src`` pings ``dst`` (ARP first if needed); returns the input id."""
@@ -362,91 +155,91 @@ class World(InputsMixin):
         self.send_from_host(src, frames)
         return input_id
 
-    def send_from_host(self, host: str, frames: Iterable[Packet]) -> None:
-        _, port = self.host_port(host)
-        for frame in frames:
-            lineage = self._new_lineage()
-            l3 = frame.l3
-            dst = self.host_by_ip.get(getattr(l3, "dst", -1)) if frame.eth_type == 0x0800 else None
-            if dst is not None and dst != host:
-                self._in_flight[lineage.pid] = (host, dst, frame.summary(), self.clock.now(), self.epoch)
-            self._emit(host, port, frame, lineage)
+    def inject_traffic(self, src: str, dst: str, what: str = "icmp") -> str:
+        """Host ``src`` sends to ``dst``: an ICMP echo, an ARP request or a TCP SYN."""
+        host = self.hosts[src]
+        peer = self.topology.host(dst)
+        if what == "icmp":
+            self._traffic_seq += 1
+            return self.inject_ping(src, dst, 0x4E53, self._traffic_seq)
+        if what == "arp":
+            frames = [arp_request(host.mac, host.ip, peer.ip)]
+            packet = frames[0]
+        elif what == "tcp_syn":
+            self._traffic_seq += 1
+            packet = tcp_syn(host.mac, peer.mac, host.ip, peer.ip, 20000 + self._traffic_seq % 40000, 80)
+            frames = host.send_ip(packet)
+        else:
+            raise ValueError(f"unknown traffic kind {what!r}")
+        ev = self._input(ts.TrafficInjection, host=src, packet=packet.to_json(), dst=dst)
+        self.send_from_host(src, frames)
+        return ev.id
 
-    def undelivered(self, grace: float = 1.0) -> tuple[tuple[int, str, str, str, float], ...]:
-        """Packets hosts sent to other hosts that have not arrived after ``grace`` seconds.
+    def apply_recorded(self, e: ts.InputEvent) -> list[Effect]:
+        """Apply an input event recorded in a trace (replay, minimization, rebuilt state).
 
-        A packet sent before the last topology-changing input (a failure, a move,
-        a drop, ...) may legitimately be lost; those are forgotten.
+        Controller crashes and recoveries change only the World; killing and
+        restarting the process is the caller's (it owns the process).
         """
-        now = self.clock.now()
-        out = []
-        for pid, (src, dst, summary, t, epoch) in list(self._in_flight.items()):
-            if epoch != self.epoch:
-                del self._in_flight[pid]
-            elif now - t >= grace:
-                out.append((pid, src, dst, summary, round(now - t, 3)))
-        return tuple(out)
+        if isinstance(e, ts.SwitchFailure):
+            return self.fail_switch(e.switch)
+        if isinstance(e, ts.SwitchRecovery):
+            return self.recover_switch(e.switch)
+        if isinstance(e, ts.LinkFailure):
+            return self.fail_link(e.node1, e.port1)
+        if isinstance(e, ts.LinkRecovery):
+            return self.recover_link(e.node1, e.port1)
+        if isinstance(e, ts.HostMigration):
+            return self.migrate_host(e.host, e.new_switch)
+        if isinstance(e, ts.ControllerCrash):
+            return self.crash_controller(e.controller)
+        if isinstance(e, ts.ControllerRecovery):
+            return self.recover_controller(e.controller)
+        if isinstance(e, ts.ChannelBlock):
+            return self.block_channel(e.switch, e.controller)
+        if isinstance(e, ts.ChannelUnblock):
+            return self.unblock_channel(e.switch, e.controller)
+        if isinstance(e, ts.DataplaneDrop):
+            return self.drop_next_packet(e.node, e.port)
+        if isinstance(e, ts.DataplaneDelay):
+            return self.delay_next_packet(e.node, e.port, e.seconds)
+        if isinstance(e, ts.ControlDelay):
+            return self.delay_next_message(e.switch, e.controller, e.direction, e.seconds)
+        if isinstance(e, ts.TrafficInjection):
+            self.send_recorded_packet(e.host, Packet.from_json(e.packet), e.dst)
+            return []
+        raise ValueError(f"no way to apply input kind {e.kind!r}")
 
-    def host_port(self, host: str) -> tuple[str, int]:
-        """(host, its port) of the host's single interface."""
-        return host, self.host_iface[host]
-
-    def set_link(self, node1: str, port1: int, up: bool) -> None:
-        """Bring the link at (node1, port1) up or down; PORT_STATUS from both ends."""
-        key = self._link_key(node1, port1)
-        if self.link_up[key] == up:
-            return
-        self.link_up[key] = up
-        self._sync_ports(key)
-
-    def _sync_ports(self, key: tuple[str, int, str, int]) -> None:
-        """Make the switches' port state match the link's effective state (PORT_STATUS on change)."""
-        up = self._link_is_up(key[0], key[1])
-        for node, port in ((key[0], key[1]), (key[2], key[3])):
-            s = self.switches.get(node)
-            if s is not None and self.switch_up[node] and port in s.ports:
-                self._apply_outputs(s, s.set_link(port, up), None)
-
-    def tick(self) -> None:
-        """Expire flows whose timeouts passed (FLOW_REMOVED where asked)."""
-        now = self.clock.now()
-        for s in self.switches.values():
-            nxt = s.table.next_expiry()
-            if nxt is not None and nxt <= now:
-                self._apply_outputs(s, s.expire(now), None)
-
-    def set_controller_alive(self, controller: str, alive: bool) -> None:
-        self.controllers_alive[controller] = alive
-
-    # ------------------------------------------------------------ views
-    def view(self) -> NetworkView:
-        connected = {c.dpid for c in self.connections.values() if c.up and c.features_replied}
-        controllers_of: dict[int, tuple[str, ...]] = {}
-        for c in self.connections.values():
-            if c.up and c.features_replied:
-                controllers_of[c.dpid] = controllers_of.get(c.dpid, ()) + (c.controller,)
-        return NetworkView(
-            topology=self.topology,
-            switches=self.switches,
-            link_up={key: self._link_is_up(key[0], key[1]) for key in self.link_up},
-            controllers_alive=dict(self.controllers_alive),
-            connected_dpids=frozenset(connected),
-            controllers_of=controllers_of,
-            switch_up=dict(self.switch_up),
-            host_at=dict(self.host_at),
-            isolation=self.isolation,
-            crashed_by_input=frozenset(k[1] for k in self._open_failure if k[0] == "controller"),
-            undelivered=self.undelivered(),
-        )
-
-    def describe_pending(self) -> list[str]:
-        out = []
-        for ev in self.enabled():
-            if isinstance(ev, OnWire):
-                out.append(f"#{ev.id} {ev.src}:{ev.src_port} -> {ev.node}:{ev.port} {ev.packet.summary()}")
+    def send_recorded_packet(self, host: str, packet: Packet, dst: str | None) -> str:
+        """Host ``host`` sends a recorded packet (IPv4 resolves the next hop with ARP first)."""
+        ev = self._input(ts.TrafficInjection, host=host, packet=packet.to_json(), dst=dst)
+        h = self.hosts[host]
+        if isinstance(packet.l3, IPv4):
+            if isinstance(packet.l4, ICMP) and packet.l4.type == 8:
+                frames = h.ping(packet.l3.dst, packet.l4.ident, packet.l4.seq)
             else:
-                c = self.connections[ev.conn]
-                arrow = "->" if isinstance(ev, ToSwitch) else "<-"
-                out.append(f"#{ev.id} {c.controller} {arrow} s{c.dpid} {msg_type_name(ev.msg)}")
-        return out
+                frames = h.send_ip(packet)
+        else:
+            frames = [packet]
+        self.send_from_host(host, frames)
+        return ev.id
 
+    # ------------------------------------------------------------ drops and delays
+    def drop_next_packet(self, node: str, port: int) -> list[Effect]:
+        self._input(ts.DataplaneDrop, node=node, port=port, fp=())
+        self.arm_packet_drop(node, port)
+        return []
+
+    def delay_next_packet(self, node: str, port: int, seconds: float) -> list[Effect]:
+        self._input(ts.DataplaneDelay, node=node, port=port, fp=(), seconds=seconds)
+        self.arm_packet_delay(node, port, seconds)
+        return []
+
+    def delay_next_message(self, switch: str, controller: str, direction: str,
+                           seconds: float) -> list[Effect]:
+        if direction not in ("to_switch", "to_controller"):
+            raise ValueError(f"direction must be to_switch or to_controller, not {direction!r}")
+        self._input(ts.ControlDelay, switch=switch, controller=controller, direction=direction, fp=(),
+                    seconds=seconds)
+        self.arm_message_delay(self.switches[switch].dpid, controller, direction, seconds)
+        return []

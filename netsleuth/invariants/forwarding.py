@@ -7,8 +7,9 @@ what traffic happened to be sent. A table miss hands the packet to the
 controller; for a reactive controller that is the normal path, so it counts
 as "delegated", not as a drop, as long as that controller is alive and
 connected. Host pairs that are physically partitioned (no live path) are
-excluded. The header-space version that covers every header lives in a
-later module; this one checks the headers hosts really use.
+excluded. The header-space versions that cover every header are in
+``hsa_checks`` (``check_headerspace_loops`` ...); these, ``check_packet_*``,
+check the headers hosts really use.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
             continue
         outputs = forward(entry.actions, pkt, port, s.ports)
         if not outputs:
-            out.drops.append((node, _why_nothing(entry, port)))
+            out.drops.append((node, why_sends_nothing(entry, port)))
         for out_port, out_pkt, _ in outputs:
             if out_port == ofp.OFPP_CONTROLLER:
                 out.punted.append(node)
@@ -79,7 +80,7 @@ def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
     return out
 
 
-def _why_nothing(entry, in_port: int) -> str:
+def why_sends_nothing(entry, in_port: int) -> str:
     rule = f"rule {entry.match or 'catch-all'} priority {entry.priority}"
     if not entry.actions:
         return f"{rule} has no actions (drop)"
@@ -137,7 +138,7 @@ def controller_ok(view: NetworkView, switch: str) -> bool:
     return any(view.controllers_alive.values())
 
 
-def check_loops(view: NetworkView, outcomes=None) -> list[Finding]:
+def check_packet_loops(view: NetworkView, outcomes=None) -> list[Finding]:
     found: dict[tuple[str, ...], Finding] = {}
     for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
         for path in o.loops:
@@ -150,7 +151,7 @@ def check_loops(view: NetworkView, outcomes=None) -> list[Finding]:
     return list(found.values())
 
 
-def check_blackholes(view: NetworkView, outcomes=None) -> list[Finding]:
+def check_packet_blackholes(view: NetworkView, outcomes=None) -> list[Finding]:
     findings = []
     for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
         if dst in o.delivered or o.punted or not o.drops:
@@ -163,7 +164,7 @@ def check_blackholes(view: NetworkView, outcomes=None) -> list[Finding]:
     return findings
 
 
-def check_reachability(view: NetworkView, outcomes=None) -> list[Finding]:
+def check_packet_reachability(view: NetworkView, outcomes=None) -> list[Finding]:
     findings = []
     for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
         if dst in o.delivered:

@@ -104,7 +104,7 @@ class PortIndex:
         self.ids: dict[int, int] | None = None
         self._key_code: dict[int, int] | None = None
         self._codes: tuple[int, ...] | None = None
-        self.memo: dict = {}   # the batch engine's memory of its last visit (see headerspace)
+        self.memo: dict = {}   # the batch engine's memory of its last visit (see hsa_engine)
         self._buckets: dict[int, list] | None = None  # from the table's PatternIndex, if built from it
 
     @property

@@ -388,7 +388,7 @@ class HeaderSpace:
         return f"HeaderSpace({self})"
 
     def __str__(self) -> str:
-        return describe(self)
+        return describe_headerspace(self)
 
 
 # --------------------------------------------------------------------------- text
@@ -441,7 +441,7 @@ def term_text(t: Term, max_diffs: int = 3) -> str:
     return text
 
 
-def describe(hs: HeaderSpace, max_terms: int = 3, max_diffs: int = 3) -> str:
+def describe_headerspace(hs: HeaderSpace, max_terms: int = 3, max_diffs: int = 3) -> str:
     """Readable text for a header space (at most ``max_terms`` terms, then a count)."""
     if not hs.terms:
         return "(no headers)"

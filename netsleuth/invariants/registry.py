@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants import forwarding, headerspace
+from netsleuth.invariants import forwarding, hsa_checks, hsa_engine
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.view import NetworkView
 
@@ -58,11 +58,12 @@ def register(inv: Invariant) -> Invariant:
 register(Invariant("liveness", "controller processes alive and every live switch connected", _liveness))
 # loops, blackholes and reachability are decided over every header a host can
 # send (header-space analysis), not only the packets a test happened to send.
-register(Invariant("loops", "no header a host can send loops through the flow tables", headerspace.check_loops))
+register(Invariant("loops", "no header a host can send loops through the flow tables",
+                   hsa_checks.check_headerspace_loops))
 register(Invariant("blackholes", "no header a host sends to a host it is connected to is dropped inside the network",
-                   headerspace.check_blackholes))
+                   hsa_checks.check_headerspace_blackholes))
 register(Invariant("reachability", "every physically connected host pair can reach each other "
-                   "(through the tables or a live controller)", headerspace.check_reachability))
+                   "(through the tables or a live controller)", hsa_checks.check_headerspace_reachability))
 register(Invariant("dataplane-loops", "no real packet revisits a (switch, in_port)", None, observed=True))
 register(Invariant("isolation", "host pairs in the isolation policy cannot reach each other",
                    forwarding.check_isolation))
@@ -95,7 +96,7 @@ def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
     the header-space analysis for loops/blackholes/reachability, the concrete pair
     traces for isolation (the policy is about the packets one host sends another)."""
     names = {i.name for i in invariants}
-    analysis = headerspace.analyze(view) if names & _HSA else None
+    analysis = hsa_engine.analyze(view) if names & _HSA else None
     pairs = forwarding.pair_outcomes(view) if "isolation" in names and view.isolation else []
     findings: list[Finding] = []
     for inv in invariants:

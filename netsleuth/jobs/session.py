@@ -23,7 +23,8 @@ from netsleuth.core.clock import WallClock
 from netsleuth.core.world import Recorder, World
 from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy import load_isolation
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topo_builders import parse_topo
+from netsleuth.model.topology import Topology
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from netsleuth import __version__
 from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
 from netsleuth.model.addr import int_to_mac
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
@@ -109,12 +108,19 @@ class Buffered:
     tag: Any
 
 
+# What a switch reports as its software version in the desc stats reply when
+# whoever builds it does not say: the model cannot know the tool's release
+# (that lives above it), so the World passes the package version in.
+DEFAULT_SW_VERSION = "unversioned"
+
+
 class Switch:
     """One OpenFlow 1.0 datapath: ports, a flow table, packet buffers, config."""
 
     def __init__(self, dpid: int, ports: Iterable[int], *, name: str = "",
-                 n_buffers: int = DEFAULT_BUFFERS) -> None:
+                 n_buffers: int = DEFAULT_BUFFERS, sw_version: str = DEFAULT_SW_VERSION) -> None:
         self.dpid = dpid
+        self.sw_version = sw_version
         self.name = name or f"s{dpid}"
         self.ports: dict[int, Port] = {
             p: Port(p, port_hw_addr(dpid, p), f"{self.name}-eth{p}") for p in sorted(ports)}
@@ -302,7 +308,7 @@ class Switch:
         kind = type(msg)
         if kind is ofp_parser.OFPDescStatsRequest:
             body = ofp_parser.OFPDescStats(b"netsleuth", b"netsleuth mock OpenFlow 1.0 switch",
-                                           __version__.encode(), str(self.dpid).encode(),
+                                           self.sw_version.encode(), str(self.dpid).encode(),
                                            self.name.encode())
             reply = ofp_parser.OFPDescStatsReply(DATAPATH)
             reply.body = body
@@ -472,7 +478,7 @@ class Switch:
 
     def rebooted(self) -> "Switch":
         """The same datapath after a crash: same ports, empty table, empty buffers."""
-        fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers)
+        fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers, sw_version=self.sw_version)
         for p in fresh.ports.values():
             p.link_up = self.ports[p.port_no].link_up
         return fresh

@@ -19,19 +19,17 @@ Conventions (Mininet's, so users recognise them):
   what Mininet's ``ipAdd`` does inside 10.0.0.0/8).
 * Every host attaches to exactly one switch port.
 
-``parse_topo`` accepts Mininet's ``--topo`` syntax (``single,3``,
-``linear,k=4``, ``tree,depth=2,fanout=2``, ``torus,3,3``) plus ``mesh,N``
-(STS's MeshTopology), ``ring,N``, ``fattree,K``, ``minimal`` and topology
-files (``file:PATH``, ``*.json``, ``*.graphml``).
+This module holds the value itself, its JSON form, and
+:func:`build_from_records`, which turns a file's records into a topology
+with the same defaults. The named shapes (``linear,4``, ``fattree,4``, ...)
+and the spec parser are in :mod:`netsleuth.model.topo_builders`; reading and
+writing files (JSON, GraphML) is in :mod:`netsleuth.model.topology_io`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import networkx as nx
@@ -44,18 +42,17 @@ __all__ = [
     "HostSpec",
     "Link",
     "Topology",
-    "parse_topo",
-    "load_topology_file",
+    "build_from_records",
     "KNOWN_FORMS",
     "JSON_FORMAT",
     "JSON_VERSION",
+    "JSON_FIX",
 ]
 
 SWITCH = "switch"
 HOST = "host"
 OFPP_MAX = 0xFF00  # highest physical port number in OpenFlow 1.0
 IP_BASE = 0x0A000000  # 10.0.0.0/8, Mininet's default ipBase
-MAX_NODES = 2_000_000  # refuse specs that would exhaust memory instead of hanging
 
 JSON_FORMAT = "netsleuth-topology"
 JSON_VERSION = 1
@@ -69,7 +66,6 @@ _FIX = f"use one of: {KNOWN_FORMS}"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$")
 _IP_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
-_GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 
 
 def _err(problem: str, fix: str = _FIX) -> UnknownTopologyError:
@@ -461,69 +457,19 @@ class Topology:
         except UnknownTopologyError:
             raise
         except (TypeError, KeyError, ValueError, AttributeError, IndexError) as exc:
-            raise _err(f"topology JSON is malformed: {exc.__class__.__name__}: {exc}", _JSON_FIX) from exc
+            raise _err(f"topology JSON is malformed: {exc.__class__.__name__}: {exc}", JSON_FIX) from exc
 
-    def save(self, path: str | Path) -> Path:
-        """Write the topology: GraphML if the path ends in ``.graphml``, JSON otherwise."""
-        path = Path(path)
-        if path.suffix.lower() == ".graphml":
-            path.write_text(self._graphml_text(), encoding="utf-8")
-        else:
-            path.write_text(self._json_text(), encoding="utf-8")
-        return path
-
-    def _json_text(self) -> str:
-        # One record per line: readable, diff-friendly, and small for big fat-trees.
-        d = self.to_json()
-        head = ",\n".join(f"  {json.dumps(k)}: {json.dumps(d[k])}" for k in ("format", "version", "name", "spec"))
-        parts = [head]
-        for key in ("switches", "hosts", "links"):
-            items = ",\n".join("    " + json.dumps(x) for x in d[key])
-            parts.append(f'  "{key}": [\n{items}\n  ]' if items else f'  "{key}": []')
-        return "{\n" + ",\n".join(parts) + "\n}\n"
-
-    def _graphml_text(self) -> str:
-        # Written in link order with source=node1/target=node2, so the file
-        # round-trips exactly; networkx.read_graphml reads it too.
-        esc = _xml_escape
-        lines = [
-            '<?xml version="1.0" encoding="utf-8"?>',
-            f'<graphml xmlns="{_GRAPHML_NS}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
-            f'xsi:schemaLocation="{_GRAPHML_NS} {_GRAPHML_NS}/1.0/graphml.xsd">',
-            '  <key id="g_name" for="graph" attr.name="name" attr.type="string" />',
-            '  <key id="g_spec" for="graph" attr.name="spec" attr.type="string" />',
-            '  <key id="kind" for="node" attr.name="kind" attr.type="string" />',
-            '  <key id="dpid" for="node" attr.name="dpid" attr.type="long" />',
-            '  <key id="mac" for="node" attr.name="mac" attr.type="string" />',
-            '  <key id="ip" for="node" attr.name="ip" attr.type="string" />',
-            '  <key id="port1" for="edge" attr.name="port1" attr.type="int" />',
-            '  <key id="port2" for="edge" attr.name="port2" attr.type="int" />',
-            '  <graph edgedefault="undirected">',
-            f'    <data key="g_name">{esc(self._name)}</data>',
-            f'    <data key="g_spec">{esc(self._spec)}</data>',
-        ]
-        for n, d in self._dpid.items():
-            lines.append(f'    <node id="{esc(n)}"><data key="kind">switch</data><data key="dpid">{d}</data></node>')
-        for h in self._host.values():
-            lines.append(f'    <node id="{esc(h.name)}"><data key="kind">host</data>'
-                         f'<data key="mac">{int_to_mac(h.mac)}</data><data key="ip">{int_to_ip(h.ip)}</data></node>')
-        for i, l in enumerate(self._links):
-            lines.append(f'    <edge id="e{i}" source="{esc(l.node1)}" target="{esc(l.node2)}">'
-                         f'<data key="port1">{l.port1}</data><data key="port2">{l.port2}</data></edge>')
-        lines += ["  </graph>", "</graphml>", ""]
-        return "\n".join(lines)
-
-
-def _xml_escape(text: str) -> str:
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
+    def set_spec(self, spec: str) -> None:
+        """Record what the user typed to get this topology (a file's ``file:PATH``), so it can be rebuilt."""
+        self._spec = spec
 
 
 # --------------------------------------------------------------------------- records -> topology
 
-_JSON_FIX = ('write {"switches": [{"name": "s1", "dpid": 1}], "hosts": [{"name": "h1", "mac": "00:00:00:00:00:01", '
+# The fix offered for a malformed topology file.
+JSON_FIX = ('write {"switches": [{"name": "s1", "dpid": 1}], "hosts": [{"name": "h1", "mac": "00:00:00:00:00:01", '
              '"ip": "10.0.0.1"}], "links": [["h1", 0, "s1", 1]]} (dpid/mac/ip/ports optional), '
-             "as Topology.save writes it")
+             "as netsleuth.model.topology_io.save_topology writes it")
 
 
 def _fill(explicit: list[int | None], make: Callable[[int], int] = lambda k: k) -> list[int]:
@@ -541,10 +487,10 @@ def _fill(explicit: list[int | None], make: Callable[[int], int] = lambda k: k) 
     return out
 
 
-def _build(name: str, spec: str,
-           nodes: list[tuple[str, str, dict[str, Any]]],
-           links: list[tuple[str, int | None, str, int | None]]) -> Topology:
-    """Build from records; nodes are (name, kind, attrs) in order. Explicit values win over defaults."""
+def build_from_records(name: str, spec: str,
+                       nodes: list[tuple[str, str, dict[str, Any]]],
+                       links: list[tuple[str, int | None, str, int | None]]) -> Topology:
+    """Build from records (a JSON or GraphML file's); nodes; nodes are (name, kind, attrs) in order. Explicit values win over defaults."""
     switches = [(n, a.get("dpid")) for n, k, a in nodes if k == SWITCH]
     hosts = [(n, a.get("mac"), a.get("ip")) for n, k, a in nodes if k == HOST]
     for n, k, _ in nodes:
@@ -589,26 +535,26 @@ def _free_port(topo: Topology, node: str, reserved: dict[str, set[int]]) -> int:
 def _opt_int(value: Any, what: str) -> int | None:
     if value is None or _is_int(value):
         return value
-    raise _err(f"topology JSON: {what} must be an integer, not {value!r}", _JSON_FIX)
+    raise _err(f"topology JSON: {what} must be an integer, not {value!r}", JSON_FIX)
 
 
 def _from_json(data: Any) -> Topology:
     if not isinstance(data, dict):
-        raise _err(f"topology JSON must be an object, not {type(data).__name__}", _JSON_FIX)
+        raise _err(f"topology JSON must be an object, not {type(data).__name__}", JSON_FIX)
     fmt = data.get("format", JSON_FORMAT)
     if fmt != JSON_FORMAT:
-        raise _err(f"topology JSON has format {fmt!r}, expected {JSON_FORMAT!r}", _JSON_FIX)
+        raise _err(f"topology JSON has format {fmt!r}, expected {JSON_FORMAT!r}", JSON_FIX)
     version = data.get("version", JSON_VERSION)
     if version != JSON_VERSION:
         raise _err(f"topology JSON version {version!r} is not supported (this netsleuth reads {JSON_VERSION})",
                    "re-save the topology with this netsleuth version")
     unknown = sorted(set(data) - {"format", "version", "name", "spec", "switches", "hosts", "links"})
     if unknown:
-        raise _err(f"topology JSON has unknown keys {unknown}", _JSON_FIX)
+        raise _err(f"topology JSON has unknown keys {unknown}", JSON_FIX)
     name = data.get("name", "custom")
     spec = data.get("spec", name)
     if not isinstance(name, str) or not isinstance(spec, str):
-        raise _err("topology JSON: name and spec must be strings", _JSON_FIX)
+        raise _err("topology JSON: name and spec must be strings", JSON_FIX)
     nodes: list[tuple[str, str, dict[str, Any]]] = []
     for rec in data.get("switches", []):
         if isinstance(rec, str):
@@ -629,335 +575,21 @@ def _from_json(data: Any) -> Topology:
             links.append((rec[0], None, rec[1], None))
         else:
             raise _err(f"topology JSON: link {rec!r} is not [node1, port1, node2, port2] or [node1, node2]",
-                       _JSON_FIX)
-    return _build(name, spec, nodes, links)
+                       JSON_FIX)
+    return build_from_records(name, spec, nodes, links)
 
 
-# --------------------------------------------------------------------------- GraphML
-
-_GRAPHML_FIX = ('write GraphML as networkx.write_graphml does, with node data kind ("switch"/"host", default switch), '
-                "optional dpid/mac/ip, and edge data port1/port2 (port1 belongs to the source)")
+# --------------------------------------------------------------------------- older import path
 
 
-def _graphml_value(text: str | None, typ: str) -> Any:
-    text = (text or "").strip()
-    if typ in ("int", "long"):
-        return int(text)
-    if typ in ("float", "double"):
-        return float(text)
-    if typ == "boolean":
-        return text.lower() in ("true", "1")
-    return text
+def __getattr__(name: str) -> Any:
+    """``parse_topo`` used to live here; resolve it where it lives now.
 
-
-def _graphml_int(value: Any, what: str) -> int | None:
-    if value is None or value == "":
-        return None
-    if _is_int(value):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value, 0)
-        except ValueError:
-            pass
-    raise _err(f"GraphML {what} {value!r} is not an integer", _GRAPHML_FIX)
-
-
-def _from_graphml(text: str, where: str) -> Topology:
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise _err(f"{where} is not valid GraphML XML: {exc}", _GRAPHML_FIX) from exc
-    ns = ""
-    if root.tag.startswith("{"):
-        ns = root.tag[: root.tag.index("}") + 1]
-    if root.tag != f"{ns}graphml":
-        raise _err(f"{where} is not GraphML (root element is {root.tag!r})", _GRAPHML_FIX)
-    keys: dict[str, tuple[str, str, str]] = {}  # id -> (for, attr name, type)
-    defaults: dict[str, dict[str, Any]] = {"node": {}, "edge": {}, "graph": {}}
-    for key in root.iter(f"{ns}key"):
-        kid = key.get("id", "")
-        scope = key.get("for", "all")
-        attr = key.get("attr.name", kid)
-        typ = key.get("attr.type", "string")
-        keys[kid] = (scope, attr, typ)
-        dflt = key.find(f"{ns}default")
-        if dflt is not None:
-            for s in (("node", "edge", "graph") if scope == "all" else (scope,)):
-                if s in defaults:
-                    defaults[s][attr] = _graphml_value(dflt.text, typ)
-    graph = root.find(f"{ns}graph")
-    if graph is None:
-        raise _err(f"{where} has no <graph> element", _GRAPHML_FIX)
-
-    def data_of(elem: ET.Element, scope: str) -> dict[str, Any]:
-        out = dict(defaults[scope])
-        for d in elem.findall(f"{ns}data"):
-            kid = d.get("key", "")
-            if kid not in keys:
-                raise _err(f"{where}: data refers to undeclared key {kid!r}", _GRAPHML_FIX)
-            _, attr, typ = keys[kid]
-            try:
-                out[attr] = _graphml_value(d.text, typ)
-            except ValueError as exc:
-                raise _err(f"{where}: value {d.text!r} of {attr!r} is not a {typ}", _GRAPHML_FIX) from exc
-        return out
-
-    gdata = data_of(graph, "graph")
-    nodes: list[tuple[str, str, dict[str, Any]]] = []
-    for node in graph.findall(f"{ns}node"):
-        nid = node.get("id")
-        if nid is None:
-            raise _err(f"{where}: a <node> has no id", _GRAPHML_FIX)
-        attrs = data_of(node, "node")
-        kind = str(attrs.get("kind", SWITCH)).lower()
-        rec: dict[str, Any] = {}
-        if kind == SWITCH:
-            rec["dpid"] = _graphml_int(attrs.get("dpid"), f"dpid of {nid}")
-        elif kind == HOST:
-            for f in ("mac", "ip"):
-                v = attrs.get(f)
-                rec[f] = None if v == "" else v
-        nodes.append((nid, kind, rec))
-    links: list[tuple[str, int | None, str, int | None]] = []
-    for edge in graph.findall(f"{ns}edge"):
-        src, dst = edge.get("source"), edge.get("target")
-        if src is None or dst is None:
-            raise _err(f"{where}: an <edge> lacks source or target", _GRAPHML_FIX)
-        attrs = data_of(edge, "edge")
-        p1 = _graphml_int(attrs.get("port1"), "port1")
-        p2 = _graphml_int(attrs.get("port2"), "port2")
-        if attrs.get("node1") == dst and attrs.get("node2") == src:
-            src, dst = dst, src  # networkx may write an undirected edge the other way round
-        links.append((src, p1, dst, p2))
-    name = str(gdata.get("name") or "file")
-    spec = str(gdata.get("spec") or name)
-    return _build(name, spec, nodes, links)
-
-
-# --------------------------------------------------------------------------- files
-
-
-def load_topology_file(path: str | Path, spec: str | None = None) -> Topology:
-    """Read a ``.json`` (:meth:`Topology.to_json` format) or ``.graphml`` topology file.
-
-    The result's ``spec`` is ``spec`` if given (what the user typed), else
-    ``file:PATH``, so the topology records where it came from.
+    Imported lazily, because topo_builders imports this module. Callers should
+    import it from :mod:`netsleuth.model.topo_builders`; this stays only while
+    some still use the old path, and goes with the last of them.
     """
-    path = Path(path)
-    where = f"topology file {str(path)!r}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise _err(f"{where} does not exist", f"check the path, or {_FIX}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _err(f"{where} cannot be read: {exc}", "give a readable UTF-8 .json or .graphml file") from exc
-    suffix = path.suffix.lower()
-    is_graphml = suffix == ".graphml" or (suffix != ".json" and text.lstrip().startswith("<"))
-    try:
-        if is_graphml:
-            topo = _from_graphml(text, where)
-        else:
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise _err(f"{where} is not valid JSON: {exc}", _JSON_FIX) from exc
-            topo = Topology.from_json(data)
-    except UnknownTopologyError as exc:
-        if exc.problem.startswith(where):
-            raise
-        raise UnknownTopologyError(f"{where}: {exc.problem}", exc.fix) from exc
-    topo._spec = spec if spec is not None else f"file:{path}"
-    return topo
-
-
-# --------------------------------------------------------------------------- builders
-
-
-def _single(t: Topology, k: int) -> None:
-    # Mininet SingleSwitchTopo: s1, then h1..hk each linked (host, switch).
-    s = t.add_switch()
-    for _ in range(k):
-        t.add_link(t.add_host(), s)
-
-
-def _minimal(t: Topology) -> None:
-    _single(t, 2)  # Mininet MinimalTopo: s1 with h1 and h2
-
-
-def _linear(t: Topology, k: int, n: int = 1) -> None:
-    # Mininet LinearTopo(k, n=1): si gets port 1 = hi, port 2 = s(i-1), port 3 = s(i+1).
-    last: str | None = None
-    for _ in range(k):
-        s = t.add_switch()
-        t.add_link(t.add_host(), s)
-        if last is not None:
-            t.add_link(s, last)
-        last = s
-
-
-def _tree(t: Topology, depth: int, fanout: int) -> None:
-    # Mininet TreeTopo.addTree: create a switch, build each child subtree, then
-    # link (parent, child); so switches and hosts are numbered depth-first and
-    # a child switch's uplink is its port fanout+1.
-    def add_tree(d: int) -> str:
-        if d == 0:
-            return t.add_host()
-        node = t.add_switch()
-        for _ in range(fanout):
-            child = add_tree(d - 1)
-            t.add_link(node, child)
-        return node
-
-    add_tree(depth)
-
-
-def _torus(t: Topology, x: int, y: int, n: int = 1) -> None:
-    # Mininet TorusTopo(x, y, n=1) with switches named s1..s(x*y) in Mininet's
-    # creation order: Mininet's switch "s{i}x{j}" (1-based) is s{(i-1)*y + j}
-    # here, with dpid (i-1)*y + j (Mininet uses i*256 + j); host h{same number}.
-    sw: list[str] = []
-    for _ in range(x * y):
-        s = t.add_switch()
-        t.add_link(t.add_host(), s)
-        sw.append(s)
-    for i in range(x):
-        for j in range(y):
-            t.add_link(sw[i * y + j], sw[i * y + (j + 1) % y])
-            t.add_link(sw[i * y + j], sw[((i + 1) % x) * y + j])
-
-
-def _mesh(t: Topology, k: int) -> None:
-    # STS MeshTopology: every switch linked to every other, one host each.
-    # si: port 1 = hi, then the other switches in ascending order.
-    sw = []
-    for _ in range(k):
-        s = t.add_switch()
-        t.add_link(t.add_host(), s)
-        sw.append(s)
-    for i in range(k):
-        for j in range(i + 1, k):
-            t.add_link(sw[i], sw[j])
-
-
-def _ring(t: Topology, k: int) -> None:
-    # linear,k closed by sk-s1: si port 1 = hi, 2 = s(i-1) (s1: s2), 3 = s(i+1) (s1: sk).
-    _linear(t, k)
-    t.add_link(f"s{k}", "s1")
-
-
-def _fattree(t: Topology, k: int) -> None:
-    # Al-Fares et al. k-ary fat tree. Switches in order: cores c1..c(k/2)^2,
-    # then pod by pod its aggregation a.. and edge e.. switches (numbered
-    # globally), dpid = creation number. Every switch uses ports 1..k:
-    #   edge e: 1..k/2 = hosts, k/2+1..k = the pod's aggregation switches
-    #   agg  a: 1..k/2 = the pod's edge switches, k/2+1..k = its cores
-    #   core c: port p = pod p
-    # Aggregation switch j of every pod links to cores j*k/2+1 .. (j+1)*k/2.
-    half = k // 2
-    cores = [t.add_switch(f"c{i + 1}") for i in range(half * half)]
-    aggs: list[list[str]] = []
-    edges: list[list[str]] = []
-    for p in range(k):
-        aggs.append([t.add_switch(f"a{p * half + j + 1}") for j in range(half)])
-        edges.append([t.add_switch(f"e{p * half + j + 1}") for j in range(half)])
-    for p in range(k):
-        for e in edges[p]:
-            for _ in range(half):
-                t.add_link(t.add_host(), e)
-    for p in range(k):
-        for e in edges[p]:
-            for a in aggs[p]:
-                t.add_link(e, a)
-    for p in range(k):
-        for j, a in enumerate(aggs[p]):
-            for c in range(half):
-                t.add_link(a, cores[j * half + c])
-
-
-@dataclass(frozen=True, slots=True)
-class _Form:
-    build: Callable[..., None]
-    params: tuple[tuple[str, int | None, int], ...]  # (name, default or None = required, minimum)
-    usage: str
-    size: Callable[..., int]  # number of nodes, checked before building
-    check: Callable[..., str | None] = lambda **_: None  # extra rule -> problem text
-
-
-_FORMS: dict[str, _Form] = {
-    "minimal": _Form(_minimal, (), "minimal", lambda: 3),
-    "single": _Form(_single, (("k", 2, 1),), "single,N", lambda k: 1 + k),
-    "linear": _Form(_linear, (("k", 2, 1), ("n", 1, 1)), "linear,N", lambda k, n: 2 * k,
-                    lambda k, n: None if n == 1 else f"linear with n={n} hosts per switch is not supported"),
-    "tree": _Form(_tree, (("depth", 1, 1), ("fanout", 2, 1)), "tree,depth=D,fanout=F",
-                  lambda depth, fanout: depth + 1 if fanout == 1 else
-                  (fanout ** (depth + 1) - 1) // (fanout - 1) if depth < 64 else MAX_NODES + 1),
-    "torus": _Form(_torus, (("x", None, 3), ("y", None, 3), ("n", 1, 1)), "torus,X,Y",
-                   lambda x, y, n: 2 * x * y,
-                   lambda x, y, n: None if n == 1 else f"torus with n={n} hosts per switch is not supported"),
-    "mesh": _Form(_mesh, (("k", 3, 1),), "mesh,N", lambda k: 2 * k),
-    "ring": _Form(_ring, (("k", 3, 3),), "ring,N", lambda k: 2 * k),
-    "fattree": _Form(_fattree, (("k", 4, 2),), "fattree,K", lambda k: 5 * k * k // 4 + k ** 3 // 4,
-                     lambda k: None if k % 2 == 0 else f"fattree needs an even K, got {k}"),
-}
-
-
-def _parse_int(form: str, param: str, text: str, usage: str) -> int:
-    if not re.fullmatch(r"[+-]?\d+", text.strip()):
-        raise _err(f"{form}: {param}={text!r} is not an integer", f"write e.g. {usage}; {_FIX}")
-    return int(text)
-
-
-def parse_topo(spec: str) -> Topology:
-    """Build the topology a Mininet-style spec names (see :data:`KNOWN_FORMS`)."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise _err(f"empty topology spec {spec!r}")
-    text = spec.strip()
-    if text.startswith("file:"):
-        return load_topology_file(text[len("file:"):], spec=text)
-    if text.lower().endswith((".json", ".graphml")):
-        return load_topology_file(text, spec=text)
-    parts = [p.strip() for p in text.split(",")]
-    form_name = parts[0].lower()
-    form = _FORMS.get(form_name)
-    if form is None:
-        raise _err(f"unknown topology {parts[0]!r}")
-    names = [p for p, _, _ in form.params]
-    values: dict[str, int] = {}
-    positional = 0
-    for part in parts[1:]:
-        if "=" in part:
-            key, _, val = part.partition("=")
-            key = key.strip()
-            if key not in names:
-                expected = ", ".join(names) or "no arguments"
-                raise _err(f"{form_name}: unknown argument {key!r} (takes {expected})", f"write e.g. {form.usage}")
-        else:
-            if positional >= len(names):
-                raise _err(f"{form_name}: too many arguments in {text!r}", f"write e.g. {form.usage}")
-            key, val = names[positional], part
-            positional += 1
-        if key in values:
-            raise _err(f"{form_name}: argument {key!r} given twice in {text!r}", f"write e.g. {form.usage}")
-        values[key] = _parse_int(form_name, key, val, form.usage)
-    for pname, default, minimum in form.params:
-        if pname not in values:
-            if default is None:
-                raise _err(f"{form_name}: missing argument {pname!r}", f"write e.g. {form.usage}")
-            values[pname] = default
-        if values[pname] < minimum:
-            why = " (as Mininet requires)" if form_name == "torus" else ""
-            raise _err(f"{form_name}: {pname}={values[pname]} is below the minimum {minimum}{why}",
-                       f"write e.g. {form.usage} with {pname} >= {minimum}")
-    problem = form.check(**values)
-    if problem:
-        raise _err(f"{form_name}: {problem}", f"write e.g. {form.usage}")
-    size = form.size(**values)
-    if size > MAX_NODES:
-        raise _err(f"{text!r} would have {size} nodes, more than the limit {MAX_NODES}",
-                   "choose smaller arguments")
-    topo = Topology(form_name, text)
-    form.build(topo, **values)
-    return topo
+    if name == "parse_topo":
+        from netsleuth.model.topo_builders import parse_topo
+        return parse_topo
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,8 @@
 """One line of plain words per trace event, and which nodes an event touches.
 
-The stepper prints these lines and the space-time diagram shows them on
-hover, so both tools speak about an event the same way. ``nodes_of`` is what
+The stepper prints these lines, the space-time diagram shows them on
+hover and ``netsleuth diff`` lists its differences with them, so every tool
+speaks about an event the same way. ``nodes_of`` is what
 the stepper's filters and the diagram's lanes agree on: a control message
 belongs to its switch and its controller, a packet to the node it reached,
 an input to every node it changes.

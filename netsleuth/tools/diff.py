@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from netsleuth.model.freeze import freeze
+from netsleuth.tools.describe import describe
 from netsleuth.trace import schema as ts
 
 _BOOKKEEPING = ("seq", "t", "id", "deps")
@@ -37,7 +39,7 @@ def event_key(e: ts.Event) -> tuple:
         return (e.kind, e.node, e.port, e.fp)
     if e.is_input:
         d = ts.event_to_json(e)
-        return (e.kind,) + tuple((k, _freeze(d[k])) for k in sorted(d) if k not in _BOOKKEEPING and k != "kind")
+        return (e.kind,) + tuple((k, freeze(d[k])) for k in sorted(d) if k not in _BOOKKEEPING and k != "kind")
     if isinstance(e, (ts.SwitchConnected,)):
         return (e.kind, e.dpid, e.controller)
     if isinstance(e, ts.SwitchDisconnected):
@@ -49,40 +51,18 @@ def event_key(e: ts.Event) -> tuple:
     if isinstance(e, ts.ControllerEvent):
         return (e.kind, e.controller, e.what)
     d = ts.event_to_json(e)  # a kind registered later: all its fields but the bookkeeping
-    return (e.kind,) + tuple((k, _freeze(d[k])) for k in sorted(d) if k not in _BOOKKEEPING and k != "kind")
+    return (e.kind,) + tuple((k, freeze(d[k])) for k in sorted(d) if k not in _BOOKKEEPING and k != "kind")
 
 
-def _freeze(v: Any) -> Any:
-    if isinstance(v, dict):
-        return tuple((k, _freeze(v[k])) for k in sorted(v))
-    if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
-    return v
-
-
-def describe(e: ts.Event) -> str:
-    """One short line saying what the event is (no seq/time)."""
-    if isinstance(e, ts.ControlToSwitch):
-        return f"{e.controller} -> s{e.dpid} {_fp_text(e.fp)}"
-    if isinstance(e, ts.ControlToController):
-        return f"s{e.dpid} -> {e.controller} {_fp_text(e.fp)}"
-    if isinstance(e, ts.PacketArrival):
-        return f"packet at {e.node}:{e.port} {_fp_text(e.fp)}"
-    if isinstance(e, ts.Violation):
-        return f"violation {e.invariant}{'' if e.persistent else ' (transient)'}: {e.message}"
-    if isinstance(e, ts.TrafficInjection):
-        from netsleuth.model.packet import Packet
-
-        return f"input traffic {e.host} -> {e.dst}: {Packet.from_json(e.packet).summary()}"
-    if e.is_input:
-        params = ", ".join(f"{k}={v}" for k, v in event_key(e)[1:])
-        return f"input {e.kind}({params})"
-    return f"{e.kind} " + " ".join(str(x) for x in event_key(e)[1:])
+def _what(e: ts.Event) -> str:
+    """The event in the words every tool uses, plus the fingerprint it was compared by."""
+    words = describe(e)
+    if isinstance(e, (ts.ControlToSwitch, ts.ControlToController, ts.PacketArrival)) and e.fp:
+        return f"{words} [fp {_fp_text(e.fp)}]"
+    return words
 
 
 def _fp_text(fp: tuple) -> str:
-    if not fp:
-        return "?"
     head, rest = fp[0], fp[1:]
     return str(head) + (" " + " ".join(_compact(x) for x in rest) if rest else "")
 
@@ -184,9 +164,9 @@ def _unmatched(mine: Sequence[ts.Event], keys: list[tuple], partner: list[int | 
         if partner[i] is not None:
             last = partner[i]
             continue
-        out.append(Unmatched(e.seq, e.t, e.kind, describe(e), other[last].seq if last is not None else None,
+        out.append(Unmatched(e.seq, e.t, e.kind, _what(e), other[last].seq if last is not None else None,
                              seen[keys[i]]))
     return out
 
 
-__all__ = ["TraceDiff", "Unmatched", "diff_events", "event_key", "describe"]
+__all__ = ["TraceDiff", "Unmatched", "diff_events", "event_key"]

@@ -191,7 +191,7 @@ def trace_packet(trace: ts.Trace, ref: str) -> PacketTrace:
             attach = world.host_at.get(inj.host)
             if attach is not None and not world.switch_up.get(attach[0], True):
                 attach_note = f"its switch {attach[0]} was down"
-            elif attach is not None and not world._link_is_up(inj.host, world.host_iface[inj.host]):
+            elif attach is not None and not world.link_is_up(inj.host, world.host_iface[inj.host]):
                 attach_note = f"its link to {attach[0]}:{attach[1]} was down"
             continue
         if isinstance(e, ts.Violation) and e.invariant == "dataplane-loops":
@@ -280,7 +280,7 @@ def _hop(walk: TableWalk, world: World, e: ts.PacketArrival, index: int) -> Hop:
             h.outputs.append("TABLE")
         else:
             nxt = world.peer.get((e.node, out_port))
-            up = nxt is not None and world._link_is_up(e.node, out_port)  # the World's own notion of "up"
+            up = nxt is not None and world.link_is_up(e.node, out_port)  # the World's own notion of "up"
             h.outputs.append(f"port {out_port} -> " + (f"{nxt[0]}:{nxt[1]}" if nxt else "no link")
                              + ("" if up or nxt is None else " (link down)"))
     # Outputs forward() drops: to ports that are gone or down, or back out the in port.

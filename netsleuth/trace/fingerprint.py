@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.addr import int_to_ip, int_to_mac, mac_to_int
+from netsleuth.model.freeze import freeze
 from netsleuth.model.match import Match
 from netsleuth.model.packet import LLDP, Arp, IPv4, Packet
 
@@ -42,15 +43,6 @@ def _get(fields: dict[str, Any], key: str) -> Any:
         return fields[key]
     except (KeyError, TypeError):
         raise _Missing(key) from None
-
-
-def _freeze(value: Any) -> Any:
-    """A JSON value as nested tuples (dicts as sorted (key, value) pairs)."""
-    if isinstance(value, dict):
-        return tuple((k, _freeze(value[k])) for k in sorted(value))
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    return value
 
 
 # ------------------------------------------------------------------- packets
@@ -102,7 +94,7 @@ def _action(value: Any) -> tuple:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("actions")
     ((name, attrs),) = value.items()
-    return (name.removeprefix("OFPAction"), *_freeze(attrs))
+    return (name.removeprefix("OFPAction"), *freeze(attrs))
 
 
 def _actions(value: Any) -> tuple:
@@ -181,7 +173,7 @@ def of_fingerprint(msg: dict[str, Any]) -> tuple:
         ((_, fields),) = body.items()
         if not isinstance(fields, dict):
             raise _Missing("body")
-        return _freeze((mtype, *keep(fields)))  # hashable even if a garbled trace nests lists
+        return freeze((mtype, *keep(fields)))  # hashable even if a garbled trace nests lists
     except _Missing as exc:
         raise TraceFormatError(f"OpenFlow message JSON lacks or garbles {exc.args[0]!r}: {msg!r:.200}",
                                _FIX) from None

@@ -1,0 +1,528 @@
+"""Loops, blackholes and reachability for every packet header (Header Space Analysis).
+
+The findings of the invariants registered as ``loops``, ``blackholes`` and
+``reachability``, read off one :class:`~netsleuth.invariants.hsa_engine.Analysis`
+of the view (:func:`~netsleuth.invariants.hsa_engine.analyze` computes it
+once for all three). A violation is reported as the header space it
+affects (a wildcard expression), where those headers entered, the path and
+the rule that dropped or looped them, with one concrete witness header.
+The concrete-packet versions, which push only the packet each host pair
+would send, are in :mod:`netsleuth.invariants.forwarding`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from netsleuth.invariants.forwarding import Finding, controller_ok
+from netsleuth.invariants.hsa_compile import interner
+from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
+from netsleuth.invariants.hsa_report import (components, header_dict, host_location, hosts_of, ingress_text,
+                                             mac_hosts, witness_dict)
+from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
+from netsleuth.invariants.view import NetworkView
+
+_DL_DST_SHIFT = SHIFT_BY_NAME["dl_dst"]
+_DL_SRC_SHIFT = SHIFT_BY_NAME["dl_src"]
+_MAC = (1 << 48) - 1
+
+
+def _analysis(view: NetworkView, outcomes: object) -> Analysis:
+    """The analysis the registry shares between checks when it is of this view, else a fresh one."""
+    if isinstance(outcomes, Analysis) and outcomes.view is view:
+        return outcomes
+    return analyze(view)
+
+
+# --------------------------------------------------------------------------- loops
+def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
+    """Header spaces that come back to a (switch, in_port) they already crossed; one finding
+    per ingress and cycle, with the header space, the ingress and one looping path."""
+    a = _analysis(view, analysis)
+    macs = mac_hosts(view)
+    out = []
+    for ing in a.ingresses:
+        found: dict[tuple[str, ...], tuple[tuple[Port, ...], list[HeaderSpace]]] = {}
+        for path, hs in a.loops(ing):
+            start = path.index(path[-1])
+            cycle = tuple(dict.fromkeys(s for s, _p in path[start:]))
+            if cycle in found:
+                found[cycle][1].append(hs)
+            else:
+                found[cycle] = (path, [hs])
+        for cycle, (path, spaces) in found.items():
+            hs = union_of(spaces).compact()
+            if not hs.terms:
+                continue
+            hops = [f"{s}:{p}" for s, p in path]
+            text = describe_headerspace(hs)
+            out.append(Finding(
+                "loops", f"headers {text} entering {ingress_text(a, ing)} loop: {' -> '.join(hops)}",
+                hosts=hosts_of(a, ing, hs, macs), switches=cycle,
+                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
+                         "witness": witness_dict(hs)}))
+    return out
+
+
+# --------------------------------------------------------------------------- blackholes
+def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
+    """Header spaces dropped inside the network: by a rule that sends nothing, an output to a
+    port without a live link, or a switch that is down; one finding per ingress and drop
+    point.  Headers for a host physically cut off from the ingress, or for the very host
+    that sends them, do not count (the network could not or need not deliver them)."""
+    a = _analysis(view, analysis)
+    macs = mac_hosts(view)
+    comp: dict[str, int] | None = None
+    out = []
+    for ing in a.ingresses:
+        drops = a.drops(ing)
+        if not drops:
+            continue
+        if comp is None:
+            comp = components(view)
+        here = comp.get(ing[0])
+        src = a.ingress_host.get(ing)
+        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+        by_where: dict[str, tuple[list[str], list[HeaderSpace]]] = {}
+        for sw, why, hs in drops:
+            hs = _minus_dl_dst(hs, cut_off)
+            if not hs.terms or hs.is_empty():
+                continue
+            whys, spaces = by_where.setdefault(sw, ([], []))
+            if why not in whys:
+                whys.append(why)
+            spaces.append(hs)
+        for sw, (whys, spaces) in by_where.items():
+            hs = union_of(spaces)
+            text = describe_headerspace(hs)
+            w = hs.witness()
+            path = _drop_path(a, ing, w, sw)
+            via = f" (path {' -> '.join(path)})" if path else ""
+            out.append(Finding(
+                "blackholes",
+                f"headers {text} entering {ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
+                hosts=hosts_of(a, ing, hs, macs), switches=(sw,),
+                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
+                         "path": path, "terms": len(hs.terms),
+                         "witness": None if w is None else header_dict(w)}))
+    return out
+
+
+def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
+    """The hops one header (``w``, packed) takes from ``ing`` to a drop at ``where``."""
+    if w is None:
+        return []
+    r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
+    for (sw, _why, _hs), path in zip(r.drops, r.drop_paths):
+        if sw == where:
+            return [f"{s}:{p}" for s, p in path]
+    return []
+
+
+_DL_DST_FULL = field_wildcard(dl_dst=0)[1]
+
+
+def _minus_dl_dst(hs: HeaderSpace, macs: set[int]) -> HeaderSpace:
+    """``hs`` without the headers whose dl_dst is in ``macs``."""
+    if not macs:
+        return hs
+    terms = []
+    for t in hs.terms:
+        if t[1] & _DL_DST_FULL == _DL_DST_FULL:
+            if (t[0] >> _DL_DST_SHIFT) & _MAC not in macs:
+                terms.append(t)
+            continue
+        cur = HeaderSpace((t,))
+        for mac in sorted(macs):
+            cur = cur.minus_wc(field_wildcard(dl_dst=mac))
+        terms.extend(cur.terms)
+    return HeaderSpace(terms)
+
+
+# --------------------------------------------------------------------------- reachability
+_PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
+
+
+def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HeaderSpace:
+    """A host pair's traffic: their dl_src/dl_dst and, for IPv4, their nw_src/nw_dst."""
+    eth = field_wildcard(dl_src=src_mac, dl_dst=dst_mac)
+    if src_ip is None or dst_ip is None:
+        return HeaderSpace.wildcard(*eth)
+    ip = field_wildcard(dl_src=src_mac, dl_dst=dst_mac, dl_type=0x0800, nw_src=src_ip, nw_dst=dst_ip)
+    return HeaderSpace.wildcard(*ip) | HeaderSpace.wildcard(*eth).minus_wc(field_wildcard(dl_type=0x0800))
+
+
+def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
+    """For every ordered pair of physically connected hosts, all of the pair's traffic
+    (:func:`pair_space`) from the source's port reaches the destination or is punted to a
+    live, connected controller; a finding names the header space that does not."""
+    a = _analysis(view, analysis)
+    comp = components(view)
+    members: dict[int, list] = defaultdict(list)
+    for h in view.topology.hosts:
+        members[comp.get(h.name, -1)].append(h)
+    ok_cache: dict[str, bool] = {}
+
+    def ok(sw: str) -> bool:
+        v = ok_cache.get(sw)
+        if v is None:
+            v = ok_cache[sw] = controller_ok(view, sw)
+        return v
+
+    judge = _PairJudge(a, ok, comp)
+    out: list[Finding] = []
+    bulk: list[tuple[Port, object]] = []
+    for src in view.topology.hosts:
+        loc = host_location(view, src.name)
+        if loc not in a.tags or view.peer(*loc) is None:
+            continue
+        peers = members[comp.get(src.name, -1)]
+        if len(peers) < 2:
+            continue
+        if judge.bulk_ok(loc):
+            bulk.append((loc, src))
+        else:
+            out.extend(judge.pairs(loc, src, peers))
+    if bulk:
+        out.extend(judge.bulk(bulk))
+    return out
+
+
+_PAIR_MACS: dict[int, list[tuple[int, int]]] = {}
+
+
+def _pair_macs(mask: int) -> list[tuple[int, int]]:
+    """(dl_src, dl_dst) of every interned key of ``mask`` (which fixes both), by id."""
+    keys = interner(mask)[1]
+    lst = _PAIR_MACS.setdefault(mask, [])
+    for k in keys[len(lst):]:
+        lst.append(((k >> _DL_SRC_SHIFT) & _MAC, (k >> _DL_DST_SHIFT) & _MAC))
+    return lst
+
+
+_MEMO_SETS: dict = {}
+
+
+def _memo_set(key, xs: list[int]) -> set[int]:
+    """``set(xs)``, reused when ``xs`` equals the list it was built from last time."""
+    hit = _MEMO_SETS.get(key)
+    if hit is not None and (hit[0] is xs or hit[0] == xs):
+        return hit[1]
+    st = set(xs)
+    _MEMO_SETS[key] = (xs, st)
+    return st
+
+
+class _Wanted:
+    """Per destination host, the batch classes that are some source's traffic to it, and the
+    (ingress, source) of each class.  Kept between checks and patched per ingress: only
+    ingresses whose entries (or number) changed are recomputed."""
+
+    def __init__(self) -> None:
+        self.by_ingress: dict = {}   # ingress -> (signature, {dst name: [classes]})
+        self.wanted: dict[str, set[int]] = defaultdict(set)
+        self.owner: dict[int, tuple[Port, object]] = {}
+        self.hosts: object = None
+
+    def update(self, a: Analysis, sources: list[tuple[Port, object]], by_mac) -> None:
+        b = a.batch
+        hosts = a.view.topology.hosts
+        if hosts is not self.hosts:
+            self.__init__()  # type: ignore[misc]
+            self.hosts = hosts
+        live = set()
+        for ing, src in sources:
+            tag = a.tags[ing]
+            sig = (tag, b.ids_at[tag], src)
+            live.add(ing)
+            old = self.by_ingress.get(ing)
+            if old is not None:
+                if old[0][0] == tag and old[0][1] is sig[1] and old[0][2] is src:
+                    continue
+                self._drop(ing)
+            self._add(ing, src, sig, by_mac)
+        for ing in [i for i in self.by_ingress if i not in live]:
+            self._drop(ing)
+
+    def _drop(self, ing: Port) -> None:
+        _sig, contrib = self.by_ingress.pop(ing)
+        for dname, xs in contrib.items():
+            self.wanted[dname].difference_update(xs)
+            for x in xs:
+                self.owner.pop(x, None)
+
+    def _add(self, ing: Port, src, sig, by_mac) -> None:
+        tag, ids, _src = sig
+        macs = _pair_macs(_PAIR_FIXED)
+        shifted = tag << TAG_SHIFT
+        amac = src.mac
+        contrib: dict[str, list[int]] = {}
+        for j in ids:
+            sm, dm = macs[j]
+            if sm != amac:
+                continue
+            d = by_mac.get(dm)
+            if d is None or d is src:
+                continue
+            lst = contrib.get(d.name)
+            if lst is None:
+                contrib[d.name] = [j | shifted]
+            else:
+                lst.append(j | shifted)
+        owner = self.owner
+        pair = (ing, src)
+        for dname, xs in contrib.items():
+            self.wanted[dname].update(xs)
+            for x in xs:
+                owner[x] = pair
+        self.by_ingress[ing] = (sig, contrib)
+
+
+_WANTED = _Wanted()
+
+
+def forget_memos() -> None:
+    """Drop what the reachability check keeps between checks, so the next check runs cold (benchmarks)."""
+    _WANTED.__init__()  # type: ignore[misc]
+    _MEMO_SETS.clear()
+    _PAIR_MACS.clear()
+
+
+class _PairJudge:
+    """Decides host pairs quickly from batch classes, exactly with header spaces otherwise.
+
+    A batch ingress whose pattern fixes only dl_src/dl_dst bits holds each pair's traffic
+    in one class (or in none: then the first switch misses on all of it and punts it), so
+    the pair is fine iff that class ends at the destination or at a live controller."""
+
+    def __init__(self, a: Analysis, ok, comp: dict[str, int]) -> None:
+        if _MEMO_SETS.get("hosts") is not a.view.topology.hosts:  # another network: forget
+            _MEMO_SETS.clear()
+            _MEMO_SETS["hosts"] = a.view.topology.hosts
+        self.a = a
+        self.b = a.batch
+        self.ok = ok
+        self.comp = comp
+        self.by_mac = {h.mac: h for h in a.view.topology.hosts}
+        self._dlv: dict[str, set[int]] | None = None
+        self._punt_ok: set[int] = set()
+
+    def _sets(self) -> None:
+        b = self.b
+        self._dlv = {h: _memo_set(("dlv", h), xs) for h, xs in b.delivered.items()}
+        for sw, xs in b.punted.items():
+            if self.ok(sw):
+                self._punt_ok.update(xs)
+
+    def bulk_ok(self, ing: Port) -> bool:
+        """Whether this ingress's pairs can be judged in bulk: one class per pair (pattern
+        dl_src+dl_dst exactly) and a live controller behind its switch for table misses."""
+        tag = self.a.tags[ing]
+        return (self.b.ids_at.get(tag) is not None and self.b.masks[tag] == _PAIR_FIXED
+                and self.ok(ing[0]))
+
+    def bulk(self, sources: list[tuple[Port, object]]) -> list[Finding]:
+        """Judge the pairs of many ingresses at once with set differences: per destination,
+        the pair classes that are neither delivered there nor punted to a live controller.
+        Pairs with no class at their first switch are punted there (a live controller)."""
+        a = self.a
+        if self._dlv is None:
+            self._sets()
+        _WANTED.update(a, sources, self.by_mac)
+        wanted, owner = _WANTED.wanted, _WANTED.owner
+        empty: set[int] = set()
+        slow: dict[Port, tuple[object, list]] = {}
+        comp = self.comp
+        hosts = {h.name: h for h in a.view.topology.hosts}
+        for dname, want in wanted.items():
+            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]
+            if missing and self._punt_ok:
+                missing -= self._punt_ok
+            if not missing:
+                continue
+            d = hosts[dname]
+            for x in sorted(missing):
+                ing, src = owner[x]
+                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]
+                    continue
+                slow.setdefault(ing, (src, []))[1].append(d)
+        out: list[Finding] = []
+        for ing, (src, dsts) in slow.items():
+            idx = _ReachIndex(a.reach(ing))
+            for d in dsts:
+                f = _judge_pair(a, idx, ing, src, d, self.ok)
+                if f is not None:
+                    out.append(f)
+        return out
+
+    def pairs(self, ing: Port, src, peers: list) -> list[Finding]:
+        a, b = self.a, self.b
+        tag = a.tags[ing]
+        ids = b.ids_at.get(tag)
+        mask = b.masks[tag]
+        slow: list = []
+        out: list[Finding] = []
+        if ids is None or mask & ~_PAIR_FIXED:
+            slow = [d for d in peers if d is not src]
+        else:
+            if self._dlv is None:
+                self._sets()
+            dlv, punt_ok = self._dlv, self._punt_ok
+            empty: set[int] = set()
+            shifted = tag << TAG_SHIFT
+            s0_ok = self.ok(ing[0])
+            if mask == _PAIR_FIXED and s0_ok:
+                # Only pairs with an entry at the first switch need a look.
+                macs = _pair_macs(mask)
+                amac = src.mac
+                here = self.comp.get(src.name, -1)
+                by_mac, comp = self.by_mac, self.comp
+                for j in ids:
+                    sm, dm = macs[j]
+                    if sm != amac:
+                        continue
+                    d = by_mac.get(dm)
+                    if d is None or d is src or comp.get(d.name, -2) != here:
+                        continue
+                    x = j | shifted
+                    if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
+                        continue
+                    slow.append(d)
+            else:
+                intern = interner(mask)[0]
+                sk = (src.mac << _DL_SRC_SHIFT) & mask
+                for d in peers:
+                    if d is src:
+                        continue
+                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
+                    if j is None or j not in ids:  # the first switch misses on all of it
+                        if not s0_ok:
+                            out.append(_unreachable(
+                                ing, src, d, pair_space(src.mac, d.mac, src.ip, d.ip),
+                                f"they go to a controller that is not connected ({ing[0]})", (ing[0],)))
+                        continue
+                    x = j | shifted
+                    if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
+                        continue
+                    slow.append(d)
+        if slow:
+            r = a.reach(ing)
+            idx = _ReachIndex(r)
+            for d in slow:
+                f = _judge_pair(a, idx, ing, src, d, self.ok)
+                if f is not None:
+                    out.append(f)
+        return out
+
+
+class _ReachIndex:
+    """A Reach's terms bucketed by fixed dl_dst, to find the ones a host pair can touch."""
+
+    def __init__(self, r: Reach) -> None:
+        self.r = r
+        self.delivered = {h: self._index(lst) for h, lst in r.delivered.items()}
+        self.punted = {s: self._index(lst) for s, lst in r.punted.items()}
+
+    @staticmethod
+    def _index(spaces: list[HeaderSpace]) -> tuple[dict[int, list], list]:
+        fixed: dict[int, list] = {}
+        loose: list = []
+        for hs in spaces:
+            for t in hs.terms:
+                if t[1] & _DL_DST_FULL == _DL_DST_FULL:
+                    fixed.setdefault((t[0] >> _DL_DST_SHIFT) & _MAC, []).append(t)
+                else:
+                    loose.append(t)
+        return fixed, loose
+
+    @staticmethod
+    def terms(index: tuple[dict[int, list], list], dst_mac: int, bases: list) -> HeaderSpace:
+        fixed, loose = index
+        out = []
+        for t in fixed.get(dst_mac, []) + loose:
+            v, m, _ = t
+            if any(not ((v ^ pv) & m & pm) for pv, pm in bases):
+                out.append(t)
+        return HeaderSpace(out)
+
+
+def _judge_pair(a: Analysis, idx: _ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
+    P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
+    bases = [(v, m) for v, m, _ in P.terms]
+    dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
+    good = HeaderSpace()
+    bad_p = HeaderSpace()
+    for sw, index in idx.punted.items():
+        hs = idx.terms(index, dst.mac, bases)
+        if ok(sw):
+            good = good | hs
+        else:
+            bad_p = bad_p | hs
+    bad = ((P - dlv) - good) | ((P & bad_p) - dlv)
+    if bad.is_empty():
+        return None
+    why, where, path = _why_unreached(a, ing, bad.witness(), ok)
+    return _unreachable(ing, src, dst, bad.compact(), why, where, path)
+
+
+def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tuple[str, ...], list[str]]:
+    """Why one header of the pair's traffic (``w``) fails: (reason, switches, path)."""
+    if w is None:
+        return "they are lost", (), []
+    r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
+    if r.loops:
+        path = r.loops[0][0]
+        start = path.index(path[-1])
+        return ("they loop", tuple(dict.fromkeys(s for s, _ in path[start:])),
+                [f"{s}:{p}" for s, p in path])
+    bad = [sw for sw in r.punted if not ok(sw)]
+    if bad:
+        return f"they go to a controller that is not connected ({', '.join(bad)})", tuple(bad), []
+    if r.drops:
+        (sw, why, _hs), path = r.drops[0], r.drop_paths[0]
+        return (f"they are dropped at {sw} ({why})", tuple(dict.fromkeys(s for s, _w, _h in r.drops)),
+                [f"{s}:{p}" for s, p in path])
+    if r.truncated:
+        return "the analysis gave up (too many branches)", (), []
+    return f"they are delivered to {', '.join(sorted(r.delivered)) or 'nobody'}", (), []
+
+
+def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[str, ...],
+                 path: list[str] | None = None) -> Finding:
+    text = _pair_text(hs, src, dst)
+    via = f" (path {' -> '.join(path)})" if path else ""
+    return Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
+                   hosts=(src.name, dst.name), switches=where,
+                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs), "path": path or [],
+                            "witness": witness_dict(hs)})
+
+
+def _pair_text(hs: HeaderSpace, src, dst) -> str:
+    """"all their traffic" when ``hs`` is the whole pair space, else the header space."""
+    whole = pair_space(src.mac, dst.mac, src.ip, dst.ip)
+    if (whole - hs).is_empty():
+        return "all their traffic"
+    return f"headers {describe_headerspace(hs)}"
+
+
+# --------------------------------------------------------------------------- registry adapters
+def check_headerspace_loops(view: NetworkView, outcomes: object = None) -> list[Finding]:
+    """Registry signature for :func:`hsa_loops`; ``outcomes`` may be an :class:`Analysis` of this view (shared)."""
+    return hsa_loops(view, _analysis(view, outcomes))
+
+
+def check_headerspace_blackholes(view: NetworkView, outcomes: object = None) -> list[Finding]:
+    """Registry signature for :func:`hsa_blackholes`; ``outcomes`` as for :func:`check_headerspace_loops`."""
+    return hsa_blackholes(view, _analysis(view, outcomes))
+
+
+def check_headerspace_reachability(view: NetworkView, outcomes: object = None) -> list[Finding]:
+    """Registry signature for :func:`hsa_reachability`; ``outcomes`` as for :func:`check_headerspace_loops`."""
+    return hsa_reachability(view, _analysis(view, outcomes))
+
+
+def check_all(view: NetworkView, **kw) -> dict[str, list[Finding]]:
+    """The three checks on one shared analysis."""
+    a = analyze(view, **kw)
+    return {"loops": hsa_loops(view, a), "blackholes": hsa_blackholes(view, a),
+            "reachability": hsa_reachability(view, a)}
