@@ -19,7 +19,7 @@ Specs (``parse_net``):
 Anything else is a netsleuth topology spec in the model's (Mininet) grammar
 -- ``linear,N``, ``ring,N``, ``mesh,N``, ``tree,depth=D,fanout=F``,
 ``torus,X,Y``, ``fattree,K``, a ``.json``/``.graphml`` file -- parsed by
-:func:`netsleuth.model.topology.parse_topo`; its *switches* become the
+:func:`netsleuth.model.topo_builders.parse_topo`; its *switches* become the
 DEFINED nodes (hosts are not routers and are left out) and every
 switch-to-switch link a 1 ms link (:func:`net_from_topology`).  The two
 extras above are DEFINED's own: they need link delays, which the model's
@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import networkx as nx
 
 from netsleuth.errors import UnknownTopologyError
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topo_builders import parse_topo
+from netsleuth.model.topology import Topology
 
 SWITCH_LINK_US = 1000  # delay of a link taken from a model topology (it carries none)
 

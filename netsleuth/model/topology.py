@@ -577,19 +577,3 @@ def _from_json(data: Any) -> Topology:
             raise _err(f"topology JSON: link {rec!r} is not [node1, port1, node2, port2] or [node1, node2]",
                        JSON_FIX)
     return build_from_records(name, spec, nodes, links)
-
-
-# --------------------------------------------------------------------------- older import path
-
-
-def __getattr__(name: str) -> Any:
-    """``parse_topo`` used to live here; resolve it where it lives now.
-
-    Imported lazily, because topo_builders imports this module. Callers should
-    import it from :mod:`netsleuth.model.topo_builders`; this stays only while
-    some still use the old path, and goes with the last of them.
-    """
-    if name == "parse_topo":
-        from netsleuth.model.topo_builders import parse_topo
-        return parse_topo
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,6 +27,7 @@ import copy as _copy
 from typing import Any
 
 from netsleuth.model.actions import Output
+from netsleuth.model.freeze import freeze
 from netsleuth.model.match import Match
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet
@@ -49,28 +50,6 @@ class ControllerAPI:
         self.now_value = now
         self.links_value = links
         self.uses_stats = uses_stats
-
-
-def canonical_form(value: Any) -> Any:
-    """A hashable, canonical form of plain data (dict order never matters)."""
-    t = type(value)
-    if t is dict:
-        items = [(canonical_form(k), canonical_form(v)) for k, v in value.items()]
-        try:
-            items.sort()
-        except TypeError:
-            items.sort(key=repr)
-        return ("d", tuple(items))
-    if t is list or t is tuple:
-        return tuple(canonical_form(v) for v in value)
-    if t is set or t is frozenset:
-        items = [canonical_form(v) for v in value]
-        try:
-            items.sort()
-        except TypeError:
-            items.sort(key=repr)
-        return ("s", tuple(items))
-    return value
 
 
 class App:
@@ -121,7 +100,7 @@ class App:
 
     def key(self) -> Any:
         """A canonical hashable summary of everything that affects the app's future."""
-        return canonical_form({k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_rng"})
+        return freeze({k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_rng"})
 
     # ------------------------------------------------------------------ calls
     def _a(self) -> ControllerAPI:

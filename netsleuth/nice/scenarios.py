@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.nice.errors import ScenarioError
 from netsleuth.nice.system import Config
 

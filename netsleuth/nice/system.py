@@ -27,7 +27,8 @@ from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet, arp_request
 from netsleuth.model.topology import Topology
 from netsleuth.nice import messages as m
-from netsleuth.nice.app import App, ControllerAPI, canonical_form
+from netsleuth.model.freeze import freeze
+from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.state import HostState, MCSwitch, SystemState, pids_in_flight
@@ -632,4 +633,4 @@ def _from_ofp(msg: Any) -> Any:
     from netsleuth.openflow.codec import msg_to_json
     js = msg_to_json(msg)
     js.pop("xid", None)
-    return m.OtherToController(js.get("type", name), canonical_form(js))
+    return m.OtherToController(js.get("type", name), freeze(js))
