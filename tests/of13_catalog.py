@@ -12,9 +12,12 @@ from typing import Any, Callable
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as p
 
+from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.openflow.codec import DATAPATH13 as DP
 
 MAC1, MAC2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
+ARP = arp_request(0x000000000001, 0x0A000001, 0x0A000002).to_bytes()
+PING = icmp_echo(0x000000000001, 0x000000000002, 0x0A000001, 0x0A000002, ident=1, seq=1).to_bytes()
 
 
 def with_xid(m: Any, xid: int) -> Any:
@@ -83,7 +86,7 @@ def meter_mod() -> p.OFPMeterMod:
 
 
 def packet_out() -> p.OFPPacketOut:
-    return p.OFPPacketOut(DP, ofp.OFP_NO_BUFFER, 1, [p.OFPActionOutput(ofp.OFPP_FLOOD)], b"\x01" * 60)
+    return p.OFPPacketOut(DP, ofp.OFP_NO_BUFFER, 1, [p.OFPActionOutput(ofp.OFPP_FLOOD)], ARP)
 
 
 def table_features_request() -> p.OFPTableFeaturesStatsRequest:
@@ -103,7 +106,7 @@ CONTROLLER_TO_SWITCH: dict[str, Callable[[], Any]] = {
     "hello": lambda: p.OFPHello(DP, [p.OFPHelloElemVersionBitmap([1, 4])]),
     "echo_request": lambda: p.OFPEchoRequest(DP, b"ping"),
     "echo_reply": lambda: p.OFPEchoReply(DP, b"pong"),
-    "experimenter": lambda: p.OFPExperimenter(DP, 0x2320, 17, b"\x00\x01\x02\x03"),
+    "experimenter": lambda: p.OFPExperimenter(DP, 0x00ABCDEF, 17, b"\x00\x01\x02\x03"),
     "features_request": lambda: p.OFPFeaturesRequest(DP),
     "get_config_request": lambda: p.OFPGetConfigRequest(DP),
     "set_config": lambda: p.OFPSetConfig(DP, ofp.OFPC_FRAG_NORMAL, 128),
@@ -133,7 +136,7 @@ CONTROLLER_TO_SWITCH: dict[str, Callable[[], Any]] = {
     "mp_table_features_empty": lambda: p.OFPTableFeaturesStatsRequest(DP, 0),
     "mp_table_features": table_features_request,
     "mp_port_desc": lambda: p.OFPPortDescStatsRequest(DP, 0),
-    "mp_experimenter": lambda: p.OFPExperimenterStatsRequest(DP, 0, 0x2320, 3, b"abcd"),
+    "mp_experimenter": lambda: p.OFPExperimenterStatsRequest(DP, 0, 0x00ABCDEF, 3, b"abcd"),
     "barrier_request": lambda: p.OFPBarrierRequest(DP),
     "queue_get_config_request": lambda: p.OFPQueueGetConfigRequest(DP, 1),
     "role_request": lambda: p.OFPRoleRequest(DP, ofp.OFPCR_ROLE_MASTER, 7),
@@ -169,10 +172,10 @@ SWITCH_TO_CONTROLLER: dict[str, Callable[[], Any]] = {
     "features_reply": lambda: _attrs(p.OFPSwitchFeatures(DP), datapath_id=1, n_buffers=256, n_tables=254,
                                      auxiliary_id=0, capabilities=ofp.OFPC_FLOW_STATS | ofp.OFPC_PORT_STATS),
     "get_config_reply": lambda: p.OFPGetConfigReply(DP, 0, 128),
-    "packet_in": lambda: p.OFPPacketIn(DP, ofp.OFP_NO_BUFFER, 60, ofp.OFPR_NO_MATCH, 0, 0,
-                                       p.OFPMatch(in_port=1), b"\x02" * 60),
+    "packet_in": lambda: p.OFPPacketIn(DP, ofp.OFP_NO_BUFFER, len(ARP), ofp.OFPR_NO_MATCH, 0, 0,
+                                       p.OFPMatch(in_port=1), ARP),
     "packet_in_action": lambda: p.OFPPacketIn(DP, 12, 1500, ofp.OFPR_ACTION, 1, 0xAB,
-                                              p.OFPMatch(in_port=3), b"\x03" * 128),
+                                              p.OFPMatch(in_port=3), PING),
     "flow_removed": lambda: p.OFPFlowRemoved(DP, 0x1234, 1, ofp.OFPRR_IDLE_TIMEOUT, 0, 10, 20, 30, 0, 5, 500,
                                              _match()),
     "port_status": lambda: p.OFPPortStatus(DP, ofp.OFPPR_MODIFY, _port(1)),
@@ -205,7 +208,7 @@ SWITCH_TO_CONTROLLER: dict[str, Callable[[], Any]] = {
     "mp_table_features_reply": _table_features_reply,
     "mp_port_desc_reply": lambda: _reply(p.OFPPortDescStatsReply, [_port(1), _port(2)]),
     "mp_experimenter_reply": lambda: _reply(p.OFPExperimenterStatsReply, p.OFPExperimenterMultipart(
-        0x2320, 3, b"wxyz")),
+        0x00ABCDEF, 3, b"wxyz")),
 }
 
 ALL: dict[str, Callable[[], Any]] = {**CONTROLLER_TO_SWITCH, **SWITCH_TO_CONTROLLER}
