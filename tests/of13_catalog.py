@@ -96,7 +96,13 @@ def table_features_request() -> p.OFPTableFeaturesStatsRequest:
              p.OFPTableFeaturePropActions(type_=ofp.OFPTFPT_APPLY_ACTIONS, action_ids=[
                  p.OFPActionId(ofp.OFPAT_OUTPUT), p.OFPActionId(ofp.OFPAT_SET_FIELD)]),
              p.OFPTableFeaturePropOxm(type_=ofp.OFPTFPT_MATCH, oxm_ids=[
-                 p.OFPOxmId(type_="in_port"), p.OFPOxmId(type_="eth_dst", hasmask=True)])]
+                 p.OFPOxmId(type_="in_port"), p.OFPOxmId(type_="eth_dst", hasmask=True)]),
+             # the rest of what a switch must describe (Open vSwitch refuses table features without them)
+             p.OFPTableFeaturePropActions(type_=ofp.OFPTFPT_WRITE_ACTIONS, action_ids=[
+                 p.OFPActionId(ofp.OFPAT_OUTPUT)]),
+             p.OFPTableFeaturePropOxm(type_=ofp.OFPTFPT_WILDCARDS, oxm_ids=[p.OFPOxmId(type_="eth_dst")]),
+             p.OFPTableFeaturePropOxm(type_=ofp.OFPTFPT_WRITE_SETFIELD, oxm_ids=[p.OFPOxmId(type_="eth_src")]),
+             p.OFPTableFeaturePropOxm(type_=ofp.OFPTFPT_APPLY_SETFIELD, oxm_ids=[p.OFPOxmId(type_="eth_src")])]
     tf = p.OFPTableFeaturesStats(table_id=0, name=b"table0", metadata_match=0xFFFFFFFFFFFFFFFF,
                                  metadata_write=0xFFFFFFFFFFFFFFFF, config=0, max_entries=1000, properties=props)
     return p.OFPTableFeaturesStatsRequest(DP, 0, [tf])

@@ -183,13 +183,13 @@ class SwitchConnection:
         Incomplete trailing bytes stay buffered for the next call.  Nothing
         comes out once CLOSED.
         """
-        if self.state is State.CLOSED:
+        if self.closed:
             return []
         buf = self._buf
         buf += data
         out: list[object] = []
         off, end = 0, len(buf)
-        while end - off >= _HEADER_SIZE and self.state is not State.CLOSED:
+        while end - off >= _HEADER_SIZE and not self.closed:
             version, msg_type, length, xid = _HEADER.unpack_from(buf, off)
             if length < _HEADER_SIZE:
                 frame = bytes(buf[off:off + _HEADER_SIZE])
@@ -207,11 +207,16 @@ class SwitchConnection:
                 out.append(self._on_hello(frame, version, msg_type, xid))
             else:
                 out.append(self._on_message(frame, version, msg_type, xid))
-        if self.state is State.CLOSED:
+        if self.closed:
             buf.clear()
         else:
             del buf[:off]
         return out
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is CLOSED (a property, so that checks see changes made by handlers)."""
+        return self.state is State.CLOSED
 
     def _reply_version(self, peer_version: int) -> int:
         """The version to answer in before one is agreed: ours nearest below the peer's."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import json
 from typing import Any, Callable
 
 from os_ken.lib.packet import packet as oslib_packet
@@ -137,7 +138,7 @@ def _from_json10(d: dict[str, Any]) -> Any:
         msg.xid = d.get("xid", msg.xid)
         return msg
     ((cls_name, attrs),) = d["body"].items()
-    cls = getattr(parser, cls_name, None)
+    cls: Any = getattr(parser, cls_name, None)
     if cls not in of10.DECODED_CLASSES:
         raise TraceFormatError(f"{cls_name!r} is not an OpenFlow 1.0 message class netsleuth records",
                                _FIX)
@@ -152,7 +153,7 @@ def _from_json10(d: dict[str, Any]) -> Any:
     return msg
 
 
-def _osken_from_jsondict(cls: type, attrs: dict, **extra: Any) -> Any:
+def _osken_from_jsondict(cls: Any, attrs: dict[str, Any], **extra: Any) -> Any:
     # os-ken prints its arguments to stdout before re-raising a TypeError; keep stdout clean.
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -162,7 +163,7 @@ def _osken_from_jsondict(cls: type, attrs: dict, **extra: Any) -> Any:
                                _FIX) from exc
 
 
-def _action_from_json(entry: dict) -> Any:
+def _action_from_json(entry: dict[str, Any]) -> Any:
     ((name, fields),) = entry.items()
     cls = getattr(parser, name, None)
     if not (isinstance(cls, type) and issubclass(cls, parser.OFPAction)):
@@ -178,7 +179,7 @@ def _action_from_json(entry: dict) -> Any:
     return _osken_from_jsondict(cls, fields)
 
 
-def _with_actions_from_json(cls: type, attrs: dict) -> Any:
+def _with_actions_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     actions = [_action_from_json(a) for a in attrs.pop("actions", None) or ()]
     msg = _osken_from_jsondict(cls, attrs, datapath=DATAPATH)
     msg.actions = actions
@@ -189,7 +190,7 @@ def _b64(value: Any) -> bytes:
     return base64.b64decode(value) if isinstance(value, str) else bytes(value or b"")
 
 
-def _stats_request_from_json(cls: type, attrs: dict) -> Any:
+def _stats_request_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     attrs.pop("type", None)  # implied by the class; os-ken's constructors do not take it
     flags = attrs.pop("flags", 0)
     msg = _osken_from_jsondict(cls, dict(attrs, flags=0), datapath=DATAPATH)
@@ -197,14 +198,14 @@ def _stats_request_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _vendor_from_json(cls: type, attrs: dict) -> Any:
+def _vendor_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     msg.vendor = attrs["vendor"]
     msg.data = _b64(attrs["data"])
     return msg
 
 
-def _bag_from_json(cls: type, attrs: dict) -> Any:
+def _bag_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     """For classes whose constructor takes only the datapath: set attributes directly."""
     msg = cls(DATAPATH)
     for key, value in attrs.items():
@@ -212,7 +213,7 @@ def _bag_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _flow_removed_from_json(cls: type, attrs: dict) -> Any:
+def _flow_removed_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     for key, value in attrs.items():
         setattr(msg, key, value)
@@ -220,7 +221,7 @@ def _flow_removed_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _queue_get_config_reply_from_json(cls: type, attrs: dict) -> Any:
+def _queue_get_config_reply_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     msg.port = attrs["port"]
     msg.queues = []
@@ -238,7 +239,7 @@ def _queue_get_config_reply_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _flow_stats_from_json(value: dict) -> Any:
+def _flow_stats_from_json(value: dict[str, Any]) -> Any:
     (fields,) = value.values()
     stats = parser.OFPFlowStats()
     for key, v in fields.items():
@@ -248,17 +249,17 @@ def _flow_stats_from_json(value: dict) -> Any:
     return stats
 
 
-def _record_from_json(cls: type, value: dict) -> Any:
+def _record_from_json(cls: Any, value: dict[str, Any]) -> Any:
     (fields,) = value.values()
     text = {f for fields_ in getattr(cls, "_TYPE", {}).values() for f in fields_}
     record = cls(**{f: (fields[f].encode("utf-8") if f in text else fields[f]) for f in cls._fields})
     return record
 
 
-def _stats_reply_from_json(cls: type, attrs: dict) -> Any:
+def _stats_reply_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     msg.type, msg.flags = attrs.get("type"), attrs.get("flags")
-    body = attrs.get("body")
+    body: Any = attrs.get("body")
     stype = cls.cls_stats_type
     if stype == ofp.OFPST_VENDOR:
         entry = body[0] if isinstance(body, list) else body
@@ -273,7 +274,7 @@ def _stats_reply_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-_JSON_BUILDERS: dict[type, Callable[[type, dict], Any]] = {
+_JSON_BUILDERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {
     parser.OFPVendor: _vendor_from_json,
     parser.OFPFlowMod: _with_actions_from_json,
     parser.OFPPacketOut: _with_actions_from_json,
@@ -301,19 +302,39 @@ _JSON_BUILDERS: dict[type, Callable[[type, dict], Any]] = {
 def _to_json13(msg: Any) -> dict[str, Any]:
     xid = msg.xid
     raw = of13.encode(msg)
+    msg.xid = xid  # encode() writes 0 for a None xid; the caller may still want the connection to assign one
     canonical = of13.decode(raw)  # lengths filled in, os-ken helper classes replaced by what the wire says
     out: dict[str, Any] = {"version": of13.OFP_VERSION, "type": of13.msg_type_name(canonical), "xid": xid}
     try:
-        out["body"] = canonical.to_jsondict()
+        # Through JSON text and back: os-ken leaves some values (a port whose name is not UTF-8) as objects.
+        out["body"] = json.loads(json.dumps(canonical.to_jsondict()))
         rebuilt = _body13(out["body"])
         rebuilt.xid = xid
         exact = of13.encode(rebuilt) == raw
-    except (TraceFormatError, TypeError, ValueError, KeyError, AttributeError, UnicodeDecodeError):
-        out.setdefault("body", {type(canonical).__name__: {}})
+    except (TraceFormatError, TypeError, ValueError, KeyError, AttributeError, UnicodeError):
+        # A name that is not text: show it with U+FFFD, keep the exact message in "raw".
+        out["body"] = json.loads(json.dumps(_with_text_fields_replaced13(of13.decode(raw)).to_jsondict()))
         exact = False
     if not exact:
         out["raw"] = base64.b64encode(raw).decode("ascii")
     return out
+
+
+def _with_text_fields_replaced13(msg: Any) -> Any:
+    """``msg`` (freshly decoded) with names that are not UTF-8 made text, for display only."""
+    def port(p: Any) -> Any:
+        return p._replace(name=_as_text(p.name, "utf-8"))
+
+    if isinstance(msg, parser13.OFPPortStatus):
+        msg.desc = port(msg.desc)
+    elif isinstance(msg, parser13.OFPPortDescStatsReply):
+        msg.body = [port(p) for p in msg.body]
+    elif isinstance(msg, parser13.OFPDescStatsReply):
+        msg.body = parser13.OFPDescStats(*(_as_text(field, "ascii") for field in msg.body))
+    elif isinstance(msg, (parser13.OFPTableFeaturesStatsReply, parser13.OFPTableFeaturesStatsRequest)):
+        for table in msg.body:
+            table.name = _as_text(table.name, "utf-8")
+    return msg
 
 
 def _from_json13(d: dict[str, Any]) -> Any:
@@ -334,7 +355,7 @@ def _body13(body: Any) -> Any:
     if not isinstance(body, dict) or len(body) != 1:
         raise TraceFormatError(f"OpenFlow 1.3 message body is not one {{class: fields}} object: {body!r:.200}", _FIX)
     ((cls_name, attrs),) = body.items()
-    cls = getattr(parser13, cls_name, None)
+    cls: Any = getattr(parser13, cls_name, None)
     if cls not in of13.DECODED_CLASSES:
         raise TraceFormatError(f"{cls_name!r} is not an OpenFlow 1.3 message class netsleuth records", _FIX)
     if not isinstance(attrs, dict):

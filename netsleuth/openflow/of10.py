@@ -182,7 +182,7 @@ def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     return actions
 
 
-def _osken(cls: type) -> Callable[[bytes, int], Any]:
+def _osken(cls: Any) -> Callable[[bytes, int], Any]:
     """Decode with os-ken's own parser for ``cls`` (lengths already checked)."""
 
     def run(data: bytes, xid: int) -> Any:
@@ -206,7 +206,7 @@ def _fixed(size: int, then: _Decoder, what: str, *, exact: bool = True) -> _Deco
     return run
 
 
-def _header_only(cls: type) -> Callable[[bytes, int], Any]:
+def _header_only(cls: Any) -> Callable[[bytes, int], Any]:
     return _fixed(_HDR, lambda data, xid: _stamp(cls(DATAPATH), data, xid), cls.__name__)
 
 
@@ -436,7 +436,7 @@ def _pack_match(match: Any) -> bytes:
     return bytes(buf)
 
 
-def _phy_port_fields(port: Any) -> tuple:
+def _phy_port_fields(port: Any) -> tuple[Any, ...]:
     return (port.port_no, _mac_bin(port.hw_addr), _text(port.name), port.config, port.state,
             port.curr, port.advertised, port.supported, port.peer)
 
@@ -483,7 +483,7 @@ def _write_queue_get_config_reply(msg: Any) -> bytes:
     return b"".join(out)
 
 
-def _as_list(body: Any, single: type) -> list:
+def _as_list(body: Any, single: type) -> list[Any]:
     return [body] if isinstance(body, single) else list(body or ())
 
 

@@ -138,7 +138,7 @@ def _round8(n: int) -> int:
 
 def is_of13(msg: Any) -> bool:
     """True for an os-ken ``ofproto_v1_3_parser`` object (message, action, ...)."""
-    return type(msg).__module__ == parser.__name__
+    return bool(type(msg).__module__ == parser.__name__)
 
 
 def msg_type_name(msg: Any) -> str:
@@ -189,8 +189,9 @@ def _check_oxm(data: bytes, off: int, end: int, xid: int, *, err_type: int, bad_
         if oxm_class == oxm_fields.OFPXMC_EXPERIMENTER and length < 4:
             raise _error(err_type, bad_len, "experimenter OXM field lacks its experimenter id", data, xid)
         try:
-            ofp.oxm_parse(data, off)
-        except (struct.error, KeyError, ValueError, IndexError) as exc:
+            n, value, mask, _len = ofp.oxm_parse(data, off)
+            ofp.oxm_to_user(n, value, mask)
+        except Exception as exc:  # noqa: BLE001 -- os-ken raises a bare Exception for a bad payload length
             raise _error(err_type, bad_field, f"unparseable OXM field class {oxm_class:#x}: {exc!r}",
                          data, xid) from exc
     if seen is not None:
@@ -448,12 +449,12 @@ def _stamp(msg: Any, data: bytes, xid: int) -> Any:
     return msg
 
 
-def _osken(cls: type) -> _Decoder:
+def _osken(cls: Any) -> _Decoder:
     """Decode with os-ken's own parser for ``cls`` (structures already checked)."""
 
     def run(data: bytes, xid: int) -> Any:
         try:
-            return cls.parser(DATAPATH, OFP_VERSION, cls.cls_msg_type, len(data), xid, data)  # type: ignore[attr-defined]
+            return cls.parser(DATAPATH, OFP_VERSION, cls.cls_msg_type, len(data), xid, data)
         except (struct.error, AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
             raise _bad_len(f"os-ken could not parse {cls.__name__}: {exc!r}", data, xid) from exc
 
@@ -468,7 +469,7 @@ def _fixed(size: int, then: _Decoder, what: str, *, exact: bool = True) -> _Deco
     return run
 
 
-def _header_only(cls: type) -> _Decoder:
+def _header_only(cls: Any) -> _Decoder:
     return _fixed(_HDR, lambda data, xid: _stamp(cls(DATAPATH), data, xid), cls.__name__)
 
 
@@ -701,11 +702,7 @@ def _decode_multipart_reply(data: bytes, xid: int) -> Any:
     elif mtype == ofp.OFPMP_EXPERIMENTER:
         if body < _EXP_MP.size:
             raise _bad_len("experimenter multipart reply lacks its experimenter id and type", data, xid)
-        # One record holding the rest of the message; os-ken's generic loop would mis-step over it.
-        msg = parser.OFPExperimenterStatsReply(DATAPATH)
-        msg.type, msg.flags = mtype, _flags
-        msg.body = parser.OFPExperimenterMultipart.parser(data, _MP_HDR)
-        return _stamp(msg, data, xid)
+        # os-ken reads the rest of the message as one record (a list of one, like its other bodies).
     else:
         raise _error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_MULTIPART, f"unknown multipart type {mtype}", data, xid)
     if body == 0 and mtype in fixed:
