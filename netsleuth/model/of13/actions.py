@@ -21,7 +21,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from netsleuth.model.of13.errors import bad_action
-from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
+from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT, ovs_name
 from netsleuth.model.of13.frame import Frame, parse_l3
 from netsleuth.model.of13.headers import ETH_IPV6, MPLS_TYPES, SCTP, VLAN_TPIDS, ICMPv6, IPv6, MplsLabel, VlanTag
 from netsleuth.model.of13.oxm import parse_value, render_value
@@ -426,7 +426,7 @@ def render_action(action: Action) -> str:
         return names.get(action.port, f"output:{action.port}")
     if kind is SetField:
         assert isinstance(action, SetField)
-        return f"set_field:{render_value(BY_NAME[action.field], action.value)}->{action.field}"
+        return f"set_field:{render_value(BY_NAME[action.field], action.value)}->{ovs_name(action.field)}"
     simple = {CopyTtlOut: "copy_ttl_out", CopyTtlIn: "copy_ttl_in", DecMplsTtl: "dec_mpls_ttl", PopVlan: "pop_vlan",
               DecNwTtl: "dec_ttl", PopPbb: "pop_pbb"}
     if kind in simple:

@@ -102,3 +102,14 @@ change what the packet is), mpls_bos or ipv6_exthdr (structure, not value).
 
 BY_NAME: dict[str, FieldSpec] = {s.name: s for s in SPECS}
 BY_CODE: dict[int, FieldSpec] = {s.code: s for s in SPECS}
+
+OVS_NAMES: dict[str, str] = {
+    "ipv4_src": "ip_src", "ipv4_dst": "ip_dst", "icmpv4_type": "icmp_type", "icmpv4_code": "icmp_code",
+    "ipv6_flabel": "ipv6_label", "ipv6_nd_target": "nd_target", "ipv6_nd_sll": "nd_sll", "ipv6_nd_tll": "nd_tll",
+    "tunnel_id": "tun_id",
+}
+"""ovs-ofctl's spelling where it differs from the OXM name (ovs-fields(7)); it rejects the OXM one."""
+
+
+def ovs_name(name: str) -> str:
+    return OVS_NAMES.get(name, name)

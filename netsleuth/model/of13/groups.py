@@ -31,10 +31,9 @@ from typing import Any, Callable, Mapping
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from netsleuth.model.of13.actions import Action, Group, action_from_ofp, action_to_ofp, render_action
-from netsleuth.model.of13.errors import OFError
-from netsleuth.model.of13.instructions import FlowContext, check_actions
-from netsleuth.model.of13.oxm import OxmMatch
+from netsleuth.model.of13.actions import (Action, Group, action_from_ofp, action_to_ofp, check_action_value,
+                                          render_action)
+from netsleuth.model.of13.errors import OFError, bad_action
 
 GROUP_TYPES = {ofp.OFPGT_ALL: "all", ofp.OFPGT_SELECT: "select", ofp.OFPGT_INDIRECT: "indirect",
                ofp.OFPGT_FF: "fast_failover"}
@@ -123,8 +122,14 @@ class GroupTable:
             if gtype == ofp.OFPGT_FF and b.watch_port == ofp.OFPP_ANY and b.watch_group == ofp.OFPG_ANY:
                 raise _gmf(ofp.OFPGMFC_BAD_WATCH, "a FAST_FAILOVER bucket watches neither a port nor a group",
                            "set watch_port or watch_group on every FAST_FAILOVER bucket")
-            # Buckets are action sets: check them from an unknown packet, as OVS does.
-            check_actions(b.actions, FlowContext.of_match(OxmMatch()), group_exists=self._group_or_self(group_id))
+            # A bucket has no match to be consistent with: only each action's own
+            # validity and the groups it names are checked (as Open vSwitch does);
+            # at run time an action whose header is absent does nothing.
+            for a in b.actions:
+                check_action_value(a)
+                if type(a) is Group and not self._group_or_self(group_id)(a.group_id):
+                    raise bad_action(ofp.OFPBAC_BAD_OUT_GROUP, f"bucket names group {a.group_id}, which does not exist",
+                                     "add the chained group first")
         children = {a.group_id for b in buckets for a in b.actions if type(a) is Group}
         if group_id in children or any(self._reaches(c, group_id) for c in children):
             raise _gmf(ofp.OFPGMFC_LOOP, f"group {group_id} would forward to itself through its buckets",

@@ -31,7 +31,7 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.of13.errors import OFError, bad_match
-from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT, FieldSpec
+from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT, FieldSpec, ovs_name
 
 Entry = tuple[str, int, int]
 """(field name, value, mask); mask is the field's full width for an exact match."""
@@ -124,12 +124,15 @@ class OxmMatch:
         """``OxmMatch.build(eth_type=0x800, ipv4_dst="10.0.0.0/8", vlan_vid=(0x1000, 0x1000))``.
 
         A value is an int, the field's text form, a (value, mask) pair, or
-        for IPv4/IPv6 fields "address/prefixlen".
+        for IPv4/IPv6 fields "address/prefixlen" (host bits are cleared, as
+        a prefix means; a (value, mask) pair is taken as on the wire and
+        host bits in it are OFPBMC_BAD_WILDCARDS).
         """
         entries: list[tuple[str, int, int | None]] = []
         for name, raw in fields.items():
             spec = _spec(name)
             mask: int | None = None
+            prefix_text = False
             if isinstance(raw, tuple):
                 raw, raw_mask = raw
                 mask = parse_value(spec, raw_mask)
@@ -137,7 +140,10 @@ class OxmMatch:
                 raw, plen_text = raw.split("/", 1)
                 plen = int(plen_text)
                 mask = (spec.full << (spec.bits - plen)) & spec.full
+                prefix_text = True
             value = parse_value(spec, raw)
+            if prefix_text:
+                value &= mask if mask is not None else spec.full  # a prefix names the network, host bits aside
             entries.append((name, value, mask))
         return cls.from_entries(entries)
 
@@ -230,16 +236,17 @@ class OxmMatch:
         return cls.from_entries((n, parse_value(BY_NAME[n], v), parse_value(BY_NAME[n], m)) for n, v, m in d)
 
     def __str__(self) -> str:
-        """ovs-ofctl text (OXM field names, which ovs-ofctl accepts)."""
+        """ovs-ofctl text (``fieldspec.OVS_NAMES`` where ovs-ofctl spells a field its own way)."""
         return ",".join(_render_entry(BY_NAME[n], v, m) for n, v, m in self.entries)
 
 
 def _render_entry(spec: FieldSpec, value: int, mask: int) -> str:
+    name = ovs_name(spec.name)
     if mask == spec.full:
-        return f"{spec.name}={render_value(spec, value)}"
+        return f"{name}={render_value(spec, value)}"
     if spec.kind in ("mac", "ipv4", "ipv6"):
-        return f"{spec.name}={render_value(spec, value)}/{render_value(spec, mask)}"
-    return f"{spec.name}={value:#x}/{mask:#x}"
+        return f"{name}={render_value(spec, value)}/{render_value(spec, mask)}"
+    return f"{name}={value:#x}/{mask:#x}"
 
 
 def _ofp_value(spec: FieldSpec, value: int) -> Any:

@@ -76,6 +76,11 @@ class Result:
     outputs: list[Emit] = field(default_factory=list)
     path: list[tuple[int, FlowEntry13 | None]] = field(default_factory=list)
     ended: str = "done"     # done | table-miss | meter-drop | invalid-ttl
+    discarded: tuple[Action, ...] = ()
+    """At a table miss: the action set the spec discards with the packet (for diagnosis)."""
+    frame: Frame | None = None
+    """The packet as it was when processing ended."""
+    metadata: int = 0
 
 
 @dataclass
@@ -88,6 +93,7 @@ class _Ctx:
     table_id: int = 0
     entry: FlowEntry13 | None = None
     packet_out: bool = False
+    miss_apply: bool = False    # running the apply-actions of a table-miss entry
 
 
 class Pipeline13:
@@ -167,6 +173,22 @@ class Pipeline13:
             self._ttl_expired(ctx, result)
         return result
 
+    def execute_actions(self, frame: Frame, in_port: int, actions: Sequence[Action], now: float, *,
+                        metadata: int = 0, table_id: int = 0) -> Result:
+        """Run an action list as apply-actions would, without a flow entry and without checks.
+
+        For tools that replay part of a pipeline (a differential test that
+        needs what a discarded action set would have done, a step debugger).
+        """
+        result = Result()
+        ctx = _Ctx(frame, in_port, metadata=metadata, table_id=table_id)
+        try:
+            self._execute(list(actions), ctx, now, result, 0)
+        except TtlExpired:
+            self._ttl_expired(ctx, result)
+        result.frame, result.metadata = ctx.frame, ctx.metadata
+        return result
+
     def _ttl_expired(self, ctx: _Ctx, result: Result) -> None:
         result.ended = "invalid-ttl"
         if self.invalid_ttl_to_controller:
@@ -179,6 +201,8 @@ class Pipeline13:
             result.path.append((table_id, entry))
             if entry is None:
                 result.ended = "table-miss"
+                result.discarded = tuple(aset.ordered())
+                result.frame, result.metadata = ctx.frame, ctx.metadata
                 return
             ctx.table_id, ctx.entry = table_id, entry
             inst = entry.instructions
@@ -192,7 +216,9 @@ class Pipeline13:
                     if dscp is not None and "ipv4_src" in fields or "ipv6_src" in fields:
                         ctx.frame = apply(ctx.frame, SetField("ip_dscp", remark_dscp(dscp or 0, verdict.remark)))
             if inst.apply:
+                ctx.miss_apply = entry.is_table_miss
                 self._execute(list(inst.apply), ctx, now, result, 0)
+                ctx.miss_apply = False
             if inst.clear:
                 aset = aset.clear()
             if inst.write:
@@ -202,6 +228,7 @@ class Pipeline13:
                 ctx.metadata = (ctx.metadata & ~mask) | (value & mask)
             if inst.goto is None:
                 self._execute(aset.ordered(), ctx, now, result, 0)
+                result.frame, result.metadata = ctx.frame, ctx.metadata
                 return
             table_id = inst.goto
 
@@ -231,7 +258,7 @@ class Pipeline13:
             assert g.bucket_counts is not None
             g.bucket_counts[i][0] += 1
             g.bucket_counts[i][1] += nbytes
-            sub = replace(ctx)   # each bucket works on its own copy of the packet
+            sub = replace(ctx, miss_apply=False)   # each bucket works on its own copy of the packet
             try:
                 self._execute(ActionSet.of(g.buckets[i].actions).ordered(), sub, now, result, depth + 1)
             except TtlExpired:
@@ -243,7 +270,10 @@ class Pipeline13:
 
     def _output(self, port: int, max_len: int, ctx: _Ctx, now: float, result: Result) -> None:
         if port == ofp.OFPP_CONTROLLER:
-            reason = ofp.OFPR_NO_MATCH if ctx.entry is not None and ctx.entry.is_table_miss else ofp.OFPR_ACTION
+            # OFPR_NO_MATCH only for the table-miss entry's own output; an output
+            # it reaches through a group or the action set was put there by
+            # an action (as Open vSwitch reports it too).
+            reason = ofp.OFPR_NO_MATCH if ctx.miss_apply else ofp.OFPR_ACTION
             result.outputs.append(self._to_controller(ctx, max_len, reason))
         elif port == ofp.OFPP_TABLE:
             if ctx.packet_out:
