@@ -20,7 +20,10 @@ followed by ``ofproto/trace`` and is reported as OvsTraceError.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import socket
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -269,6 +272,27 @@ def parse_trace13(text: str, dp_to_of: Mapping[int, int], tpids: tuple[int, ...]
 
 
 # --------------------------------------------------------------------- sandbox
+class _OfReader:
+    """OpenFlow message framing on a stream socket: (type, xid, body) one at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buf = b""
+
+    def next(self) -> tuple[int, int, bytes]:
+        while True:
+            if len(self._buf) >= 8:
+                _, mtype, length, xid = struct.unpack_from("!BBHI", self._buf)
+                if len(self._buf) >= length:
+                    body, self._buf = self._buf[8:length], self._buf[length:]
+                    return mtype, xid, body
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                raise OvsSandboxError("ovs-vswitchd closed the OpenFlow connection",
+                                      "see ovs-vswitchd.log in the sandbox")
+            self._buf += chunk
+
+
 class OvsSandbox13(OvsSandbox):
     """An OvsSandbox whose bridge speaks OpenFlow 1.3, parses two VLAN tags, and takes groups and meters."""
 
@@ -316,6 +340,41 @@ class OvsSandbox13(OvsSandbox):
     def set_port_up(self, port: int, up: bool) -> None:
         """Take a dummy port's link up or down (FAST_FAILOVER watches liveness)."""
         self.appctl("netdev-dummy/set-admin-state", f"p{port}", "up" if up else "down")
+
+    def openflow_errors(self, messages: Iterable[bytes]) -> list[tuple[int, int] | None]:
+        """Send each OpenFlow 1.3 message, each followed by a barrier, on one fresh connection.
+
+        Returns, per message, the (type, code) of the ERROR it drew, or None.
+        This is how a controller sees the switch reject a request, so the
+        model's OFError codes can be compared with OVS's.
+        """
+        assert self.dir is not None
+        path = self.dir / f"{self.bridge}.mgmt"
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(20)
+        results: list[tuple[int, int] | None] = []
+        try:
+            sock.connect(f"/proc/self/fd/{dir_fd}/{path.name}")
+            sock.sendall(struct.pack("!BBHI", ofp.OFP_VERSION, ofp.OFPT_HELLO, 8, 1))
+            reader = _OfReader(sock)
+            for i, msg in enumerate(messages):
+                xid, barrier_xid = 0x1000 + i, 0x2000 + i
+                sock.sendall(msg[:4] + struct.pack("!I", xid) + msg[8:])
+                sock.sendall(struct.pack("!BBHI", ofp.OFP_VERSION, ofp.OFPT_BARRIER_REQUEST, 8, barrier_xid))
+                error = None
+                while True:
+                    mtype, mxid, body = reader.next()
+                    if mtype == ofp.OFPT_ERROR and mxid == xid:
+                        error = struct.unpack_from("!HH", body)
+                    elif mtype == ofp.OFPT_BARRIER_REPLY and mxid == barrier_xid:
+                        break
+                results.append(error)
+        finally:
+            sock.close()
+            os.close(dir_fd)
+        self._wait_for_ofctl_disconnect()
+        return results
 
     def trace13(self, in_port: int, frame_bytes: bytes, tpids: tuple[int, ...] = ()) -> Decision13:
         """What the bridge does with these wire bytes arriving on ``in_port`` (ports in 1.3 numbering)."""

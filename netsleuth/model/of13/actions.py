@@ -393,8 +393,12 @@ def check_action_value(action: Action) -> None:
     """Errors an action has by itself: bad set-field type/argument, bad push ethertype."""
     if type(action) is SetField:
         spec = BY_NAME.get(action.field)
-        if spec is None or not spec.settable:
-            raise bad_action(ofp.OFPBAC_BAD_SET_TYPE, f"set_field {action.field} is not allowed",
+        if spec is None:
+            raise bad_action(ofp.OFPBAC_BAD_SET_TYPE, f"set_field of unknown field {action.field!r}",
+                             "set an OXM basic field")
+        if not spec.settable:
+            # A known field that may not be set: the spec names no code; OVS says BAD_SET_ARGUMENT.
+            raise bad_action(ofp.OFPBAC_BAD_SET_ARGUMENT, f"set_field {action.field} is not allowed",
                              "set only fields the spec marks settable (not in_port, eth_type, ip_proto, ...)")
         bad = action.value < 0 or action.value > spec.full
         if action.field == "vlan_vid":

@@ -172,9 +172,15 @@ class FlowTables:
                meter_exists: Callable[[int], bool] = lambda m: False) -> list[FlowEntry13]:
         """OFPFC_MODIFY(_STRICT): new instructions for the selected entries; never adds.
 
-        Each entry's instructions are checked against its own match and
-        table before anything changes, so a rejected modify changes nothing.
+        The instructions are checked against the message's own match (as
+        Open vSwitch does, even when nothing is selected) and, for goto,
+        against each selected entry's table, before anything changes: a
+        rejected modify changes nothing.
         """
+        self._check_table(table_id, allow_all=True)
+        own_table = 0 if table_id == ofp.OFPTT_ALL else table_id
+        check_instructions(instructions, match, own_table, self.n_tables, group_exists=group_exists,
+                           meter_exists=meter_exists)
         chosen = self.select(table_id, match, strict=strict, priority=priority, cookie=cookie,
                              cookie_mask=cookie_mask)
         for e in chosen:

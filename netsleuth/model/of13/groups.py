@@ -13,13 +13,16 @@ that says which buckets run:
 
 group_mod errors follow the spec (and OVS where the spec leaves a choice):
 OFPGMFC_GROUP_EXISTS, INVALID_GROUP (an id above OFPG_MAX, an INDIRECT
-group without exactly one bucket), UNKNOWN_GROUP on modify, BAD_TYPE,
-BAD_BUCKET (a weight outside SELECT, a SELECT bucket of weight 0 is fine),
-BAD_WATCH (a FAST_FAILOVER bucket that watches nothing), LOOP (a chain of
-group actions that comes back), CHAINED_GROUP (deleting a group another
-group forwards to), and OFPBAC_BAD_OUT_GROUP for a bucket naming a group
-that does not exist.  Open vSwitch supports chaining, so
-CHAINING_UNSUPPORTED is never raised.
+group without exactly one bucket, and -- where the spec names no code and
+Open vSwitch answers INVALID_GROUP -- a weight outside SELECT or a
+FAST_FAILOVER bucket that watches nothing), UNKNOWN_GROUP on modify,
+BAD_TYPE, LOOP (a chain of group actions that comes back), CHAINED_GROUP
+(deleting a group another group forwards to), and the action errors
+(OFPBAC_BAD_OUT_GROUP for a bucket naming a group that does not exist,
+OFPBAC_BAD_OUT_PORT ...).  Open vSwitch checks none of LOOP,
+CHAINED_GROUP and the bucket action errors at group_mod time (it stops a
+loop when it runs one); the model follows the spec, whose codes name them.
+Open vSwitch supports chaining, so CHAINING_UNSUPPORTED is never raised.
 """
 
 from __future__ import annotations
@@ -116,11 +119,12 @@ class GroupTable:
             raise _gmf(ofp.OFPGMFC_INVALID_GROUP, f"an INDIRECT group with {len(buckets)} buckets",
                        "give an INDIRECT group exactly one bucket")
         for b in buckets:
+            # The spec names no code for these two; Open vSwitch answers INVALID_GROUP.
             if gtype != ofp.OFPGT_SELECT and b.weight:
-                raise _gmf(ofp.OFPGMFC_BAD_BUCKET, f"weight {b.weight} in a non-SELECT group",
+                raise _gmf(ofp.OFPGMFC_INVALID_GROUP, f"weight {b.weight} in a non-SELECT group",
                            "weights are for SELECT groups only: use 0")
             if gtype == ofp.OFPGT_FF and b.watch_port == ofp.OFPP_ANY and b.watch_group == ofp.OFPG_ANY:
-                raise _gmf(ofp.OFPGMFC_BAD_WATCH, "a FAST_FAILOVER bucket watches neither a port nor a group",
+                raise _gmf(ofp.OFPGMFC_INVALID_GROUP, "a FAST_FAILOVER bucket watches neither a port nor a group",
                            "set watch_port or watch_group on every FAST_FAILOVER bucket")
             # A bucket has no match to be consistent with: only each action's own
             # validity and the groups it names are checked (as Open vSwitch does);

@@ -7,7 +7,7 @@ with the errors the spec names:
 
 * goto-table must go forward and to an existing table -> OFPBIC_BAD_TABLE_ID
   (a pipeline can only move forward: spec 5.1);
-* a meter that does not exist -> OFPMMFC_UNKNOWN_METER;
+* a meter that does not exist -> OFPMMFC_INVALID_METER (as Open vSwitch);
 * each action's own validity (``actions.check_action_value``) and, walking
   the actions in execution order from what the match guarantees, their
   consistency with the packet: a set_field whose prerequisites are not
@@ -225,7 +225,8 @@ def check_instructions(inst: Instructions, match: OxmMatch, table_id: int, n_tab
                               f"goto_table:{inst.goto} from table {table_id} (tables 0..{n_tables - 1})",
                               "goto a later table that exists: the pipeline only moves forward")
     if inst.meter is not None and not meter_exists(inst.meter):
-        raise OFError(ofp.OFPET_METER_MOD_FAILED, ofp.OFPMMFC_UNKNOWN_METER, f"meter {inst.meter} does not exist",
+        # UNKNOWN_METER is for a meter_mod MODIFY; for a flow, Open vSwitch says INVALID_METER.
+        raise OFError(ofp.OFPET_METER_MOD_FAILED, ofp.OFPMMFC_INVALID_METER, f"meter {inst.meter} does not exist",
                       "add the meter (meter_mod ADD) before a rule that uses it")
     if inst.metadata is not None:
         value, mask = inst.metadata

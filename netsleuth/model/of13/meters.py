@@ -10,7 +10,7 @@ replay meters the same packets the same way.
 
 meter_mod errors: OFPMMFC_INVALID_METER (id 0 or above OFPM_MAX; the
 reserved SLOWPATH/CONTROLLER/ALL ids), METER_EXISTS, UNKNOWN_METER (modify
-or delete of a missing id; deleting OFPM_ALL is fine), BAD_FLAGS (both or
+of a missing id; deleting one is not an error), BAD_FLAGS (both or
 neither of KBPS/PKTPS), BAD_RATE (rate 0), BAD_BAND (unknown band type),
 BAD_BAND_VALUE (a DSCP remark with prec_level 0), BAD_BURST (a burst size
 without OFPMF_BURST).
@@ -130,7 +130,7 @@ class MeterTable:
             self.meters.clear()
             return ids
         if meter_id not in self.meters:
-            raise _mmf(ofp.OFPMMFC_UNKNOWN_METER, f"meter {meter_id} does not exist", "delete an existing meter")
+            return []   # like a group delete: nothing to do is not an error (Open vSwitch agrees)
         del self.meters[meter_id]
         return [meter_id]
 

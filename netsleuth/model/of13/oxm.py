@@ -6,8 +6,9 @@ OVS checks them:
 
 * unknown field -> OFPBMC_BAD_FIELD; a field twice -> OFPBMC_DUP_FIELD;
 * a mask on a field the spec does not let be masked -> OFPBMC_BAD_MASK;
-* a value or mask wider than the field, or a vlan_vid that is neither 0
-  nor has the OFPVID_PRESENT bit -> OFPBMC_BAD_VALUE;
+* a value or mask wider than the field -> OFPBMC_BAD_VALUE (a vlan_vid
+  without OFPVID_PRESENT is accepted, as by Open vSwitch: it is a value
+  no packet has, so it matches nothing);
 * 1-bits in the value where the mask is 0 -> OFPBMC_BAD_WILDCARDS (OVS's
   wording: "1-bits in value for bits wildcarded by the mask");
 * a field whose prerequisites the match does not also require ->
@@ -85,9 +86,6 @@ def check_value(spec: FieldSpec, value: int, mask: int | None) -> None:
     if value < 0 or value > spec.full or (mask is not None and (mask < 0 or mask > spec.full)):
         raise bad_match(ofp.OFPBMC_BAD_VALUE, f"{spec.name}={value:#x} does not fit {spec.bits} bits",
                         f"keep {spec.name} within {spec.bits} bits")
-    if spec.name == "vlan_vid" and mask is None and value and not value & VID_PRESENT:
-        raise bad_match(ofp.OFPBMC_BAD_VALUE, f"vlan_vid={value:#x} lacks OFPVID_PRESENT (0x1000)",
-                        "match a tagged vid as 0x1000|vid, untagged as 0 (OFPVID_NONE)")
     if mask is not None and value & ~mask:
         raise bad_match(ofp.OFPBMC_BAD_WILDCARDS, f"{spec.name}={value:#x}/{mask:#x} has value bits outside the mask",
                         "clear the value bits where the mask is 0")
