@@ -25,7 +25,7 @@ from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT, ovs_name
 from netsleuth.model.of13.frame import Frame, parse_l3
 from netsleuth.model.of13.headers import ETH_IPV6, MPLS_TYPES, SCTP, VLAN_TPIDS, ICMPv6, IPv6, MplsLabel, VlanTag
 from netsleuth.model.of13.oxm import parse_value, render_value
-from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4, PacketError
+from netsleuth.model.packet import ICMP, RAW, TCP, UDP, Arp, IPv4, PacketError
 
 OFPCML_NO_BUFFER = ofp.OFPCML_NO_BUFFER
 
@@ -151,7 +151,7 @@ def _pop_vlan(frame: Frame, a: Any) -> Frame:
 
 def _push_mpls(frame: Frame, a: Any) -> Frame:
     # A new top label over existing ones copies label, TC and TTL of the label below (spec 7.2.5).
-    if frame.eth_type == -1:
+    if frame.eth_type == RAW:
         return frame
     if frame.mpls:
         top = frame.mpls[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.headers import ETH_PBB, SCTP, ICMPv6, IPv6
-from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
+from netsleuth.model.packet import ICMP, RAW, TCP, UDP, Arp, IPv4
 
 VID_PRESENT = 0x1000
 
@@ -23,7 +23,7 @@ def oxm_fields(frame: Frame, in_port: int, metadata: int = 0, tunnel_id: int = 0
     """{OXM field name: value} of ``frame`` arriving on ``in_port`` with the pipeline's metadata."""
     f: dict[str, int] = {"in_port": in_port, "in_phy_port": in_port, "metadata": metadata,
                          "tunnel_id": tunnel_id}
-    if frame.eth_type == -1:
+    if frame.eth_type == RAW:
         return f
     f["eth_dst"] = frame.eth_dst
     f["eth_src"] = frame.eth_src

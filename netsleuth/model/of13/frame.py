@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
-from netsleuth.model.packet import (ETH_ARP, ETH_IPV4, ICMP, PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP, UDP, Arp,
+from netsleuth.model.packet import (ETH_ARP, ETH_IPV4, ICMP, PROTO_ICMP, PROTO_TCP, PROTO_UDP, RAW, TCP, UDP, Arp,
                                     IPv4, Packet, PacketError, internet_checksum)
 from netsleuth.model.of13.headers import (ETH_IPV6, ICMPV6_TYPES_ND, MPLS_TYPES, PROTO_ICMPV6, PROTO_SCTP,
                                           SCTP, VLAN_TPIDS, ICMPv6, IPv6, MplsLabel, VlanTag, crc32c,
@@ -68,6 +68,9 @@ class Frame:
 
     def __post_init__(self) -> None:
         l3, l4 = self.l3, self.l4
+        if self.eth_type == RAW and (self.eth_src or self.eth_dst or self.tags or self.mpls or l3 or self.trailer):
+            raise PacketError("a RAW (sub-Ethernet) frame with header fields",
+                              "put the whole frame in payload and leave the other fields default")
         if self.mpls and (self.eth_type not in MPLS_TYPES or l3 is not None):
             raise PacketError("an MPLS label stack with a non-MPLS eth_type or a parsed L3 header",
                               "use eth_type 0x8847/0x8848 and keep what follows the labels in payload")
@@ -96,6 +99,8 @@ class Frame:
 
     def to_bytes(self) -> bytes:
         """The exact frame; checksums and lengths that are None are computed. No padding."""
+        if self.eth_type == RAW:
+            return self.payload
         try:
             head = self.eth_dst.to_bytes(6, "big") + self.eth_src.to_bytes(6, "big")
             for t in self.tags:
@@ -219,7 +224,7 @@ class Frame:
         data = bytes(data)
         n = len(data)
         if n < 14:
-            return cls(0, 0, -1, payload=data)
+            return cls(0, 0, RAW, payload=data)
         dst, src, eth_type = _ETH.unpack_from(data)
         off = 14
         tags: list[VlanTag] = []
@@ -250,7 +255,7 @@ class Frame:
     def to_json(self) -> dict[str, Any]:
         """Lossless, readable: MACs and IPs as strings, bytes as hex."""
         d: dict[str, Any] = {"eth_src": int_to_mac(self.eth_src), "eth_dst": int_to_mac(self.eth_dst),
-                             "eth_type": "raw" if self.eth_type == -1 else f"{self.eth_type:#06x}"}
+                             "eth_type": "raw" if self.eth_type == RAW else f"{self.eth_type:#06x}"}
         if self.tags:
             d["tags"] = [{"vid": t.vid, "pcp": t.pcp, "cfi": t.cfi, "tpid": f"{t.tpid:#06x}"} for t in self.tags]
         if self.mpls:
@@ -269,7 +274,7 @@ class Frame:
         try:
             et = d["eth_type"]
             return cls(
-                mac_to_int(d["eth_src"]), mac_to_int(d["eth_dst"]), -1 if et == "raw" else int(et, 0),
+                mac_to_int(d["eth_src"]), mac_to_int(d["eth_dst"]), RAW if et == "raw" else int(et, 0),
                 tuple(VlanTag(t["vid"], t["pcp"], t["cfi"], int(t["tpid"], 0)) for t in d.get("tags", ())),
                 tuple(MplsLabel(**m) for m in d.get("mpls", ())),
                 _header_from_json(d["l3"]) if "l3" in d else None,
