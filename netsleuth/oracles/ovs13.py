@@ -251,9 +251,9 @@ def _apply_set13(state: dict[str, Any], key: str, body: str, action: str) -> Non
     if attrs is None:
         raise OvsTraceError(f"unexpected datapath action {action!r}", "extend netsleuth.oracles.ovs13._SET_ATTRS")
     for attr, value in kv.items():
-        name = attrs.get(attr)
-        if name is not None:
-            l3[name] = _masked_num(l3.get(name, 0), value)
+        field_name = attrs.get(attr)
+        if field_name is not None:
+            l3[field_name] = _masked_num(l3.get(field_name, 0), value)
 
 
 def parse_trace13(text: str, dp_to_of: Mapping[int, int], tpids: tuple[int, ...] = ()) -> Decision13:

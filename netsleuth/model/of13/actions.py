@@ -15,7 +15,7 @@ covers, as a switch does (a UDP checksum of 0, "none" over IPv4, stays 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
@@ -325,10 +325,11 @@ def set_field(frame: Frame, name: str, value: int) -> Frame:
             return replace(frame, l3=replace(l3, **{attr: value}))
         return frame
     attr = _L4_ATTRS.get((type(l4), name))
-    if attr is not None:
+    if attr is not None and l4 is not None:
         if type(l4) is ICMPv6 and name.startswith("ipv6_nd"):
             return replace(frame, l4=_set_nd(l4, name, value))
-        return replace(frame, l4=replace(l4, **{attr: value, "csum": 0 if _udp_no_csum(l4, l3) else None}))
+        changes: dict[str, Any] = {attr: value, "csum": 0 if _udp_no_csum(l4, l3) else None}
+        return replace(frame, l4=replace(l4, **changes))
     return frame
 
 
@@ -409,12 +410,10 @@ def check_action_value(action: Action) -> None:
     elif type(action) is PushVlan and action.ethertype not in VLAN_TPIDS:
         raise bad_action(ofp.OFPBAC_BAD_ARGUMENT, f"push_vlan ethertype {action.ethertype:#06x}",
                          "push_vlan takes 0x8100 or 0x88a8")
-    elif type(action) in (PushMpls,) and action.ethertype not in MPLS_TYPES:  # type: ignore[union-attr]
-        raise bad_action(ofp.OFPBAC_BAD_ARGUMENT, f"push_mpls ethertype {action.ethertype:#06x}",  # type: ignore[union-attr]
+    elif isinstance(action, PushMpls) and action.ethertype not in MPLS_TYPES:
+        raise bad_action(ofp.OFPBAC_BAD_ARGUMENT, f"push_mpls ethertype {action.ethertype:#06x}",
                          "push_mpls takes 0x8847 or 0x8848")
-    elif type(action) is PopMpls and action.ethertype in MPLS_TYPES + VLAN_TPIDS:
-        pass
-    elif type(action) is Output:
+    elif isinstance(action, Output):
         check_output_port(action.port)
 
 
@@ -435,13 +434,13 @@ def render_action(action: Action) -> str:
               DecNwTtl: "dec_ttl", PopPbb: "pop_pbb"}
     if kind in simple:
         return simple[kind]
-    if kind is SetMplsTtl or kind is SetNwTtl:
-        return f"{'set_mpls_ttl' if kind is SetMplsTtl else 'mod_nw_ttl'}:{action.ttl}"  # type: ignore[union-attr]
-    if kind in (PushVlan, PushMpls, PopMpls, PushPbb):
+    if isinstance(action, (SetMplsTtl, SetNwTtl)):
+        return f"{'set_mpls_ttl' if kind is SetMplsTtl else 'mod_nw_ttl'}:{action.ttl}"
+    if isinstance(action, (PushVlan, PushMpls, PopMpls, PushPbb)):
         name = {PushVlan: "push_vlan", PushMpls: "push_mpls", PopMpls: "pop_mpls", PushPbb: "push_pbb"}[kind]
-        return f"{name}:{action.ethertype:#06x}"  # type: ignore[union-attr]
-    if kind is SetQueue:
-        return f"set_queue:{action.queue_id}"  # type: ignore[union-attr]
+        return f"{name}:{action.ethertype:#06x}"
+    if isinstance(action, SetQueue):
+        return f"set_queue:{action.queue_id}"
     assert isinstance(action, Group)
     return f"group:{action.group_id}"
 
@@ -452,25 +451,24 @@ def render_action(action: Action) -> str:
 def action_to_ofp(action: Action) -> Any:
     """The os-ken ``ofproto_v1_3_parser`` action object."""
     kind = type(action)
-    if kind is Output:
-        return parser.OFPActionOutput(action.port, action.max_len)  # type: ignore[union-attr]
-    if kind is SetField:
-        assert isinstance(action, SetField)
+    if isinstance(action, Output):
+        return parser.OFPActionOutput(action.port, action.max_len)
+    if isinstance(action, SetField):
         spec = BY_NAME[action.field]
         value: Any = render_value(spec, action.value) if spec.kind in ("mac", "ipv4", "ipv6") else action.value
         return parser.OFPActionSetField(**{action.field: value})
-    if kind is Group:
-        return parser.OFPActionGroup(action.group_id)  # type: ignore[union-attr]
-    if kind is SetQueue:
-        return parser.OFPActionSetQueue(action.queue_id)  # type: ignore[union-attr]
-    if kind is SetMplsTtl:
-        return parser.OFPActionSetMplsTtl(action.ttl)  # type: ignore[union-attr]
-    if kind is SetNwTtl:
-        return parser.OFPActionSetNwTtl(action.ttl)  # type: ignore[union-attr]
-    if kind in (PushVlan, PushMpls, PopMpls, PushPbb):
+    if isinstance(action, Group):
+        return parser.OFPActionGroup(action.group_id)
+    if isinstance(action, SetQueue):
+        return parser.OFPActionSetQueue(action.queue_id)
+    if isinstance(action, SetMplsTtl):
+        return parser.OFPActionSetMplsTtl(action.ttl)
+    if isinstance(action, SetNwTtl):
+        return parser.OFPActionSetNwTtl(action.ttl)
+    if isinstance(action, (PushVlan, PushMpls, PopMpls, PushPbb)):
         cls = {PushVlan: parser.OFPActionPushVlan, PushMpls: parser.OFPActionPushMpls,
                PopMpls: parser.OFPActionPopMpls, PushPbb: parser.OFPActionPushPbb}[kind]
-        return cls(action.ethertype)  # type: ignore[union-attr]
+        return cls(action.ethertype)
     cls0 = {CopyTtlOut: parser.OFPActionCopyTtlOut, CopyTtlIn: parser.OFPActionCopyTtlIn,
             DecMplsTtl: parser.OFPActionDecMplsTtl, PopVlan: parser.OFPActionPopVlan,
             DecNwTtl: parser.OFPActionDecNwTtl, PopPbb: parser.OFPActionPopPbb}[kind]
@@ -495,14 +493,14 @@ def action_from_ofp(a: Any) -> Action:
         return SetMplsTtl(a.mpls_ttl)
     if name == "OFPActionSetNwTtl":
         return SetNwTtl(a.nw_ttl)
-    with_type = {"OFPActionPushVlan": PushVlan, "OFPActionPushMpls": PushMpls, "OFPActionPopMpls": PopMpls,
+    with_type: dict[str, Callable[[int], Action]] = {"OFPActionPushVlan": PushVlan, "OFPActionPushMpls": PushMpls, "OFPActionPopMpls": PopMpls,
                  "OFPActionPushPbb": PushPbb}
     if name in with_type:
-        return with_type[name](a.ethertype)  # type: ignore[no-any-return]
-    plain = {"OFPActionCopyTtlOut": CopyTtlOut, "OFPActionCopyTtlIn": CopyTtlIn, "OFPActionDecMplsTtl": DecMplsTtl,
+        return with_type[name](a.ethertype)
+    plain: dict[str, Callable[[], Action]] = {"OFPActionCopyTtlOut": CopyTtlOut, "OFPActionCopyTtlIn": CopyTtlIn, "OFPActionDecMplsTtl": DecMplsTtl,
              "OFPActionPopVlan": PopVlan, "OFPActionDecNwTtl": DecNwTtl, "OFPActionPopPbb": PopPbb}
     if name in plain:
-        return plain[name]()  # type: ignore[no-any-return]
+        return plain[name]()
     raise bad_action(ofp.OFPBAC_BAD_TYPE, f"unsupported action {name}", "use an OpenFlow 1.3 action")
 
 

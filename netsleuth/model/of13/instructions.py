@@ -175,15 +175,15 @@ def check_actions(actions: Iterable[Action], ctx: FlowContext, *, group_exists: 
     """Validate actions in order against ``ctx`` (updated in place); OFError per the module docstring."""
     for a in actions:
         kind = type(a)
-        if kind is Output and packet_out:
-            check_output_port(a.port, packet_out=True)  # type: ignore[union-attr]
+        if isinstance(a, Output) and packet_out:
+            check_output_port(a.port, packet_out=True)
         else:
             check_action_value(a)
         if kind is Output:
             pass
-        elif kind is Group:
-            if not group_exists(a.group_id):  # type: ignore[union-attr]
-                raise bad_action(ofp.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist",  # type: ignore[union-attr]
+        elif isinstance(a, Group):
+            if not group_exists(a.group_id):
+                raise bad_action(ofp.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist",
                                  "add the group (group_mod ADD) before a rule that uses it")
         elif kind is PushVlan:
             ctx.tagged = True
@@ -192,22 +192,22 @@ def check_actions(actions: Iterable[Action], ctx: FlowContext, *, group_exists: 
                 raise _inconsistent("pop_vlan on packets the match does not guarantee to be tagged",
                                     "match vlan_vid=0x1000/0x1000 (or push a tag first)")
             ctx.tagged = False
-        elif kind is PushMpls:
+        elif isinstance(a, PushMpls):
             ctx.exact = {k: v for k, v in ctx.exact.items() if k in _L2_FIELDS}
-            ctx.exact["eth_type"] = a.ethertype  # type: ignore[union-attr]
+            ctx.exact["eth_type"] = a.ethertype
         elif kind in (PopMpls, DecMplsTtl, SetMplsTtl):
             if ctx.exact.get("eth_type") not in MPLS_TYPES:
                 raise _inconsistent(f"{render_action(a)} on packets the match does not guarantee to be MPLS",
                                     "match eth_type=0x8847 (or push_mpls first)")
-            if kind is PopMpls:
+            if isinstance(a, PopMpls):
                 ctx.exact = {k: v for k, v in ctx.exact.items() if k in _L2_FIELDS}
-                ctx.exact["eth_type"] = a.ethertype  # type: ignore[union-attr]
+                ctx.exact["eth_type"] = a.ethertype
         elif kind in (DecNwTtl, SetNwTtl):
             if ctx.exact.get("eth_type") not in ETH_IP_TYPES:
                 raise _inconsistent(f"{render_action(a)} on packets the match does not guarantee to be IP",
                                     "match eth_type=0x0800 or 0x86dd")
-        elif kind is SetField:
-            name = a.field  # type: ignore[union-attr]
+        elif isinstance(a, SetField):
+            name = a.field
             if not ctx.prereqs_ok(name) or (name in ("vlan_vid", "vlan_pcp") and not ctx.tagged):
                 raise _inconsistent(f"set_field {name} without its prerequisites in the match",
                                     f"match the prerequisites of {name} (e.g. eth_type, ip_proto)")

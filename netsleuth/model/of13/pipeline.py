@@ -110,16 +110,20 @@ class Pipeline13:
 
     # -- state changes (flow_mod / group_mod / meter_mod) ------------------------------
 
-    def add_flow(self, table_id: int, match: OxmMatch, priority: int, instructions: Instructions,
-                 **kw: object) -> FlowEntry13 | None:
+    def add_flow(self, table_id: int, match: OxmMatch, priority: int, instructions: Instructions, *,
+                 cookie: int = 0, idle_timeout: int = 0, hard_timeout: int = 0, flags: int = 0,
+                 now: float = 0.0) -> FlowEntry13 | None:
         """OFPFC_ADD with this switch's groups and meters for the instruction checks."""
-        return self.tables.add(table_id, match, priority, instructions, group_exists=self.groups.exists,
-                               meter_exists=self.meters.exists, **kw)  # type: ignore[arg-type]
+        return self.tables.add(table_id, match, priority, instructions, cookie=cookie, idle_timeout=idle_timeout,
+                               hard_timeout=hard_timeout, flags=flags, now=now, group_exists=self.groups.exists,
+                               meter_exists=self.meters.exists)
 
     def modify_flows(self, table_id: int, match: OxmMatch, instructions: Instructions, *, strict: bool,
-                     **kw: object) -> list[FlowEntry13]:
-        return self.tables.modify(table_id, match, instructions, strict=strict, group_exists=self.groups.exists,
-                                  meter_exists=self.meters.exists, **kw)  # type: ignore[arg-type]
+                     priority: int = 0, cookie: int = 0, cookie_mask: int = 0, flags: int = 0) -> list[FlowEntry13]:
+        """OFPFC_MODIFY(_STRICT): never adds (OpenFlow 1.3)."""
+        return self.tables.modify(table_id, match, instructions, strict=strict, priority=priority, cookie=cookie,
+                                  cookie_mask=cookie_mask, flags=flags, group_exists=self.groups.exists,
+                                  meter_exists=self.meters.exists)
 
     def add_group(self, group_id: int, gtype: int, buckets: Sequence[Bucket], now: float = 0.0) -> None:
         self.groups.add(group_id, gtype, tuple(buckets), now=now)
@@ -234,15 +238,14 @@ class Pipeline13:
 
     def _execute(self, actions: list[Action], ctx: _Ctx, now: float, result: Result, depth: int) -> None:
         for a in actions:
-            kind = type(a)
-            if kind is Output:
-                self._output(a.port, a.max_len, ctx, now, result)  # type: ignore[union-attr]
-            elif kind is Group:
-                self._group(a.group_id, ctx, now, result, depth)  # type: ignore[union-attr]
-            elif kind is SetQueue:
-                ctx.queue_id = a.queue_id  # type: ignore[union-attr]
-            elif kind is SetField and a.field == "tunnel_id":  # type: ignore[union-attr]
-                ctx.tunnel_id = a.value  # type: ignore[union-attr]
+            if isinstance(a, Output):
+                self._output(a.port, a.max_len, ctx, now, result)
+            elif isinstance(a, Group):
+                self._group(a.group_id, ctx, now, result, depth)
+            elif isinstance(a, SetQueue):
+                ctx.queue_id = a.queue_id
+            elif isinstance(a, SetField) and a.field == "tunnel_id":
+                ctx.tunnel_id = a.value
             else:
                 ctx.frame = apply(ctx.frame, a)
 
