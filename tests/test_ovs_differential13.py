@@ -55,6 +55,13 @@ Avoided by construction, because they are unobservable or undefined:
     third drops the innermost.  The spec sets no limit.  A pipeline either
     pushes (in one table, at most once per rule) and gets probes with at
     most one tag, or pushes nothing and also gets double-tagged probes.
+11. set_field on the VLAN of an untagged packet.  OVS keeps VLAN presence
+    as a bit of the TCI, which the OXM vlan_vid value carries, so setting
+    vlan_vid (or vlan_pcp) on an untagged packet makes it tagged; the model,
+    like the spec, rewrites only headers the packet has.  This can only
+    happen in an action set (pop_vlan runs before set_field there, or a
+    later table popped the tag), so write-actions set VLAN fields only
+    right after their own push_vlan and never pop.
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket
 from netsleuth.model.of13.headers import ICMPv6, IPv6, MplsLabel, SCTP, VlanTag
 from netsleuth.model.of13.instructions import FlowContext, Instructions
+from netsleuth.model.of13.meters import Band
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Emit, Pipeline13, PortState
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
@@ -281,9 +289,10 @@ def random_match(rng: random.Random, table: int) -> dict[str, Any]:
 class Gen:
     """Random instructions that are consistent with their match (the model's own check confirms)."""
 
-    def __init__(self, rng: random.Random, groups: list[int], push_table: int | None) -> None:
+    def __init__(self, rng: random.Random, groups: list[int], push_table: int | None, meters: list[int]) -> None:
         self.rng = rng
         self.groups = groups
+        self.meters = meters
         self.push_table = push_table   # difference 10: the one table that may push a VLAN tag
         self.table = 0
 
@@ -295,7 +304,7 @@ class Gen:
             lambda: Output(ofp.OFPP_ALL), lambda: Output(ofp.OFPP_CONTROLLER, rng.choice([128, 0xFFFF])),
         ] + ([lambda: Group(rng.choice(self.groups))] if self.groups else []))()
 
-    def header_actions(self, ctx: FlowContext, untagged: bool, pushed: list[bool]) -> list[Action]:
+    def header_actions(self, ctx: FlowContext, untagged: bool, pushed: list[bool], in_write: bool) -> list[Action]:
         """One macro of header actions valid in ``ctx`` (updated)."""
         rng = self.rng
         et = ctx.exact.get("eth_type")
@@ -305,7 +314,7 @@ class Gen:
         ]
         if not pushed[0] and self.table == self.push_table:
             choices.append("push_vlan")
-        if ctx.tagged:
+        if ctx.tagged and not in_write:  # difference 11
             choices += ["pop_vlan", lambda: [SetField("vlan_vid", 0x1000 | rng.choice(VIDS))],
                         lambda: [SetField("vlan_pcp", rng.randrange(8))]]
         if et in (0x0800, 0x86DD):
@@ -339,7 +348,7 @@ class Gen:
         if pick == "push_vlan":
             pushed[0] = True
             acts: list[Action] = [PushVlan(rng.choice([0x8100, 0x8100, 0x88A8]))]
-            if not untagged or rng.random() < 0.5:  # difference 3
+            if not untagged or in_write or rng.random() < 0.5:  # differences 3 and 11
                 acts += [SetField("vlan_vid", 0x1000 | rng.choice(VIDS)), SetField("vlan_pcp", rng.randrange(8))]
             ctx.tagged = True
             return acts
@@ -354,13 +363,14 @@ class Gen:
         result: list[Action] = pick()
         return result
 
-    def action_list(self, ctx: FlowContext, untagged: bool, n: int, pushed: list[bool]) -> list[Action]:
+    def action_list(self, ctx: FlowContext, untagged: bool, n: int, pushed: list[bool],
+                    in_write: bool = False) -> list[Action]:
         acts: list[Action] = []
         for _ in range(n):
             if self.rng.random() < 0.4:
                 acts.append(self.output())
             else:
-                acts += self.header_actions(ctx, untagged, pushed)
+                acts += self.header_actions(ctx, untagged, pushed, in_write)
         return acts
 
     def instructions(self, match: OxmMatch, table: int) -> Instructions:
@@ -383,19 +393,25 @@ class Gen:
         clear = rng.random() < 0.15
         write = None
         if rng.random() < 0.45:
-            write = tuple(self.action_list(ctx, untagged, rng.choice([1, 1, 2, 3]), pushed))
+            write = tuple(self.action_list(ctx, untagged, rng.choice([1, 1, 2, 3]), pushed, in_write=True))
         metadata = None
         if goto is not None and rng.random() < 0.5:
             value = rng.choice([0, 1, 2, 5, 0x10])
             metadata = (value, rng.choice([0xFF, 0xF, 0x7, 0xFFFFFFFFFFFFFFFF]) | value)
-        return Instructions(apply=tuple(apply) if apply else None, clear=clear, write=write, metadata=metadata,
-                            goto=goto)
+        meter = rng.choice(self.meters) if self.meters and rng.random() < 0.3 else None
+        return Instructions(meter=meter, apply=tuple(apply) if apply else None, clear=clear, write=write,
+                            metadata=metadata, goto=goto)
 
 
-def random_group(rng: random.Random, gid: int, earlier: list[int]) -> tuple[int, list[Bucket]]:
+def random_group(rng: random.Random, gid: int, earlier: list[int],
+                 ff_groups: list[int]) -> tuple[int, list[Bucket]]:
     gtype = rng.choice([ofp.OFPGT_ALL, ofp.OFPGT_ALL, ofp.OFPGT_INDIRECT, ofp.OFPGT_FF, ofp.OFPGT_SELECT])
     n = {ofp.OFPGT_ALL: rng.randint(1, 3), ofp.OFPGT_INDIRECT: 1, ofp.OFPGT_FF: rng.randint(1, 3),
          ofp.OFPGT_SELECT: 1}[gtype]
+    if gtype == ofp.OFPGT_SELECT and rng.random() < 0.5:
+        # Several buckets with the same actions: whichever the hash picks, the outcome is the same.
+        acts = (SetField("eth_src", rng.choice(MACS[:4])), Output(rng.randint(1, N_PORTS)))
+        return gtype, [Bucket(acts, rng.randint(1, 5)) for _ in range(rng.randint(2, 3))]
     buckets = []
     for _ in range(n):
         acts: list[Action] = []
@@ -411,24 +427,42 @@ def random_group(rng: random.Random, gid: int, earlier: list[int]) -> tuple[int,
             acts.append(rng.choice([Output(rng.randint(1, N_PORTS)), Output(rng.randint(1, N_PORTS)),
                                     Output(ofp.OFPP_IN_PORT), Output(ofp.OFPP_CONTROLLER, 200)]))
         weight = rng.randint(1, 10) if gtype == ofp.OFPGT_SELECT else 0
-        watch = rng.randint(1, N_PORTS) if gtype == ofp.OFPGT_FF else ofp.OFPP_ANY
-        buckets.append(Bucket(tuple(acts), weight, watch))
+        watch, watch_group = ofp.OFPP_ANY, ofp.OFPG_ANY
+        if gtype == ofp.OFPGT_FF:
+            if ff_groups and rng.random() < 0.6:
+                watch_group = rng.choice(ff_groups)  # live while one of its buckets is
+            else:
+                watch = rng.randint(1, N_PORTS)
+        buckets.append(Bucket(tuple(acts), weight, watch, watch_group))
     return gtype, buckets
 
 
 def random_pipeline(rng: random.Random, down: set[int],
-                    push_table: int | None) -> tuple[Pipeline13, list[str], list[str], Counter[str]]:
+                    push_table: int | None) -> tuple[Pipeline13, list[str], list[str], list[str], Counter[str]]:
     stats: Counter[str] = Counter()
     p = Pipeline13(N_TABLES, {i: PortState(live=i not in down) for i in range(1, N_PORTS + 1)}, seed=SEED)
     group_lines: list[str] = []
     groups: list[int] = []
+    ff_groups: list[int] = []
     for gid in range(1, rng.randint(0, 4) + 1):
-        gtype, buckets = random_group(rng, gid, groups)
+        gtype, buckets = random_group(rng, gid, groups, ff_groups)
         p.add_group(gid, gtype, buckets)
         group_lines.append(p.groups.groups[gid].render())
         groups.append(gid)
+        if gtype == ofp.OFPGT_FF:
+            ff_groups.append(gid)
         stats[f"group:{gtype}"] += 1
-    gen = Gen(rng, groups, push_table)
+        stats["group:watch_group"] += any(b.watch_group != ofp.OFPG_ANY for b in buckets)
+        stats["group:select-many"] += gtype == ofp.OFPGT_SELECT and len(buckets) > 1
+    meters: list[int] = []
+    meter_lines: list[str] = []
+    if rng.random() < 0.3:
+        # A meter no probe can exceed (OVS meters on its wall clock, the model on the injected
+        # one): what is compared is that a meter instruction changes nothing else.
+        p.add_meter(1, ofp.OFPMF_KBPS | ofp.OFPMF_BURST, [Band(ofp.OFPMBT_DROP, 10_000_000, 10_000_000)])
+        meter_lines.append("meter=1,kbps,burst,band=type=drop,rate=10000000,burst_size=10000000")
+        meters.append(1)
+    gen = Gen(rng, groups, push_table, meters)
     flow_lines: list[str] = []
     for table in range(N_TABLES):
         installed: list[tuple[OxmMatch, int]] = []
@@ -454,7 +488,7 @@ def random_pipeline(rng: random.Random, down: set[int],
             p.add_flow(table, OxmMatch(), 0, inst)
             flow_lines.append(f"table={table},priority=0,actions={inst.render()}")
             stats["table-miss-entry"] += 1
-    return p, flow_lines, group_lines, stats
+    return p, flow_lines, group_lines, meter_lines, stats
 
 
 # --------------------------------------------------------------------- the test
@@ -471,9 +505,10 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
                 ovs.set_port_up(port, port not in down)
             down_now = down
             push_table = rng.randrange(N_TABLES) if rng.random() < 0.6 else None
-            pipeline, flows, groups, stats = random_pipeline(rng, down, push_table)
+            pipeline, flows, groups, meters, stats = random_pipeline(rng, down, push_table)
             counts.update(stats)
-            ovs.replace_pipeline(flows, groups)
+            counts["meters"] += bool(meters)
+            ovs.replace_pipeline(flows, groups, meters)
             for _ in range(PROBES_PER_PIPELINE):
                 kind, frame = random_probe(rng, 1 if push_table is not None else 2)
                 in_port = rng.randint(1, N_PORTS)
@@ -501,8 +536,11 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
                     counts[f"out:tags:{len(out.tags)}"] += 1
                     if out.mpls:
                         counts["out:mpls"] += 1
-                if len({t for t, _ in pipeline_path(pipeline, frame, in_port)}) > 1:
+                path = pipeline_path(pipeline, frame, in_port)
+                if len({t for t, _ in path}) > 1:
                     counts["multi-table"] += 1
+                if any(e is not None and e.instructions.meter for _, e in path):
+                    counts["metered"] += 1
                 if expected != actual or not parsed_same:
                     failures.append(
                         f"probe {kind} {frame.summary()} in_port={in_port} down={sorted(down)}\n"
@@ -520,7 +558,8 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
     for category in ("kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls", "kind:sctp", "tags:2",
                      "ended:table-miss", "ended:done", "ended:table-miss+action-set", "multi-table", "out:controller",
                      "out:port", "out:modified", "out:mpls", "out:tags:2", "copies:many", "group:1", "group:2",
-                     "group:3", "group:0", "table-miss-entry"):
+                     "group:3", "group:0", "group:watch_group", "group:select-many", "metered",
+                     "table-miss-entry"):
         assert counts[category] >= 20, f"too few cases of {category}: {counts[category]} (generator drifted)"
 
 

@@ -214,6 +214,8 @@ def replay(text: str, state: dict[str, Any], dp_to_of: Mapping[int, int]) -> lis
             ctl = _kv(re.search(r"controller\((.*?)\)", body).group(1))  # type: ignore[union-attr]
             copies.append(Copy13(ofp.OFPP_CONTROLLER, freeze(state), int(ctl.get("reason", "-1")),
                                  int(ctl.get("max_len", "-1"))))
+        elif name == "meter":
+            continue  # metering happens in the datapath; a trace cannot exceed a rate
         elif name == "recirc":
             raise OvsTraceError("OVS recirculated the packet (after pop_mpls); ofproto/trace cannot follow it",
                                 "generate pipelines that need no inner header after pop_mpls")
@@ -298,6 +300,7 @@ class OvsSandbox13(OvsSandbox):
 
     def __init__(self, workdir: Any = None, *, ports: int = 4, **kw: Any) -> None:
         super().__init__(workdir, ports=ports, openflow="OpenFlow13", **kw)
+        self._meters_installed = False
 
     def _start_daemons(self, schema: Any) -> None:
         super()._start_daemons(schema)
@@ -313,10 +316,12 @@ class OvsSandbox13(OvsSandbox):
 
     def replace_pipeline(self, flows: Iterable[str], groups: Iterable[str] = (), meters: Iterable[str] = ()) -> None:
         """Make the switch hold exactly these flows, groups and meters (ovs-ofctl text lines)."""
+        flow_lines, group_lines, meter_lines = list(flows), list(groups), list(meters)
         try:
             self._ofctl("del-flows")
             self._ofctl("del-groups")
-            group_lines = list(groups)
+            if self._meters_installed:
+                self._ofctl("del-meters")
             if group_lines:
                 # OVS hashes SELECT groups in the datapath by default (dp_hash,
                 # then a recirculation ofproto/trace cannot follow); the
@@ -324,17 +329,15 @@ class OvsSandbox13(OvsSandbox):
                 # choose in userspace.  Everything else is plain OpenFlow 1.3.
                 lines = [g.replace("type=select,", "type=select,selection_method=hash,") for g in group_lines]
                 self._ofctl15("add-groups", "-", stdin="\n".join(lines) + "\n")
-            meter_lines = list(meters)
-            if meter_lines:
-                self._ofctl("del-meters")
-                self._ofctl("add-meters", "-", stdin="\n".join(meter_lines) + "\n")
-            flow_lines = list(flows)
+            for line in meter_lines:  # ovs-ofctl has no batch add-meters
+                self._ofctl("add-meter", line)
+            self._meters_installed = bool(meter_lines)
             if flow_lines:
                 self._ofctl("add-flows", "-", stdin="\n".join(flow_lines) + "\n")
         except OvsSandboxError as exc:
             raise OvsRuleError(f"ovs-ofctl rejected the pipeline: {exc.problem}",
                                "render only OpenFlow 1.3 matches/instructions OVS supports",
-                               details="\n".join([*group_lines, *flow_lines])) from None
+                               details="\n".join([*group_lines, *meter_lines, *flow_lines])) from None
         self._wait_for_ofctl_disconnect()
 
     def set_port_up(self, port: int, up: bool) -> None:
