@@ -379,6 +379,41 @@ class OvsSandbox13(OvsSandbox):
         self._wait_for_ofctl_disconnect()
         return results
 
+    def openflow_request(self, message: bytes) -> list[Any]:
+        """Send one OpenFlow 1.3 request (e.g. a multipart request); every reply to it, parsed by os-ken.
+
+        Replies are os-ken message objects in arrival order (a multipart
+        reply may come in several parts); an ERROR is returned like any reply.
+        """
+        from os_ken.ofproto import ofproto_parser, ofproto_protocol
+
+        assert self.dir is not None
+        path = self.dir / f"{self.bridge}.mgmt"
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(20)
+        dp = ofproto_protocol.ProtocolDesc(ofp.OFP_VERSION)
+        replies: list[Any] = []
+        try:
+            sock.connect(f"/proc/self/fd/{dir_fd}/{path.name}")
+            sock.sendall(struct.pack("!BBHI", ofp.OFP_VERSION, ofp.OFPT_HELLO, 8, 1))
+            xid, barrier_xid = 0x3000, 0x3001
+            sock.sendall(message[:4] + struct.pack("!I", xid) + message[8:])
+            sock.sendall(struct.pack("!BBHI", ofp.OFP_VERSION, ofp.OFPT_BARRIER_REQUEST, 8, barrier_xid))
+            reader = _OfReader(sock)
+            while True:
+                mtype, mxid, body = reader.next()
+                if mtype == ofp.OFPT_BARRIER_REPLY and mxid == barrier_xid:
+                    break
+                if mxid == xid:
+                    raw = struct.pack("!BBHI", ofp.OFP_VERSION, mtype, 8 + len(body), mxid) + body
+                    replies.append(ofproto_parser.msg(dp, ofp.OFP_VERSION, mtype, len(raw), mxid, raw))
+        finally:
+            sock.close()
+            os.close(dir_fd)
+        self._wait_for_ofctl_disconnect()
+        return replies
+
     def trace13(self, in_port: int, frame_bytes: bytes, tpids: tuple[int, ...] = ()) -> Decision13:
         """What the bridge does with these wire bytes arriving on ``in_port`` (ports in 1.3 numbering)."""
         text = self.appctl("ofproto/trace", self.bridge, f"in_port={in_port}", frame_bytes.hex())

@@ -4,7 +4,7 @@ What differs from 1.0 (``model/flowtable.py``) and why this is its own module:
 
 * N tables (``n_tables``; Open vSwitch offers 254 usable tables, 0..253,
   as ``ovs-ofctl -O OpenFlow13 dump-tables`` shows), OFPTT_ALL for
-  modify/delete/stats;
+  delete and stats (not add or modify);
 * entries carry instructions, not actions;
 * priority is the only order: there is no "exact match outranks wildcards"
   rule in 1.3;
@@ -143,7 +143,8 @@ class FlowTables:
         """OFPFC_ADD; returns the entry it replaced (same match and priority), if any.
 
         Errors: OFPFMFC_BAD_TABLE_ID, the instruction checks, OFPFMFC_OVERLAP
-        when OFPFF_CHECK_OVERLAP and an entry of the same priority overlaps.
+        when OFPFF_CHECK_OVERLAP, no identical entry is replaced, and an
+        entry of the same priority overlaps.
         """
         self._check_table(table_id, allow_all=False)
         if not 0 <= priority <= 0xFFFF:
@@ -152,7 +153,10 @@ class FlowTables:
                            meter_exists=meter_exists)
         table = self._tables[table_id]
         old = self._find_strict(table_id, match, priority)
-        if flags & ofp.OFPFF_CHECK_OVERLAP:
+        # An identical entry is replaced, not a conflict: the overlap check is
+        # for entries the new one would have to share packets with (OVS reads
+        # spec 6.4 the same way and checks only when nothing is replaced).
+        if flags & ofp.OFPFF_CHECK_OVERLAP and old is None:
             for e in table:
                 if e.priority == priority and e.match.overlaps(match):
                     raise _flow_mod_failed(ofp.OFPFMFC_OVERLAP, f"overlaps {e} at the same priority",
@@ -173,14 +177,17 @@ class FlowTables:
         """OFPFC_MODIFY(_STRICT): new instructions for the selected entries; never adds.
 
         The instructions are checked against the message's own match (as
-        Open vSwitch does, even when nothing is selected) and, for goto,
-        against each selected entry's table, before anything changes: a
-        rejected modify changes nothing.
+        Open vSwitch does, even when nothing is selected) and, with the
+        groups and meters they name, against each selected entry, before
+        anything changes: a rejected modify changes nothing.
         """
-        self._check_table(table_id, allow_all=True)
-        own_table = 0 if table_id == ofp.OFPTT_ALL else table_id
-        check_instructions(instructions, match, own_table, self.n_tables, group_exists=group_exists,
-                           meter_exists=meter_exists)
+        # OFPTT_ALL names every table only for deletes (spec 7.3.4.1; OVS agrees).
+        self._check_table(table_id, allow_all=False)
+        # Consistency with the message's match and goto are checked always;
+        # that groups and meters exist only for entries actually modified
+        # (as Open vSwitch does: a modify that selects nothing changes nothing).
+        check_instructions(instructions, match, table_id, self.n_tables, group_exists=lambda g: True,
+                           meter_exists=lambda m: True)
         chosen = self.select(table_id, match, strict=strict, priority=priority, cookie=cookie,
                              cookie_mask=cookie_mask)
         for e in chosen:
