@@ -149,7 +149,7 @@ def render_config(topo: Topology) -> str:
               f"# `netsleuth faucet-config --topo {topo.spec}`: one dp per switch, host ports\n"
               f"# untagged on VLAN {VLAN_VID}, inter-switch links as a Faucet stack. Edit it\n"
               f"# (VLANs, ACLs, routing) and run it with --controller faucet:THIS_FILE.\n")
-    body = yaml.safe_dump(generate_config(topo), sort_keys=False, default_flow_style=False)
+    body = str(yaml.safe_dump(generate_config(topo), sort_keys=False, default_flow_style=False))
     return header + body
 
 
