@@ -96,6 +96,15 @@ def test_disconnected_switches_cannot_form_one_stack() -> None:
     assert "faucet:FILE.yaml" in err.value.fix
 
 
+def test_switch_without_links_is_refused_before_faucet_would() -> None:
+    topo = Topology("lonely")
+    topo.add_switch()
+    topo.add_switch()
+    topo.add_link(topo.add_host(), "s1")
+    with pytest.raises(ControllerError, match="switch s2 .* has no links"):
+        generate_config(topo)
+
+
 def test_faucet_config_out_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "f.yaml"
     proc = cli("faucet-config", "--topo", "ring,4", "--out", str(out))

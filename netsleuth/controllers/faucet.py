@@ -132,6 +132,9 @@ def generate_config(topo: Topology) -> dict[str, Any]:
                 interfaces[node][port] = {"description": f"host {far}", "native_vlan": VLAN_NAME}
     dps: dict[str, Any] = {}
     for sw in topo.switches:
+        if not interfaces[sw.name]:
+            raise ControllerError(f"switch {sw.name} of {topo.spec} has no links, and Faucet needs at least one "
+                                  "interface per dp", "link it to a host or a switch, or leave it out")
         dp: dict[str, Any] = {"dp_id": sw.dpid, "hardware": HARDWARE}
         if sw.name == root:
             dp["stack"] = {"priority": 1}
