@@ -1,17 +1,19 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
-# Both create .venv (netsleuth) and .venv-controller (os-ken 1.4.1, the
+# Both create .venv (netsleuth), .venv-controller (os-ken 1.4.1, the
 # controllers under test, kept apart from netsleuth's own dependencies) and
-# install the Debian packages netsleuth uses as oracles.
+# .venv-faucet (the Faucet controller with the os-ken it needs), and install
+# the Debian packages netsleuth uses as oracles.
 
 PYTHON ?= python3
 VENV := .venv
 CTL := .venv-controller
+FAUCET := .venv-faucet
 DEBS := openvswitch-switch tshark chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup debs demo test test-fast lint bench clean
 
-setup: $(VENV)/.installed $(CTL)/.installed debs
+setup: $(VENV)/.installed $(CTL)/.installed $(FAUCET)/.installed debs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +27,16 @@ $(CTL)/.installed:
 	$(PYTHON) -m venv $(CTL)
 	$(CTL)/bin/pip install -q --upgrade pip
 	$(CTL)/bin/pip install -q 'os-ken==1.4.1' 'dnspython>=2'
+	touch $@
+
+# Faucet 1.10.12 is pinned: the newest release, the one netsleuth's config
+# generator and tests were checked against (its config schema and its stack
+# LLDP change between releases). It pulls its own os-ken (3.x), which is why
+# it gets a venv of its own rather than sharing .venv-controller's 1.4.1.
+$(FAUCET)/.installed:
+	$(PYTHON) -m venv $(FAUCET)
+	$(FAUCET)/bin/pip install -q --upgrade pip
+	$(FAUCET)/bin/pip install -q 'faucet==1.10.12'
 	touch $@
 
 debs:
@@ -67,4 +79,4 @@ bench: setup
 	$(VENV)/bin/python bench/bootstrap.py
 
 clean:
-	rm -rf $(VENV) $(CTL) demo-out .pytest_cache
+	rm -rf $(VENV) $(CTL) $(FAUCET) demo-out .pytest_cache

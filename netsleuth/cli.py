@@ -306,6 +306,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.nice.cli",
     "netsleuth.nice.cex_inputs_cli",
     "netsleuth.defined.cli",
+    "netsleuth.controllers.faucet_cli",
 )
 
 

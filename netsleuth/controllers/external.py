@@ -18,8 +18,10 @@ from pathlib import Path
 
 import psutil
 
+from netsleuth.controllers.faucet import FaucetLaunch, launch_for
 from netsleuth.controllers.spec import ControllerSpec
 from netsleuth.errors import ControllerError, EnvironmentSetupError
+from netsleuth.model.topology import Topology
 
 OSKEN_MAIN = Path(__file__).with_name("osken_main.py")
 ERROR_MARKERS = ("Traceback (most recent call last)", "Error in", "Exception in")
@@ -60,7 +62,8 @@ class ControllerProcess:
     """One controller: started from a spec, reachable at (host, port)."""
 
     def __init__(self, spec: ControllerSpec, log_path: Path, name: str = "c0",
-                 port: int | None = None, extra_args: tuple[str, ...] = ()) -> None:
+                 port: int | None = None, extra_args: tuple[str, ...] = (),
+                 topology: Topology | None = None) -> None:
         self.spec = spec
         self.name = name
         self.log_path = Path(log_path)
@@ -69,6 +72,9 @@ class ControllerProcess:
         self.extra_args = extra_args
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        # Faucet's config, logs and environment (faucet:auto generates its config from ``topology``).
+        self.faucet: FaucetLaunch | None = (launch_for(spec.config, self.log_path, topology)
+                                            if spec.kind == "faucet" else None)
 
     @property
     def external(self) -> bool:
@@ -78,6 +84,8 @@ class ControllerProcess:
         if self.spec.kind == "osken":
             return [find_controller_python(), str(OSKEN_MAIN), "--ofp-tcp-listen-port", str(self.port),
                     "--ofp-listen-host", self.host, *self.extra_args, *self.spec.apps]
+        if self.faucet is not None:
+            return [*self.faucet.argv(self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
     def start(self, timeout: float = 30.0) -> tuple[str, int]:
@@ -91,8 +99,10 @@ class ControllerProcess:
             raise ControllerError(f"port {self.port} is already in use",
                                   "stop what listens there or let netsleuth pick a free port")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if self.faucet is not None:
+            env.update(self.faucet.prepare())
+        log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True)
@@ -170,8 +180,11 @@ class ControllerProcess:
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+            text = ""
+        tail = "\n".join(text.splitlines()[-lines:])
+        if self.faucet is not None:
+            tail = "\n".join(part for part in (self.faucet.log_tail(lines), tail) if part)
+        return tail
 
     def log_errors(self) -> list[str]:
         """Exceptions the controller logged (os-ken logs and swallows handler crashes)."""
@@ -179,6 +192,8 @@ class ControllerProcess:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return []
+        if self.faucet is not None:
+            text += "\n" + self.faucet.exception_text()
         lines = text.splitlines()
         found = []
         for i, line in enumerate(lines):

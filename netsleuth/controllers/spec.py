@@ -1,29 +1,35 @@
 """Parse ``--controller`` specifications.
 
-Three forms cover every controller a user has: ``osken:<app>[,<app>...]``
-(os-ken apps launched from the controller environment), ``cmd:"<command
-with {port}>"`` (any OpenFlow controller program) and ``tcp:HOST:PORT``
-(one that is already running).
+Four forms cover every controller a user has: ``osken:<app>[,<app>...]``
+(os-ken apps launched from the controller environment), ``faucet:auto`` or
+``faucet:<config.yaml>`` (Faucet from its own environment, with a config
+generated from the topology or the user's), ``cmd:"<command with {port}>"``
+(any OpenFlow controller program) and ``tcp:HOST:PORT`` (one that is
+already running).
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
+from netsleuth.controllers.faucet import AUTO, check_yaml_file
 from netsleuth.errors import ControllerError
 
-FORMS = 'osken:<app module>[,<app>...], cmd:"<command with {port}>", or tcp:HOST:PORT'
+FORMS = ('osken:<app module>[,<app>...], faucet:auto, faucet:<config.yaml>, cmd:"<command with {port}>", '
+         'or tcp:HOST:PORT')
 
 
 @dataclass(frozen=True, slots=True)
 class ControllerSpec:
-    kind: str                 # "osken" | "cmd" | "tcp"
+    kind: str                 # "osken" | "faucet" | "cmd" | "tcp"
     text: str                 # what the user wrote
     apps: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     host: str = "127.0.0.1"
     port: int = 0
+    config: str = ""          # faucet: "auto" or the absolute path of the user's YAML file
 
 
 def parse_controller(text: str) -> ControllerSpec:
@@ -36,6 +42,12 @@ def parse_controller(text: str) -> ControllerSpec:
             raise ControllerError(f"controller spec '{text}' names no os-ken app",
                                   "e.g. osken:os_ken.app.simple_switch")
         return ControllerSpec("osken", text, apps=apps)
+    if kind == "faucet":
+        if rest == AUTO:
+            return ControllerSpec("faucet", text, config=AUTO)
+        path = Path(rest).expanduser().resolve()
+        check_yaml_file(path)
+        return ControllerSpec("faucet", text, config=str(path))
     if kind == "cmd":
         argv = tuple(shlex.split(rest))
         if not any("{port}" in a for a in argv):

@@ -97,7 +97,8 @@ class Session:
         self.progress = progress
         self.out.mkdir(parents=True, exist_ok=True)
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
-                                              name=f"c{i}") for i, spec in enumerate(self.specs)]
+                                              name=f"c{i}", topology=self.topo)
+                            for i, spec in enumerate(self.specs)]
         header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
                                 controller=self.result.data["controller"], seed=self.seed,
                                 tool_version=__version__, command=self.command, extra=self.header_extra)
