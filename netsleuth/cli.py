@@ -55,7 +55,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = RunOptions(controller=args.controller, topo=args.topo, out=Path(args.out), pingall=args.pingall,
                       checks=args.check, handshake_timeout=args.handshake_timeout,
                       ping_timeout=args.ping_timeout, seed=args.seed,
-                      record_packets=not args.no_packet_events, isolation=args.isolation)
+                      record_packets=not args.no_packet_events, isolation=args.isolation,
+                      openflow=args.openflow, warmup=args.warmup)
     with _progress() as p:
         result = run(opts, RichProgress(p))
     d = result.data
@@ -103,7 +104,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        seed=args.seed, rates=rates, checks=args.check, persist=args.persist,
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
-                       isolation=args.isolation)
+                       isolation=args.isolation, openflow=args.openflow, warmup=args.warmup)
     with _progress() as p:
         result = fuzz(opts, RichProgress(p))
     d = result.data
@@ -200,7 +201,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     opts = ReplayOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller, times=args.times,
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
-                         record_packets=not args.no_packet_events)
+                         record_packets=not args.no_packet_events, openflow=args.openflow)
     with _progress() as p:
         d = replay(opts, RichProgress(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
@@ -226,7 +227,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     opts = MinimizeOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller,
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
-                           max_gap=None if args.keep_spacing else 0.05, peek=args.peek)
+                           max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow)
     with _progress() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -283,6 +284,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_openflow(p: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    p.add_argument("--openflow", choices=["auto", "1.0", "1.3"], default=default,
+                   help="OpenFlow versions the switches offer: 1.0, 1.3 or auto (both; the controller picks)"
+                        + ("" if default else "; default: what the trace's switches negotiated"))
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -296,6 +303,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--isolation", type=Path, help='policy of host pairs that must not reach each other: '
                    'JSON {"isolate": [["h1","h3"]]} or TOML isolate = [["h1","h3"]]')
     p.add_argument("--seed", type=int, default=0)
+    _add_openflow(p)
+    p.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS",
+                   help="after the handshakes, wait this long with no traffic and no invariant checks "
+                        "(let spanning tree converge or a Faucet stack come up); replays reuse it")
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
 
 
@@ -362,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--epsilon", type=float, default=500.0, help="ms to wait past the recorded gap (default 500)")
     rp.add_argument("--violation", type=int, default=0, help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
+    _add_openflow(rp, None)
     rp.set_defaults(func=cmd_replay)
 
     mn = sub.add_parser("minimize", help="delta-debug a failing trace down to a minimal causal sequence (MCS)")
@@ -376,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--violation", type=int, default=0, help="which persistent violation (0: first)")
     mn.add_argument("--epsilon", type=float, default=100.0, help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
+    _add_openflow(mn, None)
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
     mn.set_defaults(func=cmd_minimize)

@@ -78,7 +78,8 @@ class Network:
     """Topology + switch and host state + interposed channels + clock."""
 
     def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
-                 *, record_packets: bool = True, sw_version: str = sw.DEFAULT_SW_VERSION) -> None:
+                 *, record_packets: bool = True, sw_version: str = sw.DEFAULT_SW_VERSION,
+                 openflow: str = "auto") -> None:
         self.topology = topology
         self.clock = clock
         self.record = record or Recorder(clock)
@@ -86,7 +87,8 @@ class Network:
         self.switches: dict[str, sw.Switch] = {}
         self.by_dpid: dict[int, sw.Switch] = {}
         for spec in topology.switches:
-            s = sw.Switch(spec.dpid, topology.ports(spec.name), name=spec.name, sw_version=sw_version)
+            s = sw.Switch(spec.dpid, topology.ports(spec.name), name=spec.name, sw_version=sw_version,
+                          openflow=openflow)
             self.switches[spec.name] = s
             self.by_dpid[spec.dpid] = s
         self.hosts: dict[str, Host] = {h.name: Host(h.name, h.mac, h.ip) for h in topology.hosts}
@@ -121,6 +123,7 @@ class Network:
         self.isolation: tuple[tuple[str, str], ...] = ()
         self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
         self.epoch = 0  # bumped by every input that changes what the network can deliver
+        self.observing = True  # False during a warm-up: looping packets are dropped but not reported
 
     # ------------------------------------------------------------ channels
     def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
@@ -224,6 +227,23 @@ class Network:
         self._conns_of.setdefault(dpid, []).append(c)
         self.controllers_alive.setdefault(controller, True)
         return conn
+
+    def offered_versions(self, dpid: int) -> tuple[int, ...]:
+        """The OpenFlow wire versions switch ``dpid`` offers when it connects."""
+        return self.by_dpid[dpid].offered_versions
+
+    def negotiated(self, conn: int, version: int) -> bool:
+        """Connection ``conn`` agreed on OpenFlow wire ``version`` (its HELLO exchange finished).
+
+        The switch's first connection decides the version it runs; False when
+        the switch already runs another one (the caller closes ``conn``).
+        """
+        return self.by_dpid[self.connections[conn].dpid].use_version(version)
+
+    def openflow_versions(self) -> dict[str, str]:
+        """Each switch's negotiated OpenFlow version ("1.0"/"1.3"), for the switches that negotiated one."""
+        names = {1: "1.0", 4: "1.3"}
+        return {name: names[s.negotiated] for name, s in self.switches.items() if s.negotiated in names}
 
     def close_connection(self, conn: int, reason: str) -> None:
         c = self.connections[conn]
@@ -338,6 +358,8 @@ class Network:
 
     def _report_loop(self, ev: OnWire) -> None:
         self.stats.loop_drops += 1
+        if not self.observing:
+            return
         key = (ev.lineage.pid, ev.node, ev.port)
         if key in self._loop_seen:
             return
@@ -400,7 +422,7 @@ class Network:
         """Expire flows whose timeouts passed (FLOW_REMOVED where asked)."""
         now = self.clock.now()
         for s in self.switches.values():
-            nxt = s.table.next_expiry()
+            nxt = s.next_expiry()
             if nxt is not None and nxt <= now:
                 self._apply_outputs(s, s.expire(now), None)
 

@@ -30,7 +30,11 @@ class Rebuilt:
 
 def new_world(header: ts.TraceHeader) -> World:
     """A fresh World on the trace's topology, on a virtual clock, keeping no trace of its own."""
-    return World(Topology.from_json(header.topology), VirtualClock(), record_packets=False)
+    world = World(Topology.from_json(header.topology), VirtualClock(), record_packets=False)
+    for name, version in sorted(header.openflow.items()):
+        if name in world.switches:
+            world.switches[name].use_version(4 if version == "1.3" else 1)
+    return world
 
 
 def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:

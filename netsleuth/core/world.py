@@ -36,8 +36,9 @@ class World(Network):
     """The Network, plus the inputs that fail, recover, move and drive it, each recorded with its dependencies."""
 
     def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
-                 *, record_packets: bool = True, sw_version: str = __version__) -> None:
-        super().__init__(topology, clock, record, record_packets=record_packets, sw_version=sw_version)
+                 *, record_packets: bool = True, sw_version: str = __version__, openflow: str = "auto") -> None:
+        super().__init__(topology, clock, record, record_packets=record_packets, sw_version=sw_version,
+                         openflow=openflow)
         self._next_input = 0
         self._open_failure: dict[tuple, str] = {}   # what failed -> id of the failure input
         self._last_migration: dict[str, str] = {}   # host -> id of its latest migration

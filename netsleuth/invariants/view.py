@@ -12,6 +12,8 @@ from typing import Mapping
 
 import networkx as nx
 
+from netsleuth.model.flowtable import FlowTable
+from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.switch import Switch
 from netsleuth.model.topology import Topology
 
@@ -34,6 +36,14 @@ class NetworkView:
     # packets hosts sent to connected hosts and that never arrived: (pid, src, dst, summary, age seconds)
     undelivered: tuple[tuple[int, str, str, str, float], ...] = ()
     switch_up: Mapping[str, bool] = field(default_factory=dict)
+
+    def pipeline(self, switch: str) -> FlowTable | Pipeline13:
+        """Switch ``switch``'s forwarding state: a 1.0 FlowTable, or a Pipeline13 on a switch that speaks 1.3.
+
+        The one place data-plane analyses read tables from (``Switch.pipeline``);
+        on a 1.3 switch its ``table`` attribute is an empty 1.0 table.
+        """
+        return self.switches[switch].pipeline
 
     def host_location(self, host: str) -> tuple[str, int]:
         return self.host_at.get(host) or self.topology.host_location(host)

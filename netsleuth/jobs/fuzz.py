@@ -40,6 +40,8 @@ class FuzzOptions:
     handshake_timeout: float = 60.0
     record_packets: bool = True
     isolation: Path | None = None
+    openflow: str = "auto"
+    warmup: float = 0.0
 
 
 def fuzz(opts: FuzzOptions, progress: Progress | None = None) -> JobResult:
@@ -48,7 +50,8 @@ def fuzz(opts: FuzzOptions, progress: Progress | None = None) -> JobResult:
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
                       checks=[i.name for i in invariants], isolation=opts.isolation,
                       header_extra={"rates": dict(sorted(opts.rates.values.items())), "persist": opts.persist,
-                                    "steps": opts.steps, "round_seconds": opts.round_seconds})
+                                    "steps": opts.steps, "round_seconds": opts.round_seconds},
+                      openflow=opts.openflow, warmup=opts.warmup)
     data = session.result.data
     data.update({"steps": 0, "inputs": {}, "rates": dict(sorted(opts.rates.values.items())),
                  "persist": opts.persist})

@@ -43,6 +43,7 @@ class ReplayOracleFactory:
     violation: int
     max_gap: float | None
     peek: bool = False
+    openflow: str | None = None  # None: what the trace's switches negotiated
 
     def __call__(self, worker_id: int) -> "ReplayOracle":
         return ReplayOracle(self, worker_id)
@@ -65,7 +66,7 @@ class ReplayOracle:
         o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
                         target=self.target, controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, persist=self.cfg.persist, record_packets=False,
-                        max_gap=self.cfg.max_gap, plan=plan)
+                        max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow)
         details = o.to_json()
         details["dir"] = str(self.dir / f"replay-{self.n}")
         self._log({"replay": self.n, "inputs": len(candidate), "reproduced": bool(o.reproduced),
@@ -84,7 +85,8 @@ class ReplayOracle:
         m = self.peek.stats.prefixes_replayed + 1 if self.peek is not None else 0
         o = replay_once(self.header, self.events, self.dir / f"peek-{m}", plan=plan, record_packets=False,
                         controller=list(self.cfg.controller) if self.cfg.controller else None,
-                        epsilon=self.cfg.epsilon, max_gap=self.cfg.max_gap, observe_window=gap + self.cfg.epsilon)
+                        epsilon=self.cfg.epsilon, max_gap=self.cfg.max_gap, observe_window=gap + self.cfg.epsilon,
+                        openflow=self.cfg.openflow)
         self._log({"peek": m, "inputs": len(plan.inputs), "seconds": round(o.seconds, 3),
                    **{k: o.stats.get(k) for k in _STATS}})
         return o.observed
@@ -113,6 +115,7 @@ class MinimizeOptions:
     max_gap: float | None = 0.05
     persist: int | None = None
     peek: bool = False   # infer expectations per candidate with PEEK (policies/peek.py)
+    openflow: str | None = None  # None: what the trace's switches negotiated
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
@@ -126,7 +129,7 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
                                   tuple(opts.controller) if opts.controller else None, opts.epsilon, persist,
-                                  opts.violation, opts.max_gap, opts.peek)
+                                  opts.violation, opts.max_gap, opts.peek, opts.openflow)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     inputs = [e for e in trace.events if e.is_input]

@@ -75,6 +75,13 @@ class ReplayOptions:
     violation: int = 0
     persist: int | None = None
     record_packets: bool = True
+    openflow: str | None = None   # None: what the trace's switches negotiated
+
+
+def trace_openflow(header: ts.TraceHeader) -> str:
+    """The ``--openflow`` value that offers what the recorded switches spoke (auto when they differed)."""
+    versions = set(header.openflow.values()) if header.openflow else {"1.0"}
+    return versions.pop() if len(versions) == 1 else "auto"
 
 
 @dataclass
@@ -95,7 +102,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
                 record_packets: bool = True, progress: Progress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
-                observe_window: float | None = None) -> ReplayOutcome:
+                observe_window: float | None = None, openflow: str | None = None) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -113,7 +120,9 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                     | ({target.invariant} if target else set()))
     session = Session("replay", header.topology_spec, controllers, Path(out), seed=header.seed,
                       record_packets=record_packets, checks=checks, topology=Topology.from_json(header.topology),
-                      header_extra={"replay_of": header.command, "inputs": len(plan.inputs)})
+                      header_extra={"replay_of": header.command, "inputs": len(plan.inputs)},
+                      openflow=openflow or trace_openflow(header),
+                      warmup=float(header.extra.get("warmup", 0.0) or 0.0))
     outcome = ReplayOutcome(None)
     matcher = Matcher(plan)
     watching = [observe_window is not None and not plan.inputs]
@@ -206,7 +215,7 @@ def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"
             o = replay_once(trace.header, trace.events, sub, target=target, controller=opts.controller,
                             epsilon=opts.epsilon, persist=persist, record_packets=opts.record_packets,
-                            progress=progress)
+                            progress=progress, openflow=opts.openflow)
             data["replays"].append(o.to_json())
     finally:
         done = [r for r in data["replays"] if r["reproduced"] is not None]

@@ -32,6 +32,8 @@ class RunOptions:
     record_packets: bool = True
     settle: float = 0.3
     isolation: Path | None = None
+    openflow: str = "auto"
+    warmup: float = 0.0
 
 
 def run(opts: RunOptions, progress: Progress | None = None) -> JobResult:
@@ -39,7 +41,8 @@ def run(opts: RunOptions, progress: Progress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
     session = Session("run", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
-                      checks=[i.name for i in invariants], isolation=opts.isolation)
+                      checks=[i.name for i in invariants], isolation=opts.isolation,
+                      openflow=opts.openflow, warmup=opts.warmup)
     session.result.data.setdefault("pingall", None)
 
     async def body(s: Session, rt: Runtime) -> None:

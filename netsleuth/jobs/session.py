@@ -10,6 +10,7 @@ each job supplies only its middle part as an async function.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy import load_isolation
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
+from netsleuth.openflow.codec import version_name
+from netsleuth.openflow.connection import offered_versions
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
@@ -75,6 +78,8 @@ class Session:
     header_extra: dict = field(default_factory=dict)
     isolation: Path | None = None
     topology: Topology | None = None  # given as a description (e.g. from a trace header) instead of a spec
+    openflow: str = "auto"             # OpenFlow versions the switches offer: 1.0, 1.3 or auto (both)
+    warmup: float = 0.0                # seconds after the handshakes with no traffic and no invariant checks
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -82,11 +87,15 @@ class Session:
         self.isolation_pairs = load_isolation(self.isolation, self.topo) if self.isolation else ()
         self.texts = [self.controller] if isinstance(self.controller, str) else list(self.controller)
         self.specs = [parse_controller(t) for t in self.texts]
+        offered_versions(self.openflow)  # an unknown --openflow value fails here, before anything starts
         self.out = Path(self.out)
+        if self.warmup:
+            self.header_extra = dict(self.header_extra, warmup=self.warmup)  # replays warm up as long
         self.result = JobResult({
             "command": self.command, "tool_version": __version__, "topology": self.topo_spec,
             "controller": " + ".join(self.texts), "switches": len(self.topo.switches),
             "hosts": len(self.topo.hosts), "checks": list(self.checks), "seed": self.seed, "completed": False,
+            "openflow": self.openflow,
         })
 
     def execute(self, body: Callable[["Session", Runtime], Awaitable[None]],
@@ -99,15 +108,18 @@ class Session:
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
                                               name=f"c{i}", topology=self.topo)
                             for i, spec in enumerate(self.specs)]
-        header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
-                                controller=self.result.data["controller"], seed=self.seed,
-                                tool_version=__version__, command=self.command, extra=self.header_extra)
         clock = WallClock()
         started = time.monotonic()
-        with TraceWriter(self.out / "trace.jsonl", header) as writer:
-            self.recorder = Recorder(clock, writer.write)
+        # The header names each switch's negotiated OpenFlow version, known only once the
+        # handshakes are done: events recorded until then wait in memory (see open_trace).
+        self._early: list[Any] = []
+        self._writer: TraceWriter | None = None
+        with contextlib.ExitStack() as stack:
+            stack.callback(self._close_trace)
+            self.recorder = Recorder(clock, self._write_event)
             self.recorder.observers.extend(observers)  # see everything, the bootstrap included
-            self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets)
+            self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets,
+                               openflow=self.openflow)
             self.world.isolation = self.isolation_pairs
             try:
                 progress.phase("starting controller", None)
@@ -122,19 +134,58 @@ class Session:
                 self.result.data["interrupted"] = True
                 raise
             finally:
+                self.open_trace()
                 self._finish(started)
                 (self.out / "result.json").write_text(json.dumps(self.result.data, indent=2, sort_keys=True) + "\n")
                 for c in self.controllers:
                     c.stop()
         return self.result
 
+    def _write_event(self, event: Any) -> None:
+        if self._writer is None:
+            self._early.append(event)
+        else:
+            self._writer.write(event)
+
+    def open_trace(self) -> None:
+        """Write the trace header (with the versions negotiated so far) and the events held until now."""
+        if self._writer is not None:
+            return
+        header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
+                                controller=self.result.data["controller"], seed=self.seed,
+                                tool_version=__version__, command=self.command, extra=self.header_extra,
+                                openflow=self.world.openflow_versions())
+        self._writer = TraceWriter(self.out / "trace.jsonl", header)
+        for event in self._early:
+            self._writer.write(event)
+        self._early.clear()
+        self.result.data["negotiated"] = dict(header.openflow)
+
+    def _close_trace(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
     async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
         try:
             await self._bootstrap(rt)
+            self.open_trace()
+            if self.warmup > 0:
+                await self._warm_up(rt)
             await body(self, rt)
         finally:
             await rt.close()
+
+    async def _warm_up(self, rt: Runtime) -> None:
+        """Let the controller settle (e.g. spanning tree converge): no traffic, no violations recorded."""
+        self.progress.phase(f"warm-up ({self.warmup:g} s)", None)
+        self.world.observing = False
+        try:
+            await asyncio.sleep(self.warmup)
+            await rt.settle(0.1, timeout=2.0)
+        finally:
+            self.world.observing = True
+        self.result.data["warmup"] = self.warmup
 
     async def _bootstrap(self, rt: Runtime) -> None:
         t0 = time.monotonic()
@@ -146,6 +197,13 @@ class Session:
         self.result.data["bootstrap"] = {"connected": done, "expected": n_conn,
                                          "seconds": round(time.monotonic() - t0, 3)}
         if done < n_conn:
+            if rt.version_mismatches:
+                offered = ", ".join(version_name(v) for v in offered_versions(self.openflow))
+                raise ControllerError(f"OpenFlow version mismatch: the switches offered OpenFlow {offered} "
+                                      f"(--openflow {self.openflow}) but the controller refused it "
+                                      f"({rt.version_mismatches[0].reason})",
+                                      "pass --openflow with a version the controller speaks "
+                                      "(--openflow auto offers 1.0 and 1.3)")
             for controller in self.controllers:
                 if not controller.alive():
                     raise ControllerError(f"controller {controller.spec.text} exited (code "
@@ -155,7 +213,8 @@ class Session:
             why = f" ({rt.protocol_errors[0]})" if rt.protocol_errors else ""
             raise ControllerError(f"{n_conn - done} of {n_conn} switches never completed the OpenFlow "
                                   f"handshake{why}",
-                                  f"check that the controller speaks OpenFlow 1.0; see {controller.log_path}",
+                                  f"check that the controller speaks the OpenFlow versions offered "
+                                  f"(--openflow {self.openflow}); see {controller.log_path}",
                                   details=controller.log_tail())
 
     def controller_named(self, name: str) -> ControllerProcess:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
+from os_ken.ofproto import ofproto_v1_3 as ofp13
+from os_ken.ofproto import ofproto_v1_3_parser as ofp13_parser
 
 
 class _StubDatapath:
@@ -24,3 +26,19 @@ class _StubDatapath:
 DATAPATH = _StubDatapath()
 
 __all__ = ["DATAPATH", "ofp", "ofp_parser"]
+
+
+class _StubDatapath13:
+    """The same stand-in for os-ken's OpenFlow 1.3 classes (the 1.3 switch builds its replies with them)."""
+
+    ofproto = ofp13
+    ofproto_parser = ofp13_parser
+    id = None
+
+    def set_xid(self, msg) -> int:
+        return msg.xid or 0
+
+
+DATAPATH13 = _StubDatapath13()
+
+__all__ += ["DATAPATH13", "ofp13", "ofp13_parser"]

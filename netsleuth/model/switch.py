@@ -1,10 +1,20 @@
-"""A sans-I/O OpenFlow 1.0 switch.
+"""A sans-I/O OpenFlow switch: 1.0 here, 1.3 through its second pipeline.
 
 The same switch serves a real controller over TCP, the model checker (which
 copies and hashes it), replay and lockstep, so it never touches a socket or
 a clock: it takes decoded messages, dataplane packets and the current time
 and returns what it would send (:class:`ToController`, :class:`Emit`).
 Messages are os-ken OpenFlow 1.0 objects, the vocabulary of the codec.
+
+Which version a switch speaks is decided on its first controller connection
+(the ``openflow`` option says what it offers: ``1.0``, ``1.3`` or ``auto``,
+both).  The switch keeps what does not depend on the version (ports and
+their counters, packet buffers, lineage tags, reboots); the 1.0 behaviour
+(one :class:`FlowTable` and the 1.0 handlers) lives in this class, and a
+1.3 switch hands messages and packets to its
+:class:`~netsleuth.model.switch13.OpenFlow13` part, whose pipeline is a
+:class:`~netsleuth.model.of13.pipeline.Pipeline13`.  :attr:`Switch.pipeline`
+is the forwarding state of whichever version runs.
 
 Every dataplane packet carries an opaque ``tag`` chosen by the caller (the
 World uses it for packet lineage, to see a packet revisit a port); the switch
@@ -20,8 +30,17 @@ from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_
 from netsleuth.model.addr import int_to_mac
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
 from netsleuth.model.match import Match
-from netsleuth.model.ofdp import DATAPATH, ofp, ofp_parser
+from netsleuth.model.of13.pipeline import Pipeline13
+from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
+from netsleuth.model.switch13 import OpenFlow13
+from netsleuth.model.switch_io import Emit, ToController
+
+OFP_VERSION_10 = 1
+OFP_VERSION_13 = 4
+# ``openflow`` switch option -> the OpenFlow wire versions the switch offers on its connections.
+OPENFLOW_OFFERS: dict[str, tuple[int, ...]] = {"1.0": (OFP_VERSION_10,), "1.3": (OFP_VERSION_13,),
+                                               "auto": (OFP_VERSION_10, OFP_VERSION_13)}
 
 NO_BUFFER = 0xFFFFFFFF
 DEFAULT_BUFFERS = 256
@@ -41,23 +60,6 @@ PORT_FEATURES = ofp.OFPPF_1GB_FD | ofp.OFPPF_COPPER
 def port_hw_addr(dpid: int, port_no: int) -> int:
     """A stable, locally administered MAC for a switch port."""
     return 0x020000000000 | ((dpid & 0xFFFFFF) << 16) | (port_no & 0xFFFF)
-
-
-@dataclass(frozen=True, slots=True)
-class ToController:
-    """A message for the controller on connection ``conn`` (None: every connection)."""
-
-    conn: int | None
-    msg: Any
-
-
-@dataclass(frozen=True, slots=True)
-class Emit:
-    """A packet leaving the switch on ``port``."""
-
-    port: int
-    packet: Packet
-    tag: Any = None
 
 
 @dataclass(slots=True)
@@ -115,11 +117,17 @@ DEFAULT_SW_VERSION = "unversioned"
 
 
 class Switch:
-    """One OpenFlow 1.0 datapath: ports, a flow table, packet buffers, config."""
+    """One OpenFlow datapath: ports, packet buffers, and the 1.0 table or the 1.3 pipeline."""
 
     def __init__(self, dpid: int, ports: Iterable[int], *, name: str = "",
-                 n_buffers: int = DEFAULT_BUFFERS, sw_version: str = DEFAULT_SW_VERSION) -> None:
+                 n_buffers: int = DEFAULT_BUFFERS, sw_version: str = DEFAULT_SW_VERSION,
+                 openflow: str = "auto") -> None:
+        if openflow not in OPENFLOW_OFFERS:
+            raise ValueError(f"openflow must be one of {', '.join(OPENFLOW_OFFERS)}, not {openflow!r}")
         self.dpid = dpid
+        self.openflow = openflow
+        self.negotiated: int | None = None   # wire version, once the first connection agreed on one
+        self.of13: OpenFlow13 | None = None
         self.sw_version = sw_version
         self.name = name or f"s{dpid}"
         self.ports: dict[int, Port] = {
@@ -136,9 +144,71 @@ class Switch:
         # (instead of a buffer id) continues the same packet's lineage.
         self._recent_in: dict[bytes, Any] = {}
 
+    # ----------------------------------------------------------- version
+    @property
+    def offered_versions(self) -> tuple[int, ...]:
+        """The OpenFlow wire versions this switch offers in its HELLO."""
+        return OPENFLOW_OFFERS[self.openflow]
+
+    @property
+    def version(self) -> int:
+        """The wire version the switch speaks: 4 (OpenFlow 1.3) or 1 (1.0, also before any negotiation)."""
+        return OFP_VERSION_13 if self.of13 is not None else OFP_VERSION_10
+
+    @property
+    def pipeline(self) -> FlowTable | Pipeline13:
+        """The forwarding state of the version that runs: the 1.0 FlowTable or the 1.3 Pipeline13.
+
+        What analyses of the data plane (header space, concrete traces) read;
+        on a 1.3 switch ``table`` stays an empty 1.0 table.
+        """
+        return self.of13.pipeline if self.of13 is not None else self.table
+
+    def use_version(self, version: int) -> bool:
+        """Run OpenFlow ``version`` (wire number), as negotiated on the first connection.
+
+        False when the switch already runs another version (a second
+        controller negotiated differently): that connection cannot be served.
+        """
+        if self.negotiated is not None:
+            return self.negotiated == version
+        if version not in (OFP_VERSION_10, OFP_VERSION_13):
+            return False
+        self.negotiated = version
+        if version == OFP_VERSION_13:
+            self.of13 = OpenFlow13(self)
+            self.of13.sync_ports()
+        return True
+
+    def next_expiry(self) -> float | None:
+        """When the next flow timeout falls due, whichever version runs."""
+        return self.of13.next_expiry() if self.of13 is not None else self.table.next_expiry()
+
+    # ----------------------------------------------------------- shared with the 1.3 part
+    def recent_tag(self, data: bytes) -> Any:
+        """The lineage tag of a recent packet-in with exactly these bytes (a PACKET_OUT resending it)."""
+        return self._recent_in.get(data)
+
+    def remember_packet_in(self, data: bytes, tag: Any) -> None:
+        self._recent_in[data] = tag
+        if len(self._recent_in) > 64:
+            del self._recent_in[next(iter(self._recent_in))]
+
+    def buffer(self, packet: Packet, in_port: int, tag: Any) -> int:
+        """Keep ``packet`` for a later PACKET_OUT or FLOW_MOD naming its buffer id."""
+        return self._buffer(packet, in_port, tag)
+
     # ----------------------------------------------------------- control plane
     def handle_message(self, conn: int, msg: Any, now: float) -> list[ToController | Emit]:
-        """Apply one message from the controller on connection ``conn``."""
+        """Apply one message from the controller on connection ``conn``.
+
+        A switch whose version was never negotiated (one rebuilt from a trace)
+        takes the version of the first message it is handed.
+        """
+        if self.of13 is None and self.negotiated is None and type(msg).__module__ == ofp13_parser.__name__:
+            self.use_version(OFP_VERSION_13)
+        if self.of13 is not None:
+            return self.of13.handle_message(conn, msg, now)
         handler = _HANDLERS.get(type(msg))
         if handler is None:
             return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE)]
@@ -394,6 +464,14 @@ class Switch:
             if port is not None:
                 port.counters.rx_dropped += 1
             return []
+        if self.of13 is not None:
+            # OpenFlow 1.3 has no spanning-tree exception: the controller runs STP (NO_RECV drops all).
+            if port.config & ofp.OFPPC_NO_RECV:
+                port.counters.rx_dropped += 1
+                return []
+            port.counters.rx_packets += 1
+            port.counters.rx_bytes += packet.wire_len()
+            return self.of13.process(packet, in_port, tag, now)
         if port.config & ofp.OFPPC_NO_RECV and not _is_stp(packet):
             port.counters.rx_dropped += 1
             return []
@@ -437,9 +515,7 @@ class Switch:
         if self.n_buffers and max_len < len(data):
             buffer_id = self._buffer(packet, in_port, tag)
             data = data[:max_len]
-        self._recent_in[data] = tag
-        if len(self._recent_in) > 64:
-            del self._recent_in[next(iter(self._recent_in))]
+        self.remember_packet_in(data, tag)
         # total_len is the length of the frame whose bytes ``data`` starts
         # (OF1.0: "full length of frame"); unbuffered, it equals len(data).
         msg = ofp_parser.OFPPacketIn(DATAPATH, buffer_id=buffer_id, total_len=frame_len,
@@ -462,6 +538,9 @@ class Switch:
         if port.link_up == up:
             return []
         port.link_up = up
+        if self.of13 is not None:
+            self.of13.sync_ports()
+            return self.of13.port_status(port, ofp.OFPPR_MODIFY)
         return [ToController(None, self._port_status(port, ofp.OFPPR_MODIFY))]
 
     def add_port(self, port_no: int, link_up: bool = True) -> list[ToController]:
@@ -469,22 +548,34 @@ class Switch:
         port = self.ports[port_no] = Port(port_no, port_hw_addr(self.dpid, port_no), f"{self.name}-eth{port_no}",
                                           link_up=link_up)
         self.ports = dict(sorted(self.ports.items()))
+        if self.of13 is not None:
+            self.of13.sync_ports()
+            return self.of13.port_status(port, ofp.OFPPR_ADD)
         return [ToController(None, self._port_status(port, ofp.OFPPR_ADD))]
 
     def remove_port(self, port_no: int) -> list[ToController]:
         """A port disappears (a host unplugged): PORT_STATUS DELETE."""
         port = self.ports.pop(port_no)
+        if self.of13 is not None:
+            self.of13.sync_ports()
+            return self.of13.port_status(port, ofp.OFPPR_DELETE)
         return [ToController(None, self._port_status(port, ofp.OFPPR_DELETE))]
 
     def rebooted(self) -> "Switch":
-        """The same datapath after a crash: same ports, empty table, empty buffers."""
-        fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers, sw_version=self.sw_version)
+        """The same datapath after a crash: same ports, empty table, empty buffers.
+
+        Its version is negotiated again when it reconnects (with the same offer).
+        """
+        fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers, sw_version=self.sw_version,
+                       openflow=self.openflow)
         for p in fresh.ports.values():
             p.link_up = self.ports[p.port_no].link_up
         return fresh
 
     def expire(self, now: float) -> list[ToController]:
         """Remove flows whose idle or hard timeout passed; FLOW_REMOVED where asked."""
+        if self.of13 is not None:
+            return self.of13.expire(now)
         out = []
         for entry, reason in self.table.expire(now):
             if entry.flags & ofp.OFPFF_SEND_FLOW_REM:

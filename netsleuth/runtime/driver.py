@@ -60,6 +60,7 @@ class Runtime:
         self._activity = 0
         self.closed = False
         self.protocol_errors: list[str] = []
+        self.version_mismatches: list[VersionMismatch] = []  # HELLO exchanges that found no common version
         self._background: set[asyncio.Task] = set()
 
     # ---------------------------------------------------------------- lifecycle
@@ -104,7 +105,7 @@ class Runtime:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
         conn = self.world.open_connection(dpid, controller)
-        proto = SwitchConnection()
+        proto = SwitchConnection(versions=self.world.offered_versions(dpid))
         link = _Link(conn, proto, reader, writer)
         self.links[conn] = link
         writer.write(proto.initiate())
@@ -170,12 +171,21 @@ class Runtime:
                         # malformed message or failed hello: answer with ERROR, as a switch does
                         reason = item.reason if isinstance(item, VersionMismatch) else str(item.error)
                         self.protocol_errors.append(reason)
+                        if isinstance(item, VersionMismatch):
+                            self.version_mismatches.append(item)
                         if item.reply:
                             link.writer.write(item.reply)
                         if link.proto.state is State.CLOSED:
                             link.writer.close()
                             raise ConnectionError(reason)
-                    elif not isinstance(item, Connected):
+                    elif isinstance(item, Connected):
+                        if not self.world.negotiated(link.conn, item.version):
+                            reason = (f"connection negotiated OpenFlow wire version {item.version} but the "
+                                      f"switch already speaks another version on its first connection")
+                            self.protocol_errors.append(reason)
+                            link.writer.close()
+                            raise ConnectionError(reason)
+                    else:
                         self.world.from_controller(link.conn, item)
                 self._wake.set()
         except (ConnectionError, OSError) as exc:

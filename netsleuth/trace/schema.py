@@ -62,6 +62,9 @@ class TraceHeader:
     tool_version: str
     command: str = ""
     extra: dict = field(default_factory=dict)
+    # switch name -> the OpenFlow version it negotiated ("1.0" or "1.3"); a switch not named
+    # (every switch of a trace written before netsleuth spoke 1.3) ran OpenFlow 1.0.
+    openflow: dict = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------- events
