@@ -112,12 +112,12 @@ def test_controller_that_cannot_start(tmp_path: Path) -> None:
 
 
 def test_controller_without_openflow_1_0(tmp_path: Path) -> None:
-    proc = cli("run", "--controller", "osken:os_ken.app.simple_switch_13", "--topo", "linear,2",
+    proc = cli("run", "--controller", "osken:os_ken.app.simple_switch_13", "--topo", "linear,2", "--openflow", "1.0",
                "--out", str(tmp_path), timeout=90)
     assert proc.returncode == 2
     line = _one_error_line(proc)
-    assert "never completed the OpenFlow handshake" in line
-    assert "version" in line
+    assert "OpenFlow version mismatch" in line and "offered OpenFlow 1.0" in line
+    assert "--openflow" in line.split(" -- fix: ")[1]
     d = json.loads((tmp_path / "result.json").read_text())
     assert d["completed"] is False and d["bootstrap"]["connected"] == 0
 

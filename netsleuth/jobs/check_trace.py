@@ -28,7 +28,7 @@ def check_trace(path: str | Path, checks: str | None = None, at: int | None = No
     return {
         "trace": str(path), "at_seq": rebuilt.last_seq, "events_applied": rebuilt.applied,
         "checks": [i.name for i in invariants],
-        "flow_entries": {name: len(s.table) for name, s in world.switches.items()},
+        "flow_entries": {name: s.flow_count for name, s in world.switches.items()},
         "violations": [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                         "switches": list(f.switches), "details": f.details} for f in findings],
     }

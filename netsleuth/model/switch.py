@@ -164,6 +164,11 @@ class Switch:
         """
         return self.of13.pipeline if self.of13 is not None else self.table
 
+    @property
+    def flow_count(self) -> int:
+        """Flow entries installed, over every table of whichever version runs."""
+        return len(self.of13.pipeline.tables) if self.of13 is not None else len(self.table)
+
     def use_version(self, version: int) -> bool:
         """Run OpenFlow ``version`` (wire number), as negotiated on the first connection.
 

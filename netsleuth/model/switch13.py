@@ -158,7 +158,6 @@ class OpenFlow13:
     def _on_set_config(self, conn: int, msg: Any, now: float) -> list:
         self.config_flags = msg.flags
         self.miss_send_len = msg.miss_send_len
-        self.pipeline.invalid_ttl_to_controller = bool(msg.flags & ofp.OFPC_INVALID_TTL_TO_CONTROLLER)
         return []
 
     def _on_barrier(self, conn: int, msg: Any, now: float) -> list:
@@ -286,6 +285,9 @@ class OpenFlow13:
             body = of13_stats.table_stats(p)
         elif kind is parser.OFPTableFeaturesStatsRequest:
             body = of13_stats.table_features(p)
+            for t in body:  # os-ken serializes the name only as bytes
+                if isinstance(t.name, str):
+                    t.name = t.name.encode()
         elif kind is parser.OFPPortStatsRequest:
             body = [self._port_stats(port, now) for port in self.switch.ports.values()
                     if msg.port_no in (ofp.OFPP_ANY, port.port_no)]

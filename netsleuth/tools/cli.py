@@ -18,7 +18,7 @@ def cmd_step(args: argparse.Namespace) -> int:
     from netsleuth.tools.step import run_step
 
     return run_step(args.trace, commands=args.commands, headless=args.headless, live_out=args.out,
-                    controller=args.controller, ordering=args.ordering)
+                    controller=args.controller, ordering=args.ordering, openflow=args.openflow)
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
@@ -181,6 +181,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "fresh controller is started and each step injects the trace's next input")
     st.add_argument("--commands", help="run the commands of this file (one per line) instead of a prompt")
     st.add_argument("--controller", action="append", help="override the trace's controller spec (live mode)")
+    st.add_argument("--openflow", choices=["auto", "1.0", "1.3"],
+                    help="live mode: OpenFlow versions the switches offer (default: what the trace's switches "
+                         "negotiated)")
     st.add_argument("--out", help="directory for the live run's trace and controller log (default: a new "
                                   "temporary directory)")
     st.add_argument("--ordering", help="DEFINED runs: the ordering function to step with (default: the run's)")

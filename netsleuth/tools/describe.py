@@ -54,10 +54,88 @@ def _match(m: dict) -> str:
     return ",".join(parts) or "*"
 
 
+_SPECIAL_PORTS_13 = {0xFFFFFFF8: "in_port", 0xFFFFFFF9: "table", 0xFFFFFFFA: "normal", 0xFFFFFFFB: "flood",
+                     0xFFFFFFFC: "all", 0xFFFFFFFD: "controller", 0xFFFFFFFE: "local", 0xFFFFFFFF: "any"}
+_INSTRUCTIONS_13 = {1: "goto_table", 2: "write_metadata", 3: "write_actions", 4: "apply_actions",
+                    5: "clear_actions", 6: "meter"}
+
+
+def _port13(p: Any) -> str:
+    return _SPECIAL_PORTS_13.get(p, str(p)) if isinstance(p, int) else str(p)
+
+
+def _oxm(m: Any) -> dict:
+    """{field: value or value/mask} of an OpenFlow 1.3 OFPMatch JSON."""
+    body = m.get("OFPMatch", m) if isinstance(m, dict) else {}
+    out = {}
+    for tlv in body.get("oxm_fields", []) if isinstance(body, dict) else []:
+        f = tlv.get("OXMTlv", {}) if isinstance(tlv, dict) else {}
+        if "field" in f:
+            out[str(f["field"])] = f"{f.get('value')}" + (f"/{f['mask']}" if f.get("mask") is not None else "")
+    return out
+
+
+def _actions13(acts: list) -> str:
+    out = []
+    for a in acts or []:
+        (name, body), = a.items() if isinstance(a, dict) and len(a) == 1 else (("?", {}),)
+        if name == "OFPActionOutput":
+            out.append(f"output:{_port13(body.get('port'))}")
+        elif name == "OFPActionSetField":
+            field = body.get("field", {})
+            tlv = field.get("OXMTlv", {}) if isinstance(field, dict) else {}
+            out.append(f"set_field:{tlv.get('field', '?')}={tlv.get('value', '?')}")
+        else:
+            short = name.replace("OFPAction", "").lower()
+            val = ",".join(f"{v}" for k, v in sorted(body.items()) if k not in ("type", "len"))
+            out.append(f"{short}:{val}" if val else short)
+    return ",".join(out)
+
+
+def _instructions13(insts: list) -> str:
+    out = []
+    for i in insts or []:
+        (name, body), = i.items() if isinstance(i, dict) and len(i) == 1 else (("?", {}),)
+        kind = _INSTRUCTIONS_13.get(body.get("type"), name)
+        if "actions" in body:
+            out.append(f"{kind}({_actions13(body['actions'])})")
+        elif "table_id" in body:
+            out.append(f"goto_table:{body['table_id']}")
+        elif "meter_id" in body:
+            out.append(f"meter:{body['meter_id']}")
+        else:
+            out.append(kind)
+    return ",".join(out) or "drop"
+
+
+def _of13_summary(typ: str, body: dict) -> str | None:
+    """The OpenFlow 1.3 form of the types whose fields differ from 1.0 (OXM matches, instructions)."""
+    if typ == "FLOW_MOD":
+        cmd = _FLOW_MOD_CMDS.get(body.get("command"), str(body.get("command")))
+        match = ",".join(f"{k}={v}" for k, v in _oxm(body.get("match", {})).items()) or "*"
+        return (f"FLOW_MOD {cmd} table={body.get('table_id')} priority={body.get('priority')} {match} -> "
+                f"{_instructions13(body.get('instructions', []))}")
+    if typ == "PACKET_OUT":
+        return (f"PACKET_OUT in_port={_port13(body.get('in_port'))} -> "
+                f"{_actions13(body.get('actions', [])) or 'drop'}")
+    if typ == "PACKET_IN":
+        reason = {0: "no_match", 1: "action", 2: "invalid_ttl"}.get(body.get("reason"), body.get("reason"))
+        return (f"PACKET_IN in_port={_oxm(body.get('match', {})).get('in_port')} reason={reason} "
+                f"table={body.get('table_id')} buffer={body.get('buffer_id')}")
+    if typ == "FLOW_REMOVED":
+        match = ",".join(f"{k}={v}" for k, v in _oxm(body.get("match", {})).items()) or "*"
+        return f"FLOW_REMOVED table={body.get('table_id')} {match}"
+    return None
+
+
 def of_summary(msg: dict) -> str:
     """``FLOW_MOD add in_port=2,dl_dst=... -> output:1``; other types by name plus their key field."""
     typ = msg.get("type", "?")
     body = next(iter(msg.get("body", {}).values()), {}) if isinstance(msg.get("body"), dict) else {}
+    if msg.get("version") == 4 and isinstance(body, dict):
+        text = _of13_summary(typ, body)
+        if text is not None:
+            return text
     if typ == "FLOW_MOD":
         cmd = _FLOW_MOD_CMDS.get(body.get("command"), str(body.get("command")))
         return f"FLOW_MOD {cmd} {_match(body.get('match', {}))} -> {_actions(body.get('actions', []))}"

@@ -25,6 +25,7 @@ from typing import Any, Callable, TypeVar
 
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
+from netsleuth.jobs.replay import trace_openflow
 from netsleuth.jobs.session import Session
 from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
@@ -43,7 +44,7 @@ class LiveStepper(StepperBase):
     unit = "inputs"
 
     def __init__(self, trace: ts.Trace, out: Path, controller: list[str] | None = None,
-                 *, drain_limit: int = 10_000) -> None:
+                 *, drain_limit: int = 10_000, openflow: str | None = None) -> None:
         self.trace = trace
         self.out = Path(out)
         self.filter = EventFilter()
@@ -60,7 +61,8 @@ class LiveStepper(StepperBase):
         h = trace.header
         self.session = Session("step", h.topology_spec, controller or h.controller.split(" + "), self.out,
                                seed=h.seed, record_packets=True, checks=list(registry.DEFAULT),
-                               topology=Topology.from_json(h.topology), header_extra={"step_of": h.command})
+                               topology=Topology.from_json(h.topology), header_extra={"step_of": h.command},
+                               openflow=openflow or trace_openflow(h))
         self._thread = threading.Thread(target=self._run, name="netsleuth-step-network", daemon=True)
         self._thread.start()
         self._ready.wait()

@@ -90,7 +90,7 @@ class StepConsole(cmd.Cmd):
     def _status(self) -> None:
         """The compact state after each step: entries per switch, host locations, what is buffered."""
         w = self.s.world
-        tables = ", ".join(f"{n} {len(sw.table)}" for n, sw in sorted(w.switches.items()))
+        tables = ", ".join(f"{n} {sw.flow_count}" for n, sw in sorted(w.switches.items()))
         moved = ", ".join(f"{h}@{s}:{p}" for h, (s, p) in sorted(w.host_at.items()))
         self._print(f"  at {self.s.pos}/{self.s.total} {self.s.unit} | flow entries: {tables} | hosts: {moved} | "
                     f"buffered: {len(self.s.pending())}")
@@ -256,7 +256,11 @@ class StepConsole(cmd.Cmd):
         t = Table(title=f"flow tables at {self.s.pos}", show_lines=False)
         for col in ("switch", "priority", "match", "actions", "packets", "timeouts"):
             t.add_column(col, overflow="fold")
-        for name in self._switches(names):
+        names = self._switches(names)
+        if any(w.switches[n].of13 is not None for n in names):
+            self._tables13(names)
+            return
+        for name in names:
             entries = w.switches[name].table.entries()
             if not w.switch_up[name]:
                 t.add_row(name, "", "(switch down)", "", "", "")
@@ -267,6 +271,40 @@ class StepConsole(cmd.Cmd):
                 t.add_row(name, str(e.priority), str(e.match) or "*", acts, str(e.packet_count),
                           f"idle={e.idle_timeout} hard={e.hard_timeout}")
         self.out.print(t)
+
+    def _tables13(self, names: list[str]) -> None:
+        """OpenFlow 1.3 switches: the pipeline table by table, then its groups and meters."""
+        w = self.s.world
+        t = Table(title=f"flow tables at {self.s.pos}", show_lines=False)
+        for col in ("switch", "table", "priority", "match", "instructions", "packets", "timeouts"):
+            t.add_column(col, overflow="fold")
+        extra: list[str] = []
+        for name in names:
+            sw = w.switches[name]
+            if not w.switch_up[name]:
+                t.add_row(name, "", "", "(switch down)", "", "", "")
+                continue
+            if sw.of13 is None:
+                for e in sw.table.entries():
+                    t.add_row(name, "0", str(e.priority), str(e.match) or "*",
+                              ",".join(str(a) for a in e.actions) or "drop", str(e.packet_count),
+                              f"idle={e.idle_timeout} hard={e.hard_timeout}")
+                continue
+            pipeline = sw.of13.pipeline
+            entries = pipeline.tables.entries()
+            if not entries:
+                t.add_row(name, "", "", "(empty)", "", "", "")
+            for e in entries:
+                t.add_row(name, str(e.table_id), str(e.priority), str(e.match) or "*", e.instructions.render(),
+                          str(e.packet_count), f"idle={e.idle_timeout} hard={e.hard_timeout}")
+            for gid, g in sorted(pipeline.groups.groups.items()):
+                extra.append(f"{name} group {gid} type={g.type} " + " ".join(b.render() for b in g.buckets))
+            for mid, m in sorted(pipeline.meters.meters.items()):
+                bands = ", ".join(f"type={b.type} rate={b.rate} burst={b.burst_size}" for b in m.bands)
+                extra.append(f"{name} meter {mid} flags={m.flags} bands: {bands}")
+        self.out.print(t)
+        for line in extra:
+            self._print(line)
 
     def _ports(self, names: list[str]) -> None:
         w = self.s.world
@@ -317,7 +355,7 @@ def _int(text: str, usage: str) -> int:
 
 
 def open_console(trace_path: str | Path, out: Console, *, headless: bool = True, live_out: str | Path | None = None,
-                 controller: list[str] | None = None) -> StepConsole:
+                 controller: list[str] | None = None, openflow: str | None = None) -> StepConsole:
     """The console for a trace: one engine per kind of trace and mode.
 
     A netsleuth trace steps headlessly (tools/stepper.py) or against a live
@@ -329,7 +367,7 @@ def open_console(trace_path: str | Path, out: Console, *, headless: bool = True,
     from netsleuth.tools.live_stepper import LiveStepper
 
     target = Path(live_out) if live_out else Path(tempfile.mkdtemp(prefix="netsleuth-step-"))
-    return StepConsole(LiveStepper(trace, target, controller), out)
+    return StepConsole(LiveStepper(trace, target, controller, openflow=openflow), out)
 
 
 def _prompt_lines() -> Iterator[str]:
@@ -346,6 +384,7 @@ def _prompt_lines() -> Iterator[str]:
 
 def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out: Console | None = None,
              headless: bool = True, live_out: str | Path | None = None, controller: list[str] | None = None,
+             openflow: str | None = None,
              ordering: str | None = None) -> int:
     """``netsleuth step``: interactive, or the commands of a file with output to ``out``."""
     lines = None
@@ -361,7 +400,8 @@ def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out:
         return run_console(trace_path, lines if lines is not None else _prompt_lines(), sys.stdout, ordering)
     # Not a terminal (a file, a pipe, a test): wide enough that flow matches are not cut.
     out = out or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller)
+    console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller,
+                           openflow=openflow)
     try:
         if not headless:
             out.print(f"controller started; the live run is recorded in {console.s.out}", markup=False,

@@ -1,0 +1,142 @@
+"""OpenFlow 1.3 end to end: real os-ken 1.4.1 apps against the 1.3 switch.
+
+The controllers are the unmodified apps shipped with os-ken (from
+.venv-controller); the switches negotiate the version with them over real
+TCP, and the trace, pcap and tools are checked on what was recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.run import RunOptions, run
+from netsleuth.policies.fuzz import Rates
+from netsleuth.trace.io import read_trace
+
+pytestmark = pytest.mark.real
+
+SS13 = "osken:os_ken.app.simple_switch_13"
+SS10 = "osken:os_ken.app.simple_switch"
+STP13 = "osken:os_ken.app.simple_switch_stp_13"
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def ss13_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ss13")
+    proc = cli("run", "--controller", SS13, "--topo", "linear,3", "--pingall", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def test_simple_switch_13_pingall_clean(ss13_run: Path) -> None:
+    d = json.loads((ss13_run / "result.json").read_text())
+    assert d["pingall"]["ok"] == 6 and d["pingall"]["failed"] == 0
+    assert d["violations"] == []
+    assert [c["logged_errors"] for c in d["controllers"]] == [[]]
+    trace = read_trace(ss13_run / "trace.jsonl")
+    assert trace.header.openflow == {"s1": "1.3", "s2": "1.3", "s3": "1.3"}
+    msgs = [e for e in trace.events if e.kind in ("of_to_switch", "of_to_controller")]
+    assert {e.msg["version"] for e in msgs} == {4}
+    types = {e.msg["type"] for e in msgs}
+    assert {"FEATURES_REPLY", "MULTIPART_REQUEST", "MULTIPART_REPLY", "FLOW_MOD", "PACKET_IN", "PACKET_OUT"} <= types
+    # the table-miss entry's packet-ins: reason NO_MATCH with the OXM in_port the app reads
+    pin = next(e.msg["body"]["OFPPacketIn"] for e in msgs if e.msg["type"] == "PACKET_IN")
+    assert pin["reason"] == 0
+    assert "in_port" in json.dumps(pin["match"])
+
+
+def test_tools_on_a_13_trace(ss13_run: Path, tmp_path: Path) -> None:
+    trace = ss13_run / "trace.jsonl"
+    pcap = tmp_path / "run.pcap"
+    proc = cli("pcap", str(trace), "--out", str(pcap))
+    assert proc.returncode == 0, proc.stderr
+    if shutil.which("tshark"):
+        shown = subprocess.run(["tshark", "-r", str(pcap), "-Y", "openflow_v4"], capture_output=True, text=True,
+                               timeout=60).stdout
+        assert "OFPT_FLOW_MOD" in shown and "OFPT_PACKET_IN" in shown
+    assert cli("diff", str(trace), str(trace)).returncode == 0
+    html = tmp_path / "viz.html"
+    proc = cli("viz", str(trace), "--html", str(html))
+    assert proc.returncode == 0 and html.stat().st_size > 0, proc.stderr
+    proc = cli("races", str(trace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("invariants", str(trace), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_openflow_10_against_a_13_only_app_is_a_usage_error(tmp_path: Path) -> None:
+    proc = cli("run", "--controller", SS13, "--topo", "linear,2", "--openflow", "1.0", "--out", str(tmp_path),
+               timeout=90)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, proc.stderr
+    assert "OpenFlow version mismatch" in lines[0] and "1.0" in lines[0]
+    assert "--openflow" in lines[0].split(" -- fix: ")[1]
+
+
+def test_simple_switch_10_negotiates_10_under_auto(tmp_path: Path) -> None:
+    result = run(RunOptions(controller=SS10, topo="linear,3", out=tmp_path, pingall=True))
+    assert result.data["pingall"]["ok"] == 6 and result.exit_code == 0
+    assert read_trace(tmp_path / "trace.jsonl").header.openflow == {"s1": "1.0", "s2": "1.0", "s3": "1.0"}
+
+
+def test_simple_switch_13_on_a_ring_floods_in_a_loop(tmp_path: Path) -> None:
+    proc = cli("run", "--controller", SS13, "--topo", "ring,4", "--pingall", "--ping-timeout", "0.5",
+               "--out", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    d = json.loads((tmp_path / "result.json").read_text())
+    loops = [v for v in d["violations"] if v["invariant"] == "dataplane-loops"]
+    assert loops
+    assert all(v["details"]["path"][-1] in v["details"]["path"][:-1] for v in loops)
+
+
+@pytest.mark.slow
+def test_stp_13_on_a_ring_is_loop_free_after_warmup(tmp_path: Path) -> None:
+    # os-ken's stplib: 15 s forward delay, listen then learn, so ports forward after ~30 s.
+    result = run(RunOptions(controller=STP13, topo="ring,4", out=tmp_path, pingall=True, ping_timeout=1.0,
+                            warmup=40.0))
+    d = result.data
+    assert d["warmup"] == 40.0
+    assert d["violations"] == [], d["violations"]
+    assert d["pingall"]["ok"] == 12
+    trace = read_trace(tmp_path / "trace.jsonl")
+    assert trace.header.extra["warmup"] == 40.0
+    # STP blocked a port with PORT_MOD (NO_FWD) and BPDUs went out as packet-outs and came back as packet-ins
+    port_mods = [e for e in trace.events if e.kind == "of_to_switch" and e.msg["type"] == "PORT_MOD"]
+    assert any(e.msg["body"]["OFPPortMod"]["config"] & 0x20 for e in port_mods)
+    bpdu_ins = [e for e in trace.events if e.kind == "of_to_controller" and e.msg["type"] == "PACKET_IN"
+                and "0180c2000000" in json.dumps(e.msg).replace(":", "")]
+    assert bpdu_ins
+
+
+@pytest.mark.slow
+def test_fuzz_finds_the_migration_blackhole_and_minimize_reduces_it(tmp_path: Path) -> None:
+    found = []
+    for seed in (1, 2, 3):
+        out = tmp_path / f"seed{seed}"
+        result = fuzz(FuzzOptions(SS13, "linear,3", out, steps=400, seed=seed,
+                                  rates=Rates().with_overrides(["host_migration=0.03", "traffic=0.3"]),
+                                  checks="delivery,dataplane-loops"))
+        persistent = [v for v in result.violations if v["persistent"] and v["invariant"] == "delivery"]
+        if persistent:
+            moved = {e.host for e in read_trace(out / "trace.jsonl").events if e.kind == "host_migration"}
+            assert set(persistent[0]["hosts"]) & moved, "the lost traffic involves a host that moved"
+            found.append(out)
+    assert len(found) >= 2, f"migration blackhole found for {len(found)} of 3 seeds"
+    mcs = tmp_path / "mcs"
+    proc = cli("minimize", str(found[0] / "trace.jsonl"), "--out", str(mcs), "--jobs", "1", timeout=1500)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    d = json.loads((mcs / "result.json").read_text())
+    assert d["inputs_after"] <= 4, d["inputs_after"]
