@@ -94,6 +94,7 @@ from netsleuth.races.events import (
     MESSAGE_SEND, OTHER, PACKET_HANDLE, PACKET_SEND, READ, SKIP_MSG_TYPES, WRITE, Event, FlowOp,
 )
 from netsleuth.races.poxmatch import OFPFC_ADD, FlowMod, PoxMatch
+from netsleuth.races.of13_as_10 import as_openflow10
 from netsleuth.trace import schema as ts
 
 NO_BUFFER = 0xFFFFFFFF
@@ -662,7 +663,10 @@ def events_from_trace(trace: str | Path | ts.Trace) -> TraceEvents:
 
     if not isinstance(trace, ts.Trace):
         trace = read_trace(trace_file(trace))
+    trace, left_out = as_openflow10(trace)  # the analysis reasons about 1.0 flow mods (of13_as_10.py)
     b = _Builder(trace.header)
+    if left_out:
+        b.stats["of13_messages_left_out"] = left_out
     for e, world in replay_states(trace.header, trace.events):
         b.seq = e.seq
         if isinstance(e, ts.PacketArrival):
