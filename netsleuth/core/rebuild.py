@@ -28,6 +28,12 @@ class Rebuilt:
     last_seq: int       # seq of the last event applied
 
 
+def trace_openflow(header: ts.TraceHeader) -> str:
+    """The ``--openflow`` value that offers what the recorded switches spoke (auto when they differed)."""
+    versions = set(header.openflow.values()) if header.openflow else {"1.0"}
+    return versions.pop() if len(versions) == 1 else "auto"
+
+
 def new_world(header: ts.TraceHeader) -> World:
     """A fresh World on the trace's topology, on a virtual clock, keeping no trace of its own."""
     world = World(Topology.from_json(header.topology), VirtualClock(), record_packets=False)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.core.rebuild import trace_openflow
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
 from netsleuth.jobs.session import Progress, Session, Silent
@@ -79,12 +80,6 @@ class ReplayOptions:
     persist: int | None = None
     record_packets: bool = True
     openflow: str | None = None   # None: what the trace's switches negotiated
-
-
-def trace_openflow(header: ts.TraceHeader) -> str:
-    """The ``--openflow`` value that offers what the recorded switches spoke (auto when they differed)."""
-    versions = set(header.openflow.values()) if header.openflow else {"1.0"}
-    return versions.pop() if len(versions) == 1 else "auto"
 
 
 @dataclass

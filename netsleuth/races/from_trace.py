@@ -93,8 +93,8 @@ from netsleuth.races.events import (
     CONTROLLER_HANDLE, CONTROLLER_SEND, EXPIRY, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE,
     MESSAGE_SEND, OTHER, PACKET_HANDLE, PACKET_SEND, READ, SKIP_MSG_TYPES, WRITE, Event, FlowOp,
 )
-from netsleuth.races.poxmatch import OFPFC_ADD, FlowMod, PoxMatch
 from netsleuth.races.of13_as_10 import as_openflow10
+from netsleuth.races.poxmatch import OFPFC_ADD, FlowMod, PoxMatch
 from netsleuth.trace import schema as ts
 
 NO_BUFFER = 0xFFFFFFFF

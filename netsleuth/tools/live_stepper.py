@@ -23,9 +23,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from netsleuth.core.rebuild import trace_openflow
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.jobs.replay import trace_openflow
 from netsleuth.jobs.session import Session
 from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
