@@ -24,8 +24,9 @@ explicitly (BPDUs still reach the controller from a blocked port).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from netsleuth.model.addr import int_to_mac
 from netsleuth.model.of13 import messages as of13_messages
@@ -40,11 +41,13 @@ from netsleuth.model.ofdp import DATAPATH13 as DP
 from netsleuth.model.ofdp import ofp13 as ofp
 from netsleuth.model.ofdp import ofp13_parser as parser
 from netsleuth.model.packet import Packet
-
 from netsleuth.model.switch_io import Emit, ToController
 
 if TYPE_CHECKING:
     from netsleuth.model.switch import Port, Switch
+
+Out = ToController | Emit
+"""What handling a message or a packet produces."""
 
 NO_BUFFER = ofp.OFP_NO_BUFFER
 CAPABILITIES = (ofp.OFPC_FLOW_STATS | ofp.OFPC_TABLE_STATS | ofp.OFPC_PORT_STATS | ofp.OFPC_GROUP_STATS
@@ -80,7 +83,7 @@ class ConnState:
         return bool(mask >> bit & 1)
 
 
-def port13(port: "Port") -> Any:
+def port13(port: Port) -> Any:
     """A port as OpenFlow 1.3 describes it (PORT_DESC, PORT_STATUS)."""
     state = ofp.OFPPS_LIVE if port.link_up else ofp.OFPPS_LINK_DOWN
     return parser.OFPPort(port.port_no, int_to_mac(port.hw_addr), port.name.encode()[:15], port.config, state,
@@ -92,7 +95,7 @@ class OpenFlow13:
 
     version = 4
 
-    def __init__(self, switch: "Switch", n_tables: int = OVS_TABLES) -> None:
+    def __init__(self, switch: Switch, n_tables: int = OVS_TABLES) -> None:
         self.switch = switch
         self.pipeline = Pipeline13(n_tables, seed=switch.dpid)
         self.conns: dict[int, ConnState] = {}
@@ -111,7 +114,7 @@ class OpenFlow13:
         reply.xid = request.xid
         return ToController(conn, reply)
 
-    def _async(self, msg: Any, masks: Callable[[ConnState], tuple[int, int]], bit: int) -> list:
+    def _async(self, msg: Any, masks: Callable[[ConnState], tuple[int, int]], bit: int) -> list[Out]:
         """``msg`` for every connection whose asynchronous mask of that kind has ``bit`` set."""
         msg.xid = 0  # asynchronous: no request to answer
         return [ToController(c, msg) for c, st in sorted(self.conns.items()) if st.wants(masks(st), bit)]
@@ -125,7 +128,7 @@ class OpenFlow13:
         self.conns.pop(conn, None)
 
     # ------------------------------------------------------------------ control plane
-    def handle_message(self, conn: int, msg: Any, now: float) -> list:
+    def handle_message(self, conn: int, msg: Any, now: float) -> list[Out]:
         st = self.conns.get(conn)
         if st is None:
             st = self.conns[conn] = ConnState()
@@ -139,40 +142,40 @@ class OpenFlow13:
         except OFError as err:
             return [self._error(conn, msg, err.err_type, err.err_code)]
 
-    def _ignore(self, conn: int, msg: Any, now: float) -> list:
+    def _ignore(self, conn: int, msg: Any, now: float) -> list[Out]:
         return []  # HELLO, ECHO_REPLY, and ERROR (answering an error with an error could bounce forever)
 
-    def _on_echo(self, conn: int, msg: Any, now: float) -> list:
+    def _on_echo(self, conn: int, msg: Any, now: float) -> list[Out]:
         return [self._reply(conn, msg, parser.OFPEchoReply(DP, data=msg.data))]
 
-    def _on_features(self, conn: int, msg: Any, now: float) -> list:
+    def _on_features(self, conn: int, msg: Any, now: float) -> list[Out]:
         # OpenFlow 1.3 lists no ports here: the controller asks for PORT_DESC.
         reply = parser.OFPSwitchFeatures(DP, self.switch.dpid, self.switch.n_buffers,
                                          self.pipeline.tables.n_tables, 0, CAPABILITIES)
         reply.reserved = 0
         return [self._reply(conn, msg, reply)]
 
-    def _on_get_config(self, conn: int, msg: Any, now: float) -> list:
+    def _on_get_config(self, conn: int, msg: Any, now: float) -> list[Out]:
         return [self._reply(conn, msg, parser.OFPGetConfigReply(DP, self.config_flags, self.miss_send_len))]
 
-    def _on_set_config(self, conn: int, msg: Any, now: float) -> list:
+    def _on_set_config(self, conn: int, msg: Any, now: float) -> list[Out]:
         self.config_flags = msg.flags
         self.miss_send_len = msg.miss_send_len
         return []
 
-    def _on_barrier(self, conn: int, msg: Any, now: float) -> list:
+    def _on_barrier(self, conn: int, msg: Any, now: float) -> list[Out]:
         # Messages are applied one at a time, in order: everything before the barrier is done.
         return [self._reply(conn, msg, parser.OFPBarrierReply(DP))]
 
-    def _on_experimenter(self, conn: int, msg: Any, now: float) -> list:
+    def _on_experimenter(self, conn: int, msg: Any, now: float) -> list[Out]:
         return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_EXPERIMENTER)]
 
-    def _on_queue_config(self, conn: int, msg: Any, now: float) -> list:
+    def _on_queue_config(self, conn: int, msg: Any, now: float) -> list[Out]:
         if msg.port not in self.switch.ports and msg.port != ofp.OFPP_ANY:
             return [self._error(conn, msg, ofp.OFPET_QUEUE_OP_FAILED, ofp.OFPQOFC_BAD_PORT)]
         return [self._reply(conn, msg, parser.OFPQueueGetConfigReply(DP, [], msg.port))]
 
-    def _on_role(self, conn: int, msg: Any, now: float) -> list:
+    def _on_role(self, conn: int, msg: Any, now: float) -> list[Out]:
         st = self.conns[conn]
         role = msg.role
         if role in (ofp.OFPCR_ROLE_MASTER, ofp.OFPCR_ROLE_SLAVE):
@@ -193,20 +196,20 @@ class OpenFlow13:
         gen = self.generation_id if self.generation_id is not None else 0
         return [self._reply(conn, msg, parser.OFPRoleReply(DP, st.role, gen))]
 
-    def _on_get_async(self, conn: int, msg: Any, now: float) -> list:
+    def _on_get_async(self, conn: int, msg: Any, now: float) -> list[Out]:
         st = self.conns[conn]
         reply = parser.OFPGetAsyncReply(DP, list(st.packet_in_mask), list(st.port_status_mask),
                                         list(st.flow_removed_mask))
         return [self._reply(conn, msg, reply)]
 
-    def _on_set_async(self, conn: int, msg: Any, now: float) -> list:
+    def _on_set_async(self, conn: int, msg: Any, now: float) -> list[Out]:
         st = self.conns[conn]
         st.packet_in_mask = (msg.packet_in_mask[0], msg.packet_in_mask[1])
         st.port_status_mask = (msg.port_status_mask[0], msg.port_status_mask[1])
         st.flow_removed_mask = (msg.flow_removed_mask[0], msg.flow_removed_mask[1])
         return []
 
-    def _on_port_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_port_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
         port = self.switch.ports.get(msg.port_no)
         if port is None:
             return [self._error(conn, msg, ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_PORT)]
@@ -219,13 +222,13 @@ class OpenFlow13:
             return self.port_status(port, ofp.OFPPR_MODIFY)
         return []
 
-    def _on_table_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_table_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
         # Table configuration is deprecated in 1.3 (the miss behaviour is a flow entry); only the id is checked.
         if msg.table_id != ofp.OFPTT_ALL and msg.table_id >= self.pipeline.tables.n_tables:
             return [self._error(conn, msg, ofp.OFPET_TABLE_MOD_FAILED, ofp.OFPTMFC_BAD_TABLE)]
         return []
 
-    def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
         removed = of13_messages.apply_flow_mod(self.pipeline, msg, now)
         out = self.flows_removed(removed, now)
         if msg.command in (ofp.OFPFC_ADD, ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT) and msg.buffer_id != NO_BUFFER:
@@ -236,13 +239,13 @@ class OpenFlow13:
                 out.extend(self.process(buffered.packet, buffered.in_port, buffered.tag, now))
         return out
 
-    def _on_group_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_group_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
         return self.flows_removed(of13_messages.apply_group_mod(self.pipeline, msg, now), now)
 
-    def _on_meter_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_meter_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
         return self.flows_removed(of13_messages.apply_meter_mod(self.pipeline, msg, now), now)
 
-    def _on_packet_out(self, conn: int, msg: Any, now: float) -> list:
+    def _on_packet_out(self, conn: int, msg: Any, now: float) -> list[Out]:
         actions = [action_from_ofp(a) for a in msg.actions]
         sw = self.switch
         if msg.buffer_id != NO_BUFFER:
@@ -264,7 +267,7 @@ class OpenFlow13:
         return self._outputs(result, frame, packet, msg.in_port, tag)
 
     # ------------------------------------------------------------------ multipart
-    def _on_multipart(self, conn: int, msg: Any, now: float) -> list:
+    def _on_multipart(self, conn: int, msg: Any, now: float) -> list[Out]:
         p = self.pipeline
         kind = type(msg)
         body: Any
@@ -321,18 +324,18 @@ class OpenFlow13:
                                                   ofp.OFPMPF_REPLY_MORE if i < len(chunks) - 1 else 0))
                 for i, chunk in enumerate(chunks)]
 
-    def _port_stats(self, port: "Port", now: float) -> Any:
+    def _port_stats(self, port: Port, now: float) -> Any:
         c = port.counters
         sec = int(max(0.0, now))
         return parser.OFPPortStats(port.port_no, c.rx_packets, c.tx_packets, c.rx_bytes, c.tx_bytes, c.rx_dropped,
                                    c.tx_dropped, 0, 0, 0, 0, 0, 0, sec, 0)
 
     # ------------------------------------------------------------------ asynchronous messages
-    def port_status(self, port: "Port", reason: int) -> list:
+    def port_status(self, port: Port, reason: int) -> list[Out]:
         return self._async(parser.OFPPortStatus(DP, reason, port13(port)), lambda st: st.port_status_mask, reason)
 
-    def flows_removed(self, removed: list[RemovedFlow], now: float) -> list:
-        out: list = []
+    def flows_removed(self, removed: list[RemovedFlow], now: float) -> list[Out]:
+        out: list[Out] = []
         for r in removed:
             if r.entry.flags & ofp.OFPFF_SEND_FLOW_REM:
                 out.extend(self._async(self._flow_removed(r.entry, r.reason, now),
@@ -345,22 +348,22 @@ class OpenFlow13:
         return parser.OFPFlowRemoved(DP, e.cookie, e.priority, reason, e.table_id, sec, int((age - sec) * 1e9),
                                      e.idle_timeout, e.hard_timeout, e.packet_count, e.byte_count, e.match.to_ofp())
 
-    def expire(self, now: float) -> list:
+    def expire(self, now: float) -> list[Out]:
         return self.flows_removed(self.pipeline.expire(now), now)
 
     def next_expiry(self) -> float | None:
         return self.pipeline.tables.next_expiry()
 
     # ------------------------------------------------------------------ data plane
-    def process(self, packet: Packet, in_port: int, tag: Any, now: float) -> list:
+    def process(self, packet: Packet, in_port: int, tag: Any, now: float) -> list[Out]:
         """A packet that arrived on ``in_port`` (counted by the switch) through the pipeline."""
         self.sync_ports()
         frame = Frame.from_packet(packet)
         return self._outputs(self.pipeline.process(frame, in_port, now), frame, packet, in_port, tag)
 
-    def _outputs(self, result: Result, frame: Frame, packet: Packet | None, in_port: int, tag: Any) -> list:
+    def _outputs(self, result: Result, frame: Frame, packet: Packet | None, in_port: int, tag: Any) -> list[Out]:
         sw = self.switch
-        out: list = []
+        out: list[Out] = []
         for e in result.outputs:
             if e.port == ofp.OFPP_CONTROLLER:
                 out.extend(self._packet_in(e.frame, in_port, tag, e))
@@ -374,7 +377,7 @@ class OpenFlow13:
             out.append(Emit(e.port, pkt, tag))
         return out
 
-    def _packet_in(self, frame: Frame, in_port: int, tag: Any, e: Any) -> list:
+    def _packet_in(self, frame: Frame, in_port: int, tag: Any, e: Any) -> list[Out]:
         sw = self.switch
         port = sw.ports.get(in_port)
         if e.reason == ofp.OFPR_NO_MATCH and port is not None and port.config & ofp.OFPPC_NO_PACKET_IN:
@@ -422,7 +425,7 @@ _REPLY_OF: dict[type, type] = {
     parser.OFPMeterFeaturesStatsRequest: parser.OFPMeterFeaturesStatsReply,
 }
 
-_HANDLERS: dict[type, Callable[[OpenFlow13, int, Any, float], list]] = {
+_HANDLERS: dict[type, Callable[[OpenFlow13, int, Any, float], list[Out]]] = {
     parser.OFPHello: OpenFlow13._ignore,
     parser.OFPEchoRequest: OpenFlow13._on_echo,
     parser.OFPEchoReply: OpenFlow13._ignore,
