@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
+from netsleuth.jobs.options import at_least, fraction, out_dir
+
 
 def _interactive_lines() -> Iterator[str]:
     while True:
@@ -82,17 +84,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | ring,N")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
                                           "ospf: cold (default) | warm")
-    r.add_argument("--runs", type=int, default=50)
+    r.add_argument("--runs", type=at_least(1), default=50)
     r.add_argument("--mode", choices=["plain", "rb"], default="rb",
                    help="plain: arrival order (no DEFINED); rb: DEFINED-RB (default)")
     r.add_argument("--ordering", default="defined", help="rb ordering: defined | hops | origin | reverse | random:SEED")
     r.add_argument("--seed", type=int, default=0, help="run i draws link delays with seed SEED+i")
     r.add_argument("--scenario-seed", type=int, default=0, help="ospf: seed of the link-failure workload")
-    r.add_argument("--jitter", type=float, default=0.9, help="link delay = mean * U(1-J, 1+J) (default 0.9)")
+    r.add_argument("--jitter", type=fraction, default=0.9, help="link delay = mean * U(1-J, 1+J) (default 0.9)")
     r.add_argument("--processes", action="store_true",
                    help="run every node as an OS process over loopback TCP (real time: horizon x 0.25 s per run)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
-    r.add_argument("--out", help="directory for trace.jsonl (run 0's external events) and result.json")
+    r.add_argument("--out", type=out_dir(), help="directory for trace.jsonl (run 0's external events) and result.json")
     r.set_defaults(func=cmd_run)
 
     s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")

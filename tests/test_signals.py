@@ -1,0 +1,137 @@
+"""Stopping netsleuth: SIGTERM, SIGHUP and SIGKILL of a real `netsleuth fuzz` against the real simple_switch.
+
+CI systems stop jobs with SIGTERM, a closed terminal sends SIGHUP, and an
+out-of-memory killer or a timeout sends SIGKILL.  Each test starts the real
+command line as a subprocess, lets it fuzz for a few seconds, signals it,
+and then checks what a user is left with: the trace (every event up to the
+signal for SIGTERM/SIGHUP, at most about a second lost for SIGKILL, readable
+by `netsleuth invariants`), result.json (for the catchable signals:
+``completed: false`` and the signal's name), the exit code, and that no
+controller process survives -- looked up in the process table by the port
+the trace says the controller listened on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from netsleuth.cli import main
+from netsleuth.trace.io import read_trace
+
+NETSLEUTH = [sys.executable, "-m", "netsleuth.cli"]
+SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
+
+
+def start_fuzz(out: Path) -> tuple[subprocess.Popen, float]:
+    """A long fuzz run with steady traffic; returns it and the moment its trace (and clock) started."""
+    proc = subprocess.Popen([*NETSLEUTH, "fuzz", "--controller", SIMPLE_SWITCH, "--topo", "linear,3",
+                             "--steps", "100000", "--seed", "1", "--rate", "traffic=0.6", "--rate",
+                             "host_migration=0", "--keep-going", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "trace.jsonl").exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "netsleuth fuzz never opened its trace"
+        time.sleep(0.005)
+    return proc, time.monotonic()
+
+
+def controller_ports(trace: Path) -> set[str]:
+    """The ports the run's controllers listened on, from the trace's controller events."""
+    text = trace.read_text()
+    return set(re.findall(r'"detail":"[^"]* on 127\.0\.0\.1:(\d+)"', text))
+
+
+def survivors(out: Path, ports: set[str], grace: float = 5.0) -> list[str]:
+    """Processes still running whose command line names the run's controller port or out dir."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = []
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if str(out) in cmd or any(re.search(rf"\b{port}\b", cmd) for port in ports):
+                found.append(f"{p.info['pid']}: {cmd}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_stop_signal_writes_partial_results_and_stops_the_controller(sig: signal.Signals, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc, t0 = start_fuzz(out)
+    time.sleep(5)
+    proc.send_signal(sig)
+    stderr = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 128 + sig, stderr
+    assert f"stopped by {sig.name}" in stderr
+
+    result = json.loads((out / "result.json").read_text())
+    assert result["completed"] is False and result["stopped_by"] == sig.name
+    assert result["steps"] > 5
+    trace = read_trace(out / "trace.jsonl")
+    # every event up to the signal is on disk: as many as the run counted, the last one close to the end
+    assert len(trace.events) == result["stats"]["trace_events"]
+    assert trace.events[-1].t > 4.0
+    ports = controller_ports(out / "trace.jsonl")
+    assert ports
+    assert main(["invariants", str(out / "trace.jsonl")]) in (0, 1)
+    assert survivors(out, ports) == []
+
+
+def test_sigkill_loses_at_most_a_second_and_leaves_no_controller(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc, t0 = start_fuzz(out)
+    time.sleep(6)
+    elapsed = time.monotonic() - t0
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "result.json").exists()  # nothing ran after the kill...
+    trace = read_trace(out / "trace.jsonl")    # ...yet the trace is whole, line by line
+    last_t = trace.events[-1].t
+    assert elapsed - 1.3 <= last_t <= elapsed, (elapsed, last_t)
+    assert main(["invariants", str(out / "trace.jsonl")]) in (0, 1)
+    ports = controller_ports(out / "trace.jsonl")
+    assert ports
+    assert survivors(out, ports) == []
+
+
+def test_controller_children_die_with_a_killed_netsleuth(tmp_path: Path) -> None:
+    """A cmd: controller that starts a child of its own: both go when netsleuth is SIGKILLed."""
+    marker = f"netsleuth-child-{os.getpid()}"
+    script = tmp_path / "ctl.sh"
+    # the child sleeps under a name the test can find; the controller itself is os-ken
+    script.write_text(f"#!/bin/sh\n{sys.executable} -c 'import time; time.sleep(300)' {marker} &\n"
+                      f"exec {sys.executable} -c \"import os,sys; os.execv(sys.argv[1], sys.argv[1:])\" "
+                      f"\"$@\"\n")
+    script.chmod(0o755)
+    from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
+    spec = f"cmd:{script} {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} os_ken.app.simple_switch"
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*NETSLEUTH, "fuzz", "--controller", spec, "--topo", "linear,2", "--out", str(out),
+                             "--steps", "100000", "--keep-going"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    def child_running() -> bool:
+        return any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+    while not child_running():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.05)
+    time.sleep(2)  # the controller is up and fuzzing
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 6
+    while child_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_running()
