@@ -473,7 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     with stop.stop_signals():  # SIGTERM and SIGHUP stop a job as Ctrl-C does
         try:
-            args = build_parser().parse_args(argv)
+            try:
+                args = build_parser().parse_args(argv)
+            except SystemExit as exc:  # --help, --version, or a usage error already printed in one line
+                return exc.code if isinstance(exc.code, int) else 2
             return args.func(args)
         except NetsleuthError as exc:
             # One unwrapped line a user can grep for, then the evidence (e.g. the controller's log tail).
