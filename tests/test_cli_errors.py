@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -140,7 +141,7 @@ def test_internal_error_exits_3_with_the_traceback_in_a_log(tmp_path: Path, monk
     def broken(*args, **kwargs):
         raise RuntimeError("the rebuilt state is inconsistent")
     monkeypatch.setattr(job, "check_trace", broken)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the log of a command without OUT goes to a temp file
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a command without OUT logs to a temp file
     trace = tiny_trace(tmp_path / "t.jsonl")
     assert main(["invariants", str(trace)]) == 3
     err = capsys.readouterr().err
@@ -149,6 +150,7 @@ def test_internal_error_exits_3_with_the_traceback_in_a_log(tmp_path: Path, monk
     assert lines[0].startswith("internal error: RuntimeError: the rebuilt state is inconsistent -- fix: this is a "
                                "bug in netsleuth; please report it with ")
     log = Path(lines[0].rsplit(" ", 1)[1])
+    assert log.parent == tmp_path
     text = log.read_text()
     assert "Traceback (most recent call last)" in text and "in broken" in text
     assert "RuntimeError: the rebuilt state is inconsistent" in text

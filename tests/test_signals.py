@@ -135,3 +135,59 @@ def test_controller_children_die_with_a_killed_netsleuth(tmp_path: Path) -> None
     while child_running() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not child_running()
+
+
+def _stop_after(argv: list[str], wait_for: Path, seconds: float, sig: signal.Signals = signal.SIGTERM
+                ) -> subprocess.CompletedProcess:
+    """Run netsleuth, send ``sig`` ``seconds`` after ``wait_for`` appears, and collect it."""
+    proc = subprocess.Popen([*NETSLEUTH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not wait_for.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{wait_for} never appeared"
+        time.sleep(0.01)
+    time.sleep(seconds)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_sigterm_stops_replay_with_partial_results(migration_blackhole_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "replay"
+    r = _stop_after(["replay", str(migration_blackhole_trace), "--out", str(out), "--times", "20"],
+                    out / "replay-2" / "trace.jsonl", 1.5)
+    assert r.returncode == 143, r.stderr
+    d = json.loads((out / "replay.json").read_text())
+    assert d["completed"] is False and d["stopped_by"] == "SIGTERM"
+    assert len(d["replays"]) < 20
+    runs = sorted(out.glob("replay-*/result.json"))
+    last = json.loads(runs[-1].read_text())
+    assert last["stopped_by"] == "SIGTERM" and last["completed"] is False
+    ports = set().union(*(controller_ports(t) for t in out.glob("replay-*/trace.jsonl")))
+    assert ports and survivors(out, ports) == []
+
+
+def test_sigterm_stops_minimize_with_the_best_result_so_far(migration_blackhole_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "min"
+    r = _stop_after(["minimize", str(migration_blackhole_trace), "--out", str(out), "--executor", "serial"],
+                    out / "replays" / "w0" / "replays.jsonl", 1.0)
+    assert r.returncode == 143, r.stderr
+    d = json.loads((out / "result.json").read_text())
+    assert d["completed"] is False and d["stopped_by"] == "SIGTERM" and d["stop_reason"] == "interrupted"
+    assert (out / "mcs.jsonl").exists()
+    assert main(["invariants", str(out / "mcs.jsonl")]) in (0, 1)
+    ports = set().union(*(controller_ports(t) for t in out.glob("replays/w0/replay-*/trace.jsonl")))
+    assert ports and survivors(out, ports) == []
+
+
+def test_sigterm_stops_a_long_model_check_with_partial_results(tmp_path: Path) -> None:
+    out = tmp_path / "check"
+    proc = subprocess.Popen([*NETSLEUTH, "check", "pyswitch", "--pings", "6", "--json", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    assert proc.poll() is None, "the search ended before the signal: make it longer"
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    d = json.loads((out / "result.json").read_text())
+    assert d["completed"] is False and d["interrupted"] and d["signal"] == "SIGTERM" and d["transitions"] > 0
