@@ -72,6 +72,12 @@ class UntrustedControllerError(ControllerError):
 def check_trace_spec(text: str, source: str) -> ControllerSpec | None:
     """Refuse an ``osken:``/``app:`` spec from ``source`` (a trace) that is not plain module names."""
     kind = text.partition(":")[0]
+    if kind == "app" and text[4:].partition(":")[0] in ("osken", "cmd", "tcp"):
+        inner = check_trace_spec(text[4:], source)  # the model checker hosting a real app: app:osken:...
+        if inner is not None and inner.kind != "osken":
+            raise UntrustedControllerError(f"{source} names the app '{text}', which is not an os-ken app",
+                                           "use a counterexample written by `netsleuth check`")
+        return None
     if kind not in ("osken", "cmd", "tcp"):  # a model-checker app: NAME, app:NAME, package.module:Class
         name = text[4:] if kind == "app" else text
         if not _APP.match(name):
