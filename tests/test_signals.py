@@ -191,3 +191,35 @@ def test_sigterm_stops_a_long_model_check_with_partial_results(tmp_path: Path) -
     assert proc.returncode == 143, stderr
     d = json.loads((out / "result.json").read_text())
     assert d["completed"] is False and d["interrupted"] and d["signal"] == "SIGTERM" and d["transitions"] > 0
+
+
+def test_model_checker_handler_server_dies_with_a_killed_netsleuth(tmp_path: Path) -> None:
+    """`check osken:...` hosts the real app in a handler server: SIGKILL of netsleuth takes it down too."""
+    proc = subprocess.Popen([*NETSLEUTH, "check", "osken:os_ken.app.simple_switch", "--scenario", "pings",
+                             "--pings", "6", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def servers() -> list[int]:
+        found = []
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if "osken_handler_server.py" in cmd and "guard.py" not in cmd:
+                try:
+                    if any(a.pid == proc.pid for a in p.parents()):
+                        found.append(p.info["pid"])
+                except psutil.Error:
+                    pass
+        return found
+
+    deadline = time.monotonic() + 60
+    while not (mine := servers()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.05)
+    time.sleep(1)
+    assert proc.poll() is None, "the search ended before the kill: make it longer"
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 6
+    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine)

@@ -242,11 +242,28 @@ class ControllerProcess:
                 found.append(lines[j] if j < len(lines) else line)
         return found
 
-    def rss_bytes(self) -> int:
+    @property
+    def pid(self) -> int | None:
+        """The controller's own process id (``proc`` is its guard, guard.py), while it runs."""
         if not self.alive() or self.proc is None:
+            return None
+        deadline = time.monotonic() + 2.0
+        while True:  # the guard forks the controller as its first act
+            try:
+                children = psutil.Process(self.proc.pid).children()
+            except psutil.Error:
+                return None
+            if children or time.monotonic() > deadline:
+                return children[0].pid if children else None
+            time.sleep(0.01)
+
+    def rss_bytes(self) -> int:
+        """Memory of the controller and its children (not of the guard)."""
+        pid = self.pid
+        if pid is None:
             return 0
         try:
-            p = psutil.Process(self.proc.pid)
+            p = psutil.Process(pid)
             return p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
         except psutil.Error:
             return 0

@@ -109,7 +109,7 @@ def main(argv: list[str]) -> None:
                 data = b"" if exc.errno != errno.EINTR else b"x"
             if not data:  # netsleuth is gone (or let go on purpose): take the group down
                 os.killpg(0, signal.SIGTERM)
-                status = _wait(pid, GRACE)
+                _wait(pid, GRACE)
                 os.killpg(0, signal.SIGKILL)  # the guard included
                 os._exit(1)
 

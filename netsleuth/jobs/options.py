@@ -22,9 +22,9 @@ class OptionError(NetsleuthError):
     """An option's value cannot work (a path that cannot be written, a negative count)."""
 
 
-def _number(kind: type, text: str) -> int | float:
+def _number(kind: type[int] | type[float], text: str) -> int | float:
     try:
-        value = kind(text)
+        value: int | float = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not {'an integer' if kind is int else 'a number'}") from None
     if kind is float and value != value:  # NaN compares unequal to itself
