@@ -181,3 +181,19 @@ def test_user_errors_stay_exit_2_and_findings_exit_1(tmp_path: Path, capsys: pyt
     one_error_line(capsys.readouterr().err)
     a = tiny_trace(tmp_path / "a.jsonl")
     assert main(["diff", str(a), str(a)]) == 0
+
+
+def test_jobs_called_directly_refuse_an_out_that_is_a_file(tmp_path: Path) -> None:
+    """The same check guards the job functions, for callers that skip the command line."""
+    from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
+    from netsleuth.jobs.options import OptionError
+    from netsleuth.jobs.replay import ReplayOptions, replay
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    trace = tiny_trace(tmp_path / "t.jsonl")
+    for call in (lambda: replay(ReplayOptions(trace=trace, out=a_file)),
+                 lambda: run_minimize(MinimizeOptions(trace=trace, out=a_file))):
+        with pytest.raises(OptionError) as e:
+            call()
+        assert "is an existing file" in e.value.problem and e.value.exit_code == 2

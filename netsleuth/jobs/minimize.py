@@ -22,6 +22,7 @@ from typing import Any, Callable
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
+from netsleuth.jobs.options import check_out_dir
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
@@ -119,6 +120,7 @@ class MinimizeOptions:
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
+    check_out_dir(opts.out)
     trace = read_trace(opts.trace)
     controllers = controllers_for_trace(trace.header.controller, opts.controller,
                                         trust=opts.trust_trace_controller, source=str(opts.trace))

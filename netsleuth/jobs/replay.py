@@ -20,6 +20,7 @@ from typing import Any
 from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
+from netsleuth.jobs.options import check_out_dir
 from netsleuth.jobs.session import Progress, Session, Silent
 from netsleuth.model.topology import Topology
 from netsleuth.policies.peek import observed_key
@@ -190,6 +191,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
 def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
     """``netsleuth replay``: ``times`` replays; result.json with the reproduction rate."""
     progress = progress or Silent()
+    check_out_dir(opts.out)
     trace = read_trace(opts.trace)
     controllers = controllers_for_trace(trace.header.controller, opts.controller if not isinstance(
         opts.controller, str) else [opts.controller], trust=opts.trust_trace_controller, source=str(opts.trace))
