@@ -25,7 +25,9 @@ from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy import load_isolation
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
+from netsleuth.options import check_out_dir
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 
@@ -95,6 +97,7 @@ class Session:
         """Start everything, bootstrap, run ``body``; always write trace and result.json."""
         progress = progress or Silent()
         self.progress = progress
+        check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
                                               name=f"c{i}", topology=self.topo)
@@ -105,7 +108,14 @@ class Session:
         clock = WallClock()
         started = time.monotonic()
         with TraceWriter(self.out / "trace.jsonl", header) as writer:
-            self.recorder = Recorder(clock, writer.write)
+            self.writer = writer
+
+            def record(event: Any) -> None:
+                writer.write(event)
+                if isinstance(event, ts.Violation):
+                    writer.flush()  # the finding is what the trace is for: on disk at once
+
+            self.recorder = Recorder(clock, record)
             self.recorder.observers.extend(observers)  # see everything, the bootstrap included
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets)
             self.world.isolation = self.isolation_pairs
@@ -120,6 +130,7 @@ class Session:
                 self.result.data["completed"] = True
             except KeyboardInterrupt:
                 self.result.data["interrupted"] = True
+                self.result.data["stopped_by"] = stopped_by()
                 raise
             finally:
                 self._finish(started)
@@ -130,11 +141,20 @@ class Session:
 
     async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
+        flusher = asyncio.create_task(self._flush_periodically())
         try:
             await self._bootstrap(rt)
             await body(self, rt)
         finally:
+            flusher.cancel()
             await rt.close()
+
+    async def _flush_periodically(self, every: float = 0.2) -> None:
+        """Events reach the disk within about a second even when none follow them:
+        a netsleuth killed outright (SIGKILL) loses at most that much of its trace."""
+        while True:
+            await asyncio.sleep(every)
+            self.writer.flush_if_due()
 
     async def _bootstrap(self, rt: Runtime) -> None:
         t0 = time.monotonic()

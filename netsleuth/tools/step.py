@@ -317,7 +317,7 @@ def _int(text: str, usage: str) -> int:
 
 
 def open_console(trace_path: str | Path, out: Console, *, headless: bool = True, live_out: str | Path | None = None,
-                 controller: list[str] | None = None) -> StepConsole:
+                 controller: list[str] | None = None, trust_trace_controller: bool = False) -> StepConsole:
     """The console for a trace: one engine per kind of trace and mode.
 
     A netsleuth trace steps headlessly (tools/stepper.py) or against a live
@@ -329,7 +329,7 @@ def open_console(trace_path: str | Path, out: Console, *, headless: bool = True,
     from netsleuth.tools.live_stepper import LiveStepper
 
     target = Path(live_out) if live_out else Path(tempfile.mkdtemp(prefix="netsleuth-step-"))
-    return StepConsole(LiveStepper(trace, target, controller), out)
+    return StepConsole(LiveStepper(trace, target, controller, trust_trace_controller=trust_trace_controller), out)
 
 
 def _prompt_lines() -> Iterator[str]:
@@ -346,7 +346,7 @@ def _prompt_lines() -> Iterator[str]:
 
 def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out: Console | None = None,
              headless: bool = True, live_out: str | Path | None = None, controller: list[str] | None = None,
-             ordering: str | None = None) -> int:
+             ordering: str | None = None, trust_trace_controller: bool = False) -> int:
     """``netsleuth step``: interactive, or the commands of a file with output to ``out``."""
     lines = None
     if commands is not None:
@@ -361,7 +361,8 @@ def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out:
         return run_console(trace_path, lines if lines is not None else _prompt_lines(), sys.stdout, ordering)
     # Not a terminal (a file, a pipe, a test): wide enough that flow matches are not cut.
     out = out or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller)
+    console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller,
+                           trust_trace_controller=trust_trace_controller)
     try:
         if not headless:
             out.print(f"controller started; the live run is recorded in {console.s.out}", markup=False,

@@ -6,9 +6,13 @@ can be diffed, hashed and compared across runs, and
 ``write_trace(p2, read_trace(p1))`` reproduces ``p1`` exactly.
 
 The writer buffers whole lines and hands them to the file only on a flush
-(every ``flush_every`` events and on close), so the file on disk always ends
-at a line boundary: a run interrupted between flushes keeps a valid trace of
-everything flushed so far.
+(every ``flush_every`` events, once ``flush_seconds`` have passed since the
+last flush, and on close), so the file on disk always ends at a line
+boundary: a run interrupted between flushes keeps a valid trace of
+everything flushed so far, and a run killed outright (SIGKILL, power loss of
+the process) loses at most the last ``flush_seconds`` of events.  A writer
+that may sit idle between events should also be asked :meth:`flush_if_due`
+periodically.
 
 Every reading error is a :class:`TraceFormatError` naming the file and line.
 """
@@ -17,9 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.trace.schema import (
@@ -29,6 +34,7 @@ from netsleuth.trace.schema import (
 PathLike = str | os.PathLike[str]
 
 FLUSH_EVERY = 200
+FLUSH_SECONDS = 0.8  # with a periodic flush_if_due every 0.2 s: at most ~1 s is lost
 
 
 def dumps_line(obj: dict[str, Any]) -> str:
@@ -43,11 +49,15 @@ class TraceWriter:
     dies before its first event leaves a readable, empty trace.
     """
 
-    def __init__(self, path: PathLike, header: TraceHeader, *, flush_every: int = FLUSH_EVERY) -> None:
+    def __init__(self, path: PathLike, header: TraceHeader, *, flush_every: int = FLUSH_EVERY,
+                 flush_seconds: float = FLUSH_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         if flush_every < 1:
             raise ValueError("flush_every must be >= 1")
         self.path = Path(path)
         self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self._clock = clock
+        self._flushed_at = clock()
         self.count = 0
         self._pending: list[str] = []
         line = dumps_line(header_to_json(header))  # validate before creating the file
@@ -74,9 +84,17 @@ class TraceWriter:
         self.count += 1
         if len(self._pending) >= self.flush_every:
             self.flush()
+        else:
+            self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        """Flush when ``flush_seconds`` have passed since the last flush (cheap to call often)."""
+        if self._pending and self._clock() - self._flushed_at >= self.flush_seconds:
+            self.flush()
 
     def flush(self) -> None:
         """Write every queued line, whole, and push it to the OS."""
+        self._flushed_at = self._clock()
         if self._file is None or not self._pending:
             return
         self._file.write("".join(self._pending))
