@@ -283,7 +283,11 @@ class Pipeline13:
                 sub = _Ctx(ctx.frame, ctx.in_port, tunnel_id=ctx.tunnel_id)
                 self._run_tables(sub, 0, ActionSet(), now, result)
         elif port == ofp.OFPP_IN_PORT:
-            self._emit(ctx.in_port, ctx, result)
+            # Back where it came from -- which for a packet-out from the
+            # controller is nowhere: a packet-in needs an explicit CONTROLLER
+            # output (Open vSwitch drops it too).
+            if ctx.in_port in self.ports or ctx.in_port == ofp.OFPP_LOCAL:
+                self._emit(ctx.in_port, ctx, result)
         elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
             for p in sorted(self.ports):
                 if p != ctx.in_port and not (port == ofp.OFPP_FLOOD and self.ports[p].no_flood):
