@@ -216,9 +216,9 @@ class Pipeline13:
                     result.ended = "meter-drop"
                     return
                 if verdict.remark:
-                    dscp = fields.get("ip_dscp")
-                    if dscp is not None and "ipv4_src" in fields or "ipv6_src" in fields:
-                        ctx.frame = apply(ctx.frame, SetField("ip_dscp", remark_dscp(dscp or 0, verdict.remark)))
+                    dscp = fields.get("ip_dscp")   # present only for IP packets
+                    if dscp is not None:
+                        ctx.frame = apply(ctx.frame, SetField("ip_dscp", remark_dscp(dscp, verdict.remark)))
             if inst.apply:
                 ctx.miss_apply = entry.is_table_miss
                 self._execute(list(inst.apply), ctx, now, result, 0)
