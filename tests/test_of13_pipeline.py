@@ -360,3 +360,19 @@ def test_stats_bodies() -> None:
     assert (agg.flow_count, agg.packet_count) == (2, 1)
     assert len(stats.table_features(p)) == 4 and stats.group_features().types == 0b1111
     assert stats.meter_features().band_types == (1 << ofp.OFPMBT_DROP) | (1 << ofp.OFPMBT_DSCP_REMARK)
+
+
+def test_canonical_key_ignores_install_order_and_copy_is_independent() -> None:
+    a, b = pipe(), pipe()
+    rules = [(OxmMatch.build(in_port=1), 5, Instructions.actions(Output(2))),
+             (OxmMatch.build(eth_type=0x800), 5, Instructions(goto=1)),
+             (OxmMatch(), 0, Instructions.actions(Output(CTL)))]
+    for m, prio, inst in rules:
+        a.add_flow(0, m, prio, inst)
+    for m, prio, inst in reversed(rules):
+        b.add_flow(0, m, prio, inst)
+    assert a.canonical_key() == b.canonical_key()
+    c = a.copy()
+    c.process(tcp(), 1, 0.0)
+    assert c.canonical_key() != a.canonical_key()  # counters moved in the copy only
+    assert sum(e.packet_count for e in a.tables) == 0

@@ -21,6 +21,7 @@ the switch is configured so, OFPC_INVALID_TTL_TO_CONTROLLER).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
@@ -306,10 +307,22 @@ class Pipeline13:
         return Emit(ofp.OFPP_CONTROLLER, ctx.frame, reason, max_len, ctx.table_id, cookie, ctx.metadata,
                     ctx.tunnel_id, ctx.queue_id)
 
-    # -- time --------------------------------------------------------------------------
+    # -- time and state ----------------------------------------------------------------
 
     def expire(self, now: float) -> list[RemovedFlow]:
         return self.tables.expire(now)
+
+    def canonical_key(self) -> tuple[object, ...]:
+        """Hashable state (entries with counters, groups, meters, ports): equal for equal switches,
+        whatever the order things were installed in -- what a model checker hashes."""
+        groups = tuple((gid, g.type, g.buckets) for gid, g in sorted(self.groups.groups.items()))
+        meters = tuple((mid, m.flags, m.bands) for mid, m in sorted(self.meters.meters.items()))
+        ports = tuple(sorted(self.ports.items()))
+        return (self.tables.canonical_key(), groups, meters, ports)
+
+    def copy(self) -> Pipeline13:
+        """An independent copy (for model-checker snapshots)."""
+        return copy.deepcopy(self)
 
 
 __all__ = ["Emit", "OFError", "PACKET_OUT_COOKIE", "Pipeline13", "PortState", "Result"]
