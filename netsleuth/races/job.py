@@ -181,7 +181,8 @@ def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = Tru
 
             events = read_hb_json(path)
     if not events:
-        raise TraceFormatError(f"{path}: no events", "give a non-empty SDNRacer hb.json trace")
+        raise TraceFormatError(f"{path}: no events",
+                               "give a trace with events: an SDNRacer hb.json or a netsleuth trace.jsonl")
     t1 = time.perf_counter()
     seconds["load"] = t1 - t0
     checker = CommutativityChecker()
