@@ -53,7 +53,13 @@ _TO_CONTROLLER = _SYMMETRIC | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN"
 _DIRECTIONS = ("to_switch", "to_controller")
 
 _RERECORD = "re-record the trace, or restore this line from the original"
+
+# Contents already found valid, shared by every read in the process (a tool
+# often reads the same trace, or traces of the same run, more than once).
+# The key is the full content, so a hit is as good as a check.
 _CACHE_LIMIT = 4096
+_MSGS_OK: dict[tuple[str, str], None] = {}
+_PACKETS_OK: dict[str, None] = {}
 
 
 def _bad(problem: str, fix: str = _RERECORD) -> TraceFormatError:
@@ -63,10 +69,10 @@ def _bad(problem: str, fix: str = _RERECORD) -> TraceFormatError:
 class TraceValidator:
     """Checks the events of one trace, in file order, against its header.
 
-    Stateful only in what ordering needs (the last seq and time) and in a
-    cache of message bodies already checked: a trace repeats the same
-    FLOW_MODs and PACKET_OUTs many times, and rebuilding each through os-ken
-    is the expensive part of a check.
+    Stateful only in what ordering needs (the last seq and time). Messages
+    and packets already checked are remembered (by content, process-wide): a
+    trace repeats the same FLOW_MODs and packets many times, and rebuilding
+    each through os-ken is the expensive part of a check.
     """
 
     def __init__(self, header: ts.TraceHeader) -> None:
@@ -84,8 +90,8 @@ class TraceValidator:
                            "restore the header line from the original trace") from None
         self._last_seq = -1
         self._last_t = 0.0
-        self._msgs_ok: dict[tuple[str, str], None] = {}
-        self._packets_ok: dict[str, None] = {}
+        self._msgs_ok = _MSGS_OK
+        self._packets_ok = _PACKETS_OK
         self._checks: dict[type, Callable[[Any], None]] = {
             ts.ControlToSwitch: lambda e: self._of(e, _TO_SWITCH, "controller to switch"),
             ts.ControlToController: lambda e: self._of(e, _TO_CONTROLLER, "switch to controller"),
@@ -195,8 +201,8 @@ class TraceValidator:
             return
         try:
             rebuilt = msg_from_json(msg)
-            encode(rebuilt)
-            same = msg_to_json(msg_from_json(msg)) == msg
+            encode(rebuilt)  # every field packs into its bit width
+            same = msg_to_json(rebuilt) == msg
         except NetsleuthError as exc:
             raise _bad(f"{mtype} message does not decode: {exc.problem}", _RERECORD) from None
         except Exception as exc:  # noqa: BLE001 - os-ken's parsers raise anything on bad input
