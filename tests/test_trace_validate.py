@@ -68,6 +68,8 @@ CASES: list[tuple[str, Callable[[dict], bool], Edit, str]] = [
     ("packet MAC malformed", _kind("traffic"), lambda ev: ev["packet"].update(eth_src="00:00:zz"), "packet"),
     ("fingerprint of the wrong type", _kind("packet"), lambda ev: ev.update(fp={"IPv4": 1}), "'fp'"),
     ("unknown switch", _kind("host_migration"), lambda ev: ev.update(new_switch="s99"), "'s99'"),
+    ("line break in a name", _kind("host_migration"), lambda ev: ev.update(new_switch="s1\nerror: forged"),
+     "s1\\nerror"),
     ("unknown host", _kind("traffic"), lambda ev: ev.update(host="h99"), "'h99'"),
     ("unknown link", _kind("link_failure"), lambda ev: ev.update(port1=9), "link"),
     ("unknown dpid", _kind("of_to_switch"), lambda ev: ev.update(dpid=99), "dpid 99"),
@@ -95,6 +97,7 @@ def test_bad_content_is_one_error_naming_the_line(tools_fuzz_trace: Path, tmp_pa
     assert f"{path} line {lineno}: " in err.value.problem, err.value.problem
     assert words in err.value.problem, err.value.problem
     assert err.value.fix
+    assert err.value.one_line().isprintable(), "an error must stay one line"
 
 
 def test_cli_prints_one_line_and_exits_2(tools_fuzz_trace: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Iterator
+from typing import IO, Any, Generator, Iterator
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.trace.validate import TraceValidator
@@ -160,8 +160,13 @@ def _no_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)  # NaN and Infinity are Python's extension, not JSON
 
 
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters as spaces: an error stays one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else " " for c in text)
+
+
 def _line_error(path: Path, lineno: int, problem: str, fix: str) -> TraceFormatError:
-    return TraceFormatError(f"{path} line {lineno}: {problem}", fix)
+    return TraceFormatError(f"{path} line {lineno}: {_one_line(problem)}", fix)
 
 
 def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, Any]]:
@@ -202,10 +207,10 @@ def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, Any]]:
 
 
 def _reraise(path: Path, lineno: int, exc: TraceFormatError) -> TraceFormatError:
-    return TraceFormatError(f"{path} line {lineno}: {exc.problem}", exc.fix, exc.details)
+    return TraceFormatError(f"{path} line {lineno}: {_one_line(exc.problem)}", _one_line(exc.fix), exc.details)
 
 
-def _stream(path: PathLike) -> Iterator[TraceHeader | Event]:
+def _stream(path: PathLike) -> Generator[TraceHeader | Event, None, None]:
     """The header, then each event, parsed and validated lazily (see netsleuth.trace.validate)."""
     p = Path(path)
     with _open(p) as f:

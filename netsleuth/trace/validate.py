@@ -236,7 +236,7 @@ class TraceValidator:
             self._msgs_ok.clear()
         self._msgs_ok[key] = None
 
-    def _packet(self, d: dict, what: str) -> None:
+    def _packet(self, d: dict[str, Any], what: str) -> None:
         try:
             key = json.dumps(d, sort_keys=True)
         except (TypeError, ValueError):
