@@ -287,3 +287,38 @@ def test_every_reader_survives_every_mutant(source_trace: Path, tmp_path: Path,
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
     # The mutants are not all rejected at the first line: some still read and run.
     assert outcomes[2] > 0 and outcomes[0] + outcomes[1] > 0, outcomes
+
+
+# ------------------------------------------------------------- SDNRacer hb.json
+HB_TRACE = (Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer" / "traces"
+            / "floodlight_forwarding-StarTopology2-steps200.hb.json")  # the corpus's smallest (108 events)
+N_HB_MUTANTS = 120
+
+
+def test_races_and_cluster_survive_hb_json_mutants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same mutations on a real SDNRacer hb.json (every line an event: no header to corrupt)."""
+    monkeypatch.setattr(cli, "build_parser", functools.lru_cache(maxsize=1)(cli.build_parser))
+    lines = HB_TRACE.read_text(encoding="utf-8").splitlines()
+    for argv in (["races", str(HB_TRACE)], ["cluster", str(HB_TRACE)]):
+        assert _run(argv)[0] == 0, argv
+    mutator = Mutator(lines, random.Random(7))
+    mutator.ops = [op for op in mutator.ops if op.__name__ != "corrupt_header"]
+    mutant = tmp_path / "mutant.hb.json"
+    failures: list[str] = []
+    exits: set[int] = set()
+    for n in range(N_HB_MUTANTS):
+        op, data = mutator.mutant()
+        mutant.write_bytes(data)
+        for argv in (["races", str(mutant)], ["cluster", str(mutant)]):
+            try:
+                code, _, err = _run(argv)
+            except BaseException as exc:  # noqa: BLE001 - nothing may escape main()
+                failures.append(f"mutant {n} ({op}) {argv[0]}: uncaught {type(exc).__name__}: {exc!s:.300}")
+                continue
+            exits.add(code)
+            if code not in (0, 1, 2):
+                failures.append(f"mutant {n} ({op}) {argv[0]}: exit {code}")
+            elif code == 2 and not (err.count("\n") == 1 and ONE_LINE_ERROR.match(err.rstrip("\n"))):
+                failures.append(f"mutant {n} ({op}) {argv[0]}: exit 2 without the one-line error: {err!r:.300}")
+    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
+    assert {0, 2} <= exits, exits
