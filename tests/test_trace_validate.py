@@ -67,6 +67,7 @@ CASES: list[tuple[str, Callable[[dict], bool], Edit, str]] = [
      lambda ev: ev["packet"]["l3"].update(hlen=[]), "packet"),
     ("packet MAC malformed", _kind("traffic"), lambda ev: ev["packet"].update(eth_src="00:00:zz"), "packet"),
     ("fingerprint of the wrong type", _kind("packet"), lambda ev: ev.update(fp={"IPv4": 1}), "'fp'"),
+    ("fingerprint a scalar", _kind("of_to_switch"), lambda ev: ev.update(fp=5), "'fp'"),
     ("unknown switch", _kind("host_migration"), lambda ev: ev.update(new_switch="s99"), "'s99'"),
     ("line break in a name", _kind("host_migration"), lambda ev: ev.update(new_switch="s1\nerror: forged"),
      "s1\\nerror"),
