@@ -3,6 +3,12 @@
 Quirks of the format handled here: events are in completion order, not eid
 order (the order is kept: SDNRacer's rules depend on it); ``operations`` are
 JSON strings; ``in_port`` may be the string "None"; times are strings.
+
+The file is untrusted input (it arrives with bug reports), so this reader is
+where it is checked: UTF-8, bounded JSON nesting, every field of the shape
+SDNRacer writes, base64 that decodes, flow mods that parse. Any problem is
+one TraceFormatError naming the file and line; the race detector and BigBug
+above may then trust the events.
 """
 
 from __future__ import annotations
