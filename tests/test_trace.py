@@ -375,21 +375,13 @@ _event = st.one_of(
 def test_property_schema_round_trip_is_identity(events):
     # The schema's codec alone, on arbitrary field values: whatever it writes
     # it reads back equal, as the same bytes. (Reading a file also checks the
-    # content against the header's topology; see test_trace_validate.py.)
+    # content against the header's topology: test_trace_validate.py;
+    test_write_read_round_trip_is_lossless_and_byte_identical covers files.)
     for ev in events:
         line = dumps_line(event_to_json(ev))
         back = event_from_json(json.loads(line))
         assert back == ev
         assert dumps_line(event_to_json(back)) == line
-
-
-def test_file_read_of_write_is_identity(tmp_path):
-    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    write_trace(a, Trace(header(), sample_events()))
-    trace = read_trace(a)
-    assert trace.events == sample_events()
-    write_trace(b, trace)
-    assert a.read_bytes() == b.read_bytes()
 
 
 # ------------------------------------------------------------ fingerprints
