@@ -144,7 +144,7 @@ async def _drive(world, endpoint: tuple[str, int], controller, args, out: dict) 
     out["connect_concurrency"] = rt.connect_concurrency
     try:
         overflows = _listen_overflows()
-        cpu0, ccpu0 = time.process_time(), _cpu_seconds(controller.proc.pid)
+        cpu0, ccpu0 = time.process_time(), _cpu_seconds(controller.pid)
         t0 = time.monotonic()
         await rt.start()
         t_connected = time.monotonic()
@@ -154,7 +154,7 @@ async def _drive(world, endpoint: tuple[str, int], controller, args, out: dict) 
         out["connect_s"] = round(t_connected - t0, 3)
         out["bootstrap_s"] = round(t_boot - t0, 3)
         out["bootstrap_cpu_s"] = {"netsleuth": round(time.process_time() - cpu0, 3),
-                                  "controller": round((_cpu_seconds(controller.proc.pid) or 0) - (ccpu0 or 0), 3)}
+                                  "controller": round((_cpu_seconds(controller.pid) or 0) - (ccpu0 or 0), 3)}
         if overflows is not None:
             out["listen_overflows"] = (_listen_overflows() or 0) - overflows
         if done < n_sw:
@@ -171,7 +171,7 @@ async def _drive(world, endpoint: tuple[str, int], controller, args, out: dict) 
         log = controller.log_path
         offset = log.stat().st_size
         sent_before = world.stats.to_controller
-        cpu1, ccpu1 = time.process_time(), _cpu_seconds(controller.proc.pid)
+        cpu1, ccpu1 = time.process_time(), _cpu_seconds(controller.pid)
         t1 = time.monotonic()
         for link in chosen:
             world.set_link(link.node1, link.port1, False)
@@ -194,7 +194,7 @@ async def _drive(world, endpoint: tuple[str, int], controller, args, out: dict) 
         out["port_status_sent_s"] = None if t_sent is None else round(t_sent - t1, 3)
         out["failure_s"] = round(t_fail - t1, 3)
         out["failure_cpu_s"] = {"netsleuth": round(time.process_time() - cpu1, 3),
-                                "controller": round((_cpu_seconds(controller.proc.pid) or 0) - (ccpu1 or 0), 3)}
+                                "controller": round((_cpu_seconds(controller.pid) or 0) - (ccpu1 or 0), 3)}
         if seen < expected:
             out["error"] = f"controller processed {seen} of {expected} PORT_STATUS within {args.timeout}s"
     finally:
@@ -234,7 +234,7 @@ def run_one(k: int, args: argparse.Namespace) -> dict:
             world = World(topo, clock, recorder, record_packets=False)
             out["build_s"] = round(time.monotonic() - t_build, 3)
             endpoint = controller.start()
-            sampler = PeakSampler(controller.proc.pid)
+            sampler = PeakSampler(controller.pid)
             sampler.start()
             gc_time = _gc_timer()
             if args.profile:
@@ -247,7 +247,7 @@ def run_one(k: int, args: argparse.Namespace) -> dict:
                 profiler.dump_stats(args.profile)
             out["trace_events"] = recorder.seq
             out["gc"] = gc_time()
-        out["controller_vmhwm_mb"] = round((_vmhwm(controller.proc.pid) or 0) / 2**20, 1)
+        out["controller_vmhwm_mb"] = round((_vmhwm(controller.pid) or 0) / 2**20, 1)
         out["controller_errors"] = controller.log_errors()[:5]
     finally:
         try:

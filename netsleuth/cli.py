@@ -1,15 +1,27 @@
 """The `netsleuth` command: argument parsing, progress, summaries. No logic.
 
-This is the only module that prints. Every NetsleuthError becomes one line
-``error: <problem> -- fix: <fix>`` (plus the controller's last log lines
-when there are any) and exit code 2; violations give exit code 1.
+This is the only module that prints.  Exit codes never overlap, so a script
+(or CI) can tell a finding from a failure:
+
+* 0: clean; 1: a violation or difference was found;
+* 2: usage or input error -- every NetsleuthError and every argparse error
+  becomes one line ``error: <problem> -- fix: <fix>`` (plus the controller's
+  last log lines when there are any);
+* 3: an unexpected exception inside netsleuth -- one line naming it and the
+  log file that holds its traceback (on the terminal only with ``--debug``);
+* 128 + N: stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after
+  the partial results were written (runtime/stop.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +30,8 @@ from rich.table import Table
 
 from netsleuth import __version__
 from netsleuth.errors import NetsleuthError
+from netsleuth.options import at_least, out_dir, out_file, seconds
+from netsleuth.runtime import stop
 
 console = Console(stderr=True)
 out = Console()
@@ -41,6 +55,19 @@ class RichProgress:
 
     def note(self, text: str) -> None:
         self.progress.console.print(text)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with netsleuth's error form: one line with the fix, exit code 2.
+
+    Subcommand parsers are made with the parser's own class, so every level
+    of ``netsleuth ... --help`` reports errors this way."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        line = " ".join(message.split())
+        if " -- fix: " not in line:
+            line += f" -- fix: see `{self.prog} --help`"
+        self.exit(2, f"error: {self.prog}: {line}\n")
 
 
 def _progress() -> Progress:
@@ -201,7 +228,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     opts = ReplayOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller, times=args.times,
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
-                         record_packets=not args.no_packet_events, openflow=args.openflow)
+                         record_packets=not args.no_packet_events, openflow=args.openflow,
+                         trust_trace_controller=args.trust_trace_controller)
     with _progress() as p:
         d = replay(opts, RichProgress(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
@@ -227,7 +255,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     opts = MinimizeOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller,
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
-                           max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow)
+                           max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
+                           trust_trace_controller=args.trust_trace_controller)
     with _progress() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -255,6 +284,10 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     out.print("minimal causal sequence:")
     for line in d["mcs_in_words"]:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    if d.get("stop_reason") == "interrupted":  # the best result so far is written; say how it ended
+        console.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
+                      markup=False)
+        return stop.exit_code()
     return 0
 
 
@@ -297,14 +330,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topo", required=True,
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
                         "fattree,K | FILE.json | FILE.graphml")
-    p.add_argument("--out", required=True, help="directory for trace.jsonl, result.json, controller.log")
+    p.add_argument("--out", required=True, type=out_dir(),
+                   help="directory for trace.jsonl, result.json, controller.log")
     p.add_argument("--check", default=None, help="comma-separated invariants (default: "
                    "liveness,loops,blackholes,reachability,dataplane-loops,isolation; also: delivery)")
     p.add_argument("--isolation", type=Path, help='policy of host pairs that must not reach each other: '
                    'JSON {"isolate": [["h1","h3"]]} or TOML isolate = [["h1","h3"]]')
     p.add_argument("--seed", type=int, default=0)
     _add_openflow(p)
-    p.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--warmup", type=seconds(allow_zero=True), default=0.0, metavar="SECONDS",
                    help="after the handshakes, wait this long with no traffic and no invariant checks "
                         "(let spanning tree converge or a Faucet stack come up); replays reuse it")
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
@@ -322,71 +356,80 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="netsleuth", description="Test and troubleshoot SDN control software.")
+    parser = Parser(prog="netsleuth", description="Test and troubleshoot SDN control software.")
     parser.add_argument("--version", action="version", version=f"netsleuth {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error (exit code 3) also print the traceback here, not only in "
+                             "the log file (may be given anywhere on the command line)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="bootstrap a mock network against a controller, ping, check invariants")
     _add_common(r)
     r.add_argument("--pingall", action="store_true", help="every host pings every other host")
-    r.add_argument("--handshake-timeout", type=float, default=60.0)
-    r.add_argument("--ping-timeout", type=float, default=2.0)
+    r.add_argument("--handshake-timeout", type=seconds(), default=60.0, help="seconds (default 60)")
+    r.add_argument("--ping-timeout", type=seconds(), default=2.0, help="seconds (default 2)")
     r.set_defaults(func=cmd_run)
 
     f = sub.add_parser("fuzz", help="inject random failures, migrations and traffic; stop on a persistent violation")
     _add_common(f)
-    f.add_argument("--steps", type=int, default=200, help="rounds to run (default 200)")
+    f.add_argument("--steps", type=at_least(1), default=200, help="rounds to run (default 200)")
     f.add_argument("--rates", help="TOML file of per-round probabilities, e.g. host_migration = 0.05")
     f.add_argument("--rate", action="append", metavar="NAME=P",
                    help="override one rate (switch_failure, switch_recovery, link_failure, link_recovery, "
                         "controller_crash, controller_recovery, channel_block, channel_unblock, "
                         "host_migration, traffic, dataplane_drop, dataplane_delay, control_delay)")
-    f.add_argument("--persist", type=int, default=3, help="rounds a violation must last to be reported")
+    f.add_argument("--persist", type=at_least(1), default=3, help="rounds a violation must last to be reported")
     f.add_argument("--keep-going", action="store_true", help="do not stop at the first persistent violation")
-    f.add_argument("--round-seconds", type=float, default=0.1)
-    f.add_argument("--check-every", type=int, default=1, help="check invariants every N rounds")
+    f.add_argument("--round-seconds", type=seconds(), default=0.1, help="seconds per round (default 0.1)")
+    f.add_argument("--check-every", type=at_least(1), default=1, help="check invariants every N rounds")
     f.set_defaults(func=cmd_fuzz)
 
     i = sub.add_parser("invariants", help="check invariants on the network state rebuilt from a trace")
     i.add_argument("trace", help="a netsleuth trace.jsonl")
     i.add_argument("--check", default=None, help="comma-separated invariants (default: the static ones)")
-    i.add_argument("--at", type=int, help="check the state right after the event with this seq")
+    i.add_argument("--at", type=at_least(0), help="check the state right after the event with this seq")
     i.add_argument("--isolation", type=Path, help="isolation policy file (see run --help)")
     i.add_argument("--json", action="store_true", help="print the result as JSON")
     i.set_defaults(func=cmd_invariants)
 
     rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
     rc.add_argument("trace", help="SDNRacer hb.json (or a netsleuth trace.jsonl)")
-    rc.add_argument("--delta", type=float, default=2.0, help="seconds apart beyond which races are time-filtered")
+    rc.add_argument("--delta", type=seconds(allow_zero=True), default=2.0, help="seconds apart beyond which races are time-filtered")
     rc.add_argument("--no-time-filter", action="store_true", help="keep races however far apart in time")
     rc.add_argument("--data-deps", action="store_true", help="order races covered by read-after-write dependencies")
     rc.add_argument("--all", action="store_true", help="list every race, not only the harmful ones")
-    rc.add_argument("--show", type=int, default=10, help="races to print (default 10)")
+    rc.add_argument("--show", type=at_least(0), default=10, help="races to print (default 10)")
     rc.add_argument("--json", action="store_true", help="print JSON (keys races, commuting, harmful, race_list)")
     rc.set_defaults(func=cmd_races)
 
     rp = sub.add_parser("replay", help="re-run a trace's inputs against a fresh controller, respecting happens-before")
     rp.add_argument("trace", help="a netsleuth trace.jsonl")
-    rp.add_argument("--out", required=True, help="directory for the replay's trace, result.json and replay.json")
+    rp.add_argument("--out", required=True, type=out_dir(),
+                    help="directory for the replay's trace, result.json and replay.json")
     rp.add_argument("--controller", action="append", help="override the trace's controller spec")
-    rp.add_argument("--times", type=int, default=1, help="replays to run; reports the reproduction rate")
-    rp.add_argument("--epsilon", type=float, default=500.0, help="ms to wait past the recorded gap (default 500)")
-    rp.add_argument("--violation", type=int, default=0, help="which persistent violation to reproduce (0: first)")
+    rp.add_argument("--trust-trace-controller", action="store_true",
+                    help="run the controller the trace's header names even when it is a cmd: command")
+    rp.add_argument("--times", type=at_least(1), default=1, help="replays to run; reports the reproduction rate")
+    rp.add_argument("--epsilon", type=seconds(allow_zero=True), default=500.0, help="ms to wait past the recorded gap (default 500)")
+    rp.add_argument("--violation", type=at_least(0), default=0, help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     _add_openflow(rp, None)
     rp.set_defaults(func=cmd_replay)
 
     mn = sub.add_parser("minimize", help="delta-debug a failing trace down to a minimal causal sequence (MCS)")
     mn.add_argument("trace", help="a netsleuth trace.jsonl that ends in a persistent violation")
-    mn.add_argument("--out", required=True, help="directory for mcs.jsonl, result.json and every replay")
+    mn.add_argument("--out", required=True, type=out_dir(),
+                    help="directory for mcs.jsonl, result.json and every replay")
     mn.add_argument("--controller", action="append", help="override the trace's controller spec")
-    mn.add_argument("--replays", type=int, default=1, help="replays per candidate; it reproduces if any does")
-    mn.add_argument("--jobs", type=int, help="parallel replays (local process pool; default: CPU count)")
+    mn.add_argument("--trust-trace-controller", action="store_true",
+                    help="run the controller the trace's header names even when it is a cmd: command")
+    mn.add_argument("--replays", type=at_least(1), default=1, help="replays per candidate; it reproduces if any does")
+    mn.add_argument("--jobs", type=at_least(1), help="parallel replays (local process pool; default: CPU count)")
     mn.add_argument("--executor", help="serial | local | ray[:ADDRESS] (default local)")
-    mn.add_argument("--budget", type=float, help="seconds; then stop with the best result so far")
+    mn.add_argument("--budget", type=seconds(), help="seconds; then stop with the best result so far")
     mn.add_argument("--strategy", choices=["ddmin", "binary"], default="ddmin")
-    mn.add_argument("--violation", type=int, default=0, help="which persistent violation (0: first)")
-    mn.add_argument("--epsilon", type=float, default=100.0, help="ms to wait for an expected event (default 100)")
+    mn.add_argument("--violation", type=at_least(0), default=0, help="which persistent violation (0: first)")
+    mn.add_argument("--epsilon", type=seconds(allow_zero=True), default=100.0, help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     _add_openflow(mn, None)
     mn.add_argument("--peek", action="store_true",
@@ -395,15 +438,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")
     cl.add_argument("trace", help="SDNRacer hb.json or a netsleuth trace.jsonl")
-    cl.add_argument("--delta", type=float, default=2.0, help="race time filter in seconds (default 2)")
+    cl.add_argument("--delta", type=seconds(allow_zero=True), default=2.0, help="race time filter in seconds (default 2)")
     cl.add_argument("--json", action="store_true", help="print JSON (keys clusters, seconds, ...)")
-    cl.add_argument("--html", help="write the representative subgraphs to this HTML file")
+    cl.add_argument("--html", type=out_file("--html"), help="write the representative subgraphs to this HTML file")
     cl.set_defaults(func=cmd_cluster)
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")
     im.add_argument("file", help="the trace to convert")
-    im.add_argument("--out", required=True, help="where to write the netsleuth trace (.jsonl)")
+    im.add_argument("--out", required=True, type=out_file(), help="where to write the netsleuth trace (.jsonl)")
     im.add_argument("--topo", help="the topology it was recorded on (default: inferred from the trace)")
     im.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     im.set_defaults(func=cmd_import)
@@ -412,20 +455,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _internal_error(exc: BaseException, args: argparse.Namespace | None, debug: bool) -> int:
+    """Exit code 3: one line naming the exception and the log that holds its traceback."""
+    text = "".join(traceback.format_exception(exc))
+    out_arg = getattr(args, "out", None) if args is not None else None
+    log: Path | None = None
     try:
-        return args.func(args)
-    except NetsleuthError as exc:
-        # One unwrapped line a user can grep for, then the evidence (e.g. the controller's log tail).
-        print(f"error: {exc.one_line()}", file=sys.stderr)
-        if exc.details:
-            print("\n".join("  | " + line for line in exc.details.splitlines()), file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        console.print("interrupted: partial results written", markup=False)
-        return 130
+        if out_arg and Path(out_arg).is_dir():
+            log = Path(out_arg) / "netsleuth-error.log"
+        else:
+            fd, name = tempfile.mkstemp(prefix="netsleuth-error-", suffix=".log")
+            os.close(fd)
+            log = Path(name)
+        command = " ".join(sys.argv[1:]) if args is None else str(getattr(args, "command", ""))
+        log.write_text(f"netsleuth {__version__} {time.strftime('%Y-%m-%d %H:%M:%S')} command: {command}\n{text}")
+    except OSError:
+        log = None
+    where = str(log) if log else "the traceback printed with --debug"
+    print(f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} -- fix: this is a bug in "
+          f"netsleuth; please report it with {where}", file=sys.stderr)
+    if debug or log is None:
+        print(text, file=sys.stderr, end="")
+    return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    argv = [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
+    args: argparse.Namespace | None = None
+    with stop.stop_signals():  # SIGTERM and SIGHUP stop a job as Ctrl-C does
+        try:
+            try:
+                args = build_parser().parse_args(argv)
+            except SystemExit as exc:  # --help, --version, or a usage error already printed in one line
+                return exc.code if isinstance(exc.code, int) else 2
+            return args.func(args)
+        except NetsleuthError as exc:
+            # One unwrapped line a user can grep for, then the evidence (e.g. the controller's log tail).
+            print(f"error: {exc.one_line()}", file=sys.stderr)
+            if exc.details:
+                print("\n".join("  | " + line for line in exc.details.splitlines()), file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            console.print(f"stopped by {stop.stopped_by()}: partial results written", markup=False)
+            return stop.exit_code()
+        except Exception as exc:  # noqa: BLE001 - anything else is netsleuth's bug, and says so
+            return _internal_error(exc, args, debug)
 
 
 if __name__ == "__main__":

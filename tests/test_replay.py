@@ -57,7 +57,7 @@ def test_truncated_trace_is_a_clear_error(blackhole_trace: Path, tmp_path: Path)
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     line = proc.stderr.splitlines()[0]
-    assert line.startswith("error: ") and "cut.jsonl:" in line and "fix:" in line
+    assert line.startswith("error: ") and "cut.jsonl line " in line and "fix:" in line
 
 
 def test_controller_that_dies_during_replay_is_reported(blackhole_trace: Path, tmp_path: Path) -> None:

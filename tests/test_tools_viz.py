@@ -9,6 +9,7 @@ them, and the space between lanes is not).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -123,3 +124,41 @@ def test_missing_trace_is_one_clear_error(tmp_path: Path, capsys) -> None:
     assert main(["viz", str(tmp_path / "nope.jsonl"), "--html", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not exist" in err[0] and "fix:" in err[0]
+
+
+HOSTILE = ["<!--<script>", "</script><h1 id=injected>x</h1>", "a & b &amp; <b>c</b> -->"]
+
+
+def test_markup_in_trace_fields_cannot_break_the_page(tmp_path: Path) -> None:
+    """`<!--<script>` in any field once blanked the page (the HTML parser swallowed the closing tag).
+
+    Every embedded string carries HTML-significant text here -- an event's
+    detail, a violation's message, the trace's own file name -- and headless
+    Chromium must still draw every lane and item, with no element injected,
+    and the hover text must hold the characters as written."""
+    from netsleuth.model.topology import parse_topo
+
+    topo = parse_topo("linear,2")
+    events = [ts.ControllerEvent(seq=0, t=0.0, controller="c0", what="started", detail=HOSTILE[0]),
+              ts.ControllerEvent(seq=1, t=0.1, controller="c0", what="log_error", detail=HOSTILE[1]),
+              ts.Violation(seq=2, t=0.2, invariant="blackholes", message=HOSTILE[2], persistent=True,
+                           hosts=("h1", "h2"), switches=("s1",), details={"why": HOSTILE[0] + HOSTILE[1]})]
+    trace = tmp_path / "<!--<script>&.jsonl"
+    write_trace(trace, ts.Trace(ts.TraceHeader(topology=topo.to_json(), topology_spec="linear,2",
+                                               controller="osken:os_ken.app.simple_switch", seed=0,
+                                               tool_version="test", command="fuzz"), events))
+    page = tmp_path / "page.html"
+    assert main(["viz", str(trace), "--html", str(page)]) == 0
+    text = page.read_text()
+    script = text[text.index("<script>"):]
+    dom = chromium(page.as_uri(), "--dump-dom").stdout
+    assert 'id="injected"' not in dom
+    assert [(r, n) for r, n, _ in lanes_in(dom)] == [("controller", "c0"), ("switch", "s1"), ("switch", "s2"),
+                                                      ("host", "h1"), ("host", "h2")]
+    assert "<!--" not in script and "</script>" not in script[:-len("</script></body></html>\n")]
+    assert int(re.search(r'data-rendered="(\d+)"', dom).group(1)) >= 3
+    # the strings come back unchanged: the page's title (as text) and the data its script reads
+    assert "&lt;!--&lt;script&gt;&amp;.jsonl" in dom
+    blob = script[script.index("const D = ") + len("const D = "):script.index(";\nconst NS")]
+    tips = "\n".join(json.loads(blob)["tips"])
+    assert all(h in tips for h in HOSTILE)

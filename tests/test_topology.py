@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import networkx as nx
@@ -107,12 +106,10 @@ def test_fattree_rejects_odd_k() -> None:
         parse_topo("fattree,5")
 
 
-def test_fattree_48_is_fast() -> None:
-    t0 = time.perf_counter()
+def test_fattree_48_has_the_standard_counts() -> None:
+    # How fast it builds is measured by bench/bootstrap.py, not asserted here.
     t = parse_topo("fattree,48")
-    elapsed = time.perf_counter() - t0
     assert (len(t.switches), len(t.hosts), len(t.links)) == (2880, 27648, 82944)
-    assert elapsed < 2.0, elapsed
 
 
 # ----------------------------------------------------------------- Mininet numbering

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
 
 OSKEN_MAIN = Path(__file__).with_name("osken_main.py")
+GUARD = Path(__file__).with_name("guard.py")
 ERROR_MARKERS = ("Traceback (most recent call last)", "Error in", "Exception in")
 
 
@@ -42,6 +44,38 @@ def find_controller_python() -> str:
             return str(candidate)
     raise EnvironmentSetupError("the os-ken controller environment (.venv-controller) was not found",
                                 "run `make setup` in the netsleuth checkout, or set NETSLEUTH_CONTROLLER_PYTHON")
+
+
+class Lifeline:
+    """The write end of the pipe a guarded process watches (see guard.py).
+
+    While netsleuth holds it open the guard lets its controller run; when
+    netsleuth exits or is killed the kernel closes it and the guard takes the
+    controller's whole process group down.  :meth:`release` does the same on
+    purpose, after netsleuth has stopped the controller itself.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()  # both close-on-exec; the read end is passed explicitly
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` run under the guard (the guard's own Python is netsleuth's)."""
+        return [sys.executable, "-I", str(GUARD), str(self.read_fd), "--", *argv]
+
+    def started(self) -> None:
+        """The guard has its copy of the read end; ours must go so only the guard holds it."""
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+
+    def release(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.read_fd = self.write_fd = -1
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -71,6 +105,7 @@ class ControllerProcess:
         self.port = spec.port or port or 0
         self.extra_args = extra_args
         self.proc: subprocess.Popen | None = None
+        self.lifeline: Lifeline | None = None
         self.starts = 0
         # Faucet's config, logs and environment (faucet:auto generates its config from ``topology``).
         self.faucet: FaucetLaunch | None = (launch_for(spec.config, self.log_path, topology)
@@ -103,14 +138,22 @@ class ControllerProcess:
         if self.faucet is not None:
             env.update(self.faucet.prepare())
         log = open(self.log_path, "ab")
+        self._release()
+        # Under a guard, in a process group of its own: the controller and its children
+        # die with netsleuth however it ends (guard.py), and kill() reaches them all.
+        lifeline = Lifeline()
         try:
-            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(lifeline.wrap(self.argv()), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                         pass_fds=(lifeline.read_fd,))
         except OSError as exc:
+            lifeline.release()
             raise ControllerError(f"cannot start controller {self.spec.text}: {exc}",
                                   "check the command exists and is executable") from exc
         finally:
             log.close()
+        lifeline.started()
+        self.lifeline = lifeline
         self.starts += 1
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -156,21 +199,30 @@ class ControllerProcess:
     def kill(self) -> None:
         """SIGKILL the controller and its process group (a crash, as the fuzzer injects it)."""
         if self.proc is None or self.proc.poll() is not None:
+            self._release()
             return
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.proc.wait(timeout=10)
+        self._release()
 
     def stop(self, grace: float = 3.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
+            self._release()
             return
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=grace)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             self.kill()
+        self._release()
+
+    def _release(self) -> None:
+        if self.lifeline is not None:
+            self.lifeline.release()
+            self.lifeline = None
 
     def restart(self, timeout: float = 30.0) -> tuple[str, int]:
         self.kill()
@@ -205,14 +257,31 @@ class ControllerProcess:
                 found.append(lines[j] if j < len(lines) else line)
         return found
 
-    def rss_bytes(self) -> int:
+    @property
+    def pid(self) -> int | None:
+        """The controller's own process id (``proc`` is its guard, guard.py), while it runs."""
         if not self.alive() or self.proc is None:
+            return None
+        deadline = time.monotonic() + 2.0
+        while True:  # the guard forks the controller as its first act
+            try:
+                children = psutil.Process(self.proc.pid).children()
+            except psutil.Error:
+                return None
+            if children or time.monotonic() > deadline:
+                return children[0].pid if children else None
+            time.sleep(0.01)
+
+    def rss_bytes(self) -> int:
+        """Memory of the controller and its children (not of the guard)."""
+        pid = self.pid
+        if pid is None:
             return 0
         try:
-            p = psutil.Process(self.proc.pid)
+            p = psutil.Process(pid)
             return p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
         except psutil.Error:
             return 0
 
 
-__all__ = ["ControllerProcess", "find_controller_python", "free_port", "port_listening"]
+__all__ = ["ControllerProcess", "Lifeline", "find_controller_python", "free_port", "port_listening"]

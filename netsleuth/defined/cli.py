@@ -16,6 +16,8 @@ from typing import Iterator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from netsleuth.options import at_least, out_dir
+
 
 def _interactive_lines() -> Iterator[str]:
     while True:
@@ -96,7 +98,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                     "(ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
                                           "ospf: cold (default) | warm")
-    r.add_argument("--runs", type=int, default=50)
+    r.add_argument("--runs", type=at_least(1), default=50)
     r.add_argument("--mode", choices=["plain", "rb"], default="rb",
                    help="plain: arrival order (no DEFINED); rb: DEFINED-RB (default)")
     r.add_argument("--ordering", default="defined", help="rb ordering: defined | hops | origin | reverse | random:SEED")
@@ -106,7 +108,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--processes", action="store_true",
                    help="run every node as an OS process over loopback TCP (real time: horizon x 0.25 s per run)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
-    r.add_argument("--out", help="directory for trace.jsonl (run 0's external events) and result.json")
+    r.add_argument("--out", type=out_dir(), help="directory for trace.jsonl (run 0's external events) and result.json")
     r.set_defaults(func=cmd_run)
 
     s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")

@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
+from netsleuth.options import check_out_dir
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
 from netsleuth.minimize.oracle import ReplayOutcome
 from netsleuth.policies.peek import Observed, Peek, PeekStats
 from netsleuth.policies.replay import ReplayPlan
+from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -116,10 +119,14 @@ class MinimizeOptions:
     persist: int | None = None
     peek: bool = False   # infer expectations per candidate with PEEK (policies/peek.py)
     openflow: str | None = None  # None: what the trace's switches negotiated
+    trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
+    check_out_dir(opts.out)
     trace = read_trace(opts.trace)
+    controllers = controllers_for_trace(trace.header.controller, opts.controller,
+                                        trust=opts.trust_trace_controller, source=str(opts.trace))
     target = find_target(trace.events, opts.violation)
     if target is None:
         raise TraceFormatError(f"{opts.trace} records no persistent violation to minimize for",
@@ -128,7 +135,7 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     out.mkdir(parents=True, exist_ok=True)
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
-                                  tuple(opts.controller) if opts.controller else None, opts.epsilon, persist,
+                                  tuple(controllers), opts.epsilon, persist,
                                   opts.violation, opts.max_gap, opts.peek, opts.openflow)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
@@ -160,6 +167,9 @@ def peek_totals(replays_dir: Path) -> dict:
 
 def _write(out: Path, trace: ts.Trace, data: dict, result: MinimizationResult, peek: bool = False) -> None:
     data.update(result.to_json())
+    data["completed"] = result.stop_reason != "interrupted"
+    if not data["completed"]:
+        data["stopped_by"] = stopped_by()
     if peek:
         data["peek"] = peek_totals(out / "replays")
     mcs_ids = {e.id for e in result.mcs}

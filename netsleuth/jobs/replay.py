@@ -17,14 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.core.rebuild import trace_openflow
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
+from netsleuth.options import check_out_dir
 from netsleuth.jobs.session import Progress, Session, Silent
 from netsleuth.model.topology import Topology
 from netsleuth.policies.peek import observed_key
 from netsleuth.policies.replay import KEEPALIVE, Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
 
@@ -80,6 +83,7 @@ class ReplayOptions:
     persist: int | None = None
     record_packets: bool = True
     openflow: str | None = None   # None: what the trace's switches negotiated
+    trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
 
 
 @dataclass
@@ -113,7 +117,9 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     ``outcome.observed`` and check no invariants.
     """
     plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
-    controllers = controller or header.controller.split(" + ")
+    # Without an explicit controller, the header's -- which must not be a command (controllers/spec.py).
+    controllers = controllers_for_trace(header.controller, [controller] if isinstance(controller, str)
+                                        else controller)
     checks = sorted({"liveness", "loops", "blackholes", "reachability", "dataplane-loops"}
                     | ({target.invariant} if target else set()))
     session = Session("replay", header.topology_spec, controllers, Path(out), seed=header.seed,
@@ -195,7 +201,13 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
 def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
     """``netsleuth replay``: ``times`` replays; result.json with the reproduction rate."""
     progress = progress or Silent()
+    check_out_dir(opts.out)
     trace = read_trace(opts.trace)
+    controllers = controllers_for_trace(trace.header.controller, opts.controller if not isinstance(
+        opts.controller, str) else [opts.controller], trust=opts.trust_trace_controller, source=str(opts.trace))
+    nice = trace.header.extra.get("nice")
+    if isinstance(nice, dict) and isinstance(nice.get("app"), str):  # the model checker's app spec
+        check_trace_spec(nice["app"], str(opts.trace))
     if trace.header.controller.startswith("app:") and opts.controller is None:
         # A model-checking counterexample: re-execute it deterministically in-process.
         from netsleuth.nice.job import replay_counterexample
@@ -214,10 +226,15 @@ def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
     try:
         for i in range(opts.times):
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"
-            o = replay_once(trace.header, trace.events, sub, target=target, controller=opts.controller,
+            o = replay_once(trace.header, trace.events, sub, target=target, controller=controllers,
                             epsilon=opts.epsilon, persist=persist, record_packets=opts.record_packets,
                             progress=progress, openflow=opts.openflow)
             data["replays"].append(o.to_json())
+        data["completed"] = True
+    except KeyboardInterrupt:
+        data["completed"] = False
+        data["stopped_by"] = stopped_by()
+        raise
     finally:
         done = [r for r in data["replays"] if r["reproduced"] is not None]
         data["reproduced"] = any(r["reproduced"] for r in done) if done else None

@@ -28,7 +28,9 @@ from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import version_name
 from netsleuth.openflow.connection import offered_versions
+from netsleuth.options import check_out_dir
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 
@@ -104,6 +106,7 @@ class Session:
         """Start everything, bootstrap, run ``body``; always write trace and result.json."""
         progress = progress or Silent()
         self.progress = progress
+        check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
                                               name=f"c{i}", topology=self.topo)
@@ -132,6 +135,7 @@ class Session:
                 self.result.data["completed"] = True
             except KeyboardInterrupt:
                 self.result.data["interrupted"] = True
+                self.result.data["stopped_by"] = stopped_by()
                 raise
             finally:
                 self.open_trace()
@@ -144,8 +148,10 @@ class Session:
     def _write_event(self, event: Any) -> None:
         if self._writer is None:
             self._early.append(event)
-        else:
-            self._writer.write(event)
+            return
+        self._writer.write(event)
+        if isinstance(event, ts.Violation):
+            self._writer.flush()  # the finding is what the trace is for: on disk at once
 
     def open_trace(self) -> None:
         """Write the trace header (with the versions negotiated so far) and the events held until now."""
@@ -167,6 +173,7 @@ class Session:
 
     async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
+        flusher = asyncio.create_task(self._flush_periodically())
         try:
             await self._bootstrap(rt)
             self.open_trace()
@@ -174,6 +181,7 @@ class Session:
                 await self._warm_up(rt)
             await body(self, rt)
         finally:
+            flusher.cancel()
             await rt.close()
 
     async def _warm_up(self, rt: Runtime) -> None:
@@ -186,6 +194,15 @@ class Session:
         finally:
             self.world.observing = True
         self.result.data["warmup"] = self.warmup
+
+    async def _flush_periodically(self, every: float = 0.2) -> None:
+        """Events reach the disk within about a second even when none follow them:
+        a netsleuth killed outright (SIGKILL) loses at most that much of its trace
+        (and, before the handshakes end, the events held for the header)."""
+        while True:
+            await asyncio.sleep(every)
+            if self._writer is not None:
+                self._writer.flush_if_due()
 
     async def _bootstrap(self, rt: Runtime) -> None:
         t0 = time.monotonic()

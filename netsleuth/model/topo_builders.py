@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from netsleuth.errors import UnknownTopologyError
-from netsleuth.model.topology import KNOWN_FORMS, Topology
+from netsleuth.model.topology_graph import KNOWN_FORMS, Topology
 from netsleuth.model.topology_io import load_topology_file
 
 __all__ = ["parse_topo", "MAX_NODES"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.errors import UnknownTopologyError
-from netsleuth.model.topology import HOST, JSON_FIX, KNOWN_FORMS, SWITCH, Topology, build_from_records
+from netsleuth.model.topology_graph import HOST, JSON_FIX, KNOWN_FORMS, SWITCH, Topology, build_from_records
 
 __all__ = ["load_topology_file", "save_topology", "topology_json_text", "topology_graphml_text",
            "topology_from_graphml"]

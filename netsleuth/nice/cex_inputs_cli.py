@@ -12,10 +12,20 @@ import json
 
 from rich.console import Console
 
+from netsleuth.options import out_file, seconds
+
 
 def cmd_cex_inputs(args: argparse.Namespace) -> int:
+    from netsleuth.controllers.spec import check_trace_spec
     from netsleuth.nice.cex_inputs import convert_counterexample
+    from netsleuth.trace.io import read_header
 
+    # the app the counterexample names is started (os-ken imports it): module names only
+    header = read_header(args.counterexample)
+    nice = header.extra.get("nice")
+    for spec in (header.controller, nice.get("app") if isinstance(nice, dict) else None):
+        if isinstance(spec, str):
+            check_trace_spec(spec, args.counterexample)
     d = convert_counterexample(args.counterexample, args.out, gap=args.gap)
     if args.json:
         print(json.dumps(d, sort_keys=True))
@@ -32,7 +42,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("cex-inputs", help="turn a `check` counterexample into inputs `replay` runs against the "
                                           "real controller")
     c.add_argument("counterexample", help="a cex-*.jsonl written by `netsleuth check --out`")
-    c.add_argument("--out", required=True, help="where to write the trace of inputs (.jsonl)")
-    c.add_argument("--gap", type=float, default=0.3, help="seconds between inputs (default 0.3)")
+    c.add_argument("--out", required=True, type=out_file(), help="where to write the trace of inputs (.jsonl)")
+    c.add_argument("--gap", type=seconds(), default=0.3, help="seconds between inputs (default 0.3)")
     c.add_argument("--json", action="store_true", help="print the report as JSON")
     c.set_defaults(func=cmd_cex_inputs)

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from netsleuth.options import at_least, out_dir
 from netsleuth.nice.explore import STRATEGIES
 from netsleuth.nice.scenarios import SCENARIOS
 
@@ -46,6 +47,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(data, sort_keys=True))
     else:
         _summary(data)
+    if data.get("interrupted"):  # the search so far is reported (and in result.json with --out)
+        from netsleuth.runtime.stop import exit_code
+        return exit_code()
     return 1 if data["violations"] else 0
 
 
@@ -78,19 +82,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "loop (triangle)")
     c.add_argument("--topo", help="topology (Mininet syntax; default linear,2, or ring,3 for --scenario loop)")
     c.add_argument("--hosts", help="traffic: SRC>DST:N items, e.g. h1>h2:3 (default: first host pings the second)")
-    c.add_argument("--pings", type=int, help="pings the first host sends (default depends on the scenario)")
+    c.add_argument("--pings", type=at_least(0), help="pings the first host sends (default depends on the scenario)")
     c.add_argument("--strategy", default="full",
                    help=f"search strategy: {', '.join(STRATEGIES)}; combine with + (e.g. pkt-seq+no-delay)")
     c.add_argument("--dpor", action="store_true", help="partial-order reduction (sleep sets on run-time footprints)")
     c.add_argument("--order", choices=("forward", "reverse"), default="forward",
                    help="explore the enabled set in this order (counts must not change)")
-    c.add_argument("--max-depth", type=int, help="bound on path length")
-    c.add_argument("--max-transitions", type=int, help="stop after this many transitions")
+    c.add_argument("--max-depth", type=at_least(1), help="bound on path length")
+    c.add_argument("--max-transitions", type=at_least(1), help="stop after this many transitions")
     c.add_argument("--property", action="append",
                    help="property to check (repeat or comma-separate; 'none' for none); default: the scenario's")
     c.add_argument("--faults", action="append", help="optional faults: expiry, drop, duplicate, link (comma-separated)")
-    c.add_argument("--burst", type=int, default=1, help="PKT-SEQ: outstanding packets per host (default 1)")
-    c.add_argument("--discover", type=int, default=0, metavar="N",
+    c.add_argument("--burst", type=at_least(1), default=1, help="PKT-SEQ: outstanding packets per host (default 1)")
+    c.add_argument("--discover", type=at_least(0), default=0, metavar="N",
                    help="concolic discover_packets: each host may send N frames the app's packet_in "
                         "handler tells apart (z3; default 0: only the scenario's traffic)")
     c.add_argument("--discover-stats", action="store_true",
@@ -98,5 +102,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--seed", type=int, default=0, help="seed of the random walk")
     c.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     c.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    c.add_argument("--out", help="directory for result.json and one counterexample trace per violation")
+    c.add_argument("--out", type=out_dir(), help="directory for result.json and one counterexample trace per violation")
     c.set_defaults(func=cmd_check)

@@ -28,6 +28,7 @@ from netsleuth.nice.loading import make_system, normalize_spec
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import Config, System
 from netsleuth.nice.transitions import transition_from_json, transition_to_json
+from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 
@@ -102,7 +103,8 @@ def check(opts: CheckOptions) -> dict[str, Any]:
         "transitions": result.transitions, "unique_states": result.unique_states, "revisits": result.revisits,
         "seconds": round(result.seconds, 3), "transitions_per_second": round(result.rate()),
         "depth": result.max_depth, "completed": result.completed, "stopped_by": result.stopped_by,
-        "interrupted": result.interrupted, "violation_counts": dict(sorted(result.violation_counts.items())),
+        "interrupted": result.interrupted, "signal": stopped_by() if result.interrupted else None,
+        "violation_counts": dict(sorted(result.violation_counts.items())),
         "violations": [],
     }
     if result.dpor_note:

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from netsleuth.controllers.external import find_controller_python
+from netsleuth.controllers.external import Lifeline, find_controller_python
 from netsleuth.controllers.spec import parse_controller
 from netsleuth.errors import CodecError, ControllerError
 from netsleuth.model import switch as sw
@@ -96,6 +96,7 @@ class HandlerServer:
         self.modules = tuple(modules)
         self.python = python or find_controller_python()
         self.proc: subprocess.Popen | None = None
+        self._lifeline: Lifeline | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="netsleuth-osken-", suffix=".log", delete=False)
         self.log_path = Path(self._log.name)
         self.keep_log = False  # set when an error message points the user at the log
@@ -108,10 +109,16 @@ class HandlerServer:
 
     def start(self) -> "HandlerServer":
         try:
-            self.proc = subprocess.Popen([self.python, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._log, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-                                         start_new_session=True)
+            # Under a guard (controllers/guard.py): the server dies with netsleuth even on SIGKILL.
+            self._lifeline = Lifeline()
+            self.proc = subprocess.Popen(self._lifeline.wrap([self.python, str(SERVER)]), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self._log,
+                                         env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
+                                         pass_fds=(self._lifeline.read_fd,))
+            self._lifeline.started()
         except OSError as exc:
+            if self._lifeline is not None:
+                self._lifeline.release()
             raise OsKenHostError(f"cannot start the os-ken handler server with {self.python}: {exc}",
                                  "run `make setup` (it creates .venv-controller) or set "
                                  "NETSLEUTH_CONTROLLER_PYTHON") from None
@@ -198,6 +205,8 @@ class HandlerServer:
                     proc.kill()
                     proc.wait(timeout=5)
         finally:
+            if self._lifeline is not None:
+                self._lifeline.release()
             for f in (proc.stdin, proc.stdout, self._log):
                 try:
                     if f is not None:

@@ -137,9 +137,11 @@ def is_netsleuth_trace(path: str | Path) -> bool:
             first = f.readline(1 << 20)
     except OSError:
         return False
+    if ts.FORMAT.encode() not in first:  # not even mentioned: no need to parse (which may be deep garbage)
+        return False
     try:
         d = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return False
     return isinstance(d, dict) and d.get("format") == ts.FORMAT
 

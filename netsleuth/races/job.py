@@ -173,7 +173,9 @@ def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = Tru
     if events is None:
         from netsleuth.races.from_trace import events_from_trace, is_netsleuth_trace
 
-        if is_netsleuth_trace(path):
+        # A .jsonl whose header is damaged still goes to the netsleuth reader,
+        # whose error names the broken header instead of hb.json's fields.
+        if is_netsleuth_trace(path) or Path(path).suffix == ".jsonl":
             built = events_from_trace(path)
             events, labels = built.events, built.labels
         else:
@@ -181,7 +183,8 @@ def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = Tru
 
             events = read_hb_json(path)
     if not events:
-        raise TraceFormatError(f"{path}: no events", "give a non-empty SDNRacer hb.json trace")
+        raise TraceFormatError(f"{path}: no events",
+                               "give a trace with events: an SDNRacer hb.json or a netsleuth trace.jsonl")
     t1 = time.perf_counter()
     seconds["load"] = t1 - t0
     checker = CommutativityChecker()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from netsleuth.options import at_least, out_dir, out_file
+
 if TYPE_CHECKING:  # pragma: no cover
     from netsleuth.trace.schema import Trace
 
@@ -18,7 +20,8 @@ def cmd_step(args: argparse.Namespace) -> int:
     from netsleuth.tools.step import run_step
 
     return run_step(args.trace, commands=args.commands, headless=args.headless, live_out=args.out,
-                    controller=args.controller, ordering=args.ordering, openflow=args.openflow)
+                    controller=args.controller, ordering=args.ordering, openflow=args.openflow,
+                    trust_trace_controller=args.trust_trace_controller)
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
@@ -137,7 +140,7 @@ def cmd_trace_packet(args: argparse.Namespace) -> int:
 def _add_rc_commands(sub: argparse._SubParsersAction) -> None:
     pc = sub.add_parser("pcap", help="export the control channel (and dataplane) as a pcap for Wireshark/tshark")
     pc.add_argument("trace", help="a netsleuth trace.jsonl")
-    pc.add_argument("--out", required=True, help="the pcap file to write")
+    pc.add_argument("--out", required=True, type=out_file(), help="the pcap file to write")
     pc.add_argument("--dataplane", action="store_true", help="also export every recorded dataplane hop")
     pc.add_argument("--json", action="store_true", help="print the summary as JSON")
     pc.set_defaults(func=cmd_pcap)
@@ -146,7 +149,7 @@ def _add_rc_commands(sub: argparse._SubParsersAction) -> None:
     df.add_argument("a", help="trace A")
     df.add_argument("b", help="trace B")
     df.add_argument("--json", action="store_true", help="print JSON (keys only_in_a, only_in_b, common, ...)")
-    df.add_argument("--show", type=int, default=50, help="differences to print per side (default 50)")
+    df.add_argument("--show", type=at_least(0), default=50, help="differences to print per side (default 50)")
     df.set_defaults(func=cmd_diff)
 
     rd = sub.add_parser("reduce", help="keep only the flow_mods that explain the flow tables at the violation")
@@ -154,7 +157,7 @@ def _add_rc_commands(sub: argparse._SubParsersAction) -> None:
     rd.add_argument("--violation", type=int, default=None,
                     help="which persistent violation (0: the first, the default; -1: the last)")
     rd.add_argument("--end", action="store_true", help="the tables at the end of the trace instead")
-    rd.add_argument("--out", help="the reduced trace to write (default: TRACE.reduced.jsonl beside it)")
+    rd.add_argument("--out", type=out_file(), help="the reduced trace to write (default: TRACE.reduced.jsonl beside it)")
     rd.add_argument("--json", action="store_true", help="print JSON (keys kept, dropped, tables, ...)")
     rd.set_defaults(func=cmd_reduce)
 
@@ -170,7 +173,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     vz = sub.add_parser("viz", help="draw traces as a space-time (Lamport) diagram in a self-contained HTML page")
     vz.add_argument("traces", nargs="+", help="one or more netsleuth trace.jsonl (several: aligned, differences "
                                               "highlighted)")
-    vz.add_argument("--html", required=True, help="the HTML file to write")
+    vz.add_argument("--html", required=True, type=out_file("--html"), help="the HTML file to write")
     vz.add_argument("--json", action="store_true", help="print the summary as JSON")
     vz.set_defaults(func=cmd_viz)
 
@@ -184,7 +187,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--openflow", choices=["auto", "1.0", "1.3"],
                     help="live mode: OpenFlow versions the switches offer (default: what the trace's switches "
                          "negotiated)")
-    st.add_argument("--out", help="directory for the live run's trace and controller log (default: a new "
+    st.add_argument("--trust-trace-controller", action="store_true",
+                    help="live mode: run the controller the trace's header names even when it is a cmd: command")
+    st.add_argument("--out", type=out_dir(), help="directory for the live run's trace and controller log (default: a new "
                                   "temporary directory)")
     st.add_argument("--ordering", help="DEFINED runs: the ordering function to step with (default: the run's)")
     st.set_defaults(func=cmd_step)

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.core.rebuild import trace_openflow
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
@@ -44,7 +45,8 @@ class LiveStepper(StepperBase):
     unit = "inputs"
 
     def __init__(self, trace: ts.Trace, out: Path, controller: list[str] | None = None,
-                 *, drain_limit: int = 10_000, openflow: str | None = None) -> None:
+                 *, drain_limit: int = 10_000, trust_trace_controller: bool = False,
+                 openflow: str | None = None) -> None:
         self.trace = trace
         self.out = Path(out)
         self.filter = EventFilter()
@@ -59,7 +61,9 @@ class LiveStepper(StepperBase):
         self._ready = threading.Event()
         self._error: BaseException | None = None
         h = trace.header
-        self.session = Session("step", h.topology_spec, controller or h.controller.split(" + "), self.out,
+        # the header's controller only if it is no command, or the user trusts it (controllers/spec.py)
+        controllers = controllers_for_trace(h.controller, controller, trust=trust_trace_controller)
+        self.session = Session("step", h.topology_spec, controllers, self.out,
                                seed=h.seed, record_packets=True, checks=list(registry.DEFAULT),
                                topology=Topology.from_json(h.topology), header_extra={"step_of": h.command},
                                openflow=openflow or trace_openflow(h))

@@ -355,7 +355,8 @@ def _int(text: str, usage: str) -> int:
 
 
 def open_console(trace_path: str | Path, out: Console, *, headless: bool = True, live_out: str | Path | None = None,
-                 controller: list[str] | None = None, openflow: str | None = None) -> StepConsole:
+                 controller: list[str] | None = None, trust_trace_controller: bool = False,
+                 openflow: str | None = None) -> StepConsole:
     """The console for a trace: one engine per kind of trace and mode.
 
     A netsleuth trace steps headlessly (tools/stepper.py) or against a live
@@ -367,7 +368,8 @@ def open_console(trace_path: str | Path, out: Console, *, headless: bool = True,
     from netsleuth.tools.live_stepper import LiveStepper
 
     target = Path(live_out) if live_out else Path(tempfile.mkdtemp(prefix="netsleuth-step-"))
-    return StepConsole(LiveStepper(trace, target, controller, openflow=openflow), out)
+    return StepConsole(LiveStepper(trace, target, controller, trust_trace_controller=trust_trace_controller,
+                                   openflow=openflow), out)
 
 
 def _prompt_lines() -> Iterator[str]:
@@ -384,8 +386,8 @@ def _prompt_lines() -> Iterator[str]:
 
 def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out: Console | None = None,
              headless: bool = True, live_out: str | Path | None = None, controller: list[str] | None = None,
-             openflow: str | None = None,
-             ordering: str | None = None) -> int:
+             ordering: str | None = None, trust_trace_controller: bool = False,
+             openflow: str | None = None) -> int:
     """``netsleuth step``: interactive, or the commands of a file with output to ``out``."""
     lines = None
     if commands is not None:
@@ -401,7 +403,7 @@ def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out:
     # Not a terminal (a file, a pipe, a test): wide enough that flow matches are not cut.
     out = out or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller,
-                           openflow=openflow)
+                           trust_trace_controller=trust_trace_controller, openflow=openflow)
     try:
         if not headless:
             out.print(f"controller started; the live run is recorded in {console.s.out}", markup=False,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -222,13 +223,28 @@ def build(traces: Sequence[ts.Trace], names: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def script_json(data: Any) -> str:
+    """JSON that is safe inside an inline ``<script>``, whatever its strings hold.
+
+    Trace fields come from controllers, topology files and users: a ``</script>``
+    ends the script early, and ``<!--`` followed by ``<script`` puts the HTML
+    parser in a state where the real ``</script>`` no longer closes it, so the
+    rest of the page vanishes.  Writing every ``<``, ``>`` and ``&`` as a JSON
+    unicode escape (they only occur inside strings) leaves the parser nothing
+    to see, and the script still reads the same characters.
+    """
+    text = json.dumps(data, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def write_html(traces: Sequence[ts.Trace], names: Sequence[str], out: str | Path) -> dict[str, Any]:
     """Write the self-contained page; returns a summary (lanes, events, differences) for the CLI."""
     data = build(traces, names)
     title = "netsleuth space-time diagram: " + " vs ".join(names)
-    # "</" must not appear inside the inline <script>: escape it in the JSON.
-    blob = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    page = _PAGE.replace("__TITLE__", html.escape(title)).replace("__DATA__", blob)
+    blob = script_json(data)
+    # one pass, so a trace name holding "__DATA__" cannot pull the data into the title
+    fill = {"__TITLE__": html.escape(title), "__DATA__": blob}
+    page = re.sub(r"__TITLE__|__DATA__", lambda m: fill[m.group(0)], _PAGE)
     try:
         Path(out).write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -439,6 +439,18 @@ def _fp_out(v: Any) -> Any:
     raise _Bad(f"must be a fingerprint (nested tuples of scalars), got {v!r}")
 
 
+def _fp_top_in(v: Any) -> tuple:
+    if not isinstance(v, (list, tuple)):
+        raise _Bad(f"must be a fingerprint (a list, possibly nested, of scalars), got {v!r:.80}")
+    return _fp_in(v)
+
+
+def _fp_top_out(v: Any) -> Any:
+    if type(v) is not tuple:
+        raise _Bad(f"must be a fingerprint (a tuple, possibly nested, of scalars), got {v!r:.80}")
+    return _fp_out(v)
+
+
 def _optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def conv(v: Any) -> Any:
         return None if v is None else inner(v)
@@ -454,7 +466,7 @@ _CODECS: dict[Any, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     str: (_check(str), _check(str)),
     bool: (_check(bool), _check(bool)),
     dict: (_check(dict), _check(dict)),
-    tuple: (_fp_out, _fp_in),
+    tuple: (_fp_top_out, _fp_top_in),
     tuple[str, ...]: (_str_tuple_out, _str_tuple_in),
 }
 

@@ -1,0 +1,225 @@
+"""Stopping netsleuth: SIGTERM, SIGHUP and SIGKILL of a real `netsleuth fuzz` against the real simple_switch.
+
+CI systems stop jobs with SIGTERM, a closed terminal sends SIGHUP, and an
+out-of-memory killer or a timeout sends SIGKILL.  Each test starts the real
+command line as a subprocess, lets it fuzz for a few seconds, signals it,
+and then checks what a user is left with: the trace (every event up to the
+signal for SIGTERM/SIGHUP, at most about a second lost for SIGKILL, readable
+by `netsleuth invariants`), result.json (for the catchable signals:
+``completed: false`` and the signal's name), the exit code, and that no
+controller process survives -- looked up in the process table by the port
+the trace says the controller listened on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from netsleuth.cli import main
+from netsleuth.trace.io import read_trace
+
+NETSLEUTH = [sys.executable, "-m", "netsleuth.cli"]
+SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
+
+
+def start_fuzz(out: Path) -> tuple[subprocess.Popen, float]:
+    """A long fuzz run with steady traffic; returns it and the moment its trace (and clock) started."""
+    proc = subprocess.Popen([*NETSLEUTH, "fuzz", "--controller", SIMPLE_SWITCH, "--topo", "linear,3",
+                             "--steps", "100000", "--seed", "1", "--rate", "traffic=0.6", "--rate",
+                             "host_migration=0", "--keep-going", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "trace.jsonl").exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "netsleuth fuzz never opened its trace"
+        time.sleep(0.005)
+    return proc, time.monotonic()
+
+
+def controller_ports(trace: Path) -> set[str]:
+    """The ports the run's controllers listened on, from the trace's controller events."""
+    text = trace.read_text()
+    return set(re.findall(r'"detail":"[^"]* on 127\.0\.0\.1:(\d+)"', text))
+
+
+def survivors(out: Path, ports: set[str], grace: float = 5.0) -> list[str]:
+    """Processes still running whose command line names the run's controller port or out dir."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = []
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if str(out) in cmd or any(re.search(rf"\b{port}\b", cmd) for port in ports):
+                found.append(f"{p.info['pid']}: {cmd}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_stop_signal_writes_partial_results_and_stops_the_controller(sig: signal.Signals, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc, t0 = start_fuzz(out)
+    time.sleep(5)
+    proc.send_signal(sig)
+    stderr = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 128 + sig, stderr
+    assert f"stopped by {sig.name}" in stderr
+
+    result = json.loads((out / "result.json").read_text())
+    assert result["completed"] is False and result["stopped_by"] == sig.name
+    assert result["steps"] > 5
+    trace = read_trace(out / "trace.jsonl")
+    # every event up to the signal is on disk: as many as the run counted, the last one close to the end
+    assert len(trace.events) == result["stats"]["trace_events"]
+    assert trace.events[-1].t > 4.0
+    ports = controller_ports(out / "trace.jsonl")
+    assert ports
+    assert main(["invariants", str(out / "trace.jsonl")]) in (0, 1)
+    assert survivors(out, ports) == []
+
+
+def test_sigkill_loses_at_most_a_second_and_leaves_no_controller(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc, t0 = start_fuzz(out)
+    time.sleep(6)
+    elapsed = time.monotonic() - t0
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "result.json").exists()  # nothing ran after the kill...
+    trace = read_trace(out / "trace.jsonl")    # ...yet the trace is whole, line by line
+    last_t = trace.events[-1].t
+    assert elapsed - 1.3 <= last_t <= elapsed, (elapsed, last_t)
+    assert main(["invariants", str(out / "trace.jsonl")]) in (0, 1)
+    ports = controller_ports(out / "trace.jsonl")
+    assert ports
+    assert survivors(out, ports) == []
+
+
+def test_controller_children_die_with_a_killed_netsleuth(tmp_path: Path) -> None:
+    """A cmd: controller that starts a child of its own: both go when netsleuth is SIGKILLed."""
+    marker = f"netsleuth-child-{os.getpid()}"
+    script = tmp_path / "ctl.sh"
+    # the child sleeps under a name the test can find; the controller itself is os-ken
+    script.write_text(f"#!/bin/sh\n{sys.executable} -c 'import time; time.sleep(300)' {marker} &\n"
+                      f"exec {sys.executable} -c \"import os,sys; os.execv(sys.argv[1], sys.argv[1:])\" "
+                      f"\"$@\"\n")
+    script.chmod(0o755)
+    from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
+    spec = f"cmd:{script} {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} os_ken.app.simple_switch"
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*NETSLEUTH, "fuzz", "--controller", spec, "--topo", "linear,2", "--out", str(out),
+                             "--steps", "100000", "--keep-going"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    def child_running() -> bool:
+        return any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+    while not child_running():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.05)
+    time.sleep(2)  # the controller is up and fuzzing
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 6
+    while child_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_running()
+
+
+def _stop_after(argv: list[str], wait_for: Path, seconds: float, sig: signal.Signals = signal.SIGTERM
+                ) -> subprocess.CompletedProcess:
+    """Run netsleuth, send ``sig`` ``seconds`` after ``wait_for`` appears, and collect it."""
+    proc = subprocess.Popen([*NETSLEUTH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not wait_for.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{wait_for} never appeared"
+        time.sleep(0.01)
+    time.sleep(seconds)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_sigterm_stops_replay_with_partial_results(migration_blackhole_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "replay"
+    r = _stop_after(["replay", str(migration_blackhole_trace), "--out", str(out), "--times", "20"],
+                    out / "replay-2" / "trace.jsonl", 1.5)
+    assert r.returncode == 143, r.stderr
+    d = json.loads((out / "replay.json").read_text())
+    assert d["completed"] is False and d["stopped_by"] == "SIGTERM"
+    assert len(d["replays"]) < 20
+    runs = sorted(out.glob("replay-*/result.json"))
+    last = json.loads(runs[-1].read_text())
+    assert last["stopped_by"] == "SIGTERM" and last["completed"] is False
+    ports = set().union(*(controller_ports(t) for t in out.glob("replay-*/trace.jsonl")))
+    assert ports and survivors(out, ports) == []
+
+
+def test_sigterm_stops_minimize_with_the_best_result_so_far(migration_blackhole_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "min"
+    r = _stop_after(["minimize", str(migration_blackhole_trace), "--out", str(out), "--executor", "serial"],
+                    out / "replays" / "w0" / "replays.jsonl", 1.0)
+    assert r.returncode == 143, r.stderr
+    d = json.loads((out / "result.json").read_text())
+    assert d["completed"] is False and d["stopped_by"] == "SIGTERM" and d["stop_reason"] == "interrupted"
+    assert (out / "mcs.jsonl").exists()
+    assert main(["invariants", str(out / "mcs.jsonl")]) in (0, 1)
+    ports = set().union(*(controller_ports(t) for t in out.glob("replays/w0/replay-*/trace.jsonl")))
+    assert ports and survivors(out, ports) == []
+
+
+def test_sigterm_stops_a_long_model_check_with_partial_results(tmp_path: Path) -> None:
+    out = tmp_path / "check"
+    proc = subprocess.Popen([*NETSLEUTH, "check", "pyswitch", "--pings", "6", "--json", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    assert proc.poll() is None, "the search ended before the signal: make it longer"
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    d = json.loads((out / "result.json").read_text())
+    assert d["completed"] is False and d["interrupted"] and d["signal"] == "SIGTERM" and d["transitions"] > 0
+
+
+def test_model_checker_handler_server_dies_with_a_killed_netsleuth(tmp_path: Path) -> None:
+    """`check osken:...` hosts the real app in a handler server: SIGKILL of netsleuth takes it down too."""
+    proc = subprocess.Popen([*NETSLEUTH, "check", "osken:os_ken.app.simple_switch", "--scenario", "pings",
+                             "--pings", "6", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def servers() -> list[int]:
+        found = []
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if "osken_handler_server.py" in cmd and "guard.py" not in cmd:
+                try:
+                    if any(a.pid == proc.pid for a in p.parents()):
+                        found.append(p.info["pid"])
+                except psutil.Error:
+                    pass
+        return found
+
+    deadline = time.monotonic() + 60
+    while not (mine := servers()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.05)
+    time.sleep(1)
+    assert proc.poll() is None, "the search ended before the kill: make it longer"
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 6
+    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine)
