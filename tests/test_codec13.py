@@ -267,6 +267,10 @@ MALFORMED = {
     "role_request_short": (msg(ofp.OFPT_ROLE_REQUEST, b"\0" * 8), BRQ, ofp.OFPBRC_BAD_LEN),
     "set_async_short": (msg(ofp.OFPT_SET_ASYNC, b"\0" * 20), BRQ, ofp.OFPBRC_BAD_LEN),
     "experimenter_short": (msg(ofp.OFPT_EXPERIMENTER, b"\0" * 4), BRQ, ofp.OFPBRC_BAD_LEN),
+    # os-ken's own parser would loop forever on this one (an unknown queue property type)
+    "queue_reply_unknown_property": (msg(ofp.OFPT_QUEUE_GET_CONFIG_REPLY, struct.pack("!I4x", 1)
+                                         + struct.pack("!IIH6x", 1, 1, 32) + struct.pack("!HH4x", 0xBF, 16)
+                                         + bytes(8)), BRQ, ofp.OFPBRC_BAD_LEN),
     "flow_stats_reply_zero_length": (msg(ofp.OFPT_MULTIPART_REPLY, struct.pack("!HH4x", 1, 0) + b"\0" * 56), BRQ,
                                      ofp.OFPBRC_BAD_LEN),
 }

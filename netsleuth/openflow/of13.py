@@ -724,8 +724,11 @@ def _decode_queue_get_config_reply(data: bytes, xid: int) -> Any:
             if pend - poff < ofp.OFP_QUEUE_PROP_HEADER_SIZE:
                 raise _bad_len("truncated queue property", data, xid)
             prop, plen = _QUEUE_PROP.unpack_from(data, poff)
-            want = {ofp.OFPQT_MIN_RATE: 16, ofp.OFPQT_MAX_RATE: 16}.get(prop)
-            if (want is not None and plen != want) or plen < 16 or poff + plen > pend:
+            if prop not in (ofp.OFPQT_MIN_RATE, ofp.OFPQT_MAX_RATE, ofp.OFPQT_EXPERIMENTER):
+                # os-ken's queue parser loops forever on a property type it does not know
+                raise _bad_len(f"unknown queue property type {prop}", data, xid)
+            want = 16 if prop != ofp.OFPQT_EXPERIMENTER else None
+            if (want is not None and plen != want) or plen < 16 or plen % 8 or poff + plen > pend:
                 raise _bad_len(f"queue property {prop} has bad length {plen}", data, xid)
             poff += plen
         off += qlen
