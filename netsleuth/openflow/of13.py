@@ -725,7 +725,7 @@ def _check_records(data: bytes, xid: int, mtype: int, *, len_at: int, minimum: i
 
 def _decode_multipart_reply(data: bytes, xid: int) -> Any:
     _need(data, xid, _MP_HDR, exact=False, what="MULTIPART_REPLY")
-    mtype, _flags = _MULTIPART.unpack_from(data, _HDR)
+    mtype, _ = _MULTIPART.unpack_from(data, _HDR)
     body = len(data) - _MP_HDR
     fixed = {ofp.OFPMP_DESC: _DESC.size, ofp.OFPMP_AGGREGATE: _AGG_STATS.size,
              ofp.OFPMP_GROUP_FEATURES: _GROUP_FEATURES.size, ofp.OFPMP_METER_FEATURES: _METER_FEATURES.size}
