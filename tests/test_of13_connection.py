@@ -164,10 +164,10 @@ def osken(request: pytest.FixtureRequest) -> Iterator[Any]:
     python = find_controller_python()
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(app: str) -> socket.socket:
+    def start(app: str, *extra: str) -> socket.socket:
         port = _free_port()
-        proc = subprocess.Popen([python, str(OSKEN_MAIN), "--ofp-tcp-listen-port", str(port), "--ofp-listen-host", "127.0.0.1",
-                                 app], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([python, str(OSKEN_MAIN), "--ofp-tcp-listen-port", str(port), "--ofp-listen-host",
+                                 "127.0.0.1", *extra, app], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         procs.append(proc)
         deadline = time.monotonic() + 30
         while True:
@@ -212,8 +212,10 @@ def _packet_in(version: int) -> Any:
     return p10.OFPPacketIn(DATAPATH, ofp10.OFP_NO_BUFFER, len(frame), 1, ofp10.OFPR_NO_MATCH, frame)
 
 
-def _play_switch(sock: socket.socket, versions: tuple[int, ...], *, until: type, timeout: float = 30.0) -> list[Any]:
-    """Be the switch: HELLO, answer FEATURES/PORT_DESC/ECHO, send one PACKET_IN; collect until ``until``."""
+def _play_switch(sock: socket.socket, versions: tuple[int, ...], *, until: type, count: int = 1,
+                 timeout: float = 30.0) -> list[Any]:
+    """Be the switch: HELLO, answer FEATURES/PORT_DESC/ECHO, send one PACKET_IN; collect until the
+    ``count``-th ``until``."""
     conn = SwitchConnection(versions=versions)
     sock.sendall(conn.initiate())
     got: list[Any] = []
@@ -250,7 +252,9 @@ def _play_switch(sock: socket.socket, versions: tuple[int, ...], *, until: type,
                 reply.xid = item.xid
                 sock.sendall(conn.send(reply))
             if isinstance(item, until):
-                return got
+                count -= 1
+                if count == 0:
+                    return got
     return got
 
 
@@ -298,3 +302,27 @@ def test_simple_switch_refuses_a_1_3_only_switch(osken):
         got = _play_switch(sock, (4,), until=VersionMismatch, timeout=15)
     assert isinstance(got[0], VersionMismatch), got
     assert got[0].peer_version == 1
+
+
+def test_rest_router_configures_a_1_3_switch_with_set_async_and_flow_mods(osken):
+    """os-ken's rest_router (1.0/1.2/1.3) sets up a 1.3 switch: SET_ASYNC (in 1.3 where 1.2 gets a
+    SET_CONFIG; no os-ken 1.4.1 app sends a 1.3 SET_CONFIG), then its ARP, normal and drop flows."""
+    sock = osken("os_ken.app.rest_router", "--wsapi-host", "127.0.0.1", "--wsapi-port", str(_free_port()))
+    with sock:
+        got = _play_switch(sock, (1, 4), until=p13.OFPFlowMod, count=3)
+    assert got[0] == Connected(4, 4)
+    assert not [m for m in got if isinstance(m, (ErrorEvent, VersionMismatch))], got
+    msgs = [m for m in got if not isinstance(m, Connected)]
+    assert [codec.msg_type_name(m) for m in msgs] == [
+        "FEATURES_REQUEST", "MULTIPART_REQUEST", "SET_ASYNC", "FLOW_MOD", "FLOW_MOD", "FLOW_MOD"]
+    set_async = msgs[2]
+    assert set_async.packet_in_mask[0] == 1 << ofp13.OFPR_ACTION | 1 << ofp13.OFPR_INVALID_TTL
+    arp, normal, drop = msgs[3:]
+    assert dict(arp.match.items()) == {"eth_type": 0x0806}
+    assert [(a.port, a.max_len) for a in arp.instructions[0].actions] == [(ofp13.OFPP_CONTROLLER,
+                                                                         ofp13.OFPCML_NO_BUFFER)]
+    assert [a.port for a in normal.instructions[0].actions] == [ofp13.OFPP_NORMAL]
+    assert [i.actions for i in drop.instructions] == [[]] and dict(drop.match.items()) == {"eth_type": 0x0800}
+    assert dict(normal.match.items()) == {} and normal.priority < drop.priority  # drop IP unless routed
+    for m in msgs:
+        assert codec.encode(codec.msg_from_json(codec.msg_to_json(m))) == bytes(m.buf)

@@ -23,9 +23,6 @@ this module or :mod:`netsleuth.openflow.of13` by version.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import io
 import struct
 from typing import Any, Callable
 
@@ -34,7 +31,7 @@ from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as parser
 
-from netsleuth.errors import CodecError, TraceFormatError
+from netsleuth.errors import CodecError
 from netsleuth.model.ofdp import DATAPATH
 
 __all__ = ["DATAPATH", "DECODED_CLASSES", "ERROR_DATA_LEN", "OFP_VERSION", "TYPE_NAME", "decode",

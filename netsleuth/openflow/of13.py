@@ -213,10 +213,84 @@ def _check_match(data: bytes, off: int, end: int, xid: int) -> int:
         raise _error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_LEN, f"ofp_match length {mlen} does not fit", data, xid)
     pos, mend = off + 4, off + mlen
     seen: set[tuple[int, int]] = set()
+    earlier: dict[str, tuple[int, int | None]] = {}  # OpenFlow-basic fields so far: (value, mask or None)
     while pos < mend:
-        pos += _check_oxm(data, pos, mend, xid, err_type=ofp.OFPET_BAD_MATCH, bad_len=ofp.OFPBMC_BAD_LEN,
-                          bad_field=ofp.OFPBMC_BAD_FIELD, seen=seen)[3]
+        oxm_class, field, hasmask, tlv_len = _check_oxm(
+            data, pos, mend, xid, err_type=ofp.OFPET_BAD_MATCH, bad_len=ofp.OFPBMC_BAD_LEN,
+            bad_field=ofp.OFPBMC_BAD_FIELD, seen=seen)
+        if oxm_class == oxm_fields.OFPXMC_OPENFLOW_BASIC:
+            size = _BASIC_FIELD_SIZE[field]
+            value = int.from_bytes(data[pos + 4:pos + 4 + size], "big")
+            mask = int.from_bytes(data[pos + 4 + size:pos + 4 + 2 * size], "big") if hasmask else None
+            name = _BASIC_FIELD_NAME[field]
+            _check_field(name, value, mask, (1 << 8 * size) - 1, earlier, data, xid)
+            earlier[name] = (value, None if mask == (1 << 8 * size) - 1 else mask)
+        pos += tlv_len
     return _round8(mlen)
+
+
+# Fields whose mask, unless all ones or all zeros, a 1.3 switch refuses (spec table 11 marks them not
+# maskable; Open vSwitch also masks transport ports, as later versions of the spec do, so those pass).
+_NOT_MASKABLE = frozenset({"in_port", "in_phy_port", "eth_type", "vlan_pcp", "ip_dscp", "ip_ecn", "ip_proto",
+                           "icmpv4_type", "icmpv4_code", "arp_op", "icmpv6_type", "icmpv6_code", "mpls_label",
+                           "mpls_tc", "mpls_bos"})
+_IP_TYPES = frozenset({0x0800, 0x86DD})
+# Field -> (the field it requires, the values that field must match exactly): spec table 11.
+_PREREQUISITES: dict[str, tuple[str, frozenset[int]]] = {
+    **{f: ("eth_type", _IP_TYPES) for f in ("ip_dscp", "ip_ecn", "ip_proto")},
+    **{f: ("eth_type", frozenset({0x0800})) for f in ("ipv4_src", "ipv4_dst")},
+    **{f: ("ip_proto", frozenset({6})) for f in ("tcp_src", "tcp_dst")},
+    **{f: ("ip_proto", frozenset({17})) for f in ("udp_src", "udp_dst")},
+    **{f: ("ip_proto", frozenset({132})) for f in ("sctp_src", "sctp_dst")},
+    **{f: ("ip_proto", frozenset({1})) for f in ("icmpv4_type", "icmpv4_code")},
+    **{f: ("eth_type", frozenset({0x0806})) for f in ("arp_op", "arp_spa", "arp_tpa", "arp_sha", "arp_tha")},
+    **{f: ("eth_type", frozenset({0x86DD})) for f in ("ipv6_src", "ipv6_dst", "ipv6_flabel", "ipv6_exthdr")},
+    **{f: ("ip_proto", frozenset({58})) for f in ("icmpv6_type", "icmpv6_code")},
+    "ipv6_nd_target": ("icmpv6_type", frozenset({135, 136})),
+    "ipv6_nd_sll": ("icmpv6_type", frozenset({135})),
+    "ipv6_nd_tll": ("icmpv6_type", frozenset({136})),
+    **{f: ("eth_type", frozenset({0x8847, 0x8848})) for f in ("mpls_label", "mpls_tc", "mpls_bos")},
+    "pbb_isid": ("eth_type", frozenset({0x88E7})),
+}
+
+
+# Fields narrower than their OXM payload: the largest value (and mask) they can hold.
+_FIELD_MAX = {"vlan_vid": 0x1FFF, "vlan_pcp": 7, "ip_dscp": 63, "ip_ecn": 3, "ipv6_flabel": 0xFFFFF,
+              "mpls_label": 0xFFFFF, "mpls_tc": 7, "mpls_bos": 1, "ipv6_exthdr": 0x1FF}
+
+
+def _check_field(name: str, value: int, mask: int | None, ones: int,
+                 earlier: dict[str, tuple[int, int | None]], data: bytes, xid: int) -> None:
+    """One OpenFlow-basic match field, checked in the order Open vSwitch checks it (so the first error
+    of a bad match is the one OVS would answer): no value bit outside the mask (BAD_WILDCARDS); a mask
+    other than all ones (exact) or all zeros (wildcard) only on a maskable field (BAD_MASK); a value
+    that fits the field (BAD_VALUE); and the field's prerequisite matched exactly by a field *earlier*
+    in the match (BAD_PREREQ; prerequisites come first, spec 7.2.3.6).
+    """
+    def bad(code: int, why: str) -> CodecError:
+        return _error(ofp.OFPET_BAD_MATCH, code, why, data, xid)
+
+    if mask is not None and value & ~mask:
+        raise bad(ofp.OFPBMC_BAD_WILDCARDS, f"OXM field {name} value {value:#x} has bits outside its mask {mask:#x}")
+    if mask is not None and mask not in (0, ones) and name in _NOT_MASKABLE:
+        raise bad(ofp.OFPBMC_BAD_MASK, f"OXM field {name} cannot be masked")
+    top = _FIELD_MAX.get(name)
+    if top is not None and value & (ones if mask is None else mask) > top:
+        raise bad(ofp.OFPBMC_BAD_VALUE, f"OXM field {name} value {value:#x} does not fit its {top.bit_length()} bits")
+    if name == "vlan_pcp":
+        vid = earlier.get("vlan_vid")
+        if vid is None or not vid[0] & ofp.OFPVID_PRESENT or not (ones if vid[1] is None else vid[1]) & \
+                ofp.OFPVID_PRESENT:
+            raise bad(ofp.OFPBMC_BAD_PREREQ, "vlan_pcp needs an earlier match on a present VLAN tag "
+                      "(vlan_vid with OFPVID_PRESENT)")
+        return
+    rule = _PREREQUISITES.get(name)
+    if rule is not None:
+        needed, allowed = rule
+        got = earlier.get(needed)
+        if got is None or got[1] is not None or got[0] not in allowed:
+            want = " or ".join(f"{v:#x}" if needed == "eth_type" else str(v) for v in sorted(allowed))
+            raise bad(ofp.OFPBMC_BAD_PREREQ, f"OXM field {name} needs an earlier exact {needed} match of {want}")
 
 
 def _bad_action(code: int, problem: str, data: bytes, xid: int) -> CodecError:
@@ -651,7 +725,7 @@ def _check_records(data: bytes, xid: int, mtype: int, *, len_at: int, minimum: i
 
 def _decode_multipart_reply(data: bytes, xid: int) -> Any:
     _need(data, xid, _MP_HDR, exact=False, what="MULTIPART_REPLY")
-    mtype, _flags = _MULTIPART.unpack_from(data, _HDR)
+    mtype, _ = _MULTIPART.unpack_from(data, _HDR)
     body = len(data) - _MP_HDR
     fixed = {ofp.OFPMP_DESC: _DESC.size, ofp.OFPMP_AGGREGATE: _AGG_STATS.size,
              ofp.OFPMP_GROUP_FEATURES: _GROUP_FEATURES.size, ofp.OFPMP_METER_FEATURES: _METER_FEATURES.size}
@@ -724,8 +798,11 @@ def _decode_queue_get_config_reply(data: bytes, xid: int) -> Any:
             if pend - poff < ofp.OFP_QUEUE_PROP_HEADER_SIZE:
                 raise _bad_len("truncated queue property", data, xid)
             prop, plen = _QUEUE_PROP.unpack_from(data, poff)
-            want = {ofp.OFPQT_MIN_RATE: 16, ofp.OFPQT_MAX_RATE: 16}.get(prop)
-            if (want is not None and plen != want) or plen < 16 or poff + plen > pend:
+            if prop not in (ofp.OFPQT_MIN_RATE, ofp.OFPQT_MAX_RATE, ofp.OFPQT_EXPERIMENTER):
+                # os-ken's queue parser loops forever on a property type it does not know
+                raise _bad_len(f"unknown queue property type {prop}", data, xid)
+            want = 16 if prop != ofp.OFPQT_EXPERIMENTER else None
+            if (want is not None and plen != want) or plen < 16 or plen % 8 or poff + plen > pend:
                 raise _bad_len(f"queue property {prop} has bad length {plen}", data, xid)
             poff += plen
         off += qlen
