@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,33 @@ def test_fuzz_finds_the_migration_blackhole_and_minimize_reduces_it(tmp_path: Pa
     assert proc.returncode == 0, proc.stdout + proc.stderr
     d = json.loads((mcs / "result.json").read_text())
     assert d["inputs_after"] <= 4, d["inputs_after"]
+
+
+def test_reading_a_13_trace_validates_its_messages(ss13_run: Path, tmp_path: Path) -> None:
+    from netsleuth.errors import TraceFormatError
+
+    lines = (ss13_run / "trace.jsonl").read_text().splitlines()
+    assert len(read_trace(ss13_run / "trace.jsonl").events) == len(lines) - 1
+
+    def edited(index: int, change: Any) -> Path:
+        copy = list(lines)
+        d = json.loads(copy[index])
+        change(d)
+        copy[index] = json.dumps(d)
+        path = tmp_path / f"edited{index}.jsonl"
+        path.write_text("\n".join(copy) + "\n")
+        return path
+
+    flow_mod = next(i for i, line in enumerate(lines) if '"FLOW_MOD"' in line)
+    packet_in = next(i for i, line in enumerate(lines) if '"PACKET_IN"' in line)
+    cases = [
+        (0, lambda d: d["openflow"].update(s9="1.3"), "openflow versions"),
+        (0, lambda d: d["openflow"].update(s1="2.0"), "openflow versions"),
+        (flow_mod, lambda d: d["msg"].update(version=5), "version"),
+        (flow_mod, lambda d: d["msg"]["body"]["OFPFlowMod"].update(table_id=300), "FLOW_MOD"),
+        (packet_in, lambda d: d.update(kind="of_to_switch"), "PACKET_IN"),
+    ]
+    for index, change, words in cases:
+        with pytest.raises(TraceFormatError) as err:
+            read_trace(edited(index, change))
+        assert words in err.value.problem

@@ -50,6 +50,16 @@ _TO_SWITCH = _SYMMETRIC | {"FEATURES_REQUEST", "GET_CONFIG_REQUEST", "SET_CONFIG
                            "PORT_MOD", "STATS_REQUEST", "BARRIER_REQUEST", "QUEUE_GET_CONFIG_REQUEST"}
 _TO_CONTROLLER = _SYMMETRIC | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN", "FLOW_REMOVED", "PORT_STATUS",
                                "STATS_REPLY", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REPLY"}
+# The same for OpenFlow 1.3 (its JSON carries "version": 4; 1.0's has no version key).
+_SYMMETRIC_13 = frozenset({"HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "EXPERIMENTER"})
+_TO_SWITCH_13 = _SYMMETRIC_13 | {"FEATURES_REQUEST", "GET_CONFIG_REQUEST", "SET_CONFIG", "PACKET_OUT", "FLOW_MOD",
+                                 "GROUP_MOD", "PORT_MOD", "TABLE_MOD", "MULTIPART_REQUEST", "BARRIER_REQUEST",
+                                 "QUEUE_GET_CONFIG_REQUEST", "ROLE_REQUEST", "GET_ASYNC_REQUEST", "SET_ASYNC",
+                                 "METER_MOD"}
+_TO_CONTROLLER_13 = _SYMMETRIC_13 | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN", "FLOW_REMOVED",
+                                     "PORT_STATUS", "MULTIPART_REPLY", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REPLY",
+                                     "ROLE_REPLY", "GET_ASYNC_REPLY"}
+_OF13_DIRECTION = {_TO_SWITCH: _TO_SWITCH_13, _TO_CONTROLLER: _TO_CONTROLLER_13}
 _DIRECTIONS = ("to_switch", "to_controller")
 
 _RERECORD = "re-record the trace, or restore this line from the original"
@@ -58,9 +68,9 @@ _RERECORD = "re-record the trace, or restore this line from the original"
 # often reads the same trace, or traces of the same run, more than once).
 # The key is the full content, so a hit is as good as a check.
 _CACHE_LIMIT = 4096
-_MSGS_OK: dict[tuple[str, str], None] = {}
+_MSGS_OK: dict[tuple[int, str, str], None] = {}
 _PACKETS_OK: dict[str, None] = {}
-_BODY_KEYS: dict[str, frozenset[str]] = {}  # os-ken class name -> the fields the codec writes for it
+_BODY_KEYS: dict[tuple[int, str], frozenset[str]] = {}  # os-ken class name -> the fields the codec writes for it
 
 
 def _content_key(value: Any) -> str:
@@ -95,6 +105,12 @@ class TraceValidator:
             except NetsleuthError as exc:
                 raise _bad(f"the header's topology is invalid: {exc.problem}",
                            "restore the header line from the original trace") from None
+        openflow = header.openflow
+        if not isinstance(openflow, dict) or not all(
+                isinstance(k, str) and v in ("1.0", "1.3") for k, v in openflow.items()) or (
+                self.topology is not None and not set(openflow) <= {sw.name for sw in self.topology.switches}):
+            raise _bad(f"the header's openflow versions {openflow!r:.80} are not switch names -> \"1.0\"/\"1.3\"",
+                       "restore the header line from the original trace")
         self._last_seq = -1
         self._last_t = 0.0
         self._msgs_ok = _MSGS_OK
@@ -191,17 +207,23 @@ class TraceValidator:
         self._connection(e)
         msg = e.msg
         mtype = msg.get("type")
+        version = msg.get("version", 1)
+        if "version" in msg and version != 4:
+            raise _bad(f"OpenFlow message version {version!r} is not 4 (1.3; a 1.0 message has no version key)",
+                       _RERECORD)
+        if version == 4:
+            allowed = _OF13_DIRECTION[allowed]
         if not isinstance(mtype, str) or mtype not in allowed:
             raise _bad(f"OpenFlow message type {mtype!r} is not one a message from {direction} may have",
                        "use the codec's JSON form {\"type\": \"FLOW_MOD\", \"xid\": ..., \"body\": {...}}")
         xid = msg.get("xid")
         if type(xid) is not int or not 0 <= xid <= 0xFFFFFFFF:
             raise _bad(f"OpenFlow xid {xid!r} is not a 32-bit unsigned integer", _RERECORD)
-        if set(msg) - {"type", "xid", "body", "raw"}:
-            raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - {'type', 'xid', 'body', 'raw'})}",
-                       _RERECORD)
+        keys = {"type", "xid", "body", "raw"} | ({"version"} if version == 4 else set())
+        if set(msg) - keys:
+            raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - keys)}", _RERECORD)
         try:
-            key = (mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
+            key = (version, mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
         except (TypeError, ValueError):
             raise _bad("OpenFlow message body is not JSON data", _RERECORD) from None
         if key in self._msgs_ok:
@@ -219,11 +241,11 @@ class TraceValidator:
             # itself back exactly; later ones must have its fields, which with
             # the rebuild and encode above pins their shape for tools that
             # read the JSON directly -- at a third of the cost.
-            expected = _BODY_KEYS.get(cls_name) if "raw" not in msg else None
+            expected = _BODY_KEYS.get((version, cls_name)) if "raw" not in msg else None
             if expected is None:
                 same = msg_to_json(rebuilt) == msg
                 if same and "raw" not in msg:
-                    _BODY_KEYS[cls_name] = frozenset(attrs)
+                    _BODY_KEYS[(version, cls_name)] = frozenset(attrs)
             else:
                 same = isinstance(attrs, dict) and attrs.keys() == expected
         except NetsleuthError as exc:
