@@ -146,6 +146,15 @@ def test_fuzz_finds_the_migration_blackhole_and_minimize_reduces_it(tmp_path: Pa
             assert set(persistent[0]["hosts"]) & moved, "the lost traffic involves a host that moved"
             found.append(out)
     assert len(found) >= 2, f"migration blackhole found for {len(found)} of 3 seeds"
+    # the headless tools explain it from the trace alone: the lost packet met a rule to a port the host left
+    trace = read_trace(found[0] / "trace.jsonl")
+    target = next(e for e in trace.events if e.kind == "violation" and e.persistent)
+    src, dst = target.hosts
+    sent = [e for e in trace.events if e.kind == "traffic" and e.host == src and e.dst == dst and e.seq < target.seq]
+    outputs = [cli("trace-packet", str(found[0] / "trace.jsonl"), e.id).stdout for e in sent[-3:]]
+    assert any("no longer has" in out and "moved from" in out for out in outputs), outputs
+    proc = cli("reduce", str(found[0] / "trace.jsonl"), "--out", str(tmp_path / "reduced.jsonl"))
+    assert proc.returncode == 0 and "keep seq" in proc.stdout, proc.stdout + proc.stderr
     mcs = tmp_path / "mcs"
     proc = cli("minimize", str(found[0] / "trace.jsonl"), "--out", str(mcs), "--jobs", "1", timeout=1500)
     assert proc.returncode == 0, proc.stdout + proc.stderr

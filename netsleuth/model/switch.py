@@ -30,6 +30,8 @@ from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_
 from netsleuth.model.addr import int_to_mac
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
 from netsleuth.model.match import Match
+from netsleuth.model.of13.flowtable import FlowEntry13
+from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
@@ -168,6 +170,22 @@ class Switch:
     def flow_count(self) -> int:
         """Flow entries installed, over every table of whichever version runs."""
         return len(self.of13.pipeline.tables) if self.of13 is not None else len(self.table)
+
+    def flow_entries(self) -> list[FlowEntry] | list[FlowEntry13]:
+        """Every flow entry of whichever version runs (1.3: table by table, each in lookup order)."""
+        return self.of13.pipeline.tables.entries() if self.of13 is not None else self.table.entries()
+
+    def lookup_recorded(self, packet: Packet, in_port: int, now: float) -> None:
+        """The table lookups a live switch made for ``packet`` (counters, idle timers), with no output.
+
+        For rebuilt worlds, which re-apply recorded messages but not the traffic
+        that refreshed idle timeouts.
+        """
+        if self.of13 is not None:
+            self.of13.sync_ports()
+            self.of13.pipeline.process(Frame.from_packet(packet), in_port, now)
+        else:
+            self.table.lookup(packet.match_fields(in_port), now=now, nbytes=packet.wire_len())
 
     def use_version(self, version: int) -> bool:
         """Run OpenFlow ``version`` (wire number), as negotiated on the first connection.

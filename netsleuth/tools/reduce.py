@@ -135,7 +135,7 @@ def reduce_trace(trace: ts.Trace, violation: int | None = None, *, at_end: bool 
         for name, switch in world.switches.items():
             if name not in up:
                 continue
-            tables[name] = switch.table.entries()
+            tables[name] = switch.flow_entries()
             for entry in tables[name]:
                 # The flow_mod that created the entry and the last one that changed it: a
                 # MODIFY in between was itself overridden by the later one.

@@ -31,6 +31,7 @@ from netsleuth.core.rebuild import replay_states
 from netsleuth.core.world import World
 from netsleuth.errors import TraceFormatError
 from netsleuth.model.flowtable import FlowEntry
+from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.packet import Packet
 from netsleuth.trace import schema as ts
 
@@ -38,8 +39,11 @@ FLOW_MOD_COMMANDS = {ofp.OFPFC_ADD: "ADD", ofp.OFPFC_MODIFY: "MODIFY", ofp.OFPFC
                      ofp.OFPFC_DELETE: "DELETE", ofp.OFPFC_DELETE_STRICT: "DELETE_STRICT"}
 
 
-def behaviour(e: FlowEntry) -> tuple:
+def behaviour(e: FlowEntry | FlowEntry13) -> tuple:
     """What a flow_mod decides about an entry (no counters, no timers that traffic moves)."""
+    if isinstance(e, FlowEntry13):
+        return (e.table_id, e.match.sort_key(), e.priority, e.instructions, e.cookie, e.idle_timeout,
+                e.hard_timeout, e.flags, e.installed_at)
     return (e.match, e.priority, e.actions, e.cookie, e.idle_timeout, e.hard_timeout, e.flags, e.installed_at)
 
 
@@ -57,7 +61,7 @@ class Tracked:
     """One installed entry and the flow_mods (seqs) that made it what it is."""
 
     switch: str
-    entry: FlowEntry
+    entry: FlowEntry | FlowEntry13
     flow_mods: list[int]
     shape: tuple
 
@@ -106,7 +110,7 @@ class TableWalk:
             pass
         return self.world
 
-    def origin(self, switch: str, entry: FlowEntry) -> list[int]:
+    def origin(self, switch: str, entry: FlowEntry | FlowEntry13) -> list[int]:
         """The flow_mod seqs that made ``entry`` (live on ``switch``) what it is."""
         t = self.live.get(switch, {}).get(id(entry))
         return list(t.flow_mods) if t is not None and t.entry is entry else []
@@ -125,9 +129,9 @@ class TableWalk:
                 self._drop_all(name, "lost in switch failure", e, now)
                 continue
             touched = is_flow_mod(e) and world.by_dpid.get(e.dpid) is switch
-            if not touched and len(switch.table) == len(live):
+            if not touched and switch.flow_count == len(live):
                 continue  # only expiry could have changed this table, and it did not
-            current = {id(x): x for x in switch.table.entries()}
+            current = {id(x): x for x in switch.flow_entries()}
             for key in [k for k, t in live.items() if current.get(k) is not t.entry]:
                 t = live.pop(key)
                 self.removals.append(Removal(t, self._why_removed(t, e, touched, now), e.seq, now))
@@ -169,7 +173,7 @@ def _count_lookup(world: World, e: ts.PacketArrival) -> None:
     except Exception as exc:  # noqa: BLE001 -- a garbled packet is a trace error, said once
         raise TraceFormatError(f"event {e.seq}: the recorded packet cannot be parsed ({exc})",
                                "re-record the trace") from None
-    switch.table.lookup(packet.match_fields(e.port), now=e.t, nbytes=packet.wire_len())
+    switch.lookup_recorded(packet, e.port, e.t)
 
 
 def pick_violation(events: list[ts.Event], index: int | None) -> ts.Violation | None:

@@ -265,6 +265,8 @@ def _hop(walk: TableWalk, world: World, e: ts.PacketArrival, index: int) -> Hop:
     if port is None or not port.usable:
         st["dead"] = f"in port {e.port} of {e.node} was down or gone"
         return h
+    if switch.of13 is not None:
+        return _hop13(h, switch, world, walk, e, pkt)
     entry = switch.table.peek(pkt.match_fields(e.port))
     if entry is None:
         h.to_controller = True
@@ -287,6 +289,52 @@ def _hop(walk: TableWalk, world: World, e: ts.PacketArrival, index: int) -> Hop:
     st["dead_outputs"] = [
         (a.port, _dead_port_reason(switch, world, e, a.port)) for a in entry.actions
         if type(a) in (Output, Enqueue) and a.port <= ofp.OFPP_MAX and not any(o[0] == a.port for o in outs)]
+    return h
+
+
+def _hop13(h: Hop, switch: Any, world: World, walk: Any, e: ts.PacketArrival, pkt: Any) -> Hop:
+    """An OpenFlow 1.3 switch: the packet through a copy of its pipeline (tables, groups), no side effects."""
+    from os_ken.ofproto import ofproto_v1_3 as ofp13
+
+    from netsleuth.model.of13.frame import Frame
+
+    switch.of13.sync_ports()
+    result = switch.of13.pipeline.copy().process(Frame.from_packet(pkt), e.port, e.t)
+    hits = [entry for _, entry in result.path if entry is not None]
+    if not hits:
+        h._state["dead"] = (f"table miss in table {result.path[-1][0] if result.path else 0} with no table-miss "
+                            f"entry (OpenFlow 1.3 drops it)")
+        return h
+    h.rule = " then ".join(str(entry) for entry in hits)
+    h.rule_flow_mods = sorted({seq for entry in hits for seq in walk.origin(e.node, entry)})
+    if result.ended == "table-miss":
+        h._state["dead"] = (f"after {h.rule}: table miss in table {result.path[-1][0]} with no table-miss "
+                            f"entry (OpenFlow 1.3 drops it)")
+        return h
+    dead = []
+    for out in result.outputs:
+        if out.port == ofp13.OFPP_CONTROLLER:
+            h.to_controller = True
+            h.outputs.append("CONTROLLER")
+            continue
+        port = switch.ports.get(out.port)
+        if out.port > ofp13.OFPP_MAX:
+            continue  # LOCAL, NORMAL: not modelled
+        nxt = world.peer.get((e.node, out.port))
+        if port is None or not port.usable or port.config & ofp13.OFPPC_NO_FWD:
+            dead.append((out.port, _dead_port_reason(switch, world, e, out.port)))
+            continue
+        up = nxt is not None and world.link_is_up(e.node, out.port)
+        h.outputs.append(f"port {out.port} -> " + (f"{nxt[0]}:{nxt[1]}" if nxt else "no link")
+                         + ("" if up or nxt is None else " (link down)"))
+    # outputs the pipeline itself dropped: to ports the switch no longer has
+    for entry in hits:
+        for a in entry.instructions.all_actions():
+            port_no = getattr(a, "port", None)
+            if (isinstance(port_no, int) and port_no <= ofp13.OFPP_MAX and port_no not in switch.ports
+                    and all(p != port_no for p, _ in dead)):
+                dead.append((port_no, _dead_port_reason(switch, world, e, port_no)))
+    h._state["dead_outputs"] = dead
     return h
 
 
