@@ -78,12 +78,15 @@ def cmd_pcap(args: argparse.Namespace) -> int:
         print(json.dumps(d, sort_keys=True))
         return 0
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(export.messages.items(), key=lambda kv: -kv[1]))
-    lines = [f"wrote {args.out}: {export.frames} frames, {d['of_messages']} OpenFlow 1.0 messages on "
+    versions = " and ".join(sorted(export.versions)) or "1.0"
+    lines = [f"wrote {args.out}: {export.frames} frames, {d['of_messages']} OpenFlow {versions} messages on "
              f"{export.streams} TCP streams to port 6653 ({kinds})"]
     if args.dataplane:
         lines.append(f"plus {export.packets} dataplane frames")
     lines += [f"warning: not exported: {s}" for s in export.skipped]
-    lines.append(f"read it with: tshark -r {args.out} -Y openflow_v1")
+    dissectors = " || ".join({"1.0": "openflow_v1", "1.3": "openflow_v4"}.get(v, "openflow")
+                             for v in sorted(export.versions)) or "openflow_v1"
+    lines.append(f"read it with: tshark -r {args.out} -Y " + (f"'{dissectors}'" if " " in dissectors else dissectors))
     _print_lines(lines)
     return 0
 

@@ -4,7 +4,9 @@ Why: Wireshark/tshark are what network engineers already use to read
 OpenFlow, and an independent dissector is also the best check that netsleuth
 records (and re-encodes) the messages it claims to. The trace stores each
 message as decoded JSON; :func:`netsleuth.openflow.codec.msg_from_json` and
-:func:`~netsleuth.openflow.codec.encode` give back its OpenFlow 1.0 bytes.
+:func:`~netsleuth.openflow.codec.encode` give back its bytes in the version
+the JSON names (OpenFlow 1.0 when it names none, 1.3 for ``"version": 4``),
+so tshark shows them as ``openflow_v1`` or ``openflow_v4``.
 
 The recording has no TCP, so the framing is synthetic but consistent, so
 that tshark's TCP reassembly and OpenFlow dissector accept it as a real
@@ -32,7 +34,7 @@ from typing import Iterable
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.model.packet import Packet, internet_checksum
-from netsleuth.openflow.codec import encode, msg_from_json
+from netsleuth.openflow.codec import encode, json_version, msg_from_json, version_name
 from netsleuth.trace import schema as ts
 
 OPENFLOW_PORT = 6653
@@ -69,9 +71,11 @@ class PcapExport:
     messages: dict[str, int] = field(default_factory=dict)   # OpenFlow type -> count, in trace order
     packets: int = 0                                         # dataplane frames
     skipped: list[str] = field(default_factory=list)         # messages that could not be re-encoded
+    versions: dict[str, int] = field(default_factory=dict)   # OpenFlow version ("1.0", "1.3") -> messages
 
     def to_json(self) -> dict:
         return {"frames": self.frames, "streams": self.streams, "messages": dict(self.messages),
+                "versions": dict(self.versions),
                 "of_messages": sum(self.messages.values()), "dataplane_frames": self.packets,
                 "bytes": len(self.data), "skipped": list(self.skipped)}
 
@@ -113,11 +117,13 @@ def build_pcap(events: Iterable[ts.Event], *, dataplane: bool = False) -> PcapEx
     controllers: dict[str, int] = {}
     switches: dict[int, int] = {}
     messages: dict[str, int] = {}
+    versions: dict[str, int] = {}
     skipped: list[str] = []
     packets = 0
     for e in events:
         if isinstance(e, (ts.ControlToSwitch, ts.ControlToController)):
             try:
+                version = version_name(json_version(e.msg))
                 data = encode(msg_from_json(e.msg))
             except Exception as exc:  # noqa: BLE001 -- any codec failure: report the message, keep going
                 skipped.append(f"seq {e.seq}: {e.msg.get('type', '?')}: {exc}")
@@ -128,6 +134,7 @@ def build_pcap(events: Iterable[ts.Event], *, dataplane: bool = False) -> PcapEx
             _send(w, s, e.t, data, from_switch=isinstance(e, ts.ControlToController))
             mtype = e.msg.get("type", "?")
             messages[mtype] = messages.get(mtype, 0) + 1
+            versions[version] = versions.get(version, 0) + 1
         elif isinstance(e, ts.SwitchDisconnected):
             s = streams.get(e.conn)
             if s is not None and s.open:
@@ -140,7 +147,7 @@ def build_pcap(events: Iterable[ts.Event], *, dataplane: bool = False) -> PcapEx
                                        "re-record the trace, or export without --dataplane") from None
             w.frame(e.t, frame)
             packets += 1
-    return PcapExport(b"".join(w.chunks), w.frames, len(streams), messages, packets, skipped)
+    return PcapExport(b"".join(w.chunks), w.frames, len(streams), messages, packets, skipped, versions)
 
 
 def _open_stream(w: _Writer, e: ts.ControlToSwitch | ts.ControlToController,

@@ -13,13 +13,25 @@ and equal after a round trip through JSON (lists are read back as tuples).
 Matches are normalized with :class:`netsleuth.model.match.Match` and shown
 in ovs-ofctl syntax: two matches the flow table treats as one rule (garbage
 in wildcarded fields, host bits under a prefix) get one fingerprint.
+
+OpenFlow 1.3 messages (JSON with ``"version": 4``) have their own allow-list
+(:data:`ALLOW_LIST_13`) in the same spirit: xid, cookie (and cookie_mask),
+buffer_id and the role generation_id are masked; matches become their OXM
+fields sorted by name with masked-off value bits cleared and all-ones masks
+dropped; instructions are sorted into the order the pipeline runs them in
+(meter, apply-actions, clear-actions, write-actions, write-metadata,
+goto-table), write-actions (an action *set*) are sorted too, and apply-action
+lists keep their order.  1.0 fingerprints are unchanged.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 from typing import Any, Callable
+
+from os_ken.ofproto import ofproto_v1_3 as ofp13
 
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.addr import int_to_ip, int_to_mac, mac_to_int
@@ -156,18 +168,183 @@ ALLOW_LIST: dict[str, Callable[[dict[str, Any]], tuple]] = {
 }
 
 
+# ------------------------------------------------------------- openflow 1.3
+_OXM_BITS: dict[str, int] = {f.name: f.type.size * 8 for f in ofp13.oxm_types}
+# The order in which an OpenFlow 1.3 pipeline runs a flow entry's instructions (spec 5.9).
+_INSTRUCTION_ORDER = {"OFPInstructionMeter": 0, "OFPInstructionActions": 1, "OFPInstructionWriteMetadata": 4,
+                      "OFPInstructionGotoTable": 5}
+_ACTIONS_ORDER = {ofp13.OFPIT_APPLY_ACTIONS: 1, ofp13.OFPIT_CLEAR_ACTIONS: 2, ofp13.OFPIT_WRITE_ACTIONS: 3}
+_ACTIONS_NAME = {ofp13.OFPIT_APPLY_ACTIONS: "APPLY_ACTIONS", ofp13.OFPIT_CLEAR_ACTIONS: "CLEAR_ACTIONS",
+                 ofp13.OFPIT_WRITE_ACTIONS: "WRITE_ACTIONS"}
+
+
+def _oxm_int(value: Any) -> Any:
+    """An OXM value as an int where os-ken wrote it as text (MAC, IPv4, IPv6); else as given."""
+    if isinstance(value, bool) or not isinstance(value, str):
+        return value
+    try:
+        if value.count(":") == 5 and len(value) == 17:
+            return mac_to_int(value)
+        return int(ipaddress.ip_address(value))
+    except ValueError:
+        return value
+
+
+def _oxm(value: Any) -> tuple:
+    tlv = _get(value, "OXMTlv")
+    name = _get(tlv, "field")
+    v, m = _oxm_int(_get(tlv, "value")), _oxm_int(tlv.get("mask"))
+    if isinstance(v, int) and isinstance(m, int):
+        bits = _OXM_BITS.get(name)
+        if bits is not None and m == (1 << bits) - 1:
+            m = None
+        else:
+            v &= m
+    return (name, v, m)
+
+
+def _match13(value: Any) -> tuple:
+    fields = _get(_get(value, "OFPMatch"), "oxm_fields")
+    if not isinstance(fields, list):
+        raise _Missing("oxm_fields")
+    return tuple(sorted((_oxm(f) for f in fields), key=repr))
+
+
+def _action13(value: Any) -> tuple:
+    if not isinstance(value, dict) or len(value) != 1:
+        raise _Missing("actions")
+    ((name, attrs),) = value.items()
+    if not isinstance(attrs, dict):
+        raise _Missing("actions")
+    short = name.removeprefix("OFPAction")
+    if short == "SetField":
+        return (short, *_oxm(_get(attrs, "field"))[:2])
+    return (short, *_freeze({k: v for k, v in attrs.items() if k not in ("len", "type")}))
+
+
+def _actions13(value: Any) -> tuple:
+    if not isinstance(value, list):
+        raise _Missing("actions")
+    return tuple(_action13(a) for a in value)
+
+
+def _instruction13(value: Any) -> tuple[int, tuple]:
+    if not isinstance(value, dict) or len(value) != 1:
+        raise _Missing("instructions")
+    ((name, attrs),) = value.items()
+    if name == "OFPInstructionActions":
+        itype = _get(attrs, "type")
+        actions = _actions13(_get(attrs, "actions"))
+        if itype == ofp13.OFPIT_WRITE_ACTIONS:
+            actions = tuple(sorted(actions, key=repr))  # an action set: the pipeline orders it itself
+        return _ACTIONS_ORDER.get(itype, 9), (_ACTIONS_NAME.get(itype, itype), actions)
+    if name == "OFPInstructionGotoTable":
+        return _INSTRUCTION_ORDER[name], ("GOTO_TABLE", _get(attrs, "table_id"))
+    if name == "OFPInstructionWriteMetadata":
+        return _INSTRUCTION_ORDER[name], ("WRITE_METADATA", _get(attrs, "metadata"), _get(attrs, "metadata_mask"))
+    if name == "OFPInstructionMeter":
+        return _INSTRUCTION_ORDER[name], ("METER", _get(attrs, "meter_id"))
+    raise _Missing("instructions")
+
+
+def _instructions13(value: Any) -> tuple:
+    if not isinstance(value, list):
+        raise _Missing("instructions")
+    return tuple(inst for _, inst in sorted((_instruction13(i) for i in value), key=lambda p: (p[0], repr(p[1]))))
+
+
+def _flow_mod13(f: dict[str, Any]) -> tuple:
+    return (_get(f, "command"), _get(f, "table_id"), _match13(_get(f, "match")), _get(f, "idle_timeout"),
+            _get(f, "hard_timeout"), _get(f, "priority"), _get(f, "out_port"), _get(f, "out_group"),
+            _get(f, "flags"), _instructions13(_get(f, "instructions")))
+
+
+def _packet_in13(f: dict[str, Any]) -> tuple:
+    in_port = [v for name, v, _ in _match13(_get(f, "match")) if name == "in_port"]
+    return (in_port[0] if in_port else None, _get(f, "table_id"), _data_fingerprint(_get(f, "data")))
+
+
+def _packet_out13(f: dict[str, Any]) -> tuple:
+    buffered = _get(f, "buffer_id") != NO_BUFFER
+    data = () if buffered else _data_fingerprint(_get(f, "data"))
+    return (data, _get(f, "in_port"), _actions13(_get(f, "actions")))
+
+
+def _flow_removed13(f: dict[str, Any]) -> tuple:
+    return (_match13(_get(f, "match")), _get(f, "reason"), _get(f, "priority"), _get(f, "table_id"))
+
+
+def _port_status13(f: dict[str, Any]) -> tuple:
+    desc = _get(_get(f, "desc"), "OFPPort")
+    return (_get(f, "reason"), _get(desc, "port_no"), int_to_mac(mac_to_int(_get(desc, "hw_addr"))))
+
+
+def _bucket13(value: Any) -> tuple:
+    b = _get(value, "OFPBucket")
+    return (_get(b, "weight"), _get(b, "watch_port"), _get(b, "watch_group"), _actions13(_get(b, "actions")))
+
+
+def _group_mod13(f: dict[str, Any]) -> tuple:
+    buckets = _get(f, "buckets")
+    if not isinstance(buckets, list):
+        raise _Missing("buckets")
+    return (_get(f, "command"), _get(f, "type"), _get(f, "group_id"), tuple(_bucket13(b) for b in buckets))
+
+
+def _band13(value: Any) -> tuple:
+    if not isinstance(value, dict) or len(value) != 1:
+        raise _Missing("bands")
+    ((name, attrs),) = value.items()
+    return (name.removeprefix("OFPMeterBand"), *_freeze({k: v for k, v in attrs.items() if k != "len"}))
+
+
+def _meter_mod13(f: dict[str, Any]) -> tuple:
+    bands = _get(f, "bands")
+    if not isinstance(bands, list):
+        raise _Missing("bands")
+    return (_get(f, "command"), _get(f, "flags"), _get(f, "meter_id"), tuple(_band13(b) for b in bands))
+
+
+def _multipart13(f: dict[str, Any]) -> tuple:
+    return (_get(f, "type"), _get(f, "flags"))
+
+
+def _role13(f: dict[str, Any]) -> tuple:
+    return (_get(f, "role"),)
+
+
+# OpenFlow 1.3 message type -> kept fields; types not listed keep only their type.
+ALLOW_LIST_13: dict[str, Callable[[dict[str, Any]], tuple]] = {
+    "FLOW_MOD": _flow_mod13,
+    "PACKET_IN": _packet_in13,
+    "PACKET_OUT": _packet_out13,
+    "FLOW_REMOVED": _flow_removed13,
+    "PORT_STATUS": _port_status13,
+    "ERROR": _error,
+    "MULTIPART_REQUEST": _multipart13,
+    "MULTIPART_REPLY": _multipart13,
+    "FEATURES_REPLY": _features_reply,
+    "GROUP_MOD": _group_mod13,
+    "METER_MOD": _meter_mod13,
+    "ROLE_REQUEST": _role13,
+    "ROLE_REPLY": _role13,
+}
+
+
 def of_fingerprint(msg: dict[str, Any]) -> tuple:
     """(type, *allowed fields) of an OpenFlow message in the codec's JSON form.
 
     Masked: xid, buffer_id, cookie, lengths, packet_in reason, stats values
-    and every field of types without an allow-list entry.
+    and every field of types without an allow-list entry; for OpenFlow 1.3
+    also cookie_mask and the role generation_id (see the module doc).
     """
     try:
         mtype = _get(msg, "type")
         body = _get(msg, "body")
         if not isinstance(mtype, str) or not isinstance(body, dict) or len(body) != 1:
             raise _Missing("type/body")
-        keep = ALLOW_LIST.get(mtype)
+        version = msg.get("version", 1) if isinstance(msg, dict) else 1
+        keep = (ALLOW_LIST_13 if version == ofp13.OFP_VERSION else ALLOW_LIST).get(mtype)
         if keep is None:
             return (mtype,)
         ((_, fields),) = body.items()
@@ -181,4 +358,4 @@ def of_fingerprint(msg: dict[str, Any]) -> tuple:
         raise TraceFormatError(f"bad OpenFlow message JSON ({exc}): {msg!r:.200}", _FIX) from None
 
 
-__all__ = ["of_fingerprint", "packet_fingerprint", "ALLOW_LIST"]
+__all__ = ["of_fingerprint", "packet_fingerprint", "ALLOW_LIST", "ALLOW_LIST_13"]
