@@ -103,7 +103,9 @@ def test_1_3_messages_and_fingerprints_survive_the_trace_file(tmp_path: Path) ->
     from netsleuth.trace.io import read_trace, write_trace
 
     events = _events()
-    header = ts.TraceHeader(topology={"switches": [{"name": "s1", "dpid": 1}], "links": []},
+    # both switches the events name: reading a trace checks dpids against its topology
+    switches = [{"name": "s1", "dpid": 1}, {"name": "s2", "dpid": 2}]
+    header = ts.TraceHeader(topology={"switches": switches, "links": []},
                             topology_spec="single,2", controller="osken:os_ken.app.simple_switch_13", seed=1,
                             tool_version="0.1.0", command="test")
     write_trace(tmp_path / "t.jsonl", ts.Trace(header, events))
