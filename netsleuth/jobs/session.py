@@ -10,10 +10,9 @@ each job supplies only its middle part as an async function.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -111,15 +110,20 @@ class Session:
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
                                               name=f"c{i}", topology=self.topo)
                             for i, spec in enumerate(self.specs)]
+        self.header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
+                                     controller=self.result.data["controller"], seed=self.seed,
+                                     tool_version=__version__, command=self.command, extra=self.header_extra)
         clock = WallClock()
         started = time.monotonic()
-        # The header names each switch's negotiated OpenFlow version, known only once the
-        # handshakes are done: events recorded until then wait in memory (see open_trace).
-        self._early: list[Any] = []
-        self._writer: TraceWriter | None = None
-        with contextlib.ExitStack() as stack:
-            stack.callback(self._close_trace)
-            self.recorder = Recorder(clock, self._write_event)
+        with TraceWriter(self.out / "trace.jsonl", self.header) as writer:
+            self.writer = writer
+
+            def record(event: Any) -> None:
+                writer.write(event)
+                if isinstance(event, ts.Violation):
+                    writer.flush()  # the finding is what the trace is for: on disk at once
+
+            self.recorder = Recorder(clock, record)
             self.recorder.observers.extend(observers)  # see everything, the bootstrap included
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets,
                                openflow=self.openflow)
@@ -138,45 +142,29 @@ class Session:
                 self.result.data["stopped_by"] = stopped_by()
                 raise
             finally:
-                self.open_trace()
+                self.note_versions()
                 self._finish(started)
                 (self.out / "result.json").write_text(json.dumps(self.result.data, indent=2, sort_keys=True) + "\n")
                 for c in self.controllers:
                     c.stop()
         return self.result
 
-    def _write_event(self, event: Any) -> None:
-        if self._writer is None:
-            self._early.append(event)
+    def note_versions(self) -> None:
+        """Name in the trace header the OpenFlow version each switch negotiated (known only after the
+        handshakes, when the trace is already being written: the header line is replaced)."""
+        versions = self.world.openflow_versions()
+        if versions == self.header.openflow or self.writer.closed:
             return
-        self._writer.write(event)
-        if isinstance(event, ts.Violation):
-            self._writer.flush()  # the finding is what the trace is for: on disk at once
-
-    def open_trace(self) -> None:
-        """Write the trace header (with the versions negotiated so far) and the events held until now."""
-        if self._writer is not None:
-            return
-        header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
-                                controller=self.result.data["controller"], seed=self.seed,
-                                tool_version=__version__, command=self.command, extra=self.header_extra,
-                                openflow=self.world.openflow_versions())
-        self._writer = TraceWriter(self.out / "trace.jsonl", header)
-        for event in self._early:
-            self._writer.write(event)
-        self._early.clear()
-        self.result.data["negotiated"] = dict(header.openflow)
-
-    def _close_trace(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        self.header = replace(self.header, openflow=versions)
+        self.writer.replace_header(self.header)
+        self.result.data["negotiated"] = dict(versions)
 
     async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
         flusher = asyncio.create_task(self._flush_periodically())
         try:
             await self._bootstrap(rt)
-            self.open_trace()
+            self.note_versions()
             if self.warmup > 0:
                 await self._warm_up(rt)
             await body(self, rt)
@@ -197,12 +185,10 @@ class Session:
 
     async def _flush_periodically(self, every: float = 0.2) -> None:
         """Events reach the disk within about a second even when none follow them:
-        a netsleuth killed outright (SIGKILL) loses at most that much of its trace
-        (and, before the handshakes end, the events held for the header)."""
+        a netsleuth killed outright (SIGKILL) loses at most that much of its trace."""
         while True:
             await asyncio.sleep(every)
-            if self._writer is not None:
-                self._writer.flush_if_due()
+            self.writer.flush_if_due()
 
     async def _bootstrap(self, rt: Runtime) -> None:
         t0 = time.monotonic()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from types import TracebackType
@@ -102,6 +103,28 @@ class TraceWriter:
         self._file.write("".join(self._pending))
         self._pending.clear()
         self._file.flush()
+
+    def replace_header(self, header: TraceHeader) -> None:
+        """Rewrite the header line with what the run learned after it began (the OpenFlow versions
+        its switches negotiated), keeping every event written so far.
+
+        The file is replaced atomically (a new file renamed over it), so a reader, or a kill in
+        between, sees the old trace or the new one, each whole.
+        """
+        if self._file is None:
+            raise ValueError(f"trace writer for {self.path} is closed")
+        line = dumps_line(header_to_json(header))
+        self.flush()
+        self._file.close()
+        self._file = None
+        tmp = self.path.with_name(self.path.name + ".header-tmp")
+        with open(self.path, encoding="utf-8", newline="\n") as old, \
+                open(tmp, "w", encoding="utf-8", newline="\n") as new:
+            old.readline()
+            new.write(line)
+            shutil.copyfileobj(old, new)
+        os.replace(tmp, self.path)
+        self._file = open(self.path, "a", encoding="utf-8", newline="\n")
 
     def close(self) -> None:
         if self._file is None:
