@@ -103,8 +103,10 @@ def test_1_3_messages_and_fingerprints_survive_the_trace_file(tmp_path: Path) ->
     from netsleuth.trace.io import read_trace, write_trace
 
     events = _events()
-    header = ts.TraceHeader(topology={"switches": [{"name": "s1", "dpid": 1}], "links": []},
-                            topology_spec="single,2", controller="osken:os_ken.app.simple_switch_13", seed=1,
+    from netsleuth.model.topology import parse_topo
+
+    header = ts.TraceHeader(topology=parse_topo("linear,2").to_json(),  # s1 and s2: the two connections' dpids
+                            topology_spec="linear,2", controller="osken:os_ken.app.simple_switch_13", seed=1,
                             tool_version="0.1.0", command="test")
     write_trace(tmp_path / "t.jsonl", ts.Trace(header, events))
     back = read_trace(tmp_path / "t.jsonl").events

@@ -219,7 +219,7 @@ def _action13(value: Any) -> tuple:
     short = name.removeprefix("OFPAction")
     if short == "SetField":
         return (short, *_oxm(_get(attrs, "field"))[:2])
-    return (short, *_freeze({k: v for k, v in attrs.items() if k not in ("len", "type")}))
+    return (short, *freeze({k: v for k, v in attrs.items() if k not in ("len", "type")}))
 
 
 def _actions13(value: Any) -> tuple:
@@ -295,7 +295,7 @@ def _band13(value: Any) -> tuple:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("bands")
     ((name, attrs),) = value.items()
-    return (name.removeprefix("OFPMeterBand"), *_freeze({k: v for k, v in attrs.items() if k != "len"}))
+    return (name.removeprefix("OFPMeterBand"), *freeze({k: v for k, v in attrs.items() if k != "len"}))
 
 
 def _meter_mod13(f: dict[str, Any]) -> tuple:

@@ -50,6 +50,19 @@ _TO_SWITCH = _SYMMETRIC | {"FEATURES_REQUEST", "GET_CONFIG_REQUEST", "SET_CONFIG
                            "PORT_MOD", "STATS_REQUEST", "BARRIER_REQUEST", "QUEUE_GET_CONFIG_REQUEST"}
 _TO_CONTROLLER = _SYMMETRIC | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN", "FLOW_REMOVED", "PORT_STATUS",
                                "STATS_REPLY", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REPLY"}
+# And each OpenFlow 1.3 one (1.3 renames VENDOR to EXPERIMENTER and STATS to MULTIPART, and adds
+# groups, meters, tables, roles and asynchronous-message configuration).
+_SYMMETRIC_13 = frozenset({"HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "EXPERIMENTER"})
+_TO_SWITCH_13 = _SYMMETRIC_13 | {"FEATURES_REQUEST", "GET_CONFIG_REQUEST", "SET_CONFIG", "PACKET_OUT", "FLOW_MOD",
+                                 "GROUP_MOD", "PORT_MOD", "TABLE_MOD", "METER_MOD", "MULTIPART_REQUEST",
+                                 "BARRIER_REQUEST", "QUEUE_GET_CONFIG_REQUEST", "ROLE_REQUEST",
+                                 "GET_ASYNC_REQUEST", "SET_ASYNC"}
+_TO_CONTROLLER_13 = _SYMMETRIC_13 | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN", "FLOW_REMOVED",
+                                     "PORT_STATUS", "MULTIPART_REPLY", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REPLY",
+                                     "ROLE_REPLY", "GET_ASYNC_REPLY"}
+_ALLOWED = {("to_switch", 1): _TO_SWITCH, ("to_controller", 1): _TO_CONTROLLER,
+            ("to_switch", 4): _TO_SWITCH_13, ("to_controller", 4): _TO_CONTROLLER_13}
+_MSG_KEYS = frozenset({"type", "xid", "body", "raw", "version"})
 _DIRECTIONS = ("to_switch", "to_controller")
 
 _RERECORD = "re-record the trace, or restore this line from the original"
@@ -58,9 +71,9 @@ _RERECORD = "re-record the trace, or restore this line from the original"
 # often reads the same trace, or traces of the same run, more than once).
 # The key is the full content, so a hit is as good as a check.
 _CACHE_LIMIT = 4096
-_MSGS_OK: dict[tuple[str, str], None] = {}
+_MSGS_OK: dict[tuple[int, str, str], None] = {}
 _PACKETS_OK: dict[str, None] = {}
-_BODY_KEYS: dict[str, frozenset[str]] = {}  # os-ken class name -> the fields the codec writes for it
+_BODY_KEYS: dict[tuple[int, str], frozenset[str]] = {}  # (version, os-ken class) -> the fields the codec writes
 
 
 def _content_key(value: Any) -> str:
@@ -100,8 +113,8 @@ class TraceValidator:
         self._msgs_ok = _MSGS_OK
         self._packets_ok = _PACKETS_OK
         self._checks: dict[type, Callable[[Any], None]] = {
-            ts.ControlToSwitch: lambda e: self._of(e, _TO_SWITCH, "controller to switch"),
-            ts.ControlToController: lambda e: self._of(e, _TO_CONTROLLER, "switch to controller"),
+            ts.ControlToSwitch: lambda e: self._of(e, "to_switch", "controller to switch"),
+            ts.ControlToController: lambda e: self._of(e, "to_controller", "switch to controller"),
             ts.SwitchConnected: self._connection,
             ts.SwitchDisconnected: self._connection,
             ts.TrafficInjection: self._traffic,
@@ -187,9 +200,13 @@ class TraceValidator:
             raise _bad(f"connection number {e.conn} is negative", _RERECORD)
         self._dpid(e.dpid, "connection")
 
-    def _of(self, e: Any, allowed: frozenset[str], direction: str) -> None:
+    def _of(self, e: Any, way: str, direction: str) -> None:
         self._connection(e)
         msg = e.msg
+        version = msg.get("version", 1)
+        if type(version) is not int or (way, version) not in _ALLOWED:
+            raise _bad(f"OpenFlow version {version!r} is not one netsleuth records (1 for 1.0, 4 for 1.3)", _RERECORD)
+        allowed = _ALLOWED[(way, version)]
         mtype = msg.get("type")
         if not isinstance(mtype, str) or mtype not in allowed:
             raise _bad(f"OpenFlow message type {mtype!r} is not one a message from {direction} may have",
@@ -197,11 +214,10 @@ class TraceValidator:
         xid = msg.get("xid")
         if type(xid) is not int or not 0 <= xid <= 0xFFFFFFFF:
             raise _bad(f"OpenFlow xid {xid!r} is not a 32-bit unsigned integer", _RERECORD)
-        if set(msg) - {"type", "xid", "body", "raw"}:
-            raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - {'type', 'xid', 'body', 'raw'})}",
-                       _RERECORD)
+        if set(msg) - _MSG_KEYS:
+            raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - _MSG_KEYS)}", _RERECORD)
         try:
-            key = (mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
+            key = (version, mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
         except (TypeError, ValueError):
             raise _bad("OpenFlow message body is not JSON data", _RERECORD) from None
         if key in self._msgs_ok:
@@ -219,11 +235,11 @@ class TraceValidator:
             # itself back exactly; later ones must have its fields, which with
             # the rebuild and encode above pins their shape for tools that
             # read the JSON directly -- at a third of the cost.
-            expected = _BODY_KEYS.get(cls_name) if "raw" not in msg else None
+            expected = _BODY_KEYS.get((version, cls_name)) if "raw" not in msg else None
             if expected is None:
                 same = msg_to_json(rebuilt) == msg
                 if same and "raw" not in msg:
-                    _BODY_KEYS[cls_name] = frozenset(attrs)
+                    _BODY_KEYS[(version, cls_name)] = frozenset(attrs)
             else:
                 same = isinstance(attrs, dict) and attrs.keys() == expected
         except NetsleuthError as exc:
