@@ -121,7 +121,7 @@ def module_names(apps, ryu=False):
             name = os.path.splitext(os.path.basename(path))[0]
             folder = os.path.dirname(path)
             if folders.get(name, folder) != folder:
-                raise ValueError("two app files are both named %s.py (%s and %s)" % (name, folders[name], folder))
+                raise ValueError(f"two app files are both named {name}.py ({folders[name]} and {folder})")
             folders[name] = folder
             if folder not in sys.path:
                 sys.path.insert(0, folder)
@@ -148,7 +148,8 @@ def find_import_error(names, label=None):
 
 def marked_line(module, app, message):
     """The line netsleuth reads back from the controller's output (fields separated by tabs)."""
-    return "%s\t%s\t%s\t%s" % (MISSING_MARK, module, app, message.replace("\t", " ").replace("\n", " "))
+    flat = message.replace("\t", " ").replace("\n", " ")
+    return f"{MISSING_MARK}\t{module}\t{app}\t{flat}"
 
 
 def forget_launcher_dir(script):

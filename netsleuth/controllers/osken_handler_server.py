@@ -162,19 +162,19 @@ def _load_osken(options=()):
     global StandInDatapath, _handler, _ofp_event, _app_manager, ofproto_v1_0, ofproto_v1_0_parser
     global ofproto_parser
     from os_ken import cfg
-    from os_ken.cmd import manager as _manager  # noqa: F401  (registers the manager's options)
     from os_ken.base import app_manager as _app_manager
+    from os_ken.cmd import manager as _manager  # noqa: F401  (registers the manager's options)
     from os_ken.controller import controller as _controller
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
-    from os_ken.ofproto import ofproto_parser
-    from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
 
     try:
         cfg.CONF(args=list(options), project="os_ken")
     except (cfg.Error, SystemExit) as exc:  # argparse exits on an option it does not know
-        raise UserError("os-ken does not accept the options %s: %s" % (" ".join(options), exc),
-                        "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, --observe-links)")
+        raise UserError(f"os-ken does not accept the options {' '.join(options)}: {exc}",
+                        "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, --observe-links)"
+                        ) from None
     # Events are stamped with the model's clock, not the wall clock (ofp_event does time.time()):
     # a handler must be a function of (state, event) alone.
     _ofp_event.time = _ModelClock
@@ -248,10 +248,10 @@ class Server:
         try:
             modules = osken_apps.module_names(apps, ryu=ryu)
         except ValueError as exc:
-            raise UserError("cannot load the apps: %s" % exc, "rename one of the app files")
-        failed = osken_apps.find_import_error(modules, dict(zip(modules, apps)))
+            raise UserError(f"cannot load the apps: {exc}", "rename one of the app files") from None
+        failed = osken_apps.find_import_error(modules, dict(zip(modules, apps, strict=True)))
         if failed is not None:
-            err = UserError("cannot import os-ken app module %r: %s" % (failed[1], failed[2]),
+            err = UserError(f"cannot import os-ken app module {failed[1]!r}: {failed[2]}",
                             "check the module name (e.g. os_ken.app.simple_switch) and that it is "
                             "importable by the controller environment's Python")
             err.import_error = list(failed)

@@ -45,7 +45,7 @@ def launch(argv):
     except ValueError as exc:
         print(osken_apps.marked_line("", ",".join(apps), str(exc)), flush=True)
         return osken_apps.MISSING_EXIT
-    failed = osken_apps.find_import_error(names, dict(zip(names, apps)))
+    failed = osken_apps.find_import_error(names, dict(zip(names, apps, strict=True)))
     if failed is not None:
         print(osken_apps.marked_line(*failed), flush=True)
         return osken_apps.MISSING_EXIT

@@ -155,11 +155,14 @@ class UntrustedControllerError(ControllerError):
     """A trace's header asks to run a command the user did not choose."""
 
 
-def check_trace_spec(text: str, source: str) -> ControllerSpec | None:
-    """Refuse an ``osken:``/``ryu:``/``app:`` spec from ``source`` (a trace) that is not plain module names."""
+def check_trace_spec(text: str, source: str, *, trust: bool = False) -> ControllerSpec | None:
+    """Refuse an ``osken:``/``ryu:``/``app:`` spec from ``source`` (a trace) that is not plain module names.
+
+    ``trust`` (the user's ``--trust-trace-controller``) lets app files and options through.
+    """
     kind = text.partition(":")[0]
     if kind == "app" and text[4:].partition(":")[0] in ("osken", "ryu", "cmd", "tcp"):
-        inner = check_trace_spec(text[4:], source)  # the model checker hosting a real app: app:osken:...
+        inner = check_trace_spec(text[4:], source, trust=trust)  # the model checker hosting a real app
         if inner is not None and inner.kind not in APP_KINDS:
             raise UntrustedControllerError(f"{source} names the app '{text}', which is not an os-ken app",
                                            "use a counterexample written by `netsleuth check`")
@@ -170,14 +173,16 @@ def check_trace_spec(text: str, source: str) -> ControllerSpec | None:
             raise UntrustedControllerError(f"{source} names the app '{name}', which is not a module name",
                                            "use a trace recorded by netsleuth, or pass --controller")
         return None
-    if kind in APP_KINDS:
+    if kind in APP_KINDS and not trust:
         words = text.partition(":")[2].split()
         bad = [w for w in words if w.startswith("-") and w not in _TRACE_SAFE_OPTIONS]
-        bad += [a for w in words if not w.startswith("-") for a in w.split(",") if a and not _MODULE.match(a)]
+        bad += [a for w in words if not w.startswith("-") for a in w.split(",")
+                if a and (not _MODULE.match(a) or a.endswith(".py"))]  # x.py is a file, not module x.py
         if bad:
             raise UntrustedControllerError(
                 f"{source} names the {kind} app or option '{bad[0]}', which is not a dotted module name "
-                "or a plain flag", f"pass --controller {kind}:APP to choose the app yourself")
+                "or a plain flag", f"pass --controller {kind}:APP to choose the app yourself, or "
+                "--trust-trace-controller if you trust the trace")
     return parse_controller(text)
 
 
@@ -192,7 +197,7 @@ def controllers_for_trace(header_controller: str, override: list[str] | tuple[st
         return list(override)
     texts = header_controller.split(" + ")
     for text in texts:
-        spec = check_trace_spec(text, source)
+        spec = check_trace_spec(text, source, trust=trust)
         if spec is not None and spec.kind == "cmd" and not trust:
             raise UntrustedControllerError(
                 f"{source} asks to run the command `{text[len('cmd:'):]}` as its controller; "

@@ -52,6 +52,9 @@ def normalize_spec(spec: str) -> str:
     s = spec.strip()
     if s.startswith("app:"):
         s = s[4:]
+    if s.startswith(("osken:", "ryu:")):  # app files by absolute path: the counterexample replays elsewhere
+        from netsleuth.nice.osken_host import canonical_spec
+        s = canonical_spec(s)
     return "app:" + s
 
 

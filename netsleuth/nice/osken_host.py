@@ -37,6 +37,7 @@ import logging
 import os
 import pickle
 import select
+import shlex
 import struct
 import subprocess
 import tempfile
@@ -94,6 +95,13 @@ def parse_app_spec(spec: str) -> ControllerSpec:
     if parsed.kind not in APP_KINDS:
         raise OsKenHostError(f"'{spec}' is not an os-ken or Ryu app spec", "use osken:MODULE or ryu:APP")
     return parsed
+
+
+def canonical_spec(spec: str) -> str:
+    """``ryu:./sw.py --observe-links`` -> ``ryu:/abs/sw.py --observe-links`` (what the model checker records)."""
+    parsed = parse_app_spec(spec)
+    words = [",".join(parsed.apps), *parsed.options]
+    return f"{parsed.kind}:" + " ".join(shlex.quote(w) for w in words)
 
 
 def parse_modules(spec: str) -> tuple[str, ...]:
@@ -437,9 +445,9 @@ def load_osken_app(spec: str) -> Callable[[], App]:
     srv = server_for(modules, ryu=parsed.kind == "ryu", options=parsed.options)
     stems = [Path(mod).stem if mod.endswith(".py") else mod.rsplit(".", 1)[-1] for mod in modules]
     cls_name = ("Ryu_" if parsed.kind == "ryu" else "OsKen_") + "_".join(stems)
-    name = f"{parsed.kind}:" + ",".join(modules) + "".join(" " + o for o in parsed.options)
+    name = canonical_spec(spec)
     return type(cls_name, (OsKenApp,), {"name": name, "_server": srv, "_memo": {}})
 
 
 __all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "is_osken_spec", "load_osken_app", "osken_spec",
-           "parse_app_spec", "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]
+           "canonical_spec", "parse_app_spec", "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]

@@ -7,9 +7,12 @@ each destination host, the tree of shortest paths towards it (one next hop
 per switch, so paths never disagree).  Broadcasts (ARP) never travel between
 switches: the controller hands them to every host port itself, which keeps a
 ring loop-free without a spanning tree.  Host locations are learned on host
-ports only, the first time a source is seen.
+ports only, the first time a source is seen.  A packet that reaches the next
+switch before that switch's rule does comes back as a packet-in on a link
+port, and is routed on from there.
 """
 
+from path_utils import next_hops  # a helper module beside the app
 from ryu.base import app_manager
 from ryu.controller import ofp_event
 from ryu.controller.handler import MAIN_DISPATCHER, set_ev_cls
@@ -19,14 +22,12 @@ from ryu.ofproto import ofproto_v1_0
 from ryu.topology import event as topo_event
 from ryu.topology.api import get_link, get_switch
 
-from path_utils import next_hops  # a helper module beside the app
-
 
 class ShortestPath(app_manager.RyuApp):
     OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION]
 
     def __init__(self, *args, **kwargs):
-        super(ShortestPath, self).__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)
         self.links = {}        # (src dpid, src port) -> (dst dpid, dst port)
         self.hosts = {}        # mac -> (dpid, port)
         self.datapaths = {}    # dpid -> datapath
@@ -48,7 +49,7 @@ class ShortestPath(app_manager.RyuApp):
             if where in self.links:
                 del self.hosts[mac]
         self.logger.info("topology: %d switches, %d links: %s", len(self.datapaths), len(self.links),
-                         " ".join("%d:%d-%d:%d" % (a + b) for a, b in sorted(self.links.items())))
+                         " ".join("{}:{}-{}:{}".format(*a, *b) for a, b in sorted(self.links.items())))
 
     # ---------------------------------------------------------------- packets
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
@@ -59,13 +60,16 @@ class ShortestPath(app_manager.RyuApp):
         if eth is None or eth.ethertype == ether_types.ETH_TYPE_LLDP:
             return  # LLDP is the topology app's
         where = (dp.id, msg.in_port)
-        if where in self.links:
-            return  # a copy that crossed a link before the link was known
-        self.hosts.setdefault(eth.src, where)
+        on_link = where in self.links
+        if not on_link:
+            self.hosts.setdefault(eth.src, where)
         dst = self.hosts.get(eth.dst)
         if dst is None:
-            self._to_every_host_port(msg.data, where)
+            if not on_link:  # a broadcast crossing a link was handed to every host port already
+                self._to_every_host_port(msg.data, where)
             return
+        # A packet on a link is one that overtook its own path's rule (each switch has its own
+        # connection, so the rules arrive in no fixed order): it is routed like any other.
         hops = next_hops(dst[0], self.links)
         if dp.id != dst[0] and dp.id not in hops:
             self._to_every_host_port(msg.data, where)  # no path known yet
