@@ -237,3 +237,11 @@ def test_trace_headers_may_name_modules_and_plain_flags_only() -> None:
             check_trace_spec(header, "t")
     trusted = check_trace_spec(f"ryu:{APPS / 'shortest_path.py'} --config-file=/etc/hostname", "t", trust=True)
     assert trusted is not None and trusted.options == ("--config-file=/etc/hostname",)
+
+
+def test_check_refuses_an_option_os_ken_does_not_know(capsys) -> None:
+    from netsleuth.cli import main
+
+    assert main(["check", f"ryu:{APPS / 'shortest_path.py'} --no-such-option", "--scenario", "pings"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: os-ken does not accept the options --no-such-option -- fix: ")

@@ -168,11 +168,13 @@ def _load_osken(options=()):
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
     from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
+    from oslo_config import cfg as oslo_cfg
 
     try:
         cfg.CONF(args=list(options), project="os_ken")
-    except (cfg.Error, SystemExit) as exc:  # argparse exits on an option it does not know
-        raise UserError(f"os-ken does not accept the options {' '.join(options)}: {exc}",
+    except (oslo_cfg.Error, SystemExit) as exc:  # argparse exits on an option it does not know
+        why = "" if isinstance(exc, SystemExit) else f": {exc}"  # argparse said why on stderr (the log)
+        raise UserError(f"os-ken does not accept the options {' '.join(options)}{why}",
                         "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, --observe-links)"
                         ) from None
     # Events are stamped with the model's clock, not the wall clock (ofp_event does time.time()):
