@@ -245,3 +245,12 @@ def test_check_refuses_an_option_os_ken_does_not_know(capsys) -> None:
     assert main(["check", f"ryu:{APPS / 'shortest_path.py'} --no-such-option", "--scenario", "pings"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: os-ken does not accept the options --no-such-option -- fix: ")
+
+
+def test_run_refuses_an_option_os_ken_does_not_know(tmp_path: Path) -> None:
+    proc = cli("run", "--controller", f"ryu:{APPS / 'shortest_path.py'} --no-such-option", "--topo", "linear,2",
+               "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")] == [
+        "error: os-ken does not accept the options --no-such-option -- fix: use ryu-manager options os-ken 1.4.1 "
+        "knows (e.g. --config-file FILE, --observe-links)"]

@@ -294,7 +294,7 @@ class ControllerProcess:
 
 
 class AppImportError(ControllerError):
-    """An os-ken/Ryu app imports a module the controller environment does not have."""
+    """An os-ken/Ryu app cannot be loaded: it imports a module the environment lacks, or an option is unknown."""
 
 
 _NO_NAME = re.compile(r"cannot import name '([A-Za-z0-9_]+)' from '([A-Za-z0-9_.]+)'")
@@ -348,7 +348,15 @@ def app_import_error(spec: ControllerSpec, log_path: Path, start: int = 0) -> Ap
             parts = line.split("\t")
             parts += [""] * (4 - len(parts))
             return import_error_for(spec.kind, parts[1], parts[2], parts[3])
+        m = _UNKNOWN_OPTION.match(line)
+        if m is not None:  # os-ken's option parser (argparse) refused a manager option of the spec
+            return AppImportError(f"os-ken does not accept the options {m.group(1).strip()}",
+                                  "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, "
+                                  "--observe-links)")
     return None
+
+
+_UNKNOWN_OPTION = re.compile(r"\S+: error: unrecognized arguments: (.+)$")
 
 
 __all__ = ["AppImportError", "ControllerProcess", "Lifeline", "app_import_error", "find_controller_python",
