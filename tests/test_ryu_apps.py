@@ -254,3 +254,12 @@ def test_run_refuses_an_option_os_ken_does_not_know(tmp_path: Path) -> None:
     assert [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")] == [
         "error: os-ken does not accept the options --no-such-option -- fix: use ryu-manager options os-ken 1.4.1 "
         "knows (e.g. --config-file FILE, --observe-links)"]
+
+
+def test_ryu_module_names_and_a_rest_app_served_on_loopback_only(ryu_release: Path, tmp_path: Path) -> None:
+    # ryu.app.ofctl_rest by Ryu's module name, beside an app file; its REST API must not face the network
+    spec = f"ryu:ryu.app.ofctl_rest,{ryu_release / 'simple_switch.py'}"
+    result = run(RunOptions(controller=spec, topo="linear,2", out=tmp_path, pingall=True))
+    assert result.data["pingall"]["ok"] == 2
+    log = controller_log(tmp_path)
+    assert re.search(r"wsgi starting up on http://127\.0\.0\.1:\d+", log), log[-2000:]

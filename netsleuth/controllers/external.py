@@ -121,8 +121,12 @@ class ControllerProcess:
         if self.spec.kind in APP_KINDS:
             # osken_main.py loads the apps itself (files, Ryu's names) before os-ken's manager runs.
             ryu = ["--ryu"] if self.spec.kind == "ryu" else []
+            # An app with a REST API (ofctl_rest, ...) makes os-ken serve HTTP, on every interface by
+            # default: loopback only, unless the spec says otherwise.
+            web = [] if any(o.startswith("--wsapi-host") for o in self.spec.options) else ["--wsapi-host",
+                                                                                            "127.0.0.1"]
             return [find_controller_python(), str(OSKEN_MAIN), *ryu, "--apps", ",".join(self.spec.apps), "--",
-                    "--ofp-tcp-listen-port", str(self.port), "--ofp-listen-host", self.host,
+                    "--ofp-tcp-listen-port", str(self.port), "--ofp-listen-host", self.host, *web,
                     *self.spec.options, *self.extra_args]
         if self.faucet is not None:
             return [*self.faucet.argv(self.host, self.port), *self.extra_args]
