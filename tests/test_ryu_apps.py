@@ -263,3 +263,18 @@ def test_ryu_module_names_and_a_rest_app_served_on_loopback_only(ryu_release: Pa
     assert result.data["pingall"]["ok"] == 2
     log = controller_log(tmp_path)
     assert re.search(r"wsgi starting up on http://127\.0\.0\.1:\d+", log), log[-2000:]
+
+
+def test_import_errors_name_the_module_the_way_the_app_wrote_it() -> None:
+    from netsleuth.controllers.external import import_error_for
+
+    e = import_error_for("ryu", "networkx", "/home/me/ctl/te.py", "No module named 'networkx'")
+    assert e.problem.startswith("app te.py imports networkx, which the controller environment does not have")
+    assert ".venv-controller" in e.fix
+    e = import_error_for("ryu", "os_ken.lib", "/home/me/ctl/te.py",
+                         "cannot import name 'old_helper' from 'os_ken.lib' (/x/os_ken/lib/__init__.py)")
+    assert e.problem.startswith("app te.py imports ryu.lib.old_helper, which os-ken 1.4.1")
+    e = import_error_for("osken", "os_ken.lib.gone", "mypkg.app", "No module named 'os_ken.lib.gone'")
+    assert e.problem.startswith("app mypkg.app imports os_ken.lib.gone, which os-ken 1.4.1")
+    e = import_error_for("ryu", "ctl_helpers", "/home/me/ctl/ctl.py", "No module named 'ctl_helpers'")
+    assert "imports ctl_helpers" in e.problem and "beside the app" in e.fix
