@@ -23,7 +23,10 @@ OpenFlow bytes (os-ken's own ``send_msg`` -> ``serialize``).
 Protocol: frames of a 4-byte big-endian length and a pickle (protocol 4;
 only builtin types cross the pipe).  Requests are dicts with ``op``:
 
-``init``   {"modules": [...]} -> {"apps": [...], "state": bytes, "key": ...}
+``init``   {"modules": [...], "ryu": bool, "options": [...]} -> {"apps": [...], "state": bytes, "key": ...}
+           modules may be ``.py`` paths; ``ryu`` serves Ryu's module names from
+           os-ken and ``options`` are os-ken manager options (``--config-file``)
+           (both as ``osken_apps.py`` and ``osken_main.py`` do for a real run).
 ``event``  {"state": bytes, "datapaths": {dpid: ports}, "event": (kind, dpid, bytes), "now": float}
            kind is "join" (FEATURES_REPLY bytes), "msg" (any switch->controller
            message) or "leave"; -> {"state", "key", "out": [(dpid, bytes)], "errors": [...],
@@ -32,7 +35,8 @@ only builtin types cross the pipe).  Requests are dicts with ``op``:
            one event and passed to the next: they are state too.
 ``quit``   ends the server (so does EOF on stdin: the server never outlives netsleuth).
 
-Any failure answers {"error": "...", "traceback": "..."}.
+Any failure answers {"error": "...", "traceback": "..."}; an app that cannot be
+imported answers {"error", "fix", "import_error": [module, app, message]}.
 """
 
 import io
@@ -49,6 +53,10 @@ import eventlet.wsgi
 
 if not hasattr(eventlet.wsgi, "ALREADY_HANDLED"):
     eventlet.wsgi.ALREADY_HANDLED = object()
+
+import osken_apps  # noqa: E402  (beside this file)
+
+osken_apps.forget_launcher_dir(__file__)
 
 PROTOCOL = 4
 _LEN = struct.Struct("!I")
@@ -150,21 +158,25 @@ class _StateUnpickler(pickle.Unpickler):
         return app
 
 
-def _load_osken():
+def _load_osken(options=()):
     global StandInDatapath, _handler, _ofp_event, _app_manager, ofproto_v1_0, ofproto_v1_0_parser
     global ofproto_parser
     from os_ken import cfg
     from os_ken.base import app_manager as _app_manager
+    from os_ken.cmd import manager as _manager  # noqa: F401  (registers the manager's options)
     from os_ken.controller import controller as _controller
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
-    from os_ken.ofproto import ofproto_parser
-    from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
+    from oslo_config import cfg as oslo_cfg
 
     try:
-        cfg.CONF(args=[], project="os_ken")
-    except Exception:  # already parsed
-        pass
+        cfg.CONF(args=list(options), project="os_ken")
+    except (oslo_cfg.Error, SystemExit) as exc:  # argparse exits on an option it does not know
+        why = "" if isinstance(exc, SystemExit) else f": {exc}"  # argparse said why on stderr (the log)
+        raise UserError(f"os-ken does not accept the options {' '.join(options)}{why}",
+                        "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, --observe-links)"
+                        ) from None
     # Events are stamped with the model's clock, not the wall clock (ofp_event does time.time()):
     # a handler must be a function of (state, event) alone.
     _ofp_event.time = _ModelClock
@@ -231,16 +243,23 @@ class Server:
         self.base_attrs = frozenset()
 
     # ---- init
-    def init(self, modules):
-        _load_osken()
+    def init(self, apps, ryu=False, options=()):
+        _load_osken(options)
+        if ryu:
+            osken_apps.install_ryu_alias()
+        try:
+            modules = osken_apps.module_names(apps, ryu=ryu)
+        except ValueError as exc:
+            raise UserError(f"cannot load the apps: {exc}", "rename one of the app files") from None
+        failed = osken_apps.find_import_error(modules, dict(zip(modules, apps, strict=True)))
+        if failed is not None:
+            err = UserError(f"cannot import os-ken app module {failed[1]!r}: {failed[2]}",
+                            "check the module name (e.g. os_ken.app.simple_switch) and that it is "
+                            "importable by the controller environment's Python")
+            err.import_error = list(failed)
+            raise err
         mgr = _app_manager.AppManager.get_instance()
         for mod in modules:
-            try:
-                __import__(mod)
-            except ImportError as exc:
-                raise UserError("cannot import os-ken app module %r: %s" % (mod, exc),
-                                "check the module name (e.g. os_ken.app.simple_switch) and that it is "
-                                "importable by the controller environment's Python")
             if mgr.load_app(mod) is None:
                 raise UserError("module %r defines no OSKenApp subclass" % mod,
                                 "name a module that defines an os-ken app (class deriving from OSKenApp)")
@@ -408,6 +427,8 @@ class Server:
 
 
 class UserError(Exception):
+    import_error = None  # [module, app, message] when an app cannot be imported
+
     def __init__(self, problem, fix):
         super().__init__(problem)
         self.problem = problem
@@ -428,13 +449,15 @@ def main():
         try:
             op = req.get("op")
             if op == "init":
-                resp = server.init(list(req["modules"]))
+                resp = server.init(list(req["modules"]), bool(req.get("ryu")), list(req.get("options", ())))
             elif op == "event":
                 resp = server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
             else:
                 raise UserError("unknown request %r" % (op,), "send init, event or quit")
         except UserError as exc:
             resp = {"error": exc.problem, "fix": exc.fix}
+            if exc.import_error is not None:
+                resp["import_error"] = exc.import_error
         except Exception as exc:
             resp = {"error": "%s: %s" % (type(exc).__name__, exc), "traceback": traceback.format_exc()}
         write_frame(out, resp)

@@ -197,7 +197,7 @@ def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
         opts.controller, str) else [opts.controller], trust=opts.trust_trace_controller, source=str(opts.trace))
     nice = trace.header.extra.get("nice")
     if isinstance(nice, dict) and isinstance(nice.get("app"), str):  # the model checker's app spec
-        check_trace_spec(nice["app"], str(opts.trace))
+        check_trace_spec(nice["app"], str(opts.trace), trust=opts.trust_trace_controller)
     if trace.header.controller.startswith("app:") and opts.controller is None:
         # A model-checking counterexample: re-execute it deterministically in-process.
         from netsleuth.nice.job import replay_counterexample

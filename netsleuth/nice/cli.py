@@ -74,7 +74,8 @@ def _summary(d: dict) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="model-check an in-process controller app (NICE): search, strategies, DPOR")
     c.add_argument("app", help="pyswitch, pyswitch-fixed, loadbalancer, energy-te, app:NAME or package.module:Class "
-                   "(a netsleuth.nice App), or osken:MODULE[,MODULE] (an unmodified os-ken 1.4.1 OpenFlow 1.0 app)")
+                   "(a netsleuth.nice App), osken:APP[,APP] (an unmodified os-ken 1.4.1 OpenFlow 1.0 app) "
+                   "or ryu:APP[,APP] (an unmodified Ryu app); APP is a module name or a .py file")
     c.add_argument("--variant", help="app variant: fixed (default); bug-iv..bug-ix for loadbalancer, "
                                      "bug-x..bug-xiii for energy-te")
     c.add_argument("--scenario", choices=SCENARIOS,
