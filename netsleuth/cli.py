@@ -150,9 +150,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 def cmd_invariants(args: argparse.Namespace) -> int:
     import json
 
-    from netsleuth.jobs.check_trace import check_trace
+    from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 
-    d = check_trace(args.trace, args.check, args.at, args.isolation)
+    d = invariants_on_trace(args.trace, args.check, args.at, args.isolation)
     if args.json:
         out.print_json(json.dumps(d))
     else:

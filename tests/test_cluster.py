@@ -20,7 +20,7 @@ from netsleuth.races.describe import race_words
 from netsleuth.races.detect import Race
 from netsleuth.races.events import (
     CONTROLLER_HANDLE, CONTROLLER_SEND, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND, PACKET_HANDLE, READ, WRITE,
-    Event, FlowOp,
+    HbEvent, FlowOp,
 )
 from netsleuth.races.features import (
     FEATURES, Features, compute_features, distance, has_bouncing, mean_features, packet_out_ports,
@@ -310,8 +310,8 @@ def test_ranking_paper_versus_original_bug() -> None:
 # =============================================================================== units: subgraphs and features
 
 
-def _ev(eid, kind, **kw) -> Event:
-    return Event(eid=eid, kind=kind, **kw)
+def _ev(eid, kind, **kw) -> HbEvent:
+    return HbEvent(eid=eid, kind=kind, **kw)
 
 
 def _packet_out(port: int) -> bytes:
@@ -319,12 +319,12 @@ def _packet_out(port: int) -> bytes:
     return struct.pack("!BBHI", 1, 13, 8 + len(body), 7) + body
 
 
-def _bounce_events(po_port: int = 2, second_dpid: int = 1) -> list[Event]:
+def _bounce_events(po_port: int = 2, second_dpid: int = 1) -> list[HbEvent]:
     """host send -> switch miss -> PACKET_IN -> controller -> PACKET_OUT -> PACKET_IN again -> controller ->
     FLOW_MOD, racing with a later packet's table read."""
-    from netsleuth.races.poxmatch import FlowMod, PoxMatch
+    from netsleuth.races.poxmatch import PoxFlowMod, PoxMatch
 
-    fm = FlowMod(PoxMatch.from_fields(dl_type=0x0800), 0, 10)
+    fm = PoxFlowMod(PoxMatch.from_fields(dl_type=0x0800), 0, 10)
     return [
         _ev(1, HOST_SEND, hid=1, pid_out=(100,)),
         _ev(2, PACKET_HANDLE, dpid=1, pid_in=100, has_pid_in=True, mid_out=(200,), ops=[FlowOp(READ, 1.0)]),
@@ -345,7 +345,7 @@ def _bounce_events(po_port: int = 2, second_dpid: int = 1) -> list[Event]:
     ]
 
 
-def _features(events: list[Event], race: Race) -> Features:
+def _features(events: list[HbEvent], race: Race) -> Features:
     g = build_hb_graph(events)
     pg = prune_hb_graph(g, [race])
     return compute_features(g, race_subgraph(pg, race), proactive_nodes(g))

@@ -27,7 +27,8 @@ from netsleuth.controllers.faucet import (check_user_config, faucet_complaint, f
                                           render_config)
 from netsleuth.controllers.spec import parse_controller
 from netsleuth.errors import ControllerError
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topo_builders import parse_topo
+from netsleuth.model.topology import Topology
 
 TOPOLOGIES = ["linear,3", "tree,depth=2,fanout=2", "ring,4", "mesh,4"]
 

@@ -28,7 +28,7 @@ from netsleuth.races.events import (
 )
 from netsleuth.races.from_trace import events_from_trace, is_netsleuth_trace, race_text
 from netsleuth.races.job import detect_races
-from netsleuth.races.poxmatch import FlowMod, PoxMatch
+from netsleuth.races.poxmatch import PoxFlowMod, PoxMatch
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -79,7 +79,7 @@ def test_learning_switch_packet_out_vs_flow_mod_race(recorded: Path) -> None:
         assert isinstance(w_src, ts.ControlToSwitch) and w_src.msg["type"] == "FLOW_MOD"
         assert w_src.dpid == write_ev.dpid
         from netsleuth.openflow.codec import msg_from_json
-        recorded_fm = FlowMod.from_wire(encode(msg_from_json(w_src.msg)))
+        recorded_fm = PoxFlowMod.from_wire(encode(msg_from_json(w_src.msg)))
         assert recorded_fm.match == r.k_op.flow_mod.match and recorded_fm.actions == r.k_op.flow_mod.actions
         # the read is a packet arrival at the same switch, which hit exactly that entry
         r_src = by_seq[built.origin[read_ev.eid]]

@@ -136,7 +136,7 @@ def test_markup_in_trace_fields_cannot_break_the_page(tmp_path: Path) -> None:
     detail, a violation's message, the trace's own file name -- and headless
     Chromium must still draw every lane and item, with no element injected,
     and the hover text must hold the characters as written."""
-    from netsleuth.model.topology import parse_topo
+    from netsleuth.model.topo_builders import parse_topo
 
     topo = parse_topo("linear,2")
     events = [ts.ControllerEvent(seq=0, t=0.0, controller="c0", what="started", detail=HOSTILE[0]),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from netsleuth.cli import main
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import write_trace
 

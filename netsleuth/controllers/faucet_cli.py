@@ -15,7 +15,7 @@ from pathlib import Path
 
 def cmd_faucet_config(args: argparse.Namespace) -> int:
     from netsleuth.controllers.faucet import render_config
-    from netsleuth.model.topology import parse_topo
+    from netsleuth.model.topo_builders import parse_topo
 
     text = render_config(parse_topo(args.topo))
     if args.out:

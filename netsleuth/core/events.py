@@ -37,7 +37,7 @@ class ToSwitch:
 
 
 @dataclass(frozen=True, slots=True)
-class ToController:
+class PendingToController:
     """A switch's message waiting to be handed to the controller."""
 
     id: int
@@ -68,7 +68,7 @@ class OnWire:
         return ("held", self.held) if self.held >= 0 else ("wire", self.src, self.src_port)
 
 
-PendingEvent = ToSwitch | ToController | OnWire
+PendingEvent = ToSwitch | PendingToController | OnWire
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from netsleuth.core.clock import Clock
-from netsleuth.core.events import Deliver, Disconnect, Effect, Lineage, OnWire, PendingEvent, ToController, ToSwitch
+from netsleuth.core.events import Deliver, Disconnect, Effect, Lineage, OnWire, PendingEvent, PendingToController, ToSwitch
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
@@ -200,7 +200,7 @@ class Network:
             return []
         if isinstance(ev, ToSwitch):
             return self._fire_to_switch(ev)
-        if isinstance(ev, ToController):
+        if isinstance(ev, PendingToController):
             return self._fire_to_controller(ev)
         self._fire_wire(ev)
         return []
@@ -243,7 +243,7 @@ class Network:
 
     def send_to_controller(self, conn: int, msg: Any) -> None:
         if self.connections[conn].up:
-            self._enqueue(lambda i: ToController(i, conn, msg))
+            self._enqueue(lambda i: PendingToController(i, conn, msg))
 
     def _record_message(self, cls: type, c: Connection, msg: Any) -> None:
         """Record a control message as delivered (JSON and fingerprint only when a trace is kept)."""
@@ -259,7 +259,7 @@ class Network:
         self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
         return []
 
-    def _fire_to_controller(self, ev: ToController) -> list[Deliver]:
+    def _fire_to_controller(self, ev: PendingToController) -> list[Deliver]:
         c = self.connections[ev.conn]
         self.stats.to_controller += 1
         self._record_message(ts.ControlToController, c, ev.msg)

@@ -151,7 +151,7 @@ class _Loop:
         self.resumes = 0
         loop = self
 
-        class Transport:
+        class LoopTransport:
             def transmit(self, e: Entry, depart: float) -> None:
                 loop.send(e.dst, {"t": "msg", "e": _entry_json(e)})
 
@@ -163,7 +163,7 @@ class _Loop:
         self.forker: ForkCheckpointer | None = None
         if cfg.mode == "rb":
             self.host: NodeRuntime = RBRuntime(name, app, self.delays, rng_seed=f"defined:{name}",
-                                     ordering=by_name(cfg.ordering), transport=Transport(), horizon=cfg.horizon,
+                                     ordering=by_name(cfg.ordering), transport=LoopTransport(), horizon=cfg.horizon,
                                      window=cfg.window, proc_time=0.0, restore_time=0.0,
                                      checkpoint_every=cfg.checkpoint_every, **common)
             if fork_checkpoints:

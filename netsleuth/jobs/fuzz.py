@@ -17,7 +17,7 @@ from pathlib import Path
 from netsleuth.core.events import Effect
 from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
-from netsleuth.jobs.session import JobResult, Progress, Session
+from netsleuth.runtime.session import JobResult, JobProgress, Session
 from netsleuth.policies.fuzz import FuzzState, Fuzzer, Planned, Rates
 from netsleuth.runtime.driver import Runtime
 from netsleuth.trace import schema as ts
@@ -42,7 +42,7 @@ class FuzzOptions:
     isolation: Path | None = None
 
 
-def fuzz(opts: FuzzOptions, progress: Progress | None = None) -> JobResult:
+def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
     session = Session("fuzz", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,

@@ -26,7 +26,7 @@ from netsleuth.options import check_out_dir
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
-from netsleuth.minimize.oracle import ReplayOutcome
+from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.policies.peek import Observed, Peek, PeekStats
 from netsleuth.policies.replay import ReplayPlan
 from netsleuth.runtime.stop import stopped_by
@@ -62,7 +62,7 @@ class ReplayOracle:
         self.peek = Peek(self.events, self._replay_prefix) if cfg.peek else None
         self._inputs = [e for e in self.events if e.is_input]
 
-    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayOutcome:
+    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayVerdict:
         plan = self.peek.infer(candidate) if self.peek is not None else None
         self.n += 1
         o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
@@ -76,7 +76,7 @@ class ReplayOracle:
         if self.peek is not None:
             details["peek"] = self.peek.stats.to_json()
             (self.dir / "peek.json").write_text(json.dumps(details["peek"], sort_keys=True) + "\n")
-        return ReplayOutcome(bool(o.reproduced), details)
+        return ReplayVerdict(bool(o.reproduced), details)
 
     def _replay_prefix(self, plan: ReplayPlan) -> list[Observed]:
         """PEEK's prefix replay: ``plan.inputs`` with the inferred waits, then record one input window."""

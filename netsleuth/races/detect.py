@@ -32,7 +32,7 @@ from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
 from netsleuth.races.poxmatch import (
-    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY, OFPFC_MODIFY_STRICT, FlowMod,
+    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY, OFPFC_MODIFY_STRICT, PoxFlowMod,
 )
 
 COMMUTE, TIME_FILTERED, COVERED, HARMFUL = "commute", "time_filtered", "covered", "harmful"
@@ -194,11 +194,11 @@ class _ShadowTable:
     def __init__(self) -> None:
         self._next = 0
         self.entries: dict[tuple, int] = {}             # (match, priority) -> entry id
-        self.fm_of: dict[int, FlowMod] = {}
+        self.fm_of: dict[int, PoxFlowMod] = {}
         self.adding: dict[int, int] = {}                # entry id -> eid
         self.modifying: dict[int, list[int]] = defaultdict(list)
 
-    def _add(self, fm: FlowMod, eid: int) -> None:
+    def _add(self, fm: PoxFlowMod, eid: int) -> None:
         eid_key = (fm.match, fm.priority)
         old = self.entries.pop(eid_key, None)
         if old is not None:
@@ -209,7 +209,7 @@ class _ShadowTable:
         self.fm_of[entry] = fm
         self.adding[entry] = eid
 
-    def write(self, fm: FlowMod, eid: int) -> None:
+    def write(self, fm: PoxFlowMod, eid: int) -> None:
         cmd = fm.command
         if cmd == OFPFC_ADD:
             self._add(fm, eid)
@@ -230,12 +230,12 @@ class _ShadowTable:
             for k in gone:
                 self.fm_of.pop(self.entries.pop(k), None)
 
-    def expire(self, fm: FlowMod) -> None:
+    def expire(self, fm: PoxFlowMod) -> None:
         e = self.entries.pop((fm.match, fm.priority), None)
         if e is not None:
             self.fm_of.pop(e, None)
 
-    def writers_of_read(self, fm: FlowMod | None, eid: int) -> list[int]:
+    def writers_of_read(self, fm: PoxFlowMod | None, eid: int) -> list[int]:
         if fm is None:
             return []
         e = self.entries.get((fm.match, fm.priority))

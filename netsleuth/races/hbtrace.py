@@ -1,4 +1,4 @@
-"""Read SDNRacer's ``hb.json`` (JSON Lines of Hb* events) into :class:`Event` objects.
+"""Read SDNRacer's ``hb.json`` (JSON Lines of Hb* events) into :class:`HbEvent` objects.
 
 Quirks of the format handled here: events are in completion order, not eid
 order (the order is kept: SDNRacer's rules depend on it); ``operations`` are
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, Event, FlowOp
-from netsleuth.races.poxmatch import FlowMod
+from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, HbEvent, FlowOp
+from netsleuth.races.poxmatch import PoxFlowMod
 
 _OP_KINDS = {
     "TraceSwitchFlowTableRead": READ,
@@ -43,14 +43,14 @@ class _FlowModCache:
     """Flow mods repeat a lot (the same entry in many reads); decode each once."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, FlowMod] = {}
+        self._cache: dict[str, PoxFlowMod] = {}
 
-    def get(self, b64: str | None) -> FlowMod | None:
+    def get(self, b64: str | None) -> PoxFlowMod | None:
         if not b64:
             return None
         fm = self._cache.get(b64)
         if fm is None:
-            fm = FlowMod.from_wire(base64.b64decode(b64))
+            fm = PoxFlowMod.from_wire(base64.b64decode(b64))
             self._cache[b64] = fm
         return fm
 
@@ -64,15 +64,15 @@ def _op(raw: Any, fms: _FlowModCache) -> FlowOp:
     return FlowOp(kind, t, fm, d.get("eid"), name)
 
 
-def event_from_json(d: dict[str, Any], fms: _FlowModCache | None = None) -> Event:
-    """One hb.json record as an :class:`Event`."""
+def event_from_json(d: dict[str, Any], fms: _FlowModCache | None = None) -> HbEvent:
+    """One hb.json record as an :class:`HbEvent`."""
     fms = fms or _FlowModCache()
     kind = d.get("type")
     if kind not in KINDS:
         raise TraceFormatError(f"unknown hb.json event type {kind!r} (eid {d.get('eid')})",
                                "give a trace recorded by SDNRacer (hb.json)")
     ops = [_op(o, fms) for o in d.get("operations") or ()]
-    return Event(
+    return HbEvent(
         eid=d["eid"], kind=kind, dpid=d.get("dpid"), hid=d.get("hid"), msg_type=d.get("msg_type"),
         pid_in=d.get("pid_in"), pid_out=tuple(d.get("pid_out") or ()),
         mid_in=d.get("mid_in"), mid_out=tuple(d.get("mid_out") or ()),
@@ -81,7 +81,7 @@ def event_from_json(d: dict[str, Any], fms: _FlowModCache | None = None) -> Even
         out_port=_port(d.get("out_port")), msg=_b64(d.get("msg")))
 
 
-def iter_hb_json(path: str | Path) -> Iterator[Event]:
+def iter_hb_json(path: str | Path) -> Iterator[HbEvent]:
     """Events of an hb.json file in file order."""
     fms = _FlowModCache()
     p = Path(path)
@@ -105,6 +105,6 @@ def iter_hb_json(path: str | Path) -> Iterator[Event]:
                                        "give a trace recorded by SDNRacer (hb.json)") from None
 
 
-def read_hb_json(path: str | Path) -> list[Event]:
+def read_hb_json(path: str | Path) -> list[HbEvent]:
     return list(iter_hb_json(path))
 

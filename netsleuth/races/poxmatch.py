@@ -352,7 +352,7 @@ def output_ports(actions: tuple[tuple, ...]) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class FlowMod:
+class PoxFlowMod:
     """A POX ``ofp_flow_mod`` as SDNRacer's reader leaves it (decoded, re-encoded, decoded)."""
 
     match: PoxMatch
@@ -367,7 +367,7 @@ class FlowMod:
     flags: int = 0
 
     @classmethod
-    def from_wire(cls, data: bytes) -> FlowMod:
+    def from_wire(cls, data: bytes) -> PoxFlowMod:
         """Decode an OFPT_FLOW_MOD message the way SDNRacer's trace reader does."""
         if len(data) < 72:
             raise ValueError(f"flow mod of {len(data)} bytes (need 72)")

@@ -1,7 +1,7 @@
 """Stepping a trace against a real controller: ``netsleuth step TRACE`` without ``--headless``.
 
 A fresh controller (the trace's, or ``--controller``) is started and the
-mock network bootstrapped as in a replay (jobs/session.py). A step injects
+mock network bootstrapped as in a replay (runtime/session.py). A step injects
 the trace's next *input* -- after the control messages that preceded it in
 the recording have come back, matched by fingerprint (policies/replay.py,
 the replayer's happens-before rule) or a short wait ran out -- and lets the
@@ -26,7 +26,7 @@ from typing import Any, Callable, TypeVar
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.jobs.session import Session
+from netsleuth.runtime.session import Session
 from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime

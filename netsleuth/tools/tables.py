@@ -53,7 +53,7 @@ def flow_mod_command(e: ts.ControlToSwitch) -> str:
 
 
 @dataclass
-class Tracked:
+class TrackedEntry:
     """One installed entry and the flow_mods (seqs) that made it what it is."""
 
     switch: str
@@ -66,7 +66,7 @@ class Tracked:
 class Removal:
     """A tracked entry that left its table: when, why and by which event."""
 
-    tracked: Tracked
+    tracked: TrackedEntry
     reason: str     # "overridden" | "deleted" | "expired" | "lost in switch failure"
     by_seq: int
     t: float
@@ -78,7 +78,7 @@ class TableWalk:
 
     header: ts.TraceHeader
     count_packets: bool = True
-    live: dict[str, dict[int, Tracked]] = field(default_factory=dict)
+    live: dict[str, dict[int, TrackedEntry]] = field(default_factory=dict)
     removals: list[Removal] = field(default_factory=list)
     flow_mods: dict[int, ts.ControlToSwitch] = field(default_factory=dict)
     world: World | None = None
@@ -136,12 +136,12 @@ class TableWalk:
             for key, entry in current.items():
                 t = live.get(key)
                 if t is None:
-                    live[key] = Tracked(name, entry, [e.seq], behaviour(entry))
+                    live[key] = TrackedEntry(name, entry, [e.seq], behaviour(entry))
                 elif behaviour(entry) != t.shape:
                     t.flow_mods.append(e.seq)
                     t.shape = behaviour(entry)
 
-    def _why_removed(self, t: Tracked, e: ts.Event, touched: bool, now: float) -> str:
+    def _why_removed(self, t: TrackedEntry, e: ts.Event, touched: bool, now: float) -> str:
         if t.entry.expiry_reason(now) is not None:
             return "expired"
         if touched:
@@ -186,4 +186,4 @@ def pick_violation(events: list[ts.Event], index: int | None) -> ts.Violation | 
     return found[index]
 
 
-__all__ = ["TableWalk", "Tracked", "Removal", "behaviour", "is_flow_mod", "flow_mod_command", "pick_violation"]
+__all__ = ["TableWalk", "TrackedEntry", "Removal", "behaviour", "is_flow_mod", "flow_mod_command", "pick_violation"]

@@ -32,13 +32,13 @@ from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 
 
-class Progress(Protocol):
+class JobProgress(Protocol):
     def phase(self, name: str, total: int | None) -> None: ...
     def advance(self, completed: int) -> None: ...
     def note(self, text: str) -> None: ...
 
 
-class Silent:
+class SilentProgress:
     def phase(self, name: str, total: int | None) -> None:
         pass
 
@@ -92,10 +92,10 @@ class Session:
         })
 
     def execute(self, body: Callable[["Session", Runtime], Awaitable[None]],
-                progress: Progress | None = None,
+                progress: JobProgress | None = None,
                 observers: tuple[Callable[[Any], None], ...] = ()) -> JobResult:
         """Start everything, bootstrap, run ``body``; always write trace and result.json."""
-        progress = progress or Silent()
+        progress = progress or SilentProgress()
         self.progress = progress
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
