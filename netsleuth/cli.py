@@ -24,37 +24,13 @@ import time
 import traceback
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from netsleuth import __version__
+from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
 from netsleuth.options import at_least, out_dir, out_file, seconds
 from netsleuth.runtime import stop
-
-console = Console(stderr=True)
-out = Console()
-
-
-class RichProgress:
-    """Adapts the jobs' Progress protocol to a rich progress bar."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task = None
-
-    def phase(self, name: str, total: int | None) -> None:
-        if self.task is not None:
-            self.progress.update(self.task, visible=False)
-        self.task = self.progress.add_task(name, total=total)
-
-    def advance(self, completed: int) -> None:
-        if self.task is not None:
-            self.progress.update(self.task, completed=completed)
-
-    def note(self, text: str) -> None:
-        self.progress.console.print(text)
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,12 +46,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {line}\n")
 
 
-def _progress() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True,
-                    disable=not console.is_terminal)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from netsleuth.jobs.run import RunOptions, run
 
@@ -83,8 +53,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                       checks=args.check, handshake_timeout=args.handshake_timeout,
                       ping_timeout=args.ping_timeout, seed=args.seed,
                       record_packets=not args.no_packet_events, isolation=args.isolation)
-    with _progress() as p:
-        result = run(opts, RichProgress(p))
+    with progress_bar() as p:
+        result = run(opts, JobProgressBar(p))
     d = result.data
     table = Table(title=f"netsleuth run: {d['controller']} on {d['topology']}", show_header=False)
     table.add_row("switches / hosts", f"{d['switches']} / {d['hosts']}")
@@ -131,8 +101,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
                        isolation=args.isolation)
-    with _progress() as p:
-        result = fuzz(opts, RichProgress(p))
+    with progress_bar() as p:
+        result = fuzz(opts, JobProgressBar(p))
     d = result.data
     table = Table(title=f"netsleuth fuzz: {d['controller']} on {d['topology']} (seed {d['seed']})",
                   show_header=False)
@@ -229,8 +199,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
                          record_packets=not args.no_packet_events,
                          trust_trace_controller=args.trust_trace_controller)
-    with _progress() as p:
-        d = replay(opts, RichProgress(p))
+    with progress_bar() as p:
+        d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
     t = d["target"]
     table.add_row("target", f"{t['invariant']}: {t['message']}" if t else "none (the trace has no persistent violation)")
@@ -256,7 +226,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek,
                            trust_trace_controller=args.trust_trace_controller)
-    with _progress() as p:
+    with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
         def on_progress(pr) -> None:
@@ -284,7 +254,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     for line in d["mcs_in_words"]:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     if d.get("stop_reason") == "interrupted":  # the best result so far is written; say how it ended
-        console.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
+        err.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
                       markup=False)
         return stop.exit_code()
     return 0
@@ -486,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n".join("  | " + line for line in exc.details.splitlines()), file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
-            console.print(f"stopped by {stop.stopped_by()}: partial results written", markup=False)
+            err.print(f"stopped by {stop.stopped_by()}: partial results written", markup=False)
             return stop.exit_code()
         except Exception as exc:  # noqa: BLE001 - anything else is netsleuth's bug, and says so
             return _internal_error(exc, args, debug)

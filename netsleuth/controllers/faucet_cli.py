@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from netsleuth.console import err
+
 
 def cmd_faucet_config(args: argparse.Namespace) -> int:
     from netsleuth.controllers.faucet import render_config
@@ -22,7 +24,8 @@ def cmd_faucet_config(args: argparse.Namespace) -> int:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        print(f"wrote {path}: run it with --controller faucet:{path}", file=sys.stderr)
+        err.print(f"wrote {path}: run it with --controller faucet:{path}", markup=False, highlight=False,
+                  soft_wrap=True)
     else:
         sys.stdout.write(text)
     return 0

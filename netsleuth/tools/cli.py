@@ -27,31 +27,27 @@ def cmd_step(args: argparse.Namespace) -> int:
 def cmd_viz(args: argparse.Namespace) -> int:
     import json
 
-    from rich.console import Console
-
+    from netsleuth.console import out
     from netsleuth.tools.viz import viz
 
     d = viz(args.traces, args.html)
     if args.json:
         print(json.dumps(d, sort_keys=True))
         return 0
-    out = Console(highlight=False)
     lanes = ", ".join(f"{n}: {k} lanes" for n, k in d["lanes"].items())
-    out.print(f"wrote {d['html']}: {d['columns']} columns ({lanes})", soft_wrap=True, markup=False)
+    out.print(f"wrote {d['html']}: {d['columns']} columns ({lanes})", soft_wrap=True, markup=False, highlight=False)
     if len(args.traces) > 1:
         unmatched = ", ".join(f"{n} {k}" for n, k in d["unmatched"].items())
         out.print(f"aligned by fingerprint: {d['differences']} columns not in every trace, highlighted "
-                  f"(events some other trace lacks: {unmatched})", soft_wrap=True, markup=False)
+                  f"(events some other trace lacks: {unmatched})", soft_wrap=True, markup=False, highlight=False)
     return 0
 
 
 # ---- pcap, diff, reduce, trace-packet -------------------------------------
 def _print_lines(lines: list[str]) -> None:
-    from rich.console import Console
+    from netsleuth.console import print_lines
 
-    out = Console(highlight=False)
-    for line in lines:
-        out.print(line, soft_wrap=True, markup=False)
+    print_lines(lines)
 
 
 def _read(path: str) -> Trace:

@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Iterator
 from rich.console import Console
 from rich.table import Table
 
+from netsleuth.console import stdout_console
 from netsleuth.errors import NetsleuthError
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_header, read_trace
@@ -360,7 +361,7 @@ def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out:
         from netsleuth.defined.console import run_console
         return run_console(trace_path, lines if lines is not None else _prompt_lines(), sys.stdout, ordering)
     # Not a terminal (a file, a pipe, a test): wide enough that flow matches are not cut.
-    out = out or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    out = out or stdout_console(pipe_width=160)
     console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller,
                            trust_trace_controller=trust_trace_controller)
     try:
