@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         short = r["trace"].replace("Topology", "").replace("-steps200", "")
         sizes = ",".join(map(str, r["cluster_sizes"]))
         table.add_row(short, str(r["events"]), f"{ph.get('races', 0):.3f}", f"{ph['subgraphs']:.3f}",
-                      f"{ph['features']:.3f}", f"{ph['clustering'] + ph['ranking']:.3f}", f"{r['seconds']:.3f}", str(r["races"]), str(r["iso_clusters"]), str(r["final_clusters"]),
+                      f"{ph['features']:.3f}", f"{ph['clustering'] + ph['ranking']:.3f}", f"{r['seconds']:.3f}",
+                      str(r["races"]), str(r["iso_clusters"]), str(r["final_clusters"]),
                       sizes if len(sizes) < 24 else sizes[:21] + "...",
                       "-" if agree is None else ("yes" if agree else "NO"))
     total = sum(r["seconds"] for r in rows)

@@ -203,7 +203,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
     t = d["target"]
-    table.add_row("target", f"{t['invariant']}: {t['message']}" if t else "none (the trace has no persistent violation)")
+    table.add_row("target",
+                  f"{t['invariant']}: {t['message']}" if t else "none (the trace has no persistent violation)")
     for i, r in enumerate(d["replays"], 1):
         table.add_row(f"replay {i}", f"{'reproduced' if r['reproduced'] else 'not reproduced'}: "
                       f"{r['matched']} matched, {r['timed_out']} timed out, {r['new']} new internal events, "
@@ -353,7 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
     rc.add_argument("trace", help="SDNRacer hb.json (or a netsleuth trace.jsonl)")
-    rc.add_argument("--delta", type=seconds(allow_zero=True), default=2.0, help="seconds apart beyond which races are time-filtered")
+    rc.add_argument("--delta", type=seconds(allow_zero=True), default=2.0,
+                    help="seconds apart beyond which races are time-filtered")
     rc.add_argument("--no-time-filter", action="store_true", help="keep races however far apart in time")
     rc.add_argument("--data-deps", action="store_true", help="order races covered by read-after-write dependencies")
     rc.add_argument("--all", action="store_true", help="list every race, not only the harmful ones")
@@ -369,8 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--trust-trace-controller", action="store_true",
                     help="run the controller the trace's header names even when it is a cmd: command")
     rp.add_argument("--times", type=at_least(1), default=1, help="replays to run; reports the reproduction rate")
-    rp.add_argument("--epsilon", type=seconds(allow_zero=True), default=500.0, help="ms to wait past the recorded gap (default 500)")
-    rp.add_argument("--violation", type=at_least(0), default=0, help="which persistent violation to reproduce (0: first)")
+    rp.add_argument("--epsilon", type=seconds(allow_zero=True), default=500.0,
+                    help="ms to wait past the recorded gap (default 500)")
+    rp.add_argument("--violation", type=at_least(0), default=0,
+                    help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     rp.set_defaults(func=cmd_replay)
 
@@ -387,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--budget", type=seconds(), help="seconds; then stop with the best result so far")
     mn.add_argument("--strategy", choices=["ddmin", "binary"], default="ddmin")
     mn.add_argument("--violation", type=at_least(0), default=0, help="which persistent violation (0: first)")
-    mn.add_argument("--epsilon", type=seconds(allow_zero=True), default=100.0, help="ms to wait for an expected event (default 100)")
+    mn.add_argument("--epsilon", type=seconds(allow_zero=True), default=100.0,
+                    help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
@@ -395,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")
     cl.add_argument("trace", help="SDNRacer hb.json or a netsleuth trace.jsonl")
-    cl.add_argument("--delta", type=seconds(allow_zero=True), default=2.0, help="race time filter in seconds (default 2)")
+    cl.add_argument("--delta", type=seconds(allow_zero=True), default=2.0,
+                    help="race time filter in seconds (default 2)")
     cl.add_argument("--json", action="store_true", help="print JSON (keys clusters, seconds, ...)")
     cl.add_argument("--html", type=out_file("--html"), help="write the representative subgraphs to this HTML file")
     cl.set_defaults(func=cmd_cluster)

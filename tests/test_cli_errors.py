@@ -186,8 +186,8 @@ def test_user_errors_stay_exit_2_and_findings_exit_1(tmp_path: Path, capsys: pyt
 def test_jobs_called_directly_refuse_an_out_that_is_a_file(tmp_path: Path) -> None:
     """The same check guards the job functions, for callers that skip the command line."""
     from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
-    from netsleuth.options import OptionError
     from netsleuth.jobs.replay import ReplayOptions, replay
+    from netsleuth.options import OptionError
 
     a_file = tmp_path / "a_file"
     a_file.write_text("x")

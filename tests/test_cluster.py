@@ -19,11 +19,25 @@ from netsleuth.races.cluster_job import cluster_races, render_html
 from netsleuth.races.describe import race_words
 from netsleuth.races.detect import Race
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND, PACKET_HANDLE, READ, WRITE,
-    HbEvent, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    READ,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.features import (
-    FEATURES, Features, compute_features, distance, has_bouncing, mean_features, packet_out_ports,
+    FEATURES,
+    Features,
+    compute_features,
+    distance,
+    has_bouncing,
+    mean_features,
+    packet_out_ports,
     proactive_nodes,
 )
 from netsleuth.races.hb import build_hb_graph
@@ -226,7 +240,7 @@ def test_pox_l2_multi_fix_removes_the_lldp_rule_vs_delete_all_races() -> None:
             - Counter(_race_signature(fixed, i) for i in f["proactive"].members))
     assert sum(gone.values()) == 2
     assert {s[0] for s in gone} == {"w/w"} and {s[1] for s in gone} == {1, 2}   # one per switch
-    for kind, switch, first, second in gone:
+    for _kind, _switch, first, second in gone:
         # installing the LLDP-to-controller rule races with the controller's delete-all flow mod
         assert "FLOW_MOD ADD priority=65000" in first and "dl_type=0x88cc" in first
         assert "output:CONTROLLER" in first
@@ -275,7 +289,8 @@ def _pt(**kw) -> dict[str, Fraction]:
 def test_distance_weights() -> None:
     assert distance(_pt(bouncing=1), _pt()) == 2
     assert distance(_pt(flooding=Fraction(1, 2)), _pt()) == 1
-    assert distance(_pt(reply=1, roots=2, host_sends=1, proactive=1), _pt()) == Fraction(1, 2) + Fraction(1, 2) + 1 + Fraction(3, 2)
+    assert (distance(_pt(reply=1, roots=2, host_sends=1, proactive=1), _pt())
+            == Fraction(1, 2) + Fraction(1, 2) + 1 + Fraction(3, 2))
     assert distance(_pt(roots=Fraction(7, 3)), _pt(roots=Fraction(7, 3))) == 0
 
 

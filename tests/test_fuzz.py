@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 from netsleuth.policies.fuzz import Rates
 from netsleuth.trace.io import read_trace
 

@@ -20,12 +20,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsleuth.minimize import (Atoms, ExecutorSpecError, MinimizationError, NotReproducibleError,
-                                RayUnavailableError, ReplayVerdict, WorkerLostError, make_executor, minimize)
+from netsleuth.minimize import (
+    Atoms,
+    ExecutorSpecError,
+    MinimizationError,
+    NotReproducibleError,
+    RayUnavailableError,
+    ReplayVerdict,
+    WorkerLostError,
+    make_executor,
+    minimize,
+)
 from netsleuth.minimize.ddmin import binary_split, ddmin, one_minimal
 from netsleuth.minimize.executors import import_ray
-from netsleuth.minimize.synthetic import (TARGET_HOST, TARGET_LINK, SimNetwork, SimOracle, SimOracleFactory,
-                                          synthetic_inputs)
+from netsleuth.minimize.synthetic import (
+    TARGET_HOST,
+    TARGET_LINK,
+    SimNetwork,
+    SimOracle,
+    SimOracleFactory,
+    synthetic_inputs,
+)
 from netsleuth.trace import schema as ts
 
 STRATEGIES = ("ddmin", "binary")

@@ -17,14 +17,36 @@ from netsleuth.model.addr import ip_to_int
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.races.commute import commute_rw, commute_ww
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, FLOW_EXPIRY, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND,
-    PACKET_HANDLE, PACKET_SEND, EXPIRY, READ, WRITE, HbEvent, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    EXPIRY,
+    FLOW_EXPIRY,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.hb import Reachability, build_hb_graph
 from netsleuth.races.job import detect_races
 from netsleuth.races.poxmatch import (
-    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY_STRICT, OFPFW_ALL, OFPFW_DL_DST,
-    OFPFW_DL_TYPE, OFPFW_IN_PORT, OFPFW_NW_DST_MASK, OFPFW_NW_SRC_MASK, OFPP_CONTROLLER, PoxFlowMod, PoxMatch,
+    OFPFC_ADD,
+    OFPFC_DELETE,
+    OFPFC_DELETE_STRICT,
+    OFPFC_MODIFY_STRICT,
+    OFPFW_ALL,
+    OFPFW_DL_DST,
+    OFPFW_DL_TYPE,
+    OFPFW_IN_PORT,
+    OFPFW_NW_DST_MASK,
+    OFPFW_NW_SRC_MASK,
+    OFPP_CONTROLLER,
+    PoxFlowMod,
+    PoxMatch,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"

@@ -21,9 +21,9 @@ from PIL import Image
 
 from netsleuth.cli import main
 from netsleuth.model.topology import Topology
+from netsleuth.tools.viz import DY, LANE_COLOURS, viz
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
-from netsleuth.tools.viz import DY, LANE_COLOURS, viz
 
 BAR = 40  # px of the page's fixed top bar above the diagram
 LABELS = 90  # px of the lane-label column left of it
@@ -60,7 +60,7 @@ def _share(img: Image.Image, row: int, colour: tuple[int, int, int], tol: int = 
     near = 0
     for x in xs:
         p = img.getpixel((x, row))[:3]
-        if all(abs(a - b) <= tol for a, b in zip(p, colour)):
+        if all(abs(a - b) <= tol for a, b in zip(p, colour, strict=True)):
             near += 1
     return near / len(xs)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as P
+from wire import round_trip
 
 from netsleuth import __version__
 from netsleuth.core.clock import VirtualClock
@@ -23,7 +24,6 @@ from netsleuth.model.packet import Packet
 from netsleuth.model.switch import NO_BUFFER
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow import codec
-from wire import round_trip
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter, read_trace
 

@@ -31,7 +31,7 @@ def cmd_faucet_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("faucet-config", help="print the Faucet config faucet:auto generates for a topology "
                                              "(edit it and pass it back with --controller faucet:FILE)")
     p.add_argument("--topo", required=True, help="topology, e.g. linear,3 | tree,depth=2,fanout=2 | ring,4 | mesh,4")

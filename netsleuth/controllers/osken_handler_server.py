@@ -42,6 +42,7 @@ import pickle
 import struct
 import sys
 import traceback
+from typing import Any
 
 # os-ken 1.4.1 imports eventlet.wsgi.ALREADY_HANDLED, which newer eventlet
 # removed (the same shim as osken_main.py).
@@ -114,7 +115,7 @@ def _sort_key(x):
 
 # ---------------------------------------------------------------- the os-ken side
 StandInDatapath = None  # defined in _load_osken (needs os-ken imported)
-_REGISTRY = {}          # dpid -> stand-in datapath of the current request
+_REGISTRY: dict[int, Any] = {}  # dpid -> stand-in datapath of the current request
 
 
 def _datapath_ref(dpid):
@@ -146,7 +147,7 @@ class _StateUnpickler(pickle.Unpickler):
             return _datapath_ref(name)
         app = _app_manager.lookup_service_brick(name)
         if app is None:
-            raise pickle.UnpicklingError("app %r is not loaded" % (name,))
+            raise pickle.UnpicklingError(f"app {name!r} is not loaded")
         return app
 
 
@@ -158,8 +159,7 @@ def _load_osken():
     from os_ken.controller import controller as _controller
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
-    from os_ken.ofproto import ofproto_parser
-    from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
 
     try:
         cfg.CONF(args=[], project="os_ken")
@@ -209,7 +209,7 @@ def _load_osken():
     _StandInDatapath.__qualname__ = "StandInDatapath"
 
 
-_SENT = []
+_SENT: list[Any] = []
 
 
 class _ModelClock:
@@ -238,22 +238,22 @@ class Server:
             try:
                 __import__(mod)
             except ImportError as exc:
-                raise UserError("cannot import os-ken app module %r: %s" % (mod, exc),
+                raise UserError(f"cannot import os-ken app module {mod!r}: {exc}",
                                 "check the module name (e.g. os_ken.app.simple_switch) and that it is "
-                                "importable by the controller environment's Python")
+                                "importable by the controller environment's Python") from None
             if mgr.load_app(mod) is None:
-                raise UserError("module %r defines no OSKenApp subclass" % mod,
+                raise UserError(f"module {mod!r} defines no OSKenApp subclass",
                                 "name a module that defines an os-ken app (class deriving from OSKenApp)")
         mgr.load_apps(list(modules))
         for name, cls in mgr.applications_cls.items():
             versions = getattr(cls, "OFP_VERSIONS", None)
             if versions is not None and ofproto_v1_0.OFP_VERSION not in versions:
-                raise UserError("app %s (%s) does not speak OpenFlow 1.0, the version the model checker "
-                                "models" % (cls.__name__, name),
+                raise UserError(f"app {cls.__name__} ({name}) does not speak OpenFlow 1.0, the version the "
+                                "model checker models",
                                 "host an OpenFlow 1.0 app such as os_ken.app.simple_switch")
         for key, cls in mgr.contexts_cls.items():
             if not issubclass(cls, _app_manager.OSKenApp):
-                raise UserError("app context %r (%s) is not supported in the model checker" % (key, cls.__name__),
+                raise UserError(f"app context {key!r} ({cls.__name__}) is not supported in the model checker",
                                 "host apps without non-app _CONTEXTS, or run them with `netsleuth run`")
         contexts = mgr.create_contexts()
         for app_name, cls in mgr.applications_cls.items():
@@ -291,13 +291,13 @@ class Server:
                     try:
                         _StatePickler(io.BytesIO(), protocol=PROTOCOL).dump(v)
                     except Exception:
-                        where = "%s.%s" % (name, k)
+                        where = f"{name}.{k}"
                         break
                 if where != "?":
                     break
-            raise UserError("cannot save the state of the os-ken app(s): attribute %s: %s" % (where, exc),
+            raise UserError(f"cannot save the state of the os-ken app(s): attribute {where}: {exc}",
                             "the model checker saves app attributes with pickle; apps that keep threads, "
-                            "locks or sockets in their attributes cannot be model-checked")
+                            "locks or sockets in their attributes cannot be model-checked") from None
         key = tuple((name, freeze(attrs)) for name, attrs in sorted(blob.items()))
         return data, key
 
@@ -339,7 +339,7 @@ class Server:
         elif kind == "msg":
             dp = _REGISTRY.get(dpid)
             if dp is None:
-                raise UserError("message from switch %s, which has not joined" % dpid,
+                raise UserError(f"message from switch {dpid}, which has not joined",
                                 "deliver a join event first")
             self.receive(dp, data, errors)
         elif kind == "leave":
@@ -348,7 +348,7 @@ class Server:
                 dp.close()
                 self.drain(errors)
         else:
-            raise UserError("unknown event kind %r" % (kind,), "use join, msg or leave")
+            raise UserError(f"unknown event kind {kind!r}", "use join, msg or leave")
         new_state, key = self.save()
         # The datapaths' own state (os-ken's ofp_handler keeps dp.ports up to date from PORT_STATUS)
         # goes back with the app state, as plain tuples.
@@ -402,7 +402,7 @@ class Server:
             handler(ev)
         except Exception as exc:  # os-ken logs and swallows handler exceptions; so do we, and report them
             owner = getattr(getattr(handler, "__self__", None), "name", "?")
-            errors.append("%s.%s: %s: %s" % (owner, getattr(handler, "__name__", "handler"),
+            errors.append("{}.{}: {}: {}".format(owner, getattr(handler, "__name__", "handler"),
                                              type(exc).__name__, exc))
             traceback.print_exc(file=sys.stderr)
 
@@ -416,8 +416,8 @@ class UserError(Exception):
 
 def main():
     # stdout is the protocol channel: anything an app prints goes to stderr.
-    out = io.open(os.dup(sys.stdout.fileno()), "wb")
-    inp = io.open(os.dup(sys.stdin.fileno()), "rb")
+    out = open(os.dup(sys.stdout.fileno()), "wb")
+    inp = open(os.dup(sys.stdin.fileno()), "rb")
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_OSKEN_LOGLEVEL", "WARNING"))
     server = Server()
@@ -432,11 +432,11 @@ def main():
             elif op == "event":
                 resp = server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
             else:
-                raise UserError("unknown request %r" % (op,), "send init, event or quit")
+                raise UserError(f"unknown request {op!r}", "send init, event or quit")
         except UserError as exc:
             resp = {"error": exc.problem, "fix": exc.fix}
         except Exception as exc:
-            resp = {"error": "%s: %s" % (type(exc).__name__, exc), "traceback": traceback.format_exc()}
+            resp = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         write_frame(out, resp)
 
 

@@ -19,11 +19,21 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from netsleuth.core.clock import Clock
-from netsleuth.core.events import Deliver, Disconnect, Effect, Lineage, OnWire, PendingEvent, PendingToController, ToSwitch
+from netsleuth.core.events import (
+    Deliver,
+    Disconnect,
+    Effect,
+    Lineage,
+    OnWire,
+    PendingEvent,
+    PendingToController,
+    ToSwitch,
+)
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model import switch as sw
 from netsleuth.model.host import Host

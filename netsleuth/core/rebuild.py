@@ -10,8 +10,8 @@ switches would send back is irrelevant here and is discarded.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from netsleuth.core.clock import VirtualClock
 from netsleuth.core.world import World

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterator
 
 from netsleuth.console import out, progress_bar
 from netsleuth.options import at_least, out_dir
@@ -65,7 +65,7 @@ def cmd_step(args: argparse.Namespace) -> int:
 
     if args.commands:
         try:
-            lines = Path(args.commands).read_text().splitlines()
+            lines: Iterable[str] = Path(args.commands).read_text().splitlines()
         except OSError as exc:
             from netsleuth.errors import NetsleuthError
             raise NetsleuthError(f"cannot read --commands {args.commands}: {exc.strerror}",
@@ -84,8 +84,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
     r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf"])
-    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | a netsleuth topology "
-                                    "(ring,N, mesh,N, linear,N, ...; its switches are the routers)")
+    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | "
+                                  "a netsleuth topology (ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
                                           "ospf: cold (default) | warm")
     r.add_argument("--runs", type=at_least(1), default=50)

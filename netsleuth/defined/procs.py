@@ -28,10 +28,10 @@ import socket
 import time
 from typing import Any
 
-from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Entry, Tags
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.ordering import by_name
-from netsleuth.defined.rollback import RBRuntime
+from netsleuth.defined.rollback import RBRuntime, Transport
 from netsleuth.defined.scenarios import Scenario
 from netsleuth.defined.sim import RunResult, SimConfig
 from netsleuth.errors import NetsleuthError
@@ -72,7 +72,7 @@ class ForkCheckpointer:
     LOOP_KEEP = ("heap", "seq_n", "last_depart", "beacon_seen", "sent", "received", "uid_next", "bufs", "inbox",
                  "next_beacon", "rng", "forks", "resumes")
 
-    def __init__(self, loop: "_Loop") -> None:
+    def __init__(self, loop: _Loop) -> None:
         self.loop = loop
 
     def take(self, host: RBRuntime) -> tuple[int, int]:
@@ -116,7 +116,8 @@ class ForkCheckpointer:
     def discard_all(self, host: RBRuntime) -> None:
         for tok in host.ckpts:
             if tok is not None:
-                self.discard(tok)
+                # with a ForkCheckpointer installed, ckpts hold its (pid, fd) tokens
+                self.discard(tok)  # type: ignore[arg-type]
         host.ckpts = [None] * len(host.ckpts)
 
 
@@ -158,17 +159,19 @@ class _Loop:
             def transmit_anti(self, src: str, dst: str, uid: int, depart: float) -> None:
                 loop.send(dst, {"t": "anti", "uid": uid})
 
-        common = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=self.new_uid)
+        common: dict[str, Any] = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=self.new_uid)
         app = sc.factory(name)
         self.forker: ForkCheckpointer | None = None
         if cfg.mode == "rb":
+            # LoopTransport has no transmit_batch: batch_rollback is off for node processes
+            transport: Transport = LoopTransport()  # type: ignore[assignment]
             self.host: NodeRuntime = RBRuntime(name, app, self.delays, rng_seed=f"defined:{name}",
-                                     ordering=by_name(cfg.ordering), transport=LoopTransport(), horizon=cfg.horizon,
+                                     ordering=by_name(cfg.ordering), transport=transport, horizon=cfg.horizon,
                                      window=cfg.window, proc_time=0.0, restore_time=0.0,
                                      checkpoint_every=cfg.checkpoint_every, **common)
             if fork_checkpoints:
                 self.forker = ForkCheckpointer(self)
-                self.host.checkpointer = self.forker  # type: ignore[attr-defined]
+                self.host.checkpointer = self.forker
         else:
             self.host = _ProcPlainRuntime(name, app, self.delays, rng_seed=f"{os.getpid()}:{name}", loop=self, **common)
         self.listener = listeners[name]
@@ -320,7 +323,7 @@ class _Loop:
         if isinstance(h, RBRuntime):
             h.external(event)  # recorded in h.ext_log
         else:
-            rec = {"node": self.name, "group": 0, "oseq": len(self.recorded), "event": event}
+            rec: dict[str, Any] = {"node": self.name, "group": 0, "oseq": len(self.recorded), "event": event}
             self.recorded.append(rec)
             h.deliver(Entry(h.new_uid(), "ext", self.name, self.name,  # type: ignore[attr-defined]
                             Tags(0, 0, 0, self.name, rec["oseq"], "ext", self.name, 0), event))
@@ -377,7 +380,7 @@ def _quiesce(ctls: dict, deadline: float) -> None:
     calm = 0
     while time.monotonic() < deadline:
         stats = []
-        for n, c in ctls.items():
+        for c in ctls.values():
             c.send({"t": "stat"})
         for n, c in ctls.items():
             if not c.poll(10):
@@ -433,7 +436,7 @@ def run_processes(sc: Scenario, cfg: SimConfig, timeout: float = 60.0, fork_chec
         time.sleep(max(0.0, t0 + (cfg.horizon + 1) * cfg.interval - time.monotonic()))
         _quiesce(ctls, time.monotonic() + timeout)
         reports = {}
-        for n, c in ctls.items():
+        for c in ctls.values():
             c.send({"t": "stop"})
         for n, c in ctls.items():
             if not c.poll(10):

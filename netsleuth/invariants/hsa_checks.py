@@ -17,8 +17,15 @@ from collections import defaultdict
 from netsleuth.invariants.forwarding import Finding, controller_ok
 from netsleuth.invariants.hsa_compile import interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
-from netsleuth.invariants.hsa_report import (components, header_dict, host_location, hosts_of, ingress_text,
-                                             mac_hosts, witness_dict)
+from netsleuth.invariants.hsa_report import (
+    components,
+    header_dict,
+    host_location,
+    hosts_of,
+    ingress_text,
+    mac_hosts,
+    witness_dict,
+)
 from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
 from netsleuth.invariants.view import NetworkView
 
@@ -113,7 +120,7 @@ def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
     if w is None:
         return []
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
-    for (sw, _why, _hs), path in zip(r.drops, r.drop_paths):
+    for (sw, _why, _hs), path in zip(r.drops, r.drop_paths, strict=True):
         if sw == where:
             return [f"{s}:{p}" for s, p in path]
     return []
@@ -493,7 +500,8 @@ def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[st
     via = f" (path {' -> '.join(path)})" if path else ""
     return Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                    hosts=(src.name, dst.name), switches=where,
-                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs), "path": path or [],
+                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs),
+                            "path": path or [],
                             "witness": witness_dict(hs)})
 
 

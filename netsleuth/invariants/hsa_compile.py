@@ -36,13 +36,20 @@ import operator
 import weakref
 from typing import Any
 
+from netsleuth.invariants.hsa_space import (
+    HeaderSpace,
+    Rewrite,
+    Term,
+    interner,
+    make_term,
+    pack,
+    rewrite_for,
+    term_empty,
+)
+from netsleuth.invariants.hsa_space import packer as _packer
 from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
-
-from netsleuth.invariants.hsa_space import (HeaderSpace, Rewrite, Term, interner, make_term, pack,
-                                            rewrite_for, term_empty)
-from netsleuth.invariants.hsa_space import packer as _packer
 
 _ACTIONS = operator.attrgetter("actions")
 OFPFW_IN_PORT = ofp.OFPFW_IN_PORT
@@ -292,7 +299,7 @@ class CompiledSwitch:
                     pats[w] = lst if cur is None else sorted(cur + lst)  # lists are never changed
         entries = self.entries
         single = len(pats) == 1
-        for w, lst in sorted(pats.items()):
+        for _w, lst in sorted(pats.items()):
             masks = entries[lst[0]].match.masks
             gm = pack(masks)
             g = Group(gm)
@@ -450,7 +457,7 @@ def _port_state(switch: Switch) -> tuple:
     return tuple((p.port_no, p.link_up, p.config) for p in switch.ports.values())
 
 
-_CACHE: "weakref.WeakKeyDictionary[Switch, CompiledSwitch]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Switch, CompiledSwitch] = weakref.WeakKeyDictionary()
 
 
 def compiled(switch: Switch, *, cache: bool = True) -> CompiledSwitch:

@@ -49,12 +49,11 @@ is what all three checks read.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from netsleuth.invariants.forwarding import why_sends_nothing
-from netsleuth.invariants.hsa_compile import (CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled,
-                                              interner)
+from netsleuth.invariants.hsa_compile import CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled, interner
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
 

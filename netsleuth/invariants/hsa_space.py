@@ -26,16 +26,35 @@ frames (an IPv4 frame whose header parses, a TCP/UDP header behind
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
-from netsleuth.model.actions import (SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos, SetTpDst,
-                                     SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
+from netsleuth.model.actions import (
+    SetDlDst,
+    SetDlSrc,
+    SetNwDst,
+    SetNwSrc,
+    SetNwTos,
+    SetTpDst,
+    SetTpSrc,
+    SetVlanPcp,
+    SetVlanVid,
+    StripVlan,
+)
 from netsleuth.model.addr import int_to_ip, int_to_mac
+from netsleuth.model.headerbits import (  # noqa: F401
+    _LAYOUT,
+    _ORDER,
+    ALL_BITS,
+    FIELD_MASK,
+    SHIFT,
+    SHIFT_BY_NAME,
+    WIDTH,
+    interner,
+    pack,
+    packer,
+)
 from netsleuth.model.match import FIELDS, FULL_MASKS, Match
-
-from netsleuth.model.headerbits import (ALL_BITS, FIELD_MASK, SHIFT, SHIFT_BY_NAME, WIDTH,  # noqa: F401
-                                       _LAYOUT, _ORDER, interner, pack, packer)
 
 Wildcard = tuple[int, int]
 
@@ -171,7 +190,7 @@ def expand(v: int, m: int, ds: Sequence[Wildcard]) -> list[Wildcard]:
     ds = [d for d in ds if not ((d[0] ^ v) & d[1] & m)]
     if not ds:
         return [(v, m)]
-    for dv, dm in ds:
+    for _dv, dm in ds:
         if not (dm & ~m):  # overlaps and fixes nothing the base leaves free: covers it
             return []
     dv, dm = ds[0]

@@ -7,8 +7,8 @@ it and on the model, never on the World itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import networkx as nx
 

@@ -17,11 +17,10 @@ from pathlib import Path
 from netsleuth.core.events import Effect
 from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
-from netsleuth.runtime.session import JobResult, JobProgress, Session
-from netsleuth.policies.fuzz import FuzzState, Fuzzer, Planned, Rates
+from netsleuth.policies.fuzz import Fuzzer, FuzzState, Planned, Rates
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.session import JobProgress, JobResult, Session
 from netsleuth.trace import schema as ts
-
 
 
 @dataclass

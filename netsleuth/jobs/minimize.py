@@ -15,18 +15,19 @@ into result.json's ``peek``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
-from netsleuth.options import check_out_dir
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
 from netsleuth.minimize.oracle import ReplayVerdict
+from netsleuth.options import check_out_dir
 from netsleuth.policies.peek import Observed, Peek, PeekStats
 from netsleuth.policies.replay import ReplayPlan
 from netsleuth.runtime.stop import stopped_by
@@ -47,7 +48,7 @@ class ReplayOracleFactory:
     max_gap: float | None
     peek: bool = False
 
-    def __call__(self, worker_id: int) -> "ReplayOracle":
+    def __call__(self, worker_id: int) -> ReplayOracle:
         return ReplayOracle(self, worker_id)
 
 

@@ -20,12 +20,12 @@ from typing import Any
 from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
-from netsleuth.options import check_out_dir
-from netsleuth.runtime.session import JobProgress, Session, SilentProgress
 from netsleuth.model.topology import Topology
+from netsleuth.options import check_out_dir
 from netsleuth.policies.peek import observed_key
 from netsleuth.policies.replay import KEEPALIVE, Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.session import JobProgress, Session, SilentProgress
 from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace

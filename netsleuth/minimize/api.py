@@ -19,7 +19,7 @@ from typing import Any
 from netsleuth.minimize.atoms import Atoms, Key, fixed_ids_of
 from netsleuth.minimize.ddmin import STRATEGIES
 from netsleuth.minimize.errors import MinimizationError, NotReproducibleError
-from netsleuth.minimize.evaluator import Evaluator, AttemptResult, PassStats, ShrinkProgress, WorkerInit
+from netsleuth.minimize.evaluator import AttemptResult, Evaluator, PassStats, ShrinkProgress, WorkerInit
 from netsleuth.minimize.executors import Executor, make_executor
 from netsleuth.minimize.oracle import Oracle, OracleFactory, as_factory
 from netsleuth.minimize.passes import ConfirmPass, InitialPass, run_passes, standard_passes

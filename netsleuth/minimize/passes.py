@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from netsleuth.minimize.atoms import Key
 from netsleuth.minimize.ddmin import STRATEGIES, First, OnIteration, one_minimal
 from netsleuth.minimize.errors import MinimizationError
-from netsleuth.minimize.evaluator import BudgetExpired, Evaluator, AttemptResult, PassStats
+from netsleuth.minimize.evaluator import AttemptResult, BudgetExpired, Evaluator, PassStats
 
 Algorithm = Callable[[Key, First, OnIteration], Key]
 

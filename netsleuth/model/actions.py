@@ -14,8 +14,9 @@ port exists is the switch's business.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
@@ -185,8 +186,8 @@ class Enqueue:
         return f"enqueue:{self.port}:{self.queue_id}"
 
 
-Action = Union[Output, SetVlanVid, SetVlanPcp, StripVlan, SetDlSrc, SetDlDst, SetNwSrc, SetNwDst,
-               SetNwTos, SetTpSrc, SetTpDst, Enqueue]
+Action = (Output | SetVlanVid | SetVlanPcp | StripVlan | SetDlSrc | SetDlDst | SetNwSrc | SetNwDst
+          | SetNwTos | SetTpSrc | SetTpDst | Enqueue)
 
 
 def _mac(value: Any) -> int:

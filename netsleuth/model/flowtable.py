@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import operator
 from bisect import insort
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.model.actions import (Action, Enqueue, Output, action_from_json, action_key,
-                                     action_to_json)
+from netsleuth.model.actions import Action, Enqueue, Output, action_from_json, action_key, action_to_json
 from netsleuth.model.headerbits import interner, pack, packer
 from netsleuth.model.match import FULL_MASKS, Match
 

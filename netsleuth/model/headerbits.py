@@ -8,7 +8,7 @@ lives here, in the model, so that the table does not depend on the analysis.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from netsleuth.model.match import FIELDS, FULL_MASKS
 

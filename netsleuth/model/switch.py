@@ -13,8 +13,9 @@ only carries it along, through its buffers and through PACKET_OUTs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
 from netsleuth.model.addr import int_to_mac
@@ -79,7 +80,7 @@ class Port:
     config: int = 0
     counters: PortCounters = field(default_factory=PortCounters)
 
-    def copy(self) -> "Port":
+    def copy(self) -> Port:
         """An independent port (its counters too), for state snapshots."""
         c = self.counters
         return Port(self.port_no, self.hw_addr, self.name, self.link_up, self.config,
@@ -476,7 +477,7 @@ class Switch:
         port = self.ports.pop(port_no)
         return [ToController(None, self._port_status(port, ofp.OFPPR_DELETE))]
 
-    def rebooted(self) -> "Switch":
+    def rebooted(self) -> Switch:
         """The same datapath after a crash: same ports, empty table, empty buffers."""
         fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers, sw_version=self.sw_version)
         for p in fresh.ports.values():

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from netsleuth.console import err, out, progress_bar
-from netsleuth.options import at_least, out_dir
 from netsleuth.nice.explore import STRATEGIES
 from netsleuth.nice.scenarios import SCENARIOS
+from netsleuth.options import at_least, out_dir
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -23,7 +23,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     opts = CheckOptions(app=app, scenario=args.scenario, topo=args.topo, hosts=args.hosts, pings=args.pings,
                         strategy=args.strategy, dpor=args.dpor, order=args.order, max_depth=args.max_depth,
                         max_transitions=args.max_transitions, properties=props, faults=faults,
-                        burst=args.burst, discover=args.discover, discover_stats=args.discover_stats, seed=args.seed, stop_at_first=args.stop_at_first,
+                        burst=args.burst, discover=args.discover, discover_stats=args.discover_stats,
+                        seed=args.seed, stop_at_first=args.stop_at_first,
                         out=Path(args.out) if args.out else None)
     quiet = args.json or not err.is_terminal
     if quiet:

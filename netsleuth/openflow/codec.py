@@ -28,7 +28,8 @@ import base64
 import contextlib
 import io
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.lib import addrconv
 from os_ken.lib.packet import packet as oslib_packet

@@ -38,9 +38,10 @@ import subprocess
 import tempfile
 import time
 import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
@@ -568,7 +569,7 @@ class OvsSandbox:
         self._wait_for_ofctl_disconnect()
         pre = re.findall(r"\| pre: (.*)$", proc.stderr, re.M)
         post = re.findall(r"\|post: (.*)$", proc.stderr, re.M)
-        return tuple(Normalization(a, b) for a, b in zip(pre, post))
+        return tuple(Normalization(a, b) for a, b in zip(pre, post, strict=False))
 
     def _wait_for_ofctl_disconnect(self, timeout: float = 5.0) -> None:
         """Wait until ovs-vswitchd has closed its side of ovs-ofctl's connection.

@@ -44,7 +44,7 @@ class Rates:
     def get(self, name: str) -> float:
         return self.values.get(name, 0.0)
 
-    def with_overrides(self, pairs: list[str]) -> "Rates":
+    def with_overrides(self, pairs: list[str]) -> Rates:
         values = dict(self.values)
         for pair in pairs:
             name, sep, value = pair.partition("=")
@@ -52,7 +52,7 @@ class Rates:
         return Rates(values)
 
     @classmethod
-    def from_toml(cls, path: str | Path, base: "Rates | None" = None) -> "Rates":
+    def from_toml(cls, path: str | Path, base: Rates | None = None) -> Rates:
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -64,7 +64,7 @@ class Rates:
             values[_check_name(name)] = _check_p(name, str(value))
         return cls(values)
 
-    def only(self, names: list[str]) -> "Rates":
+    def only(self, names: list[str]) -> Rates:
         return Rates({n: p for n, p in self.values.items() if n in names})
 
 

@@ -44,7 +44,7 @@ class ReplayPlan:
 
     @classmethod
     def from_trace(cls, events: list[ts.Event], inputs: list[ts.InputEvent] | None = None,
-                   whitelist: frozenset[str] = frozenset(KEEPALIVE)) -> "ReplayPlan":
+                   whitelist: frozenset[str] = frozenset(KEEPALIVE)) -> ReplayPlan:
         """``inputs`` defaults to all inputs of the trace; a subsequence (minimization) may be given."""
         expected = [Expected(e.seq, e.t, _channel(e), tuple(e.fp)) for e in events
                     if isinstance(e, (ts.ControlToSwitch, ts.ControlToController))

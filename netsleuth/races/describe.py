@@ -11,8 +11,19 @@ from typing import Any
 
 from netsleuth.races.detect import Race
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND,
-    PACKET_HANDLE, PACKET_SEND, READ, WRITE, HbEvent, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    FLOW_EXPIRY,
+    HOST_HANDLE,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.hb import MID, HbGraph
 from netsleuth.races.poxmatch import action_text

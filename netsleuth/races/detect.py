@@ -32,7 +32,12 @@ from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
 from netsleuth.races.poxmatch import (
-    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY, OFPFC_MODIFY_STRICT, PoxFlowMod,
+    OFPFC_ADD,
+    OFPFC_DELETE,
+    OFPFC_DELETE_STRICT,
+    OFPFC_MODIFY,
+    OFPFC_MODIFY_STRICT,
+    PoxFlowMod,
 )
 
 COMMUTE, TIME_FILTERED, COVERED, HARMFUL = "commute", "time_filtered", "covered", "harmful"

@@ -83,15 +83,30 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, EXPIRY, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE,
-    MESSAGE_SEND, OTHER, PACKET_HANDLE, PACKET_SEND, READ, SKIP_MSG_TYPES, WRITE, HbEvent, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    EXPIRY,
+    FLOW_EXPIRY,
+    HOST_HANDLE,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    OTHER,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    SKIP_MSG_TYPES,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.poxmatch import OFPFC_ADD, PoxFlowMod, PoxMatch
 from netsleuth.trace import schema as ts

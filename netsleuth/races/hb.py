@@ -36,12 +36,18 @@ reachability is propagated as bitsets in reverse topological order.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.events import (
-    EXPIRY, FLOW_EXPIRY, MESSAGE_HANDLE, READ, SKIP_MSG_TYPES, WRITE, HbEvent,
+    EXPIRY,
+    FLOW_EXPIRY,
+    MESSAGE_HANDLE,
+    READ,
+    SKIP_MSG_TYPES,
+    WRITE,
+    HbEvent,
 )
 from netsleuth.races.poxmatch import OFPFC_DELETE_STRICT, PoxFlowMod, PoxMatch
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import json
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, HbEvent, FlowOp
+from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, FlowOp, HbEvent
 from netsleuth.races.poxmatch import PoxFlowMod
 
 _OP_KINDS = {

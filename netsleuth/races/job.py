@@ -9,15 +9,16 @@ on, delta 2 s for read/write and write/write, no data dependencies).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.detect import COMMUTE, COVERED, HARMFUL, TIME_FILTERED, Race, packets_with_races
 from netsleuth.races.detect import detect_races as _detect
-from netsleuth.races.events import READ, HbEvent, FlowOp
+from netsleuth.races.events import READ, FlowOp, HbEvent
 from netsleuth.races.hb import HbGraph, PacketMatches, build_hb_graph
 
 DETAIL_LEVELS = ("none", "harmful", "all")

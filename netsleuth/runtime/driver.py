@@ -11,8 +11,8 @@ touches a socket.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from netsleuth.core.events import Connect, Deliver, Disconnect
 from netsleuth.core.world import World
@@ -80,7 +80,7 @@ class Runtime:
                 # stalls that connect for a 1 s SYN retransmission.
                 try:
                     await asyncio.wait_for(self.links[conn].heard.wait(), ADMIT_WAIT)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             done += 1
             if progress:

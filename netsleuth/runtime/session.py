@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 from netsleuth import __version__
 from netsleuth.controllers.external import ControllerProcess
@@ -91,7 +92,7 @@ class Session:
             "hosts": len(self.topo.hosts), "checks": list(self.checks), "seed": self.seed, "completed": False,
         })
 
-    def execute(self, body: Callable[["Session", Runtime], Awaitable[None]],
+    def execute(self, body: Callable[[Session, Runtime], Awaitable[None]],
                 progress: JobProgress | None = None,
                 observers: tuple[Callable[[Any], None], ...] = ()) -> JobResult:
         """Start everything, bootstrap, run ``body``; always write trace and result.json."""
@@ -139,7 +140,7 @@ class Session:
                     c.stop()
         return self.result
 
-    async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
+    async def _drive(self, body: Callable[[Session, Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
         flusher = asyncio.create_task(self._flush_periodically())
         try:

@@ -150,7 +150,8 @@ def _add_rc_commands(sub: argparse._SubParsersAction) -> None:
     rd.add_argument("--violation", type=int, default=None,
                     help="which persistent violation (0: the first, the default; -1: the last)")
     rd.add_argument("--end", action="store_true", help="the tables at the end of the trace instead")
-    rd.add_argument("--out", type=out_file(), help="the reduced trace to write (default: TRACE.reduced.jsonl beside it)")
+    rd.add_argument("--out", type=out_file(),
+                    help="the reduced trace to write (default: TRACE.reduced.jsonl beside it)")
     rd.add_argument("--json", action="store_true", help="print JSON (keys kept, dropped, tables, ...)")
     rd.set_defaults(func=cmd_reduce)
 
@@ -179,7 +180,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--controller", action="append", help="override the trace's controller spec (live mode)")
     st.add_argument("--trust-trace-controller", action="store_true",
                     help="live mode: run the controller the trace's header names even when it is a cmd: command")
-    st.add_argument("--out", type=out_dir(), help="directory for the live run's trace and controller log (default: a new "
-                                  "temporary directory)")
+    st.add_argument("--out", type=out_dir(),
+                    help="directory for the live run's trace and controller log (default: a new temporary directory)")
     st.add_argument("--ordering", help="DEFINED runs: the ordering function to step with (default: the run's)")
     st.set_defaults(func=cmd_step)

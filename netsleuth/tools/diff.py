@@ -21,8 +21,9 @@ seq in the other trace of the last paired event before it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from netsleuth.model.freeze import freeze
 from netsleuth.tools.describe import describe

@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.runtime.session import Session
 from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
-from netsleuth.trace import schema as ts
+from netsleuth.runtime.session import Session
 from netsleuth.tools.stepper import EventFilter, Injected, StepError, StepperBase, inject_into
+from netsleuth.trace import schema as ts
 
 R = TypeVar("R")
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netsleuth.model.flowtable import FlowEntry
-from netsleuth.trace import schema as ts
 from netsleuth.tools.tables import TableWalk, flow_mod_command, is_flow_mod, pick_violation
+from netsleuth.trace import schema as ts
 
 # What the reduced trace keeps besides flow_mods: the events that change which
 # switches are up, which links exist, and which connections are open. Traffic,

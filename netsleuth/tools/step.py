@@ -23,18 +23,19 @@ import json
 import shlex
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from netsleuth.console import stdout_console
 from netsleuth.errors import NetsleuthError
+from netsleuth.tools.describe import describe
+from netsleuth.tools.stepper import EventFilter, StepError, Stepper
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_header, read_trace
-from netsleuth.tools.describe import describe
-from netsleuth.tools.stepper import EventFilter, Stepper, StepError
 
 if TYPE_CHECKING:  # pragma: no cover
     from netsleuth.tools.live_stepper import LiveStepper

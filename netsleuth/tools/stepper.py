@@ -15,8 +15,9 @@ No I/O here: the console (tools/step.py) renders what this returns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.core.events import Effect, OnWire
 from netsleuth.core.rebuild import apply_event, new_world
@@ -24,8 +25,8 @@ from netsleuth.core.world import World
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.trace import schema as ts
 from netsleuth.tools.describe import nodes_of
+from netsleuth.trace import schema as ts
 
 
 class StepError(NetsleuthError):
@@ -41,7 +42,7 @@ class EventFilter:
     hosts: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, words: list[str]) -> "EventFilter":
+    def parse(cls, words: list[str]) -> EventFilter:
         """``kind=host_migration,traffic switch=s3 host=h3`` (all optional; empty = everything)."""
         values: dict[str, tuple[str, ...]] = {"kind": (), "switch": (), "host": ()}
         for w in words:

@@ -22,8 +22,8 @@ really did.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 

@@ -95,7 +95,8 @@ class PacketTrace:
         e = self.input
         return {"input": {"id": e.id, "seq": e.seq, "t": e.t, "host": e.host, "dst": e.dst,
                           "packet": Packet.from_json(e.packet).summary()},
-                "followed": self.followed, "pid": self.pid, "arp_pid": self.arp_pid, "outcome": self.outcome, "why": self.why,
+                "followed": self.followed, "pid": self.pid, "arp_pid": self.arp_pid,
+                "outcome": self.outcome, "why": self.why,
                 "hops": [h.to_json() for h in self.hops]}
 
     def _tree_order(self) -> list[tuple[Hop, int]]:
@@ -125,7 +126,8 @@ class PacketTrace:
             lines.append(f"{pad}[{h.index}] seq {h.seq} t={h.t:.3f} {h.node} port {h.port}"
                          + (f" (from {h.from_node})" if h.from_node else ""))
             if h.rule is not None:
-                src = f" (installed by flow_mod seq {', '.join(map(str, h.rule_flow_mods))})" if h.rule_flow_mods else ""
+                src = (f" (installed by flow_mod seq {', '.join(map(str, h.rule_flow_mods))})"
+                       if h.rule_flow_mods else "")
                 lines.append(f"{pad}    matched {h.rule}{src}")
             elif not h.is_host and "dead" not in h._state and "revisit" not in h._state:
                 lines.append(f"{pad}    table miss -> to the controller")
@@ -286,7 +288,7 @@ def _hop(walk: TableWalk, world: World, e: ts.PacketArrival, index: int) -> Hop:
     # Outputs forward() drops: to ports that are gone or down, or back out the in port.
     st["dead_outputs"] = [
         (a.port, _dead_port_reason(switch, world, e, a.port)) for a in entry.actions
-        if type(a) in (Output, Enqueue) and a.port <= ofp.OFPP_MAX and not any(o[0] == a.port for o in outs)]
+        if isinstance(a, (Output, Enqueue)) and a.port <= ofp.OFPP_MAX and not any(o[0] == a.port for o in outs)]
     return h
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.addr import int_to_ip, int_to_mac, mac_to_int
@@ -46,7 +47,7 @@ def _get(fields: dict[str, Any], key: str) -> Any:
 
 
 # ------------------------------------------------------------------- packets
-def packet_fingerprint(packet: dict[str, Any] | Packet) -> tuple:
+def packet_fingerprint(packet: dict[str, Any] | Packet) -> tuple[Any, ...]:
     """IPv4: ("IPv4", eth src, eth dst, ip src, ip dst); ("ARP",); ("LLDP",);
     anything else ("eth", eth_type, eth src, eth dst). Addresses as strings.
 
@@ -70,7 +71,7 @@ def packet_fingerprint(packet: dict[str, Any] | Packet) -> tuple:
     return ("eth", packet.eth_type, int_to_mac(packet.eth_src), int_to_mac(packet.eth_dst))
 
 
-def _data_fingerprint(data: Any) -> tuple:
+def _data_fingerprint(data: Any) -> tuple[Any, ...]:
     """A packet fingerprint of a base64 ``data`` field; () when there is none."""
     if not data:
         return ()
@@ -90,60 +91,60 @@ def _match(value: Any) -> str:
         raise TraceFormatError(f"bad OpenFlow match in message JSON: {exc}", _FIX) from None
 
 
-def _action(value: Any) -> tuple:
+def _action(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("actions")
     ((name, attrs),) = value.items()
     return (name.removeprefix("OFPAction"), *freeze(attrs))
 
 
-def _actions(value: Any) -> tuple:
+def _actions(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, list):
         raise _Missing("actions")
     return tuple(_action(a) for a in value)
 
 
-def _flow_mod(f: dict[str, Any]) -> tuple:
+def _flow_mod(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "command"), _match(_get(f, "match")), _get(f, "idle_timeout"), _get(f, "hard_timeout"),
             _get(f, "priority"), _get(f, "out_port"), _get(f, "flags"), _actions(_get(f, "actions")))
 
 
-def _packet_in(f: dict[str, Any]) -> tuple:
+def _packet_in(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "in_port"), _data_fingerprint(_get(f, "data")))
 
 
-def _packet_out(f: dict[str, Any]) -> tuple:
+def _packet_out(f: dict[str, Any]) -> tuple[Any, ...]:
     # With a buffer id the switch ignores ``data``: the packet is the buffered one.
     buffered = _get(f, "buffer_id") != NO_BUFFER
     data = () if buffered else _data_fingerprint(_get(f, "data"))
     return (data, _get(f, "in_port"), _actions(_get(f, "actions")))
 
 
-def _flow_removed(f: dict[str, Any]) -> tuple:
+def _flow_removed(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_match(_get(f, "match")), _get(f, "reason"), _get(f, "priority"))
 
 
-def _port_status(f: dict[str, Any]) -> tuple:
+def _port_status(f: dict[str, Any]) -> tuple[Any, ...]:
     desc = _get(_get(f, "desc"), "OFPPhyPort")
     return (_get(f, "reason"), _get(desc, "port_no"), int_to_mac(mac_to_int(_get(desc, "hw_addr"))))
 
 
-def _error(f: dict[str, Any]) -> tuple:
+def _error(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "type"), _get(f, "code"))
 
 
-def _stats(f: dict[str, Any]) -> tuple:
+def _stats(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "type"), _get(f, "flags"))
 
 
-def _features_reply(f: dict[str, Any]) -> tuple:
+def _features_reply(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "datapath_id"),)
 
 
 # Message type -> kept fields. Types not listed (HELLO, ECHO_*, BARRIER_*,
 # FEATURES_REQUEST, GET_CONFIG_*, SET_CONFIG, PORT_MOD, VENDOR, QUEUE_*) keep
 # only their type.
-ALLOW_LIST: dict[str, Callable[[dict[str, Any]], tuple]] = {
+ALLOW_LIST: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "FLOW_MOD": _flow_mod,
     "PACKET_IN": _packet_in,
     "PACKET_OUT": _packet_out,
@@ -156,7 +157,7 @@ ALLOW_LIST: dict[str, Callable[[dict[str, Any]], tuple]] = {
 }
 
 
-def of_fingerprint(msg: dict[str, Any]) -> tuple:
+def of_fingerprint(msg: dict[str, Any]) -> tuple[Any, ...]:
     """(type, *allowed fields) of an OpenFlow message in the codec's JSON form.
 
     Masked: xid, buffer_id, cookie, lengths, packet_in reason, stats values
@@ -173,7 +174,8 @@ def of_fingerprint(msg: dict[str, Any]) -> tuple:
         ((_, fields),) = body.items()
         if not isinstance(fields, dict):
             raise _Missing("body")
-        return freeze((mtype, *keep(fields)))  # hashable even if a garbled trace nests lists
+        # hashable even if a garbled trace nests lists; freeze returns a tuple for a tuple
+        return freeze((mtype, *keep(fields)))  # type: ignore[no-any-return]
     except _Missing as exc:
         raise TraceFormatError(f"OpenFlow message JSON lacks or garbles {exc.args[0]!r}: {msg!r:.200}",
                                _FIX) from None

@@ -22,13 +22,20 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.trace.schema import (
-    Event, Trace, TraceHeader, event_from_json, event_to_json, header_from_json, header_to_json,
+    Event,
+    Trace,
+    TraceHeader,
+    event_from_json,
+    event_to_json,
+    header_from_json,
+    header_to_json,
 )
 
 PathLike = str | os.PathLike[str]

@@ -30,8 +30,9 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from netsleuth.errors import TraceFormatError
 

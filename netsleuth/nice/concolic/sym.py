@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, SupportsIndex
 
 import z3
 
@@ -194,13 +194,13 @@ class SymBool:
 
     __rxor__ = __xor__
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         p = self._other(o)
         if p is None:
             return NotImplemented
         return SymBool(self.value == p[0], self.expr == p[1], self.tr)
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         p = self._other(o)
         if p is None:
             return NotImplemented
@@ -222,8 +222,11 @@ class SymInt(int):
     """An unsigned ``width``-bit value: concretely the int it is, symbolically ``expr``."""
 
     # int subclasses cannot have non-empty __slots__; attributes live in __dict__.
+    expr: z3.BitVecRef
+    width: int
+    tr: Tracer
 
-    def __new__(cls, value: int, expr: z3.BitVecRef, tr: Tracer) -> "SymInt":
+    def __new__(cls, value: int, expr: z3.BitVecRef, tr: Tracer) -> SymInt:
         width = expr.size()
         obj = int.__new__(cls, value & ((1 << width) - 1))
         obj.expr = expr
@@ -246,7 +249,7 @@ class SymInt(int):
             return o, _bv(o, self.width, self.expr.ctx)
         return None
 
-    def _make(self, value: int, expr: z3.BitVecRef) -> "SymInt":
+    def _make(self, value: int, expr: z3.BitVecRef) -> SymInt:
         return SymInt(value, expr, self.tr)
 
     def _arith(self, o: Any, zop: Any, pop: Any, reflected: bool = False) -> Any:
@@ -383,8 +386,9 @@ class SymInt(int):
         # Debug output only: does not constrain the path.
         return f"SymInt({self.value:#x}, {self.expr})"
 
-    def to_bytes(self, length: int = 1, byteorder: str = "big", *, signed: bool = False) -> bytes:
-        return self.concretize().to_bytes(length, byteorder, signed=signed)  # type: ignore[arg-type]
+    def to_bytes(self, length: SupportsIndex = 1, byteorder: Literal["little", "big"] = "big", *,
+                 signed: bool = False) -> bytes:
+        return self.concretize().to_bytes(length, byteorder, signed=signed)
 
     def bit_length(self) -> int:
         return self.concretize().bit_length()
@@ -453,7 +457,7 @@ def sym_eq(a: Any, b: Any) -> z3.BoolRef:
     if ta is tuple:
         if type(b) is not tuple or len(a) != len(b):
             return false
-        return z3.And(*[sym_eq(x, y) for x, y in zip(a, b)]) if a else z3.BoolVal(True, ctx)
+        return z3.And(*[sym_eq(x, y) for x, y in zip(a, b, strict=True)]) if a else z3.BoolVal(True, ctx)
     if is_sym(b):
         return sym_eq(b, a)
     return z3.BoolVal(a == b, ctx)
@@ -465,6 +469,7 @@ def sym_eq(a: Any, b: Any) -> z3.BoolRef:
 def _member(container: Any, x: Any) -> bool:
     """``x in container`` for a symbolic ``x``: record the disjunction over the concrete keys."""
     tr = tracer_of(x)
+    assert tr is not None  # x is symbolic: callers check is_sym first
     found = container._plain_contains(concrete(x))
     keys = list(container._plain_keys())
     cond = z3.Or(*[sym_eq(x, k) for k in keys]) if keys else z3.BoolVal(False, _ctx(x))
@@ -503,14 +508,17 @@ class SymDict(dict):
         ck = concrete(k)
         value = dict.__getitem__(self, ck)
         items = list(dict.items(self))
-        ints = [v for _, v in items if type(v) is int or type(v) is SymInt]
+        ints: list[Any] = [v for _, v in items if type(v) is int or type(v) is SymInt]
         if len(items) < 2 or len(ints) != len(items) or type(value) is bool:
             # Not all ints: pin the key to the one found (a per-key branch the engine can negate).
-            tracer_of(k).record(sym_eq(k, ck), True, "member", ck)
+            pin = tracer_of(k)
+            assert pin is not None  # k is symbolic: only called for symbolic keys
+            pin.record(sym_eq(k, ck), True, "member", ck)
             return value
         width = max(16, max(int.bit_length(int(v) if type(v) is int else v.value) for v in ints))
         width = max([width] + [v.width for v in ints if type(v) is SymInt])
         tr = tracer_of(k)
+        assert tr is not None  # k is symbolic: only called for symbolic keys
         ctx = _ctx(k)
 
         def as_bv(v: Any) -> z3.BitVecRef:
@@ -534,6 +542,7 @@ class SymDict(dict):
         if is_sym(k):
             ck = concrete(k)
             tr = tracer_of(k)
+            assert tr is not None  # k is symbolic (is_sym above)
             tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
             return ck
         return k
@@ -579,6 +588,7 @@ class SymSet(set):
         if is_sym(k):
             ck = concrete(k)
             tr = tracer_of(k)
+            assert tr is not None  # k is symbolic (is_sym above)
             tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
             return ck
         return k

@@ -51,9 +51,10 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth import __version__
 from netsleuth.errors import NetsleuthError, TraceFormatError
@@ -846,7 +847,7 @@ class _Importer:
     def run(self) -> ImportReport:
         self.prepass()
         self.topo = self.given if self.given is not None else self.infer_topology()
-        self.link_keys = {(l.node1, l.port1, l.node2, l.port2) for l in self.topo.links}
+        self.link_keys = {(lk.node1, lk.port1, lk.node2, lk.port2) for lk in self.topo.links}
         for rec in self.records:
             self.convert(rec)
         self.link_dependent_labels()
