@@ -32,7 +32,7 @@ class ToSwitch:
     held: int = -1  # >= 0: taken out of its FIFO by a delay, in a channel of its own
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> tuple[Any, ...]:
         return ("held", self.held) if self.held >= 0 else ("to_switch", self.conn)
 
 
@@ -46,7 +46,7 @@ class PendingToController:
     held: int = -1
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> tuple[Any, ...]:
         return ("held", self.held) if self.held >= 0 else ("to_controller", self.conn)
 
 
@@ -64,7 +64,7 @@ class OnWire:
     held: int = -1
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> tuple[Any, ...]:
         return ("held", self.held) if self.held >= 0 else ("wire", self.src, self.src_port)
 
 

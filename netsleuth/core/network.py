@@ -115,7 +115,7 @@ class Network:
         self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
         self.controllers_alive: dict[str, bool] = {}
         self._channels: dict[tuple, deque] = {}
-        self._heads: list[tuple[int, tuple]] = []
+        self._heads: list[tuple[int, tuple[Any, ...]]] = []
         self._next_id = 0
         self._next_pid = 0
         self.stats = Stats()
@@ -505,8 +505,8 @@ class Network:
     def _take_delay(self, ev: PendingEvent) -> bool:
         """If a delay is armed for this event's path, hold it (later events may overtake it)."""
         if isinstance(ev, OnWire):
-            key: tuple = (ev.node, ev.port)
-            table: dict = self.delay_next
+            key: tuple[Any, ...] = (ev.node, ev.port)
+            table: dict[Any, Any] = self.delay_next
         else:
             if not self.control_delay_next:
                 return False

@@ -91,7 +91,7 @@ class FlowEntry:
     packet_count: int = 0
     byte_count: int = 0
 
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[Any, ...]:
         """Position in canonical order; smaller wins a lookup."""
         return (0 if self.match.wildcards == 0 else 1, -self.priority, self.match.sort_key())
 
@@ -121,7 +121,7 @@ class FlowEntry:
     def duration(self, now: float) -> float:
         return max(0.0, now - self.installed_at)
 
-    def key(self, with_counters: bool = True) -> tuple:
+    def key(self, with_counters: bool = True) -> tuple[Any, ...]:
         """Everything that makes this entry behave as it does, as plain ints and floats."""
         m = self.match
         base = (m.wildcards, m.values, self.priority, tuple(action_key(a) for a in self.actions),
@@ -356,7 +356,7 @@ class FlowTable:
     # ------------------------------------------------------------ time
     def expire(self, now: float) -> list[tuple[FlowEntry, int]]:
         """Remove entries whose deadline is <= now; (entry, OFPRR_*) by deadline, then canonical order."""
-        expired: list[tuple[float, tuple, FlowEntry, int]] = []
+        expired: list[tuple[float, tuple[Any, ...], FlowEntry, int]] = []
         for e in self._timed.values():
             reason = e.expiry_reason(now)
             if reason is not None:
@@ -382,7 +382,7 @@ class FlowTable:
             self._sorted = sorted(self._entries.values(), key=FlowEntry.rank)
         return list(self._sorted)
 
-    def canonical_key(self, *, with_counters: bool = True) -> tuple:
+    def canonical_key(self, *, with_counters: bool = True) -> tuple[Any, ...]:
         """A hashable summary independent of install order.  ``with_counters=False`` drops
         packet/byte counts, which never change forwarding (timers stay: they do)."""
         if self._sorted is None:

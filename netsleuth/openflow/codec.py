@@ -183,7 +183,7 @@ def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     return actions
 
 
-def _osken(cls: type) -> Callable[[bytes, int], Any]:
+def _osken(cls: Any) -> Callable[[bytes, int], Any]:
     """Decode with os-ken's own parser for ``cls`` (lengths already checked)."""
 
     def run(data: bytes, xid: int) -> Any:
@@ -207,7 +207,7 @@ def _fixed(size: int, then: _Decoder, what: str, *, exact: bool = True) -> _Deco
     return run
 
 
-def _header_only(cls: type) -> Callable[[bytes, int], Any]:
+def _header_only(cls: Any) -> Callable[[bytes, int], Any]:
     return _fixed(_HDR, lambda data, xid: _stamp(cls(DATAPATH), data, xid), cls.__name__)
 
 
@@ -437,7 +437,7 @@ def _pack_match(match: Any) -> bytes:
     return bytes(buf)
 
 
-def _phy_port_fields(port: Any) -> tuple:
+def _phy_port_fields(port: Any) -> tuple[Any, ...]:
     return (port.port_no, _mac_bin(port.hw_addr), _text(port.name), port.config, port.state,
             port.curr, port.advertised, port.supported, port.peer)
 
@@ -484,7 +484,7 @@ def _write_queue_get_config_reply(msg: Any) -> bytes:
     return b"".join(out)
 
 
-def _as_list(body: Any, single: type) -> list:
+def _as_list(body: Any, single: type) -> list[Any]:
     return [body] if isinstance(body, single) else list(body or ())
 
 
@@ -557,7 +557,7 @@ def msg_type_name(msg: Any) -> str:
     return TYPE_NAME[msg.cls_msg_type]
 
 
-def msg_to_json(msg: Any) -> dict:
+def msg_to_json(msg: Any) -> dict[str, Any]:
     """``{"type": "FLOW_MOD", "xid": 7, "body": {"OFPFlowMod": {...}}}``: plain JSON values.
 
     ``body`` is os-ken's ``to_jsondict()`` (bytes as base64), so it can be
@@ -625,7 +625,7 @@ def _with_text_fields_replaced(msg: Any) -> Any:
     return msg
 
 
-def msg_from_json(d: dict) -> Any:
+def msg_from_json(d: dict[str, Any]) -> Any:
     """Rebuild the message :func:`msg_to_json` described (``encode`` gives the same bytes)."""
     if "raw" in d:
         msg = decode(base64.b64decode(d["raw"]))
@@ -639,7 +639,7 @@ def msg_from_json(d: dict) -> Any:
     builder = _JSON_BUILDERS.get(cls)
     if builder is not None:
         msg = builder(cls, dict(attrs))
-    elif issubclass(cls, parser.OFPStatsReply):
+    elif issubclass(cls, parser.OFPStatsReply):  # type: ignore[arg-type]  # a class: cls is in _DECODED_CLASSES
         msg = _stats_reply_from_json(cls, dict(attrs))
     else:
         msg = _osken_from_jsondict(cls, dict(attrs), datapath=DATAPATH)
@@ -647,7 +647,7 @@ def msg_from_json(d: dict) -> Any:
     return msg
 
 
-def _osken_from_jsondict(cls: type, attrs: dict, **extra: Any) -> Any:
+def _osken_from_jsondict(cls: Any, attrs: dict[str, Any], **extra: Any) -> Any:
     # os-ken prints its arguments to stdout before re-raising a TypeError; keep stdout clean.
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -657,7 +657,7 @@ def _osken_from_jsondict(cls: type, attrs: dict, **extra: Any) -> Any:
                                "record messages with netsleuth.openflow.codec.msg_to_json") from exc
 
 
-def _action_from_json(entry: dict) -> Any:
+def _action_from_json(entry: dict[str, Any]) -> Any:
     ((name, fields),) = entry.items()
     cls = getattr(parser, name, None)
     if not (isinstance(cls, type) and issubclass(cls, parser.OFPAction)):
@@ -673,7 +673,7 @@ def _action_from_json(entry: dict) -> Any:
     return _osken_from_jsondict(cls, fields)
 
 
-def _with_actions_from_json(cls: type, attrs: dict) -> Any:
+def _with_actions_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     actions = [_action_from_json(a) for a in attrs.pop("actions", None) or ()]
     msg = _osken_from_jsondict(cls, attrs, datapath=DATAPATH)
     msg.actions = actions
@@ -684,7 +684,7 @@ def _b64(value: Any) -> bytes:
     return base64.b64decode(value) if isinstance(value, str) else bytes(value or b"")
 
 
-def _stats_request_from_json(cls: type, attrs: dict) -> Any:
+def _stats_request_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     attrs.pop("type", None)  # implied by the class; os-ken's constructors do not take it
     flags = attrs.pop("flags", 0)
     msg = _osken_from_jsondict(cls, dict(attrs, flags=0), datapath=DATAPATH)
@@ -692,14 +692,14 @@ def _stats_request_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _vendor_from_json(cls: type, attrs: dict) -> Any:
+def _vendor_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     msg.vendor = attrs["vendor"]
     msg.data = _b64(attrs["data"])
     return msg
 
 
-def _bag_from_json(cls: type, attrs: dict) -> Any:
+def _bag_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     """For classes whose constructor takes only the datapath: set attributes directly."""
     msg = cls(DATAPATH)
     for key, value in attrs.items():
@@ -707,7 +707,7 @@ def _bag_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _flow_removed_from_json(cls: type, attrs: dict) -> Any:
+def _flow_removed_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     for key, value in attrs.items():
         setattr(msg, key, value)
@@ -715,7 +715,7 @@ def _flow_removed_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _queue_get_config_reply_from_json(cls: type, attrs: dict) -> Any:
+def _queue_get_config_reply_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     msg.port = attrs["port"]
     msg.queues = []
@@ -733,7 +733,7 @@ def _queue_get_config_reply_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-def _flow_stats_from_json(value: dict) -> Any:
+def _flow_stats_from_json(value: dict[str, Any]) -> Any:
     (fields,) = value.values()
     stats = parser.OFPFlowStats()
     for key, v in fields.items():
@@ -743,17 +743,17 @@ def _flow_stats_from_json(value: dict) -> Any:
     return stats
 
 
-def _record_from_json(cls: type, value: dict) -> Any:
+def _record_from_json(cls: Any, value: dict[str, Any]) -> Any:
     (fields,) = value.values()
     text = {f for fields_ in getattr(cls, "_TYPE", {}).values() for f in fields_}
     record = cls(**{f: (fields[f].encode("utf-8") if f in text else fields[f]) for f in cls._fields})
     return record
 
 
-def _stats_reply_from_json(cls: type, attrs: dict) -> Any:
+def _stats_reply_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
     msg = cls(DATAPATH)
     msg.type, msg.flags = attrs.get("type"), attrs.get("flags")
-    body = attrs.get("body")
+    body: Any = attrs.get("body")
     stype = cls.cls_stats_type
     if stype == ofp.OFPST_VENDOR:
         entry = body[0] if isinstance(body, list) else body
@@ -768,7 +768,7 @@ def _stats_reply_from_json(cls: type, attrs: dict) -> Any:
     return msg
 
 
-_JSON_BUILDERS: dict[type, Callable[[type, dict], Any]] = {
+_JSON_BUILDERS: dict[Any, Callable[[Any, dict[str, Any]], Any]] = {
     parser.OFPVendor: _vendor_from_json,
     parser.OFPFlowMod: _with_actions_from_json,
     parser.OFPPacketOut: _with_actions_from_json,

@@ -133,7 +133,8 @@ class SwitchConnection:
         buf += data
         out: list[object] = []
         off, end = 0, len(buf)
-        while end - off >= _HEADER_SIZE and self.state is not State.CLOSED:
+        # the handlers below can close the connection, which mypy's narrowing above does not see
+        while end - off >= _HEADER_SIZE and self.state is not State.CLOSED:  # type: ignore[comparison-overlap]
             version, msg_type, length, xid = _HEADER.unpack_from(buf, off)
             if length < _HEADER_SIZE:
                 frame = bytes(buf[off:off + _HEADER_SIZE])
@@ -221,7 +222,7 @@ def _hello_bitmap_versions(frame: bytes) -> set[int] | None:
         if elen < _HELLO_ELEM.size or off + elen > end:
             return None
         if etype == _OFPHET_VERSIONBITMAP:
-            versions = set()
+            versions: set[int] = set()
             for i, boff in enumerate(range(off + _HELLO_ELEM.size, off + elen - 3, 4)):
                 (bits,) = struct.unpack_from("!I", frame, boff)
                 versions.update(i * 32 + b for b in range(32) if bits >> b & 1)

@@ -527,7 +527,8 @@ class OvsSandbox:
         return proc
 
     def _vsctl(self, *args: str) -> None:
-        self._run("ovs-vsctl", f"--db=unix:{self.dir / 'db.sock'}", "--timeout=20", *args)
+        # dir is set once the sandbox started
+        self._run("ovs-vsctl", f"--db=unix:{self.dir / 'db.sock'}", "--timeout=20", *args)  # type: ignore[operator]
 
     def _read_pid(self, name: str) -> int:
         try:
@@ -545,7 +546,8 @@ class OvsSandbox:
         return "\n".join(out)
 
     def _ofctl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        target = f"unix:{self.dir / (self.bridge + '.mgmt')}"
+        # dir is set once the sandbox started
+        target = f"unix:{self.dir / (self.bridge + '.mgmt')}"  # type: ignore[operator]
         return self._run("ovs-ofctl", "-O", "OpenFlow10", "-F", "openflow10", args[0], target, *args[1:],
                          stdin=stdin)
 
@@ -579,7 +581,7 @@ class OvsSandbox:
         right after ovs-ofctl exits would see either, so replace_flows waits
         until the accepted socket is gone from /proc/net/unix.
         """
-        path = str(self.dir / f"{self.bridge}.mgmt")
+        path = str(self.dir / f"{self.bridge}.mgmt")  # type: ignore[operator]  # dir is set once the sandbox started
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:

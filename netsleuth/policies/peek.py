@@ -106,7 +106,8 @@ class Peek:
     stats: PeekStats = field(default_factory=PeekStats)
 
     def __post_init__(self) -> None:
-        self._original_ids = tuple(e.id for e in self.events if e.is_input)
+        # is_input events are InputEvents, with an id
+        self._original_ids = tuple(e.id for e in self.events if e.is_input)  # type: ignore[attr-defined]
 
     def observe(self, prefix: tuple[ts.InputEvent, ...], plan: ReplayPlan) -> tuple[Observed, ...]:
         key = tuple(e.id for e in prefix)

@@ -57,7 +57,8 @@ class ReplayPlan:
                 i += 1
             before.append(i)
         start = next((e.t for e in events if isinstance(e, ts.SwitchConnected)), 0.0)
-        return cls(list(chosen), expected, before, start)
+        # only is_input events, all InputEvents
+        return cls(list(chosen), expected, before, start)  # type: ignore[arg-type]
 
 
 class Matcher:

@@ -124,7 +124,8 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
         if r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
             c = False   # a write without its flow mod: assume the worst
         elif r.kind == WW:
-            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)
+            # both flow mods checked non-None just above
+            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
         else:
             pkt = packets.get(events[r.i])
             c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,
@@ -305,5 +306,6 @@ def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) ->
                         after_n = g.descendants([n])
                     # r was unordered before this edge (else an earlier edge covered it),
                     # so it is ordered now iff a path runs through w -> n.
+                    assert before_w is not None and after_n is not None  # computed just above
                     if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
                         r.status = COVERED

@@ -531,7 +531,8 @@ class _Builder:
         node = self.name_of.get(e.dpid)
         switch = world.by_dpid.get(e.dpid)
         fm = PoxFlowMod.from_wire(raw) if mtype == "FLOW_MOD" else None
-        pi = self.answered_packet_in(e.dpid, msg, mtype, fm)
+        # OpenFlow message JSON always has a type
+        pi = self.answered_packet_in(e.dpid, msg, mtype, fm)  # type: ignore[arg-type]
         if pi is not None:
             pi.answered = True
         else:
@@ -548,6 +549,7 @@ class _Builder:
         if mtype == "FLOW_MOD":
             ops.append(FlowOp(WRITE, e.t, fm, None, "TraceSwitchFlowTableWrite"))
             acts = ",".join(str(action_from_ofp(a)) for a in msg.actions) or "drop"
+            assert fm is not None  # parsed for every FLOW_MOD
             label = (f"FLOW_MOD {fm.command_name} priority={msg.priority},{Match.from_ofp(msg.match)} "
                      f"actions={acts} on {sw}")
             if switch is not None:
@@ -578,7 +580,7 @@ class _Builder:
                           in_port=in_port)
         if msg.xid:
             self.by_xid[(e.dpid, msg.xid)] = handle
-        if mtype == "FLOW_MOD" and fm.is_del():
+        if mtype == "FLOW_MOD" and fm.is_del():  # type: ignore[union-attr]  # fm is parsed for every FLOW_MOD
             self.last_delete[e.dpid] = handle
         if switch is None or node is None:
             return

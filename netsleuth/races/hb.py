@@ -36,7 +36,7 @@ reachability is propagated as bitsets in reverse topological order.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.commute import CommutativityChecker
@@ -225,7 +225,7 @@ def strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int]
     return comp, comps
 
 
-def reach_masks(succ: list[list[int]], bit: Callable[[int], int] | list[int] | None = None,
+def reach_masks(succ: list[list[int]], bit: list[int] | None = None,
                 scc: tuple[list[int], list[list[int]]] | None = None) -> list[int]:
     """For every node, a bitset of the nodes it reaches (itself and its SCC included).
 
@@ -361,7 +361,8 @@ def _expiry_rule(g: HbGraph, node: int, ev: HbEvent, handles: list[int], delta: 
     if expiry is None:
         return
     removed = expiry.flow_mod
-    dummy = PoxFlowMod(removed.match, OFPFC_DELETE_STRICT, removed.priority)
+    # expiry was picked with a flow_mod
+    dummy = PoxFlowMod(removed.match, OFPFC_DELETE_STRICT, removed.priority)  # type: ignore[union-attr]
     for h in handles:
         e = g.events[h]
         for op in e.ops:

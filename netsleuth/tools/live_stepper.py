@@ -121,7 +121,8 @@ class LiveStepper(StepperBase):
 
     def peek(self, n: int = 1, filt: EventFilter | None = None) -> list[ts.Event]:
         filt = filt or EventFilter()
-        return [e for e in self.plan.inputs[self.pos:] if filt.matches(e)][:n]
+        upcoming: list[ts.Event] = [e for e in self.plan.inputs[self.pos:] if filt.matches(e)]
+        return upcoming[:n]
 
     async def _step(self) -> None:
         k = self.pos

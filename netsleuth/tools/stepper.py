@@ -288,9 +288,9 @@ def _link_end(w: World, args: list[str]) -> tuple[str, int]:
         if port.isdigit() and (node, int(port)) in peer:
             return node, int(port)
     elif len(args) == 2:
-        for (node, port), (other, _) in sorted(peer.items()):
-            if node == args[0] and other == args[1]:
-                return node, port
+        for (end, end_port), (other, _) in sorted(peer.items()):
+            if end == args[0] and other == args[1]:
+                return end, end_port
     links = sorted(f"{a}:{p}-{b}" for (a, p), (b, _) in peer.items() if a < b)
     raise StepError(f"no link {' '.join(args)}", f"name two adjacent nodes (e.g. `s1 s2`) or NODE:PORT; "
                     f"links: {', '.join(links)}")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
@@ -43,7 +44,7 @@ def behaviour(e: FlowEntry) -> tuple:
     return (e.match, e.priority, e.actions, e.cookie, e.idle_timeout, e.hard_timeout, e.flags, e.installed_at)
 
 
-def is_flow_mod(e: ts.Event) -> bool:
+def is_flow_mod(e: ts.Event) -> TypeGuard[ts.ControlToSwitch]:
     return isinstance(e, ts.ControlToSwitch) and e.msg.get("type") == "FLOW_MOD"
 
 
@@ -134,12 +135,12 @@ class TableWalk:
             if not touched:
                 continue
             for key, entry in current.items():
-                t = live.get(key)
-                if t is None:
+                known = live.get(key)
+                if known is None:
                     live[key] = TrackedEntry(name, entry, [e.seq], behaviour(entry))
-                elif behaviour(entry) != t.shape:
-                    t.flow_mods.append(e.seq)
-                    t.shape = behaviour(entry)
+                elif behaviour(entry) != known.shape:
+                    known.flow_mods.append(e.seq)
+                    known.shape = behaviour(entry)
 
     def _why_removed(self, t: TrackedEntry, e: ts.Event, touched: bool, now: float) -> str:
         if t.entry.expiry_reason(now) is not None:

@@ -67,7 +67,9 @@ class Panel:
 def lanes_of(trace: ts.Trace) -> list[tuple[str, str]]:
     """(node, role) in lane order: controllers, then switches and hosts in topology order."""
     topo = Topology.from_json(trace.header.topology)
-    controllers = sorted({e.controller for e in trace.events if isinstance(getattr(e, "controller", None), str)
+    # only the event kinds below carry a controller (checked with getattr first)
+    controllers = sorted({e.controller for e in trace.events  # type: ignore[attr-defined]
+                          if isinstance(getattr(e, "controller", None), str)
                           and e.kind in ("of_to_switch", "of_to_controller", "switch_connected",
                                          "controller_event", "controller_crash", "controller_recovery")})
     if not controllers:
@@ -151,7 +153,8 @@ def _layout_panel(name: str, trace: ts.Trace, columns: list[list[int | None]], k
         e = trace.events[i]
         tip = len(tips)
         tips.append(f"{name} [{e.seq}] t={e.t:.6f} {e.kind}\n{describe(e)}"
-                    + (f"\nfp {json.dumps(e.fp)}" if getattr(e, "fp", None) else "")
+                    # fp only on the event kinds that carry one (checked with getattr first)
+                    + (f"\nfp {json.dumps(e.fp)}" if getattr(e, "fp", None) else "")  # type: ignore[attr-defined]
                     + ("\nnot in every trace" if x in diff_cols else ""))
         diff = " diff" if x in diff_cols else ""
         src, dst = _sender(e)
@@ -203,7 +206,8 @@ def build(traces: Sequence[ts.Trace], names: Sequence[str]) -> dict[str, Any]:
     """The diagram as data: panels, lanes, items, tips, columns and the differences."""
     if not traces:
         raise VizError("no trace to draw", "pass at least one trace.jsonl")
-    columns = align(traces) if len(traces) > 1 else [[i] for i in range(len(traces[0].events))]
+    columns: list[list[int | None]] = (align(traces) if len(traces) > 1
+                                       else [[i] for i in range(len(traces[0].events))])
     diff_cols = {x for x, col in enumerate(columns) if any(i is None for i in col)} if len(traces) > 1 else set()
     tips: list[str] = []
     panels: list[Panel] = []

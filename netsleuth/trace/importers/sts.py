@@ -66,7 +66,7 @@ from netsleuth.trace.fingerprint import of_fingerprint
 
 __all__ = ["ImportReport", "import_sts", "STS_CLASSES", "OpenFlowDecoder"]
 
-OpenFlowDecoder = Callable[[bytes], dict]
+OpenFlowDecoder = Callable[[bytes], dict[Any, Any]]
 """Raw OpenFlow 1.0 message bytes -> the codec's JSON form ``{"type", "xid", "body"}``."""
 
 INFERRED_SPEC = "sts-inferred"
@@ -250,7 +250,7 @@ def _read(path: Path) -> tuple[list[_Rec], int]:
 
 
 # --------------------------------------------------------------------- helpers
-def _dpfp_to_fp(value: Any) -> tuple | None:
+def _dpfp_to_fp(value: Any) -> tuple[Any, ...] | None:
     """An STS DPFingerprint dict as a netsleuth packet fingerprint (None if it is not one)."""
     if not isinstance(value, dict):
         return None
@@ -604,11 +604,11 @@ class _Importer:
         self.converted[rec.cls] = self.converted.get(rec.cls, 0) + 1
         return ev
 
-    def failure(self, rec: _Rec, cls: type, key: tuple, **fields: Any) -> None:
+    def failure(self, rec: _Rec, cls: type, key: tuple[Any, ...], **fields: Any) -> None:
         ev = self.emit(rec, cls, **fields)
         self.open_failure[key] = ev.id  # type: ignore[attr-defined]
 
-    def recovery(self, rec: _Rec, cls: type, key: tuple, **fields: Any) -> None:
+    def recovery(self, rec: _Rec, cls: type, key: tuple[Any, ...], **fields: Any) -> None:
         dep = self.open_failure.pop(key, None)
         if dep is None:
             self.note_once(f"orphan:{rec.cls}", f"{rec.cls} on line {rec.lineno} (and maybe others) follows no "
