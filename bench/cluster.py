@@ -1,6 +1,6 @@
 """BigBug clustering benchmark: seconds per SDNRacer trace, and agreement with the original BigBug.
 
-For every ``*.hb.json`` in the corpus (default ``../shared/data/sdnracer/traces``)
+For every ``*.hb.json`` in the corpus (by default the SDNRacer trace corpus beside the checkout; ``--corpus DIR``)
 this runs :func:`netsleuth.races.cluster_job.cluster_races` (race detection
 included; best of ``--repeat`` runs in this process), prints a rich table
 (race detection / subgraphs / features / clustering and ranking / total

@@ -44,6 +44,7 @@ from netsleuth.races.hb import build_hb_graph
 from netsleuth.races.rank import original_representative, representative
 from netsleuth.races.subgraph import RaceGraph, prune_hb_graph, race_subgraph
 
+# the SDNRacer trace corpus beside the checkout
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"
 TRACES = sorted((DATA / "traces").glob("*.hb.json"))
 REFERENCE = json.loads((DATA / "reference.json").read_text()) if (DATA / "reference.json").exists() else {}
@@ -84,8 +85,8 @@ def _eids(rep, i: int) -> tuple[int, int]:
 #   that race; we keep such a chain whole.  Removing it anyway gives one
 #   isomorphism class fewer on both circuit-pusher traces, pox_l2_multi Mesh
 #   and pox_eel_l2_multi, so the reference numbers were made with it kept.
-# - Bouncing needs a PACKET_OUT in the middle of the chain (as ANCHORS.md
-#   describes it): matching any message handle there, as the pattern's event
+# - Bouncing needs a PACKET_OUT in the middle of the chain (BigBug's bouncing
+#   feature is a packet the controller sends back out): matching any message handle there, as the pattern's event
 #   types alone would, also counts a PACKET_IN answered by a BARRIER_REQUEST,
 #   and pox_eel_l2_multi would end with 3 clusters (4, 4, 3) instead of 7, 4.
 # - Redundant-edge removal (full transitive reduction, the original's pid-edge

@@ -78,7 +78,8 @@ from netsleuth.model.addr import ip_to_int
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import FIELDS, Match
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4, Packet, Vlan, lldp_frame
-from netsleuth.oracles.ovs import HEADER_FIELDS, INSTALL_FIX, OvsDecision, OvsNotInstalledError, OvsSandbox, render_rule
+from netsleuth.oracles.ovs import INSTALL_FIX, OvsNotInstalledError, OvsSandbox
+from netsleuth.oracles.ovs_text import HEADER_FIELDS, OvsDecision, render_rule
 
 SEED = 20_251_123
 N_PORTS = 4

@@ -49,6 +49,7 @@ from netsleuth.races.poxmatch import (
     PoxMatch,
 )
 
+# the SDNRacer trace corpus beside the checkout
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"
 TRACES = sorted((DATA / "traces").glob("*.hb.json"))
 REFERENCE = json.loads((DATA / "reference.json").read_text()) if (DATA / "reference.json").exists() else {}

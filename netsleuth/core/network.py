@@ -114,7 +114,7 @@ class Network:
         self.connections: dict[int, Connection] = {}
         self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
         self.controllers_alive: dict[str, bool] = {}
-        self._channels: dict[tuple, deque] = {}
+        self._channels: dict[tuple[Any, ...], deque[PendingEvent]] = {}
         self._heads: list[tuple[int, tuple[Any, ...]]] = []
         self._next_id = 0
         self._next_pid = 0
@@ -261,7 +261,7 @@ class Network:
             js = msg_to_json(msg)
             self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
 
-    def _fire_to_switch(self, ev: ToSwitch) -> list[Deliver]:
+    def _fire_to_switch(self, ev: ToSwitch) -> list[Effect]:
         c = self.connections[ev.conn]
         switch = self.by_dpid[c.dpid]
         self.stats.to_switch += 1
@@ -269,7 +269,7 @@ class Network:
         self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
         return []
 
-    def _fire_to_controller(self, ev: PendingToController) -> list[Deliver]:
+    def _fire_to_controller(self, ev: PendingToController) -> list[Effect]:
         c = self.connections[ev.conn]
         self.stats.to_controller += 1
         self._record_message(ts.ControlToController, c, ev.msg)

@@ -401,7 +401,8 @@ class _PairJudge:
                 for d in peers:
                     if d is src:
                         continue
-                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
+                    # None is tested next
+                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))  # type: ignore[assignment]
                     if j is None or j not in ids:  # the first switch misses on all of it
                         if not s0_ok:
                             out.append(_unreachable(

@@ -260,7 +260,7 @@ class CompiledSwitch:
             return pi
         pi._groups = None
         pi._build = lambda: self._build_port(p).groups
-        pat = next(iter((own or wild).values()))  # type: ignore[union-attr]
+        pat = next(iter((own or wild).values()))
         ids: dict[int, int] = {}
         codes = set()
         for acts, js in pat.by_actions.values():
@@ -440,7 +440,8 @@ def _emissions(actions: tuple, in_port: int, ports: dict) -> tuple[Emission, ...
     chain: list[Rewrite] = []
     for a in actions:
         if isinstance(a, (Output, Enqueue)):
-            for port, _pkt, _len in forward((a,), None, in_port, ports):
+            # no packet: only the ports are wanted
+            for port, _pkt, _len in forward((a,), None, in_port, ports):  # type: ignore[arg-type]
                 if port == CONTROLLER:
                     kind = CTRL
                 elif port > OFPP_MAX:

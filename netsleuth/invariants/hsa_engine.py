@@ -103,7 +103,7 @@ class Reach:
 
 def union_of(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
     """One header space holding every term of ``spaces`` (no simplification)."""
-    terms = []
+    terms = []  # type: ignore[var-annotated]  # the terms of HeaderSpaces
     for hs in spaces:
         terms.extend(hs.terms)
     return HeaderSpace(terms)
@@ -311,7 +311,8 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
             pi = net.compiled(s).port(p)
             ids = pi.ids
             fm = pi.fast_mask
-            if ids is None or fm & ~mask:  # mixed patterns here, or finer than the classes
+            # mixed patterns here, or finer than the classes (fast_mask is set whenever ids is)
+            if ids is None or fm & ~mask:  # type: ignore[operator]
                 general.extend(xs)
                 continue
             memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
@@ -327,7 +328,8 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
                 else:  # the classes fix more bits than this port's pattern: project them
                     kc = pi.key_code().get
                     for x in xs:
-                        local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)
+                        # fast_mask is set when ids is
+                        local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)  # type: ignore[operator]
                 parts = [(c, lst) for c, lst in local.items() if lst]
                 pi.memo[(mask, rounds)] = (xs, parts)
             for code, lst in parts:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netsleuth.model.actions import (
     SetDlDst,
@@ -486,7 +487,7 @@ class Rewrite:
     default: tuple[int, int]  # (fmask, value)
 
     def _parts(self) -> list[tuple[Wildcard | None, tuple[Wildcard, ...], int, int]]:
-        out = []
+        out: list[tuple[Wildcard | None, tuple[Wildcard, ...], int, int]] = []
         prior: list[Wildcard] = []
         for cond, fm, val in self.cases:
             out.append((cond, tuple(prior), fm, val))
@@ -538,7 +539,7 @@ def _image_set(t: Term, fm: int, val: int) -> list[Term]:
     if not fm:
         return [t]
     v, m, ds = t
-    d1, d2 = [], []
+    d1, d2 = [], []  # type: ignore[var-annotated]  # differences (Wildcards), like ds
     for d in ds:
         (d2 if d[1] & fm & ~m else d1).append(d)
     nf = ~fm
@@ -573,7 +574,7 @@ def _set(name: str, value: int) -> tuple[int, int]:
     return FIELD_MASK[name], (value << SHIFT_BY_NAME[name]) & FIELD_MASK[name]
 
 
-def rewrite_for(action: object) -> Rewrite:
+def rewrite_for(action: Any) -> Rewrite:
     """The transfer function of a set-field action (mirrors ``Packet.set_*``)."""
     t = type(action)
     if t is SetDlSrc:

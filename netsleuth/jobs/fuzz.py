@@ -121,9 +121,11 @@ async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str,
         return _DECIDED_BY_WORLD[p.kind](s.world, args)
     if p.kind in ("link_failure", "link_recovery"):
         link = (args["node1"], args["port1"], args["node2"], args["port2"])
-        (failed_links.append if p.kind == "link_failure" else failed_links.remove)(link)
+        # a planned link's ends are (str, int, str, int)
+        (failed_links.append if p.kind == "link_failure" else failed_links.remove)(link)  # type: ignore[arg-type]
     # Only the parameters matter to apply_input; the World records the real event (id, deps).
-    return await s.apply_input(ts.EVENT_KINDS[p.kind](seq=0, t=0.0, id="planned", **args))
+    # an input kind's class: an InputEvent, with an id
+    return await s.apply_input(ts.EVENT_KINDS[p.kind](seq=0, t=0.0, id="planned", **args))  # type: ignore[call-arg]
 
 
 def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int) -> bool:

@@ -171,10 +171,12 @@ def _write(out: Path, trace: ts.Trace, data: dict, result: MinimizationResult, p
     if peek:
         data["peek"] = peek_totals(out / "replays")
     mcs_ids = {e.id for e in result.mcs}
-    kept = [e for e in trace.events if not e.is_input or e.id in mcs_ids]
+    # inputs carry an id
+    kept = [e for e in trace.events if not e.is_input or e.id in mcs_ids]  # type: ignore[attr-defined]
     # migrations may have been rewritten: use the minimizer's versions of the inputs
     rewritten = {e.id: e for e in result.mcs}
-    events = [rewritten.get(e.id, e) if e.is_input else e for e in kept]
+    # inputs carry an id
+    events = [rewritten.get(e.id, e) if e.is_input else e for e in kept]  # type: ignore[attr-defined]
     write_trace(out / "mcs.jsonl", ts.Trace(trace.header, events))
     data["report"] = write_report(out, data)  # sizes.png, mcs.html (diagram), report.html
     (out / "result.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -210,9 +210,9 @@ def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    data: dict[str, Any] = {"command": "replay", "trace": str(opts.trace),
-                            "target": target.to_json() if target else None,
-                            "inputs": sum(1 for e in trace.events if e.is_input), "replays": []}
+    data = {"command": "replay", "trace": str(opts.trace),
+            "target": target.to_json() if target else None,
+            "inputs": sum(1 for e in trace.events if e.is_input), "replays": []}
     try:
         for i in range(opts.times):
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"

@@ -293,12 +293,13 @@ def action_to_json(action: Action) -> dict[str, Any]:
 
 
 def action_from_json(d: dict[str, Any]) -> Action:
-    row = _BY_NAME.get(d.get("type")) if isinstance(d, dict) else None
+    # a missing type finds no row
+    row = _BY_NAME.get(d.get("type")) if isinstance(d, dict) else None  # type: ignore[arg-type]
     if row is None:
         raise ActionError(f"bad action JSON {d!r}", f"type must be one of {', '.join(_BY_NAME)}",
                           err_code=ofp.OFPBAC_BAD_TYPE)
     try:
-        return row[2](*(d[f] for f in row[4]))
+        return row[2](*(d[f] for f in row[4]))  # type: ignore[no-any-return]  # row[2] is the action class
     except KeyError as exc:
         raise ActionError(f"action JSON {d!r} lacks {exc}", "produce it with action_to_json()") from None
 

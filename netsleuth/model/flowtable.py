@@ -106,7 +106,8 @@ class FlowEntry:
         idle, hard = self._idle_deadline(), self._hard_deadline()
         if min(idle, hard) > now:
             return None
-        return ofp.OFPRR_HARD_TIMEOUT if hard <= idle else ofp.OFPRR_IDLE_TIMEOUT
+        # os-ken's constants are untyped ints
+        return ofp.OFPRR_HARD_TIMEOUT if hard <= idle else ofp.OFPRR_IDLE_TIMEOUT  # type: ignore[no-any-return]
 
     def _idle_deadline(self) -> float:
         return self.last_used + self.idle_timeout if self.idle_timeout else _INF
@@ -116,7 +117,7 @@ class FlowEntry:
 
     def has_output(self, port: int) -> bool:
         """Whether an Output or Enqueue action sends to ``port`` (the out_port filter)."""
-        return any(type(a) in (Output, Enqueue) and a.port == port for a in self.actions)
+        return any(isinstance(a, (Output, Enqueue)) and a.port == port for a in self.actions)
 
     def duration(self, now: float) -> float:
         return max(0.0, now - self.installed_at)

@@ -214,11 +214,13 @@ class Match:
 
     @property
     def nw_src_prefixlen(self) -> int:
-        return 32 - ((self.wildcards & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT)
+        # os-ken's constants are untyped ints
+        return 32 - ((self.wildcards & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT)  # type: ignore[no-any-return]
 
     @property
     def nw_dst_prefixlen(self) -> int:
-        return 32 - ((self.wildcards & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT)
+        # os-ken's constants are untyped ints
+        return 32 - ((self.wildcards & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT)  # type: ignore[no-any-return]
 
     def matches(self, fields: tuple[int, ...]) -> bool:
         """Whether a packet with this OpenFlow 12-tuple matches."""

@@ -237,9 +237,9 @@ class Switch:
             if isinstance(a, (Output, Enqueue)):
                 p = a.port
                 if p == 0 or (ofp.OFPP_MAX < p < ofp.OFPP_IN_PORT) or p == ofp.OFPP_NONE:
-                    return ofp.OFPBAC_BAD_OUT_PORT
+                    return ofp.OFPBAC_BAD_OUT_PORT  # type: ignore[no-any-return]  # os-ken constants: untyped ints
                 if isinstance(a, Enqueue) and p > ofp.OFPP_MAX and p != ofp.OFPP_IN_PORT:
-                    return ofp.OFPBAC_BAD_OUT_PORT
+                    return ofp.OFPBAC_BAD_OUT_PORT  # type: ignore[no-any-return]  # os-ken constants: untyped ints
         return None
 
     def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list[Any]:

@@ -23,7 +23,7 @@ RATE_NAMES = (
     "controller_recovery", "channel_block", "channel_unblock", "host_migration", "traffic",
     "dataplane_drop", "dataplane_delay", "control_delay",
 )
-# STS's per-round defaults (ANCHORS.md); everything else is off unless asked for.
+# STS's fuzzer defaults: the probability of each kind of input per round; everything else is off unless asked for.
 DEFAULT_RATES = {
     "switch_failure": 0.005, "switch_recovery": 0.09, "link_failure": 0.005, "link_recovery": 0.09,
     "traffic": 0.08,

@@ -196,7 +196,7 @@ def read_header(path: PathLike) -> TraceHeader:
     try:
         header = next(stream)
     finally:
-        stream.close()
+        stream.close()  # type: ignore[attr-defined]  # _stream is a generator
     assert isinstance(header, TraceHeader)
     return header
 

@@ -323,7 +323,7 @@ class _Importer:
         self.next_input = 0
         self.id_of_label: dict[str, str] = {}
         self.deps: dict[str, list[str]] = {}
-        self.open_failure: dict[tuple, str] = {}
+        self.open_failure: dict[tuple[Any, ...], str] = {}
         self.last_migration: dict[str, str] = {}
         self.unprunable: list[str] = []
         # OpenFlow connections: (dpid, controller) -> conn number
@@ -458,7 +458,7 @@ class _Importer:
         except (binascii.Error, ValueError):
             raise _fail(self.where(rec), f"{rec.cls} {rec.label}: dp_event.packet is not base64",
                         "restore the packet bytes as STS wrote them") from None
-        intf = dp_event.get("interface") if isinstance(dp_event.get("interface"), dict) else {}
+        intf: dict[str, Any] = dp_event["interface"] if isinstance(dp_event.get("interface"), dict) else {}
         mac = None
         try:
             if isinstance(intf.get("hw_addr"), str):
@@ -590,7 +590,7 @@ class _Importer:
         return topo
 
     # ------------------------------------------------------------- emitting
-    def emit(self, rec: _Rec, cls: type, **fields: Any) -> ts.Event:
+    def emit(self, rec: _Rec, cls: type[ts.Event], **fields: Any) -> ts.Event:
         fields.update(seq=len(self.events), t=round(rec.time - self.t0, 6))
         if cls.is_input:
             self.next_input += 1
@@ -671,8 +671,8 @@ class _Importer:
         elif c in ("ControlMessageReceive", "ControlMessageSend"):
             self.openflow(rec)
         elif c == "CheckInvariants":
-            name = d.get("invariant_name") or d.get("invariant_check_name")
-            self.current_check = name if isinstance(name, str) else None
+            check_name = d.get("invariant_name") or d.get("invariant_check_name")
+            self.current_check = check_name if isinstance(check_name, str) else None
             if self.current_check and self.current_check not in self.checks:
                 self.checks.append(self.current_check)
             self.skip(rec, _NO_COUNTERPART[c])
@@ -841,7 +841,7 @@ class _Importer:
             if ev.is_input:
                 deps = sorted(set(self.deps[ev.id]), key=seq.__getitem__)  # type: ignore[attr-defined]
                 if deps:
-                    self.events[i] = replace(ev, deps=tuple(deps))
+                    self.events[i] = replace(ev, deps=tuple(deps))  # type: ignore[call-arg]  # an InputEvent
 
     # ------------------------------------------------------------- run
     def run(self) -> ImportReport:
