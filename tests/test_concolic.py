@@ -15,8 +15,8 @@ from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.apps.pyswitch import PySwitch, PySwitchFixed
 from netsleuth.nice.concolic import Domain, SymInt, Tracer, discover_packets, discover_stats, explore, instrument
+from netsleuth.nice.concolic.containers import SymDict, SymSet
 from netsleuth.nice.concolic.coverage import ArcTracer
-from netsleuth.nice.concolic.sym import SymDict, SymSet
 
 HOSTS = list(parse_topo("linear,3").hosts)  # h1..h3: MAC 1..3, IP 10.0.0.1..3
 H1, H2, H3 = HOSTS

@@ -25,10 +25,11 @@ import z3
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet
 from netsleuth.nice.app import App, ControllerAPI
+from netsleuth.nice.concolic.containers import instrument
 from netsleuth.nice.concolic.coverage import ArcTracer, Coverage
 from netsleuth.nice.concolic.engine import Exploration, explore
 from netsleuth.nice.concolic.packet import Domain, HostLike, SymPacket, concrete_packet, header_vars
-from netsleuth.nice.concolic.sym import SymInt, Tracer, instrument
+from netsleuth.nice.concolic.sym import SymInt, Tracer
 from netsleuth.nice.errors import ScenarioError
 from netsleuth.nice.state import pids_in_flight
 from netsleuth.nice.transitions import SENDPKT, STATS
