@@ -39,7 +39,7 @@ class Parser(argparse.ArgumentParser):
     Subcommand parsers are made with the parser's own class, so every level
     of ``netsleuth ... --help`` reports errors this way."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]  # self.exit never returns
         line = " ".join(message.split())
         if " -- fix: " not in line:
             line += f" -- fix: see `{self.prog} --help`"

@@ -41,7 +41,7 @@ def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:
     """
     clock = world.clock
     if e.t > clock.now():
-        clock.set(e.t)  # type: ignore[attr-defined]
+        clock.set(e.t)  # type: ignore[attr-defined]  # rebuilt Worlds run on a settable clock
     if isinstance(e, (ts.ControlToSwitch, ts.SwitchConnected)) and e.conn not in conns:
         conns[e.conn] = world.open_connection(e.dpid, e.controller)
         world.controllers_alive[e.controller] = True

@@ -234,12 +234,13 @@ class _Loop:
                 fn()
                 return
             except Resumed:
-                fn = self.host.run  # type: ignore[attr-defined]
+                fn = self.host.run  # type: ignore[attr-defined]  # an RB or plain runtime
 
     def _start(self) -> None:
         if isinstance(self.host, RBRuntime):
             self.host.start()
         else:
+            # an RB or plain runtime
             self.host.deliver(Entry(self.host.new_uid(), "start", self.name, self.name,  # type: ignore[attr-defined]
                                     Tags(0, 0, 0, self.name, START_OSEQ, "start", self.name, 0)))
 
@@ -253,7 +254,7 @@ class _Loop:
             self.sent += 1
         while self.timers and self.timers[0][0] <= now:
             _, _, e = heapq.heappop(self.timers)
-            self.host.deliver(e)  # type: ignore[attr-defined]
+            self.host.deliver(e)  # type: ignore[attr-defined]  # an RB or plain runtime
         nb = self.next_beacon
         if self.source and nb <= self.cfg.horizon and now >= self.t0 + nb * self.cfg.interval:
             self.next_beacon += 1
@@ -269,6 +270,7 @@ class _Loop:
                 if msg["t"] == "stop":
                     self.ctl.send(self._report())
                     if self.forker is not None:
+                        # fork checkpoints run with RB only
                         self.forker.discard_all(self.host)  # type: ignore[arg-type]
                     self.stopped = True
                     return
@@ -280,13 +282,14 @@ class _Loop:
                 continue
             sock = key.fileobj
             try:
-                chunk = sock.recv(65536)  # type: ignore[union-attr]
+                chunk = sock.recv(65536)  # type: ignore[union-attr]  # only sockets are registered
             except BlockingIOError:
                 continue
             if not chunk:
                 self.sel.unregister(sock)
                 continue
-            buf = self.bufs[sock.fileno()] + chunk  # type: ignore[union-attr]
+            buf = self.bufs[sock.fileno()] + chunk  # type: ignore[union-attr]  # only sockets are registered
+            # only sockets are registered
             *lines, self.bufs[sock.fileno()] = buf.split(b"\n")  # type: ignore[union-attr]
             for line in lines:
                 m = json.loads(line)
@@ -298,9 +301,10 @@ class _Loop:
         h = self.host
         if m["t"] == "msg":
             e = _entry(m["e"])
+            # an RB or plain runtime
             h.arrive(e) if isinstance(h, RBRuntime) else h.deliver(e)  # type: ignore[attr-defined]
         elif m["t"] == "anti":
-            h.anti(int(m["uid"]))  # type: ignore[attr-defined]
+            h.anti(int(m["uid"]))  # type: ignore[attr-defined]  # an RB or plain runtime
         elif m["t"] == "beacon":
             self._beacon(int(m["g"]), m["from"])
         elif m["t"] == "ext":
@@ -325,12 +329,14 @@ class _Loop:
         else:
             rec: dict[str, Any] = {"node": self.name, "group": 0, "oseq": len(self.recorded), "event": event}
             self.recorded.append(rec)
+            # an RB or plain runtime
             h.deliver(Entry(h.new_uid(), "ext", self.name, self.name,  # type: ignore[attr-defined]
                             Tags(0, 0, 0, self.name, rec["oseq"], "ext", self.name, 0), event))
 
     def _report(self) -> dict:
         h = self.host
         ext = h.ext_log if isinstance(h, RBRuntime) else self.recorded
+        # an RB or plain runtime
         return {"deliveries": h.delivery_sequence(), "routes": h.st.app.routes(),  # type: ignore[attr-defined]
                 "state": h.st.app.state(), "counters": h.counters, "externals": ext,
                 "forks": self.forks, "resumes": self.resumes}

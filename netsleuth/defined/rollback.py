@@ -225,6 +225,7 @@ class RBRuntime(NodeRuntime):
         c.rollbacks += 1
         c.rolled_back_deliveries += self.delivered - pos
         if self.checkpointer is None:
+            # the loop above stopped at a stored checkpoint
             self.st = NodeCheckpoint.restore(self.ckpts[pos])  # type: ignore[arg-type]
         else:
             # The checkpoint process takes over at the next run(), once this

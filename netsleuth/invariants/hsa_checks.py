@@ -235,7 +235,7 @@ class _Wanted:
         b = a.batch
         hosts = a.view.topology.hosts
         if hosts is not self.hosts:
-            self.__init__()  # type: ignore[misc]
+            self.__init__()  # type: ignore[misc]  # reset in place: shared by reference
             self.hosts = hosts
         live = set()
         for ing, src in sources:
@@ -290,7 +290,7 @@ _WANTED = _Wanted()
 
 def forget_memos() -> None:
     """Drop what the reachability check keeps between checks, so the next check runs cold (benchmarks)."""
-    _WANTED.__init__()  # type: ignore[misc]
+    _WANTED.__init__()  # type: ignore[misc]  # reset in place: shared by reference
     _MEMO_SETS.clear()
     _PAIR_MACS.clear()
 
@@ -342,7 +342,7 @@ class _PairJudge:
         comp = self.comp
         hosts = {h.name: h for h in a.view.topology.hosts}
         for dname, want in wanted.items():
-            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]
+            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]  # computed before the checks
             if missing and self._punt_ok:
                 missing -= self._punt_ok
             if not missing:
@@ -350,7 +350,7 @@ class _PairJudge:
             d = hosts[dname]
             for x in sorted(missing):
                 ing, src = owner[x]
-                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]
+                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]  # a Host
                     continue
                 slow.setdefault(ing, (src, []))[1].append(d)
         out: list[Finding] = []
@@ -392,6 +392,7 @@ class _PairJudge:
                     if d is None or d is src or comp.get(d.name, -2) != here:
                         continue
                     x = j | shifted
+                    # computed before the checks
                     if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
                         continue
                     slow.append(d)
@@ -410,6 +411,7 @@ class _PairJudge:
                                 f"they go to a controller that is not connected ({ing[0]})", (ing[0],)))
                         continue
                     x = j | shifted
+                    # computed before the checks
                     if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
                         continue
                     slow.append(d)

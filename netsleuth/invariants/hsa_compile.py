@@ -123,13 +123,14 @@ class PortIndex:
 
     def codes(self) -> tuple[int, ...]:
         if self._codes is None:
-            self._codes = tuple(sorted(set(self.ids.values())))  # type: ignore[union-attr]
+            self._codes = tuple(sorted(set(self.ids.values())))  # type: ignore[union-attr]  # ids is set on a fast port
         return self._codes
 
     def key_code(self) -> dict[int, int]:
         """packed key -> fast code (for classes of a finer pattern)."""
         if self._key_code is None:
-            keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]
+            keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]  # fast_mask is set with ids
+            # ids is set on a fast port
             self._key_code = {keys[j]: c for j, c in self.ids.items()}  # type: ignore[union-attr]
         return self._key_code
 
@@ -203,7 +204,7 @@ class CompiledSwitch:
     def entries(self) -> list:
         if self._entries is None:
             self._load()
-        return self._entries  # type: ignore[return-value]
+        return self._entries  # type: ignore[return-value]  # _load() set it
 
     table_entries = entries
 
@@ -211,7 +212,7 @@ class CompiledSwitch:
     def actions(self) -> list:
         if self._entries is None:
             self._load()
-        return self._actions  # type: ignore[return-value]
+        return self._actions  # type: ignore[return-value]  # _load() set it
 
     # ------------------------------------------------------------ validity
     def still_valid(self, switch: Switch) -> bool:
@@ -281,7 +282,7 @@ class CompiledSwitch:
             if self.table.version != self._version:
                 raise TableChanged("the flow table changed after this switch was compiled; "
                                    "call hsa_compile.compiled(switch) again")
-            j = interner(pi.fast_mask)[0].get(key)  # type: ignore[arg-type]
+            j = interner(pi.fast_mask)[0].get(key)  # type: ignore[arg-type]  # fast_mask is set with ids
             bucket = None if j is None else pi._buckets.get(j)
             return bucket[0] if bucket else None
         i = pi.groups[0].best.get(key) if pi.groups else None
@@ -292,7 +293,7 @@ class CompiledSwitch:
         pi = PortIndex()
         pats: dict[int, list[int]] = {}
         by_port = self._by_port
-        for src in (by_port.get(p), by_port.get(None)):  # type: ignore[union-attr]
+        for src in (by_port.get(p), by_port.get(None)):  # type: ignore[union-attr]  # built with the switch
             if src:
                 for w, lst in src.items():
                     cur = pats.get(w)
@@ -332,7 +333,7 @@ class CompiledSwitch:
                     key = packer(entries[i].match.values)
                     if key not in best:
                         best[key] = i
-            pi._groups.append(g)  # type: ignore[union-attr]
+            pi._groups.append(g)  # type: ignore[union-attr]  # a list while the port is built
         if not pats:
             pi.fast_mask = 0
             pi.ids = {}

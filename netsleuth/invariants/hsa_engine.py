@@ -266,14 +266,14 @@ def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int]) -> tuple[_Ba
             continue
         tag = tags[ing]
         mask = pi.fast_mask
-        out.masks[tag] = mask  # type: ignore[assignment]
+        out.masks[tag] = mask  # type: ignore[assignment]  # fast_mask is set with ids
         out.ids_at[tag] = pi.ids
         if pi.ids:
             xs = pi.memo.get(("ingress", tag))
             if xs is None:
                 shifted = tag << TAG_SHIFT
                 xs = pi.memo[("ingress", tag)] = [j | shifted for j in pi.ids]
-            by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]
+            by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
     for mask, frontier in by_mask.items():
         _run_batch(net, out, mask, frontier)
     return out, rest
@@ -346,15 +346,15 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
                         targets[(s, code)] = t
                     kind, where = t
                     if kind == 0:
-                        cur = nxt.get(where)  # type: ignore[call-overload]
+                        cur = nxt.get(where)  # type: ignore[call-overload]  # kind 0: a (switch, port)
                         if cur is None:
-                            nxt[where] = list(lst)  # type: ignore[index]
+                            nxt[where] = list(lst)  # type: ignore[index]  # kind 0: a (switch, port)
                         else:
                             cur.extend(lst)
                     elif kind == 1:
-                        cur = delivered.get(where)  # type: ignore[call-overload]
+                        cur = delivered.get(where)  # type: ignore[call-overload]  # kind 1: a host name
                         if cur is None:
-                            delivered[where] = list(lst)  # type: ignore[index]
+                            delivered[where] = list(lst)  # type: ignore[index]  # kind 1: a host name
                         else:
                             cur.extend(lst)
                     else:
@@ -471,6 +471,7 @@ class Analysis:
         by: dict[str, list[int]] = {}
         key = self.batch.key
         for x in xs:
+            # fast_mask is set with ids
             by.setdefault(why_sends_nothing(cs.hit_entry(p, key(x) & fm), p), []).append(x)  # type: ignore[operator]
         return list(by.items())
 

@@ -133,7 +133,7 @@ def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int)
     s.note_controller_deaths()
     loops_before = getattr(s, "_loops_seen", 0)
     loops = [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
-    s._loops_seen = len(loops)  # type: ignore[attr-defined]
+    s._loops_seen = len(loops)  # type: ignore[attr-defined]  # kept on the session between rounds
     observed_loop = len(loops) > loops_before and any(i.name == "dataplane-loops" for i in invariants)
     findings = registry.check(s.world.view(), invariants)
     outcome = tracker.update(step, findings)

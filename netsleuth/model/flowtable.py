@@ -361,6 +361,7 @@ class FlowTable:
         for e in self._timed.values():
             reason = e.expiry_reason(now)
             if reason is not None:
+                # an expiring entry has a deadline
                 expired.append((e.deadline(), e.rank(), e, reason))  # type: ignore[arg-type]
         expired.sort(key=lambda t: (t[0], t[1]))
         for _, _, e, _ in expired:

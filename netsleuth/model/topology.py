@@ -278,7 +278,7 @@ class Topology:
     @staticmethod
     def _parse_addr(host: str, field: str, value: object) -> int:
         if _is_int(value):
-            return value  # type: ignore[return-value]
+            return value  # type: ignore[return-value]  # _is_int checked it
         if isinstance(value, str):
             if field == "mac" and _MAC_RE.match(value):
                 return mac_to_int(value)

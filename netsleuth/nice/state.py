@@ -78,7 +78,7 @@ class MCSwitch(sw.Switch):
 
     def __init__(self, dpid: int, ports: Any, *, name: str = "", n_buffers: int = sw.DEFAULT_BUFFERS) -> None:
         super().__init__(dpid, ports, name=name, n_buffers=n_buffers)
-        self._recent_in = _NO_RECENT  # type: ignore[assignment]
+        self._recent_in = _NO_RECENT  # type: ignore[assignment]  # a stand-in that remembers nothing
         self._key: tuple | None = None
 
     def copy(self, *, table: bool, ports: bool) -> MCSwitch:

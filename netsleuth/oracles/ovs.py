@@ -275,6 +275,7 @@ class OvsSandbox:
 
     def _read_pid(self, name: str) -> int:
         try:
+            # dir is set once the sandbox started
             return int((self.dir / name).read_text().strip())  # type: ignore[operator]
         except (OSError, ValueError):
             raise OvsSandboxError(f"{name} was not written", "see the logs in the sandbox",

@@ -154,7 +154,7 @@ def reduce_trace(trace: ts.Trace, violation: int | None = None, *, at_end: bool 
         if name not in up:
             for t in live.values():
                 for seq in t.flow_mods:
-                    removed_by[seq] = ("lost in switch failure", None)  # type: ignore[assignment]
+                    removed_by[seq] = ("lost in switch failure", None)  # type: ignore[assignment]  # no removing event
 
     kept: list[KeptFlowMod] = []
     dropped: list[DroppedFlowMod] = []

@@ -146,7 +146,7 @@ class TableWalk:
         if t.entry.expiry_reason(now) is not None:
             return "expired"
         if touched:
-            cmd = flow_mod_command(e)  # type: ignore[arg-type]
+            cmd = flow_mod_command(e)  # type: ignore[arg-type]  # touched: a flow_mod
             return "deleted" if cmd.startswith("DELETE") else "overridden"
         return "expired"
 

@@ -328,7 +328,7 @@ def _link_tree(chain: list[Hop]) -> None:
         for c in chain[:h.index]:
             at = _emitted_at(c)
             if (c.node == h.from_node and at is not None and at < h.seq and h.from_port not in used.get(c.index, ())
-                    and (best is None or at < _emitted_at(best))):  # type: ignore[operator]
+                    and (best is None or at < _emitted_at(best))):  # type: ignore[operator]  # best was emitted
                 best = c
         if best is None:  # no hop there could have sent it (a host's first send, or state we could not see)
             continue
@@ -392,7 +392,7 @@ def _actions_text(msg: dict) -> str:
 def _destination(trace: ts.Trace, inj: ts.TrafficInjection, followed: str) -> str | None:
     sent = Packet.from_json(inj.packet)
     if followed == "arp" or isinstance(sent.l3, Arp):
-        ip = sent.l3.dst if isinstance(sent.l3, IPv4) else sent.l3.tpa  # type: ignore[union-attr]
+        ip = sent.l3.dst if isinstance(sent.l3, IPv4) else sent.l3.tpa  # type: ignore[union-attr]  # ARP here
         for h in trace.header.topology.get("hosts", []):
             if h.get("ip") == int_to_ip(ip):
                 return h["name"]
@@ -437,6 +437,7 @@ def _ends(chain: list[Hop], dst: str | None, loop: ts.Violation | None, loop_por
     if looped or loop is not None:
         path = " -> ".join(loop.details.get("path", [])) if loop is not None else ""
         first = looped[0] if looped else None
+        # loop is set when nothing looped
         where = f"back at {first.node} port {first.port} (t={first.t:.3f})" if first else loop.message  # type: ignore[union-attr]
         return "looped", f"{what} looped: {where}" + (f"; path {path}" if path else "") + also
     if delivered:
@@ -451,7 +452,7 @@ def _ends(chain: list[Hop], dst: str | None, loop: ts.Violation | None, loop_por
         first = drops[0]
         more = f" (and {len(drops) - 1} more copies)" if len(drops) > 1 else ""
         return "dropped", f"{what} was dropped at {first.node} (port {first.port} in, t={first.t:.3f}): " \
-                          f"{first.end['why']}{more}"  # type: ignore[index]
+                          f"{first.end['why']}{more}"  # type: ignore[index]  # a drop has an end
     return "dropped", f"{what} reached no destination"
 
 
@@ -459,7 +460,7 @@ def _is_ancestor(chain: list[Hop], a: int, b: int) -> bool:
     while b is not None:
         if b == a:
             return True
-        b = chain[b].parent  # type: ignore[assignment]
+        b = chain[b].parent  # type: ignore[assignment]  # stops at the root (None)
     return False
 
 

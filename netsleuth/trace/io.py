@@ -211,7 +211,7 @@ def iter_trace(path: PathLike) -> Iterator[Event]:
     """
     stream = _stream(path)
     next(stream)  # the header
-    return stream  # type: ignore[return-value]
+    return stream  # type: ignore[return-value]  # the header was taken: the rest are Events
 
 
 def read_trace(path: PathLike) -> Trace:
@@ -219,7 +219,7 @@ def read_trace(path: PathLike) -> Trace:
     stream = _stream(path)
     header = next(stream)
     assert isinstance(header, TraceHeader)
-    events: list[Event] = list(stream)  # type: ignore[arg-type]
+    events: list[Event] = list(stream)  # type: ignore[arg-type]  # the header was taken: the rest are Events
     return Trace(header, events)
 
 

@@ -606,7 +606,7 @@ class _Importer:
 
     def failure(self, rec: _Rec, cls: type, key: tuple[Any, ...], **fields: Any) -> None:
         ev = self.emit(rec, cls, **fields)
-        self.open_failure[key] = ev.id  # type: ignore[attr-defined]
+        self.open_failure[key] = ev.id  # type: ignore[attr-defined]  # failures are inputs: an InputEvent
 
     def recovery(self, rec: _Rec, cls: type, key: tuple[Any, ...], **fields: Any) -> None:
         dep = self.open_failure.pop(key, None)
@@ -700,7 +700,7 @@ class _Importer:
         prev = self.last_migration.get(host)
         ev = self.emit(rec, ts.HostMigration, deps=[prev] if prev else [], host=host, old_switch=old_sw,
                        old_port=old_port, new_switch=new_sw, new_port=new_port)
-        self.last_migration[host] = ev.id  # type: ignore[attr-defined]
+        self.last_migration[host] = ev.id  # type: ignore[attr-defined]  # a HostMigration is an InputEvent
 
     def traffic(self, rec: _Rec) -> None:
         dp_event = rec.d.get("dp_event")
@@ -816,7 +816,7 @@ class _Importer:
     # ------------------------------------------------------------- dependencies
     def link_dependent_labels(self) -> None:
         """STS ``A.dependent_labels = [B]`` (prune A => prune B) as ``B.deps`` containing A."""
-        seq = {e.id: e.seq for e in self.events if e.is_input}  # type: ignore[attr-defined]
+        seq = {e.id: e.seq for e in self.events if e.is_input}  # type: ignore[attr-defined]  # is_input: InputEvents
         dropped = flipped = 0
         for rec in self.records:
             for other in rec.d.get("dependent_labels") or ():
@@ -839,6 +839,7 @@ class _Importer:
                               "later event (deps always point backwards)")
         for i, ev in enumerate(self.events):
             if ev.is_input:
+                # is_input: an InputEvent
                 deps = sorted(set(self.deps[ev.id]), key=seq.__getitem__)  # type: ignore[attr-defined]
                 if deps:
                     self.events[i] = replace(ev, deps=tuple(deps))  # type: ignore[call-arg]  # an InputEvent
