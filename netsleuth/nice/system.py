@@ -209,7 +209,9 @@ class System:
         st.extra = (cfg.fault_budget if ({"drop", "duplicate", "link"} & self.faults) else 0, ())
         # Switches join at start, as in NICE (the handshake is not part of the search).
         for i, s in enumerate(st.switches):
-            join = lambda a, s=s: a.datapath_join(s.dpid, tuple(s.ports))  # noqa: E731  # s=s: this switch
+            def join(app: Any, s: Any = s) -> Any:  # s=s binds this switch, not the loop's last
+                return app.datapath_join(s.dpid, tuple(s.ports))
+
             self._run_handler(st, join, Effects(), i)
         return st
 
