@@ -1,6 +1,6 @@
 """The `netsleuth` command: argument parsing, progress, summaries. No logic.
 
-This is the only module that prints.  Exit codes never overlap, so a script
+It prints through netsleuth.console, like every command-line module.  Exit codes never overlap, so a script
 (or CI) can tell a finding from a failure:
 
 * 0: clean; 1: a violation or difference was found;
