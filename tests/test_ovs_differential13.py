@@ -91,7 +91,7 @@ from netsleuth.model.of13.meters import Band
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Emit, Pipeline13, PortState
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
-from netsleuth.oracles.ovs import OvsTraceError
+from netsleuth.oracles.ovs_text import OvsTraceError
 from netsleuth.oracles.ovs13 import Copy13, HeaderState, OvsSandbox13
 
 SEED = 20_251_125

@@ -18,10 +18,32 @@ from netsleuth.model.topology import parse_topo
 from netsleuth.model.packet import Packet, arp_request, icmp_echo, lldp_frame, udp_packet
 from netsleuth.trace.io import dumps_line
 from netsleuth.trace import (
-    EVENT_KINDS, ControllerEvent, ControlToController, ControlToSwitch, Event, InputEvent,
-    PacketArrival, PingResult, SwitchConnected, SwitchDisconnected, Trace, TraceHeader, TraceWriter,
-    TrafficInjection, Violation, event_from_json, event_kind, event_to_json, header_from_json,
-    header_to_json, iter_trace, of_fingerprint, packet_fingerprint, read_header, read_trace, write_trace,
+    EVENT_KINDS,
+    ControllerEvent,
+    ControlToController,
+    ControlToSwitch,
+    Event,
+    InputEvent,
+    PacketArrival,
+    PingResult,
+    SwitchConnected,
+    SwitchDisconnected,
+    Trace,
+    TraceHeader,
+    TraceWriter,
+    TrafficInjection,
+    Violation,
+    event_from_json,
+    event_kind,
+    event_to_json,
+    header_from_json,
+    header_to_json,
+    iter_trace,
+    of_fingerprint,
+    packet_fingerprint,
+    read_header,
+    read_trace,
+    write_trace,
 )
 
 

@@ -46,6 +46,7 @@ import pickle
 import struct
 import sys
 import traceback
+from typing import Any
 
 # os-ken 1.4.1 imports eventlet.wsgi.ALREADY_HANDLED, which newer eventlet
 # removed (the same shim as osken_main.py).
@@ -122,7 +123,7 @@ def _sort_key(x):
 
 # ---------------------------------------------------------------- the os-ken side
 StandInDatapath = None  # defined in _load_osken (needs os-ken imported)
-_REGISTRY = {}          # dpid -> stand-in datapath of the current request
+_REGISTRY: dict[int, Any] = {}  # dpid -> stand-in datapath of the current request
 
 
 def _datapath_ref(dpid):
@@ -154,7 +155,7 @@ class _StateUnpickler(pickle.Unpickler):
             return _datapath_ref(name)
         app = _app_manager.lookup_service_brick(name)
         if app is None:
-            raise pickle.UnpicklingError("app %r is not loaded" % (name,))
+            raise pickle.UnpicklingError(f"app {name!r} is not loaded")
         return app
 
 
@@ -221,7 +222,7 @@ def _load_osken(options=()):
     _StandInDatapath.__qualname__ = "StandInDatapath"
 
 
-_SENT = []
+_SENT: list[Any] = []
 
 
 class _ModelClock:
@@ -261,18 +262,18 @@ class Server:
         mgr = _app_manager.AppManager.get_instance()
         for mod in modules:
             if mgr.load_app(mod) is None:
-                raise UserError("module %r defines no OSKenApp subclass" % mod,
+                raise UserError(f"module {mod!r} defines no OSKenApp subclass",
                                 "name a module that defines an os-ken app (class deriving from OSKenApp)")
         mgr.load_apps(list(modules))
         for name, cls in mgr.applications_cls.items():
             versions = getattr(cls, "OFP_VERSIONS", None)
             if versions is not None and ofproto_v1_0.OFP_VERSION not in versions:
-                raise UserError("app %s (%s) does not speak OpenFlow 1.0, the version the model checker "
-                                "models" % (cls.__name__, name),
+                raise UserError(f"app {cls.__name__} ({name}) does not speak OpenFlow 1.0, the version the "
+                                "model checker models",
                                 "host an OpenFlow 1.0 app such as os_ken.app.simple_switch")
         for key, cls in mgr.contexts_cls.items():
             if not issubclass(cls, _app_manager.OSKenApp):
-                raise UserError("app context %r (%s) is not supported in the model checker" % (key, cls.__name__),
+                raise UserError(f"app context {key!r} ({cls.__name__}) is not supported in the model checker",
                                 "host apps without non-app _CONTEXTS, or run them with `netsleuth run`")
         contexts = mgr.create_contexts()
         for app_name, cls in mgr.applications_cls.items():
@@ -310,13 +311,13 @@ class Server:
                     try:
                         _StatePickler(io.BytesIO(), protocol=PROTOCOL).dump(v)
                     except Exception:
-                        where = "%s.%s" % (name, k)
+                        where = f"{name}.{k}"
                         break
                 if where != "?":
                     break
-            raise UserError("cannot save the state of the os-ken app(s): attribute %s: %s" % (where, exc),
+            raise UserError(f"cannot save the state of the os-ken app(s): attribute {where}: {exc}",
                             "the model checker saves app attributes with pickle; apps that keep threads, "
-                            "locks or sockets in their attributes cannot be model-checked")
+                            "locks or sockets in their attributes cannot be model-checked") from None
         key = tuple((name, freeze(attrs)) for name, attrs in sorted(blob.items()))
         return data, key
 
@@ -358,7 +359,7 @@ class Server:
         elif kind == "msg":
             dp = _REGISTRY.get(dpid)
             if dp is None:
-                raise UserError("message from switch %s, which has not joined" % dpid,
+                raise UserError(f"message from switch {dpid}, which has not joined",
                                 "deliver a join event first")
             self.receive(dp, data, errors)
         elif kind == "leave":
@@ -367,7 +368,7 @@ class Server:
                 dp.close()
                 self.drain(errors)
         else:
-            raise UserError("unknown event kind %r" % (kind,), "use join, msg or leave")
+            raise UserError(f"unknown event kind {kind!r}", "use join, msg or leave")
         new_state, key = self.save()
         # The datapaths' own state (os-ken's ofp_handler keeps dp.ports up to date from PORT_STATUS)
         # goes back with the app state, as plain tuples.
@@ -421,7 +422,7 @@ class Server:
             handler(ev)
         except Exception as exc:  # os-ken logs and swallows handler exceptions; so do we, and report them
             owner = getattr(getattr(handler, "__self__", None), "name", "?")
-            errors.append("%s.%s: %s: %s" % (owner, getattr(handler, "__name__", "handler"),
+            errors.append("{}.{}: {}: {}".format(owner, getattr(handler, "__name__", "handler"),
                                              type(exc).__name__, exc))
             traceback.print_exc(file=sys.stderr)
 
@@ -437,8 +438,8 @@ class UserError(Exception):
 
 def main():
     # stdout is the protocol channel: anything an app prints goes to stderr.
-    out = io.open(os.dup(sys.stdout.fileno()), "wb")
-    inp = io.open(os.dup(sys.stdin.fileno()), "rb")
+    out = open(os.dup(sys.stdout.fileno()), "wb")
+    inp = open(os.dup(sys.stdin.fileno()), "rb")
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_OSKEN_LOGLEVEL", "WARNING"))
     server = Server()
@@ -453,13 +454,13 @@ def main():
             elif op == "event":
                 resp = server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
             else:
-                raise UserError("unknown request %r" % (op,), "send init, event or quit")
+                raise UserError(f"unknown request {op!r}", "send init, event or quit")
         except UserError as exc:
             resp = {"error": exc.problem, "fix": exc.fix}
             if exc.import_error is not None:
                 resp["import_error"] = exc.import_error
         except Exception as exc:
-            resp = {"error": "%s: %s" % (type(exc).__name__, exc), "traceback": traceback.format_exc()}
+            resp = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         write_frame(out, resp)
 
 

@@ -39,7 +39,7 @@ class World(Network):
                  *, record_packets: bool = True, sw_version: str = __version__) -> None:
         super().__init__(topology, clock, record, record_packets=record_packets, sw_version=sw_version)
         self._next_input = 0
-        self._open_failure: dict[tuple, str] = {}   # what failed -> id of the failure input
+        self._open_failure: dict[tuple[Any, ...], str] = {}   # what failed -> id of the failure input
         self._last_migration: dict[str, str] = {}   # host -> id of its latest migration
         self._traffic_seq = 0
 
@@ -173,7 +173,7 @@ class World(Network):
             raise ValueError(f"unknown traffic kind {what!r}")
         ev = self._input(ts.TrafficInjection, host=src, packet=packet.to_json(), dst=dst)
         self.send_from_host(src, frames)
-        return ev.id
+        return ev.id  # type: ignore[no-any-return]  # an InputEvent id: a str
 
     def apply_recorded(self, e: ts.InputEvent) -> list[Effect]:
         """Apply an input event recorded in a trace (replay, minimization, rebuilt state).
@@ -222,7 +222,7 @@ class World(Network):
         else:
             frames = [packet]
         self.send_from_host(host, frames)
-        return ev.id
+        return ev.id  # type: ignore[no-any-return]  # an InputEvent id: a str
 
     # ------------------------------------------------------------ drops and delays
     def drop_next_packet(self, node: str, port: int) -> list[Effect]:

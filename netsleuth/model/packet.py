@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 import sys
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, final
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
@@ -68,6 +68,7 @@ class PacketError(NetsleuthError, ValueError):
 # header records
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class Vlan:
     """An 802.1Q tag (TPID 0x8100); the inner ethertype is ``Packet.eth_type``."""
@@ -77,6 +78,7 @@ class Vlan:
     cfi: int = 0
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class Arp:
     """ARP; ``sha``/``tha`` are ``hlen`` bytes wide and ``spa``/``tpa`` ``plen`` bytes wide."""
@@ -95,6 +97,7 @@ class Arp:
         return self.htype == 1 and self.ptype == ETH_IPV4 and self.hlen == 6 and self.plen == 4
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class IPv4:
     """IPv4 header.  ``total_length`` None: computed; set only when it disagrees with the bytes."""
@@ -112,6 +115,7 @@ class IPv4:
     total_length: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class ICMP:
     """ICMP header; ``ident``/``seq`` are the 4 bytes after the checksum whatever the type."""
@@ -123,6 +127,7 @@ class ICMP:
     csum: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class TCP:
     """TCP header; ``flags`` holds the 12 bits after the data offset (NS..FIN and reserved)."""
@@ -138,6 +143,7 @@ class TCP:
     csum: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class UDP:
     """UDP header.  ``length`` None: computed; set only when it disagrees with the bytes."""
@@ -148,6 +154,7 @@ class UDP:
     length: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class LLDP:
     """LLDPDU.  ``chassis_id``/``port_id`` are whole TLV values, subtype byte first;
@@ -275,8 +282,7 @@ class Packet:
         l4, payload = self.l4, self.payload
         if l4 is None:
             return payload
-        kind = type(l4)
-        if kind is TCP:
+        if type(l4) is TCP:
             opts = l4.options
             if len(opts) % 4 or len(opts) > 40:
                 raise PacketError(f"TCP options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
@@ -287,12 +293,11 @@ class Packet:
                             l4.flags & 0xFF, l4.window, 0, l4.urg) + opts + payload
             csum = l4.csum if l4.csum is not None else _l4_csum(ip, len(seg), seg)
             return seg[:16] + _U16.pack(csum) + seg[18:]
-        if kind is UDP:
+        if type(l4) is UDP:
             length = l4.length if l4.length is not None else 8 + len(payload)
             seg = _UDP.pack(l4.src_port, l4.dst_port, length, 0) + payload
-            csum = l4.csum
-            if csum is None:
-                csum = _l4_csum(ip, length, seg) or 0xFFFF  # 0 means "no checksum" in UDP
+            # 0 means "no checksum" in UDP
+            csum = l4.csum if l4.csum is not None else (_l4_csum(ip, length, seg) or 0xFFFF)
             return seg[:6] + _U16.pack(csum) + seg[8:]
         seg = _ICMP.pack(l4.type, l4.code, 0, l4.ident, l4.seq) + payload
         csum = l4.csum if l4.csum is not None else internet_checksum(seg)
@@ -543,7 +548,7 @@ class Packet:
 # parsing helpers (each returns (l3, l4, payload, trailer) or None)
 
 
-def _parse_ipv4(data: bytes, off: int) -> tuple | None:
+def _parse_ipv4(data: bytes, off: int) -> tuple[Any, ...] | None:
     n = len(data)
     if n - off < 20:
         return None
@@ -559,7 +564,7 @@ def _parse_ipv4(data: bytes, off: int) -> tuple | None:
     src_i, dst_i = _IP_ADDRS.unpack_from(data, off + 12)
     ip = IPv4(src_i, dst_i, proto, tos, ttl, ident, ff >> 13, frag, data[off + 20:off + hlen], csum, explicit_total)
     l4off = off + hlen
-    l4 = None
+    l4: TCP | UDP | ICMP | None = None
     if not frag:
         avail = end - l4off
         if proto == PROTO_TCP and avail >= 20:
@@ -580,7 +585,7 @@ def _parse_ipv4(data: bytes, off: int) -> tuple | None:
     return ip, l4, data[l4off:end], data[end:]
 
 
-def _parse_arp(data: bytes, off: int) -> tuple | None:
+def _parse_arp(data: bytes, off: int) -> tuple[Any, ...] | None:
     if len(data) - off < 8:
         return None
     htype, ptype, hlen, plen, op = _ARP_HEAD.unpack_from(data, off)
@@ -598,7 +603,7 @@ def _parse_arp(data: bytes, off: int) -> tuple | None:
     return Arp(op, sha, spa, tha, tpa, htype, ptype, hlen, plen), None, b"", data[end:]
 
 
-def _parse_lldp(data: bytes, off: int) -> tuple | None:
+def _parse_lldp(data: bytes, off: int) -> tuple[Any, ...] | None:
     n = len(data)
     values = []
     p = off
@@ -636,7 +641,7 @@ def _tlv(kind: int, value: bytes) -> bytes:
 
 def _snap_type(payload: bytes) -> int:
     if len(payload) >= 8 and payload[:6] == b"\xaa\xaa\x03\x00\x00\x00":
-        (t,) = _U16.unpack_from(payload, 6)
+        t: int = _U16.unpack_from(payload, 6)[0]
         if t >= 0x600:
             return t
     return DL_TYPE_NOT_ETH_TYPE

@@ -17,7 +17,7 @@ Spec forms (``app:`` prefix optional):
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from netsleuth.nice.app import App
 from netsleuth.nice.apps import energy_te as te

@@ -42,8 +42,9 @@ import struct
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.controllers.external import Lifeline, find_controller_python, import_error_for
 from netsleuth.controllers.spec import APP_KINDS, ControllerSpec, parse_controller
@@ -131,7 +132,7 @@ class HandlerServer:
         self.initial_state: bytes = b""
         self.initial_key: Any = None
 
-    def start(self) -> "HandlerServer":
+    def start(self) -> HandlerServer:
         try:
             # Under a guard (controllers/guard.py): the server dies with netsleuth even on SIGKILL.
             self._lifeline = Lifeline()
@@ -160,8 +161,8 @@ class HandlerServer:
             raise self._died("is not running")
         data = pickle.dumps(req, protocol=PROTOCOL)
         try:
-            proc.stdin.write(_LEN.pack(len(data)) + data)
-            proc.stdin.flush()
+            proc.stdin.write(_LEN.pack(len(data)) + data)  # type: ignore[union-attr]  # started with stdin=PIPE
+            proc.stdin.flush()  # type: ignore[union-attr]  # started with stdin=PIPE
             head = self._read(4, timeout)
             body = self._read(_LEN.unpack(head)[0], timeout)
         except (BrokenPipeError, EOFError):
@@ -180,7 +181,8 @@ class HandlerServer:
         return resp
 
     def _read(self, n: int, timeout: float) -> bytes:
-        fd = self.proc.stdout.fileno()
+        # only called while the server runs, started with stdout=PIPE
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         out = bytearray()
         deadline = time.monotonic() + timeout
         while len(out) < n:
@@ -224,7 +226,7 @@ class HandlerServer:
         try:
             if proc.poll() is None:
                 try:
-                    proc.stdin.close()
+                    proc.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE
                 except OSError:
                     pass
                 try:
@@ -288,7 +290,8 @@ def features_bytes(dpid: int, ports: tuple[int, ...]) -> bytes:
         s = sw.Switch(dpid, ports)
         req = ofp_parser.OFPFeaturesRequest(DATAPATH)
         req.xid = 0
-        b = _FEATURES[key] = codec.encode(s.handle_message(0, req, 0.0)[0].msg)
+        # the reply is a ToController
+        b = _FEATURES[key] = codec.encode(s.handle_message(0, req, 0.0)[0].msg)  # type: ignore[union-attr]
     return b
 
 
@@ -364,7 +367,7 @@ class OsKenApp(App):
                                  "build the app with load_osken_app() and keep the server open while checking")
         return srv
 
-    def copy(self) -> "OsKenApp":
+    def copy(self) -> OsKenApp:
         new = object.__new__(type(self))
         new.blob, new.skey, new.dps = self.blob, self.skey, self.dps  # immutable: share
         return new
