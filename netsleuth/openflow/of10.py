@@ -27,7 +27,6 @@ import struct
 from typing import Any, Callable
 
 from os_ken.lib import addrconv
-from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as parser
 
@@ -143,12 +142,7 @@ def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
 
 def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     _check_actions(data, start, end, xid)
-    actions = []
-    off = start
-    while off < end:
-        actions.append(parser.OFPAction.parser(data, off))
-        off += _ACTION_HEADER.unpack_from(data, off)[1]
-    return actions
+    return wire.parse_tl_list(data, start, end, parser.OFPAction.parser)
 
 
 _Decoder = wire.Decoder
@@ -175,7 +169,7 @@ def _decode_packet_out(data: bytes, xid: int) -> Any:
     end = ofp.OFP_PACKET_OUT_SIZE + actions_len
     if end > len(data):
         raise _W.bad_request(ofp.OFPBRC_BAD_LEN, f"PACKET_OUT actions_len {actions_len} runs past the message",
-                           data, xid)
+                             data, xid)
     actions = _parse_actions(data, ofp.OFP_PACKET_OUT_SIZE, end, xid)
     payload = data[end:] or None
     return _W.stamp(parser.OFPPacketOut(DATAPATH, buffer_id, in_port, actions, payload), data, xid)
@@ -325,7 +319,7 @@ _DECODERS: dict[int, Callable[[bytes, int], Any]] = {
     ofp.OFPT_BARRIER_REQUEST: _W.header_only(parser.OFPBarrierRequest),
     ofp.OFPT_BARRIER_REPLY: _W.header_only(parser.OFPBarrierReply),
     ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: _W.fixed(ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE, _decode_queue_get_config_request,
-                                              "QUEUE_GET_CONFIG_REQUEST"),
+                                                "QUEUE_GET_CONFIG_REQUEST"),
     ofp.OFPT_QUEUE_GET_CONFIG_REPLY: _decode_queue_get_config_reply,
 }
 
@@ -435,14 +429,7 @@ def _write_stats_reply(msg: Any) -> bytes:
 
 
 def _write_packet_out(msg: Any) -> bytes:
-    # Not os-ken's serialize: it writes data over the fixed part when there are
-    # no actions, and refuses data together with a buffer_id (which the wire allows).
-    data = msg.data
-    if isinstance(data, oslib_packet.Packet):
-        data.serialize()
-        data = data.data
-    actions = wire.serialize_list(msg.actions)
-    return _PACKET_OUT.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
+    return wire.packet_out_body(msg, _PACKET_OUT)
 
 
 _BODY_WRITERS: dict[type, Callable[[Any], bytes]] = {

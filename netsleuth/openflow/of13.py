@@ -29,7 +29,6 @@ import struct
 from typing import Any, Callable
 
 from os_ken.lib import addrconv
-from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_common, oxm_fields
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
@@ -170,7 +169,7 @@ def _check_oxm(data: bytes, off: int, end: int, xid: int, *, err_type: int, bad_
             raise _W.error(err_type, bad_field, f"unknown OpenFlow-basic OXM field {field}", data, xid)
         if length != size * (2 if hasmask else 1):
             raise _W.error(err_type, bad_len, f"OXM field {_BASIC_FIELD_NAME[field]} has length {length}, "
-                         f"expected {size * (2 if hasmask else 1)}", data, xid)
+                           f"expected {size * (2 if hasmask else 1)}", data, xid)
     else:
         if oxm_class == oxm_fields.OFPXMC_EXPERIMENTER and length < 4:
             raise _W.error(err_type, bad_len, "experimenter OXM field lacks its experimenter id", data, xid)
@@ -179,11 +178,11 @@ def _check_oxm(data: bytes, off: int, end: int, xid: int, *, err_type: int, bad_
             ofp.oxm_to_user(n, value, mask)
         except Exception as exc:  # noqa: BLE001 -- os-ken raises a bare Exception for a bad payload length
             raise _W.error(err_type, bad_field, f"unparseable OXM field class {oxm_class:#x}: {exc!r}",
-                         data, xid) from exc
+                           data, xid) from exc
     if seen is not None:
         if (oxm_class, field) in seen:
             raise _W.error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_DUP_FIELD,
-                         f"OXM field {_BASIC_FIELD_NAME.get(field, field)} appears twice in the match", data, xid)
+                           f"OXM field {_BASIC_FIELD_NAME.get(field, field)} appears twice in the match", data, xid)
         seen.add((oxm_class, field))
     return oxm_class, field, hasmask, _OXM.size + length
 
@@ -324,12 +323,7 @@ _EXPERIMENTER_ACTION = struct.Struct(ofp.OFP_ACTION_EXPERIMENTER_HEADER_PACK_STR
 
 def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     _check_actions(data, start, end, xid)
-    actions = []
-    off = start
-    while off < end:
-        actions.append(parser.OFPAction.parser(data, off))
-        off += _TL.unpack_from(data, off)[1]
-    return actions
+    return wire.parse_tl_list(data, start, end, parser.OFPAction.parser)
 
 
 def _bad_inst(code: int, problem: str, data: bytes, xid: int) -> CodecError:
@@ -359,12 +353,7 @@ def _check_instructions(data: bytes, start: int, end: int, xid: int) -> None:
 
 def _parse_instructions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     _check_instructions(data, start, end, xid)
-    out = []
-    off = start
-    while off < end:
-        out.append(parser.OFPInstruction.parser(data, off))
-        off += _TL.unpack_from(data, off)[1]
-    return out
+    return wire.parse_tl_list(data, start, end, parser.OFPInstruction.parser)
 
 
 def _check_buckets(data: bytes, start: int, end: int, xid: int) -> None:
@@ -372,11 +361,11 @@ def _check_buckets(data: bytes, start: int, end: int, xid: int) -> None:
     while off < end:
         if end - off < _BUCKET.size:
             raise _W.error(ofp.OFPET_GROUP_MOD_FAILED, ofp.OFPGMFC_BAD_BUCKET,
-                         f"{end - off} trailing bytes are not a bucket", data, xid)
+                           f"{end - off} trailing bytes are not a bucket", data, xid)
         (blen,) = struct.unpack_from("!H", data, off)
         if blen < _BUCKET.size or blen % 8 or off + blen > end:
             raise _W.error(ofp.OFPET_GROUP_MOD_FAILED, ofp.OFPGMFC_BAD_BUCKET, f"bucket has bad length {blen}",
-                         data, xid)
+                           data, xid)
         _check_actions(data, off + _BUCKET.size, off + blen, xid)
         off += blen
 
@@ -469,7 +458,7 @@ def _parse_table_features(data: bytes, start: int, end: int, xid: int) -> list[A
             features = parser.OFPTableFeaturesStats.parser(data, off)
         except (struct.error, AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
             raise _W.error(ofp.OFPET_TABLE_FEATURES_FAILED, ofp.OFPTFFC_BAD_LEN,
-                         f"os-ken could not parse ofp_table_features: {exc!r}", data, xid) from exc
+                           f"os-ken could not parse ofp_table_features: {exc!r}", data, xid) from exc
         out.append(features)
         off += features.length
     return out
@@ -703,7 +692,7 @@ def _decode_multipart_reply(data: bytes, xid: int) -> Any:
     elif mtype in records:
         if body % records[mtype]:
             raise _W.bad_len(f"multipart reply type {mtype} body is not whole {records[mtype]}-byte records",
-                           data, xid)
+                             data, xid)
     elif mtype == ofp.OFPMP_FLOW:
         _check_records(data, xid, mtype, len_at=0, minimum=ofp.OFP_FLOW_STATS_SIZE, inner=flow_stats)
     elif mtype == ofp.OFPMP_GROUP:
@@ -779,7 +768,7 @@ _DECODERS: dict[int, _Decoder] = {
                                       "FEATURES_REPLY"),
     ofp.OFPT_GET_CONFIG_REQUEST: _W.header_only(parser.OFPGetConfigRequest),
     ofp.OFPT_GET_CONFIG_REPLY: _W.fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _W.osken(parser.OFPGetConfigReply),
-                                      "GET_CONFIG_REPLY"),
+                                        "GET_CONFIG_REPLY"),
     ofp.OFPT_SET_CONFIG: _W.fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _decode_set_config, "SET_CONFIG"),
     ofp.OFPT_PACKET_IN: _decode_packet_in,
     ofp.OFPT_FLOW_REMOVED: _decode_flow_removed,
@@ -794,7 +783,7 @@ _DECODERS: dict[int, _Decoder] = {
     ofp.OFPT_BARRIER_REQUEST: _W.header_only(parser.OFPBarrierRequest),
     ofp.OFPT_BARRIER_REPLY: _W.header_only(parser.OFPBarrierReply),
     ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: _W.fixed(ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE,
-                                              _decode_queue_get_config_request, "QUEUE_GET_CONFIG_REQUEST"),
+                                                _decode_queue_get_config_request, "QUEUE_GET_CONFIG_REQUEST"),
     ofp.OFPT_QUEUE_GET_CONFIG_REPLY: _decode_queue_get_config_reply,
     ofp.OFPT_ROLE_REQUEST: _W.fixed(ofp.OFP_ROLE_REQUEST_SIZE, _decode_role_request, "ROLE_REQUEST"),
     ofp.OFPT_ROLE_REPLY: _W.fixed(ofp.OFP_ROLE_REQUEST_SIZE, _W.osken(parser.OFPRoleReply), "ROLE_REPLY"),
@@ -879,13 +868,7 @@ def _write_port_status(msg: Any) -> bytes:
 
 
 def _write_packet_out(msg: Any) -> bytes:
-    # Not os-ken's serialize: it refuses data together with a buffer_id, which the wire allows.
-    data = msg.data
-    if isinstance(data, oslib_packet.Packet):
-        data.serialize()
-        data = data.data
-    actions = wire.serialize_list(msg.actions)
-    return _PACKET_OUT.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
+    return wire.packet_out_body(msg, _PACKET_OUT)
 
 
 def _write_queue_get_config_reply(msg: Any) -> bytes:

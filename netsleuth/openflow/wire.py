@@ -18,16 +18,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from os_ken.lib import addrconv
+from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_v1_0 as _ofp
 
 from netsleuth.errors import CodecError
 
 __all__ = ["ERROR_DATA_LEN", "HEADER", "HEADER_SIZE", "Decoder", "Framing", "mac_bin", "pack_match",
-           "serialize_list", "text"]
+           "packet_out_body", "parse_tl_list", "serialize_list", "text"]
 
 ERROR_DATA_LEN = 64  # an error carries at least the first 64 bytes of the offending request
 HEADER = struct.Struct(_ofp.OFP_HEADER_PACK_STR)  # "!BBHI" in every OpenFlow version
 HEADER_SIZE = _ofp.OFP_HEADER_SIZE
+_TL = struct.Struct("!HH")  # the type/length head of an action or instruction
 
 # OpenFlow 1.0 and 1.3 give these the same numbers (type 1; codes 0, 1 and 6).
 _BAD_REQUEST = _ofp.OFPET_BAD_REQUEST
@@ -146,6 +148,31 @@ def serialize_list(items: Any) -> bytes:
     if len(buf) < off:  # os-ken leaves some trailing padding (a vendor action's, say) unwritten
         buf += bytes(off - len(buf))
     return bytes(buf)
+
+
+def parse_tl_list(data: bytes, start: int, end: int, parse: Callable[[bytes, int], Any]) -> list[Any]:
+    """Actions or instructions in ``data[start:end]`` (already checked), each read by os-ken's ``parse``."""
+    out = []
+    off = start
+    while off < end:
+        out.append(parse(data, off))
+        off += _TL.unpack_from(data, off)[1]
+    return out
+
+
+def packet_out_body(msg: Any, fixed: struct.Struct) -> bytes:
+    """A PACKET_OUT after its header: ``fixed`` (buffer_id, in_port, actions_len), actions, data.
+
+    Not os-ken's ``serialize``: it refuses data together with a buffer_id,
+    which the wire allows (and in 1.0 writes data over the fixed part when
+    there are no actions).
+    """
+    data = msg.data
+    if isinstance(data, oslib_packet.Packet):
+        data.serialize()
+        data = data.data
+    actions = serialize_list(msg.actions)
+    return fixed.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
 
 
 def pack_match(match: Any) -> bytes:
