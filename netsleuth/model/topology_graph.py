@@ -119,6 +119,14 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _first_free(start: int, taken: Callable[[int], bool]) -> int:
+    """The first number from ``start`` up that ``taken`` refuses (default names, dpids, addresses)."""
+    n = start
+    while taken(n):
+        n += 1
+    return n
+
+
 def _preview(names: Iterable[str], limit: int = 8) -> str:
     out: list[str] = []
     for i, name in enumerate(names):
@@ -193,23 +201,21 @@ class Topology:
                        "give every switch and host a unique name")
         return name
 
+    def _new_name(self, name: str | None, prefix: str, ordinal: int, what: str) -> str:
+        """``name`` checked, or by default ``<prefix><N>`` with N the first free number from ``ordinal``."""
+        if name is None:
+            return f"{prefix}{_first_free(ordinal, lambda n: f'{prefix}{n}' in self._kind)}"
+        return self._check_new_name(name, what)
+
     def add_switch(self, name: str | None = None, dpid: int | None = None) -> str:
         """Add a switch; defaults: name ``s<N>`` and dpid N (N = its number, skipping taken ones).
 
         Returns the switch name.
         """
         ordinal = len(self._dpid) + 1
-        if name is None:
-            n = ordinal
-            while f"s{n}" in self._kind:
-                n += 1
-            name = f"s{n}"
-        else:
-            self._check_new_name(name, "switch")
+        name = self._new_name(name, "s", ordinal, "switch")
         if dpid is None:
-            dpid = ordinal
-            while dpid in self._by_dpid:
-                dpid += 1
+            dpid = _first_free(ordinal, self._by_dpid.__contains__)
         elif not _is_int(dpid) or not 0 < dpid < 1 << 64:
             raise _err(f"switch {name}: dpid {dpid!r} is not an integer in 1..2^64-1",
                        "give a positive 64-bit datapath id (OVS refuses 0)")
@@ -231,23 +237,13 @@ class Topology:
         be given as ints or strings. Returns the host name.
         """
         ordinal = len(self._host) + 1
-        if name is None:
-            n = ordinal
-            while f"h{n}" in self._kind:
-                n += 1
-            name = f"h{n}"
-        else:
-            self._check_new_name(name, "host")
+        name = self._new_name(name, "h", ordinal, "host")
         if mac is None:
-            mac_i = ordinal
-            while mac_i in self._by_mac:
-                mac_i += 1
+            mac_i = _first_free(ordinal, self._by_mac.__contains__)
         else:
             mac_i = self._parse_addr(name, "mac", mac)
         if ip is None:
-            k = ordinal
-            while IP_BASE + k in self._by_ip:
-                k += 1
+            k = _first_free(ordinal, lambda k: IP_BASE + k in self._by_ip)
             if k >= 1 << 24:
                 raise _err(f"host {name}: no default address left in 10.0.0.0/8",
                            "give the host an explicit ip")
