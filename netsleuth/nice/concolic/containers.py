@@ -29,6 +29,17 @@ def _member(container: Any, x: Any) -> bool:
     return found
 
 
+def _pin(k: Any) -> Any:
+    """The concrete key a container stores for ``k``; a symbolic ``k`` records that it was pinned to it."""
+    if is_sym(k):
+        ck = concrete(k)
+        tr = tracer_of(k)
+        assert tr is not None  # k is symbolic (is_sym above)
+        tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
+        return ck
+    return k
+
+
 class SymDict(dict):
     """A dict whose lookups with symbolic keys record ``key in keys`` precisely.
 
@@ -90,34 +101,25 @@ class SymDict(dict):
             return dict.get(self, k, default)
         return self._value_of(k) if _member(self, k) else default
 
-    def _pin(self, k: Any) -> Any:
-        if is_sym(k):
-            ck = concrete(k)
-            tr = tracer_of(k)
-            assert tr is not None  # k is symbolic (is_sym above)
-            tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
-            return ck
-        return k
-
     def __setitem__(self, k: Any, v: Any) -> None:
-        dict.__setitem__(self, self._pin(k), v)
+        dict.__setitem__(self, _pin(k), v)
 
     def __delitem__(self, k: Any) -> None:
         if is_sym(k) and not _member(self, k):
             raise KeyError(concrete(k))
-        dict.__delitem__(self, self._pin(k))
+        dict.__delitem__(self, _pin(k))
 
     def pop(self, k: Any, *default: Any) -> Any:
         if is_sym(k) and not _member(self, k):
             if default:
                 return default[0]
             raise KeyError(concrete(k))
-        return dict.pop(self, self._pin(k), *default)
+        return dict.pop(self, _pin(k), *default)
 
     def setdefault(self, k: Any, default: Any = None) -> Any:
         if is_sym(k) and _member(self, k):
             return self._value_of(k)
-        return dict.setdefault(self, self._pin(k), default)
+        return dict.setdefault(self, _pin(k), default)
 
 
 class SymSet(set):
@@ -136,25 +138,16 @@ class SymSet(set):
             return _member(self, k)
         return set.__contains__(self, k)
 
-    def _pin(self, k: Any) -> Any:
-        if is_sym(k):
-            ck = concrete(k)
-            tr = tracer_of(k)
-            assert tr is not None  # k is symbolic (is_sym above)
-            tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
-            return ck
-        return k
-
     def add(self, k: Any) -> None:
-        set.add(self, self._pin(k))
+        set.add(self, _pin(k))
 
     def discard(self, k: Any) -> None:
-        set.discard(self, self._pin(k))
+        set.discard(self, _pin(k))
 
     def remove(self, k: Any) -> None:
         if is_sym(k) and not _member(self, k):
             raise KeyError(concrete(k))
-        set.remove(self, self._pin(k))
+        set.remove(self, _pin(k))
 
 
 def _wrap(value: Any, depth: int = 0) -> Any:
