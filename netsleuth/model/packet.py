@@ -199,6 +199,19 @@ def _l4_csum(ip: IPv4, length: int, segment: bytes) -> int:
 # header bytes (shared with the OpenFlow 1.3 frame, which writes these headers alike)
 
 
+def headers_to_json(d: dict[str, Any], l3: Any, l4: Any, payload: bytes, trailer: bytes,
+                    header_to_json: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """``d`` (a frame's Ethernet part in JSON) with its L3/L4 headers, payload and trailer added."""
+    if l3 is not None:
+        d["l3"] = header_to_json(l3)
+    if l4 is not None:
+        d["l4"] = header_to_json(l4)
+    d["payload"] = payload.hex()
+    if trailer:
+        d["trailer"] = trailer.hex()
+    return d
+
+
 def arp_bytes(arp: Arp, payload: bytes) -> bytes:
     """An ARP header, addresses at their declared widths, then ``payload``."""
     return (_ARP_HEAD.pack(arp.htype, arp.ptype, arp.hlen, arp.plen, arp.op)
@@ -544,14 +557,7 @@ class Packet:
         }
         if self.vlan is not None:
             d["vlan"] = {"vid": self.vlan.vid, "pcp": self.vlan.pcp, "cfi": self.vlan.cfi}
-        if self.l3 is not None:
-            d["l3"] = _header_to_json(self.l3)
-        if self.l4 is not None:
-            d["l4"] = _header_to_json(self.l4)
-        d["payload"] = self.payload.hex()
-        if self.trailer:
-            d["trailer"] = self.trailer.hex()
-        return d
+        return headers_to_json(d, self.l3, self.l4, self.payload, self.trailer, _header_to_json)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Packet:

@@ -29,8 +29,8 @@ from typing import Any
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.packet import (ETH_ARP, ETH_IPV4, ICMP, PROTO_ICMP, PROTO_TCP, PROTO_UDP, RAW, TCP, UDP, Arp,
-                                    IPv4, Packet, PacketError, arp_bytes, icmp_bytes, internet_checksum, ipv4_bytes,
-                                    parse_arp, parse_basic_l4, parse_ipv4, tcp_bytes)
+                                    IPv4, Packet, PacketError, arp_bytes, headers_to_json, icmp_bytes,
+                                    internet_checksum, ipv4_bytes, parse_arp, parse_basic_l4, parse_ipv4, tcp_bytes)
 from netsleuth.model.of13.headers import (ETH_IPV6, ICMPV6_TYPES_ND, MPLS_TYPES, PROTO_ICMPV6, PROTO_SCTP,
                                           SCTP, VLAN_TPIDS, ICMPv6, IPv6, MplsLabel, VlanTag, crc32c,
                                           exthdr_chain_len)
@@ -231,14 +231,7 @@ class Frame:
             d["tags"] = [{"vid": t.vid, "pcp": t.pcp, "cfi": t.cfi, "tpid": f"{t.tpid:#06x}"} for t in self.tags]
         if self.mpls:
             d["mpls"] = [{"label": m.label, "tc": m.tc, "bos": m.bos, "ttl": m.ttl} for m in self.mpls]
-        if self.l3 is not None:
-            d["l3"] = _header_to_json(self.l3)
-        if self.l4 is not None:
-            d["l4"] = _header_to_json(self.l4)
-        d["payload"] = self.payload.hex()
-        if self.trailer:
-            d["trailer"] = self.trailer.hex()
-        return d
+        return headers_to_json(d, self.l3, self.l4, self.payload, self.trailer, _header_to_json)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Frame:
