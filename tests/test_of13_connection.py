@@ -14,7 +14,8 @@ import socket
 import struct
 import subprocess
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp10
@@ -28,7 +29,14 @@ from netsleuth.model.packet import arp_request
 from netsleuth.openflow import codec
 from netsleuth.openflow.codec import DATAPATH, DATAPATH13
 from netsleuth.openflow.connection import (
-    Connected, ConnectionStateError, ErrorEvent, State, SwitchConnection, VersionMismatch, offered_versions)
+    Connected,
+    ConnectionStateError,
+    ErrorEvent,
+    State,
+    SwitchConnection,
+    VersionMismatch,
+    offered_versions,
+)
 
 
 def hello(version: int, bitmap: list[int] | None = None, xid: int = 1) -> bytes:
@@ -224,7 +232,7 @@ def _play_switch(sock: socket.socket, versions: tuple[int, ...], *, until: type,
     while time.monotonic() < deadline and conn.state is not State.CLOSED:
         try:
             data = sock.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             continue
         if not data:
             break

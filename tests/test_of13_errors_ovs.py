@@ -15,7 +15,8 @@ something the spec defines, the model follows the spec; those cases are in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from os_ken.ofproto import ofproto_protocol

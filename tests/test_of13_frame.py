@@ -20,8 +20,19 @@ from hypothesis import strategies as st
 from netsleuth.model.of13.fields import oxm_fields
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, MplsLabel, VlanTag, crc32c, walk_exthdrs
-from netsleuth.model.packet import (ICMP, TCP, UDP, Arp, IPv4, Packet, PacketError, Vlan, arp_request, icmp_echo,
-                                    lldp_frame, tcp_syn, udp_packet)
+from netsleuth.model.packet import (
+    TCP,
+    UDP,
+    IPv4,
+    Packet,
+    PacketError,
+    Vlan,
+    arp_request,
+    icmp_echo,
+    lldp_frame,
+    tcp_syn,
+    udp_packet,
+)
 
 A6 = lambda s: int(ipaddress.IPv6Address(s))  # noqa: E731
 TSHARK = shutil.which("tshark")

@@ -15,9 +15,25 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from netsleuth.model.of13 import stats
-from netsleuth.model.of13.actions import (CopyTtlIn, CopyTtlOut, DecMplsTtl, DecNwTtl, Group, Output, PopMpls,
-                                          PopVlan, PushMpls, PushVlan, SetField, SetMplsTtl, SetNwTtl, SetQueue,
-                                          action_from_ofp, action_to_ofp, apply)
+from netsleuth.model.of13.actions import (
+    CopyTtlIn,
+    CopyTtlOut,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopVlan,
+    PushMpls,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    SetQueue,
+    action_from_ofp,
+    action_to_ofp,
+    apply,
+)
 from netsleuth.model.of13.actionset import ActionSet
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.frame import Frame

@@ -80,19 +80,32 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from netsleuth.model.of13.actions import (Action, DecMplsTtl, DecNwTtl, Group, Output, PopMpls, PopVlan, PushMpls,
-                                          PushVlan, SetField, SetMplsTtl, SetNwTtl, render_action)
+from netsleuth.model.of13.actions import (
+    Action,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopVlan,
+    PushMpls,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    render_action,
+)
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket
-from netsleuth.model.of13.headers import ICMPv6, IPv6, MplsLabel, SCTP, VlanTag
+from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, MplsLabel, VlanTag
 from netsleuth.model.of13.instructions import FlowContext, Instructions
 from netsleuth.model.of13.meters import Band
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Emit, Pipeline13, PortState
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
-from netsleuth.oracles.ovs_text import OvsTraceError
 from netsleuth.oracles.ovs13 import Copy13, HeaderState, OvsSandbox13
+from netsleuth.oracles.ovs_text import OvsTraceError
 
 SEED = 20_251_125
 N_PORTS = 4

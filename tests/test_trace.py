@@ -14,9 +14,8 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as p
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.model.topology import parse_topo
 from netsleuth.model.packet import Packet, arp_request, icmp_echo, lldp_frame, udp_packet
-from netsleuth.trace.io import dumps_line
+from netsleuth.model.topology import parse_topo
 from netsleuth.trace import (
     EVENT_KINDS,
     ControllerEvent,
@@ -45,6 +44,7 @@ from netsleuth.trace import (
     read_trace,
     write_trace,
 )
+from netsleuth.trace.io import dumps_line
 
 
 # ----------------------------------------------------------------- helpers

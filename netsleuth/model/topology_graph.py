@@ -29,8 +29,9 @@ writing files (JSON, GraphML) is in :mod:`netsleuth.model.topology_io`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import networkx as nx
 

@@ -24,7 +24,8 @@ this module or :mod:`netsleuth.openflow.of13` by version.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.lib import addrconv
 from os_ken.ofproto import ofproto_v1_0 as ofp

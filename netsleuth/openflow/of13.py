@@ -26,7 +26,8 @@ OFPET_METER_MOD_FAILED/BAD_BAND or OFPET_TABLE_FEATURES_FAILED.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.lib import addrconv
 from os_ken.ofproto import ofproto_common, oxm_fields

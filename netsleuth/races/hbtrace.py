@@ -18,8 +18,9 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, FlowOp, HbEvent

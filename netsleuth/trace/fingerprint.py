@@ -29,7 +29,8 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp13
 

@@ -27,7 +27,8 @@ adds the file and line.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.packet import Packet

@@ -28,12 +28,45 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
-from netsleuth.model.packet import (ETH_ARP, ETH_IPV4, ICMP, PROTO_ICMP, PROTO_TCP, PROTO_UDP, RAW, TCP, UDP, Arp,
-                                    IPv4, Packet, PacketError, arp_bytes, headers_to_json, icmp_bytes,
-                                    internet_checksum, ipv4_bytes, parse_arp, parse_basic_l4, parse_ipv4, tcp_bytes)
-from netsleuth.model.of13.headers import (ETH_IPV6, ICMPV6_TYPES_ND, MPLS_TYPES, PROTO_ICMPV6, PROTO_SCTP,
-                                          SCTP, VLAN_TPIDS, ICMPv6, IPv6, MplsLabel, VlanTag, crc32c,
-                                          exthdr_chain_len)
+from netsleuth.model.of13.headers import (
+    ETH_IPV6,
+    ICMPV6_TYPES_ND,
+    MPLS_TYPES,
+    PROTO_ICMPV6,
+    PROTO_SCTP,
+    SCTP,
+    VLAN_TPIDS,
+    ICMPv6,
+    IPv6,
+    MplsLabel,
+    VlanTag,
+    crc32c,
+    exthdr_chain_len,
+)
+from netsleuth.model.packet import (
+    ETH_ARP,
+    ETH_IPV4,
+    ICMP,
+    PROTO_ICMP,
+    PROTO_TCP,
+    PROTO_UDP,
+    RAW,
+    TCP,
+    UDP,
+    Arp,
+    IPv4,
+    Packet,
+    PacketError,
+    arp_bytes,
+    headers_to_json,
+    icmp_bytes,
+    internet_checksum,
+    ipv4_bytes,
+    parse_arp,
+    parse_basic_l4,
+    parse_ipv4,
+    tcp_bytes,
+)
 
 _ETH = struct.Struct("!6s6sH")
 _U16 = struct.Struct("!H")
