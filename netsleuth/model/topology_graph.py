@@ -284,7 +284,7 @@ class Topology:
         raise _err(f"host {host}: {field} {value!r} is not valid", f"give an int or a string like {example}")
 
     def _node_kind(self, node: object) -> str:
-        kind = self._kind.get(node)  # type: ignore[arg-type]
+        kind = self._kind.get(node) if isinstance(node, str) else None  # nodes are named by str
         if kind is None:
             raise _err(f"{node!r} is not a switch or host of this topology",
                        f"use a known node (switches: {_preview(self._dpid)}; hosts: {_preview(self._host)})")
@@ -531,7 +531,8 @@ def _free_port(topo: Topology, node: str, reserved: dict[str, set[int]]) -> int:
 
 def _opt_int(value: Any, what: str) -> int | None:
     if value is None or _is_int(value):
-        return value
+        checked: int | None = value
+        return checked
     raise _err(f"topology JSON: {what} must be an integer, not {value!r}", JSON_FIX)
 
 

@@ -440,7 +440,7 @@ def _fp_out(v: Any) -> Any:
 def _fp_top_in(v: Any) -> tuple:
     if not isinstance(v, (list, tuple)):
         raise _Bad(f"must be a fingerprint (a list, possibly nested, of scalars), got {v!r:.80}")
-    return _fp_in(v)
+    return tuple(_fp_in(x) for x in v)
 
 
 def _fp_top_out(v: Any) -> Any:
