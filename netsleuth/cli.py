@@ -290,7 +290,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | ryu:<app or app.py>[,...] [--observe-links] | faucet:auto | '
-                        'cmd:"<command with {port}>" | tcp:HOST:PORT; repeat it and every switch connects to every controller')
+                        'cmd:"<command with {port}>" | tcp:HOST:PORT; '
+                        'repeat it and every switch connects to every controller')
     p.add_argument("--topo", required=True,
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
                         "fattree,K | FILE.json | FILE.graphml")

@@ -423,9 +423,9 @@ class Topology:
         g = nx.MultiGraph(name=self._name, spec=self._spec)
         g.add_nodes_from((n, {"kind": SWITCH, "dpid": d}) for n, d in self._dpid.items())
         g.add_nodes_from((h.name, {"kind": HOST, "mac": h.mac, "ip": h.ip}) for h in self._host.values())
-        g.add_edges_from((l.node1, l.node2, i, {"node1": l.node1, "port1": l.port1,
-                                                  "node2": l.node2, "port2": l.port2})
-                         for i, l in enumerate(self._links))
+        g.add_edges_from((link.node1, link.node2, i, {"node1": link.node1, "port1": link.port1,
+                                                        "node2": link.node2, "port2": link.port2})
+                         for i, link in enumerate(self._links))
         return g
 
     # ------------------------------------------------------------------ serialization
@@ -439,7 +439,7 @@ class Topology:
             "spec": self._spec,
             "switches": [{"name": n, "dpid": d} for n, d in self._dpid.items()],
             "hosts": [{"name": h.name, "mac": int_to_mac(h.mac), "ip": int_to_ip(h.ip)} for h in self._host.values()],
-            "links": [[l.node1, l.port1, l.node2, l.port2] for l in self._links],
+            "links": [[link.node1, link.port1, link.node2, link.port2] for link in self._links],
         }
 
     @classmethod
@@ -487,7 +487,10 @@ def _fill(explicit: list[int | None], make: Callable[[int], int] = lambda k: k) 
 def build_from_records(name: str, spec: str,
                        nodes: list[tuple[str, str, dict[str, Any]]],
                        links: list[tuple[str, int | None, str, int | None]]) -> Topology:
-    """Build from records (a JSON or GraphML file's); nodes; nodes are (name, kind, attrs) in order. Explicit values win over defaults."""
+    """Build from records (a JSON or GraphML file's); nodes are (name, kind, attrs) in order.
+
+    Explicit values win over defaults.
+    """
     switches = [(n, a.get("dpid")) for n, k, a in nodes if k == SWITCH]
     hosts = [(n, a.get("mac"), a.get("ip")) for n, k, a in nodes if k == HOST]
     for n, k, _ in nodes:
@@ -498,9 +501,9 @@ def build_from_records(name: str, spec: str,
     ips = _fill([None if i is None else Topology._parse_addr(n, "ip", i) for n, _, i in hosts],
                 lambda k: IP_BASE + k)
     topo = Topology(name, spec)
-    for (n, _), d in zip(switches, dpids):
+    for (n, _), d in zip(switches, dpids, strict=True):
         topo.add_switch(n, d)
-    for (n, _, _), m, i in zip(hosts, macs, ips):
+    for (n, _, _), m, i in zip(hosts, macs, ips, strict=True):
         topo.add_host(n, m, i)
     # Auto ports skip the ports other links name explicitly.
     reserved: dict[str, set[int]] = {}

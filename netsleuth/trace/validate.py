@@ -304,7 +304,7 @@ class TraceValidator:
     def _link(self, e: Any) -> None:
         topo = self._topo("link")
         ends = {(e.node1, e.port1), (e.node2, e.port2)}
-        if not any({(l.node1, l.port1), (l.node2, l.port2)} == ends for l in topo.links):
+        if not any({(link.node1, link.port1), (link.node2, link.port2)} == ends for link in topo.links):
             raise _bad(f"link {e.node1}:{e.port1}-{e.node2}:{e.port2} is not a link of the trace's topology",
                        "name both ends of a link in the header's topology, or re-record the trace")
 
