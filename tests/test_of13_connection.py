@@ -181,9 +181,10 @@ def osken(request: pytest.FixtureRequest) -> Iterator[Any]:
         while True:
             try:
                 return socket.create_connection(("127.0.0.1", port), timeout=1)
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{app} did not listen: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                    stderr = proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+                    raise RuntimeError(f"{app} did not listen: {stderr}") from exc
                 time.sleep(0.1)
 
     yield start

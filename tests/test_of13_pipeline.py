@@ -195,7 +195,8 @@ def test_modify_never_adds_and_filters_by_cookie() -> None:
     assert len(p.tables) == 0
     p.add_flow(0, OxmMatch.build(in_port=1), 5, Instructions(), cookie=0x11)
     p.add_flow(0, OxmMatch.build(in_port=2), 5, Instructions(), cookie=0x22)
-    changed = p.modify_flows(0, OxmMatch(), Instructions.actions(Output(3)), strict=False, cookie=0x20, cookie_mask=0xF0)
+    changed = p.modify_flows(0, OxmMatch(), Instructions.actions(Output(3)), strict=False,
+                             cookie=0x20, cookie_mask=0xF0)
     assert [e.cookie for e in changed] == [0x22]
     assert p.modify_flows(0, OxmMatch(), Instructions(), strict=True, priority=5) == []  # strict: exact match only
 

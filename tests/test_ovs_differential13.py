@@ -526,7 +526,8 @@ def random_packet_out(rng: random.Random, groups: list[int], in_port: int) -> li
             acts.append(SetField(rng.choice(["eth_src", "eth_dst"]), rng.choice(MACS[:4])))
         elif pick == 1 and not pushed:
             pushed = True
-            acts += [PushVlan(), SetField("vlan_vid", 0x1000 | rng.choice(VIDS)), SetField("vlan_pcp", rng.randrange(8))]
+            acts += [PushVlan(), SetField("vlan_vid", 0x1000 | rng.choice(VIDS)),
+                     SetField("vlan_pcp", rng.randrange(8))]
         elif pick == 2 and groups:
             acts.append(Group(rng.choice(groups)))
         elif pick in (3, 4):
@@ -619,7 +620,8 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
     assert not failures, (f"{len(failures)} of {counts['cases']} cases disagree (all in {tmp_path}/failures.txt); "
                           "first:\n" + "\n".join(failures[:2]))
     assert counts["cases"] >= MIN_CASES
-    for category in ("kind:packet-out", "kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls", "kind:sctp", "tags:2",
+    for category in ("kind:packet-out", "kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls",
+                     "kind:sctp", "tags:2",
                      "ended:table-miss", "ended:done", "ended:table-miss+action-set", "multi-table", "out:controller",
                      "out:port", "out:modified", "out:mpls", "out:tags:2", "copies:many", "group:1", "group:2",
                      "group:3", "group:0", "group:watch_group", "group:select-many", "metered",

@@ -110,7 +110,8 @@ def test_1_3_messages_and_fingerprints_survive_the_trace_file(tmp_path: Path) ->
                             tool_version="0.1.0", command="test")
     write_trace(tmp_path / "t.jsonl", ts.Trace(header, events))
     back = read_trace(tmp_path / "t.jsonl").events
-    msgs = [(a, b) for a, b in zip(events, back) if isinstance(a, (ts.ControlToSwitch, ts.ControlToController))]
+    msgs = [(a, b) for a, b in zip(events, back, strict=True)
+            if isinstance(a, (ts.ControlToSwitch, ts.ControlToController))]
     assert len(msgs) == len([e for e in events if hasattr(e, "msg")])
     for recorded, read in msgs:
         assert read.msg == recorded.msg and read.fp == recorded.fp == of_fingerprint(read.msg)
