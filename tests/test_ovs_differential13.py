@@ -239,6 +239,27 @@ def random_probe(rng: random.Random, max_tags: int) -> tuple[str, Frame]:
 
 # --------------------------------------------------------------------- pipelines
 def random_match(rng: random.Random, table: int) -> dict[str, Any]:
+    """A random match: layer 2 fields, then an eth_type and the fields of that protocol.
+
+    The helpers fill ``f`` in place, in a fixed order, so a seed gives the same matches.
+    """
+    f = _random_l2_fields(rng, table)
+    et = rng.choice([None, None, 0x0800, 0x0800, 0x0800, 0x86DD, 0x86DD, 0x0806, 0x8847])
+    if et is None:
+        return f
+    f["eth_type"] = et
+    if et == 0x0800:
+        _random_ipv4_fields(rng, f)
+    elif et == 0x86DD:
+        _random_ipv6_fields(rng, f)
+    elif et == 0x0806:
+        _random_arp_fields(rng, f)
+    else:
+        _random_mpls_fields(rng, f)
+    return f
+
+
+def _random_l2_fields(rng: random.Random, table: int) -> dict[str, Any]:
     f: dict[str, Any] = {}
     if rng.random() < 0.25:
         f["in_port"] = rng.randint(1, N_PORTS)
@@ -254,60 +275,64 @@ def random_match(rng: random.Random, table: int) -> dict[str, Any]:
         f["vlan_vid"] = vid
         if vid and rng.random() < 0.3:
             f["vlan_pcp"] = rng.randrange(8)
-    et = rng.choice([None, None, 0x0800, 0x0800, 0x0800, 0x86DD, 0x86DD, 0x0806, 0x8847])
-    if et is None:
-        return f
-    f["eth_type"] = et
-    if et == 0x0800:
-        for name in ("ipv4_src", "ipv4_dst"):
-            if rng.random() < 0.3:
-                f[name] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([8, 24, 32])}"
-        if rng.random() < 0.1:
-            f["ip_dscp"] = rng.randrange(64)
-        if rng.random() < 0.1:
-            f["ip_ecn"] = rng.randrange(4)
-        if rng.random() < 0.5:
-            proto = rng.choice([6, 17, 1, 132])
-            f["ip_proto"] = proto
-            if proto == 1:
-                if rng.random() < 0.4:
-                    f["icmpv4_type"] = rng.choice([0, 8, 3])
-            else:
-                prefix = {6: "tcp", 17: "udp", 132: "sctp"}[proto]
-                for side in ("src", "dst"):
-                    if rng.random() < 0.35:
-                        f[f"{prefix}_{side}"] = rng.choice(TP_PORTS)
-    elif et == 0x86DD:
-        for name in ("ipv6_src", "ipv6_dst"):
-            if rng.random() < 0.3:
-                f[name] = f"{ipaddress.IPv6Address(rng.choice(IP6))}/{rng.choice([16, 64, 128])}"
-        if rng.random() < 0.1:
-            f["ipv6_flabel"] = (rng.choice([0, 0x12345, 7]) & 0xF, 0xF)
-        if rng.random() < 0.5:
-            proto = rng.choice([6, 17, 58, 58])
-            f["ip_proto"] = proto
-            if proto == 58 and rng.random() < 0.6:
-                t = rng.choice([128, 135, 136])
-                f["icmpv6_type"] = t
-                if t in (135, 136) and rng.random() < 0.4:
-                    f["ipv6_nd_target"] = str(ipaddress.IPv6Address(rng.choice(IP6)))
-                if t == 135 and rng.random() < 0.3:
-                    f["ipv6_nd_sll"] = rng.choice(MACS[:4])
-            elif proto in (6, 17) and rng.random() < 0.4:
-                f[("tcp" if proto == 6 else "udp") + "_dst"] = rng.choice(TP_PORTS)
-    elif et == 0x0806:
-        if rng.random() < 0.4:
-            f["arp_op"] = rng.choice([1, 2])
-        if rng.random() < 0.3:
-            f["arp_tpa"] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([24, 32])}"
-    else:
-        if rng.random() < 0.5:
-            f["mpls_label"] = rng.choice(LABELS)
-        if rng.random() < 0.2:
-            f["mpls_tc"] = rng.randrange(8)
-        if rng.random() < 0.2:
-            f["mpls_bos"] = 1
     return f
+
+
+def _random_ipv4_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    for name in ("ipv4_src", "ipv4_dst"):
+        if rng.random() < 0.3:
+            f[name] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([8, 24, 32])}"
+    if rng.random() < 0.1:
+        f["ip_dscp"] = rng.randrange(64)
+    if rng.random() < 0.1:
+        f["ip_ecn"] = rng.randrange(4)
+    if rng.random() < 0.5:
+        proto = rng.choice([6, 17, 1, 132])
+        f["ip_proto"] = proto
+        if proto == 1:
+            if rng.random() < 0.4:
+                f["icmpv4_type"] = rng.choice([0, 8, 3])
+        else:
+            prefix = {6: "tcp", 17: "udp", 132: "sctp"}[proto]
+            for side in ("src", "dst"):
+                if rng.random() < 0.35:
+                    f[f"{prefix}_{side}"] = rng.choice(TP_PORTS)
+
+
+def _random_ipv6_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    for name in ("ipv6_src", "ipv6_dst"):
+        if rng.random() < 0.3:
+            f[name] = f"{ipaddress.IPv6Address(rng.choice(IP6))}/{rng.choice([16, 64, 128])}"
+    if rng.random() < 0.1:
+        f["ipv6_flabel"] = (rng.choice([0, 0x12345, 7]) & 0xF, 0xF)
+    if rng.random() < 0.5:
+        proto = rng.choice([6, 17, 58, 58])
+        f["ip_proto"] = proto
+        if proto == 58 and rng.random() < 0.6:
+            t = rng.choice([128, 135, 136])
+            f["icmpv6_type"] = t
+            if t in (135, 136) and rng.random() < 0.4:
+                f["ipv6_nd_target"] = str(ipaddress.IPv6Address(rng.choice(IP6)))
+            if t == 135 and rng.random() < 0.3:
+                f["ipv6_nd_sll"] = rng.choice(MACS[:4])
+        elif proto in (6, 17) and rng.random() < 0.4:
+            f[("tcp" if proto == 6 else "udp") + "_dst"] = rng.choice(TP_PORTS)
+
+
+def _random_arp_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    if rng.random() < 0.4:
+        f["arp_op"] = rng.choice([1, 2])
+    if rng.random() < 0.3:
+        f["arp_tpa"] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([24, 32])}"
+
+
+def _random_mpls_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    if rng.random() < 0.5:
+        f["mpls_label"] = rng.choice(LABELS)
+    if rng.random() < 0.2:
+        f["mpls_tc"] = rng.randrange(8)
+    if rng.random() < 0.2:
+        f["mpls_bos"] = 1
 
 
 class Gen:
@@ -343,9 +368,11 @@ class Gen:
                         lambda: [SetField("vlan_pcp", rng.randrange(8))]]
         if et in (0x0800, 0x86DD):
             choices += [lambda: [DecNwTtl()], lambda: [SetNwTtl(rng.randint(10, 99))],
-                        lambda: [SetField("ip_dscp", rng.randrange(64))], lambda: [SetField("ip_ecn", rng.randrange(4))]]
+                        lambda: [SetField("ip_dscp", rng.randrange(64))],
+                        lambda: [SetField("ip_ecn", rng.randrange(4))]]
         if et == 0x0800:
-            choices += [lambda: [SetField("ipv4_src", rng.choice(IP4))], lambda: [SetField("ipv4_dst", rng.choice(IP4))]]
+            choices += [lambda: [SetField("ipv4_src", rng.choice(IP4))],
+                        lambda: [SetField("ipv4_dst", rng.choice(IP4))]]
             if not pushed[1]:
                 choices.append("push_mpls")
             if proto in (6, 17, 132):
@@ -354,7 +381,8 @@ class Gen:
             if proto == 1:
                 choices.append(lambda: [SetField(rng.choice(["icmpv4_type", "icmpv4_code"]), rng.randrange(4))])
         if et == 0x86DD:
-            choices += [lambda: [SetField("ipv6_src", rng.choice(IP6))], lambda: [SetField("ipv6_dst", rng.choice(IP6))],
+            choices += [lambda: [SetField("ipv6_src", rng.choice(IP6))],
+                        lambda: [SetField("ipv6_dst", rng.choice(IP6))],
                         lambda: [SetField("ipv6_flabel", rng.choice([1, 0xABCDE]))]]
             if proto in (6, 17):
                 choices.append(lambda: [SetField(("tcp" if proto == 6 else "udp") + "_src", rng.choice(TP_PORTS))])
@@ -363,11 +391,13 @@ class Gen:
             if ctx.exact.get("icmpv6_type") == 135:
                 choices.append(lambda: [SetField("ipv6_nd_sll", rng.choice(MACS[:4]))])
         if et == 0x0806:
-            choices += [lambda: [SetField("arp_op", rng.choice([1, 2]))], lambda: [SetField("arp_spa", rng.choice(IP4))],
+            choices += [lambda: [SetField("arp_op", rng.choice([1, 2]))],
+                        lambda: [SetField("arp_spa", rng.choice(IP4))],
                         lambda: [SetField("arp_tha", rng.choice(MACS[:4]))]]
         if et == 0x8847:
             choices += [lambda: [DecMplsTtl()], lambda: [SetMplsTtl(rng.randint(10, 99))],
-                        lambda: [SetField("mpls_label", rng.choice(LABELS))], lambda: [SetField("mpls_tc", rng.randrange(8))]]
+                        lambda: [SetField("mpls_label", rng.choice(LABELS))],
+                        lambda: [SetField("mpls_tc", rng.randrange(8))]]
         pick = rng.choice(choices)
         if pick == "push_vlan":
             pushed[0] = True
