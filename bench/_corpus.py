@@ -1,4 +1,9 @@
-"""The SDNRacer corpus the race and clustering benchmarks run over (shared/data/sdnracer)."""
+"""The SDNRacer trace corpus the race and clustering benchmarks run over, read from beside the checkout.
+
+It holds ``traces/*.hb.json`` (happens-before traces recorded with SDNRacer on
+POX, Floodlight and ONOS applications) and ``reference.json`` (the race and
+cluster counts SDNRacer and BigBug report for them).
+"""
 
 from __future__ import annotations
 

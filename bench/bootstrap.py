@@ -112,9 +112,9 @@ def _listen_overflows() -> int | None:
         lines = Path("/proc/net/netstat").read_text().splitlines()
     except OSError:
         return None
-    for names, values in zip(lines[::2], lines[1::2]):
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
         if names.startswith("TcpExt:"):
-            table = dict(zip(names.split()[1:], values.split()[1:]))
+            table = dict(zip(names.split()[1:], values.split()[1:], strict=False))
             return int(table.get("ListenOverflows", 0))
     return None
 
@@ -164,7 +164,7 @@ async def _drive(world, endpoint: tuple[str, int], controller, args, out: dict) 
         out["settled"] = await rt.settle(0.3, timeout=min(30.0, args.timeout))
 
         # ---- link failures
-        sw_links = [l for l in topo.links if topo.is_switch(l.node1) and topo.is_switch(l.node2)]
+        sw_links = [lk for lk in topo.links if topo.is_switch(lk.node1) and topo.is_switch(lk.node2)]
         n_fail = max(1, round(len(sw_links) * args.fail_fraction))
         chosen = random.Random(args.seed).sample(sw_links, n_fail)
         expected = 2 * n_fail
@@ -218,7 +218,7 @@ def run_one(k: int, args: argparse.Namespace) -> dict:
     out: dict = {"k": k}
     t_build = time.monotonic()
     topo = parse_topo(spec_text)
-    sw_links = sum(1 for l in topo.links if topo.is_switch(l.node1) and topo.is_switch(l.node2))
+    sw_links = sum(1 for lk in topo.links if topo.is_switch(lk.node1) and topo.is_switch(lk.node2))
     out.update(switches=len(topo.switches), hosts=len(topo.hosts), links=len(topo.links),
                switch_links=sw_links, switch_ports=sum(s.num_ports for s in topo.switches))
     tmp = Path(tempfile.mkdtemp(prefix=f"netsleuth-bench-k{k}-"))
@@ -311,7 +311,7 @@ def run_child(k: int, args: argparse.Namespace) -> dict:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=ROOT)
     except subprocess.TimeoutExpired:
         return {"k": k, "error": f"child timed out after {limit}s"}
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
     if p.returncode != 0 or not lines:
         return {"k": k, "error": f"child exited {p.returncode}: {p.stderr.strip()[-800:]}"}
     return json.loads(lines[-1])

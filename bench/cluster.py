@@ -1,6 +1,6 @@
 """BigBug clustering benchmark: seconds per SDNRacer trace, and agreement with the original BigBug.
 
-For every ``*.hb.json`` in the corpus (default ``../shared/data/sdnracer/traces``)
+For every ``*.hb.json`` in the corpus (by default the SDNRacer trace corpus beside the checkout; ``--corpus DIR``)
 this runs :func:`netsleuth.races.cluster_job.cluster_races` (race detection
 included; best of ``--repeat`` runs in this process), prints a rich table
 (race detection / subgraphs / features / clustering and ranking / total
@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         short = r["trace"].replace("Topology", "").replace("-steps200", "")
         sizes = ",".join(map(str, r["cluster_sizes"]))
         table.add_row(short, str(r["events"]), f"{ph.get('races', 0):.3f}", f"{ph['subgraphs']:.3f}",
-                      f"{ph['features']:.3f}", f"{ph['clustering'] + ph['ranking']:.3f}", f"{r['seconds']:.3f}", str(r["races"]), str(r["iso_clusters"]), str(r["final_clusters"]),
+                      f"{ph['features']:.3f}", f"{ph['clustering'] + ph['ranking']:.3f}", f"{r['seconds']:.3f}",
+                      str(r["races"]), str(r["iso_clusters"]), str(r["final_clusters"]),
                       sizes if len(sizes) < 24 else sizes[:21] + "...",
                       "-" if agree is None else ("yes" if agree else "NO"))
     total = sum(r["seconds"] for r in rows)

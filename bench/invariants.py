@@ -56,8 +56,8 @@ if str(ROOT) not in sys.path:
 from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
 
 from netsleuth.invariants import hsa_checks as H  # noqa: E402
-from netsleuth.invariants import hsa_engine as E  # noqa: E402
 from netsleuth.invariants import hsa_compile as C  # noqa: E402
+from netsleuth.invariants import hsa_engine as E  # noqa: E402
 from netsleuth.invariants.view import NetworkView  # noqa: E402
 from netsleuth.model.actions import Output  # noqa: E402
 from netsleuth.model.flowtable import FlowTable  # noqa: E402
@@ -310,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title="header-space check (loops + blackholes + reachability), simple_switch-style flows")
     for col in ("K", "switches", "hosts", "rules", "all pairs", "build s", "flow_mod µs (old)", "cold s",
                 "cold s (old)", "warm s",
-                "warm: analyze/loops/holes/reach s", "warm (entry scan) s", "incr. s", "general s", "findings", "RSS MB"):
+                "warm: analyze/loops/holes/reach s", "warm (entry scan) s", "incr. s",
+                "general s", "findings", "RSS MB"):
         table.add_column(col, justify="right")
     for r in rows:
         if "error" in r:

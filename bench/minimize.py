@@ -62,7 +62,8 @@ def main() -> int:
     for col in ("executor", "wall s", "inputs", "replays", "inputs replayed", "1-minimal"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["executor"], str(r["wall_s"]), f"{r['inputs_before']} -> {r['inputs_after']}", str(r["replays"]),
+        table.add_row(r["executor"], str(r["wall_s"]), f"{r['inputs_before']} -> {r['inputs_after']}",
+                      str(r["replays"]),
                       str(r["inputs_replayed"]), str(r["one_minimal"]))
     table.add_row("STS (thesis)", "1796", "29 -> 3", "", "", "")
     console.print(table)

@@ -121,12 +121,13 @@ def main() -> int:
         table.add_column(col, justify="right")
     for r in rows:
         nt, nu, ntime = NICE.get(r["pings"], ("", "", ""))
-        table.add_row(str(r["pings"]), r["hash"], "yes" if r["dpor"] else "", r["order"], f"{r['transitions']:,}", f"{r['unique_states']:,}",
+        table.add_row(str(r["pings"]), r["hash"], "yes" if r["dpor"] else "", r["order"],
+                      f"{r['transitions']:,}", f"{r['unique_states']:,}",
                       f"{r['seconds']}", f"{r['transitions_per_second']:,}", f"{nt:,}" if nt else "",
                       f"{nu:,}" if nu else "", ntime)
     Console(width=200).print(table)
     same = all(a["transitions"] == b["transitions"] and a["unique_states"] == b["unique_states"]
-               for a, b in zip(rows[::2], rows[1::2]) if a["hash"] == "sound" and not a["dpor"])
+               for a, b in zip(rows[::2], rows[1::2], strict=False) if a["hash"] == "sound" and not a["dpor"])
     print(f"sound hash: forward and reverse counts identical: {same}")
     full = {(r["pings"], r["order"]): r for r in rows if r["hash"] == "sound" and not r["dpor"]}
     dpor_rows = []

@@ -25,8 +25,8 @@ applied, under FLOW-IR and for NoBlackHolesMobile (BUG-I) only sleep sets are
 
 ``--json`` prints ``{"bugs": [{"bug": "I", "found": true, "fixed_variant_clean": true, ...}, ...]}``.
 
-NICE's numbers are printed under each row (``NICE`` below).  Counts differ because the models differ (see bench/nice_table1.py) and because
-"first" depends on the DFS order of each implementation.
+NICE's numbers are printed under each row (``NICE`` below).  Counts differ because the models differ
+(see bench/nice_table1.py) and because "first" depends on the DFS order of each implementation.
 """
 
 from __future__ import annotations
@@ -184,10 +184,11 @@ def main() -> int:
             table.add_row("  NICE", *NICE[bug], "")
         bugs.append({"bug": bug, "app": app, "scenario": scenario, "property": prop, "found": any(found),
                      "found_by": [f"{name}{' +DPOR' if dpor else ''}" for (name, _), dpor, hit in
-                                  zip([c for c in COLUMNS for _ in (0, 1)], [False, True] * len(COLUMNS), found)
+                                  zip([c for c in COLUMNS for _ in (0, 1)], [False, True] * len(COLUMNS), found,
+                                      strict=True)
                                   if hit],
                      "cells": dict(zip([f"{name}{' +DPOR' if d else ''}" for name, _ in COLUMNS for d in (0, 1)],
-                                       cells)),
+                                       cells, strict=True)),
                      "fixed_variant_clean": clean, "fixed_search_transitions": fixed["search_transitions"]})
     Console(width=220, stderr=args.json).print(table)
     Console(width=220, stderr=args.json).print(dpor_states_table(rows))

@@ -1,6 +1,6 @@
 """Race-detection benchmark: seconds per SDNRacer trace, and agreement with SDNRacer.
 
-For every ``*.hb.json`` in the corpus (default ``../shared/data/sdnracer/traces``)
+For every ``*.hb.json`` in the corpus (by default the SDNRacer trace corpus beside the checkout; ``--corpus DIR``)
 this runs :func:`netsleuth.races.job.detect_races` with the settings
 ``reference.json`` records for the trace (best of ``--repeat`` runs, each in
 this process), prints a rich table (load / graph / detect / total seconds,

@@ -1,6 +1,6 @@
 """The `netsleuth` command: argument parsing, progress, summaries. No logic.
 
-This is the only module that prints.  Exit codes never overlap, so a script
+It prints through netsleuth.console, like every command-line module.  Exit codes never overlap, so a script
 (or CI) can tell a finding from a failure:
 
 * 0: clean; 1: a violation or difference was found;
@@ -24,37 +24,13 @@ import time
 import traceback
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from netsleuth import __version__
+from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
 from netsleuth.options import at_least, out_dir, out_file, seconds
 from netsleuth.runtime import stop
-
-console = Console(stderr=True)
-out = Console()
-
-
-class RichProgress:
-    """Adapts the jobs' Progress protocol to a rich progress bar."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task = None
-
-    def phase(self, name: str, total: int | None) -> None:
-        if self.task is not None:
-            self.progress.update(self.task, visible=False)
-        self.task = self.progress.add_task(name, total=total)
-
-    def advance(self, completed: int) -> None:
-        if self.task is not None:
-            self.progress.update(self.task, completed=completed)
-
-    def note(self, text: str) -> None:
-        self.progress.console.print(text)
 
 
 class Parser(argparse.ArgumentParser):
@@ -63,17 +39,11 @@ class Parser(argparse.ArgumentParser):
     Subcommand parsers are made with the parser's own class, so every level
     of ``netsleuth ... --help`` reports errors this way."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]  # self.exit never returns
         line = " ".join(message.split())
         if " -- fix: " not in line:
             line += f" -- fix: see `{self.prog} --help`"
         self.exit(2, f"error: {self.prog}: {line}\n")
-
-
-def _progress() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True,
-                    disable=not console.is_terminal)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -84,8 +54,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                       ping_timeout=args.ping_timeout, seed=args.seed,
                       record_packets=not args.no_packet_events, isolation=args.isolation,
                       openflow=args.openflow, warmup=args.warmup)
-    with _progress() as p:
-        result = run(opts, RichProgress(p))
+    with progress_bar() as p:
+        result = run(opts, JobProgressBar(p))
     d = result.data
     table = Table(title=f"netsleuth run: {d['controller']} on {d['topology']}", show_header=False)
     table.add_row("switches / hosts", f"{d['switches']} / {d['hosts']}")
@@ -132,8 +102,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
                        isolation=args.isolation, openflow=args.openflow, warmup=args.warmup)
-    with _progress() as p:
-        result = fuzz(opts, RichProgress(p))
+    with progress_bar() as p:
+        result = fuzz(opts, JobProgressBar(p))
     d = result.data
     table = Table(title=f"netsleuth fuzz: {d['controller']} on {d['topology']} (seed {d['seed']})",
                   show_header=False)
@@ -151,9 +121,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 def cmd_invariants(args: argparse.Namespace) -> int:
     import json
 
-    from netsleuth.jobs.check_trace import check_trace
+    from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 
-    d = check_trace(args.trace, args.check, args.at, args.isolation)
+    d = invariants_on_trace(args.trace, args.check, args.at, args.isolation)
     if args.json:
         out.print_json(json.dumps(d))
     else:
@@ -230,11 +200,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
                          record_packets=not args.no_packet_events, openflow=args.openflow,
                          trust_trace_controller=args.trust_trace_controller)
-    with _progress() as p:
-        d = replay(opts, RichProgress(p))
+    with progress_bar() as p:
+        d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
     t = d["target"]
-    table.add_row("target", f"{t['invariant']}: {t['message']}" if t else "none (the trace has no persistent violation)")
+    table.add_row("target",
+                  f"{t['invariant']}: {t['message']}" if t else "none (the trace has no persistent violation)")
     for i, r in enumerate(d["replays"], 1):
         table.add_row(f"replay {i}", f"{'reproduced' if r['reproduced'] else 'not reproduced'}: "
                       f"{r['matched']} matched, {r['timed_out']} timed out, {r['new']} new internal events, "
@@ -257,7 +228,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
                            trust_trace_controller=args.trust_trace_controller)
-    with _progress() as p:
+    with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
         def on_progress(pr) -> None:
@@ -285,7 +256,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     for line in d["mcs_in_words"]:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     if d.get("stop_reason") == "interrupted":  # the best result so far is written; say how it ended
-        console.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
+        err.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
                       markup=False)
         return stop.exit_code()
     return 0
@@ -325,7 +296,8 @@ def _add_openflow(p: argparse.ArgumentParser, default: str | None = "auto") -> N
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
-                   help='osken:<app>[,<app>...] | cmd:"<command with {port}>" | tcp:HOST:PORT; '
+                   help='osken:<app>[,<app>...] | ryu:<app or app.py>[,...] [--observe-links] | faucet:auto | '
+                        'cmd:"<command with {port}>" | tcp:HOST:PORT; '
                         'repeat it and every switch connects to every controller')
     p.add_argument("--topo", required=True,
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
@@ -394,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
     rc.add_argument("trace", help="SDNRacer hb.json (or a netsleuth trace.jsonl)")
-    rc.add_argument("--delta", type=seconds(allow_zero=True), default=2.0, help="seconds apart beyond which races are time-filtered")
+    rc.add_argument("--delta", type=seconds(allow_zero=True), default=2.0,
+                    help="seconds apart beyond which races are time-filtered")
     rc.add_argument("--no-time-filter", action="store_true", help="keep races however far apart in time")
     rc.add_argument("--data-deps", action="store_true", help="order races covered by read-after-write dependencies")
     rc.add_argument("--all", action="store_true", help="list every race, not only the harmful ones")
@@ -410,8 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--trust-trace-controller", action="store_true",
                     help="run the controller the trace's header names even when it is a cmd: command")
     rp.add_argument("--times", type=at_least(1), default=1, help="replays to run; reports the reproduction rate")
-    rp.add_argument("--epsilon", type=seconds(allow_zero=True), default=500.0, help="ms to wait past the recorded gap (default 500)")
-    rp.add_argument("--violation", type=at_least(0), default=0, help="which persistent violation to reproduce (0: first)")
+    rp.add_argument("--epsilon", type=seconds(allow_zero=True), default=500.0,
+                    help="ms to wait past the recorded gap (default 500)")
+    rp.add_argument("--violation", type=at_least(0), default=0,
+                    help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     _add_openflow(rp, None)
     rp.set_defaults(func=cmd_replay)
@@ -429,7 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--budget", type=seconds(), help="seconds; then stop with the best result so far")
     mn.add_argument("--strategy", choices=["ddmin", "binary"], default="ddmin")
     mn.add_argument("--violation", type=at_least(0), default=0, help="which persistent violation (0: first)")
-    mn.add_argument("--epsilon", type=seconds(allow_zero=True), default=100.0, help="ms to wait for an expected event (default 100)")
+    mn.add_argument("--epsilon", type=seconds(allow_zero=True), default=100.0,
+                    help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     _add_openflow(mn, None)
     mn.add_argument("--peek", action="store_true",
@@ -438,7 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")
     cl.add_argument("trace", help="SDNRacer hb.json or a netsleuth trace.jsonl")
-    cl.add_argument("--delta", type=seconds(allow_zero=True), default=2.0, help="race time filter in seconds (default 2)")
+    cl.add_argument("--delta", type=seconds(allow_zero=True), default=2.0,
+                    help="race time filter in seconds (default 2)")
     cl.add_argument("--json", action="store_true", help="print JSON (keys clusters, seconds, ...)")
     cl.add_argument("--html", type=out_file("--html"), help="write the representative subgraphs to this HTML file")
     cl.set_defaults(func=cmd_cluster)
@@ -499,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n".join("  | " + line for line in exc.details.splitlines()), file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
-            console.print(f"stopped by {stop.stopped_by()}: partial results written", markup=False)
+            err.print(f"stopped by {stop.stopped_by()}: partial results written", markup=False)
             return stop.exit_code()
         except Exception as exc:  # noqa: BLE001 - anything else is netsleuth's bug, and says so
             return _internal_error(exc, args, debug)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from netsleuth.errors import NetsleuthError
 
@@ -78,7 +78,7 @@ def check_out_dir(path: str | Path, flag: str = "--out") -> Path:
     base = _first_existing(p)
     if not base.is_dir():
         raise OptionError(f"{flag} {path} cannot be created: {base} is a file",
-                          f"pass a directory path whose parents are directories")
+                          "pass a directory path whose parents are directories")
     if not os.access(base, os.W_OK | os.X_OK):
         raise OptionError(f"{flag} {path} cannot be created: {base} is not writable",
                           "pass a directory you can write to")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from netsleuth.cli import build_parser, main
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import write_trace
 
@@ -136,11 +136,11 @@ def test_every_subcommand_has_help_and_one_line_usage_errors() -> None:
 # ------------------------------------------------------------------ exit code 3
 def test_internal_error_exits_3_with_the_traceback_in_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    import netsleuth.jobs.check_trace as job
+    import netsleuth.jobs.invariants_on_trace as job
 
     def broken(*args, **kwargs):
         raise RuntimeError("the rebuilt state is inconsistent")
-    monkeypatch.setattr(job, "check_trace", broken)
+    monkeypatch.setattr(job, "invariants_on_trace", broken)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a command without OUT logs to a temp file
     trace = tiny_trace(tmp_path / "t.jsonl")
     assert main(["invariants", str(trace)]) == 3
@@ -186,8 +186,8 @@ def test_user_errors_stay_exit_2_and_findings_exit_1(tmp_path: Path, capsys: pyt
 def test_jobs_called_directly_refuse_an_out_that_is_a_file(tmp_path: Path) -> None:
     """The same check guards the job functions, for callers that skip the command line."""
     from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
-    from netsleuth.options import OptionError
     from netsleuth.jobs.replay import ReplayOptions, replay
+    from netsleuth.options import OptionError
 
     a_file = tmp_path / "a_file"
     a_file.write_text("x")

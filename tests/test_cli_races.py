@@ -11,7 +11,8 @@ import pytest
 
 pytestmark = pytest.mark.real
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"  # ../shared beside the checkout
+# the SDNRacer trace corpus beside the checkout
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"
 
 
 def races(*args: str) -> subprocess.CompletedProcess:

@@ -19,17 +19,32 @@ from netsleuth.races.cluster_job import cluster_races, render_html
 from netsleuth.races.describe import race_words
 from netsleuth.races.detect import Race
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND, PACKET_HANDLE, READ, WRITE,
-    Event, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    READ,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.features import (
-    FEATURES, Features, compute_features, distance, has_bouncing, mean_features, packet_out_ports,
+    FEATURES,
+    Features,
+    compute_features,
+    distance,
+    has_bouncing,
+    mean_features,
+    packet_out_ports,
     proactive_nodes,
 )
 from netsleuth.races.hb import build_hb_graph
 from netsleuth.races.rank import original_representative, representative
 from netsleuth.races.subgraph import RaceGraph, prune_hb_graph, race_subgraph
 
+# the SDNRacer trace corpus beside the checkout
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"
 TRACES = sorted((DATA / "traces").glob("*.hb.json"))
 REFERENCE = json.loads((DATA / "reference.json").read_text()) if (DATA / "reference.json").exists() else {}
@@ -70,8 +85,8 @@ def _eids(rep, i: int) -> tuple[int, int]:
 #   that race; we keep such a chain whole.  Removing it anyway gives one
 #   isomorphism class fewer on both circuit-pusher traces, pox_l2_multi Mesh
 #   and pox_eel_l2_multi, so the reference numbers were made with it kept.
-# - Bouncing needs a PACKET_OUT in the middle of the chain (as ANCHORS.md
-#   describes it): matching any message handle there, as the pattern's event
+# - Bouncing needs a PACKET_OUT in the middle of the chain (BigBug's bouncing
+#   feature is a packet the controller sends back out): matching any message handle there, as the pattern's event
 #   types alone would, also counts a PACKET_IN answered by a BARRIER_REQUEST,
 #   and pox_eel_l2_multi would end with 3 clusters (4, 4, 3) instead of 7, 4.
 # - Redundant-edge removal (full transitive reduction, the original's pid-edge
@@ -226,7 +241,7 @@ def test_pox_l2_multi_fix_removes_the_lldp_rule_vs_delete_all_races() -> None:
             - Counter(_race_signature(fixed, i) for i in f["proactive"].members))
     assert sum(gone.values()) == 2
     assert {s[0] for s in gone} == {"w/w"} and {s[1] for s in gone} == {1, 2}   # one per switch
-    for kind, switch, first, second in gone:
+    for _kind, _switch, first, second in gone:
         # installing the LLDP-to-controller rule races with the controller's delete-all flow mod
         assert "FLOW_MOD ADD priority=65000" in first and "dl_type=0x88cc" in first
         assert "output:CONTROLLER" in first
@@ -275,7 +290,8 @@ def _pt(**kw) -> dict[str, Fraction]:
 def test_distance_weights() -> None:
     assert distance(_pt(bouncing=1), _pt()) == 2
     assert distance(_pt(flooding=Fraction(1, 2)), _pt()) == 1
-    assert distance(_pt(reply=1, roots=2, host_sends=1, proactive=1), _pt()) == Fraction(1, 2) + Fraction(1, 2) + 1 + Fraction(3, 2)
+    assert (distance(_pt(reply=1, roots=2, host_sends=1, proactive=1), _pt())
+            == Fraction(1, 2) + Fraction(1, 2) + 1 + Fraction(3, 2))
     assert distance(_pt(roots=Fraction(7, 3)), _pt(roots=Fraction(7, 3))) == 0
 
 
@@ -310,8 +326,8 @@ def test_ranking_paper_versus_original_bug() -> None:
 # =============================================================================== units: subgraphs and features
 
 
-def _ev(eid, kind, **kw) -> Event:
-    return Event(eid=eid, kind=kind, **kw)
+def _ev(eid, kind, **kw) -> HbEvent:
+    return HbEvent(eid=eid, kind=kind, **kw)
 
 
 def _packet_out(port: int) -> bytes:
@@ -319,12 +335,12 @@ def _packet_out(port: int) -> bytes:
     return struct.pack("!BBHI", 1, 13, 8 + len(body), 7) + body
 
 
-def _bounce_events(po_port: int = 2, second_dpid: int = 1) -> list[Event]:
+def _bounce_events(po_port: int = 2, second_dpid: int = 1) -> list[HbEvent]:
     """host send -> switch miss -> PACKET_IN -> controller -> PACKET_OUT -> PACKET_IN again -> controller ->
     FLOW_MOD, racing with a later packet's table read."""
-    from netsleuth.races.poxmatch import FlowMod, PoxMatch
+    from netsleuth.races.poxmatch import PoxFlowMod, PoxMatch
 
-    fm = FlowMod(PoxMatch.from_fields(dl_type=0x0800), 0, 10)
+    fm = PoxFlowMod(PoxMatch.from_fields(dl_type=0x0800), 0, 10)
     return [
         _ev(1, HOST_SEND, hid=1, pid_out=(100,)),
         _ev(2, PACKET_HANDLE, dpid=1, pid_in=100, has_pid_in=True, mid_out=(200,), ops=[FlowOp(READ, 1.0)]),
@@ -345,7 +361,7 @@ def _bounce_events(po_port: int = 2, second_dpid: int = 1) -> list[Event]:
     ]
 
 
-def _features(events: list[Event], race: Race) -> Features:
+def _features(events: list[HbEvent], race: Race) -> Features:
     g = build_hb_graph(events)
     pg = prune_hb_graph(g, [race])
     return compute_features(g, race_subgraph(pg, race), proactive_nodes(g))

@@ -23,7 +23,13 @@ from os_ken.ofproto import ofproto_v1_3_parser as p13
 from netsleuth.errors import CodecError, TraceFormatError
 from netsleuth.openflow.codec import DATAPATH, decode, encode, msg_from_json, msg_to_json, msg_type_name
 from netsleuth.openflow.connection import (
-    Connected, ConnectionStateError, ErrorEvent, State, SwitchConnection, VersionMismatch)
+    Connected,
+    ConnectionStateError,
+    ErrorEvent,
+    State,
+    SwitchConnection,
+    VersionMismatch,
+)
 
 DP = DATAPATH
 MAC1, MAC2 = "00:00:00:00:00:01", "00:00:00:00:00:02"

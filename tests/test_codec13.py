@@ -717,8 +717,8 @@ def test_random_group_mods_round_trip_and_agree_with_ovs(gm, xid):
 
 @needs_ovs
 def test_meter_mod_bands_agree_with_ovs():
-    for m in (CONTROLLER_TO_SWITCH["meter_mod"](), p.OFPMeterMod(DP, ofp.OFPMC_MODIFY, ofp.OFPMF_PKTPS | ofp.OFPMF_STATS,
-                                                                 3, [p.OFPMeterBandDrop(10, 0)])):
+    for m in (CONTROLLER_TO_SWITCH["meter_mod"](),
+              p.OFPMeterMod(DP, ofp.OFPMC_MODIFY, ofp.OFPMF_PKTPS | ofp.OFPMF_STATS, 3, [p.OFPMeterBandDrop(10, 0)])):
         wire = encode(with_xid(m, 5))
         ours = d13(wire)
         lines = ovs_print(wire).strip().splitlines()

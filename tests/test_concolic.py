@@ -14,10 +14,9 @@ from netsleuth.model.topo_builders import parse_topo
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.apps.pyswitch import PySwitch, PySwitchFixed
-from netsleuth.nice.concolic import (Domain, SymInt, Tracer, discover_packets,
-                                     discover_stats, explore, instrument)
+from netsleuth.nice.concolic import Domain, SymInt, Tracer, discover_packets, discover_stats, explore, instrument
+from netsleuth.nice.concolic.containers import SymDict, SymSet
 from netsleuth.nice.concolic.coverage import ArcTracer
-from netsleuth.nice.concolic.sym import SymDict, SymSet
 
 HOSTS = list(parse_topo("linear,3").hosts)  # h1..h3: MAC 1..3, IP 10.0.0.1..3
 H1, H2, H3 = HOSTS
@@ -78,7 +77,7 @@ def test_comparisons_record_the_taken_condition():
     rng = random.Random(3)
     for _ in range(40):
         xv, yv = rng.randrange(256), rng.randrange(256)
-        for name, cmp in CMPS.items():
+        for _name, cmp in CMPS.items():
             tr = Tracer()
             x, y = SymInt(xv, z3.BitVec("x", 8), tr), SymInt(yv, z3.BitVec("y", 8), tr)
             taken = bool(cmp(x, y))
@@ -321,7 +320,7 @@ class _LoadApp(App):
         self.table = "always-on"
 
     def port_stats_in(self, dpid, stats):
-        for port, rx_p, tx_p, rx_b, tx_b in stats:
+        for port, _rx_p, _tx_p, _rx_b, tx_b in stats:
             if port == 2 and tx_b > 1_000_000:
                 self.table = "on-demand"
                 return
@@ -352,7 +351,7 @@ def test_discover_stats_finds_each_load_regime():
     assert d.generated == d.kept and len(d.inputs) == 3
     regimes = set()
     for stats in d.inputs:
-        for port, rx_p, tx_p, rx_b, tx_b in stats:
+        for port, _rx_p, tx_p, _rx_b, tx_b in stats:
             assert 60 * (tx_p - (5 if port == 1 else 0)) <= tx_b - (300 if port == 1 else 0)
         app = _LoadApp()
         app.port_stats_in(1, stats)
@@ -400,7 +399,7 @@ class _Crashy(App):
 
 def test_a_crashing_path_is_still_discovered_and_discovery_is_deterministic():
     d = discover_packets(_Crashy(), H1, HOSTS, dpid=1, in_port=1)
-    by_type = {p.eth_type: o for p, o in zip(d.inputs, d.outcomes)}
+    by_type = {p.eth_type: o for p, o in zip(d.inputs, d.outcomes, strict=True)}
     assert by_type[ETH_ARP].startswith("raised: RuntimeError") and by_type[ETH_IPV4] == "1 msgs"
     app = PySwitch()
     app.st = {1: {H2.mac: 2, H3.mac: 1}}
@@ -424,8 +423,9 @@ def test_stats_discoverer_proposes_one_reply_per_load_regime():
     assert {t[0] for t in ts} == {"stats"} and {t[1] for t in ts} == {0} and len(ts) == 2
     highs = set()
     for _, _, stats in ts:
-        for row, base in zip(stats, model_stats):
-            assert row[0] == base[0] and all(v >= b for v, b in zip(row[1:], base[1:]))  # counters only grow
+        for row, base in zip(stats, model_stats, strict=False):
+            assert row[0] == base[0]
+            assert all(v >= b for v, b in zip(row[1:], base[1:], strict=True))  # counters only grow
         highs.add(stats[0][2] - 100 >= 5)
     assert highs == {False, True}
     assert gen(system, st) == ts and gen.misses == 1 and gen.hits == 1

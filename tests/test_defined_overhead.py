@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.lockstep import Lockstep
 from netsleuth.defined.message import Entry, Tags
 from netsleuth.defined.node import Node
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.ordering import by_name
 from netsleuth.defined.scenarios import build
 from netsleuth.defined.sim import SimConfig, simulate

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from netsleuth.defined.node_runtime import NodeCheckpoint
 from netsleuth.defined.lockstep import Lockstep
 from netsleuth.defined.message import Entry, Tags
 from netsleuth.defined.node import Node
+from netsleuth.defined.node_runtime import NodeCheckpoint
 from netsleuth.defined.ordering import OrderingError, by_name
 from netsleuth.defined.rollback import RBRuntime
 from netsleuth.defined.scenarios import DefinedScenarioError, build

@@ -23,11 +23,17 @@ from os_ken.ofproto import ofproto_v1_3 as ofp13
 from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
 from netsleuth.controllers.external import ControllerProcess, port_listening
-from netsleuth.controllers.faucet import (check_user_config, faucet_complaint, find_faucet_bin, generate_config,
-                                          render_config)
+from netsleuth.controllers.faucet import (
+    check_user_config,
+    faucet_complaint,
+    find_faucet_bin,
+    generate_config,
+    render_config,
+)
 from netsleuth.controllers.spec import parse_controller
 from netsleuth.errors import ControllerError
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topo_builders import parse_topo
+from netsleuth.model.topology import Topology
 
 TOPOLOGIES = ["linear,3", "tree,depth=2,fanout=2", "ring,4", "mesh,4"]
 
@@ -331,7 +337,7 @@ def test_generated_stack_forwards_loop_free_on_open_vswitch(tmp_path: Path, spec
             vsctl(*cmd)
 
             prom = ctl.faucet.prometheus_port  # type: ignore[union-attr]
-            n_stack_ports = 2 * sum(1 for l in topo.links if topo.is_switch(l.node1) and topo.is_switch(l.node2))
+            n_stack_ports = 2 * sum(1 for lk in topo.links if topo.is_switch(lk.node1) and topo.is_switch(lk.node2))
             # Faucet re-elects its root every 10 s (FAUCET_STACK_ROOT_STATE_UPDATE_TIME).
             want_root = [("", float(topo.switch(root).dpid))]
             deadline = time.monotonic() + 60

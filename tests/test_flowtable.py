@@ -11,9 +11,25 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.model.actions import (ActionError, Enqueue, Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc,
-                                     SetNwTos, SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan,
-                                     action_from_json, action_from_ofp, action_to_json, action_to_ofp)
+from netsleuth.model.actions import (
+    ActionError,
+    Enqueue,
+    Output,
+    SetDlDst,
+    SetDlSrc,
+    SetNwDst,
+    SetNwSrc,
+    SetNwTos,
+    SetTpDst,
+    SetTpSrc,
+    SetVlanPcp,
+    SetVlanVid,
+    StripVlan,
+    action_from_json,
+    action_from_ofp,
+    action_to_json,
+    action_to_ofp,
+)
 from netsleuth.model.addr import ip_to_int
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
 from netsleuth.model.match import FIELDS, Match
@@ -332,7 +348,8 @@ ADDRS = [IP("10.0.0.1"), IP("10.0.1.1"), IP("10.128.0.1"), IP("11.0.0.1")]
 flow_match = st.builds(
     lambda fields, src, dst: Match.build(**fields, **src, **dst),
     st.fixed_dictionaries({}, optional={k: st.sampled_from(v) for k, v in DOMAIN.items()}),
-    st.fixed_dictionaries({}, optional={"nw_src": st.tuples(st.sampled_from(ADDRS), st.sampled_from([0, 8, 16, 24, 32]))}),
+    st.fixed_dictionaries({}, optional={"nw_src": st.tuples(st.sampled_from(ADDRS),
+                                                            st.sampled_from([0, 8, 16, 24, 32]))}),
     st.fixed_dictionaries({}, optional={"nw_dst": st.tuples(st.sampled_from(ADDRS), st.sampled_from([8, 17, 32]))}),
 )
 probe = st.builds(lambda d, s, t: pkt(**d, nw_src=s, nw_dst=t),

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from netsleuth.jobs.check_trace import check_trace
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 from netsleuth.policies.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
@@ -50,7 +50,7 @@ def test_migration_blackhole_found_for_most_seeds(tmp_path: Path) -> None:
             # the dropped traffic is headed for a host that moved
             assert v["hosts"][1] in {m.host for m in migrations}
             # the same violation is found on the state rebuilt from the trace alone
-            offline = check_trace(out / "trace.jsonl", "blackholes")
+            offline = invariants_on_trace(out / "trace.jsonl", "blackholes")
             assert v["hosts"] in [o["hosts"] for o in offline["violations"]]
             assert result.exit_code == 1
     assert found >= 4, f"blackhole found for {found} of 5 seeds"

@@ -23,13 +23,34 @@ from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
 from netsleuth.invariants.hsa_compile import compiled
 from netsleuth.invariants.hsa_report import components
-from netsleuth.invariants.hsa_space import (FIELD_MASK, HeaderSpace, expand, field_wildcard, interner, pack,
-                                            rewrite_for, unpack, wc_pieces)
+from netsleuth.invariants.hsa_space import (
+    FIELD_MASK,
+    HeaderSpace,
+    expand,
+    field_wildcard,
+    interner,
+    pack,
+    rewrite_for,
+    unpack,
+    wc_pieces,
+)
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.actions import (Enqueue, Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos,
-                                     SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
+from netsleuth.model.actions import (
+    Enqueue,
+    Output,
+    SetDlDst,
+    SetDlSrc,
+    SetNwDst,
+    SetNwSrc,
+    SetNwTos,
+    SetTpDst,
+    SetTpSrc,
+    SetVlanPcp,
+    SetVlanVid,
+    StripVlan,
+)
 from netsleuth.model.match import FIELDS, Match
-from netsleuth.model.packet import ICMP, IPv4, RAW, TCP, UDP, Arp, Packet, Vlan
+from netsleuth.model.packet import ICMP, RAW, TCP, UDP, Arp, IPv4, Packet, Vlan
 from netsleuth.model.switch import Switch
 from netsleuth.model.topo_builders import parse_topo
 
@@ -647,7 +668,8 @@ def test_registry_adapters_share_one_analysis():
         net.add(sw, (Output(net.port(sw, nxt)),), dl_dst=net.mac("h3"))
     view = net.view()
     a = E.analyze(view)
-    assert [f.message for f in H.check_headerspace_loops(view, a)] == [f.message for f in H.check_headerspace_loops(view, None)]
+    assert ([f.message for f in H.check_headerspace_loops(view, a)]
+            == [f.message for f in H.check_headerspace_loops(view, None)])
     assert [f.message for f in H.check_headerspace_loops(view, [])] == [f.message for f in H.hsa_loops(view, a)]
     for name in ("loops", "blackholes", "reachability"):
         assert registry.REGISTRY[name].name == name
@@ -876,7 +898,7 @@ def _assert_index_fresh(sw: Switch) -> None:
             assert got[ip][w].keys() == winners.keys()
             assert all(got[ip][w][j] is e for j, e in winners.items())
             pat = index[ip][w]
-            for j, bucket in pat.buckets.items():  # every entry with that match, best first
+            for bucket in pat.buckets.values():  # every entry with that match, best first
                 assert bucket == [e for e in t.entries() if e.match == bucket[0].match]
             grouped = {j: acts for acts, js in pat.by_actions.values() for j in js}
             assert grouped.keys() == pat.buckets.keys()

@@ -50,7 +50,7 @@ def line(cls: str, label: str, sec: int = 100, **fields) -> str:
 
 def write(tmp_path: Path, *lines: str, name: str = "events.trace") -> Path:
     p = tmp_path / name
-    p.write_text("".join(l + "\n" for l in lines))
+    p.write_text("".join(line + "\n" for line in lines))
     return p
 
 

@@ -190,7 +190,7 @@ def test_matches_agrees_with_spec_reference(m: Match, f: tuple[int, ...]) -> Non
 def test_overlaps_is_exact(a: Match, b: Match) -> None:
     # Witness: each field takes the value of whichever match constrains more bits.
     witness = tuple(va if ma & mb == mb else vb
-                    for ma, va, mb, vb in zip(a.masks, a.values, b.masks, b.values))
+                    for ma, va, mb, vb in zip(a.masks, a.values, b.masks, b.values, strict=True))
     both = a.matches(witness) and b.matches(witness)
     assert a.overlaps(b) == both == b.overlaps(a)
 
@@ -204,7 +204,7 @@ def test_covers_is_exact(a: Match, b: Match, f: tuple[int, ...]) -> None:
     # Not covering must have a counterexample: a packet b matches and a does not.
     p = list(b.values)
     if a.matches(tuple(p)):
-        for i, (ma, mb) in enumerate(zip(a.masks, b.masks)):
+        for i, (ma, mb) in enumerate(zip(a.masks, b.masks, strict=True)):
             extra = ma & ~mb
             if extra:
                 p[i] ^= extra & -extra

@@ -20,12 +20,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsleuth.minimize import (Atoms, ExecutorSpecError, MinimizationError, NotReproducibleError,
-                                RayUnavailableError, ReplayOutcome, WorkerLostError, make_executor, minimize)
+from netsleuth.minimize import (
+    Atoms,
+    ExecutorSpecError,
+    MinimizationError,
+    NotReproducibleError,
+    RayUnavailableError,
+    ReplayVerdict,
+    WorkerLostError,
+    make_executor,
+    minimize,
+)
 from netsleuth.minimize.ddmin import binary_split, ddmin, one_minimal
 from netsleuth.minimize.executors import import_ray
-from netsleuth.minimize.synthetic import (TARGET_HOST, TARGET_LINK, SimNetwork, SimOracle, SimOracleFactory,
-                                          synthetic_inputs)
+from netsleuth.minimize.synthetic import (
+    TARGET_HOST,
+    TARGET_LINK,
+    SimNetwork,
+    SimOracle,
+    SimOracleFactory,
+    synthetic_inputs,
+)
 from netsleuth.trace import schema as ts
 
 STRATEGIES = ("ddmin", "binary")
@@ -274,7 +289,7 @@ class DiesAfter:
         self.calls -= 1
         if self.calls < 0:
             raise self.exc("controller died")
-        return ReplayOutcome(SimOracle().reproduces(candidate).reproduced, {})
+        return ReplayVerdict(SimOracle().reproduces(candidate).reproduced, {})
 
 
 def test_oracle_failure_keeps_the_partial_result() -> None:

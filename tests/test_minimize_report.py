@@ -21,7 +21,7 @@ from netsleuth.invariants import registry
 from netsleuth.jobs.minimize import _write
 from netsleuth.jobs.replay import Target, find_target
 from netsleuth.minimize.api import minimize
-from netsleuth.minimize.oracle import ReplayOutcome
+from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
 
@@ -34,12 +34,12 @@ class HeadlessOracle:
     def __init__(self, trace: ts.Trace, target: Target) -> None:
         self.trace, self.target = trace, target
 
-    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayOutcome:
+    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayVerdict:
         keep = {e.id: e for e in candidate}
         events = [keep[e.id] if e.is_input else e for e in self.trace.events if not e.is_input or e.id in keep]
         world = rebuild(self.trace.header, events).world
         findings = registry.check(world.view(), registry.resolve(["blackholes"]))
-        return ReplayOutcome(self.target.found_in(findings), {})
+        return ReplayVerdict(self.target.found_in(findings), {})
 
 
 def test_report_plots_sizes_and_links_the_mcs_diagram(migration_blackhole_trace: Path, tmp_path: Path) -> None:

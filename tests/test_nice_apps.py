@@ -17,8 +17,8 @@ from netsleuth.nice import bug_scenarios as bs
 from netsleuth.nice import messages as m
 from netsleuth.nice.apps import energy_te as te
 from netsleuth.nice.apps import loadbalancer as lb
-from netsleuth.nice.property_registry import LIBRARY, resolve
 from netsleuth.nice.errors import ScenarioError
+from netsleuth.nice.property_registry import LIBRARY, resolve
 
 BUGS = list(bs.SCENARIOS)
 

@@ -9,8 +9,8 @@ import pytest
 from netsleuth.cli import main
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.nice.job import CheckOptions, check
-from netsleuth.trace.io import read_trace, write_trace
 from netsleuth.trace import schema as ts
+from netsleuth.trace.io import read_trace, write_trace
 
 # (bug, scenario, property, strategy) -- PKT-SEQ as in NICE's Table 4 where the space is large
 BUGS = [
@@ -89,12 +89,13 @@ def test_interrupted_check_keeps_partial_results(tmp_path):
 
 
 def test_property_library_on_apps_that_break_them():
+    import sys
+    import types
+
     from netsleuth.nice.app import App
     from netsleuth.nice.explore import Explorer, SearchOptions
     from netsleuth.nice.loading import make_system
     from netsleuth.nice.scenarios import build_config
-    import sys
-    import types
 
     class Hub(App):
         """Floods everything and never installs a rule: every packet goes to the controller."""

@@ -55,7 +55,8 @@ MODELS = {
        for b in ("IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII", "XIII") for v in (None, "fixed")},
 }
 # models where persistent sets must prune states (not only transitions)
-PRUNES = ("bug-ix-pktseq2", "bug-vii-pktseq1", "pings2", "pings3", "loop", "loop-fixed2", "linear3-cross", "mobile2", "bug-iv-bug", "bug-ix-bug",
+PRUNES = ("bug-ix-pktseq2", "bug-vii-pktseq1", "pings2", "pings3", "loop", "loop-fixed2", "linear3-cross",
+          "mobile2", "bug-iv-bug", "bug-ix-bug",
           "bug-ix-fixed", "bug-xii-bug", "bug-xiii-bug")
 
 
@@ -172,7 +173,8 @@ def _check_persistence(system, st, depth):
     return checked
 
 
-@pytest.mark.parametrize("name,limit,depth", [("pings2", 400, 3), ("bug-ix-pktseq2", 300, 3), ("mobile2", 300, 2), ("bug-ix-bug", 300, 2),
+@pytest.mark.parametrize("name,limit,depth", [("pings2", 400, 3), ("bug-ix-pktseq2", 300, 3),
+                                              ("mobile2", 300, 2), ("bug-ix-bug", 300, 2),
                                               ("linear3-cross", 300, 2), ("direct2", 300, 3),
                                               ("bug-xiii-bug", 200, 2)])
 def test_predicted_persistent_sets_are_persistent(name, limit, depth):

@@ -15,11 +15,10 @@ from netsleuth.model.match import Match
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice import messages as m
+from netsleuth.nice import osken_host
 from netsleuth.nice.app import ControllerAPI
 from netsleuth.nice.explore import Explorer, SearchOptions
-from netsleuth.nice import osken_host
-from netsleuth.nice.osken_host import (HandlerServer, OsKenApp, OsKenHostError, load_osken_app,
-                                       shutdown_servers)
+from netsleuth.nice.osken_host import HandlerServer, OsKenApp, OsKenHostError, load_osken_app, shutdown_servers
 from netsleuth.nice.property_registry import resolve
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import System
@@ -291,8 +290,8 @@ def test_check_blackhole_converts_to_inputs_that_reproduce_against_the_real_cont
     import json
 
     from netsleuth.cli import main
-    from netsleuth.trace.io import read_trace, write_trace
     from netsleuth.trace import schema as ts
+    from netsleuth.trace.io import read_trace, write_trace
 
     assert main(["check", SPEC, "--scenario", "mobile", "--strategy", "pkt-seq", "--stop-at-first",
                  "--out", str(tmp_path / "check"), "--json"]) == 1

@@ -14,7 +14,8 @@ import socket
 import struct
 import subprocess
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp10
@@ -28,7 +29,14 @@ from netsleuth.model.packet import arp_request
 from netsleuth.openflow import codec
 from netsleuth.openflow.codec import DATAPATH, DATAPATH13
 from netsleuth.openflow.connection import (
-    Connected, ConnectionStateError, ErrorEvent, State, SwitchConnection, VersionMismatch, offered_versions)
+    Connected,
+    ConnectionStateError,
+    ErrorEvent,
+    State,
+    SwitchConnection,
+    VersionMismatch,
+    offered_versions,
+)
 
 
 def hello(version: int, bitmap: list[int] | None = None, xid: int = 1) -> bytes:
@@ -173,9 +181,10 @@ def osken(request: pytest.FixtureRequest) -> Iterator[Any]:
         while True:
             try:
                 return socket.create_connection(("127.0.0.1", port), timeout=1)
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{app} did not listen: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                    stderr = proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+                    raise RuntimeError(f"{app} did not listen: {stderr}") from exc
                 time.sleep(0.1)
 
     yield start
@@ -224,7 +233,7 @@ def _play_switch(sock: socket.socket, versions: tuple[int, ...], *, until: type,
     while time.monotonic() < deadline and conn.state is not State.CLOSED:
         try:
             data = sock.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             continue
         if not data:
             break

@@ -37,7 +37,8 @@ OPS = 14
 DP = ofproto_protocol.ProtocolDesc(ofp.OFP_VERSION)
 
 MATCHES = [OxmMatch(), OxmMatch.build(in_port=1), OxmMatch.build(in_port=2), OxmMatch.build(eth_type=0x800),
-           OxmMatch.build(eth_type=0x800, ipv4_dst="10.0.0.0/8"), OxmMatch.build(eth_type=0x800, ipv4_dst="10.1.0.0/16"),
+           OxmMatch.build(eth_type=0x800, ipv4_dst="10.0.0.0/8"),
+           OxmMatch.build(eth_type=0x800, ipv4_dst="10.1.0.0/16"),
            OxmMatch.build(eth_type=0x800, ip_proto=6, tcp_dst=80), OxmMatch.build(in_port=1, eth_type=0x800),
            OxmMatch.build(eth_type=0x86DD), OxmMatch.build(vlan_vid=(0x1000, 0x1000)),
            OxmMatch.build(metadata=(0x5, 0xFF)), OxmMatch.build(metadata=(0x5, 0xF))]
@@ -121,7 +122,7 @@ def test_flow_mod_sequences_leave_the_same_tables(ovs: OvsSandbox13) -> None:
         ops = [random_op(rng) for _ in range(OPS)]
         answers = ovs.openflow_errors([wire(m) for m in reset + ops])[len(reset):]
         p = Pipeline13(254, [1, 2, 3, 4])
-        for i, (msg, theirs) in enumerate(zip(ops, answers)):
+        for i, (msg, theirs) in enumerate(zip(ops, answers, strict=True)):
             try:
                 if type(msg).__name__ == "OFPGroupMod":
                     removed = apply_group_mod(p, msg)

@@ -20,8 +20,19 @@ from hypothesis import strategies as st
 from netsleuth.model.of13.fields import oxm_fields
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, MplsLabel, VlanTag, crc32c, walk_exthdrs
-from netsleuth.model.packet import (ICMP, TCP, UDP, Arp, IPv4, Packet, PacketError, Vlan, arp_request, icmp_echo,
-                                    lldp_frame, tcp_syn, udp_packet)
+from netsleuth.model.packet import (
+    TCP,
+    UDP,
+    IPv4,
+    Packet,
+    PacketError,
+    Vlan,
+    arp_request,
+    icmp_echo,
+    lldp_frame,
+    tcp_syn,
+    udp_packet,
+)
 
 A6 = lambda s: int(ipaddress.IPv6Address(s))  # noqa: E731
 TSHARK = shutil.which("tshark")
@@ -39,11 +50,13 @@ def sample_frames() -> list[Frame]:
     return [
         Frame(1, 2, 0x0800, (VlanTag(5, 3, 0, 0x88A8), VlanTag(7, 1)), (), IPv4(0x0A000001, 0x0A000002, 17),
               UDP(1000, 2000), b"qinq"),
-        Frame(1, 2, 0x8847, (VlanTag(9),), (MplsLabel(100, 2, 0, 30), MplsLabel(200, 0, 1, 31)), payload=inner.l3_bytes()),
+        Frame(1, 2, 0x8847, (VlanTag(9),), (MplsLabel(100, 2, 0, 30), MplsLabel(200, 0, 1, 31)),
+              payload=inner.l3_bytes()),
         ns_frame(),
         Frame(1, 2, 0x86DD, (), (), IPv6(A6("2001:db8::1"), A6("2001:db8::2"), 0, 64, exthdrs=hop),
               TCP(80, 443, flags=0x12), b"hello"),
-        Frame(1, 2, 0x0800, (), (), IPv4(0x0A000001, 0x0A000002, 132, tos=0x2E), SCTP(5000, 6000, 0xDEADBEEF), b"x" * 16),
+        Frame(1, 2, 0x0800, (), (), IPv4(0x0A000001, 0x0A000002, 132, tos=0x2E), SCTP(5000, 6000, 0xDEADBEEF),
+              b"x" * 16),
         Frame(1, 2, 0x86DD, (), (), IPv6(A6("fe80::1"), A6("fe80::2"), 17), UDP(53, 53), b"v6 udp"),
     ]
 
@@ -162,10 +175,11 @@ def test_tshark_reads_the_new_headers_and_checksums(tmp_path: Path) -> None:
            "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=,"]
     for name in fields:
         cmd += ["-e", name]
-    rows = [dict(zip(fields, line.split("|"))) for line in
+    rows = [dict(zip(fields, line.split("|"), strict=True)) for line in
             subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()]
     qinq, mpls, ns, hop, sctp, udp6 = rows
-    assert qinq["ieee8021ad.id"] == "5" and qinq["vlan.id"] == "7" and qinq["eth.type"] == "0x88a8" and qinq["udp.checksum.status"] == "1"
+    assert qinq["ieee8021ad.id"] == "5" and qinq["vlan.id"] == "7" and qinq["eth.type"] == "0x88a8"
+    assert qinq["udp.checksum.status"] == "1"
     assert qinq["ip.checksum.status"] == "1"  # Wireshark's checksum status 1: good
     assert mpls["mpls.label"] == "100,200" and mpls["mpls.bottom"] == "0,1"
     assert mpls["udp.checksum.status"] == "1"  # the datagram under the labels is intact

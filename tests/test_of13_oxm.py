@@ -113,7 +113,7 @@ def small_match(draw: st.DrawFn) -> OxmMatch:
     return OxmMatch.from_entries(entries)
 
 
-UNIVERSE = [dict(zip(SMALL, v)) for v in itertools.product(range(8), range(8), range(8))]
+UNIVERSE = [dict(zip(SMALL, v, strict=True)) for v in itertools.product(range(8), range(8), range(8))]
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,9 +15,25 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from netsleuth.model.of13 import stats
-from netsleuth.model.of13.actions import (CopyTtlIn, CopyTtlOut, DecMplsTtl, DecNwTtl, Group, Output, PopMpls,
-                                          PopVlan, PushMpls, PushVlan, SetField, SetMplsTtl, SetNwTtl, SetQueue,
-                                          action_from_ofp, action_to_ofp, apply)
+from netsleuth.model.of13.actions import (
+    CopyTtlIn,
+    CopyTtlOut,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopVlan,
+    PushMpls,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    SetQueue,
+    action_from_ofp,
+    action_to_ofp,
+    apply,
+)
 from netsleuth.model.of13.actionset import ActionSet
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.frame import Frame
@@ -179,7 +195,8 @@ def test_modify_never_adds_and_filters_by_cookie() -> None:
     assert len(p.tables) == 0
     p.add_flow(0, OxmMatch.build(in_port=1), 5, Instructions(), cookie=0x11)
     p.add_flow(0, OxmMatch.build(in_port=2), 5, Instructions(), cookie=0x22)
-    changed = p.modify_flows(0, OxmMatch(), Instructions.actions(Output(3)), strict=False, cookie=0x20, cookie_mask=0xF0)
+    changed = p.modify_flows(0, OxmMatch(), Instructions.actions(Output(3)), strict=False,
+                             cookie=0x20, cookie_mask=0xF0)
     assert [e.cookie for e in changed] == [0x22]
     assert p.modify_flows(0, OxmMatch(), Instructions(), strict=True, priority=5) == []  # strict: exact match only
 

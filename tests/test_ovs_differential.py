@@ -61,14 +61,25 @@ from dataclasses import dataclass
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from netsleuth.model.actions import (Output, SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos,
-                                     SetTpDst, SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
+from netsleuth.model.actions import (
+    Output,
+    SetDlDst,
+    SetDlSrc,
+    SetNwDst,
+    SetNwSrc,
+    SetNwTos,
+    SetTpDst,
+    SetTpSrc,
+    SetVlanPcp,
+    SetVlanVid,
+    StripVlan,
+)
 from netsleuth.model.addr import ip_to_int
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import FIELDS, Match
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4, Packet, Vlan, lldp_frame
-from netsleuth.oracles.ovs import (HEADER_FIELDS, INSTALL_FIX, OvsDecision, OvsNotInstalledError,
-                                   OvsSandbox, render_rule)
+from netsleuth.oracles.ovs import INSTALL_FIX, OvsNotInstalledError, OvsSandbox
+from netsleuth.oracles.ovs_text import HEADER_FIELDS, OvsDecision, render_rule
 
 SEED = 20_251_123
 N_PORTS = 4
@@ -222,7 +233,7 @@ def random_actions(rng: random.Random, match: Match) -> list:
 
 def surely_disjoint(a: Match, b: Match) -> bool:
     """Some field both match on has different values: no packet hits both."""
-    for ma, va, mb, vb in zip(a.masks, a.values, b.masks, b.values):
+    for ma, va, mb, vb in zip(a.masks, a.values, b.masks, b.values, strict=True):
         common = ma & mb
         if common and (va & common) != (vb & common):
             return True
@@ -246,8 +257,8 @@ def random_table(rng: random.Random, seeds: list[tuple[int, Packet]]) -> list[tu
             priority = rng.randint(0, 0xFFFF)
         else:
             priority = rng.choice([0, 10, 10, 100, 100, 1000, 65534])
-            clash = lambda p: any(not m.is_exact() and q == p and not surely_disjoint(m, match)  # noqa: E731
-                                  for m, q, _ in rules)
+            def clash(p: int, match: Match = match) -> bool:
+                return any(not m.is_exact() and q == p and not surely_disjoint(m, match) for m, q, _ in rules)
             while clash(priority):
                 priority = rng.randint(0, 0xFFFE)
         rules.append((match, priority, random_actions(rng, match)))
@@ -291,7 +302,8 @@ def test_netsleuth_forwards_like_ovs(tmp_path) -> None:
                 entry = table.peek(pkt.match_fields(in_port))
                 counts["hit:" + ("miss" if entry is None else "exact" if entry.match.is_exact() else "wildcard")] += 1
                 if entry is not None and entry.match.is_exact() and any(
-                        not e.match.is_exact() and e.priority > entry.priority and e.match.matches(pkt.match_fields(in_port))
+                        not e.match.is_exact() and e.priority > entry.priority and
+                            e.match.matches(pkt.match_fields(in_port))
                         for e in table.entries()):
                     counts["exact-outranks-higher-priority"] += 1
                 for port, changes in expected.outputs:
@@ -315,7 +327,8 @@ def test_netsleuth_forwards_like_ovs(tmp_path) -> None:
     assert not failures, f"{len(failures)} of {counts['cases']} cases disagree; first:\n" + "\n".join(failures[:3])
     assert counts["cases"] >= MIN_CASES
     for category in ("kind:arp", "kind:icmp", "kind:tcp", "kind:udp", "kind:nonip", "tagged",
-                     "hit:miss", "hit:exact", "hit:wildcard", "exact-outranks-higher-priority", "out:port", "out:controller", "out:modified", "drop"):
+                     "hit:miss", "hit:exact", "hit:wildcard", "exact-outranks-higher-priority",
+                         "out:port", "out:controller", "out:modified", "drop"):
         assert counts[category] >= 50, f"too few cases of {category}: {counts[category]} (generator drifted)"
 
 

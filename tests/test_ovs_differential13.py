@@ -80,19 +80,32 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from netsleuth.model.of13.actions import (Action, DecMplsTtl, DecNwTtl, Group, Output, PopMpls, PopVlan, PushMpls,
-                                          PushVlan, SetField, SetMplsTtl, SetNwTtl, render_action)
+from netsleuth.model.of13.actions import (
+    Action,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopVlan,
+    PushMpls,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    render_action,
+)
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket
-from netsleuth.model.of13.headers import ICMPv6, IPv6, MplsLabel, SCTP, VlanTag
+from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, MplsLabel, VlanTag
 from netsleuth.model.of13.instructions import FlowContext, Instructions
 from netsleuth.model.of13.meters import Band
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Emit, Pipeline13, PortState
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
-from netsleuth.oracles.ovs import OvsTraceError
 from netsleuth.oracles.ovs13 import Copy13, HeaderState, OvsSandbox13
+from netsleuth.oracles.ovs_text import OvsTraceError
 
 SEED = 20_251_125
 N_PORTS = 4
@@ -226,6 +239,27 @@ def random_probe(rng: random.Random, max_tags: int) -> tuple[str, Frame]:
 
 # --------------------------------------------------------------------- pipelines
 def random_match(rng: random.Random, table: int) -> dict[str, Any]:
+    """A random match: layer 2 fields, then an eth_type and the fields of that protocol.
+
+    The helpers fill ``f`` in place, in a fixed order, so a seed gives the same matches.
+    """
+    f = _random_l2_fields(rng, table)
+    et = rng.choice([None, None, 0x0800, 0x0800, 0x0800, 0x86DD, 0x86DD, 0x0806, 0x8847])
+    if et is None:
+        return f
+    f["eth_type"] = et
+    if et == 0x0800:
+        _random_ipv4_fields(rng, f)
+    elif et == 0x86DD:
+        _random_ipv6_fields(rng, f)
+    elif et == 0x0806:
+        _random_arp_fields(rng, f)
+    else:
+        _random_mpls_fields(rng, f)
+    return f
+
+
+def _random_l2_fields(rng: random.Random, table: int) -> dict[str, Any]:
     f: dict[str, Any] = {}
     if rng.random() < 0.25:
         f["in_port"] = rng.randint(1, N_PORTS)
@@ -241,60 +275,64 @@ def random_match(rng: random.Random, table: int) -> dict[str, Any]:
         f["vlan_vid"] = vid
         if vid and rng.random() < 0.3:
             f["vlan_pcp"] = rng.randrange(8)
-    et = rng.choice([None, None, 0x0800, 0x0800, 0x0800, 0x86DD, 0x86DD, 0x0806, 0x8847])
-    if et is None:
-        return f
-    f["eth_type"] = et
-    if et == 0x0800:
-        for name in ("ipv4_src", "ipv4_dst"):
-            if rng.random() < 0.3:
-                f[name] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([8, 24, 32])}"
-        if rng.random() < 0.1:
-            f["ip_dscp"] = rng.randrange(64)
-        if rng.random() < 0.1:
-            f["ip_ecn"] = rng.randrange(4)
-        if rng.random() < 0.5:
-            proto = rng.choice([6, 17, 1, 132])
-            f["ip_proto"] = proto
-            if proto == 1:
-                if rng.random() < 0.4:
-                    f["icmpv4_type"] = rng.choice([0, 8, 3])
-            else:
-                prefix = {6: "tcp", 17: "udp", 132: "sctp"}[proto]
-                for side in ("src", "dst"):
-                    if rng.random() < 0.35:
-                        f[f"{prefix}_{side}"] = rng.choice(TP_PORTS)
-    elif et == 0x86DD:
-        for name in ("ipv6_src", "ipv6_dst"):
-            if rng.random() < 0.3:
-                f[name] = f"{ipaddress.IPv6Address(rng.choice(IP6))}/{rng.choice([16, 64, 128])}"
-        if rng.random() < 0.1:
-            f["ipv6_flabel"] = (rng.choice([0, 0x12345, 7]) & 0xF, 0xF)
-        if rng.random() < 0.5:
-            proto = rng.choice([6, 17, 58, 58])
-            f["ip_proto"] = proto
-            if proto == 58 and rng.random() < 0.6:
-                t = rng.choice([128, 135, 136])
-                f["icmpv6_type"] = t
-                if t in (135, 136) and rng.random() < 0.4:
-                    f["ipv6_nd_target"] = str(ipaddress.IPv6Address(rng.choice(IP6)))
-                if t == 135 and rng.random() < 0.3:
-                    f["ipv6_nd_sll"] = rng.choice(MACS[:4])
-            elif proto in (6, 17) and rng.random() < 0.4:
-                f[("tcp" if proto == 6 else "udp") + "_dst"] = rng.choice(TP_PORTS)
-    elif et == 0x0806:
-        if rng.random() < 0.4:
-            f["arp_op"] = rng.choice([1, 2])
-        if rng.random() < 0.3:
-            f["arp_tpa"] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([24, 32])}"
-    else:
-        if rng.random() < 0.5:
-            f["mpls_label"] = rng.choice(LABELS)
-        if rng.random() < 0.2:
-            f["mpls_tc"] = rng.randrange(8)
-        if rng.random() < 0.2:
-            f["mpls_bos"] = 1
     return f
+
+
+def _random_ipv4_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    for name in ("ipv4_src", "ipv4_dst"):
+        if rng.random() < 0.3:
+            f[name] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([8, 24, 32])}"
+    if rng.random() < 0.1:
+        f["ip_dscp"] = rng.randrange(64)
+    if rng.random() < 0.1:
+        f["ip_ecn"] = rng.randrange(4)
+    if rng.random() < 0.5:
+        proto = rng.choice([6, 17, 1, 132])
+        f["ip_proto"] = proto
+        if proto == 1:
+            if rng.random() < 0.4:
+                f["icmpv4_type"] = rng.choice([0, 8, 3])
+        else:
+            prefix = {6: "tcp", 17: "udp", 132: "sctp"}[proto]
+            for side in ("src", "dst"):
+                if rng.random() < 0.35:
+                    f[f"{prefix}_{side}"] = rng.choice(TP_PORTS)
+
+
+def _random_ipv6_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    for name in ("ipv6_src", "ipv6_dst"):
+        if rng.random() < 0.3:
+            f[name] = f"{ipaddress.IPv6Address(rng.choice(IP6))}/{rng.choice([16, 64, 128])}"
+    if rng.random() < 0.1:
+        f["ipv6_flabel"] = (rng.choice([0, 0x12345, 7]) & 0xF, 0xF)
+    if rng.random() < 0.5:
+        proto = rng.choice([6, 17, 58, 58])
+        f["ip_proto"] = proto
+        if proto == 58 and rng.random() < 0.6:
+            t = rng.choice([128, 135, 136])
+            f["icmpv6_type"] = t
+            if t in (135, 136) and rng.random() < 0.4:
+                f["ipv6_nd_target"] = str(ipaddress.IPv6Address(rng.choice(IP6)))
+            if t == 135 and rng.random() < 0.3:
+                f["ipv6_nd_sll"] = rng.choice(MACS[:4])
+        elif proto in (6, 17) and rng.random() < 0.4:
+            f[("tcp" if proto == 6 else "udp") + "_dst"] = rng.choice(TP_PORTS)
+
+
+def _random_arp_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    if rng.random() < 0.4:
+        f["arp_op"] = rng.choice([1, 2])
+    if rng.random() < 0.3:
+        f["arp_tpa"] = f"{ipaddress.IPv4Address(rng.choice(IP4))}/{rng.choice([24, 32])}"
+
+
+def _random_mpls_fields(rng: random.Random, f: dict[str, Any]) -> None:
+    if rng.random() < 0.5:
+        f["mpls_label"] = rng.choice(LABELS)
+    if rng.random() < 0.2:
+        f["mpls_tc"] = rng.randrange(8)
+    if rng.random() < 0.2:
+        f["mpls_bos"] = 1
 
 
 class Gen:
@@ -330,9 +368,11 @@ class Gen:
                         lambda: [SetField("vlan_pcp", rng.randrange(8))]]
         if et in (0x0800, 0x86DD):
             choices += [lambda: [DecNwTtl()], lambda: [SetNwTtl(rng.randint(10, 99))],
-                        lambda: [SetField("ip_dscp", rng.randrange(64))], lambda: [SetField("ip_ecn", rng.randrange(4))]]
+                        lambda: [SetField("ip_dscp", rng.randrange(64))],
+                        lambda: [SetField("ip_ecn", rng.randrange(4))]]
         if et == 0x0800:
-            choices += [lambda: [SetField("ipv4_src", rng.choice(IP4))], lambda: [SetField("ipv4_dst", rng.choice(IP4))]]
+            choices += [lambda: [SetField("ipv4_src", rng.choice(IP4))],
+                        lambda: [SetField("ipv4_dst", rng.choice(IP4))]]
             if not pushed[1]:
                 choices.append("push_mpls")
             if proto in (6, 17, 132):
@@ -341,7 +381,8 @@ class Gen:
             if proto == 1:
                 choices.append(lambda: [SetField(rng.choice(["icmpv4_type", "icmpv4_code"]), rng.randrange(4))])
         if et == 0x86DD:
-            choices += [lambda: [SetField("ipv6_src", rng.choice(IP6))], lambda: [SetField("ipv6_dst", rng.choice(IP6))],
+            choices += [lambda: [SetField("ipv6_src", rng.choice(IP6))],
+                        lambda: [SetField("ipv6_dst", rng.choice(IP6))],
                         lambda: [SetField("ipv6_flabel", rng.choice([1, 0xABCDE]))]]
             if proto in (6, 17):
                 choices.append(lambda: [SetField(("tcp" if proto == 6 else "udp") + "_src", rng.choice(TP_PORTS))])
@@ -350,11 +391,13 @@ class Gen:
             if ctx.exact.get("icmpv6_type") == 135:
                 choices.append(lambda: [SetField("ipv6_nd_sll", rng.choice(MACS[:4]))])
         if et == 0x0806:
-            choices += [lambda: [SetField("arp_op", rng.choice([1, 2]))], lambda: [SetField("arp_spa", rng.choice(IP4))],
+            choices += [lambda: [SetField("arp_op", rng.choice([1, 2]))],
+                        lambda: [SetField("arp_spa", rng.choice(IP4))],
                         lambda: [SetField("arp_tha", rng.choice(MACS[:4]))]]
         if et == 0x8847:
             choices += [lambda: [DecMplsTtl()], lambda: [SetMplsTtl(rng.randint(10, 99))],
-                        lambda: [SetField("mpls_label", rng.choice(LABELS))], lambda: [SetField("mpls_tc", rng.randrange(8))]]
+                        lambda: [SetField("mpls_label", rng.choice(LABELS))],
+                        lambda: [SetField("mpls_tc", rng.randrange(8))]]
         pick = rng.choice(choices)
         if pick == "push_vlan":
             pushed[0] = True
@@ -513,7 +556,8 @@ def random_packet_out(rng: random.Random, groups: list[int], in_port: int) -> li
             acts.append(SetField(rng.choice(["eth_src", "eth_dst"]), rng.choice(MACS[:4])))
         elif pick == 1 and not pushed:
             pushed = True
-            acts += [PushVlan(), SetField("vlan_vid", 0x1000 | rng.choice(VIDS)), SetField("vlan_pcp", rng.randrange(8))]
+            acts += [PushVlan(), SetField("vlan_vid", 0x1000 | rng.choice(VIDS)),
+                     SetField("vlan_pcp", rng.randrange(8))]
         elif pick == 2 and groups:
             acts.append(Group(rng.choice(groups)))
         elif pick in (3, 4):
@@ -606,7 +650,8 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
     assert not failures, (f"{len(failures)} of {counts['cases']} cases disagree (all in {tmp_path}/failures.txt); "
                           "first:\n" + "\n".join(failures[:2]))
     assert counts["cases"] >= MIN_CASES
-    for category in ("kind:packet-out", "kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls", "kind:sctp", "tags:2",
+    for category in ("kind:packet-out", "kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls",
+                     "kind:sctp", "tags:2",
                      "ended:table-miss", "ended:done", "ended:table-miss+action-set", "multi-table", "out:controller",
                      "out:port", "out:modified", "out:mpls", "out:tags:2", "copies:many", "group:1", "group:2",
                      "group:3", "group:0", "group:watch_group", "group:select-many", "metered",

@@ -28,8 +28,23 @@ from os_ken.lib.packet import vlan as ok_vlan
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.packet import (
-    ICMP, LLDP, RAW, TCP, UDP, Arp, IPv4, Packet, PacketError, Vlan, arp_reply, arp_request,
-    icmp_echo, internet_checksum, lldp_frame, tcp_syn, udp_packet,
+    ICMP,
+    LLDP,
+    RAW,
+    TCP,
+    UDP,
+    Arp,
+    IPv4,
+    Packet,
+    PacketError,
+    Vlan,
+    arp_reply,
+    arp_request,
+    icmp_echo,
+    internet_checksum,
+    lldp_frame,
+    tcp_syn,
+    udp_packet,
 )
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -327,7 +342,8 @@ def test_we_read_os_ken_packets(src, dst, tag, sip, dip, tos, flags, opts, kind,
     assert p.to_bytes() == data
     assert (p.eth_src, p.eth_dst) == (src, dst)
     assert p.vlan == (Vlan(tag[0], tag[1]) if tag else None)
-    assert (p.l3.src, p.l3.dst, p.l3.tos, p.l3.flags, p.l3.options) == (ip_to_int(sip), ip_to_int(dip), tos, flags, opts)
+    assert ((p.l3.src, p.l3.dst, p.l3.tos, p.l3.flags, p.l3.options)
+            == (ip_to_int(sip), ip_to_int(dip), tos, flags, opts))
     assert p.payload == payload
     assert p.trailer == b"\0" * (60 - len(data) + len(p.trailer))  # os-ken pads to 60
     if kind == "icmp":
@@ -455,7 +471,8 @@ def ovs_ofctl():
 def test_match_fields_agree_with_open_vswitch(ovs_ofctl, data, in_port):
     ours = Packet.from_bytes(data).match_fields(in_port)
     # Differences by design (OpenFlow 1.0 knows one 0x8100 tag; no L3 behind LLC/SNAP):
-    assume(data[12:14] != b"\x88\xa8" and not (data[12:14] == b"\x81\x00" and data[16:18] in (b"\x81\x00", b"\x88\xa8")))
+    assume(data[12:14] != b"\x88\xa8"
+           and not (data[12:14] == b"\x81\x00" and data[16:18] in (b"\x81\x00", b"\x88\xa8")))
     assume(not (len(data) >= 22 and data[12:14] < b"\x06\x00" and data[14:20] == b"\xaa\xaa\x03\x00\x00\x00"))
     raw, theirs = ovs_match_fields(data, in_port)
     assert ours[:6] == theirs[:6]
@@ -563,7 +580,8 @@ def test_json_is_lossless(p):
 
 
 def test_json_is_readable():
-    d = Packet.from_bytes(icmp_echo("00:00:00:00:00:01", 2, "10.0.0.1", "10.0.0.2", 1, 2, payload=b"\x01\xff").to_bytes()).to_json()
+    d = Packet.from_bytes(icmp_echo("00:00:00:00:00:01", 2, "10.0.0.1", "10.0.0.2",
+                                    1, 2, payload=b"\x01\xff").to_bytes()).to_json()
     assert d["eth_src"] == "00:00:00:00:00:01" and d["eth_type"] == "0x0800"
     assert (d["l3"]["kind"], d["l3"]["src"], d["l3"]["dst"]) == ("ipv4", "10.0.0.1", "10.0.0.2")
     assert (d["l4"]["kind"], d["l4"]["ident"], d["l4"]["seq"]) == ("icmp", 1, 2)

@@ -17,9 +17,9 @@ from of13_catalog import CONTROLLER_TO_SWITCH, SWITCH_TO_CONTROLLER, with_xid
 from os_ken.ofproto import ofproto_v1_0_parser as p10
 
 from netsleuth.openflow.codec import DATAPATH, TYPE_NAME_13, msg_to_json
+from netsleuth.tools.pcap import build_pcap
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint
-from netsleuth.tools.pcap import build_pcap
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is installed by `make` (Debian package tshark)")
@@ -103,14 +103,15 @@ def test_1_3_messages_and_fingerprints_survive_the_trace_file(tmp_path: Path) ->
     from netsleuth.trace.io import read_trace, write_trace
 
     events = _events()
-    # both switches the events name: reading a trace checks dpids against its topology
-    switches = [{"name": "s1", "dpid": 1}, {"name": "s2", "dpid": 2}]
-    header = ts.TraceHeader(topology={"switches": switches, "links": []},
-                            topology_spec="single,2", controller="osken:os_ken.app.simple_switch_13", seed=1,
+    from netsleuth.model.topology import parse_topo
+
+    header = ts.TraceHeader(topology=parse_topo("linear,2").to_json(),  # s1 and s2: the two connections' dpids
+                            topology_spec="linear,2", controller="osken:os_ken.app.simple_switch_13", seed=1,
                             tool_version="0.1.0", command="test")
     write_trace(tmp_path / "t.jsonl", ts.Trace(header, events))
     back = read_trace(tmp_path / "t.jsonl").events
-    msgs = [(a, b) for a, b in zip(events, back) if isinstance(a, (ts.ControlToSwitch, ts.ControlToController))]
+    msgs = [(a, b) for a, b in zip(events, back, strict=True)
+            if isinstance(a, (ts.ControlToSwitch, ts.ControlToController))]
     assert len(msgs) == len([e for e in events if hasattr(e, "msg")])
     for recorded, read in msgs:
         assert read.msg == recorded.msg and read.fp == recorded.fp == of_fingerprint(read.msg)

@@ -17,16 +17,39 @@ from netsleuth.model.addr import ip_to_int
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.races.commute import commute_rw, commute_ww
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, FLOW_EXPIRY, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND,
-    PACKET_HANDLE, PACKET_SEND, EXPIRY, READ, WRITE, Event, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    EXPIRY,
+    FLOW_EXPIRY,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.hb import Reachability, build_hb_graph
 from netsleuth.races.job import detect_races
 from netsleuth.races.poxmatch import (
-    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY_STRICT, OFPFW_ALL, OFPFW_DL_DST,
-    OFPFW_DL_TYPE, OFPFW_IN_PORT, OFPFW_NW_DST_MASK, OFPFW_NW_SRC_MASK, OFPP_CONTROLLER, FlowMod, PoxMatch,
+    OFPFC_ADD,
+    OFPFC_DELETE,
+    OFPFC_DELETE_STRICT,
+    OFPFC_MODIFY_STRICT,
+    OFPFW_ALL,
+    OFPFW_DL_DST,
+    OFPFW_DL_TYPE,
+    OFPFW_IN_PORT,
+    OFPFW_NW_DST_MASK,
+    OFPFW_NW_SRC_MASK,
+    OFPP_CONTROLLER,
+    PoxFlowMod,
+    PoxMatch,
 )
 
+# the SDNRacer trace corpus beside the checkout
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdnracer"
 TRACES = sorted((DATA / "traces").glob("*.hb.json"))
 REFERENCE = json.loads((DATA / "reference.json").read_text()) if (DATA / "reference.json").exists() else {}
@@ -175,9 +198,9 @@ def output(port: int, max_len: int = 0) -> bytes:
 
 
 def flow_mod(match: bytes, command: int = OFPFC_ADD, priority: int = 0x8000, actions: bytes = b"",
-             flags: int = 0) -> FlowMod:
+             flags: int = 0) -> PoxFlowMod:
     body = match + struct.pack("!QHHHHLHH", 0, command, 0, 0, priority, 0xFFFFFFFF, 0xFFFF, flags) + actions
-    return FlowMod.from_wire(struct.pack("!BBHL", 1, 14, 8 + len(body), 0) + body)
+    return PoxFlowMod.from_wire(struct.pack("!BBHL", 1, 14, 8 + len(body), 0) + body)
 
 
 def exact_ip(nw_src: str, nw_dst: str, **kw) -> bytes:
@@ -300,7 +323,7 @@ def test_read_write_rules_depend_on_order_and_hit() -> None:
 # =============================================================================== HB rules
 
 
-def ev(eid, kind, **kw) -> Event:
+def ev(eid, kind, **kw) -> HbEvent:
     if "pid_in" in kw:
         kw["has_pid_in"] = True
     if "mid_in" in kw:
@@ -308,7 +331,7 @@ def ev(eid, kind, **kw) -> Event:
     for k in ("pid_out", "mid_out"):
         if k in kw:
             kw[k] = tuple(kw[k])
-    return Event(eid, kind, **kw)
+    return HbEvent(eid, kind, **kw)
 
 
 def rels(g) -> set[tuple[int, int, str]]:
@@ -352,12 +375,12 @@ def test_barriers_order_handles_on_their_switch_only() -> None:
     assert reach.reaches(n[1], n[5]) and not reach.ordered(n[3], n[6])
 
 
-def _write(eid, dpid, fm: FlowMod, t: float, **kw) -> Event:
+def _write(eid, dpid, fm: PoxFlowMod, t: float, **kw) -> HbEvent:
     return ev(eid, MESSAGE_HANDLE, dpid=dpid, msg_type="OFPT_FLOW_MOD", pid_in=None,
               ops=[FlowOp(WRITE, t, fm)], **kw)
 
 
-def _read(eid, dpid, frame: bytes, hit: FlowMod | None, t: float, in_port: int = 1, **kw) -> Event:
+def _read(eid, dpid, frame: bytes, hit: PoxFlowMod | None, t: float, in_port: int = 1, **kw) -> HbEvent:
     return ev(eid, PACKET_HANDLE, dpid=dpid, packet=frame, in_port=in_port,
               ops=[FlowOp(READ, t, hit)], **kw)
 

@@ -23,12 +23,22 @@ from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow.codec import DATAPATH, encode, msg_to_json
 from netsleuth.races.detect import HARMFUL
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, EXPIRY, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE,
-    MESSAGE_SEND, PACKET_HANDLE, PACKET_SEND, READ, WRITE,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    EXPIRY,
+    FLOW_EXPIRY,
+    HOST_HANDLE,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    WRITE,
 )
 from netsleuth.races.from_trace import events_from_trace, is_netsleuth_trace, race_text
 from netsleuth.races.job import detect_races
-from netsleuth.races.poxmatch import FlowMod, PoxMatch
+from netsleuth.races.poxmatch import PoxFlowMod, PoxMatch
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -79,7 +89,7 @@ def test_learning_switch_packet_out_vs_flow_mod_race(recorded: Path) -> None:
         assert isinstance(w_src, ts.ControlToSwitch) and w_src.msg["type"] == "FLOW_MOD"
         assert w_src.dpid == write_ev.dpid
         from netsleuth.openflow.codec import msg_from_json
-        recorded_fm = FlowMod.from_wire(encode(msg_from_json(w_src.msg)))
+        recorded_fm = PoxFlowMod.from_wire(encode(msg_from_json(w_src.msg)))
         assert recorded_fm.match == r.k_op.flow_mod.match and recorded_fm.actions == r.k_op.flow_mod.actions
         # the read is a packet arrival at the same switch, which hit exactly that entry
         r_src = by_seq[built.origin[read_ev.eid]]
@@ -92,8 +102,8 @@ def test_learning_switch_packet_out_vs_flow_mod_race(recorded: Path) -> None:
         # the two messages are named in plain words
         text = race_text(report.labels, g, r)
         sw = names[write_ev.dpid]
-        assert f"FLOW_MOD ADD priority=32768,in_port={w_src.msg['body']['OFPFlowMod']['match']['OFPMatch']['in_port']}" \
-            in text and text.endswith(f"on {sw}")
+        in_port = w_src.msg['body']['OFPFlowMod']['match']['OFPMatch']['in_port']
+        assert f"FLOW_MOD ADD priority=32768,in_port={in_port}" in text and text.endswith(f"on {sw}")
         from netsleuth.model.packet import Packet
         summary = Packet.from_json(r_src.packet).summary()
         assert f"packet {summary} in port {r_src.port} matched " in text and "  vs  " in text

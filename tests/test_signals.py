@@ -117,7 +117,8 @@ def test_controller_children_die_with_a_killed_netsleuth(tmp_path: Path) -> None
                       f"\"$@\"\n")
     script.chmod(0o755)
     from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
-    spec = f"cmd:{script} {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} os_ken.app.simple_switch"
+    spec = (f"cmd:{script} {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} "
+            "os_ken.app.simple_switch")
     out = tmp_path / "run"
     proc = subprocess.Popen([*NETSLEUTH, "fuzz", "--controller", spec, "--topo", "linear,2", "--out", str(out),
                              "--steps", "100000", "--keep-going"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

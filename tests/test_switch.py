@@ -12,6 +12,7 @@ import struct
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as P
+from wire import round_trip
 
 from netsleuth.errors import CodecError
 from netsleuth.model.addr import int_to_mac, ip_to_int, mac_to_int
@@ -19,7 +20,6 @@ from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import Packet, arp_request, icmp_echo, udp_packet
 from netsleuth.model.switch import NO_BUFFER, Emit, Switch, ToController, port_hw_addr
 from netsleuth.openflow import codec
-from wire import round_trip
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
 # Big enough that every miss_send_len used below truncates it.

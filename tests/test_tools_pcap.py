@@ -54,7 +54,7 @@ def test_tshark_decodes_every_control_message_with_its_type(tools_fuzz_trace: Pa
     assert len({e.msg["type"] for e in trace.events if hasattr(e, "msg")}) >= 5  # several message types
 
     rows = _tshark(pcap, "openflow_v1", "openflow_1_0.type", "openflow.xid")
-    decoded = [(int(t), int(x)) for types, xids in rows for t, x in zip(types.split(";"), xids.split(";"))]
+    decoded = [(int(t), int(x)) for types, xids in rows for t, x in zip(types.split(";"), xids.split(";"), strict=True)]
     assert decoded == recorded  # 100%, same types, same xids, same order
     assert Counter(TYPE_NAME[t] for t, _ in decoded) == Counter(d["messages"])
     # nothing malformed, and no TCP analysis warning (retransmission, lost segment, ...) on our framing:
@@ -75,7 +75,7 @@ def test_dataplane_frames_are_the_recorded_hops(tools_fuzz_trace: Path, tmp_path
     assert d["dataplane_frames"] == len(hops) > 0
     rows = _tshark(pcap, "!(tcp.port == 6653)", "eth.src", "eth.dst", "frame.protocols")
     assert len(rows) == len(hops)
-    for (src, dst, protocols), e in zip(rows, hops):
+    for (src, dst, protocols), e in zip(rows, hops, strict=True):
         assert (src, dst) == (e.packet["eth_src"], e.packet["eth_dst"])
         kind = e.packet.get("l4", e.packet.get("l3", {})).get("kind")
         assert {"arp": "arp", "icmp": "icmp", "tcp": "tcp"}[kind] in protocols.split(":"), (protocols, e.seq)

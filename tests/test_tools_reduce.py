@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from netsleuth.core.rebuild import rebuild
-from netsleuth.jobs.check_trace import check_trace
+from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 from netsleuth.model.actions import action_from_ofp
 from netsleuth.model.match import Match
 from netsleuth.openflow.codec import msg_from_json
@@ -108,8 +108,8 @@ def test_reduce_at_a_violation_keeps_the_violation(tools_fuzz_trace: Path, tmp_p
     before = rebuild(trace.header, trace.events, stop=lambda e: e.seq >= target.seq).world
     assert _tables(rebuild(reduced.header, reduced.events[:-1]).world) == _tables(before)
     # and the invariants find the same static violations on both
-    full = check_trace(tools_fuzz_trace, at=target.seq)
-    small = check_trace(out)
+    full = invariants_on_trace(tools_fuzz_trace, at=target.seq)
+    small = invariants_on_trace(out)
     assert small["violations"] == full["violations"] and full["violations"]
 
 

@@ -18,9 +18,9 @@ from rich.console import Console
 
 from netsleuth.cli import main
 from netsleuth.core.rebuild import rebuild
+from netsleuth.tools.step import run_step
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
-from netsleuth.tools.step import run_step
 
 pytestmark = pytest.mark.real
 

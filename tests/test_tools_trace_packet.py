@@ -91,11 +91,11 @@ def test_blackholed_packets_name_the_missing_port(traced) -> None:
     blackholed = [(inj, r) for inj, r in reports if "blackholed" in r.why]
     if not blackholed:
         pytest.fail("no packet of the fuzz run hit the migration blackhole; the fixture should have some")
-    for inj, r in blackholed:
+    for _inj, r in blackholed:
         leaf = next(h for h in r.hops if h.end and "blackholed" in h.end["why"])
         assert leaf.end["dead_ports"] and leaf.rule is not None
         # the switch's state when the packet got there, rebuilt independently
-        world = rebuild(trace.header, trace.events, stop=lambda e: e.seq >= leaf.seq).world
+        world = rebuild(trace.header, trace.events, stop=lambda e, leaf=leaf: e.seq >= leaf.seq).world
         switch, links = world.switches[leaf.node], world.view().link_up
         for port in leaf.end["dead_ports"]:
             assert f"output:{port}" in leaf.rule

@@ -21,9 +21,9 @@ from PIL import Image
 
 from netsleuth.cli import main
 from netsleuth.model.topology import Topology
+from netsleuth.tools.viz import DY, LANE_COLOURS, viz
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
-from netsleuth.tools.viz import DY, LANE_COLOURS, viz
 
 BAR = 40  # px of the page's fixed top bar above the diagram
 LABELS = 90  # px of the lane-label column left of it
@@ -60,7 +60,7 @@ def _share(img: Image.Image, row: int, colour: tuple[int, int, int], tol: int = 
     near = 0
     for x in xs:
         p = img.getpixel((x, row))[:3]
-        if all(abs(a - b) <= tol for a, b in zip(p, colour)):
+        if all(abs(a - b) <= tol for a, b in zip(p, colour, strict=True)):
             near += 1
     return near / len(xs)
 
@@ -136,7 +136,7 @@ def test_markup_in_trace_fields_cannot_break_the_page(tmp_path: Path) -> None:
     detail, a violation's message, the trace's own file name -- and headless
     Chromium must still draw every lane and item, with no element injected,
     and the hover text must hold the characters as written."""
-    from netsleuth.model.topology import parse_topo
+    from netsleuth.model.topo_builders import parse_topo
 
     topo = parse_topo("linear,2")
     events = [ts.ControllerEvent(seq=0, t=0.0, controller="c0", what="started", detail=HOSTILE[0]),

@@ -30,9 +30,9 @@ def switch_graph(t: Topology) -> nx.MultiGraph:
 
 def check_consistent(t: Topology) -> None:
     """Every link is visible from both ends; every host sits on exactly one switch port."""
-    for l in t.links:
-        assert t.neighbor(l.node1, l.port1) == (l.node2, l.port2)
-        assert t.neighbor(l.node2, l.port2) == (l.node1, l.port1)
+    for lk in t.links:
+        assert t.neighbor(lk.node1, lk.port1) == (lk.node2, lk.port2)
+        assert t.neighbor(lk.node2, lk.port2) == (lk.node1, lk.port1)
     for h in t.hosts:
         sw, port = t.host_location(h.name)
         assert t.is_switch(sw) and t.neighbor(sw, port) == (h.name, 0)
@@ -305,7 +305,10 @@ def test_graphml_round_trip(spec: str, tmp_path: Path) -> None:
     nx.write_graphml(t.graph(), nx_path)
     from_nx = parse_topo(str(nx_path))
     assert from_nx.switches == t.switches and from_nx.hosts == t.hosts
-    canon = lambda links: sorted(tuple(sorted([(l.node1, l.port1), (l.node2, l.port2)])) for l in links)
+
+    def canon(links):
+        return sorted(tuple(sorted([(lk.node1, lk.port1), (lk.node2, lk.port2)])) for lk in links)
+
     assert canon(from_nx.links) == canon(t.links)
 
 

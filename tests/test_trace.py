@@ -14,15 +14,37 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as p
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.model.topology import parse_topo
 from netsleuth.model.packet import Packet, arp_request, icmp_echo, lldp_frame, udp_packet
-from netsleuth.trace.io import dumps_line
+from netsleuth.model.topology import parse_topo
 from netsleuth.trace import (
-    EVENT_KINDS, ControllerEvent, ControlToController, ControlToSwitch, Event, InputEvent,
-    PacketArrival, PingResult, SwitchConnected, SwitchDisconnected, Trace, TraceHeader, TraceWriter,
-    TrafficInjection, Violation, event_from_json, event_kind, event_to_json, header_from_json,
-    header_to_json, iter_trace, of_fingerprint, packet_fingerprint, read_header, read_trace, write_trace,
+    EVENT_KINDS,
+    ControllerEvent,
+    ControlToController,
+    ControlToSwitch,
+    Event,
+    InputEvent,
+    PacketArrival,
+    PingResult,
+    SwitchConnected,
+    SwitchDisconnected,
+    Trace,
+    TraceHeader,
+    TraceWriter,
+    TrafficInjection,
+    Violation,
+    event_from_json,
+    event_kind,
+    event_to_json,
+    header_from_json,
+    header_to_json,
+    iter_trace,
+    of_fingerprint,
+    packet_fingerprint,
+    read_header,
+    read_trace,
+    write_trace,
 )
+from netsleuth.trace.io import dumps_line
 
 
 # ----------------------------------------------------------------- helpers

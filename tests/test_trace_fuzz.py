@@ -16,8 +16,9 @@ import io
 import json
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,8 @@ ONE_LINE_ERROR = re.compile(r"^error: .+ -- fix: .+$")
 # ------------------------------------------------------------------ mutator
 _WEIRD_VALUES: list[Any] = [
     None, True, False, 0, -1, -(2**31), 2**31, 2**64, 10**30, 1e300, -1e300, 0.5, -0.0, "", "s99", "h99",
-    "\u00e9\u4e2d", "x" * 300, "s1\nerror: injected", "\x1b[31mred\x00", [], [1, 2], {}, {"a": 1}, [[[[]]]], "00:00:00:00:00:01", "10.0.0.1", "1e999",
+    "\u00e9\u4e2d", "x" * 300, "s1\nerror: injected", "\x1b[31mred\x00", [], [1, 2], {}, {"a": 1}, [[[[]]]],
+    "00:00:00:00:00:01", "10.0.0.1", "1e999",
 ]
 _RAW_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "9" * 5000, "1e-400", "-0"]
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,9 @@ CASES: list[tuple[str, Callable[[dict], bool], Edit, str]] = [
     ("unknown message type", _kind("of_to_switch"), lambda ev: ev["msg"].update(type="WARP"), "'WARP'"),
     ("type and body disagree", _kind("of_to_switch", "FLOW_MOD"),
      lambda ev: ev["msg"].update(type="PACKET_OUT"), "PACKET_OUT"),
+    ("unknown OpenFlow version", _kind("of_to_switch"), lambda ev: ev["msg"].update(version=3), "version 3"),
+    ("1.0 body claimed as 1.3", _kind("of_to_switch", "FLOW_MOD"), lambda ev: ev["msg"].update(version=4),
+     "FLOW_MOD"),
     ("message in the wrong direction", _kind("of_to_controller", "PACKET_IN"),
      lambda ev: ev.update(kind="of_to_switch"), "PACKET_IN"),
     ("packet hlen a list", lambda ev: ev["kind"] == "packet" and ev["packet"].get("l3", {}).get("hlen") is not None,

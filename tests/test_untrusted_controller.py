@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from netsleuth.cli import main
-from netsleuth.model.topology import parse_topo
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import write_trace
 
@@ -68,7 +68,8 @@ def test_controller_option_replaces_the_header_command(touching: tuple[Path, Pat
     assert "simple_switch" in (out / "result.json").read_text()
 
 
-@pytest.mark.parametrize("spec", ["osken:/tmp/evil.py", "app:osken:/tmp/evil.py", "osken:os_ken.app.simple_switch,--config-file=/tmp/x",
+@pytest.mark.parametrize("spec", ["osken:/tmp/evil.py", "app:osken:/tmp/evil.py",
+                                  "osken:os_ken.app.simple_switch,--config-file=/tmp/x",
                                   "osken:../app"])
 def test_osken_header_must_name_modules(spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = trace_with(tmp_path / "t.jsonl", spec)

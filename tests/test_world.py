@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as P
+from wire import round_trip
 
 from netsleuth import __version__
 from netsleuth.core.clock import VirtualClock
-from netsleuth.core.events import OnWire, ToController, ToSwitch
+from netsleuth.core.events import OnWire, PendingToController, ToSwitch
 from netsleuth.core.world import Recorder, World
 from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import Packet
 from netsleuth.model.switch import NO_BUFFER
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow import codec
-from wire import round_trip
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter, read_trace
 
@@ -188,7 +188,7 @@ def test_enabled_lists_channel_heads_oldest_first_and_fire_refuses_non_heads():
     world.fire(queued)
     # replies queue on the to_controller channels in the order they were made:
     # on c2 the PACKET_IN of the ARP (fired first) is ahead of the echo reply
-    replies = {e.conn: e.msg for e in world.enabled() if isinstance(e, ToController)}
+    replies = {e.conn: e.msg for e in world.enabled() if isinstance(e, PendingToController)}
     assert isinstance(replies[c1], P.OFPEchoReply) and replies[c1].xid == 1
     assert isinstance(replies[c2], P.OFPPacketIn) and replies[c2].in_port == heads[2].port
     out = world.drain()
@@ -249,13 +249,13 @@ def test_link_down_drops_packets_in_flight_and_sends_port_status_on_both_ends():
 
     world.set_link("s1", 2, False)
     status = [(world.connections[e.conn].dpid, round_trip(e.msg)) for e in world.enabled()
-              if isinstance(e, ToController) and isinstance(e.msg, P.OFPPortStatus)]
+              if isinstance(e, PendingToController) and isinstance(e.msg, P.OFPPortStatus)]
     assert sorted(d for d, _ in status) == [1, 2]
     for _, st in status:
         assert st.desc.port_no == 2 and st.desc.state & ofp.OFPPS_LINK_DOWN
     assert world.view().peer("s1", 2) is None
     world.set_link("s2", 2, False)  # already down, from the other end: nothing new
-    assert len([e for e in world.enabled() if isinstance(e, ToController)]) == 2
+    assert len([e for e in world.enabled() if isinstance(e, PendingToController)]) == 2
 
     world.fire(target)
     assert world.stats.dropped_packets == dropped_before + 1

@@ -10,6 +10,7 @@ failing to start into one ControllerError carrying the log's last lines.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,7 +21,8 @@ from pathlib import Path
 import psutil
 
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for
-from netsleuth.controllers.spec import ControllerSpec
+from netsleuth.controllers.osken_apps import MISSING_MARK
+from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
 
@@ -116,9 +118,16 @@ class ControllerProcess:
         return self.spec.kind == "tcp"
 
     def argv(self) -> list[str]:
-        if self.spec.kind == "osken":
-            return [find_controller_python(), str(OSKEN_MAIN), "--ofp-tcp-listen-port", str(self.port),
-                    "--ofp-listen-host", self.host, *self.extra_args, *self.spec.apps]
+        if self.spec.kind in APP_KINDS:
+            # osken_main.py loads the apps itself (files, Ryu's names) before os-ken's manager runs.
+            ryu = ["--ryu"] if self.spec.kind == "ryu" else []
+            # An app with a REST API (ofctl_rest, ...) makes os-ken serve HTTP, on every interface by
+            # default: loopback only, unless the spec says otherwise.
+            web = [] if any(o.startswith("--wsapi-host") for o in self.spec.options) else ["--wsapi-host",
+                                                                                            "127.0.0.1"]
+            return [find_controller_python(), str(OSKEN_MAIN), *ryu, "--apps", ",".join(self.spec.apps), "--",
+                    "--ofp-tcp-listen-port", str(self.port), "--ofp-listen-host", self.host, *web,
+                    *self.spec.options, *self.extra_args]
         if self.faucet is not None:
             return [*self.faucet.argv(self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
@@ -138,6 +147,7 @@ class ControllerProcess:
         if self.faucet is not None:
             env.update(self.faucet.prepare())
         log = open(self.log_path, "ab")
+        log_start = log.seek(0, os.SEEK_END)
         self._release()
         # Under a guard, in a process group of its own: the controller and its children
         # die with netsleuth however it ends (guard.py), and kill() reaches them all.
@@ -159,6 +169,9 @@ class ControllerProcess:
         while time.monotonic() < deadline:
             code = self.proc.poll()
             if code is not None:
+                app_error = app_import_error(self.spec, self.log_path, log_start)
+                if app_error is not None:
+                    raise app_error
                 raise ControllerError(
                     f"controller {self.spec.text} exited with code {code} while starting",
                     f"see its log {self.log_path}", details=self.log_tail())
@@ -284,4 +297,71 @@ class ControllerProcess:
             return 0
 
 
-__all__ = ["ControllerProcess", "Lifeline", "find_controller_python", "free_port", "port_listening"]
+class AppImportError(ControllerError):
+    """An os-ken/Ryu app cannot be loaded: it imports a module the environment lacks, or an option is unknown."""
+
+
+_NO_NAME = re.compile(r"cannot import name '([A-Za-z0-9_]+)' from '([A-Za-z0-9_.]+)'")
+
+
+def import_error_for(kind: str, module: str, app: str, message: str) -> AppImportError:
+    """The one-line error for an app that cannot be imported (the launcher's marked line, parsed).
+
+    ``from ryu.contrib import x`` of a module os-ken lacks fails as "cannot
+    import name 'x' from 'os_ken.contrib'": the module named is then the
+    package's plus that name, under the name the app used.
+    """
+    where = Path(app).name if "/" in app else app
+    if not module:  # the launcher could not even place the apps (two files with one module name)
+        return AppImportError(f"cannot load the apps: {message}", "rename one of the app files")
+    if module == app or app.startswith(module + ".") or Path(app).stem == module:
+        what = "Ryu" if kind == "ryu" else "os-ken"
+        return AppImportError(f"cannot import {what} app module '{where}': {message}",
+                              "check the module name (e.g. os_ken.app.simple_switch), or give the path of "
+                              "the app's .py file")
+    m = _NO_NAME.search(message)
+    if m is not None and m.group(2) == module:
+        module = f"{module}.{m.group(1)}"
+    if kind == "osken" and (module == "ryu" or module.startswith("ryu.")):
+        return AppImportError(f"app {where} imports {module}: it is a Ryu app, and osken: runs os-ken apps",
+                              "run it as ryu:APP, which serves Ryu's modules from os-ken")
+    if module.startswith(("os_ken", "ryu")) and module.partition(".")[0] in ("os_ken", "ryu"):
+        shown = "ryu" + module[len("os_ken"):] if kind == "ryu" and module.startswith("os_ken") else module
+        return AppImportError(f"app {where} imports {shown}, which os-ken 1.4.1 (Ryu's maintained fork, "
+                              "which runs Ryu apps here) does not have",
+                              f"change the app to do without {shown}, or copy that module into the app's "
+                              "folder and import it from there")
+    return AppImportError(f"app {where} imports {module}, which the controller environment does not have "
+                          f"({message})",
+                          f"put {module} beside the app, or install it into .venv-controller "
+                          "(.venv-controller/bin/pip install ...)")
+
+
+def app_import_error(spec: ControllerSpec, log_path: Path, start: int = 0) -> AppImportError | None:
+    """The launcher's marked line (see osken_apps.py) in the part of the log written since ``start``."""
+    if spec.kind not in APP_KINDS:
+        return None
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(MISSING_MARK):
+            parts = line.split("\t")
+            parts += [""] * (4 - len(parts))
+            return import_error_for(spec.kind, parts[1], parts[2], parts[3])
+        m = _UNKNOWN_OPTION.match(line)
+        if m is not None:  # os-ken's option parser (argparse) refused a manager option of the spec
+            return AppImportError(f"os-ken does not accept the options {m.group(1).strip()}",
+                                  "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, "
+                                  "--observe-links)")
+    return None
+
+
+_UNKNOWN_OPTION = re.compile(r"\S+: error: unrecognized arguments: (.+)$")
+
+
+__all__ = ["AppImportError", "ControllerProcess", "Lifeline", "app_import_error", "find_controller_python",
+           "free_port", "import_error_for", "port_listening"]

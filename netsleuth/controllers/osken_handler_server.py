@@ -23,7 +23,10 @@ OpenFlow bytes (os-ken's own ``send_msg`` -> ``serialize``).
 Protocol: frames of a 4-byte big-endian length and a pickle (protocol 4;
 only builtin types cross the pipe).  Requests are dicts with ``op``:
 
-``init``   {"modules": [...]} -> {"apps": [...], "state": bytes, "key": ...}
+``init``   {"modules": [...], "ryu": bool, "options": [...]} -> {"apps": [...], "state": bytes, "key": ...}
+           modules may be ``.py`` paths; ``ryu`` serves Ryu's module names from
+           os-ken and ``options`` are os-ken manager options (``--config-file``)
+           (both as ``osken_apps.py`` and ``osken_main.py`` do for a real run).
 ``event``  {"state": bytes, "datapaths": {dpid: ports}, "event": (kind, dpid, bytes), "now": float}
            kind is "join" (FEATURES_REPLY bytes), "msg" (any switch->controller
            message) or "leave"; -> {"state", "key", "out": [(dpid, bytes)], "errors": [...],
@@ -32,7 +35,8 @@ only builtin types cross the pipe).  Requests are dicts with ``op``:
            one event and passed to the next: they are state too.
 ``quit``   ends the server (so does EOF on stdin: the server never outlives netsleuth).
 
-Any failure answers {"error": "...", "traceback": "..."}.
+Any failure answers {"error": "...", "traceback": "..."}; an app that cannot be
+imported answers {"error", "fix", "import_error": [module, app, message]}.
 """
 
 import io
@@ -42,6 +46,7 @@ import pickle
 import struct
 import sys
 import traceback
+from typing import Any
 
 # os-ken 1.4.1 imports eventlet.wsgi.ALREADY_HANDLED, which newer eventlet
 # removed (the same shim as osken_main.py).
@@ -49,6 +54,10 @@ import eventlet.wsgi
 
 if not hasattr(eventlet.wsgi, "ALREADY_HANDLED"):
     eventlet.wsgi.ALREADY_HANDLED = object()
+
+import osken_apps  # noqa: E402  (beside this file)
+
+osken_apps.forget_launcher_dir(__file__)
 
 PROTOCOL = 4
 _LEN = struct.Struct("!I")
@@ -114,7 +123,7 @@ def _sort_key(x):
 
 # ---------------------------------------------------------------- the os-ken side
 StandInDatapath = None  # defined in _load_osken (needs os-ken imported)
-_REGISTRY = {}          # dpid -> stand-in datapath of the current request
+_REGISTRY: dict[int, Any] = {}  # dpid -> stand-in datapath of the current request
 
 
 def _datapath_ref(dpid):
@@ -146,25 +155,29 @@ class _StateUnpickler(pickle.Unpickler):
             return _datapath_ref(name)
         app = _app_manager.lookup_service_brick(name)
         if app is None:
-            raise pickle.UnpicklingError("app %r is not loaded" % (name,))
+            raise pickle.UnpicklingError(f"app {name!r} is not loaded")
         return app
 
 
-def _load_osken():
+def _load_osken(options=()):
     global StandInDatapath, _handler, _ofp_event, _app_manager, ofproto_v1_0, ofproto_v1_0_parser
     global ofproto_parser
     from os_ken import cfg
     from os_ken.base import app_manager as _app_manager
+    from os_ken.cmd import manager as _manager  # noqa: F401  (registers the manager's options)
     from os_ken.controller import controller as _controller
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
-    from os_ken.ofproto import ofproto_parser
-    from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
+    from oslo_config import cfg as oslo_cfg
 
     try:
-        cfg.CONF(args=[], project="os_ken")
-    except Exception:  # already parsed
-        pass
+        cfg.CONF(args=list(options), project="os_ken")
+    except (oslo_cfg.Error, SystemExit) as exc:  # argparse exits on an option it does not know
+        why = "" if isinstance(exc, SystemExit) else f": {exc}"  # argparse said why on stderr (the log)
+        raise UserError(f"os-ken does not accept the options {' '.join(options)}{why}",
+                        "use ryu-manager options os-ken 1.4.1 knows (e.g. --config-file FILE, --observe-links)"
+                        ) from None
     # Events are stamped with the model's clock, not the wall clock (ofp_event does time.time()):
     # a handler must be a function of (state, event) alone.
     _ofp_event.time = _ModelClock
@@ -209,7 +222,7 @@ def _load_osken():
     _StandInDatapath.__qualname__ = "StandInDatapath"
 
 
-_SENT = []
+_SENT: list[Any] = []
 
 
 class _ModelClock:
@@ -231,29 +244,36 @@ class Server:
         self.base_attrs = frozenset()
 
     # ---- init
-    def init(self, modules):
-        _load_osken()
+    def init(self, apps, ryu=False, options=()):
+        _load_osken(options)
+        if ryu:
+            osken_apps.install_ryu_alias()
+        try:
+            modules = osken_apps.module_names(apps, ryu=ryu)
+        except ValueError as exc:
+            raise UserError(f"cannot load the apps: {exc}", "rename one of the app files") from None
+        failed = osken_apps.find_import_error(modules, dict(zip(modules, apps, strict=True)))
+        if failed is not None:
+            err = UserError(f"cannot import os-ken app module {failed[1]!r}: {failed[2]}",
+                            "check the module name (e.g. os_ken.app.simple_switch) and that it is "
+                            "importable by the controller environment's Python")
+            err.import_error = list(failed)
+            raise err
         mgr = _app_manager.AppManager.get_instance()
         for mod in modules:
-            try:
-                __import__(mod)
-            except ImportError as exc:
-                raise UserError("cannot import os-ken app module %r: %s" % (mod, exc),
-                                "check the module name (e.g. os_ken.app.simple_switch) and that it is "
-                                "importable by the controller environment's Python")
             if mgr.load_app(mod) is None:
-                raise UserError("module %r defines no OSKenApp subclass" % mod,
+                raise UserError(f"module {mod!r} defines no OSKenApp subclass",
                                 "name a module that defines an os-ken app (class deriving from OSKenApp)")
         mgr.load_apps(list(modules))
         for name, cls in mgr.applications_cls.items():
             versions = getattr(cls, "OFP_VERSIONS", None)
             if versions is not None and ofproto_v1_0.OFP_VERSION not in versions:
-                raise UserError("app %s (%s) does not speak OpenFlow 1.0, the version the model checker "
-                                "models" % (cls.__name__, name),
+                raise UserError(f"app {cls.__name__} ({name}) does not speak OpenFlow 1.0, the version the "
+                                "model checker models",
                                 "host an OpenFlow 1.0 app such as os_ken.app.simple_switch")
         for key, cls in mgr.contexts_cls.items():
             if not issubclass(cls, _app_manager.OSKenApp):
-                raise UserError("app context %r (%s) is not supported in the model checker" % (key, cls.__name__),
+                raise UserError(f"app context {key!r} ({cls.__name__}) is not supported in the model checker",
                                 "host apps without non-app _CONTEXTS, or run them with `netsleuth run`")
         contexts = mgr.create_contexts()
         for app_name, cls in mgr.applications_cls.items():
@@ -291,13 +311,13 @@ class Server:
                     try:
                         _StatePickler(io.BytesIO(), protocol=PROTOCOL).dump(v)
                     except Exception:
-                        where = "%s.%s" % (name, k)
+                        where = f"{name}.{k}"
                         break
                 if where != "?":
                     break
-            raise UserError("cannot save the state of the os-ken app(s): attribute %s: %s" % (where, exc),
+            raise UserError(f"cannot save the state of the os-ken app(s): attribute {where}: {exc}",
                             "the model checker saves app attributes with pickle; apps that keep threads, "
-                            "locks or sockets in their attributes cannot be model-checked")
+                            "locks or sockets in their attributes cannot be model-checked") from None
         key = tuple((name, freeze(attrs)) for name, attrs in sorted(blob.items()))
         return data, key
 
@@ -339,7 +359,7 @@ class Server:
         elif kind == "msg":
             dp = _REGISTRY.get(dpid)
             if dp is None:
-                raise UserError("message from switch %s, which has not joined" % dpid,
+                raise UserError(f"message from switch {dpid}, which has not joined",
                                 "deliver a join event first")
             self.receive(dp, data, errors)
         elif kind == "leave":
@@ -348,7 +368,7 @@ class Server:
                 dp.close()
                 self.drain(errors)
         else:
-            raise UserError("unknown event kind %r" % (kind,), "use join, msg or leave")
+            raise UserError(f"unknown event kind {kind!r}", "use join, msg or leave")
         new_state, key = self.save()
         # The datapaths' own state (os-ken's ofp_handler keeps dp.ports up to date from PORT_STATUS)
         # goes back with the app state, as plain tuples.
@@ -402,12 +422,14 @@ class Server:
             handler(ev)
         except Exception as exc:  # os-ken logs and swallows handler exceptions; so do we, and report them
             owner = getattr(getattr(handler, "__self__", None), "name", "?")
-            errors.append("%s.%s: %s: %s" % (owner, getattr(handler, "__name__", "handler"),
+            errors.append("{}.{}: {}: {}".format(owner, getattr(handler, "__name__", "handler"),
                                              type(exc).__name__, exc))
             traceback.print_exc(file=sys.stderr)
 
 
 class UserError(Exception):
+    import_error = None  # [module, app, message] when an app cannot be imported
+
     def __init__(self, problem, fix):
         super().__init__(problem)
         self.problem = problem
@@ -416,8 +438,8 @@ class UserError(Exception):
 
 def main():
     # stdout is the protocol channel: anything an app prints goes to stderr.
-    out = io.open(os.dup(sys.stdout.fileno()), "wb")
-    inp = io.open(os.dup(sys.stdin.fileno()), "rb")
+    out = open(os.dup(sys.stdout.fileno()), "wb")
+    inp = open(os.dup(sys.stdin.fileno()), "rb")
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_OSKEN_LOGLEVEL", "WARNING"))
     server = Server()
@@ -428,15 +450,17 @@ def main():
         try:
             op = req.get("op")
             if op == "init":
-                resp = server.init(list(req["modules"]))
+                resp = server.init(list(req["modules"]), bool(req.get("ryu")), list(req.get("options", ())))
             elif op == "event":
                 resp = server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
             else:
-                raise UserError("unknown request %r" % (op,), "send init, event or quit")
+                raise UserError(f"unknown request {op!r}", "send init, event or quit")
         except UserError as exc:
             resp = {"error": exc.problem, "fix": exc.fix}
+            if exc.import_error is not None:
+                resp["import_error"] = exc.import_error
         except Exception as exc:
-            resp = {"error": "%s: %s" % (type(exc).__name__, exc), "traceback": traceback.format_exc()}
+            resp = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         write_frame(out, resp)
 
 

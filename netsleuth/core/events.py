@@ -32,12 +32,12 @@ class ToSwitch:
     held: int = -1  # >= 0: taken out of its FIFO by a delay, in a channel of its own
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> tuple[Any, ...]:
         return ("held", self.held) if self.held >= 0 else ("to_switch", self.conn)
 
 
 @dataclass(frozen=True, slots=True)
-class ToController:
+class PendingToController:
     """A switch's message waiting to be handed to the controller."""
 
     id: int
@@ -46,7 +46,7 @@ class ToController:
     held: int = -1
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> tuple[Any, ...]:
         return ("held", self.held) if self.held >= 0 else ("to_controller", self.conn)
 
 
@@ -64,11 +64,11 @@ class OnWire:
     held: int = -1
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> tuple[Any, ...]:
         return ("held", self.held) if self.held >= 0 else ("wire", self.src, self.src_port)
 
 
-PendingEvent = ToSwitch | ToController | OnWire
+PendingEvent = ToSwitch | PendingToController | OnWire
 
 
 @dataclass(frozen=True, slots=True)

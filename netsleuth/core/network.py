@@ -19,11 +19,21 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from netsleuth.core.clock import Clock
-from netsleuth.core.events import Deliver, Disconnect, Effect, Lineage, OnWire, PendingEvent, ToController, ToSwitch
+from netsleuth.core.events import (
+    Deliver,
+    Disconnect,
+    Effect,
+    Lineage,
+    OnWire,
+    PendingEvent,
+    PendingToController,
+    ToSwitch,
+)
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
@@ -106,8 +116,8 @@ class Network:
         self.connections: dict[int, Connection] = {}
         self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
         self.controllers_alive: dict[str, bool] = {}
-        self._channels: dict[tuple, deque] = {}
-        self._heads: list[tuple[int, tuple]] = []
+        self._channels: dict[tuple[Any, ...], deque[PendingEvent]] = {}
+        self._heads: list[tuple[int, tuple[Any, ...]]] = []
         self._next_id = 0
         self._next_pid = 0
         self.stats = Stats()
@@ -203,7 +213,7 @@ class Network:
             return []
         if isinstance(ev, ToSwitch):
             return self._fire_to_switch(ev)
-        if isinstance(ev, ToController):
+        if isinstance(ev, PendingToController):
             return self._fire_to_controller(ev)
         self._fire_wire(ev)
         return []
@@ -263,7 +273,7 @@ class Network:
 
     def send_to_controller(self, conn: int, msg: Any) -> None:
         if self.connections[conn].up:
-            self._enqueue(lambda i: ToController(i, conn, msg))
+            self._enqueue(lambda i: PendingToController(i, conn, msg))
 
     def _record_message(self, cls: type, c: Connection, msg: Any) -> None:
         """Record a control message as delivered (JSON and fingerprint only when a trace is kept)."""
@@ -271,7 +281,7 @@ class Network:
             js = msg_to_json(msg)
             self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
 
-    def _fire_to_switch(self, ev: ToSwitch) -> list[Deliver]:
+    def _fire_to_switch(self, ev: ToSwitch) -> list[Effect]:
         c = self.connections[ev.conn]
         switch = self.by_dpid[c.dpid]
         self.stats.to_switch += 1
@@ -279,7 +289,7 @@ class Network:
         self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
         return []
 
-    def _fire_to_controller(self, ev: ToController) -> list[Deliver]:
+    def _fire_to_controller(self, ev: PendingToController) -> list[Effect]:
         c = self.connections[ev.conn]
         self.stats.to_controller += 1
         self._record_message(ts.ControlToController, c, ev.msg)
@@ -517,8 +527,8 @@ class Network:
     def _take_delay(self, ev: PendingEvent) -> bool:
         """If a delay is armed for this event's path, hold it (later events may overtake it)."""
         if isinstance(ev, OnWire):
-            key: tuple = (ev.node, ev.port)
-            table: dict = self.delay_next
+            key: tuple[Any, ...] = (ev.node, ev.port)
+            table: dict[Any, Any] = self.delay_next
         else:
             if not self.control_delay_next:
                 return False

@@ -10,8 +10,8 @@ switches would send back is irrelevant here and is discarded.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from netsleuth.core.clock import VirtualClock
 from netsleuth.core.world import World
@@ -51,7 +51,7 @@ def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:
     """
     clock = world.clock
     if e.t > clock.now():
-        clock.set(e.t)  # type: ignore[attr-defined]
+        clock.set(e.t)  # type: ignore[attr-defined]  # rebuilt Worlds run on a settable clock
     if isinstance(e, (ts.ControlToSwitch, ts.SwitchConnected)) and e.conn not in conns:
         conns[e.conn] = world.open_connection(e.dpid, e.controller)
         world.controllers_alive[e.controller] = True
@@ -67,7 +67,7 @@ def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:
     elif isinstance(e, ts.SwitchDisconnected) and e.conn in conns:
         world.close_connection(conns.pop(e.conn), e.reason)
     elif e.is_input and not isinstance(e, ts.TrafficInjection):
-        world.apply_recorded(e)  # traffic changes no table by itself; its effects are recorded
+        world.apply_recorded(e)  # type: ignore[arg-type]  # is_input: an InputEvent. Traffic changes no table itself
     world.tick()
 
 

@@ -40,7 +40,7 @@ class World(Network):
         super().__init__(topology, clock, record, record_packets=record_packets, sw_version=sw_version,
                          openflow=openflow)
         self._next_input = 0
-        self._open_failure: dict[tuple, str] = {}   # what failed -> id of the failure input
+        self._open_failure: dict[tuple[Any, ...], str] = {}   # what failed -> id of the failure input
         self._last_migration: dict[str, str] = {}   # host -> id of its latest migration
         self._traffic_seq = 0
 
@@ -174,7 +174,7 @@ class World(Network):
             raise ValueError(f"unknown traffic kind {what!r}")
         ev = self._input(ts.TrafficInjection, host=src, packet=packet.to_json(), dst=dst)
         self.send_from_host(src, frames)
-        return ev.id
+        return ev.id  # type: ignore[no-any-return]  # an InputEvent id: a str
 
     def apply_recorded(self, e: ts.InputEvent) -> list[Effect]:
         """Apply an input event recorded in a trace (replay, minimization, rebuilt state).
@@ -223,7 +223,7 @@ class World(Network):
         else:
             frames = [packet]
         self.send_from_host(host, frames)
-        return ev.id
+        return ev.id  # type: ignore[no-any-return]  # an InputEvent id: a str
 
     # ------------------------------------------------------------ drops and delays
     def drop_next_packet(self, node: str, port: int) -> list[Effect]:

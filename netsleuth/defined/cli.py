@@ -1,8 +1,7 @@
 """`netsleuth defined run|step`: argument parsing and summaries only.
 
-Output goes through rich directly (a progress bar while the runs go, a
-table at the end) rather than through the top-level CLI module, which sits
-above every command group.
+Output goes through netsleuth.console (a progress bar while the runs go, a
+table at the end), the rich output every command's front end shares.
 """
 
 from __future__ import annotations
@@ -10,12 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterator
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+from netsleuth.console import out, progress_bar
 from netsleuth.options import at_least, out_dir
 
 
@@ -25,12 +22,6 @@ def _interactive_lines() -> Iterator[str]:
             yield input("(defined) ")
         except EOFError:
             return
-
-
-def _progress(console: Console) -> Progress:
-    """A transient progress bar; disabled when the output is not a terminal (JSON, pipes, tests)."""
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -44,8 +35,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       seed=args.seed, topo=args.topo, variant=args.variant,
                       out=Path(args.out) if args.out else None, jitter=args.jitter,
                       scenario_seed=args.scenario_seed, processes=args.processes)
-    out = Console()
-    with _progress(Console(stderr=True)) as p:
+    with progress_bar() as p:
         task = p.add_task(f"{args.scenario} ({args.mode})", total=args.runs)
         d = run_many(opts, lambda i, r: p.update(task, completed=i + 1))
     if args.json:
@@ -75,7 +65,7 @@ def cmd_step(args: argparse.Namespace) -> int:
 
     if args.commands:
         try:
-            lines = Path(args.commands).read_text().splitlines()
+            lines: Iterable[str] = Path(args.commands).read_text().splitlines()
         except OSError as exc:
             from netsleuth.errors import NetsleuthError
             raise NetsleuthError(f"cannot read --commands {args.commands}: {exc.strerror}",
@@ -94,8 +84,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
     r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf"])
-    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | a netsleuth topology "
-                                    "(ring,N, mesh,N, linear,N, ...; its switches are the routers)")
+    r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | "
+                                  "a netsleuth topology (ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
                                           "ospf: cold (default) | warm")
     r.add_argument("--runs", type=at_least(1), default=50)

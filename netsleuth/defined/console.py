@@ -28,8 +28,9 @@ import json
 import os
 import shlex
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, TextIO
 
 from netsleuth.defined.lockstep import Delivered, Lockstep
 from netsleuth.defined.ordering import OrderingError, by_name
@@ -63,7 +64,8 @@ def _compile(expr: str) -> Any:
         return compile(expr, "<until>", "eval")
     except SyntaxError as exc:
         raise ConsoleError(f"bad predicate {expr!r}: {exc.msg}",
-                           "write a Python expression over state and msg, e.g. state['best'].get('p') == 'p1'") from None
+                           "write a Python expression over state and msg, "
+                           "e.g. state['best'].get('p') == 'p1'") from None
 
 
 def _eval(code: Any, state: dict, msg: dict) -> bool:

@@ -26,18 +26,19 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Entry, Tags
 from netsleuth.defined.node import Node
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.ordering import Ordering, by_name
 from netsleuth.defined.topologies import Net
 
 
 class LSRuntime(NodeRuntime):
-    def __init__(self, *args: Any, coord: "Lockstep", **kw: Any) -> None:
+    def __init__(self, *args: Any, coord: Lockstep, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.coord = coord
         self.records: list[tuple] = []

@@ -44,7 +44,7 @@ class Tags:
     sender: str
     sidx: int
 
-    def child(self, sender: str, sidx: int, link_delay: int, hop_bound: int) -> "Tags":
+    def child(self, sender: str, sidx: int, link_delay: int, hop_bound: int) -> Tags:
         """Tags of a message sent while processing an entry tagged ``self``.
 
         Same group, origin and sequence; delay grows by the link's mean delay.
@@ -60,7 +60,7 @@ class Tags:
         return [self.group, self.delay, self.hops, self.origin, self.oseq, self.root, self.sender, self.sidx]
 
     @staticmethod
-    def from_json(v: list) -> "Tags":
+    def from_json(v: list) -> Tags:
         g, d, h, o, s, r, snd, i = v
         return Tags(int(g), int(d), int(h), str(o), int(s), str(r), str(snd), int(i))
 

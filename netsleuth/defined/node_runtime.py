@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.defined.message import TIMER_OSEQ, Counters, Entry, Tags, groups_for
 from netsleuth.defined.node import Node
-
 
 TIEBREAKS = ("send-order", "hash")
 _K_BITS = 24  # sends per delivery told apart by the send-order tie-breaker (16M)
@@ -56,7 +56,7 @@ class NodeCheckpoint:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
 
     @staticmethod
-    def restore(blob: bytes) -> "NodeCheckpoint":
+    def restore(blob: bytes) -> NodeCheckpoint:
         return pickle.loads(blob)
 
 
@@ -65,7 +65,7 @@ class Ctx:
 
     __slots__ = ("_host", "_entry", "node")
 
-    def __init__(self, host: "NodeRuntime", entry: Entry) -> None:
+    def __init__(self, host: NodeRuntime, entry: Entry) -> None:
         self._host = host
         self._entry = entry
         self.node = host.name

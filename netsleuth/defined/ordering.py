@@ -32,8 +32,8 @@ seen the other way round.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from netsleuth.defined.message import Tags
 from netsleuth.errors import NetsleuthError

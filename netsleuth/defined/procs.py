@@ -28,10 +28,10 @@ import socket
 import time
 from typing import Any
 
-from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Entry, Tags
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.ordering import by_name
-from netsleuth.defined.rollback import RBRuntime
+from netsleuth.defined.rollback import RBRuntime, Transport
 from netsleuth.defined.scenarios import Scenario
 from netsleuth.defined.sim import RunResult, SimConfig
 from netsleuth.errors import NetsleuthError
@@ -72,7 +72,7 @@ class ForkCheckpointer:
     LOOP_KEEP = ("heap", "seq_n", "last_depart", "beacon_seen", "sent", "received", "uid_next", "bufs", "inbox",
                  "next_beacon", "rng", "forks", "resumes")
 
-    def __init__(self, loop: "_Loop") -> None:
+    def __init__(self, loop: _Loop) -> None:
         self.loop = loop
 
     def take(self, host: RBRuntime) -> tuple[int, int]:
@@ -116,7 +116,8 @@ class ForkCheckpointer:
     def discard_all(self, host: RBRuntime) -> None:
         for tok in host.ckpts:
             if tok is not None:
-                self.discard(tok)
+                # with a ForkCheckpointer installed, ckpts hold its (pid, fd) tokens
+                self.discard(tok)  # type: ignore[arg-type]
         host.ckpts = [None] * len(host.ckpts)
 
 
@@ -151,24 +152,26 @@ class _Loop:
         self.resumes = 0
         loop = self
 
-        class Transport:
+        class LoopTransport:
             def transmit(self, e: Entry, depart: float) -> None:
                 loop.send(e.dst, {"t": "msg", "e": _entry_json(e)})
 
             def transmit_anti(self, src: str, dst: str, uid: int, depart: float) -> None:
                 loop.send(dst, {"t": "anti", "uid": uid})
 
-        common = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=self.new_uid)
+        common: dict[str, Any] = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=self.new_uid)
         app = sc.factory(name)
         self.forker: ForkCheckpointer | None = None
         if cfg.mode == "rb":
+            # LoopTransport has no transmit_batch: batch_rollback is off for node processes
+            transport: Transport = LoopTransport()  # type: ignore[assignment]
             self.host: NodeRuntime = RBRuntime(name, app, self.delays, rng_seed=f"defined:{name}",
-                                     ordering=by_name(cfg.ordering), transport=Transport(), horizon=cfg.horizon,
+                                     ordering=by_name(cfg.ordering), transport=transport, horizon=cfg.horizon,
                                      window=cfg.window, proc_time=0.0, restore_time=0.0,
                                      checkpoint_every=cfg.checkpoint_every, **common)
             if fork_checkpoints:
                 self.forker = ForkCheckpointer(self)
-                self.host.checkpointer = self.forker  # type: ignore[attr-defined]
+                self.host.checkpointer = self.forker
         else:
             self.host = _ProcPlainRuntime(name, app, self.delays, rng_seed=f"{os.getpid()}:{name}", loop=self, **common)
         self.listener = listeners[name]
@@ -231,12 +234,13 @@ class _Loop:
                 fn()
                 return
             except Resumed:
-                fn = self.host.run  # type: ignore[attr-defined]
+                fn = self.host.run  # type: ignore[attr-defined]  # an RB or plain runtime
 
     def _start(self) -> None:
         if isinstance(self.host, RBRuntime):
             self.host.start()
         else:
+            # an RB or plain runtime
             self.host.deliver(Entry(self.host.new_uid(), "start", self.name, self.name,  # type: ignore[attr-defined]
                                     Tags(0, 0, 0, self.name, START_OSEQ, "start", self.name, 0)))
 
@@ -250,7 +254,7 @@ class _Loop:
             self.sent += 1
         while self.timers and self.timers[0][0] <= now:
             _, _, e = heapq.heappop(self.timers)
-            self.host.deliver(e)  # type: ignore[attr-defined]
+            self.host.deliver(e)  # type: ignore[attr-defined]  # an RB or plain runtime
         nb = self.next_beacon
         if self.source and nb <= self.cfg.horizon and now >= self.t0 + nb * self.cfg.interval:
             self.next_beacon += 1
@@ -266,6 +270,7 @@ class _Loop:
                 if msg["t"] == "stop":
                     self.ctl.send(self._report())
                     if self.forker is not None:
+                        # fork checkpoints run with RB only
                         self.forker.discard_all(self.host)  # type: ignore[arg-type]
                     self.stopped = True
                     return
@@ -277,13 +282,14 @@ class _Loop:
                 continue
             sock = key.fileobj
             try:
-                chunk = sock.recv(65536)  # type: ignore[union-attr]
+                chunk = sock.recv(65536)  # type: ignore[union-attr]  # only sockets are registered
             except BlockingIOError:
                 continue
             if not chunk:
                 self.sel.unregister(sock)
                 continue
-            buf = self.bufs[sock.fileno()] + chunk  # type: ignore[union-attr]
+            buf = self.bufs[sock.fileno()] + chunk  # type: ignore[union-attr]  # only sockets are registered
+            # only sockets are registered
             *lines, self.bufs[sock.fileno()] = buf.split(b"\n")  # type: ignore[union-attr]
             for line in lines:
                 m = json.loads(line)
@@ -295,9 +301,10 @@ class _Loop:
         h = self.host
         if m["t"] == "msg":
             e = _entry(m["e"])
+            # an RB or plain runtime
             h.arrive(e) if isinstance(h, RBRuntime) else h.deliver(e)  # type: ignore[attr-defined]
         elif m["t"] == "anti":
-            h.anti(int(m["uid"]))  # type: ignore[attr-defined]
+            h.anti(int(m["uid"]))  # type: ignore[attr-defined]  # an RB or plain runtime
         elif m["t"] == "beacon":
             self._beacon(int(m["g"]), m["from"])
         elif m["t"] == "ext":
@@ -320,14 +327,16 @@ class _Loop:
         if isinstance(h, RBRuntime):
             h.external(event)  # recorded in h.ext_log
         else:
-            rec = {"node": self.name, "group": 0, "oseq": len(self.recorded), "event": event}
+            rec: dict[str, Any] = {"node": self.name, "group": 0, "oseq": len(self.recorded), "event": event}
             self.recorded.append(rec)
+            # an RB or plain runtime
             h.deliver(Entry(h.new_uid(), "ext", self.name, self.name,  # type: ignore[attr-defined]
                             Tags(0, 0, 0, self.name, rec["oseq"], "ext", self.name, 0), event))
 
     def _report(self) -> dict:
         h = self.host
         ext = h.ext_log if isinstance(h, RBRuntime) else self.recorded
+        # an RB or plain runtime
         return {"deliveries": h.delivery_sequence(), "routes": h.st.app.routes(),  # type: ignore[attr-defined]
                 "state": h.st.app.state(), "counters": h.counters, "externals": ext,
                 "forks": self.forks, "resumes": self.resumes}
@@ -377,7 +386,7 @@ def _quiesce(ctls: dict, deadline: float) -> None:
     calm = 0
     while time.monotonic() < deadline:
         stats = []
-        for n, c in ctls.items():
+        for c in ctls.values():
             c.send({"t": "stat"})
         for n, c in ctls.items():
             if not c.poll(10):
@@ -433,7 +442,7 @@ def run_processes(sc: Scenario, cfg: SimConfig, timeout: float = 60.0, fork_chec
         time.sleep(max(0.0, t0 + (cfg.horizon + 1) * cfg.interval - time.monotonic()))
         _quiesce(ctls, time.monotonic() + timeout)
         reports = {}
-        for n, c in ctls.items():
+        for c in ctls.values():
             c.send({"t": "stop"})
         for n, c in ctls.items():
             if not c.poll(10):

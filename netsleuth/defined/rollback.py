@@ -38,8 +38,8 @@ from __future__ import annotations
 import bisect
 from typing import Any, Protocol
 
-from netsleuth.defined.node_runtime import NodeRuntime, NodeCheckpoint
 from netsleuth.defined.message import START_OSEQ, Entry, Tags, canon
+from netsleuth.defined.node_runtime import NodeCheckpoint, NodeRuntime
 from netsleuth.defined.ordering import Ordering
 from netsleuth.errors import NetsleuthError
 
@@ -225,6 +225,7 @@ class RBRuntime(NodeRuntime):
         c.rollbacks += 1
         c.rolled_back_deliveries += self.delivered - pos
         if self.checkpointer is None:
+            # the loop above stopped at a stored checkpoint
             self.st = NodeCheckpoint.restore(self.ckpts[pos])  # type: ignore[arg-type]
         else:
             # The checkpoint process takes over at the next run(), once this
@@ -314,8 +315,8 @@ class RBRuntime(NodeRuntime):
             for e in out:
                 if e.dst in batches:
                     batches[e.dst].append(e)
-            for d in sorted(held):
-                self.transport.transmit_batch(self.name, d, held[d], batches[d], self.clock)
+            for dst in sorted(held):
+                self.transport.transmit_batch(self.name, dst, held[dst], batches[dst], self.clock)
             out = [e for e in out if e.dst not in batches]
         for e in out:
             self.transport.transmit(e, self.clock)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from netsleuth.defined.lockstep import Lockstep
 from netsleuth.defined.record import write_run
@@ -94,7 +94,8 @@ def run_many(opts: DefinedRunOptions, on_run: Callable[[int, RunResult], None] |
     per_node = {n: len(s) for n, s in seqs.items()}
     summary = {
         "scenario": sc.name, "variant": sc.params.get("variant"), "topology": sc.net.spec,
-        "nodes": len(sc.net.nodes), "mode": opts.mode, "processes": opts.processes, "ordering": opts.ordering if opts.mode == "rb" else "arrival",
+        "nodes": len(sc.net.nodes), "mode": opts.mode, "processes": opts.processes,
+        "ordering": opts.ordering if opts.mode == "rb" else "arrival",
         "seed": opts.seed, "runs": done, "requested_runs": opts.runs, "interrupted": interrupted,
         "distinct_delivery_sequences": max(per_node.values()) if done else 0,
         "distinct_delivery_sequences_per_node": per_node,

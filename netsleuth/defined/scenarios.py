@@ -24,8 +24,8 @@ which is what a recorded run's header stores so LS can rebuild it.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from netsleuth.defined.node import Node
 from netsleuth.defined.protocols import bgp, linkstate, rip
@@ -109,8 +109,8 @@ def _ospf(topo: str, seed: int, variant: str, failures: int = 4) -> Scenario:
 
     warm: dict[str, dict] = {}
     if variant == "warm":  # every router starts with the converged database: only the events flood
-        for n, links in net.delays().items():
-            warm[n] = {"router": n, "seq": 1, "links": dict(sorted(links.items()))}
+        for n, nbr_delays in net.delays().items():
+            warm[n] = {"router": n, "seq": 1, "links": dict(sorted(nbr_delays.items()))}
     return Scenario("ospf", net, lambda n: linkstate.LinkStateRouter(n, warm), ext, horizon=horizon, bug=bug,
                     bug_words="a routing table differs from shortest paths on the final topology",
                     alt_ordering="reverse", params={"failures": failures, "variant": variant})

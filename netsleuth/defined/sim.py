@@ -24,12 +24,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
-from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.message import START_OSEQ, Counters, Entry, Tags
 from netsleuth.defined.node import Node
+from netsleuth.defined.node_runtime import NodeRuntime
 from netsleuth.defined.ordering import by_name
 from netsleuth.defined.rollback import RBRuntime
 from netsleuth.defined.topologies import Net
@@ -89,7 +90,7 @@ class RunResult:
 class PlainRuntime(NodeRuntime):
     """Arrival-order delivery: what the software does without DEFINED."""
 
-    def __init__(self, *args, sim: "Simulation", **kw) -> None:
+    def __init__(self, *args, sim: Simulation, **kw) -> None:
         super().__init__(*args, **kw)
         self.sim = sim
         self.clock = 0.0
@@ -137,7 +138,8 @@ class Simulation:
         self.mean = delays
         new_uid = self._uid.__next__
         common = dict(interval=cfg.interval, hop_bound=cfg.hop_bound, new_uid=new_uid, tiebreak=cfg.tiebreak)
-        self.hosts: dict[str, NodeRuntime] = {}
+        # PlainRuntime or RBRuntime by mode; the heap only holds the event kinds that mode's runtime takes
+        self.hosts: dict[str, Any] = {}
         ordering = by_name(cfg.ordering)
         for n in net.nodes:
             if cfg.mode == "plain":
@@ -238,7 +240,7 @@ class Simulation:
         if h.counters.deliveries != before:
             self.last_activity = max(self.last_activity, h.clock)
 
-    def _external(self, h: NodeRuntime, event: dict) -> None:
+    def _external(self, h: PlainRuntime | RBRuntime, event: dict) -> None:
         if isinstance(h, RBRuntime):
             rec = h.external(event)
         else:
@@ -261,7 +263,7 @@ class Simulation:
         return RunResult(
             mode=self.cfg.mode, ordering=self.cfg.ordering if self.cfg.mode == "rb" else "arrival",
             seed=self.cfg.seed,
-            deliveries={n: h.delivery_sequence() for n, h in hs.items()},  # type: ignore[attr-defined]
+            deliveries={n: h.delivery_sequence() for n, h in hs.items()},
             routes={n: h.st.app.routes() for n, h in hs.items()},
             states={n: h.st.app.state() for n, h in hs.items()},
             counters={n: h.counters for n, h in hs.items()},

@@ -65,7 +65,7 @@ class Net:
         return {"spec": self.spec, "nodes": list(self.nodes), "links": [list(x) for x in self.links]}
 
     @staticmethod
-    def from_json(d: dict) -> "Net":
+    def from_json(d: dict) -> Net:
         return Net(d["spec"], tuple(d["nodes"]), tuple((a, b, int(us)) for a, b, us in d["links"]))
 
 
@@ -104,7 +104,7 @@ def topozoo(name: str) -> Net:
     g = nx.node_link_graph(d, edges="edges")
     g = g.subgraph(max(nx.connected_components(g), key=len)).copy()
     ids = sorted(g.nodes, key=lambda x: int(x) if str(x).isdigit() else str(x))
-    names = dict(zip(ids, _names(len(ids))))
+    names = dict(zip(ids, _names(len(ids)), strict=True))
     links = [(names[a], names[b], 100 + int(5 * float(g.edges[a, b].get("dist", 0.0))))
              for a, b in g.edges() if a != b]
     return make_net(f"topozoo/{name}", list(names.values()), links)

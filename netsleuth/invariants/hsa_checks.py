@@ -17,8 +17,15 @@ from collections import defaultdict
 from netsleuth.invariants.forwarding import Finding, controller_ok
 from netsleuth.invariants.hsa_compile import interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
-from netsleuth.invariants.hsa_report import (components, header_dict, host_location, hosts_of, ingress_text,
-                                             mac_hosts, witness_dict)
+from netsleuth.invariants.hsa_report import (
+    components,
+    header_dict,
+    host_location,
+    hosts_of,
+    ingress_text,
+    mac_hosts,
+    witness_dict,
+)
 from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
 from netsleuth.invariants.view import NetworkView
 
@@ -113,7 +120,7 @@ def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
     if w is None:
         return []
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
-    for (sw, _why, _hs), path in zip(r.drops, r.drop_paths):
+    for (sw, _why, _hs), path in zip(r.drops, r.drop_paths, strict=True):
         if sw == where:
             return [f"{s}:{p}" for s, p in path]
     return []
@@ -228,7 +235,7 @@ class _Wanted:
         b = a.batch
         hosts = a.view.topology.hosts
         if hosts is not self.hosts:
-            self.__init__()  # type: ignore[misc]
+            self.__init__()  # type: ignore[misc]  # reset in place: shared by reference
             self.hosts = hosts
         live = set()
         for ing, src in sources:
@@ -283,7 +290,7 @@ _WANTED = _Wanted()
 
 def forget_memos() -> None:
     """Drop what the reachability check keeps between checks, so the next check runs cold (benchmarks)."""
-    _WANTED.__init__()  # type: ignore[misc]
+    _WANTED.__init__()  # type: ignore[misc]  # reset in place: shared by reference
     _MEMO_SETS.clear()
     _PAIR_MACS.clear()
 
@@ -335,7 +342,7 @@ class _PairJudge:
         comp = self.comp
         hosts = {h.name: h for h in a.view.topology.hosts}
         for dname, want in wanted.items():
-            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]
+            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]  # computed before the checks
             if missing and self._punt_ok:
                 missing -= self._punt_ok
             if not missing:
@@ -343,7 +350,7 @@ class _PairJudge:
             d = hosts[dname]
             for x in sorted(missing):
                 ing, src = owner[x]
-                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]
+                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]  # a Host
                     continue
                 slow.setdefault(ing, (src, []))[1].append(d)
         out: list[Finding] = []
@@ -385,6 +392,7 @@ class _PairJudge:
                     if d is None or d is src or comp.get(d.name, -2) != here:
                         continue
                     x = j | shifted
+                    # computed before the checks
                     if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
                         continue
                     slow.append(d)
@@ -394,7 +402,8 @@ class _PairJudge:
                 for d in peers:
                     if d is src:
                         continue
-                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
+                    # None is tested next
+                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))  # type: ignore[assignment]
                     if j is None or j not in ids:  # the first switch misses on all of it
                         if not s0_ok:
                             out.append(_unreachable(
@@ -402,6 +411,7 @@ class _PairJudge:
                                 f"they go to a controller that is not connected ({ing[0]})", (ing[0],)))
                         continue
                     x = j | shifted
+                    # computed before the checks
                     if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
                         continue
                     slow.append(d)
@@ -493,7 +503,8 @@ def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[st
     via = f" (path {' -> '.join(path)})" if path else ""
     return Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                    hosts=(src.name, dst.name), switches=where,
-                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs), "path": path or [],
+                   details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs),
+                            "path": path or [],
                             "witness": witness_dict(hs)})
 
 

@@ -36,13 +36,20 @@ import operator
 import weakref
 from typing import Any
 
+from netsleuth.invariants.hsa_space import (
+    HeaderSpace,
+    Rewrite,
+    Term,
+    interner,
+    make_term,
+    pack,
+    rewrite_for,
+    term_empty,
+)
+from netsleuth.invariants.hsa_space import packer as _packer
 from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
-
-from netsleuth.invariants.hsa_space import (HeaderSpace, Rewrite, Term, interner, make_term, pack,
-                                            rewrite_for, term_empty)
-from netsleuth.invariants.hsa_space import packer as _packer
 
 _ACTIONS = operator.attrgetter("actions")
 OFPFW_IN_PORT = ofp.OFPFW_IN_PORT
@@ -116,13 +123,14 @@ class PortIndex:
 
     def codes(self) -> tuple[int, ...]:
         if self._codes is None:
-            self._codes = tuple(sorted(set(self.ids.values())))  # type: ignore[union-attr]
+            self._codes = tuple(sorted(set(self.ids.values())))  # type: ignore[union-attr]  # ids is set on a fast port
         return self._codes
 
     def key_code(self) -> dict[int, int]:
         """packed key -> fast code (for classes of a finer pattern)."""
         if self._key_code is None:
-            keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]
+            keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]  # fast_mask is set with ids
+            # ids is set on a fast port
             self._key_code = {keys[j]: c for j, c in self.ids.items()}  # type: ignore[union-attr]
         return self._key_code
 
@@ -196,7 +204,7 @@ class CompiledSwitch:
     def entries(self) -> list:
         if self._entries is None:
             self._load()
-        return self._entries  # type: ignore[return-value]
+        return self._entries  # type: ignore[return-value]  # _load() set it
 
     table_entries = entries
 
@@ -204,7 +212,7 @@ class CompiledSwitch:
     def actions(self) -> list:
         if self._entries is None:
             self._load()
-        return self._actions  # type: ignore[return-value]
+        return self._actions  # type: ignore[return-value]  # _load() set it
 
     # ------------------------------------------------------------ validity
     def still_valid(self, switch: Switch) -> bool:
@@ -253,7 +261,7 @@ class CompiledSwitch:
             return pi
         pi._groups = None
         pi._build = lambda: self._build_port(p).groups
-        pat = next(iter((own or wild).values()))  # type: ignore[union-attr]
+        pat = next(iter((own or wild).values()))
         ids: dict[int, int] = {}
         codes = set()
         for acts, js in pat.by_actions.values():
@@ -274,7 +282,7 @@ class CompiledSwitch:
             if self.table.version != self._version:
                 raise TableChanged("the flow table changed after this switch was compiled; "
                                    "call hsa_compile.compiled(switch) again")
-            j = interner(pi.fast_mask)[0].get(key)  # type: ignore[arg-type]
+            j = interner(pi.fast_mask)[0].get(key)  # type: ignore[arg-type]  # fast_mask is set with ids
             bucket = None if j is None else pi._buckets.get(j)
             return bucket[0] if bucket else None
         i = pi.groups[0].best.get(key) if pi.groups else None
@@ -285,14 +293,14 @@ class CompiledSwitch:
         pi = PortIndex()
         pats: dict[int, list[int]] = {}
         by_port = self._by_port
-        for src in (by_port.get(p), by_port.get(None)):  # type: ignore[union-attr]
+        for src in (by_port.get(p), by_port.get(None)):  # type: ignore[union-attr]  # built with the switch
             if src:
                 for w, lst in src.items():
                     cur = pats.get(w)
                     pats[w] = lst if cur is None else sorted(cur + lst)  # lists are never changed
         entries = self.entries
         single = len(pats) == 1
-        for w, lst in sorted(pats.items()):
+        for _w, lst in sorted(pats.items()):
             masks = entries[lst[0]].match.masks
             gm = pack(masks)
             g = Group(gm)
@@ -325,7 +333,7 @@ class CompiledSwitch:
                     key = packer(entries[i].match.values)
                     if key not in best:
                         best[key] = i
-            pi._groups.append(g)  # type: ignore[union-attr]
+            pi._groups.append(g)  # type: ignore[union-attr]  # a list while the port is built
         if not pats:
             pi.fast_mask = 0
             pi.ids = {}
@@ -433,7 +441,8 @@ def _emissions(actions: tuple, in_port: int, ports: dict) -> tuple[Emission, ...
     chain: list[Rewrite] = []
     for a in actions:
         if isinstance(a, (Output, Enqueue)):
-            for port, _pkt, _len in forward((a,), None, in_port, ports):
+            # no packet: only the ports are wanted
+            for port, _pkt, _len in forward((a,), None, in_port, ports):  # type: ignore[arg-type]
                 if port == CONTROLLER:
                     kind = CTRL
                 elif port > OFPP_MAX:
@@ -450,7 +459,7 @@ def _port_state(switch: Switch) -> tuple:
     return tuple((p.port_no, p.link_up, p.config) for p in switch.ports.values())
 
 
-_CACHE: "weakref.WeakKeyDictionary[Switch, CompiledSwitch]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Switch, CompiledSwitch] = weakref.WeakKeyDictionary()
 
 
 def compiled(switch: Switch, *, cache: bool = True) -> CompiledSwitch:

@@ -49,12 +49,11 @@ is what all three checks read.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from netsleuth.invariants.forwarding import why_sends_nothing
-from netsleuth.invariants.hsa_compile import (CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled,
-                                              interner)
+from netsleuth.invariants.hsa_compile import CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled, interner
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
 
@@ -104,7 +103,7 @@ class Reach:
 
 def union_of(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
     """One header space holding every term of ``spaces`` (no simplification)."""
-    terms = []
+    terms = []  # type: ignore[var-annotated]  # the terms of HeaderSpaces
     for hs in spaces:
         terms.extend(hs.terms)
     return HeaderSpace(terms)
@@ -267,14 +266,14 @@ def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int]) -> tuple[_Ba
             continue
         tag = tags[ing]
         mask = pi.fast_mask
-        out.masks[tag] = mask  # type: ignore[assignment]
+        out.masks[tag] = mask  # type: ignore[assignment]  # fast_mask is set with ids
         out.ids_at[tag] = pi.ids
         if pi.ids:
             xs = pi.memo.get(("ingress", tag))
             if xs is None:
                 shifted = tag << TAG_SHIFT
                 xs = pi.memo[("ingress", tag)] = [j | shifted for j in pi.ids]
-            by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]
+            by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
     for mask, frontier in by_mask.items():
         _run_batch(net, out, mask, frontier)
     return out, rest
@@ -312,7 +311,8 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
             pi = net.compiled(s).port(p)
             ids = pi.ids
             fm = pi.fast_mask
-            if ids is None or fm & ~mask:  # mixed patterns here, or finer than the classes
+            # mixed patterns here, or finer than the classes (fast_mask is set whenever ids is)
+            if ids is None or fm & ~mask:  # type: ignore[operator]
                 general.extend(xs)
                 continue
             memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
@@ -328,7 +328,8 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
                 else:  # the classes fix more bits than this port's pattern: project them
                     kc = pi.key_code().get
                     for x in xs:
-                        local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)
+                        # fast_mask is set when ids is
+                        local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)  # type: ignore[operator]
                 parts = [(c, lst) for c, lst in local.items() if lst]
                 pi.memo[(mask, rounds)] = (xs, parts)
             for code, lst in parts:
@@ -345,15 +346,15 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
                         targets[(s, code)] = t
                     kind, where = t
                     if kind == 0:
-                        cur = nxt.get(where)  # type: ignore[call-overload]
+                        cur = nxt.get(where)  # type: ignore[call-overload]  # kind 0: a (switch, port)
                         if cur is None:
-                            nxt[where] = list(lst)  # type: ignore[index]
+                            nxt[where] = list(lst)  # type: ignore[index]  # kind 0: a (switch, port)
                         else:
                             cur.extend(lst)
                     elif kind == 1:
-                        cur = delivered.get(where)  # type: ignore[call-overload]
+                        cur = delivered.get(where)  # type: ignore[call-overload]  # kind 1: a host name
                         if cur is None:
-                            delivered[where] = list(lst)  # type: ignore[index]
+                            delivered[where] = list(lst)  # type: ignore[index]  # kind 1: a host name
                         else:
                             cur.extend(lst)
                     else:
@@ -470,6 +471,7 @@ class Analysis:
         by: dict[str, list[int]] = {}
         key = self.batch.key
         for x in xs:
+            # fast_mask is set with ids
             by.setdefault(why_sends_nothing(cs.hit_entry(p, key(x) & fm), p), []).append(x)  # type: ignore[operator]
         return list(by.items())
 

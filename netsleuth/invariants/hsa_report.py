@@ -8,7 +8,7 @@ concrete-packet tools; these helpers compute those parts.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import networkx as nx
 

@@ -26,16 +26,36 @@ frames (an IPv4 frame whose header parses, a TCP/UDP header behind
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Any
 
-from netsleuth.model.actions import (SetDlDst, SetDlSrc, SetNwDst, SetNwSrc, SetNwTos, SetTpDst,
-                                     SetTpSrc, SetVlanPcp, SetVlanVid, StripVlan)
+from netsleuth.model.actions import (
+    SetDlDst,
+    SetDlSrc,
+    SetNwDst,
+    SetNwSrc,
+    SetNwTos,
+    SetTpDst,
+    SetTpSrc,
+    SetVlanPcp,
+    SetVlanVid,
+    StripVlan,
+)
 from netsleuth.model.addr import int_to_ip, int_to_mac
+from netsleuth.model.headerbits import (  # noqa: F401
+    _LAYOUT,
+    _ORDER,
+    ALL_BITS,
+    FIELD_MASK,
+    SHIFT,
+    SHIFT_BY_NAME,
+    WIDTH,
+    interner,
+    pack,
+    packer,
+)
 from netsleuth.model.match import FIELDS, FULL_MASKS, Match
-
-from netsleuth.model.headerbits import (ALL_BITS, FIELD_MASK, SHIFT, SHIFT_BY_NAME, WIDTH,  # noqa: F401
-                                       _LAYOUT, _ORDER, interner, pack, packer)
 
 Wildcard = tuple[int, int]
 
@@ -171,7 +191,7 @@ def expand(v: int, m: int, ds: Sequence[Wildcard]) -> list[Wildcard]:
     ds = [d for d in ds if not ((d[0] ^ v) & d[1] & m)]
     if not ds:
         return [(v, m)]
-    for dv, dm in ds:
+    for _dv, dm in ds:
         if not (dm & ~m):  # overlaps and fixes nothing the base leaves free: covers it
             return []
     dv, dm = ds[0]
@@ -467,7 +487,7 @@ class Rewrite:
     default: tuple[int, int]  # (fmask, value)
 
     def _parts(self) -> list[tuple[Wildcard | None, tuple[Wildcard, ...], int, int]]:
-        out = []
+        out: list[tuple[Wildcard | None, tuple[Wildcard, ...], int, int]] = []
         prior: list[Wildcard] = []
         for cond, fm, val in self.cases:
             out.append((cond, tuple(prior), fm, val))
@@ -519,7 +539,7 @@ def _image_set(t: Term, fm: int, val: int) -> list[Term]:
     if not fm:
         return [t]
     v, m, ds = t
-    d1, d2 = [], []
+    d1, d2 = [], []  # type: ignore[var-annotated]  # differences (Wildcards), like ds
     for d in ds:
         (d2 if d[1] & fm & ~m else d1).append(d)
     nf = ~fm
@@ -554,7 +574,7 @@ def _set(name: str, value: int) -> tuple[int, int]:
     return FIELD_MASK[name], (value << SHIFT_BY_NAME[name]) & FIELD_MASK[name]
 
 
-def rewrite_for(action: object) -> Rewrite:
+def rewrite_for(action: Any) -> Rewrite:
     """The transfer function of a set-field action (mirrors ``Packet.set_*``)."""
     t = type(action)
     if t is SetDlSrc:

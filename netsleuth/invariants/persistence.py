@@ -19,7 +19,7 @@ def finding_key(f: Finding) -> tuple:
 
 
 @dataclass(slots=True)
-class Tracked:
+class TrackedFinding:
     finding: Finding
     first_round: int
     streak: int = 1
@@ -30,9 +30,9 @@ class Tracked:
 class RoundOutcome:
     """What one check round changed: findings that just became persistent or just cleared."""
 
-    new_persistent: list[Tracked] = field(default_factory=list)
-    new_transient: list[Tracked] = field(default_factory=list)   # seen for the first time this round
-    cleared: list[Tracked] = field(default_factory=list)         # gone before (or after) persisting
+    new_persistent: list[TrackedFinding] = field(default_factory=list)
+    new_transient: list[TrackedFinding] = field(default_factory=list)   # seen for the first time this round
+    cleared: list[TrackedFinding] = field(default_factory=list)         # gone before (or after) persisting
 
 
 class PersistenceTracker:
@@ -42,7 +42,7 @@ class PersistenceTracker:
         if threshold < 1:
             raise ValueError("a persistence threshold is at least 1 round")
         self.threshold = threshold
-        self.active: dict[tuple, Tracked] = {}
+        self.active: dict[tuple, TrackedFinding] = {}
 
     def update(self, round_no: int, findings: list[Finding]) -> RoundOutcome:
         out = RoundOutcome()
@@ -55,7 +55,7 @@ class PersistenceTracker:
         for key, f in seen.items():
             t = self.active.get(key)
             if t is None:
-                t = self.active[key] = Tracked(f, round_no)
+                t = self.active[key] = TrackedFinding(f, round_no)
                 out.new_transient.append(t)
             else:
                 t.streak += 1
@@ -65,5 +65,5 @@ class PersistenceTracker:
                 out.new_persistent.append(t)
         return out
 
-    def persistent(self) -> list[Tracked]:
+    def persistent(self) -> list[TrackedFinding]:
         return [t for t in self.active.values() if t.reported]

@@ -7,8 +7,8 @@ violation by it; so names are part of the interface and never change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import forwarding, hsa_checks, hsa_engine

@@ -7,8 +7,8 @@ it and on the model, never on the World itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import networkx as nx
 
@@ -60,7 +60,7 @@ class NetworkView:
 
     def peer(self, node: str, port: int) -> tuple[str, int] | None:
         """The (node, port) at the other end of a live link, or None."""
-        return self._peers.get((node, port))  # type: ignore[attr-defined]
+        return self._peers.get((node, port))  # type: ignore[attr-defined]  # set in __init__ via object.__setattr__
 
     def live_graph(self) -> nx.Graph:
         """Nodes and links that are up: the physical network packets can cross."""

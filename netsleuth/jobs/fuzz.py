@@ -17,11 +17,10 @@ from pathlib import Path
 from netsleuth.core.events import Effect
 from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
-from netsleuth.jobs.session import JobResult, Progress, Session
-from netsleuth.policies.fuzz import FuzzState, Fuzzer, Planned, Rates
+from netsleuth.policies.fuzz import Fuzzer, FuzzState, Planned, Rates
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.session import JobProgress, JobResult, Session
 from netsleuth.trace import schema as ts
-
 
 
 @dataclass
@@ -44,7 +43,7 @@ class FuzzOptions:
     warmup: float = 0.0
 
 
-def fuzz(opts: FuzzOptions, progress: Progress | None = None) -> JobResult:
+def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
     session = Session("fuzz", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
@@ -125,9 +124,11 @@ async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str,
         return _DECIDED_BY_WORLD[p.kind](s.world, args)
     if p.kind in ("link_failure", "link_recovery"):
         link = (args["node1"], args["port1"], args["node2"], args["port2"])
-        (failed_links.append if p.kind == "link_failure" else failed_links.remove)(link)
+        # a planned link's ends are (str, int, str, int)
+        (failed_links.append if p.kind == "link_failure" else failed_links.remove)(link)  # type: ignore[arg-type]
     # Only the parameters matter to apply_input; the World records the real event (id, deps).
-    return await s.apply_input(ts.EVENT_KINDS[p.kind](seq=0, t=0.0, id="planned", **args))
+    # an input kind's class: an InputEvent, with an id
+    return await s.apply_input(ts.EVENT_KINDS[p.kind](seq=0, t=0.0, id="planned", **args))  # type: ignore[call-arg]
 
 
 def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int) -> bool:
@@ -135,7 +136,7 @@ def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int)
     s.note_controller_deaths()
     loops_before = getattr(s, "_loops_seen", 0)
     loops = [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
-    s._loops_seen = len(loops)  # type: ignore[attr-defined]
+    s._loops_seen = len(loops)  # type: ignore[attr-defined]  # kept on the session between rounds
     observed_loop = len(loops) > loops_before and any(i.name == "dataplane-loops" for i in invariants)
     findings = registry.check(s.world.view(), invariants)
     outcome = tracker.update(step, findings)

@@ -15,18 +15,19 @@ into result.json's ``peek``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
-from netsleuth.options import check_out_dir
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
-from netsleuth.minimize.oracle import ReplayOutcome
+from netsleuth.minimize.oracle import ReplayVerdict
+from netsleuth.options import check_out_dir
 from netsleuth.policies.peek import Observed, Peek, PeekStats
 from netsleuth.policies.replay import ReplayPlan
 from netsleuth.runtime.stop import stopped_by
@@ -48,7 +49,7 @@ class ReplayOracleFactory:
     peek: bool = False
     openflow: str | None = None  # None: what the trace's switches negotiated
 
-    def __call__(self, worker_id: int) -> "ReplayOracle":
+    def __call__(self, worker_id: int) -> ReplayOracle:
         return ReplayOracle(self, worker_id)
 
 
@@ -63,7 +64,7 @@ class ReplayOracle:
         self.peek = Peek(self.events, self._replay_prefix) if cfg.peek else None
         self._inputs = [e for e in self.events if e.is_input]
 
-    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayOutcome:
+    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayVerdict:
         plan = self.peek.infer(candidate) if self.peek is not None else None
         self.n += 1
         o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
@@ -77,7 +78,7 @@ class ReplayOracle:
         if self.peek is not None:
             details["peek"] = self.peek.stats.to_json()
             (self.dir / "peek.json").write_text(json.dumps(details["peek"], sort_keys=True) + "\n")
-        return ReplayOutcome(bool(o.reproduced), details)
+        return ReplayVerdict(bool(o.reproduced), details)
 
     def _replay_prefix(self, plan: ReplayPlan) -> list[Observed]:
         """PEEK's prefix replay: ``plan.inputs`` with the inferred waits, then record one input window."""
@@ -173,10 +174,12 @@ def _write(out: Path, trace: ts.Trace, data: dict, result: MinimizationResult, p
     if peek:
         data["peek"] = peek_totals(out / "replays")
     mcs_ids = {e.id for e in result.mcs}
-    kept = [e for e in trace.events if not e.is_input or e.id in mcs_ids]
+    # inputs carry an id
+    kept = [e for e in trace.events if not e.is_input or e.id in mcs_ids]  # type: ignore[attr-defined]
     # migrations may have been rewritten: use the minimizer's versions of the inputs
     rewritten = {e.id: e for e in result.mcs}
-    events = [rewritten.get(e.id, e) if e.is_input else e for e in kept]
+    # inputs carry an id
+    events = [rewritten.get(e.id, e) if e.is_input else e for e in kept]  # type: ignore[attr-defined]
     write_trace(out / "mcs.jsonl", ts.Trace(trace.header, events))
     data["report"] = write_report(out, data)  # sizes.png, mcs.html (diagram), report.html
     (out / "result.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

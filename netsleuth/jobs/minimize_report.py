@@ -37,7 +37,7 @@ def plot_sizes(sizes: list[int], passes: list[str], out: Path) -> None:
         ax.step(xs, sizes, where="post", color="#1f77b4", linewidth=2)
         names = list(dict.fromkeys(passes))
         for k, name in enumerate(names):
-            pts = [(x, s) for x, s, p in zip(xs, sizes, passes) if p == name]
+            pts = [(x, s) for x, s, p in zip(xs, sizes, passes, strict=True) if p == name]
             ax.plot([x for x, _ in pts], [s for _, s in pts], "o", markersize=4, label=name, color=f"C{k + 1}")
         ax.set_xlabel("iteration")
         ax.set_ylabel("inputs in the candidate MCS")
@@ -86,7 +86,8 @@ def _page(data: dict[str, Any], sizes: list[int], passes: list[str], has_diagram
     e = html.escape
     t = data.get("target") or {}
     words = "".join(f"<li>{e(w)}</li>" for w in data.get("mcs_in_words", []))
-    rows = "".join(f"<tr><td>{i}</td><td>{e(p)}</td><td>{s}</td></tr>" for i, (s, p) in enumerate(zip(sizes, passes)))
+    rows = "".join(f"<tr><td>{i}</td><td>{e(p)}</td><td>{s}</td></tr>"
+                   for i, (s, p) in enumerate(zip(sizes, passes, strict=True)))
     minimal = "1-minimal" if data.get("one_minimal") else f"stopped: {e(str(data.get('stop_reason', '?')))}"
     rate = data.get("reproduction_rate")
     diagram = ('<p><a id="diagram" href="mcs.html">Space-time diagram of the final MCS (mcs.jsonl)</a></p>'
@@ -102,9 +103,9 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;te
 <h1>netsleuth minimize</h1>
 <p>trace <code>{e(str(data.get("trace", "")))}</code><br>
 target: <b>{e(str(t.get("invariant", "?")))}</b> {e(str(t.get("message", "")))}</p>
-<p>inputs {data.get("inputs_before", "?")} &rarr; {data.get("inputs_after", "?")} ({minimal}), {data.get("replays", "?")}
-replays, {data.get("seconds", "?")} s{f", the MCS reproduces in {rate:.0%} of confirmation replays" if rate is not None
-                                       else ""}</p>
+<p>inputs {data.get("inputs_before", "?")} &rarr; {data.get("inputs_after", "?")} ({minimal}),
+{data.get("replays", "?")} replays, {data.get("seconds", "?")} s{
+    f", the MCS reproduces in {rate:.0%} of confirmation replays" if rate is not None else ""}</p>
 <h2>Minimal causal sequence</h2><ol>{words}</ol>
 {diagram}
 <h2>MCS size per iteration</h2>

@@ -21,12 +21,12 @@ from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.core.rebuild import trace_openflow
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
-from netsleuth.options import check_out_dir
-from netsleuth.jobs.session import Progress, Session, Silent
 from netsleuth.model.topology import Topology
+from netsleuth.options import check_out_dir
 from netsleuth.policies.peek import observed_key
 from netsleuth.policies.replay import KEEPALIVE, Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
+from netsleuth.runtime.session import JobProgress, Session, SilentProgress
 from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
@@ -102,7 +102,7 @@ class ReplayOutcome:
 def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 inputs: list[ts.InputEvent] | None = None, target: Target | None = None,
                 controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
-                record_packets: bool = True, progress: Progress | None = None,
+                record_packets: bool = True, progress: JobProgress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
                 observe_window: float | None = None, openflow: str | None = None) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
@@ -198,16 +198,16 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     return outcome
 
 
-def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
+def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
     """``netsleuth replay``: ``times`` replays; result.json with the reproduction rate."""
-    progress = progress or Silent()
+    progress = progress or SilentProgress()
     check_out_dir(opts.out)
     trace = read_trace(opts.trace)
     controllers = controllers_for_trace(trace.header.controller, opts.controller if not isinstance(
         opts.controller, str) else [opts.controller], trust=opts.trust_trace_controller, source=str(opts.trace))
     nice = trace.header.extra.get("nice")
     if isinstance(nice, dict) and isinstance(nice.get("app"), str):  # the model checker's app spec
-        check_trace_spec(nice["app"], str(opts.trace))
+        check_trace_spec(nice["app"], str(opts.trace), trust=opts.trust_trace_controller)
     if trace.header.controller.startswith("app:") and opts.controller is None:
         # A model-checking counterexample: re-execute it deterministically in-process.
         from netsleuth.nice.job import replay_counterexample
@@ -220,9 +220,9 @@ def replay(opts: ReplayOptions, progress: Progress | None = None) -> dict:
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    data: dict[str, Any] = {"command": "replay", "trace": str(opts.trace),
-                            "target": target.to_json() if target else None,
-                            "inputs": sum(1 for e in trace.events if e.is_input), "replays": []}
+    data = {"command": "replay", "trace": str(opts.trace),
+            "target": target.to_json() if target else None,
+            "inputs": sum(1 for e in trace.events if e.is_input), "replays": []}
     try:
         for i in range(opts.times):
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"

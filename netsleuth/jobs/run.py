@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netsleuth.invariants import registry
-from netsleuth.jobs.session import JobResult, Progress, Session
-from netsleuth.runtime.driver import PingResult, Runtime
+from netsleuth.runtime.driver import PingOutcome, Runtime
+from netsleuth.runtime.session import JobProgress, JobResult, Session
 from netsleuth.trace import schema as ts
 
 RunResult = JobResult
@@ -36,7 +36,7 @@ class RunOptions:
     warmup: float = 0.0
 
 
-def run(opts: RunOptions, progress: Progress | None = None) -> JobResult:
+def run(opts: RunOptions, progress: JobProgress | None = None) -> JobResult:
     """Run the whole job; raises NetsleuthError (exit 2) after writing what it recorded."""
     invariants = registry.resolve(opts.checks)
     session = Session("run", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
@@ -63,10 +63,10 @@ async def _pingall(s: Session, rt: Runtime, opts: RunOptions) -> None:
     hosts = s.world.topology.hosts
     pairs = len(hosts) * (len(hosts) - 1)
     s.progress.phase("pingall", pairs)
-    results: list[PingResult] = []
+    results: list[PingOutcome] = []
     failed: list[str] = []
 
-    def on_ping(r: PingResult) -> None:
+    def on_ping(r: PingOutcome) -> None:
         results.append(r)
         s.recorder(ts.PingResult, src=r.src, dst=r.dst, ok=r.ok, rtt=r.rtt)
         if not r.ok:

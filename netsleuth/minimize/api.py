@@ -19,7 +19,7 @@ from typing import Any
 from netsleuth.minimize.atoms import Atoms, Key, fixed_ids_of
 from netsleuth.minimize.ddmin import STRATEGIES
 from netsleuth.minimize.errors import MinimizationError, NotReproducibleError
-from netsleuth.minimize.evaluator import Evaluator, JobResult, PassStats, ShrinkProgress, WorkerInit
+from netsleuth.minimize.evaluator import AttemptResult, Evaluator, PassStats, ShrinkProgress, WorkerInit
 from netsleuth.minimize.executors import Executor, make_executor
 from netsleuth.minimize.oracle import Oracle, OracleFactory, as_factory
 from netsleuth.minimize.passes import ConfirmPass, InitialPass, run_passes, standard_passes
@@ -201,7 +201,7 @@ def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, stra
     one_min = any(p.name == "one-minimal" for p in run.completed)
     initial = next(p for p in passes if isinstance(p, InitialPass))
     reproduced_full = initial.reproduced
-    confirmation: list[JobResult] = [r for p in passes if isinstance(p, ConfirmPass) for r in p.results]
+    confirmation: list[AttemptResult] = [r for p in passes if isinstance(p, ConfirmPass) for r in p.results]
     best = ev.best if ev.best is not None else full
 
     hits = sum(bool(r.reproduced) for r in confirmation)

@@ -78,7 +78,7 @@ class Job:
 
 
 @dataclass(frozen=True)
-class JobResult:
+class AttemptResult:
     key: Key
     attempt: int
     reproduced: bool
@@ -87,11 +87,11 @@ class JobResult:
     worker_id: int
 
 
-def run_job(state: WorkerState, job: Job) -> JobResult:
+def run_job(state: WorkerState, job: Job) -> AttemptResult:
     """Task run on a worker: materialize the candidate, replay it once."""
     t0 = time.perf_counter()
     out = as_outcome(state.oracle.reproduces(state.atoms.materialize(job.key)))
-    return JobResult(job.key, job.attempt, out.reproduced, out.details, time.perf_counter() - t0, state.worker_id)
+    return AttemptResult(job.key, job.attempt, out.reproduced, out.details, time.perf_counter() - t0, state.worker_id)
 
 
 # ------------------------------------------------------------------ statistics
@@ -166,7 +166,7 @@ class Evaluator:
         self.progress = progress
         self.t0 = time.perf_counter()
         self.cands: dict[Key, _Candidate] = {}   # the cache: every candidate ever replayed
-        self.running: dict[Future[JobResult], Job] = {}
+        self.running: dict[Future[AttemptResult], Job] = {}
         self.consumed: set[Key] = set()
         self.best: Key | None = None
         self.passes: list[PassStats] = []
@@ -247,10 +247,10 @@ class Evaluator:
                     mine.add(st.key)
             self._wait()
 
-    def run_replays(self, key: Key, k: int) -> list[JobResult]:
+    def run_replays(self, key: Key, k: int) -> list[AttemptResult]:
         """K independent replays of ``key``, all of them (for the reproduction rate)."""
         futs = [self.executor.submit(run_job, Job(key, i)) for i in range(k)]
-        out: list[JobResult] = []
+        out: list[AttemptResult] = []
         for f in futs:
             res = self._result(key, f)
             self._count(res)
@@ -264,7 +264,7 @@ class Evaluator:
         try:
             fut = self.executor.submit(run_job, job)
         except RuntimeError as exc:  # BrokenProcessPool, or a pool already shut down
-            fut = Future[JobResult]()
+            fut = Future[AttemptResult]()
             fut.set_exception(exc)
             self._result(st.key, fut)
         st.started += 1
@@ -288,7 +288,7 @@ class Evaluator:
         self._report()
         return ok
 
-    def _count(self, res: JobResult) -> None:
+    def _count(self, res: AttemptResult) -> None:
         self.total_replays += 1
         injected = self.atoms.inputs_in(res.key)
         self.total_inputs_replayed += injected
@@ -296,7 +296,7 @@ class Evaluator:
             self.current.replays += 1
             self.current.inputs_replayed += injected
 
-    def _result(self, key: Key, fut: Future[JobResult]) -> JobResult:
+    def _result(self, key: Key, fut: Future[AttemptResult]) -> AttemptResult:
         try:
             return fut.result()
         except BrokenProcessPool as exc:
@@ -342,5 +342,5 @@ class Evaluator:
         self.unused_jobs = sum(1 for st in self.cands.values() if st.key not in self.consumed and st.finished)
 
 
-__all__ = ["WorkerInit", "WorkerState", "Job", "JobResult", "run_job", "PassStats", "ShrinkProgress", "Evaluator",
+__all__ = ["WorkerInit", "WorkerState", "Job", "AttemptResult", "run_job", "PassStats", "ShrinkProgress", "Evaluator",
            "BudgetExpired"]

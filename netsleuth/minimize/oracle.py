@@ -33,7 +33,7 @@ from netsleuth.trace.schema import InputEvent
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayOutcome:
+class ReplayVerdict:
     """One replay's verdict: did the violation reproduce, and what the replayer saw (JSON-shaped)."""
 
     reproduced: bool
@@ -44,7 +44,7 @@ class ReplayOutcome:
 class Oracle(Protocol):
     """Replays one candidate once. Must be deterministic in the candidate to get serial == parallel."""
 
-    def reproduces(self, candidate: tuple[InputEvent, ...]) -> ReplayOutcome: ...
+    def reproduces(self, candidate: tuple[InputEvent, ...]) -> ReplayVerdict: ...
 
 
 OracleFactory = Callable[[int], Oracle]
@@ -70,15 +70,15 @@ def as_factory(oracle: Oracle | OracleFactory) -> OracleFactory:
     raise TypeError(f"expected an Oracle (with .reproduces) or a factory(worker_id) -> Oracle, got {oracle!r}")
 
 
-def as_outcome(value: Any) -> ReplayOutcome:
-    """Accept a ReplayOutcome, anything with ``.reproduced``/``.details``, or a bare bool."""
-    if isinstance(value, ReplayOutcome):
+def as_outcome(value: Any) -> ReplayVerdict:
+    """Accept a ReplayVerdict, anything with ``.reproduced``/``.details``, or a bare bool."""
+    if isinstance(value, ReplayVerdict):
         return value
     if isinstance(value, bool):
-        return ReplayOutcome(value, {})
+        return ReplayVerdict(value, {})
     if hasattr(value, "reproduced"):
-        return ReplayOutcome(bool(value.reproduced), dict(getattr(value, "details", None) or {}))
-    raise TypeError(f"an oracle must return a ReplayOutcome, got {value!r}")
+        return ReplayVerdict(bool(value.reproduced), dict(getattr(value, "details", None) or {}))
+    raise TypeError(f"an oracle must return a ReplayVerdict, got {value!r}")
 
 
-__all__ = ["ReplayOutcome", "Oracle", "OracleFactory", "FixedOracle", "as_factory", "as_outcome"]
+__all__ = ["ReplayVerdict", "Oracle", "OracleFactory", "FixedOracle", "as_factory", "as_outcome"]

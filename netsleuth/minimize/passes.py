@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from netsleuth.minimize.atoms import Key
 from netsleuth.minimize.ddmin import STRATEGIES, First, OnIteration, one_minimal
 from netsleuth.minimize.errors import MinimizationError
-from netsleuth.minimize.evaluator import BudgetExpired, Evaluator, JobResult, PassStats
+from netsleuth.minimize.evaluator import AttemptResult, BudgetExpired, Evaluator, PassStats
 
 Algorithm = Callable[[Key, First, OnIteration], Key]
 
@@ -102,7 +102,7 @@ class ConfirmPass(ShrinkPass):
     def __init__(self, replays: int) -> None:
         super().__init__()
         self.replays = replays
-        self.results: list[JobResult] = []
+        self.results: list[AttemptResult] = []
 
     def run(self, current: Key, evaluator: Evaluator) -> Key:
         self.results = evaluator.run_replays(current, self.replays)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from netsleuth.minimize.oracle import ReplayOutcome
+from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.trace import schema as ts
 
 SWITCHES = ("s1", "s2", "s3", "s4", "s5")
@@ -232,7 +232,7 @@ class SimOracle:
     sleep_per_input: float = 0.0  # ... plus this per input replayed (a real replay is O(inputs))
     attempts: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayOutcome:
+    def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayVerdict:
         if self.sleep or self.sleep_per_input:
             time.sleep(self.sleep + self.sleep_per_input * len(candidate))
         net = SimNetwork(self.bug)
@@ -248,7 +248,7 @@ class SimOracle:
         if shown and self.p < 1.0:
             digest = hashlib.sha256(f"{self.seed}|{ids}|{attempt}".encode()).digest()
             shown = random.Random(digest).random() < self.p
-        return ReplayOutcome(shown, {"fired": fired, "attempt": attempt, "inputs": len(candidate)})
+        return ReplayVerdict(shown, {"fired": fired, "attempt": attempt, "inputs": len(candidate)})
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ port exists is the switch's business.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
@@ -185,8 +186,8 @@ class Enqueue:
         return f"enqueue:{self.port}:{self.queue_id}"
 
 
-Action = Union[Output, SetVlanVid, SetVlanPcp, StripVlan, SetDlSrc, SetDlDst, SetNwSrc, SetNwDst,
-               SetNwTos, SetTpSrc, SetTpDst, Enqueue]
+Action = (Output | SetVlanVid | SetVlanPcp | StripVlan | SetDlSrc | SetDlDst | SetNwSrc | SetNwDst
+          | SetNwTos | SetTpSrc | SetTpDst | Enqueue)
 
 
 def _mac(value: Any) -> int:
@@ -292,12 +293,13 @@ def action_to_json(action: Action) -> dict[str, Any]:
 
 
 def action_from_json(d: dict[str, Any]) -> Action:
-    row = _BY_NAME.get(d.get("type")) if isinstance(d, dict) else None
+    # a missing type finds no row
+    row = _BY_NAME.get(d.get("type")) if isinstance(d, dict) else None  # type: ignore[arg-type]
     if row is None:
         raise ActionError(f"bad action JSON {d!r}", f"type must be one of {', '.join(_BY_NAME)}",
                           err_code=ofp.OFPBAC_BAD_TYPE)
     try:
-        return row[2](*(d[f] for f in row[4]))
+        return row[2](*(d[f] for f in row[4]))  # type: ignore[no-any-return]  # row[2] is the action class
     except KeyError as exc:
         raise ActionError(f"action JSON {d!r} lacks {exc}", "produce it with action_to_json()") from None
 

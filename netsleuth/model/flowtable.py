@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import operator
 from bisect import insort
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.model.actions import (Action, Enqueue, Output, action_from_json, action_key,
-                                     action_to_json)
+from netsleuth.model.actions import Action, Enqueue, Output, action_from_json, action_key, action_to_json
 from netsleuth.model.headerbits import interner, pack, packer
 from netsleuth.model.match import FULL_MASKS, Match
 
@@ -91,7 +91,7 @@ class FlowEntry:
     packet_count: int = 0
     byte_count: int = 0
 
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[Any, ...]:
         """Position in canonical order; smaller wins a lookup."""
         return (0 if self.match.wildcards == 0 else 1, -self.priority, self.match.sort_key())
 
@@ -106,7 +106,8 @@ class FlowEntry:
         idle, hard = self._idle_deadline(), self._hard_deadline()
         if min(idle, hard) > now:
             return None
-        return ofp.OFPRR_HARD_TIMEOUT if hard <= idle else ofp.OFPRR_IDLE_TIMEOUT
+        # os-ken's constants are untyped ints
+        return ofp.OFPRR_HARD_TIMEOUT if hard <= idle else ofp.OFPRR_IDLE_TIMEOUT  # type: ignore[no-any-return]
 
     def _idle_deadline(self) -> float:
         return self.last_used + self.idle_timeout if self.idle_timeout else _INF
@@ -116,12 +117,12 @@ class FlowEntry:
 
     def has_output(self, port: int) -> bool:
         """Whether an Output or Enqueue action sends to ``port`` (the out_port filter)."""
-        return any(type(a) in (Output, Enqueue) and a.port == port for a in self.actions)
+        return any(isinstance(a, (Output, Enqueue)) and a.port == port for a in self.actions)
 
     def duration(self, now: float) -> float:
         return max(0.0, now - self.installed_at)
 
-    def key(self, with_counters: bool = True) -> tuple:
+    def key(self, with_counters: bool = True) -> tuple[Any, ...]:
         """Everything that makes this entry behave as it does, as plain ints and floats."""
         m = self.match
         base = (m.wildcards, m.values, self.priority, tuple(action_key(a) for a in self.actions),
@@ -356,10 +357,11 @@ class FlowTable:
     # ------------------------------------------------------------ time
     def expire(self, now: float) -> list[tuple[FlowEntry, int]]:
         """Remove entries whose deadline is <= now; (entry, OFPRR_*) by deadline, then canonical order."""
-        expired: list[tuple[float, tuple, FlowEntry, int]] = []
+        expired: list[tuple[float, tuple[Any, ...], FlowEntry, int]] = []
         for e in self._timed.values():
             reason = e.expiry_reason(now)
             if reason is not None:
+                # an expiring entry has a deadline
                 expired.append((e.deadline(), e.rank(), e, reason))  # type: ignore[arg-type]
         expired.sort(key=lambda t: (t[0], t[1]))
         for _, _, e, _ in expired:
@@ -382,7 +384,7 @@ class FlowTable:
             self._sorted = sorted(self._entries.values(), key=FlowEntry.rank)
         return list(self._sorted)
 
-    def canonical_key(self, *, with_counters: bool = True) -> tuple:
+    def canonical_key(self, *, with_counters: bool = True) -> tuple[Any, ...]:
         """A hashable summary independent of install order.  ``with_counters=False`` drops
         packet/byte counts, which never change forwarding (timers stay: they do)."""
         if self._sorted is None:

@@ -8,7 +8,7 @@ lives here, in the model, so that the table does not depend on the analysis.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 from netsleuth.model.match import FIELDS, FULL_MASKS
 
@@ -42,10 +42,10 @@ def pack(fields: Sequence[int]) -> int:
             | fields[11])
 
 
-_PACKERS: dict[tuple[int, ...], object] = {}
+_PACKERS: dict[tuple[int, ...], Callable[[Sequence[int]], int]] = {}
 
 
-def packer(masks: Sequence[int]):
+def packer(masks: Sequence[int]) -> Callable[[Sequence[int]], int]:
     """A fast ``values -> packed int`` for one wildcard pattern (only its matched fields)."""
     key = tuple(1 if masks[i] else 0 for i in range(1, 12))
     fn = _PACKERS.get(key)

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from netsleuth.model.addr import BROADCAST_MAC
-from netsleuth.model.packet import (ICMP, IPv4, Arp, Packet, arp_reply, arp_request,
-                                    icmp_echo)
+from netsleuth.model.packet import ICMP, Arp, IPv4, Packet, arp_reply, arp_request, icmp_echo
 
 ETH_ARP = 0x0806
 ETH_IPV4 = 0x0800
@@ -35,7 +34,7 @@ class Host:
     echo_replies: set[tuple[int, int, int]] = field(default_factory=set)  # (from ip, ident, seq)
     received: int = 0
 
-    def copy(self) -> "Host":
+    def copy(self) -> Host:
         """An independent host (cache, pending packets and replies copied), for state snapshots."""
         return Host(self.name, self.mac, self.ip, dict(self.arp_cache),
                     {k: list(v) for k, v in self.pending.items()}, set(self.echo_replies), self.received)

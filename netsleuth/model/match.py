@@ -133,14 +133,14 @@ class Match:
                 masks[i] = 0
         masks[NW_SRC] = _prefix_mask(src_bits)
         masks[NW_DST] = _prefix_mask(dst_bits)
-        values = [v & m for v, m in zip(values, masks)]
+        values = [v & m for v, m in zip(values, masks, strict=True)]
         setattr_ = object.__setattr__
         setattr_(self, "wildcards", wc)
-        for name, v in zip(FIELDS, values):
+        for name, v in zip(FIELDS, values, strict=True):
             setattr_(self, name, v)
         setattr_(self, "_masks", tuple(masks))
         setattr_(self, "_values", tuple(values))
-        setattr_(self, "_checks", tuple((i, m, v) for i, (m, v) in enumerate(zip(masks, values)) if m))
+        setattr_(self, "_checks", tuple((i, m, v) for i, (m, v) in enumerate(zip(masks, values, strict=True)) if m))
         matched_bits = sum(m.bit_count() for m in masks)
         setattr_(self, "_sort_key", (-matched_bits, wc, *values))
 
@@ -214,11 +214,13 @@ class Match:
 
     @property
     def nw_src_prefixlen(self) -> int:
-        return 32 - ((self.wildcards & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT)
+        # os-ken's constants are untyped ints
+        return 32 - ((self.wildcards & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT)  # type: ignore[no-any-return]
 
     @property
     def nw_dst_prefixlen(self) -> int:
-        return 32 - ((self.wildcards & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT)
+        # os-ken's constants are untyped ints
+        return 32 - ((self.wildcards & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT)  # type: ignore[no-any-return]
 
     def matches(self, fields: tuple[int, ...]) -> bool:
         """Whether a packet with this OpenFlow 12-tuple matches."""
@@ -229,14 +231,14 @@ class Match:
 
     def covers(self, other: Match) -> bool:
         """Every packet ``other`` matches, ``self`` matches too."""
-        for m1, v1, m2, v2 in zip(self._masks, self._values, other._masks, other._values):
+        for m1, v1, m2, v2 in zip(self._masks, self._values, other._masks, other._values, strict=True):
             if m1 & m2 != m1 or v2 & m1 != v1:
                 return False
         return True
 
     def overlaps(self, other: Match) -> bool:
         """Some packet is matched by both."""
-        for m1, v1, m2, v2 in zip(self._masks, self._values, other._masks, other._values):
+        for m1, v1, m2, v2 in zip(self._masks, self._values, other._masks, other._values, strict=True):
             common = m1 & m2
             if v1 & common != v2 & common:
                 return False

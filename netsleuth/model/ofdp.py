@@ -8,6 +8,8 @@ serves everywhere.
 
 from __future__ import annotations
 
+from typing import Any
+
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
 from os_ken.ofproto import ofproto_v1_3 as ofp13
@@ -19,8 +21,9 @@ class _StubDatapath:
     ofproto_parser = ofp_parser
     id = None
 
-    def set_xid(self, msg) -> int:  # os-ken's serialize() never calls it, but some helpers do
-        return msg.xid or 0
+    def set_xid(self, msg: Any) -> int:  # os-ken's serialize() never calls it, but some helpers do
+        xid: int = msg.xid or 0
+        return xid
 
 
 DATAPATH = _StubDatapath()

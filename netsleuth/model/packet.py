@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import struct
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, final
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
@@ -68,6 +69,7 @@ class PacketError(NetsleuthError, ValueError):
 # header records
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class Vlan:
     """An 802.1Q tag (TPID 0x8100); the inner ethertype is ``Packet.eth_type``."""
@@ -77,6 +79,7 @@ class Vlan:
     cfi: int = 0
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class Arp:
     """ARP; ``sha``/``tha`` are ``hlen`` bytes wide and ``spa``/``tpa`` ``plen`` bytes wide."""
@@ -95,6 +98,7 @@ class Arp:
         return self.htype == 1 and self.ptype == ETH_IPV4 and self.hlen == 6 and self.plen == 4
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class IPv4:
     """IPv4 header.  ``total_length`` None: computed; set only when it disagrees with the bytes."""
@@ -112,6 +116,7 @@ class IPv4:
     total_length: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class ICMP:
     """ICMP header; ``ident``/``seq`` are the 4 bytes after the checksum whatever the type."""
@@ -123,6 +128,7 @@ class ICMP:
     csum: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class TCP:
     """TCP header; ``flags`` holds the 12 bits after the data offset (NS..FIN and reserved)."""
@@ -138,6 +144,7 @@ class TCP:
     csum: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class UDP:
     """UDP header.  ``length`` None: computed; set only when it disagrees with the bytes."""
@@ -148,6 +155,7 @@ class UDP:
     length: int | None = None
 
 
+@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
 @dataclass(frozen=True, slots=True)
 class LLDP:
     """LLDPDU.  ``chassis_id``/``port_id`` are whole TLV values, subtype byte first;
@@ -185,6 +193,71 @@ def internet_checksum(data: bytes) -> int:
 
 def _l4_csum(ip: IPv4, length: int, segment: bytes) -> int:
     return internet_checksum(_PSEUDO.pack(ip.src, ip.dst, 0, ip.proto, length & 0xFFFF) + segment)
+
+
+# ---------------------------------------------------------------------------
+# header bytes (shared with the OpenFlow 1.3 frame, which writes these headers alike)
+
+
+def headers_to_json(d: dict[str, Any], l3: Any, l4: Any, payload: bytes, trailer: bytes,
+                    header_to_json: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """``d`` (a frame's Ethernet part in JSON) with its L3/L4 headers, payload and trailer added."""
+    if l3 is not None:
+        d["l3"] = header_to_json(l3)
+    if l4 is not None:
+        d["l4"] = header_to_json(l4)
+    d["payload"] = payload.hex()
+    if trailer:
+        d["trailer"] = trailer.hex()
+    return d
+
+
+def arp_bytes(arp: Arp, payload: bytes) -> bytes:
+    """An ARP header, addresses at their declared widths, then ``payload``."""
+    return (_ARP_HEAD.pack(arp.htype, arp.ptype, arp.hlen, arp.plen, arp.op)
+            + arp.sha.to_bytes(arp.hlen, "big") + arp.spa.to_bytes(arp.plen, "big")
+            + arp.tha.to_bytes(arp.hlen, "big") + arp.tpa.to_bytes(arp.plen, "big") + payload)
+
+
+def ipv4_bytes(ip: IPv4, segment_of: Callable[[], bytes]) -> bytes:
+    """An IPv4 datagram around the segment ``segment_of`` writes (the header is checked first).
+
+    A None total length or checksum is computed; raises OverflowError for a
+    flags/fragment field wider than its bits (callers turn it into a PacketError).
+    """
+    opts = ip.options
+    if len(opts) % 4 or len(opts) > 40:
+        raise PacketError(f"IPv4 options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
+    if ip.frag >> 13 or ip.flags >> 3:
+        raise OverflowError(f"IPv4 flags {ip.flags} / fragment offset {ip.frag}")
+    segment = segment_of()
+    hlen = 20 + len(opts)
+    total = ip.total_length if ip.total_length is not None else hlen + len(segment)
+    header = _IP.pack(0x40 | (hlen >> 2), ip.tos, total, ip.ident, (ip.flags << 13) | ip.frag,
+                      ip.ttl, ip.proto, 0, ip.src.to_bytes(4, "big"), ip.dst.to_bytes(4, "big")) + opts
+    csum = ip.csum if ip.csum is not None else internet_checksum(header)
+    return header[:10] + _U16.pack(csum) + header[12:] + segment
+
+
+def tcp_bytes(tcp: TCP, payload: bytes, checksum: Callable[[bytes], int]) -> bytes:
+    """A TCP segment; a None checksum is ``checksum(segment)`` (the pseudo-header is the caller's)."""
+    opts = tcp.options
+    if len(opts) % 4 or len(opts) > 40:
+        raise PacketError(f"TCP options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
+    if tcp.flags >> 12:
+        raise OverflowError(f"TCP flags {tcp.flags:#x}")
+    doff = 5 + len(opts) // 4
+    seg = _TCP.pack(tcp.src_port, tcp.dst_port, tcp.seq, tcp.ack, (doff << 4) | (tcp.flags >> 8),
+                    tcp.flags & 0xFF, tcp.window, 0, tcp.urg) + opts + payload
+    csum = tcp.csum if tcp.csum is not None else checksum(seg)
+    return seg[:16] + _U16.pack(csum) + seg[18:]
+
+
+def icmp_bytes(icmp: ICMP, payload: bytes) -> bytes:
+    """An ICMP message (echo layout: ident and sequence); a None checksum is computed."""
+    seg = _ICMP.pack(icmp.type, icmp.code, 0, icmp.ident, icmp.seq) + payload
+    csum = icmp.csum if icmp.csum is not None else internet_checksum(seg)
+    return seg[:2] + _U16.pack(csum) + seg[4:]
 
 
 # ---------------------------------------------------------------------------
@@ -251,52 +324,26 @@ class Packet:
         if type(l3) is IPv4:
             return self._ipv4_bytes(l3)
         if type(l3) is Arp:
-            return (_ARP_HEAD.pack(l3.htype, l3.ptype, l3.hlen, l3.plen, l3.op)
-                    + l3.sha.to_bytes(l3.hlen, "big") + l3.spa.to_bytes(l3.plen, "big")
-                    + l3.tha.to_bytes(l3.hlen, "big") + l3.tpa.to_bytes(l3.plen, "big") + self.payload)
+            return arp_bytes(l3, self.payload)
         return (_tlv(1, l3.chassis_id) + _tlv(2, l3.port_id) + _tlv(3, _U16.pack(l3.ttl))
                 + l3.extra_tlvs + b"\0\0" + self.payload)
 
     def _ipv4_bytes(self, ip: IPv4) -> bytes:
-        opts = ip.options
-        if len(opts) % 4 or len(opts) > 40:
-            raise PacketError(f"IPv4 options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
-        if ip.frag >> 13 or ip.flags >> 3:
-            raise OverflowError(f"IPv4 flags {ip.flags} / fragment offset {ip.frag}")
-        segment = self._l4_bytes(ip)
-        hlen = 20 + len(opts)
-        total = ip.total_length if ip.total_length is not None else hlen + len(segment)
-        header = _IP.pack(0x40 | (hlen >> 2), ip.tos, total, ip.ident, (ip.flags << 13) | ip.frag,
-                          ip.ttl, ip.proto, 0, ip.src.to_bytes(4, "big"), ip.dst.to_bytes(4, "big")) + opts
-        csum = ip.csum if ip.csum is not None else internet_checksum(header)
-        return header[:10] + _U16.pack(csum) + header[12:] + segment
+        return ipv4_bytes(ip, lambda: self._l4_bytes(ip))
 
     def _l4_bytes(self, ip: IPv4) -> bytes:
         l4, payload = self.l4, self.payload
         if l4 is None:
             return payload
-        kind = type(l4)
-        if kind is TCP:
-            opts = l4.options
-            if len(opts) % 4 or len(opts) > 40:
-                raise PacketError(f"TCP options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
-            if l4.flags >> 12:
-                raise OverflowError(f"TCP flags {l4.flags:#x}")
-            doff = 5 + len(opts) // 4
-            seg = _TCP.pack(l4.src_port, l4.dst_port, l4.seq, l4.ack, (doff << 4) | (l4.flags >> 8),
-                            l4.flags & 0xFF, l4.window, 0, l4.urg) + opts + payload
-            csum = l4.csum if l4.csum is not None else _l4_csum(ip, len(seg), seg)
-            return seg[:16] + _U16.pack(csum) + seg[18:]
-        if kind is UDP:
+        if type(l4) is TCP:
+            return tcp_bytes(l4, payload, lambda seg: _l4_csum(ip, len(seg), seg))
+        if type(l4) is UDP:
             length = l4.length if l4.length is not None else 8 + len(payload)
             seg = _UDP.pack(l4.src_port, l4.dst_port, length, 0) + payload
-            csum = l4.csum
-            if csum is None:
-                csum = _l4_csum(ip, length, seg) or 0xFFFF  # 0 means "no checksum" in UDP
+            # 0 means "no checksum" in UDP
+            csum = l4.csum if l4.csum is not None else (_l4_csum(ip, length, seg) or 0xFFFF)
             return seg[:6] + _U16.pack(csum) + seg[8:]
-        seg = _ICMP.pack(l4.type, l4.code, 0, l4.ident, l4.seq) + payload
-        csum = l4.csum if l4.csum is not None else internet_checksum(seg)
-        return seg[:2] + _U16.pack(csum) + seg[4:]
+        return icmp_bytes(l4, payload)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Packet:
@@ -316,9 +363,9 @@ class Packet:
         eth_dst = int.from_bytes(dst, "big")
         parsed = None
         if eth_type == ETH_IPV4:
-            parsed = _parse_ipv4(data, off)
+            parsed = parse_ipv4(data, off)
         elif eth_type == ETH_ARP:
-            parsed = _parse_arp(data, off)
+            parsed = parse_arp(data, off)
         elif eth_type == ETH_LLDP:
             parsed = _parse_lldp(data, off)
         if parsed is None:
@@ -510,14 +557,7 @@ class Packet:
         }
         if self.vlan is not None:
             d["vlan"] = {"vid": self.vlan.vid, "pcp": self.vlan.pcp, "cfi": self.vlan.cfi}
-        if self.l3 is not None:
-            d["l3"] = _header_to_json(self.l3)
-        if self.l4 is not None:
-            d["l4"] = _header_to_json(self.l4)
-        d["payload"] = self.payload.hex()
-        if self.trailer:
-            d["trailer"] = self.trailer.hex()
-        return d
+        return headers_to_json(d, self.l3, self.l4, self.payload, self.trailer, _header_to_json)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Packet:
@@ -543,7 +583,14 @@ class Packet:
 # parsing helpers (each returns (l3, l4, payload, trailer) or None)
 
 
-def _parse_ipv4(data: bytes, off: int) -> tuple | None:
+def parse_ipv4(data: bytes, off: int,
+               parse_l4: Callable[[int, bytes, int, int], tuple[Any, int]] | None = None) -> tuple[Any, ...] | None:
+    """An IPv4 datagram at ``off``: its header, the L4 header ``parse_l4`` finds (TCP/UDP/ICMP when None),
+    the payload and the trailer after the datagram; None when no IPv4 header parses.
+
+    The OpenFlow 1.3 frame reads IPv4 the same way and passes its own L4
+    reader (which also knows SCTP), so both models agree on every IPv4 byte.
+    """
     n = len(data)
     if n - off < 20:
         return None
@@ -559,28 +606,32 @@ def _parse_ipv4(data: bytes, off: int) -> tuple | None:
     src_i, dst_i = _IP_ADDRS.unpack_from(data, off + 12)
     ip = IPv4(src_i, dst_i, proto, tos, ttl, ident, ff >> 13, frag, data[off + 20:off + hlen], csum, explicit_total)
     l4off = off + hlen
-    l4 = None
+    l4: Any = None
     if not frag:
-        avail = end - l4off
-        if proto == PROTO_TCP and avail >= 20:
-            sport, dport, seq, ack, b12, b13, win, tcsum, urg = _TCP.unpack_from(data, l4off)
-            tlen = (b12 >> 4) * 4
-            if tlen >= 20 and avail >= tlen:
-                l4 = TCP(sport, dport, seq, ack, ((b12 & 0xF) << 8) | b13, win, urg,
-                         data[l4off + 20:l4off + tlen], tcsum)
-                l4off += tlen
-        elif proto == PROTO_UDP and avail >= 8:
-            sport, dport, ulen, ucsum = _UDP.unpack_from(data, l4off)
-            l4 = UDP(sport, dport, ucsum, None if ulen == avail else ulen)
-            l4off += 8
-        elif proto == PROTO_ICMP and avail >= 8:
-            typ, code, icsum, iid, iseq = _ICMP.unpack_from(data, l4off)
-            l4 = ICMP(typ, code, iid, iseq, icsum)
-            l4off += 8
+        l4, l4off = (parse_l4 or parse_basic_l4)(proto, data, l4off, end)
     return ip, l4, data[l4off:end], data[end:]
 
 
-def _parse_arp(data: bytes, off: int) -> tuple | None:
+def parse_basic_l4(proto: int, data: bytes, off: int, end: int) -> tuple[TCP | UDP | ICMP | None, int]:
+    """(TCP, UDP or ICMP header or None, offset after it) within ``data[off:end]``."""
+    avail = end - off
+    if proto == PROTO_TCP and avail >= 20:
+        sport, dport, seq, ack, b12, b13, win, tcsum, urg = _TCP.unpack_from(data, off)
+        tlen = (b12 >> 4) * 4
+        if tlen >= 20 and avail >= tlen:
+            return TCP(sport, dport, seq, ack, ((b12 & 0xF) << 8) | b13, win, urg,
+                       data[off + 20:off + tlen], tcsum), off + tlen
+    elif proto == PROTO_UDP and avail >= 8:
+        sport, dport, ulen, ucsum = _UDP.unpack_from(data, off)
+        return UDP(sport, dport, ucsum, None if ulen == avail else ulen), off + 8
+    elif proto == PROTO_ICMP and avail >= 8:
+        typ, code, icsum, iid, iseq = _ICMP.unpack_from(data, off)
+        return ICMP(typ, code, iid, iseq, icsum), off + 8
+    return None, off
+
+
+def parse_arp(data: bytes, off: int) -> tuple[Any, ...] | None:
+    """An ARP header at ``off`` (any hardware/protocol address widths), or None."""
     if len(data) - off < 8:
         return None
     htype, ptype, hlen, plen, op = _ARP_HEAD.unpack_from(data, off)
@@ -598,7 +649,7 @@ def _parse_arp(data: bytes, off: int) -> tuple | None:
     return Arp(op, sha, spa, tha, tpa, htype, ptype, hlen, plen), None, b"", data[end:]
 
 
-def _parse_lldp(data: bytes, off: int) -> tuple | None:
+def _parse_lldp(data: bytes, off: int) -> tuple[Any, ...] | None:
     n = len(data)
     values = []
     p = off
@@ -636,7 +687,7 @@ def _tlv(kind: int, value: bytes) -> bytes:
 
 def _snap_type(payload: bytes) -> int:
     if len(payload) >= 8 and payload[:6] == b"\xaa\xaa\x03\x00\x00\x00":
-        (t,) = _U16.unpack_from(payload, 6)
+        t: int = _U16.unpack_from(payload, 6)[0]
         if t >= 0x600:
             return t
     return DL_TYPE_NOT_ETH_TYPE

@@ -23,8 +23,9 @@ only carries it along, through its buffers and through PACKET_OUTs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
 from netsleuth.model.addr import int_to_mac
@@ -83,7 +84,7 @@ class Port:
     config: int = 0
     counters: PortCounters = field(default_factory=PortCounters)
 
-    def copy(self) -> "Port":
+    def copy(self) -> Port:
         """An independent port (its counters too), for state snapshots."""
         c = self.counters
         return Port(self.port_no, self.hw_addr, self.name, self.link_up, self.config,
@@ -250,19 +251,19 @@ class Switch:
         reply.xid = request.xid
         return ToController(conn, reply)
 
-    def _on_hello(self, conn: int, msg: Any, now: float) -> list:
+    def _on_hello(self, conn: int, msg: Any, now: float) -> list[Any]:
         return []
 
-    def _on_echo(self, conn: int, msg: Any, now: float) -> list:
+    def _on_echo(self, conn: int, msg: Any, now: float) -> list[Any]:
         return [self._reply(conn, msg, ofp_parser.OFPEchoReply(DATAPATH, data=msg.data))]
 
-    def _on_echo_reply(self, conn: int, msg: Any, now: float) -> list:
+    def _on_echo_reply(self, conn: int, msg: Any, now: float) -> list[Any]:
         return []
 
-    def _on_error(self, conn: int, msg: Any, now: float) -> list:
+    def _on_error(self, conn: int, msg: Any, now: float) -> list[Any]:
         return []  # never answer an ERROR with an ERROR: the two sides could bounce them forever
 
-    def _on_features(self, conn: int, msg: Any, now: float) -> list:
+    def _on_features(self, conn: int, msg: Any, now: float) -> list[Any]:
         reply = ofp_parser.OFPSwitchFeatures(DATAPATH)
         reply.datapath_id = self.dpid
         reply.n_buffers = self.n_buffers
@@ -272,26 +273,26 @@ class Switch:
         reply.ports = {p.port_no: p.phy() for p in self.ports.values()}
         return [self._reply(conn, msg, reply)]
 
-    def _on_get_config(self, conn: int, msg: Any, now: float) -> list:
+    def _on_get_config(self, conn: int, msg: Any, now: float) -> list[Any]:
         reply = ofp_parser.OFPGetConfigReply(DATAPATH)
         reply.flags = self.config_flags
         reply.miss_send_len = self.miss_send_len
         return [self._reply(conn, msg, reply)]
 
-    def _on_set_config(self, conn: int, msg: Any, now: float) -> list:
+    def _on_set_config(self, conn: int, msg: Any, now: float) -> list[Any]:
         self.config_flags = msg.flags
         self.miss_send_len = msg.miss_send_len
         return []
 
-    def _on_barrier(self, conn: int, msg: Any, now: float) -> list:
+    def _on_barrier(self, conn: int, msg: Any, now: float) -> list[Any]:
         # Messages are applied one at a time, in order: everything before the
         # barrier is already done when it is handled.
         return [self._reply(conn, msg, ofp_parser.OFPBarrierReply(DATAPATH))]
 
-    def _on_vendor(self, conn: int, msg: Any, now: float) -> list:
+    def _on_vendor(self, conn: int, msg: Any, now: float) -> list[Any]:
         return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)]
 
-    def _on_queue_config(self, conn: int, msg: Any, now: float) -> list:
+    def _on_queue_config(self, conn: int, msg: Any, now: float) -> list[Any]:
         if msg.port not in self.ports:
             return [self._error(conn, msg, ofp.OFPET_QUEUE_OP_FAILED, ofp.OFPQOFC_BAD_PORT)]
         reply = ofp_parser.OFPQueueGetConfigReply(DATAPATH)
@@ -299,7 +300,7 @@ class Switch:
         reply.queues = []
         return [self._reply(conn, msg, reply)]
 
-    def _on_port_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_port_mod(self, conn: int, msg: Any, now: float) -> list[Any]:
         port = self.ports.get(msg.port_no)
         if port is None:
             return [self._error(conn, msg, ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_PORT)]
@@ -312,7 +313,7 @@ class Switch:
             return [ToController(None, self._port_status(port, ofp.OFPPR_MODIFY))]
         return []
 
-    def _parse_actions(self, conn: int, msg: Any) -> tuple | ToController:
+    def _parse_actions(self, conn: int, msg: Any) -> tuple[Any, ...] | ToController:
         """The message's actions as model actions, or the BAD_ACTION error to answer with."""
         try:
             actions = tuple(action_from_ofp(a) for a in msg.actions)
@@ -323,24 +324,24 @@ class Switch:
             return self._error(conn, msg, ofp.OFPET_BAD_ACTION, bad)
         return actions
 
-    def _validate_actions(self, actions: tuple) -> int | None:
+    def _validate_actions(self, actions: tuple[Any, ...]) -> int | None:
         """The OFPBAC_* code for the first invalid action, or None."""
         for a in actions:
             if isinstance(a, (Output, Enqueue)):
                 p = a.port
                 if p == 0 or (ofp.OFPP_MAX < p < ofp.OFPP_IN_PORT) or p == ofp.OFPP_NONE:
-                    return ofp.OFPBAC_BAD_OUT_PORT
+                    return ofp.OFPBAC_BAD_OUT_PORT  # type: ignore[no-any-return]  # os-ken constants: untyped ints
                 if isinstance(a, Enqueue) and p > ofp.OFPP_MAX and p != ofp.OFPP_IN_PORT:
-                    return ofp.OFPBAC_BAD_OUT_PORT
+                    return ofp.OFPBAC_BAD_OUT_PORT  # type: ignore[no-any-return]  # os-ken constants: untyped ints
         return None
 
-    def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list:
+    def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list[Any]:
         actions = self._parse_actions(conn, msg)
         if isinstance(actions, ToController):
             return [actions]
         match = Match.from_ofp(msg.match)
         cmd = msg.command
-        out: list = []
+        out: list[Any] = []
         if msg.flags & ofp.OFPFF_EMERG and (msg.idle_timeout or msg.hard_timeout):
             return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_EMERG_TIMEOUT)]
         if cmd in (ofp.OFPFC_ADD, ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT):
@@ -370,8 +371,8 @@ class Switch:
             return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_COMMAND)]
         return out
 
-    def _release_buffer(self, conn: int, msg: Any, buffer_id: int, actions: tuple | None,
-                        now: float, actions_from_table: bool = False) -> list:
+    def _release_buffer(self, conn: int, msg: Any, buffer_id: int, actions: tuple[Any, ...] | None,
+                        now: float, actions_from_table: bool = False) -> list[Any]:
         buffered = self.buffers.pop(buffer_id, None)
         if buffered is None:
             return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]
@@ -379,7 +380,7 @@ class Switch:
             return self._pipeline(buffered.packet, buffered.in_port, buffered.tag, now, count_rx=False)
         return self._apply_actions(actions or (), buffered.packet, buffered.in_port, buffered.tag, now)
 
-    def _on_packet_out(self, conn: int, msg: Any, now: float) -> list:
+    def _on_packet_out(self, conn: int, msg: Any, now: float) -> list[Any]:
         actions = self._parse_actions(conn, msg)
         if isinstance(actions, ToController):
             return [actions]
@@ -397,7 +398,7 @@ class Switch:
             tag = self._recent_in.get(data)
         return self._apply_actions(actions, packet, in_port, tag, now)
 
-    def _on_stats(self, conn: int, msg: Any, now: float) -> list:
+    def _on_stats(self, conn: int, msg: Any, now: float) -> list[Any]:
         kind = type(msg)
         if kind is ofp_parser.OFPDescStatsRequest:
             body = ofp_parser.OFPDescStats(b"netsleuth", b"netsleuth mock OpenFlow 1.0 switch",
@@ -500,7 +501,7 @@ class Switch:
             return []
         return self._pipeline(packet, in_port, tag, now)
 
-    def _pipeline(self, packet: Packet, in_port: int, tag: Any, now: float, count_rx: bool = True) -> list:
+    def _pipeline(self, packet: Packet, in_port: int, tag: Any, now: float, count_rx: bool = True) -> list[Any]:
         nbytes = packet.wire_len()
         if count_rx and in_port in self.ports:
             c = self.ports[in_port].counters
@@ -516,8 +517,8 @@ class Switch:
         self.matched_count += 1
         return self._apply_actions(entry.actions, packet, in_port, tag, now)
 
-    def _apply_actions(self, actions: tuple, packet: Packet, in_port: int, tag: Any, now: float) -> list:
-        out: list = []
+    def _apply_actions(self, actions: tuple[Any, ...], packet: Packet, in_port: int, tag: Any, now: float) -> list[Any]:
+        out: list[Any] = []
         for port, pkt, max_len in forward(actions, packet, in_port, self.ports):
             if port == ofp.OFPP_CONTROLLER:
                 out.append(self._packet_in(pkt, in_port, tag, ofp.OFPR_ACTION, max_len))
@@ -584,7 +585,7 @@ class Switch:
             return self.of13.port_status(port, ofp.OFPPR_DELETE)
         return [ToController(None, self._port_status(port, ofp.OFPPR_DELETE))]
 
-    def rebooted(self) -> "Switch":
+    def rebooted(self) -> Switch:
         """The same datapath after a crash: same ports, empty table, empty buffers.
 
         Its version is negotiated again when it reconnects (with the same offer).
@@ -606,7 +607,7 @@ class Switch:
         return out
 
 
-def forward(actions: tuple, packet: Packet, in_port: int,
+def forward(actions: tuple[Any, ...], packet: Packet, in_port: int,
             ports: dict[int, Port]) -> list[tuple[int, Packet, int]]:
     """Apply an OpenFlow 1.0 action list: the (port, packet, max_len) outputs, in order.
 

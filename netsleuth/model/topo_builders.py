@@ -11,8 +11,8 @@ Al-Fares et al.'s for the fat tree), so names in traces and papers agree.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from netsleuth.errors import UnknownTopologyError
 from netsleuth.model.topology_graph import KNOWN_FORMS, Topology

@@ -13,11 +13,28 @@ so the arrangement has no circle.
 from __future__ import annotations
 
 from netsleuth.model.topo_builders import MAX_NODES, parse_topo
-from netsleuth.model.topology_graph import (HOST, IP_BASE, JSON_FIX, JSON_FORMAT, JSON_VERSION, KNOWN_FORMS,
-                                            OFPP_MAX, SWITCH, HostSpec, Link, SwitchSpec, Topology,
-                                            build_from_records)
-from netsleuth.model.topology_io import (load_topology_file, save_topology, topology_from_graphml,
-                                         topology_graphml_text, topology_json_text)
+from netsleuth.model.topology_graph import (
+                                            HOST,
+                                            IP_BASE,
+                                            JSON_FIX,
+                                            JSON_FORMAT,
+                                            JSON_VERSION,
+                                            KNOWN_FORMS,
+                                            OFPP_MAX,
+                                            SWITCH,
+                                            HostSpec,
+                                            Link,
+                                            SwitchSpec,
+                                            Topology,
+                                            build_from_records,
+)
+from netsleuth.model.topology_io import (
+                                            load_topology_file,
+                                            save_topology,
+                                            topology_from_graphml,
+                                            topology_graphml_text,
+                                            topology_json_text,
+)
 
 __all__ = ["HOST", "IP_BASE", "JSON_FIX", "JSON_FORMAT", "JSON_VERSION", "KNOWN_FORMS", "MAX_NODES", "OFPP_MAX",
            "SWITCH", "HostSpec", "Link", "SwitchSpec", "Topology", "build_from_records", "load_topology_file",

@@ -29,8 +29,9 @@ writing files (JSON, GraphML) is in :mod:`netsleuth.model.topology_io`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import networkx as nx
 
@@ -119,6 +120,14 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _first_free(start: int, taken: Callable[[int], bool]) -> int:
+    """The first number from ``start`` up that ``taken`` refuses (default names, dpids, addresses)."""
+    n = start
+    while taken(n):
+        n += 1
+    return n
+
+
 def _preview(names: Iterable[str], limit: int = 8) -> str:
     out: list[str] = []
     for i, name in enumerate(names):
@@ -193,23 +202,21 @@ class Topology:
                        "give every switch and host a unique name")
         return name
 
+    def _new_name(self, name: str | None, prefix: str, ordinal: int, what: str) -> str:
+        """``name`` checked, or by default ``<prefix><N>`` with N the first free number from ``ordinal``."""
+        if name is None:
+            return f"{prefix}{_first_free(ordinal, lambda n: f'{prefix}{n}' in self._kind)}"
+        return self._check_new_name(name, what)
+
     def add_switch(self, name: str | None = None, dpid: int | None = None) -> str:
         """Add a switch; defaults: name ``s<N>`` and dpid N (N = its number, skipping taken ones).
 
         Returns the switch name.
         """
         ordinal = len(self._dpid) + 1
-        if name is None:
-            n = ordinal
-            while f"s{n}" in self._kind:
-                n += 1
-            name = f"s{n}"
-        else:
-            self._check_new_name(name, "switch")
+        name = self._new_name(name, "s", ordinal, "switch")
         if dpid is None:
-            dpid = ordinal
-            while dpid in self._by_dpid:
-                dpid += 1
+            dpid = _first_free(ordinal, self._by_dpid.__contains__)
         elif not _is_int(dpid) or not 0 < dpid < 1 << 64:
             raise _err(f"switch {name}: dpid {dpid!r} is not an integer in 1..2^64-1",
                        "give a positive 64-bit datapath id (OVS refuses 0)")
@@ -231,23 +238,13 @@ class Topology:
         be given as ints or strings. Returns the host name.
         """
         ordinal = len(self._host) + 1
-        if name is None:
-            n = ordinal
-            while f"h{n}" in self._kind:
-                n += 1
-            name = f"h{n}"
-        else:
-            self._check_new_name(name, "host")
+        name = self._new_name(name, "h", ordinal, "host")
         if mac is None:
-            mac_i = ordinal
-            while mac_i in self._by_mac:
-                mac_i += 1
+            mac_i = _first_free(ordinal, self._by_mac.__contains__)
         else:
             mac_i = self._parse_addr(name, "mac", mac)
         if ip is None:
-            k = ordinal
-            while IP_BASE + k in self._by_ip:
-                k += 1
+            k = _first_free(ordinal, lambda k: IP_BASE + k in self._by_ip)
             if k >= 1 << 24:
                 raise _err(f"host {name}: no default address left in 10.0.0.0/8",
                            "give the host an explicit ip")
@@ -287,7 +284,7 @@ class Topology:
         raise _err(f"host {host}: {field} {value!r} is not valid", f"give an int or a string like {example}")
 
     def _node_kind(self, node: object) -> str:
-        kind = self._kind.get(node)  # type: ignore[arg-type]
+        kind = self._kind.get(node) if isinstance(node, str) else None  # nodes are named by str
         if kind is None:
             raise _err(f"{node!r} is not a switch or host of this topology",
                        f"use a known node (switches: {_preview(self._dpid)}; hosts: {_preview(self._host)})")
@@ -426,9 +423,9 @@ class Topology:
         g = nx.MultiGraph(name=self._name, spec=self._spec)
         g.add_nodes_from((n, {"kind": SWITCH, "dpid": d}) for n, d in self._dpid.items())
         g.add_nodes_from((h.name, {"kind": HOST, "mac": h.mac, "ip": h.ip}) for h in self._host.values())
-        g.add_edges_from((l.node1, l.node2, i, {"node1": l.node1, "port1": l.port1,
-                                                  "node2": l.node2, "port2": l.port2})
-                         for i, l in enumerate(self._links))
+        g.add_edges_from((link.node1, link.node2, i, {"node1": link.node1, "port1": link.port1,
+                                                        "node2": link.node2, "port2": link.port2})
+                         for i, link in enumerate(self._links))
         return g
 
     # ------------------------------------------------------------------ serialization
@@ -442,7 +439,7 @@ class Topology:
             "spec": self._spec,
             "switches": [{"name": n, "dpid": d} for n, d in self._dpid.items()],
             "hosts": [{"name": h.name, "mac": int_to_mac(h.mac), "ip": int_to_ip(h.ip)} for h in self._host.values()],
-            "links": [[l.node1, l.port1, l.node2, l.port2] for l in self._links],
+            "links": [[link.node1, link.port1, link.node2, link.port2] for link in self._links],
         }
 
     @classmethod
@@ -490,7 +487,10 @@ def _fill(explicit: list[int | None], make: Callable[[int], int] = lambda k: k) 
 def build_from_records(name: str, spec: str,
                        nodes: list[tuple[str, str, dict[str, Any]]],
                        links: list[tuple[str, int | None, str, int | None]]) -> Topology:
-    """Build from records (a JSON or GraphML file's); nodes; nodes are (name, kind, attrs) in order. Explicit values win over defaults."""
+    """Build from records (a JSON or GraphML file's); nodes are (name, kind, attrs) in order.
+
+    Explicit values win over defaults.
+    """
     switches = [(n, a.get("dpid")) for n, k, a in nodes if k == SWITCH]
     hosts = [(n, a.get("mac"), a.get("ip")) for n, k, a in nodes if k == HOST]
     for n, k, _ in nodes:
@@ -501,9 +501,9 @@ def build_from_records(name: str, spec: str,
     ips = _fill([None if i is None else Topology._parse_addr(n, "ip", i) for n, _, i in hosts],
                 lambda k: IP_BASE + k)
     topo = Topology(name, spec)
-    for (n, _), d in zip(switches, dpids):
+    for (n, _), d in zip(switches, dpids, strict=True):
         topo.add_switch(n, d)
-    for (n, _, _), m, i in zip(hosts, macs, ips):
+    for (n, _, _), m, i in zip(hosts, macs, ips, strict=True):
         topo.add_host(n, m, i)
     # Auto ports skip the ports other links name explicitly.
     reserved: dict[str, set[int]] = {}
@@ -534,7 +534,8 @@ def _free_port(topo: Topology, node: str, reserved: dict[str, set[int]]) -> int:
 
 def _opt_int(value: Any, what: str) -> int | None:
     if value is None or _is_int(value):
-        return value
+        checked: int | None = value
+        return checked
     raise _err(f"topology JSON: {what} must be an integer, not {value!r}", JSON_FIX)
 
 

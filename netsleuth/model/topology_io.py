@@ -76,7 +76,8 @@ def topology_graphml_text(topo: Topology) -> str:
         f'    <data key="g_spec">{esc(d["spec"])}</data>',
     ]
     for s in d["switches"]:
-        lines.append(f'    <node id="{esc(s["name"])}"><data key="kind">switch</data><data key="dpid">{s["dpid"]}</data></node>')
+        lines.append(f'    <node id="{esc(s["name"])}"><data key="kind">switch</data>'
+                     f'<data key="dpid">{s["dpid"]}</data></node>')
     for h in d["hosts"]:
         lines.append(f'    <node id="{esc(h["name"])}"><data key="kind">host</data>'
                      f'<data key="mac">{h["mac"]}</data><data key="ip">{h["ip"]}</data></node>')

@@ -90,7 +90,7 @@ class App:
         return {a.eth_src, a.eth_dst} == {b.eth_src, b.eth_dst}
 
     # ------------------------------------------------------------------ state
-    def copy(self) -> "App":
+    def copy(self) -> App:
         """An independent copy of the app's state (override for speed)."""
         new = object.__new__(type(self))
         for k, v in self.__dict__.items():

@@ -80,7 +80,7 @@ class _Paths:
         if k not in self.memo:
             always = tuple(min(nx.all_shortest_paths(self.g, a, b)))
             h = self.g.copy()
-            h.remove_edges_from(zip(always, always[1:]))
+            h.remove_edges_from(zip(always, always[1:], strict=False))
             try:
                 demand = tuple(min(nx.all_shortest_paths(h, a, b)))
             except nx.NetworkXNoPath:

@@ -16,16 +16,15 @@ counterexamples carry the scripts in their header so a replay rebuilds them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from netsleuth.model.packet import (ETH_IPV4, PROTO_TCP, PROTO_UDP, TCP, TCP_ACK, UDP, IPv4, Packet,
-                                    arp_request, tcp_syn)
+from netsleuth.model.packet import ETH_IPV4, PROTO_TCP, PROTO_UDP, TCP, TCP_ACK, UDP, IPv4, Packet, arp_request, tcp_syn
 from netsleuth.model.topology import Topology
 from netsleuth.nice.apps import energy_te as te
 from netsleuth.nice.apps import loadbalancer as lb
-from netsleuth.nice.explore import Explorer, SearchOptions, SearchResult, parse_strategy
 from netsleuth.nice.errors import ScenarioError
+from netsleuth.nice.explore import Explorer, SearchOptions, SearchResult, parse_strategy
 from netsleuth.nice.loading import APP_SPECS, LB_MODULE, TE_MODULE, make_system, normalize_spec
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.system import Config, System
@@ -148,7 +147,7 @@ def scenario_for(app_spec: str, scenario: str | None = None) -> BugScenario | No
         return None
     app, v = owner
     if wanted:
-        sc = get(scenario)
+        sc = get(scenario)  # type: ignore[arg-type]  # wanted implies a scenario was named
         if sc.app != app:
             raise ScenarioError(f"scenario {scenario!r} is a {sc.app} scenario, not one for {app}",
                                 f"use one of {_names(app)}")

@@ -33,20 +33,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from netsleuth import __version__
 from netsleuth.errors import TraceFormatError
-from netsleuth.nice.errors import ConversionError
 from netsleuth.invariants.forwarding import trace_packet
 from netsleuth.model.packet import arp_request, icmp_echo
+from netsleuth.nice import messages as m
+from netsleuth.nice.errors import ConversionError
 from netsleuth.nice.job import load_counterexample
 from netsleuth.nice.loading import make_system
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.system import System
-from netsleuth.nice.transitions import CTL, MOVE, OF, OUT, PKT, RECV, SEND, SENDPKT, TIMER, Transition, transition_from_json
+from netsleuth.nice.transitions import (
+    CTL,
+    MOVE,
+    OF,
+    OUT,
+    PKT,
+    RECV,
+    SEND,
+    SENDPKT,
+    TIMER,
+    Transition,
+    transition_from_json,
+)
 from netsleuth.nice.violation import PropertyViolation
-from netsleuth.nice import messages as m
 from netsleuth.openflow.codec import msg_to_json
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint
@@ -94,7 +106,7 @@ def _target(system: System, final: SystemState, v: PropertyViolation) -> ts.Viol
             if dst == src:
                 continue
             pkt = icmp_echo(hs.host.mac, other.host.mac, hs.host.ip, other.host.ip, 1, 1)
-            o = trace_packet(view, sw_name, port, pkt)
+            o = trace_packet(view, sw_name, port, pkt)  # type: ignore[arg-type]  # duck-typed: the slice of NetworkView trace_packet reads
             if dst not in o.delivered and not o.punted and o.drops:
                 lost.append(((src, dst), tuple(dict.fromkeys(w for w, _ in o.drops)), o.drops[0]))
     wanted = [x for x in lost if set(x[0]) <= set(v.hosts)]  # the pair the model's violation names
@@ -210,7 +222,7 @@ def convert_counterexample(cex: Path | str, out: Path | str, *, gap: float = 0.3
     write_trace(out, converted)
     inputs = [e for e in converted.events if e.is_input]
     expected = [e for e in converted.events if isinstance(e, ts.ControlToSwitch)]
-    final = converted.events[-1]
+    final = cast(ts.Violation, converted.events[-1])  # counterexample_inputs ends the trace with the target
     return {"command": "cex-inputs", "counterexample": str(cex), "out": str(out), "controller": h.controller,
             "transitions": len(path), "inputs": len(inputs), "kinds": [e.kind for e in inputs],
             "expected_flow_mods": len(expected),

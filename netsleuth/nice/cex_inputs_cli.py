@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-
+from netsleuth.console import out
 from netsleuth.options import out_file, seconds
 
 
@@ -31,10 +30,10 @@ def cmd_cex_inputs(args: argparse.Namespace) -> int:
         print(json.dumps(d, sort_keys=True))
     else:
         t = d["target"]
-        Console().print(f"{d['transitions']} transitions -> {d['inputs']} inputs ({', '.join(d['kinds'])}); "
-                        f"target {t['invariant']} {'/'.join(t['hosts'])} at {','.join(t['switches'])}; "
-                        f"wrote {d['out']} -- reproduce with: netsleuth replay {d['out']} --out DIR",
-                        highlight=False, markup=False, soft_wrap=True)
+        out.print(f"{d['transitions']} transitions -> {d['inputs']} inputs ({', '.join(d['kinds'])}); "
+                  f"target {t['invariant']} {'/'.join(t['hosts'])} at {','.join(t['switches'])}; "
+                  f"wrote {d['out']} -- reproduce with: netsleuth replay {d['out']} --out DIR",
+                  highlight=False, markup=False, soft_wrap=True)
     return 0
 
 

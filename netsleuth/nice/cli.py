@@ -6,14 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-from netsleuth.options import at_least, out_dir
+from netsleuth.console import err, out, progress_bar
 from netsleuth.nice.explore import STRATEGIES
 from netsleuth.nice.scenarios import SCENARIOS
-
-console = Console(stderr=True)
+from netsleuth.options import at_least, out_dir
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -27,14 +23,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     opts = CheckOptions(app=app, scenario=args.scenario, topo=args.topo, hosts=args.hosts, pings=args.pings,
                         strategy=args.strategy, dpor=args.dpor, order=args.order, max_depth=args.max_depth,
                         max_transitions=args.max_transitions, properties=props, faults=faults,
-                        burst=args.burst, discover=args.discover, discover_stats=args.discover_stats, seed=args.seed, stop_at_first=args.stop_at_first,
+                        burst=args.burst, discover=args.discover, discover_stats=args.discover_stats,
+                        seed=args.seed, stop_at_first=args.stop_at_first,
                         out=Path(args.out) if args.out else None)
-    quiet = args.json or not console.is_terminal
+    quiet = args.json or not err.is_terminal
     if quiet:
         data = check(opts)
     else:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=console, transient=True) as p:
+        with progress_bar(counted=False) as p:
             task = p.add_task("exploring", total=None)
 
             def show(r) -> None:
@@ -54,7 +50,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _summary(d: dict) -> None:
-    out = Console()
     state = "complete" if d["completed"] else f"stopped ({d['stopped_by'] or 'bound'})"
     out.print(f"{d['app']} on {d['topology']} [{d['strategy']}{' + DPOR' if d['dpor'] else ''}]: "
               f"{d['transitions']:,} transitions, {d['unique_states']:,} unique states in {d['seconds']} s "
@@ -74,7 +69,8 @@ def _summary(d: dict) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="model-check an in-process controller app (NICE): search, strategies, DPOR")
     c.add_argument("app", help="pyswitch, pyswitch-fixed, loadbalancer, energy-te, app:NAME or package.module:Class "
-                   "(a netsleuth.nice App), or osken:MODULE[,MODULE] (an unmodified os-ken 1.4.1 OpenFlow 1.0 app)")
+                   "(a netsleuth.nice App), osken:APP[,APP] (an unmodified os-ken 1.4.1 OpenFlow 1.0 app) "
+                   "or ryu:APP[,APP] (an unmodified Ryu app); APP is a module name or a .py file")
     c.add_argument("--variant", help="app variant: fixed (default); bug-iv..bug-ix for loadbalancer, "
                                      "bug-x..bug-xiii for energy-te")
     c.add_argument("--scenario", choices=SCENARIOS,

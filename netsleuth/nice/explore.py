@@ -61,11 +61,12 @@ from __future__ import annotations
 
 import random as _random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.state import SystemState
+from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.system import ANY, Effects, System
 from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
 from netsleuth.nice.violation import PropertyViolation
@@ -248,7 +249,7 @@ class Explorer:
         wide = [p for p in parts if p in _STATE_WIDE_FILTERS]
         if options.dpor and wide:
             self.sleep_sets = False
-        filters = [FILTERS[p] for p in parts if FILTERS[p] is not None]
+        filters = [f for p in parts if (f := FILTERS[p]) is not None]
         if not filters:
             self.filter = None
         elif len(filters) == 1:
@@ -485,7 +486,8 @@ class Explorer:
         if end0:
             self._record(system.at_end(s0), path, True)
         # frame: [state, transitions to fire, index, all enabled (None once fully expanded), hash]
-        p0 = stubborn.persistent(s0, en0)
+        # this search runs only with DPOR, which sets stubborn
+        p0 = stubborn.persistent(s0, en0)  # type: ignore[union-attr]
         stack: list[list] = [[s0, p0, 0, en0 if len(p0) < len(en0) else None, h0]]
         fire = system.fire
         while stack and not self._stop:
@@ -527,7 +529,8 @@ class Explorer:
                 path.pop()
             if cen:
                 path.append(t)
-                p = stubborn.persistent(child, cen)
+                # this search runs only with DPOR, which sets stubborn
+                p = stubborn.persistent(child, cen)  # type: ignore[union-attr]
                 stack.append([child, p, 0, cen if len(p) < len(cen) else None, h])
                 on_stack.add(h)
         r.unique_states = len(visited)

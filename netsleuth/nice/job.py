@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth import __version__
 from netsleuth.errors import TraceFormatError
+from netsleuth.model.topology import Topology
 from netsleuth.nice import bug_scenarios
 from netsleuth.nice.errors import CheckError
-from netsleuth.model.topology import Topology
 from netsleuth.nice.explore import STRATEGIES, Explorer, Found, SearchOptions, SearchResult, parse_strategy
 from netsleuth.nice.loading import make_system, normalize_spec
 from netsleuth.nice.scenarios import build_config
@@ -113,15 +114,16 @@ def check(opts: CheckOptions) -> dict[str, Any]:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     for n, f in enumerate(result.found, 1):
-        v = {**f.violation.to_json(), "transitions_to_find": f.transitions,
-             "seconds_to_find": round(f.seconds, 3), "path_length": len(f.path), "at_end": f.at_end}
+        found: dict[str, Any] = {**f.violation.to_json(), "transitions_to_find": f.transitions,
+                                 "seconds_to_find": round(f.seconds, 3), "path_length": len(f.path),
+                                 "at_end": f.at_end}
         if out is not None:
             path = out / f"cex-{n}-{f.violation.prop}.jsonl"
             write_counterexample(path, system, f, seed=opts.seed)
-            v["counterexample"] = str(path)
+            found["counterexample"] = str(path)
         else:
-            v["path"] = [transition_to_json(t) for t in f.path]
-        data["violations"].append(v)
+            found["path"] = [transition_to_json(t) for t in f.path]
+        data["violations"].append(found)
     if out is not None:
         (out / "result.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return data
@@ -146,7 +148,8 @@ def write_counterexample(path: Path, system: System, found: Found, *, seed: int 
                              hosts=v.hosts, switches=v.switches, details={"at_end": found.at_end}))
 
 
-def load_counterexample(trace: ts.Trace, name: str = "the trace") -> tuple[Config, list[ts.McStep], ts.Violation | None]:
+def load_counterexample(trace: ts.Trace,
+                        name: str = "the trace") -> tuple[Config, list[ts.McStep], ts.Violation | None]:
     """The model configuration, the transitions and the violation a `netsleuth check` counterexample holds."""
     nice = trace.header.extra.get("nice")
     if not isinstance(nice, dict):

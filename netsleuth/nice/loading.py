@@ -10,13 +10,14 @@ Spec forms (``app:`` prefix optional):
 
 * a builtin name (``pyswitch``, ``loadbalancer-bug-iv``, ``energy-te``, ...: see :data:`BUILTIN_APPS`);
 * ``package.module:Class`` naming an :class:`~netsleuth.nice.app.App` subclass;
-* ``osken:MODULE[,MODULE]``: unmodified os-ken apps run by the handler server (``osken_host.py``).
+* ``osken:MODULE[,MODULE]``: unmodified os-ken apps run by the handler server (``osken_host.py``);
+* ``ryu:APP[,APP]``: unmodified Ryu apps (module names or ``.py`` files), hosted the same way.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from netsleuth.nice.app import App
 from netsleuth.nice.apps import energy_te as te
@@ -51,13 +52,16 @@ def normalize_spec(spec: str) -> str:
     s = spec.strip()
     if s.startswith("app:"):
         s = s[4:]
+    if s.startswith(("osken:", "ryu:")):  # app files by absolute path: the counterexample replays elsewhere
+        from netsleuth.nice.osken_host import canonical_spec
+        s = canonical_spec(s)
     return "app:" + s
 
 
 def load_app(spec: str) -> Callable[[], App]:
     """The app class an ``app:`` spec names (see the module docstring for the forms)."""
     s = normalize_spec(spec)[4:]
-    if s.startswith("osken:"):  # an unmodified os-ken 1.4.1 app, run by the handler server
+    if s.startswith(("osken:", "ryu:")):  # an unmodified os-ken 1.4.1 (or Ryu) app, run by the handler server
         from netsleuth.nice.osken_host import load_osken_app  # starts a subprocess: only when asked for
         return load_osken_app(s)
     target = BUILTIN_APPS.get(s, s)

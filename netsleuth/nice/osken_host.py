@@ -1,5 +1,9 @@
 """Unmodified os-ken 1.4.1 apps as controller apps of the model checker (``osken:MODULE[,MODULE]``).
 
+Ryu apps (``ryu:APP``) are hosted the same way: the server serves Ryu's
+module names from os-ken (``controllers/osken_apps.py``), and either form
+takes ``.py`` files as well as module names.
+
 The apps run in the handler server (``netsleuth/controllers/osken_handler_server.py``),
 a long-lived subprocess of the controller environment's Python: netsleuth's
 own os-ken (4.2.2, the wire codec) has no sample apps, and the apps under
@@ -33,15 +37,17 @@ import logging
 import os
 import pickle
 import select
+import shlex
 import struct
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from netsleuth.controllers.external import Lifeline, find_controller_python
-from netsleuth.controllers.spec import parse_controller
+from netsleuth.controllers.external import Lifeline, find_controller_python, import_error_for
+from netsleuth.controllers.spec import APP_KINDS, ControllerSpec, parse_controller
 from netsleuth.errors import CodecError, ControllerError
 from netsleuth.model import switch as sw
 from netsleuth.model.actions import ActionError, action_from_ofp
@@ -77,23 +83,42 @@ def osken_spec(spec: str) -> str:
 
 
 def is_osken_spec(spec: str) -> bool:
-    return osken_spec(spec).startswith("osken:")
+    """An app the handler server hosts: ``osken:...`` or ``ryu:...`` (with or without ``app:``)."""
+    return osken_spec(spec).partition(":")[0] in APP_KINDS
+
+
+def parse_app_spec(spec: str) -> ControllerSpec:
+    """``[app:]osken:``/``ryu:`` spec -> the controller spec (errors as the real controller's)."""
+    try:
+        parsed = parse_controller(osken_spec(spec))
+    except ControllerError as exc:
+        raise OsKenHostError(exc.problem, exc.fix) from None
+    if parsed.kind not in APP_KINDS:
+        raise OsKenHostError(f"'{spec}' is not an os-ken or Ryu app spec", "use osken:MODULE or ryu:APP")
+    return parsed
+
+
+def canonical_spec(spec: str) -> str:
+    """``ryu:./sw.py --observe-links`` -> ``ryu:/abs/sw.py --observe-links`` (what the model checker records)."""
+    parsed = parse_app_spec(spec)
+    words = [",".join(parsed.apps), *parsed.options]
+    return f"{parsed.kind}:" + " ".join(shlex.quote(w) for w in words)
 
 
 def parse_modules(spec: str) -> tuple[str, ...]:
-    """``osken:os_ken.app.simple_switch[,mod2]`` -> the module names (errors as the real controller's)."""
-    try:
-        return parse_controller(osken_spec(spec)).apps
-    except ControllerError as exc:
-        raise OsKenHostError(exc.problem, exc.fix) from None
+    """``osken:os_ken.app.simple_switch[,mod2]`` -> the app names (module names or absolute ``.py`` paths)."""
+    return parse_app_spec(spec).apps
 
 
 # ---------------------------------------------------------------------------- the server process
 class HandlerServer:
     """One handler-server subprocess for one set of app modules (see the module docstring)."""
 
-    def __init__(self, modules: tuple[str, ...], python: str | None = None) -> None:
+    def __init__(self, modules: tuple[str, ...], python: str | None = None, *, ryu: bool = False,
+                 options: tuple[str, ...] = ()) -> None:
         self.modules = tuple(modules)
+        self.ryu = ryu
+        self.options = tuple(options)
         self.python = python or find_controller_python()
         self.proc: subprocess.Popen | None = None
         self._lifeline: Lifeline | None = None
@@ -107,7 +132,7 @@ class HandlerServer:
         self.initial_state: bytes = b""
         self.initial_key: Any = None
 
-    def start(self) -> "HandlerServer":
+    def start(self) -> HandlerServer:
         try:
             # Under a guard (controllers/guard.py): the server dies with netsleuth even on SIGKILL.
             self._lifeline = Lifeline()
@@ -122,7 +147,8 @@ class HandlerServer:
             raise OsKenHostError(f"cannot start the os-ken handler server with {self.python}: {exc}",
                                  "run `make setup` (it creates .venv-controller) or set "
                                  "NETSLEUTH_CONTROLLER_PYTHON") from None
-        r = self.call({"op": "init", "modules": list(self.modules)}, timeout=START_TIMEOUT)
+        r = self.call({"op": "init", "modules": list(self.modules), "ryu": self.ryu, "options": list(self.options)},
+                      timeout=START_TIMEOUT)
         self.apps = list(r["apps"])
         self.initial_state, self.initial_key = r["state"], r["key"]
         return self
@@ -135,8 +161,8 @@ class HandlerServer:
             raise self._died("is not running")
         data = pickle.dumps(req, protocol=PROTOCOL)
         try:
-            proc.stdin.write(_LEN.pack(len(data)) + data)
-            proc.stdin.flush()
+            proc.stdin.write(_LEN.pack(len(data)) + data)  # type: ignore[union-attr]  # started with stdin=PIPE
+            proc.stdin.flush()  # type: ignore[union-attr]  # started with stdin=PIPE
             head = self._read(4, timeout)
             body = self._read(_LEN.unpack(head)[0], timeout)
         except (BrokenPipeError, EOFError):
@@ -144,6 +170,9 @@ class HandlerServer:
         self.calls += 1
         resp = pickle.loads(body)
         if "error" in resp:
+            if resp.get("import_error"):  # the same one-line error as a real run's start gives
+                err = import_error_for("ryu" if self.ryu else "osken", *resp["import_error"])
+                raise OsKenHostError(err.problem, err.fix)
             if resp.get("fix"):  # the server's own diagnosis of bad input: it names the problem
                 raise OsKenHostError(resp["error"], resp["fix"])
             self.keep_log = True
@@ -152,7 +181,8 @@ class HandlerServer:
         return resp
 
     def _read(self, n: int, timeout: float) -> bytes:
-        fd = self.proc.stdout.fileno()
+        # only called while the server runs, started with stdout=PIPE
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         out = bytearray()
         deadline = time.monotonic() + timeout
         while len(out) < n:
@@ -196,7 +226,7 @@ class HandlerServer:
         try:
             if proc.poll() is None:
                 try:
-                    proc.stdin.close()
+                    proc.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE
                 except OSError:
                     pass
                 try:
@@ -220,20 +250,21 @@ class HandlerServer:
         return self.proc is not None and self.proc.poll() is None
 
 
-_SERVERS: dict[tuple[str, ...], HandlerServer] = {}
+_SERVERS: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], HandlerServer] = {}
 
 
-def server_for(modules: tuple[str, ...]) -> HandlerServer:
-    """The shared server for these modules (started on first use, stopped at exit)."""
-    srv = _SERVERS.get(modules)
+def server_for(modules: tuple[str, ...], *, ryu: bool = False, options: tuple[str, ...] = ()) -> HandlerServer:
+    """The shared server for these apps (started on first use, stopped at exit)."""
+    key = (tuple(modules), ryu, tuple(options))
+    srv = _SERVERS.get(key)
     if srv is None or not srv.alive():
-        srv = HandlerServer(modules)
+        srv = HandlerServer(tuple(modules), ryu=ryu, options=tuple(options))
         try:
             srv.start()
         except BaseException:
             srv.close()
             raise
-        _SERVERS[modules] = srv
+        _SERVERS[key] = srv
     return srv
 
 
@@ -259,7 +290,8 @@ def features_bytes(dpid: int, ports: tuple[int, ...]) -> bytes:
         s = sw.Switch(dpid, ports)
         req = ofp_parser.OFPFeaturesRequest(DATAPATH)
         req.xid = 0
-        b = _FEATURES[key] = codec.encode(s.handle_message(0, req, 0.0)[0].msg)
+        # the reply is a ToController
+        b = _FEATURES[key] = codec.encode(s.handle_message(0, req, 0.0)[0].msg)  # type: ignore[union-attr]
     return b
 
 
@@ -335,7 +367,7 @@ class OsKenApp(App):
                                  "build the app with load_osken_app() and keep the server open while checking")
         return srv
 
-    def copy(self) -> "OsKenApp":
+    def copy(self) -> OsKenApp:
         new = object.__new__(type(self))
         new.blob, new.skey, new.dps = self.blob, self.skey, self.dps  # immutable: share
         return new
@@ -404,17 +436,21 @@ def _intern(key: Any) -> Any:
 
 
 def load_osken_app(spec: str) -> Callable[[], App]:
-    """The :class:`OsKenApp` class for ``[app:]osken:module[,module]`` (starts or reuses its handler server).
+    """The :class:`OsKenApp` class for ``[app:]osken:APP[,APP]`` or ``ryu:...`` (starts or reuses its server).
 
-    Raises :class:`OsKenHostError` with the fix when the spec is malformed,
-    the controller environment is missing, the server does not start or an
-    app module cannot be imported.
+    Raises :class:`OsKenHostError` (an :class:`AppImportError` for an app
+    that imports what the controller environment lacks) with the fix when
+    the spec is malformed, the controller environment is missing, the
+    server does not start or an app module cannot be imported.
     """
-    modules = parse_modules(spec)
-    srv = server_for(modules)
-    cls_name = "OsKen_" + "_".join(mod.rsplit(".", 1)[-1] for mod in modules)
-    return type(cls_name, (OsKenApp,), {"name": "osken:" + ",".join(modules), "_server": srv, "_memo": {}})
+    parsed = parse_app_spec(spec)
+    modules = parsed.apps
+    srv = server_for(modules, ryu=parsed.kind == "ryu", options=parsed.options)
+    stems = [Path(mod).stem if mod.endswith(".py") else mod.rsplit(".", 1)[-1] for mod in modules]
+    cls_name = ("Ryu_" if parsed.kind == "ryu" else "OsKen_") + "_".join(stems)
+    name = canonical_spec(spec)
+    return type(cls_name, (OsKenApp,), {"name": name, "_server": srv, "_memo": {}})
 
 
 __all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "is_osken_spec", "load_osken_app", "osken_spec",
-           "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]
+           "canonical_spec", "parse_app_spec", "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]

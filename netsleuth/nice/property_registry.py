@@ -13,8 +13,15 @@ import importlib
 
 from netsleuth.nice.app_properties import FlowAffinity, UseCorrectRoutingTable
 from netsleuth.nice.errors import PropertyError
-from netsleuth.nice.properties import (DirectPaths, NoBlackHoles, NoBlackHolesMobile, NoForgottenPackets,
-                                       NoForwardingLoops, Property, StrictDirectPaths)
+from netsleuth.nice.properties import (
+    DirectPaths,
+    NoBlackHoles,
+    NoBlackHolesMobile,
+    NoForgottenPackets,
+    NoForwardingLoops,
+    Property,
+    StrictDirectPaths,
+)
 
 BUILTIN_PROPERTIES: tuple[type[Property], ...] = (
     NoForwardingLoops, NoBlackHoles, NoBlackHolesMobile, DirectPaths, StrictDirectPaths, NoForgottenPackets,

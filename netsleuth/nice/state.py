@@ -78,10 +78,10 @@ class MCSwitch(sw.Switch):
 
     def __init__(self, dpid: int, ports: Any, *, name: str = "", n_buffers: int = sw.DEFAULT_BUFFERS) -> None:
         super().__init__(dpid, ports, name=name, n_buffers=n_buffers)
-        self._recent_in = _NO_RECENT  # type: ignore[assignment]
+        self._recent_in = _NO_RECENT  # type: ignore[assignment]  # a stand-in that remembers nothing
         self._key: tuple | None = None
 
-    def copy(self, *, table: bool, ports: bool) -> "MCSwitch":
+    def copy(self, *, table: bool, ports: bool) -> MCSwitch:
         """A copy sharing what the caller promises not to mutate (the table and ports unless asked)."""
         new = object.__new__(MCSwitch)
         d = new.__dict__
@@ -100,7 +100,8 @@ class MCSwitch(sw.Switch):
             wc = self.with_counters
             bufs = tuple(sorted((i, b.packet, b.in_port, b.tag) for i, b in self.buffers.items()))
             if wc:
-                ports = tuple((p.port_no, p.link_up, p.config, p.counters.rx_packets, p.counters.tx_packets,
+                ports: tuple[tuple[int, ...], ...] = tuple((p.port_no, p.link_up, p.config, p.counters.rx_packets,
+                                                            p.counters.tx_packets,
                                p.counters.rx_bytes, p.counters.tx_bytes, p.counters.rx_dropped,
                                p.counters.tx_dropped) for p in self.ports.values())
             else:
@@ -155,7 +156,7 @@ class HostState:
         self.replies_sent = 0
         self._key: tuple | None = None
 
-    def copy(self) -> "HostState":
+    def copy(self) -> HostState:
         new = object.__new__(HostState)
         new.host = self.host.copy()
         new.location = self.location
@@ -201,7 +202,7 @@ class SystemState:
         self._key: tuple | None = None
         self._hash: int | None = None
 
-    def child(self) -> "SystemState":
+    def child(self) -> SystemState:
         """A new state sharing every component (the caller replaces what it changes)."""
         c = object.__new__(SystemState)
         c.switches = list(self.switches)

@@ -255,7 +255,7 @@ class Stubborn:
                 break
         if best is None:
             return en
-        return [t for t, n in zip(en, names) if n in best]
+        return [t for t, n in zip(en, names, strict=False) if n in best]
 
 
 def _name(t: tuple) -> tuple:

@@ -17,23 +17,40 @@ DPOR uses) and the property violations it caused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.model import switch as sw
+from netsleuth.model.freeze import freeze
 from netsleuth.model.host import Host
 from netsleuth.model.match import Match
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet, arp_request
 from netsleuth.model.topology import Topology
 from netsleuth.nice import messages as m
-from netsleuth.model.freeze import freeze
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.state import HostState, MCSwitch, SystemState, pids_in_flight
-from netsleuth.nice.transitions import (CTL, DROP, DUP, EXPIRE, FAULT_KINDS, LINKDOWN, MOVE, OF, OUT, PKT, RECV, SEND,
-                                        SENDPKT, STATS, TIMER, Transition)
+from netsleuth.nice.transitions import (
+    CTL,
+    DROP,
+    DUP,
+    EXPIRE,
+    FAULT_KINDS,
+    LINKDOWN,
+    MOVE,
+    OF,
+    OUT,
+    PKT,
+    RECV,
+    SEND,
+    SENDPKT,
+    STATS,
+    TIMER,
+    Transition,
+)
 from netsleuth.nice.violation import PropertyViolation
 
 ANY = ("*",)  # footprint object that conflicts with every other (see explore.independent)
@@ -70,7 +87,7 @@ class Config:
                 "discover": self.discover, "discover_stats": self.discover_stats}
 
     @classmethod
-    def from_json(cls, d: dict, topology: Topology) -> "Config":
+    def from_json(cls, d: dict, topology: Topology) -> Config:
         return cls(topology=topology, app_spec=d["app"], pings=tuple(tuple(p) for p in d["pings"]),
                    reply=d["reply"], moves=tuple(tuple(x) for x in d["moves"]), move_after=d["move_after"],
                    spare_ports=d["spare_ports"], miss_send_len=d["miss_send_len"], faults=tuple(d["faults"]),
@@ -96,7 +113,7 @@ class _Ctx:
 
     __slots__ = ("system", "fx", "state")
 
-    def __init__(self, system: "System", fx: Effects, state: SystemState) -> None:
+    def __init__(self, system: System, fx: Effects, state: SystemState) -> None:
         self.system = system
         self.fx = fx
         self.state = state  # the state being built (read-only for properties)
@@ -157,7 +174,7 @@ class System:
         #: The seam for input discovery (e.g. concolic execution of packet_in proposing the
         #: packets a host should send next, NICE's discover_packets); each proposed send is an
         #: ordinary transition (hashable, replayable: the packet travels in the trace as JSON).
-        self.generators: list[Callable[["System", SystemState], list]] = []
+        self.generators: list[Callable[[System, SystemState], list]] = []
         self.sendpkt_reads_ctl = False  # set when sends come from concolic discovery (concolic.attach)
 
     # ------------------------------------------------------------------ initial state
@@ -192,7 +209,10 @@ class System:
         st.extra = (cfg.fault_budget if ({"drop", "duplicate", "link"} & self.faults) else 0, ())
         # Switches join at start, as in NICE (the handshake is not part of the search).
         for i, s in enumerate(st.switches):
-            self._run_handler(st, lambda a, s=s: a.datapath_join(s.dpid, tuple(s.ports)), Effects(), i)
+            def join(app: Any, s: Any = s) -> Any:  # s=s binds this switch, not the loop's last
+                return app.datapath_join(s.dpid, tuple(s.ports))
+
+            self._run_handler(st, join, Effects(), i)
         return st
 
     # ------------------------------------------------------------------ enabled
@@ -234,7 +254,7 @@ class System:
                     if e.idle_timeout or e.hard_timeout:
                         out.append((EXPIRE, i, e.match.wildcards, e.match.values, e.priority))
         if "link" in self.faults and st.extra[0] > 0:
-            for d1, p1, d2, p2 in self.links:
+            for d1, p1, _d2, _p2 in self.links:
                 i = self.index_of_dpid[d1]
                 if st.switches[i].ports[p1].link_up:
                     out.append((LINKDOWN, i, p1))
@@ -432,7 +452,8 @@ class System:
             if self.lineage:
                 pid, hops = tag
                 if cbs:
-                    self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, p, pid, hops, frame))
+                    # _props calls the lambda before the loop moves on, so the loop variables are the current ones
+                    self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, p, pid, hops, frame))  # noqa: B023
                 tag = (pid, hops + ((name, p),) if self.need_hops else hops)
             fx.ft_reads.append((i, frame.match_fields(p)))
             outputs = s.receive_packet(p, frame, self.now, tag)

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as parser
@@ -41,8 +42,17 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser13
 from netsleuth.errors import CodecError, NetsleuthError
 from netsleuth.openflow import of13
 from netsleuth.openflow.codec import (
-    DATAPATH, DATAPATH13, ERROR_DATA_LEN, OFP_VERSION, OFP_VERSION_13, SUPPORTED_VERSIONS, decode, encode,
-    msg_version, version_name)
+    DATAPATH,
+    DATAPATH13,
+    ERROR_DATA_LEN,
+    OFP_VERSION,
+    OFP_VERSION_13,
+    SUPPORTED_VERSIONS,
+    decode,
+    encode,
+    msg_version,
+    version_name,
+)
 
 __all__ = ["OPENFLOW_OPTIONS", "State", "SwitchConnection", "Connected", "ErrorEvent", "VersionMismatch",
            "ConnectionStateError", "offered_versions"]

@@ -18,7 +18,8 @@ import base64
 import contextlib
 import io
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_v1_0 as ofp

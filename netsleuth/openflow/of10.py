@@ -24,21 +24,23 @@ this module or :mod:`netsleuth.openflow.of13` by version.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.lib import addrconv
-from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as parser
 
 from netsleuth.errors import CodecError
 from netsleuth.model.ofdp import DATAPATH
+from netsleuth.openflow import wire
 
 __all__ = ["DATAPATH", "DECODED_CLASSES", "ERROR_DATA_LEN", "OFP_VERSION", "TYPE_NAME", "decode",
            "encode", "msg_type_name"]
 
 OFP_VERSION = ofp.OFP_VERSION
-ERROR_DATA_LEN = 64  # OF1.0: an error carries at least the first 64 bytes of the offending request
+ERROR_DATA_LEN = wire.ERROR_DATA_LEN
+_W = wire.Framing(OFP_VERSION, "1.0", DATAPATH)
 
 _TYPE_NAMES = (
     "HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "VENDOR", "FEATURES_REQUEST",
@@ -50,7 +52,6 @@ _TYPE_NAMES = (
 TYPE_NAME: dict[int, str] = {getattr(ofp, "OFPT_" + n): n for n in _TYPE_NAMES}
 
 # Compiled forms of os-ken's pack strings (see ofproto_v1_0).
-_HEADER = struct.Struct(ofp.OFP_HEADER_PACK_STR)
 _ACTION_HEADER = struct.Struct("!HH")
 _ERROR = struct.Struct(ofp.OFP_ERROR_MSG_PACK_STR)
 _VENDOR = struct.Struct(ofp.OFP_VENDOR_HEADER_PACK_STR)
@@ -80,7 +81,7 @@ _PACKET_QUEUE = struct.Struct(ofp.OFP_PACKET_QUEUE_PQCK_STR)
 _QUEUE_PROP = struct.Struct(ofp.OFP_QUEUE_PROP_HEADER_PACK_STR)
 _MIN_RATE = struct.Struct(ofp.OFP_QUEUE_PROP_MIN_RATE_PACK_STR)
 
-_HDR = ofp.OFP_HEADER_SIZE
+_HDR = wire.HEADER_SIZE
 _STATS_HDR = ofp.OFP_STATS_MSG_SIZE  # header + type + flags
 _MATCH = ofp.OFP_MATCH_SIZE
 _FLOW_STATS_FIXED = ofp.OFP_FLOW_STATS_SIZE
@@ -96,19 +97,8 @@ _ACTION_LEN = {t: c.cls_action_len for t, c in parser.OFPAction._ACTION_TYPES.it
 # errors
 
 
-def _bad_request(code: int, problem: str, data: bytes, xid: int) -> CodecError:
-    return CodecError(problem, ofp.OFPET_BAD_REQUEST, code, xid, bytes(data[:ERROR_DATA_LEN]), version=OFP_VERSION)
-
-
 def _bad_action(code: int, problem: str, data: bytes, xid: int) -> CodecError:
-    return CodecError(problem, ofp.OFPET_BAD_ACTION, code, xid, bytes(data[:ERROR_DATA_LEN]), version=OFP_VERSION)
-
-
-def _need(data: bytes, xid: int, size: int, *, exact: bool, what: str) -> None:
-    n = len(data)
-    if n < size or (exact and n != size):
-        want = f"{size}" if exact else f"at least {size}"
-        raise _bad_request(ofp.OFPBRC_BAD_LEN, f"{what} is {n} bytes, expected {want}", data, xid)
+    return _W.error(ofp.OFPET_BAD_ACTION, code, problem, data, xid)
 
 
 # --------------------------------------------------------------------------
@@ -123,25 +113,7 @@ def decode(data: bytes) -> Any:
     :class:`CodecError` (with the OFPT_ERROR type/code, the xid and the first
     64 bytes) when the bytes are not a valid message.
     """
-    data = bytes(data)
-    if len(data) < _HDR:
-        raise _bad_request(ofp.OFPBRC_BAD_LEN, f"message is {len(data)} bytes, shorter than the OpenFlow header",
-                           data, 0)
-    version, msg_type, length, xid = _HEADER.unpack_from(data)
-    if version != OFP_VERSION:
-        raise _bad_request(ofp.OFPBRC_BAD_VERSION, f"OpenFlow version {version} is not 1 (OpenFlow 1.0)", data, xid)
-    if length != len(data):
-        raise _bad_request(ofp.OFPBRC_BAD_LEN, f"header length {length} but {len(data)} bytes given", data, xid)
-    decoder = _DECODERS.get(msg_type)
-    if decoder is None:
-        raise _bad_request(ofp.OFPBRC_BAD_TYPE, f"unknown OpenFlow 1.0 message type {msg_type}", data, xid)
-    return decoder(data, xid)
-
-
-def _stamp(msg: Any, data: bytes, xid: int) -> Any:
-    msg.set_headers(OFP_VERSION, msg.cls_msg_type, len(data), xid)
-    msg.set_buf(data)
-    return msg
+    return _W.decode(data, _DECODERS)
 
 
 def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
@@ -171,94 +143,64 @@ def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
 
 def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     _check_actions(data, start, end, xid)
-    actions = []
-    off = start
-    while off < end:
-        actions.append(parser.OFPAction.parser(data, off))
-        off += _ACTION_HEADER.unpack_from(data, off)[1]
-    return actions
+    return wire.parse_tl_list(data, start, end, parser.OFPAction.parser)
 
 
-def _osken(cls: Any) -> Callable[[bytes, int], Any]:
-    """Decode with os-ken's own parser for ``cls`` (lengths already checked)."""
-
-    def run(data: bytes, xid: int) -> Any:
-        try:
-            return cls.parser(DATAPATH, OFP_VERSION, cls.cls_msg_type, len(data), xid, data)
-        except (struct.error, AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
-            raise _bad_request(ofp.OFPBRC_BAD_LEN, f"os-ken could not parse {cls.__name__}: {exc!r}",
-                               data, xid) from exc
-
-    return run
-
-
-_Decoder = Callable[[bytes, int], Any]
-
-
-def _fixed(size: int, then: _Decoder, what: str, *, exact: bool = True) -> _Decoder:
-    def run(data: bytes, xid: int) -> Any:
-        _need(data, xid, size, exact=exact, what=what)
-        return then(data, xid)
-
-    return run
-
-
-def _header_only(cls: Any) -> Callable[[bytes, int], Any]:
-    return _fixed(_HDR, lambda data, xid: _stamp(cls(DATAPATH), data, xid), cls.__name__)
+_Decoder = wire.Decoder
 
 
 def _decode_vendor(data: bytes, xid: int) -> Any:
     # os-ken would turn Nicira payloads into objects it cannot serialize again;
     # keep every vendor message opaque (vendor id + bytes) so it round-trips.
-    _need(data, xid, ofp.OFP_VENDOR_HEADER_SIZE, exact=False, what="VENDOR")
+    _W.need(data, xid, ofp.OFP_VENDOR_HEADER_SIZE, exact=False, what="VENDOR")
     msg = parser.OFPVendor(DATAPATH)
     (msg.vendor,) = _VENDOR.unpack_from(data, _HDR)
     msg.data = data[ofp.OFP_VENDOR_HEADER_SIZE:]
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _decode_set_config(data: bytes, xid: int) -> Any:
     flags, miss_send_len = _SWITCH_CONFIG.unpack_from(data, _HDR)
-    return _stamp(parser.OFPSetConfig(DATAPATH, flags, miss_send_len), data, xid)
+    return _W.stamp(parser.OFPSetConfig(DATAPATH, flags, miss_send_len), data, xid)
 
 
 def _decode_packet_out(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_PACKET_OUT_SIZE, exact=False, what="PACKET_OUT")
+    _W.need(data, xid, ofp.OFP_PACKET_OUT_SIZE, exact=False, what="PACKET_OUT")
     buffer_id, in_port, actions_len = _PACKET_OUT.unpack_from(data, _HDR)
     end = ofp.OFP_PACKET_OUT_SIZE + actions_len
     if end > len(data):
-        raise _bad_request(ofp.OFPBRC_BAD_LEN, f"PACKET_OUT actions_len {actions_len} runs past the message",
-                           data, xid)
+        raise _W.bad_request(ofp.OFPBRC_BAD_LEN, f"PACKET_OUT actions_len {actions_len} runs past the message",
+                             data, xid)
     actions = _parse_actions(data, ofp.OFP_PACKET_OUT_SIZE, end, xid)
     payload = data[end:] or None
-    return _stamp(parser.OFPPacketOut(DATAPATH, buffer_id, in_port, actions, payload), data, xid)
+    return _W.stamp(parser.OFPPacketOut(DATAPATH, buffer_id, in_port, actions, payload), data, xid)
 
 
 def _decode_flow_mod(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_FLOW_MOD_SIZE, exact=False, what="FLOW_MOD")
+    _W.need(data, xid, ofp.OFP_FLOW_MOD_SIZE, exact=False, what="FLOW_MOD")
     _check_actions(data, ofp.OFP_FLOW_MOD_SIZE, len(data), xid)
-    return _osken(parser.OFPFlowMod)(data, xid)
+    return _W.osken(parser.OFPFlowMod)(data, xid)
 
 
 def _decode_port_mod(data: bytes, xid: int) -> Any:
     port_no, hw_addr, config, mask, advertise = _PORT_MOD.unpack_from(data, _HDR)
     msg = parser.OFPPortMod(DATAPATH, port_no, addrconv.mac.bin_to_text(hw_addr), config, mask, advertise)
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _decode_queue_get_config_request(data: bytes, xid: int) -> Any:
     (port,) = _QGC_REQUEST.unpack_from(data, _HDR)
-    return _stamp(parser.OFPQueueGetConfigRequest(DATAPATH, port), data, xid)
+    return _W.stamp(parser.OFPQueueGetConfigRequest(DATAPATH, port), data, xid)
 
 
 def _decode_stats_request(data: bytes, xid: int) -> Any:
-    _need(data, xid, _STATS_HDR, exact=False, what="STATS_REQUEST")
+    _W.need(data, xid, _STATS_HDR, exact=False, what="STATS_REQUEST")
     stype, flags = _STATS.unpack_from(data, _HDR)
     body = len(data) - _STATS_HDR
 
     def body_len(size: int, exact: bool = True) -> None:
         if body < size or (exact and body != size):
-            raise _bad_request(ofp.OFPBRC_BAD_LEN, f"stats request type {stype} body is {body} bytes", data, xid)
+            raise _W.bad_request(ofp.OFPBRC_BAD_LEN, f"stats request type {stype} body is {body} bytes", data, xid)
 
     if stype in (ofp.OFPST_DESC, ofp.OFPST_TABLE):
         body_len(0)
@@ -283,46 +225,46 @@ def _decode_stats_request(data: bytes, xid: int) -> Any:
         (vendor,) = _VENDOR_STATS.unpack_from(data, _STATS_HDR)
         msg = parser.OFPVendorStatsRequest(DATAPATH, 0, vendor, data[ofp.OFP_VENDOR_STATS_MSG_SIZE:])
     else:
-        raise _bad_request(ofp.OFPBRC_BAD_STAT, f"unknown stats type {stype}", data, xid)
+        raise _W.bad_request(ofp.OFPBRC_BAD_STAT, f"unknown stats type {stype}", data, xid)
     msg.flags = flags  # os-ken's constructors insist on 0; the wire may say otherwise
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _decode_features_reply(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_SWITCH_FEATURES_SIZE, exact=False, what="FEATURES_REPLY")
+    _W.need(data, xid, ofp.OFP_SWITCH_FEATURES_SIZE, exact=False, what="FEATURES_REPLY")
     if (len(data) - ofp.OFP_SWITCH_FEATURES_SIZE) % ofp.OFP_PHY_PORT_SIZE:
-        raise _bad_request(ofp.OFPBRC_BAD_LEN, "FEATURES_REPLY ports are not whole ofp_phy_port records", data, xid)
-    return _osken(parser.OFPSwitchFeatures)(data, xid)
+        raise _W.bad_request(ofp.OFPBRC_BAD_LEN, "FEATURES_REPLY ports are not whole ofp_phy_port records", data, xid)
+    return _W.osken(parser.OFPSwitchFeatures)(data, xid)
 
 
 def _decode_queue_get_config_reply(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_QUEUE_GET_CONFIG_REPLY_SIZE, exact=False, what="QUEUE_GET_CONFIG_REPLY")
+    _W.need(data, xid, ofp.OFP_QUEUE_GET_CONFIG_REPLY_SIZE, exact=False, what="QUEUE_GET_CONFIG_REPLY")
     off, end = ofp.OFP_QUEUE_GET_CONFIG_REPLY_SIZE, len(data)
     while off < end:
         if end - off < ofp.OFP_PACKET_QUEUE_SIZE:
-            raise _bad_request(ofp.OFPBRC_BAD_LEN, "truncated ofp_packet_queue", data, xid)
+            raise _W.bad_request(ofp.OFPBRC_BAD_LEN, "truncated ofp_packet_queue", data, xid)
         _, qlen = _PACKET_QUEUE.unpack_from(data, off)
         if qlen < ofp.OFP_PACKET_QUEUE_SIZE or off + qlen > end:
-            raise _bad_request(ofp.OFPBRC_BAD_LEN, f"ofp_packet_queue has bad length {qlen}", data, xid)
+            raise _W.bad_request(ofp.OFPBRC_BAD_LEN, f"ofp_packet_queue has bad length {qlen}", data, xid)
         poff, pend = off + ofp.OFP_PACKET_QUEUE_SIZE, off + qlen
         while poff < pend:
             if pend - poff < ofp.OFP_QUEUE_PROP_HEADER_SIZE:
-                raise _bad_request(ofp.OFPBRC_BAD_LEN, "truncated queue property", data, xid)
+                raise _W.bad_request(ofp.OFPBRC_BAD_LEN, "truncated queue property", data, xid)
             prop, plen = _QUEUE_PROP.unpack_from(data, poff)
             if _QUEUE_PROP_LEN.get(prop) != plen or poff + plen > pend:
-                raise _bad_request(ofp.OFPBRC_BAD_LEN, f"queue property {prop} has bad length {plen}", data, xid)
+                raise _W.bad_request(ofp.OFPBRC_BAD_LEN, f"queue property {prop} has bad length {plen}", data, xid)
             poff += plen
         off += qlen
-    return _osken(parser.OFPQueueGetConfigReply)(data, xid)
+    return _W.osken(parser.OFPQueueGetConfigReply)(data, xid)
 
 
 def _decode_stats_reply(data: bytes, xid: int) -> Any:
-    _need(data, xid, _STATS_HDR, exact=False, what="STATS_REPLY")
+    _W.need(data, xid, _STATS_HDR, exact=False, what="STATS_REPLY")
     stype, flags = _STATS.unpack_from(data, _HDR)
     body = len(data) - _STATS_HDR
 
     def bad(why: str) -> CodecError:
-        return _bad_request(ofp.OFPBRC_BAD_LEN, f"stats reply type {stype}: {why}", data, xid)
+        return _W.bad_request(ofp.OFPBRC_BAD_LEN, f"stats reply type {stype}: {why}", data, xid)
 
     if stype == ofp.OFPST_DESC and body != _DESC_STATS.size:
         raise bad(f"body is {body} bytes, expected {_DESC_STATS.size}")
@@ -349,35 +291,36 @@ def _decode_stats_reply(data: bytes, xid: int) -> Any:
         msg = parser.OFPVendorStatsReply(DATAPATH)
         msg.type, msg.flags = stype, flags
         msg.body = parser.OFPVendorStats.parser(data, _STATS_HDR)
-        return _stamp(msg, data, xid)
+        return _W.stamp(msg, data, xid)
     elif stype not in (ofp.OFPST_DESC, ofp.OFPST_AGGREGATE, ofp.OFPST_TABLE, ofp.OFPST_PORT, ofp.OFPST_QUEUE):
-        raise _bad_request(ofp.OFPBRC_BAD_STAT, f"unknown stats type {stype}", data, xid)
-    return _osken(parser.OFPStatsReply)(data, xid)
+        raise _W.bad_request(ofp.OFPBRC_BAD_STAT, f"unknown stats type {stype}", data, xid)
+    return _W.osken(parser.OFPStatsReply)(data, xid)
 
 
 _DECODERS: dict[int, Callable[[bytes, int], Any]] = {
-    ofp.OFPT_HELLO: _fixed(_HDR, _osken(parser.OFPHello), "HELLO", exact=False),
-    ofp.OFPT_ERROR: _fixed(ofp.OFP_ERROR_MSG_SIZE, _osken(parser.OFPErrorMsg), "ERROR", exact=False),
-    ofp.OFPT_ECHO_REQUEST: _fixed(_HDR, _osken(parser.OFPEchoRequest), "ECHO_REQUEST", exact=False),
-    ofp.OFPT_ECHO_REPLY: _fixed(_HDR, _osken(parser.OFPEchoReply), "ECHO_REPLY", exact=False),
+    ofp.OFPT_HELLO: _W.fixed(_HDR, _W.osken(parser.OFPHello), "HELLO", exact=False),
+    ofp.OFPT_ERROR: _W.fixed(ofp.OFP_ERROR_MSG_SIZE, _W.osken(parser.OFPErrorMsg), "ERROR", exact=False),
+    ofp.OFPT_ECHO_REQUEST: _W.fixed(_HDR, _W.osken(parser.OFPEchoRequest), "ECHO_REQUEST", exact=False),
+    ofp.OFPT_ECHO_REPLY: _W.fixed(_HDR, _W.osken(parser.OFPEchoReply), "ECHO_REPLY", exact=False),
     ofp.OFPT_VENDOR: _decode_vendor,
-    ofp.OFPT_FEATURES_REQUEST: _header_only(parser.OFPFeaturesRequest),
+    ofp.OFPT_FEATURES_REQUEST: _W.header_only(parser.OFPFeaturesRequest),
     ofp.OFPT_FEATURES_REPLY: _decode_features_reply,
-    ofp.OFPT_GET_CONFIG_REQUEST: _header_only(parser.OFPGetConfigRequest),
-    ofp.OFPT_GET_CONFIG_REPLY: _fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _osken(parser.OFPGetConfigReply), "GET_CONFIG_REPLY"),
-    ofp.OFPT_SET_CONFIG: _fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _decode_set_config, "SET_CONFIG"),
-    ofp.OFPT_PACKET_IN: _fixed(ofp.OFP_PACKET_IN_SIZE, _osken(parser.OFPPacketIn), "PACKET_IN", exact=False),
-    ofp.OFPT_FLOW_REMOVED: _fixed(ofp.OFP_FLOW_REMOVED_SIZE, _osken(parser.OFPFlowRemoved), "FLOW_REMOVED"),
-    ofp.OFPT_PORT_STATUS: _fixed(ofp.OFP_PORT_STATUS_SIZE, _osken(parser.OFPPortStatus), "PORT_STATUS"),
+    ofp.OFPT_GET_CONFIG_REQUEST: _W.header_only(parser.OFPGetConfigRequest),
+    ofp.OFPT_GET_CONFIG_REPLY: _W.fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _W.osken(parser.OFPGetConfigReply),
+                                        "GET_CONFIG_REPLY"),
+    ofp.OFPT_SET_CONFIG: _W.fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _decode_set_config, "SET_CONFIG"),
+    ofp.OFPT_PACKET_IN: _W.fixed(ofp.OFP_PACKET_IN_SIZE, _W.osken(parser.OFPPacketIn), "PACKET_IN", exact=False),
+    ofp.OFPT_FLOW_REMOVED: _W.fixed(ofp.OFP_FLOW_REMOVED_SIZE, _W.osken(parser.OFPFlowRemoved), "FLOW_REMOVED"),
+    ofp.OFPT_PORT_STATUS: _W.fixed(ofp.OFP_PORT_STATUS_SIZE, _W.osken(parser.OFPPortStatus), "PORT_STATUS"),
     ofp.OFPT_PACKET_OUT: _decode_packet_out,
     ofp.OFPT_FLOW_MOD: _decode_flow_mod,
-    ofp.OFPT_PORT_MOD: _fixed(ofp.OFP_PORT_MOD_SIZE, _decode_port_mod, "PORT_MOD"),
+    ofp.OFPT_PORT_MOD: _W.fixed(ofp.OFP_PORT_MOD_SIZE, _decode_port_mod, "PORT_MOD"),
     ofp.OFPT_STATS_REQUEST: _decode_stats_request,
     ofp.OFPT_STATS_REPLY: _decode_stats_reply,
-    ofp.OFPT_BARRIER_REQUEST: _header_only(parser.OFPBarrierRequest),
-    ofp.OFPT_BARRIER_REPLY: _header_only(parser.OFPBarrierReply),
-    ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: _fixed(ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE, _decode_queue_get_config_request,
-                                              "QUEUE_GET_CONFIG_REQUEST"),
+    ofp.OFPT_BARRIER_REQUEST: _W.header_only(parser.OFPBarrierRequest),
+    ofp.OFPT_BARRIER_REPLY: _W.header_only(parser.OFPBarrierReply),
+    ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: _W.fixed(ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE, _decode_queue_get_config_request,
+                                                "QUEUE_GET_CONFIG_REQUEST"),
     ofp.OFPT_QUEUE_GET_CONFIG_REPLY: _decode_queue_get_config_reply,
 }
 
@@ -398,43 +341,11 @@ def encode(msg: Any) -> bytes:
     if writer is None:
         msg.serialize()
         return bytes(msg.buf)
-    body = writer(msg)
-    msg.version, msg.msg_type = OFP_VERSION, msg.cls_msg_type
-    msg.msg_len = _HDR + len(body)
-    if msg.xid is None:
-        msg.xid = 0
-    out = _HEADER.pack(OFP_VERSION, msg.cls_msg_type, msg.msg_len, msg.xid) + body
-    msg.buf = out
-    return out
-
-
-def _mac_bin(mac: Any) -> bytes:
-    return addrconv.mac.text_to_bin(mac) if isinstance(mac, str) else bytes(mac)
-
-
-def _text(value: Any) -> bytes:
-    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
-
-
-def _pack_actions(actions: Any) -> bytes:
-    buf = bytearray()
-    off = 0
-    for action in actions or ():
-        action.serialize(buf, off)
-        off += action.len
-    if len(buf) < off:  # os-ken leaves a vendor action's trailing padding unwritten
-        buf += bytes(off - len(buf))
-    return bytes(buf)
-
-
-def _pack_match(match: Any) -> bytes:
-    buf = bytearray()
-    match.serialize(buf, 0)
-    return bytes(buf)
+    return _W.frame(msg, writer(msg))
 
 
 def _phy_port_fields(port: Any) -> tuple[Any, ...]:
-    return (port.port_no, _mac_bin(port.hw_addr), _text(port.name), port.config, port.state,
+    return (port.port_no, wire.mac_bin(port.hw_addr), wire.text(port.name), port.config, port.state,
             port.curr, port.advertised, port.supported, port.peer)
 
 
@@ -460,7 +371,7 @@ def _write_get_config_reply(msg: Any) -> bytes:
 
 
 def _write_flow_removed(msg: Any) -> bytes:
-    return _pack_match(msg.match) + _FLOW_REMOVED0.pack(
+    return wire.pack_match(msg.match) + _FLOW_REMOVED0.pack(
         msg.cookie, msg.priority, msg.reason, msg.duration_sec, msg.duration_nsec,
         msg.idle_timeout, msg.packet_count, msg.byte_count)
 
@@ -485,8 +396,8 @@ def _as_list(body: Any, single: type) -> list[Any]:
 
 
 def _write_flow_stats(stats: Any) -> bytes:
-    actions = _pack_actions(stats.actions)
-    return (_FLOW_STATS0.pack(_FLOW_STATS_FIXED + len(actions), stats.table_id) + _pack_match(stats.match)
+    actions = wire.serialize_list(stats.actions)
+    return (_FLOW_STATS0.pack(_FLOW_STATS_FIXED + len(actions), stats.table_id) + wire.pack_match(stats.match)
             + _FLOW_STATS1.pack(stats.duration_sec, stats.duration_nsec, stats.priority, stats.idle_timeout,
                                 stats.hard_timeout, stats.cookie, stats.packet_count, stats.byte_count)
             + actions)
@@ -495,13 +406,13 @@ def _write_flow_stats(stats: Any) -> bytes:
 def _write_stats_body(stype: int, body: Any) -> bytes:
     if stype == ofp.OFPST_DESC:
         d = body[0] if isinstance(body, list) else body
-        return _DESC_STATS.pack(*(_text(getattr(d, f)) for f in parser.OFPDescStats._fields))
+        return _DESC_STATS.pack(*(wire.text(getattr(d, f)) for f in parser.OFPDescStats._fields))
     if stype == ofp.OFPST_FLOW:
         return b"".join(_write_flow_stats(s) for s in _as_list(body, parser.OFPFlowStats))
     if stype == ofp.OFPST_AGGREGATE:
         return b"".join(_AGG_STATS.pack(*a) for a in _as_list(body, parser.OFPAggregateStats))
     if stype == ofp.OFPST_TABLE:
-        return b"".join(_TABLE_STATS.pack(t.table_id, _text(t.name), *t[2:])
+        return b"".join(_TABLE_STATS.pack(t.table_id, wire.text(t.name), *t[2:])
                         for t in _as_list(body, parser.OFPTableStats))
     if stype == ofp.OFPST_PORT:
         return b"".join(_PORT_STATS.pack(*p) for p in _as_list(body, parser.OFPPortStats))
@@ -519,14 +430,7 @@ def _write_stats_reply(msg: Any) -> bytes:
 
 
 def _write_packet_out(msg: Any) -> bytes:
-    # Not os-ken's serialize: it writes data over the fixed part when there are
-    # no actions, and refuses data together with a buffer_id (which the wire allows).
-    data = msg.data
-    if isinstance(data, oslib_packet.Packet):
-        data.serialize()
-        data = data.data
-    actions = _pack_actions(msg.actions)
-    return _PACKET_OUT.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
+    return wire.packet_out_body(msg, _PACKET_OUT)
 
 
 _BODY_WRITERS: dict[type, Callable[[Any], bytes]] = {

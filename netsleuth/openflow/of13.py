@@ -26,21 +26,22 @@ OFPET_METER_MOD_FAILED/BAD_BAND or OFPET_TABLE_FEATURES_FAILED.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.lib import addrconv
-from os_ken.lib.packet import packet as oslib_packet
 from os_ken.ofproto import ofproto_common, oxm_fields
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from netsleuth.errors import CodecError
+from netsleuth.openflow import wire
 
 __all__ = ["DATAPATH", "DECODED_CLASSES", "ERROR_DATA_LEN", "OFP_VERSION", "TYPE_NAME", "decode", "encode",
            "hello", "is_of13", "msg_type_name"]
 
 OFP_VERSION: int = ofp.OFP_VERSION
-ERROR_DATA_LEN = 64  # an error carries at least the first 64 bytes of the offending request
+ERROR_DATA_LEN = wire.ERROR_DATA_LEN
 
 
 class _StubDatapath13:
@@ -55,14 +56,14 @@ class _StubDatapath13:
 
 
 DATAPATH = _StubDatapath13()
+_W = wire.Framing(OFP_VERSION, "1.3", DATAPATH)
 
 TYPE_NAME: dict[int, str] = {getattr(ofp, n): n[len("OFPT_"):] for n in sorted(dir(ofp))
                              if n.startswith("OFPT_") and isinstance(getattr(ofp, n), int)}
 
-_HEADER = struct.Struct(ofp.OFP_HEADER_PACK_STR)
 _TL = struct.Struct("!HH")          # the type/length head of matches, instructions, actions, properties
 _OXM = struct.Struct("!HBB")        # oxm_class, field<<1|hasmask, length
-_HDR = ofp.OFP_HEADER_SIZE
+_HDR = wire.HEADER_SIZE
 _MP_HDR = ofp.OFP_MULTIPART_REQUEST_SIZE
 
 _SWITCH_CONFIG = struct.Struct(ofp.OFP_SWITCH_CONFIG_PACK_STR)
@@ -129,7 +130,7 @@ _TABLE_FEATURE_PROPS = frozenset((
     ofp.OFPTFPT_WRITE_SETFIELD, ofp.OFPTFPT_WRITE_SETFIELD_MISS, ofp.OFPTFPT_APPLY_SETFIELD,
     ofp.OFPTFPT_APPLY_SETFIELD_MISS, ofp.OFPTFPT_EXPERIMENTER, ofp.OFPTFPT_EXPERIMENTER_MISS))
 
-_Decoder = Callable[[bytes, int], Any]
+_Decoder = wire.Decoder
 
 
 def _round8(n: int) -> int:
@@ -150,21 +151,6 @@ def msg_type_name(msg: Any) -> str:
 # errors
 
 
-def _error(err_type: int, code: int, problem: str, data: bytes, xid: int) -> CodecError:
-    return CodecError(problem, err_type, code, xid, bytes(data[:ERROR_DATA_LEN]), version=OFP_VERSION)
-
-
-def _bad_len(problem: str, data: bytes, xid: int) -> CodecError:
-    return _error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_LEN, problem, data, xid)
-
-
-def _need(data: bytes, xid: int, size: int, *, exact: bool, what: str) -> None:
-    n = len(data)
-    if n < size or (exact and n != size):
-        want = f"{size}" if exact else f"at least {size}"
-        raise _bad_len(f"{what} is {n} bytes, expected {want}", data, xid)
-
-
 # --------------------------------------------------------------------------
 # checking variable-length structures (before os-ken's parsers see them)
 
@@ -173,31 +159,31 @@ def _check_oxm(data: bytes, off: int, end: int, xid: int, *, err_type: int, bad_
                seen: set[tuple[int, int]] | None) -> tuple[int, int, bool, int]:
     """One OXM TLV at ``off``: (class, field, hasmask, total length)."""
     if end - off < _OXM.size:
-        raise _error(err_type, bad_len, f"{end - off} trailing bytes are not an OXM field", data, xid)
+        raise _W.error(err_type, bad_len, f"{end - off} trailing bytes are not an OXM field", data, xid)
     oxm_class, fh, length = _OXM.unpack_from(data, off)
     field, hasmask = fh >> 1, bool(fh & 1)
     if off + _OXM.size + length > end:
-        raise _error(err_type, bad_len, f"OXM field {field} of length {length} runs past its container", data, xid)
+        raise _W.error(err_type, bad_len, f"OXM field {field} of length {length} runs past its container", data, xid)
     if oxm_class == oxm_fields.OFPXMC_OPENFLOW_BASIC:
         size = _BASIC_FIELD_SIZE.get(field)
         if size is None:
-            raise _error(err_type, bad_field, f"unknown OpenFlow-basic OXM field {field}", data, xid)
+            raise _W.error(err_type, bad_field, f"unknown OpenFlow-basic OXM field {field}", data, xid)
         if length != size * (2 if hasmask else 1):
-            raise _error(err_type, bad_len, f"OXM field {_BASIC_FIELD_NAME[field]} has length {length}, "
-                         f"expected {size * (2 if hasmask else 1)}", data, xid)
+            raise _W.error(err_type, bad_len, f"OXM field {_BASIC_FIELD_NAME[field]} has length {length}, "
+                           f"expected {size * (2 if hasmask else 1)}", data, xid)
     else:
         if oxm_class == oxm_fields.OFPXMC_EXPERIMENTER and length < 4:
-            raise _error(err_type, bad_len, "experimenter OXM field lacks its experimenter id", data, xid)
+            raise _W.error(err_type, bad_len, "experimenter OXM field lacks its experimenter id", data, xid)
         try:
             n, value, mask, _len = ofp.oxm_parse(data, off)
             ofp.oxm_to_user(n, value, mask)
         except Exception as exc:  # noqa: BLE001 -- os-ken raises a bare Exception for a bad payload length
-            raise _error(err_type, bad_field, f"unparseable OXM field class {oxm_class:#x}: {exc!r}",
-                         data, xid) from exc
+            raise _W.error(err_type, bad_field, f"unparseable OXM field class {oxm_class:#x}: {exc!r}",
+                           data, xid) from exc
     if seen is not None:
         if (oxm_class, field) in seen:
-            raise _error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_DUP_FIELD,
-                         f"OXM field {_BASIC_FIELD_NAME.get(field, field)} appears twice in the match", data, xid)
+            raise _W.error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_DUP_FIELD,
+                           f"OXM field {_BASIC_FIELD_NAME.get(field, field)} appears twice in the match", data, xid)
         seen.add((oxm_class, field))
     return oxm_class, field, hasmask, _OXM.size + length
 
@@ -205,12 +191,12 @@ def _check_oxm(data: bytes, off: int, end: int, xid: int, *, err_type: int, bad_
 def _check_match(data: bytes, off: int, end: int, xid: int) -> int:
     """Check the ofp_match at ``off``; return its padded length."""
     if end - off < 4:
-        raise _error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_LEN, "truncated ofp_match", data, xid)
+        raise _W.error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_LEN, "truncated ofp_match", data, xid)
     mtype, mlen = _TL.unpack_from(data, off)
     if mtype != ofp.OFPMT_OXM:
-        raise _error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_TYPE, f"match type {mtype} is not OXM (1)", data, xid)
+        raise _W.error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_TYPE, f"match type {mtype} is not OXM (1)", data, xid)
     if mlen < 4 or off + _round8(mlen) > end:
-        raise _error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_LEN, f"ofp_match length {mlen} does not fit", data, xid)
+        raise _W.error(ofp.OFPET_BAD_MATCH, ofp.OFPBMC_BAD_LEN, f"ofp_match length {mlen} does not fit", data, xid)
     pos, mend = off + 4, off + mlen
     seen: set[tuple[int, int]] = set()
     earlier: dict[str, tuple[int, int | None]] = {}  # OpenFlow-basic fields so far: (value, mask or None)
@@ -268,7 +254,7 @@ def _check_field(name: str, value: int, mask: int | None, ones: int,
     in the match (BAD_PREREQ; prerequisites come first, spec 7.2.3.6).
     """
     def bad(code: int, why: str) -> CodecError:
-        return _error(ofp.OFPET_BAD_MATCH, code, why, data, xid)
+        return _W.error(ofp.OFPET_BAD_MATCH, code, why, data, xid)
 
     if mask is not None and value & ~mask:
         raise bad(ofp.OFPBMC_BAD_WILDCARDS, f"OXM field {name} value {value:#x} has bits outside its mask {mask:#x}")
@@ -294,7 +280,7 @@ def _check_field(name: str, value: int, mask: int | None, ones: int,
 
 
 def _bad_action(code: int, problem: str, data: bytes, xid: int) -> CodecError:
-    return _error(ofp.OFPET_BAD_ACTION, code, problem, data, xid)
+    return _W.error(ofp.OFPET_BAD_ACTION, code, problem, data, xid)
 
 
 def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
@@ -338,16 +324,11 @@ _EXPERIMENTER_ACTION = struct.Struct(ofp.OFP_ACTION_EXPERIMENTER_HEADER_PACK_STR
 
 def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     _check_actions(data, start, end, xid)
-    actions = []
-    off = start
-    while off < end:
-        actions.append(parser.OFPAction.parser(data, off))
-        off += _TL.unpack_from(data, off)[1]
-    return actions
+    return wire.parse_tl_list(data, start, end, parser.OFPAction.parser)
 
 
 def _bad_inst(code: int, problem: str, data: bytes, xid: int) -> CodecError:
-    return _error(ofp.OFPET_BAD_INSTRUCTION, code, problem, data, xid)
+    return _W.error(ofp.OFPET_BAD_INSTRUCTION, code, problem, data, xid)
 
 
 def _check_instructions(data: bytes, start: int, end: int, xid: int) -> None:
@@ -373,24 +354,19 @@ def _check_instructions(data: bytes, start: int, end: int, xid: int) -> None:
 
 def _parse_instructions(data: bytes, start: int, end: int, xid: int) -> list[Any]:
     _check_instructions(data, start, end, xid)
-    out = []
-    off = start
-    while off < end:
-        out.append(parser.OFPInstruction.parser(data, off))
-        off += _TL.unpack_from(data, off)[1]
-    return out
+    return wire.parse_tl_list(data, start, end, parser.OFPInstruction.parser)
 
 
 def _check_buckets(data: bytes, start: int, end: int, xid: int) -> None:
     off = start
     while off < end:
         if end - off < _BUCKET.size:
-            raise _error(ofp.OFPET_GROUP_MOD_FAILED, ofp.OFPGMFC_BAD_BUCKET,
-                         f"{end - off} trailing bytes are not a bucket", data, xid)
+            raise _W.error(ofp.OFPET_GROUP_MOD_FAILED, ofp.OFPGMFC_BAD_BUCKET,
+                           f"{end - off} trailing bytes are not a bucket", data, xid)
         (blen,) = struct.unpack_from("!H", data, off)
         if blen < _BUCKET.size or blen % 8 or off + blen > end:
-            raise _error(ofp.OFPET_GROUP_MOD_FAILED, ofp.OFPGMFC_BAD_BUCKET, f"bucket has bad length {blen}",
-                         data, xid)
+            raise _W.error(ofp.OFPET_GROUP_MOD_FAILED, ofp.OFPGMFC_BAD_BUCKET, f"bucket has bad length {blen}",
+                           data, xid)
         _check_actions(data, off + _BUCKET.size, off + blen, xid)
         off += blen
 
@@ -410,13 +386,13 @@ def _check_bands(data: bytes, start: int, end: int, xid: int, *, err_type: int, 
     off = start
     while off < end:
         if end - off < 4:
-            raise _bad_len(f"{end - off} trailing bytes are not a meter band", data, xid)
+            raise _W.bad_len(f"{end - off} trailing bytes are not a meter band", data, xid)
         btype, blen = _TL.unpack_from(data, off)
         if btype not in _METER_BANDS:
-            raise _error(err_type, bad_band, f"unknown meter band type {btype}", data, xid)
+            raise _W.error(err_type, bad_band, f"unknown meter band type {btype}", data, xid)
         # os-ken reads and writes every band (experimenter ones too) as exactly 16 bytes.
         if blen != ofp.OFP_METER_BAND_DROP_SIZE or off + blen > end:
-            raise _bad_len(f"meter band type {btype} has length {blen}, expected 16", data, xid)
+            raise _W.bad_len(f"meter band type {btype} has length {blen}, expected 16", data, xid)
         off += blen
 
 
@@ -427,7 +403,7 @@ def _parse_bands(data: bytes, start: int, end: int, xid: int, *, err_type: int, 
 
 def _check_table_features(data: bytes, start: int, end: int, xid: int) -> None:
     def bad(code: int, why: str) -> CodecError:
-        return _error(ofp.OFPET_TABLE_FEATURES_FAILED, code, why, data, xid)
+        return _W.error(ofp.OFPET_TABLE_FEATURES_FAILED, code, why, data, xid)
 
     off = start
     while off < end:
@@ -482,8 +458,8 @@ def _parse_table_features(data: bytes, start: int, end: int, xid: int) -> list[A
         try:
             features = parser.OFPTableFeaturesStats.parser(data, off)
         except (struct.error, AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
-            raise _error(ofp.OFPET_TABLE_FEATURES_FAILED, ofp.OFPTFFC_BAD_LEN,
-                         f"os-ken could not parse ofp_table_features: {exc!r}", data, xid) from exc
+            raise _W.error(ofp.OFPET_TABLE_FEATURES_FAILED, ofp.OFPTFFC_BAD_LEN,
+                           f"os-ken could not parse ofp_table_features: {exc!r}", data, xid) from exc
         out.append(features)
         off += features.length
     return out
@@ -501,50 +477,7 @@ def decode(data: bytes) -> Any:
     :class:`CodecError` (the 1.3 error type/code, the xid and the first 64
     bytes) when the bytes are not a valid message.
     """
-    data = bytes(data)
-    if len(data) < _HDR:
-        raise _bad_len(f"message is {len(data)} bytes, shorter than the OpenFlow header", data, 0)
-    version, msg_type, length, xid = _HEADER.unpack_from(data)
-    if version != OFP_VERSION:
-        raise _error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VERSION,
-                     f"OpenFlow version {version} is not 4 (OpenFlow 1.3)", data, xid)
-    if length != len(data):
-        raise _bad_len(f"header length {length} but {len(data)} bytes given", data, xid)
-    decoder = _DECODERS.get(msg_type)
-    if decoder is None:
-        raise _error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE, f"unknown OpenFlow 1.3 message type {msg_type}",
-                     data, xid)
-    return decoder(data, xid)
-
-
-def _stamp(msg: Any, data: bytes, xid: int) -> Any:
-    msg.set_headers(OFP_VERSION, msg.cls_msg_type, len(data), xid)
-    msg.set_buf(data)
-    return msg
-
-
-def _osken(cls: Any) -> _Decoder:
-    """Decode with os-ken's own parser for ``cls`` (structures already checked)."""
-
-    def run(data: bytes, xid: int) -> Any:
-        try:
-            return cls.parser(DATAPATH, OFP_VERSION, cls.cls_msg_type, len(data), xid, data)
-        except (struct.error, AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
-            raise _bad_len(f"os-ken could not parse {cls.__name__}: {exc!r}", data, xid) from exc
-
-    return run
-
-
-def _fixed(size: int, then: _Decoder, what: str, *, exact: bool = True) -> _Decoder:
-    def run(data: bytes, xid: int) -> Any:
-        _need(data, xid, size, exact=exact, what=what)
-        return then(data, xid)
-
-    return run
-
-
-def _header_only(cls: Any) -> _Decoder:
-    return _fixed(_HDR, lambda data, xid: _stamp(cls(DATAPATH), data, xid), cls.__name__)
+    return _W.decode(data, _DECODERS)
 
 
 def _decode_hello(data: bytes, xid: int) -> Any:
@@ -553,113 +486,113 @@ def _decode_hello(data: bytes, xid: int) -> Any:
     off, end = _HDR, len(data)
     while off < end:
         if end - off < _HELLO_ELEM.size:
-            raise _bad_len("truncated HELLO element", data, xid)
+            raise _W.bad_len("truncated HELLO element", data, xid)
         etype, elen = _HELLO_ELEM.unpack_from(data, off)
         if elen < _HELLO_ELEM.size or off + elen > end:
-            raise _bad_len(f"HELLO element type {etype} has bad length {elen}", data, xid)
+            raise _W.bad_len(f"HELLO element type {etype} has bad length {elen}", data, xid)
         if etype == ofp.OFPHET_VERSIONBITMAP:
             elements.append(parser.OFPHelloElemVersionBitmap.parser(data, off))
         off += min(_round8(elen), end - off)  # elements are padded to 8 bytes
     msg = parser.OFPHello(DATAPATH, elements)
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _decode_error(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_ERROR_MSG_SIZE, exact=False, what="ERROR")
+    _W.need(data, xid, ofp.OFP_ERROR_MSG_SIZE, exact=False, what="ERROR")
     (etype,) = struct.unpack_from("!H", data, _HDR)
     if etype == ofp.OFPET_EXPERIMENTER:
-        _need(data, xid, ofp.OFP_ERROR_EXPERIMENTER_MSG_SIZE, exact=False, what="experimenter ERROR")
-    return _osken(parser.OFPErrorMsg)(data, xid)
+        _W.need(data, xid, ofp.OFP_ERROR_EXPERIMENTER_MSG_SIZE, exact=False, what="experimenter ERROR")
+    return _W.osken(parser.OFPErrorMsg)(data, xid)
 
 
 def _decode_experimenter(data: bytes, xid: int) -> Any:
     # Kept opaque (experimenter, exp_type, bytes): os-ken turns some Nicira
     # payloads into classes it cannot serialize back.
-    _need(data, xid, ofp.OFP_EXPERIMENTER_HEADER_SIZE, exact=False, what="EXPERIMENTER")
+    _W.need(data, xid, ofp.OFP_EXPERIMENTER_HEADER_SIZE, exact=False, what="EXPERIMENTER")
     experimenter, exp_type = _EXPERIMENTER.unpack_from(data, _HDR)
     msg = parser.OFPExperimenter(DATAPATH, experimenter, exp_type, data[ofp.OFP_EXPERIMENTER_HEADER_SIZE:])
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _decode_set_config(data: bytes, xid: int) -> Any:
     flags, miss_send_len = _SWITCH_CONFIG.unpack_from(data, _HDR)
-    return _stamp(parser.OFPSetConfig(DATAPATH, flags, miss_send_len), data, xid)
+    return _W.stamp(parser.OFPSetConfig(DATAPATH, flags, miss_send_len), data, xid)
 
 
 def _decode_packet_in(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_PACKET_IN_SIZE, exact=False, what="PACKET_IN")
+    _W.need(data, xid, ofp.OFP_PACKET_IN_SIZE, exact=False, what="PACKET_IN")
     mlen = _check_match(data, _HDR + _PACKET_IN.size, len(data), xid)
     if _HDR + _PACKET_IN.size + mlen + 2 > len(data):
-        raise _bad_len("PACKET_IN lacks the 2 pad bytes after its match", data, xid)
-    return _osken(parser.OFPPacketIn)(data, xid)
+        raise _W.bad_len("PACKET_IN lacks the 2 pad bytes after its match", data, xid)
+    return _W.osken(parser.OFPPacketIn)(data, xid)
 
 
 def _decode_flow_removed(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_FLOW_REMOVED_SIZE, exact=False, what="FLOW_REMOVED")
+    _W.need(data, xid, ofp.OFP_FLOW_REMOVED_SIZE, exact=False, what="FLOW_REMOVED")
     start = ofp.OFP_FLOW_REMOVED_SIZE - ofp.OFP_MATCH_SIZE
     mlen = _check_match(data, start, len(data), xid)
     if start + mlen != len(data):
-        raise _bad_len("FLOW_REMOVED has bytes after its match", data, xid)
-    return _osken(parser.OFPFlowRemoved)(data, xid)
+        raise _W.bad_len("FLOW_REMOVED has bytes after its match", data, xid)
+    return _W.osken(parser.OFPFlowRemoved)(data, xid)
 
 
 def _decode_port_status(data: bytes, xid: int) -> Any:
-    return _osken(parser.OFPPortStatus)(data, xid)
+    return _W.osken(parser.OFPPortStatus)(data, xid)
 
 
 def _decode_packet_out(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_PACKET_OUT_SIZE, exact=False, what="PACKET_OUT")
+    _W.need(data, xid, ofp.OFP_PACKET_OUT_SIZE, exact=False, what="PACKET_OUT")
     buffer_id, in_port, actions_len = _PACKET_OUT.unpack_from(data, _HDR)
     end = ofp.OFP_PACKET_OUT_SIZE + actions_len
     if end > len(data):
-        raise _bad_len(f"PACKET_OUT actions_len {actions_len} runs past the message", data, xid)
+        raise _W.bad_len(f"PACKET_OUT actions_len {actions_len} runs past the message", data, xid)
     actions = _parse_actions(data, ofp.OFP_PACKET_OUT_SIZE, end, xid)
     payload = data[end:] or None
-    return _stamp(parser.OFPPacketOut(DATAPATH, buffer_id, in_port, actions, payload), data, xid)
+    return _W.stamp(parser.OFPPacketOut(DATAPATH, buffer_id, in_port, actions, payload), data, xid)
 
 
 def _decode_flow_mod(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_FLOW_MOD_SIZE, exact=False, what="FLOW_MOD")
+    _W.need(data, xid, ofp.OFP_FLOW_MOD_SIZE, exact=False, what="FLOW_MOD")
     start = ofp.OFP_FLOW_MOD_SIZE - ofp.OFP_MATCH_SIZE
     mlen = _check_match(data, start, len(data), xid)
     _check_instructions(data, start + mlen, len(data), xid)
-    return _osken(parser.OFPFlowMod)(data, xid)
+    return _W.osken(parser.OFPFlowMod)(data, xid)
 
 
 def _decode_group_mod(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_GROUP_MOD_SIZE, exact=False, what="GROUP_MOD")
+    _W.need(data, xid, ofp.OFP_GROUP_MOD_SIZE, exact=False, what="GROUP_MOD")
     command, gtype, group_id = _GROUP_MOD.unpack_from(data, _HDR)
     buckets = _parse_buckets(data, ofp.OFP_GROUP_MOD_SIZE, len(data), xid)
-    return _stamp(parser.OFPGroupMod(DATAPATH, command, gtype, group_id, buckets), data, xid)
+    return _W.stamp(parser.OFPGroupMod(DATAPATH, command, gtype, group_id, buckets), data, xid)
 
 
 def _decode_port_mod(data: bytes, xid: int) -> Any:
     port_no, hw_addr, config, mask, advertise = _PORT_MOD.unpack_from(data, _HDR)
     msg = parser.OFPPortMod(DATAPATH, port_no, addrconv.mac.bin_to_text(hw_addr), config, mask, advertise)
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _decode_meter_mod(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_METER_MOD_SIZE, exact=False, what="METER_MOD")
+    _W.need(data, xid, ofp.OFP_METER_MOD_SIZE, exact=False, what="METER_MOD")
     command, flags, meter_id = _METER_MOD.unpack_from(data, _HDR)
     bands = _parse_bands(data, ofp.OFP_METER_MOD_SIZE, len(data), xid,
                          err_type=ofp.OFPET_METER_MOD_FAILED, bad_band=ofp.OFPMMFC_BAD_BAND)
-    return _stamp(parser.OFPMeterMod(DATAPATH, command, flags, meter_id, bands), data, xid)
+    return _W.stamp(parser.OFPMeterMod(DATAPATH, command, flags, meter_id, bands), data, xid)
 
 
 def _decode_table_mod(data: bytes, xid: int) -> Any:
     table_id, config = _TABLE_MOD.unpack_from(data, _HDR)
-    return _stamp(parser.OFPTableMod(DATAPATH, table_id, config), data, xid)
+    return _W.stamp(parser.OFPTableMod(DATAPATH, table_id, config), data, xid)
 
 
 def _decode_multipart_request(data: bytes, xid: int) -> Any:
-    _need(data, xid, _MP_HDR, exact=False, what="MULTIPART_REQUEST")
+    _W.need(data, xid, _MP_HDR, exact=False, what="MULTIPART_REQUEST")
     mtype, flags = _MULTIPART.unpack_from(data, _HDR)
     body = len(data) - _MP_HDR
 
     def body_len(size: int) -> None:
         if body != size:
-            raise _bad_len(f"multipart request type {mtype} body is {body} bytes, expected {size}", data, xid)
+            raise _W.bad_len(f"multipart request type {mtype} body is {body} bytes, expected {size}", data, xid)
 
     msg: Any
     empty = {ofp.OFPMP_DESC: parser.OFPDescStatsRequest, ofp.OFPMP_TABLE: parser.OFPTableStatsRequest,
@@ -672,7 +605,7 @@ def _decode_multipart_request(data: bytes, xid: int) -> Any:
         msg = empty[mtype](DATAPATH, flags)
     elif mtype in (ofp.OFPMP_FLOW, ofp.OFPMP_AGGREGATE):
         if body < _FLOW_STATS_REQ0.size + 4:
-            raise _bad_len(f"multipart request type {mtype} body is {body} bytes", data, xid)
+            raise _W.bad_len(f"multipart request type {mtype} body is {body} bytes", data, xid)
         table_id, out_port, out_group, cookie, cookie_mask = _FLOW_STATS_REQ0.unpack_from(data, _MP_HDR)
         moff = _MP_HDR + _FLOW_STATS_REQ0.size
         mlen = _check_match(data, moff, len(data), xid)
@@ -699,13 +632,13 @@ def _decode_multipart_request(data: bytes, xid: int) -> Any:
                                                   _parse_table_features(data, _MP_HDR, len(data), xid))
     elif mtype == ofp.OFPMP_EXPERIMENTER:
         if body < _EXP_MP.size:
-            raise _bad_len("experimenter multipart request lacks its experimenter id and type", data, xid)
+            raise _W.bad_len("experimenter multipart request lacks its experimenter id and type", data, xid)
         experimenter, exp_type = _EXP_MP.unpack_from(data, _MP_HDR)
         msg = parser.OFPExperimenterStatsRequest(DATAPATH, flags, experimenter, exp_type,
                                                  data[_MP_HDR + _EXP_MP.size:])
     else:
-        raise _error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_MULTIPART, f"unknown multipart type {mtype}", data, xid)
-    return _stamp(msg, data, xid)
+        raise _W.error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_MULTIPART, f"unknown multipart type {mtype}", data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 def _check_records(data: bytes, xid: int, mtype: int, *, len_at: int, minimum: int,
@@ -714,17 +647,17 @@ def _check_records(data: bytes, xid: int, mtype: int, *, len_at: int, minimum: i
     off, end = _MP_HDR, len(data)
     while off < end:
         if end - off < minimum:
-            raise _bad_len(f"multipart reply type {mtype}: truncated record", data, xid)
+            raise _W.bad_len(f"multipart reply type {mtype}: truncated record", data, xid)
         (rlen,) = struct.unpack_from("!H", data, off + len_at)
         if rlen < minimum or off + rlen > end:
-            raise _bad_len(f"multipart reply type {mtype}: record has bad length {rlen}", data, xid)
+            raise _W.bad_len(f"multipart reply type {mtype}: record has bad length {rlen}", data, xid)
         if inner is not None:
             inner(off, off + rlen)
         off += rlen
 
 
 def _decode_multipart_reply(data: bytes, xid: int) -> Any:
-    _need(data, xid, _MP_HDR, exact=False, what="MULTIPART_REPLY")
+    _W.need(data, xid, _MP_HDR, exact=False, what="MULTIPART_REPLY")
     mtype, _ = _MULTIPART.unpack_from(data, _HDR)
     body = len(data) - _MP_HDR
     fixed = {ofp.OFPMP_DESC: _DESC.size, ofp.OFPMP_AGGREGATE: _AGG_STATS.size,
@@ -735,20 +668,20 @@ def _decode_multipart_reply(data: bytes, xid: int) -> Any:
     def flow_stats(off: int, end: int) -> None:
         start = off + ofp.OFP_FLOW_STATS_SIZE - ofp.OFP_MATCH_SIZE
         if start + 4 > end:
-            raise _bad_len("truncated ofp_flow_stats", data, xid)
+            raise _W.bad_len("truncated ofp_flow_stats", data, xid)
         mlen = _check_match(data, start, end, xid)
         _check_instructions(data, start + mlen, end, xid)
 
     def group_stats(off: int, end: int) -> None:
         if (end - off - _GROUP_STATS.size) % _BUCKET_COUNTER.size:
-            raise _bad_len("ofp_group_stats bucket counters are not whole", data, xid)
+            raise _W.bad_len("ofp_group_stats bucket counters are not whole", data, xid)
 
     def group_desc(off: int, end: int) -> None:
         _check_buckets(data, off + _GROUP_DESC.size, end, xid)
 
     def meter_stats(off: int, end: int) -> None:
         if (end - off - _METER_STATS.size) % _METER_BAND_STATS.size:
-            raise _bad_len("ofp_meter_stats band stats are not whole", data, xid)
+            raise _W.bad_len("ofp_meter_stats band stats are not whole", data, xid)
 
     def meter_config(off: int, end: int) -> None:
         _check_bands(data, off + _METER_CONFIG.size, end, xid, err_type=ofp.OFPET_BAD_REQUEST,
@@ -756,11 +689,11 @@ def _decode_multipart_reply(data: bytes, xid: int) -> Any:
 
     if mtype in fixed:
         if body != fixed[mtype]:
-            raise _bad_len(f"multipart reply type {mtype} body is {body} bytes, expected {fixed[mtype]}", data, xid)
+            raise _W.bad_len(f"multipart reply type {mtype} body is {body} bytes, expected {fixed[mtype]}", data, xid)
     elif mtype in records:
         if body % records[mtype]:
-            raise _bad_len(f"multipart reply type {mtype} body is not whole {records[mtype]}-byte records",
-                           data, xid)
+            raise _W.bad_len(f"multipart reply type {mtype} body is not whole {records[mtype]}-byte records",
+                             data, xid)
     elif mtype == ofp.OFPMP_FLOW:
         _check_records(data, xid, mtype, len_at=0, minimum=ofp.OFP_FLOW_STATS_SIZE, inner=flow_stats)
     elif mtype == ofp.OFPMP_GROUP:
@@ -775,88 +708,89 @@ def _decode_multipart_reply(data: bytes, xid: int) -> Any:
         _check_table_features(data, _MP_HDR, len(data), xid)
     elif mtype == ofp.OFPMP_EXPERIMENTER:
         if body < _EXP_MP.size:
-            raise _bad_len("experimenter multipart reply lacks its experimenter id and type", data, xid)
+            raise _W.bad_len("experimenter multipart reply lacks its experimenter id and type", data, xid)
         # os-ken reads the rest of the message as one record (a list of one, like its other bodies).
     else:
-        raise _error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_MULTIPART, f"unknown multipart type {mtype}", data, xid)
+        raise _W.error(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_MULTIPART, f"unknown multipart type {mtype}", data, xid)
     if body == 0 and mtype in fixed:
-        raise _bad_len(f"multipart reply type {mtype} has no body", data, xid)
-    return _osken(parser.OFPMultipartReply)(data, xid)
+        raise _W.bad_len(f"multipart reply type {mtype} has no body", data, xid)
+    return _W.osken(parser.OFPMultipartReply)(data, xid)
 
 
 def _decode_queue_get_config_reply(data: bytes, xid: int) -> Any:
-    _need(data, xid, ofp.OFP_QUEUE_GET_CONFIG_REPLY_SIZE, exact=False, what="QUEUE_GET_CONFIG_REPLY")
+    _W.need(data, xid, ofp.OFP_QUEUE_GET_CONFIG_REPLY_SIZE, exact=False, what="QUEUE_GET_CONFIG_REPLY")
     off, end = ofp.OFP_QUEUE_GET_CONFIG_REPLY_SIZE, len(data)
     while off < end:
         if end - off < ofp.OFP_PACKET_QUEUE_SIZE:
-            raise _bad_len("truncated ofp_packet_queue", data, xid)
+            raise _W.bad_len("truncated ofp_packet_queue", data, xid)
         _qid, _port, qlen = _PACKET_QUEUE.unpack_from(data, off)
         if qlen < ofp.OFP_PACKET_QUEUE_SIZE or off + qlen > end:
-            raise _bad_len(f"ofp_packet_queue has bad length {qlen}", data, xid)
+            raise _W.bad_len(f"ofp_packet_queue has bad length {qlen}", data, xid)
         poff, pend = off + ofp.OFP_PACKET_QUEUE_SIZE, off + qlen
         while poff < pend:
             if pend - poff < ofp.OFP_QUEUE_PROP_HEADER_SIZE:
-                raise _bad_len("truncated queue property", data, xid)
+                raise _W.bad_len("truncated queue property", data, xid)
             prop, plen = _QUEUE_PROP.unpack_from(data, poff)
             if prop not in (ofp.OFPQT_MIN_RATE, ofp.OFPQT_MAX_RATE, ofp.OFPQT_EXPERIMENTER):
                 # os-ken's queue parser loops forever on a property type it does not know
-                raise _bad_len(f"unknown queue property type {prop}", data, xid)
+                raise _W.bad_len(f"unknown queue property type {prop}", data, xid)
             want = 16 if prop != ofp.OFPQT_EXPERIMENTER else None
             if (want is not None and plen != want) or plen < 16 or plen % 8 or poff + plen > pend:
-                raise _bad_len(f"queue property {prop} has bad length {plen}", data, xid)
+                raise _W.bad_len(f"queue property {prop} has bad length {plen}", data, xid)
             poff += plen
         off += qlen
-    return _osken(parser.OFPQueueGetConfigReply)(data, xid)
+    return _W.osken(parser.OFPQueueGetConfigReply)(data, xid)
 
 
 def _decode_queue_get_config_request(data: bytes, xid: int) -> Any:
     (port,) = _QGC_REQUEST.unpack_from(data, _HDR)
-    return _stamp(parser.OFPQueueGetConfigRequest(DATAPATH, port), data, xid)
+    return _W.stamp(parser.OFPQueueGetConfigRequest(DATAPATH, port), data, xid)
 
 
 def _decode_role_request(data: bytes, xid: int) -> Any:
     role, generation_id = _ROLE.unpack_from(data, _HDR)
-    return _stamp(parser.OFPRoleRequest(DATAPATH, role, generation_id), data, xid)
+    return _W.stamp(parser.OFPRoleRequest(DATAPATH, role, generation_id), data, xid)
 
 
 def _decode_set_async(data: bytes, xid: int) -> Any:
     v = _ASYNC.unpack_from(data, _HDR)
     msg = parser.OFPSetAsync(DATAPATH, [v[0], v[1]], [v[2], v[3]], [v[4], v[5]])
-    return _stamp(msg, data, xid)
+    return _W.stamp(msg, data, xid)
 
 
 _DECODERS: dict[int, _Decoder] = {
     ofp.OFPT_HELLO: _decode_hello,
     ofp.OFPT_ERROR: _decode_error,
-    ofp.OFPT_ECHO_REQUEST: _osken(parser.OFPEchoRequest),
-    ofp.OFPT_ECHO_REPLY: _osken(parser.OFPEchoReply),
+    ofp.OFPT_ECHO_REQUEST: _W.osken(parser.OFPEchoRequest),
+    ofp.OFPT_ECHO_REPLY: _W.osken(parser.OFPEchoReply),
     ofp.OFPT_EXPERIMENTER: _decode_experimenter,
-    ofp.OFPT_FEATURES_REQUEST: _header_only(parser.OFPFeaturesRequest),
-    ofp.OFPT_FEATURES_REPLY: _fixed(ofp.OFP_SWITCH_FEATURES_SIZE, _osken(parser.OFPSwitchFeatures), "FEATURES_REPLY"),
-    ofp.OFPT_GET_CONFIG_REQUEST: _header_only(parser.OFPGetConfigRequest),
-    ofp.OFPT_GET_CONFIG_REPLY: _fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _osken(parser.OFPGetConfigReply),
-                                      "GET_CONFIG_REPLY"),
-    ofp.OFPT_SET_CONFIG: _fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _decode_set_config, "SET_CONFIG"),
+    ofp.OFPT_FEATURES_REQUEST: _W.header_only(parser.OFPFeaturesRequest),
+    ofp.OFPT_FEATURES_REPLY: _W.fixed(ofp.OFP_SWITCH_FEATURES_SIZE, _W.osken(parser.OFPSwitchFeatures),
+                                      "FEATURES_REPLY"),
+    ofp.OFPT_GET_CONFIG_REQUEST: _W.header_only(parser.OFPGetConfigRequest),
+    ofp.OFPT_GET_CONFIG_REPLY: _W.fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _W.osken(parser.OFPGetConfigReply),
+                                        "GET_CONFIG_REPLY"),
+    ofp.OFPT_SET_CONFIG: _W.fixed(ofp.OFP_SWITCH_CONFIG_SIZE, _decode_set_config, "SET_CONFIG"),
     ofp.OFPT_PACKET_IN: _decode_packet_in,
     ofp.OFPT_FLOW_REMOVED: _decode_flow_removed,
-    ofp.OFPT_PORT_STATUS: _fixed(ofp.OFP_PORT_STATUS_SIZE, _decode_port_status, "PORT_STATUS"),
+    ofp.OFPT_PORT_STATUS: _W.fixed(ofp.OFP_PORT_STATUS_SIZE, _decode_port_status, "PORT_STATUS"),
     ofp.OFPT_PACKET_OUT: _decode_packet_out,
     ofp.OFPT_FLOW_MOD: _decode_flow_mod,
     ofp.OFPT_GROUP_MOD: _decode_group_mod,
-    ofp.OFPT_PORT_MOD: _fixed(ofp.OFP_PORT_MOD_SIZE, _decode_port_mod, "PORT_MOD"),
-    ofp.OFPT_TABLE_MOD: _fixed(ofp.OFP_TABLE_MOD_SIZE, _decode_table_mod, "TABLE_MOD"),
+    ofp.OFPT_PORT_MOD: _W.fixed(ofp.OFP_PORT_MOD_SIZE, _decode_port_mod, "PORT_MOD"),
+    ofp.OFPT_TABLE_MOD: _W.fixed(ofp.OFP_TABLE_MOD_SIZE, _decode_table_mod, "TABLE_MOD"),
     ofp.OFPT_MULTIPART_REQUEST: _decode_multipart_request,
     ofp.OFPT_MULTIPART_REPLY: _decode_multipart_reply,
-    ofp.OFPT_BARRIER_REQUEST: _header_only(parser.OFPBarrierRequest),
-    ofp.OFPT_BARRIER_REPLY: _header_only(parser.OFPBarrierReply),
-    ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: _fixed(ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE,
-                                              _decode_queue_get_config_request, "QUEUE_GET_CONFIG_REQUEST"),
+    ofp.OFPT_BARRIER_REQUEST: _W.header_only(parser.OFPBarrierRequest),
+    ofp.OFPT_BARRIER_REPLY: _W.header_only(parser.OFPBarrierReply),
+    ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: _W.fixed(ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE,
+                                                _decode_queue_get_config_request, "QUEUE_GET_CONFIG_REQUEST"),
     ofp.OFPT_QUEUE_GET_CONFIG_REPLY: _decode_queue_get_config_reply,
-    ofp.OFPT_ROLE_REQUEST: _fixed(ofp.OFP_ROLE_REQUEST_SIZE, _decode_role_request, "ROLE_REQUEST"),
-    ofp.OFPT_ROLE_REPLY: _fixed(ofp.OFP_ROLE_REQUEST_SIZE, _osken(parser.OFPRoleReply), "ROLE_REPLY"),
-    ofp.OFPT_GET_ASYNC_REQUEST: _header_only(parser.OFPGetAsyncRequest),
-    ofp.OFPT_GET_ASYNC_REPLY: _fixed(ofp.OFP_ASYNC_CONFIG_SIZE, _osken(parser.OFPGetAsyncReply), "GET_ASYNC_REPLY"),
-    ofp.OFPT_SET_ASYNC: _fixed(ofp.OFP_ASYNC_CONFIG_SIZE, _decode_set_async, "SET_ASYNC"),
+    ofp.OFPT_ROLE_REQUEST: _W.fixed(ofp.OFP_ROLE_REQUEST_SIZE, _decode_role_request, "ROLE_REQUEST"),
+    ofp.OFPT_ROLE_REPLY: _W.fixed(ofp.OFP_ROLE_REQUEST_SIZE, _W.osken(parser.OFPRoleReply), "ROLE_REPLY"),
+    ofp.OFPT_GET_ASYNC_REQUEST: _W.header_only(parser.OFPGetAsyncRequest),
+    ofp.OFPT_GET_ASYNC_REPLY: _W.fixed(ofp.OFP_ASYNC_CONFIG_SIZE, _W.osken(parser.OFPGetAsyncReply), "GET_ASYNC_REPLY"),
+    ofp.OFPT_SET_ASYNC: _W.fixed(ofp.OFP_ASYNC_CONFIG_SIZE, _decode_set_async, "SET_ASYNC"),
     ofp.OFPT_METER_MOD: _decode_meter_mod,
 }
 
@@ -886,44 +820,11 @@ def encode(msg: Any) -> bytes:
             msg.datapath = DATAPATH
         msg.serialize()
         return bytes(msg.buf)
-    body = writer(msg)
-    msg.version, msg.msg_type = OFP_VERSION, msg.cls_msg_type
-    msg.msg_len = _HDR + len(body)
-    if msg.xid is None:
-        msg.xid = 0
-    out = _HEADER.pack(OFP_VERSION, msg.cls_msg_type, msg.msg_len, msg.xid) + body
-    msg.buf = out
-    return out
-
-
-def _mac_bin(mac: Any) -> bytes:
-    return addrconv.mac.text_to_bin(mac) if isinstance(mac, str) else bytes(mac)
-
-
-def _text(value: Any) -> bytes:
-    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
-
-
-def _serialize_list(items: Any) -> bytes:
-    """Actions, instructions, buckets or bands, each with os-ken's ``serialize(buf, offset)``."""
-    buf = bytearray()
-    off = 0
-    for item in items or ():
-        item.serialize(buf, off)
-        off += item.len
-    if len(buf) < off:  # os-ken leaves some trailing padding unwritten
-        buf += bytes(off - len(buf))
-    return bytes(buf)
-
-
-def _pack_match(match: Any) -> bytes:
-    buf = bytearray()
-    match.serialize(buf, 0)
-    return bytes(buf)
+    return _W.frame(msg, writer(msg))
 
 
 def _port_fields(port: Any) -> tuple[Any, ...]:
-    return (port.port_no, _mac_bin(port.hw_addr), _text(port.name), port.config, port.state, port.curr,
+    return (port.port_no, wire.mac_bin(port.hw_addr), wire.text(port.name), port.config, port.state, port.curr,
             port.advertised, port.supported, port.peer, port.curr_speed, port.max_speed)
 
 
@@ -952,7 +853,7 @@ def _write_switch_config(msg: Any) -> bytes:
 def _write_packet_in(msg: Any) -> bytes:
     data = bytes(msg.data or b"")
     total_len = len(data) if msg.total_len is None else msg.total_len
-    match = _pack_match(msg.match if msg.match is not None else parser.OFPMatch())
+    match = wire.pack_match(msg.match if msg.match is not None else parser.OFPMatch())
     return (_PACKET_IN.pack(msg.buffer_id, total_len, msg.reason, msg.table_id, msg.cookie) + match
             + b"\0\0" + data)
 
@@ -960,7 +861,7 @@ def _write_packet_in(msg: Any) -> bytes:
 def _write_flow_removed(msg: Any) -> bytes:
     return _FLOW_REMOVED0.pack(msg.cookie, msg.priority, msg.reason, msg.table_id, msg.duration_sec,
                                msg.duration_nsec, msg.idle_timeout, msg.hard_timeout, msg.packet_count,
-                               msg.byte_count) + _pack_match(msg.match)
+                               msg.byte_count) + wire.pack_match(msg.match)
 
 
 def _write_port_status(msg: Any) -> bytes:
@@ -968,13 +869,7 @@ def _write_port_status(msg: Any) -> bytes:
 
 
 def _write_packet_out(msg: Any) -> bytes:
-    # Not os-ken's serialize: it refuses data together with a buffer_id, which the wire allows.
-    data = msg.data
-    if isinstance(data, oslib_packet.Packet):
-        data.serialize()
-        data = data.data
-    actions = _serialize_list(msg.actions)
-    return _PACKET_OUT.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
+    return wire.packet_out_body(msg, _PACKET_OUT)
 
 
 def _write_queue_get_config_reply(msg: Any) -> bytes:
@@ -1006,7 +901,7 @@ def _as_list(body: Any) -> list[Any]:
 
 
 def _write_flow_stats(s: Any) -> bytes:
-    rest = _pack_match(s.match) + _serialize_list(s.instructions)
+    rest = wire.pack_match(s.match) + wire.serialize_list(s.instructions)
     length = _FLOW_STATS0.size + len(rest)
     return _FLOW_STATS0.pack(length, s.table_id, s.duration_sec, s.duration_nsec, s.priority, s.idle_timeout,
                              s.hard_timeout, s.flags, s.cookie, s.packet_count, s.byte_count) + rest
@@ -1019,7 +914,7 @@ def _write_group_stats(s: Any) -> bytes:
 
 
 def _write_group_desc(s: Any) -> bytes:
-    buckets = _serialize_list(s.buckets)
+    buckets = wire.serialize_list(s.buckets)
     return _GROUP_DESC.pack(_GROUP_DESC.size + len(buckets), s.type, s.group_id) + buckets
 
 
@@ -1030,7 +925,7 @@ def _write_meter_stats(s: Any) -> bytes:
 
 
 def _write_meter_config(s: Any) -> bytes:
-    bands = _serialize_list(s.bands)
+    bands = wire.serialize_list(s.bands)
     return _METER_CONFIG.pack(_METER_CONFIG.size + len(bands), s.flags, s.meter_id) + bands
 
 
@@ -1042,7 +937,7 @@ def _write_multipart_body(mtype: int, body: Any) -> bytes:
     if mtype in _SINGLE_RECORD and isinstance(body, list):
         (body,) = body  # os-ken parses some single-record bodies (meter features) as a list of one
     if mtype == ofp.OFPMP_DESC:
-        return _DESC.pack(*(_text(getattr(body, f)) for f in parser.OFPDescStats._fields))
+        return _DESC.pack(*(wire.text(getattr(body, f)) for f in parser.OFPDescStats._fields))
     if mtype == ofp.OFPMP_AGGREGATE:
         return _AGG_STATS.pack(body.packet_count, body.byte_count, body.flow_count)
     if mtype == ofp.OFPMP_GROUP_FEATURES:

@@ -24,13 +24,14 @@ import os
 import re
 import socket
 import struct
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from netsleuth.oracles.ovs import (OvsRuleError, OvsSandbox, OvsSandboxError, OvsTraceError, _masked, _split_top,
-                                   parse_dpif_show)
+from netsleuth.oracles.ovs import OvsSandbox, OvsSandboxError
+from netsleuth.oracles.ovs_text import OvsRuleError, OvsTraceError, _split_top
 
 L3_KEYS = ("nw_src", "nw_dst", "ipv6_src", "ipv6_dst", "ipv6_label", "nw_dscp", "nw_ecn", "nw_ttl", "nw_proto",
            "tp_src", "tp_dst", "arp_op", "arp_sha", "arp_tha", "nd_target", "nd_sll", "nd_tll")

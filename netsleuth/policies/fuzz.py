@@ -23,7 +23,7 @@ RATE_NAMES = (
     "controller_recovery", "channel_block", "channel_unblock", "host_migration", "traffic",
     "dataplane_drop", "dataplane_delay", "control_delay",
 )
-# STS's per-round defaults (ANCHORS.md); everything else is off unless asked for.
+# STS's fuzzer defaults: the probability of each kind of input per round; everything else is off unless asked for.
 DEFAULT_RATES = {
     "switch_failure": 0.005, "switch_recovery": 0.09, "link_failure": 0.005, "link_recovery": 0.09,
     "traffic": 0.08,
@@ -44,7 +44,7 @@ class Rates:
     def get(self, name: str) -> float:
         return self.values.get(name, 0.0)
 
-    def with_overrides(self, pairs: list[str]) -> "Rates":
+    def with_overrides(self, pairs: list[str]) -> Rates:
         values = dict(self.values)
         for pair in pairs:
             name, sep, value = pair.partition("=")
@@ -52,7 +52,7 @@ class Rates:
         return Rates(values)
 
     @classmethod
-    def from_toml(cls, path: str | Path, base: "Rates | None" = None) -> "Rates":
+    def from_toml(cls, path: str | Path, base: Rates | None = None) -> Rates:
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -64,7 +64,7 @@ class Rates:
             values[_check_name(name)] = _check_p(name, str(value))
         return cls(values)
 
-    def only(self, names: list[str]) -> "Rates":
+    def only(self, names: list[str]) -> Rates:
         return Rates({n: p for n, p in self.values.items() if n in names})
 
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Sequence
 
 from netsleuth.policies.replay import Expected, ReplayPlan, _channel
 from netsleuth.trace import schema as ts
@@ -59,7 +59,7 @@ class PeekStats:
                 "original_windows": self.original_windows, "seconds": round(self.seconds, 3),
                 "inferred_expected": self.inferred_expected, "original_expected": self.original_expected}
 
-    def add(self, other: "PeekStats") -> None:
+    def add(self, other: PeekStats) -> None:
         for name in ("prefixes_replayed", "memo_hits", "original_windows", "seconds", "inferred_expected",
                      "original_expected"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -106,7 +106,8 @@ class Peek:
     stats: PeekStats = field(default_factory=PeekStats)
 
     def __post_init__(self) -> None:
-        self._original_ids = tuple(e.id for e in self.events if e.is_input)
+        # is_input events are InputEvents, with an id
+        self._original_ids = tuple(e.id for e in self.events if e.is_input)  # type: ignore[attr-defined]
 
     def observe(self, prefix: tuple[ts.InputEvent, ...], plan: ReplayPlan) -> tuple[Observed, ...]:
         key = tuple(e.id for e in prefix)
@@ -125,7 +126,7 @@ class Peek:
         original = ReplayPlan.from_trace(self.events, list(candidate))
         windows: list[list[Expected]] = []
         lo = 0
-        for k, inp in enumerate(candidate):
+        for k, _inp in enumerate(candidate):
             hi = original.before[k]
             window = original.expected[lo:hi]
             if self._original_ids[:k + 1] == tuple(e.id for e in candidate[:k + 1]):

@@ -44,7 +44,7 @@ class ReplayPlan:
 
     @classmethod
     def from_trace(cls, events: list[ts.Event], inputs: list[ts.InputEvent] | None = None,
-                   whitelist: frozenset[str] = frozenset(KEEPALIVE)) -> "ReplayPlan":
+                   whitelist: frozenset[str] = frozenset(KEEPALIVE)) -> ReplayPlan:
         """``inputs`` defaults to all inputs of the trace; a subsequence (minimization) may be given."""
         expected = [Expected(e.seq, e.t, _channel(e), tuple(e.fp)) for e in events
                     if isinstance(e, (ts.ControlToSwitch, ts.ControlToController))
@@ -57,7 +57,8 @@ class ReplayPlan:
                 i += 1
             before.append(i)
         start = next((e.t for e in events if isinstance(e, ts.SwitchConnected)), 0.0)
-        return cls(list(chosen), expected, before, start)
+        # only is_input events, all InputEvents
+        return cls(list(chosen), expected, before, start)  # type: ignore[arg-type]
 
 
 class Matcher:

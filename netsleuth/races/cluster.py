@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
 
 from netsleuth.races.features import WEIGHTS, Features, distance, mean_features
 from netsleuth.races.hb import strongly_connected
 from netsleuth.races.subgraph import PrunedGraph, RaceGraph
-
 
 # ---------------------------------------------------------------------------
 # isomorphism classes

@@ -28,21 +28,21 @@ Results are cached: flow mods and packet matches repeat a lot.
 
 from __future__ import annotations
 
-from netsleuth.races.poxmatch import OFPP_NONE, FlowMod, PoxMatch
+from netsleuth.races.poxmatch import OFPP_NONE, PoxFlowMod, PoxMatch
 
 
-def _flowmod_subset(e1: FlowMod, e2: FlowMod, strict: bool) -> bool:
+def _flowmod_subset(e1: PoxFlowMod, e2: PoxFlowMod, strict: bool) -> bool:
     """Is flow mod e1 a subset of e2 (strict: same match and priority)?"""
     if strict:
         return e1.match == e2.match and e1.priority == e2.priority
     return e2.match.matches_with_wildcards(e1.match)
 
 
-def _uses_outport(out_port: int, e: FlowMod) -> bool:
+def _uses_outport(out_port: int, e: PoxFlowMod) -> bool:
     return any(a[0] in (0, 11) and a[2] == out_port for a in e.actions)
 
 
-def _deletes(edel: FlowMod, e: FlowMod | None, strict: bool) -> bool:
+def _deletes(edel: PoxFlowMod, e: PoxFlowMod | None, strict: bool) -> bool:
     """Does DELETE ``edel`` delete ``e``?  (SDNRacer checks ``e``'s out_port, as written.)"""
     if e is None:
         return False
@@ -55,17 +55,17 @@ def _overlap(m1: PoxMatch, m2: PoxMatch) -> bool:
     return m1.overlaps(m2)
 
 
-def _nocommute_del_mod(edel: FlowMod, emod: FlowMod) -> bool:
+def _nocommute_del_mod(edel: PoxFlowMod, emod: PoxFlowMod) -> bool:
     if emod.is_strict():
         return _deletes(edel, emod, True)
     return _overlap(edel.match, emod.match)
 
 
-def _nocommute_add_del(eadd: FlowMod, edel: FlowMod) -> bool:
+def _nocommute_add_del(eadd: PoxFlowMod, edel: PoxFlowMod) -> bool:
     return _deletes(edel, eadd, edel.is_strict()) or (eadd.check_overlap() and _overlap(eadd.match, edel.match))
 
 
-def _nocommute_mod_mod(e1: FlowMod, e2: FlowMod) -> bool:
+def _nocommute_mod_mod(e1: PoxFlowMod, e2: PoxFlowMod) -> bool:
     s1, s2 = e1.is_strict(), e2.is_strict()
     if not s1 and not s2:
         return _overlap(e1.match, e2.match) and e1.actions != e2.actions
@@ -75,17 +75,17 @@ def _nocommute_mod_mod(e1: FlowMod, e2: FlowMod) -> bool:
             and e1.actions != e2.actions)
 
 
-def _nocommute_add_mod(eadd: FlowMod, emod: FlowMod) -> bool:
+def _nocommute_add_mod(eadd: PoxFlowMod, emod: PoxFlowMod) -> bool:
     if not eadd.check_overlap():
         return _flowmod_subset(eadd, emod, emod.is_strict()) and eadd.actions != emod.actions
     return _overlap(eadd.match, emod.match)
 
 
-def _nocommute_add_add(e1: FlowMod, e2: FlowMod) -> bool:
+def _nocommute_add_add(e1: PoxFlowMod, e2: PoxFlowMod) -> bool:
     return e1.match == e2.match and e1.priority == e2.priority and e1.actions != e2.actions
 
 
-def commute_ww(i: FlowMod, k: FlowMod) -> bool:
+def commute_ww(i: PoxFlowMod, k: PoxFlowMod) -> bool:
     """Do two writes commute?  Unknown commands never commute (SDNRacer asserts)."""
     if i.is_del() and k.is_mod():
         return not _nocommute_del_mod(i, k)
@@ -108,7 +108,7 @@ def commute_ww(i: FlowMod, k: FlowMod) -> bool:
     return False
 
 
-def commute_rw(pkt: PoxMatch, eread: FlowMod | None, w: FlowMod, write_first: bool) -> bool:
+def commute_rw(pkt: PoxMatch, eread: PoxFlowMod | None, w: PoxFlowMod, write_first: bool) -> bool:
     """Do a read (packet ``pkt`` that hit ``eread``, or missed: None) and a write commute?
 
     ``write_first``: the write's event has the smaller eid.
@@ -143,7 +143,7 @@ class CommutativityChecker:
         self._rw: dict[tuple[int, int, int, bool], bool] = {}
         self._keep: list = []   # keep keyed objects alive so ids stay unique
 
-    def ww(self, i: FlowMod, k: FlowMod) -> bool:
+    def ww(self, i: PoxFlowMod, k: PoxFlowMod) -> bool:
         key = (id(i), id(k))
         r = self._ww.get(key)
         if r is None:
@@ -151,7 +151,7 @@ class CommutativityChecker:
             self._keep.append((i, k))
         return r
 
-    def rw(self, pkt: PoxMatch, eread: FlowMod | None, w: FlowMod, write_first: bool) -> bool:
+    def rw(self, pkt: PoxMatch, eread: PoxFlowMod | None, w: PoxFlowMod, write_first: bool) -> bool:
         key = (id(pkt), id(eread), id(w), write_first)
         r = self._rw.get(key)
         if r is None:

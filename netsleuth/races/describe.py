@@ -11,8 +11,19 @@ from typing import Any
 
 from netsleuth.races.detect import Race
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND,
-    PACKET_HANDLE, PACKET_SEND, READ, WRITE, Event, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    FLOW_EXPIRY,
+    HOST_HANDLE,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.hb import MID, HbGraph
 from netsleuth.races.poxmatch import action_text
@@ -38,7 +49,7 @@ def _pkt(frame: bytes | None) -> str:
     return packet_summary(frame)
 
 
-def message_packet(ev: Event) -> bytes | None:
+def message_packet(ev: HbEvent) -> bytes | None:
     """The frame carried by a PACKET_IN or PACKET_OUT message, if any."""
     m = ev.msg
     if not m:
@@ -52,7 +63,7 @@ def message_packet(ev: Event) -> bytes | None:
     return None
 
 
-def packet_out_actions(ev: Event) -> list[str]:
+def packet_out_actions(ev: HbEvent) -> list[str]:
     m = ev.msg
     if not m or len(m) < 16:
         return []

@@ -32,7 +32,12 @@ from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
 from netsleuth.races.poxmatch import (
-    OFPFC_ADD, OFPFC_DELETE, OFPFC_DELETE_STRICT, OFPFC_MODIFY, OFPFC_MODIFY_STRICT, FlowMod,
+    OFPFC_ADD,
+    OFPFC_DELETE,
+    OFPFC_DELETE_STRICT,
+    OFPFC_MODIFY,
+    OFPFC_MODIFY_STRICT,
+    PoxFlowMod,
 )
 
 COMMUTE, TIME_FILTERED, COVERED, HARMFUL = "commute", "time_filtered", "covered", "harmful"
@@ -119,7 +124,8 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
         if r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
             c = False   # a write without its flow mod: assume the worst
         elif r.kind == WW:
-            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)
+            # both flow mods checked non-None just above
+            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
         else:
             pkt = packets.get(events[r.i])
             c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,
@@ -194,11 +200,11 @@ class _ShadowTable:
     def __init__(self) -> None:
         self._next = 0
         self.entries: dict[tuple, int] = {}             # (match, priority) -> entry id
-        self.fm_of: dict[int, FlowMod] = {}
+        self.fm_of: dict[int, PoxFlowMod] = {}
         self.adding: dict[int, int] = {}                # entry id -> eid
         self.modifying: dict[int, list[int]] = defaultdict(list)
 
-    def _add(self, fm: FlowMod, eid: int) -> None:
+    def _add(self, fm: PoxFlowMod, eid: int) -> None:
         eid_key = (fm.match, fm.priority)
         old = self.entries.pop(eid_key, None)
         if old is not None:
@@ -209,7 +215,7 @@ class _ShadowTable:
         self.fm_of[entry] = fm
         self.adding[entry] = eid
 
-    def write(self, fm: FlowMod, eid: int) -> None:
+    def write(self, fm: PoxFlowMod, eid: int) -> None:
         cmd = fm.command
         if cmd == OFPFC_ADD:
             self._add(fm, eid)
@@ -230,12 +236,12 @@ class _ShadowTable:
             for k in gone:
                 self.fm_of.pop(self.entries.pop(k), None)
 
-    def expire(self, fm: FlowMod) -> None:
+    def expire(self, fm: PoxFlowMod) -> None:
         e = self.entries.pop((fm.match, fm.priority), None)
         if e is not None:
             self.fm_of.pop(e, None)
 
-    def writers_of_read(self, fm: FlowMod | None, eid: int) -> list[int]:
+    def writers_of_read(self, fm: PoxFlowMod | None, eid: int) -> list[int]:
         if fm is None:
             return []
         e = self.entries.get((fm.match, fm.priority))
@@ -300,5 +306,6 @@ def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) ->
                         after_n = g.descendants([n])
                     # r was unordered before this edge (else an earlier edge covered it),
                     # so it is ordered now iff a path runs through w -> n.
+                    assert before_w is not None and after_n is not None  # computed just above
                     if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
                         r.status = COVERED

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netsleuth.races.poxmatch import FlowMod
+from netsleuth.races.poxmatch import PoxFlowMod
 
 # Event kinds (SDNRacer's names).
 MESSAGE_SEND = "HbMessageSend"          # switch -> controller message sent
@@ -47,14 +47,14 @@ class FlowOp:
 
     kind: str                      # READ / WRITE / EXPIRY / OTHER
     t: float                       # seconds (wall clock of the recording)
-    flow_mod: FlowMod | None = None
+    flow_mod: PoxFlowMod | None = None
     op_id: int | None = None       # the operation's own id in the trace
     name: str = ""                 # original operation type, e.g. TraceSwitchFlowTableRead
 
 
 
 @dataclass(slots=True)
-class Event:
+class HbEvent:
     """One happens-before event.
 
     ``pid_in``/``mid_in`` are None when the event has no such link and

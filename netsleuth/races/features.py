@@ -35,7 +35,13 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE, MESSAGE_SEND,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    FLOW_EXPIRY,
+    HOST_HANDLE,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
 )
 from netsleuth.races.hb import MID, HbGraph
 from netsleuth.races.subgraph import RaceGraph
@@ -120,7 +126,7 @@ def has_bouncing(g: HbGraph, rg: RaceGraph) -> bool:
         if len(path) == len(_BOUNCE):
             if events[path[0]].dpid != events[path[4]].dpid:
                 return False
-            chain = set(zip(path, path[1:]))
+            chain = set(zip(path, path[1:], strict=False))
             return not any((a, b) in edges and (a, b) not in chain for a in path for b in path if a != b)
         want = _BOUNCE[len(path)]
         for v in succ[path[-1]]:

@@ -6,7 +6,7 @@ records what crossed the control channels (``of_to_switch``: a controller
 message delivered to and applied by a switch; ``of_to_controller``: a switch
 message delivered to the controller), every dataplane arrival (``packet``,
 with ``pid`` = the lineage shared by all copies of one emitted frame) and the
-inputs.  This module turns it into :class:`netsleuth.races.events.Event`
+inputs.  This module turns it into :class:`netsleuth.races.events.HbEvent`
 objects for :func:`netsleuth.races.job.detect_races`, replaying the trace with
 :func:`netsleuth.core.rebuild.replay_states` so each switch's flow table is
 known at every point.
@@ -83,18 +83,33 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, EXPIRY, FLOW_EXPIRY, HOST_HANDLE, HOST_SEND, MESSAGE_HANDLE,
-    MESSAGE_SEND, OTHER, PACKET_HANDLE, PACKET_SEND, READ, SKIP_MSG_TYPES, WRITE, Event, FlowOp,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    EXPIRY,
+    FLOW_EXPIRY,
+    HOST_HANDLE,
+    HOST_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
+    OTHER,
+    PACKET_HANDLE,
+    PACKET_SEND,
+    READ,
+    SKIP_MSG_TYPES,
+    WRITE,
+    FlowOp,
+    HbEvent,
 )
 from netsleuth.races.of13_as_10 import as_openflow10
-from netsleuth.races.poxmatch import OFPFC_ADD, FlowMod, PoxMatch
+from netsleuth.races.poxmatch import OFPFC_ADD, PoxFlowMod, PoxMatch
 from netsleuth.trace import schema as ts
 
 NO_BUFFER = 0xFFFFFFFF
@@ -112,7 +127,7 @@ class TraceEvents:
     unexplained.
     """
 
-    events: list[Event]
+    events: list[HbEvent]
     origin: dict[int, int]
     labels: dict[int, str]
     stats: dict[str, int] = field(default_factory=dict)
@@ -152,7 +167,7 @@ def _msg_name(msg_json: dict) -> str:
 
 @dataclass
 class _Arrival:
-    ev: Event
+    ev: HbEvent
     node: str
     port: int
     pid: int
@@ -164,7 +179,7 @@ class _Arrival:
 
 @dataclass
 class _PacketIn:
-    handle: Event
+    handle: HbEvent
     mid: int            # the id its ControllerSends take as mid_in
     buffer_id: int
     data: bytes
@@ -175,14 +190,14 @@ class _PacketIn:
 
 @dataclass
 class _Emitter:
-    ev: Event
+    ev: HbEvent
     ports: frozenset[int]
     frame: bytes | None = None
 
 
 @dataclass
 class _Reception:
-    ev: Event
+    ev: HbEvent
     seq: int
     packet: Any
 
@@ -200,7 +215,7 @@ class _Builder:
         self.host_ip = {h.name: h.ip for h in self.topo.hosts}
         self.name_of = {s.dpid: s.name for s in self.topo.switches}
         self.dpid_of = {s.name: s.dpid for s in self.topo.switches}
-        self.events: list[Event] = []
+        self.events: list[HbEvent] = []
         self.origin: dict[int, int] = {}
         self.labels: dict[int, str] = {}
         self.stats: dict[str, int] = defaultdict(int)
@@ -210,9 +225,9 @@ class _Builder:
         self.unknown_emitters: dict[str, list[_Emitter]] = defaultdict(list)
         self.packet_ins: dict[int, list[_PacketIn]] = defaultdict(list)
         self.buffers: dict[tuple[int, int], tuple[int, _Arrival]] = {}
-        self.by_xid: dict[tuple[int, int], Event] = {}
-        self.last_delete: dict[int, Event] = {}
-        self.entry_fm: dict[int, dict[int, tuple[Any, Any, FlowMod]]] = defaultdict(dict)
+        self.by_xid: dict[tuple[int, int], HbEvent] = {}
+        self.last_delete: dict[int, HbEvent] = {}
+        self.entry_fm: dict[int, dict[int, tuple[Any, Any, PoxFlowMod]]] = defaultdict(dict)
         self.receptions: dict[str, list[_Reception]] = defaultdict(list)
         self.last_traffic: dict[str, ts.TrafficInjection] = {}
         self.seq = -1
@@ -222,14 +237,14 @@ class _Builder:
         self._next_id += 1
         return self._next_id
 
-    def add(self, kind: str, label: str, **kw: Any) -> Event:
-        ev = Event(eid=len(self.events) + 1, kind=kind, **kw)
+    def add(self, kind: str, label: str, **kw: Any) -> HbEvent:
+        ev = HbEvent(eid=len(self.events) + 1, kind=kind, **kw)
         self.events.append(ev)
         self.origin[ev.eid] = self.seq
         self.labels[ev.eid] = label
         return ev
 
-    def link_out(self, ev: Event, pid: bool = True) -> int:
+    def link_out(self, ev: HbEvent, pid: bool = True) -> int:
         """A fresh id appended to ``ev``'s pid_out (or mid_out)."""
         x = self.new_id()
         if pid:
@@ -242,7 +257,7 @@ class _Builder:
         return self.name_of.get(dpid, f"dpid {dpid}") if dpid is not None else "?"
 
     # -- flow entries as POX flow mods ---------------------------------------
-    def note_flow_mod(self, dpid: int, world: Any, fm: FlowMod) -> None:
+    def note_flow_mod(self, dpid: int, world: Any, fm: PoxFlowMod) -> None:
         """After a FLOW_MOD was applied: remember which flow mod each (new or changed) entry reflects."""
         switch = world.by_dpid.get(dpid)
         if switch is None:
@@ -261,7 +276,7 @@ class _Builder:
                 live[k] = (entry, entry.actions, replace(fm, command=OFPFC_ADD) if fm.command != OFPFC_ADD else fm)
         self.entry_fm[dpid] = live
 
-    def fm_of_entry(self, dpid: int, entry: Any) -> FlowMod:
+    def fm_of_entry(self, dpid: int, entry: Any) -> PoxFlowMod:
         rec = self.entry_fm[dpid].get(id(entry))
         if rec is not None and rec[0] is entry:
             return rec[2]
@@ -464,7 +479,7 @@ class _Builder:
         self.stats["packet_ins_unlinked"] += 1
         return None
 
-    def removed_fm(self, dpid: int, msg: Any) -> FlowMod:
+    def removed_fm(self, dpid: int, msg: Any) -> PoxFlowMod:
         from netsleuth.model.match import Match
 
         m = Match.from_ofp(msg.match)
@@ -473,7 +488,7 @@ class _Builder:
                 return fm
         return _flow_mod_wire(msg.match, msg.priority, (), msg.cookie)
 
-    def answered_packet_in(self, dpid: int, msg: Any, mtype: str, fm: FlowMod | None) -> _PacketIn | None:
+    def answered_packet_in(self, dpid: int, msg: Any, mtype: str, fm: PoxFlowMod | None) -> _PacketIn | None:
         pis = self.packet_ins.get(dpid)
         if not pis:
             return None
@@ -518,8 +533,9 @@ class _Builder:
         sw = self.sw(e.dpid)
         node = self.name_of.get(e.dpid)
         switch = world.by_dpid.get(e.dpid)
-        fm = FlowMod.from_wire(raw) if mtype == "FLOW_MOD" else None
-        pi = self.answered_packet_in(e.dpid, msg, mtype, fm)
+        fm = PoxFlowMod.from_wire(raw) if mtype == "FLOW_MOD" else None
+        # OpenFlow message JSON always has a type
+        pi = self.answered_packet_in(e.dpid, msg, mtype, fm)  # type: ignore[arg-type]
         if pi is not None:
             pi.answered = True
         else:
@@ -536,6 +552,7 @@ class _Builder:
         if mtype == "FLOW_MOD":
             ops.append(FlowOp(WRITE, e.t, fm, None, "TraceSwitchFlowTableWrite"))
             acts = ",".join(str(action_from_ofp(a)) for a in msg.actions) or "drop"
+            assert fm is not None  # parsed for every FLOW_MOD
             label = (f"FLOW_MOD {fm.command_name} priority={msg.priority},{Match.from_ofp(msg.match)} "
                      f"actions={acts} on {sw}")
             if switch is not None:
@@ -566,7 +583,7 @@ class _Builder:
                           in_port=in_port)
         if msg.xid:
             self.by_xid[(e.dpid, msg.xid)] = handle
-        if mtype == "FLOW_MOD" and fm.is_del():
+        if mtype == "FLOW_MOD" and fm.is_del():  # type: ignore[union-attr]  # fm is parsed for every FLOW_MOD
             self.last_delete[e.dpid] = handle
         if switch is None or node is None:
             return
@@ -637,7 +654,7 @@ def _entry_text(entry: Any) -> str:
     return f"priority={entry.priority}{',' + m if m else ''} actions={acts}"
 
 
-def _flow_mod_wire(ofmatch: Any, priority: int, ofactions: Iterable[Any], cookie: int = 0) -> FlowMod:
+def _flow_mod_wire(ofmatch: Any, priority: int, ofactions: Iterable[Any], cookie: int = 0) -> PoxFlowMod:
     from os_ken.ofproto import ofproto_v1_0_parser as parser
 
     from netsleuth.openflow.codec import DATAPATH, encode
@@ -645,10 +662,10 @@ def _flow_mod_wire(ofmatch: Any, priority: int, ofactions: Iterable[Any], cookie
     msg = parser.OFPFlowMod(DATAPATH, ofmatch, cookie, ofp.OFPFC_ADD, 0, 0, priority, NO_BUFFER,
                             ofp.OFPP_NONE, 0, list(ofactions))
     msg.xid = 0
-    return FlowMod.from_wire(encode(msg))
+    return PoxFlowMod.from_wire(encode(msg))
 
 
-def _entry_to_fm(entry: Any) -> FlowMod:
+def _entry_to_fm(entry: Any) -> PoxFlowMod:
     from netsleuth.model.actions import action_to_ofp
 
     return _flow_mod_wire(entry.match.to_ofp(), entry.priority, [action_to_ofp(a) for a in entry.actions],

@@ -36,14 +36,20 @@ reachability is propagated as bitsets in reverse topological order.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.events import (
-    EXPIRY, FLOW_EXPIRY, MESSAGE_HANDLE, READ, SKIP_MSG_TYPES, WRITE, Event,
+    EXPIRY,
+    FLOW_EXPIRY,
+    MESSAGE_HANDLE,
+    READ,
+    SKIP_MSG_TYPES,
+    WRITE,
+    HbEvent,
 )
-from netsleuth.races.poxmatch import OFPFC_DELETE_STRICT, FlowMod, PoxMatch
+from netsleuth.races.poxmatch import OFPFC_DELETE_STRICT, PoxFlowMod, PoxMatch
 
 PID, MID, BARRIER_PRE, BARRIER_POST, TIME, DEP_RAW = "pid", "mid", "barrier_pre", "barrier_post", "time", "dep_raw"
 
@@ -52,7 +58,7 @@ class HbGraph:
     """Events as nodes 0..n-1 (in trace order), edges labelled with their relation."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: list[HbEvent] = []
         self.node_of: dict[int, int] = {}          # eid -> node
         self.succ: list[list[int]] = []
         self.pred: list[list[int]] = []
@@ -60,7 +66,7 @@ class HbGraph:
         self.expiry_time_edges = 0                 # SDNRacer's rule-5 edge count (not in its report)
 
     # -- structure -------------------------------------------------------------
-    def add_event(self, ev: Event) -> int:
+    def add_event(self, ev: HbEvent) -> int:
         if ev.eid in self.node_of:
             raise TraceFormatError(f"event id {ev.eid} appears twice", "give each event a unique eid")
         n = len(self.events)
@@ -92,7 +98,7 @@ class HbGraph:
             if wanted is None or r in wanted:
                 yield u, v, r
 
-    def event(self, eid: int) -> Event:
+    def event(self, eid: int) -> HbEvent:
         return self.events[self.node_of[eid]]
 
     # -- queries -----------------------------------------------------------------
@@ -219,7 +225,7 @@ def strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int]
     return comp, comps
 
 
-def reach_masks(succ: list[list[int]], bit: Callable[[int], int] | list[int] | None = None,
+def reach_masks(succ: list[list[int]], bit: list[int] | None = None,
                 scc: tuple[list[int], list[list[int]]] | None = None) -> list[int]:
     """For every node, a bitset of the nodes it reaches (itself and its SCC included).
 
@@ -272,7 +278,7 @@ class PacketMatches:
     def __init__(self) -> None:
         self._cache: dict[tuple[bytes, int | None], PoxMatch] = {}
 
-    def get(self, ev: Event) -> PoxMatch | None:
+    def get(self, ev: HbEvent) -> PoxMatch | None:
         if ev.packet is None:
             return None
         key = (ev.packet, ev.in_port)
@@ -282,7 +288,7 @@ class PacketMatches:
         return m
 
 
-def build_hb_graph(events: Iterable[Event], *, delta: float = 2.0,
+def build_hb_graph(events: Iterable[HbEvent], *, delta: float = 2.0,
                    checker: CommutativityChecker | None = None,
                    packets: PacketMatches | None = None) -> HbGraph:
     """The HB graph of ``events`` (in trace order) by SDNRacer's rules (see the module doc).
@@ -349,13 +355,14 @@ def build_hb_graph(events: Iterable[Event], *, delta: float = 2.0,
     return g
 
 
-def _expiry_rule(g: HbGraph, node: int, ev: Event, handles: list[int], delta: float,
+def _expiry_rule(g: HbGraph, node: int, ev: HbEvent, handles: list[int], delta: float,
                  checker: CommutativityChecker, packets: PacketMatches) -> None:
     expiry = next((op for op in ev.ops if op.kind == EXPIRY and op.flow_mod is not None), None)
     if expiry is None:
         return
     removed = expiry.flow_mod
-    dummy = FlowMod(removed.match, OFPFC_DELETE_STRICT, removed.priority)
+    # expiry was picked with a flow_mod
+    dummy = PoxFlowMod(removed.match, OFPFC_DELETE_STRICT, removed.priority)  # type: ignore[union-attr]
     for h in handles:
         e = g.events[h]
         for op in e.ops:

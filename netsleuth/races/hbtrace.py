@@ -1,4 +1,4 @@
-"""Read SDNRacer's ``hb.json`` (JSON Lines of Hb* events) into :class:`Event` objects.
+"""Read SDNRacer's ``hb.json`` (JSON Lines of Hb* events) into :class:`HbEvent` objects.
 
 Quirks of the format handled here: events are in completion order, not eid
 order (the order is kept: SDNRacer's rules depend on it); ``operations`` are
@@ -18,12 +18,13 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, Event, FlowOp
-from netsleuth.races.poxmatch import FlowMod
+from netsleuth.races.events import EXPIRY, KINDS, OTHER, READ, WRITE, FlowOp, HbEvent
+from netsleuth.races.poxmatch import PoxFlowMod
 
 _OP_KINDS = {
     "TraceSwitchFlowTableRead": READ,
@@ -104,16 +105,16 @@ class _FlowModCache:
     """Flow mods repeat a lot (the same entry in many reads); decode each once."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, FlowMod] = {}
+        self._cache: dict[str, PoxFlowMod] = {}
 
-    def get(self, b64: Any) -> FlowMod | None:
+    def get(self, b64: Any) -> PoxFlowMod | None:
         if not b64:
             return None
         fm = self._cache.get(b64) if isinstance(b64, str) else None
         if fm is None:
             data = _b64(b64, "flow_mod")
             try:
-                fm = FlowMod.from_wire(data or b"")
+                fm = PoxFlowMod.from_wire(data or b"")
             except Exception as exc:  # noqa: BLE001 - the POX-style parser asserts/indexes on bad bytes
                 raise _Bad(f"'flow_mod' is not an OpenFlow 1.0 FLOW_MOD ({type(exc).__name__}: {exc})") from None
             self._cache[b64] = fm
@@ -145,15 +146,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def event_from_json(d: Any, fms: _FlowModCache | None = None) -> Event:
-    """One hb.json record as an :class:`Event`; TraceFormatError if it is not one."""
+def event_from_json(d: Any, fms: _FlowModCache | None = None) -> HbEvent:
+    """One hb.json record as an :class:`HbEvent`; TraceFormatError if it is not one."""
     try:
         return _event(d, fms or _FlowModCache())
     except _Bad as exc:
         raise TraceFormatError(f"not an hb.json event: {exc}", _FIX) from None
 
 
-def _event(d: Any, fms: _FlowModCache) -> Event:
+def _event(d: Any, fms: _FlowModCache) -> HbEvent:
     if not isinstance(d, dict):
         raise _Bad(f"an event must be a JSON object, got {type(d).__name__}")
     kind = d.get("type")
@@ -166,7 +167,7 @@ def _event(d: Any, fms: _FlowModCache) -> Event:
     if ops_raw is not None and not isinstance(ops_raw, list):
         raise _Bad(f"'operations' must be a list, got {ops_raw!r:.60}")
     ops = [_op(o, fms) for o in ops_raw or ()]
-    return Event(
+    return HbEvent(
         eid=eid, kind=kind, dpid=_int_or_none(d, "dpid"), hid=_int_or_none(d, "hid"),
         msg_type=_str_or_none(d, "msg_type"),
         pid_in=_int_or_none(d, "pid_in"), pid_out=_int_list(d, "pid_out"),
@@ -176,7 +177,7 @@ def _event(d: Any, fms: _FlowModCache) -> Event:
         out_port=_port(d.get("out_port")), msg=_b64(d.get("msg"), "msg"))
 
 
-def iter_hb_json(path: str | Path) -> Iterator[Event]:
+def iter_hb_json(path: str | Path) -> Iterator[HbEvent]:
     """Events of an hb.json file in file order; every problem is one TraceFormatError naming the line."""
     fms = _FlowModCache()
     p = Path(path)
@@ -223,5 +224,5 @@ def _nesting(line: str) -> int:
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def read_hb_json(path: str | Path) -> list[Event]:
+def read_hb_json(path: str | Path) -> list[HbEvent]:
     return list(iter_hb_json(path))

@@ -9,15 +9,16 @@ on, delta 2 s for read/write and write/write, no data dependencies).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.commute import CommutativityChecker
 from netsleuth.races.detect import COMMUTE, COVERED, HARMFUL, TIME_FILTERED, Race, packets_with_races
 from netsleuth.races.detect import detect_races as _detect
-from netsleuth.races.events import READ, Event, FlowOp
+from netsleuth.races.events import READ, FlowOp, HbEvent
 from netsleuth.races.hb import HbGraph, PacketMatches, build_hb_graph
 
 DETAIL_LEVELS = ("none", "harmful", "all")
@@ -116,7 +117,7 @@ def _op_json(op: FlowOp) -> dict[str, Any]:
     return d
 
 
-def event_to_json(ev: Event) -> dict[str, Any]:
+def event_to_json(ev: HbEvent) -> dict[str, Any]:
     d: dict[str, Any] = {"eid": ev.eid, "type": ev.kind}
     if ev.dpid is not None:
         d["dpid"] = ev.dpid
@@ -154,7 +155,7 @@ def race_to_json(g: HbGraph, r: Race, cache: dict | None = None) -> dict[str, An
 
 
 def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = True,
-                 data_deps: bool = False, events: list[Event] | None = None,
+                 data_deps: bool = False, events: list[HbEvent] | None = None,
                  labels: dict[int, str] | None = None) -> RaceReport:
     """Races of an SDNRacer ``hb.json`` trace (or of ``events`` already read, in trace order).
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 # OpenFlow 1.0 wildcard bits.
 OFPFW_IN_PORT = 1 << 0
@@ -112,7 +113,7 @@ class PoxMatch:
 
     def __post_init__(self) -> None:
         wc = self.wildcards
-        view = [wc]
+        view: list[int | None] = [wc]
         for name in FIELDS:
             view.append(self._get(name))
         object.__setattr__(self, "_view", tuple(view))
@@ -176,7 +177,8 @@ class PoxMatch:
                 # POX: IPAddr(other).inNetwork((self_addr, wild_bits)); the
                 # network address is compared unmasked.
                 wild = 32 - mine[1]
-                if (theirs[0] & ~((1 << wild) - 1)) != mine[0]:
+                # theirs is at least as long as mine, so not wildcarded
+                if (theirs[0] & ~((1 << wild) - 1)) != mine[0]:  # type: ignore[operator]
                     return False
         return True
 
@@ -283,7 +285,7 @@ class PoxMatch:
         if type(l3) is IPv4:
             f["nw_src"], f["nw_dst"], f["nw_proto"], f["nw_tos"] = l3.src, l3.dst, l3.proto, l3.tos
             l4 = pkt.l4
-            if type(l4) in (TCP, UDP):
+            if isinstance(l4, (TCP, UDP)):  # final classes: the same test as type(l4) in (TCP, UDP)
                 f["tp_src"], f["tp_dst"] = l4.src_port, l4.dst_port
             elif type(l4) is ICMP:
                 f["tp_src"], f["tp_dst"] = l4.type, l4.code
@@ -318,7 +320,7 @@ class PoxMatch:
 
 def _parse_actions(data: bytes, start: int, end: int) -> tuple[tuple, ...]:
     """Actions as the tuples POX's action ``__eq__`` compares, after POX re-packing."""
-    out = []
+    out: list[tuple[Any, ...]] = []
     off = start
     while off + 4 <= end:
         atype, alen = struct.unpack_from("!HH", data, off)
@@ -352,7 +354,7 @@ def output_ports(actions: tuple[tuple, ...]) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class FlowMod:
+class PoxFlowMod:
     """A POX ``ofp_flow_mod`` as SDNRacer's reader leaves it (decoded, re-encoded, decoded)."""
 
     match: PoxMatch
@@ -367,7 +369,7 @@ class FlowMod:
     flags: int = 0
 
     @classmethod
-    def from_wire(cls, data: bytes) -> FlowMod:
+    def from_wire(cls, data: bytes) -> PoxFlowMod:
         """Decode an OFPT_FLOW_MOD message the way SDNRacer's trace reader does."""
         if len(data) < 72:
             raise ValueError(f"flow mod of {len(data)} bytes (need 72)")

@@ -21,8 +21,8 @@ which race is shown, never the cluster counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Callable, Sequence
 
 from netsleuth.races.features import BOOLEAN, Features, mean_features
 from netsleuth.races.subgraph import RaceGraph

@@ -31,12 +31,15 @@ refused graphs with cycles).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from netsleuth.races.detect import Race
 from netsleuth.races.events import (
-    CONTROLLER_HANDLE, CONTROLLER_SEND, MESSAGE_HANDLE, MESSAGE_SEND,
+    CONTROLLER_HANDLE,
+    CONTROLLER_SEND,
+    MESSAGE_HANDLE,
+    MESSAGE_SEND,
 )
 from netsleuth.races.hb import DEP_RAW, MID, PID, TIME, HbGraph, strongly_connected
 

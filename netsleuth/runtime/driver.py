@@ -11,8 +11,8 @@ touches a socket.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from netsleuth.core.events import Connect, Deliver, Disconnect
 from netsleuth.core.world import World
@@ -35,7 +35,7 @@ class _Link:
 
 
 @dataclass(frozen=True, slots=True)
-class PingResult:
+class PingOutcome:
     src: str
     dst: str
     ok: bool
@@ -81,7 +81,7 @@ class Runtime:
                 # stalls that connect for a 1 s SYN retransmission.
                 try:
                     await asyncio.wait_for(self.links[conn].heard.wait(), ADMIT_WAIT)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             done += 1
             if progress:
@@ -249,7 +249,7 @@ class Runtime:
             self._wake.set()
 
     # ---------------------------------------------------------------- traffic
-    async def ping(self, src: str, dst: str, seq: int, timeout: float = 2.0) -> PingResult:
+    async def ping(self, src: str, dst: str, seq: int, timeout: float = 2.0) -> PingOutcome:
         world = self.world
         host = world.hosts[src]
         dst_ip = world.topology.host(dst).ip
@@ -260,12 +260,12 @@ class Runtime:
         self.kick()
         while loop.time() - t0 < timeout:
             if host.got_reply(dst_ip, ident, seq):
-                return PingResult(src, dst, True, round(loop.time() - t0, 6))
+                return PingOutcome(src, dst, True, round(loop.time() - t0, 6))
             await asyncio.sleep(0.002)
-        return PingResult(src, dst, False, None)
+        return PingOutcome(src, dst, False, None)
 
     async def pingall(self, timeout: float = 2.0,
-                      progress: Callable[[PingResult], None] | None = None) -> list[PingResult]:
+                      progress: Callable[[PingOutcome], None] | None = None) -> list[PingOutcome]:
         """Every host pings every other host, one at a time, as Mininet's pingall does."""
         results = []
         hosts = [h.name for h in self.world.topology.hosts]

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

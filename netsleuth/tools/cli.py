@@ -27,31 +27,27 @@ def cmd_step(args: argparse.Namespace) -> int:
 def cmd_viz(args: argparse.Namespace) -> int:
     import json
 
-    from rich.console import Console
-
+    from netsleuth.console import out
     from netsleuth.tools.viz import viz
 
     d = viz(args.traces, args.html)
     if args.json:
         print(json.dumps(d, sort_keys=True))
         return 0
-    out = Console(highlight=False)
     lanes = ", ".join(f"{n}: {k} lanes" for n, k in d["lanes"].items())
-    out.print(f"wrote {d['html']}: {d['columns']} columns ({lanes})", soft_wrap=True, markup=False)
+    out.print(f"wrote {d['html']}: {d['columns']} columns ({lanes})", soft_wrap=True, markup=False, highlight=False)
     if len(args.traces) > 1:
         unmatched = ", ".join(f"{n} {k}" for n, k in d["unmatched"].items())
         out.print(f"aligned by fingerprint: {d['differences']} columns not in every trace, highlighted "
-                  f"(events some other trace lacks: {unmatched})", soft_wrap=True, markup=False)
+                  f"(events some other trace lacks: {unmatched})", soft_wrap=True, markup=False, highlight=False)
     return 0
 
 
 # ---- pcap, diff, reduce, trace-packet -------------------------------------
 def _print_lines(lines: list[str]) -> None:
-    from rich.console import Console
+    from netsleuth.console import print_lines
 
-    out = Console(highlight=False)
-    for line in lines:
-        out.print(line, soft_wrap=True, markup=False)
+    print_lines(lines)
 
 
 def _read(path: str) -> Trace:
@@ -157,7 +153,8 @@ def _add_rc_commands(sub: argparse._SubParsersAction) -> None:
     rd.add_argument("--violation", type=int, default=None,
                     help="which persistent violation (0: the first, the default; -1: the last)")
     rd.add_argument("--end", action="store_true", help="the tables at the end of the trace instead")
-    rd.add_argument("--out", type=out_file(), help="the reduced trace to write (default: TRACE.reduced.jsonl beside it)")
+    rd.add_argument("--out", type=out_file(),
+                    help="the reduced trace to write (default: TRACE.reduced.jsonl beside it)")
     rd.add_argument("--json", action="store_true", help="print JSON (keys kept, dropped, tables, ...)")
     rd.set_defaults(func=cmd_reduce)
 
@@ -189,7 +186,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "negotiated)")
     st.add_argument("--trust-trace-controller", action="store_true",
                     help="live mode: run the controller the trace's header names even when it is a cmd: command")
-    st.add_argument("--out", type=out_dir(), help="directory for the live run's trace and controller log (default: a new "
-                                  "temporary directory)")
+    st.add_argument("--out", type=out_dir(),
+                    help="directory for the live run's trace and controller log (default: a new temporary directory)")
     st.add_argument("--ordering", help="DEFINED runs: the ordering function to step with (default: the run's)")
     st.set_defaults(func=cmd_step)

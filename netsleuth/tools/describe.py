@@ -131,21 +131,25 @@ def _of13_summary(typ: str, body: dict) -> str | None:
 def of_summary(msg: dict) -> str:
     """``FLOW_MOD add in_port=2,dl_dst=... -> output:1``; other types by name plus their key field."""
     typ = msg.get("type", "?")
-    body = next(iter(msg.get("body", {}).values()), {}) if isinstance(msg.get("body"), dict) else {}
+    body: dict[str, Any] = next(iter(msg.get("body", {}).values()), {}) if isinstance(msg.get("body"), dict) else {}
     if msg.get("version") == 4 and isinstance(body, dict):
         text = _of13_summary(typ, body)
         if text is not None:
             return text
     if typ == "FLOW_MOD":
-        cmd = _FLOW_MOD_CMDS.get(body.get("command"), str(body.get("command")))
+        # a missing command maps to its str
+        cmd = _FLOW_MOD_CMDS.get(body.get("command"), str(body.get("command")))  # type: ignore[arg-type]
         return f"FLOW_MOD {cmd} {_match(body.get('match', {}))} -> {_actions(body.get('actions', []))}"
     if typ == "PACKET_OUT":
         return f"PACKET_OUT in_port={_port(body.get('in_port'))} -> {_actions(body.get('actions', []))}"
     if typ == "PACKET_IN":
         return f"PACKET_IN in_port={body.get('in_port')} buffer={body.get('buffer_id')}"
     if typ == "PORT_STATUS":
-        reason = {0: "add", 1: "delete", 2: "modify"}.get(body.get("reason"), body.get("reason"))
-        desc = next(iter(body.get("desc", {}).values()), {}) if isinstance(body.get("desc"), dict) else {}
+        raw_reason = body.get("reason")
+        # a missing or unknown reason is shown as it is
+        reason = {0: "add", 1: "delete", 2: "modify"}.get(raw_reason, raw_reason)  # type: ignore[arg-type]
+        desc: dict[str, Any] = (next(iter(body.get("desc", {}).values()), {}) if isinstance(body.get("desc"), dict)
+                                else {})
         return f"PORT_STATUS {reason} port {desc.get('port_no', '?')}"
     if typ == "FLOW_REMOVED":
         return f"FLOW_REMOVED {_match(body.get('match', {}))}"

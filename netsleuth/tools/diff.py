@@ -21,8 +21,9 @@ seq in the other trace of the last paired event before it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from netsleuth.model.freeze import freeze
 from netsleuth.tools.describe import describe
@@ -146,9 +147,9 @@ def diff_events(a: Sequence[ts.Event], b: Sequence[ts.Event], name_a: str = "A",
         partner_a.append(js[n] if n < len(js) else None)
         used[k] = n + 1
     partner_b: list[int | None] = [None] * len(b)
-    for i, j in enumerate(partner_a):
-        if j is not None:
-            partner_b[j] = i
+    for i, pj in enumerate(partner_a):
+        if pj is not None:
+            partner_b[pj] = i
     only_a = _unmatched(a, keys_a, partner_a, b)
     only_b = _unmatched(b, keys_b, partner_b, a)
     return TraceDiff(name_a, name_b, len(a), len(b), sum(1 for j in partner_a if j is not None), only_a, only_b)

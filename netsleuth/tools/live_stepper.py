@@ -1,7 +1,7 @@
 """Stepping a trace against a real controller: ``netsleuth step TRACE`` without ``--headless``.
 
 A fresh controller (the trace's, or ``--controller``) is started and the
-mock network bootstrapped as in a replay (jobs/session.py). A step injects
+mock network bootstrapped as in a replay (runtime/session.py). A step injects
 the trace's next *input* -- after the control messages that preceded it in
 the recording have come back, matched by fingerprint (policies/replay.py,
 the replayer's happens-before rule) or a short wait ran out -- and lets the
@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.core.rebuild import trace_openflow
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.jobs.session import Session
 from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
-from netsleuth.trace import schema as ts
+from netsleuth.runtime.session import Session
 from netsleuth.tools.stepper import EventFilter, Injected, StepError, StepperBase, inject_into
+from netsleuth.trace import schema as ts
 
 R = TypeVar("R")
 
@@ -123,7 +124,8 @@ class LiveStepper(StepperBase):
 
     def peek(self, n: int = 1, filt: EventFilter | None = None) -> list[ts.Event]:
         filt = filt or EventFilter()
-        return [e for e in self.plan.inputs[self.pos:] if filt.matches(e)][:n]
+        upcoming: list[ts.Event] = [e for e in self.plan.inputs[self.pos:] if filt.matches(e)]
+        return upcoming[:n]
 
     async def _step(self) -> None:
         k = self.pos

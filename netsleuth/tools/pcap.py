@@ -29,8 +29,8 @@ Sans-I/O: :func:`build_pcap` returns bytes; the CLI writes them.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.model.packet import Packet, internet_checksum

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netsleuth.model.flowtable import FlowEntry
-from netsleuth.trace import schema as ts
 from netsleuth.tools.tables import TableWalk, flow_mod_command, is_flow_mod, pick_violation
+from netsleuth.trace import schema as ts
 
 # What the reduced trace keeps besides flow_mods: the events that change which
 # switches are up, which links exist, and which connections are open. Traffic,
@@ -154,7 +154,7 @@ def reduce_trace(trace: ts.Trace, violation: int | None = None, *, at_end: bool 
         if name not in up:
             for t in live.values():
                 for seq in t.flow_mods:
-                    removed_by[seq] = ("lost in switch failure", None)  # type: ignore[assignment]
+                    removed_by[seq] = ("lost in switch failure", None)  # type: ignore[assignment]  # no removing event
 
     kept: list[KeptFlowMod] = []
     dropped: list[DroppedFlowMod] = []

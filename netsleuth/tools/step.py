@@ -23,17 +23,19 @@ import json
 import shlex
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
+from netsleuth.console import stdout_console
 from netsleuth.errors import NetsleuthError
+from netsleuth.tools.describe import describe
+from netsleuth.tools.stepper import EventFilter, StepError, Stepper
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_header, read_trace
-from netsleuth.tools.describe import describe
-from netsleuth.tools.stepper import EventFilter, Stepper, StepError
 
 if TYPE_CHECKING:  # pragma: no cover
     from netsleuth.tools.live_stepper import LiveStepper
@@ -77,7 +79,7 @@ class StepConsole(cmd.Cmd):
     def emptyline(self) -> bool:  # an empty line does nothing (cmd's default repeats the last command)
         return False
 
-    def default(self, line: str) -> bool:
+    def default(self, line: str) -> bool:  # type: ignore[override]  # never returns: raises for run_script
         raise CommandError(f"unknown command {line.split()[0]!r}",
                            "type `help` for the commands (step, until, filter, show, check, inject, where, quit)")
 
@@ -230,11 +232,11 @@ class StepConsole(cmd.Cmd):
                 self._print(self._line(e))
         elif what == "event":
             seq = _int(rest[0] if rest else "", "show event SEQ")
-            e = next((e for e in self.s.events if e.seq == seq), None)
-            if e is None:
+            found = next((e for e in self.s.events if e.seq == seq), None)
+            if found is None:
                 last = self.s.events[-1].seq if self.s.events else -1
                 raise CommandError(f"no event with seq {seq}", f"the trace's seqs run from 0 to {last}")
-            self._print(json.dumps(ts.event_to_json(e), sort_keys=True))
+            self._print(json.dumps(ts.event_to_json(found), sort_keys=True))
         elif what == "injected":
             for pos, e in self.s.injected:
                 self._print(f"at {pos}: {describe(e)}")
@@ -401,12 +403,13 @@ def run_step(trace_path: str | Path, *, commands: str | Path | None = None, out:
         from netsleuth.defined.console import run_console
         return run_console(trace_path, lines if lines is not None else _prompt_lines(), sys.stdout, ordering)
     # Not a terminal (a file, a pipe, a test): wide enough that flow matches are not cut.
-    out = out or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    out = out or stdout_console(pipe_width=160)
     console = open_console(trace_path, out, headless=headless, live_out=live_out, controller=controller,
                            trust_trace_controller=trust_trace_controller, openflow=openflow)
     try:
         if not headless:
-            out.print(f"controller started; the live run is recorded in {console.s.out}", markup=False,
+            live_out_dir = console.s.out  # type: ignore[union-attr]  # live mode: a LiveStepper
+            out.print(f"controller started; the live run is recorded in {live_out_dir}", markup=False,
                       highlight=False, soft_wrap=True)
         if lines is not None:
             console.run_script(lines)

@@ -15,8 +15,9 @@ No I/O here: the console (tools/step.py) renders what this returns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth.core.events import Effect, OnWire
 from netsleuth.core.rebuild import apply_event, new_world
@@ -24,8 +25,8 @@ from netsleuth.core.world import World
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.trace import schema as ts
 from netsleuth.tools.describe import nodes_of
+from netsleuth.trace import schema as ts
 
 
 class StepError(NetsleuthError):
@@ -41,7 +42,7 @@ class EventFilter:
     hosts: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, words: list[str]) -> "EventFilter":
+    def parse(cls, words: list[str]) -> EventFilter:
         """``kind=host_migration,traffic switch=s3 host=h3`` (all optional; empty = everything)."""
         values: dict[str, tuple[str, ...]] = {"kind": (), "switch": (), "host": ()}
         for w in words:
@@ -287,9 +288,9 @@ def _link_end(w: World, args: list[str]) -> tuple[str, int]:
         if port.isdigit() and (node, int(port)) in peer:
             return node, int(port)
     elif len(args) == 2:
-        for (node, port), (other, _) in sorted(peer.items()):
-            if node == args[0] and other == args[1]:
-                return node, port
+        for (end, end_port), (other, _) in sorted(peer.items()):
+            if end == args[0] and other == args[1]:
+                return end, end_port
     links = sorted(f"{a}:{p}-{b}" for (a, p), (b, _) in peer.items() if a < b)
     raise StepError(f"no link {' '.join(args)}", f"name two adjacent nodes (e.g. `s1 s2`) or NODE:PORT; "
                     f"links: {', '.join(links)}")

@@ -22,8 +22,9 @@ really did.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import TypeGuard
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
@@ -47,7 +48,7 @@ def behaviour(e: FlowEntry | FlowEntry13) -> tuple:
     return (e.match, e.priority, e.actions, e.cookie, e.idle_timeout, e.hard_timeout, e.flags, e.installed_at)
 
 
-def is_flow_mod(e: ts.Event) -> bool:
+def is_flow_mod(e: ts.Event) -> TypeGuard[ts.ControlToSwitch]:
     return isinstance(e, ts.ControlToSwitch) and e.msg.get("type") == "FLOW_MOD"
 
 
@@ -57,7 +58,7 @@ def flow_mod_command(e: ts.ControlToSwitch) -> str:
 
 
 @dataclass
-class Tracked:
+class TrackedEntry:
     """One installed entry and the flow_mods (seqs) that made it what it is."""
 
     switch: str
@@ -70,7 +71,7 @@ class Tracked:
 class Removal:
     """A tracked entry that left its table: when, why and by which event."""
 
-    tracked: Tracked
+    tracked: TrackedEntry
     reason: str     # "overridden" | "deleted" | "expired" | "lost in switch failure"
     by_seq: int
     t: float
@@ -82,7 +83,7 @@ class TableWalk:
 
     header: ts.TraceHeader
     count_packets: bool = True
-    live: dict[str, dict[int, Tracked]] = field(default_factory=dict)
+    live: dict[str, dict[int, TrackedEntry]] = field(default_factory=dict)
     removals: list[Removal] = field(default_factory=list)
     flow_mods: dict[int, ts.ControlToSwitch] = field(default_factory=dict)
     world: World | None = None
@@ -138,18 +139,18 @@ class TableWalk:
             if not touched:
                 continue
             for key, entry in current.items():
-                t = live.get(key)
-                if t is None:
-                    live[key] = Tracked(name, entry, [e.seq], behaviour(entry))
-                elif behaviour(entry) != t.shape:
-                    t.flow_mods.append(e.seq)
-                    t.shape = behaviour(entry)
+                known = live.get(key)
+                if known is None:
+                    live[key] = TrackedEntry(name, entry, [e.seq], behaviour(entry))
+                elif behaviour(entry) != known.shape:
+                    known.flow_mods.append(e.seq)
+                    known.shape = behaviour(entry)
 
-    def _why_removed(self, t: Tracked, e: ts.Event, touched: bool, now: float) -> str:
+    def _why_removed(self, t: TrackedEntry, e: ts.Event, touched: bool, now: float) -> str:
         if t.entry.expiry_reason(now) is not None:
             return "expired"
         if touched:
-            cmd = flow_mod_command(e)  # type: ignore[arg-type]
+            cmd = flow_mod_command(e)  # type: ignore[arg-type]  # touched: a flow_mod
             return "deleted" if cmd.startswith("DELETE") else "overridden"
         return "expired"
 
@@ -190,4 +191,4 @@ def pick_violation(events: list[ts.Event], index: int | None) -> ts.Violation | 
     return found[index]
 
 
-__all__ = ["TableWalk", "Tracked", "Removal", "behaviour", "is_flow_mod", "flow_mod_command", "pick_violation"]
+__all__ = ["TableWalk", "TrackedEntry", "Removal", "behaviour", "is_flow_mod", "flow_mod_command", "pick_violation"]

@@ -95,7 +95,8 @@ class PacketTrace:
         e = self.input
         return {"input": {"id": e.id, "seq": e.seq, "t": e.t, "host": e.host, "dst": e.dst,
                           "packet": Packet.from_json(e.packet).summary()},
-                "followed": self.followed, "pid": self.pid, "arp_pid": self.arp_pid, "outcome": self.outcome, "why": self.why,
+                "followed": self.followed, "pid": self.pid, "arp_pid": self.arp_pid,
+                "outcome": self.outcome, "why": self.why,
                 "hops": [h.to_json() for h in self.hops]}
 
     def _tree_order(self) -> list[tuple[Hop, int]]:
@@ -125,7 +126,8 @@ class PacketTrace:
             lines.append(f"{pad}[{h.index}] seq {h.seq} t={h.t:.3f} {h.node} port {h.port}"
                          + (f" (from {h.from_node})" if h.from_node else ""))
             if h.rule is not None:
-                src = f" (installed by flow_mod seq {', '.join(map(str, h.rule_flow_mods))})" if h.rule_flow_mods else ""
+                src = (f" (installed by flow_mod seq {', '.join(map(str, h.rule_flow_mods))})"
+                       if h.rule_flow_mods else "")
                 lines.append(f"{pad}    matched {h.rule}{src}")
             elif not h.is_host and "dead" not in h._state and "revisit" not in h._state:
                 lines.append(f"{pad}    table miss -> to the controller")
@@ -288,7 +290,7 @@ def _hop(walk: TableWalk, world: World, e: ts.PacketArrival, index: int) -> Hop:
     # Outputs forward() drops: to ports that are gone or down, or back out the in port.
     st["dead_outputs"] = [
         (a.port, _dead_port_reason(switch, world, e, a.port)) for a in entry.actions
-        if type(a) in (Output, Enqueue) and a.port <= ofp.OFPP_MAX and not any(o[0] == a.port for o in outs)]
+        if isinstance(a, (Output, Enqueue)) and a.port <= ofp.OFPP_MAX and not any(o[0] == a.port for o in outs)]
     return h
 
 
@@ -374,7 +376,7 @@ def _link_tree(chain: list[Hop]) -> None:
         for c in chain[:h.index]:
             at = _emitted_at(c)
             if (c.node == h.from_node and at is not None and at < h.seq and h.from_port not in used.get(c.index, ())
-                    and (best is None or at < _emitted_at(best))):  # type: ignore[operator]
+                    and (best is None or at < _emitted_at(best))):  # type: ignore[operator]  # best was emitted
                 best = c
         if best is None:  # no hop there could have sent it (a host's first send, or state we could not see)
             continue
@@ -438,7 +440,7 @@ def _actions_text(msg: dict) -> str:
 def _destination(trace: ts.Trace, inj: ts.TrafficInjection, followed: str) -> str | None:
     sent = Packet.from_json(inj.packet)
     if followed == "arp" or isinstance(sent.l3, Arp):
-        ip = sent.l3.dst if isinstance(sent.l3, IPv4) else sent.l3.tpa  # type: ignore[union-attr]
+        ip = sent.l3.dst if isinstance(sent.l3, IPv4) else sent.l3.tpa  # type: ignore[union-attr]  # ARP here
         for h in trace.header.topology.get("hosts", []):
             if h.get("ip") == int_to_ip(ip):
                 return h["name"]
@@ -483,6 +485,7 @@ def _ends(chain: list[Hop], dst: str | None, loop: ts.Violation | None, loop_por
     if looped or loop is not None:
         path = " -> ".join(loop.details.get("path", [])) if loop is not None else ""
         first = looped[0] if looped else None
+        # loop is set when nothing looped
         where = f"back at {first.node} port {first.port} (t={first.t:.3f})" if first else loop.message  # type: ignore[union-attr]
         return "looped", f"{what} looped: {where}" + (f"; path {path}" if path else "") + also
     if delivered:
@@ -497,7 +500,7 @@ def _ends(chain: list[Hop], dst: str | None, loop: ts.Violation | None, loop_por
         first = drops[0]
         more = f" (and {len(drops) - 1} more copies)" if len(drops) > 1 else ""
         return "dropped", f"{what} was dropped at {first.node} (port {first.port} in, t={first.t:.3f}): " \
-                          f"{first.end['why']}{more}"  # type: ignore[index]
+                          f"{first.end['why']}{more}"  # type: ignore[index]  # a drop has an end
     return "dropped", f"{what} reached no destination"
 
 
@@ -505,7 +508,7 @@ def _is_ancestor(chain: list[Hop], a: int, b: int) -> bool:
     while b is not None:
         if b == a:
             return True
-        b = chain[b].parent  # type: ignore[assignment]
+        b = chain[b].parent  # type: ignore[assignment]  # stops at the root (None)
     return False
 
 

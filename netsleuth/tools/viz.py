@@ -28,9 +28,10 @@ import difflib
 import html
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.topology import Topology
@@ -66,7 +67,9 @@ class Panel:
 def lanes_of(trace: ts.Trace) -> list[tuple[str, str]]:
     """(node, role) in lane order: controllers, then switches and hosts in topology order."""
     topo = Topology.from_json(trace.header.topology)
-    controllers = sorted({e.controller for e in trace.events if isinstance(getattr(e, "controller", None), str)
+    # only the event kinds below carry a controller (checked with getattr first)
+    controllers = sorted({e.controller for e in trace.events  # type: ignore[attr-defined]
+                          if isinstance(getattr(e, "controller", None), str)
                           and e.kind in ("of_to_switch", "of_to_controller", "switch_connected",
                                          "controller_event", "controller_crash", "controller_recovery")})
     if not controllers:
@@ -93,7 +96,7 @@ def align(traces: Sequence[ts.Trace]) -> list[list[int | None]]:
         new_keys: list[tuple] = []
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag == "equal":
-                for i, j in zip(range(i1, i2), range(j1, j2)):
+                for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                     columns[i][k] = j
                     new_cols.append(columns[i])
                     new_keys.append(col_keys[i])
@@ -150,7 +153,8 @@ def _layout_panel(name: str, trace: ts.Trace, columns: list[list[int | None]], k
         e = trace.events[i]
         tip = len(tips)
         tips.append(f"{name} [{e.seq}] t={e.t:.6f} {e.kind}\n{describe(e)}"
-                    + (f"\nfp {json.dumps(e.fp)}" if getattr(e, "fp", None) else "")
+                    # fp only on the event kinds that carry one (checked with getattr first)
+                    + (f"\nfp {json.dumps(e.fp)}" if getattr(e, "fp", None) else "")  # type: ignore[attr-defined]
                     + ("\nnot in every trace" if x in diff_cols else ""))
         diff = " diff" if x in diff_cols else ""
         src, dst = _sender(e)
@@ -202,12 +206,13 @@ def build(traces: Sequence[ts.Trace], names: Sequence[str]) -> dict[str, Any]:
     """The diagram as data: panels, lanes, items, tips, columns and the differences."""
     if not traces:
         raise VizError("no trace to draw", "pass at least one trace.jsonl")
-    columns = align(traces) if len(traces) > 1 else [[i] for i in range(len(traces[0].events))]
+    columns: list[list[int | None]] = (align(traces) if len(traces) > 1
+                                       else [[i] for i in range(len(traces[0].events))])
     diff_cols = {x for x, col in enumerate(columns) if any(i is None for i in col)} if len(traces) > 1 else set()
     tips: list[str] = []
     panels: list[Panel] = []
     top = 0.0
-    for k, (trace, name) in enumerate(zip(traces, names)):
+    for k, (trace, name) in enumerate(zip(traces, names, strict=True)):
         p = _layout_panel(name, trace, columns, k, top, tips, diff_cols)
         panels.append(p)
         top += p.height + PANEL_GAP
@@ -219,7 +224,7 @@ def build(traces: Sequence[ts.Trace], names: Sequence[str]) -> dict[str, Any]:
         "panels": [{"name": p.name, "top": p.top, "height": p.height, "lanes": p.lanes, "items": p.items}
                    for p in panels],
         "tips": tips, "diff_columns": sorted(diff_cols), "unmatched": unmatched,
-        "events": {n: len(t.events) for n, t in zip(names, traces)},
+        "events": {n: len(t.events) for n, t in zip(names, traces, strict=True)},
     }
 
 
@@ -316,10 +321,12 @@ function el(parent, name, attrs) {
   parent.appendChild(e); return e;
 }
 const frag = document.createDocumentFragment();
-const halos = el(frag, "g", {id: "halos"}), lanesG = el(frag, "g", {id: "lanes"}), itemsG = el(frag, "g", {id: "items"});
+const halos = el(frag, "g", {id: "halos"}), lanesG = el(frag, "g", {id: "lanes"}),
+      itemsG = el(frag, "g", {id: "items"});
 const X = x => (x + 1) * D.dx;
 for (const c of D.diff_columns) {
-  for (const p of D.panels) el(halos, "line", {class: "halo", x1: X(c), x2: X(c), y1: p.top + 18, y2: p.top + p.height - 6});
+  for (const p of D.panels)
+    el(halos, "line", {class: "halo", x1: X(c), x2: X(c), y1: p.top + 18, y2: p.top + p.height - 6});
 }
 for (const p of D.panels) {
   const pt = el(labels, "text", {class: "ptitle", x: 4, y: p.top + 14});
@@ -366,7 +373,8 @@ window.addEventListener("mousemove", ev => {
   const t = ev.target && ev.target.getAttribute && ev.target.getAttribute("data-t");
   if (t !== null && t !== undefined && !drag) {
     tip.textContent = D.tips[+t]; tip.style.display = "block";
-    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 570) + "px"; tip.style.top = (ev.clientY + 14) + "px";
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 570) + "px";
+    tip.style.top = (ev.clientY + 14) + "px";
   } else tip.style.display = "none";
 });
 document.getElementById("zin").onclick = () => zoom(0.5, vx + vw / 2);

@@ -7,10 +7,28 @@ minimization, race detection and export. Imports only ``netsleuth.model``.
 from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
 from netsleuth.trace.io import TraceWriter, iter_trace, read_header, read_trace, write_trace
 from netsleuth.trace.schema import (
-    EVENT_KINDS, FORMAT, VERSION, ControllerEvent, ControlToController, ControlToSwitch, Event,
-    Fingerprint, InputEvent, PacketArrival, PingResult, SwitchConnected, SwitchDisconnected, Trace,
-    TraceHeader, TrafficInjection, Violation, event_from_json, event_kind, event_to_json,
-    header_from_json, header_to_json,
+    EVENT_KINDS,
+    FORMAT,
+    VERSION,
+    ControllerEvent,
+    ControlToController,
+    ControlToSwitch,
+    Event,
+    Fingerprint,
+    InputEvent,
+    PacketArrival,
+    PingResult,
+    SwitchConnected,
+    SwitchDisconnected,
+    Trace,
+    TraceHeader,
+    TrafficInjection,
+    Violation,
+    event_from_json,
+    event_kind,
+    event_to_json,
+    header_from_json,
+    header_to_json,
 )
 
 __all__ = [

@@ -29,7 +29,8 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp13
 
@@ -58,7 +59,7 @@ def _get(fields: dict[str, Any], key: str) -> Any:
 
 
 # ------------------------------------------------------------------- packets
-def packet_fingerprint(packet: dict[str, Any] | Packet) -> tuple:
+def packet_fingerprint(packet: dict[str, Any] | Packet) -> tuple[Any, ...]:
     """IPv4: ("IPv4", eth src, eth dst, ip src, ip dst); ("ARP",); ("LLDP",);
     anything else ("eth", eth_type, eth src, eth dst). Addresses as strings.
 
@@ -82,7 +83,7 @@ def packet_fingerprint(packet: dict[str, Any] | Packet) -> tuple:
     return ("eth", packet.eth_type, int_to_mac(packet.eth_src), int_to_mac(packet.eth_dst))
 
 
-def _data_fingerprint(data: Any) -> tuple:
+def _data_fingerprint(data: Any) -> tuple[Any, ...]:
     """A packet fingerprint of a base64 ``data`` field; () when there is none."""
     if not data:
         return ()
@@ -102,60 +103,60 @@ def _match(value: Any) -> str:
         raise TraceFormatError(f"bad OpenFlow match in message JSON: {exc}", _FIX) from None
 
 
-def _action(value: Any) -> tuple:
+def _action(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("actions")
     ((name, attrs),) = value.items()
     return (name.removeprefix("OFPAction"), *freeze(attrs))
 
 
-def _actions(value: Any) -> tuple:
+def _actions(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, list):
         raise _Missing("actions")
     return tuple(_action(a) for a in value)
 
 
-def _flow_mod(f: dict[str, Any]) -> tuple:
+def _flow_mod(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "command"), _match(_get(f, "match")), _get(f, "idle_timeout"), _get(f, "hard_timeout"),
             _get(f, "priority"), _get(f, "out_port"), _get(f, "flags"), _actions(_get(f, "actions")))
 
 
-def _packet_in(f: dict[str, Any]) -> tuple:
+def _packet_in(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "in_port"), _data_fingerprint(_get(f, "data")))
 
 
-def _packet_out(f: dict[str, Any]) -> tuple:
+def _packet_out(f: dict[str, Any]) -> tuple[Any, ...]:
     # With a buffer id the switch ignores ``data``: the packet is the buffered one.
     buffered = _get(f, "buffer_id") != NO_BUFFER
     data = () if buffered else _data_fingerprint(_get(f, "data"))
     return (data, _get(f, "in_port"), _actions(_get(f, "actions")))
 
 
-def _flow_removed(f: dict[str, Any]) -> tuple:
+def _flow_removed(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_match(_get(f, "match")), _get(f, "reason"), _get(f, "priority"))
 
 
-def _port_status(f: dict[str, Any]) -> tuple:
+def _port_status(f: dict[str, Any]) -> tuple[Any, ...]:
     desc = _get(_get(f, "desc"), "OFPPhyPort")
     return (_get(f, "reason"), _get(desc, "port_no"), int_to_mac(mac_to_int(_get(desc, "hw_addr"))))
 
 
-def _error(f: dict[str, Any]) -> tuple:
+def _error(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "type"), _get(f, "code"))
 
 
-def _stats(f: dict[str, Any]) -> tuple:
+def _stats(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "type"), _get(f, "flags"))
 
 
-def _features_reply(f: dict[str, Any]) -> tuple:
+def _features_reply(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "datapath_id"),)
 
 
 # Message type -> kept fields. Types not listed (HELLO, ECHO_*, BARRIER_*,
 # FEATURES_REQUEST, GET_CONFIG_*, SET_CONFIG, PORT_MOD, VENDOR, QUEUE_*) keep
 # only their type.
-ALLOW_LIST: dict[str, Callable[[dict[str, Any]], tuple]] = {
+ALLOW_LIST: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "FLOW_MOD": _flow_mod,
     "PACKET_IN": _packet_in,
     "PACKET_OUT": _packet_out,
@@ -190,7 +191,7 @@ def _oxm_int(value: Any) -> Any:
         return value
 
 
-def _oxm(value: Any) -> tuple:
+def _oxm(value: Any) -> tuple[Any, ...]:
     tlv = _get(value, "OXMTlv")
     name = _get(tlv, "field")
     v, m = _oxm_int(_get(tlv, "value")), _oxm_int(tlv.get("mask"))
@@ -203,14 +204,14 @@ def _oxm(value: Any) -> tuple:
     return (name, v, m)
 
 
-def _match13(value: Any) -> tuple:
+def _match13(value: Any) -> tuple[Any, ...]:
     fields = _get(_get(value, "OFPMatch"), "oxm_fields")
     if not isinstance(fields, list):
         raise _Missing("oxm_fields")
     return tuple(sorted((_oxm(f) for f in fields), key=repr))
 
 
-def _action13(value: Any) -> tuple:
+def _action13(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("actions")
     ((name, attrs),) = value.items()
@@ -222,13 +223,13 @@ def _action13(value: Any) -> tuple:
     return (short, *freeze({k: v for k, v in attrs.items() if k not in ("len", "type")}))
 
 
-def _actions13(value: Any) -> tuple:
+def _actions13(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, list):
         raise _Missing("actions")
     return tuple(_action13(a) for a in value)
 
 
-def _instruction13(value: Any) -> tuple[int, tuple]:
+def _instruction13(value: Any) -> tuple[int, tuple[Any, ...]]:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("instructions")
     ((name, attrs),) = value.items()
@@ -247,74 +248,74 @@ def _instruction13(value: Any) -> tuple[int, tuple]:
     raise _Missing("instructions")
 
 
-def _instructions13(value: Any) -> tuple:
+def _instructions13(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, list):
         raise _Missing("instructions")
     return tuple(inst for _, inst in sorted((_instruction13(i) for i in value), key=lambda p: (p[0], repr(p[1]))))
 
 
-def _flow_mod13(f: dict[str, Any]) -> tuple:
+def _flow_mod13(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "command"), _get(f, "table_id"), _match13(_get(f, "match")), _get(f, "idle_timeout"),
             _get(f, "hard_timeout"), _get(f, "priority"), _get(f, "out_port"), _get(f, "out_group"),
             _get(f, "flags"), _instructions13(_get(f, "instructions")))
 
 
-def _packet_in13(f: dict[str, Any]) -> tuple:
+def _packet_in13(f: dict[str, Any]) -> tuple[Any, ...]:
     in_port = [v for name, v, _ in _match13(_get(f, "match")) if name == "in_port"]
     return (in_port[0] if in_port else None, _get(f, "table_id"), _data_fingerprint(_get(f, "data")))
 
 
-def _packet_out13(f: dict[str, Any]) -> tuple:
+def _packet_out13(f: dict[str, Any]) -> tuple[Any, ...]:
     buffered = _get(f, "buffer_id") != NO_BUFFER
     data = () if buffered else _data_fingerprint(_get(f, "data"))
     return (data, _get(f, "in_port"), _actions13(_get(f, "actions")))
 
 
-def _flow_removed13(f: dict[str, Any]) -> tuple:
+def _flow_removed13(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_match13(_get(f, "match")), _get(f, "reason"), _get(f, "priority"), _get(f, "table_id"))
 
 
-def _port_status13(f: dict[str, Any]) -> tuple:
+def _port_status13(f: dict[str, Any]) -> tuple[Any, ...]:
     desc = _get(_get(f, "desc"), "OFPPort")
     return (_get(f, "reason"), _get(desc, "port_no"), int_to_mac(mac_to_int(_get(desc, "hw_addr"))))
 
 
-def _bucket13(value: Any) -> tuple:
+def _bucket13(value: Any) -> tuple[Any, ...]:
     b = _get(value, "OFPBucket")
     return (_get(b, "weight"), _get(b, "watch_port"), _get(b, "watch_group"), _actions13(_get(b, "actions")))
 
 
-def _group_mod13(f: dict[str, Any]) -> tuple:
+def _group_mod13(f: dict[str, Any]) -> tuple[Any, ...]:
     buckets = _get(f, "buckets")
     if not isinstance(buckets, list):
         raise _Missing("buckets")
     return (_get(f, "command"), _get(f, "type"), _get(f, "group_id"), tuple(_bucket13(b) for b in buckets))
 
 
-def _band13(value: Any) -> tuple:
+def _band13(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, dict) or len(value) != 1:
         raise _Missing("bands")
     ((name, attrs),) = value.items()
     return (name.removeprefix("OFPMeterBand"), *freeze({k: v for k, v in attrs.items() if k != "len"}))
 
 
-def _meter_mod13(f: dict[str, Any]) -> tuple:
+def _meter_mod13(f: dict[str, Any]) -> tuple[Any, ...]:
     bands = _get(f, "bands")
     if not isinstance(bands, list):
         raise _Missing("bands")
     return (_get(f, "command"), _get(f, "flags"), _get(f, "meter_id"), tuple(_band13(b) for b in bands))
 
 
-def _multipart13(f: dict[str, Any]) -> tuple:
+def _multipart13(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "type"), _get(f, "flags"))
 
 
-def _role13(f: dict[str, Any]) -> tuple:
+def _role13(f: dict[str, Any]) -> tuple[Any, ...]:
     return (_get(f, "role"),)
 
 
 # OpenFlow 1.3 message type -> kept fields; types not listed keep only their type.
-ALLOW_LIST_13: dict[str, Callable[[dict[str, Any]], tuple]] = {
+ALLOW_LIST_13: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "FLOW_MOD": _flow_mod13,
     "PACKET_IN": _packet_in13,
     "PACKET_OUT": _packet_out13,
@@ -331,7 +332,7 @@ ALLOW_LIST_13: dict[str, Callable[[dict[str, Any]], tuple]] = {
 }
 
 
-def of_fingerprint(msg: dict[str, Any]) -> tuple:
+def of_fingerprint(msg: dict[str, Any]) -> tuple[Any, ...]:
     """(type, *allowed fields) of an OpenFlow message in the codec's JSON form.
 
     Masked: xid, buffer_id, cookie, lengths, packet_in reason, stats values
@@ -350,7 +351,8 @@ def of_fingerprint(msg: dict[str, Any]) -> tuple:
         ((_, fields),) = body.items()
         if not isinstance(fields, dict):
             raise _Missing("body")
-        return freeze((mtype, *keep(fields)))  # hashable even if a garbled trace nests lists
+        frozen: tuple[Any, ...] = freeze((mtype, *keep(fields)))  # hashable even if a garbled trace nests lists
+        return frozen
     except _Missing as exc:
         raise TraceFormatError(f"OpenFlow message JSON lacks or garbles {exc.args[0]!r}: {msg!r:.200}",
                                _FIX) from None

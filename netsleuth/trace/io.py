@@ -24,15 +24,22 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Callable, Generator, Iterator
+from typing import IO, Any
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.trace.validate import TraceValidator
 from netsleuth.trace.schema import (
-    Event, Trace, TraceHeader, event_from_json, event_to_json, header_from_json, header_to_json,
+    Event,
+    Trace,
+    TraceHeader,
+    event_from_json,
+    event_to_json,
+    header_from_json,
+    header_to_json,
 )
+from netsleuth.trace.validate import TraceValidator
 
 PathLike = str | os.PathLike[str]
 

@@ -30,8 +30,9 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from netsleuth.errors import TraceFormatError
 
@@ -423,7 +424,7 @@ def _str_tuple_out(v: Any) -> list[str]:
     return list(v)
 
 
-def _fp_in(v: Any) -> tuple:
+def _fp_in(v: Any) -> Any:  # a tuple, or a scalar inside one
     if isinstance(v, (list, tuple)):
         return tuple(_fp_in(x) for x in v)
     if isinstance(v, _SCALARS):
@@ -442,7 +443,7 @@ def _fp_out(v: Any) -> Any:
 def _fp_top_in(v: Any) -> tuple:
     if not isinstance(v, (list, tuple)):
         raise _Bad(f"must be a fingerprint (a list, possibly nested, of scalars), got {v!r:.80}")
-    return _fp_in(v)
+    return tuple(_fp_in(x) for x in v)
 
 
 def _fp_top_out(v: Any) -> Any:
@@ -490,7 +491,7 @@ class _FieldSpec:
     describe: str
 
 
-def _describe(hint: Any) -> str:
+def _describe(hint: Any) -> str | None:
     return getattr(hint, "__name__", None) if not typing.get_args(hint) else str(hint)
 
 
@@ -582,7 +583,7 @@ def event_from_json(d: Any) -> Event:
             f"unknown event kind {kind!r}",
             f"known kinds: {', '.join(sorted(EVENT_KINDS))}; a newer netsleuth may have written this trace",
         )
-    return _decode(cls, d, f"{kind!r} event", skip=("kind",))
+    return _decode(cls, d, f"{kind!r} event", skip=("kind",))  # type: ignore[no-any-return]  # an instance of cls
 
 
 def header_to_json(header: TraceHeader) -> dict[str, Any]:
@@ -607,7 +608,7 @@ def header_from_json(d: Any) -> TraceHeader:
             f"the trace is format version {version}, newer than the {VERSION} this netsleuth reads",
             "upgrade netsleuth (pip install -U netsleuth)",
         )
-    return _decode(TraceHeader, d, "trace header")
+    return _decode(TraceHeader, d, "trace header")  # type: ignore[no-any-return]  # _decode builds a TraceHeader
 
 
 @dataclass(frozen=True, slots=True)

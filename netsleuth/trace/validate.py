@@ -27,7 +27,8 @@ adds the file and line.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.packet import Packet
@@ -50,16 +51,19 @@ _TO_SWITCH = _SYMMETRIC | {"FEATURES_REQUEST", "GET_CONFIG_REQUEST", "SET_CONFIG
                            "PORT_MOD", "STATS_REQUEST", "BARRIER_REQUEST", "QUEUE_GET_CONFIG_REQUEST"}
 _TO_CONTROLLER = _SYMMETRIC | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN", "FLOW_REMOVED", "PORT_STATUS",
                                "STATS_REPLY", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REPLY"}
-# The same for OpenFlow 1.3 (its JSON carries "version": 4; 1.0's has no version key).
+# And each OpenFlow 1.3 one (1.3 renames VENDOR to EXPERIMENTER and STATS to MULTIPART, and adds
+# groups, meters, tables, roles and asynchronous-message configuration).
 _SYMMETRIC_13 = frozenset({"HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "EXPERIMENTER"})
 _TO_SWITCH_13 = _SYMMETRIC_13 | {"FEATURES_REQUEST", "GET_CONFIG_REQUEST", "SET_CONFIG", "PACKET_OUT", "FLOW_MOD",
-                                 "GROUP_MOD", "PORT_MOD", "TABLE_MOD", "MULTIPART_REQUEST", "BARRIER_REQUEST",
-                                 "QUEUE_GET_CONFIG_REQUEST", "ROLE_REQUEST", "GET_ASYNC_REQUEST", "SET_ASYNC",
-                                 "METER_MOD"}
+                                 "GROUP_MOD", "PORT_MOD", "TABLE_MOD", "METER_MOD", "MULTIPART_REQUEST",
+                                 "BARRIER_REQUEST", "QUEUE_GET_CONFIG_REQUEST", "ROLE_REQUEST",
+                                 "GET_ASYNC_REQUEST", "SET_ASYNC"}
 _TO_CONTROLLER_13 = _SYMMETRIC_13 | {"FEATURES_REPLY", "GET_CONFIG_REPLY", "PACKET_IN", "FLOW_REMOVED",
                                      "PORT_STATUS", "MULTIPART_REPLY", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REPLY",
                                      "ROLE_REPLY", "GET_ASYNC_REPLY"}
-_OF13_DIRECTION = {_TO_SWITCH: _TO_SWITCH_13, _TO_CONTROLLER: _TO_CONTROLLER_13}
+_ALLOWED = {("to_switch", 1): _TO_SWITCH, ("to_controller", 1): _TO_CONTROLLER,
+            ("to_switch", 4): _TO_SWITCH_13, ("to_controller", 4): _TO_CONTROLLER_13}
+_MSG_KEYS = frozenset({"type", "xid", "body", "raw", "version"})
 _DIRECTIONS = ("to_switch", "to_controller")
 
 _RERECORD = "re-record the trace, or restore this line from the original"
@@ -70,7 +74,7 @@ _RERECORD = "re-record the trace, or restore this line from the original"
 _CACHE_LIMIT = 4096
 _MSGS_OK: dict[tuple[int, str, str], None] = {}
 _PACKETS_OK: dict[str, None] = {}
-_BODY_KEYS: dict[tuple[int, str], frozenset[str]] = {}  # os-ken class name -> the fields the codec writes for it
+_BODY_KEYS: dict[tuple[int, str], frozenset[str]] = {}  # (version, os-ken class) -> the fields the codec writes
 
 
 def _content_key(value: Any) -> str:
@@ -116,8 +120,8 @@ class TraceValidator:
         self._msgs_ok = _MSGS_OK
         self._packets_ok = _PACKETS_OK
         self._checks: dict[type, Callable[[Any], None]] = {
-            ts.ControlToSwitch: lambda e: self._of(e, _TO_SWITCH, "controller to switch"),
-            ts.ControlToController: lambda e: self._of(e, _TO_CONTROLLER, "switch to controller"),
+            ts.ControlToSwitch: lambda e: self._of(e, "to_switch", "controller to switch"),
+            ts.ControlToController: lambda e: self._of(e, "to_controller", "switch to controller"),
             ts.SwitchConnected: self._connection,
             ts.SwitchDisconnected: self._connection,
             ts.TrafficInjection: self._traffic,
@@ -203,25 +207,22 @@ class TraceValidator:
             raise _bad(f"connection number {e.conn} is negative", _RERECORD)
         self._dpid(e.dpid, "connection")
 
-    def _of(self, e: Any, allowed: frozenset[str], direction: str) -> None:
+    def _of(self, e: Any, way: str, direction: str) -> None:
         self._connection(e)
         msg = e.msg
-        mtype = msg.get("type")
         version = msg.get("version", 1)
-        if "version" in msg and version != 4:
-            raise _bad(f"OpenFlow message version {version!r} is not 4 (1.3; a 1.0 message has no version key)",
-                       _RERECORD)
-        if version == 4:
-            allowed = _OF13_DIRECTION[allowed]
+        if type(version) is not int or (way, version) not in _ALLOWED:
+            raise _bad(f"OpenFlow version {version!r} is not one netsleuth records (1 for 1.0, 4 for 1.3)", _RERECORD)
+        allowed = _ALLOWED[(way, version)]
+        mtype = msg.get("type")
         if not isinstance(mtype, str) or mtype not in allowed:
             raise _bad(f"OpenFlow message type {mtype!r} is not one a message from {direction} may have",
                        "use the codec's JSON form {\"type\": \"FLOW_MOD\", \"xid\": ..., \"body\": {...}}")
         xid = msg.get("xid")
         if type(xid) is not int or not 0 <= xid <= 0xFFFFFFFF:
             raise _bad(f"OpenFlow xid {xid!r} is not a 32-bit unsigned integer", _RERECORD)
-        keys = {"type", "xid", "body", "raw"} | ({"version"} if version == 4 else set())
-        if set(msg) - keys:
-            raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - keys)}", _RERECORD)
+        if set(msg) - _MSG_KEYS:
+            raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - _MSG_KEYS)}", _RERECORD)
         try:
             key = (version, mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
         except (TypeError, ValueError):
@@ -309,7 +310,7 @@ class TraceValidator:
     def _link(self, e: Any) -> None:
         topo = self._topo("link")
         ends = {(e.node1, e.port1), (e.node2, e.port2)}
-        if not any({(l.node1, l.port1), (l.node2, l.port2)} == ends for l in topo.links):
+        if not any({(link.node1, link.port1), (link.node2, link.port2)} == ends for link in topo.links):
             raise _bad(f"link {e.node1}:{e.port1}-{e.node2}:{e.port2} is not a link of the trace's topology",
                        "name both ends of a link in the header's topology, or re-record the trace")
 

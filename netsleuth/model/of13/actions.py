@@ -14,8 +14,9 @@ covers, as a switch does (a UDP checksum of 0, "none" over IPv4, stays 0).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
@@ -273,7 +274,28 @@ _APPLY: dict[type, Any] = {
 
 
 def set_field(frame: Frame, name: str, value: int) -> Frame:
-    """``frame`` with OXM field ``name`` set to ``value``; no-op when the header is absent."""
+    """``frame`` with OXM field ``name`` set to ``value``; no-op when the header is absent.
+
+    One helper per field family: layer 2 (Ethernet, VLAN, MPLS), the layer 3
+    header the frame carries (IPv4, IPv6, ARP), then layer 4.  A field of
+    another IP version or of an absent header falls through to layer 4, which
+    leaves the frame as it is when the field is not one of its own.
+    """
+    done = _set_l2(frame, name, value)
+    if done is not None:
+        return done
+    l3 = frame.l3
+    if type(l3) is IPv4:
+        done = _set_ipv4(frame, l3, name, value)
+    elif type(l3) is IPv6:
+        done = _set_ipv6(frame, l3, name, value)
+    elif type(l3) is Arp:
+        return _set_arp(frame, l3, name, value)
+    return done if done is not None else _set_l4(frame, name, value)
+
+
+def _set_l2(frame: Frame, name: str, value: int) -> Frame | None:
+    """The frame after an Ethernet, VLAN, MPLS or tunnel_id set-field; None for any other field."""
     if name == "eth_dst":
         return replace(frame, eth_dst=value)
     if name == "eth_src":
@@ -291,39 +313,55 @@ def set_field(frame: Frame, name: str, value: int) -> Frame:
         return replace(frame, mpls=(top, *frame.mpls[1:]))
     if name == "tunnel_id":
         return frame  # metadata of the pipeline, not a header (see pipeline.py)
+    return None
+
+
+def _set_ipv4(frame: Frame, l3: IPv4, name: str, value: int) -> Frame | None:
+    """The frame after an IPv4 header set-field; None when ``name`` is not an IPv4 header field."""
+    ip = l3
+    if name == "ipv4_src":
+        ip = replace(l3, src=value)
+    elif name == "ipv4_dst":
+        ip = replace(l3, dst=value)
+    elif name == "ip_dscp":
+        ip = replace(l3, tos=(value << 2) | (l3.tos & 3))
+    elif name == "ip_ecn":
+        ip = replace(l3, tos=(l3.tos & 0xFC) | value)
+    if ip is l3:
+        return None
+    pseudo = name in ("ipv4_src", "ipv4_dst")
+    return replace(frame, l3=replace(ip, csum=None), l4=_recsum(frame.l4, pseudo, v6=False))
+
+
+def _set_ipv6(frame: Frame, l3: IPv6, name: str, value: int) -> Frame | None:
+    """The frame after an IPv6 header set-field; None when ``name`` is not an IPv6 header field."""
+    ip6 = l3
+    if name == "ipv6_src":
+        ip6 = replace(l3, src=value)
+    elif name == "ipv6_dst":
+        ip6 = replace(l3, dst=value)
+    elif name == "ipv6_flabel":
+        ip6 = replace(l3, flabel=value)
+    elif name == "ip_dscp":
+        ip6 = replace(l3, tc=(value << 2) | (l3.tc & 3))
+    elif name == "ip_ecn":
+        ip6 = replace(l3, tc=(l3.tc & 0xFC) | value)
+    if ip6 is l3:
+        return None
+    return replace(frame, l3=ip6, l4=_recsum(frame.l4, name in ("ipv6_src", "ipv6_dst"), v6=True))
+
+
+def _set_arp(frame: Frame, l3: Arp, name: str, value: int) -> Frame:
+    """The frame after an ARP set-field; an ARP frame has no layer 4, so any other field is a no-op."""
+    attr = {"arp_op": "op", "arp_spa": "spa", "arp_tpa": "tpa", "arp_sha": "sha", "arp_tha": "tha"}.get(name)
+    if attr is not None:
+        return replace(frame, l3=replace(l3, **{attr: value}))
+    return frame
+
+
+def _set_l4(frame: Frame, name: str, value: int) -> Frame:
+    """The frame after a TCP/UDP/SCTP/ICMP/ICMPv6 set-field; unchanged when its L4 header lacks the field."""
     l3, l4 = frame.l3, frame.l4
-    if type(l3) is IPv4:
-        ip = l3
-        if name == "ipv4_src":
-            ip = replace(l3, src=value)
-        elif name == "ipv4_dst":
-            ip = replace(l3, dst=value)
-        elif name == "ip_dscp":
-            ip = replace(l3, tos=(value << 2) | (l3.tos & 3))
-        elif name == "ip_ecn":
-            ip = replace(l3, tos=(l3.tos & 0xFC) | value)
-        if ip is not l3:
-            pseudo = name in ("ipv4_src", "ipv4_dst")
-            return replace(frame, l3=replace(ip, csum=None), l4=_recsum(l4, pseudo, v6=False))
-    elif type(l3) is IPv6:
-        ip6 = l3
-        if name == "ipv6_src":
-            ip6 = replace(l3, src=value)
-        elif name == "ipv6_dst":
-            ip6 = replace(l3, dst=value)
-        elif name == "ipv6_flabel":
-            ip6 = replace(l3, flabel=value)
-        elif name == "ip_dscp":
-            ip6 = replace(l3, tc=(value << 2) | (l3.tc & 3))
-        elif name == "ip_ecn":
-            ip6 = replace(l3, tc=(l3.tc & 0xFC) | value)
-        if ip6 is not l3:
-            return replace(frame, l3=ip6, l4=_recsum(l4, name in ("ipv6_src", "ipv6_dst"), v6=True))
-    elif type(l3) is Arp:
-        attr = {"arp_op": "op", "arp_spa": "spa", "arp_tpa": "tpa", "arp_sha": "sha", "arp_tha": "tha"}.get(name)
-        if attr is not None:
-            return replace(frame, l3=replace(l3, **{attr: value}))
-        return frame
     attr = _L4_ATTRS.get((type(l4), name))
     if attr is not None and l4 is not None:
         if type(l4) is ICMPv6 and name.startswith("ipv6_nd"):
@@ -493,12 +531,14 @@ def action_from_ofp(a: Any) -> Action:
         return SetMplsTtl(a.mpls_ttl)
     if name == "OFPActionSetNwTtl":
         return SetNwTtl(a.nw_ttl)
-    with_type: dict[str, Callable[[int], Action]] = {"OFPActionPushVlan": PushVlan, "OFPActionPushMpls": PushMpls, "OFPActionPopMpls": PopMpls,
-                 "OFPActionPushPbb": PushPbb}
+    with_type: dict[str, Callable[[int], Action]] = {
+        "OFPActionPushVlan": PushVlan, "OFPActionPushMpls": PushMpls, "OFPActionPopMpls": PopMpls,
+        "OFPActionPushPbb": PushPbb}
     if name in with_type:
         return with_type[name](a.ethertype)
-    plain: dict[str, Callable[[], Action]] = {"OFPActionCopyTtlOut": CopyTtlOut, "OFPActionCopyTtlIn": CopyTtlIn, "OFPActionDecMplsTtl": DecMplsTtl,
-             "OFPActionPopVlan": PopVlan, "OFPActionDecNwTtl": DecNwTtl, "OFPActionPopPbb": PopPbb}
+    plain: dict[str, Callable[[], Action]] = {
+        "OFPActionCopyTtlOut": CopyTtlOut, "OFPActionCopyTtlIn": CopyTtlIn, "OFPActionDecMplsTtl": DecMplsTtl,
+        "OFPActionPopVlan": PopVlan, "OFPActionDecNwTtl": DecNwTtl, "OFPActionPopPbb": PopPbb}
     if name in plain:
         return plain[name]()
     raise bad_action(ofp.OFPBAC_BAD_TYPE, f"unsupported action {name}", "use an OpenFlow 1.3 action")

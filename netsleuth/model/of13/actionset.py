@@ -15,12 +15,28 @@ set_field actions touch distinct fields and run in OXM field order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
-from netsleuth.model.of13.actions import (Action, CopyTtlIn, CopyTtlOut, DecMplsTtl, DecNwTtl, Group, Output,
-                                          PopMpls, PopPbb, PopVlan, PushMpls, PushPbb, PushVlan, SetField,
-                                          SetMplsTtl, SetNwTtl, SetQueue)
+from netsleuth.model.of13.actions import (
+    Action,
+    CopyTtlIn,
+    CopyTtlOut,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopPbb,
+    PopVlan,
+    PushMpls,
+    PushPbb,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    SetQueue,
+)
 from netsleuth.model.of13.fieldspec import BY_NAME
 
 _ORDER: dict[type, int] = {

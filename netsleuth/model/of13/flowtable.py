@@ -27,8 +27,9 @@ with the smaller match in the total order, deterministically.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 

@@ -28,19 +28,50 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
-from netsleuth.model.packet import (ETH_ARP, ETH_IPV4, ICMP, PROTO_ICMP, PROTO_TCP, PROTO_UDP, RAW, TCP, UDP, Arp,
-                                    IPv4, Packet, PacketError, internet_checksum)
-from netsleuth.model.of13.headers import (ETH_IPV6, ICMPV6_TYPES_ND, MPLS_TYPES, PROTO_ICMPV6, PROTO_SCTP,
-                                          SCTP, VLAN_TPIDS, ICMPv6, IPv6, MplsLabel, VlanTag, crc32c,
-                                          exthdr_chain_len)
+from netsleuth.model.of13.headers import (
+    ETH_IPV6,
+    ICMPV6_TYPES_ND,
+    MPLS_TYPES,
+    PROTO_ICMPV6,
+    PROTO_SCTP,
+    SCTP,
+    VLAN_TPIDS,
+    ICMPv6,
+    IPv6,
+    MplsLabel,
+    VlanTag,
+    crc32c,
+    exthdr_chain_len,
+)
+from netsleuth.model.packet import (
+    ETH_ARP,
+    ETH_IPV4,
+    ICMP,
+    PROTO_ICMP,
+    PROTO_TCP,
+    PROTO_UDP,
+    RAW,
+    TCP,
+    UDP,
+    Arp,
+    IPv4,
+    Packet,
+    PacketError,
+    arp_bytes,
+    headers_to_json,
+    icmp_bytes,
+    internet_checksum,
+    ipv4_bytes,
+    parse_arp,
+    parse_basic_l4,
+    parse_ipv4,
+    tcp_bytes,
+)
 
 _ETH = struct.Struct("!6s6sH")
 _U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
-_IP = struct.Struct("!BBHHHBBH4s4s")
-_TCP = struct.Struct("!HHIIBBHHH")
 _UDP = struct.Struct("!HHHH")
-_ICMP = struct.Struct("!BBHHH")
 _SCTP = struct.Struct("!HHII")
 _IP6 = struct.Struct("!IHBB16s16s")
 _ICMP6 = struct.Struct("!BBHI")
@@ -123,28 +154,12 @@ class Frame:
         if l3 is None:
             return self.payload
         if type(l3) is Arp:
-            return (struct.pack("!HHBBH", l3.htype, l3.ptype, l3.hlen, l3.plen, l3.op)
-                    + l3.sha.to_bytes(l3.hlen, "big") + l3.spa.to_bytes(l3.plen, "big")
-                    + l3.tha.to_bytes(l3.hlen, "big") + l3.tpa.to_bytes(l3.plen, "big") + self.payload)
+            return arp_bytes(l3, self.payload)
         if type(l3) is IPv4:
-            return self._ipv4_bytes(l3)
+            pseudo = l3.src.to_bytes(4, "big") + l3.dst.to_bytes(4, "big")
+            return ipv4_bytes(l3, lambda: self._l4_bytes(pseudo, l3.proto))
         assert type(l3) is IPv6
         return self._ipv6_bytes(l3)
-
-    def _ipv4_bytes(self, ip: IPv4) -> bytes:
-        opts = ip.options
-        if len(opts) % 4 or len(opts) > 40:
-            raise PacketError(f"IPv4 options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
-        if ip.frag >> 13 or ip.flags >> 3:
-            raise OverflowError(f"IPv4 flags {ip.flags} / fragment offset {ip.frag}")
-        pseudo = ip.src.to_bytes(4, "big") + ip.dst.to_bytes(4, "big")
-        segment = self._l4_bytes(pseudo, ip.proto)
-        hlen = 20 + len(opts)
-        total = ip.total_length if ip.total_length is not None else hlen + len(segment)
-        header = _IP.pack(0x40 | (hlen >> 2), ip.tos, total, ip.ident, (ip.flags << 13) | ip.frag, ip.ttl,
-                          ip.proto, 0, ip.src.to_bytes(4, "big"), ip.dst.to_bytes(4, "big")) + opts
-        csum = ip.csum if ip.csum is not None else internet_checksum(header)
-        return header[:10] + _U16.pack(csum) + header[12:] + segment
 
     def _ipv6_bytes(self, ip: IPv6) -> bytes:
         pseudo = ip.src.to_bytes(16, "big") + ip.dst.to_bytes(16, "big")
@@ -172,16 +187,7 @@ class Frame:
         kind = type(l4)
         if kind is TCP:
             assert isinstance(l4, TCP)
-            opts = l4.options
-            if len(opts) % 4 or len(opts) > 40:
-                raise PacketError(f"TCP options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
-            if l4.flags >> 12:
-                raise OverflowError(f"TCP flags {l4.flags:#x}")
-            doff = 5 + len(opts) // 4
-            seg = _TCP.pack(l4.src_port, l4.dst_port, l4.seq, l4.ack, (doff << 4) | (l4.flags >> 8),
-                            l4.flags & 0xFF, l4.window, 0, l4.urg) + opts + payload
-            csum = l4.csum if l4.csum is not None else pseudo_csum(seg)
-            return seg[:16] + _U16.pack(csum) + seg[18:]
+            return tcp_bytes(l4, payload, pseudo_csum)
         if kind is UDP:
             assert isinstance(l4, UDP)
             length = l4.length if l4.length is not None else 8 + len(payload)
@@ -210,9 +216,7 @@ class Frame:
             csum = l4.csum if l4.csum is not None else pseudo_csum(seg)
             return seg[:2] + _U16.pack(csum) + seg[4:]
         assert isinstance(l4, ICMP)
-        seg = _ICMP.pack(l4.type, l4.code, 0, l4.ident, l4.seq) + payload
-        csum = l4.csum if l4.csum is not None else internet_checksum(seg)
-        return seg[:2] + _U16.pack(csum) + seg[4:]
+        return icmp_bytes(l4, payload)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Frame:
@@ -260,14 +264,7 @@ class Frame:
             d["tags"] = [{"vid": t.vid, "pcp": t.pcp, "cfi": t.cfi, "tpid": f"{t.tpid:#06x}"} for t in self.tags]
         if self.mpls:
             d["mpls"] = [{"label": m.label, "tc": m.tc, "bos": m.bos, "ttl": m.ttl} for m in self.mpls]
-        if self.l3 is not None:
-            d["l3"] = _header_to_json(self.l3)
-        if self.l4 is not None:
-            d["l4"] = _header_to_json(self.l4)
-        d["payload"] = self.payload.hex()
-        if self.trailer:
-            d["trailer"] = self.trailer.hex()
-        return d
+        return headers_to_json(d, self.l3, self.l4, self.payload, self.trailer, _header_to_json)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Frame:
@@ -310,43 +307,12 @@ class Frame:
 def parse_l3(eth_type: int, data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
     """The L3 (and L4) headers of ``data[off:]`` for ``eth_type``, or None if none parse."""
     if eth_type == ETH_IPV4:
-        return _parse_ipv4(data, off)
+        return parse_ipv4(data, off, _parse_l4)
     if eth_type == ETH_IPV6:
         return _parse_ipv6(data, off)
     if eth_type == ETH_ARP:
-        return _parse_arp(data, off)
+        return parse_arp(data, off)
     return None
-
-
-def _parse_arp(data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
-    if len(data) - off < 8:
-        return None
-    htype, ptype, hlen, plen, op = struct.unpack_from("!HHBBH", data, off)
-    end = off + 8 + 2 * (hlen + plen)
-    if end > len(data):
-        return None
-    p = off + 8
-    vals = []
-    for width in (hlen, plen, hlen, plen):
-        vals.append(int.from_bytes(data[p:p + width], "big"))
-        p += width
-    return Arp(op, vals[0], vals[1], vals[2], vals[3], htype, ptype, hlen, plen), None, b"", data[end:]
-
-
-def _parse_ipv4(data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
-    n = len(data)
-    if n - off < 20:
-        return None
-    vihl, tos, total, ident, ff, ttl, proto, csum, src, dst = _IP.unpack_from(data, off)
-    hlen = (vihl & 0xF) * 4
-    if vihl >> 4 != 4 or hlen < 20 or n - off < hlen or total < hlen:
-        return None
-    end, explicit = (off + total, None) if off + total <= n else (n, total)
-    frag = ff & 0x1FFF
-    ip = IPv4(int.from_bytes(src, "big"), int.from_bytes(dst, "big"), proto, tos, ttl, ident, ff >> 13, frag,
-              data[off + 20:off + hlen], csum, explicit)
-    l4, l4end = (None, off + hlen) if frag else _parse_l4(proto, data, off + hlen, end)
-    return ip, l4, data[l4end:end], data[end:]
 
 
 def _parse_ipv6(data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
@@ -370,19 +336,9 @@ def _parse_ipv6(data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
 def _parse_l4(proto: int, data: bytes, off: int, end: int) -> tuple[Any, int]:
     """(L4 header or None, offset after it) within ``data[off:end]``."""
     avail = end - off
-    if proto == PROTO_TCP and avail >= 20:
-        sport, dport, seq, ack, b12, b13, win, csum, urg = _TCP.unpack_from(data, off)
-        tlen = (b12 >> 4) * 4
-        if tlen >= 20 and avail >= tlen:
-            return TCP(sport, dport, seq, ack, ((b12 & 0xF) << 8) | b13, win, urg, data[off + 20:off + tlen],
-                       csum), off + tlen
-    elif proto == PROTO_UDP and avail >= 8:
-        sport, dport, ulen, csum = _UDP.unpack_from(data, off)
-        return UDP(sport, dport, csum, None if ulen == avail else ulen), off + 8
-    elif proto == PROTO_ICMP and avail >= 8:
-        typ, code, csum, ident, seq = _ICMP.unpack_from(data, off)
-        return ICMP(typ, code, ident, seq, csum), off + 8
-    elif proto == PROTO_SCTP and avail >= 12:
+    if proto in (PROTO_TCP, PROTO_UDP, PROTO_ICMP):
+        return parse_basic_l4(proto, data, off, end)
+    if proto == PROTO_SCTP and avail >= 12:
         sport, dport, vtag, csum = _SCTP.unpack_from(data, off)
         return SCTP(sport, dport, vtag, csum), off + 12
     elif proto == PROTO_ICMPV6 and avail >= 8:

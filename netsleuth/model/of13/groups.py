@@ -28,14 +28,21 @@ Open vSwitch supports chaining, so CHAINING_UNSUPPORTED is never raised.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from netsleuth.model.of13.actions import (Action, Group, action_from_ofp, action_to_ofp, check_action_value,
-                                          render_action)
+from netsleuth.model.of13.actions import (
+    Action,
+    Group,
+    action_from_ofp,
+    action_to_ofp,
+    check_action_value,
+    render_action,
+)
 from netsleuth.model.of13.errors import OFError, bad_action
 
 GROUP_TYPES = {ofp.OFPGT_ALL: "all", ofp.OFPGT_SELECT: "select", ofp.OFPGT_INDIRECT: "indirect",

@@ -106,14 +106,9 @@ def walk_exthdrs(nh: int, chain: bytes) -> tuple[int, int, bool]:
     n = len(chain)
     while nh in _EXT_BITS and nh not in (EXT_ESP, EXT_NONE) and off + 2 <= n:
         bits |= _EXT_BITS[nh]
-        if nh == EXT_FRAG:
-            length = 8
-            if off + 4 <= n and int.from_bytes(chain[off + 2:off + 4], "big") >> 3:
-                first = False
-        elif nh == EXT_AH:
-            length = (chain[off + 1] + 2) * 4
-        else:
-            length = (chain[off + 1] + 1) * 8
+        length = _exthdr_len(nh, chain, off)
+        if nh == EXT_FRAG and off + 4 <= n and int.from_bytes(chain[off + 2:off + 4], "big") >> 3:
+            first = False
         if off + length > n:
             break
         nh = chain[off]
@@ -123,16 +118,21 @@ def walk_exthdrs(nh: int, chain: bytes) -> tuple[int, int, bool]:
     return nh, bits, first
 
 
+def _exthdr_len(nh: int, data: bytes, off: int) -> int:
+    """Bytes of the extension header ``nh`` at ``off``: a Fragment header is 8, AH counts
+    4-byte units less 2, the others 8-byte units less 1 (RFC 8200, RFC 4302)."""
+    if nh == EXT_FRAG:
+        return 8
+    if nh == EXT_AH:
+        return (data[off + 1] + 2) * 4
+    return (data[off + 1] + 1) * 8
+
+
 def exthdr_chain_len(nh: int, data: bytes, off: int, end: int) -> tuple[int, int]:
     """(bytes of complete extension headers from ``off``, final Next Header)."""
     start = off
     while nh in (EXT_HOP, EXT_ROUTING, EXT_FRAG, EXT_AH, EXT_DEST) and off + 2 <= end:
-        if nh == EXT_FRAG:
-            length = 8
-        elif nh == EXT_AH:
-            length = (data[off + 1] + 2) * 4
-        else:
-            length = (data[off + 1] + 1) * 8
+        length = _exthdr_len(nh, data, off)
         if off + length > end:
             break
         nh = data[off]

@@ -21,16 +21,32 @@ with the errors the spec names:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from netsleuth.model.of13.actions import (Action, DecMplsTtl, DecNwTtl, Group, Output, PopMpls, PopVlan,
-                                          PushMpls, PushVlan, SetField, SetMplsTtl, SetNwTtl, action_from_ofp,
-                                          action_to_ofp, check_action_value, check_output_port,
-                                          render_action)
+from netsleuth.model.of13.actions import (
+    Action,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopVlan,
+    PushMpls,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    action_from_ofp,
+    action_to_ofp,
+    check_action_value,
+    check_output_port,
+    render_action,
+)
 from netsleuth.model.of13.errors import OFError, bad_action, bad_instruction
 from netsleuth.model.of13.fieldspec import BY_NAME, ETH_IP_TYPES, VID_PRESENT
 from netsleuth.model.of13.headers import MPLS_TYPES

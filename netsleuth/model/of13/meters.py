@@ -91,7 +91,8 @@ class MeterTable:
         unit = flags & (ofp.OFPMF_KBPS | ofp.OFPMF_PKTPS)
         if unit not in (ofp.OFPMF_KBPS, ofp.OFPMF_PKTPS) or flags & ~(ofp.OFPMF_KBPS | ofp.OFPMF_PKTPS
                                                                         | ofp.OFPMF_BURST | ofp.OFPMF_STATS):
-            raise _mmf(ofp.OFPMMFC_BAD_FLAGS, f"meter flags {flags:#x}", "set exactly one of OFPMF_KBPS and OFPMF_PKTPS")
+            raise _mmf(ofp.OFPMMFC_BAD_FLAGS, f"meter flags {flags:#x}",
+                       "set exactly one of OFPMF_KBPS and OFPMF_PKTPS")
         for b in bands:
             if b.type not in (ofp.OFPMBT_DROP, ofp.OFPMBT_DSCP_REMARK):
                 raise _mmf(ofp.OFPMMFC_BAD_BAND, f"band type {b.type}", "use OFPMBT_DROP or OFPMBT_DSCP_REMARK")
@@ -145,7 +146,7 @@ class MeterTable:
         m.byte_count += nbytes
         cost = nbytes * 8.0 if m.flags & ofp.OFPMF_KBPS else 1.0
         exceeded: list[int] = []
-        for i, (b, st) in enumerate(zip(m.bands, m.state)):
+        for i, (b, st) in enumerate(zip(m.bands, m.state, strict=True)):
             rate = b.rate * (1000.0 if m.flags & ofp.OFPMF_KBPS else 1.0)
             st.tokens = min(m.depth(b), st.tokens + elapsed * rate)
             if st.tokens >= cost:

@@ -22,8 +22,8 @@ the switch is configured so, OFPC_INVALID_TTL_TO_CONTROLLER).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 

@@ -105,7 +105,7 @@ class EnergyTE(App):
         self.polls_left = POLLS
         self.flows: dict[tuple, tuple[int, ...]] = {}   # flow -> its path
 
-    def copy(self) -> "EnergyTE":
+    def copy(self) -> EnergyTE:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.flows = dict(self.flows)

@@ -50,11 +50,13 @@ scenario, and FlowAffinity could only hold with that assumption.
 
 from __future__ import annotations
 
+from typing import cast
+
 from netsleuth.model.actions import Output, SetDlDst, SetNwDst
 from netsleuth.model.addr import ip_to_int, mac_to_int
 from netsleuth.model.match import Match
 from netsleuth.model.ofdp import ofp
-from netsleuth.model.packet import ETH_ARP, ETH_IPV4, PROTO_TCP, TCP_ACK, TCP_SYN, Arp, IPv4, Packet, TCP, arp_reply
+from netsleuth.model.packet import ETH_ARP, ETH_IPV4, PROTO_TCP, TCP, TCP_ACK, TCP_SYN, Arp, IPv4, Packet, arp_reply
 from netsleuth.model.topology import Topology
 from netsleuth.nice.app import NO_BUFFER, App
 
@@ -101,7 +103,8 @@ def assignment(weights: tuple[int, int]) -> tuple[int, ...]:
 
 def conn_key(p: Packet) -> tuple[int, int, int]:
     """A client connection: (client ip, client port, service port)."""
-    return (p.l3.src, p.l4.src_port, p.l4.dst_port)
+    ip, tcp = cast(IPv4, p.l3), cast(TCP, p.l4)  # only called on TCP/IPv4 packets (handle_tcp)
+    return (ip.src, tcp.src_port, tcp.dst_port)
 
 
 class LoadBalancer(App):
@@ -117,7 +120,7 @@ class LoadBalancer(App):
         self.moving: dict[int, tuple[int, int]] = {}     # block -> (old replica, new replica)
         self.conns: dict[tuple, int] = {}                # connection -> replica (transition decisions)
 
-    def copy(self) -> "LoadBalancer":
+    def copy(self) -> LoadBalancer:
         new = object.__new__(type(self))
         new.dpid, new.policy, new.step = self.dpid, self.policy, self.step
         new.moving = dict(self.moving)
@@ -148,7 +151,7 @@ class LoadBalancer(App):
             for b, r in enumerate(new):
                 self.install_rule(self.dpid, self.block_match(b), self.to_replica(r), priority=PRIO_BLOCK)
         else:
-            for b, (old, r) in enumerate(zip(self.policy, new)):
+            for b, (old, r) in enumerate(zip(self.policy, new, strict=False)):
                 if old != r:
                     self.moving[b] = (old, r)
                     self.start_transition(b)
@@ -171,7 +174,7 @@ class LoadBalancer(App):
 
     # ------------------------------------------------------------------ pieces the variants change
     def handle_arp(self, dpid: int, in_port: int, buffer_id: int, packet: Packet) -> None:
-        arp = packet.l3
+        arp = cast(Arp, packet.l3)  # dispatched here for ARP packets only
         if arp.op == 1 and arp.tpa == VIP:
             reply = arp_reply(VMAC, VIP, arp.sha, arp.spa)
             self.send_packet_out(dpid, NO_BUFFER, (Output(in_port),), ofp.OFPP_NONE, reply.to_bytes())
@@ -180,7 +183,7 @@ class LoadBalancer(App):
             self.flood(dpid, buffer_id, in_port)
 
     def handle_tcp(self, dpid: int, in_port: int, reason: int, buffer_id: int, packet: Packet) -> None:
-        block = block_of(packet.l3.src)
+        block = block_of(cast(IPv4, packet.l3).src)  # dispatched here for TCP/IPv4 packets only
         if self.policy is None or block is None:
             # No policy yet (or not a client): nothing to forward to -- but the packet
             # must not stay in the switch's buffer.
@@ -192,7 +195,8 @@ class LoadBalancer(App):
         """A client packet that reached the controller while a policy is in force."""
         if block not in self.moving:
             # A stray packet (a race with the rule install): forward it by the policy.
-            self.send_packet_out(dpid, buffer_id, self.to_replica(self.policy[block]), in_port)
+            policy = cast(tuple[int, ...], self.policy)  # serve() runs only once a policy is in force
+            self.send_packet_out(dpid, buffer_id, self.to_replica(policy[block]), in_port)
             return
         key = conn_key(packet)
         r = self.conns.get(key)
@@ -212,9 +216,10 @@ class LoadBalancer(App):
 
     def start_transition(self, block: int) -> None:
         """Send the block's packets to the controller: new rule first, then delete the old one."""
-        self.install_rule(self.dpid, self.block_match(block), (Output(ofp.OFPP_CONTROLLER, self.max_len()),),
+        dpid = cast(int, self.dpid)  # transitions start on "reconfigure", which needs the switch joined
+        self.install_rule(dpid, self.block_match(block), (Output(ofp.OFPP_CONTROLLER, self.max_len()),),
                           priority=PRIO_TRANSITION)
-        self.delete_rules(self.dpid, self.block_match(block), strict=True, priority=PRIO_BLOCK)
+        self.delete_rules(dpid, self.block_match(block), strict=True, priority=PRIO_BLOCK)
 
     def max_len(self) -> int:
         return FULL_PACKET
@@ -236,8 +241,9 @@ class LoadBalancer(App):
 
     @staticmethod
     def conn_match(p: Packet) -> Match:
-        return Match.build(dl_type=ETH_IPV4, nw_proto=PROTO_TCP, nw_src=p.l3.src, nw_dst=VIP,
-                           tp_src=p.l4.src_port, tp_dst=p.l4.dst_port)
+        ip, tcp = cast(IPv4, p.l3), cast(TCP, p.l4)  # a client's TCP/IPv4 packet
+        return Match.build(dl_type=ETH_IPV4, nw_proto=PROTO_TCP, nw_src=ip.src, nw_dst=VIP,
+                           tp_src=tcp.src_port, tp_dst=tcp.dst_port)
 
     @staticmethod
     def to_replica(r: int) -> tuple:
@@ -246,7 +252,8 @@ class LoadBalancer(App):
 
 
 def _is_syn(p: Packet) -> bool:
-    return bool(p.l4.flags & TCP_SYN) and not p.l4.flags & TCP_ACK
+    tcp = cast(TCP, p.l4)  # a client's TCP packet
+    return bool(tcp.flags & TCP_SYN) and not tcp.flags & TCP_ACK
 
 
 class LoadBalancerBugIV(LoadBalancer):
@@ -256,7 +263,7 @@ class LoadBalancerBugIV(LoadBalancer):
     variant = "bug-iv"
 
     def handle_arp(self, dpid, in_port, buffer_id, packet):
-        arp = packet.l3
+        arp = cast(Arp, packet.l3)  # dispatched here for ARP packets only
         if arp.op == 1 and arp.tpa == VIP:
             reply = arp_reply(VMAC, VIP, arp.sha, arp.spa)
             self.send_packet_out(dpid, NO_BUFFER, (Output(in_port),), ofp.OFPP_NONE, reply.to_bytes())

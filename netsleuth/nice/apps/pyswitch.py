@@ -22,6 +22,8 @@ NOX's discovery module would give it) plus host-facing ports.
 
 from __future__ import annotations
 
+from typing import cast
+
 from netsleuth.model.actions import Output
 from netsleuth.model.match import Match
 from netsleuth.nice.app import App
@@ -39,7 +41,7 @@ class PySwitch(App):
 
     # Fast, exact state handling: the model checker copies and hashes the app
     # in every state it creates.
-    def copy(self) -> "PySwitch":
+    def copy(self) -> PySwitch:
         new = object.__new__(type(self))
         new.st = {d: dict(t) for d, t in self.st.items()}
         return new
@@ -88,8 +90,8 @@ class PySwitchFixed(PySwitch):
         super().__init__()
         self.tree: dict[int, tuple[int, ...]] = {}  # dpid -> inter-switch ports on the spanning tree
 
-    def copy(self) -> "PySwitchFixed":
-        new = super().copy()
+    def copy(self) -> PySwitchFixed:
+        new = cast(PySwitchFixed, super().copy())  # App.copy copies the instance's own class
         new.tree = self.tree  # computed once at join time from the static topology; never mutated
         return new
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import dis
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any, Iterable
+from typing import Any
 
 _JUMP_OPS = frozenset(op for op in dis.opmap if "JUMP" in op and "IF" in op)
 
@@ -88,7 +89,7 @@ class ArcTracer:
         self.hits: set[tuple[CodeType, int, int]] = set()
         self._pending: dict[int, tuple[Any, bool]] = {}     # id(frame) -> (site, taken) awaiting its jump
         self.outcome_arc: dict[tuple[Any, bool], tuple[CodeType, int, int]] = {}
-        self._prev = None
+        self._prev: Any = None
 
     # -- the engine's branch events (see sym.Tracer.record)
     def on_branch(self, frame: FrameType, site: Any, taken: bool) -> None:
@@ -96,7 +97,7 @@ class ArcTracer:
             self._pending[id(frame)] = (site, taken)
 
     # -- sys.settrace plumbing
-    def __enter__(self) -> "ArcTracer":
+    def __enter__(self) -> ArcTracer:
         self._prev = sys.gettrace()
         sys.settrace(self._global)
         return self

@@ -16,21 +16,23 @@ packet and byte counters, for apps that choose routes from load.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import z3
 
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet
 from netsleuth.nice.app import App, ControllerAPI
-from netsleuth.nice.errors import ScenarioError
-from netsleuth.nice.state import pids_in_flight
-from netsleuth.nice.transitions import SENDPKT, STATS
+from netsleuth.nice.concolic.containers import instrument
 from netsleuth.nice.concolic.coverage import ArcTracer, Coverage
 from netsleuth.nice.concolic.engine import Exploration, explore
 from netsleuth.nice.concolic.packet import Domain, HostLike, SymPacket, concrete_packet, header_vars
-from netsleuth.nice.concolic.sym import SymInt, Tracer, instrument
+from netsleuth.nice.concolic.sym import SymInt, Tracer
+from netsleuth.nice.errors import ScenarioError
+from netsleuth.nice.state import pids_in_flight
+from netsleuth.nice.transitions import SENDPKT, STATS
 
 DEFAULT_MAX_RUNS = 64
 
@@ -54,7 +56,7 @@ class Discovery:
 
     def to_json(self) -> dict:
         ex = self.exploration
-        d = {"paths": len(self.inputs), "generated": ex.generated, "kept": ex.kept, "runs": ex.runs,
+        d: dict[str, Any] = {"paths": len(self.inputs), "generated": ex.generated, "kept": ex.kept, "runs": ex.runs,
              "duplicates": ex.duplicates, "divergences": ex.divergences, "solver_calls": ex.solver_calls,
              "truncated": ex.truncated}
         if self.coverage is not None:
@@ -100,7 +102,7 @@ def _run_handler(app: App, call: Callable[[App], None], now: float, links: tuple
 
 def _explore(run: Callable, variables: dict, domain: list, accept: Callable | None, app: App,
              max_runs: int, coverage: bool, strategy: str,
-             preferences: list = ()) -> tuple[Exploration, Coverage | None]:
+             preferences: Sequence[Any] = ()) -> tuple[Exploration, Coverage | None]:
     tracer = ArcTracer(_app_modules(app)) if coverage else None
     ex = explore(run, variables, domain, accept=accept, max_runs=max_runs, strategy=strategy, observer=tracer,
                  preferences=preferences)

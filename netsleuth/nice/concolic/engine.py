@@ -18,8 +18,9 @@ reports generated vs kept so the claim is measured rather than assumed.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import z3
 
@@ -214,7 +215,7 @@ def _follows(sig: tuple, expected: tuple) -> bool:
     """Did a run take the predicted prefix?  A negated pin ("!=", v) is followed by any other value."""
     if len(sig) < len(expected):
         return False
-    for (site, label), (esite, elabel) in zip(sig, expected):
+    for (site, label), (esite, elabel) in zip(sig, expected, strict=False):
         if site != esite:
             return False
         if type(elabel) is tuple and elabel[0] == "!=":

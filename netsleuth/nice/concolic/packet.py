@@ -21,14 +21,27 @@ concrete packet: the generated-vs-kept count is that check's verdict.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import z3
 
 from netsleuth.model.addr import BROADCAST_MAC
-from netsleuth.model.packet import (ETH_ARP, ETH_IPV4, ICMP, PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP,
-                                    TCP_SYN, UDP, Arp, IPv4, Packet)
+from netsleuth.model.packet import (
+    ETH_ARP,
+    ETH_IPV4,
+    ICMP,
+    PROTO_ICMP,
+    PROTO_TCP,
+    PROTO_UDP,
+    TCP,
+    TCP_SYN,
+    UDP,
+    Arp,
+    IPv4,
+    Packet,
+)
 from netsleuth.nice.concolic.sym import SymInt, Tracer
 
 # name -> width in bits (the wire width of the header field)
@@ -174,9 +187,12 @@ class SymPacket(Packet):
     """
 
     __slots__ = ("_sym", "_tr", "_l3", "_l4")
+    _sym: dict[str, Any]
+    _l3: Any
+    _l4: Any
 
     @classmethod
-    def make(cls, tr: Tracer, variables: dict[str, z3.BitVecRef], values: dict[str, int]) -> "SymPacket":
+    def make(cls, tr: Tracer, variables: dict[str, z3.BitVecRef], values: dict[str, int]) -> SymPacket:
         sym = {n: SymInt(values[n], variables[n], tr) for n in FIELDS}
         p = object.__new__(cls)
         set_ = object.__setattr__
@@ -193,7 +209,7 @@ class SymPacket(Packet):
         return p
 
     @property
-    def l3(self) -> Any:  # type: ignore[override]
+    def l3(self) -> Any:
         v = self._l3
         if v is _UNSET:
             s = self._sym
@@ -208,7 +224,7 @@ class SymPacket(Packet):
         return v
 
     @property
-    def l4(self) -> Any:  # type: ignore[override]
+    def l4(self) -> Any:
         v = self._l4
         if v is _UNSET:
             s = self._sym

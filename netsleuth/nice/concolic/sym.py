@@ -15,7 +15,7 @@ comparison, ``in`` on an instrumented dict/set, ``__hash__``, ``int()``,
 recorded as the equality ``x == value``: negating it later asks the solver
 for a different value, which is how a dict lookup on a *plain* dict still
 gets explored.  ``in`` on the app's own dicts and sets is precise instead:
-:func:`instrument` replaces them (in a throw-away copy of the app) with
+:func:`instrument` (containers.py) replaces them (in a throw-away copy of the app) with
 :class:`SymDict`/:class:`SymSet`, which record the disjunction over the
 concrete keys, and ``d[x]`` returns an if-then-else over the values.
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, SupportsIndex
 
 import z3
 
@@ -194,13 +194,13 @@ class SymBool:
 
     __rxor__ = __xor__
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         p = self._other(o)
         if p is None:
             return NotImplemented
         return SymBool(self.value == p[0], self.expr == p[1], self.tr)
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         p = self._other(o)
         if p is None:
             return NotImplemented
@@ -222,8 +222,11 @@ class SymInt(int):
     """An unsigned ``width``-bit value: concretely the int it is, symbolically ``expr``."""
 
     # int subclasses cannot have non-empty __slots__; attributes live in __dict__.
+    expr: z3.BitVecRef
+    width: int
+    tr: Tracer
 
-    def __new__(cls, value: int, expr: z3.BitVecRef, tr: Tracer) -> "SymInt":
+    def __new__(cls, value: int, expr: z3.BitVecRef, tr: Tracer) -> SymInt:
         width = expr.size()
         obj = int.__new__(cls, value & ((1 << width) - 1))
         obj.expr = expr
@@ -246,7 +249,7 @@ class SymInt(int):
             return o, _bv(o, self.width, self.expr.ctx)
         return None
 
-    def _make(self, value: int, expr: z3.BitVecRef) -> "SymInt":
+    def _make(self, value: int, expr: z3.BitVecRef) -> SymInt:
         return SymInt(value, expr, self.tr)
 
     def _arith(self, o: Any, zop: Any, pop: Any, reflected: bool = False) -> Any:
@@ -383,8 +386,9 @@ class SymInt(int):
         # Debug output only: does not constrain the path.
         return f"SymInt({self.value:#x}, {self.expr})"
 
-    def to_bytes(self, length: int = 1, byteorder: str = "big", *, signed: bool = False) -> bytes:
-        return self.concretize().to_bytes(length, byteorder, signed=signed)  # type: ignore[arg-type]
+    def to_bytes(self, length: SupportsIndex = 1, byteorder: Literal["little", "big"] = "big", *,
+                 signed: bool = False) -> bytes:
+        return self.concretize().to_bytes(length, byteorder, signed=signed)
 
     def bit_length(self) -> int:
         return self.concretize().bit_length()
@@ -453,173 +457,7 @@ def sym_eq(a: Any, b: Any) -> z3.BoolRef:
     if ta is tuple:
         if type(b) is not tuple or len(a) != len(b):
             return false
-        return z3.And(*[sym_eq(x, y) for x, y in zip(a, b)]) if a else z3.BoolVal(True, ctx)
+        return z3.And(*[sym_eq(x, y) for x, y in zip(a, b, strict=True)]) if a else z3.BoolVal(True, ctx)
     if is_sym(b):
         return sym_eq(b, a)
     return z3.BoolVal(a == b, ctx)
-
-
-# --------------------------------------------------------------------------- containers
-
-
-def _member(container: Any, x: Any) -> bool:
-    """``x in container`` for a symbolic ``x``: record the disjunction over the concrete keys."""
-    tr = tracer_of(x)
-    found = container._plain_contains(concrete(x))
-    keys = list(container._plain_keys())
-    cond = z3.Or(*[sym_eq(x, k) for k in keys]) if keys else z3.BoolVal(False, _ctx(x))
-    tr.record(cond if found else z3.Not(cond), found, "member")
-    return found
-
-
-class SymDict(dict):
-    """A dict whose lookups with symbolic keys record ``key in keys`` precisely.
-
-    Only ever lives in the throw-away copy of an app that a concolic run uses.
-    """
-
-    __slots__ = ()
-
-    def _plain_contains(self, k: Any) -> bool:
-        return dict.__contains__(self, k)
-
-    def _plain_keys(self):
-        return dict.keys(self)
-
-    def __contains__(self, k: Any) -> bool:
-        if is_sym(k):
-            return _member(self, k)
-        return dict.__contains__(self, k)
-
-    def __getitem__(self, k: Any) -> Any:
-        if not is_sym(k):
-            return dict.__getitem__(self, k)
-        if not _member(self, k):
-            raise KeyError(concrete(k))
-        return self._value_of(k)
-
-    def _value_of(self, k: Any) -> Any:
-        """The value under symbolic key ``k`` (known present): an if-then-else when the values are ints."""
-        ck = concrete(k)
-        value = dict.__getitem__(self, ck)
-        items = list(dict.items(self))
-        ints = [v for _, v in items if type(v) is int or type(v) is SymInt]
-        if len(items) < 2 or len(ints) != len(items) or type(value) is bool:
-            # Not all ints: pin the key to the one found (a per-key branch the engine can negate).
-            tracer_of(k).record(sym_eq(k, ck), True, "member", ck)
-            return value
-        width = max(16, max(int.bit_length(int(v) if type(v) is int else v.value) for v in ints))
-        width = max([width] + [v.width for v in ints if type(v) is SymInt])
-        tr = tracer_of(k)
-        ctx = _ctx(k)
-
-        def as_bv(v: Any) -> z3.BitVecRef:
-            if type(v) is SymInt:
-                e = v.expr
-                return z3.ZeroExt(width - e.size(), e) if e.size() < width else e
-            return z3.BitVecVal(v, width, ctx)
-
-        expr = as_bv(items[-1][1])
-        for key, v in reversed(items[:-1]):
-            expr = z3.If(sym_eq(k, key), as_bv(v), expr)
-        cv = value.value if type(value) is SymInt else value
-        return SymInt(cv, expr, tr)
-
-    def get(self, k: Any, default: Any = None) -> Any:
-        if not is_sym(k):
-            return dict.get(self, k, default)
-        return self._value_of(k) if _member(self, k) else default
-
-    def _pin(self, k: Any) -> Any:
-        if is_sym(k):
-            ck = concrete(k)
-            tr = tracer_of(k)
-            tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
-            return ck
-        return k
-
-    def __setitem__(self, k: Any, v: Any) -> None:
-        dict.__setitem__(self, self._pin(k), v)
-
-    def __delitem__(self, k: Any) -> None:
-        if is_sym(k) and not _member(self, k):
-            raise KeyError(concrete(k))
-        dict.__delitem__(self, self._pin(k))
-
-    def pop(self, k: Any, *default: Any) -> Any:
-        if is_sym(k) and not _member(self, k):
-            if default:
-                return default[0]
-            raise KeyError(concrete(k))
-        return dict.pop(self, self._pin(k), *default)
-
-    def setdefault(self, k: Any, default: Any = None) -> Any:
-        if is_sym(k) and _member(self, k):
-            return self._value_of(k)
-        return dict.setdefault(self, self._pin(k), default)
-
-
-class SymSet(set):
-    """A set whose ``in`` with a symbolic element records the disjunction over its elements."""
-
-    __slots__ = ()
-
-    def _plain_contains(self, k: Any) -> bool:
-        return set.__contains__(self, k)
-
-    def _plain_keys(self):
-        return iter(self)
-
-    def __contains__(self, k: Any) -> bool:
-        if is_sym(k):
-            return _member(self, k)
-        return set.__contains__(self, k)
-
-    def _pin(self, k: Any) -> Any:
-        if is_sym(k):
-            ck = concrete(k)
-            tr = tracer_of(k)
-            tr.record(sym_eq(k, ck), True, tr.pin_kind, ck)
-            return ck
-        return k
-
-    def add(self, k: Any) -> None:
-        set.add(self, self._pin(k))
-
-    def discard(self, k: Any) -> None:
-        set.discard(self, self._pin(k))
-
-    def remove(self, k: Any) -> None:
-        if is_sym(k) and not _member(self, k):
-            raise KeyError(concrete(k))
-        set.remove(self, self._pin(k))
-
-
-def _wrap(value: Any, depth: int = 0) -> Any:
-    if depth > 6:
-        return value
-    t = type(value)
-    if t is dict:
-        return SymDict({k: _wrap(v, depth + 1) for k, v in value.items()})
-    if t is set:
-        return SymSet(value)
-    if t is frozenset:
-        return SymSet(value)
-    if t is list:
-        return [_wrap(v, depth + 1) for v in value]
-    return value
-
-
-def instrument(app: Any) -> Any:
-    """Replace the plain dicts/sets/lists in ``app``'s state by their symbolic-aware versions, in place.
-
-    Call it only on a copy: the engine discards that copy after the run.
-    Why not proxy everything: an app's state is plain data by the App API's
-    contract (see netsleuth.nice.app), and those are the containers apps
-    test membership in (MAC tables, host sets).
-    """
-    d = app.__dict__
-    for k in list(d):
-        if not k.startswith("_"):
-            d[k] = _wrap(d[k])
-    return app

@@ -51,9 +51,10 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netsleuth import __version__
 from netsleuth.errors import NetsleuthError, TraceFormatError
@@ -65,7 +66,7 @@ from netsleuth.trace.fingerprint import of_fingerprint
 
 __all__ = ["ImportReport", "import_sts", "STS_CLASSES", "OpenFlowDecoder"]
 
-OpenFlowDecoder = Callable[[bytes], dict]
+OpenFlowDecoder = Callable[[bytes], dict[Any, Any]]
 """Raw OpenFlow 1.0 message bytes -> the codec's JSON form ``{"type", "xid", "body"}``."""
 
 INFERRED_SPEC = "sts-inferred"
@@ -249,7 +250,7 @@ def _read(path: Path) -> tuple[list[_Rec], int]:
 
 
 # --------------------------------------------------------------------- helpers
-def _dpfp_to_fp(value: Any) -> tuple | None:
+def _dpfp_to_fp(value: Any) -> tuple[Any, ...] | None:
     """An STS DPFingerprint dict as a netsleuth packet fingerprint (None if it is not one)."""
     if not isinstance(value, dict):
         return None
@@ -322,7 +323,7 @@ class _Importer:
         self.next_input = 0
         self.id_of_label: dict[str, str] = {}
         self.deps: dict[str, list[str]] = {}
-        self.open_failure: dict[tuple, str] = {}
+        self.open_failure: dict[tuple[Any, ...], str] = {}
         self.last_migration: dict[str, str] = {}
         self.unprunable: list[str] = []
         # OpenFlow connections: (dpid, controller) -> conn number
@@ -457,7 +458,7 @@ class _Importer:
         except (binascii.Error, ValueError):
             raise _fail(self.where(rec), f"{rec.cls} {rec.label}: dp_event.packet is not base64",
                         "restore the packet bytes as STS wrote them") from None
-        intf = dp_event.get("interface") if isinstance(dp_event.get("interface"), dict) else {}
+        intf: dict[str, Any] = dp_event["interface"] if isinstance(dp_event.get("interface"), dict) else {}
         mac = None
         try:
             if isinstance(intf.get("hw_addr"), str):
@@ -589,7 +590,7 @@ class _Importer:
         return topo
 
     # ------------------------------------------------------------- emitting
-    def emit(self, rec: _Rec, cls: type, **fields: Any) -> ts.Event:
+    def emit(self, rec: _Rec, cls: type[ts.Event], **fields: Any) -> ts.Event:
         fields.update(seq=len(self.events), t=round(rec.time - self.t0, 6))
         if cls.is_input:
             self.next_input += 1
@@ -603,11 +604,11 @@ class _Importer:
         self.converted[rec.cls] = self.converted.get(rec.cls, 0) + 1
         return ev
 
-    def failure(self, rec: _Rec, cls: type, key: tuple, **fields: Any) -> None:
+    def failure(self, rec: _Rec, cls: type, key: tuple[Any, ...], **fields: Any) -> None:
         ev = self.emit(rec, cls, **fields)
-        self.open_failure[key] = ev.id  # type: ignore[attr-defined]
+        self.open_failure[key] = ev.id  # type: ignore[attr-defined]  # failures are inputs: an InputEvent
 
-    def recovery(self, rec: _Rec, cls: type, key: tuple, **fields: Any) -> None:
+    def recovery(self, rec: _Rec, cls: type, key: tuple[Any, ...], **fields: Any) -> None:
         dep = self.open_failure.pop(key, None)
         if dep is None:
             self.note_once(f"orphan:{rec.cls}", f"{rec.cls} on line {rec.lineno} (and maybe others) follows no "
@@ -670,8 +671,8 @@ class _Importer:
         elif c in ("ControlMessageReceive", "ControlMessageSend"):
             self.openflow(rec)
         elif c == "CheckInvariants":
-            name = d.get("invariant_name") or d.get("invariant_check_name")
-            self.current_check = name if isinstance(name, str) else None
+            check_name = d.get("invariant_name") or d.get("invariant_check_name")
+            self.current_check = check_name if isinstance(check_name, str) else None
             if self.current_check and self.current_check not in self.checks:
                 self.checks.append(self.current_check)
             self.skip(rec, _NO_COUNTERPART[c])
@@ -699,7 +700,7 @@ class _Importer:
         prev = self.last_migration.get(host)
         ev = self.emit(rec, ts.HostMigration, deps=[prev] if prev else [], host=host, old_switch=old_sw,
                        old_port=old_port, new_switch=new_sw, new_port=new_port)
-        self.last_migration[host] = ev.id  # type: ignore[attr-defined]
+        self.last_migration[host] = ev.id  # type: ignore[attr-defined]  # a HostMigration is an InputEvent
 
     def traffic(self, rec: _Rec) -> None:
         dp_event = rec.d.get("dp_event")
@@ -815,7 +816,7 @@ class _Importer:
     # ------------------------------------------------------------- dependencies
     def link_dependent_labels(self) -> None:
         """STS ``A.dependent_labels = [B]`` (prune A => prune B) as ``B.deps`` containing A."""
-        seq = {e.id: e.seq for e in self.events if e.is_input}  # type: ignore[attr-defined]
+        seq = {e.id: e.seq for e in self.events if e.is_input}  # type: ignore[attr-defined]  # is_input: InputEvents
         dropped = flipped = 0
         for rec in self.records:
             for other in rec.d.get("dependent_labels") or ():
@@ -838,15 +839,16 @@ class _Importer:
                               "later event (deps always point backwards)")
         for i, ev in enumerate(self.events):
             if ev.is_input:
+                # is_input: an InputEvent
                 deps = sorted(set(self.deps[ev.id]), key=seq.__getitem__)  # type: ignore[attr-defined]
                 if deps:
-                    self.events[i] = replace(ev, deps=tuple(deps))
+                    self.events[i] = replace(ev, deps=tuple(deps))  # type: ignore[call-arg]  # an InputEvent
 
     # ------------------------------------------------------------- run
     def run(self) -> ImportReport:
         self.prepass()
         self.topo = self.given if self.given is not None else self.infer_topology()
-        self.link_keys = {(l.node1, l.port1, l.node2, l.port2) for l in self.topo.links}
+        self.link_keys = {(lk.node1, lk.port1, lk.node2, lk.port2) for lk in self.topo.links}
         for rec in self.records:
             self.convert(rec)
         self.link_dependent_labels()

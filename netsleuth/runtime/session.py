@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 from netsleuth import __version__
 from netsleuth.controllers.external import ControllerProcess
@@ -34,13 +35,13 @@ from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 
 
-class Progress(Protocol):
+class JobProgress(Protocol):
     def phase(self, name: str, total: int | None) -> None: ...
     def advance(self, completed: int) -> None: ...
     def note(self, text: str) -> None: ...
 
 
-class Silent:
+class SilentProgress:
     def phase(self, name: str, total: int | None) -> None:
         pass
 
@@ -99,11 +100,11 @@ class Session:
             "openflow": self.openflow,
         })
 
-    def execute(self, body: Callable[["Session", Runtime], Awaitable[None]],
-                progress: Progress | None = None,
+    def execute(self, body: Callable[[Session, Runtime], Awaitable[None]],
+                progress: JobProgress | None = None,
                 observers: tuple[Callable[[Any], None], ...] = ()) -> JobResult:
         """Start everything, bootstrap, run ``body``; always write trace and result.json."""
-        progress = progress or Silent()
+        progress = progress or SilentProgress()
         self.progress = progress
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -159,7 +160,7 @@ class Session:
         self.writer.replace_header(self.header)
         self.result.data["negotiated"] = dict(versions)
 
-    async def _drive(self, body: Callable[["Session", Runtime], Awaitable[None]]) -> None:
+    async def _drive(self, body: Callable[[Session, Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
         flusher = asyncio.create_task(self._flush_periodically())
         try:

@@ -15,7 +15,7 @@ from netsleuth.invariants.policy import load_isolation
 from netsleuth.trace.io import read_trace
 
 
-def check_trace(path: str | Path, checks: str | None = None, at: int | None = None,
+def invariants_on_trace(path: str | Path, checks: str | None = None, at: int | None = None,
                 isolation: Path | None = None) -> dict:
     trace = read_trace(path)
     invariants = [i for i in registry.resolve(checks) if i.name != "dataplane-loops"]

@@ -1,0 +1,60 @@
+"""One name per concept: no two classes of ``netsleuth/`` share a name.
+
+Two classes called the same thing (two ``FlowMod``s, two ``Event``s) make a
+reader -- and an import line -- guess which one is meant. The check reads every
+module with :mod:`ast` (nothing is imported) and collects the classes defined
+anywhere in it, nested ones included. A true re-export (``from a import X`` in
+``b``) defines no class and never trips it; only a second ``class X`` does.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "netsleuth"
+
+# Names allowed to be defined more than once, each with why. A class defined
+# twice is a different concept by construction, so this stays empty unless a
+# name is genuinely shared by design (say, one module re-defining another's
+# class for a version switch); add an entry only with that reason beside it.
+ALLOWED: dict[str, str] = {}
+
+
+def class_definitions(pkg: Path) -> dict[str, list[str]]:
+    """Every class name defined under ``pkg``, with the ``file:line`` places that define it."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg.parent)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(rel))):
+            if isinstance(node, ast.ClassDef):
+                where[node.name].append(f"{rel}:{node.lineno}")
+    return where
+
+
+def duplicates(pkg: Path) -> dict[str, list[str]]:
+    return {name: places for name, places in sorted(class_definitions(pkg).items())
+            if len(places) > 1 and name not in ALLOWED}
+
+
+def test_no_two_classes_of_netsleuth_share_a_name() -> None:
+    dups = duplicates(PACKAGE)
+    assert not dups, "classes sharing a name (rename one, for what it is):\n" + "\n".join(
+        f"  {name}: {', '.join(places)}" for name, places in dups.items())
+
+
+def test_allow_list_names_only_classes_still_defined_twice() -> None:
+    defs = class_definitions(PACKAGE)
+    stale = [name for name in ALLOWED if len(defs.get(name, [])) < 2]
+    assert not stale, f"allow-list entries no longer needed: {stale}"
+
+
+def test_the_check_finds_a_duplicate_and_ignores_a_re_export(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("class Event:\n    pass\n")
+    (pkg / "b.py").write_text("from pkg.a import Event\n\n\nclass Other:\n    pass\n")
+    assert duplicates(pkg) == {}
+    (pkg / "sub" / "c.py").write_text("def f():\n    class Event:\n        pass\n")
+    assert duplicates(pkg) == {"Event": ["pkg/a.py:1", "pkg/sub/c.py:2"]}
