@@ -65,7 +65,7 @@ F_COMPLEX = -3   # several emissions, rewrites before an output, or a special po
 
 Emission = tuple[int, int, tuple[Rewrite, ...]]  # (kind, port, rewrites applied before it)
 
-class Group:
+class PatternGroup:
     """Entries relevant at one in_port that share one wildcard pattern."""
 
     __slots__ = ("mask", "best", "subs")
@@ -105,7 +105,7 @@ class PortIndex:
     __slots__ = ("_groups", "_build", "fast_mask", "ids", "_key_code", "_codes", "memo", "_buckets")
 
     def __init__(self) -> None:
-        self._groups: list[Group] | None = []
+        self._groups: list[PatternGroup] | None = []
         self._build: Any = None
         self.fast_mask: int | None = None
         self.ids: dict[int, int] | None = None
@@ -115,7 +115,7 @@ class PortIndex:
         self._buckets: dict[int, list] | None = None  # from the table's PatternIndex, if built from it
 
     @property
-    def groups(self) -> list[Group]:
+    def groups(self) -> list[PatternGroup]:
         if self._groups is None:
             self._groups = self._build()
             self._build = None
@@ -303,7 +303,7 @@ class CompiledSwitch:
         for _w, lst in sorted(pats.items()):
             masks = entries[lst[0]].match.masks
             gm = pack(masks)
-            g = Group(gm)
+            g = PatternGroup(gm)
             packer = _packer(masks)
             best = g.best
             if single:

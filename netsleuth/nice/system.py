@@ -108,7 +108,7 @@ class Effects:
     violations: list = field(default_factory=list)
 
 
-class _Ctx:
+class _PropertyContext:
     """What property callbacks may ask and do."""
 
     __slots__ = ("system", "fx", "state")
@@ -293,7 +293,7 @@ class System:
 
     def _props(self, st: SystemState, cbs: list, fx: Effects, call: Callable) -> None:
         props = list(st.props)
-        ctx = _Ctx(self, fx, st)
+        ctx = _PropertyContext(self, fx, st)
         for i, f in cbs:
             new = call(f, props[i], ctx)
             commutes = self.props[i].commutes

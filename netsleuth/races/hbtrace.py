@@ -37,14 +37,14 @@ _FIX = "give an SDNRacer hb.json (one Hb* event object per line) or a netsleuth 
 _MAX_DEPTH = 32  # hb.json lines nest 2 levels; deeper is corruption, refused before parsing
 
 
-class _Bad(Exception):
+class _BadHbField(Exception):
     """A value of the wrong shape; :func:`iter_hb_json` adds the file and line."""
 
 
 def _int_or_none(d: dict[str, Any], key: str) -> int | None:
     v = d.get(key)
     if v is not None and type(v) is not int:
-        raise _Bad(f"{key!r} must be an integer or null, got {v!r:.60}")
+        raise _BadHbField(f"{key!r} must be an integer or null, got {v!r:.60}")
     return v
 
 
@@ -53,14 +53,14 @@ def _int_list(d: dict[str, Any], key: str) -> tuple[int, ...]:
     if v is None:
         return ()
     if not isinstance(v, list) or not all(type(x) is int for x in v):
-        raise _Bad(f"{key!r} must be a list of integers, got {v!r:.60}")
+        raise _BadHbField(f"{key!r} must be a list of integers, got {v!r:.60}")
     return tuple(v)
 
 
 def _str_or_none(d: dict[str, Any], key: str) -> str | None:
     v = d.get(key)
     if v is not None and not isinstance(v, str):
-        raise _Bad(f"{key!r} must be a string or null, got {v!r:.60}")
+        raise _BadHbField(f"{key!r} must be a string or null, got {v!r:.60}")
     return v
 
 
@@ -74,18 +74,18 @@ def _port(value: Any) -> int | None:
     if isinstance(value, str):
         text = value.strip()
         return int(text) if text.isdigit() and len(text) < 20 else None
-    raise _Bad(f"a port must be an integer, text or null, got {value!r:.60}")
+    raise _BadHbField(f"a port must be an integer, text or null, got {value!r:.60}")
 
 
 def _b64(value: Any, key: str = "packet") -> bytes | None:
     if not value:
         return None
     if not isinstance(value, str):
-        raise _Bad(f"{key!r} must be base64 text, got {value!r:.60}")
+        raise _BadHbField(f"{key!r} must be base64 text, got {value!r:.60}")
     try:
         return base64.b64decode(value, validate=True)
     except (ValueError, binascii.Error):
-        raise _Bad(f"{key!r} is not valid base64") from None
+        raise _BadHbField(f"{key!r} is not valid base64") from None
 
 
 def _time(value: Any) -> float:
@@ -98,7 +98,7 @@ def _time(value: Any) -> float:
             t = math.nan
         if math.isfinite(t):
             return t
-    raise _Bad(f"an operation's 't' must be a finite number (or its text), got {value!r:.60}")
+    raise _BadHbField(f"an operation's 't' must be a finite number (or its text), got {value!r:.60}")
 
 
 class _FlowModCache:
@@ -116,7 +116,7 @@ class _FlowModCache:
             try:
                 fm = PoxFlowMod.from_wire(data or b"")
             except Exception as exc:  # noqa: BLE001 - the POX-style parser asserts/indexes on bad bytes
-                raise _Bad(f"'flow_mod' is not an OpenFlow 1.0 FLOW_MOD ({type(exc).__name__}: {exc})") from None
+                raise _BadHbField(f"'flow_mod' is not an OpenFlow 1.0 FLOW_MOD ({type(exc).__name__}: {exc})") from None
             self._cache[b64] = fm
         return fm
 
@@ -124,18 +124,18 @@ class _FlowModCache:
 def _op(raw: Any, fms: _FlowModCache) -> FlowOp:
     if isinstance(raw, str):
         if raw.count("[") + raw.count("{") > _MAX_DEPTH and _nesting(raw) > _MAX_DEPTH:
-            raise _Bad(f"an operation's JSON nests deeper than {_MAX_DEPTH} levels")
+            raise _BadHbField(f"an operation's JSON nests deeper than {_MAX_DEPTH} levels")
         try:
             d = json.loads(raw, parse_constant=_no_constant)
         except (ValueError, RecursionError):
-            raise _Bad("an operation is not valid JSON text") from None
+            raise _BadHbField("an operation is not valid JSON text") from None
     else:
         d = raw
     if not isinstance(d, dict):
-        raise _Bad(f"an operation must be an object (or its JSON text), got {d!r:.60}")
+        raise _BadHbField(f"an operation must be an object (or its JSON text), got {d!r:.60}")
     name = d.get("type", "")
     if not isinstance(name, str):
-        raise _Bad(f"an operation's 'type' must be a string, got {name!r:.60}")
+        raise _BadHbField(f"an operation's 'type' must be a string, got {name!r:.60}")
     kind = _OP_KINDS.get(name, OTHER)
     t = _time(d.get("t"))
     fm = fms.get(d.get("flow_mod")) if kind != OTHER else None
@@ -150,22 +150,22 @@ def event_from_json(d: Any, fms: _FlowModCache | None = None) -> HbEvent:
     """One hb.json record as an :class:`HbEvent`; TraceFormatError if it is not one."""
     try:
         return _event(d, fms or _FlowModCache())
-    except _Bad as exc:
+    except _BadHbField as exc:
         raise TraceFormatError(f"not an hb.json event: {exc}", _FIX) from None
 
 
 def _event(d: Any, fms: _FlowModCache) -> HbEvent:
     if not isinstance(d, dict):
-        raise _Bad(f"an event must be a JSON object, got {type(d).__name__}")
+        raise _BadHbField(f"an event must be a JSON object, got {type(d).__name__}")
     kind = d.get("type")
     if kind not in KINDS:
-        raise _Bad(f"unknown event type {kind!r:.60}")
+        raise _BadHbField(f"unknown event type {kind!r:.60}")
     eid = d.get("eid")
     if type(eid) is not int:
-        raise _Bad(f"'eid' must be an integer, got {eid!r:.60}")
+        raise _BadHbField(f"'eid' must be an integer, got {eid!r:.60}")
     ops_raw = d.get("operations")
     if ops_raw is not None and not isinstance(ops_raw, list):
-        raise _Bad(f"'operations' must be a list, got {ops_raw!r:.60}")
+        raise _BadHbField(f"'operations' must be a list, got {ops_raw!r:.60}")
     ops = [_op(o, fms) for o in ops_raw or ()]
     return HbEvent(
         eid=eid, kind=kind, dpid=_int_or_none(d, "dpid"), hid=_int_or_none(d, "hid"),
@@ -204,7 +204,7 @@ def iter_hb_json(path: str | Path) -> Iterator[HbEvent]:
                 raise TraceFormatError(f"{p} line {lineno}: not JSON ({str(exc)[:100]})", _FIX) from None
             try:
                 yield _event(d, fms)
-            except _Bad as exc:
+            except _BadHbField as exc:
                 raise TraceFormatError(f"{p} line {lineno}: not an hb.json event: {exc}", _FIX) from None
 
 
