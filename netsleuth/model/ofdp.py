@@ -31,7 +31,7 @@ DATAPATH = _StubDatapath()
 __all__ = ["DATAPATH", "ofp", "ofp_parser"]
 
 
-class _StubDatapath13:
+class _ModelDatapath13:
     """The same stand-in for os-ken's OpenFlow 1.3 classes (the 1.3 switch builds its replies with them)."""
 
     ofproto = ofp13
@@ -42,6 +42,6 @@ class _StubDatapath13:
         return msg.xid or 0
 
 
-DATAPATH13 = _StubDatapath13()
+DATAPATH13 = _ModelDatapath13()
 
 __all__ += ["DATAPATH13", "ofp13", "ofp13_parser"]
