@@ -38,8 +38,8 @@ class _ModelDatapath13:
     ofproto_parser = ofp13_parser
     id = None
 
-    def set_xid(self, msg) -> int:
-        return msg.xid or 0
+    def set_xid(self, msg: Any) -> int:
+        return int(msg.xid or 0)
 
 
 DATAPATH13 = _ModelDatapath13()

@@ -39,6 +39,9 @@ from netsleuth.model.packet import Packet
 from netsleuth.model.switch13 import OpenFlow13
 from netsleuth.model.switch_io import Emit, ToController
 
+# Emit and ToController live in switch_io; callers import them from here.
+__all__ = ["Emit", "Port", "Switch", "ToController"]
+
 OFP_VERSION_10 = 1
 OFP_VERSION_13 = 4
 # ``openflow`` switch option -> the OpenFlow wire versions the switch offers on its connections.

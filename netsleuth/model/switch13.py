@@ -114,7 +114,7 @@ class OpenFlow13:
         reply.xid = request.xid
         return ToController(conn, reply)
 
-    def _async(self, msg: Any, masks: Callable[[ConnState], tuple[int, int]], bit: int) -> list[Out]:
+    def _async(self, msg: Any, masks: Callable[[ConnState], tuple[int, int]], bit: int) -> list[ToController]:
         """``msg`` for every connection whose asynchronous mask of that kind has ``bit`` set."""
         msg.xid = 0  # asynchronous: no request to answer
         return [ToController(c, msg) for c, st in sorted(self.conns.items()) if st.wants(masks(st), bit)]
@@ -219,7 +219,7 @@ class OpenFlow13:
         port.config = (port.config & ~msg.mask) | (msg.config & msg.mask)
         self.sync_ports()
         if port.config != before:
-            return self.port_status(port, ofp.OFPPR_MODIFY)
+            return [*self.port_status(port, ofp.OFPPR_MODIFY)]
         return []
 
     def _on_table_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
@@ -230,7 +230,7 @@ class OpenFlow13:
 
     def _on_flow_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
         removed = of13_messages.apply_flow_mod(self.pipeline, msg, now)
-        out = self.flows_removed(removed, now)
+        out: list[Out] = [*self.flows_removed(removed, now)]
         if msg.command in (ofp.OFPFC_ADD, ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT) and msg.buffer_id != NO_BUFFER:
             buffered = self.switch.buffers.pop(msg.buffer_id, None)
             if buffered is None:
@@ -240,10 +240,10 @@ class OpenFlow13:
         return out
 
     def _on_group_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
-        return self.flows_removed(of13_messages.apply_group_mod(self.pipeline, msg, now), now)
+        return [*self.flows_removed(of13_messages.apply_group_mod(self.pipeline, msg, now), now)]
 
     def _on_meter_mod(self, conn: int, msg: Any, now: float) -> list[Out]:
-        return self.flows_removed(of13_messages.apply_meter_mod(self.pipeline, msg, now), now)
+        return [*self.flows_removed(of13_messages.apply_meter_mod(self.pipeline, msg, now), now)]
 
     def _on_packet_out(self, conn: int, msg: Any, now: float) -> list[Out]:
         actions = [action_from_ofp(a) for a in msg.actions]
@@ -331,11 +331,11 @@ class OpenFlow13:
                                    c.tx_dropped, 0, 0, 0, 0, 0, 0, sec, 0)
 
     # ------------------------------------------------------------------ asynchronous messages
-    def port_status(self, port: Port, reason: int) -> list[Out]:
+    def port_status(self, port: Port, reason: int) -> list[ToController]:
         return self._async(parser.OFPPortStatus(DP, reason, port13(port)), lambda st: st.port_status_mask, reason)
 
-    def flows_removed(self, removed: list[RemovedFlow], now: float) -> list[Out]:
-        out: list[Out] = []
+    def flows_removed(self, removed: list[RemovedFlow], now: float) -> list[ToController]:
+        out: list[ToController] = []
         for r in removed:
             if r.entry.flags & ofp.OFPFF_SEND_FLOW_REM:
                 out.extend(self._async(self._flow_removed(r.entry, r.reason, now),
@@ -348,7 +348,7 @@ class OpenFlow13:
         return parser.OFPFlowRemoved(DP, e.cookie, e.priority, reason, e.table_id, sec, int((age - sec) * 1e9),
                                      e.idle_timeout, e.hard_timeout, e.packet_count, e.byte_count, e.match.to_ofp())
 
-    def expire(self, now: float) -> list[Out]:
+    def expire(self, now: float) -> list[ToController]:
         return self.flows_removed(self.pipeline.expire(now), now)
 
     def next_expiry(self) -> float | None:
@@ -399,7 +399,7 @@ class OpenFlow13:
             fields["tunnel_id"] = e.tunnel_id
         msg = parser.OFPPacketIn(DP, buffer_id, total_len, e.reason, e.table_id, e.cookie,
                                  parser.OFPMatch(**fields), data)
-        return self._async(msg, lambda st: st.packet_in_mask, e.reason)
+        return [*self._async(msg, lambda st: st.packet_in_mask, e.reason)]
 
 
 def _multipart(cls: type, body: Any, flags: int) -> Any:

@@ -92,11 +92,11 @@ def _actions13(acts: list) -> str:
     return ",".join(out)
 
 
-def _instructions13(insts: list) -> str:
-    out = []
+def _instructions13(insts: list[Any]) -> str:
+    out: list[str] = []
     for i in insts or []:
         (name, body), = i.items() if isinstance(i, dict) and len(i) == 1 else (("?", {}),)
-        kind = _INSTRUCTIONS_13.get(body.get("type"), name)
+        kind = str(_INSTRUCTIONS_13.get(body.get("type"), name))
         if "actions" in body:
             out.append(f"{kind}({_actions13(body['actions'])})")
         elif "table_id" in body:
@@ -108,10 +108,10 @@ def _instructions13(insts: list) -> str:
     return ",".join(out) or "drop"
 
 
-def _of13_summary(typ: str, body: dict) -> str | None:
+def _of13_summary(typ: str, body: dict[str, Any]) -> str | None:
     """The OpenFlow 1.3 form of the types whose fields differ from 1.0 (OXM matches, instructions)."""
     if typ == "FLOW_MOD":
-        cmd = _FLOW_MOD_CMDS.get(body.get("command"), str(body.get("command")))
+        cmd = _FLOW_MOD_CMDS.get(int(body.get("command") or 0), str(body.get("command")))
         match = ",".join(f"{k}={v}" for k, v in _oxm(body.get("match", {})).items()) or "*"
         return (f"FLOW_MOD {cmd} table={body.get('table_id')} priority={body.get('priority')} {match} -> "
                 f"{_instructions13(body.get('instructions', []))}")
@@ -119,7 +119,7 @@ def _of13_summary(typ: str, body: dict) -> str | None:
         return (f"PACKET_OUT in_port={_port13(body.get('in_port'))} -> "
                 f"{_actions13(body.get('actions', [])) or 'drop'}")
     if typ == "PACKET_IN":
-        reason = {0: "no_match", 1: "action", 2: "invalid_ttl"}.get(body.get("reason"), body.get("reason"))
+        reason = {0: "no_match", 1: "action", 2: "invalid_ttl"}.get(int(body.get("reason") or 0), body.get("reason"))
         return (f"PACKET_IN in_port={_oxm(body.get('match', {})).get('in_port')} reason={reason} "
                 f"table={body.get('table_id')} buffer={body.get('buffer_id')}")
     if typ == "FLOW_REMOVED":
@@ -138,7 +138,7 @@ def of_summary(msg: dict) -> str:
             return text
     if typ == "FLOW_MOD":
         # a missing command maps to its str
-        cmd = _FLOW_MOD_CMDS.get(body.get("command"), str(body.get("command")))  # type: ignore[arg-type]
+        cmd = _FLOW_MOD_CMDS.get(int(body.get("command") or 0), str(body.get("command")))
         return f"FLOW_MOD {cmd} {_match(body.get('match', {}))} -> {_actions(body.get('actions', []))}"
     if typ == "PACKET_OUT":
         return f"PACKET_OUT in_port={_port(body.get('in_port'))} -> {_actions(body.get('actions', []))}"

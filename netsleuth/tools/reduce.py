@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netsleuth.model.flowtable import FlowEntry
+from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.tools.tables import TableWalk, flow_mod_command, is_flow_mod, pick_violation
 from netsleuth.trace import schema as ts
 
@@ -69,7 +70,7 @@ class Reduction:
     violation: ts.Violation | None
     kept: list[KeptFlowMod]
     dropped: list[DroppedFlowMod]
-    tables: dict[str, list[FlowEntry]]              # switch -> entries at the violation (up switches)
+    tables: dict[str, list[FlowEntry] | list[FlowEntry13]]  # switch -> entries at the violation (up switches)
     down: list[str]                                 # switches down at the violation
     after_violation: int                            # flow_mods recorded after it (not considered)
     trace: ts.Trace                                 # the reduced trace
@@ -128,9 +129,9 @@ def reduce_trace(trace: ts.Trace, violation: int | None = None, *, at_end: bool 
     names = {s.dpid: s.name for s in world.switches.values()} if world is not None else {}
     up = {n for n, ok in world.switch_up.items() if ok} if world is not None else set()
 
-    explains: dict[int, tuple[str, FlowEntry, str]] = {}
+    explains: dict[int, tuple[str, FlowEntry | FlowEntry13, str]] = {}
     superseded: dict[int, int] = {}   # an intermediate MODIFY -> the later one that overrode it
-    tables: dict[str, list[FlowEntry]] = {}
+    tables: dict[str, list[FlowEntry] | list[FlowEntry13]] = {}
     if world is not None:
         for name, switch in world.switches.items():
             if name not in up:

@@ -296,9 +296,9 @@ class StepConsole(cmd.Cmd):
             entries = pipeline.tables.entries()
             if not entries:
                 t.add_row(name, "", "", "(empty)", "", "", "")
-            for e in entries:
-                t.add_row(name, str(e.table_id), str(e.priority), str(e.match) or "*", e.instructions.render(),
-                          str(e.packet_count), f"idle={e.idle_timeout} hard={e.hard_timeout}")
+            for e13 in entries:
+                t.add_row(name, str(e13.table_id), str(e.priority), str(e13.match) or "*", e13.instructions.render(),
+                          str(e13.packet_count), f"idle={e13.idle_timeout} hard={e13.hard_timeout}")
             for gid, g in sorted(pipeline.groups.groups.items()):
                 extra.append(f"{name} group {gid} type={g.type} " + " ".join(b.render() for b in g.buckets))
             for mid, m in sorted(pipeline.meters.meters.items()):
