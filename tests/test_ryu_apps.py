@@ -81,6 +81,19 @@ def test_ryu_simple_switch_unmodified_pingall_linear3(ryu_release: Path, tmp_pat
     assert flow_mods  # the learning switch really ran: it installs a flow per learned pair
 
 
+def test_ryu_simple_switch_13_unmodified_pingall_linear3(ryu_release: Path, tmp_path: Path) -> None:
+    app = ryu_release / "simple_switch_13.py"
+    assert "OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]" in app.read_text()
+    result = run(RunOptions(controller=f"ryu:{app}", topo="linear,3", out=tmp_path, pingall=True))
+    d = json.loads((tmp_path / "result.json").read_text())
+    assert d["pingall"]["ok"] == 6 and d["pingall"]["failed"] == 0
+    assert d["violations"] == [] and result.exit_code == 0
+    trace = read_trace(tmp_path / "trace.jsonl")
+    assert set(trace.header.openflow.values()) == {"1.3"}  # negotiated 1.3 with every switch
+    assert any(e.kind == "of_to_switch" and e.msg["type"] == "FLOW_MOD" and e.msg.get("version") == 4
+               for e in trace.events)
+
+
 def test_ryu_app_from_its_own_folder_by_relative_path(ryu_release: Path, tmp_path: Path) -> None:
     proc = cli("run", "--controller", "ryu:simple_switch.py", "--topo", "linear,2", "--pingall",
                "--out", str(tmp_path / "out"), cwd=ryu_release)
