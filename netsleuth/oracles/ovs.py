@@ -425,14 +425,19 @@ class OvsSandbox:
     ``with OvsSandbox(tmp_path) as ovs: ovs.replace_flows(rules); ovs.trace(1, pkt)``.
     Ports are named p1..pN with OpenFlow numbers 1..N; the bridge is
     fail_mode=secure (no flows of its own, no controller) and speaks only
-    OpenFlow 1.0.
+    ``openflow`` (OpenFlow 1.0 unless told OpenFlow13; ``oracles/ovs13.py``
+    builds on that).
     """
 
     def __init__(self, workdir: str | os.PathLike[str] | None = None, *, ports: int = 4,
-                 bridge: str = "br0", keep: bool = False, search_path: str | None = None) -> None:
+                 bridge: str = "br0", keep: bool = False, search_path: str | None = None,
+                 openflow: str = "OpenFlow10") -> None:
+        if openflow not in ("OpenFlow10", "OpenFlow13"):
+            raise OvsSandboxError(f"openflow={openflow!r}", "use OpenFlow10 or OpenFlow13")
         if not 1 <= ports <= 255:
             raise OvsSandboxError(f"ports={ports} is out of range", "use 1..255 ports")
         self.ports = ports
+        self.openflow = openflow
         self.bridge = bridge
         self.keep = keep
         self._workdir = Path(workdir) if workdir is not None else None
@@ -485,7 +490,7 @@ class OvsSandbox:
                   f"--log-file={d / 'ovs-vswitchd.log'}", "-vconsole:off", "--detach")
         self._pids.append(self._read_pid("ovs-vswitchd.pid"))
         cmd = ["add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=dummy",
-               "fail_mode=secure", "protocols=OpenFlow10"]
+               "fail_mode=secure", f"protocols={self.openflow}"]
         for n in range(1, self.ports + 1):
             cmd += ["--", "add-port", self.bridge, f"p{n}", "--", "set", "interface", f"p{n}",
                     "type=dummy", f"ofport_request={n}"]
@@ -545,8 +550,8 @@ class OvsSandbox:
 
     def _ofctl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         target = f"unix:{self.dir / (self.bridge + '.mgmt')}"
-        return self._run("ovs-ofctl", "-O", "OpenFlow10", "-F", "openflow10", args[0], target, *args[1:],
-                         stdin=stdin)
+        flags = ["-O", "OpenFlow10", "-F", "openflow10"] if self.openflow == "OpenFlow10" else ["-O", self.openflow]
+        return self._run("ovs-ofctl", *flags, args[0], target, *args[1:], stdin=stdin)
 
     # ------------------------------------------------------------ API
     def replace_flows(self, rules: Iterable[Any]) -> tuple[Normalization, ...]:
