@@ -48,6 +48,7 @@ is what all three checks read.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -491,12 +492,31 @@ def ingress_points(view: NetworkView, which: str = "hosts") -> dict[Port, str | 
     return dict(sorted(out.items()))
 
 
+def _has_of13(view: NetworkView) -> bool:
+    """Whether some switch runs an OpenFlow 1.3 pipeline; free when no 1.3 pipeline exists
+    in this process (the 1.3 model is then not even imported)."""
+    if getattr(view, "pipelines13", None):
+        return True
+    mod = sys.modules.get("netsleuth.model.of13.pipeline")
+    if mod is None:
+        return False
+    p13 = mod.Pipeline13
+    return any(isinstance(sw, p13) for sw in view.switches.values())
+
+
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
             budget: int = DEFAULT_BUDGET) -> Analysis:
     """Push every header in at every ingress point, once for all three checks.
 
     ``batch=False`` uses only the general engine (slower; the tests compare both);
-    ``cache=False`` recompiles every switch instead of reusing unchanged ones."""
+    ``cache=False`` recompiles every switch instead of reusing unchanged ones.
+
+    A network of OpenFlow 1.3 pipelines is analysed by the 1.3 engine instead
+    (:func:`netsleuth.invariants.hsa13_engine.analyze13`, a wider header layout
+    that 1.0 networks never pay for); its checks accept either result."""
+    if _has_of13(view):
+        from netsleuth.invariants.hsa13_engine import analyze13
+        return analyze13(view, ingress=ingress, budget=budget, cache=cache)  # type: ignore[return-value]
     net = _Net(view, cache=cache)
     points = ingress_points(view, ingress)
     ingresses = list(points)
