@@ -136,6 +136,11 @@ CASES: dict[str, tuple[list[Any], Any]] = {
     "delete from all tables": ([flow(match(IP), apply(OUT1))], flow(command=ofp.OFPFC_DELETE, table=ofp.OFPTT_ALL,
                                                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)),
     "add to OFPTT_ALL": ([], flow(match(IP), apply(OUT1), table=ofp.OFPTT_ALL)),
+    "modify in OFPTT_ALL": ([], flow(match(IP), apply(OUT1), table=ofp.OFPTT_ALL, command=ofp.OFPFC_MODIFY)),
+    "flow_mod command 7": ([], flow(match(IP), apply(OUT1), command=7)),
+    "group_mod command 5": ([], group(1, ofp.OFPGT_ALL, bucket(OUT1), command=5)),
+    "meter_mod command 5": ([], meter(1, ofp.OFPMF_KBPS, P.OFPMeterBandDrop(1000, 0), command=5)),
+    "duplicate instruction": ([], flow(inst=apply(OUT1) + apply(OUT1))),
     "modify making an entry inconsistent": ([flow(match(IP), apply(OUT1))],
                                             flow(P.OFPMatch(), apply(P.OFPActionSetField(ipv4_src="1.2.3.4")),
                                                  command=ofp.OFPFC_MODIFY)),
@@ -200,6 +205,11 @@ OVS_DIFFERS: dict[str, tuple[tuple[int, int] | None, tuple[int, int] | None, str
                                "OFPGMFC_CHAINED_GROUP; OVS deletes it and the chain then drops"),
     "meter dscp remark band": ((ofp.OFPET_METER_MOD_FAILED, ofp.OFPMMFC_BAD_BAND), None,
                                "the spec defines DSCP remark bands; OVS's userspace datapath lacks them"),
+    "duplicate instruction": ((ofp.OFPET_EXPERIMENTER, 2600), (_BIC, ofp.OFPBIC_UNSUP_INST),
+                              "1.3 names no code for a repeated instruction; OVS sends its ONF experimenter "
+                              "error (1.4's OFPBIC_DUP_INST), the model the closest 1.3 code"),
+    "group_mod command 5": ((_GMF, ofp.OFPGMFC_BAD_BUCKET), (_GMF, ofp.OFPGMFC_BAD_COMMAND),
+                            "an unknown command is OFPGMFC_BAD_COMMAND; OVS decodes it as a 1.5 bucket command"),
 }
 
 

@@ -27,7 +27,7 @@ from netsleuth.model.of13.instructions import Instructions
 from netsleuth.model.of13.meters import Band, remark_dscp
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import PACKET_OUT_COOKIE, Pipeline13, PortState
-from netsleuth.model.packet import TCP, IPv4
+from netsleuth.model.packet import TCP, IPv4, arp_request
 
 CTL = ofp.OFPP_CONTROLLER
 
@@ -335,6 +335,8 @@ def test_meter_dscp_remark_and_errors() -> None:
     first, second = (p.process(tcp(tos=af11), 1, 0.0).outputs[0].frame for _ in range(2))
     assert first.l3.tos >> 2 == 10 and second.l3.tos >> 2 == 12  # type: ignore[union-attr]  # AF11 -> AF12
     assert remark_dscp(46, 1) == 46  # EF has no drop precedence
+    arp = Frame.from_packet(arp_request(1, "10.0.0.1", "10.0.0.2"))
+    assert p.process(arp, 1, 0.0).outputs[0].frame == arp  # over the rate, but nothing to remark
     drop = [Band(ofp.OFPMBT_DROP, 100)]
     assert err(lambda: p.add_meter(1, ofp.OFPMF_KBPS, drop)) == "OFPMMFC_METER_EXISTS"
     assert err(lambda: p.add_meter(0, ofp.OFPMF_KBPS, drop)) == "OFPMMFC_INVALID_METER"
@@ -358,3 +360,19 @@ def test_stats_bodies() -> None:
     assert (agg.flow_count, agg.packet_count) == (2, 1)
     assert len(stats.table_features(p)) == 4 and stats.group_features().types == 0b1111
     assert stats.meter_features().band_types == (1 << ofp.OFPMBT_DROP) | (1 << ofp.OFPMBT_DSCP_REMARK)
+
+
+def test_canonical_key_ignores_install_order_and_copy_is_independent() -> None:
+    a, b = pipe(), pipe()
+    rules = [(OxmMatch.build(in_port=1), 5, Instructions.actions(Output(2))),
+             (OxmMatch.build(eth_type=0x800), 5, Instructions(goto=1)),
+             (OxmMatch(), 0, Instructions.actions(Output(CTL)))]
+    for m, prio, inst in rules:
+        a.add_flow(0, m, prio, inst)
+    for m, prio, inst in reversed(rules):
+        b.add_flow(0, m, prio, inst)
+    assert a.canonical_key() == b.canonical_key()
+    c = a.copy()
+    c.process(tcp(), 1, 0.0)
+    assert c.canonical_key() != a.canonical_key()  # counters moved in the copy only
+    assert sum(e.packet_count for e in a.tables) == 0

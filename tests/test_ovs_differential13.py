@@ -9,7 +9,9 @@ L2/L3/L4/ARP/IPv6/ND/MPLS fields, TTL actions, outputs to ports, IN_PORT,
 FLOOD, ALL and CONTROLLER, a port that is down) installed in both the model
 and a sandboxed userspace OVS (``ovs-ofctl -O OpenFlow13``), and probe
 packets (IPv4 TCP/UDP/ICMP/SCTP, IPv6 TCP/UDP/ICMPv6/ND, ARP, MPLS, other
-ethertypes; untagged, 802.1Q, 802.1ad+802.1Q) traced by both.  Every copy
+ethertypes; untagged, 802.1Q, 802.1ad+802.1Q) traced by both, plus
+PACKET_OUTs (``ofproto/trace-packet-out``) whose actions include groups and
+OUTPUT:TABLE into the same pipeline.  Every copy
 that leaves must agree: port, Ethernet addresses, VLAN tag stack (TPID, VID,
 PCP), MPLS label stack, and the IP/ARP/L4/ND fields; packet-ins also their
 reason and max_len.  The probe reaches OVS as the model's wire bytes and OVS's
@@ -62,6 +64,10 @@ Avoided by construction, because they are unobservable or undefined:
     happen in an action set (pop_vlan runs before set_field there, or a
     later table popped the tag), so write-actions set VLAN fields only
     right after their own push_vlan and never pop.
+12. OUTPUT:TABLE in a packet-out.  An output sends a copy: the pipeline's
+    rewrites of the submitted packet do not reach the packet-out's later
+    actions.  OVS runs it like a resubmit, whose rewrites persist.  Packet-out
+    lists end at their OUTPUT:TABLE.
 """
 
 from __future__ import annotations
@@ -75,7 +81,7 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.model.of13.actions import (Action, DecMplsTtl, DecNwTtl, Group, Output, PopMpls, PopVlan, PushMpls,
-                                          PushVlan, SetField, SetMplsTtl, SetNwTtl)
+                                          PushVlan, SetField, SetMplsTtl, SetNwTtl, render_action)
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket
@@ -93,6 +99,7 @@ N_PORTS = 4
 N_TABLES = 4
 N_PIPELINES = 240
 PROBES_PER_PIPELINE = 9
+PACKET_OUTS_PER_PIPELINE = 2
 MIN_CASES = 2_000
 
 MACS = [0x000000000001, 0x000000000002, 0x0000000000AA, 0x02AB00000003, 0xFFFFFFFFFFFF]
@@ -134,8 +141,12 @@ def comparable(h: HeaderState, hide_l3: bool) -> HeaderState:
     return h
 
 
-def model_copies(p: Pipeline13, frame: Frame, in_port: int) -> tuple[list[Emit], str]:
-    result = p.process(frame, in_port, 0.0)
+def model_copies(p: Pipeline13, frame: Frame, in_port: int,
+                 packet_out: list[Action] | None = None) -> tuple[list[Emit], str]:
+    if packet_out is None:
+        result = p.process(frame, in_port, 0.0)
+    else:
+        result = p.packet_out(frame, in_port, packet_out, 0.0)
     emits = list(result.outputs)
     ended = result.ended
     if result.ended == "table-miss" and result.discarded:  # difference 1
@@ -171,7 +182,7 @@ def random_probe(rng: random.Random, max_tags: int) -> tuple[str, Frame]:
     src, dst = rng.choice(MACS[:4]), rng.choice(MACS)
     r = rng.random()
     tags: tuple[VlanTag, ...] = ()
-    if kind != "mpls" and r < 0.3:
+    if kind != "mpls" and r < 0.3 and max_tags >= 1:
         tags = (VlanTag(rng.choice(VIDS), rng.randrange(8)),)
     elif kind != "mpls" and r < 0.4 and max_tags == 2:
         tags = (VlanTag(rng.choice(VIDS), rng.randrange(8), 0, 0x88A8), VlanTag(rng.choice(VIDS), rng.randrange(8)))
@@ -405,7 +416,8 @@ class Gen:
 
 def random_group(rng: random.Random, gid: int, earlier: list[int],
                  ff_groups: list[int]) -> tuple[int, list[Bucket]]:
-    gtype = rng.choice([ofp.OFPGT_ALL, ofp.OFPGT_ALL, ofp.OFPGT_INDIRECT, ofp.OFPGT_FF, ofp.OFPGT_SELECT])
+    gtype = rng.choice([ofp.OFPGT_ALL, ofp.OFPGT_ALL, ofp.OFPGT_INDIRECT, ofp.OFPGT_FF, ofp.OFPGT_SELECT]
+                       + [ofp.OFPGT_FF] * 2 * bool(ff_groups))  # chains of FAST_FAILOVER groups, too
     n = {ofp.OFPGT_ALL: rng.randint(1, 3), ofp.OFPGT_INDIRECT: 1, ofp.OFPGT_FF: rng.randint(1, 3),
          ofp.OFPGT_SELECT: 1}[gtype]
     if gtype == ofp.OFPGT_SELECT and rng.random() < 0.5:
@@ -452,7 +464,7 @@ def random_pipeline(rng: random.Random, down: set[int],
         if gtype == ofp.OFPGT_FF:
             ff_groups.append(gid)
         stats[f"group:{gtype}"] += 1
-        stats["group:watch_group"] += any(b.watch_group != ofp.OFPG_ANY for b in buckets)
+        stats["group:watch_group"] += sum(b.watch_group != ofp.OFPG_ANY for b in buckets)
         stats["group:select-many"] += gtype == ofp.OFPGT_SELECT and len(buckets) > 1
     meters: list[int] = []
     meter_lines: list[str] = []
@@ -491,6 +503,30 @@ def random_pipeline(rng: random.Random, down: set[int],
     return p, flow_lines, group_lines, meter_lines, stats
 
 
+def random_packet_out(rng: random.Random, groups: list[int], in_port: int) -> list[Action]:
+    """A PACKET_OUT action list valid for any packet; OUTPUT:TABLE runs the pipeline from table 0."""
+    acts: list[Action] = []
+    pushed = False
+    for _ in range(rng.randint(1, 4)):
+        pick = rng.randrange(7)
+        if pick == 0:
+            acts.append(SetField(rng.choice(["eth_src", "eth_dst"]), rng.choice(MACS[:4])))
+        elif pick == 1 and not pushed:
+            pushed = True
+            acts += [PushVlan(), SetField("vlan_vid", 0x1000 | rng.choice(VIDS)), SetField("vlan_pcp", rng.randrange(8))]
+        elif pick == 2 and groups:
+            acts.append(Group(rng.choice(groups)))
+        elif pick in (3, 4):
+            acts.append(Output(ofp.OFPP_TABLE))
+            return acts  # difference 12: nothing after OUTPUT:TABLE
+        else:
+            ports = [1, 2, 3, 4, ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_CONTROLLER]
+            if in_port != ofp.OFPP_CONTROLLER:
+                ports.append(ofp.OFPP_IN_PORT)
+            acts.append(Output(rng.choice(ports), 100))
+    return acts
+
+
 # --------------------------------------------------------------------- the test
 def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
     rng = random.Random(SEED)
@@ -509,18 +545,32 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
             counts.update(stats)
             counts["meters"] += bool(meters)
             ovs.replace_pipeline(flows, groups, meters)
-            for _ in range(PROBES_PER_PIPELINE):
+            for probe in range(PROBES_PER_PIPELINE + PACKET_OUTS_PER_PIPELINE):
                 kind, frame = random_probe(rng, 1 if push_table is not None else 2)
                 in_port = rng.randint(1, N_PORTS)
+                packet_out: list[Action] | None = None
+                if probe >= PROBES_PER_PIPELINE:
+                    # A PACKET_OUT instead of an arriving packet (the tag budget of
+                    # difference 10 allows one push, so its probe is untagged).
+                    kind, frame = random_probe(rng, 0)
+                    in_port = rng.choice([ofp.OFPP_CONTROLLER, rng.randint(1, N_PORTS)])
+                    packet_out = random_packet_out(rng, [g for g in range(1, 5) if pipeline.groups.exists(g)],
+                                                   in_port)
+                    kind = "packet-out"
                 try:
-                    got = ovs.trace13(in_port, frame.to_bytes(), tuple(t.tpid for t in frame.tags))
+                    tpids = tuple(t.tpid for t in frame.tags)
+                    if packet_out is None:
+                        got = ovs.trace13(in_port, frame.to_bytes(), tpids)
+                    else:
+                        text = ",".join(render_action(a) for a in packet_out)
+                        got = ovs.trace_packet_out13(in_port, frame.to_bytes(), text, tpids)
                 except OvsTraceError as exc:
                     failures.append(f"probe {kind} {frame.summary()} in_port={in_port}: {exc.problem}\n"
                                     f"  groups:\n    " + "\n    ".join(groups) + "\n  flows:\n    "
                                     + "\n    ".join(flows) + f"\n  trace:\n{exc.details}")
                     continue
                 hide = bool(frame.mpls)
-                emits, ended = model_copies(pipeline, frame, in_port)
+                emits, ended = model_copies(pipeline, frame, in_port, packet_out)
                 expected = normalize_model(emits, hide)
                 actual = normalize_ovs(got.copies, hide)
                 parsed_same = comparable(got.initial, hide) == comparable(frame_headers(frame), hide)
@@ -536,7 +586,7 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
                     counts[f"out:tags:{len(out.tags)}"] += 1
                     if out.mpls:
                         counts["out:mpls"] += 1
-                path = pipeline_path(pipeline, frame, in_port)
+                path = pipeline_path(pipeline, frame, in_port) if packet_out is None else []
                 if len({t for t, _ in path}) > 1:
                     counts["multi-table"] += 1
                 if any(e is not None and e.instructions.meter for _, e in path):
@@ -544,6 +594,7 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
                 if expected != actual or not parsed_same:
                     failures.append(
                         f"probe {kind} {frame.summary()} in_port={in_port} down={sorted(down)}\n"
+                        f"  packet-out actions: {packet_out}\n"
                         f"  groups:\n    " + "\n    ".join(groups) + "\n  flows:\n    " + "\n    ".join(flows) + "\n"
                         f"  netsleuth ({ended}): {expected}\n  ovs:       {actual}\n"
                         f"  parsed same: {parsed_same} (ovs {got.initial} model {frame_headers(frame)})\n"
@@ -555,7 +606,7 @@ def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
     assert not failures, (f"{len(failures)} of {counts['cases']} cases disagree (all in {tmp_path}/failures.txt); "
                           "first:\n" + "\n".join(failures[:2]))
     assert counts["cases"] >= MIN_CASES
-    for category in ("kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls", "kind:sctp", "tags:2",
+    for category in ("kind:packet-out", "kind:tcp", "kind:udp6", "kind:ns", "kind:na", "kind:arp", "kind:mpls", "kind:sctp", "tags:2",
                      "ended:table-miss", "ended:done", "ended:table-miss+action-set", "multi-table", "out:controller",
                      "out:port", "out:modified", "out:mpls", "out:tags:2", "copies:many", "group:1", "group:2",
                      "group:3", "group:0", "group:watch_group", "group:select-many", "metered",

@@ -414,6 +414,14 @@ class OvsSandbox13(OvsSandbox):
         self._wait_for_ofctl_disconnect()
         return replies
 
+    def trace_packet_out13(self, in_port: int, frame_bytes: bytes, actions: str,
+                           tpids: tuple[int, ...] = ()) -> Decision13:
+        """What a PACKET_OUT of these bytes with these actions (ovs-ofctl syntax) does."""
+        port = {ofp.OFPP_CONTROLLER: "controller", ofp.OFPP_LOCAL: "LOCAL"}.get(in_port, str(in_port))
+        text = self.appctl("ofproto/trace-packet-out", self.bridge, f"in_port={port}", frame_bytes.hex(), actions)
+        ports = {dp: (ofp.OFPP_LOCAL if of == 0xFFFE else of) for dp, of in self.dp_to_of.items()}
+        return parse_trace13(text, ports, tpids)
+
     def trace13(self, in_port: int, frame_bytes: bytes, tpids: tuple[int, ...] = ()) -> Decision13:
         """What the bridge does with these wire bytes arriving on ``in_port`` (ports in 1.3 numbering)."""
         text = self.appctl("ofproto/trace", self.bridge, f"in_port={in_port}", frame_bytes.hex())

@@ -240,11 +240,19 @@ class OxmMatch:
 
 def _render_entry(spec: FieldSpec, value: int, mask: int) -> str:
     name = ovs_name(spec.name)
+    if spec.name in ("in_port", "in_phy_port") and value in _RESERVED_PORTS:
+        return f"{name}={_RESERVED_PORTS[value]}"
     if mask == spec.full:
         return f"{name}={render_value(spec, value)}"
     if spec.kind in ("mac", "ipv4", "ipv6"):
         return f"{name}={render_value(spec, value)}/{render_value(spec, mask)}"
     return f"{name}={value:#x}/{mask:#x}"
+
+
+_RESERVED_PORTS = {ofp.OFPP_CONTROLLER: "CONTROLLER", ofp.OFPP_LOCAL: "LOCAL", ofp.OFPP_IN_PORT: "IN_PORT",
+                   ofp.OFPP_TABLE: "TABLE", ofp.OFPP_NORMAL: "NORMAL", ofp.OFPP_FLOOD: "FLOOD", ofp.OFPP_ALL: "ALL",
+                   ofp.OFPP_ANY: "ANY"}
+"""ovs-ofctl names of the reserved port numbers (it reads 32-bit numbers as OpenFlow 1.0 ports)."""
 
 
 def _ofp_value(spec: FieldSpec, value: int) -> Any:

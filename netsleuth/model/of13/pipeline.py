@@ -21,6 +21,7 @@ the switch is configured so, OFPC_INVALID_TTL_TO_CONTROLLER).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
@@ -216,9 +217,9 @@ class Pipeline13:
                     result.ended = "meter-drop"
                     return
                 if verdict.remark:
-                    dscp = fields.get("ip_dscp")
-                    if dscp is not None and "ipv4_src" in fields or "ipv6_src" in fields:
-                        ctx.frame = apply(ctx.frame, SetField("ip_dscp", remark_dscp(dscp or 0, verdict.remark)))
+                    dscp = fields.get("ip_dscp")   # present only for IP packets
+                    if dscp is not None:
+                        ctx.frame = apply(ctx.frame, SetField("ip_dscp", remark_dscp(dscp, verdict.remark)))
             if inst.apply:
                 ctx.miss_apply = entry.is_table_miss
                 self._execute(list(inst.apply), ctx, now, result, 0)
@@ -283,7 +284,11 @@ class Pipeline13:
                 sub = _Ctx(ctx.frame, ctx.in_port, tunnel_id=ctx.tunnel_id)
                 self._run_tables(sub, 0, ActionSet(), now, result)
         elif port == ofp.OFPP_IN_PORT:
-            self._emit(ctx.in_port, ctx, result)
+            # Back where it came from -- which for a packet-out from the
+            # controller is nowhere: a packet-in needs an explicit CONTROLLER
+            # output (Open vSwitch drops it too).
+            if ctx.in_port in self.ports or ctx.in_port == ofp.OFPP_LOCAL:
+                self._emit(ctx.in_port, ctx, result)
         elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
             for p in sorted(self.ports):
                 if p != ctx.in_port and not (port == ofp.OFPP_FLOOD and self.ports[p].no_flood):
@@ -302,10 +307,22 @@ class Pipeline13:
         return Emit(ofp.OFPP_CONTROLLER, ctx.frame, reason, max_len, ctx.table_id, cookie, ctx.metadata,
                     ctx.tunnel_id, ctx.queue_id)
 
-    # -- time --------------------------------------------------------------------------
+    # -- time and state ----------------------------------------------------------------
 
     def expire(self, now: float) -> list[RemovedFlow]:
         return self.tables.expire(now)
+
+    def canonical_key(self) -> tuple[object, ...]:
+        """Hashable state (entries with counters, groups, meters, ports): equal for equal switches,
+        whatever the order things were installed in -- what a model checker hashes."""
+        groups = tuple((gid, g.type, g.buckets) for gid, g in sorted(self.groups.groups.items()))
+        meters = tuple((mid, m.flags, m.bands) for mid, m in sorted(self.meters.meters.items()))
+        ports = tuple(sorted(self.ports.items()))
+        return (self.tables.canonical_key(), groups, meters, ports)
+
+    def copy(self) -> Pipeline13:
+        """An independent copy (for model-checker snapshots)."""
+        return copy.deepcopy(self)
 
 
 __all__ = ["Emit", "OFError", "PACKET_OUT_COOKIE", "Pipeline13", "PortState", "Result"]
