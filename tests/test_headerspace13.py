@@ -31,7 +31,7 @@ from netsleuth.invariants.hsa13_checks import blackholes13, check_all13, loops13
 from netsleuth.invariants.hsa13_space import HS13
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import pack13
-from netsleuth.model.of13.actions import (Group, Output, PopMpls, PopVlan, PushMpls, PushVlan, SetField)
+from netsleuth.model.of13.actions import Group, Output, PopMpls, PopVlan, PushMpls, PushVlan, SetField
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.fields import oxm_fields
 from netsleuth.model.of13.frame import Frame
@@ -427,7 +427,8 @@ def test_select_group_loop_only_through_one_bucket():
     it; the frames show it under one of the two choices and not the other."""
     net = _ring()
     s1, s2, s3 = (net.pipes[n] for n in ("s1", "s2", "s3"))
-    s1.add_group(1, ofp.OFPGT_SELECT, [Bucket((Output(2),), weight=1), Bucket((Output(ofp.OFPP_CONTROLLER),), weight=1)])
+    s1.add_group(1, ofp.OFPGT_SELECT, [Bucket((Output(2),), weight=1),
+                                       Bucket((Output(ofp.OFPP_CONTROLLER),), weight=1)])
     _add(s1, 0, 10, Instructions.actions(Group(1)))
     _add(s2, 0, 10, Instructions.actions(Output(3)), in_port=2)
     _add(s3, 0, 10, Instructions.actions(Output(3)), in_port=2)

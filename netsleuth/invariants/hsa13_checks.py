@@ -22,13 +22,16 @@ entered, the path, and the rules they took with the table of each
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 from netsleuth.invariants.forwarding import Finding, controller_ok
-from netsleuth.invariants.hsa13_engine import Analysis13, Event, Port, analyze13, must_hold
+from netsleuth.invariants.hsa13_engine import Analysis13, Event, Port, Reach13, analyze13, must_hold
 from netsleuth.invariants.hsa13_space import HS13, describe13, header_dict13, union13
 from netsleuth.invariants.hsa_report import components, host_location
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, wc13
+from netsleuth.model.topology import HostSpec
 
 _DST_SH = SHIFT13["eth_dst"]
 _DST_FULL = FULL13["eth_dst"] << _DST_SH
@@ -60,7 +63,7 @@ def _hosts_of(a: Analysis13, ing: Port, hs: HS13, macs: dict[int, str]) -> tuple
     return tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
 
 
-def _witness(hs: HS13) -> dict | None:
+def _witness(hs: HS13) -> dict[str, object] | None:
     w = hs.witness()
     return None if w is None else header_dict13(w)
 
@@ -177,7 +180,7 @@ def _overlapping(events: list[Event], dst_mac: int) -> list[Event]:
 def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
     comp = components(view)
-    members: dict[int, list] = defaultdict(list)
+    members: dict[int, list[HostSpec]] = defaultdict(list)
     for h in view.topology.hosts:
         members[comp.get(h.name, -1)].append(h)
     ok_cache: dict[str, bool] = {}
@@ -214,7 +217,7 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
     return out
 
 
-def _why_unreached(r, w: int | None, ok) -> tuple[str, tuple[str, ...], list[str]]:
+def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
     """Why one header of the pair's traffic (``w``) fails: (reason, switches, path)."""
     if w is None:
         return "they are lost", (), []
@@ -240,6 +243,6 @@ def _why_unreached(r, w: int | None, ok) -> tuple[str, tuple[str, ...], list[str
     return f"they are delivered to {', '.join(hosts) or 'nobody'}", (), []
 
 
-def check_all13(view: NetworkView, **kw) -> dict[str, list[Finding]]:
+def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
     a = analyze13(view, **kw)
     return {"loops": loops13(view, a), "blackholes": blackholes13(view, a), "reachability": reachability13(view, a)}

@@ -50,8 +50,9 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
@@ -60,9 +61,25 @@ from netsleuth.invariants.hsa13_space import HS13, term_empty, union13
 from netsleuth.invariants.hsa_space import Term, make_term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, TAG_SHAPES
-from netsleuth.model.of13.actions import (Action, CopyTtlIn, CopyTtlOut, DecMplsTtl, DecNwTtl, Group, Output,
-                                          PopMpls, PopPbb, PopVlan, PushMpls, PushPbb, PushVlan, SetField,
-                                          SetMplsTtl, SetNwTtl, SetQueue)
+from netsleuth.model.of13.actions import (
+    Action,
+    CopyTtlIn,
+    CopyTtlOut,
+    DecMplsTtl,
+    DecNwTtl,
+    Group,
+    Output,
+    PopMpls,
+    PopPbb,
+    PopVlan,
+    PushMpls,
+    PushPbb,
+    PushVlan,
+    SetField,
+    SetMplsTtl,
+    SetNwTtl,
+    SetQueue,
+)
 from netsleuth.model.of13.actionset import ActionSet
 from netsleuth.model.of13.fieldspec import VID_PRESENT
 from netsleuth.model.of13.flowtable import FlowEntry13
@@ -254,15 +271,15 @@ def _set_field(st: St, name: str, value: int) -> list[St]:
                 out.append(p)
                 continue
             vid, pcp = tags[0]
-            top = (VID_PRESENT | (value & 0xFFF), pcp) if name == "vlan_vid" else (vid, value)
+            top: Tag = (VID_PRESENT | (value & 0xFFF), pcp) if name == "vlan_vid" else (vid, value)
             out.append(st_with(p, p.sym.replace(tags=(top, *tags[1:]))))
         return out
     if name in ("mpls_label", "mpls_tc"):
         if not sym.mpls:
             return [st]
         lab, tc, bos = sym.mpls[0]
-        top = (value, tc, bos) if name == "mpls_label" else (lab, value, bos)
-        return [st_with(st, sym.replace(mpls=(top, *sym.mpls[1:])))]
+        label: Label = (value, tc, bos) if name == "mpls_label" else (lab, value, bos)
+        return [st_with(st, sym.replace(mpls=(label, *sym.mpls[1:])))]
     if name == "tunnel_id":
         return [St(st.orig, sym, st.metadata, value)]
     if name in ("ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll"):
@@ -278,9 +295,9 @@ def _set_field(st: St, name: str, value: int) -> list[St]:
     spec = _L4_SET.get(name)
     if spec is None:
         return [st]
-    types, proto = spec
+    l4_types, proto = spec
     out = []
-    for hit, p in _split_eq(st, "eth_type", types):
+    for hit, p in _split_eq(st, "eth_type", l4_types):
         if not hit:
             out.append(p)
             continue
@@ -509,7 +526,7 @@ def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
 class _Switch13:
     """Runs branches through one pipeline (``Pipeline13.process`` over header sets)."""
 
-    def __init__(self, comp: Compiled13, node_ids: itertools.count, alts: dict[int, int]) -> None:
+    def __init__(self, comp: Compiled13, node_ids: itertools.count[int], alts: dict[int, int]) -> None:
         self.comp = comp
         self.pipe = comp.pipe
         self.node_ids = node_ids
@@ -593,6 +610,7 @@ class _Switch13:
     def _output(self, port: int, b: Branch, in_port: int) -> Branch:
         ports = self.pipe.ports
         sym = b.st.sym
+        sent: tuple[int, ...]
         if port == ofp.OFPP_CONTROLLER or port in (ofp.OFPP_LOCAL, ofp.OFPP_NORMAL):
             sent = (port,)
         elif port == ofp.OFPP_IN_PORT:
@@ -795,7 +813,7 @@ class Analysis13:
     truncated: list[Port] = field(default_factory=list)
 
 
-_COMPILED13: "weakref.WeakKeyDictionary[Pipeline13, Compiled13]" = weakref.WeakKeyDictionary()
+_COMPILED13: weakref.WeakKeyDictionary[Pipeline13, Compiled13] = weakref.WeakKeyDictionary()
 
 
 def forget13() -> None:

@@ -10,7 +10,7 @@ and its hot paths untouched.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from netsleuth.invariants.hsa_space import Term, Wildcard, _witness, expand_limited, make_term, term_contains, wc_pieces
 from netsleuth.model.headerbits13 import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
@@ -228,12 +228,55 @@ def term_text13(t: Term, max_diffs: int = 3) -> str:
     return text
 
 
+_VLAN_BITS = 0
+for _n in ("vlan_vid", "vlan_pcp", "vlan1_vid", "vlan1_pcp"):
+    _VLAN_BITS |= FULL13[_n] << SHIFT13[_n]
+
+
+def _display_terms(hs: HS13) -> list[Term]:
+    """The terms as people should read them: what only restates the injected space (the
+    tag-count shapes, "no MPLS frame") is left out, and terms that differ only by tag
+    count and together cover all three counts are shown once."""
+    mpls = NOT_INJECTED
+    groups: dict[Term, set[int]] = {}   # insertion-ordered: terms keep their order
+    for v, m, ds in hs.terms:
+        shape = None
+        for n, (sv, sm) in TAG_SHAPES:
+            if m & _VLAN_BITS == sm and v & _VLAN_BITS == sv:
+                shape = n
+        kept = tuple(d for d in ds if not any(d == ((v | wv), (m | wm)) for wv, wm in mpls))
+        if shape is None:
+            key: Term = (v, m, kept)
+            groups.setdefault(key, set()).add(-1)
+        else:
+            sm = TAG_SHAPES[shape][1][1]
+            if all(dm & _VLAN_BITS == sm and dv & _VLAN_BITS == v & _VLAN_BITS for dv, dm in kept):
+                key = (v & ~sm, m & ~sm, tuple((dv & ~sm, dm & ~sm) for dv, dm in kept))
+            else:  # a difference looks at the tags: keep the term as it is
+                key, shape = (v, m, kept), -1
+            groups.setdefault(key, set()).add(shape)
+    out: list[Term] = []
+    for key, shapes in groups.items():
+        if shapes >= {0, 1, 2}:
+            out.append(key)
+        elif shapes == {-1}:
+            out.append(key)
+        else:  # not every tag count: show each with its shape
+            for n in sorted(x for x in shapes if x >= 0):
+                sv, sm = TAG_SHAPES[n][1]
+                out.append((key[0] | sv, key[1] | sm, tuple((dv | sv, dm | sm) for dv, dm in key[2])))
+            if -1 in shapes:
+                out.append(key)
+    return out
+
+
 def describe13(hs: HS13, max_terms: int = 3, max_diffs: int = 3) -> str:
     if not hs.terms:
         return "(no headers)"
-    text = " | ".join(term_text13(t, max_diffs) for t in hs.terms[:max_terms])
-    if len(hs.terms) > max_terms:
-        text += f" | ... ({len(hs.terms) - max_terms} more terms)"
+    terms = _display_terms(hs)
+    text = " | ".join(term_text13(t, max_diffs) for t in terms[:max_terms])
+    if len(terms) > max_terms:
+        text += f" | ... ({len(terms) - max_terms} more terms)"
     return text
 
 
