@@ -29,6 +29,7 @@ from netsleuth.invariants.forwarding import Finding, controller_ok
 from netsleuth.invariants.hsa13_engine import Analysis13, Event, Port, Reach13, analyze13, must_hold
 from netsleuth.invariants.hsa13_space import HS13, describe13, header_dict13, union13
 from netsleuth.invariants.hsa_report import components, host_location
+from netsleuth.invariants.hsa_space import Term, make_term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, wc13
 from netsleuth.model.topology import HostSpec
@@ -68,8 +69,8 @@ def _witness(hs: HS13) -> dict[str, object] | None:
     return None if w is None else header_dict13(w)
 
 
-def _rules_text(rules: tuple[str, ...]) -> str:
-    return "; ".join(rules) if rules else "none"
+def _rules_text(e: Event) -> str:
+    return "; ".join(e.rule_texts()) or "none"
 
 
 # --------------------------------------------------------------------------- loops
@@ -95,10 +96,10 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
             sel = " (through one choice of a SELECT group)" if e.choices else ""
             out.append(Finding(
                 "loops", f"headers {text} entering {_ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
-                         f"(rules {_rules_text(e.rules)})",
+                         f"(rules {_rules_text(e)})",
                 hosts=_hosts_of(a, ing, hs, macs), switches=cycle,
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "rules": list(e.rules), "witness": _witness(hs)}))
+                         "rules": list(e.rule_texts()), "witness": _witness(hs)}))
     return out
 
 
@@ -149,10 +150,10 @@ def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
             out.append(Finding(
                 "blackholes",
                 f"headers {text} entering {_ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
-                f"(path {' -> '.join(hops)}; rules {_rules_text(e.rules)})",
+                f"(path {' -> '.join(hops)}; rules {_rules_text(e)})",
                 hosts=_hosts_of(a, ing, hs, macs), switches=(sw,),
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
-                         "path": hops, "rules": list(e.rules), "terms": len(hs.terms), "witness": _witness(hs)}))
+                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms), "witness": _witness(hs)}))
     return out
 
 
@@ -166,15 +167,55 @@ def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: 
     return ip | eth.minus_wc(wc13(eth_type=0x0800))
 
 
-def _overlapping(events: list[Event], dst_mac: int) -> list[Event]:
-    """The events that can hold headers sent to ``dst_mac`` (their terms cut down to those)."""
-    out = []
-    for e in events:
-        terms = tuple(t for t in e.hs.terms
-                      if t[1] & _DST_FULL != _DST_FULL or (t[0] >> _DST_SH) & _MAC == dst_mac)
-        if terms:
+class _ByDst:
+    """The terms of some events indexed by the eth_dst they fix (most do, past the first
+    rule), so each destination looks only at its own and at the unfixed ones."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.fixed: dict[int, list[tuple[int, Term]]] = defaultdict(list)
+        self.loose: list[tuple[int, Term]] = []
+        self.events = events
+        for n, e in enumerate(events):
+            for t in e.hs.terms:
+                if t[1] & _DST_FULL == _DST_FULL:
+                    self.fixed[(t[0] >> _DST_SH) & _MAC].append((n, t))
+                else:
+                    self.loose.append((n, t))
+
+    def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
+        return self.fixed.get(dst_mac, []) + self.loose
+
+    def events_for(self, dst_mac: int) -> list[Event]:
+        """The events cut down to their terms that can hold headers sent to ``dst_mac``."""
+        by_event: dict[int, list[Term]] = defaultdict(list)
+        for n, t in self.hits(dst_mac):
+            by_event[n].append(t)
+        out = []
+        for n, terms in by_event.items():
+            e = self.events[n]
             out.append(Event(HS13(terms), e.where, e.path, e.rules, e.choices, e.why))
-    return out
+        return out
+
+
+def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS13:
+    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses."""
+    if not alts:
+        return HS13(t for idx in indexes for _n, t in idx.hits(dst_mac))
+    return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
+
+
+def _clip(hs: HS13, to: HS13) -> HS13:
+    """``hs`` cut down to the bases of ``to``'s terms: the same set as far as ``to`` is
+    concerned, with the differences that do not meet ``to`` gone (cheaper to subtract)."""
+    out = []
+    for v, m, ds in hs.terms:
+        for pv, pm, _pds in to.terms:
+            if (v ^ pv) & m & pm:
+                continue
+            t = make_term(v | pv, m | pm, ds)
+            if t is not None:
+                out.append(t)
+    return HS13(out)
 
 
 def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
@@ -197,23 +238,35 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
         r = a.reaches.get(loc)
         if r is None or view.peer(*loc) is None:
             continue
-        ok_punts = [e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
-        for dst in members[comp.get(src.name, -1)]:
+        peers = members[comp.get(src.name, -1)]
+        # The findings of one source depend on its reach, its peers and which of the switches
+        # it punts at have a live controller: a repeated check on unchanged tables reuses them.
+        key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
+               tuple((sw, ok(sw)) for sw in sorted(r.punted)))
+        hit = r.memo.get(key)
+        if hit is not None:
+            out.extend(hit)
+            continue
+        mine: list[Finding] = []
+        r.memo[key] = mine
+        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs])
+        for dst in peers:
             if dst is src:
                 continue
             P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
-            good = _overlapping(r.delivered.get(dst.name, []) + ok_punts, dst.mac)
-            bad = (P - must_hold(good, r.alts)).prune()
+            good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+            bad = (P - _clip(good, P)).prune()
             if not bad.terms:
                 continue
             w = bad.witness()
             why, where, path = _why_unreached(r, w, ok)
             text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
             via = f" (path {' -> '.join(path)})" if path else ""
-            out.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
-                               hosts=(src.name, dst.name), switches=where,
-                               details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                        "path": path, "witness": _witness(bad)}))
+            mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
+                                hosts=(src.name, dst.name), switches=where,
+                                details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                                         "path": path, "witness": _witness(bad)}))
+        out.extend(mine)
     return out
 
 

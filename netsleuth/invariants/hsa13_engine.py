@@ -426,18 +426,37 @@ class _TableView:
         return sh
 
     def classify(self, hs: HS13) -> list[tuple[int | None, HS13]]:
+        """Split ``hs`` by the entry each part hits (None: no entry).  When a term already
+        fixes every bit an entry tests (the usual case after the first hop), its own
+        differences stay as they are and only the entry's shadowers are clipped to it."""
         pieces: dict[int | None, list[Term]] = {}
-        for v, m, ds in hs.terms:
+        for t in hs.terms:
+            v, m, ds = t
             cands = self.candidates(v, m)
             if not cands:
-                pieces.setdefault(None, []).append((v, m, ds))
+                pieces.setdefault(None, []).append(t)
                 continue
-            for i in cands:
-                ev, em = self.ws[i]
-                nt = make_term(v | ev, m | em, ds + self.shadowers(i))
+            covered = False
+            ws = self.ws
+            for k, i in enumerate(cands):
+                ev, em = ws[i]
+                # The better-ranked entries that can take headers of this term are exactly the
+                # candidates before this one (candidates overlap the term, in rank order).
+                sh = tuple(ws[j] for j in cands[:k] if not ((ws[j][0] ^ ev) & ws[j][1] & em))
+                if not (em & ~m):  # inside the entry's wildcard
+                    covered = True
+                    if not sh:
+                        nt: Term | None = t
+                    else:
+                        extra = make_term(v, m, sh)
+                        nt = None if extra is None else (v, m, ds + extra[2])
+                else:
+                    nt = make_term(v | ev, m | em, ds + sh)
                 if nt is None or term_empty(nt):
                     continue
                 pieces.setdefault(i, []).append(nt)
+            if covered:
+                continue  # some candidate takes every header of the term
             miss = make_term(v, m, ds + tuple(self.ws[i] for i in cands))
             if miss is not None and not term_empty(miss):
                 pieces.setdefault(None, []).append(miss)
@@ -678,10 +697,13 @@ class Event:
     hs: HS13
     where: str
     path: tuple[Port, ...]
-    rules: tuple[str, ...]
+    rules: tuple[tuple[str, int, FlowEntry13], ...]   # (switch, table id, entry), in order
     choices: tuple[tuple[int, int], ...] = ()
     why: str = ""
     sym: Sym | None = None    # deliveries: the header as it arrives, in terms of the injected one
+
+    def rule_texts(self) -> tuple[str, ...]:
+        return tuple(rule_text(*r) for r in self.rules)
 
 
 @dataclass
@@ -694,6 +716,7 @@ class Reach13:
     alts: dict[int, int] = field(default_factory=dict)   # SELECT node -> number of alternatives
     truncated: bool = False
     hops: int = 0
+    memo: dict[Any, Any] = field(default_factory=dict)   # the checks' per-reach results (see hsa13_checks)
 
 
 def rule_text(sw: str, table_id: int, entry: FlowEntry13) -> str:
@@ -729,7 +752,8 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
     view = net.view
     reach = Reach13((s0, p0))
     start = HS13.injected() if hs is None else hs
-    stack: list[tuple[str, int, HS13, Sym, tuple[Port, ...], tuple[str, ...], tuple[tuple[int, int], ...]]]
+    stack: list[tuple[str, int, HS13, Sym, tuple[Port, ...], tuple[tuple[str, int, FlowEntry13], ...],
+                      tuple[tuple[int, int], ...]]]
     stack = [(s0, p0, start, IDENTITY, (), (), ())]
     switches = view.switches
     while stack:
@@ -748,7 +772,7 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
             continue
         sw = _Switch13(net.compiled(s), net.node_ids, reach.alts)
         for br in sw.run(orig, sym, p):
-            r2 = rules + tuple(rule_text(s, t, e) for t, e in br.rules)
+            r2 = rules + tuple((s, t, e) for t, e in br.rules)
             ch = choices + br.choices
             o = br.st.orig
             if not br.emits:
@@ -817,8 +841,9 @@ _COMPILED13: weakref.WeakKeyDictionary[Pipeline13, Compiled13] = weakref.WeakKey
 
 
 def forget13() -> None:
-    """Forget compiled pipelines (benchmarks: the next check runs cold)."""
+    """Forget compiled pipelines and the last results (benchmarks: the next check runs cold)."""
     _COMPILED13.clear()
+    _LAST.clear()
 
 
 def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAULT_BUDGET13,
@@ -827,10 +852,27 @@ def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAUL
     from netsleuth.invariants.hsa_engine import ingress_points  # the same ingress points as 1.0
     net = Net13(view, _COMPILED13 if cache else {})
     points = ingress_points(view, ingress)
-    reaches: dict[Port, Reach13] = {}
-    truncated = []
-    for ing in points:
-        r = reaches[ing] = explore13(net, ing[0], ing[1], budget=budget)
-        if r.truncated:
-            truncated.append(ing)
+    key = _state_key(view, net, ingress, budget) if cache else None
+    if key is not None and _LAST and _LAST[0] == key:
+        reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
+    else:
+        reaches = {ing: explore13(net, ing[0], ing[1], budget=budget) for ing in points}
+        if key is not None:
+            _LAST[:] = [key, reaches]
+    truncated = [ing for ing, r in reaches.items() if r.truncated]
     return Analysis13(view, list(points), {k: v for k, v in points.items() if v is not None}, reaches, truncated)
+
+
+_LAST: list[Any] = []   # [state key, reaches] of the last analysis (a check repeated on unchanged tables)
+
+
+def _state_key(view: NetworkView, net: Net13, ingress: str, budget: int) -> tuple[Any, ...] | None:
+    """Everything the reaches depend on: each pipeline (identity and signature), live links and
+    switches, the ingress choice.  None when some switch has no 1.3 pipeline."""
+    pipes = []
+    for name in sorted(view.switches):
+        c = net.compiled(name)
+        pipes.append((name, id(c.pipe), c.signature))
+    links = tuple(sorted(view.link_up.items()))
+    up = tuple(sorted((n, view.is_switch_up(n)) for n in view.switches))
+    return (tuple(pipes), links, up, ingress, budget)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from netsleuth.invariants.hsa_space import Term, Wildcard, _witness, expand_limited, make_term, term_contains, wc_pieces
+from netsleuth.invariants.hsa_space import (Term, Wildcard, _witness, expand_limited, make_term, term_contains,
+                                           wc_covers, wc_pieces)
 from netsleuth.model.headerbits13 import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
 from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
 from netsleuth.model.of13.oxm import render_value
@@ -51,6 +52,8 @@ def _term_minus(x: Term, y: Term) -> list[Term]:
         return [x]
     bv, bm = ov | v, om | m
     clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)]
+    if clipped and ds and all(any(wc_covers(d, c) for d in ds) for c in clipped):
+        clipped = []  # what y leaves out, x leaves out already: subtract y's base alone
     if not clipped:
         if bm == m:
             return []
