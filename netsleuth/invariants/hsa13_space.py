@@ -12,8 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from netsleuth.invariants.hsa_space import (Term, Wildcard, _witness, expand_limited, make_term, term_contains,
-                                           wc_covers, wc_pieces)
+from netsleuth.invariants.hsa_space import (
+    Term,
+    Wildcard,
+    _witness,
+    expand_limited,
+    make_term,
+    term_contains,
+    wc_covers,
+    wc_pieces,
+)
 from netsleuth.model.headerbits13 import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
 from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
 from netsleuth.model.of13.oxm import render_value
