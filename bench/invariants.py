@@ -430,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{w['analyze_s']:.3f}/{w['loops_s']:.3f}/{w['blackholes_s']:.3f}/{w['reachability_s']:.3f}",
                     f"{f['loops']}/{f['blackholes']}/{f['reachability']}", f"{r['cold']['total_s']:.3f}",
                     f"{r['warm']['total_s']:.3f}")
-    console.print(two)
+    if two.row_count:
+        console.print(two)
     out = {"benchmark": "invariants", "check": "loops+blackholes+reachability (header space)",
            "flows": "in_port,dl_src,dl_dst -> output along BFS shortest paths, every ordered host pair",
            "max_rules": args.max_rules, "repeat": args.repeat,

@@ -36,7 +36,7 @@ from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.fields import oxm_fields
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket, GroupTable
-from netsleuth.model.of13.headers import IPv6, VlanTag
+from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, VlanTag
 from netsleuth.model.of13.instructions import Instructions
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Pipeline13, PortState
@@ -234,11 +234,17 @@ def oxm_matches(draw, ports, macs, ips, table_id):
         if draw(st.integers(0, 3)) == 0:
             kw["ip_dscp"] = draw(st.integers(0, 1))
     elif et == 0x86DD and draw(st.booleans()):
-        kw["ip_proto"] = draw(st.sampled_from([6, 17]))
+        kw["ip_proto"] = draw(st.sampled_from([6, 17, 58]))
+        if draw(st.booleans()):
+            kw["ipv6_dst"] = draw(st.sampled_from([2, 9]))
+        if kw["ip_proto"] == 17 and draw(st.booleans()):
+            kw["udp_src"] = draw(st.sampled_from([1, 53]))
     elif et == 0x8847 and draw(st.booleans()):
         kw["mpls_label"] = draw(st.sampled_from([0, 16]))
     elif et == 0x0806 and draw(st.booleans()):
         kw["arp_tpa"] = draw(st.sampled_from(ips))
+    if draw(st.integers(0, 7)) == 0:
+        kw["tunnel_id"] = draw(st.sampled_from([0, 9]))
     if table_id and draw(st.booleans()):
         kw["metadata"] = (draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3])))
     try:
@@ -275,9 +281,22 @@ def actions(draw, ports, macs, ips, groups, max_len=3):
             out.append(Group(draw(st.sampled_from(groups))))
         elif c in (14,):
             out.append(SetField("vlan_pcp", draw(st.integers(0, 2))))
+        elif c == 15:
+            name, values = draw(st.sampled_from(OTHER_SETS))
+            out.append(SetField(name, draw(st.sampled_from(values))))
         else:
             out.append(SetField("eth_src", draw(st.sampled_from(macs))))
     return tuple(out)
+
+
+# set_field of the other settable fields (each a no-op on frames without that header)
+OTHER_SETS = (
+    ("ipv4_src", (OTHER_IP,)), ("ip_ecn", (1, 3)), ("ip_dscp", (0, 1)), ("udp_src", (53,)), ("udp_dst", (53, 80)),
+    ("sctp_dst", (80,)), ("icmpv4_type", (0,)), ("icmpv4_code", (1,)), ("arp_op", (2,)), ("arp_spa", (OTHER_IP,)),
+    ("arp_tpa", (OTHER_IP,)), ("arp_sha", (OTHER_MAC,)), ("arp_tha", (OTHER_MAC,)), ("ipv6_src", (7,)),
+    ("ipv6_dst", (2, 9)), ("ipv6_flabel", (5,)), ("icmpv6_type", (129,)), ("icmpv6_code", (1,)),
+    ("tcp_src", (7,)), ("mpls_tc", (3,)), ("tunnel_id", (9,)),
+)
 
 
 FORWARD_REWRITES = (
@@ -372,7 +391,7 @@ def frames_of(draw, macs, ips):
     src, dst = draw(st.sampled_from(macs)), draw(st.sampled_from(macs))
     tags = tuple(VlanTag(draw(st.sampled_from(VIDS)), draw(st.integers(0, 2)), 0,
                          draw(st.sampled_from([0x8100, 0x88A8]))) for _ in range(draw(st.sampled_from([0, 0, 1, 2]))))
-    kind = draw(st.sampled_from(["tcp", "udp", "icmp", "arp", "v6tcp", "other"]))
+    kind = draw(st.sampled_from(["tcp", "udp", "icmp", "arp", "v6tcp", "v6udp", "v6icmp", "sctp", "other"]))
     if kind in ("tcp", "udp", "icmp"):
         ip = IPv4(draw(st.sampled_from(ips)), draw(st.sampled_from(ips)), {"tcp": 6, "udp": 17, "icmp": 1}[kind],
                   tos=draw(st.sampled_from([0, 4])))
@@ -383,6 +402,12 @@ def frames_of(draw, macs, ips):
         return Frame(src, dst, 0x0806, tags, (), Arp(1, src, draw(st.sampled_from(ips)), 0, draw(st.sampled_from(ips))))
     if kind == "v6tcp":
         return Frame(src, dst, 0x86DD, tags, (), IPv6(1, 2, 6), TCP(1000, 80))
+    if kind == "v6udp":
+        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, draw(st.sampled_from([2, 9])), 17, flabel=5), UDP(1, 53))
+    if kind == "v6icmp":
+        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, 2, 58), ICMPv6(128, 0))
+    if kind == "sctp":
+        return Frame(src, dst, 0x0800, tags, (), IPv4(draw(st.sampled_from(ips)), OTHER_IP, 132), SCTP(5, 80))
     return Frame(src, dst, 0x88B5, tags, payload=b"\x01\x02")
 
 
