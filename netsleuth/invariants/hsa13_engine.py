@@ -98,22 +98,20 @@ class Unsupported13(NetsleuthError):
 def pipeline13_of(view: NetworkView, name: str) -> Pipeline13 | None:
     """The OpenFlow 1.3 pipeline of switch ``name`` in ``view``, or None for a 1.0 switch.
 
-    The view exposes pipelines as ``view.pipelines13`` (switch name -> Pipeline13);
-    a view built by hand may also put the Pipeline13 itself in ``view.switches``."""
-    p = getattr(view, "pipelines13", None)
-    got = p.get(name) if p else None
-    if got is None:
-        sw = view.switches.get(name)
-        if isinstance(sw, Pipeline13):
-            got = sw
-    return got
+    The one place the engine reads a switch's forwarding state: ``view.pipeline(name)``
+    (a 1.0 FlowTable or a Pipeline13, from ``Switch.pipeline``) where the view has it; a
+    view built by hand may also hold the Pipeline13 itself in ``view.switches``."""
+    sw = view.switches.get(name)
+    if isinstance(sw, Pipeline13):
+        return sw
+    get = getattr(view, "pipeline", None)
+    got = get(name) if get is not None and sw is not None else None
+    return got if isinstance(got, Pipeline13) else None
 
 
 def has_of13(view: NetworkView) -> bool:
     """Whether any switch of ``view`` runs an OpenFlow 1.3 pipeline."""
-    if getattr(view, "pipelines13", None):
-        return True
-    return any(isinstance(sw, Pipeline13) for sw in view.switches.values())
+    return any(pipeline13_of(view, name) is not None for name in view.switches)
 
 
 # --------------------------------------------------------------------------- symbolic header

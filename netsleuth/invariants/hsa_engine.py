@@ -495,13 +495,15 @@ def ingress_points(view: NetworkView, which: str = "hosts") -> dict[Port, str | 
 def _has_of13(view: NetworkView) -> bool:
     """Whether some switch runs an OpenFlow 1.3 pipeline; free when no 1.3 pipeline exists
     in this process (the 1.3 model is then not even imported)."""
-    if getattr(view, "pipelines13", None):
-        return True
     mod = sys.modules.get("netsleuth.model.of13.pipeline")
     if mod is None:
         return False
     p13 = mod.Pipeline13
-    return any(isinstance(sw, p13) for sw in view.switches.values())
+    get = getattr(view, "pipeline", None)  # NetworkView.pipeline(switch): FlowTable | Pipeline13
+    for name, sw in view.switches.items():
+        if isinstance(sw, p13) or (get is not None and isinstance(get(name), p13)):
+            return True
+    return False
 
 
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
