@@ -194,13 +194,6 @@ class Sym:
         out["labels"] = self.mpls
         return out
 
-    def text(self) -> str:
-        parts = [f"{k}={v if isinstance(v, str) else hex(v)}" for k, v in sorted(self.f.items())]
-        if self.tags is not None:
-            parts.append(f"tags={len(self.tags)}")
-        if self.mpls:
-            parts.append(f"labels={len(self.mpls)}")
-        return ",".join(parts) or "as injected"
 
 
 IDENTITY = Sym()
