@@ -195,7 +195,6 @@ class Sym:
         return out
 
 
-
 IDENTITY = Sym()
 _FRAME_FIELDS = ("eth_dst", "eth_src", "eth_type", "vlan_vid", "vlan_pcp", "mpls_label", "mpls_tc", "mpls_bos",
                  *sorted(_L3_NAMES))
