@@ -426,6 +426,7 @@ def test_header_space_13_agrees_with_concrete_frames(case):
         a = E13.analyze13(view, cache=False)
     except E13.Unsupported13:
         return
+    looped = False
     for ing, r in a.reaches.items():
         assert not r.truncated
         for frame in frames:
@@ -435,6 +436,14 @@ def test_header_space_13_agrees_with_concrete_frames(case):
             assert got_may == may, (ing, frame.summary())
             if complete:
                 assert got_must == must, (ing, frame.summary())
+            looped |= may.loops
+    # The findings read from the same analysis: a frame that can loop gives a loop finding
+    # naming the table of each rule; every finding renders.
+    found = check_all13(view)
+    if looped:
+        assert found["loops"] and all(" table " in f.message for f in found["loops"])
+    for f in found["loops"] + found["blackholes"] + found["reachability"]:
+        assert f.message and f.details["header_space"]
 
 
 # --------------------------------------------------------------------------- examples
