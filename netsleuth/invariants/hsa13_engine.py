@@ -58,6 +58,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants.hsa13_space import HS13, term_empty, union13
+from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import Term, make_term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, TAG_SHAPES
@@ -839,7 +840,6 @@ def forget13() -> None:
 def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAULT_BUDGET13,
               cache: bool = True) -> Analysis13:
     """Every header a host can send, pushed in at every ingress point once for all three checks."""
-    from netsleuth.invariants.hsa_engine import ingress_points  # the same ingress points as 1.0
     net = Net13(view, _COMPILED13 if cache else {})
     points = ingress_points(view, ingress)
     key = _state_key(view, net, ingress, budget) if cache else None

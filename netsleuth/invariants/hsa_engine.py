@@ -57,6 +57,7 @@ from netsleuth.invariants.forwarding import why_sends_nothing
 from netsleuth.invariants.hsa_compile import (CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled,
                                               interner)
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
+from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.view import NetworkView
 
 Port = tuple[str, int]
@@ -473,23 +474,6 @@ class Analysis:
         for x in xs:
             by.setdefault(why_sends_nothing(cs.hit_entry(p, key(x) & fm), p), []).append(x)  # type: ignore[operator]
         return list(by.items())
-
-
-def ingress_points(view: NetworkView, which: str = "hosts") -> dict[Port, str | None]:
-    """(switch, port) -> attached host, for host-facing ports with a live link on live
-    switches; ``which="all"`` adds switch-facing ports with a live link (host None)."""
-    out: dict[Port, str | None] = {}
-    switches = view.switches
-    for (n1, p1, n2, p2), up in view.link_up.items():
-        if not up:
-            continue
-        for a, pa, b in ((n1, p1, n2), (n2, p2, n1)):
-            if a in switches and view.is_switch_up(a):
-                if b not in switches:
-                    out[(a, pa)] = b
-                elif which == "all":
-                    out.setdefault((a, pa), None)
-    return dict(sorted(out.items()))
 
 
 def _has_of13(view: NetworkView) -> bool:
