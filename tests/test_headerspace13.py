@@ -341,6 +341,10 @@ def networks(draw):
     for key in sorted(net.link_up):
         if key[0].startswith("s") and key[2].startswith("s") and draw(st.integers(0, 7)) == 0:
             net.cut(key)
+    for pipe in net.pipes.values():
+        for port, state in sorted(pipe.ports.items()):
+            if draw(st.integers(0, 7)) == 0:  # FLOOD skips it
+                pipe.ports[port] = PortState(live=state.live, no_flood=True)
     for name, pipe in net.pipes.items():
         ports = sorted(pipe.ports)
         groups = draw(add_groups(pipe, ports, macs, ips))
