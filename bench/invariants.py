@@ -27,7 +27,17 @@ a fresh subprocess of this script (``--one K``) so that memory is per K:
   with ``version`` hidden, so "is this table unchanged?" compares every entry;
 * incremental: after one flow_mod-like change on one edge switch;
 * general: the general engine alone (no batch classes), small K only;
-* every run must report no violation (the routes are correct).
+* every run must report no violation (the routes are correct);
+* two tables (OpenFlow 1.3, K <= ``--two-table-max-k``): the same flows as
+  ``Pipeline13``s, table 1 holding them (``in_port, eth_src, eth_dst ->
+  output``, priority 1, a table-miss entry to the controller) behind table 0,
+  an ACL: anti-spoofing per host port (the host's own eth_src goes on to table
+  1, anything else from that port is dropped), drops for the link-local
+  multicast destinations of STP and LLDP, and goto table 1 for everything
+  else.  Cold (nothing compiled) and warm (same tables, new view) seconds of
+  the same three checks through the 1.3 engine, beside the one-table rows;
+  the anti-spoofing drops are blackholes by the 1.0 definition (one finding
+  per ingress), nothing else is.
 
 The parent prints a rich table and writes ``bench/results/invariants.json``.
 
@@ -54,6 +64,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
+from os_ken.ofproto import ofproto_v1_3 as ofp13  # noqa: E402
 
 from netsleuth.invariants import hsa_checks as H  # noqa: E402
 from netsleuth.invariants import hsa_compile as C  # noqa: E402
@@ -153,6 +164,73 @@ def _neighbor(adj, s: str, port: int) -> tuple[str, int]:
     raise KeyError((s, port))
 
 
+STP_MAC, LLDP_MAC = 0x0180C2000000, 0x0180C200000E
+
+
+def build_fattree13(k: int, topo, switches10: dict):
+    """Two-table Pipeline13s carrying the flows of the one-table build (see the module docstring)."""
+    from netsleuth.model.of13.actions import Output as Output13
+    from netsleuth.model.of13.instructions import Instructions
+    from netsleuth.model.of13.oxm import OxmMatch
+    from netsleuth.model.of13.pipeline import Pipeline13, PortState
+
+    pipes = {name: Pipeline13(2, {p: PortState() for p in topo.ports(name)}) for name in switches10}
+    host_port = {}
+    for lk in topo.links:
+        if lk.node1 in pipes and lk.node2 not in pipes:
+            host_port[lk.node2] = (lk.node1, lk.port1)
+        elif lk.node2 in pipes and lk.node1 not in pipes:
+            host_port[lk.node1] = (lk.node2, lk.port2)
+    to_table1 = Instructions(goto=1)
+    drop = Instructions()
+    for h in topo.hosts:
+        sw, port = host_port[h.name]
+        pipes[sw].add_flow(0, OxmMatch.build(in_port=port, eth_src=h.mac), 20, to_table1)
+        pipes[sw].add_flow(0, OxmMatch.build(in_port=port), 10, drop)
+    outs: dict[int, Instructions] = {}
+    for name, pipe in pipes.items():
+        for mac in (STP_MAC, LLDP_MAC):
+            pipe.add_flow(0, OxmMatch.build(eth_dst=mac), 30, drop)
+        pipe.add_flow(0, OxmMatch(), 0, to_table1)
+        pipe.add_flow(1, OxmMatch(), 0, Instructions.actions(Output13(ofp13.OFPP_CONTROLLER)))
+        for e in switches10[name].table.entries():
+            m = e.match
+            port = e.actions[0].port
+            inst = outs.get(port)
+            if inst is None:
+                inst = outs[port] = Instructions.actions(Output13(port))
+            pipe.add_flow(1, OxmMatch.build(in_port=m.in_port, eth_src=m.dl_src, eth_dst=m.dl_dst), 1, inst)
+    return pipes
+
+
+def make_view13(topo, pipes) -> NetworkView:
+    dpids = frozenset(s.dpid for s in topo.switches)
+    link_up = {(lk.node1, lk.port1, lk.node2, lk.port2): True for lk in topo.links}
+    return NetworkView(topology=topo, switches=pipes, link_up=link_up, controllers_alive={"c0": True},
+                       connected_dpids=dpids)
+
+
+def run_two_table(k: int, topo, switches10: dict, repeat: int) -> dict:
+    """Cold and warm seconds of the three checks on the two-table (OpenFlow 1.3) fat tree."""
+    from netsleuth.invariants import hsa13_engine as E13
+    t0 = time.perf_counter()
+    pipes = build_fattree13(k, topo, switches10)
+    out: dict = {"build_s": round(time.perf_counter() - t0, 2), "tables": 2,
+                 "rules": sum(len(p.tables) for p in pipes.values())}
+    E13.forget13()
+    gc.collect()
+    cold, counts = check(make_view13(topo, pipes))
+    out["cold"] = _round(cold)
+    out["findings"] = counts
+    warm = []
+    for _ in range(repeat):
+        t, c = check(make_view13(topo, pipes))
+        assert c == counts
+        warm.append(t)
+    out["warm"] = _round(min(warm, key=lambda t: t["total_s"]))
+    return out
+
+
 def make_view(topo, switches, link_up=None) -> NetworkView:
     dpids = frozenset(s.dpid for s in topo.switches)
     if link_up is None:
@@ -173,8 +251,12 @@ def check(view: NetworkView, **kw) -> tuple[dict, dict]:
     unreach = H.hsa_reachability(view, a)
     t4 = time.perf_counter()
     times = {"total_s": t4 - t0, "analyze_s": t1 - t0, "loops_s": t2 - t1, "blackholes_s": t3 - t2,
-             "reachability_s": t4 - t3, "batch_hops": a.batch.hops, "general_classes": len(a.batch.general),
-             "general_ingresses": len(a.reaches)}
+             "reachability_s": t4 - t3}
+    if isinstance(a, E.Analysis):
+        times.update({"batch_hops": a.batch.hops, "general_classes": len(a.batch.general),
+                      "general_ingresses": len(a.reaches)})
+    else:  # the OpenFlow 1.3 engine
+        times.update({"hops": sum(r.hops for r in a.reaches.values()), "general_ingresses": len(a.reaches)})
     counts = {"loops": len(loops), "blackholes": len(holes), "reachability": len(unreach)}
     return times, counts
 
@@ -219,7 +301,7 @@ def _forget(switches: dict) -> None:
         sw.table._sorted = None
 
 
-def run_one(k: int, max_rules: int, repeat: int) -> dict:
+def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8) -> dict:
     gc.collect()
     t0 = time.perf_counter()
     topo, switches, info = build_fattree(k, max_rules)
@@ -267,6 +349,8 @@ def run_one(k: int, max_rules: int, repeat: int) -> dict:
         t, c = check(make_view(topo, switches), batch=False, cache=False)
         row["general"] = _round(t)
         row["general_findings"] = c
+    if k <= two_table_max_k and info["all_pairs"]:
+        row["two_table"] = run_two_table(k, topo, switches, repeat)
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return row
 
@@ -283,11 +367,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="flow budget per K; beyond it only some destinations get flows (default 6M)")
     ap.add_argument("--repeat", type=int, default=3, help="warm checks per K (best is reported)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per K")
+    ap.add_argument("--two-table-max-k", type=int, default=8,
+                    help="largest K for the two-table OpenFlow 1.3 rows (default 8)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.max_rules, args.repeat)))
+        print(json.dumps(run_one(args.one, args.max_rules, args.repeat, args.two_table_max_k)))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -297,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[bold]fattree,{k}[/bold] ...")
         try:
             proc = subprocess.run([sys.executable, __file__, "--one", str(k), "--max-rules", str(args.max_rules),
-                                   "--repeat", str(args.repeat)], capture_output=True, text=True,
+                                   "--repeat", str(args.repeat), "--two-table-max-k", str(args.two_table_max_k)],
+                                  capture_output=True, text=True,
                                   timeout=args.timeout)
         except subprocess.TimeoutExpired:
             rows.append({"k": k, "error": f"timeout after {args.timeout:.0f} s"})
@@ -329,6 +416,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['general']['total_s']:.3f}" if "general" in r else "-",
             str(sum(r["findings"].values())), f"{r['peak_rss_mb']:.0f}")
     console.print(table)
+    two = Table(title="the same check on two tables (OpenFlow 1.3 pipelines: ACL table 0, goto, forwarding "
+                      "table 1), beside the one-table figures")
+    for col in ("K", "rules (2 tables)", "build s", "cold s", "warm s", "warm: analyze/loops/holes/reach s",
+                "findings (loops/holes/reach)", "1 table: cold s", "1 table: warm s"):
+        two.add_column(col, justify="right")
+    for r in rows:
+        t2 = r.get("two_table")
+        if not t2:
+            continue
+        w, f = t2["warm"], t2["findings"]
+        two.add_row(str(r["k"]), f"{t2['rules']:,}", f"{t2['build_s']:.1f}", f"{t2['cold']['total_s']:.3f}",
+                    f"{w['total_s']:.3f}",
+                    f"{w['analyze_s']:.3f}/{w['loops_s']:.3f}/{w['blackholes_s']:.3f}/{w['reachability_s']:.3f}",
+                    f"{f['loops']}/{f['blackholes']}/{f['reachability']}", f"{r['cold']['total_s']:.3f}",
+                    f"{r['warm']['total_s']:.3f}")
+    if two.row_count:
+        console.print(two)
     out = {"benchmark": "invariants", "check": "loops+blackholes+reachability (header space)",
            "flows": "in_port,dl_src,dl_dst -> output along BFS shortest paths, every ordered host pair",
            "max_rules": args.max_rules, "repeat": args.repeat,

@@ -38,6 +38,8 @@ def _analysis(view: NetworkView, outcomes: object) -> Analysis:
     """The analysis the registry shares between checks when it is of this view, else a fresh one."""
     if isinstance(outcomes, Analysis) and outcomes.view is view:
         return outcomes
+    if type(outcomes).__name__ == "Analysis13" and getattr(outcomes, "view", None) is view:
+        return outcomes  # type: ignore[return-value]
     return analyze(view)
 
 
@@ -46,6 +48,9 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
     """Header spaces that come back to a (switch, in_port) they already crossed; one finding
     per ingress and cycle, with the header space, the ingress and one looping path."""
     a = _analysis(view, analysis)
+    if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
+        from netsleuth.invariants.hsa13_checks import loops13
+        return loops13(view, a)
     macs = mac_hosts(view)
     out = []
     for ing in a.ingresses:
@@ -78,6 +83,9 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
     point.  Headers for a host physically cut off from the ingress, or for the very host
     that sends them, do not count (the network could not or need not deliver them)."""
     a = _analysis(view, analysis)
+    if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
+        from netsleuth.invariants.hsa13_checks import blackholes13
+        return blackholes13(view, a)
     macs = mac_hosts(view)
     comp: dict[str, int] | None = None
     out = []
@@ -164,6 +172,9 @@ def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> lis
     (:func:`pair_space`) from the source's port reaches the destination or is punted to a
     live, connected controller; a finding names the header space that does not."""
     a = _analysis(view, analysis)
+    if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
+        from netsleuth.invariants.hsa13_checks import reachability13
+        return reachability13(view, a)
     comp = components(view)
     members: dict[int, list] = defaultdict(list)
     for h in view.topology.hosts:

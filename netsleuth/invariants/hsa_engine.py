@@ -48,6 +48,7 @@ is what all three checks read.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from dataclasses import dataclass, field
 from netsleuth.invariants.forwarding import why_sends_nothing
 from netsleuth.invariants.hsa_compile import CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled, interner
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
+from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.view import NetworkView
 
 Port = tuple[str, int]
@@ -476,21 +478,18 @@ class Analysis:
         return list(by.items())
 
 
-def ingress_points(view: NetworkView, which: str = "hosts") -> dict[Port, str | None]:
-    """(switch, port) -> attached host, for host-facing ports with a live link on live
-    switches; ``which="all"`` adds switch-facing ports with a live link (host None)."""
-    out: dict[Port, str | None] = {}
-    switches = view.switches
-    for (n1, p1, n2, p2), up in view.link_up.items():
-        if not up:
-            continue
-        for a, pa, b in ((n1, p1, n2), (n2, p2, n1)):
-            if a in switches and view.is_switch_up(a):
-                if b not in switches:
-                    out[(a, pa)] = b
-                elif which == "all":
-                    out.setdefault((a, pa), None)
-    return dict(sorted(out.items()))
+def _has_of13(view: NetworkView) -> bool:
+    """Whether some switch runs an OpenFlow 1.3 pipeline; free when no 1.3 pipeline exists
+    in this process (the 1.3 model is then not even imported)."""
+    mod = sys.modules.get("netsleuth.model.of13.pipeline")
+    if mod is None:
+        return False
+    p13 = mod.Pipeline13
+    get = getattr(view, "pipeline", None)  # NetworkView.pipeline(switch): FlowTable | Pipeline13
+    for name, sw in view.switches.items():
+        if isinstance(sw, p13) or (get is not None and isinstance(get(name), p13)):
+            return True
+    return False
 
 
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
@@ -498,7 +497,14 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
     """Push every header in at every ingress point, once for all three checks.
 
     ``batch=False`` uses only the general engine (slower; the tests compare both);
-    ``cache=False`` recompiles every switch instead of reusing unchanged ones."""
+    ``cache=False`` recompiles every switch instead of reusing unchanged ones.
+
+    A network of OpenFlow 1.3 pipelines is analysed by the 1.3 engine instead
+    (:func:`netsleuth.invariants.hsa13_engine.analyze13`, a wider header layout
+    that 1.0 networks never pay for); its checks accept either result."""
+    if _has_of13(view):
+        from netsleuth.invariants.hsa13_engine import analyze13
+        return analyze13(view, ingress=ingress, budget=budget, cache=cache)  # type: ignore[return-value]
     net = _Net(view, cache=cache)
     points = ingress_points(view, ingress)
     ingresses = list(points)

@@ -1,0 +1,301 @@
+"""Loops, blackholes and reachability over OpenFlow 1.3 pipelines, as findings.
+
+The same invariants and the same reading as the 1.0 checks
+(:mod:`netsleuth.invariants.hsa_checks`): a finding names the header space
+(a wildcard expression over the injected headers), where those headers
+entered, the path, and the rules they took with the table of each
+(``s1 table 1: rule ...``), plus one concrete witness header.
+
+* loops: headers that come back to a (switch, in_port) they crossed, for
+  some choice of every SELECT group;
+* blackholes: headers dropped inside the network (a rule that sends
+  nothing, a table with no matching entry and no table-miss entry, an
+  output to a port without a live link or to a port nothing handles, a
+  switch that is down) for some SELECT choice; headers for a host cut off
+  from the ingress, or for the sender itself, do not count (as for 1.0).
+  A table-miss entry that sends to the controller is not a drop;
+* reachability: for every physically connected host pair, all of the
+  pair's traffic reaches the destination or a live, connected controller
+  *whatever* the SELECT groups choose.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from netsleuth.invariants.forwarding import Finding, controller_ok
+from netsleuth.invariants.hsa13_engine import Analysis13, Event, Port, Reach13, analyze13, must_hold
+from netsleuth.invariants.hsa13_space import HS13, describe13, header_dict13, union13
+from netsleuth.invariants.hsa_report import components, host_location
+from netsleuth.invariants.hsa_space import Term, make_term
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model.headerbits13 import FULL13, SHIFT13, wc13
+from netsleuth.model.topology import HostSpec
+
+_DST_SH = SHIFT13["eth_dst"]
+_DST_FULL = FULL13["eth_dst"] << _DST_SH
+_MAC = FULL13["eth_dst"]
+
+
+def _analysis(view: NetworkView, a: object) -> Analysis13:
+    if isinstance(a, Analysis13) and a.view is view:
+        return a
+    return analyze13(view)
+
+
+def _ingress_text(a: Analysis13, ing: Port) -> str:
+    host = a.ingress_host.get(ing)
+    return f"{ing[0]}:{ing[1]}" + (f" (from {host})" if host else "")
+
+
+def _dst_hosts(hs: HS13, macs: dict[int, str]) -> list[str]:
+    vals = set()
+    for v, m, _ds in hs.terms:
+        if m & _DST_FULL != _DST_FULL:
+            return []
+        vals.add((v >> _DST_SH) & _MAC)
+    return sorted({macs[x] for x in vals if x in macs})
+
+
+def _hosts_of(a: Analysis13, ing: Port, hs: HS13, macs: dict[int, str]) -> tuple[str, ...]:
+    src = a.ingress_host.get(ing)
+    return tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
+
+
+def _witness(hs: HS13) -> dict[str, object] | None:
+    w = hs.witness()
+    return None if w is None else header_dict13(w)
+
+
+def _rules_text(e: Event) -> str:
+    return "; ".join(e.rule_texts()) or "none"
+
+
+# --------------------------------------------------------------------------- loops
+def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    a = _analysis(view, analysis)
+    macs = {h.mac: h.name for h in view.topology.hosts}
+    out = []
+    for ing in a.ingresses:
+        found: dict[tuple[str, ...], tuple[Event, list[HS13]]] = {}
+        for e in a.reaches[ing].loops:
+            start = e.path.index(e.path[-1])
+            cycle = tuple(dict.fromkeys(s for s, _p in e.path[start:]))
+            if cycle in found:
+                found[cycle][1].append(e.hs)
+            else:
+                found[cycle] = (e, [e.hs])
+        for cycle, (e, spaces) in found.items():
+            hs = union13(spaces).prune()
+            if not hs.terms:
+                continue
+            hops = [f"{s}:{p}" for s, p in e.path]
+            text = describe13(hs)
+            sel = " (through one choice of a SELECT group)" if e.choices else ""
+            out.append(Finding(
+                "loops", f"headers {text} entering {_ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
+                         f"(rules {_rules_text(e)})",
+                hosts=_hosts_of(a, ing, hs, macs), switches=cycle,
+                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
+                         "rules": list(e.rule_texts()), "witness": _witness(hs)}))
+    return out
+
+
+# --------------------------------------------------------------------------- blackholes
+def _minus_dst(hs: HS13, macs: set[int]) -> HS13:
+    if not macs:
+        return hs
+    terms = []
+    for t in hs.terms:
+        if t[1] & _DST_FULL == _DST_FULL:
+            if (t[0] >> _DST_SH) & _MAC not in macs:
+                terms.append(t)
+            continue
+        cur = HS13((t,))
+        for mac in sorted(macs):
+            cur = cur.minus_wc(wc13(eth_dst=mac))
+        terms.extend(cur.terms)
+    return HS13(terms)
+
+
+def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    a = _analysis(view, analysis)
+    macs = {h.mac: h.name for h in view.topology.hosts}
+    comp = components(view)
+    out = []
+    for ing in a.ingresses:
+        drops = a.reaches[ing].drops
+        if not drops:
+            continue
+        here = comp.get(ing[0])
+        src = a.ingress_host.get(ing)
+        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+        by_where: dict[str, tuple[list[str], list[HS13], list[Event]]] = {}
+        for e in drops:
+            hs = _minus_dst(e.hs, cut_off).prune()
+            if not hs.terms:
+                continue
+            whys, spaces, evs = by_where.setdefault(e.where, ([], [], []))
+            if e.why not in whys:
+                whys.append(e.why)
+            spaces.append(hs)
+            evs.append(e)
+        for sw, (whys, spaces, evs) in by_where.items():
+            hs = union13(spaces)
+            text = describe13(hs)
+            e = evs[0]
+            hops = [f"{s}:{p}" for s, p in e.path]
+            out.append(Finding(
+                "blackholes",
+                f"headers {text} entering {_ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
+                f"(path {' -> '.join(hops)}; rules {_rules_text(e)})",
+                hosts=_hosts_of(a, ing, hs, macs), switches=(sw,),
+                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
+                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms), "witness": _witness(hs)}))
+    return out
+
+
+# --------------------------------------------------------------------------- reachability
+def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
+    """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
+    eth = HS13.injected().intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
+    if src_ip is None or dst_ip is None:
+        return eth
+    ip = eth.intersect_wc(wc13(eth_type=0x0800, ipv4_src=src_ip, ipv4_dst=dst_ip))
+    return ip | eth.minus_wc(wc13(eth_type=0x0800))
+
+
+class _ByDst:
+    """The terms of some events indexed by the eth_dst they fix (most do, past the first
+    rule), so each destination looks only at its own and at the unfixed ones."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.fixed: dict[int, list[tuple[int, Term]]] = defaultdict(list)
+        self.loose: list[tuple[int, Term]] = []
+        self.events = events
+        for n, e in enumerate(events):
+            for t in e.hs.terms:
+                if t[1] & _DST_FULL == _DST_FULL:
+                    self.fixed[(t[0] >> _DST_SH) & _MAC].append((n, t))
+                else:
+                    self.loose.append((n, t))
+
+    def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
+        return self.fixed.get(dst_mac, []) + self.loose
+
+    def events_for(self, dst_mac: int) -> list[Event]:
+        """The events cut down to their terms that can hold headers sent to ``dst_mac``."""
+        by_event: dict[int, list[Term]] = defaultdict(list)
+        for n, t in self.hits(dst_mac):
+            by_event[n].append(t)
+        out = []
+        for n, terms in by_event.items():
+            e = self.events[n]
+            out.append(Event(HS13(terms), e.where, e.path, e.rules, e.choices, e.why))
+        return out
+
+
+def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS13:
+    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses."""
+    if not alts:
+        return HS13(t for idx in indexes for _n, t in idx.hits(dst_mac))
+    return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
+
+
+def _clip(hs: HS13, to: HS13) -> HS13:
+    """``hs`` cut down to the bases of ``to``'s terms: the same set as far as ``to`` is
+    concerned, with the differences that do not meet ``to`` gone (cheaper to subtract)."""
+    out = []
+    for v, m, ds in hs.terms:
+        for pv, pm, _pds in to.terms:
+            if (v ^ pv) & m & pm:
+                continue
+            t = make_term(v | pv, m | pm, ds)
+            if t is not None:
+                out.append(t)
+    return HS13(out)
+
+
+def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    a = _analysis(view, analysis)
+    comp = components(view)
+    members: dict[int, list[HostSpec]] = defaultdict(list)
+    for h in view.topology.hosts:
+        members[comp.get(h.name, -1)].append(h)
+    ok_cache: dict[str, bool] = {}
+
+    def ok(sw: str) -> bool:
+        v = ok_cache.get(sw)
+        if v is None:
+            v = ok_cache[sw] = controller_ok(view, sw)
+        return v
+
+    out: list[Finding] = []
+    for src in view.topology.hosts:
+        loc = host_location(view, src.name)
+        r = a.reaches.get(loc)
+        if r is None or view.peer(*loc) is None:
+            continue
+        peers = members[comp.get(src.name, -1)]
+        # The findings of one source depend on its reach, its peers and which of the switches
+        # it punts at have a live controller: a repeated check on unchanged tables reuses them.
+        key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
+               tuple((sw, ok(sw)) for sw in sorted(r.punted)))
+        hit = r.memo.get(key)
+        if hit is not None:
+            out.extend(hit)
+            continue
+        mine: list[Finding] = []
+        r.memo[key] = mine
+        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs])
+        for dst in peers:
+            if dst is src:
+                continue
+            P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
+            good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+            bad = (P - _clip(good, P)).prune()
+            if not bad.terms:
+                continue
+            w = bad.witness()
+            why, where, path = _why_unreached(r, w, ok)
+            text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
+            via = f" (path {' -> '.join(path)})" if path else ""
+            mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
+                                hosts=(src.name, dst.name), switches=where,
+                                details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                                         "path": path, "witness": _witness(bad)}))
+        out.extend(mine)
+    return out
+
+
+def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
+    """Why one header of the pair's traffic (``w``) fails: (reason, switches, path)."""
+    if w is None:
+        return "they are lost", (), []
+
+    def has(e: Event) -> bool:
+        return e.hs.contains(w)
+
+    for e in r.loops:
+        if has(e):
+            start = e.path.index(e.path[-1])
+            return ("they loop", tuple(dict.fromkeys(s for s, _ in e.path[start:])),
+                    [f"{s}:{p}" for s, p in e.path])
+    for e in r.drops:
+        if has(e):
+            sel = " for some choice of a SELECT group" if e.choices else ""
+            return (f"they are dropped at {e.where}{sel} ({e.why})", (e.where,), [f"{s}:{p}" for s, p in e.path])
+    bad = [sw for sw, evs in sorted(r.punted.items()) if not ok(sw) and any(has(e) for e in evs)]
+    if bad:
+        return f"they go to a controller that is not connected ({', '.join(bad)})", tuple(bad), []
+    if r.truncated:
+        return "the analysis gave up (too many hops)", (), []
+    hosts = sorted(h for h, evs in r.delivered.items() if any(has(e) for e in evs))
+    return f"they are delivered to {', '.join(hosts) or 'nobody'}", (), []
+
+
+def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
+    a = analyze13(view, **kw)
+    return {"loops": loops13(view, a), "blackholes": blackholes13(view, a), "reachability": reachability13(view, a)}

@@ -1,0 +1,586 @@
+"""Header-space analysis over OpenFlow 1.3 pipelines agrees with concrete frames.
+
+Random multi-table pipelines (goto-table, write-metadata and metadata
+matches, VLAN push/pop, MPLS push/pop, set_field, write/clear-actions,
+groups ALL/SELECT/INDIRECT/FAST_FAILOVER, chained groups) on small
+topologies with some links down; every drawn frame is pushed hop by hop
+through ``Pipeline13.process`` (the model's own forwarding) and its fate
+compared with the engine's header spaces for the frame's packed header.
+
+SELECT groups pick a bucket by a hash; the engine treats every live bucket
+as possible.  The brute force therefore runs each frame under *every*
+sequence of SELECT choices (a GroupTable whose choice follows a script,
+enumerated like an odometer): a loop, drop, delivery or punt is possible
+when some script produces it, and a pair is reachable when every script
+delivers it (or punts it to the controller).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from os_ken.ofproto import ofproto_v1_3 as ofp
+
+from netsleuth.errors import NetsleuthError
+from netsleuth.invariants import hsa13_engine as E13
+from netsleuth.invariants import registry
+from netsleuth.invariants.hsa13_checks import blackholes13, check_all13, loops13, reachability13
+from netsleuth.invariants.hsa13_space import HS13
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model.headerbits13 import pack13
+from netsleuth.model.of13.actions import Group, Output, PopMpls, PopVlan, PushMpls, PushVlan, SetField
+from netsleuth.model.of13.errors import OFError
+from netsleuth.model.of13.fields import oxm_fields
+from netsleuth.model.of13.frame import Frame
+from netsleuth.model.of13.groups import Bucket, GroupTable
+from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, VlanTag
+from netsleuth.model.of13.instructions import Instructions
+from netsleuth.model.of13.oxm import OxmMatch
+from netsleuth.model.of13.pipeline import Pipeline13, PortState
+from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
+from netsleuth.model.topo_builders import parse_topo
+
+OTHER_MAC = 0x0A0000000099
+OTHER_IP = 0x0A000063
+N_TABLES = 3
+MAX_WORLDS = 64
+
+
+# --------------------------------------------------------------------------- networks
+class Net:
+    """A topology whose switches are Pipeline13s, with link state kept in both places."""
+
+    def __init__(self, spec: str) -> None:
+        self.topo = parse_topo(spec)
+        self.pipes = {s.name: Pipeline13(N_TABLES, {p: PortState() for p in self.topo.ports(s.name)}, seed=7)
+                      for s in self.topo.switches}
+        self.link_up = {(lk.node1, lk.port1, lk.node2, lk.port2): True for lk in self.topo.links}
+        self.switch_up: dict[str, bool] = {}
+
+    def cut(self, key) -> None:
+        self.link_up[key] = False
+        for node, port in ((key[0], key[1]), (key[2], key[3])):
+            if node in self.pipes:
+                self.pipes[node].ports[port] = PortState(live=False)
+
+    def view(self) -> NetworkView:
+        return NetworkView(topology=self.topo, switches=self.pipes, link_up=dict(self.link_up),  # type: ignore[arg-type]
+                           controllers_alive={"c0": True},
+                           connected_dpids=frozenset(s.dpid for s in self.topo.switches),
+                           switch_up=dict(self.switch_up))
+
+
+class ScriptedChoice:
+    """SELECT choices taken from a script instead of the hash, to enumerate every choice."""
+
+    def __init__(self) -> None:
+        self.script: list[int] = []
+        self.counts: list[int] = []
+        self.pos = 0
+
+    def install(self, pipe: Pipeline13) -> None:
+        table = pipe.groups
+
+        def choose(g, fields, port_live):
+            if g.type != ofp.OFPGT_SELECT:
+                return GroupTable.choose(table, g, fields, port_live)
+            live = [i for i, b in enumerate(g.buckets) if b.weight > 0 and table.bucket_live(b, port_live)]
+            if not live:
+                return []
+            if self.pos == len(self.script):
+                self.script.append(0)
+                self.counts.append(len(live))
+            pick = self.script[self.pos]
+            self.pos += 1
+            return [live[pick]]
+
+        table.choose = choose  # type: ignore[method-assign]
+
+    def next_world(self) -> bool:
+        """Advance to the next script (False when every one was run)."""
+        while self.script:
+            if self.script[-1] + 1 < self.counts[-1]:
+                self.script[-1] += 1
+                self.pos = 0
+                return True
+            self.script.pop()
+            self.counts.pop()
+        return False
+
+
+@dataclass
+class Fate:
+    loops: bool = False
+    drops: bool = False
+    delivered: frozenset = frozenset()
+    punted: frozenset = frozenset()
+    arrived: frozenset = frozenset()   # (host, header as it arrives)
+
+
+def trace_world(view: NetworkView, pipes, sw: str, port: int, frame: Frame) -> Fate:
+    fate = Fate()
+    delivered, punted, arrived = set(), set(), set()
+    work = [(sw, port, frame, ())]
+    while work:
+        s, p, f, path = work.pop()
+        here = (s, p)
+        if here in path:
+            fate.loops = True
+            continue
+        path = path + (here,)
+        if not view.is_switch_up(s):
+            fate.drops = True
+            continue
+        res = pipes[s].process(f, p, 0.0)
+        if not res.outputs:
+            fate.drops = True
+        for em in res.outputs:
+            if em.port == ofp.OFPP_CONTROLLER:
+                punted.add(s)
+            elif em.port > ofp.OFPP_MAX:
+                fate.drops = True
+            else:
+                peer = view.peer(s, em.port)
+                if peer is None:
+                    fate.drops = True
+                elif peer[0] in pipes:
+                    work.append((peer[0], peer[1], em.frame, path))
+                else:
+                    delivered.add(peer[0])
+                    arrived.add((peer[0], arrival(em.frame)))
+    fate.delivered, fate.punted, fate.arrived = frozenset(delivered), frozenset(punted), frozenset(arrived)
+    return fate
+
+
+def arrival(frame: Frame) -> tuple:
+    """A delivered frame as ``Sym.frame_of`` describes one (OXM fields, tags, labels)."""
+    f = oxm_fields(frame, 0)
+    d = {n: f.get(n, 0) for n in E13._FRAME_FIELDS}
+    d["tags"] = tuple((0x1000 | t.vid, t.pcp) for t in frame.tags)
+    d["labels"] = tuple((m.label, m.tc, m.bos) for m in frame.mpls)
+    return tuple(sorted(d.items()))
+
+
+def brute(net: Net, view: NetworkView, sw: str, port: int, frame: Frame, hosts: list[str]):
+    """(may-fate over every SELECT script, hosts every script delivers to or punts)."""
+    chooser = ScriptedChoice()
+    for pipe in net.pipes.values():
+        chooser.install(pipe)
+    may = Fate()
+    must = set(hosts)
+    worlds = 0
+    while True:
+        chooser.pos = 0
+        f = trace_world(view, net.pipes, sw, port, frame)
+        worlds += 1
+        may = Fate(may.loops or f.loops, may.drops or f.drops, may.delivered | f.delivered, may.punted | f.punted,
+                   may.arrived | f.arrived)
+        if not f.punted:  # every switch has a live controller here
+            must &= f.delivered
+        if worlds >= MAX_WORLDS or not chooser.next_world():
+            break
+    return may, must, worlds < MAX_WORLDS
+
+
+def engine_fate(r: E13.Reach13, h: int, hosts: list[str]):
+    may = Fate(any(e.hs.contains(h) for e in r.loops), any(e.hs.contains(h) for e in r.drops),
+               frozenset(d for d, evs in r.delivered.items() if any(e.hs.contains(h) for e in evs)),
+               frozenset(s for s, evs in r.punted.items() if any(e.hs.contains(h) for e in evs)),
+               frozenset((d, tuple(sorted(e.sym.frame_of(h).items())))
+                         for d, evs in r.delivered.items() for e in evs if e.hs.contains(h)))
+    punts = [e for evs in r.punted.values() for e in evs]
+    must = {d for d in hosts if E13.must_hold(r.delivered.get(d, []) + punts, r.alts).contains(h)}
+    return may, must
+
+
+# --------------------------------------------------------------------------- strategies
+VIDS = (5, 7)
+
+
+@st.composite
+def oxm_matches(draw, ports, macs, ips, table_id):
+    kw: dict = {}
+    if draw(st.integers(0, 2)) == 0:
+        kw["in_port"] = draw(st.sampled_from(ports))
+    if draw(st.booleans()):
+        kw["eth_dst"] = draw(st.sampled_from(macs))
+    if draw(st.integers(0, 3)) == 0:
+        kw["eth_src"] = draw(st.sampled_from(macs))
+    vlan = draw(st.integers(0, 3))
+    if vlan == 1:
+        kw["vlan_vid"] = 0
+    elif vlan == 2:
+        kw["vlan_vid"] = 0x1000 | draw(st.sampled_from(VIDS))
+    elif vlan == 3:
+        kw["vlan_vid"] = (0x1000, 0x1000)
+        if draw(st.booleans()):
+            kw["vlan_pcp"] = draw(st.integers(0, 2))
+    et = draw(st.sampled_from([None, None, 0x0800, 0x0800, 0x0806, 0x86DD, 0x8847]))
+    if et is not None:
+        kw["eth_type"] = et
+    if et == 0x0800:
+        if draw(st.booleans()):
+            kw["ipv4_dst"] = draw(st.sampled_from(ips))
+        proto = draw(st.sampled_from([None, 6, 17, 1]))
+        if proto is not None:
+            kw["ip_proto"] = proto
+            if proto == 6 and draw(st.booleans()):
+                kw["tcp_dst"] = draw(st.sampled_from([22, 80]))
+            if proto == 17 and draw(st.booleans()):
+                kw["udp_dst"] = draw(st.sampled_from([53, 80]))
+        if draw(st.integers(0, 3)) == 0:
+            kw["ip_dscp"] = draw(st.integers(0, 1))
+    elif et == 0x86DD and draw(st.booleans()):
+        kw["ip_proto"] = draw(st.sampled_from([6, 17, 58]))
+        if draw(st.booleans()):
+            kw["ipv6_dst"] = draw(st.sampled_from([2, 9]))
+        if kw["ip_proto"] == 17 and draw(st.booleans()):
+            kw["udp_src"] = draw(st.sampled_from([1, 53]))
+    elif et == 0x8847 and draw(st.booleans()):
+        kw["mpls_label"] = draw(st.sampled_from([0, 16]))
+    elif et == 0x0806 and draw(st.booleans()):
+        kw["arp_tpa"] = draw(st.sampled_from(ips))
+    if draw(st.integers(0, 7)) == 0:
+        kw["tunnel_id"] = draw(st.sampled_from([0, 9]))
+    if table_id and draw(st.booleans()):
+        kw["metadata"] = (draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3])))
+    try:
+        return OxmMatch.build(**kw)
+    except OFError:
+        return OxmMatch()
+
+
+@st.composite
+def actions(draw, ports, macs, ips, groups, max_len=3):
+    out = []
+    for _ in range(draw(st.integers(0, max_len))):
+        c = draw(st.integers(0, 17))
+        if c <= 4:
+            out.append(Output(draw(st.sampled_from(ports * 2 + [ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_IN_PORT,
+                                                                  ofp.OFPP_CONTROLLER]))))
+        elif c == 5:
+            out.append(SetField("eth_dst", draw(st.sampled_from(macs))))
+        elif c == 6:
+            out.append(SetField("vlan_vid", 0x1000 | draw(st.sampled_from(VIDS))))
+        elif c == 7:
+            out.append(PushVlan(draw(st.sampled_from([0x8100, 0x88A8]))))
+        elif c in (8, 16, 17):
+            out.append(PopVlan())
+        elif c == 9:
+            out.append(SetField("ipv4_dst", draw(st.sampled_from(ips))))
+        elif c == 10:
+            out.append(SetField("tcp_dst", draw(st.sampled_from([22, 80]))))
+        elif c == 11:
+            out.append(PushMpls())
+        elif c == 12:
+            out.append(PopMpls(draw(st.sampled_from([0x0800, 0x86DD]))))
+        elif c == 13 and groups:
+            out.append(Group(draw(st.sampled_from(groups))))
+        elif c in (14,):
+            out.append(SetField("vlan_pcp", draw(st.integers(0, 2))))
+        elif c == 15:
+            name, values = draw(st.sampled_from(OTHER_SETS))
+            out.append(SetField(name, draw(st.sampled_from(values))))
+        else:
+            out.append(SetField("eth_src", draw(st.sampled_from(macs))))
+    return tuple(out)
+
+
+# set_field of the other settable fields (each a no-op on frames without that header)
+OTHER_SETS = (
+    ("ipv4_src", (OTHER_IP,)), ("ip_ecn", (1, 3)), ("ip_dscp", (0, 1)), ("udp_src", (53,)), ("udp_dst", (53, 80)),
+    ("sctp_dst", (80,)), ("icmpv4_type", (0,)), ("icmpv4_code", (1,)), ("arp_op", (2,)), ("arp_spa", (OTHER_IP,)),
+    ("arp_tpa", (OTHER_IP,)), ("arp_sha", (OTHER_MAC,)), ("arp_tha", (OTHER_MAC,)), ("ipv6_src", (7,)),
+    ("ipv6_dst", (2, 9)), ("ipv6_flabel", (5,)), ("icmpv6_type", (129,)), ("icmpv6_code", (1,)),
+    ("tcp_src", (7,)), ("mpls_tc", (3,)), ("tunnel_id", (9,)),
+)
+
+
+FORWARD_REWRITES = (
+    (OxmMatch.build(vlan_vid=(0x1000, 0x1000)),
+     (PopVlan(), PushVlan(), PushVlan(0x88A8), SetField("vlan_vid", 0x1007), SetField("vlan_pcp", 2))),
+    (OxmMatch.build(vlan_vid=0), (PushVlan(), PushMpls())),
+    (OxmMatch.build(eth_type=0x0800), (SetField("ipv4_dst", OTHER_IP), SetField("ip_dscp", 1), PushMpls())),
+    (OxmMatch.build(eth_type=0x8847), (PopMpls(0x0800), PopMpls(0x86DD), SetField("mpls_label", 16))),
+    (OxmMatch.build(eth_type=0x0800, ip_proto=6), (SetField("tcp_dst", 80),)),
+)
+
+
+@st.composite
+def add_groups(draw, pipe, ports, macs, ips):
+    ids: list[int] = []
+    for gid in range(1, draw(st.integers(0, 3)) + 1):
+        gtype = draw(st.sampled_from([ofp.OFPGT_ALL, ofp.OFPGT_SELECT, ofp.OFPGT_SELECT, ofp.OFPGT_INDIRECT,
+                                      ofp.OFPGT_FF]))
+        n = 1 if gtype == ofp.OFPGT_INDIRECT else draw(st.integers(1, 3))
+        buckets = []
+        for _ in range(n):
+            acts = draw(actions(ports, macs, ips, ids, max_len=2))
+            if gtype == ofp.OFPGT_SELECT:
+                buckets.append(Bucket(acts, weight=draw(st.sampled_from([0, 1, 1, 2]))))
+            elif gtype == ofp.OFPGT_FF:
+                buckets.append(Bucket(acts, watch_port=draw(st.sampled_from(ports))))
+            else:
+                buckets.append(Bucket(acts))
+        try:
+            pipe.add_group(gid, gtype, buckets)
+            ids.append(gid)
+        except OFError:
+            pass
+    return ids
+
+
+@st.composite
+def networks(draw):
+    net = Net(draw(st.sampled_from(["ring,3", "linear,2", "ring,3"])))
+    macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
+    ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
+    for key in sorted(net.link_up):
+        if key[0].startswith("s") and key[2].startswith("s") and draw(st.integers(0, 7)) == 0:
+            net.cut(key)
+    for pipe in net.pipes.values():
+        for port, state in sorted(pipe.ports.items()):
+            if draw(st.integers(0, 7)) == 0:  # FLOOD skips it
+                pipe.ports[port] = PortState(live=state.live, no_flood=True)
+    for name, pipe in net.pipes.items():
+        ports = sorted(pipe.ports)
+        groups = draw(add_groups(pipe, ports, macs, ips))
+        # Mostly a catch-all per table (forwarding, or on to a later table), so that frames get
+        # somewhere and the rules above them decide where.
+        plan = [(t, True) for t in range(N_TABLES) if draw(st.integers(0, 3))]
+        plan += [(draw(st.integers(0, N_TABLES - 1)), False) for _ in range(draw(st.integers(1, 8)))]
+        # Forwarding rules that rewrite on the way (so rewritten copies arrive somewhere).
+        fwd = ports[1:] + [ofp.OFPP_FLOOD]
+        for match, rewrites in FORWARD_REWRITES:
+            if draw(st.integers(0, 2)) == 0:
+                acts = (draw(st.sampled_from(rewrites)), Output(draw(st.sampled_from(fwd))))
+                try:
+                    pipe.add_flow(0, match, 1, Instructions(apply=acts))
+                except OFError:
+                    pass
+        for t, catch_all in plan:
+            kw: dict = {}
+            if catch_all and groups and draw(st.integers(0, 2)) == 0:
+                kw["apply"] = (Group(draw(st.sampled_from(groups))),)
+            elif catch_all and draw(st.integers(0, 3)):
+                # port 1 faces the host (ring/linear builders): forward into the network
+                kw["apply"] = (Output(draw(st.sampled_from(ports[1:] + [ofp.OFPP_FLOOD]))),)
+            elif draw(st.integers(0, 3)):
+                kw["apply"] = draw(actions(ports, macs, ips, groups))
+            if draw(st.integers(0, 5)) == 0:
+                kw["clear"] = True
+            if draw(st.integers(0, 2)) == 0:
+                kw["write"] = draw(actions(ports, macs, ips, groups, max_len=2))
+            if draw(st.integers(0, 3)) == 0:
+                kw["metadata"] = (draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3])))
+            if t < N_TABLES - 1 and draw(st.booleans()):
+                kw["goto"] = draw(st.integers(t + 1, N_TABLES - 1))
+            match = OxmMatch() if catch_all else draw(oxm_matches(ports, macs, ips, t))
+            prio = 0 if catch_all else draw(st.sampled_from([0, 5, 10, 10, 20]))
+            try:
+                pipe.add_flow(t, match, prio, Instructions(**kw))
+            except OFError:
+                pass
+        if draw(st.integers(0, 9)) == 0:
+            net.switch_up[name] = False
+    frames = draw(st.lists(frames_of(macs, ips), min_size=8, max_size=16))
+    return net, frames
+
+
+@st.composite
+def frames_of(draw, macs, ips):
+    src, dst = draw(st.sampled_from(macs)), draw(st.sampled_from(macs))
+    tags = tuple(VlanTag(draw(st.sampled_from(VIDS)), draw(st.integers(0, 2)), 0,
+                         draw(st.sampled_from([0x8100, 0x88A8]))) for _ in range(draw(st.sampled_from([0, 0, 1, 2]))))
+    kind = draw(st.sampled_from(["tcp", "udp", "icmp", "arp", "v6tcp", "v6udp", "v6icmp", "sctp", "other"]))
+    if kind in ("tcp", "udp", "icmp"):
+        ip = IPv4(draw(st.sampled_from(ips)), draw(st.sampled_from(ips)), {"tcp": 6, "udp": 17, "icmp": 1}[kind],
+                  tos=draw(st.sampled_from([0, 4])))
+        l4 = {"tcp": lambda: TCP(1000, draw(st.sampled_from([22, 80, 443]))),
+              "udp": lambda: UDP(1000, draw(st.sampled_from([53, 80]))), "icmp": lambda: ICMP(8, 0)}[kind]()
+        return Frame(src, dst, 0x0800, tags, (), ip, l4)
+    if kind == "arp":
+        return Frame(src, dst, 0x0806, tags, (), Arp(1, src, draw(st.sampled_from(ips)), 0, draw(st.sampled_from(ips))))
+    if kind == "v6tcp":
+        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, 2, 6), TCP(1000, 80))
+    if kind == "v6udp":
+        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, draw(st.sampled_from([2, 9])), 17, flabel=5), UDP(1, 53))
+    if kind == "v6icmp":
+        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, 2, 58), ICMPv6(128, 0))
+    if kind == "sctp":
+        return Frame(src, dst, 0x0800, tags, (), IPv4(draw(st.sampled_from(ips)), OTHER_IP, 132), SCTP(5, 80))
+    return Frame(src, dst, 0x88B5, tags, payload=b"\x01\x02")
+
+
+# --------------------------------------------------------------------------- the property
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(networks())
+def test_header_space_13_agrees_with_concrete_frames(case):
+    """For every host-facing ingress and drawn frame: possible loops, drops, deliveries (with the
+    header each copy arrives with) and punts, and the hosts reached under every SELECT choice,
+    are exactly what the frames do."""
+    net, frames = case
+    view = net.view()
+    hosts = [h.name for h in net.topo.hosts]
+    try:
+        a = E13.analyze13(view, cache=False)
+    except E13.Unsupported13:
+        return
+    looped = False
+    for ing, r in a.reaches.items():
+        assert not r.truncated
+        for frame in frames:
+            h = pack13(frame)
+            may, must, complete = brute(net, view, ing[0], ing[1], frame, hosts)
+            got_may, got_must = engine_fate(r, h, hosts)
+            assert got_may == may, (ing, frame.summary())
+            if complete:
+                assert got_must == must, (ing, frame.summary())
+            looped |= may.loops
+    # The findings read from the same analysis: a frame that can loop gives a loop finding
+    # naming the table of each rule; every finding renders.
+    found = check_all13(view)
+    if looped:
+        assert found["loops"] and all(" table " in f.message for f in found["loops"])
+    for f in found["loops"] + found["blackholes"] + found["reachability"]:
+        assert f.message and f.details["header_space"]
+
+
+# --------------------------------------------------------------------------- examples
+def _ring() -> Net:
+    return Net("ring,3")
+
+
+def _add(pipe: Pipeline13, table: int, prio: int, inst: Instructions, **match) -> None:
+    pipe.add_flow(table, OxmMatch.build(**match), prio, inst)
+
+
+def test_select_group_loop_only_through_one_bucket():
+    """s1's SELECT group sends h1's frames either to h1's peer port (fine) or around the ring
+    (s1 -> s2 -> s3 -> s1 -> ...): a loop possible through one bucket only.  The engine reports
+    it; the frames show it under one of the two choices and not the other."""
+    net = _ring()
+    s1, s2, s3 = (net.pipes[n] for n in ("s1", "s2", "s3"))
+    s1.add_group(1, ofp.OFPGT_SELECT, [Bucket((Output(2),), weight=1),
+                                       Bucket((Output(ofp.OFPP_CONTROLLER),), weight=1)])
+    _add(s1, 0, 10, Instructions.actions(Group(1)))
+    _add(s2, 0, 10, Instructions.actions(Output(3)), in_port=2)
+    _add(s3, 0, 10, Instructions.actions(Output(3)), in_port=2)
+    view = net.view()
+    found = loops13(view)
+    assert found, "the loop through bucket 0 is missed"
+    assert all("SELECT" in f.message and "s1 table 0: rule" in f.message for f in found)
+    frame = Frame(1, 2, 0x0800, (), (), IPv4(1, 2, 6), TCP(1, 2))
+    fates = []
+    chooser = ScriptedChoice()
+    for p in net.pipes.values():
+        chooser.install(p)
+    while True:
+        chooser.pos = 0
+        fates.append(trace_world(view, net.pipes, "s1", 1, frame).loops)
+        if not chooser.next_world():
+            break
+    assert True in fates and False in fates
+    # reachability: whatever the choice, h1's traffic is not delivered to h2 -> finding
+    assert any(f.hosts == ("h1", "h2") for f in reachability13(view))
+
+
+def test_two_tables_acl_vlan_metadata_and_table_ids_in_findings():
+    """Table 0 drops telnet and tagged frames, marks metadata and goes to table 1; table 1
+    forwards on metadata.  The drop names its table; untouched traffic is delivered."""
+    net = Net("linear,2")
+    s1, s2 = net.pipes["s1"], net.pipes["s2"]
+    for p in (s1, s2):
+        _add(p, 0, 100, Instructions(), eth_type=0x0800, ip_proto=6, tcp_dst=23)
+        _add(p, 0, 50, Instructions(), vlan_vid=(0x1000, 0x1000))
+        _add(p, 0, 0, Instructions(metadata=(1, 1), goto=1))
+    # s1: port 1 = h1, port 2 = s2; s2: port 1 = h2, port 2 = s1
+    _add(s1, 1, 10, Instructions.actions(Output(2)), metadata=(1, 1), eth_dst=2)
+    _add(s1, 1, 10, Instructions.actions(Output(1)), metadata=(1, 1), eth_dst=1)
+    _add(s2, 1, 10, Instructions.actions(Output(1)), metadata=(1, 1), eth_dst=2)
+    _add(s2, 1, 10, Instructions.actions(Output(2)), metadata=(1, 1), eth_dst=1)
+    for p in (s1, s2):
+        _add(p, 1, 0, Instructions.actions(Output(ofp.OFPP_CONTROLLER)))
+    view = net.view()
+    res = check_all13(view)
+    assert res["loops"] == []
+    holes = res["blackholes"]
+    assert holes and all("s1 table 0: rule" in f.message or "s2 table 0: rule" in f.message for f in holes)
+    assert any("tcp_dst=23" in f.message for f in holes)
+    assert any("vlan_vid=0x1000/0x1000" in f.message for f in holes)
+    # h1 -> h2: telnet and tagged frames do not arrive, the rest does
+    unreach = [f for f in res["reachability"] if f.hosts == ("h1", "h2")]
+    assert len(unreach) == 1 and "tcp_dst=23" in unreach[0].message
+    # the registry reaches the same checks through the shared analysis
+    got = registry.check(view, registry.resolve("loops,blackholes,reachability"))
+    assert sorted(f.message for f in got) == sorted(f.message for f in holes + res["reachability"])
+
+
+def test_table_miss_entry_to_controller_is_not_a_blackhole_but_a_missing_one_is():
+    net = Net("linear,2")
+    s1, s2 = net.pipes["s1"], net.pipes["s2"]
+    _add(s1, 0, 0, Instructions.actions(Output(ofp.OFPP_CONTROLLER)))
+    _add(s2, 0, 0, Instructions.actions(Output(ofp.OFPP_CONTROLLER)))
+    assert blackholes13(net.view()) == []
+    net2 = Net("linear,2")
+    _add(net2.pipes["s1"], 0, 10, Instructions.actions(Output(2)), eth_dst=2)
+    _add(net2.pipes["s2"], 0, 10, Instructions.actions(Output(1)), eth_dst=2)
+    holes = blackholes13(net2.view())
+    assert holes and any("no rule matches and there is no table-miss entry" in f.message for f in holes)
+
+
+def test_mpls_label_hides_the_ip_header_until_popped():
+    """s1 pushes a label; s2 matches ipv4_dst (never hits under the label: dropped by the
+    table miss) unless the label is popped first in table 0 and the IP rule is in table 1."""
+    net = Net("linear,2")
+    s1, s2 = net.pipes["s1"], net.pipes["s2"]
+    _add(s1, 0, 10, Instructions.actions(PushMpls(), Output(2)), in_port=1, eth_type=0x0800)
+    _add(s2, 0, 10, Instructions.actions(Output(1)), eth_type=0x0800, ipv4_dst=0x0A000002)
+    r = E13.analyze13(net.view(), cache=False).reaches[("s1", 1)]
+    ip = pack13(Frame(1, 2, 0x0800, (), (), IPv4(0x0A000001, 0x0A000002, 6), TCP(1, 2)))
+    assert not any(e.hs.contains(ip) for e in r.delivered.get("h2", []))
+    assert any(e.hs.contains(ip) and e.where == "s2" for e in r.drops)
+    net.pipes["s2"] = s2 = Pipeline13(N_TABLES, {p: PortState() for p in net.topo.ports("s2")})
+    _add(s2, 0, 10, Instructions(apply=(PopMpls(0x0800),), goto=1), eth_type=0x8847)
+    _add(s2, 1, 10, Instructions.actions(Output(1)), eth_type=0x0800, ipv4_dst=0x0A000002)
+    r = E13.analyze13(net.view(), cache=False).reaches[("s1", 1)]
+    assert any(e.hs.contains(ip) for e in r.delivered.get("h2", []))
+    v6 = pack13(Frame(1, 2, 0x86DD, (), (), IPv6(1, 2, 6), TCP(1, 2)))
+    assert not any(e.hs.contains(v6) for e in r.delivered.get("h2", []))
+
+
+def test_vlan_push_pop_with_inner_tag_exposed():
+    """s1 pops the outer tag; s2 forwards only frames whose (new) outer vid is 7: the inner tag
+    of a double-tagged frame, or a pushed copy -- never the original outer vid."""
+    net = Net("linear,2")
+    s1, s2 = net.pipes["s1"], net.pipes["s2"]
+    _add(s1, 0, 10, Instructions.actions(PopVlan(), Output(2)), in_port=1, vlan_vid=(0x1000, 0x1000))
+    _add(s2, 0, 10, Instructions.actions(Output(1)), vlan_vid=0x1000 | 7)
+    r = E13.analyze13(net.view(), cache=False).reaches[("s1", 1)]
+    inner7 = pack13(Frame(1, 2, 0x88B5, (VlanTag(5), VlanTag(7))))
+    outer7 = pack13(Frame(1, 2, 0x88B5, (VlanTag(7), VlanTag(5))))
+    one7 = pack13(Frame(1, 2, 0x88B5, (VlanTag(7),)))
+    hit = r.delivered.get("h2", [])
+    assert any(e.hs.contains(inner7) for e in hit)
+    assert not any(e.hs.contains(outer7) or e.hs.contains(one7) for e in hit)
+
+
+def test_unsupported_action_is_a_typed_error():
+    from netsleuth.model.of13.actions import DecNwTtl
+    net = Net("linear,2")
+    _add(net.pipes["s1"], 0, 10, Instructions.actions(DecNwTtl(), Output(2)), eth_type=0x0800)
+    with pytest.raises(NetsleuthError) as exc:
+        E13.analyze13(net.view(), cache=False)
+    assert exc.value.fix
+
+
+def test_injected_space_and_text():
+    hs = HS13.injected()
+    assert hs.contains(pack13(Frame(1, 2, 0x0800, (VlanTag(5), VlanTag(7)), (), IPv4(1, 2, 17), UDP(1, 2))))
+    assert not hs.is_empty()
+    assert "eth_dst=00:00:00:00:00:02" in str(HS13.wildcard(*__import__("netsleuth.model.headerbits13",
+                                                                          fromlist=["wc13"]).wc13(eth_dst=2)))
