@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from netsleuth.invariants.forwarding import Finding, controller_ok
-from netsleuth.invariants.hsa13_engine import Analysis13, Event, Port, Reach13, analyze13, must_hold
+from netsleuth.invariants.hsa13_engine import Analysis13, HsaEvent13, Port, Reach13, analyze13, must_hold
 from netsleuth.invariants.hsa13_space import HS13, describe13, header_dict13, union13
 from netsleuth.invariants.hsa_report import components, host_location
 from netsleuth.invariants.hsa_space import Term, make_term
@@ -69,7 +69,7 @@ def _witness(hs: HS13) -> dict[str, object] | None:
     return None if w is None else header_dict13(w)
 
 
-def _rules_text(e: Event) -> str:
+def _rules_text(e: HsaEvent13) -> str:
     return "; ".join(e.rule_texts()) or "none"
 
 
@@ -79,7 +79,7 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
     macs = {h.mac: h.name for h in view.topology.hosts}
     out = []
     for ing in a.ingresses:
-        found: dict[tuple[str, ...], tuple[Event, list[HS13]]] = {}
+        found: dict[tuple[str, ...], tuple[HsaEvent13, list[HS13]]] = {}
         for e in a.reaches[ing].loops:
             start = e.path.index(e.path[-1])
             cycle = tuple(dict.fromkeys(s for s, _p in e.path[start:]))
@@ -132,7 +132,7 @@ def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
         here = comp.get(ing[0])
         src = a.ingress_host.get(ing)
         cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
-        by_where: dict[str, tuple[list[str], list[HS13], list[Event]]] = {}
+        by_where: dict[str, tuple[list[str], list[HS13], list[HsaEvent13]]] = {}
         for e in drops:
             hs = _minus_dst(e.hs, cut_off).prune()
             if not hs.terms:
@@ -171,7 +171,7 @@ class _ByDst:
     """The terms of some events indexed by the eth_dst they fix (most do, past the first
     rule), so each destination looks only at its own and at the unfixed ones."""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: list[HsaEvent13]) -> None:
         self.fixed: dict[int, list[tuple[int, Term]]] = defaultdict(list)
         self.loose: list[tuple[int, Term]] = []
         self.events = events
@@ -185,7 +185,7 @@ class _ByDst:
     def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
         return self.fixed.get(dst_mac, []) + self.loose
 
-    def events_for(self, dst_mac: int) -> list[Event]:
+    def events_for(self, dst_mac: int) -> list[HsaEvent13]:
         """The events cut down to their terms that can hold headers sent to ``dst_mac``."""
         by_event: dict[int, list[Term]] = defaultdict(list)
         for n, t in self.hits(dst_mac):
@@ -193,7 +193,7 @@ class _ByDst:
         out = []
         for n, terms in by_event.items():
             e = self.events[n]
-            out.append(Event(HS13(terms), e.where, e.path, e.rules, e.choices, e.why))
+            out.append(HsaEvent13(HS13(terms), e.where, e.path, e.rules, e.choices, e.why))
         return out
 
 
@@ -275,7 +275,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
     if w is None:
         return "they are lost", (), []
 
-    def has(e: Event) -> bool:
+    def has(e: HsaEvent13) -> bool:
         return e.hs.contains(w)
 
     for e in r.loops:

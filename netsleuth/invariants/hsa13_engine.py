@@ -363,7 +363,7 @@ class Emission:
 
 
 @dataclass(slots=True)
-class Branch:
+class Branch13:
     """One path through a switch for the headers ``st.orig``: what it sent, the rules it took
     ((table id, entry) in order), the SELECT choices it made, and why it ended."""
 
@@ -542,16 +542,16 @@ class _Switch13:
         self.node_ids = node_ids
         self.alts = alts
 
-    def run(self, orig: HS13, sym: Sym, in_port: int) -> list[Branch]:
-        out: list[Branch] = []
-        self._tables(Branch(St(orig, sym)), in_port, 0, ActionSet(), out)
+    def run(self, orig: HS13, sym: Sym, in_port: int) -> list[Branch13]:
+        out: list[Branch13] = []
+        self._tables(Branch13(St(orig, sym)), in_port, 0, ActionSet(), out)
         return out
 
-    def _tables(self, br: Branch, in_port: int, table_id: int, aset: ActionSet, out: list[Branch]) -> None:
+    def _tables(self, br: Branch13, in_port: int, table_id: int, aset: ActionSet, out: list[Branch13]) -> None:
         st = br.st
         tv = self.comp.view(table_id, st.sym, in_port, st.metadata, st.tunnel_id)
         for i, piece in tv.classify(st.orig):
-            b = Branch(st.with_orig(piece), br.emits, br.rules, br.choices)
+            b = Branch13(st.with_orig(piece), br.emits, br.rules, br.choices)
             if i is None:
                 b.end = f"table {table_id}: no rule matches and there is no table-miss entry (dropped)"
                 out.append(b)
@@ -579,15 +579,15 @@ class _Switch13:
                     b3.end = f"table {table_id}: rule sends nothing"
                     out.append(b3)
 
-    def _execute(self, actions: list[Action], bs: list[Branch], in_port: int, depth: int) -> list[Branch]:
+    def _execute(self, actions: list[Action], bs: list[Branch13], in_port: int, depth: int) -> list[Branch13]:
         for a in actions:
-            nxt: list[Branch] = []
+            nxt: list[Branch13] = []
             for b in bs:
                 nxt.extend(self._action(a, b, in_port, depth))
             bs = nxt
         return bs
 
-    def _action(self, a: Action, b: Branch, in_port: int, depth: int) -> list[Branch]:
+    def _action(self, a: Action, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         t = type(a)
         if t is Output:
             assert isinstance(a, Output)
@@ -615,9 +615,9 @@ class _Switch13:
             sts = _pop_mpls(b.st, a.ethertype)
         else:
             return [b]
-        return [Branch(s, b.emits, b.rules, b.choices) for s in sts]
+        return [Branch13(s, b.emits, b.rules, b.choices) for s in sts]
 
-    def _output(self, port: int, b: Branch, in_port: int) -> Branch:
+    def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
         ports = self.pipe.ports
         sym = b.st.sym
         sent: tuple[int, ...]
@@ -634,13 +634,13 @@ class _Switch13:
             sent = ()
         if not sent:
             return b
-        return Branch(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices)
+        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices)
 
     def _port_live(self, port: int) -> bool:
         s = self.pipe.ports.get(port)
         return s is not None and s.live
 
-    def _group(self, group_id: int, b: Branch, in_port: int, depth: int) -> list[Branch]:
+    def _group(self, group_id: int, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         groups = self.pipe.groups
         g = groups.groups.get(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
@@ -654,7 +654,7 @@ class _Switch13:
             self.alts[node] = len(chosen)
             out = []
             for n, i in enumerate(chosen):
-                alt = Branch(b.st, b.emits, b.rules, b.choices + ((node, n),))
+                alt = Branch13(b.st, b.emits, b.rules, b.choices + ((node, n),))
                 out.extend(self._bucket(g.buckets[i].actions, alt, in_port, depth))
             return out
         if g.type == ofp.OFPGT_ALL:
@@ -665,23 +665,23 @@ class _Switch13:
             idx = next(([i] for i, bk in enumerate(g.buckets) if groups.bucket_live(bk, live)), [])
         bs = [b]
         for i in idx:
-            nxt: list[Branch] = []
+            nxt: list[Branch13] = []
             for cur in bs:
                 nxt.extend(self._bucket(g.buckets[i].actions, cur, in_port, depth))
             bs = nxt
         return bs
 
-    def _bucket(self, actions: tuple[Action, ...], b: Branch, in_port: int, depth: int) -> list[Branch]:
+    def _bucket(self, actions: tuple[Action, ...], b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         """Run a bucket on a copy: the copy's rewrites stay in the bucket, its outputs and any
         split of the headers come back to the caller's branch."""
         done = self._execute(ActionSet.of(actions).ordered(), [b], in_port, depth + 1)
         st = b.st
-        return [Branch(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices) for d in done]
+        return [Branch13(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices) for d in done]
 
 
 # --------------------------------------------------------------------------- network
 @dataclass
-class Event:
+class HsaEvent13:
     """One outcome for the injected headers ``hs``: where (switch or host), the hops, the
     rules taken ("s1 table 0: rule ..."), and the SELECT choices it depends on."""
 
@@ -700,10 +700,10 @@ class Event:
 @dataclass
 class Reach13:
     ingress: Port
-    delivered: dict[str, list[Event]] = field(default_factory=dict)
-    punted: dict[str, list[Event]] = field(default_factory=dict)
-    drops: list[Event] = field(default_factory=list)
-    loops: list[Event] = field(default_factory=list)
+    delivered: dict[str, list[HsaEvent13]] = field(default_factory=dict)
+    punted: dict[str, list[HsaEvent13]] = field(default_factory=dict)
+    drops: list[HsaEvent13] = field(default_factory=list)
+    loops: list[HsaEvent13] = field(default_factory=list)
     alts: dict[int, int] = field(default_factory=dict)   # SELECT node -> number of alternatives
     truncated: bool = False
     hops: int = 0
@@ -755,11 +755,11 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
             break
         here = (s, p)
         if here in path:
-            reach.loops.append(Event(orig, s, path + (here,), rules, choices))
+            reach.loops.append(HsaEvent13(orig, s, path + (here,), rules, choices))
             continue
         path = path + (here,)
         if not view.is_switch_up(s):
-            reach.drops.append(Event(orig, s, path, rules, choices, "switch is down"))
+            reach.drops.append(HsaEvent13(orig, s, path, rules, choices, "switch is down"))
             continue
         sw = _Switch13(net.compiled(s), net.node_ids, reach.alts)
         for br in sw.run(orig, sym, p):
@@ -771,37 +771,37 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
                     why = f"{rule_text(s, *br.rules[-1])} sends nothing (drop)"
                 else:
                     why = f"{s} {br.end}"
-                reach.drops.append(Event(o, s, path, r2, ch, why))
+                reach.drops.append(HsaEvent13(o, s, path, r2, ch, why))
                 continue
             for em in br.emits:
                 q = em.port
                 if q == ofp.OFPP_CONTROLLER:
-                    reach.punted.setdefault(s, []).append(Event(o, s, path, r2, ch))
+                    reach.punted.setdefault(s, []).append(HsaEvent13(o, s, path, r2, ch))
                 elif q > ofp.OFPP_MAX:
-                    reach.drops.append(Event(o, s, path, r2, ch, f"output to special port {q:#x}"))
+                    reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"output to special port {q:#x}"))
                 else:
                     peer = view.peer(s, q)
                     if peer is None:
-                        reach.drops.append(Event(o, s, path, r2, ch, f"port {q} has no live link"))
+                        reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"port {q} has no live link"))
                     elif peer[0] in switches:
                         stack.append((peer[0], peer[1], o, em.sym, path, r2, ch))
                     else:
-                        reach.delivered.setdefault(peer[0], []).append(Event(o, peer[0], path, r2, ch, sym=em.sym))
+                        reach.delivered.setdefault(peer[0], []).append(HsaEvent13(o, peer[0], path, r2, ch, sym=em.sym))
     return reach
 
 
-def must_hold(events: Iterable[Event], alts: Mapping[int, int]) -> HS13:
+def must_hold(events: Iterable[HsaEvent13], alts: Mapping[int, int]) -> HS13:
     """The injected headers for which some event of ``events`` happens whatever every SELECT
     group chooses.  Choices are independent, so: events needing no choice, plus, for each
     first choice point, the headers that some event holds for under *every* alternative."""
     direct: list[HS13] = []
-    nested: dict[int, dict[int, list[Event]]] = defaultdict(lambda: defaultdict(list))
+    nested: dict[int, dict[int, list[HsaEvent13]]] = defaultdict(lambda: defaultdict(list))
     for e in events:
         if not e.choices:
             direct.append(e.hs)
         else:
             node, n = e.choices[0]
-            nested[node][n].append(Event(e.hs, e.where, e.path, e.rules, e.choices[1:], e.why))
+            nested[node][n].append(HsaEvent13(e.hs, e.where, e.path, e.rules, e.choices[1:], e.why))
     out = union13(direct)
     for node, by_alt in sorted(nested.items()):
         if len(by_alt) < alts.get(node, 0):

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 
 from netsleuth.invariants.forwarding import why_sends_nothing
 from netsleuth.invariants.hsa_compile import CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled, interner
-from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.hsa_ingress import ingress_points
+from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
 
 Port = tuple[str, int]
