@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# On CI, property tests draw the same examples every run, so a red build is
+# reproducible from its log and never depends on the luck of one run; on a
+# developer's machine they keep exploring new examples each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 

@@ -89,6 +89,15 @@ def test_any_bytes_parse_and_write_back_exactly(data: bytes) -> None:
     assert Frame.from_bytes(data).to_bytes() == data
 
 
+def test_ipv6_with_next_header_1_keeps_what_follows_as_payload() -> None:
+    """Protocol 1 is ICMP only under IPv4; under IPv6 the bytes stay payload (OVS parses it so too)."""
+    v6 = next(f for f in sample_frames() if isinstance(f.l3, IPv6) and isinstance(f.l4, ICMPv6))
+    raw = bytearray(v6.to_bytes())
+    raw[14 + 6] = 1
+    parsed = Frame.from_bytes(bytes(raw))
+    assert parsed.l4 is None and parsed.to_bytes() == bytes(raw)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(sample_frames()), st.data())
 def test_damaged_frames_write_back_exactly(frame: Frame, data: st.DataObject) -> None:

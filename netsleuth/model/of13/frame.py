@@ -307,7 +307,7 @@ class Frame:
 def parse_l3(eth_type: int, data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
     """The L3 (and L4) headers of ``data[off:]`` for ``eth_type``, or None if none parse."""
     if eth_type == ETH_IPV4:
-        return parse_ipv4(data, off, _parse_l4)
+        return parse_ipv4(data, off, _parse_l4_v4)
     if eth_type == ETH_IPV6:
         return _parse_ipv6(data, off)
     if eth_type == ETH_ARP:
@@ -329,8 +329,18 @@ def _parse_ipv6(data: bytes, off: int) -> tuple[Any, Any, bytes, bytes] | None:
     l4off = off + 40 + chain_len
     l4: Any = None
     if ip.first_fragment:
-        l4, l4off = _parse_l4(proto, data, l4off, end)
+        l4, l4off = _parse_l4_v6(proto, data, l4off, end)
     return ip, l4, data[l4off:end], data[end:]
+
+
+def _parse_l4_v4(proto: int, data: bytes, off: int, end: int) -> tuple[Any, int]:
+    """L4 under IPv4: ICMPv6 there is not a header OpenFlow matches on, so it stays payload."""
+    return (None, off) if proto == PROTO_ICMPV6 else _parse_l4(proto, data, off, end)
+
+
+def _parse_l4_v6(proto: int, data: bytes, off: int, end: int) -> tuple[Any, int]:
+    """L4 under IPv6: protocol 1 (ICMPv4) there is not ICMP, so it stays payload."""
+    return (None, off) if proto == PROTO_ICMP else _parse_l4(proto, data, off, end)
 
 
 def _parse_l4(proto: int, data: bytes, off: int, end: int) -> tuple[Any, int]:
