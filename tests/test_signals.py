@@ -224,3 +224,33 @@ def test_model_checker_handler_server_dies_with_a_killed_netsleuth(tmp_path: Pat
             and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine)
+
+
+@pytest.mark.timeout(180)
+def test_a_bug_inside_the_running_network_is_an_internal_error_not_a_silent_stall(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fault injected into the network's event pump (standing in for a bug in a switch model)
+    must end the run with exit 3, the trace and result.json written, and no controller left --
+    not a run that carries on while the network has silently stopped moving."""
+    from netsleuth.core.world import World
+
+    real_fire_next = World.fire_next
+    calls = {"n": 0}
+
+    def failing_fire_next(self: World):  # noqa: ANN202 - the real method's signature
+        calls["n"] += 1
+        if calls["n"] == 400:
+            raise RuntimeError("injected fault in the event pump")
+        return real_fire_next(self)
+
+    monkeypatch.setattr(World, "fire_next", failing_fire_next)
+    out = tmp_path / "run"
+    rc = main(["fuzz", "--controller", SIMPLE_SWITCH, "--topo", "linear,3", "--steps", "300", "--seed", "1",
+               "--rate", "traffic=0.6", "--keep-going", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 3, err
+    assert "internal error: RuntimeError: injected fault in the event pump" in err
+    result = json.loads((out / "result.json").read_text())
+    assert result["completed"] is False
+    assert read_trace(out / "trace.jsonl").events
+    assert survivors(out, controller_ports(out / "trace.jsonl")) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from netsleuth.core.events import Connect, Deliver, Disconnect
 from netsleuth.core.world import World
@@ -62,12 +63,17 @@ class Runtime:
         self.protocol_errors: list[str] = []
         self.version_mismatches: list[VersionMismatch] = []  # HELLO exchanges that found no common version
         self._background: set[asyncio.Task] = set()
+        # The first exception that escaped a background task (the pump, the ticker, a reader):
+        # a bug in netsleuth, which must end the run as an internal error instead of leaving
+        # a network that silently stopped moving.
+        self.failure: BaseException | None = None
+        self.failed = asyncio.Event()
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self, progress: Callable[[int], None] | None = None) -> None:
         """Connect every switch to every controller."""
-        self._pump_task = asyncio.create_task(self._pump())
-        self._tick_task = asyncio.create_task(self._ticker())
+        self._pump_task = self._watched(self._pump())
+        self._tick_task = self._watched(self._ticker())
         sem = asyncio.Semaphore(self.connect_concurrency)
         done = 0
 
@@ -109,8 +115,21 @@ class Runtime:
         link = _Link(conn, proto, reader, writer)
         self.links[conn] = link
         writer.write(proto.initiate())
-        link.task = asyncio.create_task(self._read(link))
+        link.task = self._watched(self._read(link))
         return conn
+
+    def _watched(self, coro: Any) -> asyncio.Task:
+        """A background task whose unexpected exception is kept in ``failure`` (see ``failed``)."""
+        task = asyncio.create_task(coro)
+        task.add_done_callback(self._note_failure)
+        return task
+
+    def _note_failure(self, task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None or self.closed:
+            return
+        if self.failure is None:
+            self.failure = task.exception()
+        self.failed.set()
 
     async def wait_handshake(self, timeout: float, progress: Callable[[int], None] | None = None) -> int:
         """Wait until every connection has answered FEATURES_REQUEST; the number that did."""
@@ -231,7 +250,7 @@ class Runtime:
                     link.writer.close()
             elif isinstance(e, Connect):
                 addr = self.endpoints[e.controller]
-                task = asyncio.create_task(self._reconnect(e.dpid, e.controller, addr))
+                task = self._watched(self._reconnect(e.dpid, e.controller, addr))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
         self._wake.set()

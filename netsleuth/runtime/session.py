@@ -168,10 +168,30 @@ class Session:
             self.note_versions()
             if self.warmup > 0:
                 await self._warm_up(rt)
-            await body(self, rt)
+            await self._unless_runtime_fails(rt, body(self, rt))
         finally:
             flusher.cancel()
             await rt.close()
+
+    @staticmethod
+    async def _unless_runtime_fails(rt: Runtime, work: Awaitable[None]) -> None:
+        """Run ``work``; if a background task of the runtime died of an exception, stop it and
+        raise that exception (an internal error: exit 3, with what was recorded kept)."""
+        task = asyncio.ensure_future(work)
+        watch = asyncio.ensure_future(rt.failed.wait())
+        try:
+            await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            watch.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            assert rt.failure is not None
+            raise rt.failure
+        task.result()
 
     async def _warm_up(self, rt: Runtime) -> None:
         """Let the controller settle (e.g. spanning tree converge): no traffic, no violations recorded."""
