@@ -129,6 +129,11 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
     if not is_osken_spec(cfg.app_spec):
         raise ConversionError(f"{cfg.app_spec} is an in-process app with no controller process to replay against",
                               "convert counterexamples of hosted os-ken apps (netsleuth check osken:MODULE)")
+    if system.of13:
+        raise ConversionError(f"{cfg.app_spec} speaks OpenFlow 1.3, and counterexamples convert to real-run "
+                              "inputs only for OpenFlow 1.0 apps (the target is computed over 1.0 flow tables)",
+                              "replay the counterexample in the model (`netsleuth replay CEX`), or convert one "
+                              "found in the app's OpenFlow 1.0 version")
     st = system.initial()
     controller = "c0"  # the name a replay session gives its (only) controller
     events: list[ts.Event] = []
