@@ -29,6 +29,7 @@ from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.state import MCSwitch
 from netsleuth.nice.state13 import copy_pipeline, speak13
 from netsleuth.nice.system import System
+from netsleuth.nice.transitions import CTL
 
 pytestmark = pytest.mark.real
 
@@ -344,9 +345,8 @@ def test_rule_expiry_reaches_the_app_as_a_13_flow_removed(tmp_path, monkeypatch)
         assert len(list(st.switches[i].of13.pipeline.tables)) == before  # the parent state is untouched
         (msg,) = st2.to_ctrl[i][-1:]
         assert type(msg) is m.FromSwitch13 and msg.type_name == "FLOW_REMOVED"
-        ctl = (expiry[0].__class__("ctl"), i)
         while st2.to_ctrl[i]:
-            st2, _ = system.fire(st2, ctl)
+            st2, _ = system.fire(st2, (CTL, i))
         removed = dict(dict(st2.app.skey)["IdleSwitch13"][1])["removed"]
         assert [(r[0], r[1], r[3]) for r in removed] == [(i + 1, 0, ofp13.OFPRR_IDLE_TIMEOUT)]
         # the whole search with expiries: still no lost packet and no loop (a miss goes to the controller)

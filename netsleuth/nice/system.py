@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from netsleuth.errors import NetsleuthError
 from netsleuth.model import switch as sw
 from netsleuth.model.freeze import freeze
 from netsleuth.model.host import Host
@@ -536,12 +537,23 @@ class System:
         kind = msg.type_name
         obj = m.of13_message(msg.data)
         changes_table = kind in ("FLOW_MOD", "GROUP_MOD", "METER_MOD")
-        s = st.switches[i].copy(table=changes_table, ports=self.uses_stats or kind == "PORT_MOD")
+        s = st.switches[i]
+        part = s.of13
+        assert part is not None
+        # a PACKET_OUT to OFPP_TABLE runs the pipeline, whose meters spend tokens
+        copy_table = changes_table or (kind == "PACKET_OUT" and packets_change_pipeline(part))
+        s = s.copy(table=copy_table, ports=self.uses_stats or kind == "PORT_MOD")
         st.switches[i] = s
-        if kind == "FLOW_MOD":
-            fx.ft_writes.append((i, OxmMatch.from_ofp(obj.match)))
-        elif changes_table:  # groups and meters act on any packet of any entry: conflicts with all
-            fx.ft_writes.append((i, OxmMatch()))
+        if changes_table:
+            # groups and meters act on any packet of any entry (the empty match conflicts with all),
+            # and so does a FLOW_MOD whose match the switch will refuse
+            written = OxmMatch()
+            if kind == "FLOW_MOD":
+                try:
+                    written = OxmMatch.from_ofp(obj.match)
+                except NetsleuthError:
+                    pass
+            fx.ft_writes.append((i, written))
         if kind == "PORT_MOD":
             fx.writes.add(("ports", i))
         if kind == "PACKET_OUT" or (kind == "FLOW_MOD" and obj.buffer_id != ofp13.OFP_NO_BUFFER):
