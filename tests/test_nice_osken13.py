@@ -21,7 +21,6 @@ from netsleuth.model.ofdp import ofp13
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import ControllerAPI
-from netsleuth.nice.errors import ConversionError
 from netsleuth.nice.explore import Explorer, SearchOptions
 from netsleuth.nice.osken_host import load_osken_app, shutdown_servers
 from netsleuth.nice.property_registry import resolve
@@ -268,12 +267,6 @@ def test_check_cli_and_model_replay(app_cls, tmp_path, capsys):
     assert main(["check", SPEC, "--scenario", "loop", "--stop-at-first", "--json"]) == 1
     (loop,) = json.loads(capsys.readouterr().out)["violations"]
     assert loop["property"] == "NoForwardingLoops" and "loops: s1:1 -> " in loop["message"]
-    # converting to real-run inputs is for 1.0 apps only: one clear error, not a wrong trace
-    from netsleuth.nice.cex_inputs import convert_counterexample
-
-    with pytest.raises(ConversionError) as e:
-        convert_counterexample(v["counterexample"], tmp_path / "in.jsonl")
-    assert "OpenFlow 1.3" in e.value.problem and e.value.fix
 
 
 def test_the_apps_version_decides(tmp_path, monkeypatch):
@@ -357,3 +350,36 @@ def test_rule_expiry_reaches_the_app_as_a_13_flow_removed(tmp_path, monkeypatch)
         assert cls._server.handler_errors == []
     finally:
         cls._server.close()
+
+
+@pytest.mark.slow
+def test_counterexample_inputs_reproduce_against_the_real_simple_switch_13(app_cls, tmp_path, capsys):
+    """The 1.3 must-show: the blackhole `check` finds converts to inputs that reproduce it against the
+    real os-ken process on OpenFlow 1.3 switches, and not without the migration."""
+    from netsleuth.cli import main
+    from netsleuth.nice.cex_inputs import convert_counterexample
+    from netsleuth.trace import schema as ts
+    from netsleuth.trace.io import read_trace, write_trace
+
+    assert main(["check", SPEC, "--scenario", "mobile", "--strategy", "pkt-seq", "--stop-at-first",
+                 "--out", str(tmp_path / "check"), "--json"]) == 1
+    (v,) = json.loads(capsys.readouterr().out)["violations"]
+    conv = tmp_path / "inputs.jsonl"
+    rep = convert_counterexample(v["counterexample"], conv, gap=0.2)
+    assert rep["kinds"] == ["traffic", "traffic", "host_migration", "traffic", "traffic"]
+    assert rep["target"]["invariant"] == "blackholes" and rep["target"]["switches"] == ["s2"]
+    assert "port 1 has no live link" in rep["target"]["message"]
+    header = read_trace(conv).header
+    assert header.controller == SPEC and header.openflow == {"s1": "1.3", "s2": "1.3"}
+    assert main(["replay", str(conv), "--out", str(tmp_path / "replay")]) == 0
+    r = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    assert r["reproduced"] is True and "mode" not in r  # a real run, not the in-model re-execution
+    # every learned-rule FLOW_MOD the hosted app sent, the real controller sent again (1.3 fingerprints)
+    assert rep["expected_flow_mods"] > 0
+    assert r["replays"][0]["expected"] == r["replays"][0]["matched"] == rep["expected_flow_mods"]
+    assert any(f["invariant"] == "blackholes" and f["switches"] == ["s2"] for f in r["replays"][0]["findings"])
+    trace = read_trace(conv)
+    kept = [e for e in trace.events if not isinstance(e, ts.HostMigration)]
+    write_trace(tmp_path / "no-move.jsonl", ts.Trace(trace.header, kept))
+    assert main(["replay", str(tmp_path / "no-move.jsonl"), "--out", str(tmp_path / "replay2")]) == 1
+    assert json.loads((tmp_path / "replay2" / "replay.json").read_text())["reproduced"] is False
