@@ -167,14 +167,14 @@ class _StateUnpickler(pickle.Unpickler):
 
 def _load_osken(options=()):
     global StandInDatapath, _handler, _ofp_event, _app_manager, ofproto_v1_0, ofproto_v1_0_parser
-    global ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
+    global ofproto_parser, ofproto_v1_3_parser
     from os_ken import cfg
     from os_ken.base import app_manager as _app_manager
     from os_ken.cmd import manager as _manager  # noqa: F401  (registers the manager's options)
     from os_ken.controller import controller as _controller
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
-    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser, ofproto_v1_3, ofproto_v1_3_parser
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser, ofproto_v1_3_parser
     from os_ken.ofproto.ofproto_protocol import ProtocolDesc
     from oslo_config import cfg as oslo_cfg
 
