@@ -186,9 +186,9 @@ def test_bad_module_is_one_clear_error(app_cls):
     with pytest.raises(OsKenHostError) as e:
         load_osken_app("osken:os_ken.lib.mac")  # importable, but no app in it
     assert "no OSKenApp" in e.value.problem
-    with pytest.raises(OsKenHostError) as e:
-        load_osken_app("osken:os_ken.app.simple_switch_13")
-    assert "does not speak OpenFlow 1.0" in e.value.problem
+    with pytest.raises(OsKenHostError) as e:  # 1.0 and 1.3 are modelled, 1.4 is not
+        load_osken_app("osken:os_ken.app.simple_switch_14")
+    assert "speaks OpenFlow 1.4, and the model checker models 1.0 and 1.3" in e.value.problem
 
 
 def test_missing_controller_env_and_crashed_server(tmp_path, monkeypatch):

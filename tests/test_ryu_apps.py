@@ -114,6 +114,22 @@ def test_check_finds_the_migration_blackhole_in_ryu_simple_switch(ryu_release: P
     assert v["property"] == "NoBlackHolesMobile" and "from h1 to h2" in v["message"]
 
 
+def test_check_explores_ryu_simple_switch_13_in_openflow_13(ryu_release: Path, capsys) -> None:
+    """Ryu's own OpenFlow 1.3 sample app, checked on 1.3 switches: the same migration blackhole."""
+    from netsleuth.cli import main
+
+    app = ryu_release / "simple_switch_13.py"
+    assert main(["check", f"ryu:{app}", "--scenario", "mobile", "--strategy", "pkt-seq", "--stop-at-first",
+                 "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert d["app"] == f"app:ryu:{app}"
+    (v,) = d["violations"]
+    assert v["property"] == "NoBlackHolesMobile" and "from h1 to h2" in v["message"]
+    from netsleuth.nice.osken_host import load_osken_app
+
+    assert load_osken_app(f"ryu:{app}").openflow_version == 4
+
+
 # ----------------------------------------------------------------------------- ryu.topology over LLDP
 def _discovered_links(log: str) -> set[tuple[int, int, int, int]]:
     lines = [ln for ln in log.splitlines() if ln.startswith("topology: 4 switches")]

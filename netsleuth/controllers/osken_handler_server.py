@@ -23,16 +23,22 @@ OpenFlow bytes (os-ken's own ``send_msg`` -> ``serialize``).
 Protocol: frames of a 4-byte big-endian length and a pickle (protocol 4;
 only builtin types cross the pipe).  Requests are dicts with ``op``:
 
-``init``   {"modules": [...], "ryu": bool, "options": [...]} -> {"apps": [...], "state": bytes, "key": ...}
+``init``   {"modules": [...], "ryu": bool, "options": [...]}
+           -> {"apps": [...], "state": bytes, "key": ..., "version": 1 | 4}
            modules may be ``.py`` paths; ``ryu`` serves Ryu's module names from
            os-ken and ``options`` are os-ken manager options (``--config-file``)
            (both as ``osken_apps.py`` and ``osken_main.py`` do for a real run).
+           ``version`` is the OpenFlow wire version the apps are served in (see
+           :func:`served_version`): every datapath of this server speaks it.
 ``event``  {"state": bytes, "datapaths": {dpid: ports}, "event": (kind, dpid, bytes), "now": float}
-           kind is "join" (FEATURES_REPLY bytes), "msg" (any switch->controller
+           kind is "join" (the switch's handshake replies: FEATURES_REPLY, and on
+           1.3 the PORT_DESC reply after it), "msg" (any switch->controller
            message) or "leave"; -> {"state", "key", "out": [(dpid, bytes)], "errors": [...],
            "datapaths"}.  ``datapaths`` are the joined switches as os-ken's
-           Datapath objects hold them (ports as OFPPhyPort tuples), returned by
-           one event and passed to the next: they are state too.
+           Datapath objects hold them (ports as OFPPhyPort / OFPPort tuples), returned by
+           one event and passed to the next: they are state too.  What os-ken's
+           own ofp_handler sends (the 1.3 PORT_DESC request of the handshake) is
+           handshake, not part of the model, and is not returned.
 ``quit``   ends the server (so does EOF on stdin: the server never outlives netsleuth).
 
 Any failure answers {"error": "...", "traceback": "..."}; an app that cannot be
@@ -161,14 +167,15 @@ class _StateUnpickler(pickle.Unpickler):
 
 def _load_osken(options=()):
     global StandInDatapath, _handler, _ofp_event, _app_manager, ofproto_v1_0, ofproto_v1_0_parser
-    global ofproto_parser
+    global ofproto_parser, ofproto_v1_3_parser
     from os_ken import cfg
     from os_ken.base import app_manager as _app_manager
     from os_ken.cmd import manager as _manager  # noqa: F401  (registers the manager's options)
     from os_ken.controller import controller as _controller
     from os_ken.controller import handler as _handler
     from os_ken.controller import ofp_event as _ofp_event
-    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser, ofproto_v1_3_parser
+    from os_ken.ofproto.ofproto_protocol import ProtocolDesc
     from oslo_config import cfg as oslo_cfg
 
     try:
@@ -190,8 +197,10 @@ def _load_osken(options=()):
         ``send_flow_mod``/``send_packet_out``, ``set_state``) os-ken's own code.
         """
 
+        version = 1  # the OpenFlow wire version every datapath of this server speaks (set by init)
+
         def __init__(self, dpid, ports):  # deliberately not Datapath.__init__ (no socket, no queues)
-            ofproto_v1_0_protocol_init(self)
+            ProtocolDesc.__init__(self, self.version)
             self.socket = None
             self.address = ("model", dpid)
             self.is_active = True
@@ -199,7 +208,7 @@ def _load_osken(options=()):
             self.id = dpid
             self._ports = None
             self.ports = ports
-            self.flow_format = ofproto_v1_0.NXFF_OPENFLOW10
+            self.flow_format = ofproto_v1_0.NXFF_OPENFLOW10  # what Datapath.__init__ sets, whatever the version
             self.ofp_brick = _app_manager.lookup_service_brick("ofp_event")
             self.state = None
             self.unreplied_echo_requests = []
@@ -211,11 +220,6 @@ def _load_osken(options=()):
 
         def close(self):
             self.set_state(_handler.DEAD_DISPATCHER)
-
-    def ofproto_v1_0_protocol_init(dp):
-        from os_ken.ofproto.ofproto_protocol import ProtocolDesc
-
-        ProtocolDesc.__init__(dp, ofproto_v1_0.OFP_VERSION)
 
     StandInDatapath = _StandInDatapath
     _StandInDatapath.__module__ = "__main__"
@@ -233,6 +237,37 @@ class _ModelClock:
     @classmethod
     def time(cls):
         return cls.now
+
+
+MODELLED_VERSIONS = (1, 4)  # OpenFlow 1.0 and 1.3, as wire numbers: the versions the model checker's switches speak
+
+
+def served_version(app_classes):
+    """The OpenFlow version (wire number) the model checker runs these apps in.
+
+    What a real switch offering 1.0 and 1.3 would negotiate with them, except
+    that 1.0 comes first: an app that speaks 1.0 (or declares no
+    ``OFP_VERSIONS``, which os-ken reads as "any") is checked in 1.0, as it
+    always was, so its counts and counterexamples stay what they were; an
+    app that speaks 1.3 but not 1.0 (``simple_switch_13``) is checked in 1.3.
+    Several apps share one datapath, so they must share the version.
+    """
+    common = set(MODELLED_VERSIONS)
+    for name, cls in sorted(app_classes.items()):
+        versions = getattr(cls, "OFP_VERSIONS", None)
+        if versions is None:
+            continue
+        if not common & set(versions):
+            spoken = ", ".join(_VERSION_NAMES.get(v, hex(v)) for v in sorted(versions))
+            raise UserError(f"app {cls.__name__} ({name}) speaks OpenFlow {spoken}, and the model checker "
+                            "models 1.0 and 1.3" + ("" if common == set(MODELLED_VERSIONS) else
+                                                    " as the other apps speak them"),
+                            "host apps that speak OpenFlow 1.0 or 1.3 (OFP_VERSIONS), all the same one")
+        common &= set(versions)
+    return min(common)
+
+
+_VERSION_NAMES = {1: "1.0", 2: "1.1", 3: "1.2", 4: "1.3", 5: "1.4", 6: "1.5"}
 
 
 class Server:
@@ -265,12 +300,8 @@ class Server:
                 raise UserError(f"module {mod!r} defines no OSKenApp subclass",
                                 "name a module that defines an os-ken app (class deriving from OSKenApp)")
         mgr.load_apps(list(modules))
-        for name, cls in mgr.applications_cls.items():
-            versions = getattr(cls, "OFP_VERSIONS", None)
-            if versions is not None and ofproto_v1_0.OFP_VERSION not in versions:
-                raise UserError(f"app {cls.__name__} ({name}) does not speak OpenFlow 1.0, the version the "
-                                "model checker models",
-                                "host an OpenFlow 1.0 app such as os_ken.app.simple_switch")
+        version = served_version(mgr.applications_cls)
+        StandInDatapath.version = version
         for key, cls in mgr.contexts_cls.items():
             if not issubclass(cls, _app_manager.OSKenApp):
                 raise UserError(f"app context {key!r} ({cls.__name__}) is not supported in the model checker",
@@ -290,7 +321,7 @@ class Server:
             raise UserError("os-ken's ofp_handler was not loaded", "host an app that handles OpenFlow events")
         state, key = self.save()
         return {"apps": [type(a).__module__ + "." + type(a).__name__ for a in self.apps],
-                "state": state, "key": key}
+                "state": state, "key": key, "version": version}
 
     # ---- state
     def state_attrs(self, app):
@@ -355,7 +386,7 @@ class Server:
             dp.set_state(_handler.CONFIG_DISPATCHER)
             self.drain(errors)
             del _SENT[:]  # the handshake's own messages are not part of the model
-            self.receive(dp, data, errors)
+            self.receive(dp, data, errors)  # FEATURES_REPLY (1.3: then the PORT_DESC reply)
         elif kind == "msg":
             dp = _REGISTRY.get(dpid)
             if dp is None:
@@ -380,28 +411,35 @@ class Server:
 
     def _datapath(self, dpid, ports):
         """A joined switch's datapath: MAIN_DISPATCHER, id and ports as os-ken last knew them."""
-        dp = StandInDatapath(dpid, {no: ofproto_v1_0_parser.OFPPhyPort(*fields) for no, fields in ports})
+        port_cls = ofproto_v1_0_parser.OFPPhyPort if StandInDatapath.version == 1 else ofproto_v1_3_parser.OFPPort
+        dp = StandInDatapath(dpid, {no: port_cls(*fields) for no, fields in ports})
         dp.state = _handler.MAIN_DISPATCHER  # joined earlier: no state-change event now
         return dp
 
-    def _parse(self, dp, data):
-        version, msg_type, msg_len, xid = ofproto_parser.header(data)
-        return ofproto_parser.msg(dp, version, msg_type, msg_len, xid, data)
-
     def receive(self, dp, data, errors):
-        """Datapath._recv_loop's body for one message."""
-        msg = self._parse(dp, data)
-        if msg:
-            ev = _ofp_event.ofp_msg_to_ev(msg)
-            self.ofp_brick.send_event_to_observers(ev, dp.state)
+        """Datapath._recv_loop's body for each message in ``data`` (one or several, back to back)."""
+        while data:
+            version, msg_type, msg_len, xid = ofproto_parser.header(data)
+            if msg_len < 8 or msg_len > len(data):
+                raise UserError(f"a truncated OpenFlow message ({len(data)} of {msg_len} bytes)",
+                                "send whole messages")
+            msg = ofproto_parser.msg(dp, version, msg_type, msg_len, xid, data[:msg_len])
+            data = data[msg_len:]
+            if msg:
+                ev = _ofp_event.ofp_msg_to_ev(msg)
+                self.ofp_brick.send_event_to_observers(ev, dp.state)
 
-            def dispatchers(x):
-                return x.callers[ev.__class__].dispatchers
+                def dispatchers(x, ev=ev):
+                    return x.callers[ev.__class__].dispatchers
 
-            handlers = [h for h in self.ofp_brick.get_handlers(ev) if dp.state in dispatchers(h)]
-            for h in handlers:
-                self._call(h, ev, errors)
-        self.drain(errors)
+                handlers = [h for h in self.ofp_brick.get_handlers(ev) if dp.state in dispatchers(h)]
+                sent = len(_SENT)
+                for h in handlers:
+                    self._call(h, ev, errors)
+                # os-ken's ofp_handler answers only handshake and keepalive (the 1.3 PORT_DESC
+                # request after FEATURES_REPLY, echo replies): not the app's messages, not modelled.
+                del _SENT[sent:]
+            self.drain(errors)
 
     def drain(self, errors):
         """Run queued events to completion, as each app's _event_loop would (apps in load order)."""

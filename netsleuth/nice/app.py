@@ -59,6 +59,9 @@ class App:
     name = "app"
     #: Set True if the app requests statistics: counters then become part of the hashed state.
     uses_stats = False
+    #: The OpenFlow wire version the switches speak to the app: 1 (1.0).  Hosted os-ken apps that
+    #: speak only 1.3 say 4 and take the 1.3 events below; this API's calls build 1.0 messages.
+    openflow_version = 1
 
     _api: ControllerAPI | None = None
 
@@ -84,6 +87,16 @@ class App:
 
     def timer(self, name: str) -> None:
         """A timer posted with :meth:`post_timer` fired."""
+
+    def packet_in13(self, dpid: int, msg: m.PacketIn) -> None:
+        """OpenFlow 1.3: a PACKET_IN, whole (its table id, cookie and lineage too)."""
+        raise AppError(f"app {self.name} got an OpenFlow 1.3 event but speaks 1.0",
+                       "leave openflow_version at 1 for apps written against this API")
+
+    def message13(self, dpid: int, data: bytes) -> None:
+        """OpenFlow 1.3: any other switch message, as the bytes the switch sent."""
+        raise AppError(f"app {self.name} got an OpenFlow 1.3 event but speaks 1.0",
+                       "leave openflow_version at 1 for apps written against this API")
 
     def is_same_flow(self, a: Packet, b: Packet) -> bool:
         """FLOW-IR's predicate: do two packets belong to one group?  Default: same MAC pair."""

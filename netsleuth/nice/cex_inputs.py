@@ -23,7 +23,8 @@ The model's property becomes the real run's invariant: a packet lost for good
 (NoBlackHoles, NoBlackHolesMobile) is the ``blackholes`` check, with the host
 pair and the switches where the pair's packet is dropped computed from the
 counterexample's final flow tables with the same tracer the real check uses
-(so ``replay`` compares like with like).  A counterexample that needs a
+(so ``replay`` compares like with like; for an OpenFlow 1.3 app, through
+the final pipelines, which the real run's header-space check reads too).  A counterexample that needs a
 particular interleaving of internal events may not reproduce (the real run
 picks its own); one like simple_switch's migration blackhole, whose cause is
 the rules the inputs make the app install, does.
@@ -37,13 +38,17 @@ from typing import Any, cast
 
 from netsleuth import __version__
 from netsleuth.errors import TraceFormatError
-from netsleuth.invariants.forwarding import trace_packet
-from netsleuth.model.packet import arp_request, icmp_echo
+from netsleuth.invariants.forwarding import PathOutcome, trace_packet
+from netsleuth.model.of13.frame import Frame
+from netsleuth.model.of13.pipeline import Pipeline13, PortState
+from netsleuth.model.ofdp import ofp13
+from netsleuth.model.packet import Packet, arp_request, icmp_echo
 from netsleuth.nice import messages as m
 from netsleuth.nice.errors import ConversionError
 from netsleuth.nice.job import load_counterexample
 from netsleuth.nice.loading import make_system
 from netsleuth.nice.state import SystemState
+from netsleuth.nice.state13 import copy_pipeline
 from netsleuth.nice.system import System
 from netsleuth.nice.transitions import (
     CTL,
@@ -92,6 +97,56 @@ class _ModelView:
         return None
 
 
+def _is_flow_mod(msg: Any) -> bool:
+    return type(msg) is m.FlowMod or (type(msg) is m.ToSwitch13 and msg.type_name == "FLOW_MOD")
+
+
+def _trace13(view: _ModelView, switch: str, in_port: int, packet: Packet) -> PathOutcome:
+    """``trace_packet`` over OpenFlow 1.3 switches: every copy through each switch's pipeline.
+
+    Each switch's pipeline is copied first (a lookup counts, meters spend
+    tokens) and sees its switch's ports as they are: an output to a port
+    that is down goes nowhere, as in the switch's 1.3 part.
+    """
+    out = PathOutcome()
+    pipelines: dict[str, Pipeline13] = {}
+    work: list[tuple[str, int, Packet, tuple[tuple[str, int], ...]]] = [(switch, in_port, packet, ())]
+    while work and out.hops < 10_000:
+        node, port, pkt, hops = work.pop()
+        out.hops += 1
+        if (node, port) in hops:
+            out.loops.append([f"{n}:{p}" for n, p in hops + ((node, port),)])
+            continue
+        hops = hops + ((node, port),)
+        s = view.switches[node]
+        p = pipelines.get(node)
+        if p is None:
+            p = pipelines[node] = copy_pipeline(s.of13.pipeline)
+            p.ports = {no: PortState(live=x.usable) for no, x in s.ports.items()}
+        result = p.process(Frame.from_packet(pkt), port, 0.0)
+        if not result.outputs:
+            table, entry = result.path[-1] if result.path else (0, None)
+            why = (f"no entry matches in table {table} (OpenFlow 1.3 drops a table miss)" if entry is None
+                   else f"rule {entry} sends nothing")
+            out.drops.append((node, why))
+        for e in result.outputs:
+            if e.port == ofp13.OFPP_CONTROLLER:
+                out.punted.append(node)
+                continue
+            x = s.ports.get(e.port)
+            peer = view.peer(node, e.port) if x is not None and x.usable else None
+            if peer is None:
+                out.drops.append((node, f"port {e.port} has no live link"))
+                continue
+            nxt, nxt_port = peer
+            if nxt in view.switches:
+                work.append((nxt, nxt_port, e.frame.to_packet(), hops))
+            else:
+                out.delivered.append(nxt)
+    out.delivered.sort()
+    return out
+
+
 def _target(system: System, final: SystemState, v: PropertyViolation) -> ts.Violation:
     if v.prop not in BLACKHOLE_PROPERTIES:
         raise ConversionError(f"property {v.prop} has no real-run invariant to convert to",
@@ -106,7 +161,10 @@ def _target(system: System, final: SystemState, v: PropertyViolation) -> ts.Viol
             if dst == src:
                 continue
             pkt = icmp_echo(hs.host.mac, other.host.mac, hs.host.ip, other.host.ip, 1, 1)
-            o = trace_packet(view, sw_name, port, pkt)  # type: ignore[arg-type]  # duck-typed: the slice of NetworkView trace_packet reads
+            if system.of13:
+                o = _trace13(view, sw_name, port, pkt)
+            else:
+                o = trace_packet(view, sw_name, port, pkt)  # type: ignore[arg-type]  # duck-typed: the slice of NetworkView trace_packet reads
             if dst not in o.delivered and not o.punted and o.drops:
                 lost.append(((src, dst), tuple(dict.fromkeys(w for w, _ in o.drops)), o.drops[0]))
     wanted = [x for x in lost if set(x[0]) <= set(v.hosts)]  # the pair the model's violation names
@@ -164,11 +222,12 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
                 new_port=new_port)
             h = hs.host
             add(ts.TrafficInjection, host=h.name, packet=arp_request(h.mac, h.ip, h.ip).to_json(), dst=None)
-        elif kind == OF and type(st.to_sw[tr[1]][0]) is m.FlowMod:
+        elif kind == OF and _is_flow_mod(st.to_sw[tr[1]][0]):
             # The rule changes the inputs so far made the app send: the replay waits for the real
             # controller to send them again (happens-before, matched by fingerprint) before the
             # next input, instead of trusting the gap alone.
-            js = msg_to_json(m.to_ofp(st.to_sw[tr[1]][0]))
+            head = st.to_sw[tr[1]][0]
+            js = msg_to_json(m.of13_message(head.data) if type(head) is m.ToSwitch13 else m.to_ofp(head))
             events.append(ts.ControlToSwitch(seq=len(events), t=round(t, 6), conn=0, controller=controller,
                                              dpid=system.dpid_of[tr[1]], msg=js, fp=of_fingerprint(js)))
         elif kind not in (OUT, RECV, PKT, OF, CTL, TIMER):
@@ -181,6 +240,7 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
     header = ts.TraceHeader(topology=cfg.topology.to_json(), topology_spec=cfg.topology.spec,
                             controller=osken_spec(cfg.app_spec), seed=seed, tool_version=__version__,
                             command="check",
+                            openflow={sw.name: "1.3" for sw in cfg.topology.switches} if system.of13 else {},
                             extra={"converted_from": "model-checking counterexample",
                                    "model_property": violation.prop, "transitions": len(path), "persist": 3})
     return ts.Trace(header, events)

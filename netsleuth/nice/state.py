@@ -30,6 +30,7 @@ from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
+from netsleuth.nice.state13 import copy13, key13
 
 
 class _NoRecent:
@@ -91,6 +92,8 @@ class MCSwitch(sw.Switch):
             new.table = self.table.copy()
         if ports:
             new.ports = {n: p.copy() for n, p in self.ports.items()}
+        if self.of13 is not None:  # an OpenFlow 1.3 switch: its pipeline is the table (state13.py)
+            new.of13 = copy13(self.of13, new, table=table)
         new._key = None
         return new
 
@@ -109,6 +112,8 @@ class MCSwitch(sw.Switch):
             k = (self.table.canonical_key(with_counters=wc), bufs, ports, self.miss_send_len, self.config_flags)
             if wc:
                 k += (self.lookup_count, self.matched_count)
+            if self.of13 is not None:
+                k += (key13(self.of13, wc),)
             self._key = k
         return k
 
@@ -239,8 +244,9 @@ class SystemState:
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:
-    """Packet ids of frames ``host`` sent that are still in the network: on wires, in switch buffers
-    or queued for the controller (a pid is (host, frame, count); flooded copies share it)."""
+    """Packet ids of frames ``host`` sent that are still in the network: on wires, in switch buffers,
+    queued for the controller or, resent by it, for a switch (a pid is (host, frame, count); flooded
+    copies share it)."""
     out = set()
     for q in st.inq.values():
         for _, tag in q:
@@ -250,9 +256,10 @@ def pids_in_flight(st: SystemState, host: str) -> frozenset:
         for b in s.buffers.values():
             if b.tag is not None and b.tag[0] is not None and b.tag[0][0] == host:
                 out.add(b.tag[0])
-    for q in st.to_ctrl:
-        for msg in q:
-            tag = getattr(msg, "tag", None)
-            if tag is not None and tag[0] is not None and tag[0][0] == host:
-                out.add(tag[0])
+    for qs in (st.to_ctrl, st.to_sw):  # to_sw: an OpenFlow 1.3 PACKET_OUT carrying the packet's bytes
+        for q in qs:
+            for msg in q:
+                tag = getattr(msg, "tag", None)
+                if tag is not None and tag[0] is not None and tag[0][0] == host:
+                    out.add(tag[0])
     return frozenset(out)

@@ -13,6 +13,12 @@ reproducible, and ``--order reverse`` simply reverses it.
 :meth:`System.fire` returns a new state (copy-on-write, see state.py) and an
 :class:`Effects` record: what the transition read and wrote (the footprint
 DPOR uses) and the property violations it caused.
+
+The switches speak the OpenFlow version of the app (``App.openflow_version``):
+1.0, or 1.3 for an os-ken app that speaks only 1.3.  On 1.3 the switch's
+1.3 part runs its pipeline (state13.py), controller->switch messages travel
+as their bytes (:class:`~netsleuth.nice.messages.ToSwitch13`), and every
+switch message reaches the app as it was sent.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from netsleuth.errors import NetsleuthError
 from netsleuth.model import switch as sw
 from netsleuth.model.freeze import freeze
 from netsleuth.model.host import Host
 from netsleuth.model.match import Match
-from netsleuth.model.ofdp import ofp
+from netsleuth.model.of13.oxm import OxmMatch
+from netsleuth.model.ofdp import ofp, ofp13
 from netsleuth.model.packet import Packet, arp_request
 from netsleuth.model.topology import Topology
 from netsleuth.nice import messages as m
@@ -33,6 +41,7 @@ from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.state import HostState, MCSwitch, SystemState, pids_in_flight
+from netsleuth.nice.state13 import packets_change_pipeline, speak13
 from netsleuth.nice.transitions import (
     CTL,
     DROP,
@@ -164,6 +173,8 @@ class System:
         self.need_hops = any(p.needs_hops for p in properties)
         self.lineage = self.need_pid or self.need_hops
         self.uses_stats = bool(getattr(app_factory, "uses_stats", False))
+        #: The switches run OpenFlow 1.3 (the app speaks only 1.3) rather than 1.0.
+        self.of13 = getattr(app_factory, "openflow_version", 1) == ofp13.OFP_VERSION
         self._cb: dict[str, list[tuple[int, Any]]] = {}
         for ev in ("on_host_send", "on_host_receive", "on_switch_receive", "on_packet_in", "on_host_move",
                    "on_step", "on_end"):
@@ -188,6 +199,8 @@ class System:
             s = MCSwitch(spec.dpid, ports, name=spec.name)
             s.miss_send_len = cfg.miss_send_len
             s.with_counters = self.uses_stats
+            if self.of13:
+                speak13(s)
             st.switches.append(s)
             st.to_ctrl.append(())
             st.to_sw.append(())
@@ -213,7 +226,27 @@ class System:
                 return app.datapath_join(s.dpid, tuple(s.ports))
 
             self._run_handler(st, join, Effects(), i)
+        if self.of13:
+            self._configure13(st)
         return st
+
+    def _configure13(self, st: SystemState) -> None:
+        """Apply what the app sent in answer to the handshakes before the search starts.
+
+        In OpenFlow 1.3 a switch drops what matches nothing: it sends packets
+        to the controller only once the app has installed its table-miss
+        entry, which os-ken apps do from their EventOFPSwitchFeatures
+        handler, during the handshake.  The switches join before the search
+        (the handshake is not part of it, as in NICE), and so does the
+        configuration the app gives them there; otherwise every search would
+        start with a host whose first packet races the table-miss entry, a
+        start-up drop that is no bug of the app's packet handling.
+        """
+        fx = Effects()
+        while any(st.to_sw):
+            for i, q in enumerate(st.to_sw):
+                if q:
+                    self._fire_of13(st, (OF, i), fx)
 
     # ------------------------------------------------------------------ enabled
     def enabled(self, st: SystemState) -> list[Transition]:
@@ -250,6 +283,11 @@ class System:
     def _fault_transitions(self, st: SystemState, out: list) -> None:
         if "expiry" in self.faults:
             for i, s in enumerate(st.switches):
+                if s.of13 is not None:  # (EXPIRE, switch, table, OXM entries, priority)
+                    for e13 in s.of13.pipeline.tables:
+                        if e13.idle_timeout or e13.hard_timeout:
+                            out.append((EXPIRE, i, e13.table_id, e13.match.entries, e13.priority))
+                    continue
                 for e in s.table.entries():
                     if e.idle_timeout or e.hard_timeout:
                         out.append((EXPIRE, i, e.match.wildcards, e.match.values, e.priority))
@@ -436,7 +474,8 @@ class System:
     def _fire_pkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
         wc = self.uses_stats
-        s = st.switches[i].copy(table=wc, ports=wc)
+        s = st.switches[i]
+        s = s.copy(table=wc or (s.of13 is not None and packets_change_pipeline(s.of13)), ports=wc)
         st.switches[i] = s
         name = s.name
         inq = st.inq
@@ -455,13 +494,17 @@ class System:
                     # _props calls the lambda before the loop moves on, so the loop variables are the current ones
                     self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, p, pid, hops, frame))  # noqa: B023
                 tag = (pid, hops + ((name, p),) if self.need_hops else hops)
-            fx.ft_reads.append((i, frame.match_fields(p)))
+            # OpenFlow 1.3: later tables see rewritten headers and metadata, so the read is the whole pipeline
+            fx.ft_reads.append((i, None if self.of13 else frame.match_fields(p)))
             outputs = s.receive_packet(p, frame, self.now, tag)
             self._switch_outputs(st, i, s, outputs, fx)
         fx.writes.add(("buf", i))
         fx.reads.add(("ports", i))
 
     def _fire_of(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        if self.of13:
+            self._fire_of13(st, t, fx)
+            return
         i = t[1]
         q = st.to_sw[i]
         msg, st.to_sw[i] = q[0], q[1:]
@@ -485,7 +528,58 @@ class System:
                 break
         self._switch_outputs(st, i, s, outputs, fx)
 
+    def _fire_of13(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        """An OpenFlow 1.3 message applied by the switch's 1.3 part (the app's bytes, decoded)."""
+        i = t[1]
+        q = st.to_sw[i]
+        msg, st.to_sw[i] = q[0], q[1:]
+        fx.writes.add(("tosw", i))
+        kind = msg.type_name
+        obj = m.of13_message(msg.data)
+        changes_table = kind in ("FLOW_MOD", "GROUP_MOD", "METER_MOD")
+        s = st.switches[i]
+        part = s.of13
+        assert part is not None
+        # a PACKET_OUT to OFPP_TABLE runs the pipeline, whose meters spend tokens
+        copy_table = changes_table or (kind == "PACKET_OUT" and packets_change_pipeline(part))
+        s = s.copy(table=copy_table, ports=self.uses_stats or kind == "PORT_MOD")
+        st.switches[i] = s
+        if changes_table:
+            # groups and meters act on any packet of any entry (the empty match conflicts with all),
+            # and so does a FLOW_MOD whose match the switch will refuse
+            written = OxmMatch()
+            if kind == "FLOW_MOD":
+                try:
+                    written = OxmMatch.from_ofp(obj.match)
+                except NetsleuthError:
+                    pass
+            fx.ft_writes.append((i, written))
+        if kind == "PORT_MOD":
+            fx.writes.add(("ports", i))
+        if kind == "PACKET_OUT" or (kind == "FLOW_MOD" and obj.buffer_id != ofp13.OFP_NO_BUFFER):
+            fx.writes.add(("buf", i))
+        elif not changes_table:
+            fx.writes.add(("counters", i))
+        fx.reads.add(("ports", i))
+        recent = s._recent_in
+        if msg.tag is not None:
+            # The PACKET_OUT resends the bytes of a packet-in: the switch continues its lineage
+            # (what the live switch's packet-in cache does), for this message only.
+            s._recent_in = {bytes(obj.data or b""): msg.tag}
+        try:
+            outputs = s.handle_message(0, obj, self.now)
+        finally:
+            s._recent_in = recent  # the stand-in that remembers nothing (state.py)
+        for o in outputs:
+            if type(o) is sw.Emit:
+                fx.ft_reads.append((i, None))  # a released packet may be matched again: be conservative
+                break
+        self._switch_outputs(st, i, s, outputs, fx)
+
     def _fire_expire(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        if self.of13:
+            self._fire_expire13(st, t, fx)
+            return
         _, i, wildcards, values, priority = t
         s = st.switches[i].copy(table=True, ports=self.uses_stats)
         st.switches[i] = s
@@ -498,6 +592,20 @@ class System:
                 out.append(sw.ToController(None, s._flow_removed(e, ofp.OFPRR_IDLE_TIMEOUT if e.idle_timeout
                                                                  else ofp.OFPRR_HARD_TIMEOUT, self.now)))
         self._switch_outputs(st, i, s, out, fx)
+
+    def _fire_expire13(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        """A 1.3 entry times out: removed as the pipeline's own expiry removes it (FLOW_REMOVED if flagged)."""
+        _, i, table_id, entries, priority = t
+        s = st.switches[i].copy(table=True, ports=self.uses_stats)
+        st.switches[i] = s
+        match = OxmMatch.from_entries(entries)
+        fx.ft_writes.append((i, match))
+        part = s.of13
+        assert part is not None
+        removed = part.pipeline.tables.delete(table_id, match, strict=True, priority=priority)
+        for r in removed:
+            r.reason = ofp13.OFPRR_IDLE_TIMEOUT if r.entry.idle_timeout else ofp13.OFPRR_HARD_TIMEOUT
+        self._switch_outputs(st, i, s, part.flows_removed(removed, self.now), fx)
 
     def _fire_fault(self, st: SystemState, t: Transition, fx: Effects) -> None:
         kind, node, port = t
@@ -581,8 +689,13 @@ class System:
                 pid = msg.tag[0] if msg.tag is not None else None
                 name = self.sw_names[i]
                 self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, msg))
+            if self.of13:  # the hosted app gets the whole 1.3 PACKET_IN (table, cookie, lineage)
+                self._run_handler(st, lambda a: a.packet_in13(dpid, msg), fx, i)
+                return
             self._run_handler(st, lambda a: a.packet_in(dpid, msg.in_port, msg.reason, msg.total_len,
                                                         msg.buffer_id, msg.packet), fx, i)
+        elif mtype is m.FromSwitch13:
+            self._run_handler(st, lambda a: a.message13(dpid, msg.data), fx, i)
         elif mtype is m.PortStatus:
             self._run_handler(st, lambda a: a.port_status(dpid, msg.reason, msg.port_no, msg.link_up), fx, i)
         elif mtype is m.FlowRemoved:
@@ -624,6 +737,9 @@ class System:
         if kind == TIMER:
             return f"controller timer {t[1]} fires"
         if kind == EXPIRE:
+            if self.of13:
+                match = str(OxmMatch.from_entries(t[3]))
+                return f"{self.sw_names[t[1]]}: rule table={t[2]} priority={t[4]}{',' + match if match else ''} expires"
             return f"{self.sw_names[t[1]]}: rule priority={t[4]},{Match(t[2], *t[3])} expires"
         if kind == LINKDOWN:
             return f"fault: the link at {self.sw_names[t[1]]}:{t[2]} fails"
@@ -643,6 +759,9 @@ _FIRE: dict[str, Callable[[System, SystemState, Transition, Effects], None]] = {
 
 def _from_ofp(msg: Any) -> Any:
     """A switch's os-ken message as a light channel message."""
+    from netsleuth.openflow.codec import encode, msg_type_name, msg_version
+    if msg_version(msg) == ofp13.OFP_VERSION:  # kept as sent: the hosted 1.3 app reads the bytes
+        return m.FromSwitch13(msg_type_name(msg), encode(msg))
     name = type(msg).__name__
     if name == "OFPFlowRemoved":
         return m.FlowRemoved(Match.from_ofp(msg.match), msg.priority, msg.reason, msg.cookie)
