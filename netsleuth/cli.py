@@ -147,6 +147,10 @@ def cmd_races(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(d, sort_keys=True))
         return 0
+    if not d["races"]:
+        out.print(f"no races in {args.trace}: {d['events']} events, {d['read']} flow-table reads and "
+                  f"{d['writes']} writes, none of them unordered on one switch", soft_wrap=True, markup=False)
+        return 0
     out.print(f"races in {args.trace}", soft_wrap=True, markup=False)
     table = Table(show_header=False)
     for key in ("events", "read", "writes", "races", "commuting", "time_filtered_races", "covered", "harmful"):
