@@ -339,3 +339,32 @@ def test_expiry_stats_reads_and_a_slave_connection(tmp_path: Path) -> None:
                     report.labels[e.eid])
     assert g.events[slave_fm].writes == [] and g.events[slave_fm].ops[0].name == "TraceSwitchRefusedFromSlave"
     assert report.summary()["writes"] == 1
+
+
+def test_meter_reads_and_a_packet_out_through_the_tables(tmp_path: Path) -> None:
+    """A packet through a metered entry reads the meter (a MODIFY of its bands races with it); a
+    PACKET_OUT to OFPP_TABLE reads the tables its packet goes through, like an arrival."""
+    band = [parser.OFPMeterBandDrop(rate=1000, burst_size=0)]
+    metered = [parser.OFPInstructionMeter(1), *_apply(parser.OFPActionOutput(2))]
+    pkt = icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", 1, 1)
+    events: list[ts.Event] = [
+        _to_switch(0, 0.0, parser.OFPMeterMod(DATAPATH13, ofp.OFPMC_ADD, ofp.OFPMF_KBPS, 1, band), 1),
+        _to_switch(1, 0.0, _flow_mod(0, 1, metered), 2),
+    ]
+    events += _ping_events(2, 3.0)
+    slower = [parser.OFPMeterBandDrop(rate=10, burst_size=0)]
+    events += [
+        _to_switch(4, 3.1, parser.OFPMeterMod(DATAPATH13, ofp.OFPMC_MODIFY, ofp.OFPMF_KBPS, 1, slower), 3),
+        _to_switch(5, 3.2, parser.OFPPacketOut(DATAPATH13, ofp.OFP_NO_BUFFER, ofp.OFPP_CONTROLLER,
+                                               [parser.OFPActionOutput(ofp.OFPP_TABLE)], pkt.to_bytes()), 4),
+    ]
+    report = detect_races(_save(tmp_path, events))
+    g = report.graph
+    (read_ev,) = [e for e in g.events if e.kind == PACKET_HANDLE]
+    assert [op.target for op in read_ev.reads] == [(TABLE, 0), ("meter", 1)]
+    # the meter ADD 3 s before is time-filtered; the MODIFY 0.1 s after changes the bands the packet met
+    assert sorted((r.k_op.flow_mod.command_name, r.status) for r in report.races
+                  if r.i_op is read_ev.reads[1]) == [("ADD", TIME_FILTERED), ("MODIFY", HARMFUL)]
+    out = next(e for e in g.events if e.msg_type == "OFPT_PACKET_OUT")
+    assert [op.target for op in out.reads] == [(TABLE, 0), ("meter", 1)]
+    assert out.reads[0].flow_mod is not None and out.reads[0].fields["in_port"] == ofp.OFPP_CONTROLLER

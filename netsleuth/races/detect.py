@@ -114,9 +114,9 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
                 cand ^= low
                 m = op_nodes[q]
                 for a in ops:
+                    ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
                     for b in events[m].ops:
-                        # 1.0: one table (target None); 1.3: a common table, group or meter
-                        if b.kind == WRITE and (a.target is b.target or targets_meet(a.target, b.target)):
+                        if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
                             races.append(Race(kind, n, a, m, b))
 
     pair_with_writers(WW, WRITE, later_only=True)

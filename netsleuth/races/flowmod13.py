@@ -84,10 +84,9 @@ class FlowMod13:
         return cls(ofp.OFPFC_ADD, e.table_id, e.match, e.priority, e.instructions, e.cookie, flags=e.flags,
                    idle_timeout=e.idle_timeout, hard_timeout=e.hard_timeout)
 
-    @classmethod
-    def removal_of(cls, e: FlowEntry13) -> FlowMod13:
-        """The DELETE_STRICT that removes exactly entry ``e`` (an expiry, a group's or meter's delete)."""
-        return cls(ofp.OFPFC_DELETE_STRICT, e.table_id, e.match, e.priority, e.instructions)
+    def strict_delete(self) -> FlowMod13:
+        """The DELETE_STRICT that removes exactly this entry (what an expiry does to the table)."""
+        return FlowMod13(ofp.OFPFC_DELETE_STRICT, self.table_id, self.match, self.priority, self.instructions)
 
     # -- SDNRacer's vocabulary (the 1.0 flow mods have the same) --------------------------
     def is_add(self) -> bool:

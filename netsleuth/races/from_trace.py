@@ -29,6 +29,22 @@ Events made (SDNRacer's kinds) and the operations they carry:
   left out.  Barrier ordering and the expiry rule are then
   :func:`netsleuth.races.hb.build_hb_graph`'s, exactly as for hb.json.
 
+On an OpenFlow 1.3 switch (:mod:`netsleuth.races.from_trace13`) the same
+events carry 1.3 operations, each naming the table, group or meter it
+touches: a packet goes through the rebuilt switch's pipeline
+(``Pipeline13.process``) and READs every table it passes through
+(goto-table), with the OXM fields that table looked up and the entry it
+hit, and every group and meter it used; a FLOW_MOD WRITEs its table (a
+DELETE of ``OFPTT_ALL`` all of them), a GROUP_MOD or METER_MOD its group or
+meter (a DELETE also every table: the flows using it go too); a PACKET_OUT
+READs what its actions reach (OFPP_TABLE, groups), a FLOW_MOD releasing a
+buffered packet the tables from table 0; flow, aggregate, group and meter
+MULTIPART requests READ what they name (other MULTIPART messages,
+EXPERIMENTER and the async configuration are left out like 1.0's STATS and
+VENDOR); FLOW_REMOVED by timeout is an expiry, by a flow, group or meter
+delete caused by that delete; a connection made slave by ROLE_REQUEST
+writes nothing (the switch refuses it whatever the order).
+
 Causality rules (each an ``pid``/``mid`` link; no program order is added):
 
 1. Packet hops.  An arrival at (N, P) with lineage x was emitted by the link
@@ -788,7 +804,7 @@ class _Builder:
         table 0, with the new entry): the tables, groups and meters it reads, the ports it leaves by."""
         from os_ken.ofproto import ofproto_v1_3 as ofp13
 
-        from netsleuth.model.of13.actions import action_from_ofp
+        from netsleuth.model.of13.actions import Group, Output, action_from_ofp
         from netsleuth.model.of13.errors import OFError
         from netsleuth.model.of13.frame import Frame
 
@@ -800,8 +816,14 @@ class _Builder:
         port_in = in_port if in_port is not None else ofp13.OFPP_CONTROLLER
         try:
             if handle.msg_type == "OFPT_PACKET_OUT":
-                result = pipeline.packet_out(Frame.from_bytes(frame), port_in,
-                                             [action_from_ofp(a) for a in msg.actions], e.t)
+                actions = [action_from_ofp(a) for a in msg.actions]
+                # The rebuilt switch ran a PACKET_OUT carrying its packet already (not a buffered one: the
+                # rebuild buffers nothing); one whose actions reach the tables or a group is asked again
+                # of a copy, so that counters, idle timers and meters do not see the packet twice.
+                if msg.buffer_id == NO_BUFFER and any(isinstance(a, Group) or isinstance(a, Output)
+                                                      and a.port == ofp13.OFPP_TABLE for a in actions):
+                    pipeline = pipeline.copy()
+                result = pipeline.packet_out(Frame.from_bytes(frame), port_in, actions, e.t)
             else:
                 result = pipeline.process(Frame.from_bytes(frame), port_in, e.t)
         except OFError:

@@ -400,8 +400,7 @@ def _expiry_rule13(g: HbGraph, node: int, ev: HbEvent, expiry: FlowOp, handles: 
     commute with it and lies more than ``delta`` before it orders the handle before the expiry."""
     removed = expiry.flow_mod
     assert isinstance(removed, FlowMod13)   # the caller dispatched on it
-    dummy = FlowOp(WRITE, expiry.t, FlowMod13(OFPFC_DELETE_STRICT, removed.table_id, removed.match,
-                                              removed.priority, removed.instructions), target=expiry.target)
+    dummy = FlowOp(WRITE, expiry.t, removed.strict_delete(), target=expiry.target)
     for h in handles:
         e = g.events[h]
         for kind in (WRITE, READ):
