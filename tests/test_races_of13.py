@@ -267,6 +267,12 @@ def test_simple_switch_13_packet_vs_flow_mod_races_and_clusters(fuzzed13: Path) 
     flow_mods = [e for e in trace.events if e.kind == "of_to_switch" and e.msg["type"] == "FLOW_MOD"]
     arrivals = [e for e in trace.events if e.kind == "packet" and e.node in names.values()]
     assert s["writes"] == len(flow_mods) and s["read"] == len(arrivals)
+    # causality is found for every PACKET_IN and every arrival; the only proactive sends are the
+    # table-miss entries the app installs when a switch (re)connects
+    packet_ins = [e for e in trace.events if e.kind == "of_to_controller" and e.msg["type"] == "PACKET_IN"]
+    table_miss = [e for e in flow_mods if e.msg["body"]["OFPFlowMod"]["priority"] == 0]
+    assert built.stats["packet_ins_linked"] == len(packet_ins) and built.stats.get("unlinked_arrivals", 0) == 0
+    assert built.stats.get("ctl_sends_root", 0) == len(table_miss)
     assert s["races"] == s["commuting"] + s["time_filtered_races"] + s["covered"] + s["harmful"]
     g = report.graph
     reach = g.reachability()
@@ -368,3 +374,38 @@ def test_meter_reads_and_a_packet_out_through_the_tables(tmp_path: Path) -> None
     out = next(e for e in g.events if e.msg_type == "OFPT_PACKET_OUT")
     assert [op.target for op in out.reads] == [(TABLE, 0), ("meter", 1)]
     assert out.reads[0].flow_mod is not None and out.reads[0].fields["in_port"] == ofp.OFPP_CONTROLLER
+
+
+def test_packet_in_vs_flow_mod_on_table_0(tmp_path: Path) -> None:
+    """The learning switch's race on 1.3: a second packet reaches the table-miss entry (and goes to the
+    controller) while the FLOW_MOD answering the first packet's PACKET_IN is on its way."""
+    first = icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", 1, 1)
+    second = icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", 1, 2)
+
+    def packet_in(pkt) -> object:
+        data = pkt.to_bytes()
+        return parser.OFPPacketIn(DATAPATH13, ofp.OFP_NO_BUFFER, len(data), ofp.OFPR_NO_MATCH, 0, 0,
+                                  parser.OFPMatch(in_port=1), data)
+
+    learned = _flow_mod(0, 1, _apply(parser.OFPActionOutput(2)), in_port=1, eth_dst=H2)
+    events: list[ts.Event] = [_to_switch(0, 0.0, _flow_mod(0, 0, _apply(parser.OFPActionOutput(
+        ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER))), 1)]
+    events += _ping_events(1, 3.0)                                       # seq 1, 2: the first packet
+    events += [_to_controller(3, 3.01, packet_in(first)),
+               ts.TrafficInjection(seq=4, t=3.02, id="i4", host="h1", packet=second.to_json(), dst="h2"),
+               ts.PacketArrival(seq=5, t=3.02, node="s1", port=1, pid=4, packet=second.to_json(), fp=("x",)),
+               _to_controller(6, 3.03, packet_in(second)),
+               _to_switch(7, 3.04, learned, 2)]
+    report = detect_races(_save(tmp_path, events))
+    g = report.graph
+    arrivals = [n for n, e in enumerate(g.events) if e.kind == PACKET_HANDLE]
+    fm_node = next(n for n, e in enumerate(g.events) if e.kind == MESSAGE_HANDLE and "priority=1" in
+                   report.labels[e.eid])
+    reach = g.reachability()
+    # the FLOW_MOD answers the latest PACKET_IN whose packet it covers: the second packet's, so it is
+    # ordered after that arrival, and races with the first one, which went to the controller too
+    assert reach.reaches(arrivals[1], fm_node) and not reach.ordered(arrivals[0], fm_node)
+    (race,) = report.harmful_races()
+    assert (race.i, race.k) == (arrivals[0], fm_node)
+    assert race.i_op.flow_mod.priority == 0 and race.i_op.target == race.k_op.target == (TABLE, 0)
+    assert any(g.events[s].msg_type == "OFPT_PACKET_IN" for s in g.succ[arrivals[0]])

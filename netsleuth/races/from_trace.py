@@ -43,7 +43,10 @@ MULTIPART requests READ what they name (other MULTIPART messages,
 EXPERIMENTER and the async configuration are left out like 1.0's STATS and
 VENDOR); FLOW_REMOVED by timeout is an expiry, by a flow, group or meter
 delete caused by that delete; a connection made slave by ROLE_REQUEST
-writes nothing (the switch refuses it whatever the order).
+writes nothing (the switch refuses it whatever the order); a lost
+connection takes its unanswered PACKET_INs and the switch's buffers with
+it (rule 4 below then never ties a FLOW_MOD sent on the next connection,
+such as the table-miss entry installed again, to a PACKET_IN of the old one).
 
 Causality rules (each an ``pid``/``mid`` link; no program order is added):
 
@@ -251,6 +254,7 @@ class _Builder:
         self.last_traffic: dict[str, ts.TrafficInjection] = {}
         self.views13: dict[int, of13.EntryViews] = defaultdict(of13.EntryViews)
         self.roles: dict[tuple[int, int], int] = {}     # (dpid, recorded conn) -> 1.3 role
+        self.dpids13 = {self.dpid_of[n] for n, v in header.openflow.items() if v == "1.3" and n in self.dpid_of}
         self.seq = -1
 
     # -- basics ------------------------------------------------------------
@@ -451,7 +455,10 @@ class _Builder:
                       dpid=dpid, pid_in=pid_in, has_pid_in=pid_in is not None, ops=ops, packet=frame,
                       in_port=e.port)
         hit = bool(result.path) and result.path[0][1] is not None
-        self.note_arrival(dpid, _Arrival(ev, e.node, e.port, e.pid, frame, hit, of13.to_controller(result)))
+        # a PACKET_IN carries the packet as the pipeline left it (set-fields applied): match on that
+        to_ctl = of13.controller_frame(result)
+        self.note_arrival(dpid, _Arrival(ev, e.node, e.port, e.pid, to_ctl if to_ctl is not None else frame, hit,
+                                         to_ctl is not None))
         ports = of13.output_ports(result, switch.ports)
         if ports:
             self.add_emitter(e.node, e.pid, _Emitter(ev, ports))
@@ -833,6 +840,18 @@ class _Builder:
         if ports:
             self.add_emitter(node, lineage, _Emitter(handle, ports, frame))
 
+    def on_disconnect(self, e: ts.SwitchDisconnected) -> None:
+        """A 1.3 switch lost a control connection: what the controller handled on it cannot be answered
+        any more (os-ken's datapath of that connection is gone), and a switch that comes back has empty
+        buffers.  So rule 4 does not pin a FLOW_MOD on the new connection (a table-miss entry the app
+        installs again) on a PACKET_IN of the old one.  (The 1.0 inference keeps SDNRacer-era behaviour.)"""
+        if e.dpid not in self.dpids13:
+            return
+        self.packet_ins.pop(e.dpid, None)
+        for key in [k for k in self.buffers if k[0] == e.dpid]:
+            del self.buffers[key]
+        self.roles.pop((e.dpid, e.conn), None)
+
     def on_input(self, e: ts.Event) -> None:
         if isinstance(e, ts.TrafficInjection):
             self.last_traffic[e.host] = e
@@ -916,6 +935,8 @@ def events_from_trace(trace: str | Path | ts.Trace) -> TraceEvents:
             b.on_to_switch(e, world)
         elif isinstance(e, ts.ControlToController):
             b.on_to_controller(e, world)
+        elif isinstance(e, ts.SwitchDisconnected):
+            b.on_disconnect(e)
         elif e.is_input:
             b.on_input(e)
     return TraceEvents(b.events, b.origin, b.labels, dict(b.stats))

@@ -156,8 +156,9 @@ def output_ports(result: Result, ports: Iterable[int]) -> frozenset[int]:
     return frozenset(e.port for e in result.outputs if e.port <= ofp.OFPP_MAX and e.port in known)
 
 
-def to_controller(result: Result) -> bool:
-    return any(e.port == ofp.OFPP_CONTROLLER for e in result.outputs)
+def controller_frame(result: Result) -> bytes | None:
+    """The bytes of the first copy a trip sent to the controller (a PACKET_IN's data), or None."""
+    return next((e.frame.to_bytes() for e in result.outputs if e.port == ofp.OFPP_CONTROLLER), None)
 
 
 def packet_in_port(msg: Any) -> int:
@@ -180,4 +181,4 @@ def packet_fields(frame: bytes, in_port: int) -> dict[str, int] | None:
 
 
 __all__ = ["EntryViews", "flow_mod_write", "group_meter_writes", "output_ports", "packet_fields", "packet_in_port",
-           "pipeline_reads", "reads_state", "stats_reads", "to_controller", "trip_text"]
+           "pipeline_reads", "reads_state", "stats_reads", "controller_frame", "trip_text"]
