@@ -168,6 +168,10 @@ def _race_words(r: dict) -> str:
     """One race in plain words: which switch, which two operations."""
     parts = []
     for e in r.get("events", []):
+        if "target" in e:   # OpenFlow 1.3: the event in words, and which table, group or meter it touched
+            what = e.get("text") or e.get("flow_mod") or e.get("flow_entry") or e.get("msg_type", "?")
+            parts.append(f"{what} ({'reads' if e.get('op') == 'read' else 'writes'} {e['target']}, event {e['eid']})")
+            continue
         if e.get("op") == "read":
             hit = e.get("flow_entry") or "no entry (table miss)"
             parts.append(f"packet {e.get('packet', '?')} in port {e.get('in_port', '?')} matched {hit} "

@@ -187,6 +187,11 @@ def test_a_race_only_through_goto_table_into_table_1(tmp_path: Path) -> None:
     d = report.to_json()
     assert [e.get("target") for e in d["race_list"][0]["events"]] == ["table 1", "table 1"]
     assert "missed table 1 (no entry)" in d["race_list"][0]["events"][0]["text"]
+    for command in ("races", "cluster"):
+        proc = subprocess.run([sys.executable, "-m", "netsleuth.cli", command, str(tmp_path / "trace.jsonl")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "(reads table 1" in proc.stdout and "(writes table 1" in proc.stdout, proc.stdout
 
 
 def test_a_group_modify_races_with_a_packet_through_the_group(tmp_path: Path) -> None:

@@ -33,6 +33,9 @@ _SHORT = {MESSAGE_SEND: "MessageSend", MESSAGE_HANDLE: "MessageHandle", CONTROLL
           HOST_HANDLE: "HostHandle", HOST_SEND: "HostSend", FLOW_EXPIRY: "FlowExpiry"}
 
 
+_ALL_IDS = (0xFF, 0xFFFFFFFC, 0xFFFFFFFF)   # OFPTT_ALL, OFPG_ALL, OFPM_ALL
+
+
 def short_kind(kind: str) -> str:
     return _SHORT.get(kind, kind)
 
@@ -180,6 +183,9 @@ def op_words(g: HbGraph, node: int, op: FlowOp, labels: dict[int, str] | None = 
         text = f"{what} matched {entry_words(op)}"
     else:
         text = entry_words(op)
+    if op.target is not None:   # OpenFlow 1.3: which of the switch's tables, groups or meters
+        kind, oid = op.target
+        text += f" ({'reads' if op.kind == READ else 'writes'} {kind} {'all' if oid in _ALL_IDS else oid})"
     if op.kind != READ and ev.kind == MESSAGE_HANDLE:
         t = trigger_of(g, node)
         if t is not None:
