@@ -447,6 +447,13 @@ class _Builder:
         timers follow the traffic): a READ of every table it went through, group and meter it used."""
         from netsleuth.model.of13.frame import Frame
 
+        port = switch.ports.get(e.port)
+        if port is None or not port.usable or port.config & ofp.OFPPC_NO_RECV:
+            # the switch dropped it before any table (Switch.receive_packet): no read (same bit in 1.3)
+            self.add(PACKET_HANDLE, f"packet {pkt.summary()} in port {e.port} dropped (port down or NO_RECV) "
+                     f"on {e.node}", dpid=dpid, pid_in=pid_in, has_pid_in=pid_in is not None, packet=frame,
+                     in_port=e.port)
+            return
         switch.of13.sync_ports()
         pipeline = switch.of13.pipeline
         result = pipeline.process(Frame.from_packet(pkt), e.port, e.t)
