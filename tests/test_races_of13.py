@@ -5,9 +5,10 @@ instructions (no stand-ins): masks, metadata, per-table targets, OFPTT_ALL,
 cookies under masks, out_port/out_group filters, 1.3's MODIFY that never
 adds, priorities without 1.0's exact-match rule.  Hand-made 1.3 traces then
 show races only a multi-table pipeline has (a packet's goto into table 1, a
-group's buckets), and a real os-ken ``simple_switch_13`` fuzz run (host
-migrations, link failures) gives races that are checked against the trace
-itself and clustered.
+group's buckets), and real controllers give races that are checked against
+the trace itself and clustered: os-ken's ``simple_switch_13`` fuzzed with
+host migrations and link failures (one table), and Faucet, whose pipeline
+reaches tables 1-3 by goto-table.
 """
 
 from __future__ import annotations
@@ -425,3 +426,37 @@ def test_packet_in_vs_flow_mod_on_table_0(tmp_path: Path) -> None:
     assert (race.i, race.k) == (arrivals[0], fm_node)
     assert race.i_op.flow_mod.priority == 0 and race.i_op.target == race.k_op.target == (TABLE, 0)
     assert any(g.events[s].msg_type == "OFPT_PACKET_IN" for s in g.succ[arrivals[0]])
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_faucet_multi_table_races_through_goto_table(tmp_path: Path) -> None:
+    """Faucet's pipeline (VLAN table 0, eth_src learning table 1, eth_dst table 2, flood table 3): packets
+    read tables 1-3 only through goto-table, and races are found there; its connect-time DELETE of all
+    tables races with the entries it adds without a barrier (OFPTT_ALL meets every table)."""
+    from netsleuth.jobs.run import RunOptions, run
+    from netsleuth.races.cluster_job import cluster_races
+
+    result = run(RunOptions(controller="faucet:auto", topo="linear,3", out=tmp_path, pingall=True, warmup=15.0,
+                            checks="liveness,loops,dataplane-loops"))
+    assert result.data["pingall"]["ok"] == 6, result.data["pingall"]
+    trace = tmp_path / "trace.jsonl"
+    report = detect_races(trace)
+    g = report.graph
+    reads = [op for e in g.events if e.kind == PACKET_HANDLE for op in e.reads]
+    assert {op.target[1] for op in reads} >= {0, 1, 2, 3}
+    deeper = []
+    for r in report.harmful_races():
+        assert r.k_op.target[1] in (r.i_op.target[1], ofp.OFPTT_ALL) or r.i_op.target[1] == ofp.OFPTT_ALL
+        if r.kind == "r/w" and r.i_op.target[1] > 0:
+            # the read of table n > 0: the same packet's read of the table before it went there by goto
+            ev = g.events[r.i]
+            before = ev.reads[ev.reads.index(r.i_op) - 1]
+            assert before.flow_mod is not None and before.flow_mod.instructions.goto == r.i_op.target[1]
+            deeper.append(r)
+    assert deeper, "a race on a table a packet reaches only through goto-table"
+    delete_all = [r for r in report.harmful_races() if r.kind == "w/w"
+                  and ofp.OFPTT_ALL in (r.i_op.target[1], r.k_op.target[1])]
+    assert delete_all and all(r.k_op.flow_mod.is_del() or r.i_op.flow_mod.is_del() for r in delete_all)
+    c = cluster_races(trace)
+    assert c.n_races == len(report.harmful_races()) and 1 <= c.final_clusters < c.n_races
