@@ -808,6 +808,8 @@ class _Builder:
         if any(op.kind == WRITE and op.flow_mod is not None and op.flow_mod.is_del() for op in ops):
             self.last_delete[e.dpid] = handle
         released = mtype == "FLOW_MOD" and buffered is not None and fm is not None and not fm.is_del()
+        if self.roles.get((e.dpid, e.conn)) == _ROLE_SLAVE:
+            return      # the switch refuses a slave's PACKET_OUT too: nothing enters the dataplane
         if switch is not None and pipeline is not None and (mtype == "PACKET_OUT" or released):
             self.dataplane13(e, switch, handle, msg, buffered[1].frame if released else packet,  # type: ignore[index]
                              in_port, lineage)
