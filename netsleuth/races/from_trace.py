@@ -108,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
+from os_ken.ofproto import ofproto_v1_3 as ofp13
 
 from netsleuth.races import from_trace13 as of13
 from netsleuth.races.events import (
@@ -134,8 +135,8 @@ from netsleuth.trace import schema as ts
 
 NO_BUFFER = 0xFFFFFFFF
 _REPLY_TYPES = frozenset({"BARRIER_REPLY", "ERROR", "ECHO_REPLY", "MULTIPART_REPLY", "ROLE_REPLY"})
-_ROLE_SLAVE = 3          # OFPCR_ROLE_SLAVE: the switch refuses this connection's modifications
-_ROLE_MASTER = 2
+_ROLE_SLAVE = ofp13.OFPCR_ROLE_SLAVE      # the switch refuses this connection's modifications
+_ROLE_MASTER = ofp13.OFPCR_ROLE_MASTER
 _RECENT = 256          # records kept per switch / host for the look-ups above
 
 
@@ -724,7 +725,7 @@ class _Builder:
             for key, r in list(self.roles.items()):
                 if key[0] == dpid and key[1] != conn and r == _ROLE_MASTER:
                     self.roles[key] = _ROLE_SLAVE
-        if role in (_ROLE_MASTER, _ROLE_SLAVE, 1):   # 1: OFPCR_ROLE_EQUAL
+        if role in (_ROLE_MASTER, _ROLE_SLAVE, ofp13.OFPCR_ROLE_EQUAL):
             self.roles[(dpid, conn)] = role
 
     def ops13(self, e: ts.ControlToSwitch, msg: Any, mtype: str, pipeline: Any) -> tuple[list[FlowOp], str]:
@@ -811,15 +812,13 @@ class _Builder:
         if self.roles.get((e.dpid, e.conn)) == _ROLE_SLAVE:
             return      # the switch refuses a slave's PACKET_OUT too: nothing enters the dataplane
         if switch is not None and pipeline is not None and (mtype == "PACKET_OUT" or released):
-            self.dataplane13(e, switch, handle, msg, buffered[1].frame if released else packet,  # type: ignore[index]
-                             in_port, lineage)
+            frame = buffered[1].frame if released and buffered is not None else packet
+            self.dataplane13(e, switch, handle, msg, frame, in_port, lineage)
 
     def dataplane13(self, e: ts.ControlToSwitch, switch: Any, handle: HbEvent, msg: Any, frame: bytes | None,
                     in_port: int | None, lineage: int | None) -> None:
         """A PACKET_OUT's packet (its actions) or a buffered packet a FLOW_MOD releases (the pipeline from
         table 0, with the new entry): the tables, groups and meters it reads, the ports it leaves by."""
-        from os_ken.ofproto import ofproto_v1_3 as ofp13
-
         from netsleuth.model.of13.actions import Group, Output, action_from_ofp
         from netsleuth.model.of13.errors import OFError
         from netsleuth.model.of13.frame import Frame
