@@ -147,6 +147,10 @@ def cmd_races(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(d, sort_keys=True))
         return 0
+    if not d["races"]:
+        out.print(f"no races in {args.trace}: {d['events']} events, {d['read']} flow-table reads and "
+                  f"{d['writes']} writes, none of them unordered on one switch", soft_wrap=True, markup=False)
+        return 0
     out.print(f"races in {args.trace}", soft_wrap=True, markup=False)
     table = Table(show_header=False)
     for key in ("events", "read", "writes", "races", "commuting", "time_filtered_races", "covered", "harmful"):
@@ -164,6 +168,10 @@ def _race_words(r: dict) -> str:
     """One race in plain words: which switch, which two operations."""
     parts = []
     for e in r.get("events", []):
+        if "target" in e:   # OpenFlow 1.3: the event in words, and which table, group or meter it touched
+            what = e.get("text") or e.get("flow_mod") or e.get("flow_entry") or e.get("msg_type", "?")
+            parts.append(f"{what} ({'reads' if e.get('op') == 'read' else 'writes'} {e['target']}, event {e['eid']})")
+            continue
         if e.get("op") == "read":
             hit = e.get("flow_entry") or "no entry (table miss)"
             parts.append(f"packet {e.get('packet', '?')} in port {e.get('in_port', '?')} matched {hit} "

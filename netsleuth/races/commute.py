@@ -28,6 +28,9 @@ Results are cached: flow mods and packet matches repeat a lot.
 
 from __future__ import annotations
 
+from netsleuth.races.commute13 import commute_rw13, commute_rw_gm, commute_stats13, commute_ww13, commute_ww_gm
+from netsleuth.races.events import READ, STATS_READ, FlowOp
+from netsleuth.races.flowmod13 import FlowMod13, GroupMeterMod, targets_meet
 from netsleuth.races.poxmatch import OFPP_NONE, PoxFlowMod, PoxMatch
 
 
@@ -133,6 +136,29 @@ def commute_rw(pkt: PoxMatch, eread: PoxFlowMod | None, w: PoxFlowMod, write_fir
             return not (_flowmod_subset(eread, w, w.is_strict()) and eread.actions == w.actions)
         return not (w.match.matches_with_wildcards(pkt) and eread.actions != w.actions)
     return False
+
+
+def commute_ops13(a: FlowOp, w: FlowOp, write_first: bool) -> bool:
+    """Do two OpenFlow 1.3 operations commute: ``w`` a write, ``a`` a read (``write_first``: ``w``'s
+    event has the smaller eid) or a write?  Rules: :mod:`netsleuth.races.commute13`."""
+    fa, fw = a.flow_mod, w.flow_mod
+    if not targets_meet(a.target, w.target):
+        return True
+    if a.kind == READ:
+        if isinstance(fw, GroupMeterMod):
+            return isinstance(fa, GroupMeterMod) and commute_rw_gm(fa, fw, write_first)
+        if not isinstance(fw, FlowMod13):
+            return False
+        if a.name == STATS_READ:
+            return isinstance(fa, FlowMod13) and commute_stats13(fa, fw)
+        if a.fields is None or not (fa is None or isinstance(fa, FlowMod13)):
+            return False
+        return commute_rw13(a.fields, fa, fw, write_first)
+    if isinstance(fa, FlowMod13) and isinstance(fw, FlowMod13):
+        return commute_ww13(fa, fw)
+    if isinstance(fa, GroupMeterMod) and isinstance(fw, GroupMeterMod):
+        return commute_ww_gm(fa, fw)
+    return False   # a write without its flow mod: assume the worst
 
 
 class CommutativityChecker:

@@ -33,6 +33,9 @@ _SHORT = {MESSAGE_SEND: "MessageSend", MESSAGE_HANDLE: "MessageHandle", CONTROLL
           HOST_HANDLE: "HostHandle", HOST_SEND: "HostSend", FLOW_EXPIRY: "FlowExpiry"}
 
 
+_ALL_IDS = (0xFF, 0xFFFFFFFC, 0xFFFFFFFF)   # OFPTT_ALL, OFPG_ALL, OFPM_ALL
+
+
 def short_kind(kind: str) -> str:
     return _SHORT.get(kind, kind)
 
@@ -49,11 +52,29 @@ def _pkt(frame: bytes | None) -> str:
     return packet_summary(frame)
 
 
+def _decode13(m: bytes) -> Any:
+    from netsleuth.openflow.codec import decode
+
+    try:
+        return decode(m, None)
+    except Exception:  # pragma: no cover - recorded messages went through the codec already
+        return None
+
+
+def packet_out_actions13(m: bytes) -> list[Any]:
+    """The os-ken actions of an OpenFlow 1.3 PACKET_OUT (or [] for another message)."""
+    msg = _decode13(m)
+    return list(getattr(msg, "actions", None) or []) if type(msg).__name__ == "OFPPacketOut" else []
+
+
 def message_packet(ev: HbEvent) -> bytes | None:
     """The frame carried by a PACKET_IN or PACKET_OUT message, if any."""
     m = ev.msg
     if not m:
         return None
+    if m[0] == 4:   # OpenFlow 1.3: variable-length matches; the codec finds the data
+        msg = _decode13(m)
+        return bytes(getattr(msg, "data", None) or b"") or None
     if ev.msg_type == "OFPT_PACKET_IN" and len(m) > 18:
         return m[18:]
     if ev.msg_type == "OFPT_PACKET_OUT" and len(m) >= 16:
@@ -65,6 +86,10 @@ def message_packet(ev: HbEvent) -> bytes | None:
 
 def packet_out_actions(ev: HbEvent) -> list[str]:
     m = ev.msg
+    if m and m[0] == 4:
+        from netsleuth.model.of13.actions import action_from_ofp, render_action
+
+        return [render_action(action_from_ofp(a)) for a in packet_out_actions13(m)]
     if not m or len(m) < 16:
         return []
     (alen,) = struct.unpack_from("!H", m, 14)
@@ -158,6 +183,9 @@ def op_words(g: HbGraph, node: int, op: FlowOp, labels: dict[int, str] | None = 
         text = f"{what} matched {entry_words(op)}"
     else:
         text = entry_words(op)
+    if op.target is not None:   # OpenFlow 1.3: which of the switch's tables, groups or meters
+        kind, oid = op.target
+        text += f" ({'reads' if op.kind == READ else 'writes'} {kind} {'all' if oid in _ALL_IDS else oid})"
     if op.kind != READ and ev.kind == MESSAGE_HANDLE:
         t = trigger_of(g, node)
         if t is not None:
@@ -185,4 +213,4 @@ def roots_words(g: HbGraph, roots: list[int], labels: dict[int, str] | None = No
 
 
 __all__ = ["event_words", "op_words", "race_words", "roots_words", "short_kind", "entry_words", "trigger_of",
-           "message_packet", "packet_out_actions"]
+           "message_packet", "packet_out_actions", "packet_out_actions13"]

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from netsleuth.races.commute import CommutativityChecker
+from netsleuth.races.commute import CommutativityChecker, commute_ops13
 from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
+from netsleuth.races.flowmod13 import FlowMod13, targets_meet
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
 from netsleuth.races.poxmatch import (
     OFPFC_ADD,
@@ -112,8 +114,9 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
                 cand ^= low
                 m = op_nodes[q]
                 for a in ops:
+                    ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
                     for b in events[m].ops:
-                        if b.kind == WRITE:
+                        if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
                             races.append(Race(kind, n, a, m, b))
 
     pair_with_writers(WW, WRITE, later_only=True)
@@ -121,15 +124,17 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
 
     # commutativity
     for r in races:
-        if r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
+        if r.k_op.target is not None:   # OpenFlow 1.3
+            c = commute_ops13(r.i_op, r.k_op, events[r.k].eid < events[r.i].eid)
+        elif r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
             c = False   # a write without its flow mod: assume the worst
         elif r.kind == WW:
             # both flow mods checked non-None just above
             c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
         else:
             pkt = packets.get(events[r.i])
-            c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,
-                                               events[r.k].eid < events[r.i].eid)
+            c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,  # type: ignore[arg-type]
+                                               events[r.k].eid < events[r.i].eid)   # 1.0: POX flow mods
         if c:
             r.status = COMMUTE
 
@@ -200,7 +205,7 @@ class _ShadowTable:
     def __init__(self) -> None:
         self._next = 0
         self.entries: dict[tuple, int] = {}             # (match, priority) -> entry id
-        self.fm_of: dict[int, PoxFlowMod] = {}
+        self.fm_of: dict[int, Any] = {}                 # PoxFlowMod (1.3: FlowMod13)
         self.adding: dict[int, int] = {}                # entry id -> eid
         self.modifying: dict[int, list[int]] = defaultdict(list)
 
@@ -215,7 +220,7 @@ class _ShadowTable:
         self.fm_of[entry] = fm
         self.adding[entry] = eid
 
-    def write(self, fm: PoxFlowMod, eid: int) -> None:
+    def write(self, fm: Any, eid: int) -> None:
         cmd = fm.command
         if cmd == OFPFC_ADD:
             self._add(fm, eid)
@@ -236,15 +241,17 @@ class _ShadowTable:
             for k in gone:
                 self.fm_of.pop(self.entries.pop(k), None)
 
-    def expire(self, fm: PoxFlowMod) -> None:
+    def expire(self, fm: Any) -> None:
         e = self.entries.pop((fm.match, fm.priority), None)
         if e is not None:
             self.fm_of.pop(e, None)
 
-    def writers_of_read(self, fm: PoxFlowMod | None, eid: int) -> list[int]:
+    def writers_of_read(self, fm: Any, eid: int) -> list[int]:
         if fm is None:
             return []
-        e = self.entries.get((fm.match, fm.priority))
+        return self._writers(self.entries.get((fm.match, fm.priority)), eid)
+
+    def _writers(self, e: int | None, eid: int) -> list[int]:
         if e is None:
             return []
         mods = self.modifying.get(e)
@@ -253,6 +260,46 @@ class _ShadowTable:
             return [mods[i - 1]] if i else []
         add = self.adding[e]
         return [add] if add < eid else []
+
+
+class _ShadowTable13(_ShadowTable):
+    """The same bookkeeping for an OpenFlow 1.3 switch: entries by (table, match, priority), selection by
+    ``FlowMod13.selects`` (cookies, out_port/out_group, a group's or meter's users); a MODIFY never adds.
+    Reads of groups and meters, and statistics reads, get no dependency edge."""
+
+    def write(self, fm: Any, eid: int) -> None:
+        if not isinstance(fm, FlowMod13):
+            return
+        if fm.is_add():
+            key = (fm.table_id, fm.match, fm.priority)
+            old = self.entries.pop(key, None)
+            if old is not None:
+                self.fm_of.pop(old, None)
+            entry = self._next
+            self._next += 1
+            self.entries[key] = entry
+            self.fm_of[entry] = fm
+            self.adding[entry] = eid
+            return
+        hit = [k for k, e in self.entries.items() if fm.selects(self.fm_of[e])]
+        for k in hit:
+            if fm.is_mod():
+                e = self.entries[k]
+                self.modifying[e].append(eid)
+                self.fm_of[e] = replace(self.fm_of[e], instructions=fm.instructions)
+            else:
+                self.fm_of.pop(self.entries.pop(k), None)
+
+    def expire(self, fm: Any) -> None:
+        if isinstance(fm, FlowMod13):
+            e = self.entries.pop((fm.table_id, fm.match, fm.priority), None)
+            if e is not None:
+                self.fm_of.pop(e, None)
+
+    def writers_of_read(self, fm: Any, eid: int) -> list[int]:
+        if not isinstance(fm, FlowMod13):
+            return []
+        return self._writers(self.entries.get((fm.table_id, fm.match, fm.priority)), eid)
 
 
 def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) -> None:
@@ -270,12 +317,15 @@ def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) ->
         by_node[r.i].append(r)
         by_node[r.k].append(r)
     direct: set[int] = set()
-    tables: dict = defaultdict(_ShadowTable)
+    tables: dict = {}
     # every switch-table event in trace order (expiries too: they remove entries)
     for n, ev in enumerate(events):
-        if ev.dpid is None or not ev.ops:
+        if ev.dpid is None or not any(op.kind in (READ, WRITE, EXPIRY) for op in ev.ops):
             continue
-        table = tables[ev.dpid]
+        table = tables.get(ev.dpid)
+        if table is None:
+            of13 = any(op.target is not None for op in ev.ops if op.kind in (READ, WRITE, EXPIRY))
+            table = tables[ev.dpid] = _ShadowTable13() if of13 else _ShadowTable()
         deps: list[int] = []
         for op in ev.ops:
             if op.kind == READ:

@@ -10,9 +10,14 @@ host); causality is explicit through message ids (``mid_*``) and packet ids
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from netsleuth.races.poxmatch import PoxFlowMod
+
+if TYPE_CHECKING:
+    from netsleuth.races.flowmod13 import FlowMod13, GroupMeterMod, Target
 
 # Event kinds (SDNRacer's names).
 MESSAGE_SEND = "HbMessageSend"          # switch -> controller message sent
@@ -39,6 +44,14 @@ SKIP_MSG_TYPES = frozenset({
     "OFPT_SET_CONFIG", "OFPT_GET_CONFIG_REQUEST", "OFPT_GET_CONFIG_REPLY",
     "OFPT_STATS_REQUEST", "OFPT_STATS_REPLY",
 })
+# OpenFlow 1.3's own handshake and configuration messages, left out the same way.  A
+# MULTIPART request that reads flow tables, groups or meters is kept (its handle reads
+# them); the others (descriptions, port and table statistics) are left out when read.
+SKIP_MSG_TYPES_13 = frozenset({
+    "OFPT_EXPERIMENTER", "OFPT_GET_ASYNC_REQUEST", "OFPT_GET_ASYNC_REPLY", "OFPT_SET_ASYNC",
+    "OFPT_QUEUE_GET_CONFIG_REQUEST", "OFPT_QUEUE_GET_CONFIG_REPLY",
+})
+STATS_READ = "TraceSwitchStatsRead"   # FlowOp.name of a flow/aggregate statistics request's read
 
 
 @dataclass(slots=True)
@@ -47,10 +60,11 @@ class FlowOp:
 
     kind: str                      # READ / WRITE / EXPIRY / OTHER
     t: float                       # seconds (wall clock of the recording)
-    flow_mod: PoxFlowMod | None = None
+    flow_mod: PoxFlowMod | FlowMod13 | GroupMeterMod | None = None
     op_id: int | None = None       # the operation's own id in the trace
     name: str = ""                 # original operation type, e.g. TraceSwitchFlowTableRead
-
+    target: Target | None = None   # OpenFlow 1.3: ("table"|"group"|"meter", id); None: the 1.0 flow table
+    fields: Mapping[str, int] | None = None   # 1.3 table read: the OXM fields that table looked up
 
 
 @dataclass(slots=True)

@@ -99,7 +99,12 @@ def proactive_nodes(g: HbGraph) -> frozenset[int]:
 
 
 def packet_out_ports(msg: bytes | None) -> list[int]:
-    """Output ports of an OpenFlow 1.0 PACKET_OUT's actions."""
+    """Output ports of a PACKET_OUT's actions (1.3's reserved ports as 1.0 numbers: FLOOD is 0xfffb)."""
+    if msg and msg[0] == 4:
+        from netsleuth.races.describe import packet_out_actions13
+
+        return [p & 0xFFFF if p > 0xFFFFFF00 else p
+                for a in packet_out_actions13(msg) if (p := getattr(a, "port", None)) is not None]
     if not msg or len(msg) < 16:
         return []
     (actions_len,) = struct.unpack_from("!H", msg, 14)

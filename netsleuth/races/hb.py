@@ -39,7 +39,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 from netsleuth.errors import TraceFormatError
-from netsleuth.races.commute import CommutativityChecker
+from netsleuth.races.commute import CommutativityChecker, commute_ops13
 from netsleuth.races.events import (
     EXPIRY,
     FLOW_EXPIRY,
@@ -47,8 +47,10 @@ from netsleuth.races.events import (
     READ,
     SKIP_MSG_TYPES,
     WRITE,
+    FlowOp,
     HbEvent,
 )
+from netsleuth.races.flowmod13 import FlowMod13
 from netsleuth.races.poxmatch import OFPFC_DELETE_STRICT, PoxFlowMod, PoxMatch
 
 PID, MID, BARRIER_PRE, BARRIER_POST, TIME, DEP_RAW = "pid", "mid", "barrier_pre", "barrier_post", "time", "dep_raw"
@@ -361,6 +363,9 @@ def _expiry_rule(g: HbGraph, node: int, ev: HbEvent, handles: list[int], delta: 
     if expiry is None:
         return
     removed = expiry.flow_mod
+    if isinstance(removed, FlowMod13):
+        _expiry_rule13(g, node, ev, expiry, handles, delta)
+        return
     # expiry was picked with a flow_mod
     dummy = PoxFlowMod(removed.match, OFPFC_DELETE_STRICT, removed.priority)  # type: ignore[union-attr]
     for h in handles:
@@ -368,7 +373,7 @@ def _expiry_rule(g: HbGraph, node: int, ev: HbEvent, handles: list[int], delta: 
         for op in e.ops:
             if op.kind != WRITE or op.flow_mod is None:
                 continue
-            if checker.ww(op.flow_mod, dummy):
+            if checker.ww(op.flow_mod, dummy):  # type: ignore[arg-type]  # 1.0 switches hold POX flow mods
                 continue
             if abs(expiry.t - op.t) > delta:
                 if g.add_edge(h, node, TIME):
@@ -381,9 +386,30 @@ def _expiry_rule(g: HbGraph, node: int, ev: HbEvent, handles: list[int], delta: 
             pkt = pkt or packets.get(e)
             if pkt is None:
                 break
-            if checker.rw(pkt, op.flow_mod, dummy, ev.eid < e.eid):
+            if checker.rw(pkt, op.flow_mod, dummy, ev.eid < e.eid):  # type: ignore[arg-type]
                 continue
             if abs(expiry.t - op.t) > delta:
                 if g.add_edge(h, node, TIME):
                     g.expiry_time_edges += 1
+                break
+
+
+def _expiry_rule13(g: HbGraph, node: int, ev: HbEvent, expiry: FlowOp, handles: list[int], delta: float) -> None:
+    """Rule 5 on an OpenFlow 1.3 switch: the expiry is a DELETE_STRICT of exactly the removed entry
+    (its table, match and priority); each earlier message handle's first operation that does not
+    commute with it and lies more than ``delta`` before it orders the handle before the expiry."""
+    removed = expiry.flow_mod
+    assert isinstance(removed, FlowMod13)   # the caller dispatched on it
+    dummy = FlowOp(WRITE, expiry.t, removed.strict_delete(), target=expiry.target)
+    for h in handles:
+        e = g.events[h]
+        for kind in (WRITE, READ):
+            for op in e.ops:
+                if op.kind != kind or op.target is None:
+                    continue
+                if commute_ops13(op, dummy, ev.eid < e.eid):
+                    continue
+                if abs(expiry.t - op.t) > delta:
+                    if g.add_edge(h, node, TIME):
+                        g.expiry_time_edges += 1
                 break

@@ -106,10 +106,15 @@ class RaceReport:
         return out
 
 
+_ALL_IDS = (0xFF, 0xFFFFFFFC, 0xFFFFFFFF)   # OFPTT_ALL, OFPG_ALL, OFPM_ALL
+
+
 def _op_json(op: FlowOp) -> dict[str, Any]:
     d: dict[str, Any] = {"op": op.kind, "t": op.t}
     if op.op_id is not None:
         d["op_id"] = op.op_id
+    if op.target is not None:       # OpenFlow 1.3: which table, group or meter
+        d["target"] = f"{op.target[0]} {'all' if op.target[1] in _ALL_IDS else op.target[1]}"
     if op.flow_mod is not None:
         d["flow_entry" if op.kind == READ else "flow_mod"] = op.flow_mod.describe()
     elif op.kind == READ:
@@ -176,14 +181,19 @@ def detect_races(path: str | Path, *, delta: float = 2.0, time_edges: bool = Tru
 
         # A .jsonl whose header is damaged still goes to the netsleuth reader,
         # whose error names the broken header instead of hb.json's fields.
-        if is_netsleuth_trace(path) or Path(path).suffix == ".jsonl":
+        netsleuth_trace = is_netsleuth_trace(path) or Path(path).suffix == ".jsonl"
+        if netsleuth_trace:
             built = events_from_trace(path)
             events, labels = built.events, built.labels
         else:
             from netsleuth.races.hbtrace import read_hb_json
 
             events = read_hb_json(path)
-    if not events:
+    else:
+        netsleuth_trace = labels is not None
+    # A netsleuth trace may well record nothing to order (no OpenFlow message reached a switch, no
+    # packet): that is a trace without races, not a broken one.  An hb.json holds events by definition.
+    if not events and not netsleuth_trace:
         raise TraceFormatError(f"{path}: no events",
                                "give a trace with events: an SDNRacer hb.json or a netsleuth trace.jsonl")
     t1 = time.perf_counter()

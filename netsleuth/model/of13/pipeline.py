@@ -76,6 +76,13 @@ class Result:
 
     outputs: list[Emit] = field(default_factory=list)
     path: list[tuple[int, FlowEntry13 | None]] = field(default_factory=list)
+    lookups: list[dict[str, int]] = field(default_factory=list)
+    """The OXM fields each table of ``path`` looked up (the packet as modified so far, with its metadata):
+    what a flow entry added later would have had to match to change this packet's trip (race detection)."""
+    groups: list[int] = field(default_factory=list)
+    """The groups executed, in order (a group's buckets decided where copies went)."""
+    meters: list[int] = field(default_factory=list)
+    """The meters the packet passed through (a meter band can drop it)."""
     ended: str = "done"     # done | table-miss | meter-drop | invalid-ttl
     discarded: tuple[Action, ...] = ()
     """At a table miss: the action set the spec discards with the packet (for diagnosis)."""
@@ -204,6 +211,7 @@ class Pipeline13:
             fields = oxm_fields(ctx.frame, ctx.in_port, ctx.metadata, ctx.tunnel_id)
             entry = self.tables.lookup(table_id, fields, now=now, nbytes=ctx.frame.frame_len())
             result.path.append((table_id, entry))
+            result.lookups.append(fields)
             if entry is None:
                 result.ended = "table-miss"
                 result.discarded = tuple(aset.ordered())
@@ -212,6 +220,7 @@ class Pipeline13:
             ctx.table_id, ctx.entry = table_id, entry
             inst = entry.instructions
             if inst.meter is not None:
+                result.meters.append(inst.meter)
                 verdict = self.meters.apply(inst.meter, ctx.frame.frame_len(), now)
                 if verdict.drop:
                     result.ended = "meter-drop"
@@ -252,6 +261,7 @@ class Pipeline13:
 
     def _group(self, group_id: int, ctx: _Ctx, now: float, result: Result, depth: int) -> None:
         g = self.groups.groups.get(group_id)
+        result.groups.append(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
             return
         fields = oxm_fields(ctx.frame, ctx.in_port, ctx.metadata, ctx.tunnel_id)
