@@ -149,3 +149,16 @@ def test_an_acl_changed_to_allow_breaks_the_deny_expectation(tmp_path: Path) -> 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert ('rule 0 of acl "block-ssh" on s1 port 1 denies tcp h1 -> h2:22, but it is delivered '
             "over s1:1 -> s2:2 -> s2:1") in proc.stdout, proc.stdout
+
+
+def test_step_shows_the_stack_coming_up(two_vlans: tuple[Path, dict], tmp_path: Path) -> None:
+    out, _d = two_vlans
+    commands = tmp_path / "cmds.txt"
+    commands.write_text("show ports s1\nstep 100000\nshow ports s1\n")
+    proc = cli("step", str(out / "trace.jsonl"), "--headless", "--commands", str(commands))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    before, after = proc.stdout.split("end of trace")
+    assert "init (peer s2:3; LLDP never)" in before and "up (" not in before
+    assert "up (peer s2:3; LLDP" in after and "from s2:3)" in after
+    assert "up (peer s3:3; LLDP" in after and "from s3:3)" in after
+    assert "stack root s1" in after

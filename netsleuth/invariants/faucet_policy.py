@@ -98,6 +98,17 @@ class PortPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class StackPort:
+    """A stack port as the config declares it: the peer (switch, port) its LLDP must come from, and
+    how long Faucet waits for it: ``max_lldp_lost`` beacons of the peer dp's ``send_interval`` seconds."""
+
+    switch: str
+    port: int
+    peer: tuple[str, int] | None      # None: the config names a dp that is not in the topology
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
 class FaucetPolicy:
     vlans: dict[str, int]
     routed: frozenset[frozenset[str]]
@@ -105,6 +116,8 @@ class FaucetPolicy:
     acls: dict[str, tuple[AclRule, ...]]
     routers: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stack_root: str | None = None      # the dp with the best (lowest) stack priority, as a switch name
+    stack: dict[tuple[str, int], StackPort] = field(default_factory=dict)
+    dp_switch: dict[str, str] = field(default_factory=dict)   # dp name in the config -> topology switch
 
     def vlan_at(self, switch: str, port: int) -> str | None:
         pp = self.ports.get((switch, port))
@@ -170,7 +183,8 @@ def policy_from_config(data: dict[str, Any], topology: Topology, source: str = "
     acls = {str(name): _acl(str(name), spec, source) for name, spec in
             _mapping(data.get("acls"), "acls", source).items()}
     ports, root = _dps(data.get("dps"), topology, source, vlan_name)
-    return FaucetPolicy(vlans, frozenset(routed), ports, acls, routers, root)
+    dp_switch, stack = _stack(data.get("dps"), topology)
+    return FaucetPolicy(vlans, frozenset(routed), ports, acls, routers, root, stack, dp_switch)
 
 
 def _mapping(value: Any, what: str, source: str) -> dict[Any, Any]:
@@ -237,6 +251,36 @@ def _dps(value: Any, topology: Topology, source: str,
                                              tuple(vlan_name(v) for v in _list(spec.get("tagged_vlans"))),
                                              tuple(str(a) for a in acls))
     return dict(sorted(ports.items())), best[1] if best else None
+
+
+# Faucet's defaults: an LLDP beacon every 5 s per stack port, a port down after 3 missed beacons.
+LLDP_SEND_INTERVAL = 5
+MAX_LLDP_LOST = 3
+
+
+def _stack(value: Any, topology: Topology) -> tuple[dict[str, str], dict[tuple[str, int], StackPort]]:
+    by_dpid = {s.dpid: s.name for s in topology.switches}
+    dps = {str(k): v for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else {}
+    dp_switch = {name: by_dpid[dpid] for name, dp in dps.items()
+                 if (dpid := _int(dp.get("dp_id"))) is not None and dpid in by_dpid}
+    interval = {name: _int((dp.get("lldp_beacon") or {}).get("send_interval")) or LLDP_SEND_INTERVAL
+                for name, dp in dps.items() if isinstance(dp.get("lldp_beacon") or {}, dict)}
+    out: dict[tuple[str, int], StackPort] = {}
+    for name, dp in dps.items():
+        sw = dp_switch.get(name)
+        interfaces = dp.get("interfaces")
+        if sw is None or not isinstance(interfaces, dict):
+            continue
+        for key, spec in interfaces.items():
+            link = spec.get("stack") if isinstance(spec, dict) else None
+            number = _int(spec.get("number", key)) if isinstance(spec, dict) else None
+            if not isinstance(link, dict) or number is None or "dp" not in link:
+                continue
+            peer_dp, peer_port = str(link.get("dp")), _int(link.get("port"))
+            peer = (dp_switch[peer_dp], peer_port) if peer_dp in dp_switch and peer_port is not None else None
+            lost = _int(spec.get("max_lldp_lost")) or MAX_LLDP_LOST
+            out[(sw, number)] = StackPort(sw, number, peer, float(lost * interval.get(peer_dp, LLDP_SEND_INTERVAL)))
+    return dp_switch, dict(sorted(out.items()))
 
 
 # --------------------------------------------------------------------------- ACL rules
@@ -312,5 +356,5 @@ def _field(name: str, value: Any) -> tuple[int, int] | None:
     return None
 
 
-__all__ = ["AclRule", "FaucetPolicy", "FaucetPolicyError", "PortPolicy", "load_faucet_policy",
+__all__ = ["AclRule", "FaucetPolicy", "FaucetPolicyError", "PortPolicy", "StackPort", "load_faucet_policy",
            "policy_from_config", "policy_from_text"]
