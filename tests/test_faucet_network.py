@@ -103,6 +103,10 @@ def test_isolation_is_checked_from_the_trace_alone(two_vlans: tuple[Path, dict],
     assert isinstance(policy, FaucetPolicy)
     assert policy.vlans == {"office": 100, "guest": 200} and policy.stack_root == "s1"
     assert (out / "faucet.yaml").read_text() == (DATA / "two_vlans.yaml").read_text()
+    reduced = tmp_path / "reduced.jsonl"   # a reduced trace keeps the config too
+    proc = cli("reduce", str(alone), "--end", "--out", str(reduced))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert isinstance(rebuilt_view(reduced).faucet, FaucetPolicy)
 
 
 def test_a_misassigned_port_leaks_between_vlans(tmp_path: Path) -> None:

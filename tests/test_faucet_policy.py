@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from netsleuth.invariants import registry
-from netsleuth.invariants.faucet_policy import FaucetPolicyError, policy_from_config, policy_from_text
+from netsleuth.invariants.faucet_policy import FaucetPolicy, FaucetPolicyError, policy_from_config, policy_from_text
 from netsleuth.model.headerbits13 import wc13
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import HostSpec
@@ -91,3 +91,27 @@ def test_unreadable_configs_are_one_line_errors(text: str, problem: str) -> None
 def test_isolation_and_acl_are_registered_and_on_by_default() -> None:
     assert {"isolation", "acl"} <= set(registry.DEFAULT)
     assert registry.resolve("acl")[0].name == "acl"
+
+
+def test_a_faucet_run_records_its_config_and_reads_its_policy(tmp_path: Path) -> None:
+    from netsleuth.runtime.session import Session
+
+    config = tmp_path / "acl.yaml"
+    config.write_text((DATA / "acl_block_ssh.yaml").read_text())
+    s = Session("run", "linear,3", f"faucet:{config}", tmp_path / "out", checks=list(registry.DEFAULT))
+    assert s.header_extra["faucet_config"] == {"source": str(config.resolve()), "file": "faucet.yaml",
+                                               "text": config.read_text()}
+    assert isinstance(s.faucet_policy, FaucetPolicy) and s.faucet_policy.acls["block-ssh"][0].allow is False
+    auto = Session("run", "linear,3", "faucet:auto", tmp_path / "auto", checks=["acl"])
+    assert auto.header_extra["faucet_config"]["text"].startswith("# Faucet config for the netsleuth topology")
+    assert Session("run", "linear,3", "osken:os_ken.app.simple_switch", tmp_path / "o").faucet_policy is None
+
+
+def test_a_config_with_includes_runs_unchecked_and_says_so(tmp_path: Path) -> None:
+    from netsleuth.runtime.session import Session
+
+    config = tmp_path / "main.yaml"
+    config.write_text("include: [more.yaml]\n" + (DATA / "acl_block_ssh.yaml").read_text())
+    s = Session("run", "linear,3", f"faucet:{config}", tmp_path / "out", checks=["isolation", "acl"])
+    assert s.faucet_policy is None
+    assert s.result.data["faucet_policy"].startswith("not checked: ") and "include" in s.result.data["faucet_policy"]
