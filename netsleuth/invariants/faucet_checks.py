@@ -64,18 +64,27 @@ def _witness(hs: HS13) -> dict[str, object] | None:
     return None if w is None else header_dict13(w)
 
 
-def _example(hs: HS13, src: HostSpec, dst: HostSpec) -> str:
-    """One header of ``hs`` in a few words, the pair's own traffic when it has some (the whole
-    space is in the finding's details)."""
+def _narrow(hs: HS13, src: HostSpec, dst: HostSpec) -> HS13:
+    """``hs`` cut down to the pair's own traffic when it holds some: the example a finding shows."""
     for narrow in (wc13(eth_src=src.mac, eth_dst=dst.mac, eth_type=0x0800), wc13(eth_src=src.mac, eth_dst=dst.mac),
                    wc13(eth_src=src.mac)):
         part = hs.intersect_wc(narrow).prune()
         if part.terms:
-            hs = part
-            break
-    fields = _witness(hs) or {}
+            return part
+    return hs
+
+
+def _example(hs: HS13, src: HostSpec, dst: HostSpec) -> str:
+    """One header of ``hs`` in a few words (the whole space is in the finding's details)."""
+    fields = _witness(_narrow(hs, src, dst)) or {}
     parts = [f"{k}={v:#06x}" if k == "eth_type" and isinstance(v, int) else f"{k}={v}" for k, v in fields.items()]
     return ",".join(parts)
+
+
+def _event_of(events: list[HsaEvent13], hs: HS13, src: HostSpec, dst: HostSpec) -> HsaEvent13:
+    """The event that carries the finding's example header (its path is the one shown)."""
+    w = _narrow(hs, src, dst).witness()
+    return next((e for e in events if w is not None and e.hs.contains(w)), events[0])
 
 
 def _union(events: Iterable[HsaEvent13]) -> HS13:
@@ -103,7 +112,7 @@ def check_vlan_isolation(view: NetworkView, analysis: object = None) -> list[Fin
             hs = _union(events)
             if not hs.terms:
                 continue
-            e = next(ev for ev in events if ev.hs.prune().terms)
+            e = _event_of(events, hs, src, dst)
             path = _path_text(e, view.host_location(dst.name))
             out.append(Finding(
                 "isolation", f"{src.name} (vlan {vs}) reaches {dst.name} (vlan {vd}) over {path}, and no router "
@@ -180,7 +189,7 @@ def _denied(view: NetworkView, rule: AclRule, sw: str, port: int, src: HostSpec,
         leak = (_union(events) & mine).prune() if events and dst.name != src.name else HS13()
         if not leak.terms:
             continue
-        e = next(ev for ev in events if (ev.hs & leak).prune().terms)
+        e = _event_of(events, leak, src, dst)
         path = _path_text(e, view.host_location(dst.name))
         named = rule.names(src.name, dst)
         to = "" if f"-> {dst.name}" in named else f" to {dst.name}"
