@@ -115,3 +115,10 @@ def test_a_config_with_includes_runs_unchecked_and_says_so(tmp_path: Path) -> No
     s = Session("run", "linear,3", f"faucet:{config}", tmp_path / "out", checks=["isolation", "acl"])
     assert s.faucet_policy is None
     assert s.result.data["faucet_policy"].startswith("not checked: ") and "include" in s.result.data["faucet_policy"]
+
+
+def test_vlans_with_acls_of_their_own_are_known() -> None:
+    data = config("acl_block_ssh.yaml")
+    assert policy_from_config(data, LINEAR).vlan_acls == frozenset()
+    data["vlans"]["office"]["acls_in"] = ["block-ssh"]
+    assert policy_from_config(data, LINEAR).vlan_acls == {"office"}

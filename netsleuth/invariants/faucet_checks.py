@@ -19,7 +19,8 @@ Faucet's language: VLAN names, ACL names and rule indexes.
   headers to every other host in the sender's VLAN. What an allow rule is
   held to is the traffic hosts really send each other (untagged, the pair's
   MACs, IPv4 between their addresses or ARP), not every header it matches:
-  Faucet drops some header classes on purpose whatever the ACL says.
+  Faucet drops some header classes on purpose whatever the ACL says; and
+  not at all when the sender's VLAN has ACLs of its own, which may drop it.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def check_acls(view: NetworkView, analysis: object = None) -> list[Finding]:
             for src in senders:
                 mine = space.intersect_wc(wc13(eth_src=src.mac)).prune()
                 if rule.allow:
-                    out.extend(_allowed(view, vlans, rule, sw, port, src, mine, r))
+                    out.extend(_allowed(view, policy, vlans, rule, sw, port, src, mine, r))
                 else:
                     out.extend(_denied(view, rule, sw, port, src, mine, r))
     return out
@@ -203,13 +204,15 @@ def _denied(view: NetworkView, rule: AclRule, sw: str, port: int, src: HostSpec,
     return out
 
 
-def _allowed(view: NetworkView, vlans: dict[str, str], rule: AclRule, sw: str, port: int,
+def _allowed(view: NetworkView, policy: FaucetPolicy, vlans: dict[str, str], rule: AclRule, sw: str, port: int,
              src: HostSpec, mine: HS13, r: Reach13) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     delivered, drops = r.delivered, r.drops
     vs = vlans.get(src.name)
+    if vs is None or vs in policy.vlan_acls:
+        return out   # a VLAN ACL may still drop what the port's ACL lets through
     for dst in view.topology.hosts:
-        if dst.name == src.name or vs is None or vlans.get(dst.name) != vs:
+        if dst.name == src.name or vlans.get(dst.name) != vs:
             continue
         want = (mine & host_traffic(src, dst)).prune()
         if not want.terms:

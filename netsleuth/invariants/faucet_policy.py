@@ -14,7 +14,9 @@ vocabulary, into plain data bound to the run's topology:
   ``acls_in`` (``acl_in`` is the older single-ACL spelling), with the dp's
   ``dp_id`` mapped to the topology's switch of that datapath id;
 * ``acls``: name -> its rules in order, each as the header class it matches
-  (a wildcard over the 1.3 header layout) and whether it allows or denies.
+  (a wildcard over the 1.3 header layout) and whether it allows or denies;
+  ``vlan_acls``: the VLANs that filter with ACLs of their own (then a port
+  ACL's allow no longer promises delivery, so the checks do not hold it to).
 
 A rule whose match uses a field the header layout does not carry (in_port,
 metadata, conntrack ...) or whose actions do more than allow/deny (output,
@@ -118,6 +120,7 @@ class FaucetPolicy:
     stack_root: str | None = None      # the dp with the best (lowest) stack priority, as a switch name
     stack: dict[tuple[str, int], StackPort] = field(default_factory=dict)
     dp_switch: dict[str, str] = field(default_factory=dict)   # dp name in the config -> topology switch
+    vlan_acls: frozenset[str] = frozenset()   # VLANs with ACLs of their own (acls_in/acls_out)
 
     def vlan_at(self, switch: str, port: int) -> str | None:
         pp = self.ports.get((switch, port))
@@ -184,7 +187,9 @@ def policy_from_config(data: dict[str, Any], topology: Topology, source: str = "
             _mapping(data.get("acls"), "acls", source).items()}
     ports, root = _dps(data.get("dps"), topology, source, vlan_name)
     dp_switch, stack = _stack(data.get("dps"), topology)
-    return FaucetPolicy(vlans, frozenset(routed), ports, acls, routers, root, stack, dp_switch)
+    filtered = frozenset(str(k) for k, v in _mapping(data.get("vlans"), "vlans", source).items()
+                         if isinstance(v, dict) and any(v.get(a) for a in ("acl_in", "acls_in", "acl_out", "acls_out")))
+    return FaucetPolicy(vlans, frozenset(routed), ports, acls, routers, root, stack, dp_switch, filtered)
 
 
 def _mapping(value: Any, what: str, source: str) -> dict[Any, Any]:
