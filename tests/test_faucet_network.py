@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from netsleuth.controllers.faucet import check_user_config
 from netsleuth.core.rebuild import rebuild
 from netsleuth.invariants.faucet_policy import FaucetPolicy
 from netsleuth.invariants.hsa13_engine import Net13, explore13
@@ -62,6 +63,11 @@ def delivered(view: NetworkView, src: str, packet: Packet) -> set[str]:
     h = pack13(Frame.from_packet(packet))
     reach = explore13(Net13(view), *view.host_location(src), hs=HS13.wildcard(h, ALL_BITS13))
     return {host for host, events in reach.delivered.items() if events}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.yaml")))
+def test_the_configs_here_are_faucet_configs(name: str) -> None:
+    check_user_config(DATA / name)   # Faucet's own checker: raises with its complaint otherwise
 
 
 @pytest.mark.parametrize("topo", ["tree,depth=2,fanout=2", "ring,4"])
@@ -119,6 +125,9 @@ def test_a_misassigned_port_leaks_between_vlans(tmp_path: Path) -> None:
     assert "h1 (vlan office) reaches h2 (vlan guest) over s2:1 -> s2:2" in proc.stdout, proc.stdout
     assert "h3 (vlan office) reaches h2 (vlan guest) over s3:1 -> s1:2 -> s2:3 -> s2:2" in proc.stdout
     assert "h4" not in proc.stdout   # h4 stays in guest with nobody from office beside it
+    proc = cli("invariants", str(tmp_path / "trace.jsonl"), "--check", "isolation",
+               "--faucet-policy", str(DATA / "two_vlans_routed.yaml"))
+    assert proc.returncode == 0, proc.stdout   # a router joining the VLANs lets them reach each other
 
 
 # --------------------------------------------------------------------------- ACLs

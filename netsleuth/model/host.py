@@ -1,10 +1,10 @@
 """End hosts that behave like the hosts of a Mininet network.
 
 A controller under test learns locations from ARP and IP traffic, so hosts
-must answer ARP requests, IPv6 Neighbor Solicitations (``host_nd``) and
-ICMP echo requests the way a real stack does,
-and resolve a neighbour before they send IP to it. Like the switch, a host
-is sans-I/O: packets in, packets out; the caller decides when they travel.
+must answer ARP requests, IPv6 Neighbor Solicitations (``host_nd``) and ICMP
+echo requests the way a real stack does, and resolve a neighbour before they
+send IP to it. Like the switch, a host is sans-I/O: packets in, packets out;
+the caller decides when they travel.
 """
 
 from __future__ import annotations
