@@ -123,7 +123,7 @@ def cmd_invariants(args: argparse.Namespace) -> int:
 
     from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 
-    d = invariants_on_trace(args.trace, args.check, args.at, args.isolation)
+    d = invariants_on_trace(args.trace, args.check, args.at, args.isolation, args.faucet_policy)
     if args.json:
         out.print_json(json.dumps(d))
     else:
@@ -369,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--check", default=None, help="comma-separated invariants (default: the static ones)")
     i.add_argument("--at", type=at_least(0), help="check the state right after the event with this seq")
     i.add_argument("--isolation", type=Path, help="isolation policy file (see run --help)")
+    i.add_argument("--faucet-policy", type=Path, metavar="FAUCET.yaml",
+                   help="hold the tables to this Faucet config's VLANs, routers and ACLs (isolation, acl) "
+                        "instead of the config the trace was recorded with")
     i.add_argument("--json", action="store_true", help="print the result as JSON")
     i.set_defaults(func=cmd_invariants)
 

@@ -295,6 +295,9 @@ class FaucetLaunch:
                 if self.topology is not None:
                     check_covers_topology(data, path, self.topology)
                 check_user_config(path, self._bin())
+                kept = self.out_dir / f"{self.stem}.yaml"
+                if kept.resolve() != path:
+                    kept.write_text(path.read_text(errors="replace"))  # the run's OUT keeps what Faucet ran
             (self.out_dir / f"{self.stem}-osken.conf").write_text(OSKEN_CONF)
             self._config_path = path
         self.prometheus_port = _free_loopback_port()
@@ -329,11 +332,19 @@ class FaucetLaunch:
         return "\n".join(parts)
 
 
+def config_record(config: str, topology: Topology, stem: str = "faucet") -> dict[str, str]:
+    """What a trace header keeps of a Faucet config (``extra["faucet_config"]``), so that its
+    invariants can be checked later from the trace alone: where it came from (``auto`` or the
+    user's path), the file kept in the run's OUT, and its text."""
+    text = render_config(topology) if config == AUTO else Path(config).read_text(errors="replace")
+    return {"source": config, "file": f"{stem}.yaml", "text": text}
+
+
 def launch_for(config: str, log_path: Path, topology: Topology | None) -> FaucetLaunch:
     """The FaucetLaunch of a controller whose own output goes to ``log_path`` (controller.log -> faucet.log)."""
     stem = log_path.stem.replace("controller", "faucet", 1) if "controller" in log_path.stem else "faucet"
     return FaucetLaunch(config=config, out_dir=log_path.parent, topology=topology, stem=stem)
 
 
-__all__ = ["AUTO", "FaucetLaunch", "check_user_config", "check_yaml_file", "faucet_complaint", "find_faucet_bin",
-           "generate_config", "launch_for", "render_config"]
+__all__ = ["AUTO", "FaucetLaunch", "check_user_config", "check_yaml_file", "config_record", "faucet_complaint",
+           "find_faucet_bin", "generate_config", "launch_for", "render_config"]

@@ -131,6 +131,7 @@ class Network:
         self.delay_next: dict[tuple[str, int], float] = {}   # (node, port) -> seconds to hold the next
         self.control_delay_next: dict[tuple[int, str, str], float] = {}  # (dpid, controller, direction)
         self.isolation: tuple[tuple[str, str], ...] = ()
+        self.faucet_policy: object | None = None   # the Faucet config's VLANs and ACLs (invariants/faucet_policy)
         self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
         self.epoch = 0  # bumped by every input that changes what the network can deliver
         self.observing = True  # False during a warm-up: looping packets are dropped but not reported
@@ -561,6 +562,7 @@ class Network:
             switch_up=dict(self.switch_up),
             host_at=dict(self.host_at),
             isolation=self.isolation,
+            faucet=self.faucet_policy,
             crashed_by_input=crashed_by_input,
             undelivered=self.undelivered(),
         )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from netsleuth.core.clock import VirtualClock
 from netsleuth.core.world import World
 from netsleuth.errors import TraceFormatError
+from netsleuth.invariants.faucet_policy import FaucetPolicy, FaucetPolicyError, policy_from_text
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import msg_from_json
 from netsleuth.trace import schema as ts
@@ -40,7 +41,19 @@ def new_world(header: ts.TraceHeader) -> World:
     for name, version in sorted(header.openflow.items()):
         if name in world.switches:
             world.switches[name].use_version(4 if version == "1.3" else 1)
+    world.faucet_policy = faucet_policy_of(header, world.topology)
     return world
+
+
+def faucet_policy_of(header: ts.TraceHeader, topology: Topology) -> FaucetPolicy | None:
+    """The policy of the Faucet config a trace was recorded with (kept in its header), or None."""
+    record = header.extra.get("faucet_config") if isinstance(header.extra, dict) else None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        return None
+    try:
+        return policy_from_text(record["text"], topology, "the trace header's Faucet config")
+    except FaucetPolicyError:
+        return None   # a config the invariants cannot read is left unchecked, as in the run itself
 
 
 def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:

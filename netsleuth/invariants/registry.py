@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants import forwarding, hsa_checks, hsa_engine
+from netsleuth.invariants import faucet_checks, forwarding, hsa_checks, hsa_engine
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.view import NetworkView
 
@@ -65,12 +65,15 @@ register(Invariant("blackholes", "no header a host sends to a host it is connect
 register(Invariant("reachability", "every physically connected host pair can reach each other "
                    "(through the tables or a live controller)", hsa_checks.check_headerspace_reachability))
 register(Invariant("dataplane-loops", "no real packet revisits a (switch, in_port)", None, observed=True))
-register(Invariant("isolation", "host pairs in the isolation policy cannot reach each other",
-                   forwarding.check_isolation))
+register(Invariant("isolation", "host pairs in the isolation policy cannot reach each other; with Faucet, hosts "
+                   "in VLANs no router joins neither", lambda v, pairs: forwarding.check_isolation(v, pairs)
+                   + faucet_checks.check_vlan_isolation(v)))
+register(Invariant("acl", "with Faucet: what an ACL rule denies is not delivered, what it allows is",
+                   faucet_checks.check_acls))
 register(Invariant("delivery", "every packet a host sends to a connected host arrives", forwarding.check_delivery,
                    observed=True))
 
-DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops", "isolation")
+DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops", "isolation", "acl")
 
 
 def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:

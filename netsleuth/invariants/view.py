@@ -36,6 +36,8 @@ class NetworkView:
     # packets hosts sent to connected hosts and that never arrived: (pid, src, dst, summary, age seconds)
     undelivered: tuple[tuple[int, str, str, str, float], ...] = ()
     switch_up: Mapping[str, bool] = field(default_factory=dict)
+    # the policy of the Faucet config the run used (a faucet_policy.FaucetPolicy), for isolation and acl
+    faucet: object | None = None
 
     def pipeline(self, switch: str) -> FlowTable | Pipeline13:
         """Switch ``switch``'s forwarding state: a 1.0 FlowTable, or a Pipeline13 on a switch that speaks 1.3.

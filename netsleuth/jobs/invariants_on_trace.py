@@ -11,12 +11,13 @@ from pathlib import Path
 
 from netsleuth.core.rebuild import rebuild
 from netsleuth.invariants import registry
+from netsleuth.invariants.faucet_policy import load_faucet_policy
 from netsleuth.invariants.policy import load_isolation
 from netsleuth.trace.io import read_trace
 
 
 def invariants_on_trace(path: str | Path, checks: str | None = None, at: int | None = None,
-                isolation: Path | None = None) -> dict:
+                isolation: Path | None = None, faucet_policy: Path | None = None) -> dict:
     trace = read_trace(path)
     invariants = [i for i in registry.resolve(checks) if i.name != "dataplane-loops"]
     stop = (lambda e: e.seq > at) if at is not None else None
@@ -24,6 +25,8 @@ def invariants_on_trace(path: str | Path, checks: str | None = None, at: int | N
     world = rebuilt.world
     if isolation:
         world.isolation = load_isolation(isolation, world.topology)
+    if faucet_policy:
+        world.faucet_policy = load_faucet_policy(faucet_policy, world.topology)
     findings = registry.check(world.view(), [i for i in invariants if i.name != "delivery"])
     return {
         "trace": str(path), "at_seq": rebuilt.last_seq, "events_applied": rebuilt.applied,

@@ -1,9 +1,10 @@
 """End hosts that behave like the hosts of a Mininet network.
 
 A controller under test learns locations from ARP and IP traffic, so hosts
-must answer ARP requests and ICMP echo requests the way a real stack does,
-and resolve a neighbour before they send IP to it. Like the switch, a host
-is sans-I/O: packets in, packets out; the caller decides when they travel.
+must answer ARP requests, IPv6 Neighbor Solicitations (``host_nd``) and ICMP
+echo requests the way a real stack does, and resolve a neighbour before they
+send IP to it. Like the switch, a host is sans-I/O: packets in, packets out;
+the caller decides when they travel.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from netsleuth.model.addr import BROADCAST_MAC
+from netsleuth.model.host_nd import answer as nd_answer
+from netsleuth.model.host_nd import link_local
 from netsleuth.model.packet import ICMP, Arp, IPv4, Packet, arp_reply, arp_request, icmp_echo
 
 ETH_ARP = 0x0806
 ETH_IPV4 = 0x0800
+ETH_IPV6 = 0x86DD
 ARP_REQUEST = 1
 ARP_REPLY = 2
 ICMP_ECHO_REPLY = 0
@@ -33,11 +37,18 @@ class Host:
     pending: dict[int, list[Packet]] = field(default_factory=dict)
     echo_replies: set[tuple[int, int, int]] = field(default_factory=set)  # (from ip, ident, seq)
     received: int = 0
+    nd_cache: dict[int, int] = field(default_factory=dict)   # IPv6 neighbours learned from solicitations
+
+    @property
+    def ipv6(self) -> tuple[int, ...]:
+        """The IPv6 addresses this host answers Neighbor Discovery for: its link-local one."""
+        return (link_local(self.mac),)
 
     def copy(self) -> Host:
         """An independent host (cache, pending packets and replies copied), for state snapshots."""
         return Host(self.name, self.mac, self.ip, dict(self.arp_cache),
-                    {k: list(v) for k, v in self.pending.items()}, set(self.echo_replies), self.received)
+                    {k: list(v) for k, v in self.pending.items()}, set(self.echo_replies), self.received,
+                    dict(self.nd_cache))
 
     def receive(self, packet: Packet) -> list[Packet]:
         """Handle a frame from the wire; return the frames this host sends in reply."""
@@ -47,6 +58,11 @@ class Host:
         l3 = packet.l3
         if isinstance(l3, Arp):
             return self._on_arp(l3)
+        if packet.eth_type == ETH_IPV6:
+            learned, reply = nd_answer(self.mac, self.ipv6, packet)
+            if learned is not None:
+                self.nd_cache[learned[0]] = learned[1]
+            return [reply] if reply is not None else []
         if isinstance(l3, IPv4) and l3.dst == self.ip and isinstance(packet.l4, ICMP):
             icmp = packet.l4
             self.arp_cache.setdefault(l3.src, packet.eth_src)

@@ -19,10 +19,12 @@ from typing import Any, Protocol
 
 from netsleuth import __version__
 from netsleuth.controllers.external import ControllerProcess
+from netsleuth.controllers.faucet import config_record
 from netsleuth.controllers.spec import parse_controller
 from netsleuth.core.clock import WallClock
 from netsleuth.core.world import Recorder, World
 from netsleuth.errors import ControllerError
+from netsleuth.invariants.faucet_policy import FaucetPolicyError, policy_from_text
 from netsleuth.invariants.policy import load_isolation
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
@@ -99,6 +101,23 @@ class Session:
             "hosts": len(self.topo.hosts), "checks": list(self.checks), "seed": self.seed, "completed": False,
             "openflow": self.openflow,
         })
+        self.faucet_policy = self._faucet_policy()
+
+    def _faucet_policy(self) -> object | None:
+        """The first Faucet controller's config as a policy for the isolation and acl invariants; its
+        text goes into the trace header so ``netsleuth invariants TRACE`` needs no file later. A config
+        the policy reader cannot follow (``include:``) leaves them unchecked, said in result.json."""
+        spec = next((s for s in self.specs if s.kind == "faucet"), None)
+        if spec is None:
+            return None
+        record = config_record(spec.config, self.topo)
+        self.header_extra = dict(self.header_extra, faucet_config=record)
+        try:
+            return policy_from_text(record["text"], self.topo, f"Faucet config {record['source']}")
+        except FaucetPolicyError as exc:
+            # Faucet runs it all the same; only the two invariants have nothing to hold the tables to.
+            self.result.data["faucet_policy"] = f"not checked: {exc.one_line()}"
+            return None
 
     def execute(self, body: Callable[[Session, Runtime], Awaitable[None]],
                 progress: JobProgress | None = None,
@@ -129,6 +148,7 @@ class Session:
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets,
                                openflow=self.openflow)
             self.world.isolation = self.isolation_pairs
+            self.world.faucet_policy = self.faucet_policy
             try:
                 progress.phase("starting controller", None)
                 self.endpoints = {}

@@ -32,6 +32,7 @@ from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
 from netsleuth.runtime.driver import Runtime
 from netsleuth.runtime.session import Session
+from netsleuth.tools.stack_state import StackWatch
 from netsleuth.tools.stepper import EventFilter, Injected, StepError, StepperBase, inject_into
 from netsleuth.trace import schema as ts
 
@@ -58,6 +59,7 @@ class LiveStepper(StepperBase):
         self.pos = 0                                   # inputs applied so far
         self.injected: list[tuple[int, ts.Event]] = []
         self._seen: list[ts.Event] = []                # events of the live run since the last command
+        self._stack = StackWatch(by_dpid={s.dpid: s.name for s in Topology.from_json(trace.header.topology).switches})
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -85,7 +87,8 @@ class LiveStepper(StepperBase):
             await self._stop.wait()
 
         try:
-            self.session.execute(body, observers=(self.matcher.observe, self._seen.append))
+            self.session.execute(body, observers=(self.matcher.observe, self._seen.append,
+                                                       self._stack.observe))
         except BaseException as exc:  # noqa: BLE001 - handed to the console's thread
             self._error = exc
         finally:
@@ -138,6 +141,10 @@ class LiveStepper(StepperBase):
         self.rt.kick()
         self.pos += 1
         await self.rt.settle(quiet=0.05, timeout=3.0)
+
+    def stack_watch(self) -> StackWatch:
+        """The LLDP beacons of the live run so far (its own, not the trace's)."""
+        return self._stack
 
     def _drain_seen(self) -> list[ts.Event]:
         out, self._seen[:] = list(self._seen), []

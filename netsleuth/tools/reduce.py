@@ -185,7 +185,9 @@ def reduce_trace(trace: ts.Trace, violation: int | None = None, *, at_end: bool 
                             tool_version=trace.header.tool_version, command="reduce",
                             extra={"reduced_from": dict(trace.header.extra), "from_command": trace.header.command,
                                    "violation_seq": None if target is None else target.seq,
-                                   "kept_flow_mods": sorted(keep_seqs)})
+                                   "kept_flow_mods": sorted(keep_seqs),
+                                   # the Faucet config the isolation/acl invariants read stays checkable
+                                   **{k: v for k, v in trace.header.extra.items() if k == "faucet_config"}})
     after = sum(1 for e in trace.events[cut:] if is_flow_mod(e))
     return Reduction(target, kept, dropped, tables, sorted(set(world.switches) - up) if world else [], after,
                      ts.Trace(header, events))

@@ -32,7 +32,9 @@ from rich.table import Table
 
 from netsleuth.console import stdout_console
 from netsleuth.errors import NetsleuthError
+from netsleuth.invariants.faucet_policy import FaucetPolicy
 from netsleuth.tools.describe import describe
+from netsleuth.tools.stack_state import root_text
 from netsleuth.tools.stepper import EventFilter, StepError, Stepper
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_header, read_trace
@@ -310,15 +312,26 @@ class StepConsole(cmd.Cmd):
 
     def _ports(self, names: list[str]) -> None:
         w = self.s.world
+        switches = self._switches(names)
+        policy = w.faucet_policy if isinstance(w.faucet_policy, FaucetPolicy) and w.faucet_policy.stack else None
+        stack: dict[tuple[str, int], str] = {}
+        if policy is not None:
+            watch = self.s.stack_watch()
+            rows = self.s.read(lambda: watch.rows(policy, w.clock.now(), switches))
+            stack = {(r.switch, r.port): f"{r.state} (peer {r.peer}; LLDP {r.last_seen})" for r in rows}
         t = Table(title=f"ports at {self.s.pos}")
-        for col in ("switch", "port", "link", "peer", "config"):
+        for col in ("switch", "port", "link", "peer", "config") + (("faucet stack",) if policy else ()):
             t.add_column(col)
-        for name in self._switches(names):
+        for name in switches:
             for no, port in sorted(w.switches[name].ports.items()):
                 peer = w.peer.get((name, no))
                 t.add_row(name, str(no), "up" if port.usable else "down",
-                          f"{peer[0]}:{peer[1]}" if peer else "-", str(port.config))
+                          f"{peer[0]}:{peer[1]}" if peer else "-", str(port.config),
+                          *((stack.get((name, no), ""),) if policy else ()))
         self.out.print(t)
+        if policy is not None:
+            self._print(f"faucet: {root_text(policy)}; a stack port is up while LLDP from its configured peer "
+                        "came within max_lldp_lost x send_interval (15 s by default)")
 
     def _hosts(self) -> None:
         w = self.s.world

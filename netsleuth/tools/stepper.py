@@ -26,6 +26,7 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.tools.describe import nodes_of
+from netsleuth.tools.stack_state import StackWatch, watch_events
 from netsleuth.trace import schema as ts
 
 
@@ -101,6 +102,11 @@ class StepperBase:
     def pending(self) -> list[str]:
         """Messages and packets in the mock network's channels, waiting to be delivered."""
         return self.world.describe_pending()
+
+    def stack_watch(self) -> StackWatch:
+        """The LLDP beacons the switches passed to the controller so far (Faucet's stack state)."""
+        by_dpid = {sw.dpid: sw.name for sw in self.world.topology.switches}
+        return watch_events(self.events[:getattr(self, "pos", 0)], by_dpid)
 
     def switch_buffers(self) -> dict[str, int]:
         """Packets each switch holds in its buffers (for a controller's PACKET_OUT by buffer id)."""
