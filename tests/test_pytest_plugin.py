@@ -8,6 +8,7 @@ left on disk, and check that no controller process outlives its test.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -194,3 +195,40 @@ def test_a_test_that_names_no_controller_gets_one_clear_error(pytester: pytest.P
     out = result.stdout.str()
     assert "NetworkUseError: no controller to test" in out
     assert "@pytest.mark.netsleuth takes controller, topo, openflow as keywords, not controler" in out
+
+
+class _ControllerDiesOnItsOwn:
+    """Not a netsleuth input: the controller process is killed behind netsleuth's back.
+
+    The live run sees the controller gone (liveness); its trace has no input
+    that kills it, so netsleuth's replay of that trace cannot reproduce it --
+    a failure that came from outside the inputs, as a timing accident does.
+    """
+
+    def words(self) -> str:
+        return "the controller dies on its own"
+
+    def apply(self, net) -> None:
+        import signal
+        controller = net.session.controllers[0]
+        os.kill(controller.pid, signal.SIGKILL)
+        controller.wait_exit(5.0)
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_violation_the_replay_cannot_reproduce_does_not_count_with_reproduce(tmp_path: Path) -> None:
+    from netsleuth.testing import InvariantViolated, Send, UnreproducedViolation, check_inputs
+
+    seq = [Send("h1", "h2"), _ControllerDiesOnItsOwn()]
+    with pytest.raises(InvariantViolated) as seen:
+        check_inputs(seq, SIMPLE_SWITCH, "linear,2", invariants=("liveness",), out=tmp_path / "once",
+                     reproduce=0)
+    assert seen.value.violations[0].invariant == "liveness"
+    with pytest.warns(UnreproducedViolation, match=r"liveness after 2 inputs was not counted: netsleuth replay "
+                                                   r"reproduced it in 0 of 1 replays, 2 needed"):
+        check_inputs(seq, SIMPLE_SWITCH, "linear,2", invariants=("liveness",), out=tmp_path / "confirmed",
+                     reproduce=2)
+    run = next((tmp_path / "confirmed").iterdir())
+    replayed = sorted(p.name for p in run.iterdir() if p.name.startswith("replay-"))
+    assert replayed == ["replay-1"]  # the first replay did not reproduce it: with need=2 of 2 it cannot count

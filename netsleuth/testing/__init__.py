@@ -19,6 +19,7 @@ from typing import Any
 _WHERE = {
     "LiveNetwork": "network", "PingallResult": "network", "NetworkUseError": "network",
     "check_inputs": "sequences", "InvariantViolated": "sequences", "Reproduction": "sequences",
+    "UnreproducedViolation": "sequences",
     "assert_model": "model", "ModelViolated": "model",
     "Send": "inputs", "Move": "inputs", "FailLink": "inputs", "RecoverLink": "inputs", "FailSwitch": "inputs",
     "RecoverSwitch": "inputs", "CrashController": "inputs", "RestartController": "inputs",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,17 @@ class InvariantViolated(AssertionError):
             lines.append(f"netsleuth replay reproduced it in {r.times} of {r.runs} replays")
         lines += [f"trace:  {self.trace}", f"replay: {self.replay_command}", f"draw:   {self.viz_command}"]
         return "\n".join(lines)
+
+
+class UnreproducedViolation(UserWarning):
+    """A violation the live run saw but netsleuth's replay did not reproduce often enough to count."""
+
+    def __init__(self, inputs: Sequence[NetworkInput], violations: list[Finding], net: LiveNetwork,
+                 reproduction: Reproduction) -> None:
+        kinds = ", ".join(sorted({v.invariant for v in violations}))
+        super().__init__(f"{kinds} after {len(inputs)} inputs was not counted: netsleuth replay reproduced it in "
+                         f"{reproduction.times} of {reproduction.runs} replays, {reproduction.need} needed; "
+                         f"trace {net.trace_path}")
 
 
 def check_inputs(inputs: Sequence[NetworkInput], controller: str | list[str] | None = None,
@@ -144,6 +156,7 @@ def _check_inputs(inputs: Sequence[NetworkInput], controller: str | list[str] | 
     if runs:
         reproduction = _reproduce(net, runs, need if need is not None else runs, rounds)
         if not reproduction.counts:
+            warnings.warn(UnreproducedViolation(applied, found, net, reproduction), stacklevel=2)
             return
     raise InvariantViolated(applied, found, net, reproduction)
 
@@ -168,4 +181,4 @@ def _reproduce(net: LiveNetwork, runs: int, need: int, rounds: int) -> Reproduct
     return result
 
 
-__all__ = ["check_inputs", "InvariantViolated", "Reproduction", "REPRODUCE_OVERRIDE"]
+__all__ = ["check_inputs", "InvariantViolated", "UnreproducedViolation", "Reproduction", "REPRODUCE_OVERRIDE"]
