@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from netsleuth.invariants.forwarding import Finding
@@ -60,12 +61,18 @@ class InvariantViolated(AssertionError):
                  reproduction: Reproduction | None = None) -> None:
         self.inputs = tuple(inputs)
         self.violations = list(violations)
+        self.net = net
+        self.origin: TracebackType | None = None   # where it was first raised, for a memoized repeat
         self.trace = net.trace_path
         self.controller = net.controller
         self.topo = net.topo
         self.replay_command, self.viz_command = net.commands()
         self.reproduction = reproduction
         super().__init__(self.netsleuth_report())
+
+    def again(self) -> InvariantViolated:
+        """The same failure as a new exception (raising one object twice would pile up its traceback and notes)."""
+        return InvariantViolated(self.inputs, self.violations, self.net, self.reproduction)
 
     def netsleuth_report(self) -> str:
         """The failure in plain words: the inputs, the violations, the trace, the commands (the plugin's
@@ -97,7 +104,7 @@ class UnreproducedViolation(UserWarning):
 def check_inputs(inputs: Sequence[NetworkInput], controller: str | list[str] | None = None,
                  topo: str = "linear,3", *, invariants: Sequence[str] = (), rounds: int = 3,
                  out: str | Path | None = None, reproduce: int | None = None, need: int | None = None,
-                 openflow: str = "auto", memo: dict[tuple[Any, ...], BaseException | None] | None = None) -> None:
+                 openflow: str = "auto", memo: dict[tuple[Any, ...], InvariantViolated | None] | None = None) -> None:
     """Apply ``inputs`` to a fresh network running ``controller``; raise InvariantViolated on a violation.
 
     ``invariants`` default to netsleuth's defaults. ``out`` is a directory
@@ -117,13 +124,15 @@ def check_inputs(inputs: Sequence[NetworkInput], controller: str | list[str] | N
     if memo is not None and key in memo:
         earlier = memo[key]
         if earlier is not None:
-            raise earlier
+            # the traceback of the first time: Hypothesis tells failures apart by where they were raised
+            raise earlier.again().with_traceback(earlier.origin)
         return
     try:
         _check_inputs(inputs, controller, topo, invariants=invariants, rounds=rounds, out=out,
                       reproduce=reproduce, need=need, openflow=openflow)
     except InvariantViolated as exc:
         if memo is not None:
+            exc.origin = exc.__traceback__
             memo[key] = exc
         raise
     if memo is not None:
