@@ -10,12 +10,17 @@ is to another switch, traffic between two different hosts.
 How it draws, and why: Hypothesis shrinks best what it draws as a list. So
 the strategy draws a plain list of small integer tuples (one per input) and
 reads them in order against the state the earlier inputs left: the first
-number picks a kind among the kinds possible at that point, the others pick
-its arguments among the valid ones. Deleting an element while shrinking
-removes one input, and the rest are re-read against the new state, so every
-sequence Hypothesis tries, shrunk or not, still has its dependencies right;
-smaller numbers pick the earlier kinds and names, so shrinking also moves
-towards the simplest inputs (traffic first, lower-numbered hosts).
+number names an input kind from a fixed list, the others pick its
+arguments among the valid ones; an element naming an input that is not
+possible at that point (a recovery with nothing failed) stands for nothing.
+Deleting an element while shrinking removes one input, and the rest are
+re-read against the new state, so every sequence Hypothesis tries, shrunk
+or not, still has its dependencies right. An element names its kind from
+the fixed list, not from the inputs possible at that point, so it keeps its
+meaning when an input before it goes: a recovery stays a recovery with one
+failure fewer before it, and Hypothesis's deletions reach the minimal
+sequence. Smaller numbers pick the earlier kinds and names, so shrinking
+also moves towards the simplest inputs (traffic first, lower-numbered hosts).
 """
 
 from __future__ import annotations
@@ -114,6 +119,12 @@ class _State:
         return CrashController() if self.crashed else RestartController()
 
 
+#: every input an element can name, in a fixed order, with the kind that allows it
+_OPS = (("send", "traffic"), ("move", "migration"), ("fail_link", "link"), ("recover_link", "link"),
+        ("fail_switch", "switch"), ("recover_switch", "switch"), ("crash_controller", "controller"),
+        ("restart_controller", "controller"))
+
+
 def _topology(topology: str | Topology) -> Topology:
     return topology if isinstance(topology, Topology) else parse_topo(topology)
 
@@ -139,6 +150,7 @@ def inputs(topology: str | Topology, kinds: Sequence[str] = DEFAULT_KINDS, max_s
     links = tuple(sorted({tuple(sorted((lk.node1, lk.node2))) for lk in topo.links
                           if topo.is_switch(lk.node1) and topo.is_switch(lk.node2)}))
     kinds, traffic = tuple(kinds), tuple(traffic)
+    ops = [op for op, kind in _OPS if kind in kinds]
     small = st.integers(min_value=0, max_value=255)
     raw = st.lists(st.tuples(small, small, small, small), min_size=min_size, max_size=max_size)
 
@@ -147,12 +159,14 @@ def inputs(topology: str | Topology, kinds: Sequence[str] = DEFAULT_KINDS, max_s
                        {h: topo.host_location(h)[0] for h in hosts})
         out = []
         for k, a, b, c in drawn:
-            options = state.options(kinds, traffic)
-            if options:
-                out.append(state.read(options[k % len(options)], a, b, c, traffic))
+            op = ops[k % len(ops)]
+            if op in state.options(kinds, traffic):  # else the element stands for nothing (see the docstring)
+                out.append(state.read(op, a, b, c, traffic))
         return out
 
-    return raw.map(read)
+    drawn = raw.map(read)
+    # elements that stand for nothing may leave a list shorter than min_size
+    return drawn.filter(lambda seq: len(seq) >= min_size) if min_size else drawn
 
 
 __all__ = ["inputs", "KINDS", "DEFAULT_KINDS"]

@@ -53,7 +53,7 @@ def test_hypothesis_finds_and_shrinks_the_migration_blackhole(netsleuth_controll
     controller = netsleuth_controller or SIMPLE_SWITCH
     database = InMemoryExampleDatabase()  # your own tests: leave the default (.hypothesis/ beside them)
     tried: list[tuple] = []
-    memo: dict = {}  # a sequence tried before is not run again (shrinking tries many that read the same)
+    memo: dict = {}  # outcomes known from earlier runs are not run again (see check_inputs)
 
     @settings(max_examples=25, deadline=None, database=database, report_multiple_bugs=False,
               suppress_health_check=[HealthCheck.too_slow], phases=[Phase.reuse, Phase.generate, Phase.shrink])

@@ -114,29 +114,36 @@ def check_inputs(inputs: Sequence[NetworkInput], controller: str | list[str] | N
     replays a violation that many times before it counts; ``need`` of them
     must reproduce it (default: all).
 
-    ``memo``: a dict kept across the calls of one property test. A sequence
-    already run there is not run again: its outcome (pass, or the same
-    failure) is given back. While Hypothesis shrinks, many of the
-    variations it tries read as a sequence it has already tried, and a run
-    against a real controller costs seconds.
+    ``memo``: a dict kept across the calls of one property test. A run
+    stops at the first violation and checks after every input, so its
+    outcome also tells that of other sequences: every prefix of a sequence
+    that passed passes, and every sequence that starts with the inputs that
+    led to a violation fails the same way. Those are given back without a
+    run. While Hypothesis shrinks, many of the sequences it tries are such
+    (or read as one it tried already), and a run against a real controller
+    costs seconds.
     """
-    key = (tuple(inputs), str(controller), topo, tuple(invariants), rounds, openflow, reproduce, need)
-    if memo is not None and key in memo:
-        earlier = memo[key]
-        if earlier is not None:
-            # the traceback of the first time: Hypothesis tells failures apart by where they were raised
-            raise earlier.again().with_traceback(earlier.origin)
-        return
+    config = (str(controller), topo, tuple(invariants), rounds, openflow, reproduce, need)
+    seq = tuple(inputs)
+    if memo is not None:
+        if (config, seq) in memo and memo[(config, seq)] is None:
+            return
+        for j in range(1, len(seq) + 1):
+            earlier = memo.get((config, seq[:j]))
+            if earlier is not None:
+                # the traceback of the first time: Hypothesis tells failures apart by where they were raised
+                raise earlier.again().with_traceback(earlier.origin)
     try:
-        _check_inputs(inputs, controller, topo, invariants=invariants, rounds=rounds, out=out,
+        _check_inputs(seq, controller, topo, invariants=invariants, rounds=rounds, out=out,
                       reproduce=reproduce, need=need, openflow=openflow)
     except InvariantViolated as exc:
         if memo is not None:
             exc.origin = exc.__traceback__
-            memo[key] = exc
+            memo[(config, exc.inputs)] = exc
         raise
     if memo is not None:
-        memo[key] = None
+        for j in range(len(seq) + 1):
+            memo[(config, seq[:j])] = None
 
 
 def _check_inputs(inputs: Sequence[NetworkInput], controller: str | list[str] | None, topo: str, *,
