@@ -72,7 +72,7 @@ test-fast: $(VENV)/.installed
 # ruff (pyflakes, pycodestyle, bugbear, pyupgrade, isort, mccabe) and mypy,
 # as configured in pyproject.toml.
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check netsleuth tests bench
+	$(VENV)/bin/ruff check netsleuth tests bench examples
 	$(VENV)/bin/mypy netsleuth
 
 bench: setup

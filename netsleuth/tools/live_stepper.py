@@ -9,8 +9,8 @@ network and the controller run until quiet. What the controller did in
 response is printed as the step's events, so an injected what-if input
 (link failure, traffic, migration) meets the real controller's reaction.
 
-The network lives on an asyncio loop in a background thread (Session.execute
-runs it); the console stays synchronous. Every access to the World --
+The network lives on an asyncio loop in a background thread
+(runtime/background.py); the console stays synchronous. Every access to the World --
 steps, checks, and the console's reads for rendering -- runs *on that loop*
 (:meth:`LiveStepper.read`), so the console never sees a state the runtime is
 halfway through changing.
@@ -19,7 +19,6 @@ halfway through changing.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +29,7 @@ from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.model.topology import Topology
 from netsleuth.policies.replay import Matcher, ReplayPlan
+from netsleuth.runtime.background import BackgroundSession
 from netsleuth.runtime.driver import Runtime
 from netsleuth.runtime.session import Session
 from netsleuth.tools.stack_state import StackWatch
@@ -60,9 +60,6 @@ class LiveStepper(StepperBase):
         self.injected: list[tuple[int, ts.Event]] = []
         self._seen: list[ts.Event] = []                # events of the live run since the last command
         self._stack = StackWatch(by_dpid={s.dpid: s.name for s in Topology.from_json(trace.header.topology).switches})
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
         h = trace.header
         # the header's controller only if it is no command, or the user trusts it (controllers/spec.py)
         controllers = controllers_for_trace(h.controller, controller, trust=trust_trace_controller)
@@ -70,47 +67,30 @@ class LiveStepper(StepperBase):
                                seed=h.seed, record_packets=True, checks=list(registry.DEFAULT),
                                topology=Topology.from_json(h.topology), header_extra={"step_of": h.command},
                                openflow=openflow or trace_openflow(h))
-        self._thread = threading.Thread(target=self._run, name="netsleuth-step-network", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
+        self.network = BackgroundSession(self.session, observers=(self.matcher.observe, self._seen.append,
+                                                                    self._stack.observe),
+                                         on_ready=self._ready, stopped=self._stopped,
+                                         name="netsleuth-step-network")
+        self.loop, self.rt, self.world = self.network.loop, self.network.rt, self.network.world
 
-    # ------------------------------------------------------------ the loop thread
-    def _run(self) -> None:
-        async def body(s: Session, rt: Runtime) -> None:
-            self.loop, self.rt, self.world = asyncio.get_running_loop(), rt, s.world
-            self._stop = asyncio.Event()
-            await rt.settle(0.1)
-            self._seen.clear()
-            self._ready.set()
-            await self._stop.wait()
+    async def _ready(self, s: Session, rt: Runtime) -> None:
+        await rt.settle(0.1)
+        self._seen.clear()
 
-        try:
-            self.session.execute(body, observers=(self.matcher.observe, self._seen.append,
-                                                       self._stack.observe))
-        except BaseException as exc:  # noqa: BLE001 - handed to the console's thread
-            self._error = exc
-        finally:
-            self._ready.set()
+    def _stopped(self) -> StepError:
+        return StepError("the network stopped (the controller exited?)",
+                         f"see {self.out / 'controller.log'} and start `netsleuth step` again")
 
     def _call(self, coro_fn: Callable[[], Any]) -> Any:
-        if self._error is not None or not self._thread.is_alive():
-            raise StepError("the network stopped (the controller exited?)",
-                            f"see {self.out / 'controller.log'} and start `netsleuth step` again")
-        return asyncio.run_coroutine_threadsafe(coro_fn(), self.loop).result()
+        return self.network.call(coro_fn)
 
     def read(self, fn: Callable[..., R], *args: Any) -> R:
         """Run ``fn`` on the network's loop, between two of its events (for consistent reads)."""
-        async def run() -> R:
-            return fn(*args)
-        return self._call(run)
+        return self.network.read(fn, *args)
 
     def close(self) -> None:
         """Stop the network and the controller; the live trace stays in ``out``."""
-        if self._thread.is_alive() and self._stop is not None:
-            self.loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(timeout=30)
+        self.network.close()
 
     # ------------------------------------------------------------ position
     @property
