@@ -221,7 +221,7 @@ def _observed_loop(v: ts.Violation, state: _StateAt) -> Signature:
     cycle = _cycle(hops)
     packet = _looping_packet(v, state.events)
     world = state.world(v.seq)
-    ways = sorted({_forwarding(h, packet, world, state.events, v.seq) for h in cycle}) or ["unknown"]
+    ways = sorted({_forwarding(h, packet, world, state.events) for h in cycle}) or ["unknown"]
     header = _mac_class(int_to_mac(packet.eth_dst)) if packet is not None else "any"
     parts = (("forwarding", " + ".join(ways)), ("headers", header), ("inputs", "traffic"))
     text = (f"dataplane-loops: {header} packets forwarded by {parts[0][1]} come back to a port they passed "
@@ -265,8 +265,11 @@ def _looping_packet(v: ts.Violation, events: list[ts.Event]) -> Packet | None:
     return None
 
 
-def _forwarding(hop: str, packet: Packet | None, world: World, events: list[ts.Event], seq: int) -> str:
-    """How the switch at ``hop`` sent the packet on: a rule (flooding or not) or the controller's packet-out."""
+def _forwarding(hop: str, packet: Packet | None, world: World, events: list[ts.Event]) -> str:
+    """How the switch at ``hop`` sent the packet on: a rule (flooding or not) or the controller's packet-out.
+
+    The packet-out is looked for in the whole trace: the loop is recorded when a copy comes back,
+    which may be before the controller has answered for every switch the other copies passed."""
     where = _split_hop(hop)
     if where is None or packet is None or where[0] not in world.switches:
         return "unknown"
@@ -278,14 +281,12 @@ def _forwarding(hop: str, packet: Packet | None, world: World, events: list[ts.E
     data = base64.b64encode(packet.to_bytes()).decode()
     dpid = world.switches[switch].dpid
     for e in events:
-        if e.seq >= seq:
-            break
         if isinstance(e, ts.ControlToSwitch) and e.dpid == dpid and e.msg.get("type") == "PACKET_OUT":
             body = e.msg.get("body", {}).get("OFPPacketOut", {})
             if body.get("in_port") == in_port and body.get("data") == data:
                 ports = [a.get("OFPActionOutput", {}).get("port") for a in body.get("actions", [])]
                 return _actions_kind(ports, "packet-out")
-    return "the controller"
+    return "a packet-in never answered"
 
 
 def _rule_kind(world: World, hop: str, witness: dict | None) -> str:
