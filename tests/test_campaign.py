@@ -281,3 +281,18 @@ def test_a_controller_whose_port_is_taken_moves_to_a_free_one(tmp_path: Path) ->
     finally:
         c.stop()
         squatter.close()
+
+
+def test_a_job_past_its_time_limit_fails_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "slow"
+    code = main(["campaign", "--controller", "osken:os_ken.app.simple_switch", "--topo", "linear,3",
+                 "--rate-set", "quiet:traffic=0.3,switch_failure=0,link_failure=0", "--seeds", "1-2",
+                 "--steps", "100000", "--job-timeout", "6", "--jobs", "2", "--check", "loops,blackholes",
+                 "--out", str(out)])
+    assert code == 0  # no bucket: nothing but failures
+    d = json.loads((out / "campaign.json").read_text())
+    assert d["completed"] and d["recorded"] == 2 and d["failed"] == 2 and d["buckets"] == []
+    for f in d["failures"]:
+        assert f["error"].startswith("timeout: the job ran past its time limit of 6 s"), f
+        result = json.loads((out / f["dir"] / "result.json").read_text())
+        assert result["completed"] is False and result["steps"] < 100000  # stopped between rounds, cleanly
