@@ -146,21 +146,29 @@ def _executor(spec: CampaignSpec) -> Executor:
     return LocalPoolExecutor(spec.jobs)
 
 
+HARD_GRACE = 120.0  # seconds past --job-timeout after which a worker that has not answered is ended
+
+
 def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[JobSpec],
               status: CampaignStatus, notify: Progress, t0: float) -> None:
+    """Keep every worker busy with one job; record each job as it ends.
+
+    The time limit is the worker's to enforce, between fuzz rounds (campaign/worker.py).  A worker
+    stuck where no round ends (it has not answered ``HARD_GRACE`` seconds after the limit) is ended
+    with the rest of the pool, its job recorded as failed, and the others' jobs start again on a
+    new pool."""
     ex = _executor(spec)
     deadline = None if spec.budget_seconds is None else t0 + max(0.0, spec.budget_seconds - store.elapsed())
-    pending: dict[cf.Future[Any], JobSpec] = {}
+    pending: dict[cf.Future[Any], tuple[JobSpec, float]] = {}
     queue = list(todo)
     clean = False
     try:
         ex.start(CampaignWorkerInit())
         status.workers, status.phase = ex.describe(), "fuzzing"
-        notify(status)
         while queue or pending:
             while queue and len(pending) < ex.workers and (deadline is None or time.monotonic() < deadline):
                 job = queue.pop(0)
-                pending[ex.submit(run_job, job_payload(job, spec, out))] = job
+                pending[ex.submit(run_job, job_payload(job, spec, out))] = (job, time.monotonic())
             if deadline is not None and time.monotonic() >= deadline:
                 queue.clear()  # the budget is spent: no new job starts
             status.running = len(pending)
@@ -169,16 +177,19 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                 break
             finished, _ = cf.wait(list(pending), timeout=0.5, return_when=cf.FIRST_COMPLETED)
             for fut in finished:
-                job = pending.pop(fut)
-                record = _record_of(fut, job)
-                if record["status"] == "interrupted":
-                    raise KeyboardInterrupt  # a worker saw the stop before we did: the job is not done
-                receive_trace(record, out)
-                store.record_job(record)
-                status.done += 1
-                status.failed += record["status"] == "failed"
-                if record.get("signature"):
-                    _count(status, store.jobs())
+                _store_record(_record_of(fut, pending.pop(fut)[0]), out, store, status)
+            now = time.monotonic()
+            stuck = [f for f, (_job, since) in pending.items() if now - since > spec.job_timeout + HARD_GRACE]
+            if stuck:
+                for f in stuck:
+                    job = pending.pop(f)[0]
+                    _store_record(_failed_record(job, f"the worker did not return {spec.job_timeout + HARD_GRACE:g} "
+                                                      "s after the job started; it was ended"), out, store, status)
+                queue[:0] = [job for job, _since in pending.values()]  # their workers end with the stuck one
+                pending.clear()
+                _terminate(ex)
+                ex = _executor(spec)
+                ex.start(CampaignWorkerInit())
         status.running = 0
         clean = True
     finally:
@@ -186,6 +197,23 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
             ex.close()
         else:
             _terminate(ex)
+
+
+def _store_record(record: dict[str, Any], out: Path, store: CampaignStore, status: CampaignStatus) -> None:
+    if record["status"] == "interrupted":
+        raise KeyboardInterrupt  # a worker saw the stop before we did: the job is not done
+    receive_trace(record, out)
+    store.record_job(record)
+    status.done += 1
+    status.failed += record["status"] == "failed"
+    if record.get("signature"):
+        _count(status, store.jobs())
+
+
+def _failed_record(job: JobSpec, error: str) -> dict[str, Any]:
+    return {"key": job.key, "index": job.index, "controller": job.controller, "topo": job.topo,
+            "rates_name": job.rates_name, "seed": job.seed, "dir": f"runs/{job.dirname}",
+            "status": "failed", "exit_code": 3, "signature": None, "error": error}
 
 
 def _record_of(fut: cf.Future[Any], job: JobSpec) -> dict[str, Any]:
@@ -196,10 +224,7 @@ def _record_of(fut: cf.Future[Any], job: JobSpec) -> dict[str, Any]:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a lost worker is the job's failure, not the campaign's
-        return {"key": job.key, "index": job.index, "controller": job.controller, "topo": job.topo,
-                "rates_name": job.rates_name, "seed": job.seed, "dir": f"runs/{job.dirname}",
-                "status": "failed", "exit_code": 3, "signature": None,
-                "error": f"the worker running it failed: {type(exc).__name__}: {exc}"}
+        return _failed_record(job, f"the worker running it failed: {type(exc).__name__}: {exc}")
 
 
 def _terminate(ex: Executor) -> None:
