@@ -110,12 +110,16 @@ def listeners(port: int) -> list[int | None]:
     return [c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
 
 
-def _in_group(pid: int | None, pgid: int) -> bool:
+def _ours(pid: int | None, guard: int) -> bool:
+    """Whether the listener ``pid`` is the controller we started: in the guard's process group, or a
+    descendant of the guard (a command such as ``timeout`` moves its child to a group of its own)."""
     if pid is None:
         return True  # the system hides the owner: nothing to tell it by, take it as ours (as before)
     try:
-        return os.getpgid(pid) == pgid
-    except OSError:
+        if os.getpgid(pid) == guard:
+            return True
+        return any(parent.pid == guard for parent in psutil.Process(pid).parents())
+    except (OSError, psutil.Error):
         return False
 
 
@@ -229,7 +233,7 @@ class ControllerProcess:
                     f"see its log {self.log_path}", details=self.log_tail())
             pids = listeners(self.port)
             if pids:
-                if any(_in_group(pid, self.proc.pid) for pid in pids):
+                if any(_ours(pid, self.proc.pid) for pid in pids):
                     return True
                 if not self.port_fixed:  # another job's controller has this port: ours cannot bind it
                     self.kill()
