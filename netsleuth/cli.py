@@ -332,6 +332,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.nice.cex_inputs_cli",
     "netsleuth.defined.cli",
     "netsleuth.controllers.faucet_cli",
+    "netsleuth.campaign.cli",
 )
 
 

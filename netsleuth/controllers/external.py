@@ -86,12 +86,46 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def _lost_port(log_path: Path, start: int) -> bool:
+    """Whether the controller's log (from ``start``) says its port was taken."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return "Address already in use" in text or "EADDRINUSE" in text
+
+
 def port_listening(port: int) -> bool:
+    return bool(listeners(port))
+
+
+def listeners(port: int) -> list[int | None]:
+    """The process ids listening on TCP ``port`` (None where the system does not say whose it is)."""
     try:
         conns = psutil.net_connections(kind="tcp")
     except psutil.AccessDenied:  # pragma: no cover - root or /proc always allows this on Linux
         conns = []
-    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)
+    return [c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
+
+
+def _ours(pid: int | None, guard: int) -> bool:
+    """Whether the listener ``pid`` is the controller we started: in the guard's process group, or a
+    descendant of the guard (a command such as ``timeout`` moves its child to a group of its own)."""
+    if pid is None:
+        return True  # the system hides the owner: nothing to tell it by, take it as ours (as before)
+    try:
+        if os.getpgid(pid) == guard:
+            return True
+        return any(parent.pid == guard for parent in psutil.Process(pid).parents())
+    except (OSError, psutil.Error):
+        return False
+
+
+# A free port is only free until someone binds it: between free_port() and the controller's own
+# bind, another netsleuth job (a campaign runs many side by side) may have picked the same one.
+PORT_ATTEMPTS = 5
 
 
 class ControllerProcess:
@@ -105,6 +139,7 @@ class ControllerProcess:
         self.log_path = Path(log_path)
         self.host = spec.host
         self.port = spec.port or port or 0
+        self.port_fixed = bool(self.port)  # given by the user: never moved to another port
         self.extra_args = extra_args
         self.proc: subprocess.Popen | None = None
         self.lifeline: Lifeline | None = None
@@ -133,15 +168,33 @@ class ControllerProcess:
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
     def start(self, timeout: float = 30.0) -> tuple[str, int]:
-        """Launch (or, for tcp:, check) the controller and wait until it listens."""
+        """Launch (or, for tcp:, check) the controller and wait until it listens.
+
+        A port netsleuth chose may be taken by another job between the choice and the
+        controller's bind (the controller then fails to bind, or the port's listener is
+        some other process): the controller is started again on a fresh port, up to
+        PORT_ATTEMPTS times; the address returned is where it really listens."""
         if self.external:
             self._check_reachable()
             return self.host, self.port
-        if not self.port:
-            self.port = free_port(self.host)
-        elif port_listening(self.port):
-            raise ControllerError(f"port {self.port} is already in use",
-                                  "stop what listens there or let netsleuth pick a free port")
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            if not self.port or (not self.port_fixed and port_listening(self.port)):
+                self.port = free_port(self.host)
+            elif port_listening(self.port):
+                raise ControllerError(f"port {self.port} is already in use",
+                                      "stop what listens there or let netsleuth pick a free port")
+            if self._launch(timeout):
+                return self.host, self.port
+            if self.port_fixed or attempt == PORT_ATTEMPTS:
+                break
+            self.port = 0  # lost the port to someone else: take another
+        raise ControllerError(f"controller {self.spec.text} could not listen on port {self.port}: another "
+                              f"process took it first ({attempt} attempt(s))",
+                              "let netsleuth pick the port (no fixed port in the spec), or stop what listens "
+                              "there", details=self.log_tail())
+
+    def _launch(self, timeout: float) -> bool:
+        """Start the process on ``self.port``; False if the port turned out to be someone else's."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if self.faucet is not None:
@@ -172,11 +225,19 @@ class ControllerProcess:
                 app_error = app_import_error(self.spec, self.log_path, log_start)
                 if app_error is not None:
                     raise app_error
+                if not self.port_fixed and _lost_port(self.log_path, log_start):
+                    self._release()
+                    return False
                 raise ControllerError(
                     f"controller {self.spec.text} exited with code {code} while starting",
                     f"see its log {self.log_path}", details=self.log_tail())
-            if port_listening(self.port):
-                return self.host, self.port
+            pids = listeners(self.port)
+            if pids:
+                if any(_ours(pid, self.proc.pid) for pid in pids):
+                    return True
+                if not self.port_fixed:  # another job's controller has this port: ours cannot bind it
+                    self.kill()
+                    return False
             time.sleep(0.05)
         self.kill()
         raise ControllerError(f"controller {self.spec.text} did not listen on port {self.port} "

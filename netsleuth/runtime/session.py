@@ -270,7 +270,8 @@ class Session:
             self.controller_named(e.controller).kill()
         elif isinstance(e, ts.ControllerRecovery):
             c = self.controller_named(e.controller)
-            await asyncio.to_thread(c.start)
+            # the restart may land on another port (its old one taken meanwhile): reconnect there
+            self.endpoints[c.name] = await asyncio.to_thread(c.start)
             self.recorder(ts.ControllerEvent, controller=c.name, what="started",
                           detail=f"{c.spec.text} on {c.host}:{c.port}")
         return self.world.apply_recorded(e)
