@@ -249,7 +249,9 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
             continue
         mine: list[Finding] = []
         r.memo[key] = mine
-        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs])
+        # Punted to a live controller, or dropped on purpose by a rule: the controller's choice.
+        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
+                       + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
         for dst in peers:
             if dst is src:
                 continue

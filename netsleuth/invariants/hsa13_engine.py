@@ -372,6 +372,20 @@ class Branch13:
     rules: tuple[tuple[int, FlowEntry13], ...] = ()
     choices: tuple[tuple[int, int], ...] = ()
     end: str = ""
+    lost: str = ""   # why the last output or group it ran sent nothing ("" : none did)
+
+
+def _sent_nothing(bs: list[Branch13], before: int, why: str) -> list[Branch13]:
+    """Mark the branches a group action added no copy to: forwarding aimed at the group."""
+    for b in bs:
+        if len(b.emits) == before and not b.lost:
+            b.lost = why
+    return bs
+
+
+def _port_name(port: int) -> str:
+    names = {ofp.OFPP_FLOOD: "FLOOD", ofp.OFPP_ALL: "ALL", ofp.OFPP_IN_PORT: "IN_PORT", ofp.OFPP_TABLE: "TABLE"}
+    return names.get(port, f"port {port:#x}")
 
 
 class _TableView:
@@ -551,9 +565,9 @@ class _Switch13:
         st = br.st
         tv = self.comp.view(table_id, st.sym, in_port, st.metadata, st.tunnel_id)
         for i, piece in tv.classify(st.orig):
-            b = Branch13(st.with_orig(piece), br.emits, br.rules, br.choices)
+            b = Branch13(st.with_orig(piece), br.emits, br.rules, br.choices, lost=br.lost)
             if i is None:
-                b.end = f"table {table_id}: no rule matches and there is no table-miss entry (dropped)"
+                b.end = f"table {table_id}: no rule matches and there is no table-miss entry (drop)"
                 out.append(b)
                 continue
             entry = tv.entries[i]
@@ -576,7 +590,7 @@ class _Switch13:
                     self._tables(b2, in_port, inst.goto, a2, out)
                     continue
                 for b3 in self._execute(a2.ordered(), [b2], in_port, 0):
-                    b3.end = f"table {table_id}: rule sends nothing"
+                    b3.end = f"table {table_id}: rule has no output (drop)"
                     out.append(b3)
 
     def _execute(self, actions: list[Action], bs: list[Branch13], in_port: int, depth: int) -> list[Branch13]:
@@ -615,7 +629,7 @@ class _Switch13:
             sts = _pop_mpls(b.st, a.ethertype)
         else:
             return [b]
-        return [Branch13(s, b.emits, b.rules, b.choices) for s in sts]
+        return [Branch13(s, b.emits, b.rules, b.choices, lost=b.lost) for s in sts]
 
     def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
         ports = self.pipe.ports
@@ -633,8 +647,11 @@ class _Switch13:
         else:
             sent = ()
         if not sent:
-            return b
-        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices)
+            why = (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
+                   if port == in_port else f"outputs to port {port}, which the switch does not have"
+                   if port <= ofp.OFPP_MAX else f"outputs to {_port_name(port)}, which reaches no port")
+            return Branch13(b.st, b.emits, b.rules, b.choices, lost=why)
+        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices, lost=b.lost)
 
     def _port_live(self, port: int) -> bool:
         s = self.pipe.ports.get(port)
@@ -644,39 +661,44 @@ class _Switch13:
         groups = self.pipe.groups
         g = groups.groups.get(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
-            return [b]
+            why = f"group {group_id} does not exist" if g is None else f"group {group_id} nests too deep"
+            return [Branch13(b.st, b.emits, b.rules, b.choices, lost=why)]
         live = self._port_live
         if g.type == ofp.OFPGT_SELECT:
             chosen = [i for i, bk in enumerate(g.buckets) if bk.weight > 0 and groups.bucket_live(bk, live)]
             if not chosen:
-                return [b]
+                return [Branch13(b.st, b.emits, b.rules, b.choices, lost=f"group {group_id} has no live bucket")]
             node = next(self.node_ids)
             self.alts[node] = len(chosen)
             out = []
             for n, i in enumerate(chosen):
-                alt = Branch13(b.st, b.emits, b.rules, b.choices + ((node, n),))
+                alt = Branch13(b.st, b.emits, b.rules, b.choices + ((node, n),), lost=b.lost)
                 out.extend(self._bucket(g.buckets[i].actions, alt, in_port, depth))
-            return out
+            return _sent_nothing(out, len(b.emits), f"group {group_id}'s bucket sends nothing")
         if g.type == ofp.OFPGT_ALL:
             idx = list(range(len(g.buckets)))
         elif g.type == ofp.OFPGT_INDIRECT:
             idx = [0] if g.buckets else []
         else:  # FAST_FAILOVER
             idx = next(([i] for i, bk in enumerate(g.buckets) if groups.bucket_live(bk, live)), [])
+        if not idx:
+            why = f"group {group_id} has no live bucket" if g.buckets else f"group {group_id} has no buckets"
+            return [Branch13(b.st, b.emits, b.rules, b.choices, lost=why)]
         bs = [b]
         for i in idx:
             nxt: list[Branch13] = []
             for cur in bs:
                 nxt.extend(self._bucket(g.buckets[i].actions, cur, in_port, depth))
             bs = nxt
-        return bs
+        return _sent_nothing(bs, len(b.emits), f"group {group_id}'s buckets send nothing")
 
     def _bucket(self, actions: tuple[Action, ...], b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         """Run a bucket on a copy: the copy's rewrites stay in the bucket, its outputs and any
         split of the headers come back to the caller's branch."""
         done = self._execute(ActionSet.of(actions).ordered(), [b], in_port, depth + 1)
         st = b.st
-        return [Branch13(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices) for d in done]
+        return [Branch13(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices, lost=d.lost)
+                for d in done]
 
 
 # --------------------------------------------------------------------------- network
@@ -704,6 +726,7 @@ class Reach13:
     punted: dict[str, list[HsaEvent13]] = field(default_factory=dict)
     drops: list[HsaEvent13] = field(default_factory=list)
     loops: list[HsaEvent13] = field(default_factory=list)
+    filtered: dict[str, list[HsaEvent13]] = field(default_factory=dict)  # switch -> dropped on purpose
     alts: dict[int, int] = field(default_factory=dict)   # SELECT node -> number of alternatives
     truncated: bool = False
     hops: int = 0
@@ -767,11 +790,12 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
             ch = choices + br.choices
             o = br.st.orig
             if not br.emits:
-                if br.end.endswith("rule sends nothing"):
-                    why = f"{rule_text(s, *br.rules[-1])} sends nothing (drop)"
-                else:
-                    why = f"{s} {br.end}"
-                reach.drops.append(HsaEvent13(o, s, path, r2, ch, why))
+                rule = rule_text(s, *br.rules[-1]) if br.rules else s
+                if br.lost:  # forwarding meant to send them somewhere: a blackhole
+                    reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"{rule} {br.lost}"))
+                else:       # no output at all: the controller's choice (see Reach13.filtered)
+                    why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
+                    reach.filtered.setdefault(s, []).append(HsaEvent13(o, s, path, r2, ch, why))
                 continue
             for em in br.emits:
                 q = em.port

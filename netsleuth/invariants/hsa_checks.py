@@ -331,6 +331,8 @@ class _PairJudge:
         for sw, xs in b.punted.items():
             if self.ok(sw):
                 self._punt_ok.update(xs)
+        for xs in b.filtered.values():  # a drop rule's: dropped on purpose, the controller's choice
+            self._punt_ok.update(xs)
 
     def bulk_ok(self, ing: Port) -> bool:
         """Whether this ingress's pairs can be judged in bulk: one class per pair (pattern
@@ -443,6 +445,7 @@ class _ReachIndex:
         self.r = r
         self.delivered = {h: self._index(lst) for h, lst in r.delivered.items()}
         self.punted = {s: self._index(lst) for s, lst in r.punted.items()}
+        self.filtered = [self._index(lst) for _s, lst in sorted(r.filtered.items())]
 
     @staticmethod
     def _index(spaces: list[HeaderSpace]) -> tuple[dict[int, list], list]:
@@ -472,6 +475,8 @@ def _judge_pair(a: Analysis, idx: _ReachIndex, ing: Port, src, dst, ok) -> Findi
     bases = [(v, m) for v, m, _ in P.terms]
     dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
     good = HeaderSpace()
+    for index in idx.filtered:  # dropped on purpose by a rule: the controller's choice
+        good = good | idx.terms(index, dst.mac, bases)
     bad_p = HeaderSpace()
     for sw, index in idx.punted.items():
         hs = idx.terms(index, dst.mac, bases)

@@ -82,6 +82,9 @@ class Result:
     frame: Frame | None = None
     """The packet as it was when processing ended."""
     metadata: int = 0
+    aimed: bool = False
+    """Whether an output or group action ran: with no outputs, forwarding meant to send the
+    packet somewhere and it went nowhere (a blackhole), rather than a rule dropping it on purpose."""
 
 
 @dataclass
@@ -251,6 +254,7 @@ class Pipeline13:
                 ctx.frame = apply(ctx.frame, a)
 
     def _group(self, group_id: int, ctx: _Ctx, now: float, result: Result, depth: int) -> None:
+        result.aimed = True
         g = self.groups.groups.get(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
             return
@@ -273,6 +277,7 @@ class Pipeline13:
         return state is not None and state.live
 
     def _output(self, port: int, max_len: int, ctx: _Ctx, now: float, result: Result) -> None:
+        result.aimed = True
         if port == ofp.OFPP_CONTROLLER:
             # OFPR_NO_MATCH only for the table-miss entry's own output; an output
             # it reaches through a group or the action set was put there by
