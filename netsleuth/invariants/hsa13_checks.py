@@ -26,9 +26,18 @@ from collections.abc import Callable
 from typing import Any
 
 from netsleuth.invariants.forwarding import Finding, controller_ok
-from netsleuth.invariants.hsa13_engine import Analysis13, HsaEvent13, Port, Reach13, analyze13, must_hold
-from netsleuth.invariants.hsa13_space import HS13, describe13, header_dict13, union13
-from netsleuth.invariants.hsa_report import components, host_location
+from netsleuth.invariants.hsa13_engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
+from netsleuth.invariants.hsa13_space import HS13, describe13, union13
+from netsleuth.invariants.hsa_report import (
+    components,
+    cycle_of,
+    host_location,
+    hosts_of,
+    ingress_text,
+    mac_hosts,
+    need_not_reach,
+    witness_dict,
+)
 from netsleuth.invariants.hsa_space import Term, make_term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, wc13
@@ -45,30 +54,6 @@ def _analysis(view: NetworkView, a: object) -> Analysis13:
     return analyze13(view)
 
 
-def _ingress_text(a: Analysis13, ing: Port) -> str:
-    host = a.ingress_host.get(ing)
-    return f"{ing[0]}:{ing[1]}" + (f" (from {host})" if host else "")
-
-
-def _dst_hosts(hs: HS13, macs: dict[int, str]) -> list[str]:
-    vals = set()
-    for v, m, _ds in hs.terms:
-        if m & _DST_FULL != _DST_FULL:
-            return []
-        vals.add((v >> _DST_SH) & _MAC)
-    return sorted({macs[x] for x in vals if x in macs})
-
-
-def _hosts_of(a: Analysis13, ing: Port, hs: HS13, macs: dict[int, str]) -> tuple[str, ...]:
-    src = a.ingress_host.get(ing)
-    return tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
-
-
-def _witness(hs: HS13) -> dict[str, object] | None:
-    w = hs.witness()
-    return None if w is None else header_dict13(w)
-
-
 def _rules_text(e: HsaEvent13) -> str:
     return "; ".join(e.rule_texts()) or "none"
 
@@ -76,13 +61,12 @@ def _rules_text(e: HsaEvent13) -> str:
 # --------------------------------------------------------------------------- loops
 def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    macs = {h.mac: h.name for h in view.topology.hosts}
+    macs = mac_hosts(view)
     out = []
     for ing in a.ingresses:
         found: dict[tuple[str, ...], tuple[HsaEvent13, list[HS13]]] = {}
         for e in a.reaches[ing].loops:
-            start = e.path.index(e.path[-1])
-            cycle = tuple(dict.fromkeys(s for s, _p in e.path[start:]))
+            cycle = cycle_of(e.path)
             if cycle in found:
                 found[cycle][1].append(e.hs)
             else:
@@ -95,46 +79,28 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
             text = describe13(hs)
             sel = " (through one choice of a SELECT group)" if e.choices else ""
             out.append(Finding(
-                "loops", f"headers {text} entering {_ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
+                "loops", f"headers {text} entering {ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
                          f"(rules {_rules_text(e)})",
-                hosts=_hosts_of(a, ing, hs, macs), switches=cycle,
+                hosts=hosts_of(a, ing, hs, macs), switches=cycle,
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "rules": list(e.rule_texts()), "witness": _witness(hs)}))
+                         "rules": list(e.rule_texts()), "witness": witness_dict(hs)}))
     return out
 
 
 # --------------------------------------------------------------------------- blackholes
-def _minus_dst(hs: HS13, macs: set[int]) -> HS13:
-    if not macs:
-        return hs
-    terms = []
-    for t in hs.terms:
-        if t[1] & _DST_FULL == _DST_FULL:
-            if (t[0] >> _DST_SH) & _MAC not in macs:
-                terms.append(t)
-            continue
-        cur = HS13((t,))
-        for mac in sorted(macs):
-            cur = cur.minus_wc(wc13(eth_dst=mac))
-        terms.extend(cur.terms)
-    return HS13(terms)
-
-
 def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    macs = {h.mac: h.name for h in view.topology.hosts}
+    macs = mac_hosts(view)
     comp = components(view)
     out = []
     for ing in a.ingresses:
         drops = a.reaches[ing].drops
         if not drops:
             continue
-        here = comp.get(ing[0])
-        src = a.ingress_host.get(ing)
-        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+        cut_off = need_not_reach(a, ing, comp, macs)
         by_where: dict[str, tuple[list[str], list[HS13], list[HsaEvent13]]] = {}
         for e in drops:
-            hs = _minus_dst(e.hs, cut_off).prune()
+            hs = e.hs.minus_values("eth_dst", cut_off).prune()
             if not hs.terms:
                 continue
             whys, spaces, evs = by_where.setdefault(e.where, ([], [], []))
@@ -149,11 +115,12 @@ def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
             hops = [f"{s}:{p}" for s, p in e.path]
             out.append(Finding(
                 "blackholes",
-                f"headers {text} entering {_ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
+                f"headers {text} entering {ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
                 f"(path {' -> '.join(hops)}; rules {_rules_text(e)})",
-                hosts=_hosts_of(a, ing, hs, macs), switches=(sw,),
+                hosts=hosts_of(a, ing, hs, macs), switches=(sw,),
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
-                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms), "witness": _witness(hs)}))
+                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms),
+                         "witness": witness_dict(hs)}))
     return out
 
 
@@ -267,7 +234,7 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
             mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                                 hosts=(src.name, dst.name), switches=where,
                                 details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                         "path": path, "witness": _witness(bad)}))
+                                         "path": path, "witness": witness_dict(bad)}))
         out.extend(mine)
     return out
 
@@ -282,8 +249,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 
     for e in r.loops:
         if has(e):
-            start = e.path.index(e.path[-1])
-            return ("they loop", tuple(dict.fromkeys(s for s, _ in e.path[start:])),
+            return ("they loop", cycle_of(e.path),
                     [f"{s}:{p}" for s, p in e.path])
     for e in r.drops:
         if has(e):

@@ -57,7 +57,7 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants.hsa13_space import HS13, term_empty, union13
+from netsleuth.invariants.hsa13_space import HS13, term_empty13, union13
 from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import Term, make_term
 from netsleuth.invariants.view import NetworkView
@@ -457,13 +457,13 @@ class _TableView:
                         nt = None if extra is None else (v, m, ds + extra[2])
                 else:
                     nt = make_term(v | ev, m | em, ds + sh)
-                if nt is None or term_empty(nt):
+                if nt is None or term_empty13(nt):
                     continue
                 pieces.setdefault(i, []).append(nt)
             if covered:
                 continue  # some candidate takes every header of the term
             miss = make_term(v, m, ds + tuple(self.ws[i] for i in cands))
-            if miss is not None and not term_empty(miss):
+            if miss is not None and not term_empty13(miss):
                 pieces.setdefault(None, []).append(miss)
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 

@@ -19,11 +19,13 @@ from netsleuth.invariants.hsa_compile import interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
 from netsleuth.invariants.hsa_report import (
     components,
+    cycle_of,
     header_dict,
     host_location,
     hosts_of,
     ingress_text,
     mac_hosts,
+    need_not_reach,
     witness_dict,
 )
 from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
@@ -56,8 +58,7 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
     for ing in a.ingresses:
         found: dict[tuple[str, ...], tuple[tuple[Port, ...], list[HeaderSpace]]] = {}
         for path, hs in a.loops(ing):
-            start = path.index(path[-1])
-            cycle = tuple(dict.fromkeys(s for s, _p in path[start:]))
+            cycle = cycle_of(path)
             if cycle in found:
                 found[cycle][1].append(hs)
             else:
@@ -95,12 +96,10 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
             continue
         if comp is None:
             comp = components(view)
-        here = comp.get(ing[0])
-        src = a.ingress_host.get(ing)
-        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+        cut_off = need_not_reach(a, ing, comp, macs)
         by_where: dict[str, tuple[list[str], list[HeaderSpace]]] = {}
         for sw, why, hs in drops:
-            hs = _minus_dl_dst(hs, cut_off)
+            hs = hs.minus_values("dl_dst", cut_off)
             if not hs.terms or hs.is_empty():
                 continue
             whys, spaces = by_where.setdefault(sw, ([], []))
@@ -135,23 +134,6 @@ def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
 
 
 _DL_DST_FULL = field_wildcard(dl_dst=0)[1]
-
-
-def _minus_dl_dst(hs: HeaderSpace, macs: set[int]) -> HeaderSpace:
-    """``hs`` without the headers whose dl_dst is in ``macs``."""
-    if not macs:
-        return hs
-    terms = []
-    for t in hs.terms:
-        if t[1] & _DL_DST_FULL == _DL_DST_FULL:
-            if (t[0] >> _DL_DST_SHIFT) & _MAC not in macs:
-                terms.append(t)
-            continue
-        cur = HeaderSpace((t,))
-        for mac in sorted(macs):
-            cur = cur.minus_wc(field_wildcard(dl_dst=mac))
-        terms.extend(cur.terms)
-    return HeaderSpace(terms)
 
 
 # --------------------------------------------------------------------------- reachability
@@ -498,8 +480,7 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     if r.loops:
         path = r.loops[0][0]
-        start = path.index(path[-1])
-        return ("they loop", tuple(dict.fromkeys(s for s, _ in path[start:])),
+        return ("they loop", cycle_of(path),
                 [f"{s}:{p}" for s, p in path])
     bad = [sw for sw in r.punted if not ok(sw)]
     if bad:

@@ -118,10 +118,7 @@ class Reach:
 
 def union_of(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
     """One header space holding every term of ``spaces`` (no simplification)."""
-    terms = []  # type: ignore[var-annotated]  # the terms of HeaderSpaces
-    for hs in spaces:
-        terms.extend(hs.terms)
-    return HeaderSpace(terms)
+    return HeaderSpace.union(spaces)
 
 
 class _Net:
