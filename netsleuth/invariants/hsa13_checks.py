@@ -25,23 +25,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from netsleuth.invariants.forwarding import Finding, controller_ok
+from netsleuth.invariants import hsa_report as R
+from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.hsa13_engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
 from netsleuth.invariants.hsa13_space import HS13, describe13, union13
-from netsleuth.invariants.hsa_report import (
-    components,
-    cycle_of,
-    host_location,
-    hosts_of,
-    ingress_text,
-    mac_hosts,
-    need_not_reach,
-    witness_dict,
-)
-from netsleuth.invariants.hsa_space import Term, make_term
+from netsleuth.invariants.hsa_space import Term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, wc13
-from netsleuth.model.topology import HostSpec
 
 _DST_SH = SHIFT13["eth_dst"]
 _DST_FULL = FULL13["eth_dst"] << _DST_SH
@@ -61,12 +51,12 @@ def _rules_text(e: HsaEvent13) -> str:
 # --------------------------------------------------------------------------- loops
 def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    macs = mac_hosts(view)
+    macs = R.mac_hosts(view)
     out = []
     for ing in a.ingresses:
         found: dict[tuple[str, ...], tuple[HsaEvent13, list[HS13]]] = {}
         for e in a.reaches[ing].loops:
-            cycle = cycle_of(e.path)
+            cycle = R.cycle_of(e.path)
             if cycle in found:
                 found[cycle][1].append(e.hs)
             else:
@@ -79,25 +69,25 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
             text = describe13(hs)
             sel = " (through one choice of a SELECT group)" if e.choices else ""
             out.append(Finding(
-                "loops", f"headers {text} entering {ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
+                "loops", f"headers {text} entering {R.ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
                          f"(rules {_rules_text(e)})",
-                hosts=hosts_of(a, ing, hs, macs), switches=cycle,
+                hosts=R.hosts_of(a, ing, hs, macs), switches=cycle,
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "rules": list(e.rule_texts()), "witness": witness_dict(hs)}))
+                         "rules": list(e.rule_texts()), "witness": R.witness_dict(hs)}))
     return out
 
 
 # --------------------------------------------------------------------------- blackholes
 def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    macs = mac_hosts(view)
-    comp = components(view)
+    macs = R.mac_hosts(view)
+    comp = R.components(view)
     out = []
     for ing in a.ingresses:
         drops = a.reaches[ing].drops
         if not drops:
             continue
-        cut_off = need_not_reach(a, ing, comp, macs)
+        cut_off = R.need_not_reach(a, ing, comp, macs)
         by_where: dict[str, tuple[list[str], list[HS13], list[HsaEvent13]]] = {}
         for e in drops:
             hs = e.hs.minus_values("eth_dst", cut_off).prune()
@@ -115,12 +105,12 @@ def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
             hops = [f"{s}:{p}" for s, p in e.path]
             out.append(Finding(
                 "blackholes",
-                f"headers {text} entering {ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
+                f"headers {text} entering {R.ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
                 f"(path {' -> '.join(hops)}; rules {_rules_text(e)})",
-                hosts=hosts_of(a, ing, hs, macs), switches=(sw,),
+                hosts=R.hosts_of(a, ing, hs, macs), switches=(sw,),
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
                          "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms),
-                         "witness": witness_dict(hs)}))
+                         "witness": R.witness_dict(hs)}))
     return out
 
 
@@ -171,37 +161,15 @@ def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS
     return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
 
 
-def _clip(hs: HS13, to: HS13) -> HS13:
-    """``hs`` cut down to the bases of ``to``'s terms: the same set as far as ``to`` is
-    concerned, with the differences that do not meet ``to`` gone (cheaper to subtract)."""
-    out = []
-    for v, m, ds in hs.terms:
-        for pv, pm, _pds in to.terms:
-            if (v ^ pv) & m & pm:
-                continue
-            t = make_term(v | pv, m | pm, ds)
-            if t is not None:
-                out.append(t)
-    return HS13(out)
-
-
 def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    comp = components(view)
-    members: dict[int, list[HostSpec]] = defaultdict(list)
-    for h in view.topology.hosts:
-        members[comp.get(h.name, -1)].append(h)
-    ok_cache: dict[str, bool] = {}
-
-    def ok(sw: str) -> bool:
-        v = ok_cache.get(sw)
-        if v is None:
-            v = ok_cache[sw] = controller_ok(view, sw)
-        return v
+    comp = R.components(view)
+    members = R.hosts_by_component(view, comp)
+    ok = R.controller_checker(view)
 
     out: list[Finding] = []
     for src in view.topology.hosts:
-        loc = host_location(view, src.name)
+        loc = R.host_location(view, src.name)
         r = a.reaches.get(loc)
         if r is None or view.peer(*loc) is None:
             continue
@@ -224,7 +192,7 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
                 continue
             P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
             good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-            bad = (P - _clip(good, P)).prune()
+            bad = (P - good.clip_to(P)).prune()
             if not bad.terms:
                 continue
             w = bad.witness()
@@ -234,7 +202,7 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
             mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                                 hosts=(src.name, dst.name), switches=where,
                                 details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                         "path": path, "witness": witness_dict(bad)}))
+                                         "path": path, "witness": R.witness_dict(bad)}))
         out.extend(mine)
     return out
 
@@ -249,7 +217,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 
     for e in r.loops:
         if has(e):
-            return ("they loop", cycle_of(e.path),
+            return ("they loop", R.cycle_of(e.path),
                     [f"{s}:{p}" for s, p in e.path])
     for e in r.drops:
         if has(e):

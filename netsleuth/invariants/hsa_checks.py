@@ -14,20 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from netsleuth.invariants.forwarding import Finding, controller_ok
+from netsleuth.invariants import hsa_report as R
+from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.hsa_compile import interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
-from netsleuth.invariants.hsa_report import (
-    components,
-    cycle_of,
-    header_dict,
-    host_location,
-    hosts_of,
-    ingress_text,
-    mac_hosts,
-    need_not_reach,
-    witness_dict,
-)
+from netsleuth.invariants.hsa_report import components, controller_checker, host_location, hosts_by_component
 from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
 from netsleuth.invariants.view import NetworkView
 
@@ -53,12 +44,12 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import loops13
         return loops13(view, a)
-    macs = mac_hosts(view)
+    macs = R.mac_hosts(view)
     out = []
     for ing in a.ingresses:
         found: dict[tuple[str, ...], tuple[tuple[Port, ...], list[HeaderSpace]]] = {}
         for path, hs in a.loops(ing):
-            cycle = cycle_of(path)
+            cycle = R.cycle_of(path)
             if cycle in found:
                 found[cycle][1].append(hs)
             else:
@@ -70,10 +61,10 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
             hops = [f"{s}:{p}" for s, p in path]
             text = describe_headerspace(hs)
             out.append(Finding(
-                "loops", f"headers {text} entering {ingress_text(a, ing)} loop: {' -> '.join(hops)}",
-                hosts=hosts_of(a, ing, hs, macs), switches=cycle,
+                "loops", f"headers {text} entering {R.ingress_text(a, ing)} loop: {' -> '.join(hops)}",
+                hosts=R.hosts_of(a, ing, hs, macs), switches=cycle,
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "witness": witness_dict(hs)}))
+                         "witness": R.witness_dict(hs)}))
     return out
 
 
@@ -87,7 +78,7 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import blackholes13
         return blackholes13(view, a)
-    macs = mac_hosts(view)
+    macs = R.mac_hosts(view)
     comp: dict[str, int] | None = None
     out = []
     for ing in a.ingresses:
@@ -96,7 +87,7 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
             continue
         if comp is None:
             comp = components(view)
-        cut_off = need_not_reach(a, ing, comp, macs)
+        cut_off = R.need_not_reach(a, ing, comp, macs)
         by_where: dict[str, tuple[list[str], list[HeaderSpace]]] = {}
         for sw, why, hs in drops:
             hs = hs.minus_values("dl_dst", cut_off)
@@ -114,11 +105,11 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
             via = f" (path {' -> '.join(path)})" if path else ""
             out.append(Finding(
                 "blackholes",
-                f"headers {text} entering {ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
-                hosts=hosts_of(a, ing, hs, macs), switches=(sw,),
+                f"headers {text} entering {R.ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
+                hosts=R.hosts_of(a, ing, hs, macs), switches=(sw,),
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
                          "path": path, "terms": len(hs.terms),
-                         "witness": None if w is None else header_dict(w)}))
+                         "witness": None if w is None else R.header_dict(w)}))
     return out
 
 
@@ -158,16 +149,8 @@ def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> lis
         from netsleuth.invariants.hsa13_checks import reachability13
         return reachability13(view, a)
     comp = components(view)
-    members: dict[int, list] = defaultdict(list)
-    for h in view.topology.hosts:
-        members[comp.get(h.name, -1)].append(h)
-    ok_cache: dict[str, bool] = {}
-
-    def ok(sw: str) -> bool:
-        v = ok_cache.get(sw)
-        if v is None:
-            v = ok_cache[sw] = controller_ok(view, sw)
-        return v
+    members = hosts_by_component(view, comp)
+    ok = controller_checker(view)
 
     judge = _PairJudge(a, ok, comp)
     out: list[Finding] = []
@@ -480,7 +463,7 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     if r.loops:
         path = r.loops[0][0]
-        return ("they loop", cycle_of(path),
+        return ("they loop", R.cycle_of(path),
                 [f"{s}:{p}" for s, p in path])
     bad = [sw for sw in r.punted if not ok(sw)]
     if bad:
@@ -502,7 +485,7 @@ def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[st
                    hosts=(src.name, dst.name), switches=where,
                    details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs),
                             "path": path or [],
-                            "witness": witness_dict(hs)})
+                            "witness": R.witness_dict(hs)})
 
 
 def _pair_text(hs: HeaderSpace, src, dst) -> str:

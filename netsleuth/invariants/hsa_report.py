@@ -11,14 +11,17 @@ fields) and either analysis (both have ``ingress_host``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import networkx as nx
 
+from netsleuth.invariants.forwarding import controller_ok
 from netsleuth.invariants.hsa_ingress import Port
 from netsleuth.invariants.hsa_space import HeaderSet, HeaderSpace
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.topology import HostSpec
 
 
 class HasIngresses(Protocol):
@@ -83,6 +86,28 @@ def need_not_reach(a: HasIngresses, ing: Port, comp: Mapping[str, int], macs: Ma
     here = comp.get(ing[0])
     src = a.ingress_host.get(ing)
     return {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+
+
+def hosts_by_component(view: NetworkView, comp: Mapping[str, int]) -> dict[int, list[HostSpec]]:
+    """The hosts of each connected component (-1: hosts on no live link), in topology order."""
+    members: dict[int, list[HostSpec]] = defaultdict(list)
+    for h in view.topology.hosts:
+        members[comp.get(h.name, -1)].append(h)
+    return members
+
+
+def controller_checker(view: NetworkView) -> Callable[[str], bool]:
+    """``ok(switch)``: whether a live, connected controller handles what the switch punts
+    (:func:`~netsleuth.invariants.forwarding.controller_ok`, asked once per switch)."""
+    cache: dict[str, bool] = {}
+
+    def ok(sw: str) -> bool:
+        v = cache.get(sw)
+        if v is None:
+            v = cache[sw] = controller_ok(view, sw)
+        return v
+
+    return ok
 
 
 def hosts_of(a: HasIngresses, ing: Port, hs: HeaderSet, macs: Mapping[int, str]) -> tuple[str, ...]:
