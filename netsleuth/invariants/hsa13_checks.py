@@ -8,15 +8,17 @@ entered, the path, and the rules they took with the table of each
 
 * loops: headers that come back to a (switch, in_port) they crossed, for
   some choice of every SELECT group;
-* blackholes: headers dropped inside the network (a rule that sends
-  nothing, a table with no matching entry and no table-miss entry, an
-  output to a port without a live link or to a port nothing handles, a
-  switch that is down) for some SELECT choice; headers for a host cut off
-  from the ingress, or for the sender itself, do not count (as for 1.0).
-  A table-miss entry that sends to the controller is not a drop;
+* blackholes: headers that forwarding meant to deliver and that go nowhere
+  (an output to a port without a live link, one the switch does not have
+  or its own in port, a group whose buckets lead nowhere, a switch that is
+  down) for some SELECT choice; headers for a host cut off from the
+  ingress, or for the sender itself, do not count (as for 1.0).  A drop on
+  purpose (an entry with no output, a table miss with no table-miss entry:
+  see :mod:`netsleuth.invariants.hsa13_engine`) is the controller's choice
+  and no blackhole, and a table-miss entry to the controller is no drop;
 * reachability: for every physically connected host pair, all of the
-  pair's traffic reaches the destination or a live, connected controller
-  *whatever* the SELECT groups choose.
+  pair's traffic reaches the destination, a live, connected controller or
+  a drop on purpose *whatever* the SELECT groups choose.
 """
 
 from __future__ import annotations

@@ -25,19 +25,33 @@ Semantics follow ``Pipeline13.process`` hop by hop (the property test in
 ``tests/test_headerspace13.py`` checks them frame by frame):
 
 * tables from 0; a table with no matching entry drops the packet and
-  discards its action set; apply-actions act at once, write/clear build
-  the action set, write-metadata, goto-table; the action set runs in the
-  spec's order when no goto is left;
-* groups: ALL runs every bucket on its own copy; INDIRECT its bucket;
-  FAST_FAILOVER the first live bucket (the pipeline's port states and group
-  liveness); SELECT *any* live bucket of positive weight -- the hash is not
-  known in advance, so each bucket is a possible path, and a result that
-  needs every choice (reachability) takes all of them into account;
-* outputs as in the pipeline (a plain output to the in port sends nothing,
-  FLOOD/ALL over the pipeline's ports); CONTROLLER: handled by the
-  controller; LOCAL/NORMAL: dropped (nothing in the model handles them);
+  discards its action set; apply-actions act at once, then the entry's
+  clear/write and write-metadata (``Instructions.next_action_set`` and
+  ``next_metadata``, what the pipeline runs), goto-table; the action set
+  runs in the spec's order (``ActionSet.ordered``) when no goto is left;
+* groups: the buckets ``GroupTable.candidates`` names (ALL every bucket on
+  its own copy, INDIRECT its bucket, FAST_FAILOVER the first live one);
+  SELECT *any* of its candidates -- the hash is not known in advance, so
+  each bucket is a possible path, and a result that needs every choice
+  (reachability) takes all of them into account;
+* outputs go where ``Pipeline13.output_ports`` sends them (a plain output
+  to the in port sends nothing, FLOOD/ALL over the pipeline's ports);
+  CONTROLLER: handled by the controller; LOCAL/NORMAL: dropped (nothing in
+  the model handles them);
 * between switches: live links (the view), loops when a (switch, in_port)
   repeats, drops at down switches and ports without a live link.
+
+Two kinds of "sent nowhere" are told apart, as on 1.0.  A blackhole
+(``Reach13.drops``): forwarding meant to send the packet somewhere and it
+went nowhere -- an output to a port the switch does not have or to its own
+in port, a group with no live bucket or whose buckets send nothing, and
+the network-level drops above.  A drop on purpose (``Reach13.filtered``):
+no output or group action ran at all -- an entry whose instructions are
+empty or clear the action set (an ACL deny, a filter of some ethertype),
+or a table miss with no table-miss entry.  The latter is what the spec
+(5.4) makes a table do since 1.3 unless the controller installs a
+table-miss entry, and what Open vSwitch does: the controller chose it, as
+it chooses a drop rule (1.0 sent misses to the controller instead).
 
 Not modelled (typed error :class:`Unsupported13`): TTL actions (their
 effect depends on the TTL's value), PBB push/pop, set_field of IPv6 ND
@@ -576,16 +590,11 @@ class _Switch13:
             bs = [b]
             if inst.apply:
                 bs = self._execute(list(inst.apply), bs, in_port, 0)
-            a2 = aset
-            if inst.clear:
-                a2 = a2.clear()
-            if inst.write:
-                a2 = a2.write(inst.write)
+            a2 = inst.next_action_set(aset)
             for b2 in bs:
                 if inst.metadata is not None:
-                    value, mask = inst.metadata
                     s2 = b2.st
-                    b2.st = St(s2.orig, s2.sym, (s2.metadata & ~mask) | (value & mask), s2.tunnel_id)
+                    b2.st = St(s2.orig, s2.sym, inst.next_metadata(s2.metadata), s2.tunnel_id)
                 if inst.goto is not None:
                     self._tables(b2, in_port, inst.goto, a2, out)
                     continue
@@ -632,20 +641,8 @@ class _Switch13:
         return [Branch13(s, b.emits, b.rules, b.choices, lost=b.lost) for s in sts]
 
     def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
-        ports = self.pipe.ports
         sym = b.st.sym
-        sent: tuple[int, ...]
-        if port == ofp.OFPP_CONTROLLER or port in (ofp.OFPP_LOCAL, ofp.OFPP_NORMAL):
-            sent = (port,)
-        elif port == ofp.OFPP_IN_PORT:
-            sent = (in_port,)
-        elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
-            sent = tuple(p for p in sorted(ports)
-                         if p != in_port and not (port == ofp.OFPP_FLOOD and ports[p].no_flood))
-        elif port != in_port and port in ports:
-            sent = (port,)
-        else:
-            sent = ()
+        sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
         if not sent:
             why = (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
                    if port == in_port else f"outputs to port {port}, which the switch does not have"
@@ -653,19 +650,15 @@ class _Switch13:
             return Branch13(b.st, b.emits, b.rules, b.choices, lost=why)
         return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices, lost=b.lost)
 
-    def _port_live(self, port: int) -> bool:
-        s = self.pipe.ports.get(port)
-        return s is not None and s.live
-
     def _group(self, group_id: int, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         groups = self.pipe.groups
         g = groups.groups.get(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
             why = f"group {group_id} does not exist" if g is None else f"group {group_id} nests too deep"
             return [Branch13(b.st, b.emits, b.rules, b.choices, lost=why)]
-        live = self._port_live
+        idx = groups.candidates(g, self.pipe.port_live)
         if g.type == ofp.OFPGT_SELECT:
-            chosen = [i for i, bk in enumerate(g.buckets) if bk.weight > 0 and groups.bucket_live(bk, live)]
+            chosen = idx
             if not chosen:
                 return [Branch13(b.st, b.emits, b.rules, b.choices, lost=f"group {group_id} has no live bucket")]
             node = next(self.node_ids)
@@ -675,12 +668,6 @@ class _Switch13:
                 alt = Branch13(b.st, b.emits, b.rules, b.choices + ((node, n),), lost=b.lost)
                 out.extend(self._bucket(g.buckets[i].actions, alt, in_port, depth))
             return _sent_nothing(out, len(b.emits), f"group {group_id}'s bucket sends nothing")
-        if g.type == ofp.OFPGT_ALL:
-            idx = list(range(len(g.buckets)))
-        elif g.type == ofp.OFPGT_INDIRECT:
-            idx = [0] if g.buckets else []
-        else:  # FAST_FAILOVER
-            idx = next(([i] for i, bk in enumerate(g.buckets) if groups.bucket_live(bk, live)), [])
         if not idx:
             why = f"group {group_id} has no live bucket" if g.buckets else f"group {group_id} has no buckets"
             return [Branch13(b.st, b.emits, b.rules, b.choices, lost=why)]

@@ -70,10 +70,13 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
 
 # --------------------------------------------------------------------------- blackholes
 def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
-    """Header spaces dropped inside the network: by a rule that sends nothing, an output to a
-    port without a live link, or a switch that is down; one finding per ingress and drop
-    point.  Headers for a host physically cut off from the ingress, or for the very host
-    that sends them, do not count (the network could not or need not deliver them)."""
+    """Header spaces that forwarding meant to deliver and that go nowhere: a rule whose outputs
+    all send nothing (to a port the switch does not have or that is down, to its own in
+    port), an output to a port without a live link, or a switch that is down; one finding per
+    ingress and drop point.  A rule with no output action at all is the controller choosing
+    to drop (an ACL deny, a filter): no blackhole.  Headers for a host physically cut off
+    from the ingress, or for the very host that sends them, do not count (the network could
+    not or need not deliver them)."""
     a = _analysis(view, analysis)
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import blackholes13
@@ -142,8 +145,10 @@ def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: in
 
 def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
     """For every ordered pair of physically connected hosts, all of the pair's traffic
-    (:func:`pair_space`) from the source's port reaches the destination or is punted to a
-    live, connected controller; a finding names the header space that does not."""
+    (:func:`pair_space`) from the source's port reaches the destination, is punted to a
+    live, connected controller or is dropped on purpose by a rule with no output (the
+    controller's choice, as a policy check would judge it); a finding names the header
+    space that does not."""
     a = _analysis(view, analysis)
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import reachability13
