@@ -71,11 +71,11 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants.hsa13_space import HS13, term_empty13, union13
+from netsleuth.invariants.hsa13_space import HS13, union13
 from netsleuth.invariants.hsa_ingress import ingress_points
-from netsleuth.invariants.hsa_space import Term, make_term
+from netsleuth.invariants.hsa_space import Term, make_term, term_empty
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.headerbits13 import FULL13, SHIFT13, TAG_SHAPES
+from netsleuth.model.headerbits13 import FULL13, SHIFT13, TAG_SHAPES, WIDTH13
 from netsleuth.model.of13.actions import (
     Action,
     CopyTtlIn,
@@ -471,13 +471,13 @@ class _TableView:
                         nt = None if extra is None else (v, m, ds + extra[2])
                 else:
                     nt = make_term(v | ev, m | em, ds + sh)
-                if nt is None or term_empty13(nt):
+                if nt is None or term_empty(nt, WIDTH13):
                     continue
                 pieces.setdefault(i, []).append(nt)
             if covered:
                 continue  # some candidate takes every header of the term
             miss = make_term(v, m, ds + tuple(self.ws[i] for i in cands))
-            if miss is not None and not term_empty13(miss):
+            if miss is not None and not term_empty(miss, WIDTH13):
                 pieces.setdefault(None, []).append(miss)
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 
