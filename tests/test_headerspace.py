@@ -140,18 +140,20 @@ def packet_from_fields(f: tuple[int, ...]) -> Packet | None:
 
 def ordered_outcome(view: NetworkView, sw: str, port: int, pkt: Packet) -> dict:
     o = trace_packet(view, sw, port, pkt)
-    return {"loop": bool(o.loops), "drop": bool(o.drops), "delivered": set(o.delivered), "punted": set(o.punted)}
+    return {"loop": bool(o.loops), "drop": bool(o.drops), "delivered": set(o.delivered), "punted": set(o.punted),
+            "filtered": {s for s, _why in o.filtered}}
 
 
 def hsa_outcome(r: E.Reach, h: int, hosts, switches, cache: dict) -> dict:
     key = id(r)
     if key not in cache or cache[key][0] is not r:  # keep r alive: ids of dead objects are reused
         cache[key] = (r, r.looping(), r.dropped(), {x: r.delivered_to(x) for x in hosts},
-                      {s: r.punted_at(s) for s in switches})
-    _r, loop, drop, dlv, pun = cache[key]
+                      {s: r.punted_at(s) for s in switches}, {s: E.union_of(lst) for s, lst in r.filtered.items()})
+    _r, loop, drop, dlv, pun, fil = cache[key]
     return {"loop": loop.contains(h), "drop": drop.contains(h),
             "delivered": {x for x, hs in dlv.items() if hs.contains(h)},
-            "punted": {s for s, hs in pun.items() if hs.contains(h)}}
+            "punted": {s for s, hs in pun.items() if hs.contains(h)},
+            "filtered": {s for s, hs in fil.items() if hs.contains(h)}}
 
 
 # =========================================================================== set algebra
@@ -500,8 +502,8 @@ def test_findings_agree_with_concrete_packets(case):
         assert (pkt.eth_src, pkt.eth_dst) == (s.mac, d.mac)
         sw, port = f.details["ingress"].split(":")
         o = trace_packet(view, sw, int(port), pkt)
-        punt_ok = o.punted and all(controller_ok(view, x) for x in o.punted)
-        assert dst not in o.delivered and not punt_ok, f.message
+        handled = (o.punted or o.filtered) and all(controller_ok(view, x) for x in o.punted)
+        assert dst not in o.delivered and not handled, f.message
     # and every connected pair whose concrete ICMP echo fails is reported
     from netsleuth.invariants.forwarding import check_packet_reachability
     concrete = {fd.hosts for fd in check_packet_reachability(view)}
@@ -568,8 +570,9 @@ def test_flood_all_in_port_and_controller():
     assert _fate(net, "s1", 1, pkt)["delivered"] == {"h1"}
     s.table.add(Match.catch_all(), 1, (Output(CONTROLLER),))
     assert _fate(net, "s1", 1, pkt)["punted"] == {"s1"}
-    s.table.add(Match.catch_all(), 1, ())
-    assert _fate(net, "s1", 1, pkt)["drop"]
+    s.table.add(Match.catch_all(), 1, ())                            # a drop rule: on purpose, no blackhole
+    f = _fate(net, "s1", 1, pkt)
+    assert f["filtered"] == {"s1"} and not f["drop"]
     net3, _ = _one()
     assert _fate(net3, "s1", 1, pkt)["punted"] == {"s1"}          # table miss
 
@@ -583,7 +586,7 @@ def test_set_field_rewrites_follow_the_copies():
     net.add("s2", (), nw_dst=0x0B000001, dl_type=0x0800)
     net.add("s2", (Output(1),), priority=1, dl_dst=h2.mac)
     f = _fate(net, "s1", 1, pkt)
-    assert f["punted"] == {"s1"} and f["drop"] and not f["delivered"]
+    assert f["punted"] == {"s1"} and f["filtered"] == {"s2"} and not f["delivered"]
     arp = Packet(h1.mac, h2.mac, 0x0806, None, Arp(1, h1.mac, h1.ip, 0, h2.ip))  # mod_nw_dst: no-op on ARP
     assert _fate(net, "s1", 1, arp)["delivered"] == {"h2"}
     delivered = E.reachable(net.view(), "s1", 1).delivered_to("h2")
@@ -655,11 +658,35 @@ def test_partial_header_space_is_reported():
     h2 = net.mac("h2")
     net.add("s1", (Output(2),), dl_dst=h2)
     net.add("s2", (Output(1),), dl_dst=h2)
-    net.add("s1", (), priority=200, dl_type=0x0800, nw_dst="10.0.0.0/8")
+    net.add("s1", (Output(9),), priority=200, dl_type=0x0800, nw_dst="10.0.0.0/8")  # s1 has no port 9
     (f,) = [f for f in H.hsa_reachability(net.view()) if f.hosts == ("h1", "h2")]
     assert "dl_type=0x0800" in f.message and "dropped at s1" in f.message
     (b,) = [b for b in H.hsa_blackholes(net.view()) if b.details["ingress"] == "s1:1"]
     assert "nw_dst=10.0.0.0/8" in b.details["header_space"]
+
+
+def test_drop_rule_is_no_blackhole_but_an_output_to_an_unattached_port_is():
+    """A rule with no output is the controller choosing to drop (an ACL deny): neither a
+    blackhole nor unreachable traffic.  An output to a port with nothing attached is forwarding
+    that meant to deliver and delivers nowhere: a blackhole, whose message names the port."""
+    net = Net("linear,2")
+    h2 = net.mac("h2")
+    net.add("s1", (Output(2),), dl_dst=h2)
+    net.add("s2", (Output(1),), dl_dst=h2)
+    net.add("s1", (), priority=200, dl_type=0x0800, nw_proto=6, tp_dst=23)  # deny telnet
+    for batch in (True, False):
+        a = E.analyze(net.view(), batch=batch)
+        assert H.hsa_blackholes(net.view(), a) == [] and H.hsa_reachability(net.view(), a) == []
+        assert a.reach(("s1", 1)).filtered["s1"], "the deny is recorded as a deliberate drop"
+    net.switches["s1"].add_port(5)  # a port with no link: nothing attached
+    net.add("s1", (Output(5),), priority=300, dl_type=0x0800, nw_proto=17)
+    for batch in (True, False):
+        a = E.analyze(net.view(), batch=batch)
+        (b,) = [b for b in H.hsa_blackholes(net.view(), a) if b.details["ingress"] == "s1:1"]
+        assert "port 5 has no live link" in b.message and "nw_proto=17" in b.details["header_space"]
+        assert "tp_dst=23" not in b.details["header_space"]
+        (f,) = [f for f in H.hsa_reachability(net.view(), a) if f.hosts == ("h1", "h2")]
+        assert "nw_proto=17" in f.message and "tp_dst=23" not in f.details["header_space"]
 
 
 def test_registry_adapters_share_one_analysis():

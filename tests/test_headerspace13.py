@@ -118,6 +118,7 @@ class Fate:
     delivered: frozenset = frozenset()
     punted: frozenset = frozenset()
     arrived: frozenset = frozenset()   # (host, header as it arrives)
+    filtered: bool = False             # a rule (or a missing table-miss entry) dropped it on purpose
 
 
 def trace_world(view: NetworkView, pipes, sw: str, port: int, frame: Frame) -> Fate:
@@ -136,7 +137,10 @@ def trace_world(view: NetworkView, pipes, sw: str, port: int, frame: Frame) -> F
             continue
         res = pipes[s].process(f, p, 0.0)
         if not res.outputs:
-            fate.drops = True
+            if res.aimed:
+                fate.drops = True
+            else:
+                fate.filtered = True
         for em in res.outputs:
             if em.port == ofp.OFPP_CONTROLLER:
                 punted.add(s)
@@ -177,7 +181,7 @@ def brute(net: Net, view: NetworkView, sw: str, port: int, frame: Frame, hosts: 
         f = trace_world(view, net.pipes, sw, port, frame)
         worlds += 1
         may = Fate(may.loops or f.loops, may.drops or f.drops, may.delivered | f.delivered, may.punted | f.punted,
-                   may.arrived | f.arrived)
+                   may.arrived | f.arrived, may.filtered or f.filtered)
         if not f.punted:  # every switch has a live controller here
             must &= f.delivered
         if worlds >= MAX_WORLDS or not chooser.next_world():
@@ -190,7 +194,8 @@ def engine_fate(r: E13.Reach13, h: int, hosts: list[str]):
                frozenset(d for d, evs in r.delivered.items() if any(e.hs.contains(h) for e in evs)),
                frozenset(s for s, evs in r.punted.items() if any(e.hs.contains(h) for e in evs)),
                frozenset((d, tuple(sorted(e.sym.frame_of(h).items())))
-                         for d, evs in r.delivered.items() for e in evs if e.hs.contains(h)))
+                         for d, evs in r.delivered.items() for e in evs if e.hs.contains(h)),
+               any(e.hs.contains(h) for evs in r.filtered.values() for e in evs))
     punts = [e for evs in r.punted.values() for e in evs]
     must = {d for d in hosts if E13.must_hold(r.delivered.get(d, []) + punts, r.alts).contains(h)}
     return may, must
@@ -491,7 +496,9 @@ def test_select_group_loop_only_through_one_bucket():
 
 def test_two_tables_acl_vlan_metadata_and_table_ids_in_findings():
     """Table 0 drops telnet and tagged frames, marks metadata and goes to table 1; table 1
-    forwards on metadata.  The drop names its table; untouched traffic is delivered."""
+    forwards on metadata.  The ACL's drops are the controller's choice: no blackhole and no
+    unreachable pair.  Table 1 of s1 also sends eth_dst 3 to port 7, which s1 does not have:
+    that is a blackhole, and the finding names its table and rule."""
     net = Net("linear,2")
     s1, s2 = net.pipes["s1"], net.pipes["s2"]
     for p in (s1, s2):
@@ -507,20 +514,27 @@ def test_two_tables_acl_vlan_metadata_and_table_ids_in_findings():
         _add(p, 1, 0, Instructions.actions(Output(ofp.OFPP_CONTROLLER)))
     view = net.view()
     res = check_all13(view)
-    assert res["loops"] == []
+    assert res == {"loops": [], "blackholes": [], "reachability": []}
+    # the ACL's drops are recorded as deliberate, with their table
+    r = E13.analyze13(view).reaches[("s1", 1)]
+    why = {e.why for e in r.filtered["s1"]}
+    assert any("s1 table 0: rule" in w and "tcp_dst=23" in w and "has no output" in w for w in why), why
+    _add(s1, 1, 10, Instructions.actions(Output(7)), metadata=(1, 1), eth_dst=3)
+    view = net.view()
+    res = check_all13(view)
     holes = res["blackholes"]
-    assert holes and all("s1 table 0: rule" in f.message or "s2 table 0: rule" in f.message for f in holes)
-    assert any("tcp_dst=23" in f.message for f in holes)
-    assert any("vlan_vid=0x1000/0x1000" in f.message for f in holes)
-    # h1 -> h2: telnet and tagged frames do not arrive, the rest does
-    unreach = [f for f in res["reachability"] if f.hosts == ("h1", "h2")]
-    assert len(unreach) == 1 and "tcp_dst=23" in unreach[0].message
+    assert holes and all("s1 table 1: rule" in f.message and "port 7" in f.message for f in holes)
+    assert all(f.details["witness"]["eth_dst"] == "00:00:00:00:00:03" and f.details["witness"].get("tcp_dst") != 23
+               for f in holes)
+    assert res["reachability"] == []   # eth_dst 3 is nobody's traffic
     # the registry reaches the same checks through the shared analysis
     got = registry.check(view, registry.resolve("loops,blackholes,reachability"))
-    assert sorted(f.message for f in got) == sorted(f.message for f in holes + res["reachability"])
+    assert sorted(f.message for f in got) == sorted(f.message for f in holes)
 
 
-def test_table_miss_entry_to_controller_is_not_a_blackhole_but_a_missing_one_is():
+def test_table_miss_entry_to_controller_and_a_missing_one_are_no_blackholes():
+    """Since OpenFlow 1.3 a table without a table-miss entry drops what misses (spec 5.4, as
+    Open vSwitch does): the controller chose that by installing no such entry."""
     net = Net("linear,2")
     s1, s2 = net.pipes["s1"], net.pipes["s2"]
     _add(s1, 0, 0, Instructions.actions(Output(ofp.OFPP_CONTROLLER)))
@@ -529,8 +543,39 @@ def test_table_miss_entry_to_controller_is_not_a_blackhole_but_a_missing_one_is(
     net2 = Net("linear,2")
     _add(net2.pipes["s1"], 0, 10, Instructions.actions(Output(2)), eth_dst=2)
     _add(net2.pipes["s2"], 0, 10, Instructions.actions(Output(1)), eth_dst=2)
-    holes = blackholes13(net2.view())
-    assert holes and any("no rule matches and there is no table-miss entry" in f.message for f in holes)
+    view = net2.view()
+    assert blackholes13(view) == []
+    r = E13.analyze13(view).reaches[("s1", 1)]
+    assert any("no rule matches and there is no table-miss entry" in e.why for e in r.filtered["s1"])
+
+
+def test_drop_rule_is_no_blackhole_but_an_output_to_an_unattached_port_is():
+    """As on 1.0: an entry whose instructions send nowhere (empty, or clear-actions) is the
+    controller choosing to drop; an output to a port with nothing attached, or into a group whose
+    only bucket leads nowhere, is a blackhole."""
+    net = Net("linear,2")
+    s1, s2 = net.pipes["s1"], net.pipes["s2"]
+    _add(s1, 0, 10, Instructions.actions(Output(2)), eth_dst=2)
+    _add(s2, 0, 10, Instructions.actions(Output(1)), eth_dst=2)
+    _add(s1, 0, 200, Instructions(), eth_type=0x0800, ip_proto=6, tcp_dst=23)                # deny telnet
+    _add(s1, 0, 200, Instructions(clear=True), eth_type=0x0800, ip_proto=6, tcp_dst=25)      # and smtp
+    for p in (s1, s2):
+        _add(p, 0, 0, Instructions.actions(Output(ofp.OFPP_CONTROLLER)))
+    res = check_all13(net.view())
+    assert res == {"loops": [], "blackholes": [], "reachability": []}
+    s1.ports[5] = PortState()  # a port with no link: nothing attached
+    _add(s1, 0, 300, Instructions.actions(Output(5)), eth_type=0x0800, ip_proto=17)
+    s1.add_group(1, ofp.OFPGT_INDIRECT, [Bucket((Output(9),))])  # port 9: the switch has none
+    _add(s1, 0, 300, Instructions.actions(Group(1)), eth_type=0x0806)
+    res = check_all13(net.view())
+    holes = [f for f in res["blackholes"] if f.details["ingress"] == "s1:1"]
+    assert len(holes) == 1, holes
+    (b,) = holes
+    assert "port 5 has no live link" in b.message and "port 9, which the switch does not have" in b.message
+    assert "ip_proto=17" in b.details["header_space"] and "eth_type=0x0806" in b.details["header_space"]
+    assert "tcp_dst" not in b.details["header_space"]
+    unreach = [f for f in res["reachability"] if f.hosts == ("h1", "h2")]
+    assert len(unreach) == 1 and "tcp_dst" not in unreach[0].details["header_space"]
 
 
 def test_mpls_label_hides_the_ip_header_until_popped():
@@ -543,7 +588,7 @@ def test_mpls_label_hides_the_ip_header_until_popped():
     r = E13.analyze13(net.view(), cache=False).reaches[("s1", 1)]
     ip = pack13(Frame(1, 2, 0x0800, (), (), IPv4(0x0A000001, 0x0A000002, 6), TCP(1, 2)))
     assert not any(e.hs.contains(ip) for e in r.delivered.get("h2", []))
-    assert any(e.hs.contains(ip) and e.where == "s2" for e in r.drops)
+    assert any(e.hs.contains(ip) for e in r.filtered["s2"])
     net.pipes["s2"] = s2 = Pipeline13(N_TABLES, {p: PortState() for p in net.topo.ports("s2")})
     _add(s2, 0, 10, Instructions(apply=(PopMpls(0x0800),), goto=1), eth_type=0x8847)
     _add(s2, 1, 10, Instructions.actions(Output(1)), eth_type=0x0800, ipv4_dst=0x0A000002)

@@ -134,10 +134,13 @@ def test_ring_without_loop_is_clean():
 
 
 # ------------------------------------------------------------------ blackholes
-def test_rule_with_no_actions_is_a_blackhole():
+def test_rule_with_no_actions_is_no_blackhole_but_an_output_to_a_missing_port_is():
     net = Net("linear,3")
     route_linear3(net)
-    net.install("s2", [], priority=200, dl_dst=net.mac("h3"))  # drop everything for h3 at s2
+    net.install("s2", [], priority=200, dl_dst=net.mac("h3"))  # drop everything for h3 at s2: on purpose
+    view = net.view()
+    assert check_packet_blackholes(view) == [] and check_packet_reachability(view) == []
+    net.install("s2", [9], priority=200, dl_dst=net.mac("h3"))  # s2 has no port 9: meant to forward, lost
     view = net.view()
     holes = check_packet_blackholes(view)
     assert pairs(holes) == {("h1", "h3"), ("h2", "h3")}

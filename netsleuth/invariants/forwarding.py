@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet, icmp_echo
 from netsleuth.model.switch import forward
@@ -30,7 +31,8 @@ class PathOutcome:
 
     delivered: list[str] = field(default_factory=list)             # hosts that receive a copy
     punted: list[str] = field(default_factory=list)                # switches that send it to the controller
-    drops: list[tuple[str, str]] = field(default_factory=list)     # (switch, why)
+    drops: list[tuple[str, str]] = field(default_factory=list)     # (switch, why): blackholes
+    filtered: list[tuple[str, str]] = field(default_factory=list)  # (switch, why): drop rules, on purpose
     loops: list[list[str]] = field(default_factory=list)           # hop lists "s1:2" that revisit a port
     hops: int = 0
 
@@ -58,7 +60,8 @@ def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
             continue
         outputs = forward(entry.actions, pkt, port, s.ports)
         if not outputs:
-            out.drops.append((node, why_sends_nothing(entry, port)))
+            lost = out.filtered if is_drop_rule(entry.actions) else out.drops
+            lost.append((node, why_sends_nothing(entry, port)))
         for out_port, out_pkt, _ in outputs:
             if out_port == ofp.OFPP_CONTROLLER:
                 out.punted.append(node)
@@ -80,10 +83,22 @@ def trace_packet(view: NetworkView, switch: str, in_port: int, packet: Packet,
     return out
 
 
+def is_drop_rule(actions: tuple) -> bool:
+    """Whether an action list sends nowhere on purpose: it has no output at all.
+
+    That is the controller *choosing* to drop (an ACL deny, a filter of some
+    ethertype), not a blackhole.  A blackhole is a packet delivered nowhere
+    although forwarding meant to deliver it: an output to a port with nothing
+    attached, a down port or link, a switch that is down, its own in port."""
+    return not any(isinstance(a, (Output, Enqueue)) for a in actions)
+
+
 def why_sends_nothing(entry, in_port: int) -> str:
     rule = f"rule {entry.match or 'catch-all'} priority {entry.priority}"
     if not entry.actions:
         return f"{rule} has no actions (drop)"
+    if is_drop_rule(entry.actions):
+        return f"{rule} has no output ({','.join(str(a) for a in entry.actions)}: drop)"
     acts = ",".join(str(a) for a in entry.actions)
     if any(getattr(a, "port", None) == in_port for a in entry.actions):
         return f"{rule} outputs to its own in port {in_port} ({acts}), which OpenFlow 1.0 drops"
@@ -169,7 +184,8 @@ def check_packet_reachability(view: NetworkView, outcomes=None) -> list[Finding]
     for src, dst, o in (pair_outcomes(view) if outcomes is None else outcomes):
         if dst in o.delivered:
             continue
-        if o.punted and all(controller_ok(view, s) for s in o.punted):
+        # Punted to a live controller, or dropped on purpose by a rule: the controller's choice.
+        if (o.punted or o.filtered) and all(controller_ok(view, s) for s in o.punted):
             continue
         if o.loops:
             why = "they loop"

@@ -8,15 +8,17 @@ entered, the path, and the rules they took with the table of each
 
 * loops: headers that come back to a (switch, in_port) they crossed, for
   some choice of every SELECT group;
-* blackholes: headers dropped inside the network (a rule that sends
-  nothing, a table with no matching entry and no table-miss entry, an
-  output to a port without a live link or to a port nothing handles, a
-  switch that is down) for some SELECT choice; headers for a host cut off
-  from the ingress, or for the sender itself, do not count (as for 1.0).
-  A table-miss entry that sends to the controller is not a drop;
+* blackholes: headers that forwarding meant to deliver and that go nowhere
+  (an output to a port without a live link, one the switch does not have
+  or its own in port, a group whose buckets lead nowhere, a switch that is
+  down) for some SELECT choice; headers for a host cut off from the
+  ingress, or for the sender itself, do not count (as for 1.0).  A drop on
+  purpose (an entry with no output, a table miss with no table-miss entry:
+  see :mod:`netsleuth.invariants.hsa13_engine`) is the controller's choice
+  and no blackhole, and a table-miss entry to the controller is no drop;
 * reachability: for every physically connected host pair, all of the
-  pair's traffic reaches the destination or a live, connected controller
-  *whatever* the SELECT groups choose.
+  pair's traffic reaches the destination, a live, connected controller or
+  a drop on purpose *whatever* the SELECT groups choose.
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from netsleuth.invariants.forwarding import Finding, controller_ok
-from netsleuth.invariants.hsa13_engine import Analysis13, HsaEvent13, Port, Reach13, analyze13, must_hold
-from netsleuth.invariants.hsa13_space import HS13, describe13, header_dict13, union13
-from netsleuth.invariants.hsa_report import components, host_location
-from netsleuth.invariants.hsa_space import Term, make_term
+from netsleuth.invariants import hsa_report as R
+from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.hsa13_engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
+from netsleuth.invariants.hsa13_space import HS13, describe13, union13
+from netsleuth.invariants.hsa_space import Term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits13 import FULL13, SHIFT13, wc13
-from netsleuth.model.topology import HostSpec
 
 _DST_SH = SHIFT13["eth_dst"]
 _DST_FULL = FULL13["eth_dst"] << _DST_SH
@@ -45,30 +46,6 @@ def _analysis(view: NetworkView, a: object) -> Analysis13:
     return analyze13(view)
 
 
-def _ingress_text(a: Analysis13, ing: Port) -> str:
-    host = a.ingress_host.get(ing)
-    return f"{ing[0]}:{ing[1]}" + (f" (from {host})" if host else "")
-
-
-def _dst_hosts(hs: HS13, macs: dict[int, str]) -> list[str]:
-    vals = set()
-    for v, m, _ds in hs.terms:
-        if m & _DST_FULL != _DST_FULL:
-            return []
-        vals.add((v >> _DST_SH) & _MAC)
-    return sorted({macs[x] for x in vals if x in macs})
-
-
-def _hosts_of(a: Analysis13, ing: Port, hs: HS13, macs: dict[int, str]) -> tuple[str, ...]:
-    src = a.ingress_host.get(ing)
-    return tuple(dict.fromkeys(([src] if src else []) + _dst_hosts(hs, macs)))
-
-
-def _witness(hs: HS13) -> dict[str, object] | None:
-    w = hs.witness()
-    return None if w is None else header_dict13(w)
-
-
 def _rules_text(e: HsaEvent13) -> str:
     return "; ".join(e.rule_texts()) or "none"
 
@@ -76,13 +53,12 @@ def _rules_text(e: HsaEvent13) -> str:
 # --------------------------------------------------------------------------- loops
 def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    macs = {h.mac: h.name for h in view.topology.hosts}
+    macs = R.mac_hosts(view)
     out = []
     for ing in a.ingresses:
         found: dict[tuple[str, ...], tuple[HsaEvent13, list[HS13]]] = {}
         for e in a.reaches[ing].loops:
-            start = e.path.index(e.path[-1])
-            cycle = tuple(dict.fromkeys(s for s, _p in e.path[start:]))
+            cycle = R.cycle_of(e.path)
             if cycle in found:
                 found[cycle][1].append(e.hs)
             else:
@@ -95,46 +71,28 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
             text = describe13(hs)
             sel = " (through one choice of a SELECT group)" if e.choices else ""
             out.append(Finding(
-                "loops", f"headers {text} entering {_ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
+                "loops", f"headers {text} entering {R.ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
                          f"(rules {_rules_text(e)})",
-                hosts=_hosts_of(a, ing, hs, macs), switches=cycle,
+                hosts=R.hosts_of(a, ing, hs, macs), switches=cycle,
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "rules": list(e.rule_texts()), "witness": _witness(hs)}))
+                         "rules": list(e.rule_texts()), "witness": R.witness_dict(hs)}))
     return out
 
 
 # --------------------------------------------------------------------------- blackholes
-def _minus_dst(hs: HS13, macs: set[int]) -> HS13:
-    if not macs:
-        return hs
-    terms = []
-    for t in hs.terms:
-        if t[1] & _DST_FULL == _DST_FULL:
-            if (t[0] >> _DST_SH) & _MAC not in macs:
-                terms.append(t)
-            continue
-        cur = HS13((t,))
-        for mac in sorted(macs):
-            cur = cur.minus_wc(wc13(eth_dst=mac))
-        terms.extend(cur.terms)
-    return HS13(terms)
-
-
 def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    macs = {h.mac: h.name for h in view.topology.hosts}
-    comp = components(view)
+    macs = R.mac_hosts(view)
+    comp = R.components(view)
     out = []
     for ing in a.ingresses:
         drops = a.reaches[ing].drops
         if not drops:
             continue
-        here = comp.get(ing[0])
-        src = a.ingress_host.get(ing)
-        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+        cut_off = R.need_not_reach(a, ing, comp, macs)
         by_where: dict[str, tuple[list[str], list[HS13], list[HsaEvent13]]] = {}
         for e in drops:
-            hs = _minus_dst(e.hs, cut_off).prune()
+            hs = e.hs.minus_values("eth_dst", cut_off).prune()
             if not hs.terms:
                 continue
             whys, spaces, evs = by_where.setdefault(e.where, ([], [], []))
@@ -149,11 +107,12 @@ def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
             hops = [f"{s}:{p}" for s, p in e.path]
             out.append(Finding(
                 "blackholes",
-                f"headers {text} entering {_ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
+                f"headers {text} entering {R.ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
                 f"(path {' -> '.join(hops)}; rules {_rules_text(e)})",
-                hosts=_hosts_of(a, ing, hs, macs), switches=(sw,),
+                hosts=R.hosts_of(a, ing, hs, macs), switches=(sw,),
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
-                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms), "witness": _witness(hs)}))
+                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms),
+                         "witness": R.witness_dict(hs)}))
     return out
 
 
@@ -204,37 +163,15 @@ def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS
     return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
 
 
-def _clip(hs: HS13, to: HS13) -> HS13:
-    """``hs`` cut down to the bases of ``to``'s terms: the same set as far as ``to`` is
-    concerned, with the differences that do not meet ``to`` gone (cheaper to subtract)."""
-    out = []
-    for v, m, ds in hs.terms:
-        for pv, pm, _pds in to.terms:
-            if (v ^ pv) & m & pm:
-                continue
-            t = make_term(v | pv, m | pm, ds)
-            if t is not None:
-                out.append(t)
-    return HS13(out)
-
-
 def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
     a = _analysis(view, analysis)
-    comp = components(view)
-    members: dict[int, list[HostSpec]] = defaultdict(list)
-    for h in view.topology.hosts:
-        members[comp.get(h.name, -1)].append(h)
-    ok_cache: dict[str, bool] = {}
-
-    def ok(sw: str) -> bool:
-        v = ok_cache.get(sw)
-        if v is None:
-            v = ok_cache[sw] = controller_ok(view, sw)
-        return v
+    comp = R.components(view)
+    members = R.hosts_by_component(view, comp)
+    ok = R.controller_checker(view)
 
     out: list[Finding] = []
     for src in view.topology.hosts:
-        loc = host_location(view, src.name)
+        loc = R.host_location(view, src.name)
         r = a.reaches.get(loc)
         if r is None or view.peer(*loc) is None:
             continue
@@ -249,13 +186,15 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
             continue
         mine: list[Finding] = []
         r.memo[key] = mine
-        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs])
+        # Punted to a live controller, or dropped on purpose by a rule: the controller's choice.
+        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
+                       + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
         for dst in peers:
             if dst is src:
                 continue
             P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
             good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-            bad = (P - _clip(good, P)).prune()
+            bad = (P - good.clip_to(P)).prune()
             if not bad.terms:
                 continue
             w = bad.witness()
@@ -265,7 +204,7 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
             mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                                 hosts=(src.name, dst.name), switches=where,
                                 details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                         "path": path, "witness": _witness(bad)}))
+                                         "path": path, "witness": R.witness_dict(bad)}))
         out.extend(mine)
     return out
 
@@ -280,8 +219,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 
     for e in r.loops:
         if has(e):
-            start = e.path.index(e.path[-1])
-            return ("they loop", tuple(dict.fromkeys(s for s, _ in e.path[start:])),
+            return ("they loop", R.cycle_of(e.path),
                     [f"{s}:{p}" for s, p in e.path])
     for e in r.drops:
         if has(e):

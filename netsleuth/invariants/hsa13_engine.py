@@ -25,19 +25,33 @@ Semantics follow ``Pipeline13.process`` hop by hop (the property test in
 ``tests/test_headerspace13.py`` checks them frame by frame):
 
 * tables from 0; a table with no matching entry drops the packet and
-  discards its action set; apply-actions act at once, write/clear build
-  the action set, write-metadata, goto-table; the action set runs in the
-  spec's order when no goto is left;
-* groups: ALL runs every bucket on its own copy; INDIRECT its bucket;
-  FAST_FAILOVER the first live bucket (the pipeline's port states and group
-  liveness); SELECT *any* live bucket of positive weight -- the hash is not
-  known in advance, so each bucket is a possible path, and a result that
-  needs every choice (reachability) takes all of them into account;
-* outputs as in the pipeline (a plain output to the in port sends nothing,
-  FLOOD/ALL over the pipeline's ports); CONTROLLER: handled by the
-  controller; LOCAL/NORMAL: dropped (nothing in the model handles them);
+  discards its action set; apply-actions act at once, then the entry's
+  clear/write and write-metadata (``Instructions.next_action_set`` and
+  ``next_metadata``, what the pipeline runs), goto-table; the action set
+  runs in the spec's order (``ActionSet.ordered``) when no goto is left;
+* groups: the buckets ``GroupTable.candidates`` names (ALL every bucket on
+  its own copy, INDIRECT its bucket, FAST_FAILOVER the first live one);
+  SELECT *any* of its candidates -- the hash is not known in advance, so
+  each bucket is a possible path, and a result that needs every choice
+  (reachability) takes all of them into account;
+* outputs go where ``Pipeline13.output_ports`` sends them (a plain output
+  to the in port sends nothing, FLOOD/ALL over the pipeline's ports);
+  CONTROLLER: handled by the controller; LOCAL/NORMAL: dropped (nothing in
+  the model handles them);
 * between switches: live links (the view), loops when a (switch, in_port)
   repeats, drops at down switches and ports without a live link.
+
+Two kinds of "sent nowhere" are told apart, as on 1.0.  A blackhole
+(``Reach13.drops``): forwarding meant to send the packet somewhere and it
+went nowhere -- an output to a port the switch does not have or to its own
+in port, a group with no live bucket or whose buckets send nothing, and
+the network-level drops above.  A drop on purpose (``Reach13.filtered``):
+no output or group action ran at all -- an entry whose instructions are
+empty or clear the action set (an ACL deny, a filter of some ethertype),
+or a table miss with no table-miss entry.  The latter is what the spec
+(5.4) makes a table do since 1.3 unless the controller installs a
+table-miss entry, and what Open vSwitch does: the controller chose it, as
+it chooses a drop rule (1.0 sent misses to the controller instead).
 
 Not modelled (typed error :class:`Unsupported13`): TTL actions (their
 effect depends on the TTL's value), PBB push/pop, set_field of IPv6 ND
@@ -57,11 +71,11 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants.hsa13_space import HS13, term_empty, union13
+from netsleuth.invariants.hsa13_space import HS13, union13
 from netsleuth.invariants.hsa_ingress import ingress_points
-from netsleuth.invariants.hsa_space import Term, make_term
+from netsleuth.invariants.hsa_space import Term, make_term, term_empty
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.headerbits13 import FULL13, SHIFT13, TAG_SHAPES
+from netsleuth.model.headerbits13 import FULL13, SHIFT13, TAG_SHAPES, WIDTH13
 from netsleuth.model.of13.actions import (
     Action,
     CopyTtlIn,
@@ -372,6 +386,20 @@ class Branch13:
     rules: tuple[tuple[int, FlowEntry13], ...] = ()
     choices: tuple[tuple[int, int], ...] = ()
     end: str = ""
+    lost: str = ""   # why the last output or group it ran sent nothing ("" : none did)
+
+
+def _sent_nothing(bs: list[Branch13], before: int, why: str) -> list[Branch13]:
+    """Mark the branches a group action added no copy to: forwarding aimed at the group."""
+    for b in bs:
+        if len(b.emits) == before and not b.lost:
+            b.lost = why
+    return bs
+
+
+def _port_name(port: int) -> str:
+    names = {ofp.OFPP_FLOOD: "FLOOD", ofp.OFPP_ALL: "ALL", ofp.OFPP_IN_PORT: "IN_PORT", ofp.OFPP_TABLE: "TABLE"}
+    return names.get(port, f"port {port:#x}")
 
 
 class _TableView:
@@ -443,13 +471,13 @@ class _TableView:
                         nt = None if extra is None else (v, m, ds + extra[2])
                 else:
                     nt = make_term(v | ev, m | em, ds + sh)
-                if nt is None or term_empty(nt):
+                if nt is None or term_empty(nt, WIDTH13):
                     continue
                 pieces.setdefault(i, []).append(nt)
             if covered:
                 continue  # some candidate takes every header of the term
             miss = make_term(v, m, ds + tuple(self.ws[i] for i in cands))
-            if miss is not None and not term_empty(miss):
+            if miss is not None and not term_empty(miss, WIDTH13):
                 pieces.setdefault(None, []).append(miss)
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 
@@ -551,9 +579,9 @@ class _Switch13:
         st = br.st
         tv = self.comp.view(table_id, st.sym, in_port, st.metadata, st.tunnel_id)
         for i, piece in tv.classify(st.orig):
-            b = Branch13(st.with_orig(piece), br.emits, br.rules, br.choices)
+            b = Branch13(st.with_orig(piece), br.emits, br.rules, br.choices, lost=br.lost)
             if i is None:
-                b.end = f"table {table_id}: no rule matches and there is no table-miss entry (dropped)"
+                b.end = f"table {table_id}: no rule matches and there is no table-miss entry (drop)"
                 out.append(b)
                 continue
             entry = tv.entries[i]
@@ -562,21 +590,16 @@ class _Switch13:
             bs = [b]
             if inst.apply:
                 bs = self._execute(list(inst.apply), bs, in_port, 0)
-            a2 = aset
-            if inst.clear:
-                a2 = a2.clear()
-            if inst.write:
-                a2 = a2.write(inst.write)
+            a2 = inst.next_action_set(aset)
             for b2 in bs:
                 if inst.metadata is not None:
-                    value, mask = inst.metadata
                     s2 = b2.st
-                    b2.st = St(s2.orig, s2.sym, (s2.metadata & ~mask) | (value & mask), s2.tunnel_id)
+                    b2.st = St(s2.orig, s2.sym, inst.next_metadata(s2.metadata), s2.tunnel_id)
                 if inst.goto is not None:
                     self._tables(b2, in_port, inst.goto, a2, out)
                     continue
                 for b3 in self._execute(a2.ordered(), [b2], in_port, 0):
-                    b3.end = f"table {table_id}: rule sends nothing"
+                    b3.end = f"table {table_id}: rule has no output (drop)"
                     out.append(b3)
 
     def _execute(self, actions: list[Action], bs: list[Branch13], in_port: int, depth: int) -> list[Branch13]:
@@ -615,68 +638,54 @@ class _Switch13:
             sts = _pop_mpls(b.st, a.ethertype)
         else:
             return [b]
-        return [Branch13(s, b.emits, b.rules, b.choices) for s in sts]
+        return [Branch13(s, b.emits, b.rules, b.choices, lost=b.lost) for s in sts]
 
     def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
-        ports = self.pipe.ports
         sym = b.st.sym
-        sent: tuple[int, ...]
-        if port == ofp.OFPP_CONTROLLER or port in (ofp.OFPP_LOCAL, ofp.OFPP_NORMAL):
-            sent = (port,)
-        elif port == ofp.OFPP_IN_PORT:
-            sent = (in_port,)
-        elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
-            sent = tuple(p for p in sorted(ports)
-                         if p != in_port and not (port == ofp.OFPP_FLOOD and ports[p].no_flood))
-        elif port != in_port and port in ports:
-            sent = (port,)
-        else:
-            sent = ()
+        sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
         if not sent:
-            return b
-        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices)
-
-    def _port_live(self, port: int) -> bool:
-        s = self.pipe.ports.get(port)
-        return s is not None and s.live
+            why = (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
+                   if port == in_port else f"outputs to port {port}, which the switch does not have"
+                   if port <= ofp.OFPP_MAX else f"outputs to {_port_name(port)}, which reaches no port")
+            return Branch13(b.st, b.emits, b.rules, b.choices, lost=why)
+        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices, lost=b.lost)
 
     def _group(self, group_id: int, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         groups = self.pipe.groups
         g = groups.groups.get(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
-            return [b]
-        live = self._port_live
+            why = f"group {group_id} does not exist" if g is None else f"group {group_id} nests too deep"
+            return [Branch13(b.st, b.emits, b.rules, b.choices, lost=why)]
+        idx = groups.candidates(g, self.pipe.port_live)
         if g.type == ofp.OFPGT_SELECT:
-            chosen = [i for i, bk in enumerate(g.buckets) if bk.weight > 0 and groups.bucket_live(bk, live)]
+            chosen = idx
             if not chosen:
-                return [b]
+                return [Branch13(b.st, b.emits, b.rules, b.choices, lost=f"group {group_id} has no live bucket")]
             node = next(self.node_ids)
             self.alts[node] = len(chosen)
             out = []
             for n, i in enumerate(chosen):
-                alt = Branch13(b.st, b.emits, b.rules, b.choices + ((node, n),))
+                alt = Branch13(b.st, b.emits, b.rules, b.choices + ((node, n),), lost=b.lost)
                 out.extend(self._bucket(g.buckets[i].actions, alt, in_port, depth))
-            return out
-        if g.type == ofp.OFPGT_ALL:
-            idx = list(range(len(g.buckets)))
-        elif g.type == ofp.OFPGT_INDIRECT:
-            idx = [0] if g.buckets else []
-        else:  # FAST_FAILOVER
-            idx = next(([i] for i, bk in enumerate(g.buckets) if groups.bucket_live(bk, live)), [])
+            return _sent_nothing(out, len(b.emits), f"group {group_id}'s bucket sends nothing")
+        if not idx:
+            why = f"group {group_id} has no live bucket" if g.buckets else f"group {group_id} has no buckets"
+            return [Branch13(b.st, b.emits, b.rules, b.choices, lost=why)]
         bs = [b]
         for i in idx:
             nxt: list[Branch13] = []
             for cur in bs:
                 nxt.extend(self._bucket(g.buckets[i].actions, cur, in_port, depth))
             bs = nxt
-        return bs
+        return _sent_nothing(bs, len(b.emits), f"group {group_id}'s buckets send nothing")
 
     def _bucket(self, actions: tuple[Action, ...], b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         """Run a bucket on a copy: the copy's rewrites stay in the bucket, its outputs and any
         split of the headers come back to the caller's branch."""
         done = self._execute(ActionSet.of(actions).ordered(), [b], in_port, depth + 1)
         st = b.st
-        return [Branch13(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices) for d in done]
+        return [Branch13(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices, lost=d.lost)
+                for d in done]
 
 
 # --------------------------------------------------------------------------- network
@@ -704,6 +713,7 @@ class Reach13:
     punted: dict[str, list[HsaEvent13]] = field(default_factory=dict)
     drops: list[HsaEvent13] = field(default_factory=list)
     loops: list[HsaEvent13] = field(default_factory=list)
+    filtered: dict[str, list[HsaEvent13]] = field(default_factory=dict)  # switch -> dropped on purpose
     alts: dict[int, int] = field(default_factory=dict)   # SELECT node -> number of alternatives
     truncated: bool = False
     hops: int = 0
@@ -767,11 +777,12 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
             ch = choices + br.choices
             o = br.st.orig
             if not br.emits:
-                if br.end.endswith("rule sends nothing"):
-                    why = f"{rule_text(s, *br.rules[-1])} sends nothing (drop)"
-                else:
-                    why = f"{s} {br.end}"
-                reach.drops.append(HsaEvent13(o, s, path, r2, ch, why))
+                rule = rule_text(s, *br.rules[-1]) if br.rules else s
+                if br.lost:  # forwarding meant to send them somewhere: a blackhole
+                    reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"{rule} {br.lost}"))
+                else:       # no output at all: the controller's choice (see Reach13.filtered)
+                    why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
+                    reach.filtered.setdefault(s, []).append(HsaEvent13(o, s, path, r2, ch, why))
                 continue
             for em in br.emits:
                 q = em.port

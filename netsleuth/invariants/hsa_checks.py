@@ -14,18 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from netsleuth.invariants.forwarding import Finding, controller_ok
+from netsleuth.invariants import hsa_report as R
+from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.hsa_compile import interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
-from netsleuth.invariants.hsa_report import (
-    components,
-    header_dict,
-    host_location,
-    hosts_of,
-    ingress_text,
-    mac_hosts,
-    witness_dict,
-)
+from netsleuth.invariants.hsa_report import components, controller_checker, host_location, hosts_by_component
 from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
 from netsleuth.invariants.view import NetworkView
 
@@ -51,13 +44,12 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import loops13
         return loops13(view, a)
-    macs = mac_hosts(view)
+    macs = R.mac_hosts(view)
     out = []
     for ing in a.ingresses:
         found: dict[tuple[str, ...], tuple[tuple[Port, ...], list[HeaderSpace]]] = {}
         for path, hs in a.loops(ing):
-            start = path.index(path[-1])
-            cycle = tuple(dict.fromkeys(s for s, _p in path[start:]))
+            cycle = R.cycle_of(path)
             if cycle in found:
                 found[cycle][1].append(hs)
             else:
@@ -69,24 +61,27 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
             hops = [f"{s}:{p}" for s, p in path]
             text = describe_headerspace(hs)
             out.append(Finding(
-                "loops", f"headers {text} entering {ingress_text(a, ing)} loop: {' -> '.join(hops)}",
-                hosts=hosts_of(a, ing, hs, macs), switches=cycle,
+                "loops", f"headers {text} entering {R.ingress_text(a, ing)} loop: {' -> '.join(hops)}",
+                hosts=R.hosts_of(a, ing, hs, macs), switches=cycle,
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "witness": witness_dict(hs)}))
+                         "witness": R.witness_dict(hs)}))
     return out
 
 
 # --------------------------------------------------------------------------- blackholes
 def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
-    """Header spaces dropped inside the network: by a rule that sends nothing, an output to a
-    port without a live link, or a switch that is down; one finding per ingress and drop
-    point.  Headers for a host physically cut off from the ingress, or for the very host
-    that sends them, do not count (the network could not or need not deliver them)."""
+    """Header spaces that forwarding meant to deliver and that go nowhere: a rule whose outputs
+    all send nothing (to a port the switch does not have or that is down, to its own in
+    port), an output to a port without a live link, or a switch that is down; one finding per
+    ingress and drop point.  A rule with no output action at all is the controller choosing
+    to drop (an ACL deny, a filter): no blackhole.  Headers for a host physically cut off
+    from the ingress, or for the very host that sends them, do not count (the network could
+    not or need not deliver them)."""
     a = _analysis(view, analysis)
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import blackholes13
         return blackholes13(view, a)
-    macs = mac_hosts(view)
+    macs = R.mac_hosts(view)
     comp: dict[str, int] | None = None
     out = []
     for ing in a.ingresses:
@@ -95,12 +90,10 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
             continue
         if comp is None:
             comp = components(view)
-        here = comp.get(ing[0])
-        src = a.ingress_host.get(ing)
-        cut_off = {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+        cut_off = R.need_not_reach(a, ing, comp, macs)
         by_where: dict[str, tuple[list[str], list[HeaderSpace]]] = {}
         for sw, why, hs in drops:
-            hs = _minus_dl_dst(hs, cut_off)
+            hs = hs.minus_values("dl_dst", cut_off)
             if not hs.terms or hs.is_empty():
                 continue
             whys, spaces = by_where.setdefault(sw, ([], []))
@@ -115,11 +108,11 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
             via = f" (path {' -> '.join(path)})" if path else ""
             out.append(Finding(
                 "blackholes",
-                f"headers {text} entering {ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
-                hosts=hosts_of(a, ing, hs, macs), switches=(sw,),
+                f"headers {text} entering {R.ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
+                hosts=R.hosts_of(a, ing, hs, macs), switches=(sw,),
                 details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
                          "path": path, "terms": len(hs.terms),
-                         "witness": None if w is None else header_dict(w)}))
+                         "witness": None if w is None else R.header_dict(w)}))
     return out
 
 
@@ -137,23 +130,6 @@ def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
 _DL_DST_FULL = field_wildcard(dl_dst=0)[1]
 
 
-def _minus_dl_dst(hs: HeaderSpace, macs: set[int]) -> HeaderSpace:
-    """``hs`` without the headers whose dl_dst is in ``macs``."""
-    if not macs:
-        return hs
-    terms = []
-    for t in hs.terms:
-        if t[1] & _DL_DST_FULL == _DL_DST_FULL:
-            if (t[0] >> _DL_DST_SHIFT) & _MAC not in macs:
-                terms.append(t)
-            continue
-        cur = HeaderSpace((t,))
-        for mac in sorted(macs):
-            cur = cur.minus_wc(field_wildcard(dl_dst=mac))
-        terms.extend(cur.terms)
-    return HeaderSpace(terms)
-
-
 # --------------------------------------------------------------------------- reachability
 _PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
 
@@ -169,23 +145,17 @@ def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: in
 
 def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
     """For every ordered pair of physically connected hosts, all of the pair's traffic
-    (:func:`pair_space`) from the source's port reaches the destination or is punted to a
-    live, connected controller; a finding names the header space that does not."""
+    (:func:`pair_space`) from the source's port reaches the destination, is punted to a
+    live, connected controller or is dropped on purpose by a rule with no output (the
+    controller's choice, as a policy check would judge it); a finding names the header
+    space that does not."""
     a = _analysis(view, analysis)
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import reachability13
         return reachability13(view, a)
     comp = components(view)
-    members: dict[int, list] = defaultdict(list)
-    for h in view.topology.hosts:
-        members[comp.get(h.name, -1)].append(h)
-    ok_cache: dict[str, bool] = {}
-
-    def ok(sw: str) -> bool:
-        v = ok_cache.get(sw)
-        if v is None:
-            v = ok_cache[sw] = controller_ok(view, sw)
-        return v
+    members = hosts_by_component(view, comp)
+    ok = controller_checker(view)
 
     judge = _PairJudge(a, ok, comp)
     out: list[Finding] = []
@@ -331,6 +301,8 @@ class _PairJudge:
         for sw, xs in b.punted.items():
             if self.ok(sw):
                 self._punt_ok.update(xs)
+        for xs in b.filtered.values():  # a drop rule's: dropped on purpose, the controller's choice
+            self._punt_ok.update(xs)
 
     def bulk_ok(self, ing: Port) -> bool:
         """Whether this ingress's pairs can be judged in bulk: one class per pair (pattern
@@ -443,6 +415,7 @@ class _ReachIndex:
         self.r = r
         self.delivered = {h: self._index(lst) for h, lst in r.delivered.items()}
         self.punted = {s: self._index(lst) for s, lst in r.punted.items()}
+        self.filtered = [self._index(lst) for _s, lst in sorted(r.filtered.items())]
 
     @staticmethod
     def _index(spaces: list[HeaderSpace]) -> tuple[dict[int, list], list]:
@@ -472,6 +445,8 @@ def _judge_pair(a: Analysis, idx: _ReachIndex, ing: Port, src, dst, ok) -> Findi
     bases = [(v, m) for v, m, _ in P.terms]
     dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
     good = HeaderSpace()
+    for index in idx.filtered:  # dropped on purpose by a rule: the controller's choice
+        good = good | idx.terms(index, dst.mac, bases)
     bad_p = HeaderSpace()
     for sw, index in idx.punted.items():
         hs = idx.terms(index, dst.mac, bases)
@@ -493,8 +468,7 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     if r.loops:
         path = r.loops[0][0]
-        start = path.index(path[-1])
-        return ("they loop", tuple(dict.fromkeys(s for s, _ in path[start:])),
+        return ("they loop", R.cycle_of(path),
                 [f"{s}:{p}" for s, p in path])
     bad = [sw for sw in r.punted if not ok(sw)]
     if bad:
@@ -516,7 +490,7 @@ def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[st
                    hosts=(src.name, dst.name), switches=where,
                    details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs),
                             "path": path or [],
-                            "witness": witness_dict(hs)})
+                            "witness": R.witness_dict(hs)})
 
 
 def _pair_text(hs: HeaderSpace, src, dst) -> str:

@@ -36,6 +36,7 @@ import operator
 import weakref
 from typing import Any
 
+from netsleuth.invariants.forwarding import is_drop_rule
 from netsleuth.invariants.hsa_space import (
     HeaderSpace,
     Rewrite,
@@ -60,8 +61,9 @@ OFPP_MAX = ofp.OFPP_MAX
 PORT, CTRL, SPECIAL = 0, 1, 2
 # Fast codes (values of PortIndex.fast): >= 0 a plain output port, else:
 F_PUNT = -1      # only CONTROLLER emissions
-F_NOTHING = -2   # no emission at all (a drop rule, or outputs that go nowhere)
+F_NOTHING = -2   # outputs that all go nowhere (a blackhole)
 F_COMPLEX = -3   # several emissions, rewrites before an output, or a special port
+F_DROP = -5      # no output action at all: a drop rule, the controller's choice (not a blackhole)
 
 Emission = tuple[int, int, tuple[Rewrite, ...]]  # (kind, port, rewrites applied before it)
 
@@ -410,19 +412,19 @@ class CompiledSwitch:
         return ems
 
     def fast_code(self, i: int, p: int) -> int:
-        return _code(self.emissions(i, p))
+        return _code(self.emissions(i, p), self.actions[i])
 
     def code_for(self, acts: tuple, p: int) -> int:
         """:meth:`fast_code` of an action list."""
-        return _code(self.emissions_for(acts, p))
+        return _code(self.emissions_for(acts, p), acts)
 
     def entry(self, i: int):
         return self.entries[i]
 
 
-def _code(ems: tuple[Emission, ...]) -> int:
+def _code(ems: tuple[Emission, ...], acts: tuple) -> int:
     if not ems:
-        return F_NOTHING
+        return F_DROP if is_drop_rule(acts) else F_NOTHING
     if len(ems) == 1:
         kind, port, rws = ems[0]
         if kind == PORT and not rws:

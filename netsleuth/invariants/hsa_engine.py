@@ -19,9 +19,10 @@ against it:
 * the entry's actions, as :func:`netsleuth.model.switch.forward` applies
   them (FLOOD/ALL never to the in port, plain output to the in port sends
   nothing, unusable ports send nothing, set-field actions rewrite the copies
-  that follow them): CONTROLLER punts; an entry that emits nothing drops; an
-  output to a port without a live link drops; to a host delivers; to a
-  switch continues.
+  that follow them): CONTROLLER punts; an entry with no output action at all
+  is a drop rule, the controller's choice (``filtered``, not a blackhole);
+  an entry whose outputs all send nothing drops; an output to a port without
+  a live link drops; to a host delivers; to a switch continues.
 
 Injection points are the host-facing ports with a live link (``ingress=
 "all"`` adds every switch port with a live link).  The work is split in two
@@ -53,8 +54,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from netsleuth.invariants.forwarding import why_sends_nothing
-from netsleuth.invariants.hsa_compile import CTRL, F_NOTHING, F_PUNT, SPECIAL, CompiledSwitch, compiled, interner
+from netsleuth.invariants.forwarding import is_drop_rule, why_sends_nothing
+from netsleuth.invariants.hsa_compile import (
+    CTRL,
+    F_DROP,
+    F_NOTHING,
+    F_PUNT,
+    SPECIAL,
+    CompiledSwitch,
+    compiled,
+    interner,
+)
 from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
@@ -75,6 +85,7 @@ class Reach:
     drops: list[tuple[str, str, HeaderSpace]] = field(default_factory=list)     # (switch, why, hs)
     loops: list[tuple[tuple[Port, ...], HeaderSpace]] = field(default_factory=list)  # (path, hs)
     drop_paths: list[tuple[Port, ...]] = field(default_factory=list)  # the path to each of drops
+    filtered: dict[str, list[HeaderSpace]] = field(default_factory=dict)  # switch -> dropped by a drop rule
     truncated: bool = False
     branches: int = 0
 
@@ -95,6 +106,8 @@ class Reach:
             self.delivered.setdefault(h, []).extend(lst)
         for s, lst in other.punted.items():
             self.punted.setdefault(s, []).extend(lst)
+        for s, lst in other.filtered.items():
+            self.filtered.setdefault(s, []).extend(lst)
         self.drops.extend(other.drops)
         self.drop_paths.extend(other.drop_paths)
         self.drop_paths.extend([()] * (len(self.drops) - len(self.drop_paths)))
@@ -105,10 +118,7 @@ class Reach:
 
 def union_of(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
     """One header space holding every term of ``spaces`` (no simplification)."""
-    terms = []  # type: ignore[var-annotated]  # the terms of HeaderSpaces
-    for hs in spaces:
-        terms.extend(hs.terms)
-    return HeaderSpace(terms)
+    return HeaderSpace.union(spaces)
 
 
 class _Net:
@@ -202,7 +212,11 @@ def _explore(net: _Net, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget:
                 continue
             ems = cs.emissions(i, p)
             if not ems:
-                reach.drops.append((s, why_sends_nothing(cs.entry(i), p), opiece))
+                entry = cs.entry(i)
+                if is_drop_rule(entry.actions):
+                    reach.filtered.setdefault(s, []).append(opiece)
+                    continue
+                reach.drops.append((s, why_sends_nothing(entry, p), opiece))
                 reach.drop_paths.append(path)
                 continue
             for kind, q, rws in ems:
@@ -242,6 +256,7 @@ class _Batch:
     masks: list[int] = field(default_factory=list)      # per ingress number: its pattern T
     delivered: dict[str, list[int]] = field(default_factory=dict)   # host -> classes
     punted: dict[str, list[int]] = field(default_factory=dict)      # switch -> classes
+    filtered: dict[str, list[int]] = field(default_factory=dict)    # switch -> classes a drop rule drops
     drops: dict[tuple[str, int, int], list[int]] = field(default_factory=dict)  # (switch, in_port, code)
     general: list[int] = field(default_factory=list)    # classes handed to the general engine
     ids_at: dict[int, dict[int, int]] = field(default_factory=dict)  # ingress number -> its port's ids
@@ -367,8 +382,9 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
                         punted[s] = list(lst)
                     else:
                         cur.extend(lst)
-                elif code == F_NOTHING:
-                    drops.setdefault((s, p, F_NOTHING), []).extend(lst)
+                elif code == F_NOTHING or code == F_DROP:  # outputs that go nowhere / a drop rule's
+                    lost = drops.setdefault((s, p, code), []) if code == F_NOTHING else out.filtered.setdefault(s, [])
+                    lost.extend(lst)
                 else:
                     general.extend(lst)
         frontier = nxt
@@ -430,6 +446,8 @@ class Analysis:
             r.delivered.setdefault(host, []).append(self._hs(xs))
         for sw, xs in self._tagged("punted").get(tag, {}).items():
             r.punted.setdefault(sw, []).append(self._hs(xs))
+        for sw, xs in self._tagged("filtered").get(tag, {}).items():
+            r.filtered.setdefault(sw, []).append(self._hs(xs))
         for (sw, p, code), xs in self._tagged("drops").get(tag, {}).items():
             for why, group in self._drop_reasons(sw, p, code, xs):
                 r.drops.append((sw, why, self._hs(group)))

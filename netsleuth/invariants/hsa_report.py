@@ -1,21 +1,33 @@
 """Header spaces as people read them in findings: hosts, ingress points, one witness header.
 
-The header-space checks (:mod:`netsleuth.invariants.hsa_checks`) report
-which hosts a violation concerns, where its headers entered, and one
-concrete header from the set, so that a finding can be followed with the
-concrete-packet tools; these helpers compute those parts.
+The header-space checks (:mod:`netsleuth.invariants.hsa_checks`, and
+:mod:`netsleuth.invariants.hsa13_checks` over 1.3 pipelines) report which
+hosts a violation concerns, where its headers entered, and one concrete
+header from the set, so that a finding can be followed with the
+concrete-packet tools; these helpers compute those parts for either
+layout (a :class:`~netsleuth.invariants.hsa_space.HeaderSet` knows its
+fields) and either analysis (both have ``ingress_host``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 import networkx as nx
 
-from netsleuth.invariants.hsa_engine import Analysis, Port
-from netsleuth.invariants.hsa_space import HeaderSpace, unpack
+from netsleuth.invariants.forwarding import controller_ok
+from netsleuth.invariants.hsa_ingress import Port
+from netsleuth.invariants.hsa_space import HeaderSet, HeaderSpace
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.addr import int_to_ip, int_to_mac
+from netsleuth.model.topology import HostSpec
+
+
+class HasIngresses(Protocol):
+    """An analysis (1.0 or 1.3): the host behind each ingress port."""
+
+    ingress_host: dict[Port, str]
 
 
 def mac_hosts(view: NetworkView) -> dict[int, str]:
@@ -23,32 +35,28 @@ def mac_hosts(view: NetworkView) -> dict[int, str]:
     return {h.mac: h.name for h in view.topology.hosts}
 
 
-def ingress_text(a: Analysis, ing: Port) -> str:
+def ingress_text(a: HasIngresses, ing: Port) -> str:
     """``s1:1 (from h1)``: an ingress port and the host behind it."""
     host = a.ingress_host.get(ing)
     return f"{ing[0]}:{ing[1]}" + (f" (from {host})" if host else "")
 
 
-def dst_hosts(hs: HeaderSpace, macs: Mapping[int, str]) -> list[str]:
-    """The hosts whose MAC ``hs`` fixes as dl_dst."""
-    vals = hs.fixed_field("dl_dst")
+def dst_hosts(hs: HeaderSet, macs: Mapping[int, str]) -> list[str]:
+    """The hosts whose MAC ``hs`` fixes as destination."""
+    vals = hs.fixed_field(hs.DST)
     if not vals:
         return []
     return sorted({macs[v] for v in vals if v in macs})
 
 
 def header_dict(header: int) -> dict:
-    """A packed header as readable fields."""
-    f = unpack(header)
-    return {"dl_src": int_to_mac(f[1]), "dl_dst": int_to_mac(f[2]), "dl_vlan": f[3], "dl_vlan_pcp": f[4],
-            "dl_type": f[5], "nw_tos": f[6], "nw_proto": f[7], "nw_src": int_to_ip(f[8]),
-            "nw_dst": int_to_ip(f[9]), "tp_src": f[10], "tp_dst": f[11]}
+    """A packed OpenFlow 1.0 header as readable fields."""
+    return HeaderSpace().header_fields(header)
 
 
-def witness_dict(hs: HeaderSpace) -> dict | None:
+def witness_dict(hs: HeaderSet) -> dict | None:
     """One header of ``hs`` as readable fields (None when ``hs`` is empty)."""
-    w = hs.witness()
-    return None if w is None else header_dict(w)
+    return hs.witness_fields()
 
 
 def components(view: NetworkView) -> dict[str, int]:
@@ -66,7 +74,43 @@ def host_location(view: NetworkView, host: str) -> Port:
     return loc(host) if loc is not None else view.topology.host_location(host)
 
 
-def hosts_of(a: Analysis, ing: Port, hs: HeaderSpace, macs: Mapping[int, str]) -> tuple[str, ...]:
+def cycle_of(path: Sequence[Port]) -> tuple[str, ...]:
+    """The switches of the cycle a looping path closes (its last hop repeats an earlier one)."""
+    start = path.index(path[-1])
+    return tuple(dict.fromkeys(s for s, _p in path[start:]))
+
+
+def need_not_reach(a: HasIngresses, ing: Port, comp: Mapping[str, int], macs: Mapping[int, str]) -> set[int]:
+    """The MACs of hosts that headers entering at ``ing`` need not reach: those physically cut
+    off from the ingress (the network could not deliver to them) and the sender itself."""
+    here = comp.get(ing[0])
+    src = a.ingress_host.get(ing)
+    return {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
+
+
+def hosts_by_component(view: NetworkView, comp: Mapping[str, int]) -> dict[int, list[HostSpec]]:
+    """The hosts of each connected component (-1: hosts on no live link), in topology order."""
+    members: dict[int, list[HostSpec]] = defaultdict(list)
+    for h in view.topology.hosts:
+        members[comp.get(h.name, -1)].append(h)
+    return members
+
+
+def controller_checker(view: NetworkView) -> Callable[[str], bool]:
+    """``ok(switch)``: whether a live, connected controller handles what the switch punts
+    (:func:`~netsleuth.invariants.forwarding.controller_ok`, asked once per switch)."""
+    cache: dict[str, bool] = {}
+
+    def ok(sw: str) -> bool:
+        v = cache.get(sw)
+        if v is None:
+            v = cache[sw] = controller_ok(view, sw)
+        return v
+
+    return ok
+
+
+def hosts_of(a: HasIngresses, ing: Port, hs: HeaderSet, macs: Mapping[int, str]) -> tuple[str, ...]:
     """The sending host behind ``ing``, then the destinations ``hs`` names."""
     src = a.ingress_host.get(ing)
     return tuple(dict.fromkeys(([src] if src else []) + dst_hosts(hs, macs)))

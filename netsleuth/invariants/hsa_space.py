@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from netsleuth.model.actions import (
     SetDlDst,
@@ -140,16 +140,17 @@ def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
     return (v, m, tuple(out))
 
 
-def _covered(v: int, m: int, ds: list[Wildcard]) -> bool:
-    """Whether ``(v, m)`` lies inside the union of ``ds`` (each already inside ``(v, m)``)."""
+def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
+    """Whether ``(v, m)`` lies inside the union of ``ds`` (each already inside ``(v, m)``), in a
+    header of ``width`` bits (the count of headers it holds depends on the layout's width)."""
     if not ds:
         return False
-    free = WIDTH - m.bit_count()
+    free = width - m.bit_count()
     total = 0
     for _dv, dm in ds:
         if dm == m:
             return True
-        total += 1 << (WIDTH - dm.bit_count())
+        total += 1 << (width - dm.bit_count())
     if total < (1 << free):
         return False  # not enough headers to cover it
     ds = sorted(ds, key=lambda d: d[1].bit_count())
@@ -157,13 +158,14 @@ def _covered(v: int, m: int, ds: list[Wildcard]) -> bool:
     rest = ds[1:]
     for pv, pm in wc_pieces(v, m, dv, dm):
         sub = [((ev | pv), (em | pm)) for ev, em in rest if not ((ev ^ pv) & em & pm)]
-        if not _covered(pv, pm, sub):
+        if not _covered(pv, pm, sub, width):
             return False
     return True
 
 
-def term_empty(t: Term) -> bool:
-    return _covered(t[0], t[1], list(t[2]))
+def term_empty(t: Term, width: int = WIDTH) -> bool:
+    """Whether a term holds no header (its differences cover its base)."""
+    return bool(t[2]) and _covered(t[0], t[1], list(t[2]), width)
 
 
 def _witness(v: int, m: int, ds: list[Wildcard]) -> int | None:
@@ -226,13 +228,15 @@ def expand_limited(v: int, m: int, ds: Sequence[Wildcard], limit: int) -> list[W
     return out if rec(v, m, list(ds)) else None
 
 
-def _term_minus(x: Term, y: Term) -> list[Term]:
+def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
     v, m, ds = x
     ov, om, ods = y
     if (ov ^ v) & om & m:
         return [x]
     bv, bm = ov | v, om | m
     clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)]
+    if clipped and ds and all(any(wc_covers(d, c) for d in ds) for c in clipped):
+        clipped = []  # what y leaves out, x leaves out already: subtract y's base alone
     if not clipped:
         if bm == m:
             return []
@@ -250,7 +254,7 @@ def _term_minus(x: Term, y: Term) -> list[Term]:
         out.append(t)
     for dv, dm in clipped:  # the parts of x inside B that D gives back
         t = make_term(dv, dm, ds)
-        if t is not None and not (t[2] and term_empty(t)):
+        if t is not None and not term_empty(t, width):
             out.append(t)
     return out
 
@@ -263,26 +267,221 @@ def term_contains(t: Term, h: int) -> bool:
 
 
 # --------------------------------------------------------------------------- header spaces
-class HeaderSpace:
-    """A set of headers: the union of its terms (which may overlap)."""
+_HS = TypeVar("_HS", bound="HeaderSet")
+
+
+class HeaderSet:
+    """A set of headers of one packed layout: the union of its terms (which may overlap).
+
+    The algebra does not depend on the layout but for its width (emptiness counts
+    headers); a layout is a subclass that says its width, its fields (for values and
+    text) and how it renders: :class:`HeaderSpace` for OpenFlow 1.0, ``HS13`` (in
+    :mod:`netsleuth.invariants.hsa13_space`) for 1.3.  Operations return the
+    operand's own class."""
 
     __slots__ = ("terms",)
+    WIDTH = WIDTH
+    SHIFTS: dict[str, int] = {}     # field -> bit offset
+    FULLS: dict[str, int] = {}      # field -> its full (unshifted) mask
+    DST = ""                        # the destination MAC field
 
     def __init__(self, terms: Iterable[Term] = ()) -> None:
         self.terms: tuple[Term, ...] = tuple(terms)
 
     # -- building
     @classmethod
-    def all(cls) -> HeaderSpace:
+    def all(cls: type[_HS]) -> _HS:
         return cls(((0, 0, ()),))
 
     @classmethod
-    def empty(cls) -> HeaderSpace:
+    def empty(cls: type[_HS]) -> _HS:
         return cls(())
 
     @classmethod
-    def wildcard(cls, v: int, m: int) -> HeaderSpace:
+    def wildcard(cls: type[_HS], v: int, m: int) -> _HS:
         return cls(((v & m, m, ()),))
+
+    @classmethod
+    def union(cls: type[_HS], spaces: Iterable[HeaderSet]) -> _HS:
+        """One set holding every term of ``spaces`` (no simplification)."""
+        terms: list[Term] = []
+        for hs in spaces:
+            terms.extend(hs.terms)
+        return cls(terms)
+
+    # -- algebra
+    def __or__(self: _HS, other: HeaderSet) -> _HS:
+        return type(self)(self.terms + other.terms)
+
+    def intersect_wc(self: _HS, w: Wildcard) -> _HS:
+        wv, wm = w
+        out = []
+        for v, m, ds in self.terms:
+            if (v ^ wv) & m & wm:
+                continue
+            t = make_term(v | wv, m | wm, ds)
+            if t is not None:
+                out.append(t)
+        return type(self)(out)
+
+    def minus_wc(self: _HS, w: Wildcard) -> _HS:
+        wv, wm = w
+        out = []
+        for t in self.terms:
+            v, m, ds = t
+            if (v ^ wv) & m & wm:
+                out.append(t)
+                continue
+            if not (wm & ~m):  # w covers the base
+                continue
+            out.append((v, m, ds + ((wv | v, wm | m),)))
+        return type(self)(out)
+
+    def __and__(self: _HS, other: HeaderSet) -> _HS:
+        return self._meet(other, True)
+
+    def clip_to(self: _HS, other: HeaderSet) -> _HS:
+        """The set cut down to the bases of ``other``'s terms: the same set as far as ``other``
+        is concerned, with the differences that do not meet it gone (cheaper to subtract)."""
+        return self._meet(other, False)
+
+    def _meet(self: _HS, other: HeaderSet, with_diffs: bool) -> _HS:
+        out = []
+        for v1, m1, d1 in self.terms:
+            for v2, m2, d2 in other.terms:
+                if (v1 ^ v2) & m1 & m2:
+                    continue
+                t = make_term(v1 | v2, m1 | m2, d1 + d2 if with_diffs else d1)
+                if t is not None:
+                    out.append(t)
+        return type(self)(out)
+
+    def __sub__(self: _HS, other: HeaderSet) -> _HS:
+        """Set difference.  A subtrahend term with differences of its own is clipped to the
+        base it is taken from, then either split into a few disjoint wildcards (the result
+        keeps one term with more lazy differences) or, when that would take many pieces,
+        handled as ``x - (B - D) = (x - B) | (x & each d)``."""
+        cur = list(self.terms)
+        width = self.WIDTH
+        for y in other.terms:
+            nxt: list[Term] = []
+            for x in cur:
+                nxt.extend(_term_minus(x, y, width))
+            cur = nxt
+            if not cur:
+                break
+        return type(self)(cur)
+
+    def minus_values(self: _HS, name: str, values: Iterable[int]) -> _HS:
+        """The set without the headers whose field ``name`` is one of ``values``."""
+        vals = set(values)
+        if not vals:
+            return self
+        sh, fm = self.SHIFTS[name], self.FULLS[name]
+        full = fm << sh
+        terms = []
+        for t in self.terms:
+            if t[1] & full == full:
+                if (t[0] >> sh) & fm not in vals:
+                    terms.append(t)
+                continue
+            cur = type(self)((t,))
+            for val in sorted(vals):
+                cur = cur.minus_wc(((val & fm) << sh, full))
+            terms.extend(cur.terms)
+        return type(self)(terms)
+
+    # -- questions
+    def is_empty(self) -> bool:
+        width = self.WIDTH
+        return all(term_empty(t, width) for t in self.terms)
+
+    def __bool__(self) -> bool:
+        return not self.is_empty()
+
+    def prune(self: _HS) -> _HS:
+        """The same set without empty terms."""
+        width = self.WIDTH
+        return type(self)(t for t in dict.fromkeys(self.terms) if not term_empty(t, width))
+
+    def contains(self, header: int) -> bool:
+        """Whether a packed header is in the set."""
+        return any(term_contains(t, header) for t in self.terms)
+
+    def witness(self) -> int | None:
+        """Some header of the set (packed), or None when it is empty."""
+        for v, m, ds in self.terms:
+            w = _witness(v, m, list(ds))
+            if w is not None:
+                return w
+        return None
+
+    def fixed_field(self, name: str) -> set[int] | None:
+        """The values of field ``name`` if every term fixes it exactly, else None."""
+        sh, fm = self.SHIFTS[name], self.FULLS[name]
+        full = fm << sh
+        out = set()
+        for v, m, _ds in self.terms:
+            if m & full != full:
+                return None
+            out.add((v >> sh) & fm)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    # -- text
+    @staticmethod
+    def wildcard_text(v: int, m: int) -> str:
+        """ovs-ofctl-like ``field=value[/mask]`` for the fixed fields; ``*`` for everything."""
+        raise NotImplementedError
+
+    def display_terms(self) -> list[Term]:
+        """The terms as people should read them (a layout may merge or trim them)."""
+        return list(self.terms)
+
+    def term_text(self, t: Term, max_diffs: int = 3) -> str:
+        v, m, ds = t
+        text = self.wildcard_text(v, m)
+        if ds:
+            shown = [self.wildcard_text(dv, dm) for dv, dm in ds[:max_diffs]]
+            more = f" and {len(ds) - max_diffs} more" if len(ds) > max_diffs else ""
+            text += " except " + "; ".join(f"[{s}]" for s in shown) + more
+        return text
+
+    def describe(self, max_terms: int = 3, max_diffs: int = 3) -> str:
+        """Readable text (at most ``max_terms`` terms, then a count)."""
+        if not self.terms:
+            return "(no headers)"
+        terms = self.display_terms()
+        text = " | ".join(self.term_text(t, max_diffs) for t in terms[:max_terms])
+        if len(terms) > max_terms:
+            text += f" | ... ({len(terms) - max_terms} more terms)"
+        return text
+
+    def header_fields(self, header: int) -> dict[str, object]:
+        """A packed header of this layout as readable fields."""
+        raise NotImplementedError
+
+    def witness_fields(self) -> dict[str, object] | None:
+        """One header of the set as readable fields (None when the set is empty)."""
+        w = self.witness()
+        return None if w is None else self.header_fields(w)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self})"
+
+
+class HeaderSpace(HeaderSet):
+    """A set of OpenFlow 1.0 headers (the 12-tuple without in_port, :mod:`headerbits`)."""
+
+    __slots__ = ()
+    SHIFTS = SHIFT_BY_NAME
+    FULLS = {name: FIELD_MASK[name] >> SHIFT_BY_NAME[name] for name in SHIFT_BY_NAME}
+    DST = "dl_dst"
 
     @classmethod
     def from_match(cls, match: Match) -> HeaderSpace:
@@ -294,71 +493,6 @@ class HeaderSpace:
     def fields(cls, **fields: int | tuple[int, int]) -> HeaderSpace:
         """``HeaderSpace.fields(dl_type=0x800, nw_dst=(0x0a000000, 0xff000000))``."""
         return cls.wildcard(*field_wildcard(**fields))
-
-    # -- algebra
-    def __or__(self, other: HeaderSpace) -> HeaderSpace:
-        return HeaderSpace(self.terms + other.terms)
-
-    def intersect_wc(self, w: Wildcard) -> HeaderSpace:
-        wv, wm = w
-        out = []
-        for v, m, ds in self.terms:
-            if (v ^ wv) & m & wm:
-                continue
-            t = make_term(v | wv, m | wm, ds)
-            if t is not None:
-                out.append(t)
-        return HeaderSpace(out)
-
-    def minus_wc(self, w: Wildcard) -> HeaderSpace:
-        wv, wm = w
-        out = []
-        for t in self.terms:
-            v, m, ds = t
-            if (v ^ wv) & m & wm:
-                out.append(t)
-                continue
-            if not (wm & ~m):  # w covers the base
-                continue
-            out.append((v, m, ds + ((wv | v, wm | m),)))
-        return HeaderSpace(out)
-
-    def __and__(self, other: HeaderSpace) -> HeaderSpace:
-        out = []
-        for v1, m1, d1 in self.terms:
-            for v2, m2, d2 in other.terms:
-                if (v1 ^ v2) & m1 & m2:
-                    continue
-                t = make_term(v1 | v2, m1 | m2, d1 + d2)
-                if t is not None:
-                    out.append(t)
-        return HeaderSpace(out)
-
-    def __sub__(self, other: HeaderSpace) -> HeaderSpace:
-        """Set difference.  A subtrahend term with differences of its own is clipped to the
-        base it is taken from, then either split into a few disjoint wildcards (the result
-        keeps one term with more lazy differences) or, when that would take many pieces,
-        handled as ``x - (B - D) = (x - B) | (x & each d)``."""
-        cur = list(self.terms)
-        for y in other.terms:
-            nxt: list[Term] = []
-            for x in cur:
-                nxt.extend(_term_minus(x, y))
-            cur = nxt
-            if not cur:
-                break
-        return HeaderSpace(cur)
-
-    # -- questions
-    def is_empty(self) -> bool:
-        return all(term_empty(t) for t in self.terms)
-
-    def __bool__(self) -> bool:
-        return not self.is_empty()
-
-    def prune(self) -> HeaderSpace:
-        """The same set without empty terms."""
-        return HeaderSpace(t for t in dict.fromkeys(self.terms) if not (t[2] and term_empty(t)))
 
     def compact(self) -> HeaderSpace:
         """The same set without empty terms and without terms inside another plain term."""
@@ -382,33 +516,15 @@ class HeaderSpace:
         h = header if isinstance(header, int) else pack(header)
         return any(term_contains(t, h) for t in self.terms)
 
-    def witness(self) -> int | None:
-        """Some header of the set (packed), or None when it is empty."""
-        for v, m, ds in self.terms:
-            w = _witness(v, m, list(ds))
-            if w is not None:
-                return w
-        return None
+    @staticmethod
+    def wildcard_text(v: int, m: int) -> str:
+        return wildcard_text(v, m)
 
-    def fixed_field(self, name: str) -> set[int] | None:
-        """The values of field ``name`` if every term fixes it exactly, else None."""
-        sh = SHIFT_BY_NAME[name]
-        fm = FIELD_MASK[name]
-        out = set()
-        for v, m, _ds in self.terms:
-            if m & fm != fm:
-                return None
-            out.add((v & fm) >> sh)
-        return out
-
-    def __len__(self) -> int:
-        return len(self.terms)
-
-    def __repr__(self) -> str:
-        return f"HeaderSpace({self})"
-
-    def __str__(self) -> str:
-        return describe_headerspace(self)
+    def header_fields(self, header: int) -> dict[str, object]:
+        f = unpack(header)
+        return {"dl_src": int_to_mac(f[1]), "dl_dst": int_to_mac(f[2]), "dl_vlan": f[3], "dl_vlan_pcp": f[4],
+                "dl_type": f[5], "nw_tos": f[6], "nw_proto": f[7], "nw_src": int_to_ip(f[8]),
+                "nw_dst": int_to_ip(f[9]), "tp_src": f[10], "tp_dst": f[11]}
 
 
 # --------------------------------------------------------------------------- text
@@ -452,24 +568,12 @@ def wildcard_text(v: int, m: int) -> str:
 
 
 def term_text(t: Term, max_diffs: int = 3) -> str:
-    v, m, ds = t
-    text = wildcard_text(v, m)
-    if ds:
-        shown = [wildcard_text(dv, dm) for dv, dm in ds[:max_diffs]]
-        more = f" and {len(ds) - max_diffs} more" if len(ds) > max_diffs else ""
-        text += " except " + "; ".join(f"[{s}]" for s in shown) + more
-    return text
+    return HeaderSpace().term_text(t, max_diffs)
 
 
-def describe_headerspace(hs: HeaderSpace, max_terms: int = 3, max_diffs: int = 3) -> str:
+def describe_headerspace(hs: HeaderSet, max_terms: int = 3, max_diffs: int = 3) -> str:
     """Readable text for a header space (at most ``max_terms`` terms, then a count)."""
-    if not hs.terms:
-        return "(no headers)"
-    shown = [term_text(t, max_diffs) for t in hs.terms[:max_terms]]
-    text = " | ".join(shown)
-    if len(hs.terms) > max_terms:
-        text += f" | ... ({len(hs.terms) - max_terms} more terms)"
-    return text
+    return hs.describe(max_terms, max_diffs)
 
 
 # --------------------------------------------------------------------------- rewrites

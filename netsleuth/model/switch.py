@@ -24,11 +24,9 @@ only carries it along, through its buffers and through PACKET_OUTs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
-from netsleuth.model.addr import int_to_mac
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
 from netsleuth.model.match import Match
 from netsleuth.model.of13.flowtable import FlowEntry13
@@ -37,10 +35,11 @@ from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
 from netsleuth.model.switch13 import OpenFlow13
-from netsleuth.model.switch_io import Emit, ToController
+from netsleuth.model.switch_io import Buffered, Emit, Port, ToController, port_hw_addr
 
-# Emit and ToController live in switch_io; callers import them from here.
-__all__ = ["Emit", "Port", "Switch", "ToController"]
+# Emit, ToController, Port, Buffered and port_hw_addr live in switch_io (the switch's 1.3 part
+# shares them); callers may import them from here.
+__all__ = ["Buffered", "Emit", "Port", "Switch", "ToController", "port_hw_addr"]
 
 OFP_VERSION_10 = 1
 OFP_VERSION_13 = 4
@@ -60,62 +59,6 @@ SUPPORTED_ACTIONS = (
     | (1 << ofp.OFPAT_SET_TP_SRC) | (1 << ofp.OFPAT_SET_TP_DST) | (1 << ofp.OFPAT_ENQUEUE)
 )
 CAPABILITIES = ofp.OFPC_FLOW_STATS | ofp.OFPC_TABLE_STATS | ofp.OFPC_PORT_STATS
-PORT_FEATURES = ofp.OFPPF_1GB_FD | ofp.OFPPF_COPPER
-
-
-def port_hw_addr(dpid: int, port_no: int) -> int:
-    """A stable, locally administered MAC for a switch port."""
-    return 0x020000000000 | ((dpid & 0xFFFFFF) << 16) | (port_no & 0xFFFF)
-
-
-@dataclass(slots=True)
-class PortCounters:
-    rx_packets: int = 0
-    tx_packets: int = 0
-    rx_bytes: int = 0
-    tx_bytes: int = 0
-    rx_dropped: int = 0
-    tx_dropped: int = 0
-
-
-@dataclass(slots=True)
-class Port:
-    port_no: int
-    hw_addr: int
-    name: str
-    link_up: bool = True
-    config: int = 0
-    counters: PortCounters = field(default_factory=PortCounters)
-
-    def copy(self) -> Port:
-        """An independent port (its counters too), for state snapshots."""
-        c = self.counters
-        return Port(self.port_no, self.hw_addr, self.name, self.link_up, self.config,
-                    PortCounters(c.rx_packets, c.tx_packets, c.rx_bytes, c.tx_bytes, c.rx_dropped, c.tx_dropped))
-
-    @property
-    def usable(self) -> bool:
-        """Forwarding works only on a port whose link is up and that is not administratively down."""
-        return self.link_up and not (self.config & ofp.OFPPC_PORT_DOWN)
-
-    @property
-    def state(self) -> int:
-        return 0 if self.link_up else ofp.OFPPS_LINK_DOWN
-
-    def phy(self) -> Any:
-        return ofp_parser.OFPPhyPort(
-            # hw_addr as text, the form os-ken's own parser gives (and its JSON expects)
-            self.port_no, int_to_mac(self.hw_addr), self.name.encode()[:15], self.config,
-            self.state, PORT_FEATURES, PORT_FEATURES, PORT_FEATURES, 0)
-
-
-@dataclass(slots=True)
-class Buffered:
-    packet: Packet
-    in_port: int
-    tag: Any
-
-
 # What a switch reports as its software version in the desc stats reply when
 # whoever builds it does not say: the model cannot know the tool's release
 # (that lives above it), so the World passes the package version in.

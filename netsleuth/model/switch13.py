@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netsleuth.model.addr import int_to_mac
 from netsleuth.model.of13 import messages as of13_messages
@@ -41,10 +41,7 @@ from netsleuth.model.ofdp import DATAPATH13 as DP
 from netsleuth.model.ofdp import ofp13 as ofp
 from netsleuth.model.ofdp import ofp13_parser as parser
 from netsleuth.model.packet import Packet
-from netsleuth.model.switch_io import Emit, ToController
-
-if TYPE_CHECKING:
-    from netsleuth.model.switch import Port, Switch
+from netsleuth.model.switch_io import Emit, Port, SwitchCore, ToController
 
 Out = ToController | Emit
 """What handling a message or a packet produces."""
@@ -95,7 +92,7 @@ class OpenFlow13:
 
     version = 4
 
-    def __init__(self, switch: Switch, n_tables: int = OVS_TABLES) -> None:
+    def __init__(self, switch: SwitchCore, n_tables: int = OVS_TABLES) -> None:
         self.switch = switch
         self.pipeline = Pipeline13(n_tables, seed=switch.dpid)
         self.conns: dict[int, ConnState] = {}

@@ -165,8 +165,10 @@ def _target(system: System, final: SystemState, v: PropertyViolation) -> ts.Viol
                 o = _trace13(view, sw_name, port, pkt)
             else:
                 o = trace_packet(view, sw_name, port, pkt)  # type: ignore[arg-type]  # duck-typed: the slice of NetworkView trace_packet reads
-            if dst not in o.delivered and not o.punted and o.drops:
-                lost.append(((src, dst), tuple(dict.fromkeys(w for w, _ in o.drops)), o.drops[0]))
+            # NICE's NoBlackHoles counts drop rules too (a packet the network keeps from its host)
+            drops = o.drops + o.filtered
+            if dst not in o.delivered and not o.punted and drops:
+                lost.append(((src, dst), tuple(dict.fromkeys(w for w, _ in drops)), drops[0]))
     wanted = [x for x in lost if set(x[0]) <= set(v.hosts)]  # the pair the model's violation names
     if not wanted:
         raise ConversionError(f"the counterexample's final flow tables do not drop the packets of "

@@ -214,8 +214,10 @@ class GroupTable:
             return False
         return True
 
-    def choose(self, g: GroupEntry, fields: Mapping[str, int], port_live: Callable[[int], bool]) -> list[int]:
-        """Indices of the buckets that run for a packet with these OXM fields."""
+    def candidates(self, g: GroupEntry, port_live: Callable[[int], bool]) -> list[int]:
+        """Indices of the buckets that may run, whatever the packet: ALL every bucket,
+        INDIRECT its one, FAST_FAILOVER the first live one; SELECT every live bucket of
+        positive weight (which of them runs is the packet's hash, see :meth:`choose`)."""
         if g.type == ofp.OFPGT_ALL:
             return list(range(len(g.buckets)))
         if g.type == ofp.OFPGT_INDIRECT:
@@ -225,7 +227,14 @@ class GroupTable:
                 if self.bucket_live(b, port_live):
                     return [i]
             return []
-        live = [(i, b.weight) for i, b in enumerate(g.buckets) if b.weight > 0 and self.bucket_live(b, port_live)]
+        return [i for i, b in enumerate(g.buckets) if b.weight > 0 and self.bucket_live(b, port_live)]
+
+    def choose(self, g: GroupEntry, fields: Mapping[str, int], port_live: Callable[[int], bool]) -> list[int]:
+        """Indices of the buckets that run for a packet with these OXM fields."""
+        cands = self.candidates(g, port_live)
+        if g.type != ofp.OFPGT_SELECT:
+            return cands
+        live = [(i, g.buckets[i].weight) for i in cands]
         total = sum(w for _, w in live)
         if not total:
             return []

@@ -47,6 +47,7 @@ from netsleuth.model.of13.actions import (
     check_output_port,
     render_action,
 )
+from netsleuth.model.of13.actionset import ActionSet
 from netsleuth.model.of13.errors import OFError, bad_action, bad_instruction
 from netsleuth.model.of13.fieldspec import BY_NAME, ETH_IP_TYPES, VID_PRESENT
 from netsleuth.model.of13.headers import MPLS_TYPES
@@ -73,6 +74,21 @@ class Instructions:
 
     def all_actions(self) -> list[Action]:
         return [*(self.apply or ()), *(self.write or ())]
+
+    def next_action_set(self, aset: ActionSet) -> ActionSet:
+        """The action set after this entry: clear-actions, then write-actions (spec 5.9)."""
+        if self.clear:
+            aset = aset.clear()
+        if self.write:
+            aset = aset.write(self.write)
+        return aset
+
+    def next_metadata(self, metadata: int) -> int:
+        """The metadata after this entry's write-metadata (its masked bits replaced)."""
+        if self.metadata is None:
+            return metadata
+        value, mask = self.metadata
+        return (metadata & ~mask) | (value & mask)
 
     def outputs_to(self, port: int) -> bool:
         """For out_port filters: an output action to ``port`` in apply- or write-actions."""

@@ -89,6 +89,9 @@ class Result:
     frame: Frame | None = None
     """The packet as it was when processing ended."""
     metadata: int = 0
+    aimed: bool = False
+    """Whether an output or group action ran: with no outputs, forwarding meant to send the
+    packet somewhere and it went nowhere (a blackhole), rather than a rule dropping it on purpose."""
 
 
 @dataclass
@@ -233,13 +236,8 @@ class Pipeline13:
                 ctx.miss_apply = entry.is_table_miss
                 self._execute(list(inst.apply), ctx, now, result, 0)
                 ctx.miss_apply = False
-            if inst.clear:
-                aset = aset.clear()
-            if inst.write:
-                aset = aset.write(inst.write)
-            if inst.metadata is not None:
-                value, mask = inst.metadata
-                ctx.metadata = (ctx.metadata & ~mask) | (value & mask)
+            aset = inst.next_action_set(aset)
+            ctx.metadata = inst.next_metadata(ctx.metadata)
             if inst.goto is None:
                 self._execute(aset.ordered(), ctx, now, result, 0)
                 result.frame, result.metadata = ctx.frame, ctx.metadata
@@ -260,6 +258,7 @@ class Pipeline13:
                 ctx.frame = apply(ctx.frame, a)
 
     def _group(self, group_id: int, ctx: _Ctx, now: float, result: Result, depth: int) -> None:
+        result.aimed = True
         g = self.groups.groups.get(group_id)
         result.groups.append(group_id)
         if g is None or depth >= MAX_GROUP_DEPTH:
@@ -268,7 +267,7 @@ class Pipeline13:
         nbytes = ctx.frame.frame_len()
         g.packet_count += 1
         g.byte_count += nbytes
-        for i in self.groups.choose(g, fields, self._port_live):
+        for i in self.groups.choose(g, fields, self.port_live):
             assert g.bucket_counts is not None
             g.bucket_counts[i][0] += 1
             g.bucket_counts[i][1] += nbytes
@@ -278,11 +277,13 @@ class Pipeline13:
             except TtlExpired:
                 self._ttl_expired(sub, result)
 
-    def _port_live(self, port: int) -> bool:
+    def port_live(self, port: int) -> bool:
+        """Whether ``port`` is up (what FAST_FAILOVER and SELECT groups watch)."""
         state = self.ports.get(port)
         return state is not None and state.live
 
     def _output(self, port: int, max_len: int, ctx: _Ctx, now: float, result: Result) -> None:
+        result.aimed = True
         if port == ofp.OFPP_CONTROLLER:
             # OFPR_NO_MATCH only for the table-miss entry's own output; an output
             # it reaches through a group or the action set was put there by
@@ -293,20 +294,30 @@ class Pipeline13:
             if ctx.packet_out:
                 sub = _Ctx(ctx.frame, ctx.in_port, tunnel_id=ctx.tunnel_id)
                 self._run_tables(sub, 0, ActionSet(), now, result)
-        elif port == ofp.OFPP_IN_PORT:
+        else:
+            for p in self.output_ports(port, ctx.in_port):
+                self._emit(p, ctx, result)
+
+    def output_ports(self, port: int, in_port: int) -> tuple[int, ...]:
+        """Where an output action to ``port`` sends a packet that came in on ``in_port``
+        (CONTROLLER and TABLE are the caller's: they are not ports a copy leaves by).
+
+        A plain output to the in port sends nothing (it takes OFPP_IN_PORT); FLOOD skips
+        the in port and no_flood ports, ALL only the in port; LOCAL and NORMAL are named
+        as they are; a port the switch does not have sends nothing."""
+        if port == ofp.OFPP_IN_PORT:
             # Back where it came from -- which for a packet-out from the
             # controller is nowhere: a packet-in needs an explicit CONTROLLER
             # output (Open vSwitch drops it too).
-            if ctx.in_port in self.ports or ctx.in_port == ofp.OFPP_LOCAL:
-                self._emit(ctx.in_port, ctx, result)
-        elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
-            for p in sorted(self.ports):
-                if p != ctx.in_port and not (port == ofp.OFPP_FLOOD and self.ports[p].no_flood):
-                    self._emit(p, ctx, result)
-        elif port in (ofp.OFPP_LOCAL, ofp.OFPP_NORMAL):
-            self._emit(port, ctx, result)
-        elif port != ctx.in_port and port in self.ports:
-            self._emit(port, ctx, result)
+            return (in_port,) if in_port in self.ports or in_port == ofp.OFPP_LOCAL else ()
+        if port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
+            return tuple(p for p in sorted(self.ports)
+                         if p != in_port and not (port == ofp.OFPP_FLOOD and self.ports[p].no_flood))
+        if port in (ofp.OFPP_LOCAL, ofp.OFPP_NORMAL):
+            return (port,)
+        if port != in_port and port in self.ports:
+            return (port,)
+        return ()
 
     def _emit(self, port: int, ctx: _Ctx, result: Result) -> None:
         result.outputs.append(Emit(port, ctx.frame, table_id=ctx.table_id, queue_id=ctx.queue_id,
