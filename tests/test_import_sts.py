@@ -61,10 +61,10 @@ def test_every_sts_class_is_converted_or_reported():
         "ControlMessageReceive": 1, "ControlMessageSend": 1, "TrafficInjection": 1, "SwitchFailure": 1,
         "SwitchRecovery": 1, "LinkFailure": 1, "LinkRecovery": 1, "ControllerFailure": 1,
         "ControllerRecovery": 1, "ControlChannelBlock": 1, "ControlChannelUnblock": 1, "HostMigration": 3,
-        "DataplaneDrop": 1, "InvariantViolation": 1,
+        "DataplaneDrop": 1, "InvariantViolation": 1, "ConnectToControllers": 1,
     }
     assert r.skipped == {
-        "ConnectToControllers": 1, "ControllerStateChange": 1, "DeterministicValue": 1, "DataplanePermit": 1,
+        "ControllerStateChange": 1, "DeterministicValue": 1, "DataplanePermit": 1,
         "ProcessFlowMod": 1, "WaitTime": 1, "CheckInvariants": 1, "PolicyChange": 1, "BlockControllerPair": 1,
         "UnblockControllerPair": 1, "LinkDiscovery": 1, "TrafficInjection": 1, "FrobnicateSwitch": 1,
         "ControlMessageReceive": 1,
@@ -87,7 +87,8 @@ def test_every_sts_class_is_converted_or_reported():
 def test_times_are_seconds_since_the_first_line():
     r = imp()
     ts_ = [e.t for e in r.trace.events]
-    assert ts_[0] == pytest.approx(0.1) and ts_ == sorted(ts_)
+    assert ts_[0] == 0.0 and ts_ == sorted(ts_)  # ConnectToControllers, the first line
+    assert [e.t for e in r.trace.events if type(e).kind != "switch_connected"][0] == pytest.approx(0.1)
     assert all(isinstance(t, float) for t in ts_)
 
 
@@ -248,7 +249,7 @@ def test_given_topology_names_and_orientation():
 
 def test_real_early_pox_trace():
     r = imp(POX)
-    assert r.converted == {"HostMigration": 1, "InvariantViolation": 1}
+    assert r.converted == {"ConnectToControllers": 1, "HostMigration": 1, "InvariantViolation": 1}
     assert r.skipped["TrafficInjection"] == 2 and r.skipped["ControlMessageReceive"] == 3
     (m,) = by_kind(r, "host_migration")
     assert (m.old_switch, m.old_port, m.new_switch, m.new_port) == ("s1", 4, "s3", 5)
@@ -264,13 +265,18 @@ def test_real_early_pox_trace():
 
 def test_real_two_controller_handshake():
     r = imp(BIGSWITCH)
-    assert r.converted == {"ControlMessageReceive": 5, "ControlMessageSend": 5}
+    assert r.converted == {"ConnectToControllers": 1, "ControlMessageReceive": 5, "ControlMessageSend": 5}
     assert r.trace.header.controller == "c2 + c1"
-    types = [(type(e).kind, e.dpid, e.controller, e.msg["type"]) for e in r.trace.events]
+    # ConnectToControllers: every switch the trace names connects to both controllers first
+    connected = by_kind(r, "switch_connected")
+    assert [(e.dpid, e.controller) for e in connected] == [(2, "c2"), (2, "c1"), (3, "c2"), (3, "c1")]
+    of = [e for e in r.trace.events if type(e).kind.startswith("of_")]
+    assert {e.conn for e in of} <= {e.conn for e in connected}
+    types = [(type(e).kind, e.dpid, e.controller, e.msg["type"]) for e in of]
     assert types[:2] == [("of_to_switch", 3, "c2", "HELLO"), ("of_to_switch", 2, "c1", "HELLO")]
-    reply = r.trace.events[5]
+    reply = of[5]
     assert reply.msg["type"] == "FEATURES_REPLY" and reply.fp == ("FEATURES_REPLY", 3)
-    assert len({(e.dpid, e.controller) for e in r.trace.events}) == len({e.conn for e in r.trace.events}) == 2
+    assert len({(e.dpid, e.controller) for e in of}) == len({e.conn for e in of}) == 2
 
 
 # ------------------------------------------------------------------ round trip
