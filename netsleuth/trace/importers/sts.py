@@ -486,6 +486,14 @@ class _Importer:
         return mac, ips, raw
 
     # ------------------------------------------------------------- pre-pass
+    def collect_controllers(self) -> None:
+        """Controllers in order of first mention (else the config's): ConnectToControllers needs them all."""
+        for rec in self.records:
+            if rec.d.get("controller_id") is not None:
+                self.controller(rec, rec.d["controller_id"])
+        if not self.controller_names:
+            self.controller_names.extend(self.config.controllers)
+
     def prepass(self) -> None:
         """Resolve host names and collect what an inferred topology needs."""
         for rec in self.records:  # numbered host ids keep their number: reserve them first
@@ -526,11 +534,6 @@ class _Importer:
             self.addrs[name] = (old_mac if old_mac is not None else mac if type(mac) is int else None,
                                 old_ip if old_ip is not None else ip)
 
-        for rec in self.records:  # controllers in order of first mention: ConnectToControllers needs them all
-            if rec.d.get("controller_id") is not None and rec.cls != "BlockControllerPair":
-                self.controller(rec, rec.d["controller_id"])
-        if not self.controller_names:
-            self.controller_names.extend(self.config.controllers)
         for rec in self.records:
             c, d = rec.cls, rec.d
             if c in ("SwitchFailure", "SwitchRecovery", "ControlChannelBlock", "ControlChannelUnblock",
@@ -919,6 +922,7 @@ class _Importer:
 
     # ------------------------------------------------------------- run
     def run(self) -> ImportReport:
+        self.collect_controllers()
         self.prepass()
         self.topo = self.given if self.given is not None else self.infer_topology()
         if self.config.files:
