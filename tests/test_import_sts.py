@@ -103,11 +103,11 @@ def test_recoveries_depend_on_their_failures():
     assert ev["controller_recovery"].deps == (ev["controller_crash"].id,)
     assert (ev["channel_block"].switch, ev["channel_block"].controller) == ("s3", "c1")
     assert ev["channel_unblock"].deps == (ev["channel_block"].id,)
-    # STS recorded the recovery in the other direction (s2:1 -> s1:2): same link,
-    # same orientation as the topology lists it.
+    # STS cuts one direction of a link (start -> end). This hand-written line recovers it
+    # naming the far end first (s2:1 -> s1:2): it recovers the direction that was cut.
     fail, rec = ev["link_failure"], ev["link_recovery"]
-    assert (fail.node1, fail.port1, fail.node2, fail.port2) == ("s1", 2, "s2", 1)
-    assert (rec.node1, rec.port1, rec.node2, rec.port2) == ("s1", 2, "s2", 1)
+    assert (fail.node1, fail.port1, fail.node2, fail.port2, fail.one_way) == ("s1", 2, "s2", 1, True)
+    assert (rec.node1, rec.port1, rec.node2, rec.port2, rec.one_way) == ("s1", 2, "s2", 1, True)
 
 
 def test_host_migrations_are_chained_per_host():
@@ -237,13 +237,13 @@ def test_given_topology_names_and_orientation():
         topo.add_switch(f"s{n}", n)
     topo.add_host("h1", "00:00:00:00:00:01", "10.0.0.1")
     topo.add_host("h2", "00:00:00:00:00:02", "10.0.0.2")
-    topo.add_link("s2", "s1", 1, 2)  # listed s2-first: link events follow the topology
+    topo.add_link("s2", "s1", 1, 2)  # listed s2-first; STS's failure cut s1:2 -> s2:1, and stays that way
     topo.add_link("h1", "s1", 0, 1)
     topo.add_link("h2", "s3", 0, 2)
     r = imp(topology=topo)
     assert not r.topology_inferred and r.trace.header.topology == topo.to_json()
     (lf,) = by_kind(r, "link_failure")
-    assert (lf.node1, lf.port1, lf.node2, lf.port2) == ("s2", 1, "s1", 2)
+    assert (lf.node1, lf.port1, lf.node2, lf.port2, lf.one_way) == ("s1", 2, "s2", 1, True)
     assert not any("not in the given topology" in n for n in r.notes)
 
 

@@ -15,7 +15,8 @@ input with ``dpid``).
 What becomes what:
 
 * Inputs: ``SwitchFailure``/``SwitchRecovery`` -> ``switch_failure``/
-  ``switch_recovery``; ``LinkFailure``/``LinkRecovery`` -> ``link_*``;
+  ``switch_recovery``; ``LinkFailure``/``LinkRecovery`` -> ``link_*`` with
+  ``one_way`` (STS cut only the start -> end direction of a link);
   ``ControllerFailure``/``ControllerRecovery`` -> ``controller_crash``/
   ``controller_recovery``; ``ControlChannelBlock``/``Unblock`` ->
   ``channel_block``/``channel_unblock``; ``HostMigration`` ->
@@ -685,9 +686,14 @@ class _Importer:
         elif c in ("LinkFailure", "LinkRecovery"):
             a, b = self.switch(rec, "start_dpid"), self.switch(rec, "end_dpid")
             pa, pb = self.as_int(rec, "start_port_no"), self.as_int(rec, "end_port_no")
-            n1, p1, n2, p2 = self.orient(a, pa, b, pb)
-            key = ("link", frozenset([(a, pa), (b, pb)]))
-            fields = dict(node1=n1, port1=p1, node2=n2, port2=p2)
+            self.orient(a, pa, b, pb)
+            # STS's links are one-way objects: a LinkFailure cuts start -> end and takes down only the
+            # start's port; the end keeps sending into the link. netsleuth's one_way failure is exactly that.
+            if c == "LinkRecovery" and ("link", a, pa) not in self.open_failure \
+                    and ("link", b, pb) in self.open_failure:
+                a, pa, b, pb = b, pb, a, pa  # names the cut direction from its far end (STS itself never does)
+            key = ("link", a, pa)
+            fields = dict(node1=a, port1=pa, node2=b, port2=pb, one_way=True)
             if c == "LinkFailure":
                 self.failure(rec, ts.LinkFailure, key, **fields)
             else:
