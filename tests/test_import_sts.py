@@ -186,7 +186,10 @@ def test_undecodable_openflow_is_reported(tmp_path):
     bad = base64.b64encode(b"\x09\x00\x00\x08\x00\x00\x00\x01").decode()  # OpenFlow version 9
     p = write(tmp_path, line("ControlMessageSend", "i1", 1, dpid=1, controller_id="c1", b64_packet=bad))
     r = imp(p)
-    assert r.skipped == {"ControlMessageSend": 1} and r.trace.events == []
+    assert r.skipped == {"ControlMessageSend": 1}
+    # no ConnectToControllers line: the switch was connected at start-up, as in STS; nothing else
+    assert [type(e).kind for e in r.trace.events] == ["switch_connected"]
+    assert any("no ConnectToControllers line" in n for n in r.notes)
     assert r.reasons["ControlMessageSend"] == {"the OpenFlow bytes could not be decoded": 1}
     assert any("line 1" in n and "version" in n for n in r.notes)
 

@@ -615,8 +615,22 @@ class _Importer:
         return topo
 
     # ------------------------------------------------------------- emitting
+    def at(self, rec: _Rec) -> float:
+        """The line's time in seconds since the first line, never earlier than the event before it.
+
+        STS's replays of snapshots restart their clock mid-trace; netsleuth
+        traces never go back in time, so such a line keeps its predecessor's time.
+        """
+        t = round(rec.time - self.t0, 6)
+        last = self.events[-1].t if self.events else 0.0
+        if t < last:
+            self.note_once("clock", f"the STS clock goes back at line {rec.lineno} (and maybe later): such events "
+                                    "keep the time of the event before them")
+            return last
+        return t
+
     def emit(self, rec: _Rec, cls: type[ts.Event], **fields: Any) -> ts.Event:
-        fields.update(seq=len(self.events), t=round(rec.time - self.t0, 6))
+        fields.update(seq=len(self.events), t=self.at(rec))
         if cls.is_input:
             self.next_input += 1
             fields["id"] = f"i{self.next_input}"
@@ -657,7 +671,7 @@ class _Importer:
         for name in switches:
             dpid = self.topo.switch(name).dpid
             for ctl in controllers:
-                self.events.append(ts.SwitchConnected(seq=len(self.events), t=round(rec.time - self.t0, 6),
+                self.events.append(ts.SwitchConnected(seq=len(self.events), t=self.at(rec),
                                                       dpid=dpid, conn=self.conn(dpid, ctl), controller=ctl))
         if rec.cls == "ConnectToControllers":
             self.converted[rec.cls] = self.converted.get(rec.cls, 0) + 1
@@ -891,7 +905,7 @@ class _Importer:
             self.controller_down.add(ctl)
             self.stale_conns(controller=ctl)
             self.events.append(ts.ControllerEvent(
-                seq=len(self.events), t=round(rec.time - self.t0, 6), controller=ctl, what="exited",
+                seq=len(self.events), t=self.at(rec), controller=ctl, what="exited",
                 detail=f"STS's liveness check found the {ctl} process down (InvariantViolation {rec.label}); "
                        "no input crashed it"))
 
@@ -935,6 +949,12 @@ class _Importer:
             self.notes.append(f"read the experiment's config ({', '.join(self.config.files)}) without running it")
         self.notes.extend(self.config.notes)
         self.link_keys = {(lk.node1, lk.port1, lk.node2, lk.port2) for lk in self.topo.links}
+        if not any(rec.cls == "ConnectToControllers" for rec in self.records):
+            # STS before it recorded ConnectToControllers still connected every switch at start-up
+            self.connect(self.records[0], self.live_switches(), list(self.controller_names))
+            if self.controller_names:
+                self.notes.append("the trace has no ConnectToControllers line; every switch was connected to every "
+                                  "controller at the start, as STS's start-up did")
         for rec in self.records:
             self.convert(rec)
         self.link_dependent_labels()
@@ -968,6 +988,40 @@ class _Importer:
             extra={"imported_from": "sts", "source": self.path.name, "sts": sts_extra})
         return ImportReport(trace=ts.Trace(header, self.events), converted=self.converted, skipped=self.skipped,
                             notes=self.notes, reasons=self.reasons, topology_inferred=self.given is None)
+
+
+def _with_recorded_addresses(topo: Topology, records: list[_Rec], notes: list[str]) -> Topology:
+    """The config's topology with the host IPs the trace shows (matched by MAC).
+
+    STS changed its hosts' IP scheme over time (``10.<dpid>.<port>.2`` before
+    MeshTopology took an ``ip_format_str``, ``123.123.<dpid>.<port>`` after) and
+    a config may override it; the MACs never changed. The interfaces recorded
+    with each ``TrafficInjection`` say which scheme the run used.
+    """
+    seen: dict[int, int] = {}
+    for rec in records:
+        dp = rec.d.get("dp_event") if rec.cls == "TrafficInjection" else None
+        intf = dp.get("interface") if isinstance(dp, dict) else None
+        if not isinstance(intf, dict) or not isinstance(intf.get("hw_addr"), str) or not intf.get("ips"):
+            continue
+        try:
+            seen.setdefault(mac_to_int(intf["hw_addr"]), ip_to_int(str(intf["ips"][0])))
+        except (ValueError, TypeError):
+            continue
+    data = topo.to_json()
+    changed = []
+    taken = {h["ip"] for h in data["hosts"]}
+    for h in data["hosts"]:
+        ip = seen.get(mac_to_int(h["mac"]))
+        if ip is not None and int_to_ip(ip) != h["ip"] and int_to_ip(ip) not in taken:
+            changed.append(f"{h['name']} {h['ip']} -> {int_to_ip(ip)}")
+            taken.discard(h["ip"])
+            h["ip"] = int_to_ip(ip)
+            taken.add(h["ip"])
+    if not changed:
+        return topo
+    notes.append("host addresses as the trace's injected packets show them: " + ", ".join(changed))
+    return Topology.from_json(data)
 
 
 def sts_trace_in(path: str | Path) -> Path:
@@ -1005,6 +1059,8 @@ def import_sts(path: str | Path, *, topology: Topology | None = None,
             topology = parse_topo(spec)
             notes.insert(0, f"topology {spec} from the config's {config.topology_class}"
                             f"({config.topology_params or ''})")
+        if topology is not None:
+            topology = _with_recorded_addresses(topology, records, notes)
     report = _Importer(p, records, blank, topology, decode_openflow, config).run()
     report.notes[:0] = notes
     return report
