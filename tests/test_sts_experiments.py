@@ -15,6 +15,8 @@ invariant check.
   process gone (no input crashed it then). Its config is Python 2.
 * ``pox_broken_floyd``: POX's l2_multi with a broken Floyd-Warshall on a
   3-mesh; STS's loop check fires.
+* ``retrigger_debug_branch_loop``: POX's l2_multi on a 2-mesh; STS's
+  blackhole check reports host h2's own port, where the tables deliver.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ FIREWALL = DATA / "fuzz_pyretic_mesh_proactive_firewall_no_close_check_loop"
 ONOS = DATA / "onos_controller_id_bug"
 FLOYD = DATA / "pox_broken_floyd"
 EXPERIMENTS = [PYRETIC_LOOP, FIREWALL, ONOS, FLOYD]
+RETRIGGER = DATA / "retrigger_debug_branch_loop"
 POX_EXCERPT = DATA / "pox_4mesh_blackhole_excerpt.trace"  # early STS: OpenFlow only as fingerprints
 
 
@@ -195,6 +198,17 @@ def test_cli_at_sts_violation_writes_result_json(tmp_path, capsys):
     d = json.loads((tmp_path / "o" / "result.json").read_text())
     assert [(r["sts_label"], r["status"], r["persistent"]) for r in d["violations"]] == [
         ("e372", "agrees", False), ("e634", "agrees", False), ("e635", "agrees", True)]
+
+
+def test_a_disagreement_says_why(tmp_path, capsys):
+    trace = imported(RETRIGGER, tmp_path)
+    assert main(["invariants", str(trace), "--at-sts-violation", "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert d["sts_violations"] == 8 and d["by_status"] == {"disagrees": 8}
+    r = d["violations"][0]
+    assert r["sts_check"] == "check_for_blackholes_or_connectivity" and r["netsleuth_checks"] == ["blackholes"]
+    assert r["sts_blackhole_ports"] == [["s2", 2, "h2"]] and r["netsleuth_finding_count"] == 0
+    assert "s2:2 (host h2's port), where the rebuilt tables output to the host" in r["reason"]
 
 
 def test_cli_says_why_it_cannot_agree(tmp_path, capsys):

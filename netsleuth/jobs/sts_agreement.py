@@ -61,6 +61,7 @@ STS_COUNTERPARTS: dict[str, tuple[str, ...]] = {
 
 _TABLES = {"loops", "blackholes", "reachability"}
 _VISITS = re.compile(r"'visits':\s*\[([\d,\s]+)\]")
+_HASSEL_PORT = re.compile(r"\),\s*(\d{6,}),")  # STS's blackhole tuples: (header, dpid * 100000 + port, ...)
 _SHOWN = 5
 
 
@@ -87,6 +88,28 @@ def _loop_switches(viols: list[str], topo: Topology) -> list[str]:
                 if name not in names:
                     names.append(name)
     return names
+
+
+def _blackhole_ports(viols: list[str], topo: Topology) -> list[list[Any]]:
+    """Where STS's blackholes are, ``[switch, port, host or None]`` (its tuples are ``(header, port, ...)``)."""
+    out: list[list[Any]] = []
+    for m in _HASSEL_PORT.finditer("\n".join(viols)):
+        code = int(m.group(1))
+        try:
+            name = topo.switch_by_dpid(code // 100000).name
+        except NetsleuthError:
+            continue
+        far = topo.neighbor(name, code % 100000)
+        entry = [name, code % 100000, far[0] if far and topo.is_host(far[0]) else None]
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _outputs_to(world: Any, switch: str, port: int) -> bool:
+    """Some flow entry of the (1.0) switch outputs to ``port``."""
+    s = world.switches.get(switch)
+    return s is not None and any(getattr(a, "port", None) == port for e in s.table.entries() for a in e.actions)
 
 
 def _judge(v: ts.Violation, world: Any, controllers: list[str], has_tables: bool,
@@ -121,12 +144,19 @@ def _judge(v: ts.Violation, world: Any, controllers: list[str], has_tables: bool
     record["netsleuth_finding_count"] = len(findings)
     if "loops" in counterpart:
         record["sts_loop_switches"] = _loop_switches(viols, topo)
+    if "blackholes" in counterpart:
+        record["sts_blackhole_ports"] = _blackhole_ports(viols, topo)
     if findings:
         record.update(status="agrees", agrees=True, reason="")
     else:
         why = f"netsleuth's {' / '.join(counterpart)} find(s) nothing in the state rebuilt at this point"
         if not has_tables and set(counterpart) & _TABLES:
             why += "; the trace holds no OpenFlow message bodies, so the flow tables are empty"
+        at_hosts = [f"{sw}:{port} (host {host}'s port)" for sw, port, host in record.get("sts_blackhole_ports", [])
+                    if host and _outputs_to(world, sw, port)]
+        if at_hosts:
+            why += (f"; STS put its blackhole at {', '.join(at_hosts)}, where the rebuilt tables output to the "
+                    "host: netsleuth counts that as delivered, not dropped")
         record.update(status="disagrees", agrees=False, reason=why)
     return record
 
