@@ -467,9 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")
-    im.add_argument("file", help="the trace to convert")
+    im.add_argument("file", help="the trace to convert: an STS experiment folder (its config files give the "
+                                 "topology and the invariant check), or its events.trace / mcs.trace")
     im.add_argument("--out", required=True, type=out_file(), help="where to write the netsleuth trace (.jsonl)")
-    im.add_argument("--topo", help="the topology it was recorded on (default: inferred from the trace)")
+    im.add_argument("--topo", help="the topology it was recorded on, e.g. sts-mesh,3 (default: the one the "
+                                   "experiment's config names, else inferred from the trace)")
     im.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     im.set_defaults(func=cmd_import)
     for module in COMMAND_MODULES:
