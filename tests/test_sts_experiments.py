@@ -239,3 +239,14 @@ def test_races_on_fingerprint_only_traces_say_so(command, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds no OpenFlow message bodies" in err and "fingerprints" in err
     assert "-- fix: race an STS trace whose ControlMessage lines carry b64_packet" in err
+
+
+def test_moved_hosts_sit_on_the_ports_sts_recorded(tmp_path):
+    t = read_trace(imported(FIREWALL, tmp_path))
+    moves = [e for e in t.events if isinstance(e, ts.HostMigration)]
+    # STS keeps a moved host's old port (down), so h3 goes s3:3 -> s3:4 -> s3:5 -> s1:4
+    assert [(e.host, e.new_switch, e.new_port) for e in moves[:3]] == [("h3", "s3", 4), ("h3", "s3", 5),
+                                                                         ("h3", "s1", 4)]
+    for move in moves[:3]:
+        world = rebuild(t.header, t.events, lambda e, m=move: e.seq > m.seq).world
+        assert world.host_at["h3"] == (move.new_switch, move.new_port)

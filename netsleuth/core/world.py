@@ -157,10 +157,15 @@ class World(Network):
         return []
 
     # ------------------------------------------------------------ hosts and traffic
-    def migrate_host(self, host: str, new_switch: str) -> list[Effect]:
-        """Unplug ``host`` and plug it into a new port of ``new_switch`` (PORT_STATUS DELETE/ADD)."""
+    def migrate_host(self, host: str, new_switch: str, port: int | None = None) -> list[Effect]:
+        """Unplug ``host`` and plug it into a new port of ``new_switch`` (PORT_STATUS DELETE/ADD).
+
+        ``port``: the port number to use when it is free (a recorded move rebuilt as it happened);
+        by default the switch's next port number.
+        """
         old_switch, old_port = self.host_at[host]
-        new_port = self.free_port(new_switch)
+        new_port = port if port is not None and (new_switch, port) not in self.peer \
+            and port not in self.switches[new_switch].ports else self.free_port(new_switch)
         deps = (self._last_migration[host],) if host in self._last_migration else ()
         ev = self._input(ts.HostMigration, deps=deps, host=host, old_switch=old_switch, old_port=old_port,
                          new_switch=new_switch, new_port=new_port)

@@ -318,6 +318,7 @@ class _Importer:
         self.given = topology
         self.config = config if config is not None else StsConfig()
         self.switch_down: set[str] = set()
+        self.moved_to: dict[tuple[str, int], tuple[str, int]] = {}  # a switch port a host migrated to -> host end
         self.controller_down: set[str] = set()
         self.decode = decode
         self.t0 = records[0].time
@@ -770,6 +771,8 @@ class _Importer:
         ev = self.emit(rec, ts.HostMigration, deps=[prev] if prev else [], host=host, old_switch=old_sw,
                        old_port=old_port, new_switch=new_sw, new_port=new_port)
         self.last_migration[host] = ev.id  # type: ignore[attr-defined]  # a HostMigration is an InputEvent
+        self.moved_to.pop((old_sw, old_port), None)
+        self.moved_to[(new_sw, new_port)] = (host, 0)
 
     def traffic(self, rec: _Rec) -> None:
         dp_event = rec.d.get("dp_event")
@@ -821,7 +824,7 @@ class _Importer:
                         "restore the fingerprint's dpid and port")
         # STS names the sending end (the DpPacketOut's node and port); netsleuth
         # drops on the link *into* (node, port): use the far end when known.
-        far = self.topo.neighbor(node, nport) if node in self.topo else None
+        far = self.moved_to.get((node, nport)) or (self.topo.neighbor(node, nport) if node in self.topo else None)
         if far is not None:
             node, nport = far
         else:
