@@ -123,7 +123,11 @@ def cmd_invariants(args: argparse.Namespace) -> int:
 
     from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 
+    if args.at_sts_violation:
+        return _invariants_at_sts_violation(args)
     d = invariants_on_trace(args.trace, args.check, args.at, args.isolation, args.faucet_policy)
+    if args.out:
+        _write_result(Path(args.out), d)
     if args.json:
         out.print_json(json.dumps(d))
     else:
@@ -134,6 +138,43 @@ def cmd_invariants(args: argparse.Namespace) -> int:
             out.print("no violations")
         _print_violations(d["violations"], examples=10)
     return 1 if d["violations"] else 0
+
+
+def _write_result(out_dir: Path, d: dict) -> None:
+    import json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "result.json").write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
+
+
+def _invariants_at_sts_violation(args: argparse.Namespace) -> int:
+    """Per violation STS recorded: does netsleuth's matching invariant agree (exit 0 all do, 1 any does not)?"""
+    import json
+
+    from netsleuth.jobs.sts_agreement import StsAgreementError, sts_agreement
+
+    if args.at is not None or args.check or args.isolation:
+        raise StsAgreementError("--at-sts-violation chooses the points and the invariants itself; "
+                                "--at, --check and --isolation do not go with it",
+                                "drop --at/--check/--isolation, or drop --at-sts-violation")
+    d = sts_agreement(args.trace)
+    if args.out:
+        _write_result(Path(args.out), d)
+    if args.json:
+        out.print_json(json.dumps(d))
+        return 0 if d["all_agree"] else 1
+    out.print(f"{args.trace}: {d['sts_violations']} violation(s) recorded by STS; netsleuth agrees with "
+              f"{d['agree']}, not with {d['disagree']}", soft_wrap=True, markup=False, highlight=False)
+    for r in d["violations"]:
+        where = f"STS {r['sts_label']} (round {r['sts_round']}, {r['sts_check']}"
+        where += ", persistent)" if r["persistent"] else ", transient)"
+        shown = r.get("netsleuth_findings") or []
+        said = f": {shown[0]['message']}" if shown else ""
+        line = f"  {r['status']}: {where} -> netsleuth {'/'.join(r.get('netsleuth_checks') or ['-'])}{said}"
+        if r["reason"]:
+            line += f" -- {r['reason']}"
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
+    return 0 if d["all_agree"] else 1
 
 
 def cmd_races(args: argparse.Namespace) -> int:
@@ -374,6 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hold the tables to this Faucet config's VLANs, routers and ACLs (isolation, acl) "
                         "instead of the config the trace was recorded with")
     i.add_argument("--json", action="store_true", help="print the result as JSON")
+    i.add_argument("--out", type=out_dir(), help="also write the result to OUT/result.json")
+    i.add_argument("--at-sts-violation", action="store_true",
+                   help="for a trace imported from STS: at each InvariantViolation STS recorded, run netsleuth's "
+                        "matching invariant and say whether it agrees (exit 0: all agree, 1: some do not)")
     i.set_defaults(func=cmd_invariants)
 
     rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
@@ -434,9 +479,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")
-    im.add_argument("file", help="the trace to convert")
+    im.add_argument("file", help="the trace to convert: an STS experiment folder (its config files give the "
+                                 "topology and the invariant check), or its events.trace / mcs.trace")
     im.add_argument("--out", required=True, type=out_file(), help="where to write the netsleuth trace (.jsonl)")
-    im.add_argument("--topo", help="the topology it was recorded on (default: inferred from the trace)")
+    im.add_argument("--topo", help="the topology it was recorded on, e.g. sts-mesh,3 (default: the one the "
+                                   "experiment's config names, else inferred from the trace)")
     im.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     im.set_defaults(func=cmd_import)
     for module in COMMAND_MODULES:

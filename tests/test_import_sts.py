@@ -61,10 +61,10 @@ def test_every_sts_class_is_converted_or_reported():
         "ControlMessageReceive": 1, "ControlMessageSend": 1, "TrafficInjection": 1, "SwitchFailure": 1,
         "SwitchRecovery": 1, "LinkFailure": 1, "LinkRecovery": 1, "ControllerFailure": 1,
         "ControllerRecovery": 1, "ControlChannelBlock": 1, "ControlChannelUnblock": 1, "HostMigration": 3,
-        "DataplaneDrop": 1, "InvariantViolation": 1,
+        "DataplaneDrop": 1, "InvariantViolation": 1, "ConnectToControllers": 1,
     }
     assert r.skipped == {
-        "ConnectToControllers": 1, "ControllerStateChange": 1, "DeterministicValue": 1, "DataplanePermit": 1,
+        "ControllerStateChange": 1, "DeterministicValue": 1, "DataplanePermit": 1,
         "ProcessFlowMod": 1, "WaitTime": 1, "CheckInvariants": 1, "PolicyChange": 1, "BlockControllerPair": 1,
         "UnblockControllerPair": 1, "LinkDiscovery": 1, "TrafficInjection": 1, "FrobnicateSwitch": 1,
         "ControlMessageReceive": 1,
@@ -87,7 +87,8 @@ def test_every_sts_class_is_converted_or_reported():
 def test_times_are_seconds_since_the_first_line():
     r = imp()
     ts_ = [e.t for e in r.trace.events]
-    assert ts_[0] == pytest.approx(0.1) and ts_ == sorted(ts_)
+    assert ts_[0] == 0.0 and ts_ == sorted(ts_)  # ConnectToControllers, the first line
+    assert [e.t for e in r.trace.events if type(e).kind != "switch_connected"][0] == pytest.approx(0.1)
     assert all(isinstance(t, float) for t in ts_)
 
 
@@ -102,11 +103,11 @@ def test_recoveries_depend_on_their_failures():
     assert ev["controller_recovery"].deps == (ev["controller_crash"].id,)
     assert (ev["channel_block"].switch, ev["channel_block"].controller) == ("s3", "c1")
     assert ev["channel_unblock"].deps == (ev["channel_block"].id,)
-    # STS recorded the recovery in the other direction (s2:1 -> s1:2): same link,
-    # same orientation as the topology lists it.
+    # STS cuts one direction of a link (start -> end). This hand-written line recovers it
+    # naming the far end first (s2:1 -> s1:2): it recovers the direction that was cut.
     fail, rec = ev["link_failure"], ev["link_recovery"]
-    assert (fail.node1, fail.port1, fail.node2, fail.port2) == ("s1", 2, "s2", 1)
-    assert (rec.node1, rec.port1, rec.node2, rec.port2) == ("s1", 2, "s2", 1)
+    assert (fail.node1, fail.port1, fail.node2, fail.port2, fail.one_way) == ("s1", 2, "s2", 1, True)
+    assert (rec.node1, rec.port1, rec.node2, rec.port2, rec.one_way) == ("s1", 2, "s2", 1, True)
 
 
 def test_host_migrations_are_chained_per_host():
@@ -185,7 +186,10 @@ def test_undecodable_openflow_is_reported(tmp_path):
     bad = base64.b64encode(b"\x09\x00\x00\x08\x00\x00\x00\x01").decode()  # OpenFlow version 9
     p = write(tmp_path, line("ControlMessageSend", "i1", 1, dpid=1, controller_id="c1", b64_packet=bad))
     r = imp(p)
-    assert r.skipped == {"ControlMessageSend": 1} and r.trace.events == []
+    assert r.skipped == {"ControlMessageSend": 1}
+    # no ConnectToControllers line: the switch was connected at start-up, as in STS; nothing else
+    assert [type(e).kind for e in r.trace.events] == ["switch_connected"]
+    assert any("no ConnectToControllers line" in n for n in r.notes)
     assert r.reasons["ControlMessageSend"] == {"the OpenFlow bytes could not be decoded": 1}
     assert any("line 1" in n and "version" in n for n in r.notes)
 
@@ -236,19 +240,19 @@ def test_given_topology_names_and_orientation():
         topo.add_switch(f"s{n}", n)
     topo.add_host("h1", "00:00:00:00:00:01", "10.0.0.1")
     topo.add_host("h2", "00:00:00:00:00:02", "10.0.0.2")
-    topo.add_link("s2", "s1", 1, 2)  # listed s2-first: link events follow the topology
+    topo.add_link("s2", "s1", 1, 2)  # listed s2-first; STS's failure cut s1:2 -> s2:1, and stays that way
     topo.add_link("h1", "s1", 0, 1)
     topo.add_link("h2", "s3", 0, 2)
     r = imp(topology=topo)
     assert not r.topology_inferred and r.trace.header.topology == topo.to_json()
     (lf,) = by_kind(r, "link_failure")
-    assert (lf.node1, lf.port1, lf.node2, lf.port2) == ("s2", 1, "s1", 2)
+    assert (lf.node1, lf.port1, lf.node2, lf.port2, lf.one_way) == ("s1", 2, "s2", 1, True)
     assert not any("not in the given topology" in n for n in r.notes)
 
 
 def test_real_early_pox_trace():
     r = imp(POX)
-    assert r.converted == {"HostMigration": 1, "InvariantViolation": 1}
+    assert r.converted == {"ConnectToControllers": 1, "HostMigration": 1, "InvariantViolation": 1}
     assert r.skipped["TrafficInjection"] == 2 and r.skipped["ControlMessageReceive"] == 3
     (m,) = by_kind(r, "host_migration")
     assert (m.old_switch, m.old_port, m.new_switch, m.new_port) == ("s1", 4, "s3", 5)
@@ -264,13 +268,18 @@ def test_real_early_pox_trace():
 
 def test_real_two_controller_handshake():
     r = imp(BIGSWITCH)
-    assert r.converted == {"ControlMessageReceive": 5, "ControlMessageSend": 5}
+    assert r.converted == {"ConnectToControllers": 1, "ControlMessageReceive": 5, "ControlMessageSend": 5}
     assert r.trace.header.controller == "c2 + c1"
-    types = [(type(e).kind, e.dpid, e.controller, e.msg["type"]) for e in r.trace.events]
+    # ConnectToControllers: every switch the trace names connects to both controllers first
+    connected = by_kind(r, "switch_connected")
+    assert [(e.dpid, e.controller) for e in connected] == [(2, "c2"), (2, "c1"), (3, "c2"), (3, "c1")]
+    of = [e for e in r.trace.events if type(e).kind.startswith("of_")]
+    assert {e.conn for e in of} <= {e.conn for e in connected}
+    types = [(type(e).kind, e.dpid, e.controller, e.msg["type"]) for e in of]
     assert types[:2] == [("of_to_switch", 3, "c2", "HELLO"), ("of_to_switch", 2, "c1", "HELLO")]
-    reply = r.trace.events[5]
+    reply = of[5]
     assert reply.msg["type"] == "FEATURES_REPLY" and reply.fp == ("FEATURES_REPLY", 3)
-    assert len({(e.dpid, e.controller) for e in r.trace.events}) == len({e.conn for e in r.trace.events}) == 2
+    assert len({(e.dpid, e.controller) for e in of}) == len({e.conn for e in of}) == 2
 
 
 # ------------------------------------------------------------------ round trip

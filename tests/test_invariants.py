@@ -268,6 +268,9 @@ def test_liveness_reports_dead_controller_and_unconnected_switches():
     # a switch that is down is not expected to be connected
     found = registry.check(net.view(connected={1, 2}, switch_up={"s3": False}), inv)
     assert found == []
+    # every controller down: the dead controllers are the finding, not the switches left with nobody to talk to
+    found = registry.check(net.view(alive={"c0": False}, connected=set()), inv)
+    assert [f.details.get("controller") for f in found] == ["c0"] and not any(f.switches for f in found)
 
 
 def test_registry_names_and_defaults():

@@ -105,6 +105,8 @@ class Network:
         self.host_by_ip: dict[int, str] = {h.ip: h.name for h in topology.hosts}
         self.peer: dict[tuple[str, int], tuple[str, int]] = {}
         self.link_up: dict[tuple[str, int, str, int], bool] = {}
+        # sending ends (node, port) of links cut in that direction only (STS's one-way link failures)
+        self.cut_from: set[tuple[str, int]] = set()
         for link in topology.links:
             self.peer[(link.node1, link.port1)] = (link.node2, link.port2)
             self.peer[(link.node2, link.port2)] = (link.node1, link.port1)
@@ -312,7 +314,7 @@ class Network:
     # ------------------------------------------------------------ data plane
     def _emit(self, node: str, port: int, packet: Packet, lineage: Lineage | None) -> None:
         peer = self.peer.get((node, port))
-        if peer is None or not self.link_is_up(node, port):
+        if peer is None or not self.link_is_up(node, port) or (node, port) in self.cut_from:
             self.stats.dropped_packets += 1
             return
         if lineage is None:
@@ -338,7 +340,8 @@ class Network:
 
     def _fire_wire(self, ev: OnWire) -> None:
         self.stats.packets += 1
-        if self.peer.get((ev.src, ev.src_port)) != (ev.node, ev.port) or not self.link_is_up(ev.src, ev.src_port):
+        if (self.peer.get((ev.src, ev.src_port)) != (ev.node, ev.port) or not self.link_is_up(ev.src, ev.src_port)
+                or (ev.src, ev.src_port) in self.cut_from):
             self.stats.dropped_packets += 1  # the link failed or was rewired while the packet was on it
             return
         if self.drop_next.get((ev.node, ev.port)):
@@ -421,13 +424,23 @@ class Network:
         self.link_up[key] = up
         self._sync_ports(key)
 
+    def set_link_direction(self, node1: str, port1: int, up: bool) -> None:
+        """Cut (or restore) only the direction out of (node1, port1); only node1's port changes state."""
+        if ((node1, port1) not in self.cut_from) == up:
+            return
+        if up:
+            self.cut_from.discard((node1, port1))
+        else:
+            self.cut_from.add((node1, port1))
+        self._sync_ports(self.link_key(node1, port1))
+
     def _sync_ports(self, key: tuple[str, int, str, int]) -> None:
         """Make the switches' port state match the link's effective state (PORT_STATUS on change)."""
         up = self.link_is_up(key[0], key[1])
         for node, port in ((key[0], key[1]), (key[2], key[3])):
             s = self.switches.get(node)
             if s is not None and self.switch_up[node] and port in s.ports:
-                self._apply_outputs(s, s.set_link(port, up), None)
+                self._apply_outputs(s, s.set_link(port, up and (node, port) not in self.cut_from), None)
 
     def tick(self) -> None:
         """Expire flows whose timeouts passed (FLOW_REMOVED where asked)."""
@@ -556,6 +569,7 @@ class Network:
             topology=self.topology,
             switches=self.switches,
             link_up={key: self.link_is_up(key[0], key[1]) for key in self.link_up},
+            cut_from=frozenset(self.cut_from),
             controllers_alive=dict(self.controllers_alive),
             connected_dpids=frozenset(connected),
             controllers_of=controllers_of,

@@ -79,6 +79,16 @@ def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:
         world.connections[conns[e.conn]].features_replied = True
     elif isinstance(e, ts.SwitchDisconnected) and e.conn in conns:
         world.close_connection(conns.pop(e.conn), e.reason)
+    elif isinstance(e, ts.ControllerEvent) and e.what == "exited":
+        # The process died on its own (an importer may know it only from the
+        # recording tool's own liveness check): it is down and its switches
+        # lost their connections to it.
+        world.set_controller_alive(e.controller, False)
+        world.disconnect_controller(e.controller, "controller exited")
+    elif isinstance(e, ts.HostMigration):
+        # the port the host was plugged into, as recorded: the controller's rules name it (STS kept a moved
+        # host's old port, so its new port numbers run ahead of netsleuth's own choice)
+        world.migrate_host(e.host, e.new_switch, e.new_port)
     elif e.is_input and not isinstance(e, ts.TrafficInjection):
         world.apply_recorded(e)  # type: ignore[arg-type]  # is_input: an InputEvent. Traffic changes no table itself
     world.tick()

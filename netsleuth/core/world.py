@@ -77,7 +77,9 @@ class World(Network):
         return [Connect(dpid, c) for c, alive in self.controllers_alive.items() if alive]
 
     # ------------------------------------------------------------ links
-    def fail_link(self, node1: str, port1: int) -> list[Effect]:
+    def fail_link(self, node1: str, port1: int, one_way: bool = False) -> list[Effect]:
+        if one_way:
+            return self._fail_direction(node1, port1)
         key = self.link_key(node1, port1)
         if not self.link_up[key]:
             return []
@@ -86,7 +88,28 @@ class World(Network):
         self.set_link(node1, port1, False)
         return []
 
-    def recover_link(self, node1: str, port1: int) -> list[Effect]:
+    def _fail_direction(self, node1: str, port1: int) -> list[Effect]:
+        if (node1, port1) in self.cut_from:
+            return []
+        node2, port2 = self.peer[(node1, port1)]
+        ev = self._input(ts.LinkFailure, node1=node1, port1=port1, node2=node2, port2=port2, one_way=True)
+        self._open_failure[("link-from", node1, port1)] = ev.id
+        self.set_link_direction(node1, port1, False)
+        return []
+
+    def _recover_direction(self, node1: str, port1: int) -> list[Effect]:
+        if (node1, port1) not in self.cut_from:
+            return []
+        node2, port2 = self.peer[(node1, port1)]
+        dep = self._open_failure.pop(("link-from", node1, port1), None)
+        self._input(ts.LinkRecovery, deps=(dep,) if dep else (), node1=node1, port1=port1, node2=node2,
+                    port2=port2, one_way=True)
+        self.set_link_direction(node1, port1, True)
+        return []
+
+    def recover_link(self, node1: str, port1: int, one_way: bool = False) -> list[Effect]:
+        if one_way:
+            return self._recover_direction(node1, port1)
         key = self.link_key(node1, port1)
         if self.link_up[key]:
             return []
@@ -134,10 +157,15 @@ class World(Network):
         return []
 
     # ------------------------------------------------------------ hosts and traffic
-    def migrate_host(self, host: str, new_switch: str) -> list[Effect]:
-        """Unplug ``host`` and plug it into a new port of ``new_switch`` (PORT_STATUS DELETE/ADD)."""
+    def migrate_host(self, host: str, new_switch: str, port: int | None = None) -> list[Effect]:
+        """Unplug ``host`` and plug it into a new port of ``new_switch`` (PORT_STATUS DELETE/ADD).
+
+        ``port``: the port number to use when it is free (a recorded move rebuilt as it happened);
+        by default the switch's next port number.
+        """
         old_switch, old_port = self.host_at[host]
-        new_port = self.free_port(new_switch)
+        new_port = port if port is not None and (new_switch, port) not in self.peer \
+            and port not in self.switches[new_switch].ports else self.free_port(new_switch)
         deps = (self._last_migration[host],) if host in self._last_migration else ()
         ev = self._input(ts.HostMigration, deps=deps, host=host, old_switch=old_switch, old_port=old_port,
                          new_switch=new_switch, new_port=new_port)
@@ -187,9 +215,9 @@ class World(Network):
         if isinstance(e, ts.SwitchRecovery):
             return self.recover_switch(e.switch)
         if isinstance(e, ts.LinkFailure):
-            return self.fail_link(e.node1, e.port1)
+            return self.fail_link(e.node1, e.port1, e.one_way)
         if isinstance(e, ts.LinkRecovery):
-            return self.recover_link(e.node1, e.port1)
+            return self.recover_link(e.node1, e.port1, e.one_way)
         if isinstance(e, ts.HostMigration):
             return self.migrate_host(e.host, e.new_switch)
         if isinstance(e, ts.ControllerCrash):

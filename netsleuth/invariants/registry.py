@@ -34,8 +34,10 @@ def _liveness(view: NetworkView, _outcomes: object) -> list[Finding]:
         if not alive and name not in view.crashed_by_input:
             findings.append(Finding("liveness", f"controller {name} is not running",
                                     details={"controller": name}))
-    if view.controllers_alive and all(c in view.crashed_by_input for c in view.controllers_alive):
-        return findings  # every controller was crashed on purpose: nobody to connect to
+    if view.controllers_alive and not any(view.controllers_alive.values()):
+        # every controller is down (crashed on purpose, or its process exited, reported above):
+        # there is nobody to connect to, so the switches are not to blame
+        return findings
     missing = [s.name for s in view.topology.switches
                if view.is_switch_up(s.name) and s.dpid not in view.connected_dpids]
     if missing:

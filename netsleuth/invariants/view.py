@@ -38,6 +38,8 @@ class NetworkView:
     switch_up: Mapping[str, bool] = field(default_factory=dict)
     # the policy of the Faucet config the run used (a faucet_policy.FaucetPolicy), for isolation and acl
     faucet: object | None = None
+    # sending ends of links that are cut in that direction only (STS's one-way link failures)
+    cut_from: frozenset[tuple[str, int]] = frozenset()
 
     def pipeline(self, switch: str) -> FlowTable | Pipeline13:
         """Switch ``switch``'s forwarding state: a 1.0 FlowTable, or a Pipeline13 on a switch that speaks 1.3.
@@ -56,12 +58,12 @@ class NetworkView:
     def __post_init__(self) -> None:
         peers: dict[tuple[str, int], tuple[str, int] | None] = {}
         for (n1, p1, n2, p2), up in self.link_up.items():
-            peers[(n1, p1)] = (n2, p2) if up else None
-            peers[(n2, p2)] = (n1, p1) if up else None
+            peers[(n1, p1)] = (n2, p2) if up and (n1, p1) not in self.cut_from else None
+            peers[(n2, p2)] = (n1, p1) if up and (n2, p2) not in self.cut_from else None
         object.__setattr__(self, "_peers", peers)
 
     def peer(self, node: str, port: int) -> tuple[str, int] | None:
-        """The (node, port) at the other end of a live link, or None."""
+        """The (node, port) a packet sent out of ``node:port`` reaches over a live link, or None."""
         return self._peers.get((node, port))  # type: ignore[attr-defined]  # set in __init__ via object.__setattr__
 
     def live_graph(self) -> nx.Graph:

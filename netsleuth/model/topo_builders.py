@@ -2,8 +2,10 @@
 
 ``parse_topo`` accepts Mininet's ``--topo`` syntax (``single,3``,
 ``linear,k=4``, ``tree,depth=2,fanout=2``, ``torus,3,3``) plus ``mesh,N``
-(STS's MeshTopology), ``ring,N``, ``fattree,K``, ``minimal`` and topology
-files (``file:PATH``, ``*.json``, ``*.graphml``). Each builder reproduces its
+(a full mesh), ``ring,N``, ``fattree,K``, ``minimal``, STS's own
+``sts-mesh,N`` and ``sts-fattree,PODS`` (its MeshTopology and FatTree with
+its port, MAC and IP numbering, so imported STS traces name the same ports)
+and topology files (``file:PATH``, ``*.json``, ``*.graphml``). Each builder reproduces its
 original's numbering of switches, hosts and ports (Mininet's, STS's, or
 Al-Fares et al.'s for the fat tree), so names in traces and papers agree.
 """
@@ -97,6 +99,76 @@ def _mesh(t: Topology, k: int) -> None:
             t.add_link(sw[i], sw[j])
 
 
+def _sts_mesh(t: Topology, num_switches: int) -> None:
+    # STS MeshTopology(num_switches=N): switch i (dpid i) has ports 1..N. The
+    # host is wired to the *last* port N, with MAC 12:34:56:78:<i>:<N> and IP
+    # 123.123.<i>.<N> (STS's default ip_format_str); host ids (hids) count
+    # from 1 in switch order, so host i is h<i>. The switch-to-switch ports
+    # are STS's FullyMeshedLinks: each switch keeps its free ports 1..N-1 in
+    # ascending order, and for every pair i < j (in dpid order) both take
+    # their *highest* free port -- so in a 3-mesh s1:2-s2:2, s1:1-s3:2, s2:1-s3:1.
+    n = num_switches
+    sw = [t.add_switch(f"s{i}", i) for i in range(1, n + 1)]
+    for i, s in enumerate(sw, 1):
+        h = t.add_host(f"h{i}", mac=f"12:34:56:78:{i:02x}:{n:02x}", ip=f"123.123.{i}.{n}")
+        t.add_link(h, s, 0, n)
+    free = [list(range(1, n)) for _ in sw]
+    for i in range(n):
+        for j in range(i + 1, n):
+            t.add_link(sw[i], sw[j], free[i].pop(), free[j].pop())
+
+
+def _sts_fattree(t: Topology, num_pods: int) -> None:
+    # STS FatTree(num_pods=k), built bottom-up as STS does, so dpids follow its
+    # creation order: edge switches first (dpid 1..), then each pod's
+    # aggregation switches, then the cores; every switch is s<dpid> with
+    # ports 1..k. Hosts (hid = creation order, h1..) sit on edge ports
+    # 1..k/2 with STS's PortLand addresses: MAC 00:00:00:<pod>:<position>:<port>,
+    # IP 123.<pod>.<position>.<port> (pod, position 0-based; port 1-based).
+    # Edge e (position e in its pod) port k/2+1+a <-> the pod's aggregation
+    # switch a, port e+1. Aggregation switches, pod by pod, take the cores
+    # round robin on their ports k/2+1..k; a core's port is pod+1. STS keeps
+    # Python 2's integer k/2, so an odd k gives fewer cores than aggregation
+    # uplinks: a core port is then wired twice in STS; only its first link is
+    # kept here (STS's choice depended on set order).
+    k = num_pods
+    half = k // 2
+    hosts_per_pod = half * half
+    edges: list[tuple[str, int, int]] = []  # (switch, pod, position)
+    dpid = 0
+    for i in range(hosts_per_pod * k):
+        pod = i // hosts_per_pod if hosts_per_pod else 0
+        if i % half == 0:
+            dpid += 1
+            edges.append((t.add_switch(f"s{dpid}", dpid), pod, (len(edges)) % half))
+        edge, _, position = edges[-1]
+        port = i % half + 1
+        h = t.add_host(f"h{i + 1}", mac=f"00:00:00:{pod:02x}:{position:02x}:{port:02x}",
+                       ip=f"123.{pod}.{position}.{port}")
+        t.add_link(h, edge, 0, port)
+    aggs: list[tuple[str, int]] = []
+    for pod in range(k):
+        pod_aggs = []
+        for _ in range(half):
+            dpid += 1
+            pod_aggs.append(t.add_switch(f"s{dpid}", dpid))
+        for e, (edge, _, _) in enumerate(edges[pod * half:(pod + 1) * half]):
+            for a, agg in enumerate(pod_aggs):
+                t.add_link(edge, agg, half + 1 + a, e + 1)
+        aggs += [(agg, pod) for agg in pod_aggs]
+    cores = []
+    for _ in range(hosts_per_pod):
+        dpid += 1
+        cores.append(t.add_switch(f"s{dpid}", dpid))
+    turn = 0
+    for agg, pod in aggs:
+        for port in range(half + 1, k + 1):
+            core = cores[turn % len(cores)]
+            turn += 1
+            if t.neighbor(core, pod + 1) is None:
+                t.add_link(agg, core, port, pod + 1)
+
+
 def _ring(t: Topology, k: int) -> None:
     # linear,k closed by sk-s1: si port 1 = hi, 2 = s(i-1) (s1: s2), 3 = s(i+1) (s1: sk).
     _linear(t, k)
@@ -153,6 +225,13 @@ _FORMS: dict[str, _Form] = {
                    lambda x, y, n: 2 * x * y,
                    lambda x, y, n: None if n == 1 else f"torus with n={n} hosts per switch is not supported"),
     "mesh": _Form(_mesh, (("k", 3, 1),), "mesh,N", lambda k: 2 * k),
+    "sts-mesh": _Form(_sts_mesh, (("num_switches", 3, 1),), "sts-mesh,N", lambda num_switches: 2 * num_switches,
+                      lambda num_switches: None if num_switches <= 255 else
+                      f"STS writes the dpid and port into one MAC byte each: at most 255 switches, got {num_switches}"),
+    "sts-fattree": _Form(_sts_fattree, (("num_pods", 4, 2),), "sts-fattree,PODS",
+                         lambda num_pods: 5 * num_pods * num_pods // 4 + num_pods ** 3 // 4,
+                         lambda num_pods: None if num_pods <= 255 else
+                         f"STS writes the pod into one MAC byte: at most 255 pods, got {num_pods}"),
     "ring": _Form(_ring, (("k", 3, 3),), "ring,N", lambda k: 2 * k),
     "fattree": _Form(_fattree, (("k", 4, 2),), "fattree,K", lambda k: 5 * k * k // 4 + k ** 3 // 4,
                      lambda k: None if k % 2 == 0 else f"fattree needs an even K, got {k}"),

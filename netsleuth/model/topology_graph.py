@@ -60,7 +60,7 @@ JSON_VERSION = 1
 
 KNOWN_FORMS = (
     "single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
-    "fattree,K | minimal | file:PATH (.json or .graphml)"
+    "fattree,K | sts-mesh,N | sts-fattree,PODS | minimal | file:PATH (.json or .graphml)"
 )
 _FIX = f"use one of: {KNOWN_FORMS}"
 

@@ -932,8 +932,10 @@ def events_from_trace(trace: str | Path | ts.Trace) -> TraceEvents:
     from netsleuth.core.rebuild import replay_states
     from netsleuth.trace.io import read_trace
 
+    where = str(trace) if not isinstance(trace, ts.Trace) else "the trace"
     if not isinstance(trace, ts.Trace):
         trace = read_trace(trace_file(trace))
+    _need_openflow_bodies(trace, where)
     b = _Builder(trace.header)
     for e, world in replay_states(trace.header, trace.events):
         b.seq = e.seq
@@ -948,6 +950,27 @@ def events_from_trace(trace: str | Path | ts.Trace) -> TraceEvents:
         elif e.is_input:
             b.on_input(e)
     return TraceEvents(b.events, b.origin, b.labels, dict(b.stats))
+
+
+def _need_openflow_bodies(trace: ts.Trace, where: str) -> None:
+    """Races are between the OpenFlow messages a switch handled: a trace without them has nothing to race.
+
+    STS before mid-2013 recorded each OpenFlow message only as a fingerprint
+    (its type and a few fields), so a trace imported from such a run keeps
+    the inputs but no message bodies; say that instead of "no events".
+    """
+    from netsleuth.errors import TraceFormatError
+
+    if any(isinstance(e, (ts.ControlToSwitch, ts.ControlToController)) for e in trace.events):
+        return
+    if trace.header.extra.get("imported_from") == "sts":
+        raise TraceFormatError(
+            f"{where} holds no OpenFlow message bodies: the STS run recorded its OpenFlow messages only as "
+            "fingerprints, and races are between the messages a switch handled",
+            "race an STS trace whose ControlMessage lines carry b64_packet (STS from mid-2013 on), "
+            "or record the controller with netsleuth run/fuzz")
+    raise TraceFormatError(f"{where} holds no OpenFlow message bodies, and races are between the messages a "
+                           "switch handled", "give a trace recorded by netsleuth run/fuzz, or an SDNRacer hb.json")
 
 
 def race_text(labels: dict[int, str], graph: Any, race: Any) -> str:

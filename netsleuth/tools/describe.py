@@ -174,6 +174,8 @@ def describe(e: ts.Event) -> str:
         return f"input {e.id}: {e.host} moves {e.old_switch}:{e.old_port} -> {e.new_switch}:{e.new_port}"
     if isinstance(e, (ts.LinkFailure, ts.LinkRecovery)):
         what = "fails" if isinstance(e, ts.LinkFailure) else "recovers"
+        if e.one_way:
+            return f"input {e.id}: link direction {e.node1}:{e.port1} -> {e.node2}:{e.port2} {what} (one way)"
         return f"input {e.id}: link {e.node1}:{e.port1}-{e.node2}:{e.port2} {what}"
     if isinstance(e, ts.Violation):
         return f"{'persistent' if e.persistent else 'transient'} {e.invariant} violation: {e.message}"

@@ -250,12 +250,19 @@ class SwitchRecovery(InputEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _LinkInput(InputEvent):
-    """The link between (node1, port1) and (node2, port2)."""
+    """The link between (node1, port1) and (node2, port2).
+
+    ``one_way``: only the direction from (node1, port1) to (node2, port2)
+    fails or recovers, and only node1's port goes down -- how STS cut links
+    (its links are one-way objects; the far end keeps sending into the
+    link). Written to the trace only when true, so other traces read as before.
+    """
 
     node1: str
     port1: int
     node2: str
     port2: int
+    one_way: bool = field(default=False, metadata={"omit_default": True})
 
 
 @event_kind("link_failure")
@@ -489,6 +496,7 @@ class _FieldSpec:
     from_json: Callable[[Any], Any]
     required: bool
     describe: str
+    omit: tuple[Any] | None = None  # (default,): the field is written only when it differs from it
 
 
 def _describe(hint: Any) -> str | None:
@@ -505,7 +513,8 @@ def _specs(cls: type) -> tuple[_FieldSpec, ...]:
         specs = tuple(
             _FieldSpec(f.name, *_codec_for(hints[f.name]),
                        required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-                       describe=str(_describe(hints[f.name])))
+                       describe=str(_describe(hints[f.name])),
+                       omit=(f.default,) if f.metadata.get("omit_default") else None)
             for f in dataclasses.fields(cls)
         )
         _SPECS[cls] = specs
@@ -515,6 +524,8 @@ def _specs(cls: type) -> tuple[_FieldSpec, ...]:
 def _encode(obj: Any, what: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for spec in _specs(type(obj)):
+        if spec.omit is not None and getattr(obj, spec.name) == spec.omit[0]:
+            continue  # an optional field at its default is left out of the line
         try:
             out[spec.name] = spec.to_json(getattr(obj, spec.name))
         except _Bad as exc:

@@ -15,7 +15,8 @@ input with ``dpid``).
 What becomes what:
 
 * Inputs: ``SwitchFailure``/``SwitchRecovery`` -> ``switch_failure``/
-  ``switch_recovery``; ``LinkFailure``/``LinkRecovery`` -> ``link_*``;
+  ``switch_recovery``; ``LinkFailure``/``LinkRecovery`` -> ``link_*`` with
+  ``one_way`` (STS cut only the start -> end direction of a link);
   ``ControllerFailure``/``ControllerRecovery`` -> ``controller_crash``/
   ``controller_recovery``; ``ControlChannelBlock``/``Unblock`` ->
   ``channel_block``/``channel_unblock``; ``HostMigration`` ->
@@ -31,17 +32,30 @@ What becomes what:
   sends to a controller) -> ``of_to_switch``/``of_to_controller``, when the
   line carries the message bytes (``b64_packet``) and the caller passes an
   OpenFlow decoder (the trace layer does not import the codec).
+* ``ConnectToControllers`` -> a ``switch_connected`` for every switch and
+  every controller (STS connects each switch to all of them); a recovered
+  switch reconnects to the live controllers and a recovered controller gets
+  every live switch back, as in STS.
 * ``InvariantViolation`` -> ``violation`` (named after the last
-  ``CheckInvariants`` before it).
+  ``CheckInvariants`` before it, or the config's check). STS's liveness check
+  asks the controller processes whether they run: a controller it names that
+  no input crashed is recorded as a ``controller_event`` "exited" just
+  before the violation, so the rebuilt state knows that process is gone.
 * Everything else (``WaitTime``, ``CheckInvariants``, controller log
   statements, ``gettimeofday`` answers, dataplane permits, controller-pair
   partitions, unknown classes, ...) is counted in the report's ``skipped``
   with the reason, never silently dropped.
 
-Times become injected-clock seconds since the first line. Without a given
-topology, one is inferred from what the trace mentions (switches, links of
-link failures, each host's location before its first migration, host
-addresses from injected packets); the header says so.
+Times become injected-clock seconds since the first line. ``path`` may be the
+experiment folder or a trace in it; the config files beside the trace
+(``orig_config.py``, ``mcs_config.py``, ``replay_config.py``, read by
+:mod:`~netsleuth.trace.importers.sts_config` without running them) give the
+topology (STS's ``MeshTopology``/``FatTree`` with its own port and host
+numbering: ``sts-mesh,N``/``sts-fattree,PODS``), the invariant check and the
+controllers. Without a given topology or a config naming one, a topology is
+inferred from what the trace mentions (switches, links of link failures,
+each host's location before its first migration, host addresses from
+injected packets); the header says so.
 """
 
 from __future__ import annotations
@@ -60,9 +74,10 @@ from netsleuth import __version__
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.addr import BROADCAST_MAC, int_to_ip, int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.packet import Arp, IPv4, Packet
-from netsleuth.model.topology import OFPP_MAX, Topology
+from netsleuth.model.topology import OFPP_MAX, Topology, parse_topo
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint
+from netsleuth.trace.importers.sts_config import StsConfig, read_sts_config, sts_topology_spec
 
 __all__ = ["ImportReport", "import_sts", "STS_CLASSES", "OpenFlowDecoder"]
 
@@ -97,7 +112,6 @@ _NO_COUNTERPART = {
                      "no netsleuth counterpart",
     "BlockControllerPair": "controller-to-controller partitions have no netsleuth input kind",
     "UnblockControllerPair": "controller-to-controller partitions have no netsleuth input kind",
-    "ConnectToControllers": "netsleuth connects switches to controllers itself when a run starts",
     "ControllerStateChange": "controller log statements are not part of netsleuth traces",
     "DeterministicValue": "netsleuth does not intercept controller system calls (gettimeofday)",
     "DataplanePermit": "STS records only a header fingerprint; netsleuth 'packet' events need the "
@@ -298,10 +312,14 @@ def _host_number(host_id: Any) -> int | None:
 # --------------------------------------------------------------------- importer
 class _Importer:
     def __init__(self, path: Path, records: list[_Rec], blank: int, topology: Topology | None,
-                 decode: OpenFlowDecoder | None) -> None:
+                 decode: OpenFlowDecoder | None, config: StsConfig | None = None) -> None:
         self.path = path
         self.records = records
         self.given = topology
+        self.config = config if config is not None else StsConfig()
+        self.switch_down: set[str] = set()
+        self.moved_to: dict[tuple[str, int], tuple[str, int]] = {}  # a switch port a host migrated to -> host end
+        self.controller_down: set[str] = set()
         self.decode = decode
         self.t0 = records[0].time
         self.events: list[ts.Event] = []
@@ -331,7 +349,7 @@ class _Importer:
         self.stale: set[tuple[int, str]] = set()
         self.next_conn = 0
         # invariants
-        self.current_check: str | None = None
+        self.current_check: str | None = self.config.invariant_check
         self.checks: list[str] = []
         self.of_examples: list[str] = []
 
@@ -470,6 +488,14 @@ class _Importer:
         return mac, ips, raw
 
     # ------------------------------------------------------------- pre-pass
+    def collect_controllers(self) -> None:
+        """Controllers in order of first mention (else the config's): ConnectToControllers needs them all."""
+        for rec in self.records:
+            if rec.d.get("controller_id") is not None:
+                self.controller(rec, rec.d["controller_id"])
+        if not self.controller_names:
+            self.controller_names.extend(self.config.controllers)
+
     def prepass(self) -> None:
         """Resolve host names and collect what an inferred topology needs."""
         for rec in self.records:  # numbered host ids keep their number: reserve them first
@@ -590,8 +616,22 @@ class _Importer:
         return topo
 
     # ------------------------------------------------------------- emitting
+    def at(self, rec: _Rec) -> float:
+        """The line's time in seconds since the first line, never earlier than the event before it.
+
+        STS's replays of snapshots restart their clock mid-trace; netsleuth
+        traces never go back in time, so such a line keeps its predecessor's time.
+        """
+        t = round(rec.time - self.t0, 6)
+        last = self.events[-1].t if self.events else 0.0
+        if t < last:
+            self.note_once("clock", f"the STS clock goes back at line {rec.lineno} (and maybe later): such events "
+                                    "keep the time of the event before them")
+            return last
+        return t
+
     def emit(self, rec: _Rec, cls: type[ts.Event], **fields: Any) -> ts.Event:
-        fields.update(seq=len(self.events), t=round(rec.time - self.t0, 6))
+        fields.update(seq=len(self.events), t=self.at(rec))
         if cls.is_input:
             self.next_input += 1
             fields["id"] = f"i{self.next_input}"
@@ -620,6 +660,23 @@ class _Importer:
             if (dpid is not None and key[0] == dpid) or (controller is not None and key[1] == controller):
                 self.stale.add(key)
 
+    def live_switches(self) -> list[str]:
+        return [sw.name for sw in sorted(self.topo.switches, key=lambda sw: sw.dpid) if sw.name not in self.switch_down]
+
+    def connect(self, rec: _Rec, switches: list[str], controllers: list[str]) -> None:
+        """``switch_connected`` for each switch and controller (STS's switches connect to every controller)."""
+        if not controllers:
+            if rec.cls == "ConnectToControllers":
+                self.skip(rec, "no controller is named in the trace or its config files: nothing to connect to")
+            return
+        for name in switches:
+            dpid = self.topo.switch(name).dpid
+            for ctl in controllers:
+                self.events.append(ts.SwitchConnected(seq=len(self.events), t=self.at(rec),
+                                                      dpid=dpid, conn=self.conn(dpid, ctl), controller=ctl))
+        if rec.cls == "ConnectToControllers":
+            self.converted[rec.cls] = self.converted.get(rec.cls, 0) + 1
+
     def conn(self, dpid: int, controller: str) -> int:
         key = (dpid, controller)
         if key not in self.conns or key in self.stale:
@@ -636,14 +693,22 @@ class _Importer:
             if c == "SwitchFailure":
                 self.stale_conns(dpid=self.as_int(rec, "dpid"))
                 self.failure(rec, ts.SwitchFailure, ("switch", name), switch=name)
+                self.switch_down.add(name)
             else:
                 self.recovery(rec, ts.SwitchRecovery, ("switch", name), switch=name)
+                self.switch_down.discard(name)
+                self.connect(rec, [name], [c for c in self.controller_names if c not in self.controller_down])
         elif c in ("LinkFailure", "LinkRecovery"):
             a, b = self.switch(rec, "start_dpid"), self.switch(rec, "end_dpid")
             pa, pb = self.as_int(rec, "start_port_no"), self.as_int(rec, "end_port_no")
-            n1, p1, n2, p2 = self.orient(a, pa, b, pb)
-            key = ("link", frozenset([(a, pa), (b, pb)]))
-            fields = dict(node1=n1, port1=p1, node2=n2, port2=p2)
+            self.orient(a, pa, b, pb)
+            # STS's links are one-way objects: a LinkFailure cuts start -> end and takes down only the
+            # start's port; the end keeps sending into the link. netsleuth's one_way failure is exactly that.
+            if c == "LinkRecovery" and ("link", a, pa) not in self.open_failure \
+                    and ("link", b, pb) in self.open_failure:
+                a, pa, b, pb = b, pb, a, pa  # names the cut direction from its far end (STS itself never does)
+            key = ("link", a, pa)
+            fields = dict(node1=a, port1=pa, node2=b, port2=pb, one_way=True)
             if c == "LinkFailure":
                 self.failure(rec, ts.LinkFailure, key, **fields)
             else:
@@ -653,8 +718,13 @@ class _Importer:
             if c == "ControllerFailure":
                 self.stale_conns(controller=name)
                 self.failure(rec, ts.ControllerCrash, ("controller", name), controller=name)
+                self.controller_down.add(name)
             else:
                 self.recovery(rec, ts.ControllerRecovery, ("controller", name), controller=name)
+                self.controller_down.discard(name)
+                self.connect(rec, self.live_switches(), [name])
+        elif c == "ConnectToControllers":
+            self.connect(rec, self.live_switches(), [n for n in self.controller_names if n not in self.controller_down])
         elif c in ("ControlChannelBlock", "ControlChannelUnblock"):
             sw = self.switch(rec, "dpid")
             ctl = self.controller(rec, self.need(rec, "controller_id"))
@@ -672,7 +742,7 @@ class _Importer:
             self.openflow(rec)
         elif c == "CheckInvariants":
             check_name = d.get("invariant_name") or d.get("invariant_check_name")
-            self.current_check = check_name if isinstance(check_name, str) else None
+            self.current_check = check_name if isinstance(check_name, str) else self.config.invariant_check
             if self.current_check and self.current_check not in self.checks:
                 self.checks.append(self.current_check)
             self.skip(rec, _NO_COUNTERPART[c])
@@ -701,6 +771,8 @@ class _Importer:
         ev = self.emit(rec, ts.HostMigration, deps=[prev] if prev else [], host=host, old_switch=old_sw,
                        old_port=old_port, new_switch=new_sw, new_port=new_port)
         self.last_migration[host] = ev.id  # type: ignore[attr-defined]  # a HostMigration is an InputEvent
+        self.moved_to.pop((old_sw, old_port), None)
+        self.moved_to[(new_sw, new_port)] = (host, 0)
 
     def traffic(self, rec: _Rec) -> None:
         dp_event = rec.d.get("dp_event")
@@ -752,7 +824,7 @@ class _Importer:
                         "restore the fingerprint's dpid and port")
         # STS names the sending end (the DpPacketOut's node and port); netsleuth
         # drops on the link *into* (node, port): use the far end when known.
-        far = self.topo.neighbor(node, nport) if node in self.topo else None
+        far = self.moved_to.get((node, nport)) or (self.topo.neighbor(node, nport) if node in self.topo else None)
         if far is not None:
             node, nport = far
         else:
@@ -810,8 +882,35 @@ class _Importer:
         message = first if len(viols) == 1 else f"{len(viols)} violations; first: {first}"
         details = {"sts_label": rec.label, "sts_round": rec.d.get("round") if type(rec.d.get("round")) is int
                    else None, "sts_invariant": self.current_check, "violations": viols}
+        self.controllers_exited(rec, viols)
         self.emit(rec, ts.Violation, invariant=_invariant_name(self.current_check), message=message,
                   persistent=persistent, hosts=hosts, switches=(), details=details)
+
+    def controllers_exited(self, rec: _Rec, viols: list[str]) -> None:
+        """Controllers STS found down by asking their processes, that no input crashed: they exited.
+
+        STS's ``check_liveness`` (and the "all controllers dead" test STS runs
+        before every other check) answers with controller labels, read from
+        each controller process's status. A controller that the trace never
+        crashed but STS found down died on its own (the ONOS runs' bug); the
+        trace holds no other record of that, so it is kept as a
+        ``controller_event`` "exited" at the time STS looked.
+        """
+        check = (self.current_check or "").rsplit(".", 1)[-1]
+        named = [v for v in viols if v in self.controller_names]
+        if not named or (check != "check_liveness" and len(set(named)) != len(self.controller_names)):
+            return
+        if len(named) != len(viols):
+            return
+        for ctl in dict.fromkeys(named):
+            if ctl in self.controller_down:
+                continue
+            self.controller_down.add(ctl)
+            self.stale_conns(controller=ctl)
+            self.events.append(ts.ControllerEvent(
+                seq=len(self.events), t=self.at(rec), controller=ctl, what="exited",
+                detail=f"STS's liveness check found the {ctl} process down (InvariantViolation {rec.label}); "
+                       "no input crashed it"))
 
     # ------------------------------------------------------------- dependencies
     def link_dependent_labels(self) -> None:
@@ -846,9 +945,19 @@ class _Importer:
 
     # ------------------------------------------------------------- run
     def run(self) -> ImportReport:
+        self.collect_controllers()
         self.prepass()
         self.topo = self.given if self.given is not None else self.infer_topology()
+        if self.config.files:
+            self.notes.append(f"read the experiment's config ({', '.join(self.config.files)}) without running it")
+        self.notes.extend(self.config.notes)
         self.link_keys = {(lk.node1, lk.port1, lk.node2, lk.port2) for lk in self.topo.links}
+        if not any(rec.cls == "ConnectToControllers" for rec in self.records):
+            # STS before it recorded ConnectToControllers still connected every switch at start-up
+            self.connect(self.records[0], self.live_switches(), list(self.controller_names))
+            if self.controller_names:
+                self.notes.append("the trace has no ConnectToControllers line; every switch was connected to every "
+                                  "controller at the start, as STS's start-up did")
         for rec in self.records:
             self.convert(rec)
         self.link_dependent_labels()
@@ -873,6 +982,7 @@ class _Importer:
             "input_labels": {label: i for label, i in self.id_of_label.items()},
             "unprunable_inputs": list(self.unprunable),
             "invariant_checks": list(self.checks),
+            "config": self.config.to_json(),
         }
         header = ts.TraceHeader(
             topology=self.topo.to_json(), topology_spec=self.topo.spec,
@@ -883,17 +993,77 @@ class _Importer:
                             notes=self.notes, reasons=self.reasons, topology_inferred=self.given is None)
 
 
+def _with_recorded_addresses(topo: Topology, records: list[_Rec], notes: list[str]) -> Topology:
+    """The config's topology with the host IPs the trace shows (matched by MAC).
+
+    STS changed its hosts' IP scheme over time (``10.<dpid>.<port>.2`` before
+    MeshTopology took an ``ip_format_str``, ``123.123.<dpid>.<port>`` after) and
+    a config may override it; the MACs never changed. The interfaces recorded
+    with each ``TrafficInjection`` say which scheme the run used.
+    """
+    seen: dict[int, int] = {}
+    for rec in records:
+        dp = rec.d.get("dp_event") if rec.cls == "TrafficInjection" else None
+        intf = dp.get("interface") if isinstance(dp, dict) else None
+        if not isinstance(intf, dict) or not isinstance(intf.get("hw_addr"), str) or not intf.get("ips"):
+            continue
+        try:
+            seen.setdefault(mac_to_int(intf["hw_addr"]), ip_to_int(str(intf["ips"][0])))
+        except (ValueError, TypeError):
+            continue
+    data = topo.to_json()
+    changed = []
+    taken = {h["ip"] for h in data["hosts"]}
+    for h in data["hosts"]:
+        ip = seen.get(mac_to_int(h["mac"]))
+        if ip is not None and int_to_ip(ip) != h["ip"] and int_to_ip(ip) not in taken:
+            changed.append(f"{h['name']} {h['ip']} -> {int_to_ip(ip)}")
+            taken.discard(h["ip"])
+            h["ip"] = int_to_ip(ip)
+            taken.add(h["ip"])
+    if not changed:
+        return topo
+    notes.append("host addresses as the trace's injected packets show them: " + ", ".join(changed))
+    return Topology.from_json(data)
+
+
+def sts_trace_in(path: str | Path) -> Path:
+    """The trace an STS path names: the file itself, or a folder's ``events.trace`` (else ``mcs.trace``)."""
+    p = Path(path)
+    if not p.is_dir():
+        return p
+    for name in ("events.trace", "mcs.trace"):
+        if (p / name).is_file():
+            return p / name
+    raise TraceFormatError(f"{p} holds no events.trace or mcs.trace",
+                           "point at an STS experiment folder (experiments/<name>/) or at its trace file")
+
+
 def import_sts(path: str | Path, *, topology: Topology | None = None,
                decode_openflow: OpenFlowDecoder | None = None) -> ImportReport:
     """Convert the STS trace at ``path`` into a netsleuth trace plus a report.
 
-    ``topology``: the network the trace was recorded on (switch dpids and
-    host names are looked up in it); without one a topology is inferred from
-    the trace and marked as inferred. ``decode_openflow`` turns raw OpenFlow
+    ``path``: an experiment folder or a trace file (its folder's config
+    files are read either way). ``topology``: the network the trace was
+    recorded on (switch dpids and host names are looked up in it); without
+    one, the topology the config names, else one inferred from the trace and
+    marked as inferred. ``decode_openflow`` turns raw OpenFlow
     bytes into the codec's JSON form (``msg_to_json(decode(b))``); without it
     the trace's OpenFlow messages are reported as skipped. Raises
     :class:`TraceFormatError` (naming the line and the fix) on a malformed line.
     """
-    p = Path(path)
+    p = sts_trace_in(path)
     records, blank = _read(p)
-    return _Importer(p, records, blank, topology, decode_openflow).run()
+    config = read_sts_config(p.parent)
+    notes: list[str] = []
+    if topology is None:
+        spec, notes = sts_topology_spec(config)
+        if spec is not None:
+            topology = parse_topo(spec)
+            notes.insert(0, f"topology {spec} from the config's {config.topology_class}"
+                            f"({config.topology_params or ''})")
+        if topology is not None:
+            topology = _with_recorded_addresses(topology, records, notes)
+    report = _Importer(p, records, blank, topology, decode_openflow, config).run()
+    report.notes[:0] = notes
+    return report
