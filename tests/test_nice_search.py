@@ -112,3 +112,45 @@ def test_max_transitions_stops_with_partial_results():
     r = Explorer(_system(scenario="pings", pings=3), SearchOptions(max_transitions=2048)).run()
     assert not r.completed and r.stopped_by == "max-transitions"
     assert 2048 <= r.transitions < 4096 and r.unique_states > 0
+
+
+@pytest.mark.parametrize("kw", [
+    {"scenario": "pings", "pings": 2},
+    {"scenario": "pings", "pings": 1, "faults": ("drop", "duplicate", "link", "expiry")},
+    {"scenario": "mobile", "pings": 1, "properties": ("NoBlackHolesMobile",)},
+    {"scenario": "loop", "app": "pyswitch-fixed", "pings": 1},
+], ids=["pings2", "faults", "mobile", "loop"])
+def test_incremental_hash_equals_the_hash_computed_from_scratch(kw):
+    """A child's hash starts from its parent's; every state of these models must get the same value
+    as hashing all its components afresh, and equal keys must get equal hashes."""
+    from netsleuth.nice import state as state_mod
+
+    system = _system(**kw)
+    s0 = system.initial()
+    hashes = {s0.key(): s0.hash()}
+    todo = [s0]
+    while todo:
+        st = todo.pop()
+        for t in system.enabled(st):
+            child, fx = system.fire(st, t)
+            h = child.hash()
+            assert h == child._full_hash() & state_mod._MASK, t
+            k = child.key()
+            if k in hashes:
+                assert hashes[k] == h
+            elif not fx.violations:
+                hashes[k] = h
+                todo.append(child)
+    assert len(hashes) > 50
+    assert len(set(hashes.values())) == len(hashes)     # no collision on these models
+
+
+def test_memoized_steps_give_the_same_search():
+    """Switch and controller steps memoized per (component, input) or run every time: same counts."""
+    runs = []
+    for memo in (True, False):
+        system = _system(scenario="pings", pings=3)
+        system.memo = memo
+        r = Explorer(system, SearchOptions()).run()
+        runs.append((r.transitions, r.unique_states))
+    assert runs[0] == runs[1] == (10_616, 4_474)

@@ -6,9 +6,17 @@ copies only the components the transition writes (one switch, one host, the
 app, ...); the parent stays on the DFS stack untouched.  That replaces NICE's
 deep copy of the whole system per state (most of its running time).
 
-Components cache their canonical key; the state's key is the tuple of those
-keys, so hashing a new state costs only the components that changed.  The
-key holds everything that can affect the future -- flow tables in canonical
+Components cache their canonical key and its hash; the state's key is the
+tuple of those keys.  The state's hash (what the search remembers) is
+incremental, Zobrist style: the sum modulo 2^64 of one term per component,
+a mixed ``hash((slot, component hash))`` (:func:`_term`).  A child state
+starts from its parent's sum and replaces the terms of the components it
+does not share with the parent (an identity check per component), so
+hashing a new state costs
+only what changed -- hashing the nested key tuple would walk every flow
+table and queued packet again, since Python caches no tuple hashes.  Equal
+keys give equal sums however the states were reached.  The key holds
+everything that can affect the future -- flow tables in canonical
 order, switch buffers, every queued packet and every queued control message
 in both directions (NICE's hash dropped the command queues), host and app
 state, property state -- and nothing that cannot: packet and byte counters
@@ -80,6 +88,7 @@ class MCSwitch(sw.Switch):
         super().__init__(dpid, ports, name=name, n_buffers=n_buffers)
         self._recent_in = _NO_RECENT  # type: ignore[assignment]  # a stand-in that remembers nothing
         self._key: tuple | None = None
+        self._hash: int | None = None
 
     def copy(self, *, table: bool, ports: bool) -> MCSwitch:
         """A copy sharing what the caller promises not to mutate (the table and ports unless asked)."""
@@ -92,7 +101,15 @@ class MCSwitch(sw.Switch):
         if ports:
             new.ports = {n: p.copy() for n, p in self.ports.items()}
         new._key = None
+        new._hash = None
         return new
+
+    def hash_value(self) -> int:
+        """``hash(self.key())``, computed once per switch object."""
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key())
+        return h
 
     def key(self) -> tuple:
         k = self._key
@@ -142,7 +159,7 @@ class HostState:
     """
 
     __slots__ = ("host", "location", "to_send", "next_seq", "outbox", "credits", "sent", "moves_left",
-                 "replies_sent", "_key")
+                 "replies_sent", "_key", "_hash")
 
     def __init__(self, host: Host, location: tuple[str, int]) -> None:
         self.host = host
@@ -155,6 +172,7 @@ class HostState:
         self.moves_left: tuple = ()       # ((switch, port), ...) where the host will move next
         self.replies_sent = 0
         self._key: tuple | None = None
+        self._hash: int | None = None
 
     def copy(self) -> HostState:
         new = object.__new__(HostState)
@@ -168,7 +186,15 @@ class HostState:
         new.moves_left = self.moves_left
         new.replies_sent = self.replies_sent
         new._key = None
+        new._hash = None
         return new
+
+    def hash_value(self) -> int:
+        """``hash(self.key())``, computed once per host state object."""
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key())
+        return h
 
     def key(self) -> tuple:
         k = self._key
@@ -182,11 +208,66 @@ class HostState:
         return k
 
 
+# Hashes of queued packets, messages and whole queues, cached by object identity.  A
+# frozen dataclass (Packet, FlowMod, PacketIn) rehashes all of its nested fields on every
+# call, and the same few objects sit in the queues of thousands of states.  An entry keeps
+# its object alive, so an id is never reused while it is cached; the caches are emptied
+# when they grow large, which only costs recomputation (a hash never depends on them).
+_CACHE_LIMIT = 1 << 18
+_OBJ_HASH: dict[int, tuple[Any, int]] = {}
+_INQ_HASH: dict[int, tuple[tuple, int]] = {}
+_MSGQ_HASH: dict[int, tuple[tuple, int]] = {}
+
+
+def obj_hash(obj: Any) -> int:
+    """``hash(obj)``, cached by identity (for the frozen messages and packets queued everywhere)."""
+    e = _OBJ_HASH.get(id(obj))
+    if e is not None and e[0] is obj:
+        return e[1]
+    h = hash(obj)
+    if len(_OBJ_HASH) >= _CACHE_LIMIT:
+        _OBJ_HASH.clear()
+    _OBJ_HASH[id(obj)] = (obj, h)
+    return h
+
+
+def inq_hash(q: tuple) -> int:
+    """Hash of a wire queue ``((packet, tag), ...)``; equal queues hash equal."""
+    e = _INQ_HASH.get(id(q))
+    if e is not None and e[0] is q:
+        return e[1]
+    h = hash(tuple([hash((obj_hash(frame), tag)) for frame, tag in q]))
+    if len(_INQ_HASH) >= _CACHE_LIMIT:
+        _INQ_HASH.clear()
+    _INQ_HASH[id(q)] = (q, h)
+    return h
+
+
+def msgq_hash(q: tuple) -> int:
+    """Hash of a control channel queue ``(message, ...)``; equal queues hash equal."""
+    e = _MSGQ_HASH.get(id(q))
+    if e is not None and e[0] is q:
+        return e[1]
+    h = hash(tuple([obj_hash(msg) for msg in q]))
+    if len(_MSGQ_HASH) >= _CACHE_LIMIT:
+        _MSGQ_HASH.clear()
+    _MSGQ_HASH[id(q)] = (q, h)
+    return h
+
+
 class SystemState:
     """One global state; see the module docstring.  Treat a reached state as immutable."""
 
-    __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "props", "timers", "extra",
-                 "_key", "_hash")
+    __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "apphash", "props", "timers",
+                 "extra", "_key", "_hash", "_parent", "_qdirty")
+
+    #: Whether the controller->switch queues count in the hash.  Only NICE's hash, which
+    #: dropped them, is reproduced by turning this off (bench/nice_table1.py's ablation rows):
+    #: distinct states then collide.
+    hash_command_queues = True
+    #: False: hash the whole key tuple of every new state instead (the earlier way, kept as the
+    #: baseline of bench/nice_table1.py; same counts, several times slower).
+    incremental_hash = True
 
     def __init__(self) -> None:
         self.switches: list[MCSwitch] = []
@@ -196,11 +277,22 @@ class SystemState:
         self.to_sw: list[tuple] = []                    # per switch index: messages for the switch
         self.app: Any = None
         self.appkey: Any = None                         # cached app.key(); None when the app changed
+        self.apphash: int | None = None                 # cached hash(appkey); None when the app changed
         self.props: tuple = ()
         self.timers: tuple = ()                         # sorted timer names posted by the app
         self.extra: tuple = ()                          # strategy state (UNUSUAL's issue order)
         self._key: tuple | None = None
         self._hash: int | None = None
+        self._parent: SystemState | None = None
+        # Wire queues written since child(), when the writer says so (System.fire does);
+        # None: not known, the hash compares every queue with the parent's.
+        self._qdirty: list | None = None
+
+    def note_queue(self, where: tuple[str, int]) -> None:
+        """Record that the wire queue at ``where`` was written (see ``_qdirty``)."""
+        d = self._qdirty
+        if d is not None:
+            d.append(where)
 
     def child(self) -> SystemState:
         """A new state sharing every component (the caller replaces what it changes)."""
@@ -212,30 +304,150 @@ class SystemState:
         c.to_sw = list(self.to_sw)
         c.app = self.app
         c.appkey = self.appkey
+        c.apphash = self.apphash
         c.props = self.props
         c.timers = self.timers
         c.extra = self.extra
         c._key = None
         c._hash = None
+        c._parent = self
+        c._qdirty = None
         return c
 
     def key(self) -> tuple:
         k = self._key
         if k is None:
             inq = tuple(sorted(item for item in self.inq.items() if item[1]))
-            ak = self.appkey
-            if ak is None:
-                ak = self.appkey = self.app.key()
+            ak = self.app_key()
             k = (tuple(s.key() for s in self.switches), tuple(h.key() for h in self.hosts), inq,
                  tuple(self.to_ctrl), tuple(self.to_sw), ak, self.props, self.timers, self.extra)
             self._key = k
         return k
 
+    def app_key(self) -> Any:
+        ak = self.appkey
+        if ak is None:
+            ak = self.appkey = self.app.key()
+        return ak
+
+    def app_hash(self) -> int:
+        h = self.apphash
+        if h is None:
+            h = self.apphash = hash(self.app_key())
+        return h
+
     def hash(self) -> int:
+        """64-bit hash of the key, incremental from the parent's (see the module docstring)."""
         h = self._hash
         if h is None:
-            h = self._hash = hash(self.key())
+            p = self._parent
+            self._parent = None     # do not keep ancestors alive
+            if not SystemState.incremental_hash:
+                h = self._hash = hash(self.key())
+            else:
+                h = self._hash = (self._full_hash() if p is None or p._hash is None else self._hash_from(p)) & _MASK
+            self._qdirty = None
         return h
+
+    def _full_hash(self) -> int:
+        h = 0
+        for k, s in enumerate(self.switches):
+            h += _term(hash(("s", k, s.hash_value())))
+        for k, x in enumerate(self.hosts):
+            h += _term(hash(("h", k, x.hash_value())))
+        for k, q in enumerate(self.to_ctrl):
+            h += _term(hash(("c", k, msgq_hash(q))))
+        if SystemState.hash_command_queues:
+            for k, q in enumerate(self.to_sw):
+                h += _term(hash(("w", k, msgq_hash(q))))
+        for where, q in self.inq.items():
+            h += _inq_term(where, q)
+        return h + (_term(hash(("a", self.app_hash()))) + _term(hash(("p", self.props)))
+                    + _term(hash(("t", self.timers))) + _term(hash(("x", self.extra))))
+
+    def _hash_from(self, p: SystemState) -> int:
+        # Each group is compared as a whole first (in C: identical elements compare by
+        # identity), and only a group that changed is walked.
+        h = p._hash
+        assert h is not None
+        if self.switches != p.switches:
+            for k, (a, b) in enumerate(zip(self.switches, p.switches, strict=True)):
+                if a is not b:
+                    h += _term(hash(("s", k, a.hash_value()))) - _term(hash(("s", k, b.hash_value())))
+        if self.hosts != p.hosts:
+            for k, (x, y) in enumerate(zip(self.hosts, p.hosts, strict=True)):
+                if x is not y:
+                    h += _term(hash(("h", k, x.hash_value()))) - _term(hash(("h", k, y.hash_value())))
+        if self.to_ctrl != p.to_ctrl:
+            for k, (q, r) in enumerate(zip(self.to_ctrl, p.to_ctrl, strict=True)):
+                if q is not r:
+                    h += _term(hash(("c", k, msgq_hash(q)))) - _term(hash(("c", k, msgq_hash(r))))
+        if SystemState.hash_command_queues and self.to_sw != p.to_sw:
+            for k, (q, r) in enumerate(zip(self.to_sw, p.to_sw, strict=True)):
+                if q is not r:
+                    h += _term(hash(("w", k, msgq_hash(q)))) - _term(hash(("w", k, msgq_hash(r))))
+        h += self._inq_delta(p.inq)
+        if self.app is not p.app:
+            h += _term(hash(("a", self.app_hash()))) - _term(hash(("a", p.app_hash())))
+        if self.props is not p.props:
+            h += _term(hash(("p", self.props))) - _term(hash(("p", p.props)))
+        if self.timers is not p.timers:
+            h += _term(hash(("t", self.timers))) - _term(hash(("t", p.timers)))
+        if self.extra is not p.extra:
+            h += _term(hash(("x", self.extra))) - _term(hash(("x", p.extra)))
+        return h
+
+    def _inq_delta(self, pinq: dict) -> int:
+        """The change of the wire queues' terms from the parent's queues ``pinq``."""
+        d = 0
+        dirty = self._qdirty
+        if dirty is not None:
+            inq = self.inq
+            for where in (set(dirty) if len(dirty) > 1 else dirty):
+                q, r = inq.get(where), pinq.get(where)
+                if q is not r:
+                    d += _inq_term(where, q) - _inq_term(where, r)
+        elif self.inq != pinq:
+            shared = 0
+            for where, q in self.inq.items():
+                r = pinq.get(where)
+                if r is not None:
+                    shared += 1
+                if q is not r:
+                    d += _inq_term(where, q) - _inq_term(where, r)
+            if shared != len(pinq):     # a queue the parent had is gone (a failed link's)
+                for where, r in pinq.items():
+                    if where not in self.inq:
+                        d -= _inq_term(where, r)
+        return d
+
+
+_MASK = (1 << 64) - 1
+_TERMS: dict[int, int] = {}
+
+
+def _term(x: int) -> int:
+    """``x`` through SplitMix64's finalizer, cached: a sum of raw tuple hashes is not enough.
+
+    CPython's tuple hash ends in a multiplication, which is linear modulo 2^64, so the
+    sums of two states that swap component values between slots collided (seen: packets on
+    two wires); the finalizer's shifts break that structure.
+    """
+    t = _TERMS.get(x)
+    if t is None:
+        z = x & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        t = z ^ (z >> 31)
+        if len(_TERMS) >= _CACHE_LIMIT:
+            _TERMS.clear()
+        _TERMS[x] = t
+    return t
+
+
+def _inq_term(where: tuple[str, int], q: tuple | None) -> int:
+    """A wire queue's term of the state hash; an empty queue counts as no queue (as in the key)."""
+    return _term(hash(("q", where, inq_hash(q)))) if q else 0
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:
