@@ -9,7 +9,7 @@ deep copy of the whole system per state (most of its running time).
 Components cache their canonical key and its hash; the state's key is the
 tuple of those keys.  The state's hash (what the search remembers) is
 incremental, Zobrist style: the sum modulo 2^64 of one term per component,
-a mixed ``hash((slot, component hash))`` (:func:`_term`).  A child state
+a mixed ``hash((slot, component hash))`` (:func:`mix`).  A child state
 starts from its parent's sum and replaces the terms of the components it
 does not share with the parent (an identity check per component), so
 hashing a new state costs
@@ -89,6 +89,7 @@ class MCSwitch(sw.Switch):
         self._recent_in = _NO_RECENT  # type: ignore[assignment]  # a stand-in that remembers nothing
         self._key: tuple | None = None
         self._hash: int | None = None
+        self._term: int | None = None
 
     def copy(self, *, table: bool, ports: bool) -> MCSwitch:
         """A copy sharing what the caller promises not to mutate (the table and ports unless asked)."""
@@ -102,6 +103,7 @@ class MCSwitch(sw.Switch):
             new.ports = {n: p.copy() for n, p in self.ports.items()}
         new._key = None
         new._hash = None
+        new._term = None
         return new
 
     def hash_value(self) -> int:
@@ -110,6 +112,13 @@ class MCSwitch(sw.Switch):
         if h is None:
             h = self._hash = hash(self.key())
         return h
+
+    def term(self) -> int:
+        """This switch's term of the state hash (a switch always sits in its own slot)."""
+        t = self._term
+        if t is None:
+            t = self._term = mix(hash(("s", self.name, self.hash_value())))
+        return t
 
     def key(self) -> tuple:
         k = self._key
@@ -159,7 +168,7 @@ class HostState:
     """
 
     __slots__ = ("host", "location", "to_send", "next_seq", "outbox", "credits", "sent", "moves_left",
-                 "replies_sent", "_key", "_hash")
+                 "replies_sent", "_key", "_hash", "_term")
 
     def __init__(self, host: Host, location: tuple[str, int]) -> None:
         self.host = host
@@ -173,6 +182,7 @@ class HostState:
         self.replies_sent = 0
         self._key: tuple | None = None
         self._hash: int | None = None
+        self._term: int | None = None
 
     def copy(self) -> HostState:
         new = object.__new__(HostState)
@@ -187,6 +197,7 @@ class HostState:
         new.replies_sent = self.replies_sent
         new._key = None
         new._hash = None
+        new._term = None
         return new
 
     def hash_value(self) -> int:
@@ -195,6 +206,13 @@ class HostState:
         if h is None:
             h = self._hash = hash(self.key())
         return h
+
+    def term(self) -> int:
+        """This host's term of the state hash (a host always sits in its own slot)."""
+        t = self._term
+        if t is None:
+            t = self._term = mix(hash(("h", self.host.name, self.hash_value())))
+        return t
 
     def key(self) -> tuple:
         k = self._key
@@ -215,8 +233,7 @@ class HostState:
 # when they grow large, which only costs recomputation (a hash never depends on them).
 _CACHE_LIMIT = 1 << 18
 _OBJ_HASH: dict[int, tuple[Any, int]] = {}
-_INQ_HASH: dict[int, tuple[tuple, int]] = {}
-_MSGQ_HASH: dict[int, tuple[tuple, int]] = {}
+_QUEUE_TERM: dict[int, tuple[tuple, str, Any, int]] = {}
 
 
 def obj_hash(obj: Any) -> int:
@@ -231,28 +248,43 @@ def obj_hash(obj: Any) -> int:
     return h
 
 
-def inq_hash(q: tuple) -> int:
-    """Hash of a wire queue ``((packet, tag), ...)``; equal queues hash equal."""
-    e = _INQ_HASH.get(id(q))
-    if e is not None and e[0] is q:
-        return e[1]
-    h = hash(tuple([hash((obj_hash(frame), tag)) for frame, tag in q]))
-    if len(_INQ_HASH) >= _CACHE_LIMIT:
-        _INQ_HASH.clear()
-    _INQ_HASH[id(q)] = (q, h)
-    return h
+def queue_term(kind: str, slot: Any, q: tuple) -> int:
+    """The state-hash term of queue ``q`` at ``(kind, slot)``: 0 when empty, cached by identity.
+
+    ``kind`` "q" is a wire queue ``((packet, tag), ...)`` at ``slot`` = (node, port); "c" and
+    "w" are the control channel queues ``(message, ...)`` to and from switch number ``slot``.
+    """
+    if not q:
+        return 0
+    e = _QUEUE_TERM.get(id(q))
+    if e is not None and e[0] is q and e[1] == kind and e[2] == slot:
+        return e[3]
+    if kind == "q":
+        content = tuple([hash((obj_hash(frame), tag)) for frame, tag in q])
+    else:
+        content = tuple([obj_hash(msg) for msg in q])
+    t = mix(hash((kind, slot, content)))
+    if len(_QUEUE_TERM) >= _CACHE_LIMIT:
+        _QUEUE_TERM.clear()
+    _QUEUE_TERM[id(q)] = (q, kind, slot, t)
+    return t
 
 
-def msgq_hash(q: tuple) -> int:
-    """Hash of a control channel queue ``(message, ...)``; equal queues hash equal."""
-    e = _MSGQ_HASH.get(id(q))
-    if e is not None and e[0] is q:
-        return e[1]
-    h = hash(tuple([obj_hash(msg) for msg in q]))
-    if len(_MSGQ_HASH) >= _CACHE_LIMIT:
-        _MSGQ_HASH.clear()
-    _MSGQ_HASH[id(q)] = (q, h)
-    return h
+_MASK = (1 << 64) - 1
+
+
+def mix(x: int) -> int:
+    """``x`` through SplitMix64's finalizer: every term of the state hash goes through it.
+
+    A sum of raw tuple hashes is not enough: CPython's tuple hash ends in a
+    multiplication, which is linear modulo 2^64, so the sums of two states that swap
+    component values between slots collided (seen: packets on two wires); the
+    finalizer's shifts break that structure.
+    """
+    z = x & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
 
 
 class SystemState:
@@ -351,19 +383,19 @@ class SystemState:
 
     def _full_hash(self) -> int:
         h = 0
-        for k, s in enumerate(self.switches):
-            h += _term(hash(("s", k, s.hash_value())))
-        for k, x in enumerate(self.hosts):
-            h += _term(hash(("h", k, x.hash_value())))
+        for s in self.switches:
+            h += s.term()
+        for x in self.hosts:
+            h += x.term()
         for k, q in enumerate(self.to_ctrl):
-            h += _term(hash(("c", k, msgq_hash(q))))
+            h += queue_term("c", k, q)
         if SystemState.hash_command_queues:
             for k, q in enumerate(self.to_sw):
-                h += _term(hash(("w", k, msgq_hash(q))))
+                h += queue_term("w", k, q)
         for where, q in self.inq.items():
-            h += _inq_term(where, q)
-        return h + (_term(hash(("a", self.app_hash()))) + _term(hash(("p", self.props)))
-                    + _term(hash(("t", self.timers))) + _term(hash(("x", self.extra))))
+            h += queue_term("q", where, q)
+        return h + (mix(hash(("a", self.app_hash()))) + mix(hash(("p", self.props)))
+                    + mix(hash(("t", self.timers))) + mix(hash(("x", self.extra))))
 
     def _hash_from(self, p: SystemState) -> int:
         # Each group is compared as a whole first (in C: identical elements compare by
@@ -371,83 +403,48 @@ class SystemState:
         h = p._hash
         assert h is not None
         if self.switches != p.switches:
-            for k, (a, b) in enumerate(zip(self.switches, p.switches, strict=True)):
+            for a, b in zip(self.switches, p.switches, strict=True):
                 if a is not b:
-                    h += _term(hash(("s", k, a.hash_value()))) - _term(hash(("s", k, b.hash_value())))
+                    h += a.term() - b.term()
         if self.hosts != p.hosts:
-            for k, (x, y) in enumerate(zip(self.hosts, p.hosts, strict=True)):
+            for x, y in zip(self.hosts, p.hosts, strict=True):
                 if x is not y:
-                    h += _term(hash(("h", k, x.hash_value()))) - _term(hash(("h", k, y.hash_value())))
+                    h += x.term() - y.term()
         if self.to_ctrl != p.to_ctrl:
             for k, (q, r) in enumerate(zip(self.to_ctrl, p.to_ctrl, strict=True)):
                 if q is not r:
-                    h += _term(hash(("c", k, msgq_hash(q)))) - _term(hash(("c", k, msgq_hash(r))))
+                    h += queue_term("c", k, q) - queue_term("c", k, r)
         if SystemState.hash_command_queues and self.to_sw != p.to_sw:
             for k, (q, r) in enumerate(zip(self.to_sw, p.to_sw, strict=True)):
                 if q is not r:
-                    h += _term(hash(("w", k, msgq_hash(q)))) - _term(hash(("w", k, msgq_hash(r))))
+                    h += queue_term("w", k, q) - queue_term("w", k, r)
         h += self._inq_delta(p.inq)
         if self.app is not p.app:
-            h += _term(hash(("a", self.app_hash()))) - _term(hash(("a", p.app_hash())))
+            h += mix(hash(("a", self.app_hash()))) - mix(hash(("a", p.app_hash())))
         if self.props is not p.props:
-            h += _term(hash(("p", self.props))) - _term(hash(("p", p.props)))
+            h += mix(hash(("p", self.props))) - mix(hash(("p", p.props)))
         if self.timers is not p.timers:
-            h += _term(hash(("t", self.timers))) - _term(hash(("t", p.timers)))
+            h += mix(hash(("t", self.timers))) - mix(hash(("t", p.timers)))
         if self.extra is not p.extra:
-            h += _term(hash(("x", self.extra))) - _term(hash(("x", p.extra)))
+            h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
         return h
 
     def _inq_delta(self, pinq: dict) -> int:
         """The change of the wire queues' terms from the parent's queues ``pinq``."""
         d = 0
+        inq = self.inq
         dirty = self._qdirty
         if dirty is not None:
-            inq = self.inq
             for where in (set(dirty) if len(dirty) > 1 else dirty):
                 q, r = inq.get(where), pinq.get(where)
                 if q is not r:
-                    d += _inq_term(where, q) - _inq_term(where, r)
-        elif self.inq != pinq:
-            shared = 0
-            for where, q in self.inq.items():
-                r = pinq.get(where)
-                if r is not None:
-                    shared += 1
+                    d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
+        elif inq != pinq:
+            for where in inq.keys() | pinq.keys():
+                q, r = inq.get(where), pinq.get(where)
                 if q is not r:
-                    d += _inq_term(where, q) - _inq_term(where, r)
-            if shared != len(pinq):     # a queue the parent had is gone (a failed link's)
-                for where, r in pinq.items():
-                    if where not in self.inq:
-                        d -= _inq_term(where, r)
+                    d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
         return d
-
-
-_MASK = (1 << 64) - 1
-_TERMS: dict[int, int] = {}
-
-
-def _term(x: int) -> int:
-    """``x`` through SplitMix64's finalizer, cached: a sum of raw tuple hashes is not enough.
-
-    CPython's tuple hash ends in a multiplication, which is linear modulo 2^64, so the
-    sums of two states that swap component values between slots collided (seen: packets on
-    two wires); the finalizer's shifts break that structure.
-    """
-    t = _TERMS.get(x)
-    if t is None:
-        z = x & _MASK
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        t = z ^ (z >> 31)
-        if len(_TERMS) >= _CACHE_LIMIT:
-            _TERMS.clear()
-        _TERMS[x] = t
-    return t
-
-
-def _inq_term(where: tuple[str, int], q: tuple | None) -> int:
-    """A wire queue's term of the state hash; an empty queue counts as no queue (as in the key)."""
-    return _term(hash(("q", where, inq_hash(q)))) if q else 0
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:

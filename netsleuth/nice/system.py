@@ -201,6 +201,7 @@ class System:
         self._of_memo: dict[tuple, tuple] = {}
         self._pkt_memo: dict[tuple, tuple] = {}
         self._ctl_memo: dict[tuple, tuple] = {}
+        self._host_memo: dict[tuple, tuple] = {}    # a host receiving a frame or starting a ping
         # A switch cabled to itself could receive its own output within one process_pkt: not memoized.
         self._self_linked = frozenset(self.sw_index[a[0]] for a, b in self.peer.items() if a[0] == b[0])
 
@@ -377,16 +378,34 @@ class System:
 
     def _fire_send(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
-        hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
+        if self.memo and not self.lineage:     # (with lineage, emitting counts frames in the host)
+            old = st.hosts[i]
+            # ``received`` is not state (nothing in the model reads it) but callers may: keyed too
+            mk = (old.hash_value(), SEND, i, old.host.received)
+            hit = self._host_memo.get(mk)
+            if hit is not None and (hit[0] is old._key or hit[0] == old._key):
+                hs, frames = hit[1], hit[2]
+            else:
+                hs = old.copy()
+                frames = self._start_ping(hs, i)
+                if hit is None:
+                    self._host_memo[mk] = (old.key(), hs, frames)
+            st.hosts[i] = hs
+        else:
+            hs = self._mut_host(st, i)
+            frames = self._start_ping(hs, i)
+        for frame in frames:
+            self._host_emit(st, hs, frame, fx)
+
+    def _start_ping(self, hs: HostState, i: int) -> list[Packet]:
         dst = hs.to_send[0]
         hs.to_send = hs.to_send[1:]
         seq = hs.next_seq
         hs.next_seq += 1
         if hs.credits is not None:
             hs.credits -= 1
-        for frame in hs.host.ping(self.ip_of[dst], i + 1, seq):
-            self._host_emit(st, hs, frame, fx)
+        return hs.host.ping(self.ip_of[dst], i + 1, seq)
 
     def _fire_out(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
@@ -399,23 +418,38 @@ class System:
 
     def _fire_recv(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
-        hs = self._mut_host(st, i)
-        name = hs.host.name
+        old = st.hosts[i]
+        name = old.host.name
         where = (name, 0)
         fx.writes.add(("host", i))
         fx.writes.add(("q",) + where)
         q = st.inq[where]
         (frame, tag), st.inq[where] = q[0], q[1:]
         st.note_queue(where)
+        if self.memo:
+            mk = (old.hash_value(), RECV, obj_hash(frame), old.host.received)
+            hit = self._host_memo.get(mk)
+            if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[2] is frame or hit[2] == frame):
+                hs = hit[1]
+            else:
+                hs = old.copy()
+                self._host_receive(hs, frame)
+                if hit is None:
+                    self._host_memo[mk] = (old.key(), hs, frame)
+            st.hosts[i] = hs
+        else:
+            self._host_receive(self._mut_host(st, i), frame)
+        cbs = self._cb["on_host_receive"]
+        if cbs:
+            pid = tag[0] if tag is not None else None
+            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+
+    def _host_receive(self, hs: HostState, frame: Packet) -> None:
         replies = hs.host.receive(frame)
         if hs.credits is not None and frame.eth_dst == hs.host.mac:
             hs.credits += 1
         if replies and self.config.reply:
             hs.outbox = hs.outbox + tuple(replies)
-        cbs = self._cb["on_host_receive"]
-        if cbs:
-            pid = tag[0] if tag is not None else None
-            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
     def _fire_move(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
