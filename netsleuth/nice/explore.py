@@ -284,8 +284,10 @@ class Explorer:
 
     def _enabled(self, st: SystemState) -> tuple[list, bool]:
         """(filtered, reversed as asked) enabled transitions, and whether the state is an end state."""
-        en = self.system.enabled(st)
-        end = all(self.system.is_fault(t) for t in en)
+        system = self.system
+        en = system.enabled(st)
+        # without optional faults nothing enabled is a fault: an end state has nothing enabled
+        end = all(system.is_fault(t) for t in en) if system.faults else not en
         if self.filter is not None and en:
             en = self.filter(self.system, st, en)
         if self.opt.order == "reverse":
