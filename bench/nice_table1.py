@@ -19,7 +19,9 @@ depends on the exploration order.
 path -- every switch and controller step computed afresh (``System.memo =
 False``) and every new state hashed through its whole key tuple
 (``SystemState.incremental_hash = False``) -- so the speed-up is measured in
-one run on one machine.  The counts must be identical.
+one run on one machine.  The counts must be identical.  Every row also has
+its CPU seconds (``time.process_time``): on a shared machine the wall clock
+swings with the load, and the CPU times are the fairer before/after figure.
 
 **DPOR rows** (``--no-dpor`` skips them): the same search with ``--dpor``, i.e.
 persistent sets from predicted footprints plus the stack proviso
@@ -89,14 +91,17 @@ def run(n: int, order: str, unsound: bool = False, dpor: bool = False, baseline:
     try:
         system = make_system(build_config("app:pyswitch", scenario="pings", pings=n))
         system.memo = not baseline
+        cpu0 = time.process_time()
         r = Explorer(system, SearchOptions(order=order, dpor=dpor)).run()
+        cpu = time.process_time() - cpu0
     finally:
         SystemState.hash_command_queues = True
         SystemState.incremental_hash = True
     return {"pings": n, "order": order, "hash": "nice-like (no command queues)" if unsound else "sound",
             "path": "baseline" if baseline else "current", "dpor": dpor, "dpor_note": r.dpor_note,
             "transitions": r.transitions, "unique_states": r.unique_states, "seconds": round(r.seconds, 2),
-            "transitions_per_second": round(r.rate()), "completed": r.completed}
+            "transitions_per_second": round(r.rate()), "cpu_seconds": round(cpu, 2),
+            "transitions_per_cpu_second": round(r.transitions / cpu) if cpu > 0 else None, "completed": r.completed}
 
 
 def main() -> int:
@@ -128,13 +133,15 @@ def main() -> int:
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     table = Table(title="NICE Table 1: pyswitch, h1-s1-s2-h2, N pings, full DFS")
     for col in ("pings", "hash", "path", "dpor", "order", "transitions", "unique states", "seconds", "trans/s",
+                "cpu s", "trans/cpu s",
                 "NICE transitions", "NICE unique", "NICE time"):
         table.add_column(col, justify="right")
     for r in rows:
         nt, nu, ntime = NICE.get(r["pings"], ("", "", ""))
         table.add_row(str(r["pings"]), r["hash"], r["path"], "yes" if r["dpor"] else "", r["order"],
                       f"{r['transitions']:,}", f"{r['unique_states']:,}",
-                      f"{r['seconds']}", f"{r['transitions_per_second']:,}", f"{nt:,}" if nt else "",
+                      f"{r['seconds']}", f"{r['transitions_per_second']:,}", f"{r['cpu_seconds']}",
+                      f"{r['transitions_per_cpu_second'] or 0:,}", f"{nt:,}" if nt else "",
                       f"{nu:,}" if nu else "", ntime)
     Console(width=200).print(table)
     sound = [r for r in rows if r["hash"] == "sound" and not r["dpor"]]
@@ -147,12 +154,14 @@ def main() -> int:
             cur = next(c for c in sound
                        if c["path"] == "current" and (c["pings"], c["order"]) == (r["pings"], r["order"]))
             sp = {"pings": r["pings"], "order": r["order"], "before_seconds": r["seconds"],
-                  "after_seconds": cur["seconds"], "before_rate": r["transitions_per_second"],
-                  "after_rate": cur["transitions_per_second"],
-                  "speedup": round(r["seconds"] / cur["seconds"], 2) if cur["seconds"] else None}
+                  "after_seconds": cur["seconds"], "before_cpu_seconds": r["cpu_seconds"],
+                  "after_cpu_seconds": cur["cpu_seconds"],
+                  "cpu_speedup": round(r["cpu_seconds"] / cur["cpu_seconds"], 2) if cur["cpu_seconds"] else None}
             speedups.append(sp)
-            print(f"N={r['pings']} {r['order']}: before {r['seconds']} s ({r['transitions_per_second']:,}/s), "
-                  f"after {cur['seconds']} s ({cur['transitions_per_second']:,}/s), x{sp['speedup']}")
+            print(f"N={r['pings']} {r['order']}: before {r['seconds']} s wall, {r['cpu_seconds']} s CPU "
+                  f"({r['transitions_per_cpu_second'] or 0:,}/CPU s); after {cur['seconds']} s wall, "
+                  f"{cur['cpu_seconds']} s CPU ({cur['transitions_per_cpu_second'] or 0:,}/CPU s); "
+                  f"CPU x{sp['cpu_speedup']}")
     full = {(r["pings"], r["order"]): r for r in sound if r["path"] == "current"}
     dpor_rows = []
     for r in rows:
