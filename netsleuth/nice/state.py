@@ -231,7 +231,7 @@ class HostState:
 # call, and the same few objects sit in the queues of thousands of states.  An entry keeps
 # its object alive, so an id is never reused while it is cached; the caches are emptied
 # when they grow large, which only costs recomputation (a hash never depends on them).
-_CACHE_LIMIT = 1 << 18
+_CACHE_LIMIT = 1 << 16
 _OBJ_HASH: dict[int, tuple[Any, int]] = {}
 _QUEUE_TERM: dict[int, tuple[tuple, str, Any, int]] = {}
 
