@@ -167,3 +167,23 @@ def test_memoized_steps_give_the_same_search(make):
         runs.append((r.transitions, r.unique_states, sorted(r.violation_counts.items())))
     assert runs[0] == runs[1]
     assert runs[0][0] > 100
+
+
+def test_the_hash_follows_writes_made_outside_fire():
+    """A child's queues written directly (not by System.fire) still change its incremental hash."""
+    from netsleuth.nice import state as state_mod
+
+    system = _system(scenario="pings", pings=1)
+    st = system.initial()
+    st.hash()
+    st, _ = system.fire(st, ("send", 0))
+    st.hash()
+    where = next(w for w, q in st.inq.items() if q)
+    emptied, same = st.child(), st.child()
+    emptied.inq.pop(where)
+    same.inq[where] = st.inq[where]
+    assert emptied.hash() == emptied._full_hash() & state_mod._MASK != st.hash()
+    assert same.hash() == st.hash()
+    drained = st.child()
+    drained.to_sw[0] = ()
+    assert drained.hash() == drained._full_hash() & state_mod._MASK

@@ -226,6 +226,51 @@ class HostState:
         return k
 
 
+class WireQueues(dict):
+    """A state's wire queues, ``(node, port) -> ((packet, tag), ...)``, remembering what was written.
+
+    ``written`` lists every key set, popped or deleted since this dict was made (by
+    :meth:`SystemState.child`), so the incremental hash visits only those queues, whoever
+    wrote them.
+    """
+
+    __slots__ = ("written",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.written: list = []
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.written.append(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.written.append(key)
+        dict.__delitem__(self, key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.written.append(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self.written.append(key)
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args: Any, **kw: Any) -> None:
+        other = dict(*args, **kw)
+        self.written.extend(other)
+        dict.update(self, other)
+
+    def popitem(self) -> tuple:
+        item = dict.popitem(self)
+        self.written.append(item[0])
+        return item
+
+    def clear(self) -> None:
+        self.written.extend(self)
+        dict.clear(self)
+
+
 # Hashes of queued packets, messages and whole queues, cached by object identity.  A
 # frozen dataclass (Packet, FlowMod, PacketIn) rehashes all of its nested fields on every
 # call, and the same few objects sit in the queues of thousands of states.  An entry keeps
@@ -291,7 +336,7 @@ class SystemState:
     """One global state; see the module docstring.  Treat a reached state as immutable."""
 
     __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "apphash", "props", "timers",
-                 "extra", "_key", "_hash", "_parent", "_qdirty")
+                 "extra", "_key", "_hash", "_parent")
 
     #: Whether the controller->switch queues count in the hash.  Only NICE's hash, which
     #: dropped them, is reproduced by turning this off (bench/nice_table1.py's ablation rows):
@@ -304,7 +349,7 @@ class SystemState:
     def __init__(self) -> None:
         self.switches: list[MCSwitch] = []
         self.hosts: list[HostState] = []
-        self.inq: dict[tuple[str, int], tuple] = {}    # (node, port) -> ((packet, tag), ...) arriving there
+        self.inq: WireQueues = WireQueues()             # (node, port) -> ((packet, tag), ...) arriving there
         self.to_ctrl: list[tuple] = []                  # per switch index: messages for the controller
         self.to_sw: list[tuple] = []                    # per switch index: messages for the switch
         self.app: Any = None
@@ -316,22 +361,13 @@ class SystemState:
         self._key: tuple | None = None
         self._hash: int | None = None
         self._parent: SystemState | None = None
-        # Wire queues written since child(), when the writer says so (System.fire does);
-        # None: not known, the hash compares every queue with the parent's.
-        self._qdirty: list | None = None
-
-    def note_queue(self, where: tuple[str, int]) -> None:
-        """Record that the wire queue at ``where`` was written (see ``_qdirty``)."""
-        d = self._qdirty
-        if d is not None:
-            d.append(where)
 
     def child(self) -> SystemState:
         """A new state sharing every component (the caller replaces what it changes)."""
         c = object.__new__(SystemState)
         c.switches = list(self.switches)
         c.hosts = list(self.hosts)
-        c.inq = dict(self.inq)
+        c.inq = WireQueues(self.inq)
         c.to_ctrl = list(self.to_ctrl)
         c.to_sw = list(self.to_sw)
         c.app = self.app
@@ -343,7 +379,6 @@ class SystemState:
         c._key = None
         c._hash = None
         c._parent = self
-        c._qdirty = None
         return c
 
     def key(self) -> tuple:
@@ -378,7 +413,6 @@ class SystemState:
                 h = self._hash = hash(self.key())
             else:
                 h = self._hash = (self._full_hash() if p is None or p._hash is None else self._hash_from(p)) & _MASK
-            self._qdirty = None
         return h
 
     def _full_hash(self) -> int:
@@ -433,17 +467,13 @@ class SystemState:
         """The change of the wire queues' terms from the parent's queues ``pinq``."""
         d = 0
         inq = self.inq
-        dirty = self._qdirty
-        if dirty is not None:
-            for where in (set(dirty) if len(dirty) > 1 else dirty):
-                q, r = inq.get(where), pinq.get(where)
-                if q is not r:
-                    d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
-        elif inq != pinq:
-            for where in inq.keys() | pinq.keys():
-                q, r = inq.get(where), pinq.get(where)
-                if q is not r:
-                    d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
+        written = getattr(inq, "written", None)
+        if written is None:     # replaced by a plain dict: compare every queue
+            written = inq.keys() | pinq.keys()
+        for where in (set(written) if len(written) > 1 else written):
+            q, r = inq.get(where), pinq.get(where)
+            if q is not r:
+                d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
         return d
 
 

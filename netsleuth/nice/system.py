@@ -300,7 +300,6 @@ class System:
     # ------------------------------------------------------------------ firing
     def fire(self, st: SystemState, t: Transition) -> tuple[SystemState, Effects]:
         c = st.child()
-        c._qdirty = []      # every wire queue this transition writes (the incremental hash's hint)
         fx = Effects()
         fire_kind = _FIRE.get(t[0])
         if fire_kind is None:
@@ -366,7 +365,6 @@ class System:
     def _push(self, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
         fx.writes.add(("q",) + where)
         st.inq[where] = st.inq.get(where, ()) + ((frame, tag),)
-        st.note_queue(where)
 
     def _fire_sendpkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
         _, i, frame = t
@@ -425,7 +423,6 @@ class System:
         fx.writes.add(("q",) + where)
         q = st.inq[where]
         (frame, tag), st.inq[where] = q[0], q[1:]
-        st.note_queue(where)
         if self.memo:
             mk = (old.hash_value(), RECV, obj_hash(frame), old.host.received)
             hit = self._host_memo.get(mk)
@@ -515,7 +512,6 @@ class System:
                 continue
             fx.writes.add(("q",) + where)
             (frame, tag), inq[where] = q[0], q[1:]
-            st.note_queue(where)
             if self.lineage:
                 pid, hops = tag
                 tag = (pid, hops + ((name, p),) if self.need_hops else hops)
@@ -554,7 +550,6 @@ class System:
                 continue
             fx.writes.add(("q",) + where)
             (frame, tag), inq[where] = q[0], q[1:]
-            st.note_queue(where)
             if self.lineage:
                 pid, hops = tag
                 if cbs:
@@ -638,7 +633,6 @@ class System:
             st.inq[where] = q[1:]
         else:
             st.inq[where] = q + (q[0],)
-        st.note_queue(where)
 
     def _fire_linkdown(self, st: SystemState, t: Transition, fx: Effects) -> None:
         """A switch-to-switch link fails: both ports go down (PORT_STATUS to the controller) and
@@ -655,7 +649,6 @@ class System:
             fx.writes.add(("ports", j))
             fx.writes.add(("q", node, p))
             st.inq.pop((node, p), None)
-            st.note_queue((node, p))
             self._switch_outputs(st, j, s, s.set_link(p, False), fx)
 
     # --- controller
