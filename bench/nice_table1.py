@@ -13,6 +13,15 @@ depends on the exploration order.
 
     .venv/bin/python bench/nice_table1.py                # N = 2, 3, 4, 5
     .venv/bin/python bench/nice_table1.py --pings 2 3 4  # skip the long one
+    .venv/bin/python bench/nice_table1.py --baseline     # also the earlier path, same run
+
+**Baseline rows** (``--baseline``): the same full search with the earlier
+path -- every switch and controller step computed afresh (``System.memo =
+False``) and every new state hashed through its whole key tuple
+(``SystemState.incremental_hash = False``) -- so the speed-up is measured in
+one run on one machine.  The counts must be identical.  Every row also has
+its CPU seconds (``time.process_time``): on a shared machine the wall clock
+swings with the load, and the CPU times are the fairer before/after figure.
 
 **DPOR rows** (``--no-dpor`` skips them): the same search with ``--dpor``, i.e.
 persistent sets from predicted footprints plus the stack proviso
@@ -70,27 +79,29 @@ NICE = {2: (530, 315, "1.1 s"), 3: (14_762, 6_317, "37.24 s"), 4: (356_469, 121_
         5: (7_816_517, 2_245_345, "8 h")}
 
 
-def run(n: int, order: str, unsound: bool = False, dpor: bool = False) -> dict:
-    from netsleuth.nice import state as state_mod
+def run(n: int, order: str, unsound: bool = False, dpor: bool = False, baseline: bool = False) -> dict:
     from netsleuth.nice.explore import Explorer, SearchOptions
     from netsleuth.nice.loading import make_system
     from netsleuth.nice.scenarios import build_config
+    from netsleuth.nice.state import SystemState
 
-    original = state_mod.SystemState.key
-    if unsound:
-        def nice_key(self):  # NICE's hash: the switches' command queues are not part of the state
-            k = original(self)
-            return k[:4] + ((),) + k[5:]
-        state_mod.SystemState.key = nice_key
+    # unsound: NICE's hash, in which the switches' command queues are not part of the state
+    SystemState.hash_command_queues = not unsound
+    SystemState.incremental_hash = not baseline
     try:
         system = make_system(build_config("app:pyswitch", scenario="pings", pings=n))
+        system.memo = not baseline
+        cpu0 = time.process_time()
         r = Explorer(system, SearchOptions(order=order, dpor=dpor)).run()
+        cpu = time.process_time() - cpu0
     finally:
-        state_mod.SystemState.key = original
+        SystemState.hash_command_queues = True
+        SystemState.incremental_hash = True
     return {"pings": n, "order": order, "hash": "nice-like (no command queues)" if unsound else "sound",
-            "dpor": dpor, "dpor_note": r.dpor_note,
+            "path": "baseline" if baseline else "current", "dpor": dpor, "dpor_note": r.dpor_note,
             "transitions": r.transitions, "unique_states": r.unique_states, "seconds": round(r.seconds, 2),
-            "transitions_per_second": round(r.rate()), "completed": r.completed}
+            "transitions_per_second": round(r.rate()), "cpu_seconds": round(cpu, 2),
+            "transitions_per_cpu_second": round(r.transitions / cpu) if cpu > 0 else None, "completed": r.completed}
 
 
 def main() -> int:
@@ -98,6 +109,8 @@ def main() -> int:
     ap.add_argument("--pings", type=int, nargs="+", default=[2, 3, 4, 5])
     ap.add_argument("--no-ablation", action="store_true", help="skip the NICE-like hash rows")
     ap.add_argument("--no-dpor", action="store_true", help="skip the --dpor rows")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also run the full search with the earlier path (no memo, whole-key hashing)")
     args = ap.parse_args()
     from rich.console import Console
     from rich.table import Table
@@ -107,6 +120,9 @@ def main() -> int:
         for order in ("forward", "reverse"):
             rows.append(run(n, order))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+            if args.baseline:
+                rows.append(run(n, order, baseline=True))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         if not args.no_dpor:
             for order in ("forward", "reverse"):
                 rows.append(run(n, order, dpor=True))
@@ -116,20 +132,37 @@ def main() -> int:
                 rows.append(run(n, order, unsound=True))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     table = Table(title="NICE Table 1: pyswitch, h1-s1-s2-h2, N pings, full DFS")
-    for col in ("pings", "hash", "dpor", "order", "transitions", "unique states", "seconds", "trans/s",
+    for col in ("pings", "hash", "path", "dpor", "order", "transitions", "unique states", "seconds", "trans/s",
+                "cpu s", "trans/cpu s",
                 "NICE transitions", "NICE unique", "NICE time"):
         table.add_column(col, justify="right")
     for r in rows:
         nt, nu, ntime = NICE.get(r["pings"], ("", "", ""))
-        table.add_row(str(r["pings"]), r["hash"], "yes" if r["dpor"] else "", r["order"],
+        table.add_row(str(r["pings"]), r["hash"], r["path"], "yes" if r["dpor"] else "", r["order"],
                       f"{r['transitions']:,}", f"{r['unique_states']:,}",
-                      f"{r['seconds']}", f"{r['transitions_per_second']:,}", f"{nt:,}" if nt else "",
+                      f"{r['seconds']}", f"{r['transitions_per_second']:,}", f"{r['cpu_seconds']}",
+                      f"{r['transitions_per_cpu_second'] or 0:,}", f"{nt:,}" if nt else "",
                       f"{nu:,}" if nu else "", ntime)
     Console(width=200).print(table)
-    same = all(a["transitions"] == b["transitions"] and a["unique_states"] == b["unique_states"]
-               for a, b in zip(rows[::2], rows[1::2], strict=False) if a["hash"] == "sound" and not a["dpor"])
-    print(f"sound hash: forward and reverse counts identical: {same}")
-    full = {(r["pings"], r["order"]): r for r in rows if r["hash"] == "sound" and not r["dpor"]}
+    sound = [r for r in rows if r["hash"] == "sound" and not r["dpor"]]
+    same = all((a["transitions"], a["unique_states"]) == (b["transitions"], b["unique_states"])
+               for a in sound for b in sound if a["pings"] == b["pings"])
+    print(f"sound hash: forward and reverse{' and baseline' if args.baseline else ''} counts identical: {same}")
+    speedups = []
+    for r in sound:
+        if r["path"] == "baseline":
+            cur = next(c for c in sound
+                       if c["path"] == "current" and (c["pings"], c["order"]) == (r["pings"], r["order"]))
+            sp = {"pings": r["pings"], "order": r["order"], "before_seconds": r["seconds"],
+                  "after_seconds": cur["seconds"], "before_cpu_seconds": r["cpu_seconds"],
+                  "after_cpu_seconds": cur["cpu_seconds"],
+                  "cpu_speedup": round(r["cpu_seconds"] / cur["cpu_seconds"], 2) if cur["cpu_seconds"] else None}
+            speedups.append(sp)
+            print(f"N={r['pings']} {r['order']}: before {r['seconds']} s wall, {r['cpu_seconds']} s CPU "
+                  f"({r['transitions_per_cpu_second'] or 0:,}/CPU s); after {cur['seconds']} s wall, "
+                  f"{cur['cpu_seconds']} s CPU ({cur['transitions_per_cpu_second'] or 0:,}/CPU s); "
+                  f"CPU x{sp['cpu_speedup']}")
+    full = {(r["pings"], r["order"]): r for r in sound if r["path"] == "current"}
     dpor_rows = []
     for r in rows:
         f = full.get((r["pings"], r["order"]))
@@ -145,7 +178,8 @@ def main() -> int:
     RESULTS.write_text(json.dumps({"benchmark": "nice_table1", "python": platform.python_version(),
                                    "machine": platform.machine(), "cpus": os.cpu_count(),
                                    "when": time.strftime("%Y-%m-%d"), "nice": {str(k): v for k, v in NICE.items()},
-                                   "rows": rows, "order_independent": same, "dpor_vs_full": dpor_rows},
+                                   "rows": rows, "order_independent": same, "dpor_vs_full": dpor_rows,
+                                   "before_after": speedups},
                                   indent=2) + "\n")
     print(f"wrote {RESULTS}")
     return 0

@@ -169,6 +169,43 @@ def test_bucketed_isomorphism_is_exact(name: str) -> None:
     assert ours == _brute_force_classes(rep)
 
 
+def _decisions(rep) -> tuple:
+    """The isomorphism classes and the clusters (members, representative), as race identities, in order."""
+    return ([[list(rep.race_key(i)) for i in c] for c in rep.clustering.iso],
+            [([list(rep.race_key(i)) for i in c.members], list(rep.race_key(c.representative)))
+             for c in rep.clusters])
+
+
+STAR4 = "floodlight_loadbalancer-StarTopology4-steps200"
+
+
+@pytest.mark.parametrize("path", [p for p in TRACES if _name(p) != STAR4], ids=_name)
+def test_refined_colours_decide_as_vf2_does(path: Path) -> None:
+    """The refined-colouring comparison and the earlier VF2-on-every-pair path make the same clusters."""
+    rep = _clustered(_name(path))
+    old = cluster_races(path, report=rep.races, iso_method="vf2")
+    assert _decisions(rep) == _decisions(old)
+    assert rep.clustering.stats.exact_checks == old.clustering.stats.exact_checks
+
+
+# Made once with the VF2 path, cluster_races(path, iso_method="vf2"), which takes about a minute on
+# this trace's 2,214 harmful races (the default path takes a few seconds); races are named by
+# their events' ids and operation positions (ClusterReport.race_key), so the file does not depend
+# on list order.
+STAR4_REFERENCE = Path(__file__).parent / "data" / "cluster_floodlight_loadbalancer_star4.json"
+
+
+@pytest.mark.skipif(not (DATA / "traces" / f"{STAR4}.hb.json").exists(), reason="trace not in the corpus")
+def test_thousands_of_races_cluster_as_the_vf2_path_did() -> None:
+    rep = _clustered(STAR4)
+    ref = json.loads(STAR4_REFERENCE.read_text())
+    assert rep.n_races == ref["races"] == 2214
+    iso, clusters = _decisions(rep)
+    assert iso == ref["iso_classes"]
+    assert clusters == [(c["members"], c["representative"]) for c in ref["clusters"]]
+    assert (rep.iso_clusters, rep.cluster_sizes) == (979, [2200, 8, 5, 1])
+
+
 def test_iso_timeout_restores_the_originals_singletons() -> None:
     """With a timeout every check may hit, graphs that needed a check become classes of their own."""
     path = DATA / "traces" / "floodlight_learningswitch-StarTopology2-steps200.hb.json"

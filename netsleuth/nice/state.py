@@ -6,9 +6,17 @@ copies only the components the transition writes (one switch, one host, the
 app, ...); the parent stays on the DFS stack untouched.  That replaces NICE's
 deep copy of the whole system per state (most of its running time).
 
-Components cache their canonical key; the state's key is the tuple of those
-keys, so hashing a new state costs only the components that changed.  The
-key holds everything that can affect the future -- flow tables in canonical
+Components cache their canonical key and its hash; the state's key is the
+tuple of those keys.  The state's hash (what the search remembers) is
+incremental, Zobrist style: the sum modulo 2^64 of one term per component,
+a mixed ``hash((slot, component hash))`` (:func:`mix`).  A child state
+starts from its parent's sum and replaces the terms of the components it
+does not share with the parent (an identity check per component), so
+hashing a new state costs
+only what changed -- hashing the nested key tuple would walk every flow
+table and queued packet again, since Python caches no tuple hashes.  Equal
+keys give equal sums however the states were reached.  The key holds
+everything that can affect the future -- flow tables in canonical
 order, switch buffers, every queued packet and every queued control message
 in both directions (NICE's hash dropped the command queues), host and app
 state, property state -- and nothing that cannot: packet and byte counters
@@ -81,6 +89,8 @@ class MCSwitch(sw.Switch):
         super().__init__(dpid, ports, name=name, n_buffers=n_buffers)
         self._recent_in = _NO_RECENT  # type: ignore[assignment]  # a stand-in that remembers nothing
         self._key: tuple | None = None
+        self._hash: int | None = None
+        self._term: int | None = None
 
     def copy(self, *, table: bool, ports: bool) -> MCSwitch:
         """A copy sharing what the caller promises not to mutate (the table and ports unless asked)."""
@@ -95,7 +105,23 @@ class MCSwitch(sw.Switch):
         if self.of13 is not None:  # an OpenFlow 1.3 switch: its pipeline is the table (state13.py)
             new.of13 = copy13(self.of13, new, table=table)
         new._key = None
+        new._hash = None
+        new._term = None
         return new
+
+    def hash_value(self) -> int:
+        """``hash(self.key())``, computed once per switch object."""
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key())
+        return h
+
+    def term(self) -> int:
+        """This switch's term of the state hash (a switch always sits in its own slot)."""
+        t = self._term
+        if t is None:
+            t = self._term = mix(hash(("s", self.name, self.hash_value())))
+        return t
 
     def key(self) -> tuple:
         k = self._key
@@ -147,7 +173,7 @@ class HostState:
     """
 
     __slots__ = ("host", "location", "to_send", "next_seq", "outbox", "credits", "sent", "moves_left",
-                 "replies_sent", "_key")
+                 "replies_sent", "_key", "_hash", "_term")
 
     def __init__(self, host: Host, location: tuple[str, int]) -> None:
         self.host = host
@@ -160,6 +186,8 @@ class HostState:
         self.moves_left: tuple = ()       # ((switch, port), ...) where the host will move next
         self.replies_sent = 0
         self._key: tuple | None = None
+        self._hash: int | None = None
+        self._term: int | None = None
 
     def copy(self) -> HostState:
         new = object.__new__(HostState)
@@ -173,7 +201,23 @@ class HostState:
         new.moves_left = self.moves_left
         new.replies_sent = self.replies_sent
         new._key = None
+        new._hash = None
+        new._term = None
         return new
+
+    def hash_value(self) -> int:
+        """``hash(self.key())``, computed once per host state object."""
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key())
+        return h
+
+    def term(self) -> int:
+        """This host's term of the state hash (a host always sits in its own slot)."""
+        t = self._term
+        if t is None:
+            t = self._term = mix(hash(("h", self.host.name, self.hash_value())))
+        return t
 
     def key(self) -> tuple:
         k = self._key
@@ -187,60 +231,255 @@ class HostState:
         return k
 
 
+class WireQueues(dict):
+    """A state's wire queues, ``(node, port) -> ((packet, tag), ...)``, remembering what was written.
+
+    ``written`` lists every key set, popped or deleted since this dict was made (by
+    :meth:`SystemState.child`), so the incremental hash visits only those queues, whoever
+    wrote them.
+    """
+
+    __slots__ = ("written",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.written: list = []
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.written.append(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.written.append(key)
+        dict.__delitem__(self, key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.written.append(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self.written.append(key)
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args: Any, **kw: Any) -> None:
+        other = dict(*args, **kw)
+        self.written.extend(other)
+        dict.update(self, other)
+
+    def popitem(self) -> tuple:
+        item = dict.popitem(self)
+        self.written.append(item[0])
+        return item
+
+    def clear(self) -> None:
+        self.written.extend(self)
+        dict.clear(self)
+
+
+# Hashes of queued packets, messages and whole queues, cached by object identity.  A
+# frozen dataclass (Packet, FlowMod, PacketIn) rehashes all of its nested fields on every
+# call, and the same few objects sit in the queues of thousands of states.  An entry keeps
+# its object alive, so an id is never reused while it is cached; the caches are emptied
+# when they grow large, which only costs recomputation (a hash never depends on them).
+_CACHE_LIMIT = 1 << 16
+_OBJ_HASH: dict[int, tuple[Any, int]] = {}
+_QUEUE_TERM: dict[int, tuple[tuple, str, Any, int]] = {}
+
+
+def obj_hash(obj: Any) -> int:
+    """``hash(obj)``, cached by identity (for the frozen messages and packets queued everywhere)."""
+    e = _OBJ_HASH.get(id(obj))
+    if e is not None and e[0] is obj:
+        return e[1]
+    h = hash(obj)
+    if len(_OBJ_HASH) >= _CACHE_LIMIT:
+        _OBJ_HASH.clear()
+    _OBJ_HASH[id(obj)] = (obj, h)
+    return h
+
+
+def queue_term(kind: str, slot: Any, q: tuple) -> int:
+    """The state-hash term of queue ``q`` at ``(kind, slot)``: 0 when empty, cached by identity.
+
+    ``kind`` "q" is a wire queue ``((packet, tag), ...)`` at ``slot`` = (node, port); "c" and
+    "w" are the control channel queues ``(message, ...)`` to and from switch number ``slot``.
+    """
+    if not q:
+        return 0
+    e = _QUEUE_TERM.get(id(q))
+    if e is not None and e[0] is q and e[1] == kind and e[2] == slot:
+        return e[3]
+    if kind == "q":
+        content = tuple([hash((obj_hash(frame), tag)) for frame, tag in q])
+    else:
+        content = tuple([obj_hash(msg) for msg in q])
+    t = mix(hash((kind, slot, content)))
+    if len(_QUEUE_TERM) >= _CACHE_LIMIT:
+        _QUEUE_TERM.clear()
+    _QUEUE_TERM[id(q)] = (q, kind, slot, t)
+    return t
+
+
+_MASK = (1 << 64) - 1
+
+
+def mix(x: int) -> int:
+    """``x`` through SplitMix64's finalizer: every term of the state hash goes through it.
+
+    A sum of raw tuple hashes is not enough: CPython's tuple hash ends in a
+    multiplication, which is linear modulo 2^64, so the sums of two states that swap
+    component values between slots collided (seen: packets on two wires); the
+    finalizer's shifts break that structure.
+    """
+    z = x & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
 class SystemState:
     """One global state; see the module docstring.  Treat a reached state as immutable."""
 
-    __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "props", "timers", "extra",
-                 "_key", "_hash")
+    __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "apphash", "props", "timers",
+                 "extra", "_key", "_hash", "_parent")
+
+    #: Whether the controller->switch queues count in the hash.  Only NICE's hash, which
+    #: dropped them, is reproduced by turning this off (bench/nice_table1.py's ablation rows):
+    #: distinct states then collide.
+    hash_command_queues = True
+    #: False: hash the whole key tuple of every new state instead (the earlier way, kept as the
+    #: baseline of bench/nice_table1.py; same counts, several times slower).
+    incremental_hash = True
 
     def __init__(self) -> None:
         self.switches: list[MCSwitch] = []
         self.hosts: list[HostState] = []
-        self.inq: dict[tuple[str, int], tuple] = {}    # (node, port) -> ((packet, tag), ...) arriving there
+        self.inq: WireQueues = WireQueues()             # (node, port) -> ((packet, tag), ...) arriving there
         self.to_ctrl: list[tuple] = []                  # per switch index: messages for the controller
         self.to_sw: list[tuple] = []                    # per switch index: messages for the switch
         self.app: Any = None
         self.appkey: Any = None                         # cached app.key(); None when the app changed
+        self.apphash: int | None = None                 # cached hash(appkey); None when the app changed
         self.props: tuple = ()
         self.timers: tuple = ()                         # sorted timer names posted by the app
         self.extra: tuple = ()                          # strategy state (UNUSUAL's issue order)
         self._key: tuple | None = None
         self._hash: int | None = None
+        self._parent: SystemState | None = None
 
     def child(self) -> SystemState:
         """A new state sharing every component (the caller replaces what it changes)."""
         c = object.__new__(SystemState)
         c.switches = list(self.switches)
         c.hosts = list(self.hosts)
-        c.inq = dict(self.inq)
+        c.inq = WireQueues(self.inq)
         c.to_ctrl = list(self.to_ctrl)
         c.to_sw = list(self.to_sw)
         c.app = self.app
         c.appkey = self.appkey
+        c.apphash = self.apphash
         c.props = self.props
         c.timers = self.timers
         c.extra = self.extra
         c._key = None
         c._hash = None
+        c._parent = self
         return c
 
     def key(self) -> tuple:
         k = self._key
         if k is None:
             inq = tuple(sorted(item for item in self.inq.items() if item[1]))
-            ak = self.appkey
-            if ak is None:
-                ak = self.appkey = self.app.key()
+            ak = self.app_key()
             k = (tuple(s.key() for s in self.switches), tuple(h.key() for h in self.hosts), inq,
                  tuple(self.to_ctrl), tuple(self.to_sw), ak, self.props, self.timers, self.extra)
             self._key = k
         return k
 
+    def app_key(self) -> Any:
+        ak = self.appkey
+        if ak is None:
+            ak = self.appkey = self.app.key()
+        return ak
+
+    def app_hash(self) -> int:
+        h = self.apphash
+        if h is None:
+            h = self.apphash = hash(self.app_key())
+        return h
+
     def hash(self) -> int:
+        """64-bit hash of the key, incremental from the parent's (see the module docstring)."""
         h = self._hash
         if h is None:
-            h = self._hash = hash(self.key())
+            p = self._parent
+            self._parent = None     # do not keep ancestors alive
+            if not SystemState.incremental_hash:
+                h = self._hash = hash(self.key())
+            else:
+                h = self._hash = (self._full_hash() if p is None or p._hash is None else self._hash_from(p)) & _MASK
         return h
+
+    def _full_hash(self) -> int:
+        h = 0
+        for s in self.switches:
+            h += s.term()
+        for x in self.hosts:
+            h += x.term()
+        for k, q in enumerate(self.to_ctrl):
+            h += queue_term("c", k, q)
+        if SystemState.hash_command_queues:
+            for k, q in enumerate(self.to_sw):
+                h += queue_term("w", k, q)
+        for where, q in self.inq.items():
+            h += queue_term("q", where, q)
+        return h + (mix(hash(("a", self.app_hash()))) + mix(hash(("p", self.props)))
+                    + mix(hash(("t", self.timers))) + mix(hash(("x", self.extra))))
+
+    def _hash_from(self, p: SystemState) -> int:
+        # Each group is compared as a whole first (in C: identical elements compare by
+        # identity), and only a group that changed is walked.
+        h = p._hash
+        assert h is not None
+        if self.switches != p.switches:
+            for a, b in zip(self.switches, p.switches, strict=True):
+                if a is not b:
+                    h += a.term() - b.term()
+        if self.hosts != p.hosts:
+            for x, y in zip(self.hosts, p.hosts, strict=True):
+                if x is not y:
+                    h += x.term() - y.term()
+        if self.to_ctrl != p.to_ctrl:
+            for k, (q, r) in enumerate(zip(self.to_ctrl, p.to_ctrl, strict=True)):
+                if q is not r:
+                    h += queue_term("c", k, q) - queue_term("c", k, r)
+        if SystemState.hash_command_queues and self.to_sw != p.to_sw:
+            for k, (q, r) in enumerate(zip(self.to_sw, p.to_sw, strict=True)):
+                if q is not r:
+                    h += queue_term("w", k, q) - queue_term("w", k, r)
+        h += self._inq_delta(p.inq)
+        if self.app is not p.app:
+            h += mix(hash(("a", self.app_hash()))) - mix(hash(("a", p.app_hash())))
+        if self.props is not p.props:
+            h += mix(hash(("p", self.props))) - mix(hash(("p", p.props)))
+        if self.timers is not p.timers:
+            h += mix(hash(("t", self.timers))) - mix(hash(("t", p.timers)))
+        if self.extra is not p.extra:
+            h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
+        return h
+
+    def _inq_delta(self, pinq: dict) -> int:
+        """The change of the wire queues' terms from the parent's queues ``pinq``."""
+        d = 0
+        inq = self.inq
+        written = getattr(inq, "written", None)
+        if written is None:     # replaced by a plain dict: compare every queue
+            written = inq.keys() | pinq.keys()
+        for where in (set(written) if len(written) > 1 else written):
+            q, r = inq.get(where), pinq.get(where)
+            if q is not r:
+                d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
+        return d
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:

@@ -65,6 +65,7 @@ class Stubborn:
         for (n1, p1), (n2, p2) in system.peer.items():
             self.sw_peer[(system.sw_index[n1], p1)] = (system.sw_index[n2], p2)
         self.scripted_seq = bool(system.generators) and system.config.pkt_seq_burst is not None
+        self._memo: dict[tuple, set | None] = {}
         # kinds whose transitions touch the state of some non-commuting property
         self.prop_kinds: list[frozenset] = []
         for p in system.props:
@@ -214,10 +215,26 @@ class Stubborn:
 
     # ------------------------------------------------------------------ the set
     def persistent(self, st: SystemState, en: list) -> list:
-        """The smallest persistent subset of ``en`` found by trying every seed, in ``en``'s order."""
+        """The smallest persistent subset of ``en`` found by trying every seed, in ``en``'s order.
+
+        The choice depends only on the enabled names (in order) and the few things the
+        footprints read: where hosts are and may move, whether they have pings left,
+        which wire queues are non-empty, the posted timers.  It is memoized on exactly
+        those: the same combination recurs in most states of a search.
+        """
         if len(en) <= 1:
             return en
         names = [_name(t) for t in en]
+        key = (tuple(names), tuple([(hs.location, hs.moves_left, not hs.to_send) for hs in st.hosts]),
+               frozenset([w for w, q in st.inq.items() if q]), st.timers)
+        best = self._memo.get(key, _MISSING)
+        if best is _MISSING:
+            best = self._memo[key] = self._smallest(st, names)
+        if best is None:
+            return en
+        return [t for t, n in zip(en, names, strict=True) if n in best]
+
+    def _smallest(self, st: SystemState, names: list) -> set | None:
         enabled = set(names)
         at, host_sw = self._wiring(st)
         best: set | None = None
@@ -253,9 +270,10 @@ class Stubborn:
             best = stub & enabled
             if len(best) == 1:
                 break
-        if best is None:
-            return en
-        return [t for t, n in zip(en, names, strict=False) if n in best]
+        return best
+
+
+_MISSING: Any = object()
 
 
 def _name(t: tuple) -> tuple:

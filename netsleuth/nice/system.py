@@ -19,12 +19,26 @@ The switches speak the OpenFlow version of the app (``App.openflow_version``):
 1.3 part runs its pipeline (state13.py), controller->switch messages travel
 as their bytes (:class:`~netsleuth.nice.messages.ToSwitch13`), and every
 switch message reaches the app as it was sent.
+
+**Memoized components.**  A switch applying a controller message, a switch
+taking the heads of its input queues, and the controller running a handler
+are functions of the component's canonical key and the input: that is what
+state matching already relies on (two states with equal keys are one state),
+and the app's contract (app.py) makes a handler a deterministic function of
+the app's state.  In a search the same (component, input) pair recurs in
+thousands of states, so the resulting component and its outputs are
+remembered per System, keyed by the component's hash and the input and
+checked against the full key (a collision is computed afresh, never
+shared).  A memoized result is shared by every state that reaches it, like
+any unchanged component (nothing mutates a component once it is in a
+reached state).  ``System.memo = False`` turns this off; the counts do not
+depend on it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from netsleuth.errors import NetsleuthError
@@ -40,7 +54,7 @@ from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
-from netsleuth.nice.state import HostState, MCSwitch, SystemState, pids_in_flight
+from netsleuth.nice.state import HostState, MCSwitch, SystemState, obj_hash, pids_in_flight
 from netsleuth.nice.state13 import packets_change_pipeline, speak13
 from netsleuth.nice.transitions import (
     CTL,
@@ -106,15 +120,21 @@ class Config:
                    discover_stats=d.get("discover_stats", False))
 
 
-@dataclass
 class Effects:
-    """What one transition did: footprint for DPOR, violations for the search."""
+    """What one transition did: footprint for DPOR, violations for the search.
 
-    reads: set = field(default_factory=set)
-    writes: set = field(default_factory=set)
-    ft_reads: list = field(default_factory=list)    # (switch idx, packet fields) flow-table lookups
-    ft_writes: list = field(default_factory=list)   # (switch idx, Match) flow-table changes
-    violations: list = field(default_factory=list)
+    A plain slotted class rather than a dataclass with default factories: one is made
+    per transition, and that constructor was a measurable share of firing one.
+    """
+
+    __slots__ = ("reads", "writes", "ft_reads", "ft_writes", "violations")
+
+    def __init__(self) -> None:
+        self.reads: set = set()
+        self.writes: set = set()
+        self.ft_reads: list = []        # (switch idx, packet fields) flow-table lookups
+        self.ft_writes: list = []       # (switch idx, Match) flow-table changes
+        self.violations: list = []
 
 
 class _PropertyContext:
@@ -187,6 +207,14 @@ class System:
         #: ordinary transition (hashable, replayable: the packet travels in the trace as JSON).
         self.generators: list[Callable[[System, SystemState], list]] = []
         self.sendpkt_reads_ctl = False  # set when sends come from concolic discovery (concolic.attach)
+        #: Memoize switch and controller steps (module docstring).  Set before the search starts.
+        self.memo = True
+        self._of_memo: dict[tuple, tuple] = {}
+        self._pkt_memo: dict[tuple, tuple] = {}
+        self._ctl_memo: dict[tuple, tuple] = {}
+        self._host_memo: dict[tuple, tuple] = {}    # a host receiving a frame or starting a ping
+        # A switch cabled to itself could receive its own output within one process_pkt: not memoized.
+        self._self_linked = frozenset(self.sw_index[a[0]] for a, b in self.peer.items() if a[0] == b[0])
 
     # ------------------------------------------------------------------ initial state
     def initial(self) -> SystemState:
@@ -386,16 +414,34 @@ class System:
 
     def _fire_send(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
-        hs = self._mut_host(st, i)
         fx.writes.add(("host", i))
+        if self.memo and not self.lineage:     # (with lineage, emitting counts frames in the host)
+            old = st.hosts[i]
+            # ``received`` is not state (nothing in the model reads it) but callers may: keyed too
+            mk = (old.hash_value(), SEND, i, old.host.received)
+            hit = self._host_memo.get(mk)
+            if hit is not None and (hit[0] is old._key or hit[0] == old._key):
+                hs, frames = hit[1], hit[2]
+            else:
+                hs = old.copy()
+                frames = self._start_ping(hs, i)
+                if hit is None:
+                    self._host_memo[mk] = (old.key(), hs, frames)
+            st.hosts[i] = hs
+        else:
+            hs = self._mut_host(st, i)
+            frames = self._start_ping(hs, i)
+        for frame in frames:
+            self._host_emit(st, hs, frame, fx)
+
+    def _start_ping(self, hs: HostState, i: int) -> list[Packet]:
         dst = hs.to_send[0]
         hs.to_send = hs.to_send[1:]
         seq = hs.next_seq
         hs.next_seq += 1
         if hs.credits is not None:
             hs.credits -= 1
-        for frame in hs.host.ping(self.ip_of[dst], i + 1, seq):
-            self._host_emit(st, hs, frame, fx)
+        return hs.host.ping(self.ip_of[dst], i + 1, seq)
 
     def _fire_out(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
@@ -408,22 +454,37 @@ class System:
 
     def _fire_recv(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
-        hs = self._mut_host(st, i)
-        name = hs.host.name
+        old = st.hosts[i]
+        name = old.host.name
         where = (name, 0)
         fx.writes.add(("host", i))
         fx.writes.add(("q",) + where)
         q = st.inq[where]
         (frame, tag), st.inq[where] = q[0], q[1:]
+        if self.memo:
+            mk = (old.hash_value(), RECV, obj_hash(frame), old.host.received)
+            hit = self._host_memo.get(mk)
+            if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[2] is frame or hit[2] == frame):
+                hs = hit[1]
+            else:
+                hs = old.copy()
+                self._host_receive(hs, frame)
+                if hit is None:
+                    self._host_memo[mk] = (old.key(), hs, frame)
+            st.hosts[i] = hs
+        else:
+            self._host_receive(self._mut_host(st, i), frame)
+        cbs = self._cb["on_host_receive"]
+        if cbs:
+            pid = tag[0] if tag is not None else None
+            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+
+    def _host_receive(self, hs: HostState, frame: Packet) -> None:
         replies = hs.host.receive(frame)
         if hs.credits is not None and frame.eth_dst == hs.host.mac:
             hs.credits += 1
         if replies and self.config.reply:
             hs.outbox = hs.outbox + tuple(replies)
-        cbs = self._cb["on_host_receive"]
-        if cbs:
-            pid = tag[0] if tag is not None else None
-            self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
     def _fire_move(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
@@ -473,6 +534,46 @@ class System:
 
     def _fire_pkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
+        cbs = self._cb["on_switch_receive"]
+        if not self.memo or cbs or i in self._self_linked:
+            self._fire_pkt_direct(st, t, fx)
+            return
+        old = st.switches[i]
+        name = old.name
+        inq = st.inq
+        heads = []
+        for p in old.ports:
+            where = (name, p)
+            fx.reads.add(("q",) + where)
+            q = inq.get(where)
+            if not q:
+                continue
+            fx.writes.add(("q",) + where)
+            (frame, tag), inq[where] = q[0], q[1:]
+            if self.lineage:
+                pid, hops = tag
+                tag = (pid, hops + ((name, p),) if self.need_hops else hops)
+            heads.append((p, frame, tag))
+        mk = (old.hash_value(), tuple([(p, obj_hash(frame), hash(tag)) for p, frame, tag in heads]))
+        hit = self._pkt_memo.get(mk)
+        if hit is not None and (hit[0] is old._key or hit[0] == old._key) and hit[3] == heads:
+            s, per_port = hit[1], hit[2]
+        else:
+            wc = self.uses_stats
+            s = old.copy(table=wc or (old.of13 is not None and packets_change_pipeline(old.of13)), ports=wc)
+            per_port = tuple((frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
+                             for p, frame, tag in heads)
+            if hit is None:
+                self._pkt_memo[mk] = (old.key(), s, per_port, heads)
+        st.switches[i] = s
+        for fields, outputs in per_port:
+            fx.ft_reads.append((i, fields))
+            self._switch_outputs(st, i, s, outputs, fx)
+        fx.writes.add(("buf", i))
+        fx.reads.add(("ports", i))
+
+    def _fire_pkt_direct(self, st: SystemState, t: Transition, fx: Effects) -> None:
+        i = t[1]
         wc = self.uses_stats
         s = st.switches[i]
         s = s.copy(table=wc or (s.of13 is not None and packets_change_pipeline(s.of13)), ports=wc)
@@ -510,8 +611,29 @@ class System:
         msg, st.to_sw[i] = q[0], q[1:]
         fx.writes.add(("tosw", i))
         is_mod = type(msg) is m.FlowMod
-        s = st.switches[i].copy(table=is_mod, ports=self.uses_stats)
+        old = st.switches[i]
+        if self.memo:
+            mk = (old.hash_value(), obj_hash(msg))
+            hit = self._of_memo.get(mk)
+            if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[3] is msg or hit[3] == msg):
+                s, outputs = hit[1], hit[2]
+            else:
+                s = old.copy(table=is_mod, ports=self.uses_stats)
+                outputs = s.handle_message(0, m.to_ofp(msg), self.now)
+                if hit is None:
+                    self._of_memo[mk] = (old.key(), s, outputs, msg)
+            st.switches[i] = s
+            self._of_footprint(i, msg, is_mod, fx)
+            self._of_outputs(st, i, s, outputs, fx)
+            return
+        s = old.copy(table=is_mod, ports=self.uses_stats)
         st.switches[i] = s
+        self._of_footprint(i, msg, is_mod, fx)
+        outputs = s.handle_message(0, m.to_ofp(msg), self.now)
+        self._of_outputs(st, i, s, outputs, fx)
+
+    @staticmethod
+    def _of_footprint(i: int, msg: Any, is_mod: bool, fx: Effects) -> None:
         if is_mod:
             fx.ft_writes.append((i, msg.match))
             if msg.buffer_id != m.NO_BUFFER:
@@ -521,7 +643,8 @@ class System:
         else:
             fx.writes.add(("counters", i))
         fx.reads.add(("ports", i))
-        outputs = s.handle_message(0, m.to_ofp(msg), self.now)
+
+    def _of_outputs(self, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
         for o in outputs:
             if type(o) is sw.Emit:
                 fx.ft_reads.append((i, None))  # a released packet may be matched again: be conservative
@@ -647,19 +770,42 @@ class System:
         dpid = self.dpid_of[i]
         self._run_handler(st, lambda a: a.port_stats_in(dpid, stats), fx, i)
 
-    def _run_handler(self, st: SystemState, call: Callable[[App], None], fx: Effects, i: int | None) -> None:
-        app = st.app.copy()
+    def _run_handler(self, st: SystemState, call: Callable[[App], None], fx: Effects, i: int | None,
+                     event: Any = None) -> None:
+        """Run a handler on a copy of the app; ``event`` (hashable, naming the call) memoizes it."""
+        if event is not None and self.memo:
+            ak = st.app_key()
+            # the event's last item is the message (hashed once per object), the rest is small
+            mk = (st.app_hash(), *event[:-1], obj_hash(event[-1]))
+            hit = self._ctl_memo.get(mk)
+            if hit is not None and (hit[0] is ak or hit[0] == ak) and hit[6] == event:
+                _, app, out, timers, new_key, new_hash, _ = hit
+            else:
+                app, out, timers = self._call_app(st.app, call)
+                new_key = app.key()
+                new_hash = hash(new_key)
+                if hit is None:
+                    self._ctl_memo[mk] = (ak, app, out, timers, new_key, new_hash, event)
+            st.app, st.appkey, st.apphash = app, new_key, new_hash
+        else:
+            st.app, out, timers = self._call_app(st.app, call)
+            st.appkey = st.apphash = None
+        self._handler_effects(st, out, timers, fx)
+
+    def _call_app(self, parent: App, call: Callable[[App], None]) -> tuple[App, list, list]:
+        app = parent.copy()
         api = ControllerAPI(self.now, self.links, self.uses_stats)
         app._api = api
         try:
             call(app)
         finally:
             app._api = None
-        st.app = app
-        st.appkey = None
+        return app, api.out, api.timers
+
+    def _handler_effects(self, st: SystemState, out: list, timers: list, fx: Effects) -> None:
         fx.writes.add(("ctl",))
         order = []
-        for dpid, msg in api.out:
+        for dpid, msg in out:
             j = self.index_of_dpid.get(dpid)
             if j is None:
                 continue  # a switch the network does not have: the message goes nowhere
@@ -667,8 +813,8 @@ class System:
             fx.writes.add(("tosw", j))
             if j not in order:
                 order.append(j)
-        if api.timers:
-            st.timers = tuple(sorted(set(st.timers) | set(api.timers)))
+        if timers:
+            st.timers = tuple(sorted(set(st.timers) | set(timers)))
         if self.config.track_issue_order:
             # Only a handler that addressed several switches gives UNUSUAL something to reverse;
             # remembering single-switch orders would only split states.
@@ -693,14 +839,15 @@ class System:
                 self._run_handler(st, lambda a: a.packet_in13(dpid, msg), fx, i)
                 return
             self._run_handler(st, lambda a: a.packet_in(dpid, msg.in_port, msg.reason, msg.total_len,
-                                                        msg.buffer_id, msg.packet), fx, i)
+                                                        msg.buffer_id, msg.packet), fx, i, (CTL, dpid, msg))
         elif mtype is m.FromSwitch13:
             self._run_handler(st, lambda a: a.message13(dpid, msg.data), fx, i)
         elif mtype is m.PortStatus:
-            self._run_handler(st, lambda a: a.port_status(dpid, msg.reason, msg.port_no, msg.link_up), fx, i)
+            self._run_handler(st, lambda a: a.port_status(dpid, msg.reason, msg.port_no, msg.link_up), fx, i,
+                              (CTL, dpid, msg))
         elif mtype is m.FlowRemoved:
             self._run_handler(st, lambda a: a.flow_removed(dpid, msg.match, msg.priority, msg.reason,
-                                                           msg.cookie), fx, i)
+                                                           msg.cookie), fx, i, (CTL, dpid, msg))
         elif mtype is m.PortStatsReply:
             self._run_handler(st, lambda a: a.port_stats_in(dpid, msg.stats), fx, i)
         # errors and other replies: nothing to run (NOX apps rarely handle them)
@@ -708,7 +855,7 @@ class System:
     def _fire_timer(self, st: SystemState, t: Transition, fx: Effects) -> None:
         name = t[1]
         st.timers = tuple(x for x in st.timers if x != name)
-        self._run_handler(st, lambda a: a.timer(name), fx, None)
+        self._run_handler(st, lambda a: a.timer(name), fx, None, (TIMER, name))
 
     # ------------------------------------------------------------------ descriptions
     def describe(self, st: SystemState, t: Transition) -> str:
