@@ -62,8 +62,12 @@ demo: setup
 	$(VENV)/bin/netsleuth minimize demo-out/fuzz/trace.jsonl --out demo-out/minimize --jobs 2
 
 # Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
+# Two test processes (pytest-xdist): most tests wait on real controllers,
+# sockets and sleeps rather than compute, so two of them share 2 cores well.
+# TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 2
 test: setup
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS)
 
 # The pure tests only: no Debian package, no .venv-controller, a minute or so.
 test-fast: $(VENV)/.installed
