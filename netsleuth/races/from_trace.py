@@ -646,11 +646,7 @@ class _Builder:
         label = f"{mtype} to {sw}"
         packet = None
         in_port = None
-        lineage: int | None = None
-        buffered = None
-        bid = getattr(msg, "buffer_id", NO_BUFFER)
-        if bid not in (None, NO_BUFFER):
-            buffered = self.buffers.pop((e.dpid, bid), None)
+        buffered = self._buffered(e.dpid, msg)
         if mtype == "FLOW_MOD":
             ops.append(FlowOp(WRITE, e.t, fm, None, "TraceSwitchFlowTableWrite"))
             acts = ",".join(str(action_from_ofp(a)) for a in msg.actions) or "drop"
@@ -668,23 +664,8 @@ class _Builder:
             packet, in_port = data or None, msg.in_port
         elif mtype == "BARRIER_REQUEST":
             ops.append(FlowOp(OTHER, e.t, None, None, "TraceSwitchBarrier"))
-        m = self.new_id()
-        self.add(CONTROLLER_SEND, f"controller sends {label}", mid_in=pi.mid if pi else None,
-                 has_mid_in=pi is not None, mid_out=(m,))
-        pid_in = None
-        if buffered is not None:
-            pid_in = buffered[0]
-            ops.append(FlowOp(OTHER, e.t, None, None, "TraceSwitchBufferGet"))
-            lineage = buffered[1].pid
-            if mtype == "FLOW_MOD":
-                in_port = buffered[1].port
-        elif pi is not None and pi.arrival is not None and mtype == "PACKET_OUT":
-            lineage = pi.arrival.pid
-        handle = self.add(MESSAGE_HANDLE, label, dpid=e.dpid, msg_type=name, mid_in=m, has_mid_in=True,
-                          pid_in=pid_in, has_pid_in=pid_in is not None, ops=ops, msg=raw, packet=packet,
-                          in_port=in_port)
-        if msg.xid:
-            self.by_xid[(e.dpid, msg.xid)] = handle
+        handle, lineage, in_port = self._send_and_handle(e, name, str(mtype), label, pi, buffered, ops, raw,
+                                                         packet, in_port, msg.xid)
         if mtype == "FLOW_MOD" and fm.is_del():  # type: ignore[union-attr]  # fm is parsed for every FLOW_MOD
             self.last_delete[e.dpid] = handle
         if switch is None or node is None:
@@ -752,6 +733,37 @@ class _Builder:
             return [FlowOp(OTHER, e.t, None, None, "TraceSwitchBarrier")], "BARRIER_REQUEST"
         return [], str(mtype)
 
+    def _buffered(self, dpid: int, msg: Any) -> Any:
+        """The buffered packet a message names by buffer id (taken out of the switch's buffers), or None."""
+        bid = getattr(msg, "buffer_id", NO_BUFFER)
+        return None if bid in (None, NO_BUFFER) else self.buffers.pop((dpid, bid), None)
+
+    def _send_and_handle(self, e: ts.ControlToSwitch, name: str, mtype: str, label: str, pi: Any, buffered: Any,
+                         ops: list[FlowOp], raw: bytes, packet: bytes | None, in_port: int | None,
+                         xid: int | None) -> tuple[HbEvent, int | None, int | None]:
+        """The controller's send of a message and the switch's handling of it (either OpenFlow version):
+        the two HB events, the buffered packet it takes (rule 4), and the lineage of the packet it
+        puts into the dataplane.  Returns (handle, lineage, in_port)."""
+        lineage: int | None = None
+        m = self.new_id()
+        self.add(CONTROLLER_SEND, f"controller sends {label}", mid_in=pi.mid if pi else None,
+                 has_mid_in=pi is not None, mid_out=(m,))
+        pid_in = None
+        if buffered is not None:
+            pid_in = buffered[0]
+            ops.append(FlowOp(OTHER, e.t, None, None, "TraceSwitchBufferGet"))
+            lineage = buffered[1].pid
+            if mtype == "FLOW_MOD":
+                in_port = buffered[1].port
+        elif pi is not None and pi.arrival is not None and mtype == "PACKET_OUT":
+            lineage = pi.arrival.pid
+        handle = self.add(MESSAGE_HANDLE, label, dpid=e.dpid, msg_type=name, mid_in=m, has_mid_in=True,
+                          pid_in=pid_in, has_pid_in=pid_in is not None, ops=ops, msg=raw, packet=packet,
+                          in_port=in_port)
+        if xid:
+            self.by_xid[(e.dpid, xid)] = handle
+        return handle, lineage, in_port
+
     def on_to_switch13(self, e: ts.ControlToSwitch, world: Any) -> None:
         """A controller message to a 1.3 switch: its operations (see :mod:`netsleuth.races.from_trace13`),
         the controller causality of rule 4, buffers, and what it sends into the dataplane."""
@@ -778,34 +790,15 @@ class _Builder:
             self.stats["ctl_sends_root"] += 1
         packet = None
         in_port = None
-        lineage: int | None = None
-        buffered = None
-        bid = getattr(msg, "buffer_id", NO_BUFFER)
-        if bid not in (None, NO_BUFFER):
-            buffered = self.buffers.pop((e.dpid, bid), None)
+        buffered = self._buffered(e.dpid, msg)
         if mtype == "PACKET_OUT":
             data = buffered[1].frame if buffered is not None else bytes(msg.data or b"")
             acts = ",".join(render_action(action_from_ofp(a)) for a in msg.actions) or "drop"
             label = f"PACKET_OUT {_summary(data)} actions={acts}"
             packet, in_port = data or None, msg.in_port
         label = f"{label} on {sw}"
-        m = self.new_id()
-        self.add(CONTROLLER_SEND, f"controller sends {label}", mid_in=pi.mid if pi else None,
-                 has_mid_in=pi is not None, mid_out=(m,))
-        pid_in = None
-        if buffered is not None:
-            pid_in = buffered[0]
-            ops.append(FlowOp(OTHER, e.t, None, None, "TraceSwitchBufferGet"))
-            lineage = buffered[1].pid
-            if mtype == "FLOW_MOD":
-                in_port = buffered[1].port
-        elif pi is not None and pi.arrival is not None and mtype == "PACKET_OUT":
-            lineage = pi.arrival.pid
-        handle = self.add(MESSAGE_HANDLE, label, dpid=e.dpid, msg_type=name, mid_in=m, has_mid_in=True,
-                          pid_in=pid_in, has_pid_in=pid_in is not None, ops=ops, msg=raw, packet=packet,
-                          in_port=in_port)
-        if msg.xid:
-            self.by_xid[(e.dpid, msg.xid)] = handle
+        handle, lineage, in_port = self._send_and_handle(e, name, str(mtype), label, pi, buffered, ops, raw,
+                                                         packet, in_port, msg.xid)
         if any(op.kind == WRITE and op.flow_mod is not None and op.flow_mod.is_del() for op in ops):
             self.last_delete[e.dpid] = handle
         released = mtype == "FLOW_MOD" and buffered is not None and fm is not None and not fm.is_del()
