@@ -18,16 +18,21 @@ it out.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+import yaml
 
 from netsleuth import __version__
 from netsleuth.core.clock import Clock
 from netsleuth.core.events import Connect, Effect
 from netsleuth.core.network import Connection, Network, Recorder, Stats
+from netsleuth.invariants.config_intent import separated_by
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.packet import ICMP, IPv4, Packet, arp_request, icmp_echo, tcp_syn
 from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
+from netsleuth.trace.validate import config_sha256
 
 __all__ = ["Connection", "Recorder", "Stats", "World"]
 
@@ -43,6 +48,9 @@ class World(Network):
         self._open_failure: dict[tuple[Any, ...], str] = {}   # what failed -> id of the failure input
         self._last_migration: dict[str, str] = {}   # host -> id of its latest migration
         self._traffic_seq = 0
+        # controller -> its configuration file as data (the latest config change, or the file it started
+        # with): what it was told to do, so the invariants do not flag the operator's intent as a bug
+        self.configs: dict[str, dict[str, Any]] = {}
 
     def next_input_id(self) -> str:
         self._next_input += 1
@@ -57,7 +65,11 @@ class World(Network):
         """The Network's view, naming the controllers that a recorded crash input killed."""
         if crashed_by_input is None:
             crashed_by_input = frozenset(k[1] for k in self._open_failure if k[0] == "controller")
-        return super().view(crashed_by_input)
+        view = super().view(crashed_by_input)
+        if not self.configs:
+            return view
+        separated = separated_by([self.configs[c] for c in sorted(self.configs)], self.topology, view.host_at)
+        return dataclasses.replace(view, separated=separated)
 
     # ------------------------------------------------------------ switches
     def fail_switch(self, name: str) -> list[Effect]:
@@ -114,6 +126,19 @@ class World(Network):
         self._input(ts.ControllerRecovery, deps=(dep,) if dep else (), controller=name)
         self.set_controller_alive(name, True)
         return [Connect(self.switches[s].dpid, name) for s, up in self.switch_up.items() if up]
+
+    def change_config(self, name: str, config: str, edit: str) -> list[Effect]:
+        """Record that ``name``'s configuration file now holds ``config`` (the whole YAML text).
+
+        Writing the file and telling the controller to reload it (SIGHUP) is the
+        caller's, which owns the process; a crashed controller reads it when it restarts.
+        """
+        data = yaml.safe_load(config)
+        if not isinstance(data, dict):
+            raise ValueError(f"a config change must be a YAML mapping, not {type(data).__name__}")
+        self._input(ts.ConfigChange, controller=name, edit=edit, config=config, sha256=config_sha256(config))
+        self.configs[name] = data
+        return []
 
     def block_channel(self, switch: str, controller: str) -> list[Effect]:
         dpid = self.switches[switch].dpid
@@ -196,6 +221,8 @@ class World(Network):
             return self.crash_controller(e.controller)
         if isinstance(e, ts.ControllerRecovery):
             return self.recover_controller(e.controller)
+        if isinstance(e, ts.ConfigChange):
+            return self.change_config(e.controller, e.config, e.edit)
         if isinstance(e, ts.ChannelBlock):
             return self.block_channel(e.switch, e.controller)
         if isinstance(e, ts.ChannelUnblock):

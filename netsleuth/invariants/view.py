@@ -36,6 +36,9 @@ class NetworkView:
     # packets hosts sent to connected hosts and that never arrived: (pid, src, dst, summary, age seconds)
     undelivered: tuple[tuple[int, str, str, str, float], ...] = ()
     switch_up: Mapping[str, bool] = field(default_factory=dict)
+    # directed host pairs (src, dst) the controller's own configuration keeps apart on purpose
+    # (different VLANs, an ACL that drops some of the pair's traffic): see config_intent.py
+    separated: frozenset[tuple[str, str]] = frozenset()
 
     def pipeline(self, switch: str) -> FlowTable | Pipeline13:
         """Switch ``switch``'s forwarding state: a 1.0 FlowTable, or a Pipeline13 on a switch that speaks 1.3.

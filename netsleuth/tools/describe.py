@@ -175,6 +175,8 @@ def describe(e: ts.Event) -> str:
     if isinstance(e, (ts.LinkFailure, ts.LinkRecovery)):
         what = "fails" if isinstance(e, ts.LinkFailure) else "recovers"
         return f"input {e.id}: link {e.node1}:{e.port1}-{e.node2}:{e.port2} {what}"
+    if isinstance(e, ts.ConfigChange):
+        return f"input {e.id}: {e.controller}'s config changes: {e.edit} (sha256 {e.sha256[:12]})"
     if isinstance(e, ts.Violation):
         return f"{'persistent' if e.persistent else 'transient'} {e.invariant} violation: {e.message}"
     if isinstance(e, ts.PingResult):
