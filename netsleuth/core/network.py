@@ -43,6 +43,10 @@ from netsleuth.openflow.codec import msg_to_json, msg_type_name
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
 
+REDIAL_GRACE = 5.0
+"""Seconds a switch whose controller closed its connection counts as connected while it dials again:
+Open vSwitch redials after 1 s, then 2, 4 and 8 s; a switch still refused after this is not connected."""
+
 
 @dataclass(slots=True)
 class Connection:
@@ -53,6 +57,7 @@ class Connection:
     controller: str
     up: bool = True
     features_replied: bool = False
+    replied_at: float = 0.0  # when the handshake completed (the FEATURES_REPLY reached the controller)
 
 
 @dataclass(slots=True)
@@ -133,6 +138,9 @@ class Network:
         self.isolation: tuple[tuple[str, str], ...] = ()
         self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
         self.epoch = 0  # bumped by every input that changes what the network can deliver
+        # (dpid, controller) -> when the controller closed that switch's connection; the switch dials again
+        # (as Open vSwitch does, with backoff) and counts as connected for REDIAL_GRACE seconds meanwhile
+        self.redialing: dict[tuple[int, str], float] = {}
         self.observing = True  # False during a warm-up: looping packets are dropped but not reported
 
     # ------------------------------------------------------------ channels
@@ -266,6 +274,51 @@ class Network:
                 q.clear()
         self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
 
+    def connection_lost(self, conn: int, reason: str) -> bool:
+        """The controller's end of ``conn`` closed (no input of ours did it): a real switch then dials the
+        controller again, so this one will (the edge does). True when it should: the switch is up, the
+        controller is not known dead, and no other connection of the pair is up."""
+        c = self.connections[conn]
+        self.close_connection(conn, reason)
+        name = self.by_dpid[c.dpid].name
+        if not self.switch_up[name] or not self.controllers_alive.get(c.controller, False) \
+                or self.has_connection(c.dpid, c.controller):
+            self.redialing.pop((c.dpid, c.controller), None)
+            return False
+        now = self.clock.now()
+        stable = c.features_replied and now - c.replied_at >= REDIAL_GRACE
+        if stable or (c.dpid, c.controller) not in self.redialing:
+            self.redialing[(c.dpid, c.controller)] = now  # a new episode (the last one ended stable)
+        return True
+
+    def has_connection(self, dpid: int, controller: str) -> bool:
+        """Whether switch ``dpid`` has an open connection to ``controller`` (handshaken or not)."""
+        return any(c.up and c.controller == controller for c in self._conns_of.get(dpid, []))
+
+    def wants_redial(self, dpid: int, controller: str) -> bool:
+        """Whether a switch that lost its connection should still dial ``controller``."""
+        name = self.by_dpid[dpid].name
+        if not self.switch_up[name] or not self.controllers_alive.get(controller, False):
+            self.redialing.pop((dpid, controller), None)
+            return False
+        return (dpid, controller) in self.redialing and not self.has_connection(dpid, controller)
+
+    def redialing_dpids(self, grace: float = REDIAL_GRACE) -> frozenset[int]:
+        """Switches whose controller hung up on them less than ``grace`` seconds ago and that are dialing it
+        again (or have just got through). A pair counts until its new connection has stayed up ``grace``
+        seconds: a controller that accepts a switch only to hang up again at once (Faucet turning away a
+        dp it no longer has) leaves it flapping, which after the grace is as good as not connected."""
+        now = self.clock.now()
+        out = set()
+        for (dpid, controller), since in list(self.redialing.items()):
+            up = [c.replied_at for c in self._conns_of.get(dpid, [])
+                  if c.up and c.features_replied and c.controller == controller]
+            if up and now - max(up) >= grace:
+                del self.redialing[(dpid, controller)]  # stable again: the episode is over
+            elif now - since < grace:
+                out.add(dpid)
+        return frozenset(out)
+
     def from_controller(self, conn: int, msg: Any) -> None:
         """A message the controller sent on ``conn`` enters the interposition buffer."""
         if self.connections[conn].up:
@@ -295,6 +348,7 @@ class Network:
         self._record_message(ts.ControlToController, c, ev.msg)
         if not c.features_replied and msg_type_name(ev.msg) == "FEATURES_REPLY":
             c.features_replied = True
+            c.replied_at = self.clock.now()
             self.record(ts.SwitchConnected, dpid=c.dpid, conn=ev.conn, controller=c.controller)
         return [Deliver(ev.conn, ev.msg)]
 
@@ -563,6 +617,7 @@ class Network:
             isolation=self.isolation,
             crashed_by_input=crashed_by_input,
             undelivered=self.undelivered(),
+            redialing=self.redialing_dpids(),
         )
 
     def describe_pending(self) -> list[str]:

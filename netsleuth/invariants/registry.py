@@ -36,8 +36,10 @@ def _liveness(view: NetworkView, _outcomes: object) -> list[Finding]:
                                     details={"controller": name}))
     if view.controllers_alive and all(c in view.crashed_by_input for c in view.controllers_alive):
         return findings  # every controller was crashed on purpose: nobody to connect to
+    # A switch its controller just hung up on dials again, as real switches do (Faucet closes a switch's
+    # connection on purpose after some reconfigurations): it is not missing until that has taken too long.
     missing = [s.name for s in view.topology.switches
-               if view.is_switch_up(s.name) and s.dpid not in view.connected_dpids]
+               if view.is_switch_up(s.name) and s.dpid not in view.connected_dpids and s.dpid not in view.redialing]
     if missing:
         shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
         findings.append(Finding("liveness", f"{len(missing)} switch(es) not connected to a controller: {shown}",
