@@ -234,7 +234,7 @@ class Session:
         except yaml.YAMLError:
             return  # the controller's own checker judged the file; the World just knows less
         if isinstance(data, dict):
-            self.world.configs[c.name] = data
+            self.world.start_config(c.name, data)
 
     def controller_named(self, name: str) -> ControllerProcess:
         found = next((c for c in self.controllers if c.name == name), None)
