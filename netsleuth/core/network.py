@@ -47,6 +47,10 @@ REDIAL_GRACE = 5.0
 """Seconds a switch whose controller closed its connection counts as connected while it dials again:
 Open vSwitch redials after 1 s, then 2, 4 and 8 s; a switch still refused after this is not connected."""
 
+TURNED_AWAY = 1.0
+"""A connection the controller closes within this many seconds of its handshake was turned away (the
+switch keeps redialing in the same episode); one that lasted longer had been working."""
+
 
 @dataclass(slots=True)
 class Connection:
@@ -286,9 +290,11 @@ class Network:
             self.redialing.pop((c.dpid, c.controller), None)
             return False
         now = self.clock.now()
-        stable = c.features_replied and now - c.replied_at >= REDIAL_GRACE
-        if stable or (c.dpid, c.controller) not in self.redialing:
-            self.redialing[(c.dpid, c.controller)] = now  # a new episode (the last one ended stable)
+        # Turned away (before the handshake, or at once after it) continues the episode of redials;
+        # a connection that had been working starts a new one.
+        worked = c.features_replied and now - c.replied_at >= TURNED_AWAY
+        if worked or (c.dpid, c.controller) not in self.redialing:
+            self.redialing[(c.dpid, c.controller)] = now
         return True
 
     def has_connection(self, dpid: int, controller: str) -> bool:
