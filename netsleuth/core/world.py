@@ -34,20 +34,12 @@ from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
 from netsleuth.trace.validate import config_sha256
 
-__all__ = ["CONFIG_SETTLE", "CONVERGENCE", "Connection", "Recorder", "Stats", "World"]
+__all__ = ["CONFIG_SETTLE", "Connection", "Recorder", "Stats", "World"]
 
 CONFIG_SETTLE = 2.0
 """Seconds after a config change during which traffic may still meet the previous configuration: the
 controller reloads its file and reprograms the switches only some time after being told to (Faucet,
 after SIGHUP, in about 0.3 s on an idle machine)."""
-
-CONVERGENCE = 1.0
-"""Seconds after a link or switch fails or recovers during which a packet a host sends may be lost:
-the controller hears of the change (PORT_STATUS, a lost connection) and reprograms the switches only
-after the packet may have entered (Faucet takes tens of milliseconds to move its flooding tree off a
-failed stack link). Packets sent before the change were already forgiven (the epoch); a blackhole that
-lasts is still found from the packets sent after this. Host migrations get no such window: a reactive
-controller learns a host's new place only from its traffic, and the lost packets are the finding."""
 
 
 class World(Network):
@@ -67,7 +59,6 @@ class World(Network):
         # (until when, pairs the config before the latest change kept apart): see separated()
         self._settling: tuple[float, frozenset[tuple[str, str]]] = (0.0, frozenset())
         self._config_version = 0
-        self._converging_until = 0.0  # see CONVERGENCE
         self._separated_memo: tuple[Any, frozenset[tuple[str, str]]] = (None, frozenset())
 
     def next_input_id(self) -> str:
@@ -102,14 +93,7 @@ class World(Network):
         return pairs
 
     def expects_delivery(self, src: str, dst: str) -> bool:
-        """Packets sent while the controller converges after a topology change, and packets between
-        hosts the controllers' configs keep apart, may be lost (see CONVERGENCE and separated())."""
-        if self.clock.now() < self._converging_until:
-            return False
         return not self.configs or (src, dst) not in self.separated()
-
-    def _topology_changed(self) -> None:
-        self._converging_until = self.clock.now() + CONVERGENCE
 
     # ------------------------------------------------------------ switches
     def fail_switch(self, name: str) -> list[Effect]:
@@ -117,7 +101,6 @@ class World(Network):
             return []
         ev = self._input(ts.SwitchFailure, switch=name)
         self._open_failure[("switch", name)] = ev.id
-        self._topology_changed()
         return self.power_off_switch(name)
 
     def recover_switch(self, name: str) -> list[Effect]:
@@ -125,7 +108,6 @@ class World(Network):
             return []
         dep = self._open_failure.pop(("switch", name), None)
         self._input(ts.SwitchRecovery, deps=(dep,) if dep else (), switch=name)
-        self._topology_changed()
         self.power_on_switch(name)
         dpid = self.switches[name].dpid
         return [Connect(dpid, c) for c, alive in self.controllers_alive.items() if alive]
@@ -137,7 +119,6 @@ class World(Network):
             return []
         ev = self._input(ts.LinkFailure, node1=key[0], port1=key[1], node2=key[2], port2=key[3])
         self._open_failure[("link",) + key] = ev.id
-        self._topology_changed()
         self.set_link(node1, port1, False)
         return []
 
@@ -148,7 +129,6 @@ class World(Network):
         dep = self._open_failure.pop(("link",) + key, None)
         self._input(ts.LinkRecovery, deps=(dep,) if dep else (), node1=key[0], port1=key[1], node2=key[2],
                     port2=key[3])
-        self._topology_changed()
         self.set_link(node1, port1, True)
         return []
 
