@@ -399,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--rate", action="append", metavar="NAME=P",
                    help="override one rate (switch_failure, switch_recovery, link_failure, link_recovery, "
                         "controller_crash, controller_recovery, channel_block, channel_unblock, "
-                        "host_migration, traffic, dataplane_drop, dataplane_delay, control_delay)")
+                        "host_migration, traffic, dataplane_drop, dataplane_delay, control_delay, "
+                        "config_change: faucet: controllers only)")
     f.add_argument("--persist", type=at_least(1), default=3, help="rounds a violation must last to be reported")
     f.add_argument("--keep-going", action="store_true", help="do not stop at the first persistent violation")
     f.add_argument("--round-seconds", type=seconds(), default=0.1, help="seconds per round (default 0.1)")

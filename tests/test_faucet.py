@@ -238,7 +238,7 @@ def test_real_faucet_starts_answers_hello_and_stops_clean(tmp_path: Path, how: s
         assert _hello_exchange(host, port) == (ofp13.OFP_VERSION, ofp13.OFPT_HELLO)
 
         assert ctl.faucet is not None
-        config_path = out / "faucet.yaml" if how == "auto" else tmp_path / "mine.yaml"
+        config_path = out / "faucet.yaml"  # faucet:FILE runs on a copy in the run directory
         assert yaml.safe_load(config_path.read_text()) == generate_config(topo)
         prom = ctl.faucet.prometheus_port
         listeners = [c for c in psutil.net_connections(kind="tcp")

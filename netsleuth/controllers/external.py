@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from netsleuth.controllers.faucet import FaucetLaunch, launch_for
+from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
 from netsleuth.errors import ControllerError, EnvironmentSetupError
@@ -144,6 +144,7 @@ class ControllerProcess:
         self.proc: subprocess.Popen | None = None
         self.lifeline: Lifeline | None = None
         self.starts = 0
+        self.topology = topology
         # Faucet's config, logs and environment (faucet:auto generates its config from ``topology``).
         self.faucet: FaucetLaunch | None = (launch_for(spec.config, self.log_path, topology)
                                             if spec.kind == "faucet" else None)
@@ -297,6 +298,37 @@ class ControllerProcess:
         if self.lifeline is not None:
             self.lifeline.release()
             self.lifeline = None
+
+    @property
+    def configurable(self) -> bool:
+        """Whether config changes can rewrite this controller's configuration (Faucet's YAML file)."""
+        return self.faucet is not None
+
+    def initial_config(self) -> str | None:
+        """The configuration text the controller starts from (None when it has no file netsleuth knows)."""
+        if self.faucet is None:
+            return None
+        if self.faucet.config == "auto" and self.topology is not None:
+            return render_config(self.topology)
+        try:
+            return self.faucet.read_config()
+        except ControllerError:
+            return Path(self.faucet.config).read_text(errors="replace")
+
+    def change_config(self, text: str) -> Path:
+        """Write ``text`` as the controller's configuration and, if it runs, tell it to reload (SIGHUP,
+        as an operator does). A crashed controller reads the file when it is restarted."""
+        if self.faucet is None:
+            raise ControllerError(f"controller {self.spec.text} has no configuration file netsleuth can change",
+                                  "config changes apply to faucet: controllers; leave config_change out of the rates")
+        path = self.faucet.write_config(text)
+        pid = self.pid
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGHUP)
+            except ProcessLookupError:  # it died in between: it reads the file when restarted
+                pass
+        return path
 
     def restart(self, timeout: float = 30.0) -> tuple[str, int]:
         self.kill()

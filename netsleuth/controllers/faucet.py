@@ -48,6 +48,8 @@ SETUP_FIX = "run `make setup` in the netsleuth checkout, or set NETSLEUTH_FAUCET
 # some earlier install left an /etc/faucet/ryu.conf behind.
 OSKEN_CONF = "[DEFAULT]\necho_request_interval=3\nmaximum_unreplied_echo_requests=5\n"
 CHECK_TIMEOUT = 60.0
+# Top-level keys by which a Faucet config pulls in other files (resolved relative to the config's folder).
+INCLUDE_KEYS = frozenset({"include", "include-optional"})
 
 
 # --------------------------------------------------------------------- environment
@@ -252,6 +254,7 @@ class FaucetLaunch:
     faucet_bin: Path | None = None
     prometheus_port: int = 0
     _config_path: Path | None = field(default=None, init=False, repr=False)
+    _editable: bool = field(default=False, init=False, repr=False)
 
     @property
     def log_path(self) -> Path:
@@ -290,14 +293,22 @@ class FaucetLaunch:
                     raise ControllerError("faucet:auto needs the topology of the run",
                                           "pass faucet:FILE.yaml instead")
                 path.write_text(render_config(self.topology))
+                self._editable = True
             else:
                 data = check_yaml_file(path)
                 if self.topology is not None:
                     check_covers_topology(data, path, self.topology)
                 check_user_config(path, self._bin())
                 kept = self.out_dir / f"{self.stem}.yaml"
-                if kept.resolve() != path:
-                    kept.write_text(path.read_text(errors="replace"))  # the run's OUT keeps what Faucet ran
+                if not INCLUDE_KEYS & set(data):
+                    # Faucet runs on a copy in the run directory: a config change rewrites that copy,
+                    # never the user's file, and the directory keeps the file Faucet really read.
+                    kept.write_text(path.read_text(errors="replace"))
+                    path, self._editable = kept, True
+                elif kept.resolve() != path:
+                    # A config that includes other files keeps its place, where its includes resolve;
+                    # the run's OUT still keeps a copy of what Faucet ran.
+                    kept.write_text(path.read_text(errors="replace"))
             (self.out_dir / f"{self.stem}-osken.conf").write_text(OSKEN_CONF)
             self._config_path = path
         self.prometheus_port = _free_loopback_port()
@@ -310,6 +321,35 @@ class FaucetLaunch:
             "FAUCET_PROMETHEUS_ADDR": "127.0.0.1",
             "FAUCET_PROMETHEUS_PORT": str(self.prometheus_port),
         }
+
+    @property
+    def editable(self) -> bool:
+        """Whether config changes may rewrite the file Faucet reads: the generated one, or the copy of
+        the user's in the run directory (never the user's own file)."""
+        return self._editable
+
+    def read_config(self) -> str:
+        """The text of the file Faucet reads now."""
+        return self.config_path_in_use.read_text(errors="replace")
+
+    @property
+    def config_path_in_use(self) -> Path:
+        """The file Faucet was started on (after ``prepare``)."""
+        if self._config_path is None:
+            raise ControllerError("Faucet has not been prepared yet", "start the controller first")
+        return self._config_path
+
+    def write_config(self, text: str) -> Path:
+        """Replace the file Faucet reads with ``text``, atomically (a reload never sees half a file)."""
+        if not self.editable:
+            raise ControllerError(f"Faucet runs on {self.config_path_in_use}, which includes other files, so "
+                                  "netsleuth does not rewrite it", "inline the included files, or leave "
+                                  "config_change out of the rates")
+        path = self.config_path_in_use
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+        return path
 
     def exception_text(self) -> str:
         """Faucet's exception log: where its handlers' tracebacks go (empty when there were none)."""

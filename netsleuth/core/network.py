@@ -43,6 +43,14 @@ from netsleuth.openflow.codec import msg_to_json, msg_type_name
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
 
+REDIAL_GRACE = 5.0
+"""Seconds a switch whose controller closed its connection counts as connected while it dials again:
+Open vSwitch redials after 1 s, then 2, 4 and 8 s; a switch still refused after this is not connected."""
+
+TURNED_AWAY = 1.0
+"""A connection the controller closes within this many seconds of its handshake was turned away (the
+switch keeps redialing in the same episode); one that lasted longer had been working."""
+
 
 @dataclass(slots=True)
 class Connection:
@@ -53,6 +61,7 @@ class Connection:
     controller: str
     up: bool = True
     features_replied: bool = False
+    replied_at: float = 0.0  # when the handshake completed (the FEATURES_REPLY reached the controller)
 
 
 @dataclass(slots=True)
@@ -136,6 +145,9 @@ class Network:
         self.faucet_policy: object | None = None   # the Faucet config's VLANs and ACLs (invariants/faucet_policy)
         self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
         self.epoch = 0  # bumped by every input that changes what the network can deliver
+        # (dpid, controller) -> when the controller closed that switch's connection; the switch dials again
+        # (as Open vSwitch does, with backoff) and counts as connected for REDIAL_GRACE seconds meanwhile
+        self.redialing: dict[tuple[int, str], float] = {}
         self.observing = True  # False during a warm-up: looping packets are dropped but not reported
 
     # ------------------------------------------------------------ channels
@@ -269,6 +281,53 @@ class Network:
                 q.clear()
         self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
 
+    def connection_lost(self, conn: int, reason: str) -> bool:
+        """The controller's end of ``conn`` closed (no input of ours did it): a real switch then dials the
+        controller again, so this one will (the edge does). True when it should: the switch is up, the
+        controller is not known dead, and no other connection of the pair is up."""
+        c = self.connections[conn]
+        self.close_connection(conn, reason)
+        name = self.by_dpid[c.dpid].name
+        if not self.switch_up[name] or not self.controllers_alive.get(c.controller, False) \
+                or self.has_connection(c.dpid, c.controller):
+            self.redialing.pop((c.dpid, c.controller), None)
+            return False
+        now = self.clock.now()
+        # Turned away (before the handshake, or at once after it) continues the episode of redials;
+        # a connection that had been working starts a new one.
+        worked = c.features_replied and now - c.replied_at >= TURNED_AWAY
+        if worked or (c.dpid, c.controller) not in self.redialing:
+            self.redialing[(c.dpid, c.controller)] = now
+        return True
+
+    def has_connection(self, dpid: int, controller: str) -> bool:
+        """Whether switch ``dpid`` has an open connection to ``controller`` (handshaken or not)."""
+        return any(c.up and c.controller == controller for c in self._conns_of.get(dpid, []))
+
+    def wants_redial(self, dpid: int, controller: str) -> bool:
+        """Whether a switch that lost its connection should still dial ``controller``."""
+        name = self.by_dpid[dpid].name
+        if not self.switch_up[name] or not self.controllers_alive.get(controller, False):
+            self.redialing.pop((dpid, controller), None)
+            return False
+        return (dpid, controller) in self.redialing and not self.has_connection(dpid, controller)
+
+    def redialing_dpids(self, grace: float = REDIAL_GRACE) -> frozenset[int]:
+        """Switches whose controller hung up on them less than ``grace`` seconds ago and that are dialing it
+        again (or have just got through). A pair counts until its new connection has stayed up ``grace``
+        seconds: a controller that accepts a switch only to hang up again at once (Faucet turning away a
+        dp it no longer has) leaves it flapping, which after the grace is as good as not connected."""
+        now = self.clock.now()
+        out = set()
+        for (dpid, controller), since in list(self.redialing.items()):
+            up = [c.replied_at for c in self._conns_of.get(dpid, [])
+                  if c.up and c.features_replied and c.controller == controller]
+            if up and now - max(up) >= grace:
+                del self.redialing[(dpid, controller)]  # stable again: the episode is over
+            elif now - since < grace:
+                out.add(dpid)
+        return frozenset(out)
+
     def from_controller(self, conn: int, msg: Any) -> None:
         """A message the controller sent on ``conn`` enters the interposition buffer."""
         if self.connections[conn].up:
@@ -298,6 +357,7 @@ class Network:
         self._record_message(ts.ControlToController, c, ev.msg)
         if not c.features_replied and msg_type_name(ev.msg) == "FEATURES_REPLY":
             c.features_replied = True
+            c.replied_at = self.clock.now()
             self.record(ts.SwitchConnected, dpid=c.dpid, conn=ev.conn, controller=c.controller)
         return [Deliver(ev.conn, ev.msg)]
 
@@ -393,9 +453,13 @@ class Network:
             lineage = self._new_lineage()
             l3 = frame.l3
             dst = self.host_by_ip.get(getattr(l3, "dst", -1)) if frame.eth_type == 0x0800 else None
-            if dst is not None and dst != host:
+            if dst is not None and dst != host and self.expects_delivery(host, dst):
                 self._in_flight[lineage.pid] = (host, dst, frame.summary(), self.clock.now(), self.epoch)
             self._emit(host, port, frame, lineage)
+
+    def expects_delivery(self, src: str, dst: str) -> bool:
+        """Whether a packet ``src`` sends to ``dst`` now must arrive (the World knows of exceptions)."""
+        return True
 
     def undelivered(self, grace: float = 1.0) -> tuple[tuple[int, str, str, str, float], ...]:
         """Packets hosts sent to other hosts that have not arrived after ``grace`` seconds.
@@ -579,6 +643,7 @@ class Network:
             faucet=self.faucet_policy,
             crashed_by_input=crashed_by_input,
             undelivered=self.undelivered(),
+            redialing=self.redialing_dpids(),
         )
 
     def describe_pending(self) -> list[str]:

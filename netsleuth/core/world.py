@@ -18,18 +18,28 @@ it out.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+import yaml
 
 from netsleuth import __version__
 from netsleuth.core.clock import Clock
 from netsleuth.core.events import Connect, Effect
 from netsleuth.core.network import Connection, Network, Recorder, Stats
+from netsleuth.invariants.config_intent import separated_by
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.packet import ICMP, IPv4, Packet, arp_request, icmp_echo, tcp_syn
 from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
+from netsleuth.trace.validate import config_sha256
 
-__all__ = ["Connection", "Recorder", "Stats", "World"]
+__all__ = ["CONFIG_SETTLE", "Connection", "Recorder", "Stats", "World"]
+
+CONFIG_SETTLE = 2.0
+"""Seconds after a config change during which traffic may still meet the previous configuration: the
+controller reloads its file and reprograms the switches only some time after being told to (Faucet,
+after SIGHUP, in about 0.3 s on an idle machine)."""
 
 
 class World(Network):
@@ -43,6 +53,13 @@ class World(Network):
         self._open_failure: dict[tuple[Any, ...], str] = {}   # what failed -> id of the failure input
         self._last_migration: dict[str, str] = {}   # host -> id of its latest migration
         self._traffic_seq = 0
+        # controller -> its configuration file as data (the latest config change, or the file it started
+        # with): what it was told to do, so the invariants do not flag the operator's intent as a bug
+        self.configs: dict[str, dict[str, Any]] = {}
+        # (until when, pairs the config before the latest change kept apart): see separated()
+        self._settling: tuple[float, frozenset[tuple[str, str]]] = (0.0, frozenset())
+        self._config_version = 0
+        self._separated_memo: tuple[Any, frozenset[tuple[str, str]]] = (None, frozenset())
 
     def next_input_id(self) -> str:
         self._next_input += 1
@@ -57,7 +74,26 @@ class World(Network):
         """The Network's view, naming the controllers that a recorded crash input killed."""
         if crashed_by_input is None:
             crashed_by_input = frozenset(k[1] for k in self._open_failure if k[0] == "controller")
-        return super().view(crashed_by_input)
+        view = super().view(crashed_by_input)
+        if not self.configs:
+            return view
+        return dataclasses.replace(view, separated=self.separated())
+
+    def separated(self) -> frozenset[tuple[str, str]]:
+        """Host pairs the controllers' configs keep apart; for CONFIG_SETTLE seconds after a config change
+        also those the previous config kept apart (the controller may not have applied the new one yet)."""
+        now = self.clock.now()
+        key = (self._config_version, tuple(sorted(self.host_at.items())))
+        if self._separated_memo[0] != key:  # hosts move and configs change rarely; packets are many
+            self._separated_memo = (key, separated_by([self.configs[c] for c in sorted(self.configs)],
+                                                      self.topology, self.host_at))
+        pairs = self._separated_memo[1]
+        if now < self._settling[0]:
+            pairs |= self._settling[1]
+        return pairs
+
+    def expects_delivery(self, src: str, dst: str) -> bool:
+        return not self.configs or (src, dst) not in self.separated()
 
     # ------------------------------------------------------------ switches
     def fail_switch(self, name: str) -> list[Effect]:
@@ -137,6 +173,27 @@ class World(Network):
         self._input(ts.ControllerRecovery, deps=(dep,) if dep else (), controller=name)
         self.set_controller_alive(name, True)
         return [Connect(self.switches[s].dpid, name) for s, up in self.switch_up.items() if up]
+
+    def start_config(self, name: str, config: dict[str, Any]) -> None:
+        """The configuration controller ``name`` starts from (not an input: nothing is recorded)."""
+        self.configs[name] = config
+        self._config_version += 1
+
+    def change_config(self, name: str, config: str, edit: str) -> list[Effect]:
+        """Record that ``name``'s configuration file now holds ``config`` (the whole YAML text).
+
+        Writing the file and telling the controller to reload it (SIGHUP) is the
+        caller's, which owns the process; a crashed controller reads it when it restarts.
+        """
+        data = yaml.safe_load(config)
+        if not isinstance(data, dict):
+            raise ValueError(f"a config change must be a YAML mapping, not {type(data).__name__}")
+        before = self.separated() if self.configs else frozenset()
+        self._input(ts.ConfigChange, controller=name, edit=edit, config=config, sha256=config_sha256(config))
+        self.configs[name] = data
+        self._config_version += 1
+        self._settling = (self.clock.now() + CONFIG_SETTLE, before)
+        return []
 
     def block_channel(self, switch: str, controller: str) -> list[Effect]:
         dpid = self.switches[switch].dpid
@@ -224,6 +281,8 @@ class World(Network):
             return self.crash_controller(e.controller)
         if isinstance(e, ts.ControllerRecovery):
             return self.recover_controller(e.controller)
+        if isinstance(e, ts.ConfigChange):
+            return self.change_config(e.controller, e.config, e.edit)
         if isinstance(e, ts.ChannelBlock):
             return self.block_channel(e.switch, e.controller)
         if isinstance(e, ts.ChannelUnblock):

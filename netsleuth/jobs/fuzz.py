@@ -17,10 +17,12 @@ from pathlib import Path
 from netsleuth.core.events import Effect
 from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
-from netsleuth.policies.fuzz import Fuzzer, FuzzState, Planned, Rates
+from netsleuth.policies.config_edits import HostAddr
+from netsleuth.policies.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
 from netsleuth.runtime.driver import Runtime
 from netsleuth.runtime.session import JobProgress, JobResult, Session
 from netsleuth.trace import schema as ts
+from netsleuth.trace.validate import CONFIGURABLE_KINDS, config_sha256
 
 
 @dataclass
@@ -45,6 +47,7 @@ class FuzzOptions:
 
 def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
+    _check_config_changes(opts)
     session = Session("fuzz", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
                       checks=[i.name for i in invariants], isolation=opts.isolation,
@@ -76,6 +79,17 @@ def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
     return session.execute(body, progress)
 
 
+def _check_config_changes(opts: FuzzOptions) -> None:
+    """A config_change rate needs a controller with a configuration file netsleuth rewrites (Faucet's)."""
+    if opts.rates.get("config_change") <= 0:
+        return
+    texts = [opts.controller] if isinstance(opts.controller, str) else list(opts.controller)
+    if not any(t.partition(":")[0] in CONFIGURABLE_KINDS for t in texts):
+        raise RateError(f"config_change={opts.rates.get('config_change'):g} needs a controller configured by a "
+                        f"file netsleuth can rewrite, and {' + '.join(texts)} has none",
+                        "use --controller faucet:auto or faucet:FILE.yaml, or drop the config_change rate")
+
+
 def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzState:
     """What the fuzzer may act on; all of it follows from earlier inputs, never from timing."""
     w = s.world
@@ -97,6 +111,8 @@ def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzSta
         host_switch={h: loc[0] for h, loc in w.host_at.items()},
         switches=tuple(w.switches),
         links_into=tuple(sorted({(k[2], k[3]) for k in live} | {(k[0], k[1]) for k in live})),
+        configs=tuple((c.name, w.configs[c.name]) for c in s.controllers if c.configurable and c.name in w.configs),
+        host_addrs=tuple(HostAddr(h.name, h.ip) for h in w.topology.hosts),
     )
 
 
@@ -120,6 +136,11 @@ async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str,
     """Carry out one planned input; the rest go exactly as a recorded input is replayed
     (Session.apply_input), so crashing and restarting controllers lives in one place."""
     args = dict(p.args)
+    if p.kind == "config_change":
+        text = str(args["config"])
+        return await s.apply_input(ts.ConfigChange(seq=0, t=0.0, id="planned", controller=str(args["controller"]),
+                                                   edit=str(args["edit"]), config=text,
+                                                   sha256=config_sha256(text)))
     if p.kind in _DECIDED_BY_WORLD:
         return _DECIDED_BY_WORLD[p.kind](s.world, args)
     if p.kind in ("link_failure", "link_recovery"):

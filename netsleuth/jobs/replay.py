@@ -70,6 +70,24 @@ def find_target(events: list[ts.Event], index: int = 0) -> Target | None:
 
 
 DELIVERY_GRACE = 1.0  # seconds: Network.undelivered's default grace
+REACTION_CAP = 10.0  # seconds: the longest a replay waits after its last input for the controller to react
+REACTION_SLACK = 3.0  # seconds a replay's controller may react later than the recorded one did (a loaded machine)
+
+
+def reaction_time(events: list[ts.Event], target: Target | None) -> float:
+    """How long the recorded run took from its last input before the target violation to the violation's
+    first sighting (transient or not): a replay waits that long before it judges, so a violation that
+    needs time to show (a switch its controller keeps turning away) is not judged too early."""
+    if target is None:
+        return 0.0
+    last_input = None
+    for e in events:
+        if e.is_input:
+            last_input = e.t
+        elif isinstance(e, ts.Violation) and e.invariant == target.invariant \
+                and tuple(e.hosts) == target.hosts and tuple(e.switches) == target.switches:
+            return min(max(0.0, e.t - last_input), REACTION_CAP) if last_input is not None else 0.0
+    return 0.0
 
 
 @dataclass
@@ -128,6 +146,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       openflow=openflow or trace_openflow(header),
                       warmup=float(header.extra.get("warmup", 0.0) or 0.0))
     outcome = ReplayOutcome(None)
+    reaction = reaction_time(events, target)
     matcher = Matcher(plan)
     watching = [observe_window is not None and not plan.inputs]
 
@@ -169,20 +188,25 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             # a packet counts as undelivered only after the grace period: give the last one that long
             await asyncio.sleep(DELIVERY_GRACE)
         invariants = registry.resolve(checks)
-        rounds = []
-        for _ in range(max(1, persist)):
+        # The target must hold for ``persist`` consecutive rounds, as it did when recorded; it may take
+        # as long to show as the recorded run took to react to its last input (plus some slack).
+        deadline = last_at + reaction + REACTION_SLACK
+        streak, n_rounds, last = 0, 0, []
+        while True:
             await asyncio.sleep(0.1)
             await rt.settle(quiet=0.03, timeout=1.0)
             s.note_controller_deaths()
             findings = registry.check(s.world.view(), invariants)
             findings += [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
-            rounds.append(findings)
-        last = rounds[-1]
+            last, n_rounds = findings, n_rounds + 1
+            streak = streak + 1 if target is not None and target.found_in(findings) else 0
+            if streak >= max(1, persist) or (n_rounds >= max(1, persist) and loop.time() >= deadline):
+                break
         for f in last:
             if not isinstance(f, ts.Violation):
                 s.record_finding(f, persistent=True)
         if target is not None:
-            outcome.reproduced = all(target.found_in(r) for r in rounds)
+            outcome.reproduced = streak >= max(1, persist)
         outcome.stats = {**matcher.stats(), "timeout_wait_s": round(timeout_wait, 3)}
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                              "switches": list(f.switches)} for f in last]

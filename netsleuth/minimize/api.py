@@ -106,6 +106,8 @@ def describe_input(ev: InputEvent) -> str:
         return f"{ev.id}: controller {ev.controller} crashes"
     if isinstance(ev, ts.ControllerRecovery):
         return f"{ev.id}: controller {ev.controller} restarts"
+    if isinstance(ev, ts.ConfigChange):
+        return f"{ev.id}: controller {ev.controller}'s config changes: {ev.edit} (reloaded with SIGHUP)"
     if isinstance(ev, ts.ChannelBlock):
         return f"{ev.id}: channel {ev.switch}<->{ev.controller} blocked"
     if isinstance(ev, ts.ChannelUnblock):

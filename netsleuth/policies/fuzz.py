@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netsleuth.errors import NetsleuthError
+from netsleuth.policies.config_edits import HostAddr, propose
 
 RATE_NAMES = (
     "switch_failure", "switch_recovery", "link_failure", "link_recovery", "controller_crash",
     "controller_recovery", "channel_block", "channel_unblock", "host_migration", "traffic",
-    "dataplane_drop", "dataplane_delay", "control_delay",
+    "dataplane_drop", "dataplane_delay", "control_delay", "config_change",
 )
 # STS's fuzzer defaults: the probability of each kind of input per round; everything else is off unless asked for.
 DEFAULT_RATES = {
@@ -111,6 +112,9 @@ class FuzzState:
     host_switch: dict[str, str]                            # host -> switch it is attached to
     switches: tuple[str, ...]
     links_into: tuple[tuple[str, int], ...] = ()           # (node, port) ends of live links
+    # (controller, its configuration as data) for controllers whose config file the fuzzer may rewrite
+    configs: tuple[tuple[str, dict], ...] = ()
+    host_addrs: tuple[HostAddr, ...] = ()                  # what deny rules may name
 
 
 class Fuzzer:
@@ -124,6 +128,16 @@ class Fuzzer:
     def _hit(self, name: str) -> bool:
         p = self.rates.get(name)
         return p > 0 and self.rng.random() < p
+
+    def _config_changes(self, s: FuzzState) -> list[Planned]:
+        """Operator edits of each configurable controller's file: the whole new file, drawn from the RNG."""
+        out = []
+        for c, config in s.configs:
+            if self._hit("config_change"):
+                change = propose(config, self.rng, s.host_addrs)
+                out.append(Planned("config_change", (("controller", c), ("config", change.config),
+                                                     ("edit", change.edit))))
+        return out
 
     def plan_round(self, s: FuzzState) -> list[Planned]:
         out: list[Planned] = []
@@ -166,6 +180,7 @@ class Fuzzer:
             node, port = self.rng.choice(s.links_into)
             out.append(Planned("dataplane_delay", (("node", node), ("port", port),
                                                    ("seconds", self.delay_seconds))))
+        out.extend(self._config_changes(s))
         if s.open_channels and self._hit("control_delay"):
             sw, c = self.rng.choice(s.open_channels)
             direction = self.rng.choice(("to_switch", "to_controller"))

@@ -23,6 +23,9 @@ from netsleuth.openflow.connection import Connected, ErrorEvent, State, SwitchCo
 CONNECT_RETRIES = 50
 # How long a connection keeps its connect slot waiting for the controller's first bytes.
 ADMIT_WAIT = 1.0
+# Open vSwitch's reconnection backoff (rconn): the first redial after 1 s, doubling up to 8 s.
+REDIAL_FIRST = 1.0
+REDIAL_MAX = 8.0
 
 
 @dataclass(slots=True)
@@ -68,6 +71,7 @@ class Runtime:
         # a network that silently stopped moving.
         self.failure: BaseException | None = None
         self.failed = asyncio.Event()
+        self._backoff: dict[tuple[int, str], float] = {}  # (dpid, controller) -> the last redial's backoff
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self, progress: Callable[[int], None] | None = None) -> None:
@@ -110,6 +114,9 @@ class Runtime:
                                           "check that the controller is running and listening") from exc
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
+        return self._attach(dpid, controller, reader, writer)
+
+    def _attach(self, dpid: int, controller: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
         conn = self.world.open_connection(dpid, controller)
         proto = SwitchConnection(versions=self.world.offered_versions(dpid))
         link = _Link(conn, proto, reader, writer)
@@ -178,6 +185,7 @@ class Runtime:
     # ---------------------------------------------------------------- I/O
     async def _read(self, link: _Link) -> None:
         reason = "controller closed the connection"
+        redial = True  # a switch its controller hung up on dials again; one that speaks no common version does not
         try:
             while True:
                 data = await link.reader.read(65536)
@@ -195,6 +203,7 @@ class Runtime:
                         if item.reply:
                             link.writer.write(item.reply)
                         if link.proto.state is State.CLOSED:
+                            redial = False
                             link.writer.close()
                             raise ConnectionError(reason)
                     elif isinstance(item, Connected):
@@ -202,6 +211,7 @@ class Runtime:
                             reason = (f"connection negotiated OpenFlow wire version {item.version} but the "
                                       f"switch already speaks another version on its first connection")
                             self.protocol_errors.append(reason)
+                            redial = False
                             link.writer.close()
                             raise ConnectionError(reason)
                     else:
@@ -212,8 +222,37 @@ class Runtime:
         except asyncio.CancelledError:
             return
         link.heard.set()
-        if not self.closed:
+        if self.closed:
+            return
+        c = self.world.connections[link.conn]
+        key = (c.dpid, c.controller)
+        before = self.world.redialing.get(key)
+        if redial and self.world.connection_lost(link.conn, reason):
+            # the first redial of an episode after 1 s, then doubling while the controller keeps hanging up
+            same_episode = before is not None and self.world.redialing.get(key) == before
+            self._backoff[key] = min(2 * self._backoff.get(key, REDIAL_FIRST), REDIAL_MAX) if same_episode \
+                else REDIAL_FIRST
+            task = asyncio.create_task(self._redial(c.dpid, c.controller, self._backoff[key]))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        else:
             self.world.close_connection(link.conn, reason)
+
+    async def _redial(self, dpid: int, controller: str, backoff: float) -> None:
+        """Dial ``controller`` again after ``backoff`` seconds, doubling it while the controller does not
+        answer, as Open vSwitch does; stop when the World says the switch no longer should (it or the
+        controller went down by an input, or another connection is up)."""
+        while not self.closed:
+            await asyncio.sleep(backoff)
+            if self.closed or not self.world.wants_redial(dpid, controller):
+                return
+            try:
+                reader, writer = await asyncio.open_connection(*self.endpoints[controller])
+            except OSError:
+                backoff = min(2 * backoff, REDIAL_MAX)
+                continue
+            self._attach(dpid, controller, reader, writer)
+            return
 
     async def _pump(self) -> None:
         world = self.world

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+import yaml
+
 from netsleuth import __version__
 from netsleuth.controllers.external import ControllerProcess
 from netsleuth.controllers.faucet import config_record
@@ -156,6 +158,7 @@ class Session:
                     self.endpoints[c.name] = c.start()
                     self.recorder(ts.ControllerEvent, controller=c.name, what="started",
                                   detail=f"{c.spec.text} on {c.host}:{c.port}")
+                    self._note_initial_config(c)
                 asyncio.run(self._drive(body))
                 self.result.data["completed"] = True
             except KeyboardInterrupt:
@@ -261,13 +264,35 @@ class Session:
                                   f"(--openflow {self.openflow}); see {controller.log_path}",
                                   details=controller.log_tail())
 
+    def _note_initial_config(self, c: ControllerProcess) -> None:
+        """Tell the World the configuration a configurable controller starts from (what it was told)."""
+        text = c.initial_config() if c.configurable else None
+        if text is None:
+            return
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return  # the controller's own checker judged the file; the World just knows less
+        if isinstance(data, dict):
+            self.world.start_config(c.name, data)
+
     def controller_named(self, name: str) -> ControllerProcess:
-        return next(c for c in self.controllers if c.name == name)
+        found = next((c for c in self.controllers if c.name == name), None)
+        if found is None:
+            raise ControllerError(f"an input names controller {name}, but this run has only "
+                                  f"{', '.join(c.name for c in self.controllers)}",
+                                  "run with as many --controller specs as the trace was recorded with")
+        return found
 
     async def apply_input(self, e: Any) -> list:
         """Apply a recorded input; controller crashes and recoveries also act on the real process."""
         if isinstance(e, ts.ControllerCrash):
             self.controller_named(e.controller).kill()
+        elif isinstance(e, ts.ConfigChange):
+            c = self.controller_named(e.controller)
+            path = await asyncio.to_thread(c.change_config, e.config)
+            self.recorder(ts.ControllerEvent, controller=c.name, what="config_written",
+                          detail=f"{path} ({e.edit}); SIGHUP" + ("" if c.alive() else " not sent: not running"))
         elif isinstance(e, ts.ControllerRecovery):
             c = self.controller_named(e.controller)
             # the restart may land on another port (its old one taken meanwhile): reconnect there

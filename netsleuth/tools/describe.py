@@ -177,6 +177,8 @@ def describe(e: ts.Event) -> str:
         if e.one_way:
             return f"input {e.id}: link direction {e.node1}:{e.port1} -> {e.node2}:{e.port2} {what} (one way)"
         return f"input {e.id}: link {e.node1}:{e.port1}-{e.node2}:{e.port2} {what}"
+    if isinstance(e, ts.ConfigChange):
+        return f"input {e.id}: {e.controller}'s config changes: {e.edit} (sha256 {e.sha256[:12]})"
     if isinstance(e, ts.Violation):
         return f"{'persistent' if e.persistent else 'transient'} {e.invariant} violation: {e.message}"
     if isinstance(e, ts.PingResult):

@@ -31,10 +31,11 @@ from netsleuth.trace import schema as ts
 # What the reduced trace keeps besides flow_mods: the events that change which
 # switches are up, which links exist, and which connections are open. Traffic,
 # drops and delays leave no trace in the tables; recorded messages already
-# carry their effect.
+# carry their effect. Config changes say which host pairs the controller was
+# told to keep apart, which the reachability check reads.
 CONTEXT_KINDS = frozenset({"switch_connected", "switch_disconnected", "switch_failure", "switch_recovery",
                            "link_failure", "link_recovery", "host_migration", "controller_crash",
-                           "controller_recovery"})
+                           "controller_recovery", "config_change"})
 
 
 @dataclass

@@ -71,7 +71,8 @@ def lanes_of(trace: ts.Trace) -> list[tuple[str, str]]:
     controllers = sorted({e.controller for e in trace.events  # type: ignore[attr-defined]
                           if isinstance(getattr(e, "controller", None), str)
                           and e.kind in ("of_to_switch", "of_to_controller", "switch_connected",
-                                         "controller_event", "controller_crash", "controller_recovery")})
+                                         "controller_event", "controller_crash", "controller_recovery",
+                                         "config_change")})
     if not controllers:
         controllers = [f"c{i}" for i, _ in enumerate(trace.header.controller.split(" + "))]
     switches = [s.name for s in topo.switches]

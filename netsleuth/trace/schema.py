@@ -356,6 +356,24 @@ class ControlDelay(InputEvent):
     seconds: float
 
 
+@event_kind("config_change")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChange(InputEvent):
+    """An operator rewrites ``controller``'s configuration file and tells it to reload (SIGHUP).
+
+    ``config`` is the whole new file, never a diff: pruning any earlier change
+    (minimization) leaves every later one meaning exactly what it meant, so
+    any subset of a trace's config changes replays. ``sha256`` is the hash of
+    ``config``'s UTF-8 bytes (what the controller reads after a replay must
+    hash the same); ``edit`` says in words what changed against the file before.
+    """
+
+    controller: str
+    edit: str
+    config: str
+    sha256: str
+
+
 # ------------------------------------------------- DEFINED (netsleuth.defined)
 # Kinds written by `netsleuth defined run` and read by `netsleuth defined step`.
 @event_kind("defined_external")
@@ -637,6 +655,6 @@ __all__ = [
     "TrafficInjection", "PacketArrival", "PingResult", "Violation", "ControllerEvent",
     "SwitchFailure", "SwitchRecovery", "LinkFailure", "LinkRecovery", "ControllerCrash",
     "ControllerRecovery", "ChannelBlock", "ChannelUnblock", "HostMigration", "DataplaneDrop",
-    "DataplaneDelay", "ControlDelay", "DefinedExternal",
+    "DataplaneDelay", "ControlDelay", "ConfigChange", "DefinedExternal",
     "McStep",
 ]

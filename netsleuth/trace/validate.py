@@ -26,9 +26,12 @@ adds the file and line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
+
+import yaml
 
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.model.packet import Packet
@@ -44,6 +47,13 @@ OFPP_MAX = 0xFF00
 
 MAX_SECONDS = 3600.0
 """Longest recorded delay of a dataplane or control message."""
+
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest controller configuration a config change may carry (UTF-8 bytes): a generated Faucet
+config for a few hundred switches fits many times over, and a replay writes it to disk."""
+
+CONFIGURABLE_KINDS = ("faucet",)
+"""Controller spec kinds (``faucet:...``) whose configuration a config change may rewrite."""
 
 # Which way each OpenFlow 1.0 message type may travel (the spec's message tables).
 _SYMMETRIC = frozenset({"HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "VENDOR"})
@@ -138,6 +148,7 @@ class TraceValidator:
             ts.DataplaneDrop: self._dataplane_input,
             ts.DataplaneDelay: self._dataplane_input,
             ts.ControlDelay: self._control_delay,
+            ts.ConfigChange: self._config_change,
         }
 
     # ------------------------------------------------------------------ entry
@@ -337,5 +348,41 @@ class TraceValidator:
                        _RERECORD)
         self._seconds(e.seconds)
 
+    def _config_change(self, e: ts.ConfigChange) -> None:
+        """The new file is data for the controller to read: a YAML mapping of bounded size whose hash
+        is the recorded one, for a controller that reads such a file. Nothing in it is run here; a
+        replay only writes it where the controller reads its configuration."""
+        specs = self.header.controller.split(" + ")
+        names = {f"c{i}": spec for i, spec in enumerate(specs)}
+        spec = names.get(e.controller)
+        if spec is None:
+            raise _bad(f"config change names controller {e.controller!r}, not one of the trace's "
+                       f"({', '.join(names)})", "name a controller of the header (c0, c1, ...), or re-record the trace")
+        if spec.partition(":")[0] not in CONFIGURABLE_KINDS:
+            raise _bad(f"config change for controller {e.controller} ({spec}), which has no configuration file "
+                       "netsleuth rewrites", "config changes apply to faucet: controllers; delete the line")
+        data = e.config.encode("utf-8", errors="surrogatepass")
+        if len(data) > MAX_CONFIG_BYTES:
+            raise _bad(f"config change {e.id} carries {len(data)} bytes of configuration, more than "
+                       f"{MAX_CONFIG_BYTES}", "a config change holds one controller config file; re-record the trace")
+        if hashlib.sha256(data).hexdigest() != e.sha256:
+            raise _bad(f"config change {e.id}: the sha256 {e.sha256!r:.80} is not the hash of its config",
+                       "the config was edited after recording; restore it from the original trace")
+        try:
+            parsed = yaml.safe_load(e.config)
+        except Exception as exc:  # noqa: BLE001 - any parser failure (syntax, nesting) is a bad config
+            raise _bad(f"config change {e.id} is not valid YAML ({type(exc).__name__}: {str(exc)[:120]})",
+                       "restore the config from the original trace") from None
+        if not isinstance(parsed, dict):
+            raise _bad(f"config change {e.id} is not a YAML mapping (it is a {type(parsed).__name__})",
+                       "a controller config has top-level keys such as vlans: and dps:; restore it from the "
+                       "original trace")
 
-__all__ = ["TraceValidator", "MAX_TIME", "OFPP_MAX", "MAX_SECONDS"]
+
+def config_sha256(config: str) -> str:
+    """The hash a config change records for ``config`` (of its UTF-8 bytes)."""
+    return hashlib.sha256(config.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+__all__ = ["TraceValidator", "MAX_TIME", "OFPP_MAX", "MAX_SECONDS", "MAX_CONFIG_BYTES", "CONFIGURABLE_KINDS",
+           "config_sha256"]
