@@ -88,17 +88,6 @@ def need_not_reach(a: HasIngresses, ing: Port, comp: Mapping[str, int], macs: Ma
     return {mac for mac, h in macs.items() if comp.get(h) != here or h == src}
 
 
-def vlans_keep_apart(view: NetworkView, a: Port, b: Port) -> bool:
-    """Whether the controller's own config puts the hosts on ports ``a`` and ``b`` in different
-    VLANs that no router joins (Faucet): such a pair is meant not to reach each other, so
-    reachability does not ask it to (the ``isolation`` invariant asks the opposite)."""
-    policy = getattr(view, "faucet", None)
-    if policy is None:
-        return False
-    va, vb = policy.vlan_at(*a), policy.vlan_at(*b)
-    return va is not None and vb is not None and va != vb and not policy.routes(va, vb)
-
-
 def hosts_by_component(view: NetworkView, comp: Mapping[str, int]) -> dict[int, list[HostSpec]]:
     """The hosts of each connected component (-1: hosts on no live link), in topology order."""
     members: dict[int, list[HostSpec]] = defaultdict(list)
