@@ -176,7 +176,10 @@ def describe(e: ts.Event) -> str:
         what = "fails" if isinstance(e, ts.LinkFailure) else "recovers"
         return f"input {e.id}: link {e.node1}:{e.port1}-{e.node2}:{e.port2} {what}"
     if isinstance(e, ts.Violation):
-        return f"{'persistent' if e.persistent else 'transient'} {e.invariant} violation: {e.message}"
+        from netsleuth.invariants.violation_text import violation_lines
+
+        lines = violation_lines(e)
+        return f"{'persistent' if e.persistent else 'transient'} " + "\n  ".join(lines)
     if isinstance(e, ts.PingResult):
         return f"ping {e.src} -> {e.dst} {'ok' if e.ok else 'lost'}"
     if isinstance(e, ts.ControllerEvent):
