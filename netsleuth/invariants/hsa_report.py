@@ -116,25 +116,6 @@ def hosts_of(a: HasIngresses, ing: Port, hs: HeaderSet, macs: Mapping[int, str])
     return tuple(dict.fromkeys(([src] if src else []) + dst_hosts(hs, macs)))
 
 
-def host_traffic_wildcards(hs: HeaderSet, src: HostSpec, dst: HostSpec | None) -> list[tuple[int, int]]:
-    """Wildcards of the traffic ``src`` really sends (to ``dst``, or to anyone when None), most
-    familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame; in ``hs``'s layout."""
-    if hs.DST == "dl_dst":
-        from netsleuth.invariants.hsa_space import field_wildcard as wc
-        eth = {"dl_src": src.mac, "dl_vlan": 0xFFFF} | ({"dl_dst": dst.mac} if dst else {})
-        ip = {"nw_src": src.ip} | ({"nw_dst": dst.ip} if dst else {})
-        shapes = [dict(eth, dl_type=0x0800, nw_proto=1, tp_src=8, **ip), dict(eth, dl_type=0x0800, nw_proto=6, **ip),
-                  dict(eth, dl_type=0x0806, nw_src=src.ip), dict(eth, dl_type=0x0800), dict(eth)]
-    else:
-        from netsleuth.model.headerbits13 import wc13 as wc
-        eth = {"eth_src": src.mac, "vlan_vid": 0} | ({"eth_dst": dst.mac} if dst else {})
-        ip = {"ipv4_src": src.ip} | ({"ipv4_dst": dst.ip} if dst else {})
-        shapes = [dict(eth, eth_type=0x0800, ip_proto=1, icmpv4_type=8, **ip),
-                  dict(eth, eth_type=0x0800, ip_proto=6, **ip), dict(eth, eth_type=0x0806, arp_spa=src.ip),
-                  dict(eth, eth_type=0x0800), dict(eth)]
-    return [wc(**s) for s in shapes]
-
-
 def canonical_cycle(path: Sequence[Port]) -> tuple[Port, ...]:
     """The cycle a looping path closes, as its (switch, in_port) hops starting at the smallest:
     every entry point and every rotation of one cycle gives the same tuple."""
@@ -171,7 +152,9 @@ def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Se
     hosts = Hosts(view.topology.hosts)
     by_name = {h.name: h for h in view.topology.hosts}
     senders = [by_name[n] for n in dict.fromkeys(a.ingress_host.get(i) for i, _hs in entries) if n in by_name]
-    ex = example_header(hs, senders, list(view.topology.hosts))
+    named = set(dst_hosts(hs, mac_hosts(view)))  # when the set names its destinations, try only those
+    others = [h for h in view.topology.hosts if h.name in named] or list(view.topology.hosts)
+    ex = example_header(hs, senders, others)
     d: dict = {"summary": summarize(hs, hosts), "entered_text": entered_text(a, [i for i, _hs in entries]),
                "header_spaces": [{"at": f"{i[0]}:{i[1]}", "header_space": describe(h)} for i, h in entries]}
     if ex is not None:

@@ -235,8 +235,6 @@ def clip(text: str, width: int) -> str:
 def example_header(hs: HeaderSet, senders: Sequence[Any], others: Sequence[Any]) -> int | None:
     """One header of ``hs`` an operator recognises: a ping, a TCP SYN or an ARP between real hosts
     (the sender's MAC and address, to another host) when the set holds one, else any."""
-    from netsleuth.invariants.hsa_report import host_traffic_wildcards
-
     for src in senders:
         for dst in [*others, None]:
             if dst is src:
@@ -247,6 +245,26 @@ def example_header(hs: HeaderSet, senders: Sequence[Any], others: Sequence[Any])
                 if h is not None:
                     return h
     return hs.witness()
+
+
+def host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int, int]]:
+    """Wildcards of the traffic ``src`` really sends (to ``dst``, or to anyone when None), most
+    familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame; in ``hs``'s layout."""
+    if hs.DST == "dl_dst":
+        from netsleuth.invariants.hsa_space import field_wildcard as wc
+        eth = {"dl_src": src.mac, "dl_vlan": 0xFFFF} | ({"dl_dst": dst.mac} if dst else {})
+        ip = {"nw_src": src.ip} | ({"nw_dst": dst.ip} if dst else {})
+        shapes = [dict(eth, dl_type=0x0800, nw_proto=1, tp_src=8, **ip), dict(eth, dl_type=0x0800, nw_proto=6, **ip),
+                  dict(eth, dl_type=0x0806, nw_src=src.ip), dict(eth, dl_type=0x0800), dict(eth)]
+    else:
+        from netsleuth.model.headerbits13 import wc13 as wc
+        eth = {"eth_src": src.mac, "vlan_vid": 0} | ({"eth_dst": dst.mac} if dst else {})
+        ip = {"ipv4_src": src.ip} | ({"ipv4_dst": dst.ip} if dst else {})
+        shapes = [dict(eth, eth_type=0x0800, ip_proto=1, icmpv4_type=8, **ip),
+                  dict(eth, eth_type=0x0800, ip_proto=6, **ip), dict(eth, eth_type=0x0806, arp_spa=src.ip),
+                  dict(eth, eth_type=0x0800), dict(eth)]
+    return [wc(**s) for s in shapes]
+
 
 
 def example_text(hs: HeaderSet, header: int, hosts: Hosts) -> str:
@@ -292,7 +310,7 @@ def violation_lines(v: Any, *, verbose: bool = False, trace: str | None = None,
             lines.append(f"{indent}{cmd}")
     if verbose:
         lines.extend(_verbose_lines(d, indent))
-    return [clip(line, width) for line in lines]
+    return [part for line in lines for part in _fold(line, width, indent * 3)]
 
 
 def _follow_command(d: Mapping[str, Any], trace: str | None, traffic: Sequence[tuple[str, str, str | None]]) -> str:
@@ -302,7 +320,7 @@ def _follow_command(d: Mapping[str, Any], trace: str | None, traffic: Sequence[t
     best = next((i for i, h, to in traffic if h == src and to == dst), None) or \
         next((i for i, h, _to in traffic if h == src), None)
     if best is None:
-        return f"follow a packet of {src}: netsleuth trace-packet {trace} <traffic input of {src}>"
+        return f"no recorded packet of {src} for netsleuth trace-packet to follow (--pingall records some)"
     return f"follow one: netsleuth trace-packet {trace} {best}"
 
 
@@ -320,6 +338,20 @@ def _verbose_lines(d: Mapping[str, Any], indent: str) -> list[str]:
         out.extend(wrap(f"rule: {r}", indent))
     for w in d.get("why", []) or []:
         out.extend(wrap(f"why: {w}", indent))
+    return out
+
+
+def _fold(line: str, width: int, cont: str) -> list[str]:
+    """One line cut at spaces into pieces of at most ``width`` characters (nothing is dropped:
+    a Faucet finding's long sentence keeps every word)."""
+    out = []
+    while len(line) > width:
+        cut = line.rfind(" ", len(cont) + 20, width)
+        if cut < 0:
+            cut = width
+        out.append(line[:cut].rstrip())
+        line = cont + line[cut:].lstrip()
+    out.append(line)
     return out
 
 
