@@ -210,7 +210,8 @@ def summarize(hs: HeaderSet, hosts: Hosts, width: int = _SUMMARY) -> str:
     for max_diffs in (3, 2, 1):
         texts = _merge_ends(list(dict.fromkeys(_term_phrase(hs, t, hosts, max_diffs) for t in terms)))
         for limit in (3, 2, 1):
-            text = elide(texts, limit, sep="; ")
+            text = "; ".join(texts) if len(texts) <= limit else \
+                "; ".join(texts[:limit]) + f"; and {len(texts) - limit} more classes"
             if len(text) <= width:
                 return text
     return clip(text, width)
@@ -225,7 +226,19 @@ def _merge_ends(texts: list[str]) -> list[str]:
             heads.setdefault(t, [])
         else:
             heads.setdefault(head, []).append(tail)
-    return [f"{h} {ARROW} {elide(tails, 4)}" if tails else h for h, tails in heads.items()]
+    merged = [(h, tuple(tails)) for h, tails in heads.items()]
+    # and senders with the same destinations said once: ``traffic h37, h38 → h4``
+    by_tails: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for h, tails in merged:
+        what, _, src = h.rpartition(" ")
+        if not tails or not what:
+            by_tails.setdefault((h, ()), [])
+        else:
+            by_tails.setdefault((what, tails), []).append(src)
+    out = []
+    for (what, tails), srcs in by_tails.items():
+        out.append(f"{what} {elide(srcs, 4)} {ARROW} {elide(list(tails), 4)}" if tails else what)
+    return out
 
 
 def clip(text: str, width: int) -> str:
