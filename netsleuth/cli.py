@@ -46,6 +46,9 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {line}\n")
 
 
+VERBOSE_HELP = "print each violation's exact header space, path and rules (they are always in result.json)"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from netsleuth.jobs.run import RunOptions, run
 
@@ -74,21 +77,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
     table.add_row("result", str(Path(args.out) / "result.json"))
     out.print(table)
-    _print_violations(d["violations"])
+    _print_violations(d["violations"], trace=Path(args.out) / "trace.jsonl", verbose=args.verbose)
     return result.exit_code
 
 
-def _print_violations(violations: list[dict], examples: int = 3) -> None:
-    """Violations grouped by invariant: a count and the first few, in plain words."""
-    by_inv: dict[str, list[dict]] = {}
-    for v in violations:
-        by_inv.setdefault(v["invariant"], []).append(v)
-    for name, vs in by_inv.items():
+def _print_violations(violations: list[dict], examples: int = 3, trace: Path | str | None = None,
+                      verbose: bool = False) -> None:
+    """Violations grouped by invariant: a count and the first few, each in the words of
+    :func:`~netsleuth.jobs.violations.violation_block` (the exact header space with ``--verbose``)."""
+    from netsleuth.jobs.violations import by_invariant, violation_block
+
+    for name, vs in by_invariant(violations).items():
         out.print(f"[red]{len(vs)} violation(s) of {name}[/red]")
-        for v in vs[:examples]:
-            out.print(f"  - {v['message']}", markup=False, highlight=False, soft_wrap=True)
-        if len(vs) > examples:
-            out.print(f"  ... {len(vs) - examples} more in result.json")
+        for line in violation_block(vs, trace=trace, verbose=verbose, limit=None if verbose else examples):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
@@ -114,7 +116,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
     table.add_row("result", str(Path(args.out) / "result.json"))
     out.print(table)
-    _print_violations(persistent)
+    _print_violations(persistent, trace=Path(args.out) / "trace.jsonl", verbose=args.verbose)
     return result.exit_code
 
 
@@ -132,11 +134,11 @@ def cmd_invariants(args: argparse.Namespace) -> int:
         out.print_json(json.dumps(d))
     else:
         out.print(f"{args.trace}: state after event {d['at_seq']} ({d['events_applied']} events applied), "
-                  f"{sum(d['flow_entries'].values())} flow entries; checked {', '.join(d['checks'])}",
+                  f"{sum(d['flow_entries'].values())} flow entries;\n  checked {', '.join(d['checks'])}",
                   soft_wrap=True)
         if not d["violations"]:
             out.print("no violations")
-        _print_violations(d["violations"], examples=10)
+        _print_violations(d["violations"], examples=10, trace=args.trace, verbose=args.verbose)
     return 1 if d["violations"] else 0
 
 
@@ -263,10 +265,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
         table.add_row("reproduction rate", f"{d['reproduction_rate']:.0%}")
     table.add_row("result", str(Path(args.out) / "replay.json"))
     out.print(table)
+    _print_target(args)
     for r in d["replays"]:
         for line in r.get("controller_died", []):
             out.print(f"[red]warning[/red]: {line}", soft_wrap=True)
     return 0 if d["reproduced"] in (True, None) else 1
+
+
+def _print_target(args: argparse.Namespace) -> None:
+    """With ``--verbose``: the violation replay or minimize aims at, its exact header space too."""
+    if not getattr(args, "verbose", False):
+        return
+    from netsleuth.jobs.violations import target_lines
+
+    for line in target_lines(args.trace, args.violation, verbose=True):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def cmd_minimize(args: argparse.Namespace) -> int:
@@ -301,6 +314,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     if d.get("report"):
         table.add_row("report", d["report"]["html"])
     out.print(table)
+    _print_target(args)
     out.print("minimal causal sequence:")
     for line in d["mcs_in_words"]:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
@@ -363,6 +377,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="after the handshakes, wait this long with no traffic and no invariant checks "
                         "(let spanning tree converge or a Faucet stack come up); replays reuse it")
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
+    p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
 
 
 # Further command groups live beside the code they drive; each module has
@@ -420,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--at-sts-violation", action="store_true",
                    help="for a trace imported from STS: at each InvariantViolation STS recorded, run netsleuth's "
                         "matching invariant and say whether it agrees (exit 0: all agree, 1: some do not)")
+    i.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     i.set_defaults(func=cmd_invariants)
 
     rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
@@ -446,6 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--violation", type=at_least(0), default=0,
                     help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
+    rp.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     _add_openflow(rp, None)
     rp.set_defaults(func=cmd_replay)
 
@@ -466,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     _add_openflow(mn, None)
+    mn.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
     mn.set_defaults(func=cmd_minimize)

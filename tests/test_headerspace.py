@@ -479,11 +479,11 @@ def test_findings_agree_with_concrete_packets(case):
             h = pack(pkt.match_fields(ing[1]))
             if o.loops:
                 assert a.reach(ing).looping().contains(h)
-                assert any(f.details["ingress"] == ing_text for f in loops)
+                assert any(ing_text in _entered(f) for f in loops)
             dst = macs.get(pkt.eth_dst)
             counted = dst is None or (dst != host and comp.get(dst) == comp.get(ing[0]))
             if o.drops and counted:
-                assert any(f.details["ingress"] == ing_text for f in holes)
+                assert any(ing_text in _entered(f) for f in holes)
     for f in loops + holes:
         w = f.details["witness"]
         ing = tuple(f.details["ingress"].split(":"))
@@ -493,21 +493,27 @@ def test_findings_agree_with_concrete_packets(case):
         o = trace_packet(view, ing[0], int(ing[1]), pkt)
         assert (o.loops if f.invariant == "loops" else o.drops), f.message
     for f in unreach:
-        src, dst = f.hosts
-        s = net.topo.host(src)
-        d = net.topo.host(dst)
-        pkt = _witness_packet(f.details["witness"])
-        if pkt is None:
-            continue
-        assert (pkt.eth_src, pkt.eth_dst) == (s.mac, d.mac)
-        sw, port = f.details["ingress"].split(":")
-        o = trace_packet(view, sw, int(port), pkt)
-        handled = (o.punted or o.filtered) and all(controller_ok(view, x) for x in o.punted)
-        assert dst not in o.delivered and not handled, f.message
+        for pair in f.details["pairs"]:  # one finding per cause, each pair it cuts off with its own witness
+            src, dst = pair["hosts"]
+            s = net.topo.host(src)
+            d = net.topo.host(dst)
+            pkt = _witness_packet(pair["witness"])
+            if pkt is None:
+                continue
+            assert (pkt.eth_src, pkt.eth_dst) == (s.mac, d.mac)
+            sw, port = pair["ingress"].split(":")
+            o = trace_packet(view, sw, int(port), pkt)
+            handled = (o.punted or o.filtered) and all(controller_ok(view, x) for x in o.punted)
+            assert dst not in o.delivered and not handled, f.message
     # and every connected pair whose concrete ICMP echo fails is reported
     from netsleuth.invariants.forwarding import check_packet_reachability
     concrete = {fd.hosts for fd in check_packet_reachability(view)}
-    assert concrete <= {fd.hosts for fd in unreach}
+    assert concrete <= {tuple(p["hosts"]) for fd in unreach for p in fd.details["pairs"]}
+
+
+def _entered(f) -> set[str]:
+    """The ingresses a grouped finding's headers enter at."""
+    return {s["at"] for s in f.details["header_spaces"]}
 
 
 def _witness_packet(w: dict | None) -> Packet | None:
@@ -632,13 +638,13 @@ def test_ring_loop_reports_header_space_ingress_and_path():
     net = Net("ring,3")
     for sw, nxt in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):
         net.add(sw, (Output(net.port(sw, nxt)),), dl_dst=net.mac("h3"))
-    loops = H.hsa_loops(net.view())
-    assert {f.details["ingress"] for f in loops} == {"s1:1", "s2:1", "s3:1"}
-    f = next(f for f in loops if f.details["ingress"] == "s1:1")
-    assert f.details["header_space"] == "dl_dst=00:00:00:00:00:03"
-    assert f.details["path"][0] == "s1:1" and f.details["path"][-1] in f.details["path"][:-1]
-    assert set(f.switches) == {"s1", "s2", "s3"} and f.hosts == ("h1", "h3")
-    unreach = {x.hosts for x in H.hsa_reachability(net.view())}
+    (f,) = H.hsa_loops(net.view())  # one cycle, entered from every host's port
+    assert _entered(f) == {"s1:1", "s2:1", "s3:1"}
+    assert {s["header_space"] for s in f.details["header_spaces"]} == {"dl_dst=00:00:00:00:00:03"}
+    assert f.details["path"][0] == f.details["ingress"] and f.details["path"][-1] in f.details["path"][:-1]
+    assert set(f.switches) == {"s1", "s2", "s3"} and set(f.hosts) == {"h1", "h2", "h3"}
+    assert f.message == "traffic to h3 loops s1 -> s2 -> s3 -> s1 (entered at 3 ports)"
+    unreach = {tuple(p["hosts"]) for x in H.hsa_reachability(net.view()) for p in x.details["pairs"]}
     assert unreach == {("h1", "h3"), ("h2", "h3")}
 
 
@@ -660,7 +666,8 @@ def test_partial_header_space_is_reported():
     net.add("s2", (Output(1),), dl_dst=h2)
     net.add("s1", (Output(9),), priority=200, dl_type=0x0800, nw_dst="10.0.0.0/8")  # s1 has no port 9
     (f,) = [f for f in H.hsa_reachability(net.view()) if f.hosts == ("h1", "h2")]
-    assert "dl_type=0x0800" in f.message and "dropped at s1" in f.message
+    assert "dl_type=0x0800" in f.details["header_space"] and "dropped at s1" in f.message
+    assert f.message.startswith("h1 cannot reach h2: IPv4 h1 → h2: dropped at s1")
     (b,) = [b for b in H.hsa_blackholes(net.view()) if b.details["ingress"] == "s1:1"]
     assert "nw_dst=10.0.0.0/8" in b.details["header_space"]
 
@@ -686,7 +693,7 @@ def test_drop_rule_is_no_blackhole_but_an_output_to_an_unattached_port_is():
         assert "port 5 has no live link" in b.message and "nw_proto=17" in b.details["header_space"]
         assert "tp_dst=23" not in b.details["header_space"]
         (f,) = [f for f in H.hsa_reachability(net.view(), a) if f.hosts == ("h1", "h2")]
-        assert "nw_proto=17" in f.message and "tp_dst=23" not in f.details["header_space"]
+        assert "UDP h1 → h2" in f.message and "tp_dst=23" not in f.details["header_space"]
 
 
 def test_registry_adapters_share_one_analysis():

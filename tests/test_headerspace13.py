@@ -30,6 +30,7 @@ from netsleuth.invariants import registry
 from netsleuth.invariants.hsa13_checks import blackholes13, check_all13, loops13, reachability13
 from netsleuth.invariants.hsa13_space import HS13
 from netsleuth.invariants.view import NetworkView
+from netsleuth.invariants.violation_text import violation_lines
 from netsleuth.model.headerbits13 import pack13
 from netsleuth.model.of13.actions import Group, Output, PopMpls, PopVlan, PushMpls, PushVlan, SetField
 from netsleuth.model.of13.errors import OFError
@@ -450,9 +451,10 @@ def test_header_space_13_agrees_with_concrete_frames(case):
     # naming the table of each rule; every finding renders.
     found = check_all13(view)
     if looped:
-        assert found["loops"] and all(" table " in f.message for f in found["loops"])
+        assert found["loops"] and all(" table " in printed(f) for f in found["loops"])
     for f in found["loops"] + found["blackholes"] + found["reachability"]:
         assert f.message and f.details["header_space"]
+        assert all(len(line) < 160 for line in violation_lines(f, verbose=True))
 
 
 # --------------------------------------------------------------------------- examples
@@ -478,7 +480,7 @@ def test_select_group_loop_only_through_one_bucket():
     view = net.view()
     found = loops13(view)
     assert found, "the loop through bucket 0 is missed"
-    assert all("SELECT" in f.message and "s1 table 0: rule" in f.message for f in found)
+    assert all("SELECT" in f.message and "s1 table 0: rule" in printed(f) for f in found)
     frame = Frame(1, 2, 0x0800, (), (), IPv4(1, 2, 6), TCP(1, 2))
     fates = []
     chooser = ScriptedChoice()
@@ -491,7 +493,7 @@ def test_select_group_loop_only_through_one_bucket():
             break
     assert True in fates and False in fates
     # reachability: whatever the choice, h1's traffic is not delivered to h2 -> finding
-    assert any(f.hosts == ("h1", "h2") for f in reachability13(view))
+    assert any(p["hosts"] == ["h1", "h2"] for f in reachability13(view) for p in f.details["pairs"])
 
 
 def test_two_tables_acl_vlan_metadata_and_table_ids_in_findings():
@@ -523,7 +525,7 @@ def test_two_tables_acl_vlan_metadata_and_table_ids_in_findings():
     view = net.view()
     res = check_all13(view)
     holes = res["blackholes"]
-    assert holes and all("s1 table 1: rule" in f.message and "port 7" in f.message for f in holes)
+    assert holes and all("s1 table 1: rule" in printed(f) and "port 7" in f.message for f in holes)
     assert all(f.details["witness"]["eth_dst"] == "00:00:00:00:00:03" and f.details["witness"].get("tcp_dst") != 23
                for f in holes)
     assert res["reachability"] == []   # eth_dst 3 is nobody's traffic
@@ -568,12 +570,13 @@ def test_drop_rule_is_no_blackhole_but_an_output_to_an_unattached_port_is():
     s1.add_group(1, ofp.OFPGT_INDIRECT, [Bucket((Output(9),))])  # port 9: the switch has none
     _add(s1, 0, 300, Instructions.actions(Group(1)), eth_type=0x0806)
     res = check_all13(net.view())
-    holes = [f for f in res["blackholes"] if f.details["ingress"] == "s1:1"]
-    assert len(holes) == 1, holes
-    (b,) = holes
-    assert "port 5 has no live link" in b.message and "port 9, which the switch does not have" in b.message
-    assert "ip_proto=17" in b.details["header_space"] and "eth_type=0x0806" in b.details["header_space"]
-    assert "tcp_dst" not in b.details["header_space"]
+    holes = [f for f in res["blackholes"] if f.details["where"] == "s1"]
+    assert len(holes) == 2, holes  # one per dropping rule
+    (udp,) = [f for f in holes if "port 5 has no live link" in f.message]
+    (arp,) = [f for f in holes if "port 9, which the switch does not have" in f.message]
+    assert "ip_proto=17" in udp.details["header_space"] and "eth_type=0x0806" in arp.details["header_space"]
+    assert "tcp_dst" not in udp.details["header_space"]
+    assert udp.message.startswith("UDP") and arp.message.startswith("ARP")
     unreach = [f for f in res["reachability"] if f.hosts == ("h1", "h2")]
     assert len(unreach) == 1 and "tcp_dst" not in unreach[0].details["header_space"]
 
@@ -629,3 +632,8 @@ def test_injected_space_and_text():
     assert not hs.is_empty()
     assert "eth_dst=00:00:00:00:00:02" in str(HS13.wildcard(*__import__("netsleuth.model.headerbits13",
                                                                           fromlist=["wc13"]).wc13(eth_dst=2)))
+
+
+def printed(f) -> str:
+    """A finding as the commands print it, the exact header space and rules included."""
+    return "\n".join(violation_lines(f, verbose=True))

@@ -70,7 +70,8 @@ def test_failure_report_shows_trace_violations_and_working_commands(pytester: py
     trace = Path(section.split("trace:", 1)[1].split()[0])
     assert trace.exists() and trace.name == "trace.jsonl"
     assert f"netsleuth: {SIMPLE_SWITCH} on linear,3" in section
-    assert "- blackholes: headers" in section and "forwards to no live port" in section
+    assert "- blackholes: traffic h" in section and "forwards to no live port" in section
+    assert "example: ICMP echo request" in section and "netsleuth trace-packet" in section
     replay = next(line.split("replay:", 1)[1].strip() for line in section.splitlines() if "replay:" in line)
     viz = next(line.split("draw:", 1)[1].strip() for line in section.splitlines() if "draw:" in line)
     assert replay.startswith("netsleuth replay ") and viz.startswith("netsleuth viz ")

@@ -161,7 +161,8 @@ def test_fuzz_finds_the_migration_blackhole_and_minimize_reduces_it(tmp_path: Pa
     target = next(e for e in trace.events if e.kind == "violation" and e.persistent and e.invariant == "blackholes")
     move = next(e for e in trace.events if e.kind == "host_migration")
     assert target.details["where"] == move.old_switch, (target.message, move)
-    assert f"actions=output:{move.old_port} outputs to port {move.old_port}" in target.message, target.message
+    why = " ".join(target.details["why"])
+    assert f"actions=output:{move.old_port} outputs to port {move.old_port}" in why, target.details
     mcs = tmp_path / "mcs"
     proc = cli("minimize", str(smallest / "trace.jsonl"), "--out", str(mcs), "--executor", "serial", timeout=1500)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -47,7 +47,7 @@ def test_stepping_reaches_the_recorded_violation(migration_blackhole_trace: Path
     src, dst = v.hosts
     # stopped right after the move, with the recorded pair blackholed
     assert f"violation after [{move.seq}]" in out, out
-    assert f"blackholes ({src} -> {dst})" in out
+    assert f"blackholes: traffic {src} → {dst}" in out
     # host table: the moved host at its new switch and port
     assert any(line.split("│")[1:4] == [f" {dst:<4} ", f" {move.new_switch:<6} ", f" {move.new_port:<4} "]
                for line in out.splitlines() if line.startswith("│")), out
@@ -72,7 +72,7 @@ def test_injecting_one_input_changes_the_outcome(migration_blackhole_trace: Path
     assert "check blackholes at" in out and ": ok" in out  # no blackhole before the move
     assert re.search(rf"injected: input i\d+: link {src}:\d+-{sw}:\d+ fails", out), out
     # the sender is cut off before the move: the recorded violation never happens
-    assert f"blackholes ({src} -> {dst})" not in out
+    assert f"blackholes: traffic {src} → {dst}" not in out
     assert "end of trace: no violation of blackholes" in out, out
 
 
@@ -112,7 +112,7 @@ def test_live_controller_step_reaches_the_violation_and_injection_changes_it(
     assert run_step(migration_blackhole_trace, commands=script, headless=False, live_out=tmp_path / "live",
                     out=Console(file=buf, width=200, highlight=False)) == 0
     out = buf.getvalue()
-    assert f"violation after [{move.seq}]" in out and f"blackholes ({src} -> {dst})" in out, out
+    assert f"violation after [{move.seq}]" in out and f"blackholes: traffic {src} → {dst}" in out, out
     # the steps' events are the live controller's: its FLOW_MODs, recorded in the live run's trace
     live = read_trace(tmp_path / "live" / "trace.jsonl")
     assert live.header.command == "step"

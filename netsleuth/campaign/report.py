@@ -69,7 +69,8 @@ def _bucket(i: int, b: dict[str, Any]) -> str:
 <details><summary>signature {e(b['id'])}</summary><pre>{e(json.dumps(sig['parts'], indent=1))}</pre></details>
 <ul>{configs}</ul>
 <p>representative: seed {rep['seed']}, {e(str(rep.get('inputs_to_violation')))} inputs to the violation
-({_link(rep['dir'] + '/trace.jsonl', 'trace')}): {e(str(rep.get('message') or ''))}</p>
+({_link(rep['dir'] + '/trace.jsonl', 'trace')}):</p>
+<pre>{e(_violation_text(rep))}</pre>
 {mcs}
 </section>"""
 
@@ -99,3 +100,11 @@ h2{{font-size:16px}} ol.mcs li{{font-family:monospace}}</style></head><body>
 
 
 __all__ = ["write_reports"]
+
+
+def _violation_text(rep: dict) -> str:
+    """The representative's violation in the words every command prints it with."""
+    from netsleuth.invariants.violation_text import violations_text
+
+    v = rep.get("violation") or {"invariant": "violation", "message": rep.get("message") or "", "details": {}}
+    return violations_text([v], trace=f"{rep['dir']}/trace.jsonl")

@@ -277,6 +277,7 @@ def group_buckets(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "representative": {"key": rep["key"], "seed": rep["seed"], "dir": rep["dir"], "controller":
                                rep["controller"], "topo": rep["topo"], "rates_name": rep["rates_name"],
                                "violation_index": rep.get("violation_index", 0), "message": rep.get("message"),
+                               "violation": rep.get("violation"),
                                "inputs_to_violation": rep.get("inputs_to_violation")},
         })
     return buckets

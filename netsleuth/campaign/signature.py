@@ -131,6 +131,8 @@ def _drop(v: ts.Violation, state: _StateAt) -> Signature:
     if v.invariant == "blackholes":
         where = str(v.details.get("where", ""))
         whys = [str(w) for w in v.details.get("why", [])]
+    elif v.details.get("dropped_at"):  # a grouped reachability violation names where and why
+        where, whys = str(v.details["dropped_at"]), [str(w) for w in v.details.get("why", [])]
     else:
         m = _DROPPED_AT.search(v.message)
         if m is None:  # unreachable for another reason (no path, punted): its wording without names

@@ -136,7 +136,9 @@ def _add_bug(record: dict[str, Any], trace_path: Path, ship: bool) -> None:
         return
     persistent = [e for e in trace.events if getattr(e, "persistent", False) and e.kind == "violation"]
     at = persistent[bug.violation_index].seq
+    v: Any = persistent[bug.violation_index]
     record.update(signature=bug.signature.to_json(), violation_index=bug.violation_index, message=bug.message,
+                  violation={"invariant": v.invariant, "message": v.message, "details": v.details},
                   also=[s.to_json() for s in bug.others],
                   inputs_to_violation=sum(1 for e in trace.events if e.is_input and e.seq < at))
     if ship:  # a worker on another machine: its disk is not the campaign's

@@ -52,67 +52,68 @@ def _rules_text(e: HsaEvent13) -> str:
 
 # --------------------------------------------------------------------------- loops
 def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    """One finding per distinct cycle, whichever ingress enters it (as for 1.0)."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
-    out = []
+    found: dict[tuple[R.Port, ...], dict[R.Port, tuple[HsaEvent13, list[HS13]]]] = {}
     for ing in a.ingresses:
-        found: dict[tuple[str, ...], tuple[HsaEvent13, list[HS13]]] = {}
         for e in a.reaches[ing].loops:
-            cycle = R.cycle_of(e.path)
-            if cycle in found:
-                found[cycle][1].append(e.hs)
+            per = found.setdefault(R.canonical_cycle(e.path), {})
+            if ing in per:
+                per[ing][1].append(e.hs)
             else:
-                found[cycle] = (e, [e.hs])
-        for cycle, (e, spaces) in found.items():
-            hs = union13(spaces).prune()
-            if not hs.terms:
-                continue
-            hops = [f"{s}:{p}" for s, p in e.path]
-            text = describe13(hs)
-            sel = " (through one choice of a SELECT group)" if e.choices else ""
-            out.append(Finding(
-                "loops", f"headers {text} entering {R.ingress_text(a, ing)} loop{sel}: {' -> '.join(hops)} "
-                         f"(rules {_rules_text(e)})",
-                hosts=R.hosts_of(a, ing, hs, macs), switches=cycle,
-                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "rules": list(e.rule_texts()), "witness": R.witness_dict(hs)}))
+                per[ing] = (e, [e.hs])
+    out = []
+    for cycle, per in sorted(found.items()):
+        entries = [(ing, union13(spaces).prune()) for ing, (_e, spaces) in per.items()]
+        entries = [(ing, hs) for ing, hs in entries if hs.terms]
+        if not entries:
+            continue
+        e = per[entries[0][0]][0]
+        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+        extra = {"rules": list(e.rule_texts()), "select": bool(e.choices)}
+        f = R.loop_finding(view, a, cycle, entries, e.path, hosts, describe13, extra)  # type: ignore[arg-type]
+        if e.choices:
+            f = Finding(f.invariant, f.message + " for one choice of a SELECT group", f.hosts, f.switches, f.details)
+        out.append(f)
     return out
 
 
 # --------------------------------------------------------------------------- blackholes
 def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    """One finding per dropping rule (switch, table, rule), whichever hosts send into it."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
     comp = R.components(view)
-    out = []
+    groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
     for ing in a.ingresses:
         drops = a.reaches[ing].drops
         if not drops:
             continue
         cut_off = R.need_not_reach(a, ing, comp, macs)
-        by_where: dict[str, tuple[list[str], list[HS13], list[HsaEvent13]]] = {}
         for e in drops:
             hs = e.hs.minus_values("eth_dst", cut_off).prune()
             if not hs.terms:
                 continue
-            whys, spaces, evs = by_where.setdefault(e.where, ([], [], []))
+            texts = e.rule_texts()
+            rule = texts[-1] if texts else e.why
+            whys, spaces, evs = groups.setdefault((e.where, rule), {}).setdefault(ing, ([], [], []))
             if e.why not in whys:
                 whys.append(e.why)
             spaces.append(hs)
             evs.append(e)
-        for sw, (whys, spaces, evs) in by_where.items():
-            hs = union13(spaces)
-            text = describe13(hs)
-            e = evs[0]
-            hops = [f"{s}:{p}" for s, p in e.path]
-            out.append(Finding(
-                "blackholes",
-                f"headers {text} entering {R.ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)} "
-                f"(path {' -> '.join(hops)}; rules {_rules_text(e)})",
-                hosts=R.hosts_of(a, ing, hs, macs), switches=(sw,),
-                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
-                         "path": hops, "rules": list(e.rule_texts()), "terms": len(hs.terms),
-                         "witness": R.witness_dict(hs)}))
+    out = []
+    for (sw, rule), per in groups.items():
+        entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
+        whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
+        e = per[entries[0][0]][2][0]
+        hops = [f"{s}:{p}" for s, p in e.path]
+        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+        hs = union13(h for _i, h in entries)
+        shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
+        out.append(R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
+                                  {"rules": list(e.rule_texts()), "terms": len(hs.terms),
+                                   "rule_text": rule}))
     return out
 
 
@@ -204,9 +205,10 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
             mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                                 hosts=(src.name, dst.name), switches=where,
                                 details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                         "path": path, "witness": R.witness_dict(bad)}))
+                                         "path": path, "cause": why, "all": text == "all their traffic",
+                                         "witness": R.witness_dict(bad), R.SPACE: bad}))
         out.extend(mine)
-    return out
+    return R.group_unreachable(view, a, out, describe13)  # type: ignore[arg-type]
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:

@@ -19,7 +19,13 @@ from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.hsa_compile import interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
 from netsleuth.invariants.hsa_report import components, controller_checker, host_location, hosts_by_component
-from netsleuth.invariants.hsa_space import SHIFT_BY_NAME, HeaderSpace, describe_headerspace, field_wildcard
+from netsleuth.invariants.hsa_space import (
+    SHIFT_BY_NAME,
+    HeaderSpace,
+    describe_headerspace,
+    field_wildcard,
+    unpack,
+)
 from netsleuth.invariants.view import NetworkView
 
 _DL_DST_SHIFT = SHIFT_BY_NAME["dl_dst"]
@@ -39,32 +45,29 @@ def _analysis(view: NetworkView, outcomes: object) -> Analysis:
 # --------------------------------------------------------------------------- loops
 def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
     """Header spaces that come back to a (switch, in_port) they already crossed; one finding
-    per ingress and cycle, with the header space, the ingress and one looping path."""
+    per distinct cycle (every entry point and rotation of it is the same defect), with the
+    header class, the cycle, the entry points and hosts, and one example header."""
     a = _analysis(view, analysis)
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import loops13
         return loops13(view, a)
     macs = R.mac_hosts(view)
-    out = []
+    found: dict[tuple[Port, ...], dict[Port, tuple[tuple[Port, ...], list[HeaderSpace]]]] = {}
     for ing in a.ingresses:
-        found: dict[tuple[str, ...], tuple[tuple[Port, ...], list[HeaderSpace]]] = {}
         for path, hs in a.loops(ing):
-            cycle = R.cycle_of(path)
-            if cycle in found:
-                found[cycle][1].append(hs)
+            per = found.setdefault(R.canonical_cycle(path), {})
+            if ing in per:
+                per[ing][1].append(hs)
             else:
-                found[cycle] = (path, [hs])
-        for cycle, (path, spaces) in found.items():
-            hs = union_of(spaces).compact()
-            if not hs.terms:
-                continue
-            hops = [f"{s}:{p}" for s, p in path]
-            text = describe_headerspace(hs)
-            out.append(Finding(
-                "loops", f"headers {text} entering {R.ingress_text(a, ing)} loop: {' -> '.join(hops)}",
-                hosts=R.hosts_of(a, ing, hs, macs), switches=cycle,
-                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "path": hops,
-                         "witness": R.witness_dict(hs)}))
+                per[ing] = (tuple(path), [hs])
+    out = []
+    for cycle, per in sorted(found.items()):
+        entries = [(ing, union_of(spaces).compact()) for ing, (_p, spaces) in per.items()]
+        entries = [(ing, hs) for ing, hs in entries if hs.terms]
+        if not entries:
+            continue
+        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+        out.append(R.loop_finding(view, a, cycle, entries, per[entries[0][0]][0], hosts, describe_headerspace))
     return out
 
 
@@ -73,17 +76,18 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
     """Header spaces that forwarding meant to deliver and that go nowhere: a rule whose outputs
     all send nothing (to a port the switch does not have or that is down, to its own in
     port), an output to a port without a live link, or a switch that is down; one finding per
-    ingress and drop point.  A rule with no output action at all is the controller choosing
-    to drop (an ACL deny, a filter): no blackhole.  Headers for a host physically cut off
-    from the ingress, or for the very host that sends them, do not count (the network could
-    not or need not deliver them)."""
+    dropping rule (switch and rule), whichever hosts send into it.  A rule with no output
+    action at all is the controller choosing to drop (an ACL deny, a filter): no blackhole.
+    Headers for a host physically cut off from the ingress, or for the very host that sends
+    them, do not count (the network could not or need not deliver them)."""
     a = _analysis(view, analysis)
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import blackholes13
         return blackholes13(view, a)
     macs = R.mac_hosts(view)
     comp: dict[str, int] | None = None
-    out = []
+    # (switch, rule) -> ingress -> (whys, spaces, path of one header)
+    groups: dict[tuple[str, str], dict[Port, tuple[list[str], list[HeaderSpace]]]] = {}
     for ing in a.ingresses:
         drops = a.drops(ing)
         if not drops:
@@ -91,29 +95,50 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
         if comp is None:
             comp = components(view)
         cut_off = R.need_not_reach(a, ing, comp, macs)
-        by_where: dict[str, tuple[list[str], list[HeaderSpace]]] = {}
         for sw, why, hs in drops:
             hs = hs.minus_values("dl_dst", cut_off)
             if not hs.terms or hs.is_empty():
                 continue
-            whys, spaces = by_where.setdefault(sw, ([], []))
+            rule = _rule_of(why)
+            whys, spaces = groups.setdefault((sw, rule), {}).setdefault(ing, ([], []))
             if why not in whys:
                 whys.append(why)
             spaces.append(hs)
-        for sw, (whys, spaces) in by_where.items():
-            hs = union_of(spaces)
-            text = describe_headerspace(hs)
-            w = hs.witness()
-            path = _drop_path(a, ing, w, sw)
-            via = f" (path {' -> '.join(path)})" if path else ""
-            out.append(Finding(
-                "blackholes",
-                f"headers {text} entering {R.ingress_text(a, ing)} are dropped at {sw}: {'; '.join(whys)}{via}",
-                hosts=R.hosts_of(a, ing, hs, macs), switches=(sw,),
-                details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": text, "where": sw, "why": whys,
-                         "path": path, "terms": len(hs.terms),
-                         "witness": None if w is None else R.header_dict(w)}))
+    out = []
+    for (sw, rule), per in groups.items():
+        entries = [(ing, union_of(spaces)) for ing, (_w, spaces) in per.items()]
+        whys = list(dict.fromkeys(w for ws, _s in per.values() for w in ws))
+        first_ing, first_hs = entries[0]
+        path = _drop_path(a, first_ing, first_hs.witness(), sw)
+        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+        hs = union_of(hs for _i, hs in entries)
+        extra: dict = {"terms": len(hs.terms)}
+        if rule == whys[0]:  # no rule in the reason (a dead port): name the one the first header took
+            shown = _rule_at(a, path, first_hs.witness())
+            if shown:
+                extra["rule_text"] = f"{sw}: {shown} (for {first_ing[0]}:{first_ing[1]}'s headers)"
+        out.append(R.drop_finding(view, a, sw, rule, whys, entries, path, hosts, describe_headerspace, extra))
     return out
+
+
+def _rule_of(why: str) -> str:
+    """The rule a drop reason names ("rule MATCH priority N"), or the reason itself when it names
+    none (an output to a port without a live link, a switch that is down): the blackhole's
+    identity.  Reading it off the reason (not off one header) keeps it the same whichever
+    engine, batch or general, found the drop."""
+    if why.startswith("rule ") and " priority " in why:
+        head, tail = why.split(" priority ", 1)
+        return f"{head} priority {tail.split()[0]}"
+    return why
+
+
+def _rule_at(a: Analysis, path: list[str], w: int | None) -> str:
+    """The rule one header (``w``, packed) matches at the last hop of ``path``."""
+    if w is None or not path:
+        return ""
+    sw, _, port = path[-1].rpartition(":")
+    entry = a.view.switches[sw].table.peek(unpack(w, int(port)))
+    return "" if entry is None else f"rule {entry.match or 'catch-all'} priority {entry.priority}"
 
 
 def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
@@ -173,7 +198,7 @@ def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> lis
             out.extend(judge.pairs(loc, src, peers))
     if bulk:
         out.extend(judge.bulk(bulk))
-    return out
+    return R.group_unreachable(view, a, out, describe_headerspace)
 
 
 _PAIR_MACS: dict[int, list[tuple[int, int]]] = {}
@@ -489,8 +514,8 @@ def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[st
     return Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                    hosts=(src.name, dst.name), switches=where,
                    details={"ingress": f"{ing[0]}:{ing[1]}", "header_space": describe_headerspace(hs),
-                            "path": path or [],
-                            "witness": R.witness_dict(hs)})
+                            "path": path or [], "cause": why, "all": text == "all their traffic",
+                            "witness": R.witness_dict(hs), R.SPACE: hs})
 
 
 def _pair_text(hs: HeaderSpace, src, dst) -> str:

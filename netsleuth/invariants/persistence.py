@@ -2,8 +2,8 @@
 
 Right after a link fails or a host moves, a correct controller needs a few
 rounds to fix the tables; checking every round would flag all of that. A
-violation counts as persistent only once the same finding (same invariant,
-same hosts and switches) has been seen in ``threshold`` consecutive checks.
+violation counts as persistent only once the same finding (the same
+defect: see :func:`finding_key`) has been seen in ``threshold`` consecutive checks.
 Findings that disappear earlier are transient: recorded, not reported.
 """
 
@@ -15,6 +15,13 @@ from netsleuth.invariants.forwarding import Finding
 
 
 def finding_key(f: Finding) -> tuple:
+    """A finding's identity across rounds: the defect it groups (``details["group"]``: a loop's
+    cycle, a blackhole's rule, an unreachable pair's cause) when it has one, so the hosts and
+    entry points a grouped violation lists can change without resetting its streak; else
+    its invariant, hosts and switches."""
+    group = f.details.get("group") if isinstance(f.details, dict) else None
+    if group:
+        return (f.invariant, "group", tuple(group))
     return (f.invariant, f.hosts, f.switches)
 
 

@@ -20,6 +20,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from netsleuth.invariants.violation_text import violations_text
 from netsleuth.tools.viz import viz
 
 
@@ -102,7 +103,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;te
 </head><body>
 <h1>netsleuth minimize</h1>
 <p>trace <code>{e(str(data.get("trace", "")))}</code><br>
-target: <b>{e(str(t.get("invariant", "?")))}</b> {e(str(t.get("message", "")))}</p>
+target:</p><pre>{e(violations_text([t]) if t.get("invariant") else "")}</pre>
 <p>inputs {data.get("inputs_before", "?")} &rarr; {data.get("inputs_after", "?")} ({minimal}),
 {data.get("replays", "?")} replays, {data.get("seconds", "?")} s{
     f", the MCS reproduces in {rate:.0%} of confirmation replays" if rate is not None else ""}</p>

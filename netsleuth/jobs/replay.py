@@ -40,12 +40,18 @@ class Target:
     hosts: tuple[str, ...]
     switches: tuple[str, ...]
     message: str = ""
+    group: tuple[str, ...] = ()   # the grouped identity (a loop's cycle, a blackhole's rule, ...)
+    details: dict = field(default_factory=dict, compare=False)   # the violation's details, to print it
 
     def found_in(self, findings: list[Any]) -> bool:
         for f in findings:
             if f.invariant != self.invariant:
                 continue
-            if self.invariant == "dataplane-loops":  # a loop may be entered at another hop
+            fg = tuple((f.get("details", {}) if isinstance(f, dict) else f.details).get("group") or ())
+            if self.group and fg:
+                if fg == self.group:  # the same defect, whichever hosts it reaches this time
+                    return True
+            elif self.invariant == "dataplane-loops":  # a loop may be entered at another hop
                 if set(f.switches) & set(self.switches):
                     return True
             elif tuple(f.hosts) == self.hosts and tuple(f.switches) == self.switches:
@@ -54,7 +60,7 @@ class Target:
 
     def to_json(self) -> dict:
         return {"invariant": self.invariant, "hosts": list(self.hosts), "switches": list(self.switches),
-                "message": self.message}
+                "message": self.message, "group": list(self.group), "details": self.details}
 
 
 def find_target(events: list[ts.Event], index: int = 0) -> Target | None:
@@ -66,7 +72,8 @@ def find_target(events: list[ts.Event], index: int = 0) -> Target | None:
         raise TraceFormatError(f"the trace has {len(found)} persistent violation(s), not {index + 1}",
                                f"pick --violation between 0 and {len(found) - 1}")
     v = found[index]
-    return Target(v.invariant, tuple(v.hosts), tuple(v.switches), v.message)
+    return Target(v.invariant, tuple(v.hosts), tuple(v.switches), v.message, tuple(v.details.get("group") or ()),
+                  dict(v.details))
 
 
 DELIVERY_GRACE = 1.0  # seconds: Network.undelivered's default grace
@@ -209,7 +216,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             outcome.reproduced = streak >= max(1, persist)
         outcome.stats = {**matcher.stats(), "timeout_wait_s": round(timeout_wait, 3)}
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
-                             "switches": list(f.switches)} for f in last]
+                             "switches": list(f.switches), "details": dict(f.details)} for f in last]
 
     result = session.execute(body, progress, observers=(matcher.observe, watch))
     outcome.seconds = result.data.get("seconds", 0.0)

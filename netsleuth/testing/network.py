@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
+from netsleuth.jobs.violations import violation_block
 from netsleuth.runtime.background import BackgroundSession
 from netsleuth.runtime.driver import PingOutcome, Runtime
 from netsleuth.runtime.session import Session
@@ -377,7 +378,7 @@ class LiveNetwork:
         lines = [f"netsleuth: {spec} on {self.topo}", f"  trace:   {self.trace_path}"]
         if self.violations:
             lines.append("  violations:")
-            lines += [f"    - {f.invariant}: {f.message}" for f in self.violations]
+            lines += violation_block(self.violations, trace=self.trace_path, indent="    ")
         else:
             lines.append("  violations: none found by check() (the test failed on its own assertion)")
         replay, viz = self.commands()
@@ -385,8 +386,12 @@ class LiveNetwork:
         return "\n".join(lines)
 
 
-def _key(f: Finding) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    return (f.invariant, tuple(f.hosts), tuple(f.switches))
+def _key(f: Finding) -> tuple:
+    """A violation's identity across checks: the persistence tracker's (a grouped violation is one
+    defect whichever hosts it reaches in each check)."""
+    from netsleuth.invariants.persistence import finding_key
+
+    return finding_key(f)
 
 
 @atexit.register

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from netsleuth.invariants.forwarding import Finding
+from netsleuth.jobs.violations import violation_block
 from netsleuth.testing.inputs import NetworkInput, describe_inputs
 from netsleuth.testing.network import LiveNetwork, NetworkUseError, resolve_controller
 
@@ -82,7 +83,7 @@ class InvariantViolated(AssertionError):
         n = len(self.inputs)
         lines = [f"{kinds} after {n} input{'s' if n != 1 else ''} against {spec} on {self.topo}:",
                  describe_inputs(self.inputs), "violations:"]
-        lines += [f"  - {v.invariant}: {v.message}" for v in self.violations]
+        lines += violation_block(self.violations, trace=self.trace)
         if self.reproduction is not None:
             r = self.reproduction
             lines.append(f"netsleuth replay reproduced it in {r.times} of {r.runs} replays")

@@ -180,7 +180,10 @@ def describe(e: ts.Event) -> str:
     if isinstance(e, ts.ConfigChange):
         return f"input {e.id}: {e.controller}'s config changes: {e.edit} (sha256 {e.sha256[:12]})"
     if isinstance(e, ts.Violation):
-        return f"{'persistent' if e.persistent else 'transient'} {e.invariant} violation: {e.message}"
+        from netsleuth.invariants.violation_text import violation_lines
+
+        lines = violation_lines(e)
+        return f"{'persistent' if e.persistent else 'transient'} " + "\n  ".join(lines)
     if isinstance(e, ts.PingResult):
         return f"ping {e.src} -> {e.dst} {'ok' if e.ok else 'lost'}"
     if isinstance(e, ts.ControllerEvent):

@@ -354,8 +354,10 @@ class StepConsole(cmd.Cmd):
 
 
 def _finding(f) -> str:
-    pair = f" ({' -> '.join(f.hosts)})" if f.hosts else ""
-    return f"{f.invariant}{pair}: {f.message}"
+    """A violation as every command prints it (:func:`~netsleuth.invariants.violation_text.violation_lines`)."""
+    from netsleuth.invariants.violation_text import violation_lines
+
+    return "\n  ".join(violation_lines(f))
 
 
 def _int(text: str, usage: str) -> int:
