@@ -121,7 +121,7 @@ def union_of(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
     return HeaderSpace.union(spaces)
 
 
-class _Net:
+class HsaNet:
     """What the engines need from a view, looked up once per check."""
 
     def __init__(self, view: NetworkView, cache: bool = True) -> None:
@@ -131,6 +131,10 @@ class _Net:
         self._compiled: dict[str, CompiledSwitch] = {}
         self._up: dict[str, bool] = {}
         self._pre: dict = {}
+
+    def forget(self, name: str) -> None:
+        """Compile switch ``name`` again when next asked (its table changed)."""
+        self._compiled.pop(name, None)
 
     def compiled(self, name: str) -> CompiledSwitch:
         cs = self._compiled.get(name)
@@ -159,19 +163,19 @@ class _Net:
 # --------------------------------------------------------------------------- general engine
 def reachable(view: NetworkView, src_switch: str, src_port: int,
               header_space: HeaderSpace | None = None, *, budget: int = DEFAULT_BUDGET,
-              _net: _Net | None = None) -> Reach:
+              _net: HsaNet | None = None) -> Reach:
     """Push ``header_space`` (default: every header) in at ``src_switch:src_port`` and
     return where it goes: the part delivered to each host, punted at each switch, dropped
     (with where, why and the path) and looping (with the path that revisits a port), all
     as sets of the headers injected.  Uses the general engine only."""
-    net = _net or _Net(view)
+    net = _net or HsaNet(view)
     hs = HeaderSpace.all() if header_space is None else header_space
     reach = Reach((src_switch, src_port))
     _explore(net, src_switch, src_port, hs, reach, budget)
     return reach
 
 
-def _explore(net: _Net, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget: int,
+def _explore(net: HsaNet, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget: int,
              path0: tuple[Port, ...] = ()) -> None:
     stack: list[tuple[str, int, HeaderSpace, HeaderSpace, tuple[Rewrite, ...], tuple[Port, ...]]]
     stack = [(s0, p0, hs, hs, (), path0)]
@@ -268,7 +272,7 @@ class _Batch:
         return interner(self.masks[x >> TAG_SHIFT])[1][x & _IDM]
 
 
-def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None = None,
+def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None = None,
            trace: dict[Port, list[list[int]]] | None = None) -> tuple[_Batch, list[Port]]:
     """Run the batch engine from every ingress whose port has a single-pattern index.
 
@@ -300,7 +304,7 @@ def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int], n_tags: int 
     return out, rest
 
 
-def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]],
+def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[int]],
                trace: dict[Port, list[list[int]]] | None = None) -> None:
     """Advance all classes of pattern ``mask`` one hop per round until they end.
 
@@ -420,7 +424,7 @@ class Analysis:
     reaches: dict[Port, Reach]        # general-engine results per ingress
     batch: _Batch
     tags: dict[Port, int]
-    net: _Net
+    net: HsaNet
     truncated: list[Port] = field(default_factory=list)
     _by_tag: dict | None = None
     _reach_cache: dict = field(default_factory=dict)
@@ -530,7 +534,8 @@ def _has_of13(view: NetworkView) -> bool:
 
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
             budget: int = DEFAULT_BUDGET, only: Collection[Port] | None = None,
-            trace: dict[Port, list[list[int]]] | None = None) -> Analysis:
+            trace: dict[Port, list[list[int]]] | None = None, net: HsaNet | None = None,
+            points: dict[Port, str | None] | None = None) -> Analysis:
     """Push every header in at every ingress point, once for all three checks.
 
     ``batch=False`` uses only the general engine (slower; the tests compare both);
@@ -538,7 +543,9 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
     ``only``: analyse just these ingresses (the others' results are left out of the
     :class:`Analysis`, whose ``ingresses`` and ``tags`` then hold these alone; ingress
     numbers stay those of the whole network, so results of several calls can be
-    combined); ``trace``: see :func:`_batch` (batch engine only).
+    combined); ``trace``: see :func:`_batch` (batch engine only).  ``net`` and ``points``:
+    the switches compiled and the ingress points of an earlier analysis of the same network,
+    when the caller knows that only the flow tables it dropped from ``net`` changed since.
 
     A network of OpenFlow 1.3 pipelines is analysed by the 1.3 engine instead
     (:func:`netsleuth.invariants.hsa13_engine.analyze13`, a wider header layout
@@ -546,8 +553,12 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
     if _has_of13(view):
         from netsleuth.invariants.hsa13_engine import analyze13
         return analyze13(view, ingress=ingress, budget=budget, cache=cache)  # type: ignore[return-value]
-    net = _Net(view, cache=cache)
-    points = ingress_points(view, ingress)
+    if net is None:
+        net = HsaNet(view, cache=cache)
+    else:
+        net.view, net.switches = view, view.switches
+    if points is None:
+        points = ingress_points(view, ingress)
     ingresses = list(points)
     tags = {ing: n for n, ing in enumerate(ingresses)}
     run = ingresses if only is None else [ing for ing in ingresses if ing in only]

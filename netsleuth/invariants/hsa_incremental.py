@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from netsleuth.invariants import hsa_checks as H
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.hsa_compile import port_state
-from netsleuth.invariants.hsa_engine import _IDM, TAG_SHIFT, Analysis, Port, analyze
+from netsleuth.invariants.hsa_engine import _IDM, TAG_SHIFT, Analysis, HsaNet, Port, analyze
+from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import interner, match_wildcard
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
@@ -61,6 +62,8 @@ class IncrementalHSA:
         self._visited: dict[int, list[tuple[Port, int, int]]] = {}  # tag -> (cell, mask, key id)
         self._masks: list[int] = []
         self._general: set[Port] = set()     # ingresses (partly) traced by the general engine
+        self._net: HsaNet | None = None
+        self._points: dict[Port, str | None] = {}
         self.full_checks = 0
         self.partial_checks = 0
         self.reanalysed = 0
@@ -84,6 +87,8 @@ class IncrementalHSA:
             self._full(view)
             return self.findings()
         self.view = view
+        if self._net is not None:
+            self._net.forget(switch)
         dirty = self.affected(switch, match)
         if dirty:
             self._partial(view, dirty)
@@ -142,7 +147,9 @@ class IncrementalHSA:
         self._cells, self._cells_of, self._visited = {}, {}, {}
         self._findings = {}
         trace: dict[Port, list[list[int]]] = {}
-        a = analyze(view, trace=trace)
+        self._net = HsaNet(view)
+        self._points = ingress_points(view)
+        a = analyze(view, trace=trace, net=self._net, points=self._points)
         self._ingresses = list(a.ingresses)
         self._tag = dict(a.tags)
         self._masks = list(a.batch.masks)
@@ -161,7 +168,7 @@ class IncrementalHSA:
         self.partial_checks += 1
         self.reanalysed += len(dirty)
         trace: dict[Port, list[list[int]]] = {}
-        a = analyze(view, only=set(dirty), trace=trace)
+        a = analyze(view, only=set(dirty), trace=trace, net=self._net, points=self._points)
         for ing in dirty:
             self._findings.pop(ing, None)
         self._index(a, trace, [self._tag[ing] for ing in dirty])

@@ -425,9 +425,10 @@ class FlowTable:
         self._sorted = None
         if m.wildcards == 0:
             bucket = self._exact.get(m.values)
-            if bucket is None:
-                bucket = self._exact[m.values] = []
-            insort(bucket, entry, key=_neg_priority)
+            if bucket is None:  # a list of one, allocated to size (most buckets stay so)
+                bucket = self._exact[m.values] = [entry]
+            else:
+                insort(bucket, entry, key=_neg_priority)
             self._hs_note(m, bucket)
             return
         g = self._groups.get(m.masks)
@@ -435,8 +436,9 @@ class FlowTable:
             g = self._groups[m.masks] = _Group(m.masks)
         bucket = g.buckets.get(m.values)
         if bucket is None:
-            bucket = g.buckets[m.values] = []
-        insort(bucket, entry, key=_neg_priority)
+            bucket = g.buckets[m.values] = [entry]
+        else:
+            insort(bucket, entry, key=_neg_priority)
         self._hs_note(m, bucket)
         if entry.priority > g.max_priority:
             g.max_priority = entry.priority
