@@ -135,3 +135,19 @@ def test_check_notices_a_link_change():
     view = bench.make_view(topo, switches, link_up=up)
     got = _texts(inc.check(view))
     assert got["blackholes"] and got == _full(view) and inc.full_checks == 2
+
+
+def test_unreported_flow_mod_is_noticed():
+    topo, switches, _info = bench.build_fattree(4)
+    inc = IncrementalHSA()
+    inc.check(bench.make_view(topo, switches))
+    e = switches["e1"].table.entries()[0]
+    switches["e1"].table.modify(e.match, (Output(99),), strict=True, priority=e.priority)   # not reported
+    e2 = switches["e2"].table.entries()[0]
+    switches["e2"].table.modify(e2.match, (Output(ofp.OFPP_IN_PORT),), strict=True, priority=e2.priority)
+    view = bench.make_view(topo, switches)
+    got = _texts(inc.flow_mod(view, "e2", e2.match))   # reported: e2 only
+    assert got == _full(view) and any(got.values()) and inc.full_checks == 2
+    switches["e3"].table.delete(switches["e3"].table.entries()[0].match, strict=False)
+    view = bench.make_view(topo, switches)
+    assert _texts(inc.check(view)) == _full(view) and inc.full_checks == 3

@@ -45,10 +45,11 @@ CellIndex = dict[Port, dict[int, dict[int, list[int]]]]
 class IncrementalHSA:
     """The three header-space checks of one network, updated per flow_mod.
 
-    Use :meth:`check` for a view (a full check the first time and whenever something
-    other than flow tables changed) and :meth:`flow_mod` after each flow_mod the network
-    applied (its switch and match); both return the findings of every ingress, in the
-    order a full check lists ingresses."""
+    Use :meth:`check` for a view (a full check the first time, whenever something
+    other than flow tables changed, and when a table changed without :meth:`flow_mod`
+    hearing of it: ``FlowTable.version`` tells) and :meth:`flow_mod` after each flow_mod
+    the network applied (its switch and match); both return the findings of every
+    ingress, in the order a full check lists ingresses."""
 
     def __init__(self) -> None:
         self.view: NetworkView | None = None
@@ -63,6 +64,7 @@ class IncrementalHSA:
         self._masks: list[int] = []
         self._general: set[Port] = set()     # ingresses (partly) traced by the general engine
         self._net: HsaNet | None = None
+        self._versions: dict[str, object] = {}
         self._points: dict[Port, str | None] = {}
         self.full_checks = 0
         self.partial_checks = 0
@@ -72,7 +74,7 @@ class IncrementalHSA:
     def check(self, view: NetworkView) -> dict[str, list[Finding]]:
         """The findings for ``view``: a full check unless only flow tables changed since the
         last call and every flow_mod was reported through :meth:`flow_mod`."""
-        if self.view is None or self._state_of(view) != self._state:
+        if self.view is None or self._state_of(view) != self._state or self._versions_of(view) != self._versions:
             self._full(view)
         else:
             self.view = view
@@ -89,6 +91,11 @@ class IncrementalHSA:
         self.view = view
         if self._net is not None:
             self._net.forget(switch)
+        versions = self._versions_of(view)
+        if any(v != self._versions.get(n) for n, v in versions.items() if n != switch):
+            self._full(view)  # another table changed behind our back: start over
+            return self.findings()
+        self._versions = versions
         dirty = self.affected(switch, match)
         if dirty:
             self._partial(view, dirty)
@@ -140,9 +147,15 @@ class IncrementalHSA:
                 tuple(sorted(view.host_at.items())), view.isolation,
                 tuple((n, id(sw), id(sw.table), port_state(sw)) for n, sw in sorted(view.switches.items())))
 
+    @staticmethod
+    def _versions_of(view: NetworkView) -> dict[str, object]:
+        """Each switch's flow-table change counter (``FlowTable.version``)."""
+        return {n: getattr(sw.table, "version", id(sw.table)) for n, sw in view.switches.items()}
+
     def _full(self, view: NetworkView) -> None:
         self.full_checks += 1
         self.view = view
+        self._versions = self._versions_of(view)
         self._state = self._state_of(view)
         self._cells, self._cells_of, self._visited = {}, {}, {}
         self._findings = {}
