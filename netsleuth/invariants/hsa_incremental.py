@@ -26,7 +26,9 @@ flow_mod.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
+from typing import Any
 
 from netsleuth.invariants import hsa_checks as H
 from netsleuth.invariants.forwarding import Finding
@@ -38,6 +40,23 @@ from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")
+
+
+class _SteadyView(NetworkView):
+    """A view whose links, switches and controllers stay as they are while flow tables
+    change (what :meth:`IncrementalHSA.flow_mod` is told): the checks' graph of live links
+    is built once, not once per flow_mod."""
+
+    def live_graph(self) -> Any:
+        g = self.__dict__.get("_live_graph")
+        if g is None:
+            g = super().live_graph()
+            object.__setattr__(self, "_live_graph", g)
+        return g
+
+
+def _steady(view: NetworkView) -> _SteadyView:
+    return _SteadyView(**{f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.init})
 # (switch, in_port) -> class pattern -> key id -> ingress numbers whose classes of that key came in
 CellIndex = dict[Port, dict[int, dict[int, list[int]]]]
 
@@ -64,6 +83,7 @@ class IncrementalHSA:
         self._masks: list[int] = []
         self._general: set[Port] = set()     # ingresses (partly) traced by the general engine
         self._net: HsaNet | None = None
+        self._steady: _SteadyView | None = None
         self._versions: dict[str, object] = {}
         self._points: dict[Port, str | None] = {}
         self.full_checks = 0
@@ -85,7 +105,8 @@ class IncrementalHSA:
 
         Only flow tables may have changed since the last call (every flow_mod reported
         here); :meth:`check` is the call that notices anything else."""
-        if self.view is None:
+        steady = self._steady
+        if self.view is None or steady is None or view.switches.get(switch) is not steady.switches.get(switch):
             self._full(view)
             return self.findings()
         self.view = view
@@ -98,7 +119,7 @@ class IncrementalHSA:
         self._versions = versions
         dirty = self.affected(switch, match)
         if dirty:
-            self._partial(view, dirty)
+            self._partial(steady, dirty)
         return self.findings()
 
     def findings(self) -> dict[str, list[Finding]]:
@@ -156,6 +177,7 @@ class IncrementalHSA:
         self.full_checks += 1
         self.view = view
         self._versions = self._versions_of(view)
+        self._steady = _steady(view)
         self._state = self._state_of(view)
         self._cells, self._cells_of, self._visited = {}, {}, {}
         self._findings = {}
