@@ -456,6 +456,13 @@ class _TableView:
             if not cands:
                 pieces.setdefault(None, []).append(t)
                 continue
+            if not (ws[cands[0]][1] & ~m):  # the best candidate takes every header of the term (the usual case)
+                got = pieces.get(cands[0])
+                if got is None:
+                    pieces[cands[0]] = [t]
+                else:
+                    got.append(t)
+                continue
             covered = False
             # Candidates seen so far, by mask: two wildcards of one mask overlap only when
             # their values are equal, so only the other masks need a scan (a table of one
@@ -497,6 +504,10 @@ class _TableView:
             miss = make_term(v, m, ds + tuple(ws[i] for i in cands))
             if miss is not None and not term_empty(miss, WIDTH13):
                 pieces.setdefault(None, []).append(miss)
+        if len(pieces) == 1:
+            only, ts = next(iter(pieces.items()))
+            if len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True)):
+                return [(only, hs)]  # one entry takes all of it, unchanged
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 
 
