@@ -33,6 +33,9 @@ a fresh subprocess of this script (``--one K``) so that memory is per K:
   its findings compared with a full check's every 100 flow_mods;
 * general: the general engine alone (no batch classes), small K only;
 * every run must report no violation (the routes are correct);
+* memory: the child's peak RSS (``ru_maxrss``, before the per-flow_mod phase and after
+  it) and peak RSS per rule (the whole process: tables, compiled switches, memories, and
+  at K <= 8 the two-table pipelines too);
 * two tables (OpenFlow 1.3, K <= ``--two-table-max-k``): the same flows as
   ``Pipeline13``s, table 1 holding them (``in_port, eth_src, eth_dst ->
   output``, priority 1, a table-miss entry to the controller) behind table 0,
