@@ -25,9 +25,17 @@ a fresh subprocess of this script (``--one K``) so that memory is per K:
   the batch engine's per-port memory of the classes it saw);
 * warm, entry scan: the baseline for that counter, measured in the same run
   with ``version`` hidden, so "is this table unchanged?" compares every entry;
-* incremental: after one flow_mod-like change on one edge switch;
+* incremental: after one flow_mod-like change on one edge switch (a full check: the
+  tables' compiled forms and the batch engine's memories make it cheaper than cold);
+* per flow_mod (``--updates``, last, as it changes the tables): ``IncrementalHSA``, which
+  re-analyses only the ingresses whose header classes the flow_mod's match overlaps at its
+  switch, over random flow_mods (adds and deletes): median, p99 and max ms per flow_mod,
+  its findings compared with a full check's every 100 flow_mods;
 * general: the general engine alone (no batch classes), small K only;
 * every run must report no violation (the routes are correct);
+* memory: the child's peak RSS (``ru_maxrss``, before the per-flow_mod phase and after
+  it) and peak RSS per rule (the whole process: tables, compiled switches, memories, and
+  at K <= 8 the two-table pipelines too);
 * two tables (OpenFlow 1.3, K <= ``--two-table-max-k``): the same flows as
   ``Pipeline13``s, table 1 holding them (``in_port, eth_src, eth_dst ->
   output``, priority 1, a table-miss entry to the controller) behind table 0,
@@ -293,6 +301,53 @@ def install_cost(switches: dict, n_switches: int = 8) -> dict:
     return out
 
 
+def per_flow_mod(topo, switches: dict, n: int, seed: int = 1) -> dict:
+    """Milliseconds per flow_mod of the incremental check (``IncrementalHSA.flow_mod``) over
+    ``n`` random flow_mods (half adds of a simple_switch-style rule with a random output on
+    a random switch, half strict deletes of a random entry), beside the full check after one
+    flow_mod measured above; the findings are compared with a full check's every 100
+    flow_mods and at the end (they must be equal)."""
+    import random
+
+    from netsleuth.invariants.hsa_incremental import KINDS, IncrementalHSA
+    rng = random.Random(seed)
+    hosts = list(topo.hosts)
+    names = sorted(switches)
+    inc = IncrementalHSA()
+    t0 = time.perf_counter()
+    inc.check(make_view(topo, switches))
+    first = time.perf_counter() - t0
+    times: list[float] = []
+    compared = 0
+    for step in range(1, n + 1):
+        name = rng.choice(names)
+        sw = switches[name]
+        if step % 2 == 0 and len(sw.table):
+            e = rng.choice(sw.table.entries())
+            sw.table.delete(e.match, strict=True, priority=e.priority)
+            m = e.match
+        else:
+            src, dst = rng.sample(hosts, 2)
+            m = Match(WILDCARDS, in_port=rng.choice(sorted(sw.ports)), dl_src=src.mac, dl_dst=dst.mac)
+            sw.table.add(m, 1, (Output(rng.choice(sorted(sw.ports))),))
+        view = make_view(topo, switches)
+        t0 = time.perf_counter()
+        got = inc.flow_mod(view, name, m)
+        times.append(time.perf_counter() - t0)
+        if step % 100 == 0 or step == n:
+            _t, want = check(view)
+            assert {k: len(got[k]) for k in KINDS} == want, (step, want)
+            compared += 1
+    times.sort()
+    return {"updates": n, "first_check_s": round(first, 3),
+            "median_ms": round(times[len(times) // 2] * 1e3, 3),
+            "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1e3, 3),
+            "max_ms": round(times[-1] * 1e3, 3), "mean_ms": round(sum(times) / len(times) * 1e3, 3),
+            "reanalysed_ingresses": inc.reanalysed, "partial_checks": inc.partial_checks,
+            "full_checks": inc.full_checks, "compared_with_full": compared,
+            "findings_at_end": {k: len(v) for k, v in got.items()}}
+
+
 def _forget(switches: dict) -> None:
     """Forget every compiled switch, the checks' memories and the tables' sorted orders."""
     C._CACHE.clear()
@@ -301,7 +356,7 @@ def _forget(switches: dict) -> None:
         sw.table._sorted = None
 
 
-def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8) -> dict:
+def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8, updates: int = 1000) -> dict:
     gc.collect()
     t0 = time.perf_counter()
     topo, switches, info = build_fattree(k, max_rules)
@@ -352,6 +407,10 @@ def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8) -> di
     if k <= two_table_max_k and info["all_pairs"]:
         row["two_table"] = run_two_table(k, topo, switches, repeat)
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    row["bytes_per_rule"] = round(row["peak_rss_mb"] * 2**20 / max(1, info["rules"]))
+    if updates:
+        row["per_flow_mod"] = per_flow_mod(topo, switches, updates)
+        row["peak_rss_mb_with_incremental"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return row
 
 
@@ -369,11 +428,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per K")
     ap.add_argument("--two-table-max-k", type=int, default=8,
                     help="largest K for the two-table OpenFlow 1.3 rows (default 8)")
+    ap.add_argument("--updates", type=int, default=1000,
+                    help="random flow_mods for the per-flow_mod incremental figures (0: skip; default 1000)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.max_rules, args.repeat, args.two_table_max_k)))
+        print(json.dumps(run_one(args.one, args.max_rules, args.repeat, args.two_table_max_k, args.updates)))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -383,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[bold]fattree,{k}[/bold] ...")
         try:
             proc = subprocess.run([sys.executable, __file__, "--one", str(k), "--max-rules", str(args.max_rules),
-                                   "--repeat", str(args.repeat), "--two-table-max-k", str(args.two_table_max_k)],
+                                   "--repeat", str(args.repeat), "--two-table-max-k", str(args.two_table_max_k),
+                                   "--updates", str(args.updates)],
                                   capture_output=True, text=True,
                                   timeout=args.timeout)
         except subprocess.TimeoutExpired:
@@ -433,6 +495,20 @@ def main(argv: list[str] | None = None) -> int:
                     f"{r['warm']['total_s']:.3f}")
     if two.row_count:
         console.print(two)
+    inc = Table(title="per flow_mod: incremental check (IncrementalHSA.flow_mod) vs a full check after one flow_mod")
+    for col in ("K", "rules", "updates", "full check after 1 flow_mod s", "incr. median ms", "incr. p99 ms",
+                "incr. max ms", "ingresses re-analysed", "equal to full (times)", "RSS MB (bytes/rule)"):
+        inc.add_column(col, justify="right")
+    for r in rows:
+        u = r.get("per_flow_mod")
+        if not u:
+            continue
+        inc.add_row(str(r["k"]), f"{r['rules']:,}", str(u["updates"]), f"{r['incremental']['total_s']:.3f}",
+                    f"{u['median_ms']:.3f}", f"{u['p99_ms']:.3f}", f"{u['max_ms']:.1f}",
+                    str(u["reanalysed_ingresses"]), str(u["compared_with_full"]),
+                    f"{r['peak_rss_mb']:.0f} ({r['bytes_per_rule']})")
+    if inc.row_count:
+        console.print(inc)
     out = {"benchmark": "invariants", "check": "loops+blackholes+reachability (header space)",
            "flows": "in_port,dl_src,dl_dst -> output along BFS shortest paths, every ordered host pair",
            "max_rules": args.max_rules, "repeat": args.repeat,

@@ -449,26 +449,51 @@ class _TableView:
         fixes every bit an entry tests (the usual case after the first hop), its own
         differences stay as they are and only the entry's shadowers are clipped to it."""
         pieces: dict[int | None, list[Term]] = {}
+        ws = self.ws
         for t in hs.terms:
             v, m, ds = t
             cands = self.candidates(v, m)
             if not cands:
                 pieces.setdefault(None, []).append(t)
                 continue
+            if not (ws[cands[0]][1] & ~m):  # the best candidate takes every header of the term (the usual case)
+                got = pieces.get(cands[0])
+                if got is None:
+                    pieces[cands[0]] = [t]
+                else:
+                    got.append(t)
+                continue
             covered = False
-            ws = self.ws
-            for k, i in enumerate(cands):
+            # Candidates seen so far, by mask: two wildcards of one mask overlap only when
+            # their values are equal, so only the other masks need a scan (a table of one
+            # pattern, the usual shape, costs a probe per candidate instead of a scan).
+            seen: dict[int, dict[int, list[int]]] = {}
+            for i in cands:
                 ev, em = ws[i]
                 # The better-ranked entries that can take headers of this term are exactly the
                 # candidates before this one (candidates overlap the term, in rank order).
-                sh = tuple(ws[j] for j in cands[:k] if not ((ws[j][0] ^ ev) & ws[j][1] & em))
+                earlier: list[int] = []
+                for gm, by in seen.items():
+                    if gm == em:
+                        same = by.get(ev)
+                        if same:
+                            earlier.extend(same)
+                    else:
+                        for gv, idx in by.items():
+                            if not ((gv ^ ev) & gm & em):
+                                earlier.extend(idx)
+                seen.setdefault(em, {}).setdefault(ev, []).append(i)
+                if len(earlier) > 1:
+                    earlier.sort()
+                sh = tuple(ws[j] for j in earlier)
                 if not (em & ~m):  # inside the entry's wildcard
                     covered = True
                     if not sh:
-                        nt: Term | None = t
-                    else:
-                        extra = make_term(v, m, sh)
-                        nt = None if extra is None else (v, m, ds + extra[2])
+                        # Every header of the term hits this entry: none is left for the rest.
+                        pieces.setdefault(i, []).append(t)
+                        break
+                    extra = make_term(v, m, sh)
+                    nt: Term | None = None if extra is None else (v, m, ds + extra[2])
                 else:
                     nt = make_term(v | ev, m | em, ds + sh)
                 if nt is None or term_empty(nt, WIDTH13):
@@ -476,9 +501,13 @@ class _TableView:
                 pieces.setdefault(i, []).append(nt)
             if covered:
                 continue  # some candidate takes every header of the term
-            miss = make_term(v, m, ds + tuple(self.ws[i] for i in cands))
+            miss = make_term(v, m, ds + tuple(ws[i] for i in cands))
             if miss is not None and not term_empty(miss, WIDTH13):
                 pieces.setdefault(None, []).append(miss)
+        if len(pieces) == 1:
+            only, ts = next(iter(pieces.items()))
+            if len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True)):
+                return [(only, hs)]  # one entry takes all of it, unchanged
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 
 

@@ -159,7 +159,7 @@ class CompiledSwitch:
         # No reference to the switch itself: the cache is keyed weakly on it.
         self.ports = switch.ports
         self.table = switch.table
-        self.port_state = _port_state(switch)
+        self.port_state = port_state(switch)
         self._version = getattr(switch.table, "version", None)
         if use_index is None:
             use_index = USE_TABLE_INDEX
@@ -220,7 +220,7 @@ class CompiledSwitch:
     def still_valid(self, switch: Switch) -> bool:
         """Whether ``switch``'s table and ports are what this was compiled from."""
         if switch.table is not self.table or switch.ports is not self.ports \
-                or _port_state(switch) != self.port_state:
+                or port_state(switch) != self.port_state:
             return False
         version = getattr(switch.table, "version", None)
         if version is not None and self._version is not None:
@@ -457,7 +457,8 @@ def _emissions(actions: tuple, in_port: int, ports: dict) -> tuple[Emission, ...
     return tuple(out)
 
 
-def _port_state(switch: Switch) -> tuple:
+def port_state(switch: Switch) -> tuple:
+    """What a compiled switch depends on besides its table: each port's number, link and config."""
     return tuple((p.port_no, p.link_up, p.config) for p in switch.ports.values())
 
 

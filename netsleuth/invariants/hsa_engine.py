@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from netsleuth.invariants.forwarding import is_drop_rule, why_sends_nothing
@@ -121,7 +121,7 @@ def union_of(spaces: Iterable[HeaderSpace]) -> HeaderSpace:
     return HeaderSpace.union(spaces)
 
 
-class _Net:
+class HsaNet:
     """What the engines need from a view, looked up once per check."""
 
     def __init__(self, view: NetworkView, cache: bool = True) -> None:
@@ -131,6 +131,10 @@ class _Net:
         self._compiled: dict[str, CompiledSwitch] = {}
         self._up: dict[str, bool] = {}
         self._pre: dict = {}
+
+    def forget(self, name: str) -> None:
+        """Compile switch ``name`` again when next asked (its table changed)."""
+        self._compiled.pop(name, None)
 
     def compiled(self, name: str) -> CompiledSwitch:
         cs = self._compiled.get(name)
@@ -159,19 +163,19 @@ class _Net:
 # --------------------------------------------------------------------------- general engine
 def reachable(view: NetworkView, src_switch: str, src_port: int,
               header_space: HeaderSpace | None = None, *, budget: int = DEFAULT_BUDGET,
-              _net: _Net | None = None) -> Reach:
+              _net: HsaNet | None = None) -> Reach:
     """Push ``header_space`` (default: every header) in at ``src_switch:src_port`` and
     return where it goes: the part delivered to each host, punted at each switch, dropped
     (with where, why and the path) and looping (with the path that revisits a port), all
     as sets of the headers injected.  Uses the general engine only."""
-    net = _net or _Net(view)
+    net = _net or HsaNet(view)
     hs = HeaderSpace.all() if header_space is None else header_space
     reach = Reach((src_switch, src_port))
     _explore(net, src_switch, src_port, hs, reach, budget)
     return reach
 
 
-def _explore(net: _Net, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget: int,
+def _explore(net: HsaNet, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget: int,
              path0: tuple[Port, ...] = ()) -> None:
     stack: list[tuple[str, int, HeaderSpace, HeaderSpace, tuple[Rewrite, ...], tuple[Port, ...]]]
     stack = [(s0, p0, hs, hs, (), path0)]
@@ -268,11 +272,15 @@ class _Batch:
         return interner(self.masks[x >> TAG_SHIFT])[1][x & _IDM]
 
 
-def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int]) -> tuple[_Batch, list[Port]]:
+def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None = None,
+           trace: dict[Port, list[list[int]]] | None = None) -> tuple[_Batch, list[Port]]:
     """Run the batch engine from every ingress whose port has a single-pattern index.
 
+    ``n_tags``: how many ingress numbers there are (``ingresses`` may be some of them);
+    ``trace``: when given, gets, per (switch, in_port), the lists of classes that came in
+    there (what an incremental check needs to know which ingresses a flow_mod can touch).
     Returns its results and the ingresses it could not take (for the general engine)."""
-    out = _Batch(masks=[0] * len(ingresses))
+    out = _Batch(masks=[0] * (len(ingresses) if n_tags is None else n_tags))
     rest: list[Port] = []
     by_mask: dict[int, dict[Port, list[int]]] = {}
     for ing in ingresses:
@@ -292,11 +300,12 @@ def _batch(net: _Net, ingresses: list[Port], tags: dict[Port, int]) -> tuple[_Ba
                 xs = pi.memo[("ingress", tag)] = [j | shifted for j in pi.ids]
             by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
     for mask, frontier in by_mask.items():
-        _run_batch(net, out, mask, frontier)
+        _run_batch(net, out, mask, frontier, trace)
     return out, rest
 
 
-def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]]) -> None:
+def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[int]],
+               trace: dict[Port, list[list[int]]] | None = None) -> None:
     """Advance all classes of pattern ``mask`` one hop per round until they end.
 
     Each (switch, in_port) remembers, on its compiled port index, the classes that came in
@@ -316,6 +325,7 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
             for xs in frontier.values():
                 general.extend(xs)
             break
+        _record(trace, frontier)
         nxt: dict[Port, list[int]] = {}
         for cell, xs in frontier.items():
             if not xs:
@@ -391,6 +401,18 @@ def _run_batch(net: _Net, out: _Batch, mask: int, frontier: dict[Port, list[int]
     out.rounds = max(out.rounds, rounds)
 
 
+def _record(trace: dict[Port, list[list[int]]] | None, frontier: dict[Port, list[int]]) -> None:
+    """Note the classes coming in at each cell of this round (the lists are never changed)."""
+    if trace is None:
+        return
+    for cell, xs in frontier.items():
+        seen = trace.get(cell)
+        if seen is None:
+            trace[cell] = [xs]
+        else:
+            seen.append(xs)
+
+
 # --------------------------------------------------------------------------- analysis
 @dataclass
 class Analysis:
@@ -402,7 +424,7 @@ class Analysis:
     reaches: dict[Port, Reach]        # general-engine results per ingress
     batch: _Batch
     tags: dict[Port, int]
-    net: _Net
+    net: HsaNet
     truncated: list[Port] = field(default_factory=list)
     _by_tag: dict | None = None
     _reach_cache: dict = field(default_factory=dict)
@@ -511,11 +533,19 @@ def _has_of13(view: NetworkView) -> bool:
 
 
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
-            budget: int = DEFAULT_BUDGET) -> Analysis:
+            budget: int = DEFAULT_BUDGET, only: Collection[Port] | None = None,
+            trace: dict[Port, list[list[int]]] | None = None, net: HsaNet | None = None,
+            points: dict[Port, str | None] | None = None) -> Analysis:
     """Push every header in at every ingress point, once for all three checks.
 
     ``batch=False`` uses only the general engine (slower; the tests compare both);
     ``cache=False`` recompiles every switch instead of reusing unchanged ones.
+    ``only``: analyse just these ingresses (the others' results are left out of the
+    :class:`Analysis`, whose ``ingresses`` and ``tags`` then hold these alone; ingress
+    numbers stay those of the whole network, so results of several calls can be
+    combined); ``trace``: see :func:`_batch` (batch engine only).  ``net`` and ``points``:
+    the switches compiled and the ingress points of an earlier analysis of the same network,
+    when the caller knows that only the flow tables it dropped from ``net`` changed since.
 
     A network of OpenFlow 1.3 pipelines is analysed by the 1.3 engine instead
     (:func:`netsleuth.invariants.hsa13_engine.analyze13`, a wider header layout
@@ -523,14 +553,19 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
     if _has_of13(view):
         from netsleuth.invariants.hsa13_engine import analyze13
         return analyze13(view, ingress=ingress, budget=budget, cache=cache)  # type: ignore[return-value]
-    net = _Net(view, cache=cache)
-    points = ingress_points(view, ingress)
+    if net is None:
+        net = HsaNet(view, cache=cache)
+    else:
+        net.view, net.switches = view, view.switches
+    if points is None:
+        points = ingress_points(view, ingress)
     ingresses = list(points)
     tags = {ing: n for n, ing in enumerate(ingresses)}
+    run = ingresses if only is None else [ing for ing in ingresses if ing in only]
     if batch:
-        b, rest = _batch(net, ingresses, tags)
+        b, rest = _batch(net, run, tags, len(ingresses), trace)
     else:
-        b, rest = _Batch(masks=[0] * len(ingresses)), list(ingresses)
+        b, rest = _Batch(masks=[0] * len(ingresses)), list(run)
     reaches: dict[Port, Reach] = {}
     truncated: list[Port] = []
     for ing in rest:
@@ -551,5 +586,7 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
             _explore(net, ing[0], ing[1], hs, r, budget)
             if r.truncated and ing not in truncated:
                 truncated.append(ing)
-    return Analysis(view, ingresses, {k: v for k, v in points.items() if v is not None}, reaches, b, tags,
+    if only is not None:
+        tags = {ing: tags[ing] for ing in run}
+    return Analysis(view, run, {k: v for k, v in points.items() if v is not None}, reaches, b, tags,
                     net, truncated)

@@ -38,7 +38,7 @@ network with millions of rules need not sort and pack them all at once.
 from __future__ import annotations
 
 import operator
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -422,12 +422,15 @@ class FlowTable:
         self.version += 1
         if entry.idle_timeout or entry.hard_timeout:
             self._timed[key] = entry
-        self._sorted = None
+        srt = self._sorted
+        if srt is not None:  # kept in order: a check after a flow_mod need not sort the table again
+            insort(srt, entry, key=FlowEntry.rank)
         if m.wildcards == 0:
             bucket = self._exact.get(m.values)
-            if bucket is None:
-                bucket = self._exact[m.values] = []
-            insort(bucket, entry, key=_neg_priority)
+            if bucket is None:  # a list of one, allocated to size (most buckets stay so)
+                bucket = self._exact[m.values] = [entry]
+            else:
+                insort(bucket, entry, key=_neg_priority)
             self._hs_note(m, bucket)
             return
         g = self._groups.get(m.masks)
@@ -435,8 +438,9 @@ class FlowTable:
             g = self._groups[m.masks] = _Group(m.masks)
         bucket = g.buckets.get(m.values)
         if bucket is None:
-            bucket = g.buckets[m.values] = []
-        insort(bucket, entry, key=_neg_priority)
+            bucket = g.buckets[m.values] = [entry]
+        else:
+            insort(bucket, entry, key=_neg_priority)
         self._hs_note(m, bucket)
         if entry.priority > g.max_priority:
             g.max_priority = entry.priority
@@ -448,7 +452,13 @@ class FlowTable:
         del self._entries[key]
         self.version += 1
         self._timed.pop(key, None)
-        self._sorted = None
+        srt = self._sorted
+        if srt is not None:
+            i = bisect_left(srt, entry.rank(), key=FlowEntry.rank)
+            if i < len(srt) and srt[i] is entry:
+                del srt[i]
+            else:
+                self._sorted = None
         if m.wildcards == 0:
             bucket = self._exact[m.values]
             _remove_identical(bucket, entry)

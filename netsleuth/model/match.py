@@ -89,6 +89,22 @@ def _parse_prefix(name: str, value: Any) -> tuple[int, int]:
                          f"write {name} as a dotted quad, a.b.c.d/len or an int") from None
 
 
+def _shape(wc: int, src_bits: int, dst_bits: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...], int]:
+    """What a normalized wildcards value fixes: the masks per field, (index, mask) of each
+    matched field, and the count of matched bits."""
+    masks = list(FULL_MASKS)
+    for i, bit in _FLAG_FIELDS:
+        if wc & bit:
+            masks[i] = 0
+    masks[NW_SRC] = _prefix_mask(src_bits)
+    masks[NW_DST] = _prefix_mask(dst_bits)
+    return (tuple(masks), tuple((i, m) for i, m in enumerate(masks) if m), sum(m.bit_count() for m in masks))
+
+
+# normalized wildcards -> its shape (see _shape); a few entries per process
+_SHAPES: dict[int, tuple[tuple[int, ...], tuple[tuple[int, int], ...], int]] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     """An OpenFlow 1.0 ``ofp_match``, normalized (see the module docstring)."""
@@ -109,8 +125,8 @@ class Match:
     # Derived in __post_init__; not part of equality, hashing or repr.
     _masks: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _values: tuple[int, ...] = field(init=False, repr=False, compare=False)
-    _checks: tuple[tuple[int, int, int], ...] = field(init=False, repr=False, compare=False)
-    _sort_key: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    # (field index, mask) of each matched field: shared by every match of one wildcards value
+    _checks: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         values = [self.in_port, self.dl_src, self.dl_dst, self.dl_vlan, self.dl_vlan_pcp, self.dl_type,
@@ -127,22 +143,20 @@ class Match:
         src_bits = min((wc & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT, 32)
         dst_bits = min((wc & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT, 32)
         wc = (wc & ~_PREFIX_BITS) | (src_bits << ofp.OFPFW_NW_SRC_SHIFT) | (dst_bits << ofp.OFPFW_NW_DST_SHIFT)
-        masks = list(FULL_MASKS)
-        for i, bit in _FLAG_FIELDS:
-            if wc & bit:
-                masks[i] = 0
-        masks[NW_SRC] = _prefix_mask(src_bits)
-        masks[NW_DST] = _prefix_mask(dst_bits)
+        shape = _SHAPES.get(wc)
+        if shape is None:
+            shape = _SHAPES[wc] = _shape(wc, src_bits, dst_bits)
+        masks, checks = shape[0], shape[1]
         values = [v & m for v, m in zip(values, masks, strict=True)]
         setattr_ = object.__setattr__
         setattr_(self, "wildcards", wc)
         for name, v in zip(FIELDS, values, strict=True):
             setattr_(self, name, v)
-        setattr_(self, "_masks", tuple(masks))
+        # Millions of matches share a few wildcards values: their masks and checks are
+        # shared tuples (a network of simple_switch flows stores one of each, not one per rule).
+        setattr_(self, "_masks", masks)
         setattr_(self, "_values", tuple(values))
-        setattr_(self, "_checks", tuple((i, m, v) for i, (m, v) in enumerate(zip(masks, values, strict=True)) if m))
-        matched_bits = sum(m.bit_count() for m in masks)
-        setattr_(self, "_sort_key", (-matched_bits, wc, *values))
+        setattr_(self, "_checks", checks)
 
     # ------------------------------------------------------------ building
     @classmethod
@@ -224,8 +238,9 @@ class Match:
 
     def matches(self, fields: tuple[int, ...]) -> bool:
         """Whether a packet with this OpenFlow 12-tuple matches."""
-        for i, m, v in self._checks:
-            if fields[i] & m != v:
+        values = self._values
+        for i, m in self._checks:
+            if fields[i] & m != values[i]:
                 return False
         return True
 
@@ -254,7 +269,7 @@ class Match:
 
     def sort_key(self) -> tuple[int, ...]:
         """A total order: more matched bits first, then wildcards, then values."""
-        return self._sort_key
+        return (-_SHAPES[self.wildcards][2], self.wildcards, *self._values)
 
     # ------------------------------------------------------------ text
     def to_json(self) -> dict[str, Any]:
