@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from netsleuth.errors import ControllerError, EnvironmentSetupError
+from netsleuth.invariants.faucet_policy import config_int
 from netsleuth.model.topology import Topology
 
 VENV_NAME = ".venv-faucet"
@@ -213,21 +214,11 @@ def check_user_config(path: Path, faucet_bin: Path | None = None) -> None:
                               "`netsleuth faucet-config --topo T`")
 
 
-def _dp_id(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value, 0)
-        except ValueError:
-            return None
-    return None
-
-
 def check_covers_topology(config: dict[str, Any], path: Path, topo: Topology) -> None:
     """Every switch of the topology needs a dp in the config, or Faucet turns it away."""
     dps = config.get("dps")
-    known = {_dp_id(dp.get("dp_id")) for dp in dps.values() if isinstance(dp, dict)} if isinstance(dps, dict) else set()
+    known = ({config_int(dp.get("dp_id")) for dp in dps.values() if isinstance(dp, dict)}
+             if isinstance(dps, dict) else set())
     for sw in topo.switches:
         if sw.dpid not in known:
             raise ControllerError(f"Faucet config {path} has no dp for switch {sw.name} (dp_id {sw.dpid})",

@@ -25,6 +25,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from netsleuth.invariants.faucet_policy import config_int
 from netsleuth.model.addr import int_to_ip, int_to_mac
 from netsleuth.model.topology import Topology
 
@@ -38,19 +39,6 @@ _ADDRESS_FIELDS = {
 }
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value, 0)
-        except ValueError:
-            return None
-    return None
-
-
 def _vlan_ids(config: Mapping[str, Any]) -> dict[Any, Any]:
     """Every way a VLAN may be named (its key, its vid) -> one identity (its key)."""
     out: dict[Any, Any] = {}
@@ -60,7 +48,7 @@ def _vlan_ids(config: Mapping[str, Any]) -> dict[Any, Any]:
             out[key] = key
             out[str(key)] = key
             vid = vlan.get("vid") if isinstance(vlan, Mapping) else None
-            for name in (vid, _int(key)):
+            for name in (vid, config_int(key)):
                 if name is not None:
                     out.setdefault(name, key)
                     out.setdefault(str(name), key)
@@ -78,14 +66,14 @@ def _ports(config: Mapping[str, Any], topology: Topology) -> dict[tuple[str, int
     for dp_name, dp in dps.items():
         if not isinstance(dp, Mapping):
             continue
-        switch = by_dpid.get(_int(dp.get("dp_id")) or -1) or (dp_name if dp_name in names else None)
+        switch = by_dpid.get(config_int(dp.get("dp_id")) or -1) or (dp_name if dp_name in names else None)
         interfaces = dp.get("interfaces")
         if switch is None or not isinstance(interfaces, Mapping):
             continue
         for key, iface in interfaces.items():
             if not isinstance(iface, Mapping):
                 continue
-            number = _int(iface.get("number")) if "number" in iface else _int(key)
+            number = config_int(iface.get("number")) if "number" in iface else config_int(key)
             if number is not None:
                 out[(switch, number)] = iface
     return out
@@ -112,7 +100,7 @@ def _rule_restricts(rule: Mapping[str, Any], src: tuple[int, int], dst: tuple[in
     """A rule that may drop some traffic from ``src`` to ``dst`` ((mac, ip) each)."""
     actions = rule.get("actions")
     allow = actions.get("allow") if isinstance(actions, Mapping) else None
-    if allow is True or (_int(allow) or 0) > 0:
+    if allow is True or (config_int(allow) or 0) > 0:
         return False
     for name, (end, kind) in _ADDRESS_FIELDS.items():
         if name in rule:

@@ -169,7 +169,7 @@ def policy_from_config(data: dict[str, Any], topology: Topology, source: str = "
     def vlan_name(ref: Any) -> str:
         if isinstance(ref, str) and ref in vlans:
             return ref
-        vid = _int(ref)
+        vid = config_int(ref)
         if vid is not None and vid in by_vid:
             return by_vid[vid]
         if vid is not None:
@@ -206,7 +206,8 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _int(value: Any) -> int | None:
+def config_int(value: Any) -> int | None:
+    """An integer as a Faucet config may write it (``5``, ``"0x5"``), or None (YAML's booleans are not numbers)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -222,7 +223,7 @@ def _int(value: Any) -> int | None:
 def _vlans(value: Any, source: str) -> tuple[dict[str, int], dict[int, str]]:
     vlans: dict[str, int] = {}
     for key, spec in _mapping(value, "vlans", source).items():
-        vid = _int(spec.get("vid")) if isinstance(spec, dict) and "vid" in spec else _int(key)
+        vid = config_int(spec.get("vid")) if isinstance(spec, dict) and "vid" in spec else config_int(key)
         if vid is None:
             raise FaucetPolicyError(f"{source}: VLAN {key!r} has no vid", "give it vid: N (1-4094)")
         vlans[str(key)] = vid
@@ -237,16 +238,16 @@ def _dps(value: Any, topology: Topology, source: str,
     for dp_name, dp in _mapping(value, "dps", source).items():
         if not isinstance(dp, dict):
             continue
-        sw = by_dpid.get(_int(dp.get("dp_id")) or -1)
+        sw = by_dpid.get(config_int(dp.get("dp_id")) or -1)
         if sw is None:
             continue   # a dp of another network: nothing here to check
         stack = dp.get("stack")
-        prio = _int(stack.get("priority")) if isinstance(stack, dict) else None
+        prio = config_int(stack.get("priority")) if isinstance(stack, dict) else None
         if prio is not None and (best is None or prio < best[0]):
             best = (prio, sw)
         for key, spec in _mapping(dp.get("interfaces"), f"dps: {dp_name}: interfaces", source).items():
             spec = spec if isinstance(spec, dict) else {}
-            number = _int(spec.get("number", key))
+            number = config_int(spec.get("number", key))
             if number is None:
                 raise FaucetPolicyError(f"{source}: interface {key!r} of dp {dp_name} has no port number",
                                         "key the interface by its port number or give it number: N")
@@ -267,8 +268,8 @@ def _stack(value: Any, topology: Topology) -> tuple[dict[str, str], dict[tuple[s
     by_dpid = {s.dpid: s.name for s in topology.switches}
     dps = {str(k): v for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else {}
     dp_switch = {name: by_dpid[dpid] for name, dp in dps.items()
-                 if (dpid := _int(dp.get("dp_id"))) is not None and dpid in by_dpid}
-    interval = {name: _int((dp.get("lldp_beacon") or {}).get("send_interval")) or LLDP_SEND_INTERVAL
+                 if (dpid := config_int(dp.get("dp_id"))) is not None and dpid in by_dpid}
+    interval = {name: config_int((dp.get("lldp_beacon") or {}).get("send_interval")) or LLDP_SEND_INTERVAL
                 for name, dp in dps.items() if isinstance(dp.get("lldp_beacon") or {}, dict)}
     out: dict[tuple[str, int], StackPort] = {}
     for name, dp in dps.items():
@@ -278,12 +279,12 @@ def _stack(value: Any, topology: Topology) -> tuple[dict[str, str], dict[tuple[s
             continue
         for key, spec in interfaces.items():
             link = spec.get("stack") if isinstance(spec, dict) else None
-            number = _int(spec.get("number", key)) if isinstance(spec, dict) else None
+            number = config_int(spec.get("number", key)) if isinstance(spec, dict) else None
             if not isinstance(link, dict) or number is None or "dp" not in link:
                 continue
-            peer_dp, peer_port = str(link.get("dp")), _int(link.get("port"))
+            peer_dp, peer_port = str(link.get("dp")), config_int(link.get("port"))
             peer = (dp_switch[peer_dp], peer_port) if peer_dp in dp_switch and peer_port is not None else None
-            lost = _int(spec.get("max_lldp_lost")) or MAX_LLDP_LOST
+            lost = config_int(spec.get("max_lldp_lost")) or MAX_LLDP_LOST
             out[(sw, number)] = StackPort(sw, number, peer, float(lost * interval.get(peer_dp, LLDP_SEND_INTERVAL)))
     return dp_switch, dict(sorted(out.items()))
 
@@ -350,11 +351,11 @@ def _field(name: str, value: Any) -> tuple[int, int] | None:
             return None
         return int(net.network_address), int(net.netmask)
     if name == "vlan_vid":
-        vid = _int(value)
+        vid = config_int(value)
         return (VID_PRESENT | vid, FULL13[name]) if vid is not None else None
     if name in _INT_FIELDS:
         v, m = _split_mask(value)
-        iv, im = _int(v), _int(m) if m is not None else FULL13[name]
+        iv, im = config_int(v), config_int(m) if m is not None else FULL13[name]
         if iv is None or im is None:
             return None
         return iv, im

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netsleuth.model import switch as sw
 from netsleuth.model.of13.frame import Frame
@@ -31,9 +31,6 @@ from netsleuth.model.ofdp import ofp13
 from netsleuth.model.packet import Packet
 from netsleuth.model.switch13 import ConnState, OpenFlow13
 from netsleuth.nice import messages as m
-
-if TYPE_CHECKING:
-    from netsleuth.nice.state import MCSwitch
 
 CONN = 0  # the model checker's one controller connection
 OFP_VERSION_13 = ofp13.OFP_VERSION
@@ -62,7 +59,7 @@ class MCOpenFlow13(OpenFlow13):
                                                  e.table_id, e.cookie))]
 
 
-def speak13(s: MCSwitch) -> None:
+def speak13(s: sw.Switch) -> None:
     """Make a fresh switch run OpenFlow 1.3 with the model checker's connection already there."""
     s.negotiated = OFP_VERSION_13
     part = MCOpenFlow13(s)
@@ -71,7 +68,7 @@ def speak13(s: MCSwitch) -> None:
     s.of13 = part
 
 
-def copy13(part: OpenFlow13, new: MCSwitch, *, table: bool) -> OpenFlow13:
+def copy13(part: OpenFlow13, new: sw.Switch, *, table: bool) -> OpenFlow13:
     """``part`` for the copy ``new`` of its switch: the pipeline is shared unless ``table``."""
     c = object.__new__(type(part))
     c.__dict__.update(part.__dict__)

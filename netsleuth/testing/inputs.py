@@ -14,17 +14,28 @@ World decides and records, exactly as for the fuzzer's inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from netsleuth.testing.network import LiveNetwork
+from typing import Any, Protocol
 
 TRAFFIC_KINDS = ("icmp", "arp", "tcp_syn")
 
 
+class InputTarget(Protocol):
+    """What an input does to a network: the live handle of ``testing.network`` has these (and more).
+    Named here, not imported, so the handle and its inputs do not import each other."""
+
+    def send(self, *args: Any, **kwargs: Any) -> Any: ...
+    def migrate(self, *args: Any, **kwargs: Any) -> Any: ...
+    def fail_link(self, *args: Any, **kwargs: Any) -> Any: ...
+    def recover_link(self, *args: Any, **kwargs: Any) -> Any: ...
+    def fail_switch(self, *args: Any, **kwargs: Any) -> Any: ...
+    def recover_switch(self, *args: Any, **kwargs: Any) -> Any: ...
+    def crash_controller(self, *args: Any, **kwargs: Any) -> Any: ...
+    def restart_controller(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class NetworkInput(Protocol):
     def words(self) -> str: ...
-    def apply(self, net: LiveNetwork) -> None: ...
+    def apply(self, net: InputTarget) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,7 @@ class Send:
         what = {"icmp": "pings", "arp": "ARPs for", "tcp_syn": "sends a TCP SYN to"}.get(self.what, self.what)
         return f"{self.src} {what} {self.dst}"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.send(self.src, self.dst, self.what)
 
 
@@ -53,7 +64,7 @@ class Move:
     def words(self) -> str:
         return f"{self.host} moves to {self.switch}"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.migrate(self.host, self.switch)
 
 
@@ -67,7 +78,7 @@ class FailLink:
     def words(self) -> str:
         return f"link {self.a}-{self.b} fails"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.fail_link(self.a, self.b)
 
 
@@ -81,7 +92,7 @@ class RecoverLink:
     def words(self) -> str:
         return f"link {self.a}-{self.b} recovers"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.recover_link(self.a, self.b)
 
 
@@ -94,7 +105,7 @@ class FailSwitch:
     def words(self) -> str:
         return f"switch {self.switch} fails"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.fail_switch(self.switch)
 
 
@@ -107,7 +118,7 @@ class RecoverSwitch:
     def words(self) -> str:
         return f"switch {self.switch} recovers"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.recover_switch(self.switch)
 
 
@@ -120,7 +131,7 @@ class CrashController:
     def words(self) -> str:
         return f"controller {self.controller} crashes"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.crash_controller(self.controller)
 
 
@@ -133,7 +144,7 @@ class RestartController:
     def words(self) -> str:
         return f"controller {self.controller} restarts"
 
-    def apply(self, net: LiveNetwork) -> None:
+    def apply(self, net: InputTarget) -> None:
         net.restart_controller(self.controller)
 
 
