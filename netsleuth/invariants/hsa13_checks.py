@@ -176,7 +176,8 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
         r = a.reaches.get(loc)
         if r is None or view.peer(*loc) is None:
             continue
-        peers = members[comp.get(src.name, -1)]
+        # pairs the controller's own config keeps apart on purpose (config_intent.py) are not asked to reach
+        peers = [d for d in members[comp.get(src.name, -1)] if (src.name, d.name) not in view.separated]
         # The findings of one source depend on its reach, its peers and which of the switches
         # it punts at have a live controller: a repeated check on unchanged tables reuses them.
         key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
