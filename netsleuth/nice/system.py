@@ -559,8 +559,7 @@ class System:
         if hit is not None and (hit[0] is old._key or hit[0] == old._key) and hit[3] == heads:
             s, per_port = hit[1], hit[2]
         else:
-            wc = self.uses_stats
-            s = old.copy(table=wc or (old.of13 is not None and packets_change_pipeline(old.of13)), ports=wc)
+            s = self._copy_for_packets(old)
             per_port = tuple((frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
                              for p, frame, tag in heads)
             if hit is None:
@@ -572,12 +571,15 @@ class System:
         fx.writes.add(("buf", i))
         fx.reads.add(("ports", i))
 
+    def _copy_for_packets(self, s: MCSwitch) -> MCSwitch:
+        """The copy of switch ``s`` that takes packets: its table and ports are copied only if packets
+        change them (counters the app reads; a 1.3 pipeline whose meters or counters packets move)."""
+        wc = self.uses_stats
+        return s.copy(table=wc or (s.of13 is not None and packets_change_pipeline(s.of13)), ports=wc)
+
     def _fire_pkt_direct(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
-        wc = self.uses_stats
-        s = st.switches[i]
-        s = s.copy(table=wc or (s.of13 is not None and packets_change_pipeline(s.of13)), ports=wc)
-        st.switches[i] = s
+        s = st.switches[i] = self._copy_for_packets(st.switches[i])
         name = s.name
         inq = st.inq
         cbs = self._cb["on_switch_receive"]
