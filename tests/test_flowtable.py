@@ -217,7 +217,7 @@ def test_equal_priority_tie_is_independent_of_install_order() -> None:
         for m in order:
             t.add(m, 10, out(1 if m == general else 2))
         winners.add(t.peek(f).match)
-        assert t.peek(f) is t.entries()[0]  # lookup agrees with canonical order
+        assert t.peek(f) == t.entries()[0]  # lookup agrees with canonical order (entries are snapshots)
     assert winners == {specific}  # documented: the more specific match wins a tie
 
 

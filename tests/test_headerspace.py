@@ -919,35 +919,37 @@ def _scratch_index(table) -> dict:
 
 
 def _assert_index_fresh(sw: Switch) -> None:
+    from collections import Counter
+
     from netsleuth.invariants.hsa_compile import CompiledSwitch
     t = sw.table
     index = t.pattern_index()
     expected = _scratch_index(t)
-    got = {ip: {w: {j: b[0] for j, b in pat.buckets.items()} for w, pat in by.items()}
+    got = {ip: {w: {j: pat.winner(j) for j in pat.slot} for w, pat in by.items()}
            for ip, by in index.items()}
     assert got.keys() == expected.keys()
+    assert sum(len(pat) for by in index.values() for pat in by.values()) == len(t)
     for ip, by in expected.items():
         assert got[ip].keys() == by.keys()
         for w, winners in by.items():
-            assert got[ip][w].keys() == winners.keys()
-            assert all(got[ip][w][j] is e for j, e in winners.items())
+            assert got[ip][w] == winners
             pat = index[ip][w]
-            for bucket in pat.buckets.values():  # every entry with that match, best first
-                assert bucket == [e for e in t.entries() if e.match == bucket[0].match]
-            grouped = {j: acts for acts, js in pat.by_actions.values() for j in js}
-            assert grouped.keys() == pat.buckets.keys()
-            assert all(grouped[j] is pat.buckets[j][0].actions for j in grouped)
+            for j in pat.slot:  # every entry with that match, best first
+                assert [pat.entry(s) for s in pat.slots_of(j)] == [e for e in t.entries() if e.match == pat.match_of(j)]
+            assert Counter(pat.act[s] for s in pat.slot.values()) == pat.act_count
     # compiled from the index == compiled from scratch (the old path)
     fast, slow = CompiledSwitch(sw, use_index=True), CompiledSwitch(sw, use_index=False)
     assert fast._entries is None  # nothing per rule was done
     for p in list(sw.ports) + [7]:
         a, b = fast.port(p), slow.port(p)
-        assert (a.fast_mask, a.ids) == (b.fast_mask, b.ids)
+        assert a.fast_mask == b.fast_mask and (a.ids is None) == (b.ids is None)
         if a.ids is not None:
+            assert a.code_map() == b.code_map()
             assert a.codes() == b.codes()
+            assert set(a.key_ids()) == set(b.key_ids())
             for j in a.ids:
                 key = interner(a.fast_mask)[1][j]
-                assert fast.hit_entry(p, key) is slow.hit_entry(p, key)
+                assert fast.hit_entry(p, key) == slow.hit_entry(p, key)
         assert [(g.mask, g.best) for g in a.groups] == [(g.mask, g.best) for g in b.groups]
 
 

@@ -49,6 +49,7 @@ from netsleuth.invariants.hsa_space import (
 )
 from netsleuth.invariants.hsa_space import packer as _packer
 from netsleuth.model.actions import Enqueue, Output
+from netsleuth.model.flowtable import actions_of
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
 
@@ -98,23 +99,38 @@ class PatternGroup:
 class PortIndex:
     """The entries an in_port sees, grouped by pattern.
 
-    When they all share one pattern (``fast_mask``), ``ids`` maps the interned id of
-    each key (see :func:`interner`) to a fast code (see ``F_*``): what a header class
-    fixing all the pattern's bits meets there, in one probe.  ``groups`` (the general
+    When they all share one pattern (``fast_mask``), ``ids`` holds the interned id of
+    each key (see :func:`interner`) with an entry there, and :meth:`code` says what a
+    header class fixing all the pattern's bits meets there (a fast code, see ``F_*``).
+    Compiled from a table's pattern index, ``ids`` *is* that index's key id -> slot map
+    and the code comes from the slot's action-list id (``act``, ``code_by_act``): nothing
+    per rule is copied.  Otherwise ``ids`` maps key id -> code.  ``groups`` (the general
     engine's index, by entry position) is built on first use: the batch engine never
     needs it, and building it costs time per rule."""
 
-    __slots__ = ("_groups", "_build", "fast_mask", "ids", "_key_code", "_codes", "memo", "_buckets")
+    __slots__ = ("_groups", "_build", "fast_mask", "ids", "act", "code_by_act", "pat", "_key_code", "_codes",
+                 "memo", "_keys")
 
     def __init__(self) -> None:
         self._groups: list[PatternGroup] | None = []
         self._build: Any = None
         self.fast_mask: int | None = None
         self.ids: dict[int, int] | None = None
+        self.act: Any = None                   # the table's slot -> action-list id column, if from its index
+        self.code_by_act: dict[int, int] = {}  # action-list id -> fast code (with act)
+        self.pat: Any = None                   # the table's PatternIndex, if built from it
         self._key_code: dict[int, int] | None = None
         self._codes: tuple[int, ...] | None = None
         self.memo: dict = {}   # the batch engine's memory of its last visit (see hsa_engine)
-        self._buckets: dict[int, list] | None = None  # from the table's PatternIndex, if built from it
+        self._keys: Any = None
+
+    def key_ids(self) -> Any:
+        """The key ids with an entry here, as an object of its own per compiled port (its
+        identity tells a check whether the port was compiled again; ``ids`` itself may be
+        the table's live map, which outlives compiled forms)."""
+        if self._keys is None:
+            self._keys = self.ids if self.act is None else self.ids.keys()  # type: ignore[union-attr]
+        return self._keys
 
     @property
     def groups(self) -> list[PatternGroup]:
@@ -125,15 +141,28 @@ class PortIndex:
 
     def codes(self) -> tuple[int, ...]:
         if self._codes is None:
-            self._codes = tuple(sorted(set(self.ids.values())))  # type: ignore[union-attr]  # ids is set on a fast port
+            self._codes = tuple(sorted(set(self.code_map().values())))
         return self._codes
+
+    def code(self, j: int) -> int | None:
+        """The fast code of key id ``j`` here (None: no entry)."""
+        v = self.ids.get(j)  # type: ignore[union-attr]  # ids is set on a fast port
+        if v is None or self.act is None:
+            return v
+        return self.code_by_act[self.act[v]]
+
+    def code_map(self) -> dict[int, int]:
+        """key id -> fast code (a dict per rule: for tests and small ports)."""
+        if self.act is None:
+            return self.ids  # type: ignore[return-value]  # ids is set on a fast port
+        act, cba = self.act, self.code_by_act
+        return {j: cba[act[s]] for j, s in self.ids.items()}  # type: ignore[union-attr]
 
     def key_code(self) -> dict[int, int]:
         """packed key -> fast code (for classes of a finer pattern)."""
         if self._key_code is None:
             keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]  # fast_mask is set with ids
-            # ids is set on a fast port
-            self._key_code = {keys[j]: c for j, c in self.ids.items()}  # type: ignore[union-attr]
+            self._key_code = {keys[j]: c for j, c in self.code_map().items()}
         return self._key_code
 
 
@@ -259,34 +288,29 @@ class CompiledSwitch:
         if n == 0:  # nothing is relevant here: no groups either
             pi.fast_mask = 0
             pi.ids = {}
-            pi._buckets = {}
             return pi
         pi._groups = None
         pi._build = lambda: self._build_port(p).groups
         pat = next(iter((own or wild).values()))
-        ids: dict[int, int] = {}
-        codes = set()
-        for acts, js in pat.by_actions.values():
-            code = self.code_for(acts, p)
-            codes.add(code)
-            ids.update(dict.fromkeys(js, code))
-        pi._codes = tuple(sorted(codes))
+        cba = {aid: self.code_for(actions_of(aid), p) for aid in pat.act_count}
+        pi._codes = tuple(sorted(set(cba.values())))
         pi.fast_mask = pat.mask
-        pi.ids = ids
-        pi._buckets = pat.buckets
+        pi.ids = pat.slot
+        pi.act = pat.act
+        pi.code_by_act = cba
+        pi.pat = pat
         return pi
 
     def hit_entry(self, p: int, key: int):
         """The entry a header with packed bits ``key`` (all of the port's single pattern)
         hits at ``p``, or None."""
         pi = self.port(p)
-        if pi._buckets is not None:
+        if pi.pat is not None:
             if self.table.version != self._version:
                 raise TableChanged("the flow table changed after this switch was compiled; "
                                    "call hsa_compile.compiled(switch) again")
             j = interner(pi.fast_mask)[0].get(key)  # type: ignore[arg-type]  # fast_mask is set with ids
-            bucket = None if j is None else pi._buckets.get(j)
-            return bucket[0] if bucket else None
+            return None if j is None else pi.pat.winner(j)
         i = pi.groups[0].best.get(key) if pi.groups else None
         return None if i is None else self.entries[i]
 

@@ -263,7 +263,7 @@ class _Batch:
     filtered: dict[str, list[int]] = field(default_factory=dict)    # switch -> classes a drop rule drops
     drops: dict[tuple[str, int, int], list[int]] = field(default_factory=dict)  # (switch, in_port, code)
     general: list[int] = field(default_factory=list)    # classes handed to the general engine
-    ids_at: dict[int, dict[int, int]] = field(default_factory=dict)  # ingress number -> its port's ids
+    ids_at: dict[int, Collection[int]] = field(default_factory=dict)  # ingress number -> its port's key ids
     rounds: int = 0
     hops: int = 0
 
@@ -292,7 +292,7 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
         tag = tags[ing]
         mask = pi.fast_mask
         out.masks[tag] = mask  # type: ignore[assignment]  # fast_mask is set with ids
-        out.ids_at[tag] = pi.ids
+        out.ids_at[tag] = pi.key_ids()
         if pi.ids:
             xs = pi.memo.get(("ingress", tag))
             if xs is None:
@@ -346,18 +346,7 @@ def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[in
             if memo is not None and (memo[0] is xs or memo[0] == xs):
                 parts = memo[1]
             else:
-                local: dict[int, list[int]] = {c: [] for c in pi.codes()}
-                local[_F_MISS] = []
-                get = ids.get
-                if fm == mask:
-                    for x in xs:
-                        local[get(x & _IDM, _F_MISS)].append(x)
-                else:  # the classes fix more bits than this port's pattern: project them
-                    kc = pi.key_code().get
-                    for x in xs:
-                        # fast_mask is set when ids is
-                        local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)  # type: ignore[operator]
-                parts = [(c, lst) for c, lst in local.items() if lst]
+                parts = _split(pi, xs, mask, keys)
                 pi.memo[(mask, rounds)] = (xs, parts)
             for code, lst in parts:
                 if code >= 0:
@@ -399,6 +388,27 @@ def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[in
                     general.extend(lst)
         frontier = nxt
     out.rounds = max(out.rounds, rounds)
+
+
+def _split(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
+    """Classes ``xs`` (of pattern ``mask``) arriving at port index ``pi``, by fast code."""
+    local: dict[int, list[int]] = {c: [] for c in pi.codes()}
+    local[_F_MISS] = []
+    ids, fm, act = pi.ids, pi.fast_mask, pi.act
+    get = ids.get
+    if fm == mask and act is not None:  # ids: key id -> the table's slot (see PortIndex)
+        cba = pi.code_by_act
+        for x in xs:
+            s_ = get(x & _IDM)
+            local[_F_MISS if s_ is None else cba[act[s_]]].append(x)
+    elif fm == mask:
+        for x in xs:
+            local[get(x & _IDM, _F_MISS)].append(x)
+    else:  # the classes fix more bits than this port's pattern: project them
+        kc = pi.key_code().get
+        for x in xs:
+            local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)
+    return [(c, lst) for c, lst in local.items() if lst]
 
 
 def _record(trace: dict[Port, list[list[int]]] | None, frontier: dict[Port, list[int]]) -> None:

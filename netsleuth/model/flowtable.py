@@ -38,17 +38,17 @@ network with millions of rules need not sort and pack them all at once.
 from __future__ import annotations
 
 import operator
-from bisect import bisect_left, insort
+from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.actions import Action, Enqueue, Output, action_from_json, action_key, action_to_json
-from netsleuth.model.headerbits import interner, pack, packer
-from netsleuth.model.match import FULL_MASKS, Match
+from netsleuth.model.headerbits import interner, pack, packer, small_int, unpacker
+from netsleuth.model.match import Match
 
 OFPP_NONE = ofp.OFPP_NONE
 OFPFW_IN_PORT = ofp.OFPFW_IN_PORT
@@ -75,9 +75,11 @@ class FlowOverlapError(FlowTableError):
         self.existing = existing
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class FlowEntry:
-    """One installed flow: identity is (match, priority); counters change in place."""
+    """One installed flow as the table had it when asked (a snapshot: the table keeps its
+    entries in columns, see :class:`PatternIndex`, and changes them only through its own
+    methods).  Identity is (match, priority)."""
 
     match: Match
     priority: int
@@ -90,6 +92,10 @@ class FlowEntry:
     last_used: float = 0.0
     packet_count: int = 0
     byte_count: int = 0
+    # Which installation this is: an ADD (also one replacing an identical entry) makes a new
+    # serial, MODIFY and traffic keep it.  Snapshots of one installed entry share it, so
+    # provenance tools can follow an entry without object identity.  Not part of equality.
+    serial: int = field(default=0, compare=False)
 
     def rank(self) -> tuple[Any, ...]:
         """Position in canonical order; smaller wins a lookup."""
@@ -167,98 +173,257 @@ class FlowEntry:
         return ", ".join(parts) + f", {head} actions={acts}"
 
 
-class _Group:
-    """Wildcard entries sharing one mask tuple, bucketed by masked values."""
+# --------------------------------------------------------------------------- storage
+# Every distinct action list gets a small process-wide id; the tables store ids (4 bytes
+# per entry) and a compiler works out what each list does once per (switch, port, list).
+_ACTS: list[tuple[Action, ...]] = []
+_ACT_IDS: dict[tuple[Action, ...], int] = {}
 
-    __slots__ = ("masks", "buckets", "max_priority")
 
-    def __init__(self, masks: tuple[int, ...]) -> None:
-        self.masks = masks
-        self.buckets: dict[tuple[int, ...], list[FlowEntry]] = {}  # each list: priority descending
-        self.max_priority = -1
+def action_id(actions: tuple[Action, ...]) -> int:
+    """The interned id of an action list (equal lists share one id)."""
+    a = _ACT_IDS.get(actions)
+    if a is None:
+        a = _ACT_IDS[actions] = len(_ACTS)
+        _ACTS.append(actions)
+    return a
+
+
+def actions_of(aid: int) -> tuple[Action, ...]:
+    """The action list with interned id ``aid``."""
+    return _ACTS[aid]
 
 
 class PatternIndex:
-    """Entries of one table sharing one in_port (or all wildcarding it) and one wildcards
-    pattern, keyed by their matched bits packed as header-space analysis packs them.
+    """The entries of one table sharing one in_port (or all wildcarding it) and one
+    wildcards pattern: where those entries live.
 
-    ``buckets`` maps the interned id of a packed key (see
-    :func:`netsleuth.model.headerbits.interner`: ids are process-wide per pattern, so
-    every table agrees on them) to the table's own list of entries with that match,
-    priority descending: ``bucket[0]`` is the entry that wins there.  ``by_actions``
-    groups the ids by the action list of their winning entry (``id(actions)`` ->
-    (actions, ids)), so a compiler can give every id its outcome with one C-level pass
-    per distinct action list instead of one Python step per rule."""
+    A table of millions of rules cannot afford a Python object per rule, so an entry is a
+    *slot*: a row of columnar arrays (priority, action-list id, cookie, install time, the
+    match's interned key id) plus sparse dicts for what is almost always default (timeouts,
+    flags, last use, counters).  Its match is the pattern's wildcards, the in_port and the
+    header bits packed as header-space analysis packs them (:mod:`netsleuth.model.headerbits`),
+    interned process-wide per pattern so every table and compiled switch agrees on the ids.
 
-    __slots__ = ("mask", "masks", "packer", "intern", "keys", "buckets", "acts", "by_actions")
+    ``slot`` maps each key id to the slot of the entry that wins there (the highest
+    priority); the rare keys with entries at several priorities keep all their slots,
+    priority descending, in ``multi``.  ``act_count`` counts winners per action-list id,
+    so a compiler can give every key its outcome with one pass per distinct action list.
+    :class:`FlowEntry` objects are made from a slot only when asked for."""
 
-    def __init__(self, masks: tuple[int, ...]) -> None:
+    __slots__ = ("in_port", "wildcards", "masks", "mask", "bits", "exact", "packer", "unpack", "intern", "keys",
+                 "slot", "multi", "kid", "prio", "act", "cookie", "installed", "serial", "idle", "hard", "flags",
+                 "used", "counts", "free", "prios", "top", "act_count")
+
+    def __init__(self, in_port: int | None, wildcards: int, masks: tuple[int, ...]) -> None:
+        self.in_port = in_port
+        self.wildcards = wildcards
         self.masks = masks
         self.mask = pack(masks)
+        self.bits = sum(m.bit_count() for m in masks)
+        self.exact = wildcards == 0
         self.packer = packer(masks)
+        self.unpack = unpacker(masks)
         self.intern, self.keys = interner(self.mask)
-        self.buckets: dict[int, list[FlowEntry]] = {}
-        self.acts: dict[int, tuple[Action, ...]] = {}  # id -> actions of bucket[0]
-        self.by_actions: dict[int, tuple[tuple[Action, ...], dict[int, None]]] = {}
+        self.slot: dict[int, int] = {}          # key id -> winning slot
+        self.multi: dict[int, list[int]] = {}   # key id -> every slot with that match, priority descending
+        self.kid = array("i")                   # slot -> key id (-1: a free slot)
+        self.prio = array("H")
+        self.act = array("I")                   # slot -> action-list id (see action_id)
+        self.cookie = array("Q")
+        self.installed = array("d")
+        self.serial = array("Q")                # slot -> FlowEntry.serial
+        self.idle: dict[int, int] = {}          # slot -> idle timeout, when not 0
+        self.hard: dict[int, int] = {}
+        self.flags: dict[int, int] = {}
+        self.used: dict[int, float] = {}        # slot -> last use, when it differs from installed
+        self.counts: dict[int, tuple[int, int]] = {}  # slot -> (packets, bytes), when not zero
+        self.free: list[int] = []
+        self.prios: dict[int, int] = {}         # priority -> entries at it
+        self.top = -1                           # the highest priority here
+        self.act_count: dict[int, int] = {}     # action-list id -> winning slots with it
 
-    def intern_key(self, key: int) -> int:
-        j = self.intern.get(key)
-        if j is None:
-            j = self.intern[key] = len(self.keys)
-            self.keys.append(key)
-        return j
+    # ------------------------------------------------------------ reading
+    def key_id(self, values: tuple[int, ...]) -> int | None:
+        """The interned id of a match's (masked) values here, None if never interned."""
+        return self.intern.get(self.packer(values))
 
-    def regroup(self, j: int, old: tuple[Action, ...] | None, acts: tuple[Action, ...]) -> None:
-        """Id ``j``'s winning entry now has action list ``acts`` (was ``old``)."""
-        if old is not None:
-            self._ungroup(j, old)
-        self.acts[j] = acts
-        grp = self.by_actions.get(id(acts))
-        if grp is None:
-            self.by_actions[id(acts)] = (acts, {j: None})
+    def slots_of(self, kid: int) -> list[int]:
+        """Every slot with key ``kid``, priority descending."""
+        lst = self.multi.get(kid)
+        if lst is not None:
+            return lst
+        s = self.slot.get(kid)
+        return [] if s is None else [s]
+
+    def live(self) -> Iterator[int]:
+        """Every occupied slot."""
+        for s, k in enumerate(self.kid):
+            if k >= 0:
+                yield s
+
+    def __len__(self) -> int:
+        return len(self.kid) - len(self.free)
+
+    def match_of(self, kid: int) -> Match:
+        return Match(self.wildcards, self.in_port or 0, *self.unpack(self.keys[kid]))
+
+    def actions(self, s: int) -> tuple[Action, ...]:
+        return _ACTS[self.act[s]]
+
+    def entry(self, s: int, match: Match | None = None) -> FlowEntry:
+        """Slot ``s`` as a :class:`FlowEntry` (a snapshot: changing the table does not change it)."""
+        pkts, nbytes = self.counts.get(s, (0, 0))
+        inst = self.installed[s]
+        return FlowEntry(self.match_of(self.kid[s]) if match is None else match, self.prio[s], _ACTS[self.act[s]],
+                         self.cookie[s], self.idle.get(s, 0), self.hard.get(s, 0), self.flags.get(s, 0), inst,
+                         self.used.get(s, inst), pkts, nbytes, self.serial[s])
+
+    def winner(self, kid: int) -> FlowEntry | None:
+        """The entry that wins at key ``kid``, or None."""
+        s = self.slot.get(kid)
+        return None if s is None else self.entry(s)
+
+    def deadline(self, s: int) -> tuple[float, float]:
+        """(idle, hard) deadlines of slot ``s`` (inf: none)."""
+        idle, hard = self.idle.get(s, 0), self.hard.get(s, 0)
+        inst = self.installed[s]
+        return (self.used.get(s, inst) + idle if idle else _INF, inst + hard if hard else _INF)
+
+    # ------------------------------------------------------------ writing (by FlowTable only)
+    def put(self, kid: int, priority: int, aid: int, cookie: int, idle: int, hard: int, flags: int,
+            installed: float, serial: int) -> tuple[int, bool]:
+        """Store a new entry (no entry with this key and priority may exist); (slot, whether
+        the top priority here rose)."""
+        if self.free:
+            s = self.free.pop()
+            self.kid[s], self.prio[s], self.act[s], self.cookie[s], self.installed[s], self.serial[s] = \
+                kid, priority, aid, cookie, installed, serial
         else:
-            grp[1][j] = None
+            s = small_int(len(self.kid))
+            self.kid.append(kid)
+            self.prio.append(priority)
+            self.act.append(aid)
+            self.cookie.append(cookie)
+            self.installed.append(installed)
+            self.serial.append(serial)
+        if idle:
+            self.idle[s] = idle
+        if hard:
+            self.hard[s] = hard
+        if flags:
+            self.flags[s] = flags
+        w = self.slot.get(kid)
+        if w is None:
+            self.slot[kid] = s
+            self._count(aid, 1)
+        else:
+            lst = self.multi.get(kid)
+            if lst is None:
+                lst = self.multi[kid] = [w]
+            prio = self.prio
+            i = 0
+            while i < len(lst) and prio[lst[i]] > priority:
+                i += 1
+            lst.insert(i, s)
+            if i == 0:
+                self.slot[kid] = s
+                self._count(self.act[w], -1)
+                self._count(aid, 1)
+        self.prios[priority] = self.prios.get(priority, 0) + 1
+        if priority > self.top:
+            self.top = priority
+            return s, True
+        return s, False
 
-    def drop(self, j: int) -> None:
-        del self.buckets[j]
-        self._ungroup(j, self.acts.pop(j))
+    def drop(self, s: int) -> bool:
+        """Remove slot ``s``; whether the top priority here fell."""
+        kid = self.kid[s]
+        lst = self.multi.get(kid)
+        if lst is None:
+            del self.slot[kid]
+            self._count(self.act[s], -1)
+        else:
+            first = lst[0] == s
+            lst.remove(s)
+            if first:
+                self.slot[kid] = lst[0]
+                self._count(self.act[s], -1)
+                self._count(self.act[lst[0]], 1)
+            if len(lst) == 1:
+                del self.multi[kid]
+        for d in (self.idle, self.hard, self.flags, self.used, self.counts):
+            d.pop(s, None)
+        self.kid[s] = -1
+        self.free.append(s)
+        priority = self.prio[s]
+        n = self.prios[priority] - 1
+        if n:
+            self.prios[priority] = n
+            return False
+        del self.prios[priority]
+        if priority == self.top:
+            self.top = max(self.prios, default=-1)
+            return True
+        return False
 
-    def _ungroup(self, j: int, acts: tuple[Action, ...]) -> None:
-        ids = self.by_actions[id(acts)][1]
-        del ids[j]
-        if not ids:
-            del self.by_actions[id(acts)]
-
-
-def _neg_priority(e: FlowEntry) -> int:
-    return -e.priority
-
-
-def _remove_identical(lst: list[FlowEntry], entry: FlowEntry) -> None:
-    for i, e in enumerate(lst):
-        if e is entry:
-            del lst[i]
+    def set_actions(self, s: int, aid: int) -> None:
+        old = self.act[s]
+        if old == aid:
             return
+        self.act[s] = aid
+        if self.slot.get(self.kid[s]) == s:
+            self._count(old, -1)
+            self._count(aid, 1)
+
+    def _count(self, aid: int, d: int) -> None:
+        n = self.act_count.get(aid, 0) + d
+        if n:
+            self.act_count[aid] = n
+        else:
+            del self.act_count[aid]
+
+    def clone(self) -> PatternIndex:
+        c = PatternIndex.__new__(PatternIndex)
+        for name in ("in_port", "wildcards", "masks", "mask", "bits", "exact", "packer", "unpack", "intern",
+                     "keys", "top"):
+            setattr(c, name, getattr(self, name))
+        for name in ("slot", "idle", "hard", "flags", "used", "counts", "prios", "act_count"):
+            setattr(c, name, dict(getattr(self, name)))
+        for name in ("kid", "prio", "act", "cookie", "installed", "serial", "free"):
+            setattr(c, name, getattr(self, name)[:])
+        c.multi = {k: list(v) for k, v in self.multi.items()}
+        return c
+
+
+Handle = tuple[PatternIndex, int]
+
+
+def _rank_of(h: Handle) -> tuple[Any, ...]:
+    pat, s = h
+    return (0 if pat.exact else 1, -pat.prio[s], -pat.bits, pat.wildcards, pat.in_port or 0, pat.keys[pat.kid[s]])
 
 
 class FlowTable:
     """A single OpenFlow 1.0 flow table (see the module docstring for the rules)."""
 
-    __slots__ = ("_entries", "_exact", "_groups", "_group_order", "_sorted", "_timed", "_hs", "version")
+    __slots__ = ("_hs", "_n", "_order", "_sorted", "_serial", "version")
+
+    # Tables up to this size keep their materialized, sorted entries between changes
+    # (model checking asks for them at every state); bigger ones make them on request.
+    SORTED_CACHE_MAX = 4096
 
     def __init__(self) -> None:
         # Bumped by every change of entries or actions (not counters): lets analyses
         # cache per table and tell "unchanged" in O(1) (see invariants/hsa_compile.py).
         self.version = 0
-        self._entries: dict[tuple[Match, int], FlowEntry] = {}
-        self._exact: dict[tuple[int, ...], list[FlowEntry]] = {}  # each list: priority descending
-        self._groups: dict[tuple[int, ...], _Group] = {}
-        self._group_order: list[_Group] | None = None
-        self._sorted: list[FlowEntry] | None = None
-        self._timed: dict[tuple[Match, int], FlowEntry] = {}
-        # in_port (None: wildcarded) -> pattern -> PatternIndex: the header-space compiler's
-        # per-rule work, done here as entries come and go (see pattern_index).
+        # in_port (None: wildcarded) -> pattern (wildcards with OFPFW_IN_PORT) -> PatternIndex:
+        # the entries themselves (see PatternIndex), grouped as header-space analysis wants them.
         self._hs: dict[int | None, dict[int, PatternIndex]] = {}
+        self._n = 0
+        self._order: dict[int, list[PatternIndex]] = {}  # in_port -> the patterns a lookup visits, in order
+        self._sorted: list[FlowEntry] | None = None
+        self._serial = 0  # the last FlowEntry.serial given out
 
     # ------------------------------------------------------------ flow_mod
     def add(self, match: Match, priority: int, actions: Iterable[Action], *, cookie: int = 0,
@@ -269,144 +434,248 @@ class FlowTable:
             if not isinstance(value, int) or not 0 <= value <= 0xFFFF:
                 raise FlowTableError(f"flow {name}={value!r} is out of range", f"give {name} as an int in 0..65535")
         if flags & ofp.OFPFF_CHECK_OVERLAP:
-            clashes = [e for e in self._entries.values() if e.priority == priority and e.match.overlaps(match)]
+            clashes = [e for e in self._all() if e.priority == priority and e.match.overlaps(match)]
             if clashes:
                 raise FlowOverlapError(match, priority, min(clashes, key=FlowEntry.rank))
-        old = self._entries.get((match, priority))
-        if old is not None:
-            self._remove(old)
-        self._insert(FlowEntry(match, priority, tuple(actions), cookie, idle_timeout, hard_timeout, flags,
-                               now, now))
+        pat = self._pattern(match, create=True)
+        assert pat is not None  # created
+        key = pat.packer(match._values)
+        kid = pat.intern.get(key)
+        old: FlowEntry | None = None
+        if kid is None:
+            kid = small_int(len(pat.keys))
+            pat.intern[key] = kid
+            pat.keys.append(key)
+        else:
+            for s in pat.slots_of(kid):
+                if pat.prio[s] == priority:
+                    old = pat.entry(s, match)
+                    self._drop(pat, s, keep_pattern=True)
+                    break
+        self._put(pat, kid, priority, action_id(tuple(actions)), cookie, idle_timeout, hard_timeout, flags, now)
         return old
+
+    def add_many(self, flows: Iterable[tuple[Match, int, tuple[Action, ...]]], *, now: float = 0.0) -> int:
+        """ADD each (match, priority, actions) in turn (no cookie, timeouts or flags): the
+        same table as calling :meth:`add` for each, without its per-call overhead (building
+        big tables).  Returns how many were added."""
+        n = 0
+        last_acts: tuple[Action, ...] | None = None
+        aid = 0
+        for match, priority, actions in flows:
+            if not isinstance(priority, int) or not 0 <= priority <= 0xFFFF:
+                raise FlowTableError(f"flow priority={priority!r} is out of range",
+                                     "give priority as an int in 0..65535")
+            if actions is not last_acts:
+                last_acts = actions
+                aid = action_id(tuple(actions))
+            pat = self._pattern(match, create=True)
+            assert pat is not None  # created
+            key = pat.packer(match._values)
+            kid = pat.intern.get(key)
+            if kid is None:
+                kid = small_int(len(pat.keys))
+                pat.intern[key] = kid
+                pat.keys.append(key)
+            else:
+                for s in pat.slots_of(kid):
+                    if pat.prio[s] == priority:
+                        self._drop(pat, s, keep_pattern=True)
+                        break
+            self._put(pat, kid, priority, aid, 0, 0, 0, 0, now)
+            n += 1
+        return n
 
     def modify(self, match: Match, actions: Iterable[Action], *, strict: bool, priority: int = 0,
                now: float = 0.0, cookie: int | None = None) -> list[FlowEntry]:
         """OFPFC_MODIFY(_STRICT): new actions (and ``cookie`` unless None) for the selected
         entries, in canonical order.  Non-strict selects every entry ``match`` covers
         (priority ignored); strict the entry with identical match and priority.  Returns
-        ``[]`` when nothing is selected: the caller then ADDs.  ``now`` is accepted for
-        symmetry; modifying restarts no timer."""
-        actions = tuple(actions)
+        ``[]`` (the entries as modified) when nothing is selected: the caller then ADDs.
+        ``now`` is accepted for symmetry; modifying restarts no timer."""
+        aid = action_id(tuple(actions))
         selected = self._select(match, strict, priority)
-        for e in selected:
-            e.actions = actions
+        for pat, s in selected:
+            pat.set_actions(s, aid)
             if cookie is not None:
-                e.cookie = cookie
-            m = e.match
-            self._hs_note(m, self._exact[m.values] if m.wildcards == 0 else self._groups[m.masks].buckets[m.values])
+                pat.cookie[s] = cookie
         if selected:
             self.version += 1
-        return selected
+            self._sorted = None
+        return [pat.entry(s) for pat, s in selected]
 
     def delete(self, match: Match, *, strict: bool, priority: int = 0, out_port: int = OFPP_NONE) -> list[FlowEntry]:
         """OFPFC_DELETE(_STRICT): remove and return (canonical order) the selected entries
         that output to ``out_port`` (any entry when out_port is OFPP_NONE)."""
-        selected = self._select(match, strict, priority)
-        if out_port != OFPP_NONE:
-            selected = [e for e in selected if e.has_output(out_port)]
-        for e in selected:
-            self._remove(e)
-        return selected
+        selected = self._filter_out_port(self._select(match, strict, priority), out_port)
+        out = [pat.entry(s) for pat, s in selected]
+        for pat, s in selected:
+            self._drop(pat, s)
+        return out
 
     def select(self, match: Match, out_port: int = OFPP_NONE) -> list[FlowEntry]:
         """Entries for flow/aggregate stats: covered by ``match``, filtered by ``out_port``."""
-        selected = self._select(match, False, 0)
-        if out_port != OFPP_NONE:
-            selected = [e for e in selected if e.has_output(out_port)]
-        return selected
+        return [pat.entry(s) for pat, s in self._filter_out_port(self._select(match, False, 0), out_port)]
 
-    def _select(self, match: Match, strict: bool, priority: int) -> list[FlowEntry]:
+    def refresh(self, entry: FlowEntry, now: float) -> None:
+        """Note that ``entry`` (as :meth:`peek` returned it) saw traffic at ``now`` when no
+        later use is recorded: its idle timer restarts, its counters stay."""
+        h = self._find(entry.match, entry.priority)
+        if h is not None:
+            pat, s = h
+            if now > pat.used.get(s, pat.installed[s]):
+                pat.used[s] = now
+                self._sorted = None
+
+    @staticmethod
+    def _filter_out_port(selected: list[Handle], out_port: int) -> list[Handle]:
+        if out_port == OFPP_NONE:
+            return selected
+        return [(pat, s) for pat, s in selected
+                if any(isinstance(a, (Output, Enqueue)) and a.port == out_port for a in pat.actions(s))]
+
+    def _select(self, match: Match, strict: bool, priority: int) -> list[Handle]:
+        """Handles of the selected entries, canonical order."""
         if strict:
-            e = self._entries.get((match, priority))
-            return [] if e is None else [e]
+            h = self._find(match, priority)
+            return [] if h is None else [h]
         if match.wildcards == 0:  # an exact match covers only identical matches
-            return list(self._exact.get(match.values, ()))  # already canonical: priority descending
-        return [e for e in self.entries() if match.covers(e.match)]
+            pat = self._pattern(match)
+            kid = None if pat is None else pat.key_id(match._values)
+            return [] if pat is None or kid is None else [(pat, s) for s in pat.slots_of(kid)]
+        mk, mv = pack(match.masks), pack(match.values)
+        port_fixed = not match.wildcards & OFPFW_IN_PORT
+        mmasks = match.masks[1:]
+        out: list[Handle] = []
+        for ip, by_pat in self._hs.items():
+            if port_fixed and ip != match.in_port:
+                continue  # the entry wildcards in_port, or fixes another one: not covered
+            for pat in by_pat.values():
+                if not all(a & b == a for a, b in zip(mmasks, pat.masks[1:], strict=True)):
+                    continue  # the entry wildcards bits the match fixes
+                keys, kids = pat.keys, pat.kid
+                if mk:
+                    out.extend((pat, s) for s in pat.live() if keys[kids[s]] & mk == mv)
+                else:
+                    out.extend((pat, s) for s in pat.live())
+        if len(out) > 1:
+            out.sort(key=_rank_of)
+        return out
+
+    def _find(self, match: Match, priority: int) -> Handle | None:
+        pat = self._pattern(match)
+        if pat is None:
+            return None
+        kid = pat.key_id(match._values)
+        if kid is None:
+            return None
+        for s in pat.slots_of(kid):
+            if pat.prio[s] == priority:
+                return pat, s
+        return None
 
     # ------------------------------------------------------------ data plane
+    def _hit(self, fields: tuple[int, ...]) -> Handle | None:
+        order = self._order.get(fields[0])
+        if order is None:
+            order = self._order_for(fields[0])
+        best: Handle | None = None
+        brank: tuple[int, int, int, int] = (2, 0, 0, 0)
+        for pat in order:
+            if best is not None and (0 if pat.exact else 1, -pat.top) > brank[:2]:
+                break
+            kid = pat.intern.get(pat.packer(tuple(map(_and, fields, pat.masks))))
+            if kid is None:
+                continue
+            s = pat.slot.get(kid)
+            if s is None:
+                continue
+            r = (0 if pat.exact else 1, -pat.prio[s], -pat.bits, pat.wildcards)
+            if r < brank:
+                best, brank = (pat, s), r
+        return best
+
     def peek(self, fields: tuple[int, ...]) -> FlowEntry | None:
         """The entry a packet with this 12-tuple would hit; no side effects."""
-        if self._exact:
-            bucket = self._exact.get(tuple(map(_and, fields, FULL_MASKS)))
-            if bucket:
-                return bucket[0]
-        best: FlowEntry | None = None
-        order = self._group_order
-        if order is None:
-            order = self._order_groups()
-        for g in order:
-            if best is not None and g.max_priority < best.priority:
-                break
-            bucket = g.buckets.get(tuple(map(_and, fields, g.masks)))
-            if bucket is not None:
-                cand = bucket[0]
-                if (best is None or cand.priority > best.priority
-                        or (cand.priority == best.priority and cand.match.sort_key() < best.match.sort_key())):
-                    best = cand
-        return best
+        h = self._hit(fields)
+        return None if h is None else h[0].entry(h[1])
 
     def lookup(self, fields: tuple[int, ...], *, now: float, nbytes: int) -> FlowEntry | None:
         """:meth:`peek`, then count the packet on the entry and refresh its idle timer."""
-        entry = self.peek(fields)
-        if entry is not None:
-            entry.packet_count += 1
-            entry.byte_count += nbytes
-            entry.last_used = now
-        return entry
+        h = self._hit(fields)
+        if h is None:
+            return None
+        pat, s = h
+        pkts, nb = pat.counts.get(s, (0, 0))
+        pat.counts[s] = (pkts + 1, nb + nbytes)
+        pat.used[s] = now
+        self._sorted = None
+        return pat.entry(s)
 
     # ------------------------------------------------------------ time
     def expire(self, now: float) -> list[tuple[FlowEntry, int]]:
         """Remove entries whose deadline is <= now; (entry, OFPRR_*) by deadline, then canonical order."""
-        expired: list[tuple[float, tuple[Any, ...], FlowEntry, int]] = []
-        for e in self._timed.values():
-            reason = e.expiry_reason(now)
-            if reason is not None:
-                # an expiring entry has a deadline
-                expired.append((e.deadline(), e.rank(), e, reason))  # type: ignore[arg-type]
+        expired: list[tuple[float, tuple[Any, ...], FlowEntry, int, Handle]] = []
+        for pat in self._patterns():
+            if not pat.idle and not pat.hard:
+                continue
+            for s in sorted(set(pat.idle) | set(pat.hard)):
+                idle, hard = pat.deadline(s)
+                if min(idle, hard) > now:
+                    continue
+                e = pat.entry(s)
+                reason = ofp.OFPRR_HARD_TIMEOUT if hard <= idle else ofp.OFPRR_IDLE_TIMEOUT
+                expired.append((min(idle, hard), e.rank(), e, reason, (pat, s)))
         expired.sort(key=lambda t: (t[0], t[1]))
-        for _, _, e, _ in expired:
-            self._remove(e)
-        return [(e, reason) for _, _, e, reason in expired]
+        for t in expired:
+            self._drop(*t[4])
+        return [(e, reason) for _, _, e, reason, _ in expired]
 
     def next_expiry(self) -> float | None:
         """The earliest deadline (``expire`` at that time removes something), or None."""
         best = _INF
-        for e in self._timed.values():
-            d = min(e._idle_deadline(), e._hard_deadline())
-            if d < best:
-                best = d
+        for pat in self._patterns():
+            for s in set(pat.idle) | set(pat.hard):
+                d = min(pat.deadline(s))
+                if d < best:
+                    best = d
         return None if best == _INF else best
 
     # ------------------------------------------------------------ views
     def entries(self) -> list[FlowEntry]:
         """All entries in canonical order: exact first, then priority descending, then match."""
-        if self._sorted is None:
-            self._sorted = sorted(self._entries.values(), key=FlowEntry.rank)
-        return list(self._sorted)
+        srt = self._sorted
+        if srt is None:
+            srt = sorted(self._all(), key=FlowEntry.rank)
+            if len(srt) <= self.SORTED_CACHE_MAX:
+                self._sorted = srt
+            else:
+                return srt
+        return list(srt)
 
     def canonical_key(self, *, with_counters: bool = True) -> tuple[Any, ...]:
         """A hashable summary independent of install order.  ``with_counters=False`` drops
         packet/byte counts, which never change forwarding (timers stay: they do)."""
-        if self._sorted is None:
-            self._sorted = sorted(self._entries.values(), key=FlowEntry.rank)
-        return tuple(e.key(with_counters) for e in self._sorted)
+        return tuple(e.key(with_counters) for e in self.entries())
 
     def copy(self) -> FlowTable:
-        """An independent table with copied entries (for state snapshots)."""
+        """An independent table with the same entries (for state snapshots)."""
         t = FlowTable()
-        for e in self.entries():
-            t._insert(e.copy())
+        t._hs = {ip: {w: pat.clone() for w, pat in by.items()} for ip, by in self._hs.items()}
+        t._n = self._n
+        t._serial = self._serial
+        t.version = self.version
         return t
 
     def pattern_index(self) -> dict[int | None, dict[int, PatternIndex]]:
         """in_port (None: entries wildcarding it) -> wildcards pattern (with OFPFW_IN_PORT
-        set) -> :class:`PatternIndex`.  Kept up to date by every insertion and removal, so
-        header-space analysis (invariants/hsa_compile.py) can compile a switch in time
-        proportional to its ports and patterns instead of its rules.  Read-only for callers."""
+        set) -> :class:`PatternIndex`.  The table's own storage, so header-space analysis
+        (invariants/hsa_compile.py) can compile a switch in time proportional to its ports,
+        patterns and action lists instead of its rules.  Read-only for callers."""
         return self._hs
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self._n
 
     def __iter__(self) -> Iterator[FlowEntry]:
         return iter(self.entries())
@@ -414,109 +683,57 @@ class FlowTable:
     def __repr__(self) -> str:
         return f"<FlowTable {len(self)} entries>"
 
-    # ------------------------------------------------------------ indexes
-    def _insert(self, entry: FlowEntry) -> None:
-        m = entry.match
-        key = (m, entry.priority)
-        self._entries[key] = entry
-        self.version += 1
-        if entry.idle_timeout or entry.hard_timeout:
-            self._timed[key] = entry
-        srt = self._sorted
-        if srt is not None:  # kept in order: a check after a flow_mod need not sort the table again
-            insort(srt, entry, key=FlowEntry.rank)
-        if m.wildcards == 0:
-            bucket = self._exact.get(m.values)
-            if bucket is None:  # a list of one, allocated to size (most buckets stay so)
-                bucket = self._exact[m.values] = [entry]
-            else:
-                insort(bucket, entry, key=_neg_priority)
-            self._hs_note(m, bucket)
-            return
-        g = self._groups.get(m.masks)
-        if g is None:
-            g = self._groups[m.masks] = _Group(m.masks)
-        bucket = g.buckets.get(m.values)
-        if bucket is None:
-            bucket = g.buckets[m.values] = [entry]
-        else:
-            insort(bucket, entry, key=_neg_priority)
-        self._hs_note(m, bucket)
-        if entry.priority > g.max_priority:
-            g.max_priority = entry.priority
-            self._group_order = None
+    # ------------------------------------------------------------ storage
+    def _patterns(self) -> Iterator[PatternIndex]:
+        for by_pat in self._hs.values():
+            yield from by_pat.values()
 
-    def _remove(self, entry: FlowEntry) -> None:
-        m = entry.match
-        key = (m, entry.priority)
-        del self._entries[key]
-        self.version += 1
-        self._timed.pop(key, None)
-        srt = self._sorted
-        if srt is not None:
-            i = bisect_left(srt, entry.rank(), key=FlowEntry.rank)
-            if i < len(srt) and srt[i] is entry:
-                del srt[i]
-            else:
-                self._sorted = None
-        if m.wildcards == 0:
-            bucket = self._exact[m.values]
-            _remove_identical(bucket, entry)
-            if not bucket:
-                del self._exact[m.values]
-                self._hs_remove(m)
-            else:
-                self._hs_note(m, bucket)
-            return
-        g = self._groups[m.masks]
-        bucket = g.buckets[m.values]
-        _remove_identical(bucket, entry)
-        if not bucket:
-            del g.buckets[m.values]
-            self._hs_remove(m)
-        else:
-            self._hs_note(m, bucket)
-        if not g.buckets:
-            del self._groups[m.masks]
-            self._group_order = None
-        elif entry.priority == g.max_priority:
-            g.max_priority = max(b[0].priority for b in g.buckets.values())
-            self._group_order = None
+    def _all(self) -> Iterator[FlowEntry]:
+        for pat in self._patterns():
+            for s in pat.live():
+                yield pat.entry(s)
 
-    def _hs_note(self, m: Match, bucket: list[FlowEntry]) -> None:
-        """Record (again) the bucket of entries matching exactly ``m`` after a change to it.
-        Runs on every insertion, so it is written for speed (no properties, one call)."""
+    def _pattern(self, m: Match, create: bool = False) -> PatternIndex | None:
         w = m.wildcards
-        pw = w | OFPFW_IN_PORT
         ip = None if w & OFPFW_IN_PORT else m.in_port
         by_pat = self._hs.get(ip)
         if by_pat is None:
+            if not create:
+                return None
             by_pat = self._hs[ip] = {}
+        pw = w | OFPFW_IN_PORT
         pat = by_pat.get(pw)
-        if pat is None:
-            pat = by_pat[pw] = PatternIndex(m.masks)
-        key = pat.packer(m._values)
-        j = pat.intern.get(key)
-        if j is None:
-            j = pat.intern_key(key)
-        pat.buckets[j] = bucket
-        acts = bucket[0].actions
-        old = pat.acts.get(j)
-        if old is not acts:
-            pat.regroup(j, old, acts)
+        if pat is None and create:
+            pat = by_pat[pw] = PatternIndex(ip, w, m.masks)
+            self._order.clear()
+        return pat
 
-    def _hs_remove(self, m: Match) -> None:
-        w = m.wildcards
-        ip = None if w & OFPFW_IN_PORT else m.values[0]
-        by_pat = self._hs[ip]
-        pat = by_pat[w | OFPFW_IN_PORT]
-        pat.drop(pat.intern[pat.packer(m._values)])
-        if not pat.buckets:
-            del by_pat[w | OFPFW_IN_PORT]
+    def _put(self, pat: PatternIndex, kid: int, priority: int, aid: int, cookie: int, idle: int, hard: int,
+             flags: int, now: float) -> None:
+        self._serial += 1
+        _s, rose = pat.put(kid, priority, aid, cookie, idle, hard, flags, now, self._serial)
+        if rose:
+            self._order.clear()
+        self._n += 1
+        self.version += 1
+        self._sorted = None
+
+    def _drop(self, pat: PatternIndex, s: int, keep_pattern: bool = False) -> None:
+        if pat.drop(s):
+            self._order.clear()
+        self._n -= 1
+        self.version += 1
+        self._sorted = None
+        if not pat.slot and not keep_pattern:
+            by_pat = self._hs[pat.in_port]
+            del by_pat[pat.wildcards | OFPFW_IN_PORT]
             if not by_pat:
-                del self._hs[ip]
+                del self._hs[pat.in_port]
+            self._order.clear()
 
-    def _order_groups(self) -> list[_Group]:
-        order = sorted(self._groups.values(), key=lambda g: (-g.max_priority, g.masks))
-        self._group_order = order
-        return order
+    def _order_for(self, in_port: int) -> list[PatternIndex]:
+        """The patterns a packet arriving on ``in_port`` may hit, best-ranked first."""
+        pats = [pat for ip in (in_port, None) for pat in self._hs.get(ip, {}).values() if pat.slot]
+        pats.sort(key=lambda p: (0 if p.exact else 1, -p.top, -p.bits, p.wildcards))
+        self._order[in_port] = pats
+        return pats

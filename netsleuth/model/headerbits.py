@@ -70,3 +70,31 @@ def interner(mask: int) -> tuple[dict[int, int], list[int]]:
     if t is None:
         t = _INTERN[mask] = ({}, [])
     return t
+
+
+def unpacker(masks: Sequence[int]) -> Callable[[int], list[int]]:
+    """The inverse of :func:`packer` for one pattern: a packed key back to the 11 header
+    values (``FIELDS[1:]`` order; wildcarded fields 0)."""
+    idx = [i for i in range(1, 12) if masks[i]]
+    shifts = [(i, SHIFT[i], FULL_MASKS[i]) for i in idx]
+
+    def unpack(key: int) -> list[int]:
+        out = [0] * 11
+        for i, sh, full in shifts:
+            out[i - 1] = (key >> sh) & full
+        return out
+
+    return unpack
+
+
+# Shared int objects for small counters (slot numbers of the flow tables' columns): a dict
+# holding a million slot numbers then holds references to these instead of a million ints.
+_SMALL: list[int] = list(range(1 << 16))
+
+
+def small_int(n: int) -> int:
+    """``n`` as a shared object (``n >= 0``); grows the shared range as needed."""
+    ints = _SMALL
+    if n >= len(ints):
+        ints.extend(range(len(ints), 2 * n + 1))
+    return ints[n]

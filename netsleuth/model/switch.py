@@ -122,17 +122,18 @@ class Switch:
         """Every flow entry of whichever version runs (1.3: table by table, each in lookup order)."""
         return self.of13.pipeline.tables.entries() if self.of13 is not None else self.table.entries()
 
-    def lookup_recorded(self, packet: Packet, in_port: int, now: float) -> None:
+    def lookup_recorded(self, packet: Packet, in_port: int, now: float) -> FlowEntry | None:
         """The table lookups a live switch made for ``packet`` (counters, idle timers), with no output.
 
         For rebuilt worlds, which re-apply recorded messages but not the traffic
-        that refreshed idle timeouts.
+        that refreshed idle timeouts.  Returns the 1.0 entry hit, as it is after the
+        lookup (None on a miss and on a 1.3 switch).
         """
         if self.of13 is not None:
             self.of13.sync_ports()
             self.of13.pipeline.process(Frame.from_packet(packet), in_port, now)
-        else:
-            self.table.lookup(packet.match_fields(in_port), now=now, nbytes=packet.wire_len())
+            return None
+        return self.table.lookup(packet.match_fields(in_port), now=now, nbytes=packet.wire_len())
 
     def use_version(self, version: int) -> bool:
         """Run OpenFlow ``version`` (wire number), as negotiated on the first connection.

@@ -291,20 +291,20 @@ class _Builder:
         known = self.entry_fm[dpid]
         live = {}
         for entry in switch.table.entries():
-            k = id(entry)
+            k = entry.serial  # one installation (the table hands out snapshots)
             old = known.get(k)
-            if old is not None and old[0] is entry and old[1] is entry.actions:
+            if old is not None and old[1] == entry.actions:
                 live[k] = old
                 continue
-            if old is not None and old[0] is entry:        # modified in place: new actions
+            if old is not None:                            # modified: new actions
                 live[k] = (entry, entry.actions, replace(old[2], actions=fm.actions))
             else:                                          # installed by this flow mod
                 live[k] = (entry, entry.actions, replace(fm, command=OFPFC_ADD) if fm.command != OFPFC_ADD else fm)
         self.entry_fm[dpid] = live
 
     def fm_of_entry(self, dpid: int, entry: Any) -> PoxFlowMod:
-        rec = self.entry_fm[dpid].get(id(entry))
-        if rec is not None and rec[0] is entry:
+        rec = self.entry_fm[dpid].get(entry.serial)
+        if rec is not None:
             return rec[2]
         return _entry_to_fm(entry)
 
@@ -416,7 +416,7 @@ class _Builder:
         ports: frozenset[int] = frozenset()
         to_ctl = entry is None
         if entry is not None:
-            entry.last_used = max(entry.last_used, e.t)   # the live switch refreshed its idle timer
+            switch.table.refresh(entry, e.t)   # the live switch refreshed its idle timer
             fm = self.fm_of_entry(dpid, entry)
             outs = forward(entry.actions, pkt, e.port, switch.ports)
             ports = frozenset(p for p, _, _ in outs if p <= ofp.OFPP_MAX)

@@ -9,10 +9,12 @@ plus a ledger that follows each :class:`FlowEntry` object from the flow_mod
 that created it, through the MODIFYs that changed it, to the event that
 removed it.
 
-Entries are followed by object identity: an ADD creates a new FlowEntry, a
-MODIFY changes one in place, a reboot replaces the whole Switch. Ids are
-only compared while the ledger holds a reference to the entry, so they are
-never reused for another one.
+A 1.0 entry is followed by its ``FlowEntry.serial``: an ADD installs a new
+serial, a MODIFY keeps it (the table hands out snapshots, so the ledger keeps
+the latest one it saw). A 1.3 entry is followed by object identity (a MODIFY
+changes it in place); ids are only compared while the ledger holds a
+reference to the entry, so they are never reused for another one. A reboot
+replaces the whole Switch.
 
 Rebuilding does not re-run packets, so by itself it never refreshes idle
 timers; :class:`TableWalk` also counts each recorded packet arrival on the
@@ -104,7 +106,11 @@ class TableWalk:
             self._account(e, world)
             yield e, world
             if self.count_packets and isinstance(e, ts.PacketArrival):
-                _count_lookup(world, e)
+                hit = _count_lookup(world, e)
+                if hit is not None:  # a snapshot: keep the tracked one current (idle timer, counters)
+                    t = self.live.get(e.node, {}).get(_entry_key(hit))
+                    if t is not None:
+                        t.entry = hit
 
     def run(self, events: Iterable[ts.Event]) -> World | None:
         for _ in self.walk(events):
@@ -113,8 +119,8 @@ class TableWalk:
 
     def origin(self, switch: str, entry: FlowEntry | FlowEntry13) -> list[int]:
         """The flow_mod seqs that made ``entry`` (live on ``switch``) what it is."""
-        t = self.live.get(switch, {}).get(id(entry))
-        return list(t.flow_mods) if t is not None and t.entry is entry else []
+        t = self.live.get(switch, {}).get(_entry_key(entry))
+        return list(t.flow_mods) if t is not None and _same(t.entry, entry) else []
 
     # ------------------------------------------------------------------ ledger
     def _account(self, e: ts.Event, world: World) -> None:
@@ -132,8 +138,8 @@ class TableWalk:
             touched = is_flow_mod(e) and world.by_dpid.get(e.dpid) is switch
             if not touched and switch.flow_count == len(live):
                 continue  # only expiry could have changed this table, and it did not
-            current = {id(x): x for x in switch.flow_entries()}
-            for key in [k for k, t in live.items() if current.get(k) is not t.entry]:
+            current = {_entry_key(x): x for x in switch.flow_entries()}
+            for key in [k for k, t in live.items() if not _same(current.get(k), t.entry)]:
                 t = live.pop(key)
                 self.removals.append(Removal(t, self._why_removed(t, e, touched, now), e.seq, now))
             if not touched:
@@ -142,7 +148,9 @@ class TableWalk:
                 known = live.get(key)
                 if known is None:
                     live[key] = TrackedEntry(name, entry, [e.seq], behaviour(entry))
-                elif behaviour(entry) != known.shape:
+                    continue
+                known.entry = entry
+                if behaviour(entry) != known.shape:
                     known.flow_mods.append(e.seq)
                     known.shape = behaviour(entry)
 
@@ -161,20 +169,33 @@ class TableWalk:
         live.clear()
 
 
-def _count_lookup(world: World, e: ts.PacketArrival) -> None:
-    """The lookup the live switch made for this arrival (counters, idle timer)."""
+def _entry_key(x: FlowEntry | FlowEntry13) -> int:
+    """What tells one installed entry from another: a 1.0 entry's serial (the table hands
+    out snapshots, see ``FlowEntry.serial``), a 1.3 entry's identity."""
+    return x.serial if isinstance(x, FlowEntry) else id(x)
+
+
+def _same(a: FlowEntry | FlowEntry13 | None, b: FlowEntry | FlowEntry13) -> bool:
+    """Whether ``a`` is still the installed entry ``b`` (same key assumed)."""
+    if a is None:
+        return False
+    return isinstance(a, FlowEntry) or a is b
+
+
+def _count_lookup(world: World, e: ts.PacketArrival) -> FlowEntry | None:
+    """The lookup the live switch made for this arrival (counters, idle timer); the 1.0 entry hit."""
     switch = world.switches.get(e.node)
     if switch is None or not world.switch_up.get(e.node, False):
-        return
+        return None
     port = switch.ports.get(e.port)
     if port is None or not port.usable:
-        return
+        return None
     try:
         packet = Packet.from_json(e.packet)
     except Exception as exc:  # noqa: BLE001 -- a garbled packet is a trace error, said once
         raise TraceFormatError(f"event {e.seq}: the recorded packet cannot be parsed ({exc})",
                                "re-record the trace") from None
-    switch.lookup_recorded(packet, e.port, e.t)
+    return switch.lookup_recorded(packet, e.port, e.t)
 
 
 def pick_violation(events: list[ts.Event], index: int | None) -> ts.Violation | None:
