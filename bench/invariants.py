@@ -63,6 +63,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
 from pathlib import Path
@@ -88,6 +89,7 @@ DEFAULT_KS = "4,8,16,24,32"
 RESULTS = ROOT / "bench" / "results" / "invariants.json"
 WILDCARDS = ofp.OFPFW_ALL & ~(ofp.OFPFW_IN_PORT | ofp.OFPFW_DL_SRC | ofp.OFPFW_DL_DST)
 GENERAL_MAX_RULES = 100_000
+OLD_PATH_MAX_RULES = 1_000_000  # the compile-from-entries baselines make an object per rule
 
 
 # --------------------------------------------------------------------------- building
@@ -270,34 +272,30 @@ def check(view: NetworkView, **kw) -> tuple[dict, dict]:
 
 
 # --------------------------------------------------------------------------- one K (child)
-def install_cost(switches: dict, n_switches: int = 8) -> dict:
-    """µs per flow_mod (ADD) re-adding the flows of the busiest switches to a fresh table:
-    with the pattern index kept, and with its upkeep switched off (the old path)."""
-    busiest = sorted(switches.values(), key=lambda s: (-len(s.table), s.name))[:n_switches]
-    flows = [(e.match, e.priority, e.actions) for s in busiest for e in s.table.entries()]
-
-    class _NoIndex(FlowTable):
-        __slots__ = ()
-
-        def _hs_note(self, m, bucket) -> None:
-            pass
-
-        def _hs_remove(self, m) -> None:
-            pass
-
+def install_cost(switches: dict, max_flows: int = 50_000) -> dict:
+    """µs per flow_mod (ADD) re-adding up to ``max_flows`` flows of the busiest switch to a
+    fresh table: one ``add`` per flow, and the bulk path (``add_many``, same table)."""
+    busiest = min(switches.values(), key=lambda s: (-len(s.table), s.name))
+    flows = []
+    for by_pat in busiest.table.pattern_index().values():
+        for pat in by_pat.values():
+            for s in list(pat.slot.values())[:max_flows - len(flows)]:
+                flows.append((pat.match_of(pat.kid[s]), int(pat.prio[s]), pat.actions(s)))
     out = {"flows": len(flows)}
-    for name, cls in (("old", _NoIndex), ("indexed", FlowTable)):
+    for name in ("add", "add_many"):
         best = float("inf")
         for _ in range(2):
-            t = cls()
-            add = t.add
+            t = FlowTable()
             t0 = time.perf_counter()
-            for m, prio, acts in flows:
-                add(m, prio, acts)
+            if name == "add":
+                add = t.add
+                for m, prio, acts in flows:
+                    add(m, prio, acts)
+            else:
+                t.add_many(flows)
             best = min(best, time.perf_counter() - t0)
             del t
         out[f"{name}_us_per_flow"] = round(best / max(1, len(flows)) * 1e6, 3)
-    out["overhead_pct"] = round((out["indexed_us_per_flow"] / out["old_us_per_flow"] - 1) * 100, 1)
     return out
 
 
@@ -323,7 +321,7 @@ def per_flow_mod(topo, switches: dict, n: int, seed: int = 1) -> dict:
         name = rng.choice(names)
         sw = switches[name]
         if step % 2 == 0 and len(sw.table):
-            e = rng.choice(sw.table.entries())
+            e = _random_entry(rng, sw.table)
             sw.table.delete(e.match, strict=True, priority=e.priority)
             m = e.match
         else:
@@ -348,6 +346,23 @@ def per_flow_mod(topo, switches: dict, n: int, seed: int = 1) -> dict:
             "findings_at_end": {k: len(v) for k, v in got.items()}}
 
 
+def _random_entry(rng, table: FlowTable):
+    """A random entry, without materializing the whole table (``entries()`` would make an
+    object per rule: a switch of a K=16 fat tree holds 120,000)."""
+    pats = [pat for by_pat in table.pattern_index().values() for pat in by_pat.values()]
+    pat = rng.choice(pats)
+    return pat.entry(rng.choice(list(pat.slot.values())))
+
+
+def _rss_mb() -> float:
+    import psutil
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _forget(switches: dict) -> None:
     """Forget every compiled switch, the checks' memories and the tables' sorted orders."""
     C._CACHE.clear()
@@ -356,18 +371,26 @@ def _forget(switches: dict) -> None:
         sw.table._sorted = None
 
 
-def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8, updates: int = 1000) -> dict:
+def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8, updates: int = 1000,
+            baseline: bool = False, old_path_max_rules: int = OLD_PATH_MAX_RULES) -> dict:
+    """One K.  ``baseline``: this script runs inside an older tree (``--before``): only the
+    phases both storages support (build, cold, warm, incremental), and the memory figures."""
     gc.collect()
+    rss0 = _rss_mb()
     t0 = time.perf_counter()
     topo, switches, info = build_fattree(k, max_rules)
     build_s = time.perf_counter() - t0
-    gc.freeze()  # millions of long-lived flow entries: keep the cyclic GC from rescanning them
+    gc.freeze()  # millions of long-lived objects (older storage): keep the cyclic GC from rescanning them
+    rss_tables = _rss_mb() - rss0
     view = make_view(topo, switches)
-    row = {"k": k, "switches": len(switches), "hosts": len(topo.hosts), **info, "build_s": round(build_s, 2)}
+    row = {"k": k, "switches": len(switches), "hosts": len(topo.hosts), **info, "build_s": round(build_s, 2),
+           "rss_start_mb": round(rss0, 1), "tables_mb": round(rss_tables, 1),
+           "tables_bytes_per_rule": round(rss_tables * 2**20 / max(1, info["rules"]))}
     cold, counts = check(view)
     row["cold"] = _round(cold)
     row["findings"] = counts
-    row["install"] = install_cost(switches)
+    if not baseline:
+        row["install"] = install_cost(switches)
     check(make_view(topo, switches))  # the warm checks below start from a warmed-up memory
     warm = []
     for _ in range(repeat):
@@ -383,15 +406,39 @@ def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8, updat
                           (Output(2),))
     t, _c = check(make_view(topo, switches))
     row["incremental"] = _round(t)
-    # the old path, as a baseline: compile every switch from scratch
+    # All-in memory of the checks as a user runs them: tables, compiled switches, the checks'
+    # memories (the baselines below make per-rule objects on purpose, so they come after).
+    row["peak_rss_mb"] = round(_peak_mb(), 1)
+    row["bytes_per_rule"] = round(row["peak_rss_mb"] * 2**20 / max(1, info["rules"]))
+    if baseline:
+        return row
+    if info["rules"] <= old_path_max_rules:
+        _old_paths(row, topo, switches, counts, repeat)
+    if info["rules"] <= GENERAL_MAX_RULES:
+        t, c = check(make_view(topo, switches), batch=False, cache=False)
+        row["general"] = _round(t)
+        row["general_findings"] = c
+    if k <= two_table_max_k and info["all_pairs"]:
+        row["two_table"] = run_two_table(k, topo, switches, repeat)
+    row["peak_rss_mb_with_baselines"] = round(_peak_mb(), 1)
+    if updates:
+        row["per_flow_mod"] = per_flow_mod(topo, switches, updates)
+        row["peak_rss_mb_with_incremental"] = round(_peak_mb(), 1)
+    return row
+
+
+def _old_paths(row: dict, topo, switches: dict, counts: dict, repeat: int) -> None:
+    """Baselines of the compiled forms (they build per-rule structures, so only up to
+    ``--old-path-max-rules``): compiling every switch from its sorted entries instead of its
+    pattern index, and telling "unchanged?" by comparing every entry instead of the version."""
     _forget(switches)
     C.USE_TABLE_INDEX = False
     gc.collect()
     t, c = check(make_view(topo, switches))
     assert c == counts
     row["cold_old_path"] = _round(t)
-    # baseline for the change counter: hide FlowTable.version, so "unchanged?" scans entries
-    # (the switches were just compiled the old way, which keeps the entries to compare)
+    # hide FlowTable.version, so "unchanged?" scans entries (the switches were just compiled
+    # the old way, which keeps the entries to compare)
     versions = {n: sw.table.version for n, sw in switches.items()}
     for sw in switches.values():
         sw.table.version = None
@@ -400,18 +447,6 @@ def run_one(k: int, max_rules: int, repeat: int, two_table_max_k: int = 8, updat
     for n, sw in switches.items():
         sw.table.version = versions[n]
     C.USE_TABLE_INDEX = True
-    if info["rules"] <= GENERAL_MAX_RULES:
-        t, c = check(make_view(topo, switches), batch=False, cache=False)
-        row["general"] = _round(t)
-        row["general_findings"] = c
-    if k <= two_table_max_k and info["all_pairs"]:
-        row["two_table"] = run_two_table(k, topo, switches, repeat)
-    row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    row["bytes_per_rule"] = round(row["peak_rss_mb"] * 2**20 / max(1, info["rules"]))
-    if updates:
-        row["per_flow_mod"] = per_flow_mod(topo, switches, updates)
-        row["peak_rss_mb_with_incremental"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    return row
 
 
 def _round(t: dict) -> dict:
@@ -419,6 +454,34 @@ def _round(t: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- parent
+def _child(script: str, k: int, args, baseline: bool) -> dict:
+    cmd = [sys.executable, script, "--one", str(k), "--max-rules", str(args.max_rules),
+           "--repeat", str(args.repeat), "--two-table-max-k", str(args.two_table_max_k),
+           "--updates", str(args.updates), "--old-path-max-rules", str(args.old_path_max_rules)]
+    if baseline:
+        cmd.append("--baseline")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"k": k, "error": f"timeout after {args.timeout:.0f} s"}
+    if proc.returncode != 0:
+        return {"k": k, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else
+                f"exit {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _before_tree(ref: str, tmp: Path) -> str:
+    """``ref``'s netsleuth package with this script beside it (so the same phases are timed
+    and measured the same way on the older storage); returns the script's path."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "netsleuth"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+    (tmp / "bench").mkdir()
+    script = tmp / "bench" / "invariants.py"
+    script.write_text(Path(__file__).read_text())
+    return str(script)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ks", default=DEFAULT_KS, help=f"FatTree K values (default {DEFAULT_KS})")
@@ -430,34 +493,51 @@ def main(argv: list[str] | None = None) -> int:
                     help="largest K for the two-table OpenFlow 1.3 rows (default 8)")
     ap.add_argument("--updates", type=int, default=1000,
                     help="random flow_mods for the per-flow_mod incremental figures (0: skip; default 1000)")
+    ap.add_argument("--old-path-max-rules", type=int, default=OLD_PATH_MAX_RULES,
+                    help="largest rule count for the compile-from-entries baselines (default 1M)")
+    ap.add_argument("--before", metavar="GIT_REF",
+                    help="also measure the same K on GIT_REF's netsleuth (the storage before), same phases")
+    ap.add_argument("--before-max-k", type=int, default=12,
+                    help="largest K measured on --before (the old storage needs ~1.2 kB per rule; default 12)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.max_rules, args.repeat, args.two_table_max_k, args.updates)))
+        print(json.dumps(run_one(args.one, args.max_rules, args.repeat, args.two_table_max_k, args.updates,
+                                 args.baseline, args.old_path_max_rules)))
         return 0
     from rich.console import Console
     from rich.table import Table
     console = Console(stderr=True, width=170)
     rows = []
-    for k in [int(x) for x in args.ks.split(",") if x.strip()]:
-        console.print(f"[bold]fattree,{k}[/bold] ...")
-        try:
-            proc = subprocess.run([sys.executable, __file__, "--one", str(k), "--max-rules", str(args.max_rules),
-                                   "--repeat", str(args.repeat), "--two-table-max-k", str(args.two_table_max_k),
-                                   "--updates", str(args.updates)],
-                                  capture_output=True, text=True,
-                                  timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            rows.append({"k": k, "error": f"timeout after {args.timeout:.0f} s"})
+    befores: dict[int, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="netsleuth-before-") as tmp:
+        before_script = _before_tree(args.before, Path(tmp)) if args.before else None
+        for k in [int(x) for x in args.ks.split(",") if x.strip()]:
+            if before_script is not None and k <= args.before_max_k:
+                console.print(f"[bold]fattree,{k}[/bold] on {args.before} (before) ...")
+                befores[k] = _child(before_script, k, args, baseline=True)
+            console.print(f"[bold]fattree,{k}[/bold] ...")
+            rows.append(_child(__file__, k, args, baseline=False))
+    mem = Table(title=f"memory and check time, before ({args.before or '-'}) and after, same run")
+    for col in ("K", "rules", "build s", "tables B/rule", "peak RSS MB", "B/rule all-in", "cold s", "warm s"):
+        mem.add_column(col, justify="right")
+    for r in rows:
+        if "error" in r:
             continue
-        if proc.returncode != 0:
-            rows.append({"k": k, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else
-                         f"exit {proc.returncode}"})
-            continue
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        for label, x in (("before", befores.get(r["k"])), ("after", r)):
+            if x is None:
+                continue
+            if "error" in x:
+                mem.add_row(f"{r['k']} {label}", "", "", "", "", "", "", x["error"])
+                continue
+            mem.add_row(f"{r['k']} {label}", f"{x['rules']:,}", f"{x['build_s']:.1f}", str(x["tables_bytes_per_rule"]),
+                        f"{x['peak_rss_mb']:.0f}", str(x["bytes_per_rule"]), f"{x['cold']['total_s']:.3f}",
+                        f"{x['warm']['total_s']:.3f}")
+    console.print(mem)
     table = Table(title="header-space check (loops + blackholes + reachability), simple_switch-style flows")
-    for col in ("K", "switches", "hosts", "rules", "all pairs", "build s", "flow_mod µs (old)", "cold s",
+    for col in ("K", "switches", "hosts", "rules", "all pairs", "build s", "flow_mod µs (bulk)", "cold s",
                 "cold s (old)", "warm s",
                 "warm: analyze/loops/holes/reach s", "warm (entry scan) s", "incr. s",
                 "general s", "findings", "RSS MB"):
@@ -471,10 +551,12 @@ def main(argv: list[str] | None = None) -> int:
             str(r["k"]), str(r["switches"]), str(r["hosts"]), f"{r['rules']:,}",
             "yes" if r["all_pairs"] else f"{r['dst_hosts_with_flows']} dsts",
             f"{r['build_s']:.1f}",
-            f"{r['install']['indexed_us_per_flow']:.2f} ({r['install']['old_us_per_flow']:.2f})",
-            f"{r['cold']['total_s']:.3f}", f"{r['cold_old_path']['total_s']:.3f}", f"{w['total_s']:.3f}",
+            f"{r['install']['add_us_per_flow']:.2f} ({r['install']['add_many_us_per_flow']:.2f})",
+            f"{r['cold']['total_s']:.3f}",
+            f"{r['cold_old_path']['total_s']:.3f}" if "cold_old_path" in r else "-", f"{w['total_s']:.3f}",
             f"{w['analyze_s']:.3f}/{w['loops_s']:.3f}/{w['blackholes_s']:.3f}/{w['reachability_s']:.3f}",
-            f"{r['warm_entry_scan']['total_s']:.3f}", f"{r['incremental']['total_s']:.3f}",
+            f"{r['warm_entry_scan']['total_s']:.3f}" if "warm_entry_scan" in r else "-",
+            f"{r['incremental']['total_s']:.3f}",
             f"{r['general']['total_s']:.3f}" if "general" in r else "-",
             str(sum(r["findings"].values())), f"{r['peak_rss_mb']:.0f}")
     console.print(table)
@@ -511,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(inc)
     out = {"benchmark": "invariants", "check": "loops+blackholes+reachability (header space)",
            "flows": "in_port,dl_src,dl_dst -> output along BFS shortest paths, every ordered host pair",
-           "max_rules": args.max_rules, "repeat": args.repeat,
+           "max_rules": args.max_rules, "repeat": args.repeat, "before_ref": args.before,
+           "before": [befores[k] for k in sorted(befores)],
            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                        "python": platform.python_version()},
            "results": rows}
