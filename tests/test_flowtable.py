@@ -455,3 +455,53 @@ def test_bad_action_arguments_raise_with_code(bad) -> None:
         bad()
     assert err.value.err_type == ofp.OFPET_BAD_ACTION and err.value.err_code == ofp.OFPBAC_BAD_ARGUMENT
     assert err.value.fix
+
+
+# ---------------------------------------------------------------- columnar storage
+# The table keeps entries in columns (FlowTable.pattern_index) and hands out FlowEntry
+# snapshots; what used to be identity is the entry's serial, and every change goes
+# through the table.
+
+def test_entries_are_snapshots_and_serials_follow_installations() -> None:
+    t = FlowTable()
+    t.add(B(in_port=1, dl_dst=0xB), 5, out(2), now=1.0)
+    first = t.entries()[0]
+    with pytest.raises(AttributeError):
+        first.packet_count = 9  # type: ignore[misc]  # frozen: changes go through the table
+    t.lookup(pkt(in_port=1, dl_dst=0xB), now=2.0, nbytes=60)
+    assert first.packet_count == 0  # the snapshot did not change
+    now = t.entries()[0]
+    assert (now.packet_count, now.byte_count, now.last_used) == (1, 60, 2.0) and now.serial == first.serial
+    t.modify(B(in_port=1, dl_dst=0xB), out(3), strict=True, priority=5)
+    assert t.entries()[0].serial == first.serial and t.entries()[0].actions == out(3)
+    t.add(B(in_port=1, dl_dst=0xB), 5, out(3), now=3.0)  # replaces: a new installation
+    assert t.entries()[0].serial != first.serial and t.entries()[0].packet_count == 0
+    t.refresh(t.entries()[0], 7.0)
+    assert t.entries()[0].last_used == 7.0
+    t.refresh(t.entries()[0], 6.0)  # an older use never moves the idle timer back
+    assert t.entries()[0].last_used == 7.0
+
+
+def test_copy_is_independent() -> None:
+    t = FlowTable()
+    t.add(B(in_port=1), 5, out(2), cookie=4, idle_timeout=10)
+    c = t.copy()
+    c.modify(B(in_port=1), out(3), strict=False)
+    c.lookup(pkt(in_port=1), now=1.0, nbytes=10)
+    c.add(B(in_port=2), 1, out(1))
+    assert contents(t) == [(B(in_port=1), 5, out(2))] and t.entries()[0].packet_count == 0
+    assert len(c) == 2 and c.entries()[0].actions == out(3) and c.entries()[0].cookie == 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([B(in_port=1), B(in_port=1, dl_dst=0xB), B(dl_dst=0xB),
+                                           Match.exact(pkt(in_port=2)), B(in_port=2, dl_src=0xA)]),
+                          st.sampled_from([0, 1, 7]), st.sampled_from([1, 2, 3])), max_size=30))
+def test_add_many_is_repeated_add(flows) -> None:
+    one, bulk = FlowTable(), FlowTable()
+    for m, prio, port in flows:
+        one.add(m, prio, out(port), now=2.0)
+    assert bulk.add_many(((m, prio, out(port)) for m, prio, port in flows), now=2.0) == len(flows)
+    assert one.canonical_key() == bulk.canonical_key() and len(one) == len(bulk)
+    for f in (pkt(in_port=1, dl_dst=0xB), pkt(in_port=2), pkt(in_port=2, dl_src=0xA, dl_dst=0xB)):
+        assert one.peek(f) == bulk.peek(f)

@@ -199,9 +199,9 @@ class PatternIndex:
     wildcards pattern: where those entries live.
 
     A table of millions of rules cannot afford a Python object per rule, so an entry is a
-    *slot*: a row of columnar arrays (priority, action-list id, cookie, install time, the
-    match's interned key id) plus sparse dicts for what is almost always default (timeouts,
-    flags, last use, counters).  Its match is the pattern's wildcards, the in_port and the
+    *slot*: a row of columnar arrays (priority, action-list id, install time, serial, the
+    match's interned key id) plus sparse dicts for what is almost always default (cookie,
+    timeouts, flags, last use, counters).  Its match is the pattern's wildcards, the in_port and the
     header bits packed as header-space analysis packs them (:mod:`netsleuth.model.headerbits`),
     interned process-wide per pattern so every table and compiled switch agrees on the ids.
 
@@ -230,9 +230,9 @@ class PatternIndex:
         self.kid = array("i")                   # slot -> key id (-1: a free slot)
         self.prio = array("H")
         self.act = array("I")                   # slot -> action-list id (see action_id)
-        self.cookie = array("Q")
+        self.cookie: dict[int, int] = {}        # slot -> cookie, when not 0
         self.installed = array("d")
-        self.serial = array("Q")                # slot -> FlowEntry.serial
+        self.serial = array("I")                # slot -> FlowEntry.serial (widened past 2**32)
         self.idle: dict[int, int] = {}          # slot -> idle timeout, when not 0
         self.hard: dict[int, int] = {}
         self.flags: dict[int, int] = {}
@@ -276,7 +276,7 @@ class PatternIndex:
         pkts, nbytes = self.counts.get(s, (0, 0))
         inst = self.installed[s]
         return FlowEntry(self.match_of(self.kid[s]) if match is None else match, self.prio[s], _ACTS[self.act[s]],
-                         self.cookie[s], self.idle.get(s, 0), self.hard.get(s, 0), self.flags.get(s, 0), inst,
+                         self.cookie.get(s, 0), self.idle.get(s, 0), self.hard.get(s, 0), self.flags.get(s, 0), inst,
                          self.used.get(s, inst), pkts, nbytes, self.serial[s])
 
     def winner(self, kid: int) -> FlowEntry | None:
@@ -297,16 +297,21 @@ class PatternIndex:
         the top priority here rose)."""
         if self.free:
             s = self.free.pop()
-            self.kid[s], self.prio[s], self.act[s], self.cookie[s], self.installed[s], self.serial[s] = \
-                kid, priority, aid, cookie, installed, serial
+            if serial > 0xFFFFFFFF and self.serial.typecode == "I":
+                self.serial = array("Q", self.serial)
+            self.kid[s], self.prio[s], self.act[s], self.installed[s], self.serial[s] = \
+                kid, priority, aid, installed, serial
         else:
             s = small_int(len(self.kid))
             self.kid.append(kid)
             self.prio.append(priority)
             self.act.append(aid)
-            self.cookie.append(cookie)
             self.installed.append(installed)
+            if serial > 0xFFFFFFFF and self.serial.typecode == "I":
+                self.serial = array("Q", self.serial)
             self.serial.append(serial)
+        if cookie:
+            self.cookie[s] = cookie
         if idle:
             self.idle[s] = idle
         if hard:
@@ -352,7 +357,7 @@ class PatternIndex:
                 self._count(self.act[lst[0]], 1)
             if len(lst) == 1:
                 del self.multi[kid]
-        for d in (self.idle, self.hard, self.flags, self.used, self.counts):
+        for d in (self.cookie, self.idle, self.hard, self.flags, self.used, self.counts):
             d.pop(s, None)
         self.kid[s] = -1
         self.free.append(s)
@@ -388,9 +393,9 @@ class PatternIndex:
         for name in ("in_port", "wildcards", "masks", "mask", "bits", "exact", "packer", "unpack", "intern",
                      "keys", "top"):
             setattr(c, name, getattr(self, name))
-        for name in ("slot", "idle", "hard", "flags", "used", "counts", "prios", "act_count"):
+        for name in ("slot", "cookie", "idle", "hard", "flags", "used", "counts", "prios", "act_count"):
             setattr(c, name, dict(getattr(self, name)))
-        for name in ("kid", "prio", "act", "cookie", "installed", "serial", "free"):
+        for name in ("kid", "prio", "act", "installed", "serial", "free"):
             setattr(c, name, getattr(self, name)[:])
         c.multi = {k: list(v) for k, v in self.multi.items()}
         return c
@@ -443,8 +448,7 @@ class FlowTable:
         kid = pat.intern.get(key)
         old: FlowEntry | None = None
         if kid is None:
-            kid = small_int(len(pat.keys))
-            pat.intern[key] = kid
+            kid = pat.intern[key] = len(pat.keys)
             pat.keys.append(key)
         else:
             for s in pat.slots_of(kid):
@@ -474,8 +478,7 @@ class FlowTable:
             key = pat.packer(match._values)
             kid = pat.intern.get(key)
             if kid is None:
-                kid = small_int(len(pat.keys))
-                pat.intern[key] = kid
+                kid = pat.intern[key] = len(pat.keys)
                 pat.keys.append(key)
             else:
                 for s in pat.slots_of(kid):
@@ -498,7 +501,10 @@ class FlowTable:
         for pat, s in selected:
             pat.set_actions(s, aid)
             if cookie is not None:
-                pat.cookie[s] = cookie
+                if cookie:
+                    pat.cookie[s] = cookie
+                else:
+                    pat.cookie.pop(s, None)
         if selected:
             self.version += 1
             self._sorted = None

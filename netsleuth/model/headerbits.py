@@ -96,5 +96,5 @@ def small_int(n: int) -> int:
     """``n`` as a shared object (``n >= 0``); grows the shared range as needed."""
     ints = _SMALL
     if n >= len(ints):
-        ints.extend(range(len(ints), 2 * n + 1))
+        ints.extend(range(len(ints), n + 1 + len(ints) // 4))
     return ints[n]
