@@ -482,7 +482,7 @@ def test_entries_are_snapshots_and_serials_follow_installations() -> None:
     assert t.entries()[0].last_used == 7.0
 
 
-def test_copy_is_independent() -> None:
+def test_copy_is_independent_of_modify_and_add() -> None:
     t = FlowTable()
     t.add(B(in_port=1), 5, out(2), cookie=4, idle_timeout=10)
     c = t.copy()
