@@ -292,7 +292,7 @@ class CompiledSwitch:
         pi._groups = None
         pi._build = lambda: self._build_port(p).groups
         pat = next(iter((own or wild).values()))
-        cba = {aid: self.code_for(actions_of(aid), p) for aid in pat.act_count}
+        cba = {aid: self.code_for_aid(aid, p) for aid in pat.act_count}
         pi._codes = tuple(sorted(set(cba.values())))
         pi.fast_mask = pat.mask
         pi.ids = pat.slot
@@ -438,12 +438,38 @@ class CompiledSwitch:
     def fast_code(self, i: int, p: int) -> int:
         return _code(self.emissions(i, p), self.actions[i])
 
+    def code_for_aid(self, aid: int, p: int) -> int:
+        """:meth:`code_for` of the action list with interned id ``aid`` (see
+        ``FlowTable``'s action ids), shared by every switch with the same ports and state:
+        the switches of a fat tree all ask the same few questions."""
+        ps = _PORT_STATES.get(self.port_state)
+        if ps is None:
+            if len(_PORT_STATES) >= _SHARED_MAX:
+                _PORT_STATES.clear()
+                _CODES.clear()
+            ps = _PORT_STATES[self.port_state] = len(_PORT_STATES)
+        key = (aid, p, ps)
+        c = _CODES.get(key)
+        if c is None:
+            if len(_CODES) >= _SHARED_MAX:
+                _CODES.clear()
+            acts = actions_of(aid)
+            c = _CODES[key] = _code(self.emissions_for(acts, p), acts)
+        return c
+
     def code_for(self, acts: tuple, p: int) -> int:
         """:meth:`fast_code` of an action list."""
         return _code(self.emissions_for(acts, p), acts)
 
     def entry(self, i: int):
         return self.entries[i]
+
+
+# Fast codes by (action-list id, in_port, port state id): what an action list does depends
+# only on them (see port_state), so compiled switches share the answers.
+_PORT_STATES: dict[tuple, int] = {}
+_CODES: dict[tuple[int, int, int], int] = {}
+_SHARED_MAX = 1 << 16
 
 
 def _code(ems: tuple[Emission, ...], acts: tuple) -> int:

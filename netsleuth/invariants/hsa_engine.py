@@ -49,9 +49,11 @@ is what all three checks read.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from netsleuth.invariants.forwarding import is_drop_rule, why_sends_nothing
@@ -68,6 +70,7 @@ from netsleuth.invariants.hsa_compile import (
 from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.flowtable import MISS_ACTIONS
 
 Port = tuple[str, int]
 DEFAULT_BUDGET = 200_000  # general-engine branches per ingress before giving up (Analysis.truncated)
@@ -299,9 +302,25 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
                 shifted = tag << TAG_SHIFT
                 xs = pi.memo[("ingress", tag)] = [j | shifted for j in pi.ids]
             by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
-    for mask, frontier in by_mask.items():
-        _run_batch(net, out, mask, frontier, trace)
+    with gc_paused():
+        for mask, frontier in by_mask.items():
+            _run_batch(net, out, mask, frontier, trace)
     return out, rest
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off for a while.  The batch engine makes millions of lists
+    and ints and no cycles, yet each full collection scans every tracked object made so far:
+    at FatTree K=16 that was a third of a cold check.  The collector is back on (if it was)
+    afterwards, and runs as usual then."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[int]],
@@ -392,16 +411,27 @@ def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[in
 
 def _split(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
     """Classes ``xs`` (of pattern ``mask``) arriving at port index ``pi``, by fast code."""
-    local: dict[int, list[int]] = {c: [] for c in pi.codes()}
-    local[_F_MISS] = []
     ids, fm, act = pi.ids, pi.fast_mask, pi.act
     get = ids.get
     if fm == mask and act is not None:  # ids: key id -> the table's slot (see PortIndex)
         cba = pi.code_by_act
+        by_act: dict[int, list[int]] = {a: [] for a in cba}
+        by_act[MISS_ACTIONS] = []  # slot 0's action-list id: no entry
         for x in xs:
-            s_ = get(x & _IDM)
-            local[_F_MISS if s_ is None else cba[act[s_]]].append(x)
-    elif fm == mask:
+            by_act[act[get(x & _IDM, 0)]].append(x)
+        out: dict[int, list[int]] = {}
+        for a, lst in by_act.items():
+            if lst:
+                c = cba.get(a, _F_MISS)
+                cur = out.get(c)
+                if cur is None:
+                    out[c] = lst
+                else:
+                    cur.extend(lst)
+        return list(out.items())
+    local: dict[int, list[int]] = {c: [] for c in pi.codes()}
+    local[_F_MISS] = []
+    if fm == mask:
         for x in xs:
             local[get(x & _IDM, _F_MISS)].append(x)
     else:  # the classes fix more bits than this port's pattern: project them

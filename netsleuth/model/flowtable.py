@@ -180,6 +180,9 @@ _ACTS: list[tuple[Action, ...]] = []
 _ACT_IDS: dict[tuple[Action, ...], int] = {}
 
 
+MISS_ACTIONS = 0xFFFFFFFF  # the action-list id of a PatternIndex's slot 0 (no entry)
+
+
 def action_id(actions: tuple[Action, ...]) -> int:
     """The interned id of an action list (equal lists share one id)."""
     a = _ACT_IDS.get(actions)
@@ -227,12 +230,14 @@ class PatternIndex:
         self.intern, self.keys = interner(self.mask)
         self.slot: dict[int, int] = {}          # key id -> winning slot
         self.multi: dict[int, list[int]] = {}   # key id -> every slot with that match, priority descending
-        self.kid = array("i")                   # slot -> key id (-1: a free slot)
-        self.prio = array("H")
-        self.act = array("I")                   # slot -> action-list id (see action_id)
+        # Slot 0 is never an entry: its action-list id is MISS_ACTIONS, so a reader can look
+        # a key's action list up as act[slot.get(key, 0)] with no test for a miss.
+        self.kid = array("i", [-1])             # slot -> key id (-1: not an entry)
+        self.prio = array("H", [0])
+        self.act = array("I", [MISS_ACTIONS])   # slot -> action-list id (see action_id)
         self.cookie: dict[int, int] = {}        # slot -> cookie, when not 0
-        self.installed = array("d")
-        self.serial = array("I")                # slot -> FlowEntry.serial (widened past 2**32)
+        self.installed = array("d", [0.0])
+        self.serial = array("I", [0])           # slot -> FlowEntry.serial (widened past 2**32)
         self.idle: dict[int, int] = {}          # slot -> idle timeout, when not 0
         self.hard: dict[int, int] = {}
         self.flags: dict[int, int] = {}
@@ -263,7 +268,7 @@ class PatternIndex:
                 yield s
 
     def __len__(self) -> int:
-        return len(self.kid) - len(self.free)
+        return len(self.kid) - len(self.free) - 1
 
     def match_of(self, kid: int) -> Match:
         return Match(self.wildcards, self.in_port or 0, *self.unpack(self.keys[kid]))
