@@ -180,6 +180,7 @@ _ACTS: list[tuple[Action, ...]] = []
 _ACT_IDS: dict[tuple[Action, ...], int] = {}
 
 
+MATCH_CACHE_MAX = 256  # a PatternIndex keeps the Match objects it made while it has at most this many slots
 MISS_ACTIONS = 0xFFFFFFFF  # the action-list id of a PatternIndex's slot 0 (no entry)
 
 
@@ -216,7 +217,7 @@ class PatternIndex:
 
     __slots__ = ("in_port", "wildcards", "masks", "mask", "bits", "exact", "packer", "unpack", "intern", "keys",
                  "slot", "multi", "kid", "prio", "act", "cookie", "installed", "serial", "idle", "hard", "flags",
-                 "used", "counts", "free", "prios", "top", "act_count")
+                 "used", "counts", "free", "prios", "top", "act_count", "mcache")
 
     def __init__(self, in_port: int | None, wildcards: int, masks: tuple[int, ...]) -> None:
         self.in_port = in_port
@@ -247,6 +248,7 @@ class PatternIndex:
         self.prios: dict[int, int] = {}         # priority -> entries at it
         self.top = -1                           # the highest priority here
         self.act_count: dict[int, int] = {}     # action-list id -> winning slots with it
+        self.mcache: dict[int, Match] | None = {}  # key id -> its Match, while the pattern is small
 
     # ------------------------------------------------------------ reading
     def key_id(self, values: tuple[int, ...]) -> int | None:
@@ -271,7 +273,20 @@ class PatternIndex:
         return len(self.kid) - len(self.free) - 1
 
     def match_of(self, kid: int) -> Match:
-        return Match(self.wildcards, self.in_port or 0, *self.unpack(self.keys[kid]))
+        """The match of key ``kid`` here.  Small patterns (model checking asks for every
+        entry at every state) keep the matches they made; big ones make them on request."""
+        mc = self.mcache
+        if mc is not None:
+            m = mc.get(kid)
+            if m is not None:
+                return m
+        m = Match(self.wildcards, self.in_port or 0, *self.unpack(self.keys[kid]))
+        if mc is not None:
+            if len(self.kid) > MATCH_CACHE_MAX:
+                self.mcache = None
+            else:
+                mc[kid] = m
+        return m
 
     def actions(self, s: int) -> tuple[Action, ...]:
         return _ACTS[self.act[s]]
@@ -403,6 +418,7 @@ class PatternIndex:
         for name in ("kid", "prio", "act", "installed", "serial", "free"):
             setattr(c, name, getattr(self, name)[:])
         c.multi = {k: list(v) for k, v in self.multi.items()}
+        c.mcache = None if self.mcache is None else dict(self.mcache)
         return c
 
 
