@@ -24,15 +24,26 @@ states them, and says plainly where it had to choose:
   expires when ``now >= deadline``; :meth:`lookup` never expires anything by
   itself, because expiry is an event the core must schedule and record.
 
-Lookup is the hot path (model checking, thousand-switch networks), so it is
-a dict probe for exact entries plus a tuple-space search over wildcard
-entries grouped by mask, visiting groups in descending maximum priority and
-stopping as soon as no remaining group can win.
+Storage.  A network of millions of rules cannot afford Python objects per
+rule, so the table stores its entries in columns, grouped by in_port (or
+wildcarded in_port) and wildcard pattern (:class:`PatternIndex`): the
+match's header bits packed and interned process-wide as header-space
+analysis packs them (an int key id), a dict key id -> slot, and per slot an
+array of priorities, action-list ids (equal action lists share one id),
+install times and serials, with sparse dicts for the fields that are almost
+always default (cookie, timeouts, flags, last use, counters).  About 110
+bytes per rule instead of about 850 for objects.  :class:`FlowEntry` objects
+are snapshots made when asked for (:meth:`FlowTable.entries`, lookups, stats);
+changing one changes nothing (they are frozen): every change goes through the
+table, and ``FlowEntry.serial`` says which installation a snapshot shows.
+The same groups are header-space analysis' index of the table
+(:meth:`FlowTable.pattern_index`), so the first invariant check of a network
+with millions of rules need not sort and pack them all.
 
-The table also keeps, per in_port and wildcard pattern, the header-space
-analysis' index of its entries (:meth:`FlowTable.pattern_index`): a few
-dictionary operations per flow_mod, so that the first invariant check of a
-network with millions of rules need not sort and pack them all at once.
+Lookup is the hot path (model checking, thousand-switch networks): the
+groups a packet's in_port can hit, exact ones first then by descending
+maximum priority, one dict probe each, stopping as soon as no remaining group
+can win.
 """
 
 from __future__ import annotations
