@@ -296,23 +296,23 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
     out = _Batch(masks=[0] * (len(ingresses) if n_tags is None else n_tags))
     rest: list[Port] = []
     by_mask: dict[int, dict[Port, list[int]]] = {}
-    for ing in ingresses:
-        s, p = ing
-        pi = net.compiled(s).port(p) if net.up(s) else None
-        if pi is None or pi.ids is None:
-            rest.append(ing)
-            continue
-        tag = tags[ing]
-        mask = pi.fast_mask
-        out.masks[tag] = mask  # type: ignore[assignment]  # fast_mask is set with ids
-        out.ids_at[tag] = pi.key_ids()
-        if pi.ids:
-            xs = pi.memo.get(("ingress", tag))
-            if xs is None:
-                shifted = tag << TAG_SHIFT
-                xs = pi.memo[("ingress", tag)] = list(map(shifted.__or__, pi.ids))  # C-level: 1M at K=16
-            by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
-    with gc_paused():
+    with gc_paused():  # see gc_paused: compiling and pushing classes make no cycles
+        for ing in ingresses:
+            s, p = ing
+            pi = net.compiled(s).port(p) if net.up(s) else None
+            if pi is None or pi.ids is None:
+                rest.append(ing)
+                continue
+            tag = tags[ing]
+            mask = pi.fast_mask
+            out.masks[tag] = mask  # type: ignore[assignment]  # fast_mask is set with ids
+            out.ids_at[tag] = pi.key_ids()
+            if pi.ids:
+                xs = pi.memo.get(("ingress", tag))
+                if xs is None:
+                    shifted = tag << TAG_SHIFT
+                    xs = pi.memo[("ingress", tag)] = list(map(shifted.__or__, pi.ids))  # C-level: 1M at K=16
+                by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
         for mask, frontier in by_mask.items():
             _run_batch(net, out, mask, frontier, trace)
     if inputs is not None:
