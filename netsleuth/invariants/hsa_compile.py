@@ -204,6 +204,9 @@ class CompiledSwitch:
         self._shadow: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         self._ems: dict[tuple[int, int], tuple[Emission, ...]] = {}
         self._ems_by_actions: dict[tuple[int, int], tuple[Any, tuple[Emission, ...]]] = {}
+        # The batch engine's last run over the network this switch is in: (inputs, results,
+        # ingresses left to the general engine); see hsa_engine._batch.
+        self.last_batch: tuple | None = None
 
     def _load(self) -> None:
         """Entries in canonical order, their actions, and indices by in_port and pattern."""

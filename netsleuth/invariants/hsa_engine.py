@@ -287,12 +287,14 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
     A run with the same inputs as the last one (see :func:`_batch_inputs`) returns the last
     one's results, which nobody changes: a check of an unchanged network costs a look at
     each switch instead of a step per class."""
-    inputs = None
+    inputs = holder = None
     if trace is None:
         inputs = _batch_inputs(net, ingresses, tags, n_tags)
-        last = _LAST_BATCH.get("inputs")
-        if last is not None and _same_inputs(last, inputs):
-            return _LAST_BATCH["out"], list(_LAST_BATCH["rest"])
+        # kept on a compiled switch of this network, so it goes when the network goes
+        holder = next((cs for cs in inputs[4] if cs is not None), None)
+        last = getattr(holder, "last_batch", None)
+        if last is not None and _same_inputs(last[0], inputs):
+            return last[1], list(last[2])
     out = _Batch(masks=[0] * (len(ingresses) if n_tags is None else n_tags))
     rest: list[Port] = []
     by_mask: dict[int, dict[Port, list[int]]] = {}
@@ -315,13 +317,9 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
                 by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
         for mask, frontier in by_mask.items():
             _run_batch(net, out, mask, frontier, trace)
-    if inputs is not None:
-        _LAST_BATCH.update(inputs=inputs, out=out, rest=list(rest))
+    if holder is not None:
+        holder.last_batch = (inputs, out, list(rest))
     return out, rest
-
-
-# The last batch run's inputs and results (see _batch).
-_LAST_BATCH: dict = {}
 
 
 def _batch_inputs(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None) -> tuple:
