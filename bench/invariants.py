@@ -10,19 +10,18 @@ a fresh subprocess of this script (``--one K``) so that memory is per K:
   ``--max-rules`` (K >= 24: tens of millions of rules, far beyond this
   machine's memory), flows are built for all sources toward the first D
   destinations that fit the budget, and the row says so (``pairs_with_flows``);
-* install: what keeping the tables' pattern indexes (``FlowTable.pattern_index``,
-  the header-space compiler's per-rule work done as flows come and go) costs per
-  flow_mod: the flows of the busiest switches re-added to a fresh table, with the
-  index kept and with its upkeep switched off (the old path), in the same run;
+* build: seconds to build the tables (reported apart from the checks), and per
+  flow_mod: up to 50,000 flows of the busiest switch re-added to a fresh table with
+  ``add`` one by one and with the bulk path ``add_many`` (same table);
 * cold: the first ``analyze`` + three checks on a fresh view, nothing compiled
   or remembered yet (every switch is compiled from its table's pattern index;
   the batch engine visits every class without any memory of a previous check);
-* cold, old path: the same after forgetting every compiled switch and the
-  checks' memories, compiling from scratch (sorting each table, grouping and
-  packing every rule) as before the pattern indexes: the baseline;
+* cold, old path (up to ``--old-path-max-rules``: it makes an object per rule): the same
+  after forgetting every compiled switch and the checks' memories, compiling from scratch
+  (sorting each table, grouping and packing every rule) as before the pattern indexes;
 * warm: the same check again on a new view, tables unchanged (compiled
-  switches are validated by ``FlowTable.version`` and reused, and so is
-  the batch engine's per-port memory of the classes it saw);
+  switches are validated by ``FlowTable.version`` and reused, and so is the
+  batch engine's last run, whose inputs are then unchanged);
 * warm, entry scan: the baseline for that counter, measured in the same run
   with ``version`` hidden, so "is this table unchanged?" compares every entry;
 * incremental: after one flow_mod-like change on one edge switch (a full check: the
@@ -33,9 +32,13 @@ a fresh subprocess of this script (``--one K``) so that memory is per K:
   its findings compared with a full check's every 100 flow_mods;
 * general: the general engine alone (no batch classes), small K only;
 * every run must report no violation (the routes are correct);
-* memory: the child's peak RSS (``ru_maxrss``, before the per-flow_mod phase and after
-  it) and peak RSS per rule (the whole process: tables, compiled switches, memories, and
-  at K <= 8 the two-table pipelines too);
+* memory: the tables' bytes per rule (RSS after building minus before), and the
+  child's peak RSS (``ru_maxrss``) and bytes per rule all-in (the whole process: tables,
+  compiled switches, the checks' memories) after the cold, warm and incremental checks,
+  before the per-rule baselines; also after them and after the per-flow_mod phase;
+* before (``--before GIT_REF``, K <= ``--before-max-k``): the same phases and memory
+  figures measured by this script run inside ``GIT_REF``'s netsleuth package (extracted
+  with ``git archive``), in the same run: the storage before beside the storage now;
 * two tables (OpenFlow 1.3, K <= ``--two-table-max-k``): the same flows as
   ``Pipeline13``s, table 1 holding them (``in_port, eth_src, eth_dst ->
   output``, priority 1, a table-miss entry to the controller) behind table 0,
@@ -51,6 +54,7 @@ The parent prints a rich table and writes ``bench/results/invariants.json``.
 
     .venv/bin/python bench/invariants.py                   # K = 4,8,16,24,32
     .venv/bin/python bench/invariants.py --ks 4,8 --repeat 5
+    .venv/bin/python bench/invariants.py --ks 12,16 --before main   # before/after, K=12 both
 """
 
 from __future__ import annotations
