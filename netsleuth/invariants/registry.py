@@ -109,13 +109,13 @@ def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
     for inv in invariants:
         if inv.check is not None:
             findings.extend(inv.check(view, analysis if inv.name in _HSA else pairs))
-    return [f for f in findings if not _intended(view, f)]
+    return [f for f in findings if not intended(view, f)]
 
 
 _PAIR_INVARIANTS = ("reachability", "delivery")
 
 
-def _intended(view: NetworkView, f: Finding) -> bool:
+def intended(view: NetworkView, f: Finding) -> bool:
     """A reachability or delivery finding for a pair the controller's own configuration separates on
     purpose (hosts on different VLANs, an ACL dropping the pair's traffic) reports the operator's
     intent, not a bug: it is set aside (config_intent.py)."""

@@ -1,0 +1,254 @@
+"""`netsleuth fuzz --check-every-flowmod`: the forwarding invariants after every FLOW_MOD a switch applies.
+
+The per-round check says in which round a violation showed; this says which
+message produced it.  The World tells a :class:`~netsleuth.core.events.TableObserver`
+of every FLOW_MOD (and 1.3 GROUP_MOD) a switch applies, just before and just
+after; :class:`EveryFlowMod` is that observer:
+
+* before the message it settles everything else that changed since it last
+  looked (inputs, links, ports, connections, flows that timed out), so what
+  those changed is blamed on them ("other changes"), not on the message;
+* after the message it re-checks what the message can change and notes, per
+  finding (persistence's identity, :func:`finding_key`), the message after
+  which it first appeared.
+
+OpenFlow 1.0 networks go through :class:`IncrementalHSA` (only the ingresses
+whose header classes cross the flow_mod's match are analysed again).  There is
+no incremental engine for 1.3: the 1.3 checks run whole after each applied
+FLOW_MOD/GROUP_MOD, reusing the switches the 1.3 engine compiled before (only
+the changed switch is compiled again); affordable on the small networks a
+controller is fuzzed on, measured in ``bench/fuzz_every_flowmod.py``.
+
+Persistence still decides what is reported: the round's check is the one it
+always was, and this only names the message behind each finding it reports.
+A finding a later message clears before the round ends never reaches the
+round's check; it is recorded in the trace as transient, with both messages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from netsleuth.core.events import FlowModApplied
+from netsleuth.invariants import registry
+from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.hsa_compile import port_state
+from netsleuth.invariants.hsa_incremental import IncrementalHSA
+from netsleuth.invariants.persistence import finding_key
+from netsleuth.invariants.view import NetworkView
+from netsleuth.openflow.codec import msg_to_json
+from netsleuth.tools.describe import describe, of_summary
+from netsleuth.trace import schema as ts
+
+LOCATED = ("loops", "blackholes", "reachability", "isolation", "acl")
+"""The invariants a FLOW_MOD can break and that are checked after each one.  The others
+(liveness, dataplane-loops, delivery) are about processes, connections and packets: they
+stay per round, and their findings name no message."""
+
+_HSA = ("loops", "blackholes", "reachability")
+
+
+@dataclass(frozen=True, slots=True)
+class FlowModCause:
+    """The event after which a finding first appeared: an applied FLOW_MOD/GROUP_MOD, or
+    changes other than one (``kind`` "other": inputs, links, connections, expiries)."""
+
+    kind: str
+    seq: int | None
+    switch: str | None
+    text: str
+    round: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "seq": self.seq, "switch": self.switch, "text": self.text, "round": self.round}
+
+
+def flow_mod_words(ev: FlowModApplied) -> str:
+    """``s2's FLOW_MOD seq 812: ADD priority=1 in_port=1,dl_dst=... -> output:3``."""
+    where = f"{ev.switch}'s {ev.kind}" + (f" seq {ev.seq}" if ev.seq is not None else "")
+    if ev.match is not None:  # OpenFlow 1.0: the model's match and actions, in ovs-ofctl words
+        from netsleuth.model.actions import action_from_ofp
+
+        acts = ",".join(str(action_from_ofp(a)) for a in ev.msg.actions) or "drop"
+        return f"{where}: {ev.command} priority={ev.priority} {ev.match or '*'} -> {acts}"
+    text = of_summary(msg_to_json(ev.msg))
+    return f"{where}: {text.removeprefix(ev.kind + ' ')}"
+
+
+class EveryFlowMod:
+    """The table observer of one fuzz job: checks after every applied FLOW_MOD, and remembers
+    per finding the message that produced it (see the module docstring).
+
+    ``view``: the World's current NetworkView; ``record``: records a transient finding in
+    the trace (``Session.record_finding``)."""
+
+    def __init__(self, view: Callable[[], NetworkView], invariants: Sequence[registry.Invariant],
+                 record: Callable[[Finding, bool, dict], Any]) -> None:
+        self._view = view
+        self._record = record
+        self.located = [i for i in invariants if i.name in LOCATED]
+        self._hsa = [i.name for i in self.located if i.name in _HSA]
+        self._extra = [i for i in self.located if i.name not in _HSA]
+        self.inc = IncrementalHSA()
+        self.round = 0                       # the fuzz round under way (0: the bootstrap); the job sets it
+        self.present: dict[tuple, Finding] = {}
+        self.causes: dict[tuple, FlowModCause] = {}
+        self.tracked: set[tuple] = set()     # keys the round checks' persistence tracker follows
+        self._key13: tuple | None = None     # the 1.3 path's "anything else changed?" key
+        self._mode: int | None = None        # 1 or 4: which path ran last
+        self._last_other = "the bootstrap"
+        self._last_other_seq: int | None = None
+        # (switch, "rule <match> priority <p>") -> the FLOW_MOD that last installed or modified that 1.0 entry
+        self._installed: dict[tuple[str, str], FlowModCause] = {}
+        self.messages = 0
+        self.other_checks = 0
+        self.within_round = 0
+        self.seconds = 0.0
+
+    # ------------------------------------------------------------------ the trace's other events
+    def observe(self, e: Any) -> None:
+        """A Recorder observer: remembers the latest event that is not an OpenFlow message or a
+        packet, to name it when a finding appears between two FLOW_MODs."""
+        if isinstance(e, (ts.InputEvent, ts.SwitchConnected, ts.SwitchDisconnected, ts.ControllerEvent)) \
+                and not isinstance(e, ts.TrafficInjection):
+            self._last_other = f"seq {e.seq} {describe(e)}"
+            self._last_other_seq = e.seq
+
+    # ------------------------------------------------------------------ TableObserver
+    def before_flow_mod(self, switch: str) -> None:
+        self.settle()
+
+    def flow_mod_applied(self, event: FlowModApplied) -> None:
+        started = time.perf_counter()
+        self.messages += 1
+        view = self._view()
+        if self._is13(view):
+            found = self._check13(view)
+        else:
+            if self._mode != 1 or event.match is None:
+                found = self._check10(view, None)
+            else:
+                found = self._check10(view, (event.switch, event.match))
+        cause = FlowModCause(event.kind, event.seq, event.switch, flow_mod_words(event), self.round)
+        self._note_installed(view, event, cause)
+        self._update(found, cause)
+        self.seconds += time.perf_counter() - started
+
+    # ------------------------------------------------------------------ rounds
+    def settle(self) -> None:
+        """Take in whatever changed since the last look that was not a FLOW_MOD (before each
+        message, and at the end of a round, just before the round's check)."""
+        started = time.perf_counter()
+        view = self._view()
+        if self._is13(view):
+            key = self._state13(view)
+            if key == self._key13 and self._mode == 4:
+                self.seconds += time.perf_counter() - started
+                return
+            found = self._check13(view)
+        else:
+            found = self._check10(view, None)
+        self.other_checks += 1
+        text = f"changes other than a FLOW_MOD (the latest: {self._last_other})"
+        self._update(found, FlowModCause("other", self._last_other_seq, None, text, self.round))
+        self.seconds += time.perf_counter() - started
+
+    def cause_of(self, f: Finding) -> FlowModCause | None:
+        """The event after which ``f`` first appeared (in the streak persistence follows)."""
+        return self.causes.get(finding_key(f))
+
+    def rule_origin(self, f: Finding) -> FlowModCause | None:
+        """The FLOW_MOD that installed the 1.0 entry ``f`` blames (a blackhole's dropping rule, a
+        rule on a loop), when the finding names one: a violation a host move or a link failure
+        brought out is first seen after that input, but the stale entry came from a message."""
+        d = f.details if isinstance(f.details, dict) else {}
+        texts = [str(x) for x in (d.get("group") or ()) if isinstance(x, str)]
+        texts += [str(x).partition(": ")[2] or str(x) for x in [d.get("rule_text")] if x]
+        texts += [str(x) for x in d.get("why") or () if isinstance(x, str)]
+        switches = [str(d["where"])] if isinstance(d.get("where"), str) else []
+        switches += [sw for sw in f.switches if sw not in switches]
+        for sw in switches:
+            for t in texts:
+                for rule, cause in self._installed_on(sw):
+                    if t == rule or t.startswith(rule + " "):
+                        return cause
+        return None
+
+    def _installed_on(self, switch: str) -> list[tuple[str, FlowModCause]]:
+        return [(rule, c) for (sw, rule), c in self._installed.items() if sw == switch]
+
+    def _note_installed(self, view: NetworkView, ev: FlowModApplied, cause: FlowModCause) -> None:
+        if ev.match is None or ev.command.startswith("DELETE"):
+            return
+        if ev.command == "MODIFY":
+            entries = [(e.match, e.priority) for e in view.switches[ev.switch].table.select(ev.match)]
+        else:
+            entries = [(ev.match, ev.priority or 0)]
+        for match, priority in entries:
+            self._installed[(ev.switch, f"rule {match or 'catch-all'} priority {priority}")] = cause
+
+    def end_round(self, tracked: set[tuple]) -> None:
+        """The round's check is done; ``tracked``: the keys persistence follows now.  Causes of
+        findings that persistence dropped (or never saw) are forgotten."""
+        self.tracked = set(tracked)
+        for k in [k for k in self.causes if k not in self.tracked and k not in self.present]:
+            del self.causes[k]
+
+    def stats(self) -> dict[str, Any]:
+        return {"flow_mods": self.messages, "other_checks": self.other_checks, "full_checks_10":
+                self.inc.full_checks, "partial_checks_10": self.inc.partial_checks,
+                "cleared_within_round": self.within_round, "check_seconds": round(self.seconds, 3)}
+
+    # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _is13(view: NetworkView) -> bool:
+        return any(s.version == 4 for s in view.switches.values())
+
+    def _check10(self, view: NetworkView, flow_mod: tuple | None) -> list[Finding]:
+        self._mode = 1
+        if self._hsa:
+            got = self.inc.flow_mod(view, *flow_mod) if flow_mod is not None else self.inc.check(view)
+            found = [f for name in self._hsa for f in got[name] if not registry.intended(view, f)]
+        else:
+            found = []
+        if self._extra:
+            found += registry.check(view, self._extra)
+        return found
+
+    def _check13(self, view: NetworkView) -> list[Finding]:
+        self._mode = 4
+        self._key13 = self._state13(view)
+        return registry.check(view, self.located)
+
+    @staticmethod
+    def _state13(view: NetworkView) -> tuple:
+        """What the 1.3 checks depend on, flow tables aside, plus each switch's entry and group
+        counts: between two FLOW_MODs a table changes only by entries timing out (fewer entries)."""
+        return (tuple(sorted(view.link_up.items())), tuple(sorted(view.controllers_alive.items())),
+                tuple(sorted(view.connected_dpids)), tuple(sorted(view.switch_up.items())),
+                tuple(sorted((k, tuple(v)) for k, v in view.controllers_of.items())),
+                tuple(sorted(view.host_at.items())), tuple(sorted(view.cut_from)), tuple(sorted(view.separated)),
+                tuple((n, id(s), port_state(s), s.flow_count,
+                       len(s.of13.pipeline.groups.groups) if s.of13 is not None else 0)
+                      for n, s in sorted(view.switches.items())))
+
+    def _update(self, found: list[Finding], cause: FlowModCause) -> None:
+        now: dict[tuple, Finding] = {}
+        for f in found:
+            now.setdefault(finding_key(f), f)
+        for k in now:
+            if k not in self.present and k not in self.causes:
+                self.causes[k] = cause
+        for k in [k for k in self.present if k not in now]:
+            if k in self.tracked:
+                continue  # persistence follows it: its cause stays while it may come back by the round's check
+            first = self.causes.pop(k, None)
+            if first is not None:
+                self.within_round += 1
+                details = {"round": self.round, "first_seen": first.to_json(), "first_seen_text": first.text,
+                           "cleared_by": cause.to_json()}
+                self._record(self.present[k], False, details)
+        self.present = now
