@@ -74,8 +74,12 @@ def flow_mod_words(ev: FlowModApplied) -> str:
 
         acts = ",".join(str(action_from_ofp(a)) for a in ev.msg.actions) or "drop"
         return f"{where}: {ev.command} priority={ev.priority} {ev.match or '*'} -> {acts}"
-    text = of_summary(msg_to_json(ev.msg))
-    return f"{where}: {text.removeprefix(ev.kind + ' ')}"
+    if ev.kind == "GROUP_MOD":
+        buckets = len(getattr(ev.msg, "buckets", ()) or ())
+        return f"{where}: {ev.command} group_id={ev.msg.group_id} type={ev.msg.type} buckets={buckets}"
+    # OpenFlow 1.3: the words every tool uses for the message, its command as the 1.0 line gives it
+    text = of_summary(msg_to_json(ev.msg)).removeprefix(ev.kind + " ")
+    return f"{where}: {ev.command} {text.partition(' ')[2]}"
 
 
 class EveryFlowMod:
