@@ -148,3 +148,21 @@ def test_help_says_what_the_option_does() -> None:
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "--check-every-flowmod" in text and "replay and minimize judge the end state" in text
+
+
+def test_campaign_passes_the_option_to_its_runs(tmp_path: Path) -> None:
+    from netsleuth.campaign.spec import CampaignSpecError, load_campaign_file
+    from netsleuth.campaign.worker import job_payload
+
+    good = tmp_path / "c.toml"
+    good.write_text('controllers = ["osken:os_ken.app.simple_switch"]\ntopologies = ["linear,3"]\n'
+                    "seeds = [1]\ncheck_every_flowmod = true\n")
+    spec = load_campaign_file(good)
+    assert spec.check_every_flowmod is True
+    assert "check_every_flowmod" not in spec.definition()  # it finds the same violations: a restart may change it
+    payload = job_payload(spec.job_list()[0], spec, tmp_path)
+    assert payload["check_every_flowmod"] is True
+    bad = tmp_path / "bad.toml"
+    bad.write_text('check_every_flowmod = "yes"\n')
+    with pytest.raises(CampaignSpecError, match="check_every_flowmod must be true or false"):
+        load_campaign_file(bad)
