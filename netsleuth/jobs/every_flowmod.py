@@ -82,6 +82,10 @@ def flow_mod_words(ev: FlowModApplied) -> str:
     return f"{where}: {ev.command} {text.partition(' ')[2]}"
 
 
+def _cause_of(ev: FlowModApplied, round_no: int) -> FlowModCause:
+    return FlowModCause(ev.kind, ev.seq, ev.switch, flow_mod_words(ev), round_no)
+
+
 class EveryFlowMod:
     """The table observer of one fuzz job: checks after every applied FLOW_MOD, and remembers
     per finding the message that produced it (see the module docstring).
@@ -105,8 +109,9 @@ class EveryFlowMod:
         self._mode: int | None = None        # 1 or 4: which path ran last
         self._last_other = "the bootstrap"
         self._last_other_seq: int | None = None
-        # (switch, "rule <match> priority <p>") -> the FLOW_MOD that last installed or modified that 1.0 entry
-        self._installed: dict[tuple[str, str], FlowModCause] = {}
+        # (switch, "rule <match> priority <p>") -> the FLOW_MOD (and its round) that last installed or
+        # modified that 1.0 entry
+        self._installed: dict[tuple[str, str], tuple[FlowModApplied, int]] = {}
         self.messages = 0
         self.other_checks = 0
         self.within_round = 0
@@ -136,9 +141,10 @@ class EveryFlowMod:
                 found = self._check10(view, None)
             else:
                 found = self._check10(view, (event.switch, event.match))
-        cause = FlowModCause(event.kind, event.seq, event.switch, flow_mod_words(event), self.round)
-        self._note_installed(view, event, cause)
-        self._update(found, cause)
+        round_no = self.round
+        self._note_installed(view, event, round_no)
+        # the words cost more than a 1.0 check (the message's JSON): made only for a finding that needs them
+        self._update(found, lambda: _cause_of(event, round_no))
         self.seconds += time.perf_counter() - started
 
     # ------------------------------------------------------------------ rounds
@@ -153,11 +159,15 @@ class EveryFlowMod:
                 self.seconds += time.perf_counter() - started
                 return
             found = self._check13(view)
+        elif self._mode == 1 and self._hsa and not self._changed10(view):
+            self.seconds += time.perf_counter() - started
+            return
         else:
             found = self._check10(view, None)
         self.other_checks += 1
-        text = f"changes other than a FLOW_MOD (the latest: {self._last_other})"
-        self._update(found, FlowModCause("other", self._last_other_seq, None, text, self.round))
+        cause = FlowModCause("other", self._last_other_seq, None,
+                             f"changes other than a FLOW_MOD (the latest: {self._last_other})", self.round)
+        self._update(found, lambda: cause)
         self.seconds += time.perf_counter() - started
 
     def cause_of(self, f: Finding) -> FlowModCause | None:
@@ -176,15 +186,15 @@ class EveryFlowMod:
         switches += [sw for sw in f.switches if sw not in switches]
         for sw in switches:
             for t in texts:
-                for rule, cause in self._installed_on(sw):
+                for rule, (ev, round_no) in self._installed_on(sw):
                     if t == rule or t.startswith(rule + " "):
-                        return cause
+                        return _cause_of(ev, round_no)
         return None
 
-    def _installed_on(self, switch: str) -> list[tuple[str, FlowModCause]]:
+    def _installed_on(self, switch: str) -> list[tuple[str, tuple[FlowModApplied, int]]]:
         return [(rule, c) for (sw, rule), c in self._installed.items() if sw == switch]
 
-    def _note_installed(self, view: NetworkView, ev: FlowModApplied, cause: FlowModCause) -> None:
+    def _note_installed(self, view: NetworkView, ev: FlowModApplied, round_no: int) -> None:
         if ev.match is None or ev.command.startswith("DELETE"):
             return
         if ev.command == "MODIFY":
@@ -192,7 +202,7 @@ class EveryFlowMod:
         else:
             entries = [(ev.match, ev.priority or 0)]
         for match, priority in entries:
-            self._installed[(ev.switch, f"rule {match or 'catch-all'} priority {priority}")] = cause
+            self._installed[(ev.switch, f"rule {match or 'catch-all'} priority {priority}")] = (ev, round_no)
 
     def end_round(self, tracked: set[tuple]) -> None:
         """The round's check is done; ``tracked``: the keys persistence follows now.  Causes of
@@ -210,6 +220,13 @@ class EveryFlowMod:
     @staticmethod
     def _is13(view: NetworkView) -> bool:
         return any(s.version == 4 for s in view.switches.values())
+
+    def _changed10(self, view: NetworkView) -> bool:
+        """Whether anything but the FLOW_MODs already checked changed (IncrementalHSA.check tells:
+        it starts over exactly then); its findings are taken in the same call."""
+        before = self.inc.full_checks
+        self.inc.check(view)
+        return self.inc.full_checks != before
 
     def _check10(self, view: NetworkView, flow_mod: tuple | None) -> list[Finding]:
         self._mode = 1
@@ -239,12 +256,14 @@ class EveryFlowMod:
                        len(s.of13.pipeline.groups.groups) if s.of13 is not None else 0)
                       for n, s in sorted(view.switches.items())))
 
-    def _update(self, found: list[Finding], cause: FlowModCause) -> None:
+    def _update(self, found: list[Finding], make_cause: Callable[[], FlowModCause]) -> None:
         now: dict[tuple, Finding] = {}
         for f in found:
             now.setdefault(finding_key(f), f)
+        cause: FlowModCause | None = None
         for k in now:
             if k not in self.present and k not in self.causes:
+                cause = cause or make_cause()
                 self.causes[k] = cause
         for k in [k for k in self.present if k not in now]:
             if k in self.tracked:
@@ -253,6 +272,6 @@ class EveryFlowMod:
             if first is not None:
                 self.within_round += 1
                 details = {"round": self.round, "first_seen": first.to_json(), "first_seen_text": first.text,
-                           "cleared_by": cause.to_json()}
+                           "cleared_by": (cause or make_cause()).to_json()}
                 self._record(self.present[k], False, details)
         self.present = now
