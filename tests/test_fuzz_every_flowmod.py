@@ -115,10 +115,11 @@ def test_migration_blackhole_names_its_flow_mod(tmp_path: Path, seed: int) -> No
 
 
 @pytest.mark.slow
-def test_simple_switch_13_with_the_option(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", [5, 2])
+def test_simple_switch_13_with_the_option(tmp_path: Path, seed: int) -> None:
     """OpenFlow 1.3 has no incremental engine: the 1.3 checks run after each applied FLOW_MOD."""
     out = tmp_path / "ss13"
-    proc, d = fuzz_cli(out, SS13, 5, "--check-every-flowmod", "--openflow", "1.3")
+    proc, d = fuzz_cli(out, SS13, seed, "--check-every-flowmod", "--openflow", "1.3")
     assert d["completed"] and d["negotiated"] == {"s1": "1.3", "s2": "1.3", "s3": "1.3"}
     stats = d["every_flowmod"]
     assert stats["flow_mods"] > 0 and stats["full_checks_10"] == 0  # the 1.0 engine never ran
@@ -127,9 +128,7 @@ def test_simple_switch_13_with_the_option(tmp_path: Path) -> None:
     assert stats["flow_mods"] <= len(flow_mods)
     reported = persistent(d)
     for v in reported:
-        assert "first_seen" in v["details"], v
-        if v["details"]["first_seen"]["kind"] == "FLOW_MOD":
-            located_in_trace(out, v, version=4)
+        located_in_trace(out, v, version=4)
     # simple_switch_13 learns as simple_switch does: the moved host's stale entry is the same bug
     assert any(v["invariant"] == "blackholes" for v in reported), d["violations"]
 

@@ -39,6 +39,7 @@ from netsleuth.invariants.hsa_compile import port_state
 from netsleuth.invariants.hsa_incremental import IncrementalHSA
 from netsleuth.invariants.persistence import finding_key
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.openflow.codec import msg_to_json
 from netsleuth.tools.describe import describe, of_summary
 from netsleuth.trace import schema as ts
@@ -82,6 +83,22 @@ def flow_mod_words(ev: FlowModApplied) -> str:
     return f"{where}: {ev.command} {text.partition(' ')[2]}"
 
 
+def _rule_words(match: object, priority: int) -> tuple[str, ...]:
+    """An entry as the findings name it: ``rule <match> priority <p>`` (a catch-all match, whose
+    words are empty, either way the two engines put it)."""
+    text = str(match)
+    if text:
+        return (f"rule {text} priority {priority}",)
+    return (f"rule catch-all priority {priority}", f"rule  priority {priority}")
+
+
+def _rules_of(ev: FlowModApplied) -> tuple[str, ...]:
+    """The entry an ADD or a strict MODIFY installs, in the findings' words."""
+    if ev.match is not None:
+        return _rule_words(ev.match, ev.priority or 0)
+    return _rule_words(OxmMatch.from_ofp(ev.msg.match), ev.priority or 0)
+
+
 def _cause_of(ev: FlowModApplied, round_no: int) -> FlowModCause:
     return FlowModCause(ev.kind, ev.seq, ev.switch, flow_mod_words(ev), round_no)
 
@@ -109,9 +126,9 @@ class EveryFlowMod:
         self._mode: int | None = None        # 1 or 4: which path ran last
         self._last_other = "the bootstrap"
         self._last_other_seq: int | None = None
-        # (switch, "rule <match> priority <p>") -> the FLOW_MOD (and its round) that last installed or
-        # modified that 1.0 entry
-        self._installed: dict[tuple[str, str], tuple[FlowModApplied, int]] = {}
+        # switch -> the FLOW_MODs that added or modified entries, in order (with their round, and the
+        # rules a non-strict 1.0 MODIFY changed): where rule_origin looks a blamed entry up
+        self._installs: dict[str, list[tuple[FlowModApplied, int, tuple[str, ...] | None]]] = {}
         self.messages = 0
         self.other_checks = 0
         self.within_round = 0
@@ -175,34 +192,33 @@ class EveryFlowMod:
         return self.causes.get(finding_key(f))
 
     def rule_origin(self, f: Finding) -> FlowModCause | None:
-        """The FLOW_MOD that installed the 1.0 entry ``f`` blames (a blackhole's dropping rule, a
-        rule on a loop), when the finding names one: a violation a host move or a link failure
-        brought out is first seen after that input, but the stale entry came from a message."""
+        """The FLOW_MOD that installed the entry ``f`` blames (a blackhole's dropping rule, a rule
+        on a loop), when the finding names one: a violation a host move or a link failure brought
+        out is first seen after that input, but the stale entry came from a message."""
         d = f.details if isinstance(f.details, dict) else {}
         texts = [str(x) for x in (d.get("group") or ()) if isinstance(x, str)]
         texts += [str(x).partition(": ")[2] or str(x) for x in [d.get("rule_text")] if x]
-        texts += [str(x) for x in d.get("why") or () if isinstance(x, str)]
+        texts += [str(x).partition(": ")[2] if " table " in str(x).partition(": ")[0] else str(x)
+                  for x in d.get("why") or () if isinstance(x, str)]
         switches = [str(d["where"])] if isinstance(d.get("where"), str) else []
         switches += [sw for sw in f.switches if sw not in switches]
         for sw in switches:
-            for t in texts:
-                for rule, (ev, round_no) in self._installed_on(sw):
-                    if t == rule or t.startswith(rule + " "):
+            for ev, round_no, rules in reversed(self._installs.get(sw, ())):  # the latest install wins
+                for rule in rules if rules is not None else _rules_of(ev):
+                    if any(t == rule or t.startswith(rule + " ") for t in texts):
                         return _cause_of(ev, round_no)
         return None
 
-    def _installed_on(self, switch: str) -> list[tuple[str, tuple[FlowModApplied, int]]]:
-        return [(rule, c) for (sw, rule), c in self._installed.items() if sw == switch]
-
     def _note_installed(self, view: NetworkView, ev: FlowModApplied, round_no: int) -> None:
-        if ev.match is None or ev.command.startswith("DELETE"):
+        """Remember an ADD or MODIFY; its rule's words are made only when a finding asks (a non-strict
+        1.0 MODIFY's now, while the table still says which entries it changed)."""
+        if ev.kind != "FLOW_MOD" or ev.command.startswith("DELETE"):
             return
-        if ev.command == "MODIFY":
-            entries = [(e.match, e.priority) for e in view.switches[ev.switch].table.select(ev.match)]
-        else:
-            entries = [(ev.match, ev.priority or 0)]
-        for match, priority in entries:
-            self._installed[(ev.switch, f"rule {match or 'catch-all'} priority {priority}")] = (ev, round_no)
+        rules = None
+        if ev.command == "MODIFY" and ev.match is not None:
+            rules = tuple(w for e in view.switches[ev.switch].table.select(ev.match)
+                          for w in _rule_words(e.match, e.priority))
+        self._installs.setdefault(ev.switch, []).append((ev, round_no, rules))
 
     def end_round(self, tracked: set[tuple]) -> None:
         """The round's check is done; ``tracked``: the keys persistence follows now.  Causes of
