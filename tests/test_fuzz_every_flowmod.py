@@ -12,6 +12,8 @@ makes the blackhole, and is named as its first sight).  Seed 2: the entry was
 installed before the move, so the blackhole first appears after the move
 (the "other changes" before the next message, named by the migration's seq)
 and the FLOW_MOD that installed the stale entry is named as the rule's origin.
+A small real app (data/osken_apps/typo_then_fix.py) makes a blackhole that its
+next message removes: transient, with both messages named.
 """
 
 from __future__ import annotations
@@ -165,3 +167,34 @@ def test_campaign_passes_the_option_to_its_runs(tmp_path: Path) -> None:
     bad.write_text('check_every_flowmod = "yes"\n')
     with pytest.raises(CampaignSpecError, match="check_every_flowmod must be true or false"):
         load_campaign_file(bad)
+
+
+TYPO_THEN_FIX = f"osken:{Path(__file__).parent / 'data' / 'osken_apps' / 'typo_then_fix.py'}"
+
+
+@pytest.mark.slow
+def test_a_blackhole_the_next_message_removes_is_transient_and_names_both(tmp_path: Path) -> None:
+    """A real app installs a blackholing rule and deletes it with its next message (typo_then_fix.py)."""
+    only_traffic = Rates({**dict.fromkeys(("switch_failure", "switch_recovery", "link_failure", "link_recovery"), 0.0),
+                          "traffic": 0.5})
+    out = tmp_path / "every"
+    d = fuzz(FuzzOptions(TYPO_THEN_FIX, "linear,3", out, steps=30, seed=1, rates=only_traffic, keep_going=True,
+                         check_every_flowmod=True)).data
+    assert persistent(d) == [], d["violations"]   # persistence: nothing lasted, nothing is reported
+    events = {e.seq: e for e in read_trace(out / "trace.jsonl").events}
+    cleared = [v for v in d["violations"] if v["invariant"] == "blackholes" and "cleared_by" in v["details"]]
+    assert cleared, d["violations"]
+    assert d["every_flowmod"]["cleared_within_round"] >= len(cleared)
+    for v in cleared:
+        assert not v["persistent"]
+        first, by = v["details"]["first_seen"], v["details"]["cleared_by"]
+        check_flow_mod(events, first, version=1)
+        check_flow_mod(events, by, version=1)
+        assert first["switch"] == by["switch"] and first["seq"] < by["seq"]
+        assert first["text"].endswith("ADD priority=100 dl_type=0x0800,nw_proto=6,tp_dst=22 -> output:99"), first
+        assert by["text"].endswith(": DELETE_STRICT priority=100 dl_type=0x0800,nw_proto=6,tp_dst=22"), by
+        assert v["details"]["first_seen_text"] == "after " + first["text"]
+        # nothing but packets and other switches' messages between the two: the next message to that switch
+        between = [e for s, e in events.items() if first["seq"] < s < by["seq"] and e.kind == "of_to_switch"
+                   and f"s{e.dpid}" == first["switch"]]
+        assert between == []

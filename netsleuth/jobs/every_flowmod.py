@@ -73,8 +73,10 @@ def flow_mod_words(ev: FlowModApplied) -> str:
     if ev.match is not None:  # OpenFlow 1.0: the model's match and actions, in ovs-ofctl words
         from netsleuth.model.actions import action_from_ofp
 
-        acts = ",".join(str(action_from_ofp(a)) for a in ev.msg.actions) or "drop"
-        return f"{where}: {ev.command} priority={ev.priority} {ev.match or '*'} -> {acts}"
+        head = f"{where}: {ev.command} priority={ev.priority} {str(ev.match) or '*'}"
+        if ev.command.startswith("DELETE"):
+            return head
+        return f"{head} -> {','.join(str(action_from_ofp(a)) for a in ev.msg.actions) or 'drop'}"
     if ev.kind == "GROUP_MOD":
         buckets = len(getattr(ev.msg, "buckets", ()) or ())
         return f"{where}: {ev.command} group_id={ev.msg.group_id} type={ev.msg.type} buckets={buckets}"
@@ -287,7 +289,7 @@ class EveryFlowMod:
             first = self.causes.pop(k, None)
             if first is not None:
                 self.within_round += 1
-                details = {"round": self.round, "first_seen": first.to_json(), "first_seen_text": first.text,
+                details = {"round": self.round, "first_seen": first.to_json(), "first_seen_text": f"after {first.text}",
                            "cleared_by": (cause or make_cause()).to_json()}
                 self._record(self.present[k], False, details)
         self.present = now
