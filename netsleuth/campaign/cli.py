@@ -35,6 +35,8 @@ def _spec(args: argparse.Namespace) -> Any:
             setattr(spec, name, value)
     if args.no_minimize:
         spec.minimize = False
+    if args.check_every_flowmod:
+        spec.check_every_flowmod = True
     return spec
 
 
@@ -121,6 +123,9 @@ def add_commands(sub: Any) -> None:
                                      "default: a local Ray instance")
     c.add_argument("--no-minimize", action="store_true", help="bucket the findings but do not minimize them")
     c.add_argument("--minimize-budget", type=seconds(), help="seconds per bucket's minimization (default 300)")
+    c.add_argument("--check-every-flowmod", action="store_true",
+                   help="each run checks after every FLOW_MOD and names the message behind each violation "
+                        "(see netsleuth fuzz --help); the same violations are found")
     c.add_argument("--json", action="store_true", help="print campaign.json's data instead of the summary")
     c.set_defaults(func=cmd_campaign)
 

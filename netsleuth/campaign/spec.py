@@ -94,6 +94,8 @@ class CampaignSpec:
     address: str | None = None
     minimize: bool = True
     minimize_budget: float = 300.0
+    # fuzz --check-every-flowmod: names the message behind each violation; finds the same ones
+    check_every_flowmod: bool = False
 
     def definition(self) -> dict[str, Any]:
         """The part a restart must not change: it decides which jobs exist and what they find."""
@@ -183,7 +185,8 @@ def _bad_seeds(value: Any) -> list[int]:
 
 
 _KNOWN = {"controllers", "topologies", "rates", "seeds", "steps", "checks", "persist", "round_seconds",
-          "budget", "job_timeout", "executor", "jobs", "address", "minimize", "minimize_budget"}
+          "budget", "job_timeout", "executor", "jobs", "address", "minimize", "minimize_budget",
+          "check_every_flowmod"}
 
 
 def load_campaign_file(path: str | Path) -> CampaignSpec:
@@ -216,10 +219,11 @@ def load_campaign_file(path: str | Path) -> CampaignSpec:
         for name in ("checks", "executor", "address"):
             if name in data:
                 setattr(spec, name, str(data[name]))
-        if "minimize" in data:
-            if not isinstance(data["minimize"], bool):
-                raise CampaignSpecError("minimize must be true or false", "write minimize = true")
-            spec.minimize = data["minimize"]
+        for name in ("minimize", "check_every_flowmod"):
+            if name in data:
+                if not isinstance(data[name], bool):
+                    raise CampaignSpecError(f"{name} must be true or false", f"write {name} = true")
+                setattr(spec, name, data[name])
         budget = data.get("budget", {})
         if not isinstance(budget, dict) or set(budget) - {"runs", "seconds"}:
             raise CampaignSpecError("[budget] takes runs and seconds", "write [budget] runs = 200, seconds = 3600")

@@ -95,7 +95,8 @@ def run_job(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     opts = FuzzOptions(controller=payload["controller"], topo=payload["topo"], out=out, steps=payload["steps"],
                        seed=payload["seed"], rates=Rates(dict(payload["rates"])), checks=payload["checks"],
                        persist=payload["persist"], round_seconds=payload["round_seconds"],
-                       handshake_timeout=min(60.0, timeout), record_packets=True)
+                       handshake_timeout=min(60.0, timeout), record_packets=True,
+                       check_every_flowmod=bool(payload.get("check_every_flowmod", False)))
     try:
         result = fuzz(opts, _Deadline(timeout))
     except JobTimeout as exc:
@@ -162,6 +163,7 @@ def job_payload(job: Any, spec: Any, out_root: Path) -> dict[str, Any]:
             "rates_name": job.rates_name, "rates": dict(job.rates), "seed": job.seed,
             "steps": spec.steps, "checks": spec.checks, "persist": spec.persist,
             "round_seconds": spec.round_seconds, "timeout": spec.job_timeout,
+            "check_every_flowmod": spec.check_every_flowmod,
             "dir": f"runs/{job.dirname}", "out": str(out_root / "runs" / job.dirname),
             "campaign_host": socket.gethostname()}
 

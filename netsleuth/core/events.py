@@ -9,8 +9,9 @@ channel are FIFO, so only a channel's head is enabled.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from netsleuth.model.match import Match
 from netsleuth.model.packet import Packet
 
 
@@ -95,3 +96,38 @@ class Connect:
 
 
 Effect = Deliver | Disconnect | Connect
+
+
+@dataclass(frozen=True, slots=True)
+class FlowModApplied:
+    """A switch has applied a FLOW_MOD (or, on OpenFlow 1.3, a GROUP_MOD): its forwarding state may differ now.
+
+    What an observer needs to re-check only what the message can change and to name the
+    message: the switch, the trace ``seq`` of the recorded message (None when no trace is
+    kept), the command and priority, and the match as the 1.0 model reads it (None on 1.3,
+    whose OXM match the 1.0 engine cannot take; ``msg`` has it).  A message the switch
+    rejected with an ERROR changed nothing and is not reported.
+    """
+
+    switch: str
+    seq: int | None
+    kind: str                # "FLOW_MOD" or "GROUP_MOD"
+    command: str             # "ADD", "MODIFY", "MODIFY_STRICT", "DELETE", "DELETE_STRICT"
+    priority: int | None     # None for a GROUP_MOD
+    match: Match | None      # the OpenFlow 1.0 match; None on 1.3
+    version: int             # the wire version: 1 or 4
+    msg: Any                 # the os-ken message itself
+
+
+class TableObserver(Protocol):
+    """Told of every FLOW_MOD/GROUP_MOD a switch applies, once just before and once just after.
+
+    ``before_flow_mod`` lets an observer settle whatever else changed since it last looked
+    (links, ports, connections, flows that timed out) while the table is still as it was,
+    so that ``flow_mod_applied`` blames the message only for what the message changed.
+    The core calls both synchronously from ``Network.fire`` and knows nothing of what
+    the observer checks (the invariants live above the core's callers)."""
+
+    def before_flow_mod(self, switch: str) -> None: ...
+
+    def flow_mod_applied(self, event: FlowModApplied) -> None: ...

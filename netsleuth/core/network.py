@@ -28,15 +28,18 @@ from netsleuth.core.events import (
     Deliver,
     Disconnect,
     Effect,
+    FlowModApplied,
     Lineage,
     OnWire,
     PendingEvent,
     PendingToController,
+    TableObserver,
     ToSwitch,
 )
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
+from netsleuth.model.match import Match
 from netsleuth.model.packet import Packet
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import msg_to_json, msg_type_name
@@ -149,6 +152,8 @@ class Network:
         # (as Open vSwitch does, with backoff) and counts as connected for REDIAL_GRACE seconds meanwhile
         self.redialing: dict[tuple[int, str], float] = {}
         self.observing = True  # False during a warm-up: looping packets are dropped but not reported
+        # told of every FLOW_MOD/GROUP_MOD a switch applies (see TableObserver): a check per message
+        self.table_observers: list[TableObserver] = []
 
     # ------------------------------------------------------------ channels
     def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
@@ -337,18 +342,31 @@ class Network:
         if self.connections[conn].up:
             self._enqueue(lambda i: PendingToController(i, conn, msg))
 
-    def _record_message(self, cls: type, c: Connection, msg: Any) -> None:
-        """Record a control message as delivered (JSON and fingerprint only when a trace is kept)."""
-        if self.record.sink is not None:
-            js = msg_to_json(msg)
-            self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
+    def _record_message(self, cls: type, c: Connection, msg: Any) -> Any:
+        """Record a control message as delivered (JSON and fingerprint only when a trace is kept);
+        the trace event, or None without a trace."""
+        if self.record.sink is None:
+            return None
+        js = msg_to_json(msg)
+        return self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
 
     def _fire_to_switch(self, ev: ToSwitch) -> list[Effect]:
         c = self.connections[ev.conn]
         switch = self.by_dpid[c.dpid]
         self.stats.to_switch += 1
-        self._record_message(ts.ControlToSwitch, c, ev.msg)
-        self._apply_outputs(switch, switch.handle_message(ev.conn, ev.msg, self.clock.now()), ev.conn)
+        recorded = self._record_message(ts.ControlToSwitch, c, ev.msg)
+        observers = self.table_observers
+        kind = msg_type_name(ev.msg) if observers else ""
+        watched = kind in _TABLE_CHANGING
+        if watched:
+            for o in list(observers):
+                o.before_flow_mod(switch.name)
+        outputs = switch.handle_message(ev.conn, ev.msg, self.clock.now())
+        if watched and not _rejected(ev.msg, outputs):
+            applied = _flow_mod_applied(switch, kind, ev.msg, None if recorded is None else recorded.seq)
+            for o in list(observers):
+                o.flow_mod_applied(applied)
+        self._apply_outputs(switch, outputs, ev.conn)
         return []
 
     def _fire_to_controller(self, ev: PendingToController) -> list[Effect]:
@@ -657,3 +675,35 @@ class Network:
                 out.append(f"#{ev.id} {c.controller} {arrow} s{c.dpid} {msg_type_name(ev.msg)}")
         return out
 
+
+
+# The messages that change a switch's forwarding state (meters are left out: the analyses ignore them).
+_TABLE_CHANGING = frozenset({"FLOW_MOD", "GROUP_MOD"})
+_FLOW_COMMANDS = ("ADD", "MODIFY", "MODIFY_STRICT", "DELETE", "DELETE_STRICT")
+_GROUP_COMMANDS = ("ADD", "MODIFY", "DELETE")
+_BAD_REQUEST, _BUFFER_UNKNOWN = 1, 8   # the same numbers in OpenFlow 1.0 and 1.3
+
+
+def _rejected(msg: Any, outputs: Iterable[Any]) -> bool:
+    """Whether the switch answered ``msg`` with an ERROR that means it did not apply it.
+
+    An unknown buffer id is the exception: the entry was installed, only the buffered
+    packet could not be released."""
+    for out in outputs:
+        reply = getattr(out, "msg", None)
+        if reply is None or getattr(reply, "xid", None) != msg.xid or msg_type_name(reply) != "ERROR":
+            continue
+        if (reply.type, reply.code) != (_BAD_REQUEST, _BUFFER_UNKNOWN):
+            return True
+    return False
+
+
+def _flow_mod_applied(switch: sw.Switch, kind: str, msg: Any, seq: int | None) -> FlowModApplied:
+    names = _FLOW_COMMANDS if kind == "FLOW_MOD" else _GROUP_COMMANDS
+    cmd = msg.command
+    command = names[cmd] if isinstance(cmd, int) and 0 <= cmd < len(names) else str(cmd)
+    version = switch.version
+    match = Match.from_ofp(msg.match) if kind == "FLOW_MOD" and version == 1 else None
+    return FlowModApplied(switch=switch.name, seq=seq, kind=kind, command=command,
+                          priority=msg.priority if kind == "FLOW_MOD" else None, match=match,
+                          version=version, msg=msg)

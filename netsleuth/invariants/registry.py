@@ -69,9 +69,24 @@ register(Invariant("blackholes", "no header a host sends to a host it is connect
 register(Invariant("reachability", "every physically connected host pair can reach each other "
                    "(through the tables or a live controller)", hsa_checks.check_headerspace_reachability))
 register(Invariant("dataplane-loops", "no real packet revisits a (switch, in_port)", None, observed=True))
+@dataclass(frozen=True, slots=True)
+class IsolationInputs:
+    """What :func:`check` hands the isolation invariant: the concrete pair traces for the policy
+    file's pairs, and the header-space analysis the other checks share (Faucet's VLANs use it)."""
+
+    pairs: list
+    analysis: object = None
+
+
+def _isolation(view: NetworkView, inputs: object) -> list[Finding]:
+    if isinstance(inputs, IsolationInputs):
+        return forwarding.check_isolation(view, inputs.pairs) + \
+            faucet_checks.check_vlan_isolation(view, inputs.analysis)
+    return forwarding.check_isolation(view, inputs) + faucet_checks.check_vlan_isolation(view)
+
+
 register(Invariant("isolation", "host pairs in the isolation policy cannot reach each other; with Faucet, hosts "
-                   "in VLANs no router joins neither", lambda v, pairs: forwarding.check_isolation(v, pairs)
-                   + faucet_checks.check_vlan_isolation(v)))
+                   "in VLANs no router joins neither", _isolation))
 register(Invariant("acl", "with Faucet: what an ACL rule denies is not delivered, what it allows is",
                    faucet_checks.check_acls))
 register(Invariant("delivery", "every packet a host sends to a connected host arrives", forwarding.check_delivery,
@@ -96,6 +111,7 @@ def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:
 
 
 _HSA = {"loops", "blackholes", "reachability"}
+_FAUCET = {"isolation", "acl"}
 
 
 def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
@@ -103,19 +119,25 @@ def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
     the header-space analysis for loops/blackholes/reachability, the concrete pair
     traces for isolation (the policy is about the packets one host sends another)."""
     names = {i.name for i in invariants}
-    analysis = hsa_engine.analyze(view) if names & _HSA else None
+    # Faucet's VLAN and ACL checks read the same 1.3 analysis: one per check, not one per invariant
+    faucet = view.faucet is not None and bool(names & _FAUCET)
+    analysis = hsa_engine.analyze(view) if names & _HSA or faucet else None
     pairs = forwarding.pair_outcomes(view) if "isolation" in names and view.isolation else []
     findings: list[Finding] = []
     for inv in invariants:
-        if inv.check is not None:
-            findings.extend(inv.check(view, analysis if inv.name in _HSA else pairs))
-    return [f for f in findings if not _intended(view, f)]
+        if inv.check is None:
+            continue
+        if inv.name == "isolation":
+            findings.extend(inv.check(view, IsolationInputs(pairs, analysis)))
+        else:
+            findings.extend(inv.check(view, analysis if inv.name in _HSA or inv.name == "acl" else pairs))
+    return [f for f in findings if not intended(view, f)]
 
 
 _PAIR_INVARIANTS = ("reachability", "delivery")
 
 
-def _intended(view: NetworkView, f: Finding) -> bool:
+def intended(view: NetworkView, f: Finding) -> bool:
     """A reachability or delivery finding for a pair the controller's own configuration separates on
     purpose (hosts on different VLANs, an ACL dropping the pair's traffic) reports the operator's
     intent, not a bug: it is set aside (config_intent.py)."""

@@ -311,6 +311,12 @@ def violation_lines(v: Any, *, verbose: bool = False, trace: str | None = None,
     ``width`` characters: long lists end in "and N more"."""
     d = _get(v, "details", {}) or {}
     lines = [f"{_get(v, 'invariant')}: {_get(v, 'message')}"]
+    first = d.get("first_seen_text")
+    if first:  # fuzz --check-every-flowmod: the message after which it first appeared
+        lines.append(f"{indent}first seen {first}")
+    origin = d.get("rule_from_text")
+    if origin:  # the message that installed the entry it blames, when that was an earlier one
+        lines.append(f"{indent}rule installed by {origin}")
     for key in ("entered", "cycle", "rule", "pairs"):
         val = d.get(f"{key}_text")
         if val:

@@ -5,6 +5,10 @@ inputs (failures, recoveries, migrations, traffic, drops, delays), the World
 applies them, the network runs for the round, then the invariants are
 checked. A finding is reported only once it has persisted for ``persist``
 consecutive checks; earlier ones are recorded in the trace as transient.
+
+With ``check_every_flowmod`` the forwarding invariants are also checked after
+every FLOW_MOD a switch applies (:mod:`netsleuth.jobs.every_flowmod`), so each
+violation the rounds report names the message that produced it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netsleuth.core.events import Effect
+from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
+from netsleuth.jobs.every_flowmod import LOCATED, EveryFlowMod
 from netsleuth.policies.config_edits import HostAddr
 from netsleuth.policies.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
 from netsleuth.runtime.driver import Runtime
@@ -43,16 +49,26 @@ class FuzzOptions:
     isolation: Path | None = None
     openflow: str = "auto"
     warmup: float = 0.0
+    check_every_flowmod: bool = False
+
+
+class FlowModCheckError(NetsleuthError):
+    pass
 
 
 def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
     _check_config_changes(opts)
+    if opts.check_every_flowmod and not any(i.name in LOCATED for i in invariants):
+        raise FlowModCheckError(f"--check-every-flowmod locates violations of {', '.join(LOCATED)}, and "
+                                f"--check selects none of them", "add one of them to --check, or drop "
+                                "--check-every-flowmod")
     session = Session("fuzz", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
                       checks=[i.name for i in invariants], isolation=opts.isolation,
                       header_extra={"rates": dict(sorted(opts.rates.values.items())), "persist": opts.persist,
-                                    "steps": opts.steps, "round_seconds": opts.round_seconds},
+                                    "steps": opts.steps, "round_seconds": opts.round_seconds,
+                                    **({"check_every_flowmod": True} if opts.check_every_flowmod else {})},
                       openflow=opts.openflow, warmup=opts.warmup)
     data = session.result.data
     data.update({"steps": 0, "inputs": {}, "rates": dict(sorted(opts.rates.values.items())),
@@ -63,8 +79,11 @@ def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
         fuzzer = Fuzzer(random.Random(opts.seed), opts.rates)
         tracker = PersistenceTracker(opts.persist)
         failed_links: list[tuple[str, int, str, int]] = []
+        watch = _watch_flow_mods(s, invariants) if opts.check_every_flowmod else None
         s.progress.phase("fuzzing", opts.steps)
         for step in range(1, opts.steps + 1):
+            if watch is not None:
+                watch.round = step
             for planned in fuzzer.plan_round(_state(s, failed_links)):
                 rt.apply(await _apply(s, planned, failed_links))
                 data["inputs"][planned.kind] = data["inputs"].get(planned.kind, 0) + 1
@@ -72,11 +91,24 @@ def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
             await asyncio.sleep(opts.round_seconds)
             await rt.settle(quiet=0.03, timeout=max(1.0, 10 * opts.round_seconds))
             data["steps"] = step
-            if step % opts.check_every == 0 and _check(s, tracker, invariants, step) and not opts.keep_going:
+            if step % opts.check_every == 0 and _check(s, tracker, invariants, step, watch) and not opts.keep_going:
                 break
             s.progress.advance(step)
+        if watch is not None:
+            s.world.table_observers.remove(watch)
 
     return session.execute(body, progress)
+
+
+def _watch_flow_mods(s: Session, invariants: list) -> EveryFlowMod:
+    """Check the forwarding invariants after every FLOW_MOD the switches apply from now on."""
+    watch = EveryFlowMod(s.world.view, invariants,
+                         lambda f, persistent, details: s.record_finding(f, persistent, details))
+    s.recorder.observers.append(watch.observe)
+    s.world.table_observers.append(watch)
+    s.result.data["every_flowmod"] = watch.stats()
+    watch.settle()  # what the bootstrap installed, blamed on it
+    return watch
 
 
 def _check_config_changes(opts: FuzzOptions) -> None:
@@ -152,18 +184,40 @@ async def _apply(s: Session, p: Planned, failed_links: list[tuple[str, int, str,
     return await s.apply_input(ts.EVENT_KINDS[p.kind](seq=0, t=0.0, id="planned", **args))  # type: ignore[call-arg]
 
 
-def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int) -> bool:
-    """One invariant round; True when a violation just became persistent."""
+def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int,
+           watch: EveryFlowMod | None = None) -> bool:
+    """One invariant round; True when a violation just became persistent.  With ``watch``
+    each finding recorded names the message after which it first appeared."""
     s.note_controller_deaths()
     loops_before = getattr(s, "_loops_seen", 0)
     loops = [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
     s._loops_seen = len(loops)  # type: ignore[attr-defined]  # kept on the session between rounds
     observed_loop = len(loops) > loops_before and any(i.name == "dataplane-loops" for i in invariants)
+    if watch is not None:
+        watch.settle()
     findings = registry.check(s.world.view(), invariants)
     outcome = tracker.update(step, findings)
     for t in outcome.new_transient:
         if t.streak < tracker.threshold:
-            s.record_finding(t.finding, persistent=False, details={"round": step})
+            s.record_finding(t.finding, persistent=False, details={"round": step, **_first_seen(watch, t.finding)})
     for t in outcome.new_persistent:
-        s.record_finding(t.finding, persistent=True, details={"round": t.first_round, "confirmed_round": step})
+        s.record_finding(t.finding, persistent=True, details={"round": t.first_round, "confirmed_round": step,
+                                                              **_first_seen(watch, t.finding)})
+    if watch is not None:
+        watch.end_round(set(tracker.active))
+        s.result.data["every_flowmod"] = watch.stats()
     return bool(outcome.new_persistent) or observed_loop
+
+
+def _first_seen(watch: EveryFlowMod | None, f: object) -> dict:
+    """The details naming the message after which ``f`` first appeared (none without the option)."""
+    if watch is None:
+        return {}
+    out: dict[str, object] = {}
+    cause = watch.cause_of(f)  # type: ignore[arg-type]
+    if cause is not None:
+        out.update(first_seen=cause.to_json(), first_seen_text=f"after {cause.text}")
+    origin = watch.rule_origin(f)  # type: ignore[arg-type]
+    if origin is not None and (cause is None or origin.seq != cause.seq):
+        out.update(rule_from=origin.to_json(), rule_from_text=origin.text)
+    return out
