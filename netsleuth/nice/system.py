@@ -560,7 +560,10 @@ class System:
             s, per_port = hit[1], hit[2]
         else:
             s = self._copy_for_packets(old)
-            per_port = tuple((frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
+            # OpenFlow 1.3: later tables see rewritten headers and metadata, so the read is the whole
+            # pipeline (None), as in the direct step
+            of13 = self.of13
+            per_port = tuple((None if of13 else frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
                              for p, frame, tag in heads)
             if hit is None:
                 self._pkt_memo[mk] = (old.key(), s, per_port, heads)
