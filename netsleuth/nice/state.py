@@ -32,6 +32,7 @@ base class buffers only truncated ones), handing the controller a light
 
 from __future__ import annotations
 
+from operator import is_not
 from typing import Any
 
 from netsleuth.model import switch as sw
@@ -276,6 +277,10 @@ class WireQueues(dict):
         dict.clear(self)
 
 
+_new_dict = dict.__new__
+_dict_update = dict.update
+
+
 # Hashes of queued packets, messages and whole queues, cached by object identity.  A
 # frozen dataclass (Packet, FlowMod, PacketIn) rehashes all of its nested fields on every
 # call, and the same few objects sit in the queues of thousands of states.  An entry keeps
@@ -320,6 +325,66 @@ def queue_term(kind: str, slot: Any, q: tuple) -> int:
     return t
 
 
+# Queues are immutable tuples, so popping a head or pushing a tail makes a new one.  Made
+# afresh every time, a queue would be a new object in every state, its term (above) missed
+# by identity and recomputed from its contents.  The same few queues recur in thousands of
+# states, so a pop or push of the same queue and item returns the same object every time:
+# its term is then computed once.  Entries keep their objects alive (ids are not reused
+# while cached) and are checked by identity; a miss only builds the tuple afresh, so the
+# result never depends on what is cached.
+_TAIL: dict[int, tuple[tuple, tuple]] = {}
+_PUSHED: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
+
+
+def tail(q: tuple) -> tuple:
+    """``q[1:]``, the same object for the same ``q`` (see above)."""
+    e = _TAIL.get(id(q))
+    if e is not None and e[0] is q:
+        return e[1]
+    t = q[1:]
+    if len(_TAIL) >= _CACHE_LIMIT:
+        _TAIL.clear()
+    _TAIL[id(q)] = (q, t)
+    return t
+
+
+def pushed(q: tuple, item: Any, slot: Any) -> tuple:
+    """``q + (item,)`` for the queue at ``slot``, the same object for the same ``q``, item and slot.
+
+    ``item`` and ``slot`` are matched by identity (the messages and packets queued are shared
+    objects; slots are the model's own port tuples and indices): a queue object then sits in
+    one slot, where its cached term is.
+    """
+    k = (id(q), id(item), id(slot))
+    e = _PUSHED.get(k)
+    if e is not None and e[0] is q and e[1] is item and e[2] is slot:
+        return e[3]
+    n = q + (item,)
+    if len(_PUSHED) >= _CACHE_LIMIT:
+        _PUSHED.clear()
+    _PUSHED[k] = (q, item, slot, n)
+    return n
+
+
+_PUSHED_FRAME: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
+
+
+def pushed_frame(q: tuple, frame: Any, tag: Any, where: Any) -> tuple:
+    """``q + ((frame, tag),)`` for the wire queue at ``where``, shared as :func:`pushed` does when
+    ``tag`` is None (a packet without lineage: the entry is rebuilt otherwise)."""
+    if tag is not None:
+        return q + ((frame, tag),)
+    k = (id(q), id(frame), id(where))
+    e = _PUSHED_FRAME.get(k)
+    if e is not None and e[0] is q and e[1] is frame and e[2] is where:
+        return e[3]
+    n = q + ((frame, None),)
+    if len(_PUSHED_FRAME) >= _CACHE_LIMIT:
+        _PUSHED_FRAME.clear()
+    _PUSHED_FRAME[k] = (q, frame, where, n)
+    return n
+
+
 _MASK = (1 << 64) - 1
 
 
@@ -335,6 +400,21 @@ def mix(x: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
     return z ^ (z >> 31)
+
+
+_APP_TERM: dict[int, int] = {}
+
+
+def app_term(app_hash: int) -> int:
+    """The app's term of the state hash, from the hash of its key (cached: a few hundred app
+    states recur in every search)."""
+    t = _APP_TERM.get(app_hash)
+    if t is None:
+        t = mix(hash(("a", app_hash)))
+        if len(_APP_TERM) >= _CACHE_LIMIT:
+            _APP_TERM.clear()
+        _APP_TERM[app_hash] = t
+    return t
 
 
 class SystemState:
@@ -372,7 +452,10 @@ class SystemState:
         c = object.__new__(SystemState)
         c.switches = list(self.switches)
         c.hosts = list(self.hosts)
-        c.inq = WireQueues(self.inq)
+        # the parent's queues without WireQueues.__init__ (a Python frame per state)
+        c.inq = inq = _new_dict(WireQueues)
+        _dict_update(inq, self.inq)
+        inq.written = []
         c.to_ctrl = list(self.to_ctrl)
         c.to_sw = list(self.to_sw)
         c.app = self.app
@@ -433,12 +516,16 @@ class SystemState:
                 h += queue_term("w", k, q)
         for where, q in self.inq.items():
             h += queue_term("q", where, q)
-        return h + (mix(hash(("a", self.app_hash()))) + mix(hash(("p", self.props)))
+        return h + (app_term(self.app_hash()) + mix(hash(("p", self.props)))
                     + mix(hash(("t", self.timers))) + mix(hash(("x", self.extra))))
 
     def _hash_from(self, p: SystemState) -> int:
-        # Each group is compared as a whole first (in C: identical elements compare by
-        # identity), and only a group that changed is walked.
+        # Components are compared by identity, one slot at a time: an unchanged one is the
+        # parent's own object (copy-on-write), and comparing whole lists would call the
+        # messages' dataclass __eq__ wherever a queue changed.
+        # A group is first compared as a whole in C (switches and host states have no __eq__:
+        # identity; queues through ``is_not``, so no message's __eq__ runs) and only a group
+        # that changed is walked.
         h = p._hash
         assert h is not None
         if self.switches != p.switches:
@@ -449,17 +536,21 @@ class SystemState:
             for x, y in zip(self.hosts, p.hosts, strict=True):
                 if x is not y:
                     h += x.term() - y.term()
-        if self.to_ctrl != p.to_ctrl:
-            for k, (q, r) in enumerate(zip(self.to_ctrl, p.to_ctrl, strict=True)):
+        if any(map(is_not, self.to_ctrl, p.to_ctrl)):
+            k = 0
+            for q, r in zip(self.to_ctrl, p.to_ctrl, strict=True):
                 if q is not r:
                     h += queue_term("c", k, q) - queue_term("c", k, r)
-        if SystemState.hash_command_queues and self.to_sw != p.to_sw:
-            for k, (q, r) in enumerate(zip(self.to_sw, p.to_sw, strict=True)):
+                k += 1
+        if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
+            k = 0
+            for q, r in zip(self.to_sw, p.to_sw, strict=True):
                 if q is not r:
                     h += queue_term("w", k, q) - queue_term("w", k, r)
+                k += 1
         h += self._inq_delta(p.inq)
         if self.app is not p.app:
-            h += mix(hash(("a", self.app_hash()))) - mix(hash(("a", p.app_hash())))
+            h += app_term(self.app_hash()) - app_term(p.app_hash())
         if self.props is not p.props:
             h += mix(hash(("p", self.props))) - mix(hash(("p", p.props)))
         if self.timers is not p.timers:
