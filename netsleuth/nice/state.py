@@ -81,10 +81,42 @@ def truncated(packet: Packet, max_len: int) -> Packet:
     return p
 
 
-class MCSwitch(sw.Switch):
+class StateComponent:
+    """A switch or host of the state: it always sits in its own slot (its name), and its canonical
+    key, the key's hash and its term of the state hash are each computed once per object (the
+    object is never mutated once it is in a reached state; a copy starts with none of them)."""
+
+    __slots__ = ()
+    slot_kind = ""  # the slot's kind in the term: "s" a switch, "h" a host
+    _hash: int | None
+    _term: int | None
+
+    def key(self) -> tuple:
+        raise NotImplementedError
+
+    def slot_name(self) -> str:
+        raise NotImplementedError
+
+    def hash_value(self) -> int:
+        """``hash(self.key())``, computed once per object."""
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key())  # type: ignore[misc]  # a slot or attribute of the subclass
+        return h
+
+    def term(self) -> int:
+        """This component's term of the state hash."""
+        t = self._term
+        if t is None:
+            t = self._term = mix(hash((self.slot_kind, self.slot_name(), self.hash_value())))  # type: ignore[misc]  # as above
+        return t
+
+
+class MCSwitch(sw.Switch, StateComponent):
     """The model's switch with cheap copies and a canonical key (see the module docstring)."""
 
     with_counters = False  # set per switch by the System: True when the app reads statistics
+    slot_kind = "s"
 
     def __init__(self, dpid: int, ports: Any, *, name: str = "", n_buffers: int = sw.DEFAULT_BUFFERS) -> None:
         super().__init__(dpid, ports, name=name, n_buffers=n_buffers)
@@ -110,19 +142,8 @@ class MCSwitch(sw.Switch):
         new._term = None
         return new
 
-    def hash_value(self) -> int:
-        """``hash(self.key())``, computed once per switch object."""
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(self.key())
-        return h
-
-    def term(self) -> int:
-        """This switch's term of the state hash (a switch always sits in its own slot)."""
-        t = self._term
-        if t is None:
-            t = self._term = mix(hash(("s", self.name, self.hash_value())))
-        return t
+    def slot_name(self) -> str:
+        return self.name
 
     def key(self) -> tuple:
         k = self._key
@@ -163,7 +184,7 @@ class MCSwitch(sw.Switch):
         return i
 
 
-class HostState:
+class HostState(StateComponent):
     """An end host of the model: the model's :class:`Host` plus the client/server program around it.
 
     ``to_send``: pings this host still has to start (the client's send
@@ -175,6 +196,7 @@ class HostState:
 
     __slots__ = ("host", "location", "to_send", "next_seq", "outbox", "credits", "sent", "moves_left",
                  "replies_sent", "_key", "_hash", "_term")
+    slot_kind = "h"
 
     def __init__(self, host: Host, location: tuple[str, int]) -> None:
         self.host = host
@@ -206,19 +228,8 @@ class HostState:
         new._term = None
         return new
 
-    def hash_value(self) -> int:
-        """``hash(self.key())``, computed once per host state object."""
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(self.key())
-        return h
-
-    def term(self) -> int:
-        """This host's term of the state hash (a host always sits in its own slot)."""
-        t = self._term
-        if t is None:
-            t = self._term = mix(hash(("h", self.host.name, self.hash_value())))
-        return t
+    def slot_name(self) -> str:
+        return self.host.name
 
     def key(self) -> tuple:
         k = self._key
@@ -385,6 +396,23 @@ def pushed_frame(q: tuple, frame: Any, tag: Any, where: Any) -> tuple:
     return n
 
 
+_QUEUE_DELTA: dict[tuple[int, int], tuple[tuple, tuple, str, Any, int]] = {}
+
+
+def queue_delta(kind: str, slot: Any, q: tuple, r: tuple) -> int:
+    """``queue_term(kind, slot, q) - queue_term(kind, slot, r)``: a queue ``r`` replaced by ``q``,
+    cached by the identity of both (interned queues make the same replacements recur)."""
+    k = (id(q), id(r))
+    e = _QUEUE_DELTA.get(k)
+    if e is not None and e[0] is q and e[1] is r and e[2] == kind and e[3] == slot:
+        return e[4]
+    d = queue_term(kind, slot, q) - queue_term(kind, slot, r)
+    if len(_QUEUE_DELTA) >= _CACHE_LIMIT:
+        _QUEUE_DELTA.clear()
+    _QUEUE_DELTA[k] = (q, r, kind, slot, d)
+    return d
+
+
 _MASK = (1 << 64) - 1
 
 
@@ -520,10 +548,8 @@ class SystemState:
                     + mix(hash(("t", self.timers))) + mix(hash(("x", self.extra))))
 
     def _hash_from(self, p: SystemState) -> int:
-        # Components are compared by identity, one slot at a time: an unchanged one is the
-        # parent's own object (copy-on-write), and comparing whole lists would call the
-        # messages' dataclass __eq__ wherever a queue changed.
-        # A group is first compared as a whole in C (switches and host states have no __eq__:
+        # An unchanged component is the parent's own object (copy-on-write).  Each group is
+        # first compared as a whole in C (switches and host states have no __eq__, so that is
         # identity; queues through ``is_not``, so no message's __eq__ runs) and only a group
         # that changed is walked.
         h = p._hash
@@ -540,15 +566,23 @@ class SystemState:
             k = 0
             for q, r in zip(self.to_ctrl, p.to_ctrl, strict=True):
                 if q is not r:
-                    h += queue_term("c", k, q) - queue_term("c", k, r)
+                    h += queue_delta("c", k, q, r)
                 k += 1
         if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
             k = 0
             for q, r in zip(self.to_sw, p.to_sw, strict=True):
                 if q is not r:
-                    h += queue_term("w", k, q) - queue_term("w", k, r)
+                    h += queue_delta("w", k, q, r)
                 k += 1
-        h += self._inq_delta(p.inq)
+        # the wire queues: only those written since the child was made (WireQueues)
+        inq, pinq = self.inq, p.inq
+        written = getattr(inq, "written", None)
+        if written is None:     # replaced by a plain dict: compare every queue
+            written = inq.keys() | pinq.keys()
+        for where in (set(written) if len(written) > 1 else written):
+            q, r = inq.get(where, ()), pinq.get(where, ())
+            if q is not r:
+                h += queue_delta("q", where, q, r)
         if self.app is not p.app:
             h += app_term(self.app_hash()) - app_term(p.app_hash())
         if self.props is not p.props:
@@ -558,19 +592,6 @@ class SystemState:
         if self.extra is not p.extra:
             h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
         return h
-
-    def _inq_delta(self, pinq: dict) -> int:
-        """The change of the wire queues' terms from the parent's queues ``pinq``."""
-        d = 0
-        inq = self.inq
-        written = getattr(inq, "written", None)
-        if written is None:     # replaced by a plain dict: compare every queue
-            written = inq.keys() | pinq.keys()
-        for where in (set(written) if len(written) > 1 else written):
-            q, r = inq.get(where), pinq.get(where)
-            if q is not r:
-                d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
-        return d
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:

@@ -982,7 +982,7 @@ class System:
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
 
 
-_SEEN_LIMIT = 1 << 18
+_SEEN_LIMIT = 1 << 16
 
 
 def _remember(cache: dict, key: tuple, entry: tuple) -> None:
