@@ -147,7 +147,9 @@ def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
                        "after_transitions_per_cpu_second": round(a["transitions"] / a["cpu_seconds"]),
                        "before_cpu_seconds_all": [r["cpu_seconds"] for r in runs["before"]],
                        "after_cpu_seconds_all": [r["cpu_seconds"] for r in runs["after"]],
-                       "cpu_speedup": round(b["cpu_seconds"] / a["cpu_seconds"], 2)}
+                       "cpu_speedup": round(b["cpu_seconds"] / a["cpu_seconds"], 2),
+                       "before_max_rss_mb": max(r["max_rss_mb"] for r in runs["before"]),
+                       "after_max_rss_mb": max(r["max_rss_mb"] for r in runs["after"])}
                 out.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
         return out
@@ -157,8 +159,12 @@ def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
 
 def main() -> int:
     if len(sys.argv) == 5 and sys.argv[1] == "--one":  # internal: one search, the netsleuth under argv[4]
+        import resource
+
         sys.path.insert(0, sys.argv[4])
-        print(json.dumps(run(int(sys.argv[2]), sys.argv[3])))
+        row = run(int(sys.argv[2]), sys.argv[3])
+        row["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # kB on Linux
+        print(json.dumps(row))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pings", type=int, nargs="+", default=[2, 3, 4, 5])
@@ -252,13 +258,14 @@ def _print_before_after(rows: list[dict]) -> None:
 
     table = Table(title=f"full search, before ({rows[0]['before'] if rows else ''}) and after, best CPU of each")
     for col in ("pings", "order", "transitions", "unique states", "before cpu s", "before trans/cpu s",
-                "after cpu s", "after trans/cpu s", "speedup", "counts identical"):
+                "after cpu s", "after trans/cpu s", "speedup", "counts identical", "peak MB before/after"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(str(r["pings"]), r["order"], f"{r['transitions']:,}", f"{r['unique_states']:,}",
                       f"{r['before_cpu_seconds']}", f"{r['before_transitions_per_cpu_second']:,}",
                       f"{r['after_cpu_seconds']}", f"{r['after_transitions_per_cpu_second']:,}",
-                      f"x{r['cpu_speedup']}", str(r["counts_identical"]))
+                      f"x{r['cpu_speedup']}", str(r["counts_identical"]),
+                      f"{r['before_max_rss_mb']}/{r['after_max_rss_mb']}")
     Console(width=200).print(table)
 
 

@@ -14,7 +14,12 @@ starts from its parent's sum and replaces the terms of the components it
 does not share with the parent (an identity check per component), so
 hashing a new state costs
 only what changed -- hashing the nested key tuple would walk every flow
-table and queued packet again, since Python caches no tuple hashes.  Equal
+table and queued packet again, since Python caches no tuple hashes.
+Queues are interned as they are popped and pushed (:func:`tail`,
+:func:`pushed`): the same pop or push of the same queue returns the same
+tuple, so a queue's term, and the change of a slot's term from one queue to
+the next (:func:`queue_delta`), are computed once per search and then found
+by identity.  Equal
 keys give equal sums however the states were reached.  The key holds
 everything that can affect the future -- flow tables in canonical
 order, switch buffers, every queued packet and every queued control message

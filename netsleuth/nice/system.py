@@ -31,8 +31,11 @@ remembered per System, keyed by the component's hash and the input and
 checked against the full key (a collision is computed afresh, never
 shared).  A memoized result is shared by every state that reaches it, like
 any unchanged component (nothing mutates a component once it is in a
-reached state).  ``System.memo = False`` turns this off; the counts do not
-depend on it.
+reached state).  Because results are shared, the very same component object
+meets the very same message object again and again: each step is first
+looked up by the identity of the two (``_remember``: the entry holds both, so
+their ids cannot be reused while it is cached), and only then by content.
+``System.memo = False`` turns both off; the counts do not depend on it.
 """
 
 from __future__ import annotations
