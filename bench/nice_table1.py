@@ -21,7 +21,9 @@ in a temporary directory and the same full search (forward and reverse) runs
 from it and from this tree, alternately, each run in a fresh subprocess
 (``--one``), ``--repeat`` times; the best CPU time of each side is reported
 (on a machine shared with other work the best run is the least disturbed)
-with its transitions per CPU second, and the counts must be identical.
+with its transitions per CPU second and peak memory, and the counts must be
+identical; each side also runs the ``--dpor`` search once per order, whose
+counts must be identical too.
 
 **Baseline rows** (``--baseline``): the same full search with the earlier
 path -- every switch and controller step computed afresh (``System.memo =
@@ -115,9 +117,9 @@ def run(n: int, order: str, unsound: bool = False, dpor: bool = False, baseline:
             "transitions_per_cpu_second": round(r.transitions / cpu) if cpu > 0 else None, "completed": r.completed}
 
 
-def _one(root: str, n: int, order: str) -> dict:
-    """One full search with the netsleuth under ``root``, in a fresh subprocess (``--one``)."""
-    out = subprocess.run([sys.executable, __file__, "--one", str(n), order, root],
+def _one(root: str, n: int, order: str, dpor: bool = False) -> dict:
+    """One search with the netsleuth under ``root``, in a fresh subprocess (``--one``)."""
+    out = subprocess.run([sys.executable, __file__, "--one", str(n), order, root] + (["dpor"] if dpor else []),
                          capture_output=True, text=True, check=True, cwd=root)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -150,6 +152,12 @@ def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
                        "cpu_speedup": round(b["cpu_seconds"] / a["cpu_seconds"], 2),
                        "before_max_rss_mb": max(r["max_rss_mb"] for r in runs["before"]),
                        "after_max_rss_mb": max(r["max_rss_mb"] for r in runs["after"])}
+                # with --dpor: the same counts before and after (one run each; not timed for the goal)
+                db, da = _one(str(tmp), n, order, dpor=True), _one(str(ROOT), n, order, dpor=True)
+                row["dpor_counts"] = [da["transitions"], da["unique_states"]]
+                row["dpor_counts_identical"] = ((db["transitions"], db["unique_states"])
+                                                == (da["transitions"], da["unique_states"]))
+                row["dpor_before_after_cpu_seconds"] = [db["cpu_seconds"], da["cpu_seconds"]]
                 out.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
         return out
@@ -158,11 +166,11 @@ def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
 
 
 def main() -> int:
-    if len(sys.argv) == 5 and sys.argv[1] == "--one":  # internal: one search, the netsleuth under argv[4]
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "--one":  # internal: one search, the netsleuth under argv[4]
         import resource
 
         sys.path.insert(0, sys.argv[4])
-        row = run(int(sys.argv[2]), sys.argv[3])
+        row = run(int(sys.argv[2]), sys.argv[3], dpor=sys.argv[5:] == ["dpor"])
         row["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # kB on Linux
         print(json.dumps(row))
         return 0
@@ -258,14 +266,16 @@ def _print_before_after(rows: list[dict]) -> None:
 
     table = Table(title=f"full search, before ({rows[0]['before'] if rows else ''}) and after, best CPU of each")
     for col in ("pings", "order", "transitions", "unique states", "before cpu s", "before trans/cpu s",
-                "after cpu s", "after trans/cpu s", "speedup", "counts identical", "peak MB before/after"):
+                "after cpu s", "after trans/cpu s", "speedup", "counts identical", "peak MB before/after",
+                "--dpor counts", "identical"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(str(r["pings"]), r["order"], f"{r['transitions']:,}", f"{r['unique_states']:,}",
                       f"{r['before_cpu_seconds']}", f"{r['before_transitions_per_cpu_second']:,}",
                       f"{r['after_cpu_seconds']}", f"{r['after_transitions_per_cpu_second']:,}",
                       f"x{r['cpu_speedup']}", str(r["counts_identical"]),
-                      f"{r['before_max_rss_mb']}/{r['after_max_rss_mb']}")
+                      f"{r['before_max_rss_mb']}/{r['after_max_rss_mb']}",
+                      "{:,} / {:,}".format(*r["dpor_counts"]), str(r["dpor_counts_identical"]))
     Console(width=200).print(table)
 
 
