@@ -124,6 +124,18 @@ def _one(root: str, n: int, order: str, dpor: bool = False) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _peak_rss_mb() -> int | None:
+    """This process's peak resident memory: VmHWM, which starts afresh at exec (``ru_maxrss`` keeps
+    the parent's peak across fork and exec, so a child of a big bench would report the bench's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    except OSError:
+        pass
+    return None
+
+
 def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
     """The full search from commit ``rev`` and from this tree, alternately (see the docstring)."""
     tmp = Path(tempfile.mkdtemp(prefix="nice-table1-before-"))
@@ -150,8 +162,8 @@ def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
                        "before_cpu_seconds_all": [r["cpu_seconds"] for r in runs["before"]],
                        "after_cpu_seconds_all": [r["cpu_seconds"] for r in runs["after"]],
                        "cpu_speedup": round(b["cpu_seconds"] / a["cpu_seconds"], 2),
-                       "before_max_rss_mb": max(r["max_rss_mb"] for r in runs["before"]),
-                       "after_max_rss_mb": max(r["max_rss_mb"] for r in runs["after"])}
+                       "before_max_rss_mb": max(r["max_rss_mb"] or 0 for r in runs["before"]),
+                       "after_max_rss_mb": max(r["max_rss_mb"] or 0 for r in runs["after"])}
                 # with --dpor: the same counts before and after (one run each; not timed for the goal)
                 db, da = _one(str(tmp), n, order, dpor=True), _one(str(ROOT), n, order, dpor=True)
                 row["dpor_counts"] = [da["transitions"], da["unique_states"]]
@@ -167,11 +179,9 @@ def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
 
 def main() -> int:
     if len(sys.argv) in (5, 6) and sys.argv[1] == "--one":  # internal: one search, the netsleuth under argv[4]
-        import resource
-
         sys.path.insert(0, sys.argv[4])
         row = run(int(sys.argv[2]), sys.argv[3], dpor=sys.argv[5:] == ["dpor"])
-        row["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # kB on Linux
+        row["max_rss_mb"] = _peak_rss_mb()
         print(json.dumps(row))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -180,6 +190,7 @@ def main() -> int:
                     help="also run the full search from git commit REV, alternately with this tree (fresh processes)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per side with --before (the best CPU time is kept)")
     ap.add_argument("--only-before", action="store_true", help="with --before: only the before/after rows")
+    ap.add_argument("--out", type=Path, default=RESULTS, help=f"where to write the JSON (default {RESULTS})")
     ap.add_argument("--no-ablation", action="store_true", help="skip the NICE-like hash rows")
     ap.add_argument("--no-dpor", action="store_true", help="skip the --dpor rows")
     ap.add_argument("--baseline", action="store_true",
@@ -191,7 +202,7 @@ def main() -> int:
     if args.before and args.only_before:
         rows_ba = before_after(args.before, args.pings, args.repeat)
         _print_before_after(rows_ba)
-        _write({"before_after_commit": rows_ba})
+        _write(args.out, {"before_after_commit": rows_ba})
         return 0
     rows = []
     for n in args.pings:
@@ -256,7 +267,7 @@ def main() -> int:
     if args.before:
         result["before_after_commit"] = before_after(args.before, args.pings, args.repeat)
         _print_before_after(result["before_after_commit"])
-    _write(result)
+    _write(args.out, result)
     return 0
 
 
@@ -279,13 +290,13 @@ def _print_before_after(rows: list[dict]) -> None:
     Console(width=200).print(table)
 
 
-def _write(result: dict) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"benchmark": "nice_table1", "python": platform.python_version(),
+def _write(path: Path, result: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"benchmark": "nice_table1", "python": platform.python_version(),
                                    "machine": platform.machine(), "cpus": os.cpu_count(),
                                    "when": time.strftime("%Y-%m-%d"), "nice": {str(k): v for k, v in NICE.items()},
                                    **result}, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ again, so the bound is sound (nothing within the bound is missed).
 Visited states are remembered by the 64-bit hash of their canonical key (as
 NICE and SPIN's bitstate-free mode do), not by the key itself: memory stays
 at about a hundred bytes per state (Table 1's pyswitch, N = 5 pings: 1.15 M
-states, the whole process peaks near 210 MB; N = 6 with DPOR: 10.4 M states
-and 23.1 M transitions in 1.25 GB).  Two different states colliding would
+states, the whole process peaks at 263-283 MB, 210 MB before steps were
+also remembered by identity and queues interned (system.py, state.py: those
+caches are bounded); N = 6 with DPOR: 10.4 M states and 23.1 M transitions
+in 1.25 GB before them).  Two different states colliding would
 merge them; at 10^7 states the chance is about 3 x 10^-6 (birthday bound),
 and the tests check the counts against a breadth-first search that compares
 full keys.
