@@ -14,6 +14,16 @@ depends on the exploration order.
     .venv/bin/python bench/nice_table1.py                # N = 2, 3, 4, 5
     .venv/bin/python bench/nice_table1.py --pings 2 3 4  # skip the long one
     .venv/bin/python bench/nice_table1.py --baseline     # also the earlier path, same run
+    .venv/bin/python bench/nice_table1.py --pings 4 5 --before e8f2bae --repeat 3  # a commit vs this tree
+
+**Before/after a commit** (``--before REV``): ``git archive REV`` is unpacked
+in a temporary directory and the same full search (forward and reverse) runs
+from it and from this tree, alternately, each run in a fresh subprocess
+(``--one``), ``--repeat`` times; the best CPU time of each side is reported
+(on a machine shared with other work the best run is the least disturbed)
+with its transitions per CPU second and peak memory, and the counts must be
+identical; each side also runs the ``--dpor`` search once per order, whose
+counts must be identical too.
 
 **Baseline rows** (``--baseline``): the same full search with the earlier
 path -- every switch and controller step computed afresh (``System.memo =
@@ -66,7 +76,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -100,13 +113,84 @@ def run(n: int, order: str, unsound: bool = False, dpor: bool = False, baseline:
     return {"pings": n, "order": order, "hash": "nice-like (no command queues)" if unsound else "sound",
             "path": "baseline" if baseline else "current", "dpor": dpor, "dpor_note": r.dpor_note,
             "transitions": r.transitions, "unique_states": r.unique_states, "seconds": round(r.seconds, 2),
-            "transitions_per_second": round(r.rate()), "cpu_seconds": round(cpu, 2),
+            "transitions_per_second": round(r.rate()), "cpu_seconds": round(cpu, 3),
             "transitions_per_cpu_second": round(r.transitions / cpu) if cpu > 0 else None, "completed": r.completed}
 
 
+def _one(root: str, n: int, order: str, dpor: bool = False) -> dict:
+    """One search with the netsleuth under ``root``, in a fresh subprocess (``--one``)."""
+    out = subprocess.run([sys.executable, __file__, "--one", str(n), order, root] + (["dpor"] if dpor else []),
+                         capture_output=True, text=True, check=True, cwd=root)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _peak_rss_mb() -> int | None:
+    """This process's peak resident memory: VmHWM, which starts afresh at exec (``ru_maxrss`` keeps
+    the parent's peak across fork and exec, so a child of a big bench would report the bench's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    except OSError:
+        pass
+    return None
+
+
+def before_after(rev: str, pings: list[int], repeat: int) -> list[dict]:
+    """The full search from commit ``rev`` and from this tree, alternately (see the docstring)."""
+    tmp = Path(tempfile.mkdtemp(prefix="nice-table1-before-"))
+    try:
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        out = []
+        for n in pings:
+            for order in ("forward", "reverse"):
+                runs: dict[str, list[dict]] = {"before": [], "after": []}
+                for _ in range(repeat):
+                    runs["before"].append(_one(str(tmp), n, order))
+                    runs["after"].append(_one(str(ROOT), n, order))
+                b = min(runs["before"], key=lambda r: r["cpu_seconds"])
+                a = min(runs["after"], key=lambda r: r["cpu_seconds"])
+                row = {"pings": n, "order": order, "before": rev, "runs": repeat,
+                       "counts_identical": all((r["transitions"], r["unique_states"])
+                                               == (a["transitions"], a["unique_states"])
+                                               for r in runs["before"] + runs["after"]),
+                       "transitions": a["transitions"], "unique_states": a["unique_states"],
+                       "before_cpu_seconds": b["cpu_seconds"], "after_cpu_seconds": a["cpu_seconds"],
+                       "before_transitions_per_cpu_second": round(b["transitions"] / b["cpu_seconds"]),
+                       "after_transitions_per_cpu_second": round(a["transitions"] / a["cpu_seconds"]),
+                       "before_cpu_seconds_all": [r["cpu_seconds"] for r in runs["before"]],
+                       "after_cpu_seconds_all": [r["cpu_seconds"] for r in runs["after"]],
+                       "cpu_speedup": round(b["cpu_seconds"] / a["cpu_seconds"], 2),
+                       "before_max_rss_mb": max(r["max_rss_mb"] or 0 for r in runs["before"]),
+                       "after_max_rss_mb": max(r["max_rss_mb"] or 0 for r in runs["after"])}
+                # with --dpor: the same counts before and after (one run each; not timed for the goal)
+                db, da = _one(str(tmp), n, order, dpor=True), _one(str(ROOT), n, order, dpor=True)
+                row["dpor_counts"] = [da["transitions"], da["unique_states"]]
+                row["dpor_counts_identical"] = ((db["transitions"], db["unique_states"])
+                                                == (da["transitions"], da["unique_states"]))
+                row["dpor_before_after_cpu_seconds"] = [db["cpu_seconds"], da["cpu_seconds"]]
+                out.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "--one":  # internal: one search, the netsleuth under argv[4]
+        sys.path.insert(0, sys.argv[4])
+        row = run(int(sys.argv[2]), sys.argv[3], dpor=sys.argv[5:] == ["dpor"])
+        row["max_rss_mb"] = _peak_rss_mb()
+        print(json.dumps(row))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pings", type=int, nargs="+", default=[2, 3, 4, 5])
+    ap.add_argument("--before", metavar="REV",
+                    help="also run the full search from git commit REV, alternately with this tree (fresh processes)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per side with --before (the best CPU time is kept)")
+    ap.add_argument("--only-before", action="store_true", help="with --before: only the before/after rows")
+    ap.add_argument("--out", type=Path, default=RESULTS, help=f"where to write the JSON (default {RESULTS})")
     ap.add_argument("--no-ablation", action="store_true", help="skip the NICE-like hash rows")
     ap.add_argument("--no-dpor", action="store_true", help="skip the --dpor rows")
     ap.add_argument("--baseline", action="store_true",
@@ -115,6 +199,11 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
+    if args.before and args.only_before:
+        rows_ba = before_after(args.before, args.pings, args.repeat)
+        _print_before_after(rows_ba)
+        _write(args.out, {"before_after_commit": rows_ba})
+        return 0
     rows = []
     for n in args.pings:
         for order in ("forward", "reverse"):
@@ -174,15 +263,40 @@ def main() -> int:
             print(f"--dpor N={r['pings']} {r['order']}: unique states {r['unique_states']:,} / {f['unique_states']:,} "
                   f"= {d['unique_states_ratio']}, transitions {r['transitions']:,} / {f['transitions']:,} "
                   f"= {d['transitions_ratio']}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"benchmark": "nice_table1", "python": platform.python_version(),
+    result = {"rows": rows, "order_independent": same, "dpor_vs_full": dpor_rows, "before_after": speedups}
+    if args.before:
+        result["before_after_commit"] = before_after(args.before, args.pings, args.repeat)
+        _print_before_after(result["before_after_commit"])
+    _write(args.out, result)
+    return 0
+
+
+def _print_before_after(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"full search, before ({rows[0]['before'] if rows else ''}) and after, best CPU of each")
+    for col in ("pings", "order", "transitions", "unique states", "before cpu s", "before trans/cpu s",
+                "after cpu s", "after trans/cpu s", "speedup", "counts identical", "peak MB before/after",
+                "--dpor counts", "identical"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["pings"]), r["order"], f"{r['transitions']:,}", f"{r['unique_states']:,}",
+                      f"{r['before_cpu_seconds']}", f"{r['before_transitions_per_cpu_second']:,}",
+                      f"{r['after_cpu_seconds']}", f"{r['after_transitions_per_cpu_second']:,}",
+                      f"x{r['cpu_speedup']}", str(r["counts_identical"]),
+                      f"{r['before_max_rss_mb']}/{r['after_max_rss_mb']}",
+                      "{:,} / {:,}".format(*r["dpor_counts"]), str(r["dpor_counts_identical"]))
+    Console(width=200).print(table)
+
+
+def _write(path: Path, result: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"benchmark": "nice_table1", "python": platform.python_version(),
                                    "machine": platform.machine(), "cpus": os.cpu_count(),
                                    "when": time.strftime("%Y-%m-%d"), "nice": {str(k): v for k, v in NICE.items()},
-                                   "rows": rows, "order_independent": same, "dpor_vs_full": dpor_rows,
-                                   "before_after": speedups},
-                                  indent=2) + "\n")
-    print(f"wrote {RESULTS}")
-    return 0
+                                   **result}, indent=2) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

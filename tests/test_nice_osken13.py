@@ -252,6 +252,16 @@ def test_search_is_deterministic_and_order_independent(app_cls):
     assert a.unique_states == c.unique_states
 
 
+def test_sleep_sets_on_a_13_app_reach_every_state(app_cls):
+    """NoBlackHolesMobile watches every step, so --dpor runs sleep sets over the footprints the
+    switches record; a 1.3 packet reads the whole pipeline (not a 1.0 field tuple), memoized or not."""
+    _, plain = _search(app_cls, "mobile", "pkt-seq")
+    _, r = _search(app_cls, "mobile", "pkt-seq", dpor=True)
+    assert r.completed and "sleep sets only" in r.dpor_note
+    assert r.unique_states == plain.unique_states and r.transitions < plain.transitions
+    assert set(r.violation_counts) == set(plain.violation_counts) == {"NoBlackHolesMobile"}
+
+
 def test_check_cli_and_model_replay(app_cls, tmp_path, capsys):
     from netsleuth.cli import main
 

@@ -12,8 +12,10 @@ again, so the bound is sound (nothing within the bound is missed).
 Visited states are remembered by the 64-bit hash of their canonical key (as
 NICE and SPIN's bitstate-free mode do), not by the key itself: memory stays
 at about a hundred bytes per state (Table 1's pyswitch, N = 5 pings: 1.15 M
-states, the whole process peaks near 210 MB; N = 6 with DPOR: 10.4 M states
-and 23.1 M transitions in 1.25 GB).  Two different states colliding would
+states, the whole process peaks at 263-283 MB, 210 MB before steps were
+also remembered by identity and queues interned (system.py, state.py: those
+caches are bounded); N = 6 with DPOR: 10.4 M states and 23.1 M transitions
+in 1.25 GB before them).  Two different states colliding would
 merge them; at 10^7 states the chance is about 3 x 10^-6 (birthday bound),
 and the tests check the counts against a breadth-first search that compares
 full keys.
@@ -353,6 +355,12 @@ class Explorer:
                 self.opt.progress(r)
 
     def _dfs(self) -> None:
+        """Plain DFS with state matching: the hot loop of every full search.
+
+        A frame is (state, iterator over its transitions); the loop runs the top frame's
+        iterator until it yields a new state to descend into.  Counters are locals, written
+        back to the result at every tick and at the end.
+        """
         system, r, opt = self.system, self.result, self.opt
         s0 = system.initial()
         visited: dict[int, int] = {s0.hash(): 0}
@@ -361,46 +369,60 @@ class Explorer:
         path: list[Transition] = []
         if end0:
             self._record(system.at_end(s0), path, True)
-        stack: list[list] = [[s0, en0, 0]]
+        stack: list[tuple] = [(s0, iter(en0))]
         max_depth = opt.max_depth
         fire = system.fire
-        while stack and not self._stop:
-            frame = stack[-1]
-            en = frame[1]
-            k = frame[2]
-            if k >= len(en):
-                stack.pop()
-                if path:
-                    path.pop()
-                continue
-            frame[2] = k + 1
-            t = en[k]
-            child, fx = fire(frame[0], t)
-            r.transitions += 1
-            if r.transitions % 1024 == 0:
-                self._tick()
-            if fx.violations:
-                path.append(t)
-                self._record(fx.violations, path, False)
-                path.pop()
-                continue
-            h = child.hash()
-            depth = len(stack)
-            old = visited.get(h)
-            if old is not None and (max_depth is None or old <= depth):
-                r.revisits += 1
-                continue
-            visited[h] = depth
-            if depth > r.max_depth:
-                r.max_depth = depth
-            cen, end = self._enabled(child)
-            if end:
-                path.append(t)
-                self._record(system.at_end(child), path, True)
-                path.pop()
-            if cen and (max_depth is None or depth < max_depth):
-                path.append(t)
-                stack.append([child, cen, 0])
+        enabled = self._enabled
+        seen = visited.get
+        n = r.transitions
+        revisits = r.revisits
+        deepest = r.max_depth
+        try:
+            while stack and not self._stop:
+                st, todo = stack[-1]
+                depth = len(stack)            # the depth of st's children
+                for t in todo:
+                    child, fx = fire(st, t, False)
+                    n += 1
+                    if not n & 1023:
+                        r.transitions, r.revisits, r.max_depth = n, revisits, deepest
+                        self._tick()
+                    if fx.violations:
+                        r.transitions = n
+                        path.append(t)
+                        self._record(fx.violations, path, False)
+                        path.pop()
+                        if self._stop:
+                            break
+                        continue
+                    h = child.hash()
+                    old = seen(h)
+                    if old is not None and (max_depth is None or old <= depth):
+                        revisits += 1
+                        if self._stop:
+                            break
+                        continue
+                    visited[h] = depth
+                    if depth > deepest:
+                        deepest = depth
+                    cen, end = enabled(child)
+                    if end:
+                        r.transitions = n
+                        path.append(t)
+                        self._record(system.at_end(child), path, True)
+                        path.pop()
+                    if cen and (max_depth is None or depth < max_depth):
+                        path.append(t)
+                        stack.append((child, iter(cen)))
+                        break
+                    if self._stop:
+                        break
+                else:
+                    stack.pop()
+                    if path:
+                        path.pop()
+        finally:
+            r.transitions, r.revisits, r.max_depth = n, revisits, deepest
         r.unique_states = len(visited)
         r.completed = not stack and not self._stop
 
@@ -518,7 +540,7 @@ class Explorer:
                 continue
             frame[2] = k + 1
             t = todo[k]
-            child, fx = fire(frame[0], t)
+            child, fx = fire(frame[0], t, False)
             r.transitions += 1
             if r.transitions % 1024 == 0:
                 self._tick()
@@ -582,7 +604,7 @@ class Explorer:
                 if not en or self._stop:
                     break
                 t = en[rng.randrange(len(en))]
-                st, fx = system.fire(st, t)
+                st, fx = system.fire(st, t, False)
                 path.append(t)
                 r.transitions += 1
                 if r.transitions % 1024 == 0:

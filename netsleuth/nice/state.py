@@ -14,7 +14,12 @@ starts from its parent's sum and replaces the terms of the components it
 does not share with the parent (an identity check per component), so
 hashing a new state costs
 only what changed -- hashing the nested key tuple would walk every flow
-table and queued packet again, since Python caches no tuple hashes.  Equal
+table and queued packet again, since Python caches no tuple hashes.
+Queues are interned as they are popped and pushed (:func:`tail`,
+:func:`pushed`): the same pop or push of the same queue returns the same
+tuple, so a queue's term, and the change of a slot's term from one queue to
+the next (:func:`queue_delta`), are computed once per search and then found
+by identity.  Equal
 keys give equal sums however the states were reached.  The key holds
 everything that can affect the future -- flow tables in canonical
 order, switch buffers, every queued packet and every queued control message
@@ -32,6 +37,7 @@ base class buffers only truncated ones), handing the controller a light
 
 from __future__ import annotations
 
+from operator import is_not
 from typing import Any
 
 from netsleuth.model import switch as sw
@@ -80,10 +86,42 @@ def truncated(packet: Packet, max_len: int) -> Packet:
     return p
 
 
-class MCSwitch(sw.Switch):
+class StateComponent:
+    """A switch or host of the state: it always sits in its own slot (its name), and its canonical
+    key, the key's hash and its term of the state hash are each computed once per object (the
+    object is never mutated once it is in a reached state; a copy starts with none of them)."""
+
+    __slots__ = ()
+    slot_kind = ""  # the slot's kind in the term: "s" a switch, "h" a host
+    _hash: int | None
+    _term: int | None
+
+    def key(self) -> tuple:
+        raise NotImplementedError
+
+    def slot_name(self) -> str:
+        raise NotImplementedError
+
+    def hash_value(self) -> int:
+        """``hash(self.key())``, computed once per object."""
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key())  # type: ignore[misc]  # a slot or attribute of the subclass
+        return h
+
+    def term(self) -> int:
+        """This component's term of the state hash."""
+        t = self._term
+        if t is None:
+            t = self._term = mix(hash((self.slot_kind, self.slot_name(), self.hash_value())))  # type: ignore[misc]  # as above
+        return t
+
+
+class MCSwitch(sw.Switch, StateComponent):
     """The model's switch with cheap copies and a canonical key (see the module docstring)."""
 
     with_counters = False  # set per switch by the System: True when the app reads statistics
+    slot_kind = "s"
 
     def __init__(self, dpid: int, ports: Any, *, name: str = "", n_buffers: int = sw.DEFAULT_BUFFERS) -> None:
         super().__init__(dpid, ports, name=name, n_buffers=n_buffers)
@@ -109,19 +147,8 @@ class MCSwitch(sw.Switch):
         new._term = None
         return new
 
-    def hash_value(self) -> int:
-        """``hash(self.key())``, computed once per switch object."""
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(self.key())
-        return h
-
-    def term(self) -> int:
-        """This switch's term of the state hash (a switch always sits in its own slot)."""
-        t = self._term
-        if t is None:
-            t = self._term = mix(hash(("s", self.name, self.hash_value())))
-        return t
+    def slot_name(self) -> str:
+        return self.name
 
     def key(self) -> tuple:
         k = self._key
@@ -162,7 +189,7 @@ class MCSwitch(sw.Switch):
         return i
 
 
-class HostState:
+class HostState(StateComponent):
     """An end host of the model: the model's :class:`Host` plus the client/server program around it.
 
     ``to_send``: pings this host still has to start (the client's send
@@ -174,6 +201,7 @@ class HostState:
 
     __slots__ = ("host", "location", "to_send", "next_seq", "outbox", "credits", "sent", "moves_left",
                  "replies_sent", "_key", "_hash", "_term")
+    slot_kind = "h"
 
     def __init__(self, host: Host, location: tuple[str, int]) -> None:
         self.host = host
@@ -205,19 +233,8 @@ class HostState:
         new._term = None
         return new
 
-    def hash_value(self) -> int:
-        """``hash(self.key())``, computed once per host state object."""
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(self.key())
-        return h
-
-    def term(self) -> int:
-        """This host's term of the state hash (a host always sits in its own slot)."""
-        t = self._term
-        if t is None:
-            t = self._term = mix(hash(("h", self.host.name, self.hash_value())))
-        return t
+    def slot_name(self) -> str:
+        return self.host.name
 
     def key(self) -> tuple:
         k = self._key
@@ -276,6 +293,10 @@ class WireQueues(dict):
         dict.clear(self)
 
 
+_new_dict = dict.__new__
+_dict_update = dict.update
+
+
 # Hashes of queued packets, messages and whole queues, cached by object identity.  A
 # frozen dataclass (Packet, FlowMod, PacketIn) rehashes all of its nested fields on every
 # call, and the same few objects sit in the queues of thousands of states.  An entry keeps
@@ -320,6 +341,83 @@ def queue_term(kind: str, slot: Any, q: tuple) -> int:
     return t
 
 
+# Queues are immutable tuples, so popping a head or pushing a tail makes a new one.  Made
+# afresh every time, a queue would be a new object in every state, its term (above) missed
+# by identity and recomputed from its contents.  The same few queues recur in thousands of
+# states, so a pop or push of the same queue and item returns the same object every time:
+# its term is then computed once.  Entries keep their objects alive (ids are not reused
+# while cached) and are checked by identity; a miss only builds the tuple afresh, so the
+# result never depends on what is cached.
+_TAIL: dict[int, tuple[tuple, tuple]] = {}
+_PUSHED: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
+
+
+def tail(q: tuple) -> tuple:
+    """``q[1:]``, the same object for the same ``q`` (see above)."""
+    e = _TAIL.get(id(q))
+    if e is not None and e[0] is q:
+        return e[1]
+    t = q[1:]
+    if len(_TAIL) >= _CACHE_LIMIT:
+        _TAIL.clear()
+    _TAIL[id(q)] = (q, t)
+    return t
+
+
+def pushed(q: tuple, item: Any, slot: Any) -> tuple:
+    """``q + (item,)`` for the queue at ``slot``, the same object for the same ``q``, item and slot.
+
+    ``item`` and ``slot`` are matched by identity (the messages and packets queued are shared
+    objects; slots are the model's own port tuples and indices): a queue object then sits in
+    one slot, where its cached term is.
+    """
+    k = (id(q), id(item), id(slot))
+    e = _PUSHED.get(k)
+    if e is not None and e[0] is q and e[1] is item and e[2] is slot:
+        return e[3]
+    n = q + (item,)
+    if len(_PUSHED) >= _CACHE_LIMIT:
+        _PUSHED.clear()
+    _PUSHED[k] = (q, item, slot, n)
+    return n
+
+
+_PUSHED_FRAME: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
+
+
+def pushed_frame(q: tuple, frame: Any, tag: Any, where: Any) -> tuple:
+    """``q + ((frame, tag),)`` for the wire queue at ``where``, shared as :func:`pushed` does when
+    ``tag`` is None (a packet without lineage: the entry is rebuilt otherwise)."""
+    if tag is not None:
+        return q + ((frame, tag),)
+    k = (id(q), id(frame), id(where))
+    e = _PUSHED_FRAME.get(k)
+    if e is not None and e[0] is q and e[1] is frame and e[2] is where:
+        return e[3]
+    n = q + ((frame, None),)
+    if len(_PUSHED_FRAME) >= _CACHE_LIMIT:
+        _PUSHED_FRAME.clear()
+    _PUSHED_FRAME[k] = (q, frame, where, n)
+    return n
+
+
+_QUEUE_DELTA: dict[tuple[int, int], tuple[tuple, tuple, str, Any, int]] = {}
+
+
+def queue_delta(kind: str, slot: Any, q: tuple, r: tuple) -> int:
+    """``queue_term(kind, slot, q) - queue_term(kind, slot, r)``: a queue ``r`` replaced by ``q``,
+    cached by the identity of both (interned queues make the same replacements recur)."""
+    k = (id(q), id(r))
+    e = _QUEUE_DELTA.get(k)
+    if e is not None and e[0] is q and e[1] is r and e[2] == kind and e[3] == slot:
+        return e[4]
+    d = queue_term(kind, slot, q) - queue_term(kind, slot, r)
+    if len(_QUEUE_DELTA) >= _CACHE_LIMIT:
+        _QUEUE_DELTA.clear()
+    _QUEUE_DELTA[k] = (q, r, kind, slot, d)
+    return d
+
+
 _MASK = (1 << 64) - 1
 
 
@@ -335,6 +433,21 @@ def mix(x: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
     return z ^ (z >> 31)
+
+
+_APP_TERM: dict[int, int] = {}
+
+
+def app_term(app_hash: int) -> int:
+    """The app's term of the state hash, from the hash of its key (cached: a few hundred app
+    states recur in every search)."""
+    t = _APP_TERM.get(app_hash)
+    if t is None:
+        t = mix(hash(("a", app_hash)))
+        if len(_APP_TERM) >= _CACHE_LIMIT:
+            _APP_TERM.clear()
+        _APP_TERM[app_hash] = t
+    return t
 
 
 class SystemState:
@@ -372,7 +485,10 @@ class SystemState:
         c = object.__new__(SystemState)
         c.switches = list(self.switches)
         c.hosts = list(self.hosts)
-        c.inq = WireQueues(self.inq)
+        # the parent's queues without WireQueues.__init__ (a Python frame per state)
+        c.inq = inq = _new_dict(WireQueues)
+        _dict_update(inq, self.inq)
+        inq.written = []
         c.to_ctrl = list(self.to_ctrl)
         c.to_sw = list(self.to_sw)
         c.app = self.app
@@ -433,12 +549,14 @@ class SystemState:
                 h += queue_term("w", k, q)
         for where, q in self.inq.items():
             h += queue_term("q", where, q)
-        return h + (mix(hash(("a", self.app_hash()))) + mix(hash(("p", self.props)))
+        return h + (app_term(self.app_hash()) + mix(hash(("p", self.props)))
                     + mix(hash(("t", self.timers))) + mix(hash(("x", self.extra))))
 
     def _hash_from(self, p: SystemState) -> int:
-        # Each group is compared as a whole first (in C: identical elements compare by
-        # identity), and only a group that changed is walked.
+        # An unchanged component is the parent's own object (copy-on-write).  Each group is
+        # first compared as a whole in C (switches and host states have no __eq__, so that is
+        # identity; queues through ``is_not``, so no message's __eq__ runs) and only a group
+        # that changed is walked.
         h = p._hash
         assert h is not None
         if self.switches != p.switches:
@@ -449,17 +567,29 @@ class SystemState:
             for x, y in zip(self.hosts, p.hosts, strict=True):
                 if x is not y:
                     h += x.term() - y.term()
-        if self.to_ctrl != p.to_ctrl:
-            for k, (q, r) in enumerate(zip(self.to_ctrl, p.to_ctrl, strict=True)):
+        if any(map(is_not, self.to_ctrl, p.to_ctrl)):
+            k = 0
+            for q, r in zip(self.to_ctrl, p.to_ctrl, strict=True):
                 if q is not r:
-                    h += queue_term("c", k, q) - queue_term("c", k, r)
-        if SystemState.hash_command_queues and self.to_sw != p.to_sw:
-            for k, (q, r) in enumerate(zip(self.to_sw, p.to_sw, strict=True)):
+                    h += queue_delta("c", k, q, r)
+                k += 1
+        if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
+            k = 0
+            for q, r in zip(self.to_sw, p.to_sw, strict=True):
                 if q is not r:
-                    h += queue_term("w", k, q) - queue_term("w", k, r)
-        h += self._inq_delta(p.inq)
+                    h += queue_delta("w", k, q, r)
+                k += 1
+        # the wire queues: only those written since the child was made (WireQueues)
+        inq, pinq = self.inq, p.inq
+        written = getattr(inq, "written", None)
+        if written is None:     # replaced by a plain dict: compare every queue
+            written = inq.keys() | pinq.keys()
+        for where in (set(written) if len(written) > 1 else written):
+            q, r = inq.get(where, ()), pinq.get(where, ())
+            if q is not r:
+                h += queue_delta("q", where, q, r)
         if self.app is not p.app:
-            h += mix(hash(("a", self.app_hash()))) - mix(hash(("a", p.app_hash())))
+            h += app_term(self.app_hash()) - app_term(p.app_hash())
         if self.props is not p.props:
             h += mix(hash(("p", self.props))) - mix(hash(("p", p.props)))
         if self.timers is not p.timers:
@@ -467,19 +597,6 @@ class SystemState:
         if self.extra is not p.extra:
             h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
         return h
-
-    def _inq_delta(self, pinq: dict) -> int:
-        """The change of the wire queues' terms from the parent's queues ``pinq``."""
-        d = 0
-        inq = self.inq
-        written = getattr(inq, "written", None)
-        if written is None:     # replaced by a plain dict: compare every queue
-            written = inq.keys() | pinq.keys()
-        for where in (set(written) if len(written) > 1 else written):
-            q, r = inq.get(where), pinq.get(where)
-            if q is not r:
-                d += queue_term("q", where, q or ()) - queue_term("q", where, r or ())
-        return d
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:

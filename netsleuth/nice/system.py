@@ -31,12 +31,16 @@ remembered per System, keyed by the component's hash and the input and
 checked against the full key (a collision is computed afresh, never
 shared).  A memoized result is shared by every state that reaches it, like
 any unchanged component (nothing mutates a component once it is in a
-reached state).  ``System.memo = False`` turns this off; the counts do not
-depend on it.
+reached state).  Because results are shared, the very same component object
+meets the very same message object again and again: each step is first
+looked up by the identity of the two (``_remember``: the entry holds both, so
+their ids cannot be reused while it is cached), and only then by content.
+``System.memo = False`` turns both off; the counts do not depend on it.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +58,16 @@ from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
-from netsleuth.nice.state import HostState, MCSwitch, SystemState, obj_hash, pids_in_flight
+from netsleuth.nice.state import (
+    HostState,
+    MCSwitch,
+    SystemState,
+    obj_hash,
+    pids_in_flight,
+    pushed,
+    pushed_frame,
+    tail,
+)
 from netsleuth.nice.state13 import packets_change_pipeline, speak13
 from netsleuth.nice.transitions import (
     CTL,
@@ -137,6 +150,28 @@ class Effects:
         self.violations: list = []
 
 
+class _Discard(deque):
+    """A footprint set or list nobody will read: ``add`` and ``append`` drop the item (a deque
+    of length 0, so both stay calls into C)."""
+
+    add = deque.append
+
+
+_DISCARD = _Discard(maxlen=0)
+
+
+class ViolationsOnly(Effects):
+    """Effects of a search that reads only the violations (no sleep sets): the footprint is
+    dropped as it is recorded, which spares four containers per transition."""
+
+    __slots__ = ()
+    # class attributes shadow the slots: the firing code adds to them unchanged
+    reads = writes = ft_reads = ft_writes = _DISCARD  # type: ignore[assignment]  # a sink, not a set
+
+    def __init__(self) -> None:  # only the violations are kept
+        self.violations = []
+
+
 class _PropertyContext:
     """What property callbacks may ask and do."""
 
@@ -177,6 +212,8 @@ class System:
         self.host_names = [h.name for h in topo.hosts]
         self.host_index = {n: i for i, n in enumerate(self.host_names)}
         self.host_by_mac = {h.mac: h.name for h in topo.hosts}
+        # one (host, 0) tuple per host: the key of its wire queue, the same object every time
+        self._host_wire = {h.name: (h.name, 0) for h in topo.hosts}
         self.mac_of = {h.name: h.mac for h in topo.hosts}
         self.ip_of = {h.name: h.ip for h in topo.hosts}
         # static switch<->switch wiring; host wiring is state (hosts move)
@@ -213,6 +250,12 @@ class System:
         self._pkt_memo: dict[tuple, tuple] = {}
         self._ctl_memo: dict[tuple, tuple] = {}
         self._host_memo: dict[tuple, tuple] = {}    # a host receiving a frame or starting a ping
+        # The same steps keyed by the identity of the component and the input (checked first:
+        # memoized components are shared, so the same objects recur; see _remember)
+        self._of_seen: dict[tuple, tuple] = {}
+        self._pkt_seen: dict[tuple, tuple] = {}
+        self._ctl_seen: dict[tuple, tuple] = {}
+        self._recv_seen: dict[tuple, tuple] = {}
         # A switch cabled to itself could receive its own output within one process_pkt: not memoized.
         self._self_linked = frozenset(self.sw_index[a[0]] for a, b in self.peer.items() if a[0] == b[0])
 
@@ -336,9 +379,11 @@ class System:
         return t[0] in FAULT_KINDS
 
     # ------------------------------------------------------------------ firing
-    def fire(self, st: SystemState, t: Transition) -> tuple[SystemState, Effects]:
+    def fire(self, st: SystemState, t: Transition, footprint: bool = True) -> tuple[SystemState, Effects]:
+        """The state ``t`` leads to from ``st``, and what it did (``footprint=False``: only the
+        violations are recorded, for a search that needs no footprints)."""
         c = st.child()
-        fx = Effects()
+        fx = Effects() if footprint else ViolationsOnly()
         fire_kind = _FIRE.get(t[0])
         if fire_kind is None:
             raise ValueError(f"unknown transition {t!r}")
@@ -402,7 +447,7 @@ class System:
 
     def _push(self, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
         fx.writes.add(("q",) + where)
-        st.inq[where] = st.inq.get(where, ()) + ((frame, tag),)
+        st.inq[where] = pushed_frame(st.inq.get(where, ()), frame, tag, where)
 
     def _fire_sendpkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
         _, i, frame = t
@@ -460,17 +505,15 @@ class System:
         fx.writes.add(("host", i))
         fx.writes.add(("q",) + where)
         q = st.inq[where]
-        (frame, tag), st.inq[where] = q[0], q[1:]
+        (frame, tag), st.inq[where] = q[0], tail(q)
         if self.memo:
-            mk = (old.hash_value(), RECV, obj_hash(frame), old.host.received)
-            hit = self._host_memo.get(mk)
-            if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[2] is frame or hit[2] == frame):
-                hs = hit[1]
+            ik = (id(old), id(frame))   # by identity first (see _fire_pkt)
+            seen = self._recv_seen.get(ik)
+            if seen is not None:
+                hs = seen[2]
             else:
-                hs = old.copy()
-                self._host_receive(hs, frame)
-                if hit is None:
-                    self._host_memo[mk] = (old.key(), hs, frame)
+                hs = self._recv_step(old, frame)
+                _remember(self._recv_seen, ik, (old, frame, hs))
             st.hosts[i] = hs
         else:
             self._host_receive(self._mut_host(st, i), frame)
@@ -478,6 +521,18 @@ class System:
         if cbs:
             pid = tag[0] if tag is not None else None
             self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+
+    def _recv_step(self, old: HostState, frame: Packet) -> HostState:
+        """Host ``old`` receiving ``frame``, memoized by content."""
+        mk = (old.hash_value(), RECV, obj_hash(frame), old.host.received)
+        hit = self._host_memo.get(mk)
+        if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[2] is frame or hit[2] == frame):
+            return hit[1]
+        hs = old.copy()
+        self._host_receive(hs, frame)
+        if hit is None:
+            self._host_memo[mk] = (old.key(), hs, frame)
+        return hs
 
     def _host_receive(self, hs: HostState, frame: Packet) -> None:
         replies = hs.host.receive(frame)
@@ -510,7 +565,7 @@ class System:
             return p
         for hs in st.hosts:
             if hs.location == (node, port):
-                return (hs.host.name, 0)
+                return self._host_wire[hs.host.name]
         return None
 
     def _switch_outputs(self, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
@@ -530,7 +585,7 @@ class System:
                 if type(msg) is not m.PacketIn:
                     msg = _from_ofp(msg)
                 fx.writes.add(("toctl", i))
-                st.to_ctrl[i] = st.to_ctrl[i] + (msg,)
+                st.to_ctrl[i] = pushed(st.to_ctrl[i], msg, i)
 
     def _fire_pkt(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
@@ -549,27 +604,44 @@ class System:
             if not q:
                 continue
             fx.writes.add(("q",) + where)
-            (frame, tag), inq[where] = q[0], q[1:]
+            (frame, tag), inq[where] = q[0], tail(q)
             if self.lineage:
                 pid, hops = tag
                 tag = (pid, hops + ((name, p),) if self.need_hops else hops)
             heads.append((p, frame, tag))
-        mk = (old.hash_value(), tuple([(p, obj_hash(frame), hash(tag)) for p, frame, tag in heads]))
-        hit = self._pkt_memo.get(mk)
-        if hit is not None and (hit[0] is old._key or hit[0] == old._key) and hit[3] == heads:
-            s, per_port = hit[1], hit[2]
+        # first by identity (the entry keeps the switch and the heads alive, so equal ids are the
+        # same objects), then by content
+        ik = (id(old), tuple([(p, id(frame), id(tag)) for p, frame, tag in heads]))
+        seen = self._pkt_seen.get(ik)
+        if seen is not None:
+            s, per_port = seen[2], seen[3]
         else:
-            s = self._copy_for_packets(old)
-            per_port = tuple((frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
-                             for p, frame, tag in heads)
-            if hit is None:
-                self._pkt_memo[mk] = (old.key(), s, per_port, heads)
+            s, per_port = self._pkt_step(old, heads)
+            _remember(self._pkt_seen, ik, (old, heads, s, per_port))
         st.switches[i] = s
         for fields, outputs in per_port:
             fx.ft_reads.append((i, fields))
             self._switch_outputs(st, i, s, outputs, fx)
         fx.writes.add(("buf", i))
         fx.reads.add(("ports", i))
+
+    def _pkt_step(self, old: MCSwitch, heads: list) -> tuple[MCSwitch, tuple]:
+        """Switch ``old`` taking the head packets ``heads``, memoized by content: (switch, per port
+        (fields read, outputs))."""
+        mk = (old.hash_value(), tuple([(p, obj_hash(frame), hash(tag)) for p, frame, tag in heads]))
+        hit = self._pkt_memo.get(mk)
+        if hit is not None and (hit[0] is old._key or hit[0] == old._key) and hit[3] == heads:
+            s, per_port = hit[1], hit[2]
+        else:
+            s = self._copy_for_packets(old)
+            # OpenFlow 1.3: later tables see rewritten headers and metadata, so the read is the whole
+            # pipeline (None), as in the direct step
+            of13 = self.of13
+            per_port = tuple((None if of13 else frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
+                             for p, frame, tag in heads)
+            if hit is None:
+                self._pkt_memo[mk] = (old.key(), s, per_port, heads)
+        return s, per_port
 
     def _copy_for_packets(self, s: MCSwitch) -> MCSwitch:
         """The copy of switch ``s`` that takes packets: its table and ports are copied only if packets
@@ -590,7 +662,7 @@ class System:
             if not q:
                 continue
             fx.writes.add(("q",) + where)
-            (frame, tag), inq[where] = q[0], q[1:]
+            (frame, tag), inq[where] = q[0], tail(q)
             if self.lineage:
                 pid, hops = tag
                 if cbs:
@@ -610,20 +682,26 @@ class System:
             return
         i = t[1]
         q = st.to_sw[i]
-        msg, st.to_sw[i] = q[0], q[1:]
+        msg, st.to_sw[i] = q[0], tail(q)
         fx.writes.add(("tosw", i))
         is_mod = type(msg) is m.FlowMod
         old = st.switches[i]
         if self.memo:
-            mk = (old.hash_value(), obj_hash(msg))
-            hit = self._of_memo.get(mk)
-            if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[3] is msg or hit[3] == msg):
-                s, outputs = hit[1], hit[2]
+            ik = (id(old), id(msg))     # by identity first (see _fire_pkt)
+            seen = self._of_seen.get(ik)
+            if seen is not None:
+                s, outputs = seen[2], seen[3]
             else:
-                s = old.copy(table=is_mod, ports=self.uses_stats)
-                outputs = s.handle_message(0, m.to_ofp(msg), self.now)
-                if hit is None:
-                    self._of_memo[mk] = (old.key(), s, outputs, msg)
+                mk = (old.hash_value(), obj_hash(msg))
+                hit = self._of_memo.get(mk)
+                if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[3] is msg or hit[3] == msg):
+                    s, outputs = hit[1], hit[2]
+                else:
+                    s = old.copy(table=is_mod, ports=self.uses_stats)
+                    outputs = s.handle_message(0, m.to_ofp(msg), self.now)
+                    if hit is None:
+                        self._of_memo[mk] = (old.key(), s, outputs, msg)
+                _remember(self._of_seen, ik, (old, msg, s, outputs))
             st.switches[i] = s
             self._of_footprint(i, msg, is_mod, fx)
             self._of_outputs(st, i, s, outputs, fx)
@@ -657,7 +735,7 @@ class System:
         """An OpenFlow 1.3 message applied by the switch's 1.3 part (the app's bytes, decoded)."""
         i = t[1]
         q = st.to_sw[i]
-        msg, st.to_sw[i] = q[0], q[1:]
+        msg, st.to_sw[i] = q[0], tail(q)
         fx.writes.add(("tosw", i))
         kind = msg.type_name
         obj = m.of13_message(msg.data)
@@ -740,7 +818,7 @@ class System:
         st.extra = (st.extra[0] - 1,) + st.extra[1:]
         fx.writes.add(("faults",))
         if kind == DROP:
-            st.inq[where] = q[1:]
+            st.inq[where] = tail(q)
         else:
             st.inq[where] = q + (q[0],)
 
@@ -767,7 +845,7 @@ class System:
         channel with discovered counters ``stats`` (a reply the switch could send after more traffic)."""
         _, i, stats = t
         q = st.to_ctrl[i]
-        st.to_ctrl[i] = q[1:]
+        st.to_ctrl[i] = tail(q)
         fx.writes.add(("toctl", i))
         dpid = self.dpid_of[i]
         self._run_handler(st, lambda a: a.port_stats_in(dpid, stats), fx, i)
@@ -776,6 +854,15 @@ class System:
                      event: Any = None) -> None:
         """Run a handler on a copy of the app; ``event`` (hashable, naming the call) memoizes it."""
         if event is not None and self.memo:
+            # by identity first (see _fire_pkt): the app object and the message or timer name
+            parent = st.app
+            ik = (id(parent), event[0], event[1], id(event[-1]))
+            seen = self._ctl_seen.get(ik)
+            if seen is not None:
+                _, _, app, out, timers, st.appkey, st.apphash = seen
+                st.app = app
+                self._handler_effects(st, out, timers, fx)
+                return
             ak = st.app_key()
             # the event's last item is the message (hashed once per object), the rest is small
             mk = (st.app_hash(), *event[:-1], obj_hash(event[-1]))
@@ -788,6 +875,7 @@ class System:
                 new_hash = hash(new_key)
                 if hit is None:
                     self._ctl_memo[mk] = (ak, app, out, timers, new_key, new_hash, event)
+            _remember(self._ctl_seen, ik, (parent, event[-1], app, out, timers, new_key, new_hash))
             st.app, st.appkey, st.apphash = app, new_key, new_hash
         else:
             st.app, out, timers = self._call_app(st.app, call)
@@ -811,7 +899,7 @@ class System:
             j = self.index_of_dpid.get(dpid)
             if j is None:
                 continue  # a switch the network does not have: the message goes nowhere
-            st.to_sw[j] = st.to_sw[j] + (msg,)
+            st.to_sw[j] = pushed(st.to_sw[j], msg, j)
             fx.writes.add(("tosw", j))
             if j not in order:
                 order.append(j)
@@ -827,7 +915,7 @@ class System:
     def _fire_ctl(self, st: SystemState, t: Transition, fx: Effects) -> None:
         i = t[1]
         q = st.to_ctrl[i]
-        msg, st.to_ctrl[i] = q[0], q[1:]
+        msg, st.to_ctrl[i] = q[0], tail(q)
         fx.writes.add(("toctl", i))
         dpid = self.dpid_of[i]
         mtype = type(msg)
@@ -895,6 +983,21 @@ class System:
         if kind == STATS:
             return f"controller handles a discovered port-stats reply from {self.sw_names[t[1]]}: {t[2]}"
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
+
+
+_SEEN_LIMIT = 1 << 16
+
+
+def _remember(cache: dict, key: tuple, entry: tuple) -> None:
+    """Store ``entry`` under an identity ``key`` (a tuple of ``id()``s and small values).
+
+    The entry holds every object whose id is in the key, so none of those ids can be reused
+    while it is cached: a key found again names the same objects.  The cache is emptied when
+    it grows large, which only costs recomputation.
+    """
+    if len(cache) >= _SEEN_LIMIT:
+        cache.clear()
+    cache[key] = entry
 
 
 #: What fires each kind: ``System._fire_<kind>(state, transition, effects)``.
