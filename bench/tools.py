@@ -9,6 +9,11 @@ times each tool in-process on it:
 * reduce: the headless rebuild with provenance, at the end of the trace;
 * trace-packet: every traffic input, one full rebuild each (median and max).
 
+Reading is timed twice in the same run, alternating over several rounds: with
+the content checks of :mod:`netsleuth.trace.validate` switched off (before:
+the parse and the schema alone) and on, each validated read starting with no
+content remembered from earlier reads (as a first read in a new process).
+
 Prints a rich table and writes ``bench/results/tools.json``.
 
     .venv/bin/python bench/tools.py                      # fuzz linear,4 for 300 rounds first
@@ -40,6 +45,7 @@ from netsleuth.tools.pcap import build_pcap  # noqa: E402
 from netsleuth.tools.reduce import reduce_trace  # noqa: E402
 from netsleuth.tools.trace_packet import trace_packet  # noqa: E402
 from netsleuth.trace import schema as ts  # noqa: E402
+from netsleuth.trace import validate  # noqa: E402
 from netsleuth.trace.io import read_trace  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "tools.json"
@@ -62,18 +68,38 @@ def timed(fn):
     return value, time.perf_counter() - t0
 
 
+def time_reading(path: Path, rounds: int) -> dict:
+    """Reading ``path`` with validation off and on, alternating; each figure the median of ``rounds``."""
+    check = validate.TraceValidator.check
+    off, on = [], []
+    for _ in range(rounds):
+        validate.TraceValidator.check = lambda self, ev, line=None: None  # bench only: the unvalidated path
+        try:
+            off.append(timed(lambda: read_trace(path))[1])
+        finally:
+            validate.TraceValidator.check = check
+        validate.forget_checked()
+        on.append(timed(lambda: read_trace(path))[1])
+    before, after = statistics.median(off), statistics.median(on)
+    return {"seconds": round(after, 4), "unvalidated_seconds": round(before, 4),
+            "ratio": round(after / before, 3), "min_seconds": round(min(on), 4),
+            "unvalidated_min_seconds": round(min(off), 4), "rounds": rounds}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, help="an existing trace (default: record one)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--read-rounds", type=int, default=15, help="rounds of the reading before/after (median)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-tools-"))
     path = args.trace or record(tmp / "fuzz", args.steps, args.seed)
-    trace, t_read = timed(lambda: read_trace(path))
+    validate.forget_checked()
+    trace, t_first = timed(lambda: read_trace(path))
     events = trace.events
     n_of = sum(1 for e in events if isinstance(e, (ts.ControlToSwitch, ts.ControlToController)))
-    rows: dict[str, dict] = {"read": {"seconds": round(t_read, 4)}}
+    rows: dict[str, dict] = {"read": {**time_reading(path, args.read_rounds), "first_seconds": round(t_first, 4)}}
 
     export, t = timed(lambda: build_pcap(events, dataplane=True))
     pcap = tmp / "all.pcap"
@@ -113,6 +139,11 @@ def main() -> int:
         table.add_row(name, f"{secs}" + (" (median)" if "median_seconds" in row else ""),
                       ", ".join(f"{k}={v}" for k, v in row.items() if not k.endswith("seconds")))
     Console().print(table)
+    read = rows["read"]
+    print(f"reading {len(events)} events: before (validation off) {read['unvalidated_seconds']:.4f} s, "
+          f"after (validated) {read['seconds']:.4f} s: {read['ratio']:.2f}x "
+          f"(medians of {read['rounds']} alternating rounds; min {read['unvalidated_min_seconds']:.4f} s / "
+          f"{read['min_seconds']:.4f} s)")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"trace": str(path), "events": len(events), "of_messages": n_of,
                                    "python": platform.python_version(), "results": rows}, indent=2,
