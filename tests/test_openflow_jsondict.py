@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from json_paths import json_paths
 from os_ken.ofproto import ofproto_v1_0_parser as parser10
 
 from netsleuth.openflow import json_view
@@ -30,20 +31,9 @@ _VALUES: list[Any] = [None, True, 0, -1, 2**16, 2**32, 2**64, 0.5, "", "AAAA", "
                       {"a": 1}, {"1": "AA=="}, {"OFPActionOutput": {"port": 1}}, {"OFPNope": {}}]
 
 
-def _paths(obj: Any, path: tuple = ()) -> list[tuple]:
-    out = [path]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, path + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _paths(v, path + (i,))
-    return out
-
-
 def _mutants(msg: dict[str, Any], rng: random.Random, n: int) -> list[dict[str, Any]]:
     """``n`` copies of ``msg`` with one place inside its body changed."""
-    places = [p for p in _paths(msg["body"]) if len(p) >= 2]
+    places = [p for p in json_paths(msg["body"]) if len(p) >= 2]
     if not places:  # a body without fields (FEATURES_REQUEST): nothing to change
         return []
     out = []
