@@ -103,6 +103,8 @@ def separated_pairs(policy: FaucetPolicy, topology: Topology,
             if vs is None or vlan[d.name] != vs:
                 out.add((s.name, d.name))
                 continue
+            if not stages:
+                continue  # no ACL on the way: all of it is meant to arrive
             meant = plain_traffic(s, d)
             for names in stages:
                 meant = allowed_by(_acl_rules(policy, names), meant)
