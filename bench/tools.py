@@ -9,6 +9,12 @@ times each tool in-process on it:
 * reduce: the headless rebuild with provenance, at the end of the trace;
 * trace-packet: every traffic input, one full rebuild each (median and max).
 
+Reading is timed twice in the same run, alternating over several rounds: with
+the content checks of :mod:`netsleuth.trace.validate` switched off (before:
+the parse and the schema alone) and on, each validated read starting with no
+content remembered from earlier reads (as a first read in a new process),
+then once more on (a tool reading the trace again in the same process).
+
 Prints a rich table and writes ``bench/results/tools.json``.
 
     .venv/bin/python bench/tools.py                      # fuzz linear,4 for 300 rounds first
@@ -40,6 +46,7 @@ from netsleuth.tools.pcap import build_pcap  # noqa: E402
 from netsleuth.tools.reduce import reduce_trace  # noqa: E402
 from netsleuth.tools.trace_packet import trace_packet  # noqa: E402
 from netsleuth.trace import schema as ts  # noqa: E402
+from netsleuth.trace import validate  # noqa: E402
 from netsleuth.trace.io import read_trace  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "tools.json"
@@ -62,18 +69,59 @@ def timed(fn):
     return value, time.perf_counter() - t0
 
 
+def cpu_timed(fn):
+    """``fn()``'s CPU seconds (this process's, all threads): what a shared, loaded machine leaves
+    comparable between two measurements, where wall time also counts the waits for a core."""
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def time_reading(path: Path, rounds: int) -> dict:
+    """Reading ``path`` with validation off and on, alternating; each figure the median of ``rounds``
+    (wall and CPU seconds), each validated read starting with nothing remembered from earlier ones."""
+    check = validate.TraceValidator.check
+    off: list[tuple[float, float]] = []
+    on: list[tuple[float, float]] = []
+    again: list[tuple[float, float]] = []   # validated, with what the read before found valid remembered
+
+    def one() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        cpu = cpu_timed(lambda: read_trace(path))
+        return time.perf_counter() - t0, cpu
+
+    for _ in range(rounds):
+        validate.TraceValidator.check = lambda self, ev, line=None: None  # bench only: the unvalidated path
+        try:
+            off.append(one())
+        finally:
+            validate.TraceValidator.check = check
+        validate.forget_checked()
+        on.append(one())
+        again.append(one())
+    wall_off, wall_on = (statistics.median(w for w, _c in xs) for xs in (off, on))
+    cpu_off, cpu_on = (statistics.median(c for _w, c in xs) for xs in (off, on))
+    return {"seconds": round(wall_on, 4), "unvalidated_seconds": round(wall_off, 4),
+            "ratio": round(wall_on / wall_off, 3), "cpu_seconds": round(cpu_on, 4),
+            "unvalidated_cpu_seconds": round(cpu_off, 4), "cpu_ratio": round(cpu_on / cpu_off, 3),
+            "again_cpu_seconds": round(statistics.median(c for _w, c in again), 4),
+            "again_cpu_ratio": round(statistics.median(c for _w, c in again) / cpu_off, 3), "rounds": rounds}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, help="an existing trace (default: record one)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--read-rounds", type=int, default=15, help="rounds of the reading before/after (median)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-tools-"))
     path = args.trace or record(tmp / "fuzz", args.steps, args.seed)
-    trace, t_read = timed(lambda: read_trace(path))
+    validate.forget_checked()
+    trace, t_first = timed(lambda: read_trace(path))
     events = trace.events
     n_of = sum(1 for e in events if isinstance(e, (ts.ControlToSwitch, ts.ControlToController)))
-    rows: dict[str, dict] = {"read": {"seconds": round(t_read, 4)}}
+    rows: dict[str, dict] = {"read": {**time_reading(path, args.read_rounds), "first_seconds": round(t_first, 4)}}
 
     export, t = timed(lambda: build_pcap(events, dataplane=True))
     pcap = tmp / "all.pcap"
@@ -113,6 +161,12 @@ def main() -> int:
         table.add_row(name, f"{secs}" + (" (median)" if "median_seconds" in row else ""),
                       ", ".join(f"{k}={v}" for k, v in row.items() if not k.endswith("seconds")))
     Console().print(table)
+    read = rows["read"]
+    print(f"reading {len(events)} events, medians of {read['rounds']} alternating rounds: "
+          f"before (validation off) {read['unvalidated_seconds']:.4f} s, after (validated) {read['seconds']:.4f} s: "
+          f"{read['ratio']:.2f}x; CPU {read['unvalidated_cpu_seconds']:.4f} s -> {read['cpu_seconds']:.4f} s: "
+          f"{read['cpu_ratio']:.2f}x; read again in the same process {read['again_cpu_seconds']:.4f} s: "
+          f"{read['again_cpu_ratio']:.2f}x")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"trace": str(path), "events": len(events), "of_messages": n_of,
                                    "python": platform.python_version(), "results": rows}, indent=2,

@@ -151,6 +151,19 @@ def test_an_acl_blocks_exactly_what_it_denies(tmp_path: Path) -> None:
     assert delivered(view, "h2", tcp(H2, H1, 22)) == {"h1"}           # and h1's port only
 
 
+def test_a_pair_an_acl_keeps_apart_is_no_finding(tmp_path: Path) -> None:
+    """no-h2 denies all of h1's IPv4 to h2: Faucet drops it, and the run reports the operator's intent
+    as nothing (the pair is kept apart by the config), while every other pair is still checked."""
+    d = faucet_run(tmp_path, str(DATA / "acl_deny_h2.yaml"), "linear,3")
+    assert d["violations"] == [], d["violations"]
+    assert d["pingall"]["ok"] == 4, d["pingall"]            # h1 -> h2, and h2 -> h1's replies, are denied
+    view = rebuilt_view(tmp_path / "trace.jsonl")
+    assert delivered(view, "h1", tcp(H1, H2, 80)) == set()
+    assert delivered(view, "h1", icmp_echo(H1[0], H2[0], H1[1], H2[1])) == set()
+    assert delivered(view, "h1", tcp(H1, H3, 80)) == {"h3"}
+    assert delivered(view, "h2", tcp(H2, H1, 80)) == {"h1"}
+
+
 def test_an_acl_changed_to_allow_breaks_the_deny_expectation(tmp_path: Path) -> None:
     d = faucet_run(tmp_path, str(DATA / "acl_allow_ssh.yaml"), "linear,3")
     assert d["violations"] == [], d["violations"]          # its own config now allows SSH

@@ -7,6 +7,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from of10_fields import out, pkt
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
 
@@ -37,17 +38,6 @@ from netsleuth.model.match import FIELDS, Match
 IP = ip_to_int
 B = Match.build
 CHECK = ofp.OFPFF_CHECK_OVERLAP
-
-
-def pkt(**kw: int) -> tuple[int, ...]:
-    base = dict.fromkeys(FIELDS, 0)
-    base["dl_vlan"] = 0xFFFF
-    base.update(kw)
-    return tuple(base[f] for f in FIELDS)
-
-
-def out(port: int) -> tuple[Output]:
-    return (Output(port),)
 
 
 def contents(t: FlowTable) -> list[tuple[Match, int, tuple]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from of10_fields import pkt
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
 
@@ -13,14 +14,6 @@ from netsleuth.model.addr import ip_to_int
 from netsleuth.model.match import FIELDS, NW_DST, NW_SRC, Match, MatchError
 
 IP = ip_to_int
-
-
-def pkt(**kw: int) -> tuple[int, ...]:
-    """A 12-tuple with zeros except the given fields."""
-    base = dict.fromkeys(FIELDS, 0)
-    base["dl_vlan"] = 0xFFFF
-    base.update(kw)
-    return tuple(base[f] for f in FIELDS)
 
 
 # ---------------------------------------------------------------- normalization

@@ -99,7 +99,7 @@ from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket
 from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, MplsLabel, VlanTag
-from netsleuth.model.of13.instructions import FlowContext, Instructions
+from netsleuth.model.of13.instructions import FlowContext, Instructions, check_actions
 from netsleuth.model.of13.meters import Band
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Emit, Pipeline13, PortState
@@ -399,23 +399,23 @@ class Gen:
                         lambda: [SetField("mpls_label", rng.choice(LABELS))],
                         lambda: [SetField("mpls_tc", rng.randrange(8))]]
         pick = rng.choice(choices)
+        acts: list[Action]
         if pick == "push_vlan":
             pushed[0] = True
-            acts: list[Action] = [PushVlan(rng.choice([0x8100, 0x8100, 0x88A8]))]
+            acts = [PushVlan(rng.choice([0x8100, 0x8100, 0x88A8]))]
             if not untagged or in_write or rng.random() < 0.5:  # differences 3 and 11
                 acts += [SetField("vlan_vid", 0x1000 | rng.choice(VIDS)), SetField("vlan_pcp", rng.randrange(8))]
-            ctx.tagged = True
-            return acts
-        if pick == "push_mpls":  # difference 4
+        elif pick == "push_mpls":  # difference 4
             pushed[1] = True
-            ctx.exact = {k: v for k, v in ctx.exact.items() if k in ("in_port", "metadata", "eth_src", "eth_dst")}
-            ctx.exact["eth_type"] = 0x8847
-            return [PushMpls(0x8847), SetField("mpls_label", rng.choice(LABELS)), SetField("mpls_tc", rng.randrange(8))]
-        if pick == "pop_vlan":
-            ctx.tagged = False
-            return [PopVlan()]
-        result: list[Action] = pick()
-        return result
+            acts = [PushMpls(0x8847), SetField("mpls_label", rng.choice(LABELS)), SetField("mpls_tc", rng.randrange(8))]
+        elif pick == "pop_vlan":
+            acts = [PopVlan()]
+        else:
+            acts = pick()
+        # What the actions leave guaranteed (a tag pushed or popped, MPLS making L3 unknown) is the
+        # model's reading, which also confirms each action is consistent with the match so far.
+        check_actions(acts, ctx, group_exists=lambda _gid: True)
+        return acts
 
     def action_list(self, ctx: FlowContext, untagged: bool, n: int, pushed: list[bool],
                     in_write: bool = False) -> list[Action]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from json_paths import json_paths
 
 from netsleuth import cli
 from netsleuth.cli import main
@@ -36,18 +37,6 @@ _WEIRD_VALUES: list[Any] = [
     "00:00:00:00:00:01", "10.0.0.1", "1e999",
 ]
 _RAW_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "9" * 5000, "1e-400", "-0"]
-
-
-def _walk(obj: Any, path: tuple = ()) -> list[tuple]:
-    """Every path to a value inside a parsed JSON line."""
-    out = [path]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _walk(v, path + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _walk(v, path + (i,))
-    return out
 
 
 def _set(obj: Any, path: tuple, value: Any) -> Any:
@@ -113,15 +102,16 @@ class Mutator:
     def retype_field(self, lines: list[str]) -> list[str]:
         i = self._event_index(lines)
         obj = json.loads(lines[i])
-        path = self.rng.choice(_walk(obj)[1:])
+        path = self.rng.choice(json_paths(obj)[1:])
         lines[i] = _dump(_set(obj, path, self.rng.choice(_WEIRD_VALUES)))
         return lines
 
     def unknown_name(self, lines: list[str]) -> list[str]:
         i = self._event_index(lines)
         obj = json.loads(lines[i])
-        names = [p for p in _walk(obj) if p and p[-1] in ("switch", "host", "node", "node1", "node2", "new_switch",
-                                                         "old_switch", "src", "dst", "dpid", "controller", "kind")]
+        names = [p for p in json_paths(obj) if p and p[-1] in ("switch", "host", "node", "node1", "node2",
+                                                              "new_switch", "old_switch", "src", "dst", "dpid",
+                                                              "controller", "kind")]
         path = self.rng.choice(names) if names else ("kind",)
         lines[i] = _dump(_set(obj, path, self.rng.choice(["s99", "h99", "nosuch", 99, "c9"])))
         return lines
@@ -129,7 +119,7 @@ class Mutator:
     def nested_garbage(self, lines: list[str]) -> list[str]:
         i = self.rng.randrange(len(lines))  # the header too: some readers sniff it
         obj = json.loads(lines[i])
-        path = self.rng.choice(_walk(obj)[1:])
+        path = self.rng.choice(json_paths(obj)[1:])
         depth = self.rng.choice([5, 40, 3000, 100000])
         opener, closer = self.rng.choice([("[", "]"), ('{"a":', "}")])
         garbage = opener * depth + "1" + closer * depth
@@ -148,7 +138,7 @@ class Mutator:
         elif choice == 3:
             header["topology"]["links"] = [["s1", 1, "s1", 1]]
         else:
-            path = self.rng.choice(_walk(header)[1:])
+            path = self.rng.choice(json_paths(header)[1:])
             _set(header, path, self.rng.choice(_WEIRD_VALUES))
         lines[0] = _dump(header)
         return lines
@@ -156,7 +146,7 @@ class Mutator:
     def raw_number(self, lines: list[str]) -> list[str]:
         i = self._event_index(lines)
         obj = json.loads(lines[i])
-        numbers = [p for p in _walk(obj) if p and type(_get(obj, p)) in (int, float)]
+        numbers = [p for p in json_paths(obj) if p and type(_get(obj, p)) in (int, float)]
         path = self.rng.choice(numbers) if numbers else ("t",)
         lines[i] = _dump(_set(obj, path, "@@NUM@@")).replace('"@@NUM@@"', self.rng.choice(_RAW_NUMBERS))
         return lines
@@ -164,7 +154,7 @@ class Mutator:
     def drop_field(self, lines: list[str]) -> list[str]:
         i = self._event_index(lines)
         obj = json.loads(lines[i])
-        paths = [p for p in _walk(obj) if p and isinstance(p[-1], str)]
+        paths = [p for p in json_paths(obj) if p and isinstance(p[-1], str)]
         if paths:
             path = self.rng.choice(paths)
             parent = _get(obj, path[:-1])
@@ -175,7 +165,7 @@ class Mutator:
     def extra_field(self, lines: list[str]) -> list[str]:
         i = self._event_index(lines)
         obj = json.loads(lines[i])
-        dicts = [p for p in _walk(obj) if isinstance(_get(obj, p), dict)]
+        dicts = [p for p in json_paths(obj) if isinstance(_get(obj, p), dict)]
         _get(obj, self.rng.choice(dicts))["zz_extra"] = self.rng.choice(_WEIRD_VALUES)
         lines[i] = _dump(obj)
         return lines
@@ -206,7 +196,7 @@ class Mutator:
     def lone_surrogate(self, lines: list[str]) -> list[str]:
         i = self._event_index(lines)
         obj = json.loads(lines[i])
-        strings = [p for p in _walk(obj) if p and isinstance(_get(obj, p), str)]
+        strings = [p for p in json_paths(obj) if p and isinstance(_get(obj, p), str)]
         path = self.rng.choice(strings) if strings else ("kind",)
         lines[i] = _dump(_set(obj, path, "@@S@@")).replace('"@@S@@"', '"a\\ud800b"')
         return lines

@@ -58,6 +58,8 @@ CASES: list[tuple[str, Callable[[dict], bool], Edit, str]] = [
      lambda ev: _flow_mod(ev)["match"]["OFPMatch"].update(dl_vlan=70000), "FLOW_MOD"),
     ("action of the wrong shape", _kind("of_to_switch", "FLOW_MOD"),
      lambda ev: _flow_mod(ev).update(actions=[{"OFPActionOutput": "port 1"}]), "FLOW_MOD"),
+    ("PACKET_IN data a number", _kind("of_to_controller", "PACKET_IN"),  # bytes(n) would be n zero bytes
+     lambda ev: ev["msg"]["body"]["OFPPacketIn"].update(data=2**32), "PACKET_IN"),
     ("non-integer xid", _kind("of_to_switch"), lambda ev: ev["msg"].update(xid="7"), "xid"),
     ("unknown message type", _kind("of_to_switch"), lambda ev: ev["msg"].update(type="WARP"), "'WARP'"),
     ("type and body disagree", _kind("of_to_switch", "FLOW_MOD"),
@@ -121,6 +123,55 @@ def test_cli_prints_one_line_and_exits_2(tools_fuzz_trace: Path, tmp_path: Path)
 def test_the_recorded_trace_itself_reads(tools_fuzz_trace: Path) -> None:
     trace = read_trace(tools_fuzz_trace)
     assert len(trace.events) == len(_lines(tools_fuzz_trace)) - 1
+
+
+def _repeat_with(trace: Path, tmp_path: Path, pick: Callable[[dict], bool], member: str,
+                 bad: Callable[[dict], Any]) -> tuple[Path, int]:
+    """A copy of ``trace`` whose first ``pick`` event is written again right after itself, as the
+    recorder writes lines (compact, sorted keys), with its ``member`` given twice: first the
+    recorded value, then a bad one, which JSON readers take (the last of equal keys wins)."""
+    lines = _lines(trace)
+    for i, line in enumerate(lines[1:], 1):
+        ev = json.loads(line)
+        if pick(ev):
+            good = json.dumps(ev[member], sort_keys=True, separators=(",", ":"))
+            worse = json.loads(good)
+            bad(worse)
+            again = dict(ev, seq=ev["seq"], t=ev["t"])
+            text = json.dumps(again, sort_keys=True, separators=(",", ":"))
+            head = f'"{member}":{good}'
+            assert head in text
+            twice = text.replace(head, f'{head},"{member}":' + json.dumps(worse, sort_keys=True,
+                                                                        separators=(",", ":")), 1)
+            # the repeated line takes the next line's place in the numbering: same seq and t as the
+            # line it replaces, so only the member differs from a line that reads
+            nxt = json.loads(lines[i + 1])
+            twice = twice.replace(f',"seq":{ev["seq"]},"t":{ev["t"]!r}}}',
+                                  f',"seq":{nxt["seq"]},"t":{nxt["t"]!r}}}')
+            lines[i + 1] = twice
+            path = tmp_path / "twice.jsonl"
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            return path, i + 2
+    raise AssertionError("the recorded trace has no such event")
+
+
+@pytest.mark.parametrize("pick, member, bad, words", [
+    (_kind("of_to_switch", "FLOW_MOD"), "msg",
+     lambda m: m["body"]["OFPFlowMod"]["match"]["OFPMatch"].update(dl_vlan=70000), "FLOW_MOD"),
+    (lambda ev: ev["kind"] == "packet" and ev["packet"].get("l3", {}).get("hlen") is not None, "packet",
+     lambda p: p["l3"].update(hlen=[]), "packet"),
+])
+def test_a_checked_line_repeated_with_a_second_bad_member_is_still_checked(
+        tools_fuzz_trace: Path, tmp_path: Path, pick: Callable[[dict], bool], member: str,
+        bad: Callable[[dict], Any], words: str) -> None:
+    """Messages and packets already checked are recognised by the text of their line; a line that
+    starts like a checked one but carries the member twice (the second, bad, value is the one read)
+    must not pass for it."""
+    read_trace(tools_fuzz_trace)  # every good line checked and remembered
+    path, lineno = _repeat_with(tools_fuzz_trace, tmp_path, pick, member, bad)
+    with pytest.raises(TraceFormatError) as err:
+        read_trace(path)
+    assert f"{path} line {lineno}: " in err.value.problem and words in err.value.problem, err.value.problem
 
 
 def test_missing_trace_names_the_commands_that_write_one(tmp_path: Path) -> None:

@@ -1,168 +1,126 @@
 """Which host pairs a controller's own configuration keeps apart on purpose.
 
 Reachability asks that every physically connected host pair reach each
-other. A controller configured by a file (Faucet) may be *told* otherwise:
-hosts whose ports sit on different VLANs, a port on no VLAN at all, or an
-ACL that drops some of a host's traffic. Flagging those pairs would report
-the operator's intent as a bug, so the view carries the pairs the
-configuration separates (``NetworkView.separated``) and the reachability
-findings for them are set aside.
+other. A controller configured by a file (Faucet) may be *told* otherwise,
+and flagging those pairs would report the operator's intent as a bug: the
+view carries the pairs the configuration keeps apart
+(``NetworkView.separated``), and the reachability and delivery findings for
+them are set aside.
 
-The reading is deliberately conservative: a pair counts as separated when
-the configuration *may* drop some of its traffic (any deny rule whose
-address fields are consistent with the pair, or an ACL without a final
-catch-all allow), never the other way round -- so a pair the configuration
-means to connect is always checked.
+The configuration is read through the same policy model the ``isolation``
+and ``acl`` invariants hold Faucet's tables to
+(:mod:`netsleuth.invariants.faucet_policy`). A directed pair (src, dst) is
+**kept apart** when no plain traffic from src to dst is meant to arrive,
+plain traffic being the untagged IPv4 packets from src's MAC and address to
+dst's (pings, TCP, UDP):
 
-Faucet's configuration vocabulary (``vlans``, ``dps``, ``interfaces``,
-``native_vlan``, ``acls_in``, ``acls``) is read as plain data here: the
-invariants depend on nothing but the model.
+* src or dst sits on a port the config gives no native VLAN (or does not
+  list), or their native VLANs differ -- routing between VLANs goes through
+  Faucet's router, with its MAC as destination, so it is not plain traffic;
+* or the ACLs src's traffic meets on the way in deny all of it: the ACLs of
+  src's port (``acls_in``, their rules in order), then those of its VLAN,
+  each packet decided by the first rule it matches and dropped when it
+  matches none (as Faucet does). Only what a rule certainly allows counts
+  as meant to arrive: a rule the model cannot judge (a match field outside
+  the modelled headers, actions other than allow/deny) leaves what it
+  matches undecided, as does an ACL the config names but does not define.
+
+A deny that matches only part of a pair's traffic (one TCP port, ICMP only,
+ARP) does not keep the pair apart: its reachability is still checked, and
+the traffic the ACL drops is a drop on purpose there, not unreachable
+traffic. The delivery check judges a pair, not a packet, so a packet that
+such an ACL drops does count as undelivered.
+
+A config the policy model cannot read at all (one that includes other
+files) keeps every pair apart: nothing in it can be held against the tables.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from netsleuth.invariants.faucet_policy import config_int
-from netsleuth.model.addr import int_to_ip, int_to_mac
-from netsleuth.model.topology import Topology
+from netsleuth.invariants.faucet_policy import AclRule, FaucetPolicy, FaucetPolicyError, policy_from_config
+from netsleuth.invariants.hsa13_space import HS13
+from netsleuth.model.headerbits13 import UNTAGGED, wc13
+from netsleuth.model.topology import HostSpec, Topology
 
 Pair = tuple[str, str]
 
-# ACL match fields that name one end of a pair: field -> ("src" | "dst", "mac" | "ip").
-_ADDRESS_FIELDS = {
-    "eth_src": ("src", "mac"), "eth_dst": ("dst", "mac"),
-    "ipv4_src": ("src", "ip"), "ipv4_dst": ("dst", "ip"),
-    "arp_spa": ("src", "ip"), "arp_tpa": ("dst", "ip"),
-}
+ETH_IPV4 = 0x0800
 
 
-def _vlan_ids(config: Mapping[str, Any]) -> dict[Any, Any]:
-    """Every way a VLAN may be named (its key, its vid) -> one identity (its key)."""
-    out: dict[Any, Any] = {}
-    vlans = config.get("vlans")
-    if isinstance(vlans, Mapping):
-        for key, vlan in vlans.items():
-            out[key] = key
-            out[str(key)] = key
-            vid = vlan.get("vid") if isinstance(vlan, Mapping) else None
-            for name in (vid, config_int(key)):
-                if name is not None:
-                    out.setdefault(name, key)
-                    out.setdefault(str(name), key)
+def plain_traffic(src: HostSpec, dst: HostSpec) -> HS13:
+    """The untagged IPv4 packets from ``src`` (its MAC and address) to ``dst`` (its MAC and address)."""
+    return HS13.injected().intersect_wc(UNTAGGED).intersect_wc(
+        wc13(eth_src=src.mac, eth_dst=dst.mac, eth_type=ETH_IPV4, ipv4_src=src.ip, ipv4_dst=dst.ip))
+
+
+def allowed_by(rules: Iterable[AclRule] | None, space: HS13) -> HS13:
+    """The part of ``space`` that a list of ACL rules certainly allows (first match wins; a header no
+    rule matches is dropped; ``None``, an ACL the config does not define, allows nothing for sure)."""
+    if rules is None:
+        return HS13.empty()
+    allowed = HS13.empty()
+    rest = space
+    for rule in rules:
+        if not rest:
+            break
+        if rule.wc is None:
+            break  # matches on a field the model does not carry: what it and the rules after it do is unknown
+        if rule.allow is True:
+            allowed = allowed | rest.intersect_wc(rule.wc)
+        rest = rest.minus_wc(rule.wc)  # a deny drops it, an unjudged action leaves it undecided
+    return allowed.prune()
+
+
+def _acl_rules(policy: FaucetPolicy, names: Iterable[str]) -> list[AclRule] | None:
+    """The rules of the named ACLs, in order (Faucet applies a list of ACLs as one); None when one is undefined."""
+    out: list[AclRule] = []
+    for name in names:
+        rules = policy.acls.get(name)
+        if rules is None:
+            return None
+        out.extend(rules)
     return out
 
 
-def _ports(config: Mapping[str, Any], topology: Topology) -> dict[tuple[str, int], Mapping[str, Any]]:
-    """(switch, port) -> its interface config, for the dps that are switches of ``topology``."""
-    by_dpid = {s.dpid: s.name for s in topology.switches}
-    names = {s.name for s in topology.switches}
-    out: dict[tuple[str, int], Mapping[str, Any]] = {}
-    dps = config.get("dps")
-    if not isinstance(dps, Mapping):
-        return out
-    for dp_name, dp in dps.items():
-        if not isinstance(dp, Mapping):
-            continue
-        switch = by_dpid.get(config_int(dp.get("dp_id")) or -1) or (dp_name if dp_name in names else None)
-        interfaces = dp.get("interfaces")
-        if switch is None or not isinstance(interfaces, Mapping):
-            continue
-        for key, iface in interfaces.items():
-            if not isinstance(iface, Mapping):
+def separated_pairs(policy: FaucetPolicy, topology: Topology,
+                    host_at: Mapping[str, tuple[str, int]]) -> frozenset[Pair]:
+    """Directed host pairs (src, dst) that ``policy`` keeps apart on purpose (see the module doc)."""
+    hosts = list(topology.hosts)
+    where = {h.name: host_at.get(h.name) or topology.host_location(h.name) for h in hosts}
+    vlan = {h.name: policy.vlan_at(*where[h.name]) for h in hosts}
+    out: set[Pair] = set()
+    for s in hosts:
+        vs = vlan[s.name]
+        port = policy.ports.get(where[s.name])
+        stages = [names for names in ((port.acls if port is not None else ()), policy.vlan_acls_in.get(vs or "", ()))
+                  if names]
+        for d in hosts:
+            if d is s:
                 continue
-            number = config_int(iface.get("number")) if "number" in iface else config_int(key)
-            if number is not None:
-                out[(switch, number)] = iface
-    return out
-
-
-def _acl_names(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _matches_end(value: Any, kind: str, mac: int, ip: int) -> bool:
-    """Whether a rule's address field (exact, or ``addr/prefix``) can match this host's address."""
-    text = str(value).strip().lower()
-    try:
-        if kind == "mac":
-            return text.split("/")[0] == int_to_mac(mac).lower() or "/" in text
-        return ipaddress.ip_address(int_to_ip(ip)) in ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return True  # unreadable: assume it may match (conservative)
-
-
-def _rule_restricts(rule: Mapping[str, Any], src: tuple[int, int], dst: tuple[int, int]) -> bool:
-    """A rule that may drop some traffic from ``src`` to ``dst`` ((mac, ip) each)."""
-    actions = rule.get("actions")
-    allow = actions.get("allow") if isinstance(actions, Mapping) else None
-    if allow is True or (config_int(allow) or 0) > 0:
-        return False
-    for name, (end, kind) in _ADDRESS_FIELDS.items():
-        if name in rule:
-            mac, ip = src if end == "src" else dst
-            if not _matches_end(rule[name], kind, mac, ip):
-                return False
-    return True
-
-
-def _acl_restricts(rules: Any, src: tuple[int, int], dst: tuple[int, int]) -> bool:
-    """An ACL that may drop some traffic from ``src`` to ``dst``: a deny rule that can match
-    the pair before a catch-all allow, or no catch-all allow at all (Faucet drops what no rule
-    matches)."""
-    if not isinstance(rules, list):
-        return True
-    for item in rules:
-        rule = item.get("rule") if isinstance(item, Mapping) else None
-        if not isinstance(rule, Mapping):
-            return True
-        if _rule_restricts(rule, src, dst):
-            return True
-        fields = [k for k in rule if k != "actions"]
-        actions = rule.get("actions")
-        if not fields and isinstance(actions, Mapping) and set(actions) == {"allow"} and not _rule_restricts(
-                rule, src, dst):
-            return False  # catch-all allow: nothing after it matters
-    return True
+            if vs is None or vlan[d.name] != vs:
+                out.add((s.name, d.name))
+                continue
+            if not stages:
+                continue  # no ACL on the way: all of it is meant to arrive
+            meant = plain_traffic(s, d)
+            for names in stages:
+                meant = allowed_by(_acl_rules(policy, names), meant)
+            if not meant:
+                out.add((s.name, d.name))
+    return frozenset(out)
 
 
 def faucet_separated(config: Mapping[str, Any], topology: Topology,
                      host_at: Mapping[str, tuple[str, int]]) -> frozenset[Pair]:
-    """Directed host pairs (src, dst) that a Faucet ``config`` may keep apart on purpose."""
-    ports = _ports(config, topology)
-    vlan_of = _vlan_ids(config)
-    vlans = config.get("vlans") if isinstance(config.get("vlans"), Mapping) else {}
-    acls = config.get("acls") if isinstance(config.get("acls"), Mapping) else {}
-    hosts = list(topology.hosts)
-    where = {h.name: host_at.get(h.name) or topology.host_location(h.name) for h in hosts}
-    vlan: dict[str, Any] = {}
-    acl_lists: dict[str, list[Any]] = {}
-    for h in hosts:
-        iface = ports.get(where[h.name])
-        native = iface.get("native_vlan") if iface is not None else None
-        vlan[h.name] = vlan_of.get(native, native) if native is not None else None
-        names = _acl_names(iface.get("acls_in", iface.get("acl_in"))) if iface is not None else []
-        vconf = vlans.get(vlan[h.name]) if isinstance(vlans, Mapping) and vlan[h.name] is not None else None
-        if isinstance(vconf, Mapping):
-            names += _acl_names(vconf.get("acls_in", vconf.get("acl_in")))
-        acl_lists[h.name] = names
-    out: set[Pair] = set()
-    for s in hosts:
-        for d in hosts:
-            if s is d:
-                continue
-            if vlan[s.name] is None or vlan[d.name] is None or vlan[s.name] != vlan[d.name]:
-                out.add((s.name, d.name))
-                continue
-            src, dst = (s.mac, s.ip), (d.mac, d.ip)
-            if any(_acl_restricts(acls.get(name) if isinstance(acls, Mapping) else None, src, dst)
-                   for name in acl_lists[s.name]):
-                out.add((s.name, d.name))
-    return frozenset(out)
+    """Directed host pairs (src, dst) that a Faucet ``config`` keeps apart on purpose."""
+    try:
+        policy = policy_from_config(dict(config), topology)
+    except FaucetPolicyError:
+        return frozenset((s.name, d.name) for s in topology.hosts for d in topology.hosts if s is not d)
+    return separated_pairs(policy, topology, host_at)
 
 
 def separated_by(configs: Iterable[Mapping[str, Any]], topology: Topology,
@@ -174,4 +132,4 @@ def separated_by(configs: Iterable[Mapping[str, Any]], topology: Topology,
     return out
 
 
-__all__ = ["faucet_separated", "separated_by"]
+__all__ = ["allowed_by", "faucet_separated", "plain_traffic", "separated_by", "separated_pairs"]

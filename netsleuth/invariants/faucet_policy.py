@@ -16,7 +16,8 @@ vocabulary, into plain data bound to the run's topology:
 * ``acls``: name -> its rules in order, each as the header class it matches
   (a wildcard over the 1.3 header layout) and whether it allows or denies;
   ``vlan_acls``: the VLANs that filter with ACLs of their own (then a port
-  ACL's allow no longer promises delivery, so the checks do not hold it to).
+  ACL's allow no longer promises delivery, so the checks do not hold it to),
+  and ``vlan_acls_in``: each such VLAN's inbound ACLs, in order.
 
 A rule whose match uses a field the header layout does not carry (in_port,
 metadata, conntrack ...) or whose actions do more than allow/deny (output,
@@ -121,6 +122,7 @@ class FaucetPolicy:
     stack: dict[tuple[str, int], StackPort] = field(default_factory=dict)
     dp_switch: dict[str, str] = field(default_factory=dict)   # dp name in the config -> topology switch
     vlan_acls: frozenset[str] = frozenset()   # VLANs with ACLs of their own (acls_in/acls_out)
+    vlan_acls_in: dict[str, tuple[str, ...]] = field(default_factory=dict)  # VLAN -> its acls_in, in order
 
     def vlan_at(self, switch: str, port: int) -> str | None:
         pp = self.ports.get((switch, port))
@@ -187,9 +189,13 @@ def policy_from_config(data: dict[str, Any], topology: Topology, source: str = "
             _mapping(data.get("acls"), "acls", source).items()}
     ports, root = _dps(data.get("dps"), topology, source, vlan_name)
     dp_switch, stack = _stack(data.get("dps"), topology)
-    filtered = frozenset(str(k) for k, v in _mapping(data.get("vlans"), "vlans", source).items()
+    vlan_specs = _mapping(data.get("vlans"), "vlans", source)
+    filtered = frozenset(str(k) for k, v in vlan_specs.items()
                          if isinstance(v, dict) and any(v.get(a) for a in ("acl_in", "acls_in", "acl_out", "acls_out")))
-    return FaucetPolicy(vlans, frozenset(routed), ports, acls, routers, root, stack, dp_switch, filtered)
+    vlan_acls_in = {str(k): tuple(str(a) for a in _list(v.get("acls_in", v.get("acl_in"))))
+                    for k, v in vlan_specs.items() if isinstance(v, dict) and v.get("acls_in", v.get("acl_in"))}
+    return FaucetPolicy(vlans, frozenset(routed), ports, acls, routers, root, stack, dp_switch, filtered,
+                        vlan_acls_in)
 
 
 def _mapping(value: Any, what: str, source: str) -> dict[Any, Any]:

@@ -27,7 +27,8 @@ from os_ken.ofproto import ofproto_v1_0_parser as parser
 from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
 from netsleuth.errors import CodecError, TraceFormatError
-from netsleuth.openflow import of10, of13
+from netsleuth.openflow import of10, of13, wire
+from netsleuth.openflow.jsondict import from_jsondict
 from netsleuth.openflow.of10 import DATAPATH
 
 __all__ = ["msg_to_json", "msg_from_json", "json_version"]
@@ -158,7 +159,7 @@ def _osken_from_jsondict(cls: Any, attrs: dict[str, Any], **extra: Any) -> Any:
     # os-ken prints its arguments to stdout before re-raising a TypeError; keep stdout clean.
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            return cls.from_jsondict(attrs, **extra)
+            return from_jsondict(cls, attrs, **extra)
     except (TypeError, ValueError, KeyError, AttributeError, AssertionError, IndexError) as exc:
         raise TraceFormatError(f"cannot rebuild {cls.__name__} from JSON: {exc}",
                                _FIX) from exc
@@ -188,7 +189,7 @@ def _with_actions_from_json(cls: Any, attrs: dict[str, Any]) -> Any:
 
 
 def _b64(value: Any) -> bytes:
-    return base64.b64decode(value) if isinstance(value, str) else bytes(value or b"")
+    return base64.b64decode(value) if isinstance(value, str) else wire.as_bytes(value)
 
 
 def _stats_request_from_json(cls: Any, attrs: dict[str, Any]) -> Any:

@@ -361,7 +361,7 @@ def _write_port_status(msg: Any) -> bytes:
 
 
 def _write_packet_in(msg: Any) -> bytes:
-    data = bytes(msg.data or b"")
+    data = wire.as_bytes(msg.data)
     total_len = len(data) if msg.total_len is None else msg.total_len
     return _PACKET_IN.pack(msg.buffer_id, total_len, msg.in_port, msg.reason) + data
 

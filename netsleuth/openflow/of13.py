@@ -851,7 +851,7 @@ def _write_switch_config(msg: Any) -> bytes:
 
 
 def _write_packet_in(msg: Any) -> bytes:
-    data = bytes(msg.data or b"")
+    data = wire.as_bytes(msg.data)
     total_len = len(data) if msg.total_len is None else msg.total_len
     match = wire.pack_match(msg.match if msg.match is not None else parser.OFPMatch())
     return (_PACKET_IN.pack(msg.buffer_id, total_len, msg.reason, msg.table_id, msg.cookie) + match
@@ -880,7 +880,7 @@ def _write_queue_get_config_reply(msg: Any) -> bytes:
             if prop.property in (ofp.OFPQT_MIN_RATE, ofp.OFPQT_MAX_RATE):
                 props.append(_QUEUE_PROP.pack(prop.property, 16) + struct.pack("!H6x", prop.rate))
             else:  # experimenter
-                body = struct.pack("!I4x", prop.experimenter) + bytes(prop.data or b"")
+                body = struct.pack("!I4x", prop.experimenter) + wire.as_bytes(prop.data)
                 plen = _round8(8 + len(body))
                 props.append(_QUEUE_PROP.pack(prop.property, plen) + body + bytes(plen - 8 - len(body)))
         body = b"".join(props)

@@ -172,7 +172,18 @@ def packet_out_body(msg: Any, fixed: struct.Struct) -> bytes:
         data.serialize()
         data = data.data
     actions = serialize_list(msg.actions)
-    return fixed.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + bytes(data or b"")
+    return fixed.pack(msg.buffer_id, msg.in_port, len(actions)) + actions + as_bytes(data)
+
+
+def as_bytes(data: Any) -> bytes:
+    """A message's data field as bytes (None is none).
+
+    Refuses a number: ``bytes(n)`` is n zero bytes, so a trace line holding ``"data": 4294967296``
+    would otherwise make encoding it (which reading a trace does) allocate 4 GiB.
+    """
+    if isinstance(data, int):
+        raise TypeError(f"data must be bytes, not the number {data}")
+    return bytes(data or b"")
 
 
 def pack_match(match: Any) -> bytes:

@@ -217,8 +217,8 @@ def _line_error(path: Path, lineno: int, problem: str, fix: str) -> TraceFormatE
     return TraceFormatError(f"{path} line {lineno}: {_one_line(problem)}", fix)
 
 
-def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON) for each line, with file/line in every error."""
+def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, str, Any]]:
+    """(line number, its text, parsed JSON) for each line, with file/line in every error."""
     lineno = 0
     for lineno, raw in enumerate(f, 1):
         try:
@@ -248,7 +248,7 @@ def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, Any]]:
             # json.loads pairs valid surrogate escapes; an unpaired one cannot be written back as UTF-8.
             raise _line_error(path, lineno, "a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)",
                               "strings in a trace are valid Unicode text; fix or delete this line")
-        yield lineno, obj
+        yield lineno, text, obj
     if lineno == 0:
         raise TraceFormatError(f"{path} line 1: the trace file is empty (no header line)",
                                "re-record the trace; a trace starts with a header line")
@@ -264,7 +264,7 @@ def _stream(path: PathLike) -> Generator[TraceHeader | Event, None, None]:
     with _open(p) as f:
         lines = _lines(p, f)
         validator: TraceValidator | None = None
-        for lineno, obj in lines:
+        for lineno, text, obj in lines:
             try:
                 if validator is None:
                     header = header_from_json(obj)
@@ -272,7 +272,7 @@ def _stream(path: PathLike) -> Generator[TraceHeader | Event, None, None]:
                     yield header
                 else:
                     event = event_from_json(obj)
-                    validator.check(event)
+                    validator.check(event, text)
                     yield event
             except TraceFormatError as exc:
                 raise _reraise(p, lineno, exc) from exc

@@ -84,6 +84,9 @@ _RERECORD = "re-record the trace, or restore this line from the original"
 _CACHE_LIMIT = 4096
 _MSGS_OK: dict[tuple[int, str, str], None] = {}
 _PACKETS_OK: dict[str, None] = {}
+# The same, keyed by the text of the line itself (see _line_key): no re-serializing at all.
+# Keys begin with the member's name ('"msg":{', '"packet":{'), so the two kinds never meet.
+_LINES_OK: dict[str, None] = {}
 _BODY_KEYS: dict[tuple[int, str], frozenset[str]] = {}  # (version, os-ken class) -> the fields the codec writes
 
 
@@ -91,6 +94,32 @@ def _content_key(value: Any) -> str:
     """A cache key that is equal only for equal JSON content (in file order: a reordered
     copy is merely a miss, and is checked in full)."""
     return json.dumps(value, check_circular=False)
+
+
+def _line_key(line: str | None, member: str, tail: str) -> str | None:
+    """The text of the line from its top-level member ``member`` (``'"msg":{'``) up to ``tail``, or
+    None when the line is not laid out so that this text alone determines the member's value.
+
+    Two lines with equal keys have equal values of that member (apart from what ``tail`` holds,
+    which the caller checks on every event). The key is only returned when
+    * no backslash comes before the member, so no quote there is escaped: the member's opening
+      quote is not inside a string (it would close that string, leaving ``msg":`` outside one,
+      and the line parsed);
+    * exactly one ``{`` comes before it (the line's own), so it is a member of the line's object;
+    * the line ends with ``tail``, written from the event's own parsed values, so the rest of the
+      line has one fixed shape.
+    JSON parses left to right, so the key's text and that fixed rest give the member's value; any
+    other layout (a hand-edited line) is merely not keyed this way and gets the content key.
+    """
+    if line is None:
+        return None
+    start = line.find(member)
+    if start < 0 or line.count("{", 0, start) != 1 or line.find("\\", 0, start) >= 0:
+        return None
+    end = len(line) - 1 if line.endswith("\n") else len(line)
+    if not line.endswith(tail, 0, end):
+        return None
+    return line[start:end - len(tail)]
 
 
 def _bad(problem: str, fix: str = _RERECORD) -> TraceFormatError:
@@ -127,8 +156,15 @@ class TraceValidator:
                        "restore the header line from the original trace")
         self._last_seq = -1
         self._last_t = 0.0
+        self._line: str | None = None
+        topo = self.topology
+        # Name and dpid lookups are made on nearly every event: sets, not scans of the topology.
+        self._switch_names = frozenset(sw.name for sw in topo.switches) if topo is not None else frozenset()
+        self._host_names = frozenset(h.name for h in topo.hosts) if topo is not None else frozenset()
+        self._dpids = frozenset(sw.dpid for sw in topo.switches) if topo is not None else frozenset()
         self._msgs_ok = _MSGS_OK
         self._packets_ok = _PACKETS_OK
+        self._lines_ok = _LINES_OK
         self._checks: dict[type, Callable[[Any], None]] = {
             ts.ControlToSwitch: lambda e: self._of(e, "to_switch", "controller to switch"),
             ts.ControlToController: lambda e: self._of(e, "to_controller", "switch to controller"),
@@ -152,25 +188,33 @@ class TraceValidator:
         }
 
     # ------------------------------------------------------------------ entry
-    def check(self, ev: ts.Event) -> None:
-        """Raise TraceFormatError (problem and fix, no line) unless ``ev`` may be trusted."""
-        if ev.seq < 0 or ev.seq <= self._last_seq:
-            raise _bad(f"seq {ev.seq} does not follow seq {self._last_seq}" if ev.seq >= 0
-                       else f"seq {ev.seq} is negative",
-                       "events are numbered in increasing order; restore the line order or re-record the trace")
-        t = ev.t
-        if not 0.0 <= t <= MAX_TIME:
-            raise _bad(f"time t={t!r} is outside 0..{MAX_TIME:.0f} seconds",
-                       "t counts seconds from the start of the run; restore it from the original trace")
-        if t < self._last_t:
-            raise _bad(f"time t={t!r} goes back before the previous event's t={self._last_t!r}",
-                       "events are in time order; restore the line order or re-record the trace")
+    def check(self, ev: ts.Event, line: str | None = None) -> None:
+        """Raise TraceFormatError (problem and fix, no line) unless ``ev`` may be trusted.
+
+        ``line`` is the JSON text ``ev`` was parsed from, when there is one: messages and packets
+        already checked are then recognised by their text, without serializing them again.
+        """
+        seq, t = ev.seq, ev.t
+        if not (seq > self._last_seq and self._last_t <= t <= MAX_TIME):  # one test for the usual case
+            self._order_error(seq, t)
         if ev.is_input and not ev.id:  # type: ignore[attr-defined]
             raise _bad("an input event has an empty 'id'", "give it its recorded id (e.g. \"i7\")")
         check = self._checks.get(type(ev))
         if check is not None:
+            self._line = line  # for the check at hand only: each check sets it first
             check(ev)
-        self._last_seq, self._last_t = ev.seq, t
+        self._last_seq, self._last_t = seq, t
+
+    def _order_error(self, seq: int, t: float) -> None:
+        if seq < 0 or seq <= self._last_seq:
+            raise _bad(f"seq {seq} does not follow seq {self._last_seq}" if seq >= 0
+                       else f"seq {seq} is negative",
+                       "events are numbered in increasing order; restore the line order or re-record the trace")
+        if not 0.0 <= t <= MAX_TIME:
+            raise _bad(f"time t={t!r} is outside 0..{MAX_TIME:.0f} seconds",
+                       "t counts seconds from the start of the run; restore it from the original trace")
+        raise _bad(f"time t={t!r} goes back before the previous event's t={self._last_t!r}",
+                   "events are in time order; restore the line order or re-record the trace")
 
     # ---------------------------------------------------------------- names
     def _topo(self, what: str) -> Topology:
@@ -180,6 +224,8 @@ class TraceValidator:
         return self.topology
 
     def _switch(self, name: str, what: str) -> None:
+        if name in self._switch_names:
+            return
         topo = self._topo(what)
         if not topo.is_switch(name):
             raise _bad(f"{what} {name!r} is not a switch of the trace's topology "
@@ -187,6 +233,8 @@ class TraceValidator:
                        "name a switch of the header's topology, or re-record the trace")
 
     def _host(self, name: str, what: str) -> None:
+        if name in self._host_names:
+            return
         topo = self._topo(what)
         if not topo.is_host(name):
             raise _bad(f"{what} {name!r} is not a host of the trace's topology "
@@ -194,6 +242,8 @@ class TraceValidator:
                        "name a host of the header's topology, or re-record the trace")
 
     def _node_port(self, node: str, port: int, what: str) -> None:
+        if node in self._switch_names and 1 <= port <= OFPP_MAX or node in self._host_names and port == 0:
+            return
         topo = self._topo(what)
         if topo.is_switch(node):
             if not 1 <= port <= OFPP_MAX:
@@ -207,6 +257,8 @@ class TraceValidator:
                        "name a node of the header's topology, or re-record the trace")
 
     def _dpid(self, dpid: int, what: str) -> None:
+        if dpid in self._dpids:
+            return
         topo = self._topo(what)
         if not any(s.dpid == dpid for s in topo.switches):
             raise _bad(f"{what} dpid {dpid} is not a switch of the trace's topology",
@@ -232,14 +284,21 @@ class TraceValidator:
         xid = msg.get("xid")
         if type(xid) is not int or not 0 <= xid <= 0xFFFFFFFF:
             raise _bad(f"OpenFlow xid {xid!r} is not a 32-bit unsigned integer", _RERECORD)
-        if set(msg) - _MSG_KEYS:
+        if not _MSG_KEYS.issuperset(msg):
             raise _bad(f"OpenFlow message has unknown keys {sorted(set(msg) - _MSG_KEYS)}", _RERECORD)
-        try:
-            key = (version, mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
-        except (TypeError, ValueError):
-            raise _bad("OpenFlow message body is not JSON data", _RERECORD) from None
-        if key in self._msgs_ok:
-            return
+        # The xid is the message's last member and checked above; the rest decides the checks below.
+        line_key = _line_key(self._line, '"msg":{', f',"xid":{xid}}},"seq":{e.seq},"t":{e.t!r}}}')
+        if line_key is not None:
+            if line_key in self._lines_ok:
+                return
+            key = None
+        else:
+            try:
+                key = (version, mtype, _content_key(msg.get("body")) + "|" + _content_key(msg.get("raw")))
+            except (TypeError, ValueError):
+                raise _bad("OpenFlow message body is not JSON data", _RERECORD) from None
+            if key in self._msgs_ok:
+                return
         body = msg.get("body")
         if not isinstance(body, dict) or len(body) != 1:
             raise _bad(f"{mtype} message body must be one {{\"<os-ken class>\": {{...}}}} object, got {body!r:.80}",
@@ -272,17 +331,29 @@ class TraceValidator:
         if not same:
             raise _bad(f"{mtype} message is not in the codec's recorded form (fields missing, extra or retyped)",
                        _RERECORD)
-        if len(self._msgs_ok) >= _CACHE_LIMIT:
-            self._msgs_ok.clear()
-        self._msgs_ok[key] = None
+        self._remember(line_key, key, self._msgs_ok)
 
-    def _packet(self, d: dict[str, Any], what: str) -> None:
-        try:
-            key = _content_key(d)
-        except (TypeError, ValueError):
-            raise _bad(f"{what} packet is not JSON data", _RERECORD) from None
-        if key in self._packets_ok:  # the same packet is recorded at every hop
-            return
+    def _remember(self, line_key: str | None, key: Any, cache: dict[Any, None]) -> None:
+        if line_key is not None:
+            cache, key = self._lines_ok, line_key
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = None
+
+    def _packet(self, d: dict[str, Any], what: str, tail: str) -> None:
+        """``tail``: the end of a recorded line after the packet, as the event's fields write it."""
+        line_key = _line_key(self._line, '"packet":{', tail)
+        if line_key is not None:
+            if line_key in self._lines_ok:  # the same packet is recorded at every hop
+                return
+            key = ""
+        else:
+            try:
+                key = _content_key(d)
+            except (TypeError, ValueError):
+                raise _bad(f"{what} packet is not JSON data", _RERECORD) from None
+            if key in self._packets_ok:
+                return
         try:
             Packet.from_json(d).to_bytes()
         except NetsleuthError as exc:
@@ -290,21 +361,19 @@ class TraceValidator:
         except Exception as exc:  # noqa: BLE001 - struct.pack and friends on out-of-range or retyped fields
             raise _bad(f"{what} packet has a field of the wrong type or out of range "
                        f"({type(exc).__name__}: {str(exc)[:120]})", _RERECORD) from None
-        if len(self._packets_ok) >= _CACHE_LIMIT:
-            self._packets_ok.clear()
-        self._packets_ok[key] = None
+        self._remember(line_key, key, self._packets_ok)
 
     def _traffic(self, e: ts.TrafficInjection) -> None:
         self._host(e.host, "traffic source")
         if e.dst is not None:
             self._host(e.dst, "traffic destination")
-        self._packet(e.packet, "traffic")
+        self._packet(e.packet, "traffic", f',"seq":{e.seq},"t":{e.t!r}}}')
 
     def _packet_arrival(self, e: ts.PacketArrival) -> None:
         self._node_port(e.node, e.port, "packet arrival at")
         if e.pid < 0:
             raise _bad(f"packet id {e.pid} is negative", _RERECORD)
-        self._packet(e.packet, "arriving")
+        self._packet(e.packet, "arriving", f',"pid":{e.pid},"port":{e.port},"seq":{e.seq},"t":{e.t!r}}}')
 
     def _ping(self, e: ts.PingResult) -> None:
         self._host(e.src, "ping source")
@@ -379,10 +448,17 @@ class TraceValidator:
                        "original trace")
 
 
+def forget_checked() -> None:
+    """Forget every message and packet found valid so far, so the next read checks each again
+    (what a first read in a new process does; for measuring it)."""
+    for cache in (_MSGS_OK, _PACKETS_OK, _LINES_OK, _BODY_KEYS):
+        cache.clear()
+
+
 def config_sha256(config: str) -> str:
     """The hash a config change records for ``config`` (of its UTF-8 bytes)."""
     return hashlib.sha256(config.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 __all__ = ["TraceValidator", "MAX_TIME", "OFPP_MAX", "MAX_SECONDS", "MAX_CONFIG_BYTES", "CONFIGURABLE_KINDS",
-           "config_sha256"]
+           "config_sha256", "forget_checked"]
