@@ -54,7 +54,7 @@ from netsleuth.invariants.hsa_space import (
 )
 from netsleuth.invariants.hsa_space import packer as _packer
 from netsleuth.model.actions import Enqueue, Output
-from netsleuth.model.flowtable import actions_of
+from netsleuth.model.flowtable import SlotMap, actions_of
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
 
@@ -138,11 +138,14 @@ class PortIndex:
             ids = self.ids
             assert ids is not None  # a fast port
             n = len(ids)
-            kids = np.fromiter(ids.keys(), dtype=np.int32, count=n)
-            if self.act is None:
-                codes = np.fromiter(ids.values(), dtype=np.int32, count=n)
+            if isinstance(ids, SlotMap):  # the table's own sorted arrays: nothing copied
+                kids, slots = ids.arrays()
             else:
-                slots = np.fromiter(ids.values(), dtype=np.int64, count=n)
+                kids = np.fromiter(ids.keys(), dtype=np.int32, count=n)
+                slots = np.fromiter(ids.values(), dtype=np.int32, count=n)
+            if self.act is None:
+                codes = slots
+            else:
                 # a copy of the table's action-id column at these slots (the temporary view
                 # goes at once: a live export would stop the table's array from growing)
                 aids = np.frombuffer(self.act, dtype=np.uint32)[slots]
@@ -155,7 +158,7 @@ class PortIndex:
         identity tells a check whether the port was compiled again; ``ids`` itself may be
         the table's live map, which outlives compiled forms)."""
         if self._keys is None:
-            self._keys = self.ids if self.act is None else self.ids.keys()  # type: ignore[union-attr]
+            self._keys = self.ids if self.act is None else _KeyIds(self.ids)
         return self._keys
 
     @property
@@ -190,6 +193,25 @@ class PortIndex:
             keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]  # fast_mask is set with ids
             self._key_code = {keys[j]: c for j, c in self.code_map().items()}
         return self._key_code
+
+
+class _KeyIds:
+    """The key ids of a table's :class:`SlotMap`, iterated afresh each time (a list of
+    them per ingress port would cost ~36 bytes per entry, kept for the life of the port)."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self, ids: Any) -> None:
+        self._ids = ids
+
+    def __iter__(self) -> Any:
+        return iter(self._ids.keys())
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, j: object) -> bool:
+        return j in self._ids
 
 
 def _codes_of(aids: np.ndarray, code_by_act: dict[int, int]) -> np.ndarray:
