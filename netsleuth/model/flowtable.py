@@ -235,7 +235,7 @@ class SlotMap:
     COMPACT_MIN = 256
     DICT_SHARE = 16  # merge when the dict holds 1/DICT_SHARE of the arrays' entries
 
-    __slots__ = ("_d", "_k", "_s", "_n", "_dead")
+    __slots__ = ("_d", "_k", "_s", "_n", "_dead", "_hi")
 
     def __init__(self) -> None:
         self._d: dict[int, int] = {}
@@ -243,12 +243,13 @@ class SlotMap:
         self._s: I32 = _NONE_I32   # their slots (-1: removed)
         self._n = 0                # live entries in the arrays
         self._dead = 0             # removed entries still in the arrays
+        self._hi = -1              # the largest key id in the arrays (-1: none)
 
     def _find(self, kid: int) -> int:
         """Index of ``kid`` in the arrays, or -1."""
-        k = self._k
-        if not len(k):
+        if kid > self._hi:  # key ids are handed out in order: new keys are usually past the end
             return -1
+        k = self._k
         i = int(k.searchsorted(kid))
         return i if i < len(k) and k[i] == kid else -1
 
@@ -274,7 +275,7 @@ class SlotMap:
         return isinstance(kid, int) and self.get(kid) is not None
 
     def __setitem__(self, kid: int, s: int) -> None:
-        if kid not in self._d and len(self._k):
+        if kid <= self._hi and kid not in self._d:
             i = self._find(kid)
             if i >= 0:
                 if self._s[i] < 0:
@@ -318,6 +319,7 @@ class SlotMap:
             order = np.argsort(k, kind="stable")
             k, s = k[order], s[order]
         self._k, self._s, self._n, self._dead, self._d = k, s, len(k), 0, {}
+        self._hi = int(k[-1]) if len(k) else -1
 
     def arrays(self) -> tuple[I32, I32]:
         """(key ids ascending, their slots): every entry, as the map's own arrays (after
@@ -349,7 +351,7 @@ class SlotMap:
         c = SlotMap()
         c._d = dict(self._d)
         c._k, c._s = self._k, self._s.copy()  # key ids never change in place
-        c._n, c._dead = self._n, self._dead
+        c._n, c._dead, c._hi = self._n, self._dead, self._hi
         return c
 
 
