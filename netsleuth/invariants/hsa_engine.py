@@ -72,7 +72,7 @@ from netsleuth.invariants.hsa_compile import (
 from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.flowtable import MISS_ACTIONS
+from netsleuth.model.flowtable import MISS_ACTIONS, SlotMap
 
 Port = tuple[str, int]
 DEFAULT_BUDGET = 200_000  # general-engine branches per ingress before giving up (Analysis.truncated)
@@ -483,20 +483,33 @@ def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) 
     (parts in ascending code order, each keeping the classes' order)."""
     fm = pi.fast_mask
     n = len(xs)
-    if fm == mask and n >= _VECTOR_MIN and n * _VECTOR_RATIO >= len(pi.ids):
+    ids = pi.ids
+    if fm != mask:
+        got = None
+    elif n >= _VECTOR_MIN and n * _VECTOR_RATIO >= len(ids):
+        # many classes: scatter the port's codes by key id, gather the classes'
         kids, codes = pi.arrays()
         scratch[kids] = codes
         got = scratch[xs & _IDM]
         scratch[kids] = _F_MISS
-        lo, hi = int(got.min()), int(got.max())
-        if lo == hi:
-            return [(lo, xs)]
-        order = np.argsort(got, kind="stable")
-        got = got[order]
-        cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()
-        ys = xs[order]
-        return [(int(got[a]), ys[a:b]) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
-    return [(c, np.array(lst, dtype=np.int64)) for c, lst in sorted(_split_each(pi, xs.tolist(), mask, keys))]
+    elif pi.act is not None and isinstance(ids, SlotMap) and len(ids) >= SlotMap.COMPACT_MIN:
+        # a few classes at a big port: binary search in the table's sorted key ids
+        kids, codes = pi.arrays()
+        q = (xs & _IDM).astype(np.int32)
+        pos = np.minimum(np.searchsorted(kids, q), len(kids) - 1)
+        got = np.where(kids[pos] == q, codes[pos], _F_MISS)
+    else:
+        got = None
+    if got is None:
+        return [(c, np.array(lst, dtype=np.int64)) for c, lst in sorted(_split_each(pi, xs.tolist(), mask, keys))]
+    lo, hi = int(got.min()), int(got.max())
+    if lo == hi:
+        return [(lo, xs)]
+    order = np.argsort(got, kind="stable")
+    got = got[order]
+    cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()
+    ys = xs[order]
+    return [(int(got[a]), ys[a:b]) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
 
 
 def _split_each(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
