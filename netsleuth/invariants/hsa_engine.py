@@ -33,8 +33,9 @@ engines with the same semantics:
   dl_src, dl_dst as os-ken's simple_switch installs), so the headers split
   into disjoint classes keyed by that pattern's bits and each class moves as
   one small int (an interned key id plus the ingress number).  All ingresses
-  advance together, one hop per round, one dictionary probe per class; no
-  set algebra is needed.  Each (switch, in_port) remembers on its compiled
+  advance together, one hop per round; the classes arriving at a (switch,
+  in_port) are one numpy array, split by outcome in a few vectorized passes
+  (no Python work per class); no set algebra is needed.  Each (switch, in_port) remembers on its compiled
   index which classes came in last time and how they split, so a check after
   no or few changes redoes only the cells whose input or table changed.
 * the general engine (:func:`reachable`), a depth-first search over header
