@@ -425,7 +425,7 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
                 general.append(xs)
                 continue
             memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
-            if memo is not None and (memo[0] is xs or np.array_equal(memo[0], xs)):
+            if memo is not None and _same(memo[0], xs):
                 parts = memo[1]
             else:
                 parts = _split(pi, xs, mask, keys, scratch)
@@ -470,6 +470,18 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
                     general.append(lst)
         frontier = {cell: ch[0] if len(ch) == 1 else np.concatenate(ch) for cell, ch in nxt.items()}
     out.rounds = max(out.rounds, rounds)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two class arrays are equal (numpy's own comparison costs microseconds of
+    call overhead: small arrays, the incremental check's usual case, compare as lists)."""
+    if a is b:
+        return True
+    if len(a) != len(b):
+        return False
+    if len(a) < 256:
+        return a.tolist() == b.tolist()
+    return bool(np.array_equal(a, b))
 
 
 # A cell's split is vectorized when its classes are at least this share of its port's
