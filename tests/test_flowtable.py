@@ -495,3 +495,36 @@ def test_add_many_is_repeated_add(flows) -> None:
     assert one.canonical_key() == bulk.canonical_key() and len(one) == len(bulk)
     for f in (pkt(in_port=1, dl_dst=0xB), pkt(in_port=2), pkt(in_port=2, dl_src=0xA, dl_dst=0xB)):
         assert one.peek(f) == bulk.peek(f)
+
+
+def test_slot_map_agrees_with_a_dict_through_merges(monkeypatch) -> None:
+    """SlotMap (a big pattern's key id -> slot, sorted arrays plus a dict of recent
+    additions) answers as a dict would under random additions, updates and removals,
+    across many merges (a tiny merge threshold forces them)."""
+    from netsleuth.model.flowtable import SlotMap
+
+    monkeypatch.setattr(SlotMap, "COMPACT_MIN", 3)
+    rng = random.Random(7)
+    m, d = SlotMap(), {}
+    for step in range(4000):
+        kid = rng.randrange(300)
+        op = rng.random()
+        if op < 0.55:
+            d[kid] = m_s = rng.randrange(1, 10_000)
+            m[kid] = m_s
+        elif kid in d:
+            del d[kid]
+            del m[kid]
+        else:
+            with pytest.raises(KeyError):
+                del m[kid]
+        probe = rng.randrange(300)
+        assert m.get(probe) == d.get(probe) and (probe in m) == (probe in d)
+        assert len(m) == len(d)
+        if step % 97 == 0:
+            assert dict(m.items()) == d and sorted(m) == sorted(d)
+            c = m.copy()
+            c[probe] = 1
+            assert m.get(probe) == d.get(probe)
+    k, s = m.arrays()
+    assert dict(zip(k.tolist(), s.tolist(), strict=True)) == d and list(k) == sorted(k)

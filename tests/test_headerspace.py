@@ -752,6 +752,46 @@ def test_fattree_all_pairs_is_clean_and_batched():
     assert {f.hosts for f in H.hsa_reachability(view2)} == {f.hosts for f in H.hsa_reachability(view2, g)}
 
 
+def _batch_outcome(a) -> dict:
+    b = a.batch
+    return {"delivered": {h: sorted(xs) for h, xs in b.delivered.items()},
+            "punted": {s: sorted(xs) for s, xs in b.punted.items()},
+            "filtered": {s: sorted(xs) for s, xs in b.filtered.items()},
+            "drops": {k: sorted(xs) for k, xs in b.drops.items()}, "general": sorted(b.general)}
+
+
+def test_batch_split_modes_agree_on_a_fat_tree(monkeypatch):
+    """The batch engine splits a cell's classes three ways (a scatter/gather through a dense
+    array, a binary search in a big table's sorted key ids, or one probe per class); forced
+    one at a time on a fat tree with a failed link (so classes end delivered, punted and
+    dropped), they send every class to the same place."""
+    import importlib.util
+    import pathlib
+
+    from netsleuth.model.flowtable import SlotMap
+    spec = importlib.util.spec_from_file_location(
+        "bench_invariants", pathlib.Path(__file__).resolve().parents[1] / "bench" / "invariants.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    outcomes = []
+    for vector_min, compact_min in ((1, 1 << 30), (1 << 30, 2), (1 << 30, 1 << 30)):
+        monkeypatch.setattr(E, "_VECTOR_MIN", vector_min)
+        monkeypatch.setattr(SlotMap, "COMPACT_MIN", compact_min)
+        topo, switches, _n = bench.build_fattree(4)
+        e1 = switches["e1"]
+        # an entry for traffic coming down each uplink goes: those classes now miss at e1
+        for up_port in (3, 4):
+            e1.table.delete(next(e for e in e1.table.entries() if e.match.in_port == up_port).match, strict=False)
+        up = dict(bench.make_view(topo, switches).link_up)
+        up[next(k for k in up if "e1" in (k[0], k[2]) and "a" in k[0] + k[2])] = False
+        view = bench.make_view(topo, switches, link_up=up)
+        a = E.analyze(view, cache=False)
+        out = _batch_outcome(a)
+        assert out["delivered"] and out["punted"] and out["drops"]
+        outcomes.append(out)
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
 @st.composite
 def changes(draw, net):
     """A few of what happens between two checks: flow_mods, link/port/switch changes."""

@@ -36,6 +36,11 @@ import operator
 import weakref
 from typing import Any
 
+# numpy (already a dependency through matplotlib) turns the batch engine's per-class work
+# into a few C loops per (switch, in_port): at FatTree K=16 a cold check moves ~5 million
+# classes, and a dictionary probe per class in Python was most of its time.
+import numpy as np
+
 from netsleuth.invariants.forwarding import is_drop_rule
 from netsleuth.invariants.hsa_space import (
     HeaderSpace,
@@ -49,7 +54,7 @@ from netsleuth.invariants.hsa_space import (
 )
 from netsleuth.invariants.hsa_space import packer as _packer
 from netsleuth.model.actions import Enqueue, Output
-from netsleuth.model.flowtable import actions_of
+from netsleuth.model.flowtable import SlotMap, actions_of
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
 
@@ -109,7 +114,7 @@ class PortIndex:
     needs it, and building it costs time per rule."""
 
     __slots__ = ("_groups", "_build", "fast_mask", "ids", "act", "code_by_act", "pat", "_key_code", "_codes",
-                 "memo", "_keys")
+                 "memo", "_keys", "_arrays")
 
     def __init__(self) -> None:
         self._groups: list[PatternGroup] | None = []
@@ -123,13 +128,37 @@ class PortIndex:
         self._codes: tuple[int, ...] | None = None
         self.memo: dict = {}   # the batch engine's memory of its last visit (see hsa_engine)
         self._keys: Any = None
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(key ids, their fast codes) as two int32 arrays, same order as ``ids`` (built on
+        first use, 8 bytes per entry): the batch engine's vectorized split scatters them
+        into a dense code-by-key-id scratch array and gathers its classes' codes from it."""
+        if self._arrays is None:
+            ids = self.ids
+            assert ids is not None  # a fast port
+            n = len(ids)
+            if isinstance(ids, SlotMap):  # the table's own sorted arrays: nothing copied
+                kids, slots = ids.arrays()
+            else:
+                kids = np.fromiter(ids.keys(), dtype=np.int32, count=n)
+                slots = np.fromiter(ids.values(), dtype=np.int32, count=n)
+            if self.act is None:
+                codes = slots
+            else:
+                # a copy of the table's action-id column at these slots (the temporary view
+                # goes at once: a live export would stop the table's array from growing)
+                aids = np.frombuffer(self.act, dtype=np.uint32)[slots]
+                codes = _codes_of(aids, self.code_by_act)
+            self._arrays = (kids, codes)
+        return self._arrays
 
     def key_ids(self) -> Any:
         """The key ids with an entry here, as an object of its own per compiled port (its
         identity tells a check whether the port was compiled again; ``ids`` itself may be
         the table's live map, which outlives compiled forms)."""
         if self._keys is None:
-            self._keys = self.ids if self.act is None else self.ids.keys()  # type: ignore[union-attr]
+            self._keys = self.ids if self.act is None else _KeyIds(self.ids)
         return self._keys
 
     @property
@@ -164,6 +193,39 @@ class PortIndex:
             keys = interner(self.fast_mask)[1]  # type: ignore[arg-type]  # fast_mask is set with ids
             self._key_code = {keys[j]: c for j, c in self.code_map().items()}
         return self._key_code
+
+
+class _KeyIds:
+    """The key ids of a table's :class:`SlotMap`, iterated afresh each time (a list of
+    them per ingress port would cost ~36 bytes per entry, kept for the life of the port)."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self, ids: Any) -> None:
+        self._ids = ids
+
+    def __iter__(self) -> Any:
+        return iter(self._ids.keys())
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, j: object) -> bool:
+        return j in self._ids
+
+
+def _codes_of(aids: np.ndarray, code_by_act: dict[int, int]) -> np.ndarray:
+    """Fast codes of action-list ids ``aids`` (every one a key of ``code_by_act``)."""
+    if not len(aids):
+        return np.zeros(0, dtype=np.int32)
+    top = max(code_by_act)
+    if top < 1 << 20:  # action-list ids are small process-wide counters: a lookup table
+        lut = np.zeros(top + 1, dtype=np.int32)
+        for a, c in code_by_act.items():
+            lut[a] = c
+        return lut[aids]
+    uniq, inv = np.unique(aids, return_inverse=True)
+    return np.array([code_by_act[int(a)] for a in uniq], dtype=np.int32)[inv]
 
 
 # Compile from the tables' incrementally maintained pattern indexes (FlowTable.pattern_index)

@@ -33,8 +33,9 @@ engines with the same semantics:
   dl_src, dl_dst as os-ken's simple_switch installs), so the headers split
   into disjoint classes keyed by that pattern's bits and each class moves as
   one small int (an interned key id plus the ingress number).  All ingresses
-  advance together, one hop per round, one dictionary probe per class; no
-  set algebra is needed.  Each (switch, in_port) remembers on its compiled
+  advance together, one hop per round; the classes arriving at a (switch,
+  in_port) are one numpy array, split by outcome in a few vectorized passes
+  (no Python work per class); no set algebra is needed.  Each (switch, in_port) remembers on its compiled
   index which classes came in last time and how they split, so a check after
   no or few changes redoes only the cells whose input or table changed.
 * the general engine (:func:`reachable`), a depth-first search over header
@@ -56,6 +57,8 @@ from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np  # the batch engine's classes travel as arrays (see _run_batch)
+
 from netsleuth.invariants.forwarding import is_drop_rule, why_sends_nothing
 from netsleuth.invariants.hsa_compile import (
     CTRL,
@@ -70,7 +73,7 @@ from netsleuth.invariants.hsa_compile import (
 from netsleuth.invariants.hsa_ingress import ingress_points
 from netsleuth.invariants.hsa_space import HeaderSpace, Rewrite, image, make_term, preimage, term_empty
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.flowtable import MISS_ACTIONS
+from netsleuth.model.flowtable import MISS_ACTIONS, SlotMap
 
 Port = tuple[str, int]
 DEFAULT_BUDGET = 200_000  # general-engine branches per ingress before giving up (Analysis.truncated)
@@ -297,7 +300,8 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
             return last[1], list(last[2])
     out = _Batch(masks=[0] * (len(ingresses) if n_tags is None else n_tags))
     rest: list[Port] = []
-    by_mask: dict[int, dict[Port, list[int]]] = {}
+    by_mask: dict[int, dict[Port, np.ndarray]] = {}
+    acc = _Acc()
     with gc_paused():  # see gc_paused: compiling and pushing classes make no cycles
         for ing in ingresses:
             s, p = ing
@@ -312,14 +316,41 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
             if pi.ids:
                 xs = pi.memo.get(("ingress", tag))
                 if xs is None:
-                    shifted = tag << TAG_SHIFT
-                    xs = pi.memo[("ingress", tag)] = list(map(shifted.__or__, pi.ids))  # C-level: 1M at K=16
+                    xs = pi.memo[("ingress", tag)] = pi.arrays()[0].astype(np.int64) | (tag << TAG_SHIFT)
                 by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
         for mask, frontier in by_mask.items():
-            _run_batch(net, out, mask, frontier, trace)
+            _run_batch(net, out, acc, mask, frontier, trace)
+        acc.into(out)
     if holder is not None:
         holder.last_batch = (inputs, out, list(rest))
     return out, rest
+
+
+class _Acc:
+    """Where the batch engine's classes end, as chunks (numpy arrays) while it runs; turned
+    into the plain lists of ints of :class:`_Batch` (what the checks read) once at the end."""
+
+    def __init__(self) -> None:
+        self.delivered: dict[str, list[np.ndarray]] = {}
+        self.punted: dict[str, list[np.ndarray]] = {}
+        self.filtered: dict[str, list[np.ndarray]] = {}
+        self.drops: dict[tuple[str, int, int], list[np.ndarray]] = {}
+        self.general: list[np.ndarray] = []
+
+    def into(self, out: _Batch) -> None:
+        for name in ("delivered", "punted", "filtered", "drops"):
+            dst = getattr(out, name)
+            for where, chunks in getattr(self, name).items():
+                dst[where] = _flat(chunks)
+        out.general = _flat(self.general)
+
+
+def _flat(chunks: list[np.ndarray]) -> list[int]:
+    if not chunks:
+        return []
+    if len(chunks) == 1:
+        return chunks[0].tolist()
+    return np.concatenate(chunks).tolist()
 
 
 def _batch_inputs(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None) -> tuple:
@@ -352,17 +383,21 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[int]],
+def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],
                trace: dict[Port, list[list[int]]] | None = None) -> None:
     """Advance all classes of pattern ``mask`` one hop per round until they end.
 
-    Each (switch, in_port) remembers, on its compiled port index, the classes that came in
-    last time and how they split; when the same classes come in again (the usual case
-    between two checks) the split is reused and only the (view-dependent) destinations of
-    its parts are looked up again.  Lists are never changed after they are built."""
+    Classes travel as int64 arrays, a cell's arrivals in one array, so a cell's split is a
+    few numpy passes (see :func:`_split`) instead of a dictionary probe per class.  Each
+    (switch, in_port) remembers, on its compiled port index, the classes that came in last
+    time and how they split; when the same classes come in again (the usual case between
+    two checks) the split is reused and only the (view-dependent) destinations of its parts
+    are looked up again.  Arrays are never changed after they are built."""
     switches = net.switches
     keys = interner(mask)[1]
-    delivered, punted, drops, general = out.delivered, out.punted, out.drops, out.general
+    # code by key id for the port being split: filled with a port's codes, read, reset
+    scratch = np.full(len(keys), _F_MISS, dtype=np.int32)
+    delivered, punted, drops, general = acc.delivered, acc.punted, acc.drops, acc.general
     targets: dict[tuple[str, int], tuple[int, object]] = {}
     rounds = 0
     while frontier:
@@ -370,31 +405,30 @@ def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[in
         if rounds > _FAST_ROUNDS:
             # Still moving: (almost surely) a loop.  The general engine re-traces these from
             # their ingress and reports the loop with its path.
-            for xs in frontier.values():
-                general.extend(xs)
+            general.extend(frontier.values())
             break
         _record(trace, frontier)
-        nxt: dict[Port, list[int]] = {}
+        nxt: dict[Port, list[np.ndarray]] = {}
         for cell, xs in frontier.items():
-            if not xs:
+            if not len(xs):
                 continue
             out.hops += len(xs)
             s, p = cell
             if not net.up(s):
-                drops.setdefault((s, p, _DOWN), []).extend(xs)
+                drops.setdefault((s, p, _DOWN), []).append(xs)
                 continue
             pi = net.compiled(s).port(p)
             ids = pi.ids
             fm = pi.fast_mask
             # mixed patterns here, or finer than the classes (fast_mask is set whenever ids is)
             if ids is None or fm & ~mask:  # type: ignore[operator]
-                general.extend(xs)
+                general.append(xs)
                 continue
             memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
-            if memo is not None and (memo[0] is xs or memo[0] == xs):
+            if memo is not None and _same(memo[0], xs):
                 parts = memo[1]
             else:
-                parts = _split(pi, xs, mask, keys)
+                parts = _split(pi, xs, mask, keys, scratch)
                 pi.memo[(mask, rounds)] = (xs, parts)
             for code, lst in parts:
                 if code >= 0:
@@ -412,34 +446,87 @@ def _run_batch(net: HsaNet, out: _Batch, mask: int, frontier: dict[Port, list[in
                     if kind == 0:
                         cur = nxt.get(where)  # type: ignore[call-overload]  # kind 0: a (switch, port)
                         if cur is None:
-                            nxt[where] = list(lst)  # type: ignore[index]  # kind 0: a (switch, port)
+                            nxt[where] = [lst]  # type: ignore[index]  # kind 0: a (switch, port)
                         else:
-                            cur.extend(lst)
+                            cur.append(lst)
                     elif kind == 1:
                         cur = delivered.get(where)  # type: ignore[call-overload]  # kind 1: a host name
                         if cur is None:
-                            delivered[where] = list(lst)  # type: ignore[index]  # kind 1: a host name
+                            delivered[where] = [lst]  # type: ignore[index]  # kind 1: a host name
                         else:
-                            cur.extend(lst)
+                            cur.append(lst)
                     else:
-                        drops.setdefault((s, p, code), []).extend(lst)
+                        drops.setdefault((s, p, code), []).append(lst)
                 elif code == _F_MISS or code == F_PUNT:
                     cur = punted.get(s)
                     if cur is None:
-                        punted[s] = list(lst)
+                        punted[s] = [lst]
                     else:
-                        cur.extend(lst)
+                        cur.append(lst)
                 elif code == F_NOTHING or code == F_DROP:  # outputs that go nowhere / a drop rule's
-                    lost = drops.setdefault((s, p, code), []) if code == F_NOTHING else out.filtered.setdefault(s, [])
-                    lost.extend(lst)
+                    lost = drops.setdefault((s, p, code), []) if code == F_NOTHING else acc.filtered.setdefault(s, [])
+                    lost.append(lst)
                 else:
-                    general.extend(lst)
-        frontier = nxt
+                    general.append(lst)
+        frontier = {cell: ch[0] if len(ch) == 1 else np.concatenate(ch) for cell, ch in nxt.items()}
     out.rounds = max(out.rounds, rounds)
 
 
-def _split(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
-    """Classes ``xs`` (of pattern ``mask``) arriving at port index ``pi``, by fast code."""
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two class arrays are equal (numpy's own comparison costs microseconds of
+    call overhead: small arrays, the incremental check's usual case, compare as lists)."""
+    if a is b:
+        return True
+    if len(a) != len(b):
+        return False
+    if len(a) < 256:
+        return a.tolist() == b.tolist()
+    return bool(np.array_equal(a, b))
+
+
+# A cell's split is vectorized when its classes are at least this share of its port's
+# entries (it then costs a pass over the port's entries too); fewer classes (the
+# incremental check's few ingresses) are looked up one by one.
+_VECTOR_MIN = 32
+_VECTOR_RATIO = 16
+
+
+def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Classes ``xs`` (of pattern ``mask``) arriving at port index ``pi``, by fast code
+    (parts in ascending code order, each keeping the classes' order)."""
+    fm = pi.fast_mask
+    n = len(xs)
+    ids = pi.ids
+    if fm != mask:
+        got = None
+    elif n >= _VECTOR_MIN and n * _VECTOR_RATIO >= len(ids):
+        # many classes: scatter the port's codes by key id, gather the classes'
+        kids, codes = pi.arrays()
+        scratch[kids] = codes
+        got = scratch[xs & _IDM]
+        scratch[kids] = _F_MISS
+    elif pi.act is not None and isinstance(ids, SlotMap) and len(ids) >= SlotMap.COMPACT_MIN:
+        # a few classes at a big port: binary search in the table's sorted key ids
+        kids, codes = pi.arrays()
+        q = (xs & _IDM).astype(np.int32)
+        pos = np.minimum(np.searchsorted(kids, q), len(kids) - 1)
+        got = np.where(kids[pos] == q, codes[pos], _F_MISS)
+    else:
+        got = None
+    if got is None:
+        return [(c, np.array(lst, dtype=np.int64)) for c, lst in sorted(_split_each(pi, xs.tolist(), mask, keys))]
+    lo, hi = int(got.min()), int(got.max())
+    if lo == hi:
+        return [(lo, xs)]
+    order = np.argsort(got, kind="stable")
+    got = got[order]
+    cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()
+    ys = xs[order]
+    return [(int(got[a]), ys[a:b]) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+
+
+def _split_each(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
+    """:func:`_split` one class at a time (few classes, or classes finer than the port)."""
     ids, fm, act = pi.ids, pi.fast_mask, pi.act
     get = ids.get
     if fm == mask and act is not None:  # ids: key id -> the table's slot (see PortIndex)
@@ -471,16 +558,16 @@ def _split(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, lis
     return [(c, lst) for c, lst in local.items() if lst]
 
 
-def _record(trace: dict[Port, list[list[int]]] | None, frontier: dict[Port, list[int]]) -> None:
+def _record(trace: dict[Port, list[list[int]]] | None, frontier: dict[Port, np.ndarray]) -> None:
     """Note the classes coming in at each cell of this round (the lists are never changed)."""
     if trace is None:
         return
     for cell, xs in frontier.items():
         seen = trace.get(cell)
         if seen is None:
-            trace[cell] = [xs]
+            trace[cell] = [xs.tolist()]
         else:
-            seen.append(xs)
+            seen.append(xs.tolist())
 
 
 # --------------------------------------------------------------------------- analysis
