@@ -68,9 +68,9 @@ def _reuse(memo: dict | None, old: dict, key: object, srcs: list) -> Finding | N
 
 
 def group_loops(view: NetworkView, a: Analysis, items: Iterable[tuple[Port, list[LoopItem]]],
-                memo: dict | None = None) -> list[Finding]:
+                memo: dict | None = None, macs: dict[int, str] | None = None) -> list[Finding]:
     """One finding per distinct cycle from every ingress's :func:`loop_items` (in ingress order)."""
-    macs = R.mac_hosts(view)
+    macs = R.mac_hosts(view) if macs is None else macs
     found: dict[tuple[Port, ...], dict[Port, tuple[tuple[Port, ...], list[HeaderSpace]]]] = {}
     srcs: dict[tuple[Port, ...], list] = {}
     for ing, lst in items:
@@ -129,9 +129,9 @@ def drop_items(a: Analysis, ing: Port, comp: dict[str, int], macs: dict[int, str
 
 
 def group_blackholes(view: NetworkView, a: Analysis, items: Iterable[tuple[Port, list[DropItem]]],
-                     memo: dict | None = None) -> list[Finding]:
+                     memo: dict | None = None, macs: dict[int, str] | None = None) -> list[Finding]:
     """One finding per dropping rule from every ingress's :func:`drop_items` (in ingress order)."""
-    macs = R.mac_hosts(view)
+    macs = R.mac_hosts(view) if macs is None else macs
     # (switch, rule) -> ingress -> (whys, spaces)
     groups: dict[tuple[str, str], dict[Port, tuple[list[str], list[HeaderSpace]]]] = {}
     srcs: dict[tuple[str, str], list] = {}

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from netsleuth.invariants import hsa_checks as H
+from netsleuth.invariants import hsa_compile
 from netsleuth.invariants import hsa_report as R
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.hsa_compile import interner, port_state
@@ -134,6 +135,9 @@ class IncrementalHSA:
         self._net: _RecordingNet | None = None
         self._of13 = False
         self._found: dict[str, list[Finding]] = {k: [] for k in KINDS}
+        self._tables: list | None = None
+        self._table_at: dict[str, int] = {}
+        self._vlist: list = []
         self.full_checks = 0
         self.partial_checks = 0
         self.reanalysed = 0      # classes re-traced, over all flow_mods
@@ -160,17 +164,15 @@ class IncrementalHSA:
             self._full(view)
             return self.findings()
         self.view = view
-        versions = self._versions_of(view)
-        if any(v != self._versions.get(n) for n, v in versions.items() if n != switch):
+        if not self._only_changed(switch):
             self._full(view)  # another table changed behind our back: start over
             return self.findings()
-        self._versions = versions
         assert self._net is not None
         self._net.forget(switch)
         self.partial_checks += 1
+        self._changed = False
         touched = self._update(switch, match)
-        if touched:
-            self._refresh(touched)
+        if touched and self._refresh(touched):
             self._assemble()
         return self.findings()
 
@@ -193,11 +195,34 @@ class IncrementalHSA:
         """Each switch's flow-table change counter (``FlowTable.version``)."""
         return {n: getattr(sw.table, "version", id(sw.table)) for n, sw in view.switches.items()}
 
+    def _only_changed(self, switch: str) -> bool:
+        """Whether no table but ``switch``'s changed since the last call (and note its version)."""
+        tables = self._tables
+        if tables is None:  # some table keeps no change counter
+            versions = self._versions_of(self.view)  # type: ignore[arg-type]  # set by the caller
+            if any(v != self._versions.get(n) for n, v in versions.items() if n != switch):
+                return False
+            self._versions = versions
+            return True
+        now = [t.version for t in tables]
+        i = self._table_at[switch]
+        self._vlist[i] = now[i]
+        if now != self._vlist:
+            return False
+        self._versions[switch] = now[i]
+        return True
+
     def _full(self, view: NetworkView) -> None:
         self.full_checks += 1
         self.view = view
         self._versions = self._versions_of(view)
         self._state = self._state_of(view)
+        names = sorted(view.switches)
+        tables = [view.switches[n].table for n in names]
+        # every table's change counter, read in one pass per flow_mod (None: some table has none)
+        self._tables = tables if all(hasattr(t, "version") for t in tables) else None
+        self._table_at = {n: i for i, n in enumerate(names)}
+        self._vlist = [self._versions[n] for n in names]
         steady = self._steady = _steady(view)
         self._of13 = _has_of13(view)
         if self._of13:  # OpenFlow 1.3 pipelines: the 1.3 engine, a full check every time
@@ -215,9 +240,9 @@ class IncrementalHSA:
         # per class: where it ended (an interned tuple) and the cells it crossed
         self._out: dict[int, tuple] = {}
         self._outcomes: dict[tuple, tuple] = {}
-        self._path: dict[int, list[Port]] = {}
+        self._path: dict[int, tuple[Port, ...]] = {}
         # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
-        self._cells: dict[Port, dict[int, dict[int, list[int]]]] = {}
+        self._cells: dict[Port, dict[int, dict[int, Any]]] = {}   # ... -> a number, or a list of them
         self._cells_of: dict[str, list[Port]] = {}
         self._stat: dict[Port, int | None] = {}   # cell -> its port's pattern when last seen
         # per ingress number
@@ -263,7 +288,8 @@ class IncrementalHSA:
     # ------------------------------------------------------------------ classes
     def _index(self, trace: dict[Port, list[list[int]]]) -> None:
         """Record the cells each traced class came in at (``trace``: cell -> lists of classes)."""
-        cells, cells_of, paths, masks = self._cells, self._cells_of, self._path, self._masks
+        cells, cells_of, masks = self._cells, self._cells_of, self._masks
+        paths: dict[int, list[Port]] = {}
         for cell, lists in trace.items():
             by_mask = cells.get(cell)
             if by_mask is None:
@@ -287,18 +313,33 @@ class IncrementalHSA:
                     j = x & _IDM
                     ts = by_key.get(j)
                     if ts is None:
-                        by_key[j] = [t]
+                        by_key[j] = t
+                    elif ts.__class__ is int:
+                        by_key[j] = [ts, t]
                     else:
                         ts.append(t)
+        # tuples: once the cyclic GC has seen them hold only cells, it stops tracking them
+        self._path.update((x, tuple(p)) for x, p in paths.items())
 
     def _status(self, cell: Port) -> int | None:
         """How the batch engine meets classes at ``cell``: the port's one pattern, or None
         (several patterns: general engine; or a switch that is down)."""
         net = self._net
         assert net is not None
-        if not net.up(cell[0]):
+        s, p = cell
+        if not net.up(s):
             return None
-        pi = net.compiled(cell[0]).port(cell[1])
+        index = getattr(net.switches[s].table, "pattern_index", None)
+        if index is not None and hsa_compile.USE_TABLE_INDEX:
+            # read off the table's pattern index: building the port's index costs time per rule
+            hs = index()
+            own, wild = hs.get(p), hs.get(None)
+            n = (len(own) if own else 0) + (len(wild) if wild else 0)
+            if n == 0:
+                return 0
+            if n == 1:
+                return next(iter((own or wild).values())).mask
+        pi = net.compiled(s).port(p)
         return pi.fast_mask if pi.ids is not None else None
 
     def _unindex(self, x: int) -> None:
@@ -312,9 +353,12 @@ class IncrementalHSA:
         for cell in p:
             by_key = cells[cell][mask]
             ts = by_key[j]
-            ts.remove(t)
-            if not ts:
+            if ts.__class__ is int:
                 del by_key[j]
+            else:
+                ts.remove(t)
+                if len(ts) == 1:
+                    by_key[j] = ts[0]
 
     def _absorb(self, b: _Batch, touched: dict[int, _Touched] | None) -> None:
         """Note where each class of the batch run ``b`` ended."""
@@ -385,7 +429,8 @@ class IncrementalHSA:
             self._stat[cell] = stat
             for mask, by_key in self._cells[cell].items():
                 for j in (by_key if every else _overlapping(mask, v, m, by_key)):
-                    for t in by_key[j]:
+                    ts = by_key[j]
+                    for t in ((ts,) if ts.__class__ is int else ts):
                         redo.setdefault(t, set()).add(j | (t << TAG_SHIFT))
         # ingress ports on the switch: their entries (so their classes) may have changed
         for ing in self._at_switch.get(switch, ()):
@@ -507,8 +552,9 @@ class IncrementalHSA:
         return Analysis(self._A.view, [ing], self._A.ingress_host, {ing: r} if r is not None else {}, b,
                         {ing: t}, self._A.net)
 
-    def _refresh(self, touched: dict[int, _Touched]) -> None:
-        """Recompute the items of every ingress something changed for."""
+    def _refresh(self, touched: dict[int, _Touched]) -> bool:
+        """Recompute the items of every ingress something changed for; whether any changed."""
+        self._changed = False
         for t, tc in touched.items():
             ing = self._ingresses[t]
             if tc.general:
@@ -522,13 +568,18 @@ class IncrementalHSA:
                           if xs or ing in self._reach else [])
             if tc.general or tc.ids or tc.classes:
                 self._set(self._pairs, ing, self._pair_findings(ing, t, tc))
+        return self._changed
 
-    @staticmethod
-    def _set(where: dict[Port, list], ing: Port, items: list) -> None:
+    def _set(self, where: dict[Port, list], ing: Port, items: list) -> None:
+        old = where.get(ing)
         if items:
+            if old is not None and len(old) == len(items) and all(x is y for x, y in zip(old, items, strict=True)):
+                return  # the very same items (pair findings kept per class): nothing to regroup
             where[ing] = items
-        else:
-            where.pop(ing, None)
+            self._changed = True
+        elif old is not None:
+            del where[ing]
+            self._changed = True
 
     def _pair_findings(self, ing: Port, t: int, tc: _Touched) -> list[Finding]:
         """The unreachable host pairs whose traffic enters at ``ing`` (before grouping)."""
@@ -591,9 +642,10 @@ class IncrementalHSA:
         """Group the items of every ingress into findings, as a full check does."""
         tag, view, a, memo = self._tag, self._A.view, self._A, self._memo
         order = sorted(self._loops, key=tag.__getitem__)
-        loops = H.group_loops(view, a, [(ing, self._loops[ing]) for ing in order], memo["loops"])
+        loops = H.group_loops(view, a, [(ing, self._loops[ing]) for ing in order], memo["loops"], self._macs)
         order = sorted(self._holes, key=tag.__getitem__)
-        holes = H.group_blackholes(view, a, [(ing, self._holes[ing]) for ing in order], memo["blackholes"])
+        holes = H.group_blackholes(view, a, [(ing, self._holes[ing]) for ing in order], memo["blackholes"],
+                                   self._macs)
         pairs = [f for ing in sorted(self._pairs, key=tag.__getitem__) for f in self._pairs[ing]]
         reach = R.group_unreachable(view, a, pairs, describe_headerspace, memo["reachability"])
         self._found = {"loops": loops, "blackholes": holes, "reachability": reach}
