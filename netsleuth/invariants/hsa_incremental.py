@@ -35,6 +35,7 @@ in order and in every detail, equal a full check's after every flow_mod.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,8 +43,11 @@ from netsleuth.invariants import hsa_checks as H
 from netsleuth.invariants import hsa_compile
 from netsleuth.invariants import hsa_report as R
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.invariants.hsa_compile import interner, port_state
+from netsleuth.invariants.hsa_compile import F_DROP, F_NOTHING, F_PUNT, interner, port_state
 from netsleuth.invariants.hsa_engine import (
+    _DOWN,
+    _F_MISS,
+    _FAST_ROUNDS,
     _IDM,
     DEFAULT_BUDGET,
     TAG_SHIFT,
@@ -55,14 +59,14 @@ from netsleuth.invariants.hsa_engine import (
     _batch,
     _explore,
     _has_of13,
-    _run_batch,
 )
 from netsleuth.invariants.hsa_ingress import ingress_points
-from netsleuth.invariants.hsa_space import HeaderSpace, describe_headerspace, match_wildcard
+from netsleuth.invariants.hsa_space import HeaderSpace, describe_headerspace, match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")
+_VERSION = operator.attrgetter("version")
 _FINE = object()   # a judged host pair that turned out fine (its traffic arrives after all)
 
 
@@ -128,7 +132,7 @@ class IncrementalHSA:
     checks, as a full check lists them."""
 
     def __init__(self) -> None:
-        self.view: NetworkView | None = None
+        self.view: NetworkView | None = None   # the view of the last full check
         self._state: tuple | None = None
         self._versions: dict[str, object] = {}
         self._steady: _SteadyView | None = None
@@ -163,8 +167,7 @@ class IncrementalHSA:
                 or view.switches.get(switch) is not steady.switches.get(switch):
             self._full(view)
             return self.findings()
-        self.view = view
-        if not self._only_changed(switch):
+        if not self._only_changed(switch, view):
             self._full(view)  # another table changed behind our back: start over
             return self.findings()
         assert self._net is not None
@@ -195,16 +198,16 @@ class IncrementalHSA:
         """Each switch's flow-table change counter (``FlowTable.version``)."""
         return {n: getattr(sw.table, "version", id(sw.table)) for n, sw in view.switches.items()}
 
-    def _only_changed(self, switch: str) -> bool:
+    def _only_changed(self, switch: str, view: NetworkView) -> bool:
         """Whether no table but ``switch``'s changed since the last call (and note its version)."""
         tables = self._tables
         if tables is None:  # some table keeps no change counter
-            versions = self._versions_of(self.view)  # type: ignore[arg-type]  # set by the caller
+            versions = self._versions_of(view)
             if any(v != self._versions.get(n) for n, v in versions.items() if n != switch):
                 return False
             self._versions = versions
             return True
-        now = [t.version for t in tables]
+        now = list(map(_VERSION, tables))
         i = self._table_at[switch]
         self._vlist[i] = now[i]
         if now != self._vlist:
@@ -457,10 +460,59 @@ class IncrementalHSA:
             trace: dict[Port, list[list[int]]] = {}
             b = _Batch(masks=masks)
             for mask, frontier in by_mask.items():
-                _run_batch(net, b, mask, frontier, trace)
+                for ing, live in frontier.items():
+                    for x in live:
+                        self._walk(ing, mask, x, b, trace)
             self._index(trace)
             self._absorb(b, touched)
         return touched
+
+    def _walk(self, ing: Port, mask: int, x: int, b: _Batch, trace: dict[Port, list[list[int]]]) -> None:
+        """Re-trace one class from its ingress as the batch engine's rounds would move it
+        (:func:`hsa_engine._run_batch`: same outcomes, same cells, the same give-up after
+        ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits
+        (``FlowTable.peek`` of one of its headers) instead of building the port's whole
+        index: after a flow_mod its switch's ports would each cost time per rule."""
+        net = self._net
+        assert net is not None
+        switches = net.switches
+        head = unpack(interner(mask)[1][x & _IDM])[1:]
+        cell = ing
+        rounds = 0
+        while True:
+            rounds += 1
+            if rounds > _FAST_ROUNDS:
+                b.general.append(x)
+                return
+            trace.setdefault(cell, []).append([x])
+            s, p = cell
+            if not net.up(s):
+                b.drops.setdefault((s, p, _DOWN), []).append(x)
+                return
+            stat = self._stat[cell] if cell in self._stat else self._stat.setdefault(cell, self._status(cell))
+            if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
+                b.general.append(x)
+                return
+            entry = switches[s].table.peek((p, *head))
+            code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+            if code >= 0:
+                peer = net.peer(s, code)
+                if peer is None:
+                    b.drops.setdefault((s, p, code), []).append(x)
+                elif peer[0] in switches:
+                    cell = peer
+                    continue
+                else:
+                    b.delivered.setdefault(peer[0], []).append(x)
+            elif code == _F_MISS or code == F_PUNT:
+                b.punted.setdefault(s, []).append(x)
+            elif code == F_NOTHING:
+                b.drops.setdefault((s, p, code), []).append(x)
+            elif code == F_DROP:
+                b.filtered.setdefault(s, []).append(x)
+            else:
+                b.general.append(x)
+            return
 
     def _ingress_port(self, ing: Port, v: int, m: int, touched: dict[int, _Touched],
                       redo: dict[int, set[int]]) -> None:
@@ -471,17 +523,37 @@ class IncrementalHSA:
         tc = touched.setdefault(t, _Touched())
         tc.ids = True
         old = self._ids[t]
+        shifted = t << TAG_SHIFT
+        mask = self._masks[t]
+        stat = self._status(ing) if net.up(ing[0]) else None
+        if old is not None and stat == mask:
+            # Same single pattern: only keys inside the match can have come or gone; ask the
+            # table about each (one of its headers hits an entry iff the key has one).
+            intern, keys = interner(mask)
+            cand = set(_overlapping(mask, v, m, old))
+            if not (mask & ~m) and (v & mask) in intern:
+                cand.add(intern[v & mask])
+            table = net.switches[ing[0]].table
+            ids = None
+            for j in sorted(cand):
+                entry = table.peek((ing[1], *unpack(keys[j])[1:]))
+                if (entry is not None) == (j in old):
+                    if entry is not None:
+                        redo.setdefault(t, set()).add(j | shifted)
+                    continue
+                if ids is None:
+                    ids = dict(old)  # a copy: the dict may be a compiled port's
+                if entry is None:
+                    del ids[j]
+                    self._purge(j | shifted, tc)
+                else:
+                    ids[j] = net.compiled(ing[0]).code_for(entry.actions, ing[1])
+                    redo.setdefault(t, set()).add(j | shifted)
+            if ids is not None:
+                self._ids[t] = ids
+            return
         pi = net.compiled(ing[0]).port(ing[1]) if net.up(ing[0]) else None
         new = pi.ids if pi is not None else None
-        shifted = t << TAG_SHIFT
-        if old is not None and new is not None and pi is not None and pi.fast_mask == self._masks[t]:
-            mask = self._masks[t]
-            for j in _overlapping(mask, v, m, old):
-                if j not in new:
-                    self._purge(j | shifted, tc)
-            self._ids[t] = new
-            redo.setdefault(t, set()).update(j | shifted for j in _overlapping(mask, v, m, new))
-            return
         # the port's pattern changed: the ingress starts over
         for j in old or ():
             self._purge(j | shifted, tc)
