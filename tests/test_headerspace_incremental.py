@@ -13,6 +13,7 @@ import importlib.util
 import pathlib
 import random
 
+import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.invariants import hsa_checks as H
@@ -31,47 +32,87 @@ EXACT = bench.WILDCARDS                                  # in_port, dl_src, dl_d
 DST_ONLY = ofp.OFPFW_ALL & ~ofp.OFPFW_DL_DST             # dl_dst alone (mixes patterns at a port)
 
 
-def _full(view) -> dict[str, list[str]]:
+def _full(view) -> dict[str, list]:
     """A full check's findings, from scratch (no compiled switch, no memo reused)."""
     C._CACHE.clear()
     H.forget_memos()
     a = E.analyze(view, cache=False)
     got = {"loops": H.hsa_loops(view, a), "blackholes": H.hsa_blackholes(view, a),
            "reachability": H.hsa_reachability(view, a)}
-    return {k: sorted(f.message for f in got[k]) for k in KINDS}
+    return _texts(got)
 
 
-def _texts(found) -> dict[str, list[str]]:
-    return {k: sorted(f.message for f in found[k]) for k in KINDS}
+def _texts(found) -> dict[str, list]:
+    """Every finding in full (message, hosts, switches, every detail), in the order listed."""
+    return {k: [(f.message, f.hosts, f.switches, repr(sorted(f.details.items()))) for f in found[k]]
+            for k in KINDS}
 
 
-def _random_flow_mod(rng: random.Random, switches: dict, hosts: list) -> tuple[str, Match]:
-    """Apply one random flow_mod to a random switch; return (switch, its match)."""
+OPS = ("add", "add coarse", "modify strict", "modify", "delete strict", "delete", "restore", "loop")
+
+
+def _random_flow_mod(rng: random.Random, switches: dict, hosts: list, links: list, original: dict,
+                     pending: list) -> tuple[str, Match, str]:
+    """Apply one random flow_mod to a random switch; return (switch, its match, which kind).
+
+    Modifies and deletes mostly hit the routes the network was built with (so blackholes
+    appear); "restore" puts one of a switch's original routes back (so they go away again);
+    "loop" sends everything to one host across one link, from both ends (two flow_mods, the
+    second on the next step), above the routes.  Non-strict ones take every entry inside
+    their match: a coarse match (every packet to one host) or an existing entry's exact match."""
+    if pending:
+        name, m, port = pending.pop()  # the rest of a loop
+        switches[name].table.add(m, 5, (Output(port),))
+        return name, m, "loop"
     name = rng.choice(sorted(switches))
     sw = switches[name]
     ports = sorted(sw.ports)
     entries = sw.table.entries()
-    kind = rng.random()
-    if entries and kind < 0.35:  # change an existing entry: modify or delete, strict or not
+    op = rng.choice(OPS)
+    dst = rng.choice(hosts)
+    coarse = Match(DST_ONLY, dl_dst=dst.mac)
+    if op in ("modify strict", "modify", "delete strict", "delete") and entries:
         e = rng.choice(entries)
-        m = e.match
-        if rng.random() < 0.5:
-            acts = _actions(rng, ports)
-            sw.table.modify(m, acts, strict=rng.random() < 0.5, priority=e.priority)
+        m = coarse if op in ("modify", "delete") and rng.random() < 0.3 else e.match
+        strict = op.endswith("strict")
+        if op.startswith("modify"):
+            sw.table.modify(m, _actions(rng, ports), strict=strict, priority=e.priority)
         else:
-            sw.table.delete(m, strict=rng.random() < 0.5, priority=e.priority)
-        return name, m
-    src, dst = rng.choice(hosts), rng.choice(hosts)
-    if kind < 0.45:  # a coarser rule: every packet to one host
-        m = Match(DST_ONLY, dl_dst=dst.mac)
-    elif kind < 0.5:  # a non-strict delete of everything toward one host
-        m = Match(DST_ONLY, dl_dst=dst.mac)
-        sw.table.delete(m, strict=False)
-        return name, m
-    else:
+            sw.table.delete(m, strict=strict, priority=e.priority)
+        return name, m, op
+    if op == "loop":  # around a 4-cycle edge -> agg -> edge -> agg -> edge, one hop per flow_mod
+        hops = _square(rng, links)
+        for s_, port in hops[1:]:
+            pending.insert(0, (s_, coarse, port))
+        switches[hops[0][0]].table.add(coarse, 5, (Output(hops[0][1]),))
+        return hops[0][0], coarse, op
+    if op == "restore" and original[name]:
+        m, prio, acts = rng.choice(original[name])
+        sw.table.add(m, prio, acts)  # an add of an existing match replaces its actions
+        return name, m, op
+    if op == "add coarse":
+        m = coarse
+    else:  # an add (or a restore on a switch that had no routes)
+        src = rng.choice(hosts)
         m = Match(EXACT, in_port=rng.choice(ports), dl_src=src.mac, dl_dst=dst.mac)
+        op = "add"
     sw.table.add(m, rng.choice([1, 1, 1, 5]), _actions(rng, ports))
-    return name, m
+    return name, m, op
+
+
+def _square(rng: random.Random, links: list) -> list[tuple[str, int]]:
+    """(switch, output port) around a random cycle e -> a -> e' -> a' -> e of a FatTree pod."""
+    port: dict[tuple[str, str], int] = {}
+    for a, pa, b, pb in links:
+        port[(a, b)], port[(b, a)] = pa, pb
+    nbs: dict[str, list[str]] = {}
+    for a, b in sorted(port):
+        nbs.setdefault(a, []).append(b)
+    e = rng.choice(sorted(n for n in nbs if n.startswith("e")))
+    a1, a2 = rng.sample([n for n in nbs[e] if n.startswith("a")], 2)
+    e2 = rng.choice([n for n in nbs[a1] if n.startswith("e") and n != e and a2 in nbs[n]])
+    cycle = [e, a1, e2, a2, e]
+    return [(x, port[(x, y)]) for x, y in zip(cycle, cycle[1:], strict=False)]
 
 
 def _actions(rng: random.Random, ports: list[int]) -> tuple:
@@ -85,30 +126,52 @@ def _actions(rng: random.Random, ports: list[int]) -> tuple:
     return (Output(rng.choice(ports + [max(ports) + 1])),)  # sometimes a port the switch lacks
 
 
-def _run(seed: int, n: int, k: int = 4) -> tuple[IncrementalHSA, int]:
+def _run(seed: int, n: int, k: int = 4) -> tuple[IncrementalHSA, dict]:
+    """``n`` random flow_mods, each compared with a full check; returns counts: flow_mods per
+    kind, and per check how many flow_mods changed its findings and after how many it had any."""
     rng = random.Random(seed)
     topo, switches, _info = bench.build_fattree(k)
+    original = {n: [(e.match, e.priority, e.actions) for e in sw.table.entries()] for n, sw in switches.items()}
     hosts = list(topo.hosts)
+    links = [(lk.node1, lk.port1, lk.node2, lk.port2) for lk in topo.links
+             if lk.node1 in switches and lk.node2 in switches]
+    pending: list = []
     inc = IncrementalHSA()
     view = bench.make_view(topo, switches)
-    assert _texts(inc.check(view)) == _full(view)
-    violating = 0
+    before = _full(view)
+    assert _texts(inc.check(view)) == before and not any(before.values())
+    counts: dict = {op: 0 for op in OPS}
+    counts.update({f"{k} changed": 0 for k in KINDS})
+    counts.update({f"{k} present": 0 for k in KINDS})
     for step in range(n):
-        name, m = _random_flow_mod(rng, switches, hosts)
+        name, m, op = _random_flow_mod(rng, switches, hosts, links, original, pending)
+        counts[op] += 1
         view = bench.make_view(topo, switches)
         got = _texts(inc.flow_mod(view, name, m))
         want = _full(view)
-        assert got == want, f"seed {seed} step {step}: flow_mod on {name} {m}"
-        violating += any(want.values())
-    return inc, violating
+        assert got == want, f"seed {seed} step {step}: {op} on {name} {m}"
+        for kind in KINDS:
+            counts[f"{kind} changed"] += want[kind] != before[kind]
+            counts[f"{kind} present"] += bool(want[kind])
+        before = want
+    return inc, counts
 
 
+@pytest.mark.slow
 def test_incremental_equals_full_after_every_flow_mod():
-    inc, violating = _run(seed=7, n=300)
-    inc2, violating2 = _run(seed=11, n=250)
-    assert inc.full_checks == 1 and inc2.full_checks == 1  # never fell back to a full check
-    assert inc.partial_checks + inc2.partial_checks > 100
-    assert violating > 50 and violating2 > 50   # the flow_mods do break things: findings were compared
+    """550 random flow_mods of every kind; after each, every finding (message, hosts, switches,
+    details) equals a full check's, in the same order."""
+    total: dict = {}
+    for seed, n in ((7, 300), (11, 250)):
+        inc, counts = _run(seed, n)
+        assert inc.full_checks == 1  # never fell back to a full check
+        assert inc.partial_checks == n
+        for key, v in counts.items():
+            total[key] = total.get(key, 0) + v
+    assert all(total[op] >= 40 for op in OPS), total   # every kind of flow_mod was exercised
+    # the flow_mods do make (and unmake) loops, blackholes and unreachable pairs
+    for kind in KINDS:
+        assert total[f"{kind} changed"] >= 20 and total[f"{kind} present"] >= 20, total
 
 
 def test_flow_mod_off_every_path_reanalyses_nothing():

@@ -13,10 +13,11 @@ would send, are in :mod:`netsleuth.invariants.forwarding`.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from netsleuth.invariants import hsa_report as R
-from netsleuth.invariants.forwarding import Finding
-from netsleuth.invariants.hsa_compile import interner
+from netsleuth.invariants.forwarding import Finding, why_sends_nothing
+from netsleuth.invariants.hsa_compile import F_DROP, F_NOTHING, F_PUNT, interner
 from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
 from netsleuth.invariants.hsa_report import components, controller_checker, host_location, hosts_by_component
 from netsleuth.invariants.hsa_space import (
@@ -27,6 +28,7 @@ from netsleuth.invariants.hsa_space import (
     unpack,
 )
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.topology import HostSpec
 
 _DL_DST_SHIFT = SHIFT_BY_NAME["dl_dst"]
 _DL_SRC_SHIFT = SHIFT_BY_NAME["dl_src"]
@@ -43,6 +45,61 @@ def _analysis(view: NetworkView, outcomes: object) -> Analysis:
 
 
 # --------------------------------------------------------------------------- loops
+# Each check is split in two: what one ingress contributes (its "items", a function of that
+# ingress's results alone) and the grouping of every ingress's items into findings.  A full
+# check runs both over all ingresses; IncrementalHSA keeps the items per ingress, recomputes
+# those of the ingresses a flow_mod touched, and groups again with a ``memo`` that reuses the
+# finding of every group whose items are the very same objects as last time.
+LoopItem = tuple[tuple[Port, ...], tuple[Port, ...], HeaderSpace]     # (cycle, path, headers)
+DropItem = tuple[str, str, str, HeaderSpace]                          # (switch, rule, why, headers)
+
+
+def loop_items(a: Analysis, ing: Port) -> list[LoopItem]:
+    """The looping headers entering at ``ing``: (canonical cycle, path, header space)."""
+    return [(R.canonical_cycle(path), tuple(path), hs) for path, hs in a.loops(ing)]
+
+
+def _reuse(memo: dict | None, old: dict, key: object, srcs: list) -> Finding | None:
+    """The finding ``memo`` held for group ``key`` when it was built from the same item lists."""
+    hit = old.get(key)
+    if hit is not None and len(hit[0]) == len(srcs) and all(x is y for x, y in zip(hit[0], srcs, strict=True)):
+        return hit[1]
+    return None
+
+
+def group_loops(view: NetworkView, a: Analysis, items: Iterable[tuple[Port, list[LoopItem]]],
+                memo: dict | None = None, macs: dict[int, str] | None = None) -> list[Finding]:
+    """One finding per distinct cycle from every ingress's :func:`loop_items` (in ingress order)."""
+    macs = R.mac_hosts(view) if macs is None else macs
+    found: dict[tuple[Port, ...], dict[Port, tuple[tuple[Port, ...], list[HeaderSpace]]]] = {}
+    srcs: dict[tuple[Port, ...], list] = {}
+    for ing, lst in items:
+        for cycle, path, hs in lst:
+            per = found.setdefault(cycle, {})
+            if ing in per:
+                per[ing][1].append(hs)
+            else:
+                per[ing] = (path, [hs])
+                srcs.setdefault(cycle, []).extend((ing, lst))
+    old = dict(memo) if memo is not None else {}
+    if memo is not None:
+        memo.clear()
+    out = []
+    for cycle, per in sorted(found.items()):
+        f = _reuse(memo, old, cycle, srcs[cycle])
+        if f is None:
+            entries = [(ing, union_of(spaces).compact()) for ing, (_p, spaces) in per.items()]
+            entries = [(ing, hs) for ing, hs in entries if hs.terms]
+            if entries:
+                hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+                f = R.loop_finding(view, a, cycle, entries, per[entries[0][0]][0], hosts, describe_headerspace)
+        if memo is not None:
+            memo[cycle] = (srcs[cycle], f)
+        if f is not None:
+            out.append(f)
+    return out
+
+
 def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
     """Header spaces that come back to a (switch, in_port) they already crossed; one finding
     per distinct cycle (every entry point and rotation of it is the same defect), with the
@@ -51,27 +108,74 @@ def hsa_loops(view: NetworkView, analysis: Analysis | None = None) -> list[Findi
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import loops13
         return loops13(view, a)
-    macs = R.mac_hosts(view)
-    found: dict[tuple[Port, ...], dict[Port, tuple[tuple[Port, ...], list[HeaderSpace]]]] = {}
-    for ing in a.ingresses:
-        for path, hs in a.loops(ing):
-            per = found.setdefault(R.canonical_cycle(path), {})
-            if ing in per:
-                per[ing][1].append(hs)
-            else:
-                per[ing] = (tuple(path), [hs])
-    out = []
-    for cycle, per in sorted(found.items()):
-        entries = [(ing, union_of(spaces).compact()) for ing, (_p, spaces) in per.items()]
-        entries = [(ing, hs) for ing, hs in entries if hs.terms]
-        if not entries:
-            continue
-        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
-        out.append(R.loop_finding(view, a, cycle, entries, per[entries[0][0]][0], hosts, describe_headerspace))
-    return out
+    return group_loops(view, a, ((ing, loop_items(a, ing)) for ing in a.ingresses))
 
 
 # --------------------------------------------------------------------------- blackholes
+def drop_items(a: Analysis, ing: Port, comp: dict[str, int], macs: dict[int, str]) -> list[DropItem]:
+    """The headers entering at ``ing`` that are blackholed: (switch, rule, why, header space),
+    without those for hosts the ingress need not reach (:func:`hsa_report.need_not_reach`)."""
+    drops = a.drops(ing)
+    if not drops:
+        return []
+    cut_off = R.need_not_reach(a, ing, comp, macs)
+    out = []
+    for sw, why, hs in drops:
+        hs = hs.minus_values("dl_dst", cut_off)
+        if not hs.terms or hs.is_empty():
+            continue
+        out.append((sw, _rule_of(why), why, hs))
+    return out
+
+
+def group_blackholes(view: NetworkView, a: Analysis, items: Iterable[tuple[Port, list[DropItem]]],
+                     memo: dict | None = None, macs: dict[int, str] | None = None) -> list[Finding]:
+    """One finding per dropping rule from every ingress's :func:`drop_items` (in ingress order)."""
+    macs = R.mac_hosts(view) if macs is None else macs
+    # (switch, rule) -> ingress -> (whys, spaces)
+    groups: dict[tuple[str, str], dict[Port, tuple[list[str], list[HeaderSpace]]]] = {}
+    srcs: dict[tuple[str, str], list] = {}
+    for ing, lst in items:
+        for sw, rule, why, hs in lst:
+            per = groups.setdefault((sw, rule), {})
+            got = per.get(ing)
+            if got is None:
+                got = per[ing] = ([], [])
+                srcs.setdefault((sw, rule), []).extend((ing, lst))
+            whys, spaces = got
+            if why not in whys:
+                whys.append(why)
+            spaces.append(hs)
+    old = dict(memo) if memo is not None else {}
+    if memo is not None:
+        memo.clear()
+    out = []
+    for (sw, rule), per in groups.items():
+        f = _reuse(memo, old, (sw, rule), srcs[(sw, rule)])
+        if f is None:
+            f = _blackhole(view, a, sw, rule, per, macs)
+        if memo is not None:
+            memo[(sw, rule)] = (srcs[(sw, rule)], f)
+        out.append(f)
+    return out
+
+
+def _blackhole(view: NetworkView, a: Analysis, sw: str, rule: str,
+               per: dict[Port, tuple[list[str], list[HeaderSpace]]], macs: dict[int, str]) -> Finding:
+    entries = [(ing, union_of(spaces)) for ing, (_w, spaces) in per.items()]
+    whys = list(dict.fromkeys(w for ws, _s in per.values() for w in ws))
+    first_ing, first_hs = entries[0]
+    path = _drop_path(a, first_ing, first_hs.witness(), sw)
+    hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+    hs = union_of(hs for _i, hs in entries)
+    extra: dict = {"terms": len(hs.terms)}
+    if rule == whys[0]:  # no rule in the reason (a dead port): name the one the first header took
+        shown = _rule_at(a, path, first_hs.witness())
+        if shown:
+            extra["rule_text"] = f"{sw}: {shown} (for {first_ing[0]}:{first_ing[1]}'s headers)"
+    return R.drop_finding(view, a, sw, rule, whys, entries, path, hosts, describe_headerspace, extra)
+
+
 def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[Finding]:
     """Header spaces that forwarding meant to deliver and that go nowhere: a rule whose outputs
     all send nothing (to a port the switch does not have or that is down, to its own in
@@ -86,39 +190,14 @@ def hsa_blackholes(view: NetworkView, analysis: Analysis | None = None) -> list[
         return blackholes13(view, a)
     macs = R.mac_hosts(view)
     comp: dict[str, int] | None = None
-    # (switch, rule) -> ingress -> (whys, spaces, path of one header)
-    groups: dict[tuple[str, str], dict[Port, tuple[list[str], list[HeaderSpace]]]] = {}
+    items = []
     for ing in a.ingresses:
-        drops = a.drops(ing)
-        if not drops:
+        if not a.drops(ing):
             continue
         if comp is None:
             comp = components(view)
-        cut_off = R.need_not_reach(a, ing, comp, macs)
-        for sw, why, hs in drops:
-            hs = hs.minus_values("dl_dst", cut_off)
-            if not hs.terms or hs.is_empty():
-                continue
-            rule = _rule_of(why)
-            whys, spaces = groups.setdefault((sw, rule), {}).setdefault(ing, ([], []))
-            if why not in whys:
-                whys.append(why)
-            spaces.append(hs)
-    out = []
-    for (sw, rule), per in groups.items():
-        entries = [(ing, union_of(spaces)) for ing, (_w, spaces) in per.items()]
-        whys = list(dict.fromkeys(w for ws, _s in per.values() for w in ws))
-        first_ing, first_hs = entries[0]
-        path = _drop_path(a, first_ing, first_hs.witness(), sw)
-        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
-        hs = union_of(hs for _i, hs in entries)
-        extra: dict = {"terms": len(hs.terms)}
-        if rule == whys[0]:  # no rule in the reason (a dead port): name the one the first header took
-            shown = _rule_at(a, path, first_hs.witness())
-            if shown:
-                extra["rule_text"] = f"{sw}: {shown} (for {first_ing[0]}:{first_ing[1]}'s headers)"
-        out.append(R.drop_finding(view, a, sw, rule, whys, entries, path, hosts, describe_headerspace, extra))
-    return out
+        items.append((ing, drop_items(a, ing, comp, macs)))
+    return group_blackholes(view, a, items)
 
 
 def _rule_of(why: str) -> str:
@@ -145,6 +224,10 @@ def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
     """The hops one header (``w``, packed) takes from ``ing`` to a drop at ``where``."""
     if w is None:
         return []
+    walked = walk(a, ing, w)
+    if walked is not None:
+        (kind, *rest), hops = walked
+        return [f"{s}:{p}" for s, p in hops] if kind == "drop" and rest[0] == where else []
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     for (sw, _why, _hs), path in zip(r.drops, r.drop_paths, strict=True):
         if sw == where:
@@ -152,11 +235,54 @@ def _drop_path(a: Analysis, ing: Port, w: int | None, where: str) -> list[str]:
     return []
 
 
+def walk(a: Analysis, ing: Port, w: int) -> tuple[tuple, list[Port]] | None:
+    """Where one header (``w``, packed) entering at ``ing`` goes, hop by hop through the batch
+    engine's one-probe port indexes: ``(outcome, path)``, the outcome being ("drop", switch, why),
+    ("loop",) (the path ends with the hop it repeats), ("punt", switch), ("filter", switch) or
+    ("deliver", host).  None when a hop needs the general engine (a port with several patterns,
+    a rule that rewrites or sends several copies): :func:`reachable` then says the same thing
+    the slow way (it compiles every switch's general index, costly on a big table)."""
+    net = a.net
+    switches = net.switches
+    s, p = ing
+    path: list[Port] = []
+    while True:
+        here = (s, p)
+        if here in path:
+            path.append(here)
+            return ("loop",), path
+        path.append(here)
+        if not net.up(s):
+            return ("drop", s, "switch is down"), path
+        cs = net.compiled(s)
+        pi = cs.port(p)
+        ids, fm = pi.ids, pi.fast_mask
+        if ids is None or fm is None:
+            return None
+        j = interner(fm)[0].get(w & fm)
+        code = None if j is None else ids.get(j)
+        if code is None or code == F_PUNT:
+            return ("punt", s), path
+        if code >= 0:
+            peer = net.peer(s, code)
+            if peer is None:
+                return ("drop", s, f"port {code} has no live link"), path
+            if peer[0] not in switches:
+                return ("deliver", peer[0]), path
+            s, p = peer
+            continue
+        if code == F_DROP:
+            return ("filter", s), path
+        if code == F_NOTHING:
+            return ("drop", s, why_sends_nothing(cs.hit_entry(p, w & fm), p)), path
+        return None
+
+
 _DL_DST_FULL = field_wildcard(dl_dst=0)[1]
 
 
 # --------------------------------------------------------------------------- reachability
-_PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
+PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
 
 
 def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HeaderSpace:
@@ -178,33 +304,46 @@ def hsa_reachability(view: NetworkView, analysis: Analysis | None = None) -> lis
     if not isinstance(a, Analysis):  # a network of OpenFlow 1.3 pipelines
         from netsleuth.invariants.hsa13_checks import reachability13
         return reachability13(view, a)
-    comp = components(view)
-    members = hosts_by_component(view, comp)
-    ok = controller_checker(view)
+    return R.group_unreachable(view, a, unreachable_pairs(view, a), describe_headerspace)
 
-    judge = _PairJudge(a, ok, comp)
-    out: list[Finding] = []
-    bulk: list[tuple[Port, object]] = []
+
+def senders(view: NetworkView, a: Analysis, comp: dict[str, int]) -> list[tuple[HostSpec, Port, list[HostSpec]]]:
+    """(source host, its ingress, the hosts it should reach) for every host whose pairs
+    :func:`hsa_reachability` judges, in topology order."""
+    members = hosts_by_component(view, comp)
+    out = []
     for src in view.topology.hosts:
         loc = host_location(view, src.name)
         if loc not in a.tags or view.peer(*loc) is None:
             continue
         peers = members[comp.get(src.name, -1)]
-        if len(peers) < 2:
-            continue
+        if len(peers) >= 2:
+            out.append((src, loc, peers))
+    return out
+
+
+def unreachable_pairs(view: NetworkView, a: Analysis) -> list[Finding]:
+    """One finding per host pair whose traffic does not arrive (before grouping by cause)."""
+    comp = components(view)
+    ok = controller_checker(view)
+
+    judge = PairJudge(a, ok, comp)
+    out: list[Finding] = []
+    bulk: list[tuple[Port, object]] = []
+    for src, loc, peers in senders(view, a, comp):
         if judge.bulk_ok(loc):
             bulk.append((loc, src))
         else:
             out.extend(judge.pairs(loc, src, peers))
     if bulk:
         out.extend(judge.bulk(bulk))
-    return R.group_unreachable(view, a, out, describe_headerspace)
+    return out
 
 
 _PAIR_MACS: dict[int, list[tuple[int, int]]] = {}
 
 
-def _pair_macs(mask: int) -> list[tuple[int, int]]:
+def pair_macs(mask: int) -> list[tuple[int, int]]:
     """(dl_src, dl_dst) of every interned key of ``mask`` (which fixes both), by id."""
     keys = interner(mask)[1]
     lst = _PAIR_MACS.setdefault(mask, [])
@@ -266,7 +405,7 @@ class _Wanted:
 
     def _add(self, ing: Port, src, sig, by_mac) -> None:
         tag, ids, _src = sig
-        macs = _pair_macs(_PAIR_FIXED)
+        macs = pair_macs(PAIR_FIXED)
         shifted = tag << TAG_SHIFT
         amac = src.mac
         contrib: dict[str, list[int]] = {}
@@ -301,7 +440,7 @@ def forget_memos() -> None:
     _PAIR_MACS.clear()
 
 
-class _PairJudge:
+class PairJudge:
     """Decides host pairs quickly from batch classes, exactly with header spaces otherwise.
 
     A batch ingress whose pattern fixes only dl_src/dl_dst bits holds each pair's traffic
@@ -333,7 +472,7 @@ class _PairJudge:
         """Whether this ingress's pairs can be judged in bulk: one class per pair (pattern
         dl_src+dl_dst exactly) and a live controller behind its switch for table misses."""
         tag = self.a.tags[ing]
-        return (self.b.ids_at.get(tag) is not None and self.b.masks[tag] == _PAIR_FIXED
+        return (self.b.ids_at.get(tag) is not None and self.b.masks[tag] == PAIR_FIXED
                 and self.ok(ing[0]))
 
     def bulk(self, sources: list[tuple[Port, object]]) -> list[Finding]:
@@ -363,9 +502,9 @@ class _PairJudge:
                 slow.setdefault(ing, (src, []))[1].append(d)
         out: list[Finding] = []
         for ing, (src, dsts) in slow.items():
-            idx = _ReachIndex(a.reach(ing))
+            idx = ReachIndex(a.reach(ing))
             for d in dsts:
-                f = _judge_pair(a, idx, ing, src, d, self.ok)
+                f = judge_pair(a, idx, ing, src, d, self.ok)
                 if f is not None:
                     out.append(f)
         return out
@@ -377,7 +516,7 @@ class _PairJudge:
         mask = b.masks[tag]
         slow: list = []
         out: list[Finding] = []
-        if ids is None or mask & ~_PAIR_FIXED:
+        if ids is None or mask & ~PAIR_FIXED:
             slow = [d for d in peers if d is not src]
         else:
             if self._dlv is None:
@@ -386,9 +525,9 @@ class _PairJudge:
             empty: set[int] = set()
             shifted = tag << TAG_SHIFT
             s0_ok = self.ok(ing[0])
-            if mask == _PAIR_FIXED and s0_ok:
+            if mask == PAIR_FIXED and s0_ok:
                 # Only pairs with an entry at the first switch need a look.
-                macs = _pair_macs(mask)
+                macs = pair_macs(mask)
                 amac = src.mac
                 here = self.comp.get(src.name, -1)
                 by_mac, comp = self.by_mac, self.comp
@@ -425,15 +564,15 @@ class _PairJudge:
                     slow.append(d)
         if slow:
             r = a.reach(ing)
-            idx = _ReachIndex(r)
+            idx = ReachIndex(r)
             for d in slow:
-                f = _judge_pair(a, idx, ing, src, d, self.ok)
+                f = judge_pair(a, idx, ing, src, d, self.ok)
                 if f is not None:
                     out.append(f)
         return out
 
 
-class _ReachIndex:
+class ReachIndex:
     """A Reach's terms bucketed by fixed dl_dst, to find the ones a host pair can touch."""
 
     def __init__(self, r: Reach) -> None:
@@ -465,7 +604,7 @@ class _ReachIndex:
         return HeaderSpace(out)
 
 
-def _judge_pair(a: Analysis, idx: _ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
+def judge_pair(a: Analysis, idx: ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
     P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
     bases = [(v, m) for v, m, _ in P.terms]
     dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
@@ -490,6 +629,17 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
     """Why one header of the pair's traffic (``w``) fails: (reason, switches, path)."""
     if w is None:
         return "they are lost", (), []
+    walked = walk(a, ing, w)
+    if walked is not None:
+        (kind, *rest), hops = walked
+        text = [f"{s}:{p}" for s, p in hops]
+        if kind == "loop":
+            return "they loop", R.cycle_of(hops), text
+        if kind == "punt" and not ok(rest[0]):
+            return f"they go to a controller that is not connected ({rest[0]})", (rest[0],), []
+        if kind == "drop":
+            return f"they are dropped at {rest[0]} ({rest[1]})", (rest[0],), text
+        return f"they are delivered to {rest[0] if kind == 'deliver' else 'nobody'}", (), []
     r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     if r.loops:
         path = r.loops[0][0]

@@ -621,14 +621,16 @@ class Analysis:
         miss = self.ingress_miss(tag)
         if miss.terms:
             r.punted.setdefault(ingress[0], []).append(miss)
-        for host, xs in self._tagged("delivered").get(tag, {}).items():
-            r.delivered.setdefault(host, []).append(self._hs(xs))
-        for sw, xs in self._tagged("punted").get(tag, {}).items():
-            r.punted.setdefault(sw, []).append(self._hs(xs))
-        for sw, xs in self._tagged("filtered").get(tag, {}).items():
-            r.filtered.setdefault(sw, []).append(self._hs(xs))
-        for (sw, p, code), xs in self._tagged("drops").get(tag, {}).items():
-            for why, group in self._drop_reasons(sw, p, code, xs):
+        # Sorted, here and in drops(): the batch engine's lists follow its traversal, and an
+        # incremental check that re-traces a few classes must list them the same way.
+        for host, xs in sorted(self._tagged("delivered").get(tag, {}).items()):
+            r.delivered.setdefault(host, []).append(self._hs(sorted(xs)))
+        for sw, xs in sorted(self._tagged("punted").get(tag, {}).items()):
+            r.punted.setdefault(sw, []).append(self._hs(sorted(xs)))
+        for sw, xs in sorted(self._tagged("filtered").get(tag, {}).items()):
+            r.filtered.setdefault(sw, []).append(self._hs(sorted(xs)))
+        for (sw, p, code), xs in sorted(self._tagged("drops").get(tag, {}).items()):
+            for why, group in self._drop_reasons(sw, p, code, sorted(xs)):
                 r.drops.append((sw, why, self._hs(group)))
                 r.drop_paths.append(())
         return r
@@ -646,8 +648,8 @@ class Analysis:
         """(switch, why, header space) dropped for headers injected at ``ingress``."""
         out = list(self.reaches[ingress].drops) if ingress in self.reaches else []
         if self.batch.drops:
-            for (sw, p, code), xs in self._tagged("drops").get(self.tags[ingress], {}).items():
-                for why, group in self._drop_reasons(sw, p, code, xs):
+            for (sw, p, code), xs in sorted(self._tagged("drops").get(self.tags[ingress], {}).items()):
+                for why, group in self._drop_reasons(sw, p, code, sorted(xs)):
                     out.append((sw, why, self._hs(group)))
         return out
 
@@ -739,7 +741,7 @@ def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, ca
             ing = ingresses[tag]
             r = reaches.setdefault(ing, Reach(ing))
             m = b.masks[tag]
-            hs = HeaderSpace((b.key(x), m, ()) for x in dict.fromkeys(xs))
+            hs = HeaderSpace((b.key(x), m, ()) for x in sorted(set(xs)))  # in class order, as re-traced
             _explore(net, ing[0], ing[1], hs, r, budget)
             if r.truncated and ing not in truncated:
                 truncated.append(ing)

@@ -223,48 +223,66 @@ _DROPPED = __import__("re").compile(r"they are dropped at (?P<sw>\S+)(?P<sel> fo
 
 
 def group_unreachable(view: NetworkView, a: HasIngresses, pairs: Sequence[Finding],
-                      describe: Callable[[HeaderSet], str]) -> list[Finding]:
+                      describe: Callable[[HeaderSet], str], memo: dict | None = None) -> list[Finding]:
     """Unreachable host pairs grouped by cause: one finding per reason and place (the rule that
     drops them, the loop, the controller that is not connected), naming every pair it cuts off.
-    Its identity (``group``) is the cause, so pairs coming and going do not make it flicker."""
-    from netsleuth.invariants.violation_text import Hosts, elide, summarize
-
+    Its identity (``group``) is the cause, so pairs coming and going do not make it flicker.
+    ``memo`` (kept by the caller between calls): a group made of the very same pair findings
+    as last time gets last time's finding back instead of a new one."""
     by_cause: dict[tuple[str, tuple[str, ...]], list[Finding]] = {}
     for f in sorted(pairs, key=lambda f: f.hosts):  # the same order whichever engine found them
         by_cause.setdefault((str(f.details.get("cause", f.message)), f.switches), []).append(f)
-    hosts = Hosts(view.topology.hosts)
+    old = dict(memo) if memo is not None else {}
+    if memo is not None:
+        memo.clear()
     out = []
-    for (cause, where), fs in by_cause.items():
-        spaces = [f.details[SPACE] for f in fs if SPACE in f.details]
-        entries = [(_port(f.details["ingress"]), f.details[SPACE]) for f in fs if SPACE in f.details]
-        d: dict = group_details(view, a, type(spaces[0]).union(spaces).prune(), entries, describe) if spaces else {}
-        if all(f.details.get("all") for f in fs):
-            d["summary"] = "all their traffic"
-        elif spaces:
-            d["summary"] = summarize(type(spaces[0]).union(spaces).prune(), hosts)
-        by_src: dict[str, list[str]] = {}
-        for f in fs:
-            by_src.setdefault(f.hosts[0], []).append(f.hosts[1])
-        pairs_text = elide([f"{s} {_ARROW} {elide(ds, 4)}" for s, ds in by_src.items()], 3, sep="; ")
-        short, extra = _short_unreached(cause)
-        d.update({k: v for k, v in fs[0].details.items() if k != SPACE and k not in d})
-        d.update({"header_space": " | ".join(dict.fromkeys(str(f.details.get("header_space")) for f in fs)),
-                  "pairs": [{"hosts": list(f.hosts), "ingress": f.details.get("ingress"),
-                             "header_space": f.details.get("header_space"), "witness": f.details.get("witness")}
-                            for f in fs],
-                  "pairs_text": pairs_text, "cause_text": short,
-                  "group": ["unreachable", cause, *where]}, **extra)
-        d.pop("all", None)
-        d.pop("entered_text", None)
-        if len(by_src) == 1:
-            (src, ds), = by_src.items()
-            who = f"{src} cannot reach {elide(ds, 4)}"
+    for key, fs in by_cause.items():
+        hit = old.get(key)
+        if hit is not None and len(hit[0]) == len(fs) and all(x is y for x, y in zip(hit[0], fs, strict=True)):
+            g = hit[1]
         else:
-            who = f"{len(fs)} host pairs cannot reach each other"
-        message = f"{who}: {d.get('summary', 'their traffic')}: {short}"
-        out.append(Finding("reachability", message, hosts=tuple(dict.fromkeys(h for f in fs for h in f.hosts)),
-                           switches=where, details=d))
+            g = _unreachable_group(view, a, key, fs, describe)
+        if memo is not None:
+            memo[key] = (fs, g)
+        out.append(g)
     return out
+
+
+def _unreachable_group(view: NetworkView, a: HasIngresses, key: tuple[str, tuple[str, ...]], fs: list[Finding],
+                       describe: Callable[[HeaderSet], str]) -> Finding:
+    from netsleuth.invariants.violation_text import Hosts, elide, summarize
+
+    hosts = Hosts(view.topology.hosts)
+    cause, where = key
+    spaces = [f.details[SPACE] for f in fs if SPACE in f.details]
+    entries = [(_port(f.details["ingress"]), f.details[SPACE]) for f in fs if SPACE in f.details]
+    d: dict = group_details(view, a, type(spaces[0]).union(spaces).prune(), entries, describe) if spaces else {}
+    if all(f.details.get("all") for f in fs):
+        d["summary"] = "all their traffic"
+    elif spaces:
+        d["summary"] = summarize(type(spaces[0]).union(spaces).prune(), hosts)
+    by_src: dict[str, list[str]] = {}
+    for f in fs:
+        by_src.setdefault(f.hosts[0], []).append(f.hosts[1])
+    pairs_text = elide([f"{s} {_ARROW} {elide(ds, 4)}" for s, ds in by_src.items()], 3, sep="; ")
+    short, extra = _short_unreached(cause)
+    d.update({k: v for k, v in fs[0].details.items() if k != SPACE and k not in d})
+    d.update({"header_space": " | ".join(dict.fromkeys(str(f.details.get("header_space")) for f in fs)),
+              "pairs": [{"hosts": list(f.hosts), "ingress": f.details.get("ingress"),
+                         "header_space": f.details.get("header_space"), "witness": f.details.get("witness")}
+                        for f in fs],
+              "pairs_text": pairs_text, "cause_text": short,
+              "group": ["unreachable", cause, *where]}, **extra)
+    d.pop("all", None)
+    d.pop("entered_text", None)
+    if len(by_src) == 1:
+        (src, ds), = by_src.items()
+        who = f"{src} cannot reach {elide(ds, 4)}"
+    else:
+        who = f"{len(fs)} host pairs cannot reach each other"
+    message = f"{who}: {d.get('summary', 'their traffic')}: {short}"
+    return Finding("reachability", message, hosts=tuple(dict.fromkeys(h for f in fs for h in f.hosts)),
+                   switches=where, details=d)
 
 
 _ARROW = "→"
