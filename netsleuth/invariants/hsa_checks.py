@@ -256,11 +256,11 @@ def walk(a: Analysis, ing: Port, w: int) -> tuple[tuple, list[Port]] | None:
             return ("drop", s, "switch is down"), path
         cs = net.compiled(s)
         pi = cs.port(p)
-        ids, fm = pi.ids, pi.fast_mask
-        if ids is None or fm is None:
+        fm = pi.fast_mask
+        if pi.ids is None or fm is None:
             return None
         j = interner(fm)[0].get(w & fm)
-        code = None if j is None else ids.get(j)
+        code = None if j is None else pi.code(j)  # ids may be the table's key id -> slot map
         if code is None or code == F_PUNT:
             return ("punt", s), path
         if code >= 0:

@@ -263,7 +263,10 @@ class IncrementalHSA:
         trace: dict[Port, list[list[int]]] = {}
         b, rest = _batch(net, self._ingresses, self._tag, n, trace)
         self._masks: list[int] = b.masks
-        self._ids: list[dict[int, int] | None] = [b.ids_at.get(t) for t in range(n)]
+        # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
+        # slot map, which the table changes in place: this index keeps codes of its own)
+        self._ids: list[dict[int, int] | None] = [
+            None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
         self._index(trace)
         self._absorb(b, None)
         # reports read the view, the compiled switches and the host behind each ingress
@@ -553,7 +556,7 @@ class IncrementalHSA:
                 self._ids[t] = ids
             return
         pi = net.compiled(ing[0]).port(ing[1]) if net.up(ing[0]) else None
-        new = pi.ids if pi is not None else None
+        new = pi.code_map() if pi is not None and pi.ids is not None else None
         # the port's pattern changed: the ingress starts over
         for j in old or ():
             self._purge(j | shifted, tc)
@@ -597,6 +600,10 @@ class IncrementalHSA:
         self._seen[ing] = seen
         for s in seen:
             self._seen_at.setdefault(s, set()).add(ing)
+
+    @staticmethod
+    def _code_map(net: HsaNet, ing: Port) -> dict[int, int]:
+        return dict(net.compiled(ing[0]).port(ing[1]).code_map())
 
     def _analysis(self, ing: Port, xs: Iterable[int]) -> Analysis:
         """An :class:`Analysis` of ``ing`` alone holding the classes ``xs`` of it (and its
