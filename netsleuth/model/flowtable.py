@@ -621,6 +621,13 @@ class FlowTable:
             clashes = [e for e in self._all() if e.priority == priority and e.match.overlaps(match)]
             if clashes:
                 raise FlowOverlapError(match, priority, min(clashes, key=FlowEntry.rank))
+        pat, kid, old = self._claim(match, priority, want_old=True)
+        self._put(pat, kid, priority, action_id(tuple(actions)), cookie, idle_timeout, hard_timeout, flags, now)
+        return old
+
+    def _claim(self, match: Match, priority: int, want_old: bool) -> tuple[PatternIndex, int, FlowEntry | None]:
+        """Where an ADD of (``match``, ``priority``) goes: its pattern index and key id, with
+        the entry of identical match and priority removed (returned when ``want_old``)."""
         pat = self._pattern(match, create=True)
         assert pat is not None  # created
         key = pat.packer(match._values)
@@ -632,11 +639,11 @@ class FlowTable:
         else:
             for s in pat.slots_of(kid):
                 if pat.prio[s] == priority:
-                    old = pat.entry(s, match)
+                    if want_old:
+                        old = pat.entry(s, match)
                     self._drop(pat, s, keep_pattern=True)
                     break
-        self._put(pat, kid, priority, action_id(tuple(actions)), cookie, idle_timeout, hard_timeout, flags, now)
-        return old
+        return pat, kid, old
 
     def add_many(self, flows: Iterable[tuple[Match, int, tuple[Action, ...]]], *, now: float = 0.0) -> int:
         """ADD each (match, priority, actions) in turn (no cookie, timeouts or flags): the
@@ -652,18 +659,7 @@ class FlowTable:
             if actions is not last_acts:
                 last_acts = actions
                 aid = action_id(tuple(actions))
-            pat = self._pattern(match, create=True)
-            assert pat is not None  # created
-            key = pat.packer(match._values)
-            kid = pat.intern.get(key)
-            if kid is None:
-                kid = pat.intern[key] = len(pat.keys)
-                pat.keys.append(key)
-            else:
-                for s in pat.slots_of(kid):
-                    if pat.prio[s] == priority:
-                        self._drop(pat, s, keep_pattern=True)
-                        break
+            pat, kid, _old = self._claim(match, priority, want_old=False)
             self._put(pat, kid, priority, aid, 0, 0, 0, 0, now)
             n += 1
         return n
