@@ -62,14 +62,23 @@ class _Deadline:
 
 
 class CampaignWorkerInit:
-    """Picklable start-up of a campaign worker (run once per worker process)."""
+    """Picklable start-up of a campaign worker (run once per worker process).
+
+    A serial campaign runs its jobs in the campaign's own process: there the start-up changes
+    nothing, or Ctrl-C would stop reaching the campaign (and, ignored signals being inherited,
+    every process it starts afterwards)."""
+
+    def __init__(self) -> None:
+        self.campaign_pid = os.getpid()
 
     def __call__(self, worker_id: int) -> dict[str, Any]:
-        if os.getpid() != os.getpgrp():
-            # Ctrl-C reaches the whole terminal process group; the campaign process alone decides
-            # what stopping means (it ends the workers and writes the partial report).
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        threading.Thread(target=_follow_parent, args=(os.getppid(),), name="follow-parent", daemon=True).start()
+        if os.getpid() != self.campaign_pid:
+            if os.getpid() != os.getpgrp():
+                # Ctrl-C reaches the whole terminal process group; the campaign process alone decides
+                # what stopping means (it ends the workers and writes the partial report).
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            threading.Thread(target=_follow_parent, args=(os.getppid(),), name="follow-parent",
+                             daemon=True).start()
         return {"worker": worker_id, "host": socket.gethostname(), "pid": os.getpid()}
 
 
