@@ -169,7 +169,10 @@ def test_ctrl_c_keeps_partial_results(tmp_path: Path) -> None:
 
     proc = subprocess.Popen([sys.executable, "-m", "netsleuth.cli", "run", "--controller", SIMPLE_SWITCH,
                              "--topo", "ring,5", "--pingall", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # as from a terminal: a suite started in the background (``make test &``)
+                            # hands its children SIGINT ignored, which netsleuth rightly respects
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     trace = tmp_path / "trace.jsonl"
     while time.monotonic() < deadline:  # wait until pings are under way
