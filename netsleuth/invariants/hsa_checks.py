@@ -12,13 +12,15 @@ would send, are in :mod:`netsleuth.invariants.forwarding`.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+import weakref
+from collections.abc import Collection, Iterable
+
+import numpy as np
 
 from netsleuth.invariants import hsa_report as R
 from netsleuth.invariants.forwarding import Finding, why_sends_nothing
 from netsleuth.invariants.hsa_compile import F_DROP, F_NOTHING, F_PUNT, interner
-from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, reachable, union_of
+from netsleuth.invariants.hsa_engine import TAG_SHIFT, Analysis, Port, Reach, analyze, gc_paused, reachable, union_of
 from netsleuth.invariants.hsa_report import components, controller_checker, host_location, hosts_by_component
 from netsleuth.invariants.hsa_space import (
     SHIFT_BY_NAME,
@@ -28,11 +30,13 @@ from netsleuth.invariants.hsa_space import (
     unpack,
 )
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.headerbits import key_field
 from netsleuth.model.topology import HostSpec
 
 _DL_DST_SHIFT = SHIFT_BY_NAME["dl_dst"]
 _DL_SRC_SHIFT = SHIFT_BY_NAME["dl_src"]
 _MAC = (1 << 48) - 1
+_IDM = (1 << TAG_SHIFT) - 1  # a class's key id bits
 
 
 def _analysis(view: NetworkView, outcomes: object) -> Analysis:
@@ -340,16 +344,10 @@ def unreachable_pairs(view: NetworkView, a: Analysis) -> list[Finding]:
     return out
 
 
-_PAIR_MACS: dict[int, list[tuple[int, int]]] = {}
-
-
-def pair_macs(mask: int) -> list[tuple[int, int]]:
-    """(dl_src, dl_dst) of every interned key of ``mask`` (which fixes both), by id."""
-    keys = interner(mask)[1]
-    lst = _PAIR_MACS.setdefault(mask, [])
-    for k in keys[len(lst):]:
-        lst.append(((k >> _DL_SRC_SHIFT) & _MAC, (k >> _DL_DST_SHIFT) & _MAC))
-    return lst
+def pair_macs(mask: int = PAIR_FIXED) -> tuple[np.ndarray, np.ndarray]:
+    """(dl_src, dl_dst) of every interned key of ``mask`` (which fixes both), by key id, as
+    two int64 arrays (read-only)."""
+    return key_field(mask, "dl_src"), key_field(mask, "dl_dst")
 
 
 _MEMO_SETS: dict = {}
@@ -365,79 +363,36 @@ def _memo_set(key, xs: list[int]) -> set[int]:
     return st
 
 
-class _Wanted:
-    """Per destination host, the batch classes that are some source's traffic to it, and the
-    (ingress, source) of each class.  Kept between checks and patched per ingress: only
-    ingresses whose entries (or number) changed are recomputed."""
+class _HostMacs:
+    """The hosts by MAC address as sorted arrays, to look up a million destination MACs at
+    once (a MAC two hosts share names the later one, as ``{h.mac: h}`` would)."""
 
-    def __init__(self) -> None:
-        self.by_ingress: dict = {}   # ingress -> (signature, {dst name: [classes]})
-        self.wanted: dict[str, set[int]] = defaultdict(set)
-        self.owner: dict[int, tuple[Port, object]] = {}
-        self.hosts: object = None
+    def __init__(self, by_mac: dict[int, HostSpec], comp: dict[str, int]) -> None:
+        order = sorted(by_mac)
+        self.macs = np.array(order, dtype=np.int64)
+        self.hosts = [by_mac[m] for m in order]
+        self.comp = np.array([comp.get(h.name, -2) for h in self.hosts], dtype=np.int64)
+        self.pos = {id(h): n for n, h in enumerate(self.hosts)}
 
-    def update(self, a: Analysis, sources: list[tuple[Port, object]], by_mac) -> None:
-        b = a.batch
-        hosts = a.view.topology.hosts
-        if hosts is not self.hosts:
-            self.__init__()  # type: ignore[misc]  # reset in place: shared by reference
-            self.hosts = hosts
-        live = set()
-        for ing, src in sources:
-            tag = a.tags[ing]
-            sig = (tag, b.ids_at[tag], src)
-            live.add(ing)
-            old = self.by_ingress.get(ing)
-            if old is not None:
-                if old[0][0] == tag and old[0][1] is sig[1] and old[0][2] is src:
-                    continue
-                self._drop(ing)
-            self._add(ing, src, sig, by_mac)
-        for ing in [i for i in self.by_ingress if i not in live]:
-            self._drop(ing)
-
-    def _drop(self, ing: Port) -> None:
-        _sig, contrib = self.by_ingress.pop(ing)
-        for dname, xs in contrib.items():
-            self.wanted[dname].difference_update(xs)
-            for x in xs:
-                self.owner.pop(x, None)
-
-    def _add(self, ing: Port, src, sig, by_mac) -> None:
-        tag, ids, _src = sig
-        macs = pair_macs(PAIR_FIXED)
-        shifted = tag << TAG_SHIFT
-        amac = src.mac
-        contrib: dict[str, list[int]] = {}
-        for j in ids:
-            sm, dm = macs[j]
-            if sm != amac:
-                continue
-            d = by_mac.get(dm)
-            if d is None or d is src:
-                continue
-            lst = contrib.get(d.name)
-            if lst is None:
-                contrib[d.name] = [j | shifted]
-            else:
-                lst.append(j | shifted)
-        owner = self.owner
-        pair = (ing, src)
-        for dname, xs in contrib.items():
-            self.wanted[dname].update(xs)
-            for x in xs:
-                owner[x] = pair
-        self.by_ingress[ing] = (sig, contrib)
+    def find(self, macs: np.ndarray) -> np.ndarray:
+        """Per MAC, the position of its host, or -1."""
+        if not len(self.macs):
+            return np.full(len(macs), -1, dtype=np.int64)
+        pos = np.searchsorted(self.macs, macs)
+        np.minimum(pos, len(self.macs) - 1, out=pos)
+        return np.where(self.macs[pos] == macs, pos, -1)
 
 
-_WANTED = _Wanted()
+# The last bulk judgement: (batch results it read, everything else it read, its findings).
+# A check of an unchanged network gets the very same batch results back from the engine
+# (see hsa_engine._batch), and then the same findings from here.
+_LAST_BULK: list = []
 
 
 def forget_memos() -> None:
     """Drop what the reachability check keeps between checks, so the next check runs cold (benchmarks)."""
-    _WANTED.__init__()  # type: ignore[misc]  # reset in place: shared by reference
     _MEMO_SETS.clear()
-    _PAIR_MACS.clear()
+    _LAST_BULK.clear()
 
 
 class PairJudge:
@@ -476,30 +431,18 @@ class PairJudge:
                 and self.ok(ing[0]))
 
     def bulk(self, sources: list[tuple[Port, object]]) -> list[Finding]:
-        """Judge the pairs of many ingresses at once with set differences: per destination,
-        the pair classes that are neither delivered there nor punted to a live controller.
-        Pairs with no class at their first switch are punted there (a live controller)."""
-        a = self.a
-        if self._dlv is None:
-            self._sets()
-        _WANTED.update(a, sources, self.by_mac)
-        wanted, owner = _WANTED.wanted, _WANTED.owner
-        empty: set[int] = set()
-        slow: dict[Port, tuple[object, list]] = {}
-        comp = self.comp
-        hosts = {h.name: h for h in a.view.topology.hosts}
-        for dname, want in wanted.items():
-            missing = want - self._dlv.get(dname, empty)  # type: ignore[union-attr]  # computed before the checks
-            if missing and self._punt_ok:
-                missing -= self._punt_ok
-            if not missing:
-                continue
-            d = hosts[dname]
-            for x in sorted(missing):
-                ing, src = owner[x]
-                if comp.get(src.name, -1) != comp.get(dname, -2):  # type: ignore[attr-defined]  # a Host
-                    continue
-                slow.setdefault(ing, (src, []))[1].append(d)
+        """Judge the pairs of many ingresses at once: the pairs whose class ends neither at
+        the destination, nor at a live controller, nor at a drop rule, are judged one by one
+        (:func:`judge_pair`); pairs with no class at their first switch are punted there (a
+        live controller).  See :meth:`_suspects`."""
+        a, b = self.a, self.b
+        net = a.net
+        read = (a.view.topology.hosts, [(ing, id(src)) for ing, src in sources], dict(self.comp),
+                [self.ok(s) for s in net.switches])
+        if _LAST_BULK and _LAST_BULK[0]() is b and _LAST_BULK[1] == read:
+            return list(_LAST_BULK[2])
+        with gc_paused():  # numpy arrays and a few findings: no cycles to collect
+            slow = self._suspects(sources)
         out: list[Finding] = []
         for ing, (src, dsts) in slow.items():
             idx = ReachIndex(a.reach(ing))
@@ -507,7 +450,65 @@ class PairJudge:
                 f = judge_pair(a, idx, ing, src, d, self.ok)
                 if f is not None:
                     out.append(f)
-        return out
+        _LAST_BULK[:] = [weakref.ref(b), read, out]
+        return list(out)
+
+    def _suspects(self, sources: list[tuple[Port, object]]) -> dict[Port, tuple[object, list]]:
+        """Per bulk ingress (source host, destinations whose pair needs a closer look).
+
+        With numpy over key ids, no Python object per pair: a pair's key id (its dl_src and
+        dl_dst) belongs to one ingress only, that of the host with that dl_src, so one array
+        over key ids says which ingress wants each key (``owner``) and another whether its
+        class ended well (``good``)."""
+        a, b = self.a, self.b
+        net, tags = a.net, a.tags
+        src_mac, dst_mac = pair_macs(PAIR_FIXED)
+        nk = len(src_mac)
+        hm = _HostMacs(self.by_mac, self.comp)
+        owner = np.full(nk, -1, dtype=np.int64)     # key id -> the ingress number wanting it
+        wanted: list[np.ndarray] = []
+        for ing, src in sources:
+            t = tags[ing]
+            kids = net.compiled(ing[0]).port(ing[1]).arrays()[0]
+            kids = kids[src_mac[kids] == src.mac]  # type: ignore[attr-defined]  # a Host
+            where = hm.find(dst_mac[kids])
+            me = hm.pos.get(id(src), -1) if self.by_mac.get(src.mac) is src else -1  # type: ignore[attr-defined]
+            keep = (where >= 0) & (where != me)
+            keep &= hm.comp[np.maximum(where, 0)] == self.comp.get(src.name, -1)  # type: ignore[attr-defined]
+            kids = kids[keep]
+            owner[kids] = t
+            wanted.append(kids.astype(np.int64))
+        good = np.zeros(nk, dtype=bool)
+
+        def ended_well(xs: Collection[int], mac: int | None = None) -> None:
+            x = np.asarray(xs, dtype=np.int64)
+            j = x & _IDM
+            inside = j < nk
+            x, j = x[inside], j[inside]
+            mine = owner[j] == (x >> TAG_SHIFT)  # this ingress's class of that pair
+            if mac is not None:
+                mine &= dst_mac[j] == mac  # delivered to the pair's destination
+            good[j[mine]] = True
+
+        hosts = {h.name: h for h in a.view.topology.hosts}
+        for hname, xs in b.delivered.items():
+            h = hosts.get(hname)
+            if h is not None and self.by_mac.get(h.mac) is h and len(xs):
+                ended_well(xs, h.mac)
+        for sw, xs in b.punted.items():
+            if self.ok(sw) and len(xs):
+                ended_well(xs)
+        for xs in b.filtered.values():  # a drop rule's: dropped on purpose, the controller's choice
+            if len(xs):
+                ended_well(xs)
+        slow: dict[Port, tuple[object, list]] = {}
+        by_tag = {tags[ing]: (ing, src) for ing, src in sources}
+        for kids in wanted:
+            bad = kids[~good[kids]]
+            for j, dm in zip(bad.tolist(), dst_mac[bad].tolist(), strict=True):
+                ing, src = by_tag[int(owner[j])]
+                slow.setdefault(ing, (src, []))[1].append(self.by_mac[dm])
+        return slow
 
     def pairs(self, ing: Port, src, peers: list) -> list[Finding]:
         a, b = self.a, self.b
@@ -527,14 +528,12 @@ class PairJudge:
             s0_ok = self.ok(ing[0])
             if mask == PAIR_FIXED and s0_ok:
                 # Only pairs with an entry at the first switch need a look.
-                macs = pair_macs(mask)
-                amac = src.mac
+                src_mac, dst_mac = pair_macs(mask)
                 here = self.comp.get(src.name, -1)
                 by_mac, comp = self.by_mac, self.comp
-                for j in ids:
-                    sm, dm = macs[j]
-                    if sm != amac:
-                        continue
+                kids = np.fromiter(ids, dtype=np.int64, count=len(ids))
+                kids = kids[src_mac[kids] == src.mac]
+                for j, dm in zip(kids.tolist(), dst_mac[kids].tolist(), strict=True):
                     d = by_mac.get(dm)
                     if d is None or d is src or comp.get(d.name, -2) != here:
                         continue
@@ -549,8 +548,7 @@ class PairJudge:
                 for d in peers:
                     if d is src:
                         continue
-                    # None is tested next
-                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))  # type: ignore[assignment]
+                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
                     if j is None or j not in ids:  # the first switch misses on all of it
                         if not s0_ok:
                             out.append(_unreachable(

@@ -55,6 +55,7 @@ from netsleuth.invariants.hsa_space import (
 from netsleuth.invariants.hsa_space import packer as _packer
 from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.flowtable import SlotMap, actions_of
+from netsleuth.model.headerbits import intern_new
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.switch import Switch, forward
 
@@ -399,7 +400,7 @@ class CompiledSwitch:
             best = g.best
             if single:
                 # One pattern: also the batch engine's index, in the same pass.
-                intern, keys = interner(gm)
+                intern = interner(gm)[0]
                 actions = self.actions
                 by_actions: dict[int, tuple[Any, int]] = {}
                 ids: dict[int, int] = {}
@@ -410,8 +411,7 @@ class CompiledSwitch:
                     best[key] = i
                     j = intern.get(key)
                     if j is None:
-                        j = intern[key] = len(keys)
-                        keys.append(key)
+                        j = intern_new(gm, key)
                     acts = actions[i]
                     hit = by_actions.get(id(acts))
                     if hit is None or hit[0] is not acts:

@@ -39,6 +39,8 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from netsleuth.invariants import hsa_checks as H
 from netsleuth.invariants import hsa_compile
 from netsleuth.invariants import hsa_report as R
@@ -684,17 +686,16 @@ class IncrementalHSA:
             susp = self._susp[t] = {}
             shifted = t << TAG_SHIFT
             changed = [j | shifted for j in ids]
-        macs = H.pair_macs(H.PAIR_FIXED)
+        src_mac, dst_mac = H.pair_macs(H.PAIR_FIXED)
         by_mac, comp, out = self._by_mac, self._comp, self._out
         here = comp.get(src.name, -1)
-        amac = src.mac
-        for x in changed:
+        xs = np.fromiter(changed, dtype=np.int64)
+        for x in xs.tolist():
             susp.pop(x, None)
+        xs = xs[src_mac[xs & _IDM] == src.mac]
+        for x, dm in zip(xs.tolist(), dst_mac[xs & _IDM].tolist(), strict=True):
             o = out.get(x)
             if o is None:
-                continue
-            sm, dm = macs[x & _IDM]
-            if sm != amac:
                 continue
             d = by_mac.get(dm)
             if d is None or d is src or comp.get(d.name, -2) != here:
@@ -711,7 +712,7 @@ class IncrementalHSA:
             a1 = self._analysis(ing, todo)
             idx = H.ReachIndex(a1.reach(ing))
             for x in todo:
-                d = by_mac[macs[x & _IDM][1]]
+                d = by_mac[int(dst_mac[x & _IDM])]
                 f = H.judge_pair(a1, idx, ing, src, d, ok)
                 susp[x] = _FINE if f is None else f
         return [f for _x, f in sorted(susp.items()) if f is not _FINE]

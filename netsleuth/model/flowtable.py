@@ -63,7 +63,7 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.actions import Action, Enqueue, Output, action_from_json, action_key, action_to_json
-from netsleuth.model.headerbits import interner, pack, packer, small_int, unpacker
+from netsleuth.model.headerbits import intern_new, interner, pack, packer, small_int, unpacker
 from netsleuth.model.match import Match
 
 OFPP_NONE = ofp.OFPP_NONE
@@ -634,8 +634,7 @@ class FlowTable:
         kid = pat.intern.get(key)
         old: FlowEntry | None = None
         if kid is None:
-            kid = pat.intern[key] = len(pat.keys)
-            pat.keys.append(key)
+            kid = intern_new(pat.mask, key)
         else:
             for s in pat.slots_of(kid):
                 if pat.prio[s] == priority:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from netsleuth.model.match import FIELDS, FULL_MASKS
 
 # --------------------------------------------------------------------------- layout
@@ -70,6 +72,65 @@ def interner(mask: int) -> tuple[dict[int, int], list[int]]:
     if t is None:
         t = _INTERN[mask] = ({}, [])
     return t
+
+
+# The same keys as packed little-endian 64-bit words (``KEY_BYTES`` per key, by id), written
+# as each key is interned.  A check that needs one field of a million keys (the MAC
+# addresses of every host pair's flows) reads it as a numpy column from these bytes in
+# milliseconds; taking it from the Python ints would cost a shift per key, about as much as
+# the rest of such a check.  32 bytes per key, beside the int itself.
+KEY_BYTES = (WIDTH + 63) // 64 * 8
+_WORDS: dict[int, bytearray] = {}
+_COLUMNS: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}  # (room, used)
+
+
+def intern_new(mask: int, key: int) -> int:
+    """Intern ``key`` (not interned yet) for pattern ``mask``: its new id."""
+    intern, keys = interner(mask)
+    j = intern[key] = len(keys)
+    keys.append(key)
+    words = _WORDS.get(mask)
+    if words is None:
+        words = _WORDS[mask] = bytearray()
+    if len(words) == j * KEY_BYTES:
+        words += key.to_bytes(KEY_BYTES, "little")
+    return j
+
+
+def key_field(mask: int, name: str) -> np.ndarray:
+    """Field ``name`` (a 1.0 match field of at most 64 bits) of every interned key of
+    ``mask``, by id, as an int64 array (read-only: it is shared).  Kept between calls and
+    extended by the keys interned since, so a check after one new flow pays for one key."""
+    off = SHIFT_BY_NAME[name]
+    width = FULL_MASKS[FIELDS.index(name)].bit_length()
+    keys = interner(mask)[1]
+    n = len(keys)
+    ck = (mask, off, width)
+    buf, have = _COLUMNS.get(ck, (None, 0))
+    if buf is None or have != n:
+        words = _WORDS.setdefault(mask, bytearray())
+        done = len(words) // KEY_BYTES
+        if done < n:  # keys interned some other way: write their words now
+            words += b"".join(k.to_bytes(KEY_BYTES, "little") for k in keys[done:n])
+        if buf is None or len(buf) < n:  # room to grow into, so that appending is not copying
+            bigger = np.empty(max(n, 2 * have, 1024), dtype=np.int64)
+            if buf is not None:
+                bigger[:have] = buf[:have]
+            buf = bigger
+        w, sh = divmod(off, 64)
+        # a view of the bytearray blocks resizing it while it lives: only new arrays leave here
+        v = np.frombuffer(words, dtype="<u8", count=(n - have) * (KEY_BYTES // 8),
+                          offset=have * KEY_BYTES).reshape(-1, KEY_BYTES // 8)
+        lo = v[:, w] >> np.uint64(sh)
+        if sh + width > 64:
+            lo |= v[:, w + 1] << np.uint64(64 - sh)
+        del v
+        buf[have:n] = lo & np.uint64((1 << width) - 1)
+        have = n
+        _COLUMNS[ck] = (buf, have)
+    col = buf[:n]
+    col.flags.writeable = False
+    return col
 
 
 def unpacker(masks: Sequence[int]) -> Callable[[int], list[int]]:
