@@ -503,9 +503,8 @@ def _old_paths(row: dict, topo, switches: dict, counts: dict, repeat: int) -> No
     for n, sw in switches.items():
         sw.table.version = versions[n]
     C.USE_TABLE_INDEX = True
-    # the switches compiled while versions were hidden were validated by scanning entries, a
-    # state no real table is in: start the later phases from the tables as they are
-    _forget(switches)
+    # (the switches compiled while versions were hidden are compiled again from the tables'
+    # indexes on their next use: a form built without a change counter is not kept)
 
 
 def _round(t: dict) -> dict:

@@ -21,7 +21,7 @@ from netsleuth.invariants import hsa_checks as H
 from netsleuth.invariants import hsa_engine as E
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
-from netsleuth.invariants.hsa_compile import compiled
+from netsleuth.invariants.hsa_compile import CompiledSwitch, compiled
 from netsleuth.invariants.hsa_report import components
 from netsleuth.invariants.hsa_space import (
     FIELD_MASK,
@@ -721,6 +721,42 @@ def test_compiled_switch_cache_notices_changes():
     cs3 = compiled(s)
     s.ports[2].link_up = False
     assert compiled(s) is not cs3
+
+
+def test_compiled_switch_of_a_table_without_a_change_counter():
+    """A table without ``version`` is validated by comparing its entries; once it has a
+    counter again, a form compiled by scanning is replaced by one built from the table's
+    pattern index, and the results stay those of a fresh compile throughout."""
+    net, s = _one()
+    net.add("s1", [Output(2)], priority=1, in_port=1, dl_src=0xA, dl_dst=0xB)
+    t = s.table
+    counter = [t.version]
+
+    def change(op) -> None:  # the table's own methods keep the counter: lend it to them
+        t.version = counter[0]
+        op()
+        counter[0] = t.version
+        t.version = None
+
+    t.version = None
+    cs = compiled(s)
+    assert compiled(s) is cs  # unchanged entries
+    change(lambda: t.add(Match.build(in_port=1, dl_src=0xA, dl_dst=0xC), 1, (Output(3),)))
+    cs2 = compiled(s)
+    assert cs2 is not cs
+    change(lambda: t.modify(Match.build(in_port=1, dl_src=0xA, dl_dst=0xC), (Output(2),), strict=True, priority=1))
+    cs3 = compiled(s)
+    assert cs3 is not cs2
+    assert compiled(s) is cs3
+    t.version = counter[0]
+    cs4 = compiled(s)
+    assert cs4 is not cs3 and cs4.port(1).ids is not None  # the batch engine's index again
+    assert compiled(s) is cs4
+    fresh = CompiledSwitch(s)
+    assert cs4.port(1).code_map() == fresh.port(1).code_map()
+    view = net.view()
+    assert ({k: [f.message for f in v] for k, v in H.check_all(view).items()}
+            == {k: [f.message for f in v] for k, v in H.check_all(view, cache=False).items()})
 
 
 def test_fattree_all_pairs_is_clean_and_batched():

@@ -318,17 +318,16 @@ class CompiledSwitch:
                 or port_state(switch) != self.port_state:
             return False
         version = getattr(switch.table, "version", None)
-        if version is not None and self._version is not None:
-            return version == self._version  # a change counter: O(1)
+        if version is not None:
+            # a change counter: O(1).  A form compiled while the table had none was built by
+            # scanning entries, and its ports the slow way: build it again from the counter.
+            return version == self._version
         if self._entries is None:
             return False  # compiled lazily from a counter that is now gone: nothing to compare
         now = switch.table.entries()
         if now != self._entries:  # identity comparison per element first: C speed
             return False
-        if list(map(_ACTIONS, now)) != self._actions:  # MODIFY changes actions in place
-            return False
-        self._version = version
-        return True
+        return list(map(_ACTIONS, now)) == self._actions  # MODIFY changes actions in place
 
     # ------------------------------------------------------------ indexes
     def port(self, p: int) -> PortIndex:

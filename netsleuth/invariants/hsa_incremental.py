@@ -605,7 +605,8 @@ class IncrementalHSA:
 
     @staticmethod
     def _code_map(net: HsaNet, ing: Port) -> dict[int, int]:
-        return dict(net.compiled(ing[0]).port(ing[1]).code_map())
+        # not copied: it may be the compiled port's own map, and flow_mod copies before it writes
+        return net.compiled(ing[0]).port(ing[1]).code_map()
 
     def _analysis(self, ing: Port, xs: Iterable[int]) -> Analysis:
         """An :class:`Analysis` of ``ing`` alone holding the classes ``xs`` of it (and its
