@@ -634,6 +634,27 @@ def test_simple_switch_blackhole_after_migration_names_hosts_and_switch():
     assert H.check_all(net.view()) == {"loops": [], "blackholes": [], "reachability": []}
 
 
+def test_two_senders_behind_one_port_are_judged_each_for_itself():
+    """Two hosts seen at one switch port (h2 moved onto h1's port): the pairs of both are
+    judged in bulk, each from its own source, as the general engine judges them."""
+    net = Net("linear,3")
+    m = {h: net.mac(h) for h in ("h1", "h2", "h3")}
+    net.host_at["h2"] = ("s1", 1)
+    # h1 -> h3 goes to a port without a link; h2 -> h1 back out of its own in_port (not sent)
+    net.add("s1", (Output(9),), priority=1, in_port=1, dl_src=m["h1"], dl_dst=m["h3"])
+    net.add("s1", (Output(1),), priority=1, in_port=1, dl_src=m["h2"], dl_dst=m["h1"])
+    net.add("s1", (Output(net.port("s1", "s2")),), priority=1, in_port=1, dl_src=m["h2"], dl_dst=m["h3"])
+    net.add("s2", (Output(net.port("s2", "s3")),), priority=1, in_port=net.port("s2", "s1"),
+            dl_src=m["h2"], dl_dst=m["h3"])
+    net.add("s3", (Output(1),), priority=1, in_port=net.port("s3", "s2"), dl_src=m["h2"], dl_dst=m["h3"])
+    view = net.view()
+    a = E.analyze(view)
+    assert a.batch.ids_at and not a.reaches  # the bulk path
+    g = E.analyze(view, batch=False, cache=False)
+    pairs = {f.hosts for f in H.unreachable_pairs(view, a)}
+    assert pairs == {f.hosts for f in H.unreachable_pairs(view, g)} == {("h1", "h3"), ("h2", "h1")}
+
+
 def test_ring_loop_reports_header_space_ingress_and_path():
     net = Net("ring,3")
     for sw, nxt in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):

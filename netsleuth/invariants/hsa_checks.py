@@ -444,7 +444,7 @@ class PairJudge:
         with gc_paused():  # numpy arrays and a few findings: no cycles to collect
             slow = self._suspects(sources)
         out: list[Finding] = []
-        for ing, (src, dsts) in slow.items():
+        for ing, src, dsts in slow:
             idx = ReachIndex(a.reach(ing))
             for d in dsts:
                 f = judge_pair(a, idx, ing, src, d, self.ok)
@@ -453,22 +453,23 @@ class PairJudge:
         _LAST_BULK[:] = [weakref.ref(b), read, out]
         return list(out)
 
-    def _suspects(self, sources: list[tuple[Port, object]]) -> dict[Port, tuple[object, list]]:
-        """Per bulk ingress (source host, destinations whose pair needs a closer look).
+    def _suspects(self, sources: list[tuple[Port, object]]) -> list[tuple[Port, object, list]]:
+        """Per bulk source (its ingress, itself, the destinations whose pair needs a closer look).
 
         With numpy over key ids, no Python object per pair: a pair's key id (its dl_src and
-        dl_dst) belongs to one ingress only, that of the host with that dl_src, so one array
-        over key ids says which ingress wants each key (``owner``) and another whether its
-        class ended well (``good``)."""
+        dl_dst) is wanted by one source only, the host with that dl_src (hosts sharing an
+        ingress port have their own MACs), so one array over key ids says which source wants
+        each key (``owner``) and another whether that source's class of it ended well
+        (``good``)."""
         a, b = self.a, self.b
         net, tags = a.net, a.tags
         src_mac, dst_mac = pair_macs(PAIR_FIXED)
         nk = len(src_mac)
         hm = _HostMacs(self.by_mac, self.comp)
-        owner = np.full(nk, -1, dtype=np.int64)     # key id -> the ingress number wanting it
+        owner = np.full(nk, -1, dtype=np.int64)  # key id -> the source (number in sources) wanting it
+        src_tag = np.array([tags[ing] for ing, _src in sources] + [-1], dtype=np.int64)  # [-1]: nobody
         wanted: list[np.ndarray] = []
-        for ing, src in sources:
-            t = tags[ing]
+        for n, (ing, src) in enumerate(sources):
             kids = net.compiled(ing[0]).port(ing[1]).arrays()[0]
             kids = kids[src_mac[kids] == src.mac]  # type: ignore[attr-defined]  # a Host
             where = hm.find(dst_mac[kids])
@@ -476,7 +477,7 @@ class PairJudge:
             keep = (where >= 0) & (where != me)
             keep &= hm.comp[np.maximum(where, 0)] == self.comp.get(src.name, -1)  # type: ignore[attr-defined]
             kids = kids[keep]
-            owner[kids] = t
+            owner[kids] = n
             wanted.append(kids.astype(np.int64))
         good = np.zeros(nk, dtype=bool)
 
@@ -485,7 +486,7 @@ class PairJudge:
             j = x & _IDM
             inside = j < nk
             x, j = x[inside], j[inside]
-            mine = owner[j] == (x >> TAG_SHIFT)  # this ingress's class of that pair
+            mine = src_tag[owner[j]] == (x >> TAG_SHIFT)  # the class of that pair its source sends
             if mac is not None:
                 mine &= dst_mac[j] == mac  # delivered to the pair's destination
             good[j[mine]] = True
@@ -501,13 +502,11 @@ class PairJudge:
         for xs in b.filtered.values():  # a drop rule's: dropped on purpose, the controller's choice
             if len(xs):
                 ended_well(xs)
-        slow: dict[Port, tuple[object, list]] = {}
-        by_tag = {tags[ing]: (ing, src) for ing, src in sources}
-        for kids in wanted:
+        slow: list[tuple[Port, object, list]] = []
+        for (ing, src), kids in zip(sources, wanted, strict=True):
             bad = kids[~good[kids]]
-            for j, dm in zip(bad.tolist(), dst_mac[bad].tolist(), strict=True):
-                ing, src = by_tag[int(owner[j])]
-                slow.setdefault(ing, (src, []))[1].append(self.by_mac[dm])
+            if len(bad):
+                slow.append((ing, src, [self.by_mac[dm] for dm in dst_mac[bad].tolist()]))
         return slow
 
     def pairs(self, ing: Port, src, peers: list) -> list[Finding]:
