@@ -457,8 +457,8 @@ class PairJudge:
         """Per bulk source (its ingress, itself, the destinations whose pair needs a closer look).
 
         With numpy over key ids, no Python object per pair: a pair's key id (its dl_src and
-        dl_dst) is wanted by one source only, the host with that dl_src (hosts sharing an
-        ingress port have their own MACs), so one array over key ids says which source wants
+        dl_dst) is wanted by one source only, the host with that dl_src (a topology refuses two
+        hosts with one MAC; hosts sharing an ingress port have their own), so one array over key ids says which source wants
         each key (``owner``) and another whether that source's class of it ended well
         (``good``)."""
         a, b = self.a, self.b
