@@ -457,10 +457,10 @@ class PairJudge:
         """Per bulk source (its ingress, itself, the destinations whose pair needs a closer look).
 
         With numpy over key ids, no Python object per pair: a pair's key id (its dl_src and
-        dl_dst) is wanted by one source only, the host with that dl_src (a topology refuses two
-        hosts with one MAC; hosts sharing an ingress port have their own), so one array over key ids says which source wants
-        each key (``owner``) and another whether that source's class of it ended well
-        (``good``)."""
+        dl_dst) is wanted by one source only, the host with that dl_src (a topology refuses
+        two hosts with one MAC; hosts sharing an ingress port have their own), so one array
+        over key ids says which source wants each key (``owner``) and another whether that
+        source's class of it ended well (``good``)."""
         a, b = self.a, self.b
         net, tags = a.net, a.tags
         src_mac, dst_mac = pair_macs(PAIR_FIXED)
