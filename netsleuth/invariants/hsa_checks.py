@@ -365,7 +365,7 @@ def _memo_set(key, xs: list[int]) -> set[int]:
 
 class _HostMacs:
     """The hosts by MAC address as sorted arrays, to look up a million destination MACs at
-    once (a MAC two hosts share names the later one, as ``{h.mac: h}`` would)."""
+    once."""
 
     def __init__(self, by_mac: dict[int, HostSpec], comp: dict[str, int]) -> None:
         order = sorted(by_mac)
