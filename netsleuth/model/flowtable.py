@@ -472,10 +472,10 @@ class PatternIndex:
             installed: float, serial: int) -> tuple[int, bool]:
         """Store a new entry (no entry with this key and priority may exist); (slot, whether
         the top priority here rose)."""
+        if serial > 0xFFFFFFFF and self.serial.typecode == "I":  # widen the column once
+            self.serial = array("Q", self.serial)
         if self.free:
             s = self.free.pop()
-            if serial > 0xFFFFFFFF and self.serial.typecode == "I":
-                self.serial = array("Q", self.serial)
             self.kid[s], self.prio[s], self.act[s], self.installed[s], self.serial[s] = \
                 kid, priority, aid, installed, serial
         else:
@@ -484,8 +484,6 @@ class PatternIndex:
             self.prio.append(priority)
             self.act.append(aid)
             self.installed.append(installed)
-            if serial > 0xFFFFFFFF and self.serial.typecode == "I":
-                self.serial = array("Q", self.serial)
             self.serial.append(serial)
         if cookie:
             self.cookie[s] = cookie
