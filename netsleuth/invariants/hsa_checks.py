@@ -63,14 +63,6 @@ def loop_items(a: Analysis, ing: Port) -> list[LoopItem]:
     return [(R.canonical_cycle(path), tuple(path), hs) for path, hs in a.loops(ing)]
 
 
-def _reuse(memo: dict | None, old: dict, key: object, srcs: list) -> Finding | None:
-    """The finding ``memo`` held for group ``key`` when it was built from the same item lists."""
-    hit = old.get(key)
-    if hit is not None and len(hit[0]) == len(srcs) and all(x is y for x, y in zip(hit[0], srcs, strict=True)):
-        return hit[1]
-    return None
-
-
 def group_loops(view: NetworkView, a: Analysis, items: Iterable[tuple[Port, list[LoopItem]]],
                 memo: dict | None = None, macs: dict[int, str] | None = None) -> list[Finding]:
     """One finding per distinct cycle from every ingress's :func:`loop_items` (in ingress order)."""
@@ -90,7 +82,7 @@ def group_loops(view: NetworkView, a: Analysis, items: Iterable[tuple[Port, list
         memo.clear()
     out = []
     for cycle, per in sorted(found.items()):
-        f = _reuse(memo, old, cycle, srcs[cycle])
+        f = R.memo_hit(old, cycle, srcs[cycle])
         if f is None:
             entries = [(ing, union_of(spaces).compact()) for ing, (_p, spaces) in per.items()]
             entries = [(ing, hs) for ing, hs in entries if hs.terms]
@@ -155,7 +147,7 @@ def group_blackholes(view: NetworkView, a: Analysis, items: Iterable[tuple[Port,
         memo.clear()
     out = []
     for (sw, rule), per in groups.items():
-        f = _reuse(memo, old, (sw, rule), srcs[(sw, rule)])
+        f = R.memo_hit(old, (sw, rule), srcs[(sw, rule)])
         if f is None:
             f = _blackhole(view, a, sw, rule, per, macs)
         if memo is not None:

@@ -655,7 +655,7 @@ class IncrementalHSA:
     def _set(self, where: dict[Port, list], ing: Port, items: list) -> None:
         old = where.get(ing)
         if items:
-            if old is not None and len(old) == len(items) and all(x is y for x, y in zip(old, items, strict=True)):
+            if old is not None and R.same_objects(old, items):
                 return  # the very same items (pair findings kept per class): nothing to regroup
             where[ing] = items
             self._changed = True

@@ -222,6 +222,19 @@ _DROPPED = __import__("re").compile(r"they are dropped at (?P<sw>\S+)(?P<sel> fo
                                     r"\((?P<why>.*)\)$")
 
 
+def same_objects(a: Sequence, b: Sequence) -> bool:
+    """Whether two sequences hold the very same objects in the same order (identity, not
+    equality: cheap, and what a memo of results built from those objects needs)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def memo_hit(old: Mapping, key: object, items: Sequence) -> Finding | None:
+    """The finding a group memo (``key`` -> (items, finding)) held for ``key`` when it was
+    built from the very same items, else None."""
+    hit = old.get(key)
+    return hit[1] if hit is not None and same_objects(hit[0], items) else None
+
+
 def group_unreachable(view: NetworkView, a: HasIngresses, pairs: Sequence[Finding],
                       describe: Callable[[HeaderSet], str], memo: dict | None = None) -> list[Finding]:
     """Unreachable host pairs grouped by cause: one finding per reason and place (the rule that
@@ -237,10 +250,8 @@ def group_unreachable(view: NetworkView, a: HasIngresses, pairs: Sequence[Findin
         memo.clear()
     out = []
     for key, fs in by_cause.items():
-        hit = old.get(key)
-        if hit is not None and len(hit[0]) == len(fs) and all(x is y for x, y in zip(hit[0], fs, strict=True)):
-            g = hit[1]
-        else:
+        g = memo_hit(old, key, fs)
+        if g is None:
             g = _unreachable_group(view, a, key, fs, describe)
         if memo is not None:
             memo[key] = (fs, g)
