@@ -175,7 +175,6 @@ class IncrementalHSA:
         assert self._net is not None
         self._net.forget(switch)
         self.partial_checks += 1
-        self._changed = False
         touched = self._update(switch, match)
         if touched and self._refresh(touched):
             self._assemble()
@@ -303,7 +302,8 @@ class IncrementalHSA:
             if by_mask is None:
                 by_mask = cells[cell] = {}
                 cells_of.setdefault(cell[0], []).append(cell)
-                self._stat[cell] = self._status(cell)
+                if cell not in self._stat:  # (a re-traced class's walk may have read it already)
+                    self._stat[cell] = self._status(cell)
             for xs in lists:
                 for x in xs:
                     p = paths.get(x)
@@ -449,7 +449,7 @@ class IncrementalHSA:
         for ing in self._seen_at.get(switch, ()):
             touched.setdefault(self._tag[ing], _Touched()).general = True
         if redo:
-            by_mask: dict[int, dict[Port, list[int]]] = {}
+            todo: list[tuple[int, list[int]]] = []
             for t, xs in redo.items():
                 tc = touched.setdefault(t, _Touched())
                 ids = ids_of[t]
@@ -461,13 +461,12 @@ class IncrementalHSA:
                     self._unindex(x)
                 self.reanalysed += len(live)
                 if live:
-                    by_mask.setdefault(masks[t], {})[self._ingresses[t]] = live
+                    todo.append((t, live))
             trace: dict[Port, list[list[int]]] = {}
             b = _Batch(masks=masks)
-            for mask, frontier in by_mask.items():
-                for ing, live in frontier.items():
-                    for x in live:
-                        self._walk(ing, mask, x, b, trace)
+            for t, live in todo:  # one class at a time (see _walk)
+                for x in live:
+                    self._walk(self._ingresses[t], masks[t], x, b, trace)
             self._index(trace)
             self._absorb(b, touched)
         return touched
@@ -530,7 +529,8 @@ class IncrementalHSA:
         old = self._ids[t]
         shifted = t << TAG_SHIFT
         mask = self._masks[t]
-        stat = self._status(ing) if net.up(ing[0]) else None
+        # the loop over the switch's cells has just read this cell's status when classes come in here
+        stat = self._stat[ing] if ing in self._cells else self._status(ing)
         if old is not None and stat == mask:
             # Same single pattern: only keys inside the match can have come or gone; ask the
             # table about each (one of its headers hits an entry iff the key has one).
