@@ -303,6 +303,16 @@ _dict_update = dict.update
 # its object alive, so an id is never reused while it is cached; the caches are emptied
 # when they grow large, which only costs recomputation (a hash never depends on them).
 _CACHE_LIMIT = 1 << 16
+
+
+def remember(cache: dict, key: Any, entry: Any) -> None:
+    """Store ``entry`` under ``key`` in one of the search's caches, emptying the cache first
+    when it has grown large (which only costs recomputation).  The identity-keyed caches store
+    an entry holding every object whose id is in the key, so none of those ids can be reused
+    while it is cached: a key found again names the same objects."""
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = entry
 _OBJ_HASH: dict[int, tuple[Any, int]] = {}
 _QUEUE_TERM: dict[int, tuple[tuple, str, Any, int]] = {}
 
@@ -313,9 +323,7 @@ def obj_hash(obj: Any) -> int:
     if e is not None and e[0] is obj:
         return e[1]
     h = hash(obj)
-    if len(_OBJ_HASH) >= _CACHE_LIMIT:
-        _OBJ_HASH.clear()
-    _OBJ_HASH[id(obj)] = (obj, h)
+    remember(_OBJ_HASH, id(obj), (obj, h))
     return h
 
 
@@ -335,9 +343,7 @@ def queue_term(kind: str, slot: Any, q: tuple) -> int:
     else:
         content = tuple([obj_hash(msg) for msg in q])
     t = mix(hash((kind, slot, content)))
-    if len(_QUEUE_TERM) >= _CACHE_LIMIT:
-        _QUEUE_TERM.clear()
-    _QUEUE_TERM[id(q)] = (q, kind, slot, t)
+    remember(_QUEUE_TERM, id(q), (q, kind, slot, t))
     return t
 
 
@@ -358,9 +364,7 @@ def tail(q: tuple) -> tuple:
     if e is not None and e[0] is q:
         return e[1]
     t = q[1:]
-    if len(_TAIL) >= _CACHE_LIMIT:
-        _TAIL.clear()
-    _TAIL[id(q)] = (q, t)
+    remember(_TAIL, id(q), (q, t))
     return t
 
 
@@ -376,9 +380,7 @@ def pushed(q: tuple, item: Any, slot: Any) -> tuple:
     if e is not None and e[0] is q and e[1] is item and e[2] is slot:
         return e[3]
     n = q + (item,)
-    if len(_PUSHED) >= _CACHE_LIMIT:
-        _PUSHED.clear()
-    _PUSHED[k] = (q, item, slot, n)
+    remember(_PUSHED, k, (q, item, slot, n))
     return n
 
 
@@ -395,9 +397,7 @@ def pushed_frame(q: tuple, frame: Any, tag: Any, where: Any) -> tuple:
     if e is not None and e[0] is q and e[1] is frame and e[2] is where:
         return e[3]
     n = q + ((frame, None),)
-    if len(_PUSHED_FRAME) >= _CACHE_LIMIT:
-        _PUSHED_FRAME.clear()
-    _PUSHED_FRAME[k] = (q, frame, where, n)
+    remember(_PUSHED_FRAME, k, (q, frame, where, n))
     return n
 
 
@@ -412,9 +412,7 @@ def queue_delta(kind: str, slot: Any, q: tuple, r: tuple) -> int:
     if e is not None and e[0] is q and e[1] is r and e[2] == kind and e[3] == slot:
         return e[4]
     d = queue_term(kind, slot, q) - queue_term(kind, slot, r)
-    if len(_QUEUE_DELTA) >= _CACHE_LIMIT:
-        _QUEUE_DELTA.clear()
-    _QUEUE_DELTA[k] = (q, r, kind, slot, d)
+    remember(_QUEUE_DELTA, k, (q, r, kind, slot, d))
     return d
 
 
@@ -444,9 +442,7 @@ def app_term(app_hash: int) -> int:
     t = _APP_TERM.get(app_hash)
     if t is None:
         t = mix(hash(("a", app_hash)))
-        if len(_APP_TERM) >= _CACHE_LIMIT:
-            _APP_TERM.clear()
-        _APP_TERM[app_hash] = t
+        remember(_APP_TERM, app_hash, t)
     return t
 
 

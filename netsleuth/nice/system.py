@@ -66,6 +66,7 @@ from netsleuth.nice.state import (
     pids_in_flight,
     pushed,
     pushed_frame,
+    remember,
     tail,
 )
 from netsleuth.nice.state13 import packets_change_pipeline, speak13
@@ -513,7 +514,7 @@ class System:
                 hs = seen[2]
             else:
                 hs = self._recv_step(old, frame)
-                _remember(self._recv_seen, ik, (old, frame, hs))
+                remember(self._recv_seen, ik, (old, frame, hs))
             st.hosts[i] = hs
         else:
             self._host_receive(self._mut_host(st, i), frame)
@@ -596,7 +597,10 @@ class System:
         old = st.switches[i]
         name = old.name
         inq = st.inq
-        heads = []
+        heads: list[tuple[int, Any, Any]] = []
+        # the heads as queued: with lineage each tag is rebuilt below (a new object every time,
+        # though a function of the queued tag, this switch and the port), so identity goes by these
+        queued = [] if self.lineage else heads
         for p in old.ports:
             where = (name, p)
             fx.reads.add(("q",) + where)
@@ -606,18 +610,19 @@ class System:
             fx.writes.add(("q",) + where)
             (frame, tag), inq[where] = q[0], tail(q)
             if self.lineage:
+                queued.append((p, frame, tag))
                 pid, hops = tag
                 tag = (pid, hops + ((name, p),) if self.need_hops else hops)
             heads.append((p, frame, tag))
-        # first by identity (the entry keeps the switch and the heads alive, so equal ids are the
-        # same objects), then by content
-        ik = (id(old), tuple([(p, id(frame), id(tag)) for p, frame, tag in heads]))
+        # first by identity (the entry keeps the switch and the queued heads alive, so equal ids
+        # are the same objects), then by content
+        ik = (id(old), tuple([(p, id(frame), id(tag)) for p, frame, tag in queued]))
         seen = self._pkt_seen.get(ik)
         if seen is not None:
             s, per_port = seen[2], seen[3]
         else:
             s, per_port = self._pkt_step(old, heads)
-            _remember(self._pkt_seen, ik, (old, heads, s, per_port))
+            remember(self._pkt_seen, ik, (old, queued, s, per_port))
         st.switches[i] = s
         for fields, outputs in per_port:
             fx.ft_reads.append((i, fields))
@@ -634,14 +639,17 @@ class System:
             s, per_port = hit[1], hit[2]
         else:
             s = self._copy_for_packets(old)
-            # OpenFlow 1.3: later tables see rewritten headers and metadata, so the read is the whole
-            # pipeline (None), as in the direct step
-            of13 = self.of13
-            per_port = tuple((None if of13 else frame.match_fields(p), s.receive_packet(p, frame, self.now, tag))
+            per_port = tuple((self._fields_read(frame, p), s.receive_packet(p, frame, self.now, tag))
                              for p, frame, tag in heads)
             if hit is None:
                 self._pkt_memo[mk] = (old.key(), s, per_port, heads)
         return s, per_port
+
+    def _fields_read(self, frame: Any, p: int) -> tuple | None:
+        """What a packet's lookup reads of the flow table (the footprint sleep sets compare): its
+        1.0 match fields, or None (the whole pipeline) on OpenFlow 1.3, where later tables see
+        rewritten headers and metadata."""
+        return None if self.of13 else frame.match_fields(p)
 
     def _copy_for_packets(self, s: MCSwitch) -> MCSwitch:
         """The copy of switch ``s`` that takes packets: its table and ports are copied only if packets
@@ -669,8 +677,7 @@ class System:
                     # _props calls the lambda before the loop moves on, so the loop variables are the current ones
                     self._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, p, pid, hops, frame))  # noqa: B023
                 tag = (pid, hops + ((name, p),) if self.need_hops else hops)
-            # OpenFlow 1.3: later tables see rewritten headers and metadata, so the read is the whole pipeline
-            fx.ft_reads.append((i, None if self.of13 else frame.match_fields(p)))
+            fx.ft_reads.append((i, self._fields_read(frame, p)))
             outputs = s.receive_packet(p, frame, self.now, tag)
             self._switch_outputs(st, i, s, outputs, fx)
         fx.writes.add(("buf", i))
@@ -701,7 +708,7 @@ class System:
                     outputs = s.handle_message(0, m.to_ofp(msg), self.now)
                     if hit is None:
                         self._of_memo[mk] = (old.key(), s, outputs, msg)
-                _remember(self._of_seen, ik, (old, msg, s, outputs))
+                remember(self._of_seen, ik, (old, msg, s, outputs))
             st.switches[i] = s
             self._of_footprint(i, msg, is_mod, fx)
             self._of_outputs(st, i, s, outputs, fx)
@@ -875,7 +882,7 @@ class System:
                 new_hash = hash(new_key)
                 if hit is None:
                     self._ctl_memo[mk] = (ak, app, out, timers, new_key, new_hash, event)
-            _remember(self._ctl_seen, ik, (parent, event[-1], app, out, timers, new_key, new_hash))
+            remember(self._ctl_seen, ik, (parent, event[-1], app, out, timers, new_key, new_hash))
             st.app, st.appkey, st.apphash = app, new_key, new_hash
         else:
             st.app, out, timers = self._call_app(st.app, call)
@@ -985,19 +992,6 @@ class System:
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
 
 
-_SEEN_LIMIT = 1 << 16
-
-
-def _remember(cache: dict, key: tuple, entry: tuple) -> None:
-    """Store ``entry`` under an identity ``key`` (a tuple of ``id()``s and small values).
-
-    The entry holds every object whose id is in the key, so none of those ids can be reused
-    while it is cached: a key found again names the same objects.  The cache is emptied when
-    it grows large, which only costs recomputation.
-    """
-    if len(cache) >= _SEEN_LIMIT:
-        cache.clear()
-    cache[key] = entry
 
 
 #: What fires each kind: ``System._fire_<kind>(state, transition, effects)``.
