@@ -178,9 +178,12 @@ class EveryFlowMod:
                 self.seconds += time.perf_counter() - started
                 return
             found = self._check13(view)
-        elif self._mode == 1 and self._hsa and not self._changed10(view):
-            self.seconds += time.perf_counter() - started
-            return
+        elif self._mode == 1 and self._hsa:
+            got = self._changed10(view)
+            if got is None:
+                self.seconds += time.perf_counter() - started
+                return
+            found = self._check10(view, None, got)
         else:
             found = self._check10(view, None)
         self.other_checks += 1
@@ -239,17 +242,20 @@ class EveryFlowMod:
     def _is13(view: NetworkView) -> bool:
         return any(s.version == 4 for s in view.switches.values())
 
-    def _changed10(self, view: NetworkView) -> bool:
-        """Whether anything but the FLOW_MODs already checked changed (IncrementalHSA.check tells:
-        it starts over exactly then); its findings are taken in the same call."""
+    def _changed10(self, view: NetworkView) -> dict[str, list[Finding]] | None:
+        """IncrementalHSA's findings when anything but the FLOW_MODs already checked changed (its
+        ``check`` starts over exactly then), else None."""
         before = self.inc.full_checks
-        self.inc.check(view)
-        return self.inc.full_checks != before
+        got = self.inc.check(view)
+        return got if self.inc.full_checks != before else None
 
-    def _check10(self, view: NetworkView, flow_mod: tuple | None) -> list[Finding]:
+    def _check10(self, view: NetworkView, flow_mod: tuple | None,
+                 got: dict[str, list[Finding]] | None = None) -> list[Finding]:
+        """The located checks on a 1.0 network; ``got``: IncrementalHSA's findings, when taken already."""
         self._mode = 1
         if self._hsa:
-            got = self.inc.flow_mod(view, *flow_mod) if flow_mod is not None else self.inc.check(view)
+            if got is None:
+                got = self.inc.flow_mod(view, *flow_mod) if flow_mod is not None else self.inc.check(view)
             found = [f for name in self._hsa for f in got[name] if not registry.intended(view, f)]
         else:
             found = []

@@ -250,7 +250,8 @@ class _Builder:
         self.buffers: dict[tuple[int, int], tuple[int, _Arrival]] = {}
         self.by_xid: dict[tuple[int, int], HbEvent] = {}
         self.last_delete: dict[int, HbEvent] = {}
-        self.entry_fm: dict[int, dict[int, tuple[Any, Any, PoxFlowMod]]] = defaultdict(dict)
+        # serial -> (the entry as last seen, the flow mod that made it)
+        self.entry_fm: dict[int, dict[int, tuple[Any, PoxFlowMod]]] = defaultdict(dict)
         self.receptions: dict[str, list[_Reception]] = defaultdict(list)
         self.last_traffic: dict[str, ts.TrafficInjection] = {}
         self.views13: dict[int, of13.EntryViews] = defaultdict(of13.EntryViews)
@@ -293,19 +294,19 @@ class _Builder:
         for entry in switch.table.entries():
             k = entry.serial  # one installation (the table hands out snapshots)
             old = known.get(k)
-            if old is not None and old[1] == entry.actions:
+            if old is not None and old[0].actions == entry.actions:  # snapshots: the actions then
                 live[k] = old
                 continue
             if old is not None:                            # modified: new actions
-                live[k] = (entry, entry.actions, replace(old[2], actions=fm.actions))
+                live[k] = (entry, replace(old[1], actions=fm.actions))
             else:                                          # installed by this flow mod
-                live[k] = (entry, entry.actions, replace(fm, command=OFPFC_ADD) if fm.command != OFPFC_ADD else fm)
+                live[k] = (entry, replace(fm, command=OFPFC_ADD) if fm.command != OFPFC_ADD else fm)
         self.entry_fm[dpid] = live
 
     def fm_of_entry(self, dpid: int, entry: Any) -> PoxFlowMod:
         rec = self.entry_fm[dpid].get(entry.serial)
         if rec is not None:
-            return rec[2]
+            return rec[1]
         return _entry_to_fm(entry)
 
     # -- packet causality ------------------------------------------------------
@@ -582,7 +583,7 @@ class _Builder:
         from netsleuth.model.match import Match
 
         m = Match.from_ofp(msg.match)
-        for entry, _, fm in reversed(list(self.entry_fm[dpid].values())):
+        for entry, fm in reversed(list(self.entry_fm[dpid].values())):
             if entry.match == m and entry.priority == msg.priority:
                 return fm
         return _flow_mod_wire(msg.match, msg.priority, (), msg.cookie)
