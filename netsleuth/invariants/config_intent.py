@@ -95,7 +95,8 @@ def separated_pairs(policy: FaucetPolicy, topology: Topology,
     for s in hosts:
         vs = vlan[s.name]
         port = policy.ports.get(where[s.name])
-        stages = [names for names in ((port.acls if port is not None else ()), policy.vlan_acls_in.get(vs or "", ()))
+        stages = [_acl_rules(policy, names)  # the source's port ACLs, then its VLAN's
+                  for names in ((port.acls if port is not None else ()), policy.vlan_acls_in.get(vs or "", ()))
                   if names]
         for d in hosts:
             if d is s:
@@ -106,8 +107,8 @@ def separated_pairs(policy: FaucetPolicy, topology: Topology,
             if not stages:
                 continue  # no ACL on the way: all of it is meant to arrive
             meant = plain_traffic(s, d)
-            for names in stages:
-                meant = allowed_by(_acl_rules(policy, names), meant)
+            for rules in stages:
+                meant = allowed_by(rules, meant)
             if not meant:
                 out.add((s.name, d.name))
     return frozenset(out)
