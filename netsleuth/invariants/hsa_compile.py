@@ -345,18 +345,16 @@ class CompiledSwitch:
         if self.table.version != self._version:
             raise TableChanged("the flow table changed after this switch was compiled; "
                                "call hsa_compile.compiled(switch) again")
-        own, wild = index.get(p), index.get(None)
-        n = (len(own) if own else 0) + (len(wild) if wild else 0)
+        n, pat = port_pattern(index, p)
         if n > 1:
             return None  # several patterns (or one from both sources): the general build
         pi = PortIndex()
-        if n == 0:  # nothing is relevant here: no groups either
+        if pat is None:  # nothing is relevant here: no groups either
             pi.fast_mask = 0
             pi.ids = {}
             return pi
         pi._groups = None
         pi._build = lambda: self._build_port(p).groups
-        pat = next(iter((own or wild).values()))
         cba = {aid: self.code_for_aid(aid, p) for aid in pat.act_count}
         pi._codes = tuple(sorted(set(cba.values())))
         pi.fast_mask = pat.mask
@@ -527,6 +525,16 @@ class CompiledSwitch:
 
     def entry(self, i: int):
         return self.entries[i]
+
+
+def port_pattern(index: dict, p: int) -> tuple[int, Any]:
+    """How many patterns of a table's pattern index (``FlowTable.pattern_index()``) a packet
+    arriving at port ``p`` may hit (those of in_port ``p`` and those wildcarding it), and the
+    :class:`PatternIndex` when there is exactly one (else None).  One pattern is what the batch
+    engine takes; none means every header misses."""
+    own, wild = index.get(p) or {}, index.get(None) or {}
+    n = len(own) + len(wild)
+    return n, (next(iter((own or wild).values())) if n == 1 else None)
 
 
 # Fast codes by (action-list id, in_port, port state id): what an action list does depends

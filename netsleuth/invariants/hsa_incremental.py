@@ -340,13 +340,9 @@ class IncrementalHSA:
         index = getattr(net.switches[s].table, "pattern_index", None)
         if index is not None and hsa_compile.USE_TABLE_INDEX:
             # read off the table's pattern index: building the port's index costs time per rule
-            hs = index()
-            own, wild = hs.get(p), hs.get(None)
-            n = (len(own) if own else 0) + (len(wild) if wild else 0)
-            if n == 0:
-                return 0
-            if n == 1:
-                return next(iter((own or wild).values())).mask
+            n, pat = hsa_compile.port_pattern(index(), p)
+            if n <= 1:
+                return 0 if pat is None else pat.mask
         pi = net.compiled(s).port(p)
         return pi.fast_mask if pi.ids is not None else None
 
