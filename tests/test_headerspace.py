@@ -653,6 +653,11 @@ def test_two_senders_behind_one_port_are_judged_each_for_itself():
     g = E.analyze(view, batch=False, cache=False)
     pairs = {f.hosts for f in H.unreachable_pairs(view, a)}
     assert pairs == {f.hosts for f in H.unreachable_pairs(view, g)} == {("h1", "h3"), ("h2", "h1")}
+    # the incremental engine judges an ingress with two senders one sender at a time
+    from netsleuth.invariants.hsa_incremental import IncrementalHSA
+    inc = IncrementalHSA().check(view)
+    assert ({k: [f.message for f in v] for k, v in inc.items()}
+            == {k: [f.message for f in v] for k, v in H.check_all(view).items()})
 
 
 def test_ring_loop_reports_header_space_ingress_and_path():

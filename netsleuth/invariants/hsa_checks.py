@@ -13,7 +13,7 @@ would send, are in :mod:`netsleuth.invariants.forwarding`.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 import numpy as np
 
@@ -355,6 +355,21 @@ def _memo_set(key, xs: list[int]) -> set[int]:
     return st
 
 
+def pair_keys(xs: Iterable[int], src: HostSpec, by_mac: dict[int, HostSpec],
+              comp: dict[str, int]) -> Iterator[tuple[int, HostSpec]]:
+    """(x, destination) for each of ``xs`` (key ids of :data:`PAIR_FIXED`, or classes of it: the
+    key id is the low bits) that is a pair of ``src``'s: its dl_src is the source's, its dl_dst a
+    host's other than the source, in the source's component."""
+    src_mac, dst_mac = pair_macs(PAIR_FIXED)
+    arr = np.fromiter(xs, dtype=np.int64)
+    arr = arr[src_mac[arr & _IDM] == src.mac]
+    here = comp.get(src.name, -1)
+    for x, dm in zip(arr.tolist(), dst_mac[arr & _IDM].tolist(), strict=True):
+        d = by_mac.get(dm)
+        if d is not None and d is not src and comp.get(d.name, -2) == here:
+            yield x, d
+
+
 class _HostMacs:
     """The hosts by MAC address as sorted arrays, to look up a million destination MACs at
     once."""
@@ -519,15 +534,7 @@ class PairJudge:
             s0_ok = self.ok(ing[0])
             if mask == PAIR_FIXED and s0_ok:
                 # Only pairs with an entry at the first switch need a look.
-                src_mac, dst_mac = pair_macs(mask)
-                here = self.comp.get(src.name, -1)
-                by_mac, comp = self.by_mac, self.comp
-                kids = np.fromiter(ids, dtype=np.int64, count=len(ids))
-                kids = kids[src_mac[kids] == src.mac]
-                for j, dm in zip(kids.tolist(), dst_mac[kids].tolist(), strict=True):
-                    d = by_mac.get(dm)
-                    if d is None or d is src or comp.get(d.name, -2) != here:
-                        continue
+                for j, d in pair_keys(ids, src, self.by_mac, self.comp):
                     x = j | shifted
                     # computed before the checks
                     if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
@@ -539,14 +546,14 @@ class PairJudge:
                 for d in peers:
                     if d is src:
                         continue
-                    j = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
-                    if j is None or j not in ids:  # the first switch misses on all of it
+                    kid = intern.get(sk | ((d.mac << _DL_DST_SHIFT) & mask))
+                    if kid is None or kid not in ids:  # the first switch misses on all of it
                         if not s0_ok:
                             out.append(_unreachable(
                                 ing, src, d, pair_space(src.mac, d.mac, src.ip, d.ip),
                                 f"they go to a controller that is not connected ({ing[0]})", (ing[0],)))
                         continue
-                    x = j | shifted
+                    x = kid | shifted
                     # computed before the checks
                     if x in dlv.get(d.name, empty) or x in punt_ok:  # type: ignore[union-attr]
                         continue

@@ -39,8 +39,6 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from netsleuth.invariants import hsa_checks as H
 from netsleuth.invariants import hsa_compile
 from netsleuth.invariants import hsa_report as R
@@ -683,19 +681,13 @@ class IncrementalHSA:
             susp = self._susp[t] = {}
             shifted = t << TAG_SHIFT
             changed = [j | shifted for j in ids]
-        src_mac, dst_mac = H.pair_macs(H.PAIR_FIXED)
-        by_mac, comp, out = self._by_mac, self._comp, self._out
-        here = comp.get(src.name, -1)
-        xs = np.fromiter(changed, dtype=np.int64)
-        for x in xs.tolist():
+        out = self._out
+        changed = list(changed)
+        for x in changed:
             susp.pop(x, None)
-        xs = xs[src_mac[xs & _IDM] == src.mac]
-        for x, dm in zip(xs.tolist(), dst_mac[xs & _IDM].tolist(), strict=True):
+        for x, d in H.pair_keys(changed, src, self._by_mac, self._comp):
             o = out.get(x)
             if o is None:
-                continue
-            d = by_mac.get(dm)
-            if d is None or d is src or comp.get(d.name, -2) != here:
                 continue
             kind = o[0]
             if (kind == "d" and o[1] == d.name) or (kind == "p" and ok(o[1])) or kind == "f":
@@ -708,8 +700,9 @@ class IncrementalHSA:
         if todo:
             a1 = self._analysis(ing, todo)
             idx = H.ReachIndex(a1.reach(ing))
+            dst_mac = H.pair_macs()[1]
             for x in todo:
-                d = by_mac[int(dst_mac[x & _IDM])]
+                d = self._by_mac[int(dst_mac[x & _IDM])]
                 f = H.judge_pair(a1, idx, ing, src, d, ok)
                 susp[x] = _FINE if f is None else f
         return [f for _x, f in sorted(susp.items()) if f is not _FINE]
