@@ -135,7 +135,7 @@ def _count_marker(path: Path, offset: int) -> int:
 
 
 async def _drive(world, endpoint: tuple[str, int], controller, args, out: dict) -> None:
-    from netsleuth.runtime.driver import Runtime
+    from netsleuth.live.driver import Runtime
 
     topo = world.topology
     n_sw = len(topo.switches)
@@ -208,11 +208,11 @@ def run_one(k: int, args: argparse.Namespace) -> dict:
     from netsleuth import __version__
     from netsleuth.controllers.external import ControllerProcess
     from netsleuth.controllers.spec import parse_controller
-    from netsleuth.core.clock import WallClock
-    from netsleuth.core.world import Recorder, World
     from netsleuth.model.topo_builders import parse_topo
     from netsleuth.trace import schema as ts
     from netsleuth.trace.io import TraceWriter
+    from netsleuth.world.clock import WallClock
+    from netsleuth.world.world import Recorder, World
 
     spec_text = f"fattree,{k}"
     out: dict = {"k": k}

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fuzz_every_flowmod.json"
 CONTROLLERS = {"ss10": ("osken:os_ken.app.simple_switch", "1.0"),

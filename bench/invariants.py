@@ -81,9 +81,9 @@ if str(ROOT) not in sys.path:
 from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
 from os_ken.ofproto import ofproto_v1_3 as ofp13  # noqa: E402
 
-from netsleuth.invariants import hsa_checks as H  # noqa: E402
-from netsleuth.invariants import hsa_compile as C  # noqa: E402
-from netsleuth.invariants import hsa_engine as E  # noqa: E402
+from netsleuth.invariants.headerspace import checks as H  # noqa: E402
+from netsleuth.invariants.headerspace import compiled as C  # noqa: E402
+from netsleuth.invariants.headerspace import engine as E  # noqa: E402
 from netsleuth.invariants.view import NetworkView  # noqa: E402
 from netsleuth.model.actions import Output  # noqa: E402
 from netsleuth.model.flowtable import FlowTable  # noqa: E402
@@ -229,7 +229,7 @@ def make_view13(topo, pipes) -> NetworkView:
 
 def run_two_table(k: int, topo, switches10: dict, repeat: int) -> dict:
     """Cold and warm seconds of the three checks on the two-table (OpenFlow 1.3) fat tree."""
-    from netsleuth.invariants import hsa13_engine as E13
+    from netsleuth.invariants.headerspace.of13 import engine as E13
     t0 = time.perf_counter()
     pipes = build_fattree13(k, topo, switches10)
     out: dict = {"build_s": round(time.perf_counter() - t0, 2), "tables": 2,
@@ -323,7 +323,7 @@ def per_flow_mod(topo, switches: dict, n: int, seed: int = 1) -> dict:
     CPU time (``time.process_time``), not wall time: the machine is shared."""
     import random
 
-    from netsleuth.invariants.hsa_incremental import KINDS, IncrementalHSA
+    from netsleuth.invariants.headerspace.incremental import KINDS, IncrementalHSA
     rng = random.Random(seed)
     hosts = list(topo.hosts)
     names = sorted(switches)

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 
 RESULTS = Path(__file__).resolve().parent / "results" / "minimize.json"
 NOISY = Rates({"host_migration": 0.01, "traffic": 0.9, "link_failure": 0.02, "link_recovery": 0.2})

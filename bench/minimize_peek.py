@@ -32,7 +32,7 @@ from rich.table import Table
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"

@@ -41,10 +41,10 @@ if str(ROOT) not in sys.path:
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from netsleuth.tools.diff import diff_events  # noqa: E402
-from netsleuth.tools.pcap import build_pcap  # noqa: E402
-from netsleuth.tools.reduce import reduce_trace  # noqa: E402
-from netsleuth.tools.trace_packet import trace_packet  # noqa: E402
+from netsleuth.rootcause.diff import diff_events  # noqa: E402
+from netsleuth.rootcause.pcap import build_pcap  # noqa: E402
+from netsleuth.rootcause.reduce import reduce_trace  # noqa: E402
+from netsleuth.rootcause.trace_packet import trace_packet  # noqa: E402
 from netsleuth.trace import schema as ts  # noqa: E402
 from netsleuth.trace import validate  # noqa: E402
 from netsleuth.trace.io import read_trace  # noqa: E402
@@ -54,7 +54,7 @@ RESULTS = ROOT / "bench" / "results" / "tools.json"
 
 def record(out: Path, steps: int, seed: int) -> Path:
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
 
     rates = Rates({"traffic": 0.5, "host_migration": 0.01, "switch_failure": 0.005, "switch_recovery": 0.2,
                    "link_failure": 0.01, "link_recovery": 0.2})

@@ -55,7 +55,7 @@ def chromium(url: str, *mode: str) -> tuple[float, str]:
 
 def record(work: Path, n: int):
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
     from netsleuth.trace import schema as ts
     from netsleuth.trace.io import read_trace
 
@@ -72,7 +72,7 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from netsleuth.tools.viz import write_html
+    from netsleuth.rootcause.viz import write_html
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1000)

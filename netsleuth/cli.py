@@ -10,7 +10,7 @@ It prints through netsleuth.console, like every command-line module.  Exit codes
 * 3: an unexpected exception inside netsleuth -- one line naming it and the
   log file that holds its traceback (on the terminal only with ``--debug``);
 * 128 + N: stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after
-  the partial results were written (runtime/stop.py).
+  the partial results were written (live/stop.py).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from rich.table import Table
 from netsleuth import __version__
 from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
+from netsleuth.live import stop
 from netsleuth.options import at_least, out_dir, out_file, seconds
-from netsleuth.runtime import stop
 
 
 class Parser(argparse.ArgumentParser):
@@ -95,7 +95,7 @@ def _print_violations(violations: list[dict], examples: int = 3, trace: Path | s
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
 
     rates = Rates.from_toml(args.rates) if args.rates else Rates()
     rates = rates.with_overrides(args.rate or [])
@@ -388,7 +388,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 # Further command groups live beside the code they drive; each module has
 # ``add_commands(sub)`` that adds its subparsers (with ``func`` set as above).
 COMMAND_MODULES: tuple[str, ...] = (
-    "netsleuth.tools.cli",
+    "netsleuth.rootcause.cli",
     "netsleuth.nice.cli",
     "netsleuth.nice.cex_inputs_cli",
     "netsleuth.defined.cli",

@@ -2,7 +2,7 @@
 
 Every command-line module prints through this one place -- the top-level
 ``cli.py`` and the subsystem ones (``nice/cli.py``, ``defined/cli.py``,
-``tools/cli.py``, ``controllers/faucet_cli.py``, ...) -- so results, notes
+``rootcause/cli.py``, ``controllers/faucet_cli.py``, ...) -- so results, notes
 and progress look and behave the same whichever command runs: results on
 stdout, progress and notes on stderr, progress bars only on a terminal (never
 in JSON output, pipes or tests).

@@ -26,7 +26,7 @@ def migration_blackhole_trace(tmp_path_factory) -> Path:
     learned flow still points at its old port. Seed 1 usually finds it in ~3 s.
     """
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
 
     out = tmp_path_factory.mktemp("blackhole")
     rates = Rates({"host_migration": 0.03, "traffic": 0.3})
@@ -47,7 +47,7 @@ def tools_fuzz_trace(tmp_path_factory) -> Path:
     --keep-going so it runs all its steps (several hundred events).
     """
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
 
     out = tmp_path_factory.mktemp("tools_fuzz")
     rates = Rates({"traffic": 0.5, "host_migration": 0.03, "switch_failure": 0.03, "switch_recovery": 0.3,

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from netsleuth.controllers.faucet import check_user_config, generate_config
-from netsleuth.invariants.config_intent import faucet_separated
+from netsleuth.invariants.policy.intent import faucet_separated
 from netsleuth.model.topo_builders import parse_topo
-from netsleuth.policies.config_edits import HostAddr, propose
-from netsleuth.policies.fuzz import Fuzzer, FuzzState, Rates
+from netsleuth.schedulers.config_edits import HostAddr, propose
+from netsleuth.schedulers.fuzz import Fuzzer, FuzzState, Rates
 
 
 def _chain(spec: str, seed: int, n: int) -> list[tuple[str, str]]:

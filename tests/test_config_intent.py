@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from netsleuth.invariants.config_intent import faucet_separated
+from netsleuth.invariants.policy.intent import faucet_separated
 from netsleuth.model.topo_builders import parse_topo
 
 DATA = Path(__file__).parent / "data" / "faucet"

@@ -30,11 +30,11 @@ from netsleuth.invariants.persistence import PersistenceTracker
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
+from netsleuth.live.driver import Runtime
+from netsleuth.live.session import Session
 from netsleuth.model.topo_builders import parse_topo
-from netsleuth.policies.config_edits import render
-from netsleuth.policies.fuzz import Rates
-from netsleuth.runtime.driver import Runtime
-from netsleuth.runtime.session import Session
+from netsleuth.schedulers.config_edits import render
+from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
 from netsleuth.trace.validate import MAX_CONFIG_BYTES, config_sha256
@@ -245,7 +245,7 @@ def test_faucet_crash_and_recovery_reconnect_every_switch_on_the_latest_config(t
 
 
 def _rebuilt_view(trace: Path) -> Any:
-    from netsleuth.core.rebuild import rebuild
+    from netsleuth.world.rebuild import rebuild
 
     t = read_trace(trace)
     return rebuild(t.header, t.events).world.view()

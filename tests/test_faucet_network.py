@@ -25,16 +25,16 @@ from pathlib import Path
 import pytest
 
 from netsleuth.controllers.faucet import check_user_config
-from netsleuth.core.rebuild import rebuild
-from netsleuth.invariants.faucet_policy import FaucetPolicy
-from netsleuth.invariants.hsa13_engine import Net13, explore13
-from netsleuth.invariants.hsa13_space import HS13
+from netsleuth.invariants.headerspace.of13.engine import Net13, explore13
+from netsleuth.invariants.headerspace.of13.space import HS13
+from netsleuth.invariants.policy.faucet import FaucetPolicy
 from netsleuth.invariants.view import NetworkView
 from netsleuth.jobs.run import RunOptions, run
-from netsleuth.model.headerbits13 import ALL_BITS13, pack13
 from netsleuth.model.of13.frame import Frame
+from netsleuth.model.of13.headerbits import ALL_BITS13, pack13
 from netsleuth.model.packet import Packet, icmp_echo, tcp_syn
 from netsleuth.trace.io import read_trace
+from netsleuth.world.rebuild import rebuild
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from netsleuth.invariants import registry
-from netsleuth.invariants.faucet_policy import FaucetPolicy, FaucetPolicyError, policy_from_config, policy_from_text
-from netsleuth.model.headerbits13 import wc13
+from netsleuth.invariants.policy.faucet import FaucetPolicy, FaucetPolicyError, policy_from_config, policy_from_text
+from netsleuth.model.of13.headerbits import wc13
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import HostSpec
 
@@ -94,7 +94,7 @@ def test_isolation_and_acl_are_registered_and_on_by_default() -> None:
 
 
 def test_a_faucet_run_records_its_config_and_reads_its_policy(tmp_path: Path) -> None:
-    from netsleuth.runtime.session import Session
+    from netsleuth.live.session import Session
 
     config = tmp_path / "acl.yaml"
     config.write_text((DATA / "acl_block_ssh.yaml").read_text())
@@ -108,7 +108,7 @@ def test_a_faucet_run_records_its_config_and_reads_its_policy(tmp_path: Path) ->
 
 
 def test_a_config_with_includes_runs_unchecked_and_says_so(tmp_path: Path) -> None:
-    from netsleuth.runtime.session import Session
+    from netsleuth.live.session import Session
 
     config = tmp_path / "main.yaml"
     config.write_text("include: [more.yaml]\n" + (DATA / "acl_block_ssh.yaml").read_text())

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
 pytestmark = pytest.mark.real

@@ -17,13 +17,13 @@ from __future__ import annotations
 import copy
 
 from netsleuth.controllers.faucet import generate_config
-from netsleuth.core.clock import VirtualClock
-from netsleuth.core.network import REDIAL_GRACE
-from netsleuth.core.world import CONFIG_SETTLE, World
 from netsleuth.invariants import registry
 from netsleuth.model.packet import icmp_echo
 from netsleuth.model.topo_builders import parse_topo
-from netsleuth.policies.config_edits import render
+from netsleuth.schedulers.config_edits import render
+from netsleuth.world.clock import VirtualClock
+from netsleuth.world.network import REDIAL_GRACE
+from netsleuth.world.world import CONFIG_SETTLE, World
 
 
 def _world() -> tuple[World, VirtualClock]:

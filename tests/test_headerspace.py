@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from netsleuth.invariants import hsa_checks as H
-from netsleuth.invariants import hsa_engine as E
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
-from netsleuth.invariants.hsa_compile import CompiledSwitch, compiled
-from netsleuth.invariants.hsa_report import components
-from netsleuth.invariants.hsa_space import (
+from netsleuth.invariants.headerspace import checks as H
+from netsleuth.invariants.headerspace import engine as E
+from netsleuth.invariants.headerspace.compiled import CompiledSwitch, compiled
+from netsleuth.invariants.headerspace.report import components
+from netsleuth.invariants.headerspace.space import (
     FIELD_MASK,
     HeaderSpace,
     expand,
@@ -654,7 +654,7 @@ def test_two_senders_behind_one_port_are_judged_each_for_itself():
     pairs = {f.hosts for f in H.unreachable_pairs(view, a)}
     assert pairs == {f.hosts for f in H.unreachable_pairs(view, g)} == {("h1", "h3"), ("h2", "h1")}
     # the incremental engine judges an ingress with two senders one sender at a time
-    from netsleuth.invariants.hsa_incremental import IncrementalHSA
+    from netsleuth.invariants.headerspace.incremental import IncrementalHSA
     inc = IncrementalHSA().check(view)
     assert ({k: [f.message for f in v] for k, v in inc.items()}
             == {k: [f.message for f in v] for k, v in H.check_all(view).items()})
@@ -1014,7 +1014,7 @@ def _apply_ops(sw: Switch, ops, checkpoints) -> None:
 
 def _scratch_index(table) -> dict:
     """in_port -> pattern -> {interned id: winning entry}, from the sorted entries."""
-    from netsleuth.invariants.hsa_space import interner, packer
+    from netsleuth.invariants.headerspace.space import interner, packer
     out: dict = {}
     for e in table.entries():
         m = e.match
@@ -1028,7 +1028,7 @@ def _scratch_index(table) -> dict:
 def _assert_index_fresh(sw: Switch) -> None:
     from collections import Counter
 
-    from netsleuth.invariants.hsa_compile import CompiledSwitch
+    from netsleuth.invariants.headerspace.compiled import CompiledSwitch
     t = sw.table
     index = t.pattern_index()
     expected = _scratch_index(t)
@@ -1075,7 +1075,7 @@ def test_incremental_pattern_index_equals_scratch_build(ops, checkpoints):
 def test_compiled_switch_refuses_stale_lazy_index():
     """Built lazily from the live table, a compiled switch must not answer for a table that
     changed after it was compiled (compiled() would have handed out a new one)."""
-    from netsleuth.invariants.hsa_compile import CompiledSwitch, TableChanged
+    from netsleuth.invariants.headerspace.compiled import CompiledSwitch, TableChanged
     sw = Switch(1, [1, 2], name="s1")
     sw.table.add(Match.build(in_port=1, dl_dst=0xB), 1, (Output(2),))
     cs = CompiledSwitch(sw)

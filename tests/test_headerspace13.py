@@ -25,18 +25,18 @@ from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants import hsa13_engine as E13
 from netsleuth.invariants import registry
-from netsleuth.invariants.hsa13_checks import blackholes13, check_all13, loops13, reachability13
-from netsleuth.invariants.hsa13_space import HS13
+from netsleuth.invariants.headerspace.of13 import engine as E13
+from netsleuth.invariants.headerspace.of13.checks import blackholes13, check_all13, loops13, reachability13
+from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.view import NetworkView
 from netsleuth.invariants.violation_text import violation_lines
-from netsleuth.model.headerbits13 import pack13
 from netsleuth.model.of13.actions import Group, Output, PopMpls, PopVlan, PushMpls, PushVlan, SetField
 from netsleuth.model.of13.errors import OFError
 from netsleuth.model.of13.fields import oxm_fields
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.groups import Bucket, GroupTable
+from netsleuth.model.of13.headerbits import pack13
 from netsleuth.model.of13.headers import SCTP, ICMPv6, IPv6, VlanTag
 from netsleuth.model.of13.instructions import Instructions
 from netsleuth.model.of13.oxm import OxmMatch
@@ -630,7 +630,7 @@ def test_injected_space_and_text():
     hs = HS13.injected()
     assert hs.contains(pack13(Frame(1, 2, 0x0800, (VlanTag(5), VlanTag(7)), (), IPv4(1, 2, 17), UDP(1, 2))))
     assert not hs.is_empty()
-    assert "eth_dst=00:00:00:00:00:02" in str(HS13.wildcard(*__import__("netsleuth.model.headerbits13",
+    assert "eth_dst=00:00:00:00:00:02" in str(HS13.wildcard(*__import__("netsleuth.model.of13.headerbits",
                                                                           fromlist=["wc13"]).wc13(eth_dst=2)))
 
 

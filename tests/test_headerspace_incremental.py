@@ -16,10 +16,10 @@ import random
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from netsleuth.invariants import hsa_checks as H
-from netsleuth.invariants import hsa_compile as C
-from netsleuth.invariants import hsa_engine as E
-from netsleuth.invariants.hsa_incremental import KINDS, IncrementalHSA
+from netsleuth.invariants.headerspace import checks as H
+from netsleuth.invariants.headerspace import compiled as C
+from netsleuth.invariants.headerspace import engine as E
+from netsleuth.invariants.headerspace.incremental import KINDS, IncrementalHSA
 from netsleuth.model.actions import Output
 from netsleuth.model.match import Match
 

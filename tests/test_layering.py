@@ -13,7 +13,7 @@ seen.
 
 The layer order is data: the fenced ``layers`` block of docs/CONTRACTS.md,
 parsed here, so the document and the check cannot drift apart. A module's
-*unit* is its top-level subpackage (``netsleuth.core.world`` -> ``core``) or,
+*unit* is its top-level subpackage (``netsleuth.world.world`` -> ``core``) or,
 for a top-level module, its name (``errors``, ``cli``, ``__init__`` for the
 package itself). A unit may import itself and any unit of a lower line of the
 block; units on the same line are peers and may not import one another.
@@ -349,3 +349,12 @@ def test_checker_names_the_upward_edge_that_closes_a_package_circle(tmp_path: Pa
 def test_checker_reports_a_unit_missing_from_the_layers(tmp_path: Path) -> None:
     pkg = _package(tmp_path, {"extra/x.py": "", "low/a.py": ""})
     assert check(pkg, FAKE_LAYERS) == ["unit 'extra' (e.g. pkg.extra) is on no line of the layers block"]
+
+
+def test_world_takes_only_the_view_and_the_policies_from_invariants() -> None:
+    """The world builds NetworkViews and records the operator's policies; it runs no check itself."""
+    _, edges = import_graph(PACKAGE)
+    allowed = ("netsleuth.invariants.view", "netsleuth.invariants.policy.faucet", "netsleuth.invariants.policy.intent")
+    wrong = [e.where() for e in edges
+             if unit_of(e.src) == "world" and unit_of(e.dst) == "invariants" and e.dst not in allowed]
+    assert not wrong, "the world imports checks of the invariants layer:\n" + "\n".join(wrong)

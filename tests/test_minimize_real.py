@@ -9,7 +9,7 @@ import pytest
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

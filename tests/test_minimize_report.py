@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from netsleuth.core.rebuild import rebuild
 from netsleuth.invariants import registry
 from netsleuth.jobs.minimize import _write
 from netsleuth.jobs.replay import Target, find_target
@@ -24,6 +23,7 @@ from netsleuth.minimize.api import minimize
 from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
+from netsleuth.world.rebuild import rebuild
 
 pytestmark = pytest.mark.real
 

@@ -22,11 +22,11 @@ from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import ControllerAPI
 from netsleuth.nice.explore import Explorer, SearchOptions
+from netsleuth.nice.of13 import copy_pipeline, speak13
 from netsleuth.nice.osken_host import load_osken_app, shutdown_servers
 from netsleuth.nice.property_registry import resolve
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.state import MCSwitch
-from netsleuth.nice.state13 import copy_pipeline, speak13
 from netsleuth.nice.system import System
 from netsleuth.nice.transitions import CTL
 

@@ -26,7 +26,7 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser
 from netsleuth.model.of13.errors import OFError, error_name
 from netsleuth.model.of13.messages import apply_flow_mod, apply_group_mod, apply_meter_mod
 from netsleuth.model.of13.pipeline import Pipeline13
-from netsleuth.oracles.ovs13 import OvsSandbox13
+from netsleuth.oracles.of13 import OvsSandbox13
 
 DP = ofproto_protocol.ProtocolDesc(ofp.OFP_VERSION)
 P = parser

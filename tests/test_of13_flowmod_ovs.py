@@ -29,7 +29,7 @@ from netsleuth.model.of13.instructions import Instructions
 from netsleuth.model.of13.messages import apply_flow_mod, apply_group_mod
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Pipeline13
-from netsleuth.oracles.ovs13 import OvsSandbox13
+from netsleuth.oracles.of13 import OvsSandbox13
 
 SEED = 13_2025
 SEQUENCES = 80

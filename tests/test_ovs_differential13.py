@@ -104,7 +104,7 @@ from netsleuth.model.of13.meters import Band
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.of13.pipeline import Emit, Pipeline13, PortState
 from netsleuth.model.packet import ICMP, TCP, UDP, Arp, IPv4
-from netsleuth.oracles.ovs13 import Copy13, HeaderState, OvsSandbox13
+from netsleuth.oracles.of13 import Copy13, HeaderState, OvsSandbox13
 from netsleuth.oracles.ovs_text import OvsTraceError
 
 SEED = 20_251_125
@@ -125,7 +125,7 @@ LABELS = [16, 100, 1000]
 
 # --------------------------------------------------------------------- header views
 def frame_headers(frame: Frame) -> HeaderState:
-    """The model side of the comparison vocabulary (``oracles.ovs13.HeaderState``)."""
+    """The model side of the comparison vocabulary (``oracles.of13.HeaderState``)."""
     tags = tuple((t.tpid, t.vid, t.pcp) for t in frame.tags)
     mpls = tuple((m.label, m.tc, m.bos, m.ttl) for m in frame.mpls)
     l3: dict[str, int] = {}

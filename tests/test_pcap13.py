@@ -17,7 +17,7 @@ from of13_catalog import CONTROLLER_TO_SWITCH, SWITCH_TO_CONTROLLER, with_xid
 from os_ken.ofproto import ofproto_v1_0_parser as p10
 
 from netsleuth.openflow.codec import DATAPATH, TYPE_NAME_13, msg_to_json
-from netsleuth.tools.pcap import build_pcap
+from netsleuth.rootcause.pcap import build_pcap
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint
 

@@ -1,4 +1,4 @@
-"""PEEK (policies/peek.py): inferred expectations on synthetic prefix replays, and --peek on the real switch."""
+"""PEEK (schedulers/peek.py): inferred expectations on synthetic prefix replays, and --peek on the real switch."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
-from netsleuth.policies.peek import Peek, match_window
-from netsleuth.policies.replay import Expected, ReplayPlan
+from netsleuth.schedulers.peek import Peek, match_window
+from netsleuth.schedulers.replay import Expected, ReplayPlan
 from netsleuth.trace import schema as ts
 
 CH = (1, "c0", "to_controller")

@@ -164,7 +164,7 @@ def test_plugin_loads_nothing_until_a_test_uses_it(pytester: pytest.Pytester) ->
 
         def test_plain():
             assert "netsleuth.pytest_plugin" in sys.modules
-            assert not [m for m in sys.modules if m.startswith(("netsleuth.testing", "netsleuth.runtime",
+            assert not [m for m in sys.modules if m.startswith(("netsleuth.testing", "netsleuth.live",
                                                                 "netsleuth.invariants", "hypothesis"))]
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest")

@@ -27,11 +27,11 @@ from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.packet import icmp_echo
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow.codec import DATAPATH13, msg_to_json
-from netsleuth.races.commute13 import commute_rw13, commute_rw_gm, commute_stats13, commute_ww13, commute_ww_gm
 from netsleuth.races.detect import COMMUTE, HARMFUL, TIME_FILTERED
 from netsleuth.races.events import MESSAGE_HANDLE, PACKET_HANDLE, READ, WRITE
-from netsleuth.races.flowmod13 import GROUP, TABLE, FlowMod13, GroupMeterMod
 from netsleuth.races.job import detect_races
+from netsleuth.races.of13.commute import commute_rw13, commute_rw_gm, commute_stats13, commute_ww13, commute_ww_gm
+from netsleuth.races.of13.flowmod import GROUP, TABLE, FlowMod13, GroupMeterMod
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -256,7 +256,7 @@ def test_a_13_trace_without_races_says_so_in_one_line(tmp_path: Path) -> None:
 def fuzzed13(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """os-ken's simple_switch_13 fuzzed with host migrations and link failures (a 1.3 trace with races)."""
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
 
     out = tmp_path_factory.mktemp("ss13fuzz")
     rates = Rates().with_overrides(["host_migration=0.03", "traffic=0.3", "link_failure=0.02", "link_recovery=0.1"])

@@ -19,7 +19,7 @@ import pytest
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.run import RunOptions, run
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
 pytestmark = pytest.mark.real

@@ -232,7 +232,7 @@ def test_a_bug_inside_the_running_network_is_an_internal_error_not_a_silent_stal
     """A fault injected into the network's event pump (standing in for a bug in a switch model)
     must end the run with exit 3, the trace and result.json written, and no controller left --
     not a run that carries on while the network has silently stopped moving."""
-    from netsleuth.core.world import World
+    from netsleuth.world.world import World
 
     real_fire_next = World.fire_next
     calls = {"n": 0}

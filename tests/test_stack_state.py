@@ -6,11 +6,11 @@ from pathlib import Path
 
 from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
-from netsleuth.invariants.faucet_policy import policy_from_text
+from netsleuth.invariants.policy.faucet import policy_from_text
 from netsleuth.model.packet import LLDP, Packet
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow.codec import DATAPATH13, msg_to_json
-from netsleuth.tools.stack_state import root_text, watch_events
+from netsleuth.rootcause.stack_state import root_text, watch_events
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint
 

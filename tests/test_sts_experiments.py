@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 
 from netsleuth.cli import main
-from netsleuth.core.rebuild import rebuild
 from netsleuth.invariants import registry
 from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 from netsleuth.jobs.sts_agreement import sts_agreement
@@ -38,6 +37,7 @@ from netsleuth.trace import schema as ts
 from netsleuth.trace.importers import import_sts
 from netsleuth.trace.importers.sts_config import read_sts_config, sts_topology_spec
 from netsleuth.trace.io import read_trace, write_trace
+from netsleuth.world.rebuild import rebuild
 
 DATA = Path(__file__).parent / "data" / "sts"
 PYRETIC_LOOP = DATA / "new_pyretic_loop"

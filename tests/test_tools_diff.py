@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from netsleuth.tools.diff import diff_events, event_key
+from netsleuth.rootcause.diff import diff_events, event_key
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 

@@ -2,7 +2,7 @@
 
 The trace is a real simple_switch fuzz run with switch failures (tables
 lost) and repeated learning (identical matches overridden). The switches'
-state is rebuilt headlessly with netsleuth.core.rebuild, independently of
+state is rebuilt headlessly with netsleuth.world.rebuild, independently of
 the reduction's own bookkeeping, and compared with what reduce kept.
 """
 
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from netsleuth.core.rebuild import rebuild
 from netsleuth.jobs.invariants_on_trace import invariants_on_trace
 from netsleuth.model.actions import action_from_ofp
 from netsleuth.model.match import Match
 from netsleuth.openflow.codec import msg_from_json
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
+from netsleuth.world.rebuild import rebuild
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -127,7 +127,7 @@ def test_reduction_reasons_for_deletes_modifies_and_expiry() -> None:
 
     from netsleuth.model.topo_builders import parse_topo
     from netsleuth.openflow.codec import DATAPATH, msg_to_json
-    from netsleuth.tools.reduce import reduce_trace
+    from netsleuth.rootcause.reduce import reduce_trace
     from netsleuth.trace.fingerprint import of_fingerprint
 
     topo = parse_topo("linear,2")

@@ -17,10 +17,10 @@ import pytest
 from rich.console import Console
 
 from netsleuth.cli import main
-from netsleuth.core.rebuild import rebuild
-from netsleuth.tools.step import run_step
+from netsleuth.rootcause.step import run_step
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
+from netsleuth.world.rebuild import rebuild
 
 pytestmark = pytest.mark.real
 

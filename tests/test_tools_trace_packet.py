@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from netsleuth.core.rebuild import rebuild
 from netsleuth.model.match import Match
 from netsleuth.model.packet import Packet
 from netsleuth.openflow.codec import msg_from_json
-from netsleuth.tools.trace_packet import trace_packet
+from netsleuth.rootcause.trace_packet import trace_packet
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
+from netsleuth.world.rebuild import rebuild
 
 pytestmark = pytest.mark.real
 
@@ -133,7 +133,7 @@ def test_bad_event_and_trace_without_hops_are_clear_errors(tools_fuzz_trace: Pat
 def test_flooding_on_a_ring_is_reported_as_a_loop(tmp_path_factory) -> None:
     """simple_switch floods ARP forever on a cycle (as in tests/test_fuzz.py's ring test)."""
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-    from netsleuth.policies.fuzz import Rates
+    from netsleuth.schedulers.fuzz import Rates
 
     out = tmp_path_factory.mktemp("ring")
     fuzz(FuzzOptions("osken:os_ken.app.simple_switch", "ring,4", out, steps=60, seed=3, rates=Rates({"traffic": 0.3}),

@@ -21,7 +21,7 @@ from PIL import Image
 
 from netsleuth.cli import main
 from netsleuth.model.topology import Topology
-from netsleuth.tools.viz import DY, LANE_COLOURS, viz
+from netsleuth.rootcause.viz import DY, LANE_COLOURS, viz
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 

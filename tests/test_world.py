@@ -16,9 +16,6 @@ from os_ken.ofproto import ofproto_v1_0_parser as P
 from wire import round_trip
 
 from netsleuth import __version__
-from netsleuth.core.clock import VirtualClock
-from netsleuth.core.events import OnWire, PendingToController, ToSwitch
-from netsleuth.core.world import Recorder, World
 from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.packet import Packet
 from netsleuth.model.switch import NO_BUFFER
@@ -26,6 +23,9 @@ from netsleuth.model.topo_builders import parse_topo
 from netsleuth.openflow import codec
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter, read_trace
+from netsleuth.world.clock import VirtualClock
+from netsleuth.world.events import OnWire, PendingToController, ToSwitch
+from netsleuth.world.world import Recorder, World
 
 STEP = 0.001  # virtual seconds per fired event
 

@@ -10,9 +10,9 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as P
 from test_world import build, ip
 
-from netsleuth.core.events import Connect, Disconnect
 from netsleuth.invariants import registry
 from netsleuth.model.match import Match
+from netsleuth.world.events import Connect, Disconnect
 
 
 def setup(spec: str):

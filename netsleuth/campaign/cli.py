@@ -63,7 +63,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
     from netsleuth.campaign.runner import run_campaign
     from netsleuth.console import err, out
-    from netsleuth.runtime import stop
+    from netsleuth.live import stop
 
     spec = _spec(args)
     spec.check()

@@ -4,7 +4,7 @@ One section per bug bucket: its signature in words, how many runs hit it,
 the first seed and all seeds, the configurations it showed up in, the
 minimal causal sequence in plain words, whether a replay of the MCS
 reproduced it, and links to the MCS's space-time diagram (drawn by
-``netsleuth viz``'s renderer, tools/viz.py, when the bucket was minimized),
+``netsleuth viz``'s renderer, rootcause/viz.py, when the bucket was minimized),
 the MCS trace and the representative run's trace.  Every path is relative
 to OUT, so the folder can be moved or served as it is.
 """
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from netsleuth.tools.viz import viz
+from netsleuth.rootcause.viz import viz
 
 
 def write_reports(out: Path, data: dict[str, Any]) -> dict[str, str]:

@@ -39,9 +39,9 @@ from netsleuth.campaign.worker import CampaignWorkerInit, job_payload, receive_t
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
+from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor, import_ray
 from netsleuth.options import check_out_dir
-from netsleuth.runtime.stop import stopped_by
 
 
 @dataclass

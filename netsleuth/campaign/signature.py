@@ -9,7 +9,7 @@ one port or floods), the class of headers it mishandles (unicast, broadcast),
 and why the packets die (the rule's port is where a host no longer is, a link
 that failed, a switch that is down).  A signature keeps exactly those, read
 from the violation and from the network state rebuilt at the moment of the
-violation (core/rebuild.py), and names them in a sentence such as::
+violation (world/rebuild.py), and names them in a sentence such as::
 
     blackholes: a rule matching in_port,dl_src,dl_dst outputs unicast headers to a
     port a host left (inputs: host_migration)
@@ -32,11 +32,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from netsleuth.core.rebuild import rebuild
-from netsleuth.core.world import World
 from netsleuth.model.addr import int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.packet import Packet
 from netsleuth.trace import schema as ts
+from netsleuth.world.rebuild import rebuild
+from netsleuth.world.world import World
 
 PRECEDENCE = ("loops", "dataplane-loops", "blackholes", "reachability", "isolation", "delivery", "liveness")
 OFPP_FLOOD, OFPP_ALL, OFPP_CONTROLLER = 0xFFFB, 0xFFFC, 0xFFFD

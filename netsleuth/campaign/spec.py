@@ -39,7 +39,7 @@ from typing import Any
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.model.topo_builders import parse_topo
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 
 CAMPAIGN_FIX = "see the example campaign file in the README's Campaigns section"
 

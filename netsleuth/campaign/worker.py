@@ -32,7 +32,7 @@ from typing import Any
 from netsleuth.campaign.signature import job_bug
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-from netsleuth.policies.fuzz import Rates
+from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from netsleuth.errors import ControllerError, EnvironmentSetupError
-from netsleuth.invariants.faucet_policy import config_int
+from netsleuth.invariants.policy.faucet import config_int
 from netsleuth.model.topology import Topology
 
 VENV_NAME = ".venv-faucet"

@@ -8,7 +8,7 @@ controller; for a reactive controller that is the normal path, so it counts
 as "delegated", not as a drop, as long as that controller is alive and
 connected. Host pairs that are physically partitioned (no live path) are
 excluded. The header-space versions that cover every header are in
-``hsa_checks`` (``check_headerspace_loops`` ...); these, ``check_packet_*``,
+``headerspace.checks`` (``check_headerspace_loops`` ...); these, ``check_packet_*``,
 check the headers hosts really use.
 """
 

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants import faucet_checks, forwarding, hsa_checks, hsa_engine
+from netsleuth.invariants import forwarding
 from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.headerspace import checks as hsa_checks
+from netsleuth.invariants.headerspace import engine as hsa_engine
+from netsleuth.invariants.policy import faucet_checks
 from netsleuth.invariants.view import NetworkView
 
 
@@ -140,5 +143,5 @@ _PAIR_INVARIANTS = ("reachability", "delivery")
 def intended(view: NetworkView, f: Finding) -> bool:
     """A reachability or delivery finding for a pair the controller's own configuration separates on
     purpose (hosts on different VLANs, an ACL dropping the pair's traffic) reports the operator's
-    intent, not a bug: it is set aside (config_intent.py)."""
+    intent, not a bug: it is set aside (policy/intent.py)."""
     return f.invariant in _PAIR_INVARIANTS and len(f.hosts) == 2 and (f.hosts[0], f.hosts[1]) in view.separated

@@ -41,7 +41,7 @@ class NetworkView:
     # sending ends of links that are cut in that direction only (STS's one-way link failures)
     cut_from: frozenset[tuple[str, int]] = frozenset()
     # directed host pairs (src, dst) the controller's own configuration keeps apart on purpose
-    # (different VLANs, an ACL that drops some of the pair's traffic): see config_intent.py
+    # (different VLANs, an ACL that drops some of the pair's traffic): see policy/intent.py
     separated: frozenset[tuple[str, str]] = frozenset()
     # dpids whose controller closed their connection moments ago and which are dialing it again
     redialing: frozenset[int] = frozenset()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from netsleuth.invariants.hsa_space import HeaderSet, Term
+from netsleuth.invariants.headerspace.space import HeaderSet, Term
 from netsleuth.model.addr import int_to_ip, int_to_mac
 
 WIDTH = 158          # every printed line stays under 160 characters
@@ -264,13 +264,13 @@ def host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int,
     """Wildcards of the traffic ``src`` really sends (to ``dst``, or to anyone when None), most
     familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame; in ``hs``'s layout."""
     if hs.DST == "dl_dst":
-        from netsleuth.invariants.hsa_space import field_wildcard as wc
+        from netsleuth.invariants.headerspace.space import field_wildcard as wc
         eth = {"dl_src": src.mac, "dl_vlan": 0xFFFF} | ({"dl_dst": dst.mac} if dst else {})
         ip = {"nw_src": src.ip} | ({"nw_dst": dst.ip} if dst else {})
         shapes = [dict(eth, dl_type=0x0800, nw_proto=1, tp_src=8, **ip), dict(eth, dl_type=0x0800, nw_proto=6, **ip),
                   dict(eth, dl_type=0x0806, nw_src=src.ip), dict(eth, dl_type=0x0800), dict(eth)]
     else:
-        from netsleuth.model.headerbits13 import wc13 as wc
+        from netsleuth.model.of13.headerbits import wc13 as wc
         eth = {"eth_src": src.mac, "vlan_vid": 0} | ({"eth_dst": dst.mac} if dst else {})
         ip = {"ipv4_src": src.ip} | ({"ipv4_dst": dst.ip} if dst else {})
         shapes = [dict(eth, eth_type=0x0800, ip_proto=1, icmpv4_type=8, **ip),

@@ -1,7 +1,7 @@
 """`netsleuth fuzz --check-every-flowmod`: the forwarding invariants after every FLOW_MOD a switch applies.
 
 The per-round check says in which round a violation showed; this says which
-message produced it.  The World tells a :class:`~netsleuth.core.events.TableObserver`
+message produced it.  The World tells a :class:`~netsleuth.world.events.TableObserver`
 of every FLOW_MOD (and 1.3 GROUP_MOD) a switch applies, just before and just
 after; :class:`EveryFlowMod` is that observer:
 
@@ -32,17 +32,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from netsleuth.core.events import FlowModApplied
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.invariants.hsa_compile import port_state
-from netsleuth.invariants.hsa_incremental import IncrementalHSA
+from netsleuth.invariants.headerspace.compiled import port_state
+from netsleuth.invariants.headerspace.incremental import IncrementalHSA
 from netsleuth.invariants.persistence import finding_key
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.openflow.codec import msg_to_json
-from netsleuth.tools.describe import describe, of_summary
+from netsleuth.rootcause.describe import describe, of_summary
 from netsleuth.trace import schema as ts
+from netsleuth.world.events import FlowModApplied
 
 LOCATED = ("loops", "blackholes", "reachability", "isolation", "acl")
 """The invariants a FLOW_MOD can break and that are checked after each one.  The others

@@ -18,17 +18,17 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netsleuth.core.events import Effect
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
 from netsleuth.jobs.every_flowmod import LOCATED, EveryFlowMod
-from netsleuth.policies.config_edits import HostAddr
-from netsleuth.policies.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
-from netsleuth.runtime.driver import Runtime
-from netsleuth.runtime.session import JobProgress, JobResult, Session
+from netsleuth.live.driver import Runtime
+from netsleuth.live.session import JobProgress, JobResult, Session
+from netsleuth.schedulers.config_edits import HostAddr
+from netsleuth.schedulers.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
 from netsleuth.trace import schema as ts
 from netsleuth.trace.validate import CONFIGURABLE_KINDS, config_sha256
+from netsleuth.world.events import Effect
 
 
 @dataclass

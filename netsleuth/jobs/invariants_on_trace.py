@@ -1,7 +1,7 @@
 """`netsleuth invariants TRACE`: check invariants on a recorded trace.
 
 The state is rebuilt from what the switches received and the inputs (see
-core/rebuild.py), at the end of the trace or at a chosen event, and the same
+world/rebuild.py), at the end of the trace or at a chosen event, and the same
 registered invariants that run on a live network are checked on it.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netsleuth.core.rebuild import rebuild
 from netsleuth.invariants import registry
-from netsleuth.invariants.faucet_policy import load_faucet_policy
-from netsleuth.invariants.policy import load_isolation
+from netsleuth.invariants.policy.faucet import load_faucet_policy
+from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.trace.io import read_trace
+from netsleuth.world.rebuild import rebuild
 
 
 def invariants_on_trace(path: str | Path, checks: str | None = None, at: int | None = None,

@@ -8,7 +8,7 @@ factory so that each worker of a process pool or Ray owns its controllers.
 Every replay's trace stays on disk (its matcher counts in ``wN/replays.jsonl``),
 and ``mcs.jsonl`` is a trace that ``netsleuth replay`` accepts. With ``peek``
 each worker's oracle infers every candidate's expectations first
-(policies/peek.py), replaying prefixes it has not seen; their cost is summed
+(schedulers/peek.py), replaying prefixes it has not seen; their cost is summed
 into result.json's ``peek``.
 """
 
@@ -24,13 +24,13 @@ from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
 from netsleuth.jobs.replay import find_target, replay_once
+from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
 from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.options import check_out_dir
-from netsleuth.policies.peek import Observed, Peek, PeekStats
-from netsleuth.policies.replay import ReplayPlan
-from netsleuth.runtime.stop import stopped_by
+from netsleuth.schedulers.peek import Observed, Peek, PeekStats
+from netsleuth.schedulers.replay import ReplayPlan
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -118,7 +118,7 @@ class MinimizeOptions:
     epsilon: float = 0.1
     max_gap: float | None = 0.05
     persist: int | None = None
-    peek: bool = False   # infer expectations per candidate with PEEK (policies/peek.py)
+    peek: bool = False   # infer expectations per candidate with PEEK (schedulers/peek.py)
     openflow: str | None = None  # None: what the trace's switches negotiated
     trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
 

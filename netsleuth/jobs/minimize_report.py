@@ -6,7 +6,7 @@ This module writes, next to ``mcs.jsonl``:
 
 * ``sizes.png``: inputs left after each iteration (matplotlib, Agg backend:
   no display needed, same bytes for the same data);
-* ``mcs.html``: the space-time diagram of ``mcs.jsonl`` (tools/viz.py), and
+* ``mcs.html``: the space-time diagram of ``mcs.jsonl`` (rootcause/viz.py), and
   ``mcs-replay.html`` of a confirmation replay of the MCS when one is on disk;
 * ``report.html``: target, before/after, the plot, the MCS in words, a link
   to the diagram.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.invariants.violation_text import violations_text
-from netsleuth.tools.viz import viz
+from netsleuth.rootcause.viz import viz
 
 
 def plot_sizes(sizes: list[int], passes: list[str], out: Path) -> None:

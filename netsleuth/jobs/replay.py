@@ -2,7 +2,7 @@
 
 Inputs keep their recorded spacing. Before each input the replayer waits
 until the internal events that preceded it in the original have happened
-again (matched by fingerprint, see policies/replay.py) or their time ran
+again (matched by fingerprint, see schedulers/replay.py) or their time ran
 out (recorded gap + epsilon). At the end the trace's target violation (its
 first persistent one, or the one chosen) is checked for the same number of
 rounds it had to persist. The minimizer calls :func:`replay_once` with
@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
-from netsleuth.core.rebuild import trace_openflow
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
+from netsleuth.live.driver import Runtime
+from netsleuth.live.session import JobProgress, Session, SilentProgress
+from netsleuth.live.stop import stopped_by
 from netsleuth.model.topology import Topology
 from netsleuth.options import check_out_dir
-from netsleuth.policies.peek import observed_key
-from netsleuth.policies.replay import KEEPALIVE, Matcher, ReplayPlan
-from netsleuth.runtime.driver import Runtime
-from netsleuth.runtime.session import JobProgress, Session, SilentProgress
-from netsleuth.runtime.stop import stopped_by
+from netsleuth.schedulers.peek import observed_key
+from netsleuth.schedulers.replay import KEEPALIVE, Matcher, ReplayPlan
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
+from netsleuth.world.rebuild import trace_openflow
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     wait still applies): a fuzz trace is mostly idle rounds, and a minimizer
     replaying it dozens of times need not sit through them.
     ``plan`` replaces the expectations derived from the trace (PEEK's
-    inferred plan, policies/peek.py; its inputs win over ``inputs``).
+    inferred plan, schedulers/peek.py; its inputs win over ``inputs``).
     ``observe_window``: a PEEK prefix replay -- after the last input, record
     the internal events delivered for this many seconds into
     ``outcome.observed`` and check no invariants.

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netsleuth.invariants import registry
-from netsleuth.runtime.driver import PingOutcome, Runtime
-from netsleuth.runtime.session import JobProgress, JobResult, Session
+from netsleuth.live.driver import PingOutcome, Runtime
+from netsleuth.live.session import JobProgress, JobResult, Session
 from netsleuth.trace import schema as ts
 
 RunResult = JobResult

@@ -29,12 +29,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from netsleuth.core.rebuild import replay_states
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
+from netsleuth.world.rebuild import replay_states
 
 __all__ = ["sts_agreement", "StsAgreementError", "STS_COUNTERPARTS"]
 

@@ -597,7 +597,7 @@ class FlowTable:
 
     def __init__(self) -> None:
         # Bumped by every change of entries or actions (not counters): lets analyses
-        # cache per table and tell "unchanged" in O(1) (see invariants/hsa_compile.py).
+        # cache per table and tell "unchanged" in O(1) (see invariants/headerspace/compiled.py).
         self.version = 0
         # in_port (None: wildcarded) -> pattern (wildcards with OFPFW_IN_PORT) -> PatternIndex:
         # the entries themselves (see PatternIndex), grouped as header-space analysis wants them.
@@ -848,7 +848,7 @@ class FlowTable:
     def pattern_index(self) -> dict[int | None, dict[int, PatternIndex]]:
         """in_port (None: entries wildcarding it) -> wildcards pattern (with OFPFW_IN_PORT
         set) -> :class:`PatternIndex`.  The table's own storage, so header-space analysis
-        (invariants/hsa_compile.py) can compile a switch in time proportional to its ports,
+        (invariants/headerspace/compiled.py) can compile a switch in time proportional to its ports,
         patterns and action lists instead of its rules.  Read-only for callers."""
         return self._hs
 

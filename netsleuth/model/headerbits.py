@@ -2,7 +2,7 @@
 
 A flow table indexes its entries by these packed keys as they are installed
 (``FlowTable.pattern_index``), and header-space analysis
-(``netsleuth.invariants.hsa_space``) computes on the same bits; the layout
+(``netsleuth.invariants.headerspace.space``) computes on the same bits; the layout
 lives here, in the model, so that the table does not depend on the analysis.
 """
 

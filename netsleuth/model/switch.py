@@ -12,7 +12,7 @@ both).  The switch keeps what does not depend on the version (ports and
 their counters, packet buffers, lineage tags, reboots); the 1.0 behaviour
 (one :class:`FlowTable` and the 1.0 handlers) lives in this class, and a
 1.3 switch hands messages and packets to its
-:class:`~netsleuth.model.switch13.OpenFlow13` part, whose pipeline is a
+:class:`~netsleuth.model.of13.switch.OpenFlow13` part, whose pipeline is a
 :class:`~netsleuth.model.of13.pipeline.Pipeline13`.  :attr:`Switch.pipeline`
 is the forwarding state of whichever version runs.
 
@@ -32,9 +32,9 @@ from netsleuth.model.match import Match
 from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.pipeline import Pipeline13
+from netsleuth.model.of13.switch import OpenFlow13
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
-from netsleuth.model.switch13 import OpenFlow13
 from netsleuth.model.switch_io import Buffered, Emit, Port, ToController, port_hw_addr
 
 # Emit, ToController, Port, Buffered and port_hw_addr live in switch_io (the switch's 1.3 part

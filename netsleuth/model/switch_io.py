@@ -3,7 +3,7 @@
 A :class:`~netsleuth.model.switch.Switch` keeps what does not depend on the
 OpenFlow version (its ports and their counters, packet buffers, lineage
 tags) and hands version-specific work to a part such as
-:class:`~netsleuth.model.switch13.OpenFlow13`.  That part needs only the
+:class:`~netsleuth.model.of13.switch.OpenFlow13`.  That part needs only the
 small surface :class:`SwitchCore` describes, so the two modules meet here
 and neither imports the other's types: the switch builds the part, the part
 sees its switch through the protocol.

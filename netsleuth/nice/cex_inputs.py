@@ -47,8 +47,8 @@ from netsleuth.nice import messages as m
 from netsleuth.nice.errors import ConversionError
 from netsleuth.nice.job import load_counterexample
 from netsleuth.nice.loading import make_system
+from netsleuth.nice.of13 import copy_pipeline
 from netsleuth.nice.state import SystemState
-from netsleuth.nice.state13 import copy_pipeline
 from netsleuth.nice.system import System
 from netsleuth.nice.transitions import (
     CTL,

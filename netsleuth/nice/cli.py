@@ -44,7 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         _summary(data)
     if data.get("interrupted"):  # the search so far is reported (and in result.json with --out)
-        from netsleuth.runtime.stop import exit_code
+        from netsleuth.live.stop import exit_code
         return exit_code()
     return 1 if data["violations"] else 0
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from netsleuth import __version__
 from netsleuth.errors import TraceFormatError
+from netsleuth.live.stop import stopped_by
 from netsleuth.model.topology import Topology
 from netsleuth.nice import bug_scenarios
 from netsleuth.nice.errors import CheckError
@@ -29,7 +30,6 @@ from netsleuth.nice.loading import make_system, normalize_spec
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import Config, System
 from netsleuth.nice.transitions import transition_from_json, transition_to_json
-from netsleuth.runtime.stop import stopped_by
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import TraceWriter
 

@@ -44,7 +44,7 @@ from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
-from netsleuth.nice.state13 import copy13, key13
+from netsleuth.nice.of13 import copy13, key13
 
 
 class _NoRecent:
@@ -140,7 +140,7 @@ class MCSwitch(sw.Switch, StateComponent):
             new.table = self.table.copy()
         if ports:
             new.ports = {n: p.copy() for n, p in self.ports.items()}
-        if self.of13 is not None:  # an OpenFlow 1.3 switch: its pipeline is the table (state13.py)
+        if self.of13 is not None:  # an OpenFlow 1.3 switch: its pipeline is the table (of13.py)
             new.of13 = copy13(self.of13, new, table=table)
         new._key = None
         new._hash = None

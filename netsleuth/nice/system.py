@@ -16,7 +16,7 @@ DPOR uses) and the property violations it caused.
 
 The switches speak the OpenFlow version of the app (``App.openflow_version``):
 1.0, or 1.3 for an os-ken app that speaks only 1.3.  On 1.3 the switch's
-1.3 part runs its pipeline (state13.py), controller->switch messages travel
+1.3 part runs its pipeline (of13.py), controller->switch messages travel
 as their bytes (:class:`~netsleuth.nice.messages.ToSwitch13`), and every
 switch message reaches the app as it was sent.
 
@@ -56,6 +56,7 @@ from netsleuth.model.packet import Packet, arp_request
 from netsleuth.model.topology import Topology
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
+from netsleuth.nice.of13 import packets_change_pipeline, speak13
 from netsleuth.nice.properties import Property
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.state import (
@@ -69,7 +70,6 @@ from netsleuth.nice.state import (
     remember,
     tail,
 )
-from netsleuth.nice.state13 import packets_change_pipeline, speak13
 from netsleuth.nice.transitions import (
     CTL,
     DROP,

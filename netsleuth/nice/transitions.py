@@ -1,6 +1,6 @@
 """The model checker's transitions: every nondeterministic choice a model state offers.
 
-The model checker's counterpart of ``core/events.py`` (the live World's
+The model checker's counterpart of ``world/events.py`` (the live World's
 pending events).  A transition is a small tuple ``(kind, *args)`` whose kind
 is a :class:`Kind`: the tuple names the *same* choice in every state (host
 1's next send, switch 0's head controller message), which is what state

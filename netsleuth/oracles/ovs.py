@@ -169,7 +169,7 @@ class OvsSandbox:
     ``with OvsSandbox(tmp_path) as ovs: ovs.replace_flows(rules); ovs.trace(1, pkt)``.
     Ports are named p1..pN with OpenFlow numbers 1..N; the bridge is
     fail_mode=secure (no flows of its own, no controller) and speaks only
-    ``openflow`` (OpenFlow 1.0 unless told OpenFlow13; ``oracles/ovs13.py``
+    ``openflow`` (OpenFlow 1.0 unless told OpenFlow13; ``oracles/of13.py``
     builds on that).
     """
 

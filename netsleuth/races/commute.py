@@ -28,9 +28,9 @@ Results are cached: flow mods and packet matches repeat a lot.
 
 from __future__ import annotations
 
-from netsleuth.races.commute13 import commute_rw13, commute_rw_gm, commute_stats13, commute_ww13, commute_ww_gm
 from netsleuth.races.events import READ, STATS_READ, FlowOp
-from netsleuth.races.flowmod13 import FlowMod13, GroupMeterMod, targets_meet
+from netsleuth.races.of13.commute import commute_rw13, commute_rw_gm, commute_stats13, commute_ww13, commute_ww_gm
+from netsleuth.races.of13.flowmod import FlowMod13, GroupMeterMod, targets_meet
 from netsleuth.races.poxmatch import OFPP_NONE, PoxFlowMod, PoxMatch
 
 
@@ -140,7 +140,7 @@ def commute_rw(pkt: PoxMatch, eread: PoxFlowMod | None, w: PoxFlowMod, write_fir
 
 def commute_ops13(a: FlowOp, w: FlowOp, write_first: bool) -> bool:
     """Do two OpenFlow 1.3 operations commute: ``w`` a write, ``a`` a read (``write_first``: ``w``'s
-    event has the smaller eid) or a write?  Rules: :mod:`netsleuth.races.commute13`."""
+    event has the smaller eid) or a write?  Rules: :mod:`netsleuth.races.of13.commute`."""
     fa, fw = a.flow_mod, w.flow_mod
     if not targets_meet(a.target, w.target):
         return True

@@ -31,8 +31,8 @@ from typing import Any
 
 from netsleuth.races.commute import CommutativityChecker, commute_ops13
 from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
-from netsleuth.races.flowmod13 import FlowMod13, targets_meet
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
+from netsleuth.races.of13.flowmod import FlowMod13, targets_meet
 from netsleuth.races.poxmatch import (
     OFPFC_ADD,
     OFPFC_DELETE,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from netsleuth.races.poxmatch import PoxFlowMod
 
 if TYPE_CHECKING:
-    from netsleuth.races.flowmod13 import FlowMod13, GroupMeterMod, Target
+    from netsleuth.races.of13.flowmod import FlowMod13, GroupMeterMod, Target
 
 # Event kinds (SDNRacer's names).
 MESSAGE_SEND = "HbMessageSend"          # switch -> controller message sent

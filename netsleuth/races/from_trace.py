@@ -8,7 +8,7 @@ message delivered to the controller), every dataplane arrival (``packet``,
 with ``pid`` = the lineage shared by all copies of one emitted frame) and the
 inputs.  This module turns it into :class:`netsleuth.races.events.HbEvent`
 objects for :func:`netsleuth.races.job.detect_races`, replaying the trace with
-:func:`netsleuth.core.rebuild.replay_states` so each switch's flow table is
+:func:`netsleuth.world.rebuild.replay_states` so each switch's flow table is
 known at every point.
 
 Events made (SDNRacer's kinds) and the operations they carry:
@@ -29,7 +29,7 @@ Events made (SDNRacer's kinds) and the operations they carry:
   left out.  Barrier ordering and the expiry rule are then
   :func:`netsleuth.races.hb.build_hb_graph`'s, exactly as for hb.json.
 
-On an OpenFlow 1.3 switch (:mod:`netsleuth.races.from_trace13`) the same
+On an OpenFlow 1.3 switch (:mod:`netsleuth.races.of13.from_trace`) the same
 events carry 1.3 operations, each naming the table, group or meter it
 touches: a packet goes through the rebuilt switch's pipeline
 (``Pipeline13.process``) and READs every table it passes through
@@ -110,7 +110,6 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_3 as ofp13
 
-from netsleuth.races import from_trace13 as of13
 from netsleuth.races.events import (
     CONTROLLER_HANDLE,
     CONTROLLER_SEND,
@@ -130,6 +129,7 @@ from netsleuth.races.events import (
     FlowOp,
     HbEvent,
 )
+from netsleuth.races.of13 import from_trace as of13
 from netsleuth.races.poxmatch import OFPFC_ADD, PoxFlowMod, PoxMatch
 from netsleuth.trace import schema as ts
 
@@ -549,7 +549,7 @@ class _Builder:
         label = f"FLOW_REMOVED {text} from {sw}"
         if msg.reason in (ofp.OFPRR_IDLE_TIMEOUT, ofp.OFPRR_HARD_TIMEOUT):
             from netsleuth.model.of13.instructions import Instructions
-            from netsleuth.races.flowmod13 import FlowMod13
+            from netsleuth.races.of13.flowmod import FlowMod13
 
             known = self.views13[e.dpid].last_known(msg.table_id, match, msg.priority)
             fm = known if known is not None else FlowMod13(0, msg.table_id, match, msg.priority, Instructions(),
@@ -766,7 +766,7 @@ class _Builder:
         return handle, lineage, in_port
 
     def on_to_switch13(self, e: ts.ControlToSwitch, world: Any) -> None:
-        """A controller message to a 1.3 switch: its operations (see :mod:`netsleuth.races.from_trace13`),
+        """A controller message to a 1.3 switch: its operations (see :mod:`netsleuth.races.of13.from_trace`),
         the controller causality of rule 4, buffers, and what it sends into the dataplane."""
         from netsleuth.model.of13.actions import action_from_ofp, render_action
         from netsleuth.openflow.codec import encode, msg_from_json
@@ -923,8 +923,8 @@ def _entry_to_fm(entry: Any) -> PoxFlowMod:
 
 def events_from_trace(trace: str | Path | ts.Trace) -> TraceEvents:
     """The HB events of a netsleuth trace (a path, a run directory or a :class:`Trace`)."""
-    from netsleuth.core.rebuild import replay_states
     from netsleuth.trace.io import read_trace
+    from netsleuth.world.rebuild import replay_states
 
     where = str(trace) if not isinstance(trace, ts.Trace) else "the trace"
     if not isinstance(trace, ts.Trace):

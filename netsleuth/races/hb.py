@@ -50,7 +50,7 @@ from netsleuth.races.events import (
     FlowOp,
     HbEvent,
 )
-from netsleuth.races.flowmod13 import FlowMod13
+from netsleuth.races.of13.flowmod import FlowMod13
 from netsleuth.races.poxmatch import OFPFC_DELETE_STRICT, PoxFlowMod, PoxMatch
 
 PID, MID, BARRIER_PRE, BARRIER_POST, TIME, DEP_RAW = "pid", "mid", "barrier_pre", "barrier_post", "time", "dep_raw"

@@ -1,6 +1,6 @@
 """The inputs a test (or Hypothesis) applies to a live network, one small value each.
 
-They are the fuzzer's input kinds (core/world.py) in the form a test reads
+They are the fuzzer's input kinds (world/world.py) in the form a test reads
 and Hypothesis prints: `Send("h1", "h2")`, `Move("h2", "s3")`. Each says in
 plain words what it does (:meth:`words`) and applies itself to a live handle
 (:meth:`apply`), which records it in the trace as the World's typed input

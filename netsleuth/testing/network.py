@@ -2,8 +2,8 @@
 
 `LiveNetwork` is what the pytest fixture `netsleuth_network` hands a test,
 and a context manager for code without the fixture. It is the runtime every
-command uses (runtime/session.py: controllers, trace, World, bootstrap) run
-in a background thread (runtime/background.py), with one synchronous method
+command uses (live/session.py: controllers, trace, World, bootstrap) run
+in a background thread (live/background.py), with one synchronous method
 per thing a test does: ping, send, fail and recover links and switches,
 move hosts, crash and restart the controller, settle, check invariants.
 Each of them applies the World's input (recorded in the trace with its
@@ -32,9 +32,9 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.jobs.violations import violation_block
-from netsleuth.runtime.background import BackgroundSession
-from netsleuth.runtime.driver import PingOutcome, Runtime
-from netsleuth.runtime.session import Session
+from netsleuth.live.background import BackgroundSession
+from netsleuth.live.driver import PingOutcome, Runtime
+from netsleuth.live.session import Session
 from netsleuth.testing.inputs import TRAFFIC_KINDS, NetworkInput
 from netsleuth.trace import schema as ts
 

@@ -1,0 +1,242 @@
+"""Loops, blackholes and reachability over OpenFlow 1.3 pipelines, as findings.
+
+The same invariants and the same reading as the 1.0 checks
+(:mod:`netsleuth.invariants.headerspace.checks`): a finding names the header space
+(a wildcard expression over the injected headers), where those headers
+entered, the path, and the rules they took with the table of each
+(``s1 table 1: rule ...``), plus one concrete witness header.
+
+* loops: headers that come back to a (switch, in_port) they crossed, for
+  some choice of every SELECT group;
+* blackholes: headers that forwarding meant to deliver and that go nowhere
+  (an output to a port without a live link, one the switch does not have
+  or its own in port, a group whose buckets lead nowhere, a switch that is
+  down) for some SELECT choice; headers for a host cut off from the
+  ingress, or for the sender itself, do not count (as for 1.0).  A drop on
+  purpose (an entry with no output, a table miss with no table-miss entry:
+  see :mod:`netsleuth.invariants.headerspace.of13.engine`) is the controller's choice
+  and no blackhole, and a table-miss entry to the controller is no drop;
+* reachability: for every physically connected host pair, all of the
+  pair's traffic reaches the destination, a live, connected controller or
+  a drop on purpose *whatever* the SELECT groups choose.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.headerspace import report as R
+from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
+from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
+from netsleuth.invariants.headerspace.space import Term
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
+
+_DST_SH = SHIFT13["eth_dst"]
+_DST_FULL = FULL13["eth_dst"] << _DST_SH
+_MAC = FULL13["eth_dst"]
+
+
+def _analysis(view: NetworkView, a: object) -> Analysis13:
+    if isinstance(a, Analysis13) and a.view is view:
+        return a
+    return analyze13(view)
+
+
+def _rules_text(e: HsaEvent13) -> str:
+    return "; ".join(e.rule_texts()) or "none"
+
+
+# --------------------------------------------------------------------------- loops
+def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    """One finding per distinct cycle, whichever ingress enters it (as for 1.0)."""
+    a = _analysis(view, analysis)
+    macs = R.mac_hosts(view)
+    found: dict[tuple[R.Port, ...], dict[R.Port, tuple[HsaEvent13, list[HS13]]]] = {}
+    for ing in a.ingresses:
+        for e in a.reaches[ing].loops:
+            per = found.setdefault(R.canonical_cycle(e.path), {})
+            if ing in per:
+                per[ing][1].append(e.hs)
+            else:
+                per[ing] = (e, [e.hs])
+    out = []
+    for cycle, per in sorted(found.items()):
+        entries = [(ing, union13(spaces).prune()) for ing, (_e, spaces) in per.items()]
+        entries = [(ing, hs) for ing, hs in entries if hs.terms]
+        if not entries:
+            continue
+        e = per[entries[0][0]][0]
+        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+        extra = {"rules": list(e.rule_texts()), "select": bool(e.choices)}
+        f = R.loop_finding(view, a, cycle, entries, e.path, hosts, describe13, extra)  # type: ignore[arg-type]
+        if e.choices:
+            f = Finding(f.invariant, f.message + " for one choice of a SELECT group", f.hosts, f.switches, f.details)
+        out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------- blackholes
+def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    """One finding per dropping rule (switch, table, rule), whichever hosts send into it."""
+    a = _analysis(view, analysis)
+    macs = R.mac_hosts(view)
+    comp = R.components(view)
+    groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
+    for ing in a.ingresses:
+        drops = a.reaches[ing].drops
+        if not drops:
+            continue
+        cut_off = R.need_not_reach(a, ing, comp, macs)
+        for e in drops:
+            hs = e.hs.minus_values("eth_dst", cut_off).prune()
+            if not hs.terms:
+                continue
+            texts = e.rule_texts()
+            rule = texts[-1] if texts else e.why
+            whys, spaces, evs = groups.setdefault((e.where, rule), {}).setdefault(ing, ([], [], []))
+            if e.why not in whys:
+                whys.append(e.why)
+            spaces.append(hs)
+            evs.append(e)
+    out = []
+    for (sw, rule), per in groups.items():
+        entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
+        whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
+        e = per[entries[0][0]][2][0]
+        hops = [f"{s}:{p}" for s, p in e.path]
+        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+        hs = union13(h for _i, h in entries)
+        shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
+        out.append(R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
+                                  {"rules": list(e.rule_texts()), "terms": len(hs.terms),
+                                   "rule_text": rule}))
+    return out
+
+
+# --------------------------------------------------------------------------- reachability
+def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
+    """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
+    eth = HS13.injected().intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
+    if src_ip is None or dst_ip is None:
+        return eth
+    ip = eth.intersect_wc(wc13(eth_type=0x0800, ipv4_src=src_ip, ipv4_dst=dst_ip))
+    return ip | eth.minus_wc(wc13(eth_type=0x0800))
+
+
+class _ByDst:
+    """The terms of some events indexed by the eth_dst they fix (most do, past the first
+    rule), so each destination looks only at its own and at the unfixed ones."""
+
+    def __init__(self, events: list[HsaEvent13]) -> None:
+        self.fixed: dict[int, list[tuple[int, Term]]] = defaultdict(list)
+        self.loose: list[tuple[int, Term]] = []
+        self.events = events
+        for n, e in enumerate(events):
+            for t in e.hs.terms:
+                if t[1] & _DST_FULL == _DST_FULL:
+                    self.fixed[(t[0] >> _DST_SH) & _MAC].append((n, t))
+                else:
+                    self.loose.append((n, t))
+
+    def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
+        return self.fixed.get(dst_mac, []) + self.loose
+
+    def events_for(self, dst_mac: int) -> list[HsaEvent13]:
+        """The events cut down to their terms that can hold headers sent to ``dst_mac``."""
+        by_event: dict[int, list[Term]] = defaultdict(list)
+        for n, t in self.hits(dst_mac):
+            by_event[n].append(t)
+        out = []
+        for n, terms in by_event.items():
+            e = self.events[n]
+            out.append(HsaEvent13(HS13(terms), e.where, e.path, e.rules, e.choices, e.why))
+        return out
+
+
+def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS13:
+    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses."""
+    if not alts:
+        return HS13(t for idx in indexes for _n, t in idx.hits(dst_mac))
+    return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
+
+
+def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
+    a = _analysis(view, analysis)
+    comp = R.components(view)
+    members = R.hosts_by_component(view, comp)
+    ok = R.controller_checker(view)
+
+    out: list[Finding] = []
+    for src in view.topology.hosts:
+        loc = R.host_location(view, src.name)
+        r = a.reaches.get(loc)
+        if r is None or view.peer(*loc) is None:
+            continue
+        # pairs the controller's own config keeps apart on purpose (policy/intent.py) are not asked to reach
+        peers = [d for d in members[comp.get(src.name, -1)] if (src.name, d.name) not in view.separated]
+        # The findings of one source depend on its reach, its peers and which of the switches
+        # it punts at have a live controller: a repeated check on unchanged tables reuses them.
+        key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
+               tuple((sw, ok(sw)) for sw in sorted(r.punted)))
+        hit = r.memo.get(key)
+        if hit is not None:
+            out.extend(hit)
+            continue
+        mine: list[Finding] = []
+        r.memo[key] = mine
+        # Punted to a live controller, or dropped on purpose by a rule: the controller's choice.
+        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
+                       + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
+        for dst in peers:
+            if dst is src:
+                continue
+            P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
+            good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+            bad = (P - good.clip_to(P)).prune()
+            if not bad.terms:
+                continue
+            w = bad.witness()
+            why, where, path = _why_unreached(r, w, ok)
+            text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
+            via = f" (path {' -> '.join(path)})" if path else ""
+            mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
+                                hosts=(src.name, dst.name), switches=where,
+                                details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                                         "path": path, "cause": why, "all": text == "all their traffic",
+                                         "witness": R.witness_dict(bad), R.SPACE: bad}))
+        out.extend(mine)
+    return R.group_unreachable(view, a, out, describe13)  # type: ignore[arg-type]
+
+
+def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
+    """Why one header of the pair's traffic (``w``) fails: (reason, switches, path)."""
+    if w is None:
+        return "they are lost", (), []
+
+    def has(e: HsaEvent13) -> bool:
+        return e.hs.contains(w)
+
+    for e in r.loops:
+        if has(e):
+            return ("they loop", R.cycle_of(e.path),
+                    [f"{s}:{p}" for s, p in e.path])
+    for e in r.drops:
+        if has(e):
+            sel = " for some choice of a SELECT group" if e.choices else ""
+            return (f"they are dropped at {e.where}{sel} ({e.why})", (e.where,), [f"{s}:{p}" for s, p in e.path])
+    bad = [sw for sw, evs in sorted(r.punted.items()) if not ok(sw) and any(has(e) for e in evs)]
+    if bad:
+        return f"they go to a controller that is not connected ({', '.join(bad)})", tuple(bad), []
+    if r.truncated:
+        return "the analysis gave up (too many hops)", (), []
+    hosts = sorted(h for h, evs in r.delivered.items() if any(has(e) for e in evs))
+    return f"they are delivered to {', '.join(hosts) or 'nobody'}", (), []
+
+
+def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
+    a = analyze13(view, **kw)
+    return {"loops": loops13(view, a), "blackholes": blackholes13(view, a), "reachability": reachability13(view, a)}

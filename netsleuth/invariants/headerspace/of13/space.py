@@ -1,0 +1,146 @@
+"""Header spaces over the OpenFlow 1.3 layout (``model/of13/headerbits``).
+
+The algebra is :class:`~netsleuth.invariants.headerspace.space.HeaderSet`'s (a
+union of terms, each a ternary wildcard minus lazy differences); this
+module gives it the wider 1.3 layout (its width, fields and text: OXM
+names, the injected space's tag shapes left out of what people read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from netsleuth.invariants.headerspace.space import HeaderSet, Term, make_term, term_empty
+from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
+from netsleuth.model.of13.headerbits import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
+from netsleuth.model.of13.oxm import render_value
+
+
+class HS13(HeaderSet):
+    """A set of 1.3 headers (``model.of13.headerbits``): the union of its terms (which may overlap)."""
+
+    __slots__ = ()
+    WIDTH = WIDTH13
+    SHIFTS = SHIFT13
+    FULLS = FULL13
+    DST = "eth_dst"
+
+    @classmethod
+    def injected(cls) -> HS13:
+        """Every header a host can send (see ``model.of13.headerbits``): zero to two tags, no MPLS."""
+        out = []
+        for _n, (v, m) in TAG_SHAPES:
+            t = make_term(v, m, NOT_INJECTED)
+            if t is not None:
+                out.append(t)
+        return cls(out)
+
+    @staticmethod
+    def wildcard_text(v: int, m: int) -> str:
+        return wildcard_text13(v, m)
+
+    def display_terms(self) -> list[Term]:
+        return _display_terms(self)
+
+    def header_fields(self, header: int) -> dict[str, object]:
+        return header_dict13(header)
+
+
+def union13(spaces: Iterable[HeaderSet]) -> HS13:
+    return HS13.union(spaces)
+
+
+def term_empty13(t: Term) -> bool:
+    """Whether a term of the 1.3 layout holds no header."""
+    return term_empty(t, WIDTH13)
+
+
+# --------------------------------------------------------------------------- text
+_TEXT_ORDER = tuple(reversed(FIELDS13))  # eth_dst, eth_src, eth_type, vlan ... as people read a frame
+
+
+def _field_text(name: str, val: int, fm: int) -> str:
+    spec = BY_NAME.get(name.replace("vlan1_", "vlan_"))
+    full = FULL13[name]
+    if name in ("vlan_vid", "vlan1_vid") and fm & VID_PRESENT and not val & VID_PRESENT:
+        return "none" if fm == full else f"{val:#x}/{fm:#x}"
+    if spec is not None and spec.kind in ("mac", "ipv4", "ipv6"):
+        text = render_value(spec, val)
+        if fm == full:
+            return text
+        plen = fm.bit_count()
+        if spec.kind != "mac" and fm == (full << (BITS13[name] - plen)) & full:
+            return f"{text}/{plen}"
+        return f"{text}/{render_value(spec, fm)}"
+    if name in ("eth_type",) or (spec is not None and spec.kind == "hex"):
+        return f"{val:#06x}" if fm == full else f"{val:#06x}/{fm:#06x}"
+    return str(val) if fm == full else f"{val:#x}/{fm:#x}"
+
+
+def wildcard_text13(v: int, m: int) -> str:
+    """ovs-ofctl-like ``field=value[/mask]`` for the fixed fields (OXM names; ``vlan1_*`` is the
+    inner tag); ``*`` for everything."""
+    parts = []
+    for name in _TEXT_ORDER:
+        sh, full = SHIFT13[name], FULL13[name]
+        fm = (m >> sh) & full
+        if fm:
+            parts.append(f"{name}={_field_text(name, (v >> sh) & full, fm)}")
+    return ",".join(parts) or "*"
+
+
+_VLAN_BITS = 0
+for _n in ("vlan_vid", "vlan_pcp", "vlan1_vid", "vlan1_pcp"):
+    _VLAN_BITS |= FULL13[_n] << SHIFT13[_n]
+
+
+def _display_terms(hs: HS13) -> list[Term]:
+    """The terms as people should read them: what only restates the injected space (the
+    tag-count shapes, "no MPLS frame") is left out, and terms that differ only by tag
+    count and together cover all three counts are shown once."""
+    mpls = NOT_INJECTED
+    groups: dict[Term, set[int]] = {}   # insertion-ordered: terms keep their order
+    for v, m, ds in hs.terms:
+        shape = None
+        for n, (sv, sm) in TAG_SHAPES:
+            if m & _VLAN_BITS == sm and v & _VLAN_BITS == sv:
+                shape = n
+        kept = tuple(d for d in ds if not any(d == ((v | wv), (m | wm)) for wv, wm in mpls))
+        if shape is None:
+            key: Term = (v, m, kept)
+            groups.setdefault(key, set()).add(-1)
+        else:
+            sm = TAG_SHAPES[shape][1][1]
+            if all(dm & _VLAN_BITS == sm and dv & _VLAN_BITS == v & _VLAN_BITS for dv, dm in kept):
+                key = (v & ~sm, m & ~sm, tuple((dv & ~sm, dm & ~sm) for dv, dm in kept))
+            else:  # a difference looks at the tags: keep the term as it is
+                key, shape = (v, m, kept), -1
+            groups.setdefault(key, set()).add(shape)
+    out: list[Term] = []
+    for key, shapes in groups.items():
+        if shapes >= {0, 1, 2}:
+            out.append(key)
+        elif shapes == {-1}:
+            out.append(key)
+        else:  # not every tag count: show each with its shape
+            for n in sorted(x for x in shapes if x >= 0):
+                sv, sm = TAG_SHAPES[n][1]
+                out.append((key[0] | sv, key[1] | sm, tuple((dv | sv, dm | sm) for dv, dm in key[2])))
+            if -1 in shapes:
+                out.append(key)
+    return out
+
+
+def describe13(hs: HS13, max_terms: int = 3, max_diffs: int = 3) -> str:
+    return hs.describe(max_terms, max_diffs)
+
+
+def header_dict13(h: int) -> dict[str, object]:
+    """A packed 1.3 header as readable fields (the ones that are not 0)."""
+    out: dict[str, object] = {}
+    for name in _TEXT_ORDER:
+        val = (h >> SHIFT13[name]) & FULL13[name]
+        if val or name in ("eth_dst", "eth_src", "eth_type"):
+            spec = BY_NAME.get(name.replace("vlan1_", "vlan_"))
+            out[name] = render_value(spec, val) if spec is not None and spec.kind in ("mac", "ipv4", "ipv6") else val
+    return out

@@ -1,0 +1,709 @@
+"""The Network: channels, delivery and connections, the lower layer of the World.
+
+It holds the topology, the switches, the hosts and the interposed channels
+(each controller<->switch direction and each link direction is a FIFO
+buffer). ``enabled()`` lists the pending events, ``fire(event)`` applies one
+and returns what the edge must do (hand a message to a real controller).
+Fuzzing, replay, model checking and lockstep differ only in the policy that
+picks the next event, so this module does no I/O and reads time only from
+the injected clock.
+
+The inputs (failures, recoveries, migrations, traffic) live one layer up in
+``world.py``: they decide what happened and record it, then change the
+network only through the public operations below (power a switch off or on,
+set a link, drop a controller's connections, move a host, arm a drop or a
+delay), so the delivery machinery stays private to this module.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from netsleuth.invariants.view import NetworkView
+from netsleuth.model import switch as sw
+from netsleuth.model.host import Host
+from netsleuth.model.match import Match
+from netsleuth.model.packet import Packet
+from netsleuth.model.topology import Topology
+from netsleuth.openflow.codec import msg_to_json, msg_type_name
+from netsleuth.trace import schema as ts
+from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
+from netsleuth.world.clock import Clock
+from netsleuth.world.events import (
+    Deliver,
+    Disconnect,
+    Effect,
+    FlowModApplied,
+    Lineage,
+    OnWire,
+    PendingEvent,
+    PendingToController,
+    TableObserver,
+    ToSwitch,
+)
+
+REDIAL_GRACE = 5.0
+"""Seconds a switch whose controller closed its connection counts as connected while it dials again:
+Open vSwitch redials after 1 s, then 2, 4 and 8 s; a switch still refused after this is not connected."""
+
+TURNED_AWAY = 1.0
+"""A connection the controller closes within this many seconds of its handshake was turned away (the
+switch keeps redialing in the same episode); one that lasted longer had been working."""
+
+
+@dataclass(slots=True)
+class Connection:
+    """One control connection between a switch and a controller."""
+
+    conn: int
+    dpid: int
+    controller: str
+    up: bool = True
+    features_replied: bool = False
+    replied_at: float = 0.0  # when the handshake completed (the FEATURES_REPLY reached the controller)
+
+
+@dataclass(slots=True)
+class Stats:
+    fired: int = 0
+    to_switch: int = 0
+    to_controller: int = 0
+    packets: int = 0
+    dropped_packets: int = 0
+    loop_drops: int = 0
+
+
+class Recorder:
+    """Numbers trace events, stamps them with the clock and hands them to a sink."""
+
+    def __init__(self, clock: Clock, sink: Callable[[Any], None] | None = None) -> None:
+        self.clock = clock
+        self.sink = sink
+        self.seq = 0
+        self.observers: list[Callable[[Any], None]] = []  # e.g. a replay matching what happens
+
+    def __call__(self, cls: type, **fields: Any) -> Any:
+        event = cls(seq=self.seq, t=round(self.clock.now(), 6), **fields)
+        self.seq += 1
+        if self.sink is not None:
+            self.sink(event)
+        for observe in self.observers:
+            observe(event)
+        return event
+
+
+class Network:
+    """Topology + switch and host state + interposed channels + clock."""
+
+    def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
+                 *, record_packets: bool = True, sw_version: str = sw.DEFAULT_SW_VERSION,
+                 openflow: str = "auto") -> None:
+        self.topology = topology
+        self.clock = clock
+        self.record = record or Recorder(clock)
+        self.record_packets = record_packets
+        self.switches: dict[str, sw.Switch] = {}
+        self.by_dpid: dict[int, sw.Switch] = {}
+        for spec in topology.switches:
+            s = sw.Switch(spec.dpid, topology.ports(spec.name), name=spec.name, sw_version=sw_version,
+                          openflow=openflow)
+            self.switches[spec.name] = s
+            self.by_dpid[spec.dpid] = s
+        self.hosts: dict[str, Host] = {h.name: Host(h.name, h.mac, h.ip) for h in topology.hosts}
+        self.host_by_ip: dict[int, str] = {h.ip: h.name for h in topology.hosts}
+        self.peer: dict[tuple[str, int], tuple[str, int]] = {}
+        self.link_up: dict[tuple[str, int, str, int], bool] = {}
+        # sending ends (node, port) of links cut in that direction only (STS's one-way link failures)
+        self.cut_from: set[tuple[str, int]] = set()
+        for link in topology.links:
+            self.peer[(link.node1, link.port1)] = (link.node2, link.port2)
+            self.peer[(link.node2, link.port2)] = (link.node1, link.port1)
+            self.link_up[(link.node1, link.port1, link.node2, link.port2)] = True
+        self.host_iface: dict[str, int] = {}
+        for (node, port) in self.peer:
+            if node in self.hosts:
+                self.host_iface[node] = port
+        self.connections: dict[int, Connection] = {}
+        self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
+        self.controllers_alive: dict[str, bool] = {}
+        self._channels: dict[tuple[Any, ...], deque[PendingEvent]] = {}
+        self._heads: list[tuple[int, tuple[Any, ...]]] = []
+        self._next_id = 0
+        self._next_pid = 0
+        self.stats = Stats()
+        self.observed_violations: list[Any] = []
+        self._loop_seen: set[tuple[int, str, int]] = set()
+        self.switch_up: dict[str, bool] = {name: True for name in self.switches}
+        self.host_at: dict[str, tuple[str, int]] = {h.name: topology.host_location(h.name) for h in topology.hosts}
+        self.blocked: set[tuple[int, str]] = set()           # (dpid, controller) channels held
+        self._release_at: dict[int, float] = {}              # held event -> when it may fire
+        self.drop_next: dict[tuple[str, int], int] = {}      # (node, port) -> packets to lose
+        self.delay_next: dict[tuple[str, int], float] = {}   # (node, port) -> seconds to hold the next
+        self.control_delay_next: dict[tuple[int, str, str], float] = {}  # (dpid, controller, direction)
+        self.isolation: tuple[tuple[str, str], ...] = ()
+        self.faucet_policy: object | None = None   # the Faucet config's VLANs and ACLs (invariants/faucet_policy)
+        self._in_flight: dict[int, tuple[str, str, str, float, int]] = {}  # pid -> (src, dst, what, t, epoch)
+        self.epoch = 0  # bumped by every input that changes what the network can deliver
+        # (dpid, controller) -> when the controller closed that switch's connection; the switch dials again
+        # (as Open vSwitch does, with backoff) and counts as connected for REDIAL_GRACE seconds meanwhile
+        self.redialing: dict[tuple[int, str], float] = {}
+        self.observing = True  # False during a warm-up: looping packets are dropped but not reported
+        # told of every FLOW_MOD/GROUP_MOD a switch applies (see TableObserver): a check per message
+        self.table_observers: list[TableObserver] = []
+
+    # ------------------------------------------------------------ channels
+    def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
+        ev = make(self._next_id)
+        self._next_id += 1
+        q = self._channels.get(ev.channel)
+        if q is None:
+            q = self._channels[ev.channel] = deque()
+        if not q:
+            heapq.heappush(self._heads, (ev.id, ev.channel))
+        q.append(ev)
+        return ev
+
+    def enabled(self) -> list[PendingEvent]:
+        """The head of every non-empty channel that is not blocked or held, oldest first."""
+        now = self.clock.now()
+        heads = [q[0] for q in self._channels.values() if q and self._may_fire(q[0], now)]
+        heads.sort(key=lambda e: e.id)
+        return heads
+
+    def _may_fire(self, ev: PendingEvent, now: float) -> bool:
+        if ev.held >= 0:
+            return self._release_at.get(ev.id, 0.0) <= now
+        if self.blocked and not isinstance(ev, OnWire):
+            c = self.connections[ev.conn]
+            return (c.dpid, c.controller) not in self.blocked
+        return True
+
+    def pending_count(self) -> int:
+        return sum(len(q) for q in self._channels.values())
+
+    def quiescent(self) -> bool:
+        """Nothing can fire now (blocked or held messages may still be waiting)."""
+        return self.next_event() is None
+
+    def _clean_heads(self) -> None:
+        heads = self._heads
+        while heads:
+            eid, channel = heads[0]
+            q = self._channels.get(channel)
+            if q and q[0].id == eid:
+                return
+            heapq.heappop(heads)
+
+    def next_event(self) -> PendingEvent | None:
+        """The oldest event that may fire now."""
+        self._clean_heads()
+        if not self._heads:
+            return None
+        ev = self._channels[self._heads[0][1]][0]
+        if not (self.blocked or self._release_at) or self._may_fire(ev, self.clock.now()):
+            return ev
+        # Rare path: some channels are blocked or held; look past them.
+        enabled = self.enabled()
+        return enabled[0] if enabled else None
+
+    def fire_next(self) -> list[Effect] | None:
+        """Fire the oldest enabled event (the prompt, in-order policy); None when nothing is pending."""
+        ev = self.next_event()
+        if ev is None:
+            return None
+        return self.fire(ev)
+
+    def fire(self, ev: PendingEvent) -> list[Effect]:
+        """Apply one enabled event; return the messages the runtime must hand to controllers."""
+        q = self._channels.get(ev.channel)
+        if not q or q[0].id != ev.id:
+            raise ValueError(f"event {ev.id} is not enabled (channels are FIFO)")
+        q.popleft()
+        if q:
+            heapq.heappush(self._heads, (q[0].id, ev.channel))
+        elif ev.held >= 0:
+            del self._channels[ev.channel]
+            self._release_at.pop(ev.id, None)
+        self.stats.fired += 1
+        if ev.held < 0 and self._take_delay(ev):
+            return []
+        if isinstance(ev, ToSwitch):
+            return self._fire_to_switch(ev)
+        if isinstance(ev, PendingToController):
+            return self._fire_to_controller(ev)
+        self._fire_wire(ev)
+        return []
+
+    def drain(self, limit: int | None = None) -> list[Effect]:
+        """Fire events in order until nothing can fire (or ``limit`` events fired)."""
+        out: list[Effect] = []
+        n = 0
+        while limit is None or n < limit:
+            effects = self.fire_next()
+            if effects is None:
+                break
+            out.extend(effects)
+            n += 1
+        return out
+
+    # ------------------------------------------------------------ control plane
+    def open_connection(self, dpid: int, controller: str) -> int:
+        conn = len(self.connections)
+        c = self.connections[conn] = Connection(conn, dpid, controller)
+        self._conns_of.setdefault(dpid, []).append(c)
+        self.controllers_alive.setdefault(controller, True)
+        return conn
+
+    def offered_versions(self, dpid: int) -> tuple[int, ...]:
+        """The OpenFlow wire versions switch ``dpid`` offers when it connects."""
+        return self.by_dpid[dpid].offered_versions
+
+    def negotiated(self, conn: int, version: int) -> bool:
+        """Connection ``conn`` agreed on OpenFlow wire ``version`` (its HELLO exchange finished).
+
+        The switch's first connection decides the version it runs; False when
+        the switch already runs another one (the caller closes ``conn``).
+        """
+        return self.by_dpid[self.connections[conn].dpid].use_version(version)
+
+    def openflow_versions(self) -> dict[str, str]:
+        """Each switch's negotiated OpenFlow version ("1.0"/"1.3"), for the switches that negotiated one."""
+        names = {1: "1.0", 4: "1.3"}
+        return {name: names[s.negotiated] for name, s in self.switches.items() if s.negotiated in names}
+
+    def close_connection(self, conn: int, reason: str) -> None:
+        c = self.connections[conn]
+        if not c.up:
+            return
+        c.up = False
+        for channel in (("to_switch", conn), ("to_controller", conn)):
+            q = self._channels.get(channel)
+            if q:
+                q.clear()
+        self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
+
+    def connection_lost(self, conn: int, reason: str) -> bool:
+        """The controller's end of ``conn`` closed (no input of ours did it): a real switch then dials the
+        controller again, so this one will (the edge does). True when it should: the switch is up, the
+        controller is not known dead, and no other connection of the pair is up."""
+        c = self.connections[conn]
+        self.close_connection(conn, reason)
+        name = self.by_dpid[c.dpid].name
+        if not self.switch_up[name] or not self.controllers_alive.get(c.controller, False) \
+                or self.has_connection(c.dpid, c.controller):
+            self.redialing.pop((c.dpid, c.controller), None)
+            return False
+        now = self.clock.now()
+        # Turned away (before the handshake, or at once after it) continues the episode of redials;
+        # a connection that had been working starts a new one.
+        worked = c.features_replied and now - c.replied_at >= TURNED_AWAY
+        if worked or (c.dpid, c.controller) not in self.redialing:
+            self.redialing[(c.dpid, c.controller)] = now
+        return True
+
+    def has_connection(self, dpid: int, controller: str) -> bool:
+        """Whether switch ``dpid`` has an open connection to ``controller`` (handshaken or not)."""
+        return any(c.up and c.controller == controller for c in self._conns_of.get(dpid, []))
+
+    def wants_redial(self, dpid: int, controller: str) -> bool:
+        """Whether a switch that lost its connection should still dial ``controller``."""
+        name = self.by_dpid[dpid].name
+        if not self.switch_up[name] or not self.controllers_alive.get(controller, False):
+            self.redialing.pop((dpid, controller), None)
+            return False
+        return (dpid, controller) in self.redialing and not self.has_connection(dpid, controller)
+
+    def redialing_dpids(self, grace: float = REDIAL_GRACE) -> frozenset[int]:
+        """Switches whose controller hung up on them less than ``grace`` seconds ago and that are dialing it
+        again (or have just got through). A pair counts until its new connection has stayed up ``grace``
+        seconds: a controller that accepts a switch only to hang up again at once (Faucet turning away a
+        dp it no longer has) leaves it flapping, which after the grace is as good as not connected."""
+        now = self.clock.now()
+        out = set()
+        for (dpid, controller), since in list(self.redialing.items()):
+            up = [c.replied_at for c in self._conns_of.get(dpid, [])
+                  if c.up and c.features_replied and c.controller == controller]
+            if up and now - max(up) >= grace:
+                del self.redialing[(dpid, controller)]  # stable again: the episode is over
+            elif now - since < grace:
+                out.add(dpid)
+        return frozenset(out)
+
+    def from_controller(self, conn: int, msg: Any) -> None:
+        """A message the controller sent on ``conn`` enters the interposition buffer."""
+        if self.connections[conn].up:
+            self._enqueue(lambda i: ToSwitch(i, conn, msg))
+
+    def send_to_controller(self, conn: int, msg: Any) -> None:
+        if self.connections[conn].up:
+            self._enqueue(lambda i: PendingToController(i, conn, msg))
+
+    def _record_message(self, cls: type, c: Connection, msg: Any) -> Any:
+        """Record a control message as delivered (JSON and fingerprint only when a trace is kept);
+        the trace event, or None without a trace."""
+        if self.record.sink is None:
+            return None
+        js = msg_to_json(msg)
+        return self.record(cls, conn=c.conn, controller=c.controller, dpid=c.dpid, msg=js, fp=of_fingerprint(js))
+
+    def _fire_to_switch(self, ev: ToSwitch) -> list[Effect]:
+        c = self.connections[ev.conn]
+        switch = self.by_dpid[c.dpid]
+        self.stats.to_switch += 1
+        recorded = self._record_message(ts.ControlToSwitch, c, ev.msg)
+        observers = self.table_observers
+        kind = msg_type_name(ev.msg) if observers else ""
+        watched = kind in _TABLE_CHANGING
+        if watched:
+            for o in list(observers):
+                o.before_flow_mod(switch.name)
+        outputs = switch.handle_message(ev.conn, ev.msg, self.clock.now())
+        if watched and not _rejected(ev.msg, outputs):
+            applied = _flow_mod_applied(switch, kind, ev.msg, None if recorded is None else recorded.seq)
+            for o in list(observers):
+                o.flow_mod_applied(applied)
+        self._apply_outputs(switch, outputs, ev.conn)
+        return []
+
+    def _fire_to_controller(self, ev: PendingToController) -> list[Effect]:
+        c = self.connections[ev.conn]
+        self.stats.to_controller += 1
+        self._record_message(ts.ControlToController, c, ev.msg)
+        if not c.features_replied and msg_type_name(ev.msg) == "FEATURES_REPLY":
+            c.features_replied = True
+            c.replied_at = self.clock.now()
+            self.record(ts.SwitchConnected, dpid=c.dpid, conn=ev.conn, controller=c.controller)
+        return [Deliver(ev.conn, ev.msg)]
+
+    def _apply_outputs(self, switch: sw.Switch, outputs: Iterable[Any], conn: int | None) -> None:
+        for out in outputs:
+            if isinstance(out, sw.Emit):
+                self._emit(switch.name, out.port, out.packet, out.tag)
+            else:
+                targets = [out.conn] if out.conn is not None else [
+                    c.conn for c in self._conns_of.get(switch.dpid, ()) if c.up]
+                for t in targets:
+                    self.send_to_controller(t, out.msg)
+
+    # ------------------------------------------------------------ data plane
+    def _emit(self, node: str, port: int, packet: Packet, lineage: Lineage | None) -> None:
+        peer = self.peer.get((node, port))
+        if peer is None or not self.link_is_up(node, port) or (node, port) in self.cut_from:
+            self.stats.dropped_packets += 1
+            return
+        if lineage is None:
+            lineage = self._new_lineage()
+        self._enqueue(lambda i: OnWire(i, node, port, peer[0], peer[1], packet, lineage))
+
+    def _new_lineage(self) -> Lineage:
+        self._next_pid += 1
+        return Lineage(self._next_pid)
+
+    def link_key(self, node: str, port: int) -> tuple[str, int, str, int]:
+        """The key of the link at (node, port) in ``link_up``, whichever end was named."""
+        peer = self.peer[(node, port)]
+        key = (node, port, peer[0], peer[1])
+        return key if key in self.link_up else (peer[0], peer[1], node, port)
+
+    def link_is_up(self, node: str, port: int) -> bool:
+        """Up means: not failed, and neither end is a failed switch."""
+        if (node, port) not in self.peer:
+            return False
+        n1, _, n2, _ = key = self.link_key(node, port)
+        return self.link_up[key] and self.switch_up.get(n1, True) and self.switch_up.get(n2, True)
+
+    def _fire_wire(self, ev: OnWire) -> None:
+        self.stats.packets += 1
+        if (self.peer.get((ev.src, ev.src_port)) != (ev.node, ev.port) or not self.link_is_up(ev.src, ev.src_port)
+                or (ev.src, ev.src_port) in self.cut_from):
+            self.stats.dropped_packets += 1  # the link failed or was rewired while the packet was on it
+            return
+        if self.drop_next.get((ev.node, ev.port)):
+            self.drop_next[(ev.node, ev.port)] -= 1
+            self.stats.dropped_packets += 1
+            return
+        if self.record_packets and self.record.sink is not None:
+            pj = ev.packet.to_json()
+            self.record(ts.PacketArrival, node=ev.node, port=ev.port, pid=ev.lineage.pid, packet=pj,
+                        fp=packet_fingerprint(ev.packet))
+        now = self.clock.now()
+        switch = self.switches.get(ev.node)
+        if switch is not None:
+            here = (ev.node, ev.port)
+            if here in ev.lineage.hops:
+                self._report_loop(ev)
+                return
+            tag = Lineage(ev.lineage.pid, ev.lineage.hops + (here,))
+            self._apply_outputs(switch, switch.receive_packet(ev.port, ev.packet, now, tag), None)
+            return
+        host = self.hosts[ev.node]
+        sent = self._in_flight.get(ev.lineage.pid)
+        if sent is not None and sent[1] == ev.node:
+            del self._in_flight[ev.lineage.pid]
+        replies = host.receive(ev.packet)
+        if replies:
+            self.send_from_host(host.name, replies)
+
+    def _report_loop(self, ev: OnWire) -> None:
+        self.stats.loop_drops += 1
+        if not self.observing:
+            return
+        key = (ev.lineage.pid, ev.node, ev.port)
+        if key in self._loop_seen:
+            return
+        self._loop_seen.add(key)
+        path = [f"{n}:{p}" for n, p in ev.lineage.hops] + [f"{ev.node}:{ev.port}"]
+        switches = tuple(dict.fromkeys(n for n, _ in ev.lineage.hops + ((ev.node, ev.port),)))
+        v = self.record(ts.Violation, invariant="dataplane-loops",
+                        message=f"{ev.packet.summary()} revisited {ev.node} port {ev.port}",
+                        persistent=True, hosts=(), switches=switches,
+                        details={"pid": ev.lineage.pid, "path": path})
+        self.observed_violations.append(v)
+
+    # ------------------------------------------------------------ hosts
+    def send_from_host(self, host: str, frames: Iterable[Packet]) -> None:
+        _, port = self.host_port(host)
+        for frame in frames:
+            lineage = self._new_lineage()
+            l3 = frame.l3
+            dst = self.host_by_ip.get(getattr(l3, "dst", -1)) if frame.eth_type == 0x0800 else None
+            if dst is not None and dst != host and self.expects_delivery(host, dst):
+                self._in_flight[lineage.pid] = (host, dst, frame.summary(), self.clock.now(), self.epoch)
+            self._emit(host, port, frame, lineage)
+
+    def expects_delivery(self, src: str, dst: str) -> bool:
+        """Whether a packet ``src`` sends to ``dst`` now must arrive (the World knows of exceptions)."""
+        return True
+
+    def undelivered(self, grace: float = 1.0) -> tuple[tuple[int, str, str, str, float], ...]:
+        """Packets hosts sent to other hosts that have not arrived after ``grace`` seconds.
+
+        A packet sent before the last topology-changing input (a failure, a move,
+        a drop, ...) may legitimately be lost; those are forgotten.
+        """
+        now = self.clock.now()
+        out = []
+        for pid, (src, dst, summary, t, epoch) in list(self._in_flight.items()):
+            if epoch != self.epoch:
+                del self._in_flight[pid]
+            elif now - t >= grace:
+                out.append((pid, src, dst, summary, round(now - t, 3)))
+        return tuple(out)
+
+    def host_port(self, host: str) -> tuple[str, int]:
+        """(host, its port) of the host's single interface."""
+        return host, self.host_iface[host]
+
+    def set_link(self, node1: str, port1: int, up: bool) -> None:
+        """Bring the link at (node1, port1) up or down; PORT_STATUS from both ends."""
+        key = self.link_key(node1, port1)
+        if self.link_up[key] == up:
+            return
+        self.link_up[key] = up
+        self._sync_ports(key)
+
+    def set_link_direction(self, node1: str, port1: int, up: bool) -> None:
+        """Cut (or restore) only the direction out of (node1, port1); only node1's port changes state."""
+        if ((node1, port1) not in self.cut_from) == up:
+            return
+        if up:
+            self.cut_from.discard((node1, port1))
+        else:
+            self.cut_from.add((node1, port1))
+        self._sync_ports(self.link_key(node1, port1))
+
+    def _sync_ports(self, key: tuple[str, int, str, int]) -> None:
+        """Make the switches' port state match the link's effective state (PORT_STATUS on change)."""
+        up = self.link_is_up(key[0], key[1])
+        for node, port in ((key[0], key[1]), (key[2], key[3])):
+            s = self.switches.get(node)
+            if s is not None and self.switch_up[node] and port in s.ports:
+                self._apply_outputs(s, s.set_link(port, up and (node, port) not in self.cut_from), None)
+
+    def tick(self) -> None:
+        """Expire flows whose timeouts passed (FLOW_REMOVED where asked)."""
+        now = self.clock.now()
+        for s in self.switches.values():
+            nxt = s.next_expiry()
+            if nxt is not None and nxt <= now:
+                self._apply_outputs(s, s.expire(now), None)
+
+    def set_controller_alive(self, controller: str, alive: bool) -> None:
+        self.controllers_alive[controller] = alive
+
+    # ------------------------------------------------------------ what inputs change
+    # The World's inputs record an event first, then change the network
+    # through these operations, so each recorded disconnect follows its cause.
+    def note_disruption(self) -> None:
+        """Start a new epoch: packets in flight before it may legitimately be lost."""
+        self.epoch += 1
+
+    def power_off_switch(self, name: str) -> list[Effect]:
+        """Switch ``name`` goes dark: its connections close and its links stop carrying packets."""
+        self.switch_up[name] = False
+        effects: list[Effect] = []
+        s = self.switches[name]
+        for c in list(self._conns_of.get(s.dpid, [])):
+            if c.up:
+                self.close_connection(c.conn, "switch failure")
+                effects.append(Disconnect(c.conn))
+        self._sync_switch_ports(name)
+        return effects
+
+    def power_on_switch(self, name: str) -> None:
+        """Switch ``name`` boots again with the same ports and an empty table (it reconnects by itself)."""
+        fresh = self.switches[name].rebooted()
+        self.switches[name] = fresh
+        self.by_dpid[fresh.dpid] = fresh
+        self.switch_up[name] = True
+        self._sync_switch_ports(name)
+
+    def _sync_switch_ports(self, name: str) -> None:
+        for port in self.switches[name].ports:
+            if (name, port) in self.peer:
+                self._sync_ports(self.link_key(name, port))
+
+    def disconnect_controller(self, controller: str, reason: str) -> list[Effect]:
+        """Close every open connection of ``controller``; the edge must close the sockets."""
+        effects: list[Effect] = []
+        for c in self.connections.values():
+            if c.up and c.controller == controller:
+                self.close_connection(c.conn, reason)
+                effects.append(Disconnect(c.conn))
+        return effects
+
+    def set_channel_blocked(self, dpid: int, controller: str, blocked: bool) -> None:
+        """Hold (or release) every message between switch ``dpid`` and ``controller``."""
+        if blocked:
+            self.blocked.add((dpid, controller))
+        else:
+            self.blocked.discard((dpid, controller))
+
+    def free_port(self, switch: str) -> int:
+        """The port number a newly plugged host gets on ``switch``."""
+        return max(self.switches[switch].ports, default=0) + 1
+
+    def move_host(self, host: str, new_switch: str, new_port: int) -> None:
+        """Unplug ``host`` and plug it into ``new_port`` of ``new_switch`` (PORT_STATUS DELETE/ADD)."""
+        old_switch, old_port = self.host_at[host]
+        hport = self.host_iface[host]
+        old_key = self.link_key(host, hport)
+        del self.link_up[old_key]
+        del self.peer[(old_switch, old_port)]
+        old = self.switches[old_switch]
+        if old_port in old.ports:
+            status = old.remove_port(old_port)
+            if self.switch_up[old_switch]:  # a failed switch tells nobody
+                self._apply_outputs(old, status, None)
+        self.peer[(host, hport)] = (new_switch, new_port)
+        self.peer[(new_switch, new_port)] = (host, hport)
+        self.link_up[(new_switch, new_port, host, hport)] = True
+        self.host_at[host] = (new_switch, new_port)
+        target = self.switches[new_switch]
+        status = target.add_port(new_port)
+        if self.switch_up[new_switch]:
+            self._apply_outputs(target, status, None)
+
+    def arm_packet_drop(self, node: str, port: int) -> None:
+        """Lose the next packet that arrives at (node, port)."""
+        self.drop_next[(node, port)] = self.drop_next.get((node, port), 0) + 1
+
+    def arm_packet_delay(self, node: str, port: int, seconds: float) -> None:
+        """Hold the next packet that arrives at (node, port) for ``seconds``."""
+        self.delay_next[(node, port)] = seconds
+
+    def arm_message_delay(self, dpid: int, controller: str, direction: str, seconds: float) -> None:
+        """Hold the next control message on one direction of a channel for ``seconds``."""
+        self.control_delay_next[(dpid, controller, direction)] = seconds
+
+    def _take_delay(self, ev: PendingEvent) -> bool:
+        """If a delay is armed for this event's path, hold it (later events may overtake it)."""
+        if isinstance(ev, OnWire):
+            key: tuple[Any, ...] = (ev.node, ev.port)
+            table: dict[Any, Any] = self.delay_next
+        else:
+            if not self.control_delay_next:
+                return False
+            c = self.connections[ev.conn]
+            key = (c.dpid, c.controller, "to_switch" if isinstance(ev, ToSwitch) else "to_controller")
+            table = self.control_delay_next
+        seconds = table.pop(key, None) if table else None
+        if seconds is None:
+            return False
+        release = self.clock.now() + seconds
+        held = self._enqueue(lambda i: replace(ev, id=i, held=i))
+        self._release_at[held.id] = release
+        return True
+
+    # ------------------------------------------------------------ views
+    def view(self, crashed_by_input: frozenset[str] = frozenset()) -> NetworkView:
+        """What the invariants read; ``crashed_by_input``: controllers an input killed."""
+        connected = {c.dpid for c in self.connections.values() if c.up and c.features_replied}
+        controllers_of: dict[int, tuple[str, ...]] = {}
+        for c in self.connections.values():
+            if c.up and c.features_replied:
+                controllers_of[c.dpid] = controllers_of.get(c.dpid, ()) + (c.controller,)
+        return NetworkView(
+            topology=self.topology,
+            switches=self.switches,
+            link_up={key: self.link_is_up(key[0], key[1]) for key in self.link_up},
+            cut_from=frozenset(self.cut_from),
+            controllers_alive=dict(self.controllers_alive),
+            connected_dpids=frozenset(connected),
+            controllers_of=controllers_of,
+            switch_up=dict(self.switch_up),
+            host_at=dict(self.host_at),
+            isolation=self.isolation,
+            faucet=self.faucet_policy,
+            crashed_by_input=crashed_by_input,
+            undelivered=self.undelivered(),
+            redialing=self.redialing_dpids(),
+        )
+
+    def describe_pending(self) -> list[str]:
+        out = []
+        for ev in self.enabled():
+            if isinstance(ev, OnWire):
+                out.append(f"#{ev.id} {ev.src}:{ev.src_port} -> {ev.node}:{ev.port} {ev.packet.summary()}")
+            else:
+                c = self.connections[ev.conn]
+                arrow = "->" if isinstance(ev, ToSwitch) else "<-"
+                out.append(f"#{ev.id} {c.controller} {arrow} s{c.dpid} {msg_type_name(ev.msg)}")
+        return out
+
+
+
+# The messages that change a switch's forwarding state (meters are left out: the analyses ignore them).
+_TABLE_CHANGING = frozenset({"FLOW_MOD", "GROUP_MOD"})
+_FLOW_COMMANDS = ("ADD", "MODIFY", "MODIFY_STRICT", "DELETE", "DELETE_STRICT")
+_GROUP_COMMANDS = ("ADD", "MODIFY", "DELETE")
+_BAD_REQUEST, _BUFFER_UNKNOWN = 1, 8   # the same numbers in OpenFlow 1.0 and 1.3
+
+
+def _rejected(msg: Any, outputs: Iterable[Any]) -> bool:
+    """Whether the switch answered ``msg`` with an ERROR that means it did not apply it.
+
+    An unknown buffer id is the exception: the entry was installed, only the buffered
+    packet could not be released."""
+    for out in outputs:
+        reply = getattr(out, "msg", None)
+        if reply is None or getattr(reply, "xid", None) != msg.xid or msg_type_name(reply) != "ERROR":
+            continue
+        if (reply.type, reply.code) != (_BAD_REQUEST, _BUFFER_UNKNOWN):
+            return True
+    return False
+
+
+def _flow_mod_applied(switch: sw.Switch, kind: str, msg: Any, seq: int | None) -> FlowModApplied:
+    names = _FLOW_COMMANDS if kind == "FLOW_MOD" else _GROUP_COMMANDS
+    cmd = msg.command
+    command = names[cmd] if isinstance(cmd, int) and 0 <= cmd < len(names) else str(cmd)
+    version = switch.version
+    match = Match.from_ofp(msg.match) if kind == "FLOW_MOD" and version == 1 else None
+    return FlowModApplied(switch=switch.name, seq=seq, kind=kind, command=command,
+                          priority=msg.priority if kind == "FLOW_MOD" else None, match=match,
+                          version=version, msg=msg)
