@@ -174,6 +174,15 @@ def test_incremental_equals_full_after_every_flow_mod():
         assert total[f"{kind} changed"] >= 20 and total[f"{kind} present"] >= 20, total
 
 
+def test_incremental_equals_full_on_a_few_dozen_flow_mods():
+    """The fast twin of the test above: 40 random flow_mods, each compared with a full check; the
+    flow_mods make and unmake findings, so an engine that reports nothing cannot pass."""
+    inc, counts = _run(3, 40)
+    assert inc.partial_checks == 40
+    assert sum(counts[f"{k} changed"] for k in KINDS) >= 5, counts
+    assert sum(counts[f"{k} present"] for k in KINDS) >= 10, counts
+
+
 def test_flow_mod_off_every_path_reanalyses_nothing():
     topo, switches, _info = bench.build_fattree(4)
     inc = IncrementalHSA()
