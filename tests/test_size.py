@@ -50,7 +50,6 @@ LONG_MODULES: dict[str, str] = {
     "netsleuth/invariants/headerspace/engine.py": "to split",
     "netsleuth/invariants/headerspace/of13/engine.py": "to split",
     "netsleuth/invariants/headerspace/space.py": "to split",
-    "netsleuth/trace/schema.py": "to split",
     "netsleuth/trace/importers/sts.py": "to split",
 }
 
