@@ -41,7 +41,6 @@ LONG_MODULES: dict[str, str] = {
                                   "multipart, the rest)",
     "netsleuth/world/network.py": "split pending: the wiring of switches and links vs the delivery of frames "
                                   "-> world/delivery.py",
-    "netsleuth/nice/system.py": "to split: the transition system",
     "netsleuth/nice/explore.py": "to split",
     "netsleuth/nice/state.py": "to split",
     "netsleuth/races/from_trace.py": "to split",
@@ -92,8 +91,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
     "netsleuth/nice/explore.py:_dfs_sleep":
         "to split",
     "netsleuth/nice/state.py:_hash_from":
-        "to split",
-    "netsleuth/nice/system.py:_fault_transitions":
         "to split",
     "netsleuth/openflow/of13.py:_decode_multipart_reply":
         "split pending (openflow/ is being changed): one branch per multipart type; a per-type decoder table",
