@@ -43,7 +43,6 @@ LONG_MODULES: dict[str, str] = {
                                   "-> world/delivery.py",
     "netsleuth/nice/explore.py": "to split",
     "netsleuth/nice/state.py": "to split",
-    "netsleuth/races/from_trace.py": "to split",
     "netsleuth/invariants/headerspace/checks.py": "to split",
     "netsleuth/invariants/headerspace/incremental.py": "to split",
     "netsleuth/invariants/headerspace/engine.py": "to split",
@@ -100,8 +99,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "pairing, commutativity and classification in one pass; to split the classification out",
     "netsleuth/races/detect.py:_cover_with_data_deps":
         "reads and writes per location kind in one pass; to split per location kind",
-    "netsleuth/races/from_trace.py:on_to_switch":
-        "to split",
     "netsleuth/races/hb.py:build_hb_graph":
         "one branch per HB rule of SDNRacer; to split into one function per rule",
     "netsleuth/rootcause/reduce.py:reduce_trace":

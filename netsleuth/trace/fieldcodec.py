@@ -80,7 +80,7 @@ def _fp_out(v: Any) -> Any:
     raise _Bad(f"must be a fingerprint (nested tuples of scalars), got {v!r}")
 
 
-def _fp_top_in(v: Any) -> tuple:
+def _fp_top_in(v: Any) -> tuple[Any, ...]:
     if not isinstance(v, (list, tuple)):
         raise _Bad(f"must be a fingerprint (a list, possibly nested, of scalars), got {v!r:.80}")
     return tuple(_fp_in(x) for x in v)
