@@ -48,7 +48,6 @@ LONG_MODULES: dict[str, str] = {
     "netsleuth/invariants/headerspace/engine.py": "to split",
     "netsleuth/invariants/headerspace/of13/engine.py": "to split",
     "netsleuth/invariants/headerspace/space.py": "to split",
-    "netsleuth/trace/importers/sts.py": "to split",
 }
 
 # Functions allowed over MAX_COMPLEXITY, as "path:function" (ruff's name for it), each with why.
@@ -109,10 +108,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "one branch per panel element; to split per element",
     "netsleuth/schedulers/fuzz.py:plan_round":
         "one branch per fuzz input kind and its weight; to split into a per-kind table",
-    "netsleuth/trace/importers/sts.py:prepass":
-        "to split",
-    "netsleuth/trace/importers/sts.py:convert":
-        "to split",
     "netsleuth/trace/validate.py:_of":
         "one branch per OpenFlow event kind it validates; to split into a per-kind table",
     "tests/test_headerspace.py:packet_from_fields":
