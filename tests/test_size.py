@@ -43,7 +43,6 @@ LONG_MODULES: dict[str, str] = {
                                   "-> world/delivery.py",
     "netsleuth/nice/explore.py": "to split",
     "netsleuth/nice/state.py": "to split",
-    "netsleuth/invariants/headerspace/checks.py": "to split",
     "netsleuth/invariants/headerspace/incremental.py": "to split",
     "netsleuth/invariants/headerspace/engine.py": "to split",
     "netsleuth/invariants/headerspace/of13/engine.py": "to split",
