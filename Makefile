@@ -77,6 +77,7 @@ test-fast: $(VENV)/.installed
 # as configured in pyproject.toml.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check netsleuth tests bench examples
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_size.py tests/test_layering.py tests/test_names.py
 	$(VENV)/bin/mypy netsleuth
 
 # The documentation site from docs/ (Sphinx, furo, the CLI reference generated from the parser);
