@@ -213,8 +213,10 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             await asyncio.sleep(0.1)
             await rt.settle(quiet=0.03, timeout=1.0)
             s.note_controller_deaths()
+            s.observed.poll()
             findings = registry.check(s.world.view(), invariants)
             findings += [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
+            findings += s.observed.found()
             last, n_rounds = findings, n_rounds + 1
             streak = streak + 1 if target is not None and target.found_in(findings) else 0
             if streak >= max(1, persist) or (n_rounds >= max(1, persist) and loop.time() >= deadline):

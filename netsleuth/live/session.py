@@ -27,6 +27,7 @@ from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy.faucet import FaucetPolicyError, policy_from_text
 from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.live.driver import Runtime
+from netsleuth.live.findings import ObservedFindings
 from netsleuth.live.stop import stopped_by
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
@@ -151,6 +152,8 @@ class Session:
                                openflow=self.openflow)
             self.world.isolation = self.isolation_pairs
             self.world.faucet_policy = self.faucet_policy
+            self.observed = ObservedFindings.for_session(self)
+            self.recorder.observers.append(self.observed.observe)
             try:
                 progress.phase("starting controller", None)
                 self.endpoints = {}
@@ -186,6 +189,7 @@ class Session:
     async def _drive(self, body: Callable[[Session, Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
         flusher = asyncio.create_task(self._flush_periodically())
+        watcher = asyncio.create_task(self._poll_observed())
         try:
             await self._bootstrap(rt)
             self.note_versions()
@@ -194,6 +198,7 @@ class Session:
             await self._unless_runtime_fails(rt, body(self, rt))
         finally:
             flusher.cancel()
+            watcher.cancel()
             await rt.close()
 
     @staticmethod
@@ -233,6 +238,12 @@ class Session:
         while True:
             await asyncio.sleep(every)
             self.writer.flush_if_due()
+
+    async def _poll_observed(self, every: float = 0.1) -> None:
+        """Read the controllers' logs and the switches' refusals as the run goes (not only at its end)."""
+        while True:
+            await asyncio.sleep(every)
+            self.observed.poll()
 
     async def _bootstrap(self, rt: Runtime) -> None:
         t0 = time.monotonic()
@@ -332,6 +343,9 @@ class Session:
 
     def _finish(self, started: float) -> None:
         wanted = set(self.result.data.get("checks", []))
+        observed = getattr(self, "observed", None)
+        if observed is not None:
+            observed.poll(final=True)
         self.result.data["violations"] = [violation_json(v) for v in self.world.observed_violations
                                           if v is not None and v.invariant in wanted]
         statuses = []

@@ -42,6 +42,7 @@ from netsleuth.world.events import (
     OnWire,
     PendingEvent,
     PendingToController,
+    Rejection,
     TableObserver,
     ToSwitch,
 )
@@ -154,6 +155,8 @@ class Network:
         self.observing = True  # False during a warm-up: looping packets are dropped but not reported
         # told of every FLOW_MOD/GROUP_MOD a switch applies (see TableObserver): a check per message
         self.table_observers: list[TableObserver] = []
+        # ERRORs switches answered controllers' messages with, kept when a job checks openflow-errors
+        self.rejections: list[Rejection] | None = None
 
     # ------------------------------------------------------------ channels
     def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
@@ -362,12 +365,31 @@ class Network:
             for o in list(observers):
                 o.before_flow_mod(switch.name)
         outputs = switch.handle_message(ev.conn, ev.msg, self.clock.now())
+        if self.rejections is not None:
+            self._note_rejection(switch, c, ev.msg, outputs, None if recorded is None else recorded.seq)
         if watched and not _rejected(ev.msg, outputs):
             applied = _flow_mod_applied(switch, kind, ev.msg, None if recorded is None else recorded.seq)
             for o in list(observers):
                 o.flow_mod_applied(applied)
         self._apply_outputs(switch, outputs, ev.conn)
         return []
+
+    def _note_rejection(self, switch: sw.Switch, c: Connection, msg: Any, outputs: Iterable[Any],
+                        seq: int | None) -> None:
+        assert self.rejections is not None
+        for out in outputs:
+            reply = getattr(out, "msg", None)
+            if reply is not None and getattr(reply, "xid", None) == msg.xid and msg_type_name(reply) == "ERROR":
+                self.rejections.append(Rejection(switch.name, c.controller, switch.version, msg, reply.type,
+                                                 reply.code, msg.xid, seq, self.clock.now()))
+
+    def note_undecodable(self, conn: int, err_type: int, err_code: int, xid: int, version: int) -> None:
+        """The edge answered bytes from a controller that did not decode with an ERROR (a malformed message)."""
+        if self.rejections is None:
+            return
+        c = self.connections[conn]
+        self.rejections.append(Rejection(self.by_dpid[c.dpid].name, c.controller, version, None, err_type, err_code,
+                                         xid, None, self.clock.now()))
 
     def _fire_to_controller(self, ev: PendingToController) -> list[Effect]:
         c = self.connections[ev.conn]
