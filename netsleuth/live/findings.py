@@ -79,7 +79,7 @@ class ObservedFindings:
             for tb in watch.poll(final):
                 new += self._exception(controller, tb)
         rejections = self.session.world.rejections
-        if rejections is not None:
+        if rejections is not None and self.errors:
             for r in rejections[self._rejections_seen:]:
                 new += self._record(of_check.finding(r.switch, r.controller, r.version, r.msg, r.err_type,
                                                      r.err_code, r.xid, r.seq), {"t": round(r.t, 6)})
@@ -121,6 +121,14 @@ class ObservedFindings:
 
     def _publish(self) -> None:
         self.session.result.data["observed_counts"] = sorted(self.counts.values(), key=lambda d: d["seq"])
+
+    def annotate(self, violations: list[dict]) -> None:
+        """Put into result.json's violations how often each observed one happened in the run."""
+        by_seq = {c["seq"]: c["count"] for c in self.counts.values()}
+        for v in violations:
+            seq = v.get("seq")
+            if v["invariant"] in OBSERVED and seq in by_seq:
+                v["details"] = dict(v["details"], count=by_seq[seq])
 
     def found(self) -> list[Any]:
         """The violations recorded so far (what replay's Target.found_in looks through)."""

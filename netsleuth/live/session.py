@@ -67,7 +67,9 @@ class JobResult:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(v.get("persistent", True) for v in self.violations) else 0
+        """1 when a violation persisted or a ping of ``run --pingall`` failed, else 0."""
+        failed_pings = (self.data.get("pingall") or {}).get("failed", 0)
+        return 1 if failed_pings or any(v.get("persistent", True) for v in self.violations) else 0
 
 
 @dataclass
@@ -348,6 +350,8 @@ class Session:
             observed.poll(final=True)
         self.result.data["violations"] = [violation_json(v) for v in self.world.observed_violations
                                           if v is not None and v.invariant in wanted]
+        if observed is not None:
+            observed.annotate(self.result.data["violations"])
         statuses = []
         for c in self.controllers:
             errors = c.log_errors()
@@ -367,4 +371,4 @@ class Session:
 def violation_json(v: Any) -> dict:
     return {"invariant": v.invariant, "message": v.message, "persistent": v.persistent,
             "hosts": list(v.hosts), "switches": list(v.switches), "round": v.details.get("round"),
-            "details": v.details}
+            "details": v.details, "seq": v.seq}
