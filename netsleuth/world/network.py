@@ -33,7 +33,6 @@ from netsleuth.openflow.codec import msg_to_json, msg_type_name
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
 from netsleuth.world.clock import Clock
-from netsleuth.world.fates import FateLog
 from netsleuth.world.events import (
     Deliver,
     Disconnect,
@@ -47,6 +46,7 @@ from netsleuth.world.events import (
     TableObserver,
     ToSwitch,
 )
+from netsleuth.world.fates import FateLog
 
 REDIAL_GRACE = 5.0
 """Seconds a switch whose controller closed its connection counts as connected while it dials again:
