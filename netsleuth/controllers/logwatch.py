@@ -17,8 +17,13 @@ CHUNK = 1 << 20
 
 class LogWatch:
     def __init__(self, path: Path) -> None:
+        """Watch what is appended to ``path`` from now on (an earlier run into the same directory
+        left its own lines there)."""
         self.path = Path(path)
-        self.offset = 0
+        try:
+            self.offset = self.path.stat().st_size
+        except OSError:
+            self.offset = 0
         self.parser = TracebackParser()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 

@@ -18,14 +18,15 @@ from netsleuth.world.fates import Fate, Sent
 
 @dataclass(frozen=True, slots=True)
 class PingWhy:
-    """A failed ping's explanation: ``cause`` is a short key (arp-unanswered, punted-unanswered,
+    """A failed ping's explanation: ``cause`` is a short key (punted-unanswered,
     dropped, lost, switch-error, controller-down, not-sent), ``text`` the sentence."""
 
     cause: str
     text: str
+    frame: str = ""   # which of the ping's frames went missing: ARP request, ARP reply, echo request, echo reply
 
     def to_json(self) -> dict:
-        return {"cause": self.cause, "why": self.text}
+        return {"cause": self.cause, "why": self.text, "frame": self.frame}
 
 
 def _is_arp(s: Sent, op: int, spa: int, tpa: int) -> bool:
@@ -66,26 +67,31 @@ def explain(world: Any, src: str, dst: str, since: float) -> PingWhy:
 
 
 def _frame_why(world: Any, what: str, frm: str, to: str, s: Sent, *, arp: bool) -> PingWhy:
-    head = f"{'ARP never answered: ' if arp else ''}{frm}'s {what} never reached {to}"
+    why = _fate_why(frm, s)
+    head = f"{'ARP never answered: ' if arp else ''}{frm}'s {what} never reached {to}: {why.text}"
     refused = _refusals(world, s.t)
+    if refused:   # a refused message is often why the controller's answer never came
+        return PingWhy("switch-error", f"{head}; meanwhile {refused}", what)
+    return PingWhy(why.cause, head, what)
+
+
+def _fate_why(frm: str, s: Sent) -> PingWhy:
+    """What the network did with one frame and its copies."""
     drops = [f for f in s.fates if f.kind == "dropped"]
     punts = [f for f in s.fates if f.kind == "punted"]
     lost = [f for f in s.fates if f.kind == "lost"]
-    if refused:
-        return PingWhy("switch-error", f"{head}: {refused}" + (f"; it was dropped at {drops[0].node} by "
-                                                               f"{drops[0].why}" if drops else ""))
     if drops:
-        return PingWhy("dropped", f"{head}: dropped at {drops[0].node} by {drops[0].why}")
-    if punts and _last(s.fates) is not None and _last(s.fates).kind == "punted":
+        return PingWhy("dropped", f"dropped at {drops[0].node} by {drops[0].why}")
+    last = _last(s.fates)
+    if punts and last is not None and last.kind == "punted":
         where = ", ".join(dict.fromkeys(f.node for f in punts))
-        return PingWhy("punted-unanswered", f"{head}: punted to the controller at {where} (PACKET_IN), "
-                                            "which never sent it on")
+        return PingWhy("punted-unanswered", f"punted to the controller at {where} (PACKET_IN), which never sent it on")
     if lost:
-        return PingWhy("lost", f"{head}: lost at {lost[0].node}: {lost[0].why}")
+        return PingWhy("lost", f"lost at {lost[0].node}: {lost[0].why}")
     if not s.fates:
-        return PingWhy("lost", f"{head}: it never reached a switch ({frm}'s link is down)")
+        return PingWhy("lost", f"it never reached a switch ({frm}'s link is down)")
     where = ", ".join(dict.fromkeys(f.node for f in s.fates if f.kind == "forwarded"))
-    return PingWhy("misdelivered", f"{head}: forwarded by {where or 'no switch'} but never to {to}")
+    return PingWhy("misdelivered", f"forwarded by {where or 'no switch'}, never to its host")
 
 
 def _last(fates: list[Fate]) -> Fate | None:
