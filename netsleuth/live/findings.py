@@ -39,6 +39,12 @@ def _event_message(event: str | None) -> str | None:
     return "".join(("_" + ch if ch.isupper() and i else ch) for i, ch in enumerate(name)).upper()
 
 
+def _inputs_words(inputs: tuple[Any, ...]) -> str:
+    if not inputs:
+        return ""
+    return ("after input " if len(inputs) == 1 else "after inputs ") + "; ".join(describe_input(e) for e in inputs)
+
+
 @dataclass
 class ObservedFindings:
     session: Session
@@ -46,9 +52,12 @@ class ObservedFindings:
     errors: bool = False
     watches: list[tuple[str, LogWatch]] = field(default_factory=list)
     counts: dict[tuple, dict] = field(default_factory=dict)
-    last_input: Any = None
-    last_in: dict[str, Any] = field(default_factory=dict)   # message type -> the last one a controller got
-    last_any: Any = None
+    # the inputs recorded together since the controller last got a message (a round applies several at once)
+    recent: tuple[Any, ...] = ()
+    _fresh: bool = True
+    # message type -> (the last one a controller got, the inputs recorded just before it)
+    last_in: dict[str, tuple[Any, tuple[Any, ...]]] = field(default_factory=dict)
+    last_any: tuple[Any, tuple[Any, ...]] | None = None
     _rejections_seen: int = 0
 
     @classmethod
@@ -67,10 +76,11 @@ class ObservedFindings:
         if not self.exceptions:
             return
         if getattr(e, "is_input", False):
-            self.last_input = e
-        elif isinstance(e, ts.ControlToController):
-            self.last_in[str(e.msg.get("type", ""))] = e
-            self.last_any = e
+            self.recent = (e,) if self._fresh else (*self.recent, e)
+            self._fresh = False
+        elif isinstance(e, ts.ControlToController) and e.msg.get("type") not in ("ECHO_REPLY", "ECHO_REQUEST"):
+            self.last_in[str(e.msg.get("type", ""))] = self.last_any = (e, self.recent)
+            self._fresh = True
 
     def poll(self, final: bool = False) -> int:
         """Record what appeared since the last poll; how many new distinct violations."""
@@ -87,22 +97,23 @@ class ObservedFindings:
         return new
 
     def _exception(self, controller: str, tb: exc_check.Traceback) -> int:
-        return self._record(exc_check.finding(controller, tb, after=self._after(tb)), {})
+        after, before = self._after(tb)
+        return self._record(exc_check.finding(controller, tb, after=after),
+                            {"after_inputs": [e.id for e in before]} if before else {})
 
-    def _after(self, tb: exc_check.Traceback) -> str:
-        parts = []
-        if self.last_input is not None:
-            parts.append(f"after input {describe_input(self.last_input)}")
+    def _after(self, tb: exc_check.Traceback) -> tuple[str, tuple[Any, ...]]:
+        """What preceded a traceback, in words, and the inputs: the message the crashed handler was
+        handling (os-ken names its event; else the last message the controller got) and the inputs
+        recorded just before that message (those a round applied together)."""
         kind = _event_message(tb.event)
-        msg = self.last_in.get(kind) if kind else None
-        msg = msg or self.last_any
-        if msg is not None:
-            switch = self.session.world.by_dpid[msg.dpid].name if msg.dpid in self.session.world.by_dpid else msg.dpid
-            parts.append(f"the controller's last {msg.msg.get('type', 'message')} in came from {switch} "
-                         f"(trace seq {msg.seq})")
-        if not parts:
-            return "before any input"
-        return "; ".join(parts)
+        got = (self.last_in.get(kind) if kind else None) or self.last_any
+        if got is None:
+            return (_inputs_words(self.recent) or "before any input"), self.recent
+        msg, before = got
+        world = self.session.world
+        switch = world.by_dpid[msg.dpid].name if msg.dpid in world.by_dpid else msg.dpid
+        text = f"{switch}'s {msg.msg.get('type', 'message')} (trace seq {msg.seq})"
+        return (f"{_inputs_words(before)}; then {text}" if before else f"after {text}"), before
 
     def _record(self, f: Any, extra: dict) -> int:
         key = (f.invariant, f.details.get("controller"), tuple(f.details["group"]))
@@ -112,8 +123,6 @@ class ObservedFindings:
             self._publish()
             return 0
         details = dict(extra)
-        if f.invariant == "exceptions" and self.last_input is not None:
-            details["after_input"] = self.last_input.id
         v = self.session.record_finding(f, persistent=True, details=details)
         self.counts[key] = {"invariant": f.invariant, "message": f.message, "count": 1, "seq": v.seq}
         self._publish()
