@@ -20,6 +20,7 @@ import importlib
 import os
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from pathlib import Path
@@ -90,7 +91,8 @@ def _print_failed_pings(pingall: dict | None, shown: int = 10) -> None:
     why = pingall.get("failed_why") or {}
     for pair in pingall["failed_pairs"][:shown]:
         line = f"  - {pair.replace('->', ' → ')}: {why.get(pair, {}).get('why', 'no answer')}"
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+        for part in textwrap.wrap(line, width=158, subsequent_indent="      "):
+            out.print(part, markup=False, highlight=False, soft_wrap=True)
     if len(pingall["failed_pairs"]) > shown:
         out.print(f"  ... {len(pingall['failed_pairs']) - shown} more in result.json", markup=False)
 

@@ -87,7 +87,7 @@ def drop_reason(switch: sw.Switch, in_port: int, packet: Packet, now: float) -> 
     if entry is None:
         return "no rule matched and no controller took the packet-in"
     acts = ",".join(str(a) for a in entry.actions) or "no actions"
-    return f"rule priority={entry.priority} {entry.match or 'any'} -> {acts}"
+    return f"rule priority={entry.priority} {entry.match or 'any'} -> {acts}" + _own_port(entry.actions, in_port)
 
 
 def _drop_reason13(switch: sw.Switch, in_port: int, packet: Packet, now: float) -> str:
@@ -100,7 +100,17 @@ def _drop_reason13(switch: sw.Switch, in_port: int, packet: Packet, now: float) 
     table, entry = result.path[-1]
     if entry is None:
         return f"table {table} has no matching rule and no table-miss entry (dropped)"
-    return f"table {table} rule priority={entry.priority} {entry.match or 'any'} -> {_instructions(entry.instructions)}"
+    ins = entry.instructions
+    acts = (*(getattr(ins, "apply", ()) or ()), *(getattr(ins, "write", ()) or ()))
+    return (f"table {table} rule priority={entry.priority} {entry.match or 'any'} -> {_instructions(ins)}"
+            + _own_port(acts, in_port))
+
+
+def _own_port(actions: Any, in_port: int) -> str:
+    """Why an output sent nothing: it named the packet's own in port (OpenFlow needs OFPP_IN_PORT for that)."""
+    if any(getattr(a, "port", None) == in_port for a in actions):
+        return f" (its own in port {in_port}: nothing is sent)"
+    return ""
 
 
 def _instructions(ins: Any) -> str:
