@@ -48,8 +48,8 @@ def test_seeded_keyerror_is_found_under_fuzz_and_minimized_to_the_move(tmp_path:
     assert "PORT_STATUS (trace seq" in det["after_text"]
     assert len(inputs) >= 10   # traffic and moves before it: something to minimize
 
-    m = run_minimize(MinimizeOptions(trace=tmp_path / "fuzz" / "trace.jsonl", out=tmp_path / "min", jobs=1, controller=[KEYERROR],
-                                     executor="serial"))
+    m = run_minimize(MinimizeOptions(trace=tmp_path / "fuzz" / "trace.jsonl", out=tmp_path / "min", jobs=1,
+                                     controller=[KEYERROR], executor="serial"))
     assert m["one_minimal"] and m["inputs_after"] == 1, m["mcs_in_words"]
     assert [e["kind"] for e in m["mcs"]] == ["host_migration"]
     r = replay(ReplayOptions(trace=tmp_path / "min" / "mcs.jsonl", out=tmp_path / "check", epsilon=0.1,
