@@ -3,7 +3,8 @@
 tests/data/tracebacks/ holds whole controller logs as netsleuth recorded them: os-ken running the
 seeded-KeyError copy of simple_switch (tests/data/osken_apps/keyerror_on_move.py) under fuzz, POX
 gar's l2_multi crashing while it prints a switch's ERROR (chained tracebacks, all in POX's own
-code), and Faucet's exception log.
+code), os-ken's hub dying on an OpenFlow 1.0 ERROR (a prefixed "hub: uncaught exception:" line),
+and Faucet's exception log (Faucet started with its Prometheus port taken).
 """
 
 from __future__ import annotations
@@ -58,7 +59,27 @@ def test_pox_chained_tracebacks_in_the_framework() -> None:
     assert "in the framework" in f.details["frame_text"]
 
 
-@pytest.mark.parametrize("name", ["osken_keyerror.log", "pox_error_hexdump.log"])
+def test_faucet_exception_log() -> None:
+    [tb] = parse((DATA / "faucet_exception.log").read_text())
+    assert (tb.type, tb.message) == ("OSError", "[Errno 98] Address already in use")
+    assert tb.context.endswith("faucet.exception ERROR    Unhandled exception, killing RYU")
+    # eventlet and os-ken's hub are the framework; Faucet's own code is the app
+    assert tb.app_frame is not None and (tb.app_frame.short, tb.app_frame.func) == ("faucet/prom_client.py", "start")
+    assert tb.frames[-1].short == "eventlet/convenience.py"
+
+
+def test_osken_hub_traceback_on_a_prefixed_line() -> None:
+    tbs = parse((DATA / "osken_hub_error_msg.log").read_text())
+    assert len(tbs) == 3   # one per switch
+    for tb in tbs:
+        assert tb.type == "AttributeError" and "OFPET_EXPERIMENTER" in tb.message
+        assert tb.context.startswith("Error in the datapath 000000000000000")
+        assert tb.app_frame is None and tb.blamed is not None
+        assert (tb.blamed.short, tb.blamed.func) == ("os_ken/controller/ofp_handler.py", "error_msg_handler")
+
+
+@pytest.mark.parametrize("name", ["osken_keyerror.log", "pox_error_hexdump.log", "faucet_exception.log",
+                                  "osken_hub_error_msg.log"])
 @pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
 def test_incremental_reading_finds_the_same_tracebacks(name: str, chunk: int) -> None:
     text = (DATA / name).read_text()
