@@ -83,7 +83,9 @@ def _actions(actions: Any, version: int) -> list[Any]:
 def _instruction(i: Any) -> str:
     name = type(i).__name__.replace("OFPInstruction", "")
     if hasattr(i, "actions"):
-        return f"{name.lower()}:" + ",".join(_actions(i.actions, 4))
+        kind = {of13.OFPIT_APPLY_ACTIONS: "apply", of13.OFPIT_WRITE_ACTIONS: "write",
+                of13.OFPIT_CLEAR_ACTIONS: "clear"}.get(getattr(i, "type", None), name.lower())
+        return f"{kind}:" + ",".join(_actions(i.actions, 4))
     if hasattr(i, "table_id"):
         return f"goto:{i.table_id}"
     return name.lower()
