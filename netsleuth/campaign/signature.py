@@ -39,7 +39,8 @@ from netsleuth.trace import schema as ts
 from netsleuth.world.rebuild import rebuild
 from netsleuth.world.world import World
 
-PRECEDENCE = ("exceptions", "openflow-errors", "loops", "dataplane-loops", "blackholes", "reachability", "isolation", "delivery", "liveness")
+PRECEDENCE = ("exceptions", "openflow-errors", "loops", "dataplane-loops", "blackholes", "reachability", "isolation",
+              "delivery", "liveness")
 OFPP_FLOOD, OFPP_ALL, OFPP_CONTROLLER = 0xFFFB, 0xFFFC, 0xFFFD
 _RULE = re.compile(r"rule (?P<match>\S+) priority \d+ (?P<rest>.*)$")
 _DROPPED_AT = re.compile(r"dropped at (?P<sw>\S+) \((?P<why>.*?)\)(?: \(path [^)]*\))?$")
