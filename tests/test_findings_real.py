@@ -45,7 +45,7 @@ def test_seeded_keyerror_is_found_under_fuzz_and_minimized_to_the_move(tmp_path:
     before = [e for e in inputs if e.id in det["after_inputs"]]
     mover = next(e for e in before if isinstance(e, ts.HostMigration))
     assert f"{mover.id}: host {mover.host} moves" in det["after_text"]
-    assert "PORT_STATUS (trace seq" in det["after_text"]
+    assert "; the controller had last got s" in det["after_text"] and "PORT_STATUS (trace seq" in det["after_text"]
     assert len(inputs) >= 10   # traffic and moves before it: something to minimize
 
     m = run_minimize(MinimizeOptions(trace=tmp_path / "fuzz" / "trace.jsonl", out=tmp_path / "min", jobs=1,

@@ -112,8 +112,8 @@ class ObservedFindings:
         msg, before = got
         world = self.session.world
         switch = world.by_dpid[msg.dpid].name if msg.dpid in world.by_dpid else msg.dpid
-        text = f"{switch}'s {msg.msg.get('type', 'message')} (trace seq {msg.seq})"
-        return (f"{_inputs_words(before)}; then {text}" if before else f"after {text}"), before
+        text = f"the controller had last got {switch}'s {msg.msg.get('type', 'message')} (trace seq {msg.seq})"
+        return (f"{_inputs_words(before)}; {text}" if before else text), before
 
     def _record(self, f: Any, extra: dict) -> int:
         key = (f.invariant, f.details.get("controller"), tuple(f.details["group"]))
