@@ -87,7 +87,9 @@ def _print_failed_pings(pingall: dict | None, shown: int = 10) -> None:
     """Each failed ping of ``run --pingall`` and why, one line each (all of them in result.json)."""
     if not pingall or not pingall.get("failed"):
         return
-    out.print(f"[red]{pingall['failed']} ping(s) failed[/red]")
+    on_purpose = len(pingall.get("failed_on_purpose", []))
+    out.print(f"[red]{pingall['failed']} ping(s) failed[/red]" + (f" ({on_purpose} kept apart by the controller's "
+                                                                   "configuration)" if on_purpose else ""))
     why = pingall.get("failed_why") or {}
     for pair in pingall["failed_pairs"][:shown]:
         line = f"  - {pair.replace('->', ' → ')}: {why.get(pair, {}).get('why', 'no answer')}"

@@ -42,7 +42,7 @@ def test_pingall_clean_with_simple_switch(tmp_path: Path, topo: str, hosts: int)
     d = json.loads((tmp_path / "result.json").read_text())
     assert d == result.data
     assert d["pingall"] == {"ok": hosts * (hosts - 1), "failed": 0, "failed_pairs": [], "pairs": hosts * (hosts - 1),
-                             "failed_why": {}}
+                             "failed_why": {}, "failed_on_purpose": []}
     assert d["violations"] == []
     assert result.exit_code == 0
     assert [(c["alive"], c["logged_errors"]) for c in d["controllers"]] == [(True, [])]

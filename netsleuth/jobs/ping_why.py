@@ -59,9 +59,9 @@ def explain(world: Any, src: str, dst: str, since: float) -> PingWhy:
         if arrived:
             continue
         if not sent:
-            if i == 0:
+            if i < 2 and not any(steps[0][3](s) for s in frames):
                 continue   # src knew dst's MAC already: no ARP this time
-            return PingWhy("not-sent", f"{frm} sent no {what}")
+            return PingWhy("not-sent", f"{frm} sent no {what}", what)
         return _frame_why(world, what, frm, to, sent[-1], arp=i < 2)
     return PingWhy("late", "every frame arrived, the answer too late for the ping's timeout")
 

@@ -87,7 +87,8 @@ def drop_reason(switch: sw.Switch, in_port: int, packet: Packet, now: float) -> 
     if entry is None:
         return "no rule matched and no controller took the packet-in"
     acts = ",".join(str(a) for a in entry.actions) or "no actions"
-    return f"rule priority={entry.priority} {entry.match or 'any'} -> {acts}" + _own_port(entry.actions, in_port)
+    return f"rule priority={entry.priority} {entry.match or 'any'} -> {acts}" + _why_nothing(switch, entry.actions,
+                                                                                             in_port)
 
 
 def _drop_reason13(switch: sw.Switch, in_port: int, packet: Packet, now: float) -> str:
@@ -103,13 +104,18 @@ def _drop_reason13(switch: sw.Switch, in_port: int, packet: Packet, now: float) 
     ins = entry.instructions
     acts = (*(getattr(ins, "apply", ()) or ()), *(getattr(ins, "write", ()) or ()))
     return (f"table {table} rule priority={entry.priority} {entry.match or 'any'} -> {_instructions(ins)}"
-            + _own_port(acts, in_port))
+            + _why_nothing(switch, acts, in_port))
 
 
-def _own_port(actions: Any, in_port: int) -> str:
-    """Why an output sent nothing: it named the packet's own in port (OpenFlow needs OFPP_IN_PORT for that)."""
-    if any(getattr(a, "port", None) == in_port for a in actions):
+def _why_nothing(switch: sw.Switch, actions: Any, in_port: int) -> str:
+    """Why a rule's outputs sent nothing: the packet's own in port (OpenFlow needs OFPP_IN_PORT for that),
+    or ports that are down or gone."""
+    ports = [p for p in (getattr(a, "port", None) for a in actions) if isinstance(p, int)]
+    if in_port in ports:
         return f" (its own in port {in_port}: nothing is sent)"
+    dead = [p for p in ports if p < 0xFF00 and (p not in switch.ports or not switch.ports[p].usable)]
+    if dead:
+        return " (" + ", ".join(f"port {p} is {'down' if p in switch.ports else 'gone'}" for p in dead) + ")"
     return ""
 
 
