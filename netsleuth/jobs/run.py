@@ -81,11 +81,14 @@ async def _pingall(s: Session, rt: Runtime, opts: RunOptions) -> None:
         if not r.ok:
             pair = f"{r.src}->{r.dst}"
             failed.append(pair)
-            if (r.src, r.dst) in s.world.separated():
-                # the controller's own configuration keeps them apart (VLANs, an ACL): expected, not a failure
+            apart = s.world.separated()
+            if (r.src, r.dst) in apart or (r.dst, r.src) in apart:
+                # the controller's own configuration keeps them apart (VLANs, an ACL; a ping needs both
+                # directions): expected, not a failure
+                a, b = (r.src, r.dst) if (r.src, r.dst) in apart else (r.dst, r.src)
                 expected.append(pair)
                 why[pair] = {"cause": "separated", "frame": "", "why": f"the controller's configuration keeps "
-                             f"{r.src} from {r.dst} on purpose (different VLANs, or an ACL)"}
+                             f"{a}'s traffic from {b} on purpose (different VLANs, or an ACL)"}
             else:
                 for c in s.controllers:
                     s.world.set_controller_alive(c.name, c.alive())
