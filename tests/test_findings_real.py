@@ -71,6 +71,12 @@ def test_a_refused_flow_mod_is_an_openflow_error(tmp_path: Path) -> None:
     trace = read_trace(tmp_path / "trace.jsonl")
     sent = next(e for e in trace.events if e.seq == det["seq"])
     assert isinstance(sent, ts.ControlToSwitch) and sent.msg["type"] == "FLOW_MOD" and sent.msg["xid"] == det["xid"]
+    # replay recognises it (the same error on the same kind of message), whatever xid it has this time
+    persistent = [e for e in trace.events if isinstance(e, ts.Violation) and e.persistent]
+    index = next(i for i, e in enumerate(persistent) if e.invariant == "openflow-errors")
+    r = replay(ReplayOptions(trace=tmp_path / "trace.jsonl", out=tmp_path / "replay", violation=index,
+                             controller=f"osken:{APPS / 'bad_flowmod.py'}"))
+    assert r["reproduced"] is True
     # os-ken 1.4.1 itself crashes on an OpenFlow 1.0 ERROR (it looks up OFPET_EXPERIMENTER, which 1.0 lacks):
     # a framework traceback, named as such
     [e] = [v for v in d.violations if v["invariant"] == "exceptions"]
