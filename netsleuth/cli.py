@@ -30,7 +30,7 @@ from netsleuth import __version__
 from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
 from netsleuth.live import stop
-from netsleuth.options import at_least, out_dir, out_file, seconds
+from netsleuth.options import add_switch_options, at_least, limits_of, out_dir, out_file, seconds
 
 
 class Parser(argparse.ArgumentParser):
@@ -56,7 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       checks=args.check, handshake_timeout=args.handshake_timeout,
                       ping_timeout=args.ping_timeout, seed=args.seed,
                       record_packets=not args.no_packet_events, isolation=args.isolation,
-                      openflow=args.openflow, warmup=args.warmup)
+                      openflow=args.openflow, warmup=args.warmup, limits=limits_of(args))
     with progress_bar() as p:
         result = run(opts, JobProgressBar(p))
     d = result.data
@@ -104,7 +104,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
                        isolation=args.isolation, openflow=args.openflow, warmup=args.warmup,
-                       check_every_flowmod=args.check_every_flowmod)
+                       check_every_flowmod=args.check_every_flowmod, limits=limits_of(args))
     with progress_bar() as p:
         result = fuzz(opts, JobProgressBar(p))
     d = result.data
@@ -255,7 +255,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     opts = ReplayOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller, times=args.times,
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
                          record_packets=not args.no_packet_events, openflow=args.openflow,
-                         trust_trace_controller=args.trust_trace_controller)
+                         trust_trace_controller=args.trust_trace_controller,
+                         buffer_packets=args.buffer_packets, table_size=args.table_size)
     with progress_bar() as p:
         d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
@@ -294,7 +295,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
-                           trust_trace_controller=args.trust_trace_controller)
+                           trust_trace_controller=args.trust_trace_controller,
+                           buffer_packets=args.buffer_packets, table_size=args.table_size)
     with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -365,7 +367,7 @@ def _add_openflow(p: argparse.ArgumentParser, default: str | None = "auto") -> N
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | ryu:<app or app.py>[,...] [--observe-links] | faucet:auto | '
-                        'cmd:"<command with {port}>" | tcp:HOST:PORT; '
+                        'pox:"<components and options>" | cmd:"<command with {port}>" | tcp:HOST:PORT; '
                         'repeat it and every switch connects to every controller')
     p.add_argument("--topo", required=True,
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
@@ -383,6 +385,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "(let spanning tree converge or a Faucet stack come up); replays reuse it")
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    add_switch_options(p)
 
 
 # Further command groups live beside the code they drive; each module has
@@ -477,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     rp.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     _add_openflow(rp, None)
+    add_switch_options(rp, None)
     rp.set_defaults(func=cmd_replay)
 
     mn = sub.add_parser("minimize", help="delta-debug a failing trace down to a minimal causal sequence (MCS)")
@@ -496,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     _add_openflow(mn, None)
+    add_switch_options(mn, None)
     mn.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
@@ -559,6 +564,8 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser().parse_args(argv)
             except SystemExit as exc:  # --help, --version, or a usage error already printed in one line
                 return exc.code if isinstance(exc.code, int) else 2
+            if getattr(args, "pox", None):  # for this process and the replays it starts
+                os.environ["NETSLEUTH_POX"] = str(Path(args.pox).expanduser().resolve())
             return args.func(args)
         except NetsleuthError as exc:
             # One unwrapped line a user can grep for, then the evidence (e.g. the controller's log tail).

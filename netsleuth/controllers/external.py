@@ -22,6 +22,7 @@ import psutil
 
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.osken_apps import MISSING_MARK
+from netsleuth.controllers.pox import pox_argv
 from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
@@ -166,6 +167,8 @@ class ControllerProcess:
                     *self.spec.options, *self.extra_args]
         if self.faucet is not None:
             return [*self.faucet.argv(self.host, self.port), *self.extra_args]
+        if self.spec.kind == "pox":
+            return [*pox_argv(self.spec.home, self.spec.command, self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
     def start(self, timeout: float = 30.0) -> tuple[str, int]:

@@ -35,11 +35,11 @@ from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.of13.switch import OpenFlow13
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
-from netsleuth.model.switch_io import Buffered, Emit, Port, ToController, port_hw_addr
+from netsleuth.model.switch_io import Buffered, Emit, Port, SwitchLimits, ToController, port_hw_addr
 
 # Emit, ToController, Port, Buffered and port_hw_addr live in switch_io (the switch's 1.3 part
 # shares them); callers may import them from here.
-__all__ = ["Buffered", "Emit", "Port", "Switch", "ToController", "port_hw_addr"]
+__all__ = ["Buffered", "Emit", "Port", "Switch", "SwitchLimits", "ToController", "port_hw_addr"]
 
 OFP_VERSION_10 = 1
 OFP_VERSION_13 = 4
