@@ -150,7 +150,9 @@ def _apps_and_options(kind: str, text: str, rest: str) -> tuple[tuple[str, ...],
 # ``--trust-trace-controller``.  ``osken:``/``ryu:`` specs name Python modules that
 # os-ken imports, and they also take file paths and manager options (some load
 # files of code), so a header's may name dotted module names and the flag
-# options of :data:`_TRACE_SAFE_OPTIONS` only.
+# options of :data:`_TRACE_SAFE_OPTIONS` only.  A ``pox:`` spec names components
+# of the user's own POX checkout; a header's may give them options with plain
+# values (addresses, numbers), never paths (controllers/pox.py).
 
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # app:NAME or package.module:Class -- the in-process apps of the model checker
@@ -175,8 +177,8 @@ def check_trace_spec(text: str, source: str, *, trust: bool = False) -> Controll
             raise UntrustedControllerError(f"{source} names the app '{text}', which is not an os-ken app",
                                            "use a counterexample written by `netsleuth check`")
         return None
-    if kind == "pox" and not trust:
-        bad = pox.trace_safe(text.partition(":")[2].split())
+    if kind == "pox":
+        bad = [] if trust else pox.trace_safe(text.partition(":")[2].split())
         if bad:
             raise UntrustedControllerError(
                 f"{source} gives POX the option '{bad[0]}', which is not a plain flag or value",
