@@ -244,10 +244,10 @@ def test_flow_mod_with_buffer_id_applies_new_rule_to_buffered_packet():
     # the rule now forwards new packets without a PACKET_IN
     msgs, emits = rig.packet(1, BIG)
     assert msgs == [] and emitted(emits) == [2]
-    # a FLOW_MOD naming a consumed buffer still installs, and reports the buffer
+    # a FLOW_MOD naming a consumed buffer is refused, as Open vSwitch (which no longer buffers) refuses it
     msgs, emits = rig.flow_mod(P.OFPMatch(in_port=2), [out(1)], buffer_id=bid, xid=77)
     assert emits == [] and error_of(msgs, xid=77) == (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)
-    assert len(rig.sw.table) == 2
+    assert len(rig.sw.table) == 1
 
 
 def test_buffer_exhaustion_evicts_oldest():

@@ -298,6 +298,10 @@ class Switch:
         match = Match.from_ofp(msg.match)
         cmd = msg.command
         out: list[Any] = []
+        if msg.buffer_id != NO_BUFFER and msg.buffer_id not in self.buffers and not self.buffer_packets:
+            # Open vSwitch today (no buffers since 2.7) refuses the whole FLOW_MOD; before, it installed the
+            # flow and then reported the buffer, which a switch with buffer_packets still does.
+            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]
         if msg.flags & ofp.OFPFF_EMERG and (msg.idle_timeout or msg.hard_timeout):
             return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_EMERG_TIMEOUT)]
         if cmd in (ofp.OFPFC_ADD, ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT):
