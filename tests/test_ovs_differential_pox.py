@@ -43,8 +43,8 @@ from netsleuth.model.addr import mac_to_bytes
 from netsleuth.model.match import FIELDS, Match
 from netsleuth.model.ofdp import DATAPATH as DP
 from netsleuth.model.switch import NO_BUFFER, Emit, Switch, ToController
-from netsleuth.oracles.ovs import OvsSandbox
 from netsleuth.openflow import codec
+from netsleuth.oracles.ovs import OvsSandbox
 
 pytestmark = pytest.mark.real
 
@@ -121,8 +121,10 @@ def random_rules(rng: random.Random, seeds: list[tuple[int, Any]]) -> tuple[list
     return msgs, ignoring
 
 
-def both(ovs: OvsSandbox, sw: Switch, msgs: list[Any]) -> tuple[list[list[tuple[int, int]]], list[list[tuple[int, int]]],
-                                                                  list[list[Emit]]]:
+Errors = list[list[tuple[int, int]]]
+
+
+def both(ovs: OvsSandbox, sw: Switch, msgs: list[Any]) -> tuple[Errors, Errors, list[list[Emit]]]:
     """Send ``msgs`` to OVS and to the model: per message, each side's ERRORs (type, code), and the model's
     dataplane output."""
     wire = [codec.encode(m) for m in msgs]
