@@ -59,10 +59,10 @@ _PREFIX_BITS = ofp.OFPFW_NW_SRC_MASK | ofp.OFPFW_NW_DST_MASK
 ETH_IP, ETH_ARP = 0x0800, 0x0806
 # nw_proto values under which OVS lets a match use tp_src/tp_dst (ICMP type/code, TCP/UDP/SCTP ports)
 TP_PROTOS = frozenset({1, 6, 17, 132})
-_NW_ALL = ofp.OFPFW_NW_SRC_ALL | ofp.OFPFW_NW_DST_ALL
-_TP_BITS = ofp.OFPFW_TP_SRC | ofp.OFPFW_TP_DST
-_IGNORE_NON_IP = ofp.OFPFW_NW_TOS | ofp.OFPFW_NW_PROTO | _NW_ALL | _TP_BITS
-_IGNORE_ARP = ofp.OFPFW_NW_TOS | _TP_BITS
+_NW_ALL: int = ofp.OFPFW_NW_SRC_ALL | ofp.OFPFW_NW_DST_ALL
+_TP_BITS: int = ofp.OFPFW_TP_SRC | ofp.OFPFW_TP_DST
+_IGNORE_NON_IP: int = ofp.OFPFW_NW_TOS | ofp.OFPFW_NW_PROTO | _NW_ALL | _TP_BITS
+_IGNORE_ARP: int = ofp.OFPFW_NW_TOS | _TP_BITS
 # Wildcard bits -> the fields they name, for zeroing an exact match's ignored fields.
 _IGNORED_FIELDS: dict[int, tuple[int, ...]] = {
     _IGNORE_NON_IP: (NW_TOS, NW_PROTO, NW_SRC, NW_DST, TP_SRC, TP_DST),

@@ -131,6 +131,7 @@ class SwitchCore(Protocol):
     dpid: int
     name: str
     n_buffers: int
+    buffer_packets: int
     sw_version: str
     ports: dict[int, Port]
     buffers: dict[int, Buffered]
