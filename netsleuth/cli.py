@@ -29,8 +29,9 @@ from rich.table import Table
 from netsleuth import __version__
 from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
+from netsleuth.jobs.switch_options import add_switch_options, limits_of
 from netsleuth.live import stop
-from netsleuth.options import add_switch_options, at_least, limits_of, out_dir, out_file, seconds
+from netsleuth.options import at_least, out_dir, out_file, seconds
 
 
 class Parser(argparse.ArgumentParser):

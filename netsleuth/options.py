@@ -14,12 +14,8 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from netsleuth.errors import NetsleuthError
-
-if TYPE_CHECKING:
-    from netsleuth.model.switch_io import SwitchLimits
 
 
 class OptionError(NetsleuthError):
@@ -124,25 +120,5 @@ def out_file(flag: str = "--out") -> Callable[[str], str]:
     return _as_type(check_out_file, flag)
 
 
-def add_switch_options(p: argparse.ArgumentParser, default: int | None = 0) -> None:
-    """--buffer-packets, --table-size (recorded in the trace: a replay's default is the trace's) and --pox."""
-    of_trace = "" if default == 0 else "; default: the trace's"
-    p.add_argument("--buffer-packets", type=at_least(0), default=default, metavar="N",
-                   help="switches buffer every PACKET_IN, up to N at once, as Open vSwitch did before 2.7 "
-                        "(POX's l2_multi and l3_learning expect it); 0: off, as OVS today" + of_trace)
-    p.add_argument("--table-size", type=at_least(0), default=default, metavar="N",
-                   help="a FLOW_MOD ADD that would grow a switch's table past N entries is refused "
-                        "(ALL_TABLES_FULL); 0: no limit" + of_trace)
-    p.add_argument("--pox", metavar="DIR", help="the POX checkout pox: controllers run from ($NETSLEUTH_POX)")
-
-
-def limits_of(args: argparse.Namespace) -> SwitchLimits:
-    """The switch limits the options of ``add_switch_options`` give (run and fuzz)."""
-    from netsleuth.model.switch_io import SwitchLimits
-
-    return SwitchLimits(args.buffer_packets, args.table_size)
-
-
-__all__ = ["OptionError", "add_switch_options", "at_least", "check_out_dir", "check_out_file", "fraction", "limits_of",
-           "out_dir",
+__all__ = ["OptionError", "at_least", "seconds", "fraction", "check_out_dir", "check_out_file", "out_dir",
            "out_file"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 from pathlib import Path
 
 from netsleuth.errors import ControllerError, EnvironmentSetupError
@@ -90,25 +89,13 @@ def trace_safe(words: list[str]) -> list[str]:
     return [w for w in words if w.startswith("-") and not _SAFE_OPTION.match(w)]
 
 
-def pox_python() -> str:
-    """The Python that runs POX: the controller environment's, else python3 on PATH."""
-    from netsleuth.controllers.external import find_controller_python
-
-    try:
-        return find_controller_python()
-    except EnvironmentSetupError:
-        found = shutil.which("python3")
-        if found is None:
-            raise EnvironmentSetupError("no Python to run POX with", "run `make setup` or install python3") from None
-        return found
-
-
-def pox_argv(home: str, words: tuple[str, ...], host: str, port: int) -> list[str]:
-    """``pox.py`` with POX's own leading options, then openflow.of_01 on ``host:port``, then the components."""
+def pox_argv(python: str, home: str, words: tuple[str, ...], host: str, port: int) -> list[str]:
+    """``pox.py`` run by ``python`` with POX's own leading options, then openflow.of_01 on ``host:port``, then the
+    components."""
     lead = 0
     while lead < len(words) and words[lead].startswith("-"):
         lead += 1
-    return [pox_python(), str(Path(home) / "pox.py"), *words[:lead], "openflow.of_01", f"--port={port}",
+    return [python, str(Path(home) / "pox.py"), *words[:lead], "openflow.of_01", f"--port={port}",
             f"--address={host}", *words[lead:]]
 
 
