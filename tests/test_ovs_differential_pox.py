@@ -11,10 +11,11 @@ both: OVS over its management socket, the model through the codec.
    exact rules carry garbage in their ignored fields, and random packets are
    traced through both tables (the decisions of tests/test_ovs_differential.py).
 2. An empty PACKET_OUT (no buffer, no data) is accepted and sends nothing.
-3. An unknown buffer id draws BAD_REQUEST/BUFFER_UNKNOWN, and a FLOW_MOD
-   naming one is not installed.  (OVS no longer buffers, so the ids the
-   model's ``--buffer-packets`` hands out, and the older OVS that installed
-   such a FLOW_MOD before reporting the buffer, have no counterpart here.)
+3. An unknown buffer id draws BAD_REQUEST/BUFFER_UNKNOWN, and on a switch
+   without buffers (OVS since 2.7) a FLOW_MOD naming one is not installed.
+   (The ids the model's ``--buffer-packets`` hands out, and the older OVS
+   that installed such a FLOW_MOD before reporting the buffer, have no
+   counterpart here.)
 4. A table size: an ADD on a full table is refused with
    FLOW_MOD_FAILED/ALL_TABLES_FULL, replacing or modifying an entry is not.
 """
@@ -190,13 +191,13 @@ def test_unknown_buffer_ids_draw_the_error_ovs_sends(tmp_path) -> None:
     out2 = P.OFPActionOutput(2)
     msgs = [P.OFPPacketOut(DP, buffer_id=7, in_port=1, actions=[out2], data=None),
             flow_mod(wire_match(ofp.OFPFW_ALL & ~ofp.OFPFW_IN_PORT, [1] + [0] * 11), 5, [], buffer_id=7)]
-    sw = Switch(1, range(1, 4), openflow="1.0")
+    sw = Switch(1, range(1, 4), openflow="1.0", n_buffers=0)  # as OVS: no buffers
     with OvsSandbox(tmp_path, ports=3) as ovs:
         ovs_errors, model_errors, _ = both(ovs, sw, msgs)
         flows = ovs.dump_flows()
     assert ovs_errors == model_errors == [[(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]] * 2
     assert "in_port=1" not in flows and len(sw.table) == 0  # the FLOW_MOD is refused whole
-    # A switch that buffers (OVS before 2.7) installed the flow and then reported the buffer.
+    # A switch with buffers (OVS before 2.7) installs the flow and then reports the buffer.
     old = Switch(1, range(1, 4), openflow="1.0", buffer_packets=4)
     assert [len(old.handle_message(0, codec.decode(codec.encode(m)), 0.0)) for m in msgs] == [1, 1]
     assert len(old.table) == 1

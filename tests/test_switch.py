@@ -244,10 +244,10 @@ def test_flow_mod_with_buffer_id_applies_new_rule_to_buffered_packet():
     # the rule now forwards new packets without a PACKET_IN
     msgs, emits = rig.packet(1, BIG)
     assert msgs == [] and emitted(emits) == [2]
-    # a FLOW_MOD naming a consumed buffer is refused, as Open vSwitch (which no longer buffers) refuses it
+    # a FLOW_MOD naming a consumed buffer still installs, and reports the buffer
     msgs, emits = rig.flow_mod(P.OFPMatch(in_port=2), [out(1)], buffer_id=bid, xid=77)
     assert emits == [] and error_of(msgs, xid=77) == (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)
-    assert len(rig.sw.table) == 1
+    assert len(rig.sw.table) == 2
 
 
 def test_buffer_exhaustion_evicts_oldest():
@@ -265,6 +265,14 @@ def test_buffer_exhaustion_evicts_oldest():
     for seq in (1, 2):
         msgs, emits = rig.packet_out([out(2)], buffer_id=ids[seq], in_port=1)
         assert msgs == [] and [(e.port, e.tag, e.packet.l4.seq) for e in emits] == [(2, seq, seq)]
+
+
+def test_a_switch_without_buffers_refuses_a_flow_mod_naming_one():
+    """As Open vSwitch, which has had no buffers since 2.7: the flow is not installed."""
+    rig = Rig(n_buffers=0)
+    msgs, emits = rig.flow_mod(P.OFPMatch(in_port=2), [out(1)], buffer_id=3, xid=8)
+    assert emits == [] and error_of(msgs, xid=8) == (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)
+    assert len(rig.sw.table) == 0
 
 
 def test_no_buffers_sends_whole_packet():

@@ -298,9 +298,10 @@ class Switch:
         match = Match.from_ofp(msg.match)
         cmd = msg.command
         out: list[Any] = []
-        if msg.buffer_id != NO_BUFFER and msg.buffer_id not in self.buffers and not self.buffer_packets:
-            # Open vSwitch today (no buffers since 2.7) refuses the whole FLOW_MOD; before, it installed the
-            # flow and then reported the buffer, which a switch with buffer_packets still does.
+        if msg.buffer_id != NO_BUFFER and not self.n_buffers:
+            # A switch without buffers refuses the whole FLOW_MOD, as Open vSwitch has since 2.7; one with
+            # buffers installs the flow and then reports an unknown buffer, as OVS did before (and as a
+            # world rebuilt from a trace, whose buffers are empty, must).
             return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]
         if msg.flags & ofp.OFPFF_EMERG and (msg.idle_timeout or msg.hard_timeout):
             return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_EMERG_TIMEOUT)]
