@@ -70,7 +70,8 @@ def run_one(trace: Path, work: Path) -> dict:
         row["liveness"] = [v["message"] for v in invariants_on_trace(out, "liveness")["violations"]]
         try:
             d = sts_agreement(out)
-            row["agreement"] = [{k: r.get(k) for k in ("sts_label", "sts_check", "status", "reason")}
+            row["agreement"] = [{k: r.get(k) for k in ("sts_label", "sts_check", "status", "basis", "same_place",
+                                                      "reason")}
                                 for r in d["violations"]]
         except NetsleuthError as exc:
             row["no_sts_violation"] = exc.one_line()
@@ -102,6 +103,9 @@ def main() -> int:
         "all_agree": sum(bool(r.get("agreement")) and all(a["status"] == "agrees" for a in r["agreement"])
                          for r in rows),
         "sts_violations": dict(sorted(statuses.items())),
+        # an agreement resting on the recording's own record of the check (a controller's exit) is circular
+        "agree_by_basis": dict(sorted(collections.Counter(a.get("basis") for r in rows for a in r.get("agreement", [])
+                                                          if a["status"] == "agrees").items())),
         "seconds": round(sum(r["seconds"] for r in rows), 2),
     }
     print(json.dumps(totals, indent=2))

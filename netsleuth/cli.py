@@ -171,14 +171,18 @@ def _invariants_at_sts_violation(args: argparse.Namespace) -> int:
     if args.json:
         out.print_json(json.dumps(d))
         return 0 if d["all_agree"] else 1
+    circular = (f" ({d['agree_from_recording']} of them only from the recording's own record of the check)"
+                if d["agree_from_recording"] else "")
     out.print(f"{args.trace}: {d['sts_violations']} violation(s) recorded by STS; netsleuth agrees with "
-              f"{d['agree']}, not with {d['disagree']}", soft_wrap=True, markup=False, highlight=False)
+              f"{d['agree']}{circular}, not with {d['disagree']}", soft_wrap=True, markup=False, highlight=False)
     for r in d["violations"]:
         where = f"STS {r['sts_label']} (round {r['sts_round']}, {r['sts_check']}"
         where += ", persistent)" if r["persistent"] else ", transient)"
         shown = r.get("netsleuth_findings") or []
         said = f": {shown[0]['message']}" if shown else ""
         line = f"  {r['status']}: {where} -> netsleuth {'/'.join(r.get('netsleuth_checks') or ['-'])}{said}"
+        if r.get("basis") == "recording":
+            line += " [from the recording's own record]"
         if r["reason"]:
             line += f" -- {r['reason']}"
         out.print(line, soft_wrap=True, markup=False, highlight=False)

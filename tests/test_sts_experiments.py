@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,27 @@ def test_every_recorded_violation_is_confirmed(src, check, n, tmp_path):
     for r in d["violations"]:
         assert r["status"] == "agrees" and r["netsleuth_checks"] == [check]
         assert r["netsleuth_findings"] and r["netsleuth_findings"][0]["invariant"] == check
+        # a loop is judged over the rebuilt tables, at the place STS named when it named one; ONOS's
+        # controller is down only through the exit the import read off STS's own check
+        assert r["basis"] == ("recording" if check == "liveness" else "tables")
+        assert r.get("same_place") is (True if src in (PYRETIC_LOOP, FIREWALL) else None)
+    assert d["agree_independent"] + d["agree_from_recording"] == d["agree"] == n
+
+
+def test_a_loop_found_elsewhere_is_no_agreement(tmp_path):
+    """STS's loop moved (its visits rewritten to s1 alone): netsleuth's loop through s1, s2, s3 is not
+    at that place, so the verdict is a disagreement that names both places."""
+    path = imported(PYRETIC_LOOP, tmp_path)
+    t = read_trace(path)
+    events = [dataclasses.replace(e, details={**e.details, "violations": [
+        re.sub(r"'visits': \[[\d, ]+\]", "'visits': [100001, 100002]", x) for x in e.details["violations"]]})
+        if isinstance(e, ts.Violation) and "sts_label" in e.details else e for e in t.events]
+    moved = tmp_path / "moved.jsonl"
+    write_trace(moved, ts.Trace(t.header, events))
+    (r,) = sts_agreement(moved)["violations"]
+    assert r["sts_loop_switches"] == ["s1"] and r["netsleuth_findings"]
+    assert (r["status"], r["same_place"]) == ("disagrees", False)
+    assert "looping through s1, s2, s3" in r["reason"] and "a loop through s1" in r["reason"], r["reason"]
 
 
 def test_pyretic_loop_runs_over_the_direction_sts_left_up(tmp_path):

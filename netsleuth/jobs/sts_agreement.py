@@ -16,11 +16,21 @@ where STS looked -- and runs netsleuth's counterpart of the STS check there:
   ``blackholes``; connectivity checks: ``reachability``; the combined checks
   any of theirs.
 
-Each recorded violation gets a status: ``agrees``; ``disagrees`` (the
-counterpart finds nothing there, with the likely reason); ``no-counterpart``
+Each recorded violation gets a status: ``agrees`` (the counterpart finds the
+violation, and where STS's record names a place -- the switches its loop
+visits, the ports of its blackholes -- at that same place); ``disagrees`` (the
+counterpart finds nothing there, or finds it somewhere else, with the likely
+reason); ``no-counterpart``
 (a check netsleuth has no invariant for, e.g. one defined in the experiment's
 config); ``not-rebuildable`` (the flow tables cannot be rebuilt because the
 trace holds the OpenFlow messages only as fingerprints).
+
+Each verdict also says what it rests on (``basis``): ``tables`` (netsleuth's
+check over the flow tables rebuilt from the recorded messages: independent of
+STS's verdict), ``inputs`` (a controller down because a recorded input crashed
+it) or ``recording`` (a controller down only because the import took its exit
+from the very record STS made when it checked: that agreement is circular, a
+confirmation of the import rather than of STS). The counts keep them apart.
 """
 
 from __future__ import annotations
@@ -146,8 +156,16 @@ def _judge(v: ts.Violation, world: Any, controllers: list[str], has_tables: bool
         record["sts_loop_switches"] = _loop_switches(viols, topo)
     if "blackholes" in counterpart:
         record["sts_blackhole_ports"] = _blackhole_ports(viols, topo)
-    if findings:
-        record.update(status="agrees", agrees=True, reason="")
+    record["basis"] = "tables"
+    same, where = _same_place(counterpart, findings, record)
+    record["same_place"] = same
+    if findings and same is False:
+        record.update(status="disagrees", agrees=False,
+                      reason=f"netsleuth finds it {where}, not where STS recorded it "
+                             f"({_sts_place(record)})")
+    elif findings:
+        record.update(status="agrees", agrees=True,
+                      reason="" if same else "STS's record names no place to compare")
     else:
         why = f"netsleuth's {' / '.join(counterpart)} find(s) nothing in the state rebuilt at this point"
         if not has_tables and set(counterpart) & _TABLES:
@@ -159,6 +177,45 @@ def _judge(v: ts.Violation, world: Any, controllers: list[str], has_tables: bool
                     "host: netsleuth counts that as delivered, not dropped")
         record.update(status="disagrees", agrees=False, reason=why)
     return record
+
+
+_PORT_IN_WHY = re.compile(r"output:(\d+)|port (\d+)")
+
+
+def _same_place(counterpart: tuple[str, ...], findings: list[Any],
+                record: dict[str, Any]) -> tuple[bool | None, str]:
+    """Whether some finding sits where STS put its violation (None: STS's record names no place),
+    and where netsleuth's findings are, in words.
+
+    A loop is at the same place when its cycle's switches are among the switches STS's loop
+    visited (STS's path may lead in to the cycle); a blackhole when it drops at a switch port STS
+    named."""
+    sts_loop = set(record.get("sts_loop_switches") or ())
+    sts_ports = {(sw, port) for sw, port, _host in record.get("sts_blackhole_ports") or ()}
+    ours: list[str] = []
+    same: bool | None = None
+    for f in findings:
+        if f.invariant == "loops" and sts_loop:
+            ours.append("looping through " + ", ".join(f.switches))
+            hit = bool(f.switches) and set(f.switches) <= sts_loop
+        elif f.invariant == "blackholes" and sts_ports:
+            sw = str(f.details.get("where", f.switches[0] if f.switches else ""))
+            ports = {int(a or b) for w in f.details.get("why", []) for a, b in _PORT_IN_WHY.findall(str(w))}
+            ours.append(f"dropping at {sw} port(s) {', '.join(map(str, sorted(ports))) or '?'}")
+            hit = any((sw, p) in sts_ports for p in ports)
+        else:
+            continue
+        same = bool(same) or hit
+    return same, "; ".join(dict.fromkeys(ours))[:300]
+
+
+def _sts_place(record: dict[str, Any]) -> str:
+    parts = []
+    if record.get("sts_loop_switches"):
+        parts.append("a loop through " + ", ".join(record["sts_loop_switches"]))
+    if record.get("sts_blackhole_ports"):
+        parts.append("blackholes at " + ", ".join(f"{sw}:{port}" for sw, port, _h in record["sts_blackhole_ports"]))
+    return "; ".join(parts)
 
 
 def _judge_liveness(record: dict[str, Any], named: list[str], world: Any, check: str | None) -> dict[str, Any]:
@@ -180,6 +237,9 @@ def _judge_liveness(record: dict[str, Any], named: list[str], world: Any, check:
                              f"{'it is' if len(missing) == 1 else 'they are'} running")
     else:
         crashed = sorted(c for c in named if c in view.crashed_by_input)
+        # a controller that no input crashed is down only through the exit the import read off
+        # STS's own check: confirming it confirms the import, not STS
+        record["basis"] = "inputs" if len(crashed) == len(set(named)) else "recording"
         record.update(status="agrees", agrees=True,
                       reason="" if not crashed else
                       f"{', '.join(crashed)} crashed by an input (STS counts those as down; netsleuth's liveness "
@@ -210,9 +270,13 @@ def sts_agreement(path: str | Path) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for r in records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
+    agree_by = {b: sum(1 for r in records if r["agrees"] and r.get("basis") == b)
+                for b in ("tables", "inputs", "recording")}
     return {
         "trace": str(path), "mode": "at-sts-violation", "sts_violations": len(records),
         "agree": counts.get("agrees", 0), "disagree": len(records) - counts.get("agrees", 0),
+        "agree_independent": agree_by["tables"] + agree_by["inputs"], "agree_from_recording": agree_by["recording"],
+        "agree_by_basis": agree_by,
         "by_status": dict(sorted(counts.items())), "all_agree": all(r["agrees"] for r in records),
         "violations": records,
     }
