@@ -87,3 +87,16 @@ def test_spanning_tree_on_a_mesh_reaches_every_host(forwarding: str, buffers: in
     assert d["pingall"]["ok"] == 12, d["pingall"]
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["controller"] == f"pox:{STP} {forwarding}"
+
+
+def test_a_pox_trace_replays_with_its_controller_and_switches(pox_env: Path, tmp_path: Path) -> None:
+    """The header's pox: spec (plain options) runs again without --controller, on switches that buffer."""
+    from netsleuth.jobs.replay import ReplayOptions, replay
+
+    pingall(tmp_path / "run", "openflow.discovery --link-timeout=10 forwarding.l2_multi", "linear,3", buffers=64)
+    d = replay(ReplayOptions(trace=tmp_path / "run" / "trace.jsonl", out=tmp_path / "replay"))
+    assert d["completed"]
+    header = read_trace(tmp_path / "replay" / "trace.jsonl").header
+    assert header.controller == "pox:openflow.discovery --link-timeout=10 forwarding.l2_multi"
+    assert header.extra["switch"] == {"buffer_packets": 64}
+    assert "l2_multi" in (tmp_path / "replay" / "controller.log").read_text()
