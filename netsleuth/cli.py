@@ -30,8 +30,10 @@ from rich.table import Table
 from netsleuth import __version__
 from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
+from netsleuth.jobs.switch_options import add_switch_options, limits_of
 from netsleuth.live import stop
 from netsleuth.options import at_least, out_dir, out_file, seconds
+from netsleuth.races import cli as races_cli
 
 
 class Parser(argparse.ArgumentParser):
@@ -57,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       checks=args.check, handshake_timeout=args.handshake_timeout,
                       ping_timeout=args.ping_timeout, seed=args.seed,
                       record_packets=not args.no_packet_events, isolation=args.isolation,
-                      openflow=args.openflow, warmup=args.warmup)
+                      openflow=args.openflow, warmup=args.warmup, limits=limits_of(args))
     with progress_bar() as p:
         result = run(opts, JobProgressBar(p))
     d = result.data
@@ -122,7 +124,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
                        isolation=args.isolation, openflow=args.openflow, warmup=args.warmup,
-                       check_every_flowmod=args.check_every_flowmod)
+                       check_every_flowmod=args.check_every_flowmod, limits=limits_of(args))
     with progress_bar() as p:
         result = fuzz(opts, JobProgressBar(p))
     d = result.data
@@ -206,51 +208,6 @@ def _invariants_at_sts_violation(args: argparse.Namespace) -> int:
     return 0 if d["all_agree"] else 1
 
 
-def cmd_races(args: argparse.Namespace) -> int:
-    import json
-
-    from netsleuth.races.job import detect_races
-
-    report = detect_races(args.trace, delta=args.delta, time_edges=not args.no_time_filter,
-                          data_deps=args.data_deps)
-    d = report.to_json(detail="all" if args.all else "harmful")
-    if args.json:
-        print(json.dumps(d, sort_keys=True))
-        return 0
-    if not d["races"]:
-        out.print(f"no races in {args.trace}: {d['events']} events, {d['read']} flow-table reads and "
-                  f"{d['writes']} writes, none of them unordered on one switch", soft_wrap=True, markup=False)
-        return 0
-    out.print(f"races in {args.trace}", soft_wrap=True, markup=False)
-    table = Table(show_header=False)
-    for key in ("events", "read", "writes", "races", "commuting", "time_filtered_races", "covered", "harmful"):
-        table.add_row(key.replace("_", " "), str(d[key]))
-    table.add_row("seconds", f"{sum(d['seconds'].values()):.2f}")
-    out.print(table)
-    for r in d.get("race_list", [])[: args.show]:
-        out.print(_race_words(r), markup=False, highlight=False, soft_wrap=True)
-    if len(d.get("race_list", [])) > args.show:
-        out.print(f"... {len(d['race_list']) - args.show} more (use --json for all)")
-    return 0
-
-
-def _race_words(r: dict) -> str:
-    """One race in plain words: which switch, which two operations."""
-    parts = []
-    for e in r.get("events", []):
-        if "target" in e:   # OpenFlow 1.3: the event in words, and which table, group or meter it touched
-            what = e.get("text") or e.get("flow_mod") or e.get("flow_entry") or e.get("msg_type", "?")
-            parts.append(f"{what} ({'reads' if e.get('op') == 'read' else 'writes'} {e['target']}, event {e['eid']})")
-            continue
-        if e.get("op") == "read":
-            hit = e.get("flow_entry") or "no entry (table miss)"
-            parts.append(f"packet {e.get('packet', '?')} in port {e.get('in_port', '?')} matched {hit} "
-                         f"(event {e['eid']})")
-        else:
-            parts.append(f"{e.get('flow_mod') or e.get('msg_type', 'write')} (event {e['eid']})")
-    return f"{r.get('status', '')} {r.get('type', '')} race on switch {r.get('dpid', '?')}: " + "  vs  ".join(parts)
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     import json
 
@@ -277,7 +234,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     opts = ReplayOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller, times=args.times,
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
                          record_packets=not args.no_packet_events, openflow=args.openflow,
-                         trust_trace_controller=args.trust_trace_controller)
+                         trust_trace_controller=args.trust_trace_controller,
+                         buffer_packets=args.buffer_packets, table_size=args.table_size)
     with progress_bar() as p:
         d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
@@ -316,7 +274,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
-                           trust_trace_controller=args.trust_trace_controller)
+                           trust_trace_controller=args.trust_trace_controller,
+                           buffer_packets=args.buffer_packets, table_size=args.table_size)
     with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -352,32 +311,6 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cluster(args: argparse.Namespace) -> int:
-    import json
-
-    from netsleuth.races.cluster_job import cluster_races, render_html
-
-    report = cluster_races(args.trace, delta=args.delta)
-    d = report.to_json()
-    if args.html:
-        render_html(report, args.html)
-    if args.json:
-        print(json.dumps(d, sort_keys=True))
-        return 0
-    out.print(f"{args.trace}: {d['races']} harmful races -> {d['iso_clusters']} isomorphism classes -> "
-              f"{d['final_clusters']} clusters in {d['seconds']:.2f} s", soft_wrap=True, markup=False)
-    for i, c in enumerate(d["clusters"], 1):
-        feats = ", ".join(c["common_features"]) or "no common boolean feature"
-        out.print(f"[bold]cluster {i}[/bold]: {c['size']} races ({feats})")
-        rep = c["representative"]
-        out.print(f"  representative: {rep['text']}", markup=False, highlight=False, soft_wrap=True)
-        for root in rep.get("roots", [])[:5]:
-            out.print(f"    root: {root}", markup=False, highlight=False, soft_wrap=True)
-    if args.html:
-        out.print(f"representative subgraphs drawn in {args.html}")
-    return 0
-
-
 def _add_openflow(p: argparse.ArgumentParser, default: str | None = "auto") -> None:
     p.add_argument("--openflow", choices=["auto", "1.0", "1.3"], default=default,
                    help="OpenFlow versions the switches offer: 1.0, 1.3 or auto (both; the controller picks)"
@@ -387,7 +320,7 @@ def _add_openflow(p: argparse.ArgumentParser, default: str | None = "auto") -> N
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | ryu:<app or app.py>[,...] [--observe-links] | faucet:auto | '
-                        'cmd:"<command with {port}>" | tcp:HOST:PORT; '
+                        'pox:"<components and options>" | cmd:"<command with {port}>" | tcp:HOST:PORT; '
                         'repeat it and every switch connects to every controller')
     p.add_argument("--topo", required=True,
                    help="single,N | linear,N | tree,depth=D,fanout=F | torus,X,Y | mesh,N | ring,N | "
@@ -405,6 +338,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "(let spanning tree converge or a Faucet stack come up); replays reuse it")
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    add_switch_options(p)
 
 
 # Further command groups live beside the code they drive; each module has
@@ -473,16 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     i.set_defaults(func=cmd_invariants)
 
-    rc = sub.add_parser("races", help="happens-before race detection (SDNRacer) on a trace or an SDNRacer hb.json")
-    rc.add_argument("trace", help="SDNRacer hb.json (or a netsleuth trace.jsonl)")
-    rc.add_argument("--delta", type=seconds(allow_zero=True), default=2.0,
-                    help="seconds apart beyond which races are time-filtered")
-    rc.add_argument("--no-time-filter", action="store_true", help="keep races however far apart in time")
-    rc.add_argument("--data-deps", action="store_true", help="order races covered by read-after-write dependencies")
-    rc.add_argument("--all", action="store_true", help="list every race, not only the harmful ones")
-    rc.add_argument("--show", type=at_least(0), default=10, help="races to print (default 10)")
-    rc.add_argument("--json", action="store_true", help="print JSON (keys races, commuting, harmful, race_list)")
-    rc.set_defaults(func=cmd_races)
+    races_cli.add_races(sub)
 
     rp = sub.add_parser("replay", help="re-run a trace's inputs against a fresh controller, respecting happens-before")
     rp.add_argument("trace", help="a netsleuth trace.jsonl")
@@ -499,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     rp.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     _add_openflow(rp, None)
+    add_switch_options(rp, None)
     rp.set_defaults(func=cmd_replay)
 
     mn = sub.add_parser("minimize", help="delta-debug a failing trace down to a minimal causal sequence (MCS)")
@@ -518,18 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
     _add_openflow(mn, None)
+    add_switch_options(mn, None)
     mn.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
     mn.set_defaults(func=cmd_minimize)
 
-    cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")
-    cl.add_argument("trace", help="SDNRacer hb.json or a netsleuth trace.jsonl")
-    cl.add_argument("--delta", type=seconds(allow_zero=True), default=2.0,
-                    help="race time filter in seconds (default 2)")
-    cl.add_argument("--json", action="store_true", help="print JSON (keys clusters, seconds, ...)")
-    cl.add_argument("--html", type=out_file("--html"), help="write the representative subgraphs to this HTML file")
-    cl.set_defaults(func=cmd_cluster)
+    races_cli.add_cluster(sub)
 
     im = sub.add_parser("import", help="convert another tool's trace into netsleuth's format")
     im.add_argument("format", choices=["sts"], help="the source format (sts: an STS events.trace)")
@@ -581,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser().parse_args(argv)
             except SystemExit as exc:  # --help, --version, or a usage error already printed in one line
                 return exc.code if isinstance(exc.code, int) else 2
+            if getattr(args, "pox", None):  # for this process and the replays it starts
+                os.environ["NETSLEUTH_POX"] = str(Path(args.pox).expanduser().resolve())
             return args.func(args)
         except NetsleuthError as exc:
             # One unwrapped line a user can grep for, then the evidence (e.g. the controller's log tail).

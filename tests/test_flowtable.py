@@ -37,6 +37,16 @@ from netsleuth.model.match import FIELDS, Match
 
 IP = ip_to_int
 B = Match.build
+
+
+def TCP(**fields: object) -> Match:  # noqa: N802 - reads as the match's kind, like B
+    """A match on TCP packets: network and transport fields count only with their prerequisites."""
+    return B(dl_type=0x800, nw_proto=6, **fields)
+
+
+def tcp_pkt(**fields: int) -> tuple[int, ...]:
+    """The 12-tuple of a TCP packet."""
+    return pkt(dl_type=0x800, nw_proto=6, **fields)
 CHECK = ofp.OFPFF_CHECK_OVERLAP
 
 
@@ -65,24 +75,24 @@ def test_same_match_different_priority_coexist() -> None:
 
 def test_check_overlap_refuses_same_priority_overlap() -> None:
     t = FlowTable()
-    t.add(B(nw_dst="10.0.0.0/8"), 10, out(1))
+    t.add(TCP(nw_dst="10.0.0.0/8"), 10, out(1))
     with pytest.raises(FlowOverlapError) as err:
-        t.add(B(nw_dst="10.1.0.0/16", tp_dst=80), 10, out(2), flags=CHECK)
+        t.add(TCP(nw_dst="10.1.0.0/16", tp_dst=80), 10, out(2), flags=CHECK)
     assert err.value.err_type == ofp.OFPET_FLOW_MOD_FAILED and err.value.err_code == ofp.OFPFMFC_OVERLAP
     assert isinstance(err.value, NetsleuthError) and err.value.fix
-    assert err.value.existing.match == B(nw_dst="10.0.0.0/8")
+    assert err.value.existing.match == TCP(nw_dst="10.0.0.0/8")
     assert len(t) == 1
     # identical match and priority is an overlap too
     with pytest.raises(FlowOverlapError):
-        t.add(B(nw_dst="10.0.0.0/8"), 10, out(5), flags=CHECK)
+        t.add(TCP(nw_dst="10.0.0.0/8"), 10, out(5), flags=CHECK)
     assert t.entries()[0].actions == out(1)
 
 
 def test_check_overlap_allows_other_priority_or_disjoint_match() -> None:
     t = FlowTable()
-    t.add(B(nw_dst="10.0.0.0/8"), 10, out(1))
-    t.add(B(nw_dst="10.1.0.0/16"), 11, out(2), flags=CHECK)
-    t.add(B(nw_dst="11.0.0.0/8"), 10, out(3), flags=CHECK)
+    t.add(TCP(nw_dst="10.0.0.0/8"), 10, out(1))
+    t.add(TCP(nw_dst="10.1.0.0/16"), 11, out(2), flags=CHECK)
+    t.add(TCP(nw_dst="11.0.0.0/8"), 10, out(3), flags=CHECK)
     t.add(B(in_port=1), 10, out(4))  # overlapping but no flag: accepted
     assert len(t) == 4
 
@@ -90,8 +100,8 @@ def test_check_overlap_allows_other_priority_or_disjoint_match() -> None:
 # ---------------------------------------------------------------- MODIFY
 def fill_for_modify() -> FlowTable:
     t = FlowTable()
-    t.add(B(in_port=1, tp_dst=80), 10, out(2), cookie=1)
-    t.add(B(in_port=1, tp_dst=22), 20, out(2), cookie=2)
+    t.add(TCP(in_port=1, tp_dst=80), 10, out(2), cookie=1)
+    t.add(TCP(in_port=1, tp_dst=22), 20, out(2), cookie=2)
     t.add(B(in_port=2), 10, out(3), cookie=3)
     t.add(Match.catch_all(), 0, out(ofp.OFPP_CONTROLLER), cookie=4)
     return t
@@ -99,11 +109,11 @@ def fill_for_modify() -> FlowTable:
 
 def test_modify_non_strict_changes_every_covered_entry_keeping_counters() -> None:
     t = fill_for_modify()
-    t.lookup(pkt(in_port=1, tp_dst=80), now=1.0, nbytes=60)
+    t.lookup(tcp_pkt(in_port=1, tp_dst=80), now=1.0, nbytes=60)
     changed = t.modify(B(in_port=1), out(9), strict=False, priority=99, now=2.0, cookie=42)
     assert sorted(e.priority for e in changed) == [10, 20]
     by_cookie = {e.match: e for e in t.entries()}
-    hit = by_cookie[B(in_port=1, tp_dst=80)]
+    hit = by_cookie[TCP(in_port=1, tp_dst=80)]
     assert hit.actions == out(9) and hit.cookie == 42 and hit.packet_count == 1 and hit.installed_at == 0.0
     assert by_cookie[B(in_port=2)].actions == out(3)          # not covered
     assert by_cookie[Match.catch_all()].actions == out(ofp.OFPP_CONTROLLER)  # more general: not covered
@@ -117,9 +127,9 @@ def test_modify_without_cookie_keeps_cookie() -> None:
 
 def test_modify_strict_needs_identical_match_and_priority() -> None:
     t = fill_for_modify()
-    assert t.modify(B(in_port=1, tp_dst=80), out(9), strict=True, priority=20, now=0.0) == []
+    assert t.modify(TCP(in_port=1, tp_dst=80), out(9), strict=True, priority=20, now=0.0) == []
     assert t.modify(B(in_port=1), out(9), strict=True, priority=10, now=0.0) == []
-    (e,) = t.modify(B(in_port=1, tp_dst=80), out(9), strict=True, priority=10, now=0.0)
+    (e,) = t.modify(TCP(in_port=1, tp_dst=80), out(9), strict=True, priority=10, now=0.0)
     assert e.actions == out(9)
     assert [x.actions for x in t.entries() if x.actions == out(9)] == [out(9)]
 
@@ -135,9 +145,9 @@ def test_modify_selecting_nothing_returns_empty_and_leaves_table() -> None:
 def test_delete_non_strict_removes_covered_entries_only() -> None:
     t = fill_for_modify()
     removed = t.delete(B(in_port=1), strict=False)
-    assert {e.match for e in removed} == {B(in_port=1, tp_dst=80), B(in_port=1, tp_dst=22)}
+    assert {e.match for e in removed} == {TCP(in_port=1, tp_dst=80), TCP(in_port=1, tp_dst=22)}
     assert {e.match for e in t.entries()} == {B(in_port=2), Match.catch_all()}
-    assert t.peek(pkt(in_port=1, tp_dst=80)).match == Match.catch_all()
+    assert t.peek(tcp_pkt(in_port=1, tp_dst=80)).match == Match.catch_all()
 
 
 def test_delete_catch_all_empties_the_table() -> None:
@@ -186,21 +196,21 @@ def test_exact_entry_outranks_higher_priority_wildcard() -> None:
 
 def test_priority_decides_among_wildcards_and_prefixes() -> None:
     t = FlowTable()
-    t.add(B(nw_dst="10.0.0.0/8"), 8, out(1))
-    t.add(B(nw_dst="10.1.0.0/16"), 16, out(2))
-    t.add(B(nw_dst="10.1.2.0/24"), 24, out(3))
+    t.add(TCP(nw_dst="10.0.0.0/8"), 8, out(1))
+    t.add(TCP(nw_dst="10.1.0.0/16"), 16, out(2))
+    t.add(TCP(nw_dst="10.1.2.0/24"), 24, out(3))
     t.add(Match.catch_all(), 0, out(4))
-    assert t.peek(pkt(nw_dst=IP("10.1.2.9"))).actions == out(3)
-    assert t.peek(pkt(nw_dst=IP("10.1.3.9"))).actions == out(2)
-    assert t.peek(pkt(nw_dst=IP("10.2.3.9"))).actions == out(1)
-    assert t.peek(pkt(nw_dst=IP("11.0.0.1"))).actions == out(4)
+    assert t.peek(tcp_pkt(nw_dst=IP("10.1.2.9"))).actions == out(3)
+    assert t.peek(tcp_pkt(nw_dst=IP("10.1.3.9"))).actions == out(2)
+    assert t.peek(tcp_pkt(nw_dst=IP("10.2.3.9"))).actions == out(1)
+    assert t.peek(tcp_pkt(nw_dst=IP("11.0.0.1"))).actions == out(4)
     t.add(B(in_port=1), 100, out(5))
-    assert t.peek(pkt(in_port=1, nw_dst=IP("10.1.2.9"))).actions == out(5)
+    assert t.peek(tcp_pkt(in_port=1, nw_dst=IP("10.1.2.9"))).actions == out(5)
 
 
 def test_equal_priority_tie_is_independent_of_install_order() -> None:
-    general, specific = B(in_port=1), B(in_port=1, tp_dst=80)
-    f = pkt(in_port=1, tp_dst=80)
+    general, specific = B(in_port=1), TCP(in_port=1, tp_dst=80)
+    f = tcp_pkt(in_port=1, tp_dst=80)
     winners = set()
     for order in ([general, specific], [specific, general]):
         t = FlowTable()
@@ -225,8 +235,8 @@ def test_deleting_top_entry_falls_back_to_next() -> None:
     t = FlowTable()
     t.add(B(in_port=1), 20, out(2))
     t.add(B(tp_dst=80), 10, out(3))
-    t.add(B(in_port=1, tp_dst=80), 5, out(4))
-    f = pkt(in_port=1, tp_dst=80)
+    t.add(TCP(in_port=1, tp_dst=80), 5, out(4))
+    f = tcp_pkt(in_port=1, tp_dst=80)
     assert t.peek(f).actions == out(2)
     t.delete(B(in_port=1), strict=True, priority=20)
     assert t.peek(f).actions == out(3)
@@ -285,7 +295,7 @@ def test_lookup_never_expires_by_itself() -> None:
 def random_flows(rng: random.Random, n: int) -> list[tuple[Match, int, tuple]]:
     flows = {}
     while len(flows) < n:
-        m = B(in_port=rng.randint(1, 4), tp_dst=rng.choice([22, 80, 443]),
+        m = TCP(in_port=rng.randint(1, 4), tp_dst=rng.choice([22, 80, 443]),
               nw_dst=(rng.choice([IP("10.0.0.0"), IP("10.1.0.0")]), rng.choice([8, 16, 32])))
         flows[(m, rng.randint(0, 3))] = out(rng.randint(1, 4))
     return [(m, p, a) for (m, p), a in flows.items()]
@@ -303,7 +313,7 @@ def test_canonical_key_is_independent_of_install_order() -> None:
         t2.add(m, p, a, idle_timeout=5)
     assert t1.canonical_key() == t2.canonical_key() and hash(t1.canonical_key()) == hash(t2.canonical_key())
     assert contents(t1) == contents(t2)
-    f = pkt(in_port=1, tp_dst=80, nw_dst=IP("10.0.0.0"))
+    f = tcp_pkt(in_port=1, tp_dst=80, nw_dst=IP("10.0.0.0"))
     t1.lookup(f, now=1.0, nbytes=10)
     assert t1.canonical_key() != t2.canonical_key()
     t2.lookup(f, now=1.0, nbytes=99)

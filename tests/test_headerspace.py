@@ -315,7 +315,18 @@ def matches(draw, ports, macs, ips):
             fields[name] = (draw(st.sampled_from(ips)), draw(st.sampled_from([32, 31, 24, 8, 1])))
         else:
             fields[name] = draw(st.sampled_from([80, 8, 0, 1234]))
-    return Match.build(**fields)
+    m = Match.build(**fields)
+    if draw(st.integers(0, 3)) == 0:
+        # POX's form: the network and transport fields not wildcarded whatever dl_type is, zero or
+        # left over ("ignored fields"); they count only where their prerequisites hold.
+        ignored = (ofp.OFPFW_NW_TOS | ofp.OFPFW_NW_PROTO | ofp.OFPFW_NW_SRC_MASK | ofp.OFPFW_NW_DST_MASK
+                   | ofp.OFPFW_TP_SRC | ofp.OFPFW_TP_DST)
+        values = list(m.values)
+        for i in range(FIELDS.index("nw_tos"), len(FIELDS)):
+            if not m.masks[i]:
+                values[i] = draw(st.sampled_from([0, 0, 6, 80]))
+        m = Match(m.wildcards & ~ignored, *values)
+    return m
 
 
 @st.composite

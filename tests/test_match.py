@@ -25,9 +25,9 @@ def test_garbage_in_wildcarded_fields_is_ignored() -> None:
 
 
 def test_host_bits_under_prefix_are_masked() -> None:
-    a = Match.build(nw_src="10.1.2.3/8")
+    a = Match.build(dl_type=0x800, nw_src="10.1.2.3/8")
     assert a.nw_src == IP("10.0.0.0")
-    assert a == Match.build(nw_src="10.0.0.0/8")
+    assert a == Match.build(dl_type=0x800, nw_src="10.0.0.0/8")
     assert a.nw_src_prefixlen == 8 and a.nw_dst_prefixlen == 0
 
 
@@ -45,9 +45,9 @@ def test_reserved_wildcard_bits_are_dropped() -> None:
 
 
 def test_nw_tos_keeps_only_dscp_bits() -> None:
-    m = Match.build(nw_tos=0x2F)
+    m = Match.build(dl_type=0x800, nw_tos=0x2F)
     assert m.nw_tos == 0x2C
-    assert m.matches(pkt(nw_tos=0x2C)) and not m.matches(pkt(nw_tos=0x28))
+    assert m.matches(pkt(dl_type=0x800, nw_tos=0x2C)) and not m.matches(pkt(dl_type=0x800, nw_tos=0x28))
 
 
 def test_out_of_range_values_raise_typed_errors_with_fix() -> None:
@@ -73,19 +73,20 @@ def test_build_is_exact_on_given_fields_only() -> None:
 
 @pytest.mark.parametrize("spec", ["10.0.0.0/8", (IP("10.0.0.0"), 8), (IP("10.9.9.9"), 8)])
 def test_prefix_forms_are_equivalent(spec: object) -> None:
-    m = Match.build(nw_dst=spec)
-    assert m == Match.build(nw_dst="10.0.0.0/8")
-    assert m.matches(pkt(nw_dst=IP("10.255.1.1")))
-    assert not m.matches(pkt(nw_dst=IP("11.0.0.0")))
-    assert not m.matches(pkt(nw_dst=IP("9.255.255.255")))
+    m = Match.build(dl_type=0x800, nw_dst=spec)
+    assert m == Match.build(dl_type=0x800, nw_dst="10.0.0.0/8")
+    assert m.matches(pkt(dl_type=0x800, nw_dst=IP("10.255.1.1")))
+    assert not m.matches(pkt(dl_type=0x800, nw_dst=IP("11.0.0.0")))
+    assert not m.matches(pkt(dl_type=0x800, nw_dst=IP("9.255.255.255")))
 
 
 def test_prefix_edges() -> None:
-    assert Match.build(nw_src="1.2.3.4/0").matches(pkt(nw_src=IP("200.1.1.1")))
-    host = Match.build(nw_src="1.2.3.4")
-    assert host.matches(pkt(nw_src=IP("1.2.3.4"))) and not host.matches(pkt(nw_src=IP("1.2.3.5")))
-    m31 = Match.build(nw_src="1.2.3.4/31")
-    assert m31.matches(pkt(nw_src=IP("1.2.3.5"))) and not m31.matches(pkt(nw_src=IP("1.2.3.6")))
+    ip = {"dl_type": 0x800}
+    assert Match.build(**ip, nw_src="1.2.3.4/0").matches(pkt(**ip, nw_src=IP("200.1.1.1")))
+    host = Match.build(**ip, nw_src="1.2.3.4")
+    assert host.matches(pkt(**ip, nw_src=IP("1.2.3.4"))) and not host.matches(pkt(**ip, nw_src=IP("1.2.3.5")))
+    m31 = Match.build(**ip, nw_src="1.2.3.4/31")
+    assert m31.matches(pkt(**ip, nw_src=IP("1.2.3.5"))) and not m31.matches(pkt(**ip, nw_src=IP("1.2.3.6")))
 
 
 def test_catch_all_matches_anything() -> None:
@@ -95,8 +96,8 @@ def test_catch_all_matches_anything() -> None:
 
 # ---------------------------------------------------------------- covers / overlaps
 def test_covers_with_prefixes() -> None:
-    p8, p16 = Match.build(nw_src="10.0.0.0/8"), Match.build(nw_src="10.1.0.0/16")
-    other16 = Match.build(nw_src="11.1.0.0/16")
+    p8, p16 = Match.build(dl_type=0x800, nw_src="10.0.0.0/8"), Match.build(dl_type=0x800, nw_src="10.1.0.0/16")
+    other16 = Match.build(dl_type=0x800, nw_src="11.1.0.0/16")
     assert p8.covers(p16) and not p16.covers(p8)
     assert not p8.covers(other16)
     assert Match.catch_all().covers(p8) and not p8.covers(Match.catch_all())
@@ -112,18 +113,21 @@ def test_covers_requires_the_other_to_fix_the_field() -> None:
 
 def test_an_exact_zero_value_does_not_cover_a_wildcard() -> None:
     # A wildcarded field is stored as 0; covering must look at the masks, not only the values.
-    assert not Match.build(nw_tos=0).covers(Match.catch_all())
-    assert not Match.build(nw_src="0.0.0.0/8").covers(Match.build(nw_src="0.0.0.0/4"))
+    ip = {"dl_type": 0x800}
+    assert not Match.build(**ip, nw_tos=0).covers(Match.build(**ip))
+    assert not Match.build(**ip, nw_src="0.0.0.0/8").covers(Match.build(**ip, nw_src="0.0.0.0/4"))
     assert not Match.build(dl_vlan_pcp=0, in_port=1).covers(Match.build(in_port=1))
-    assert Match.build(nw_src="0.0.0.0/4").covers(Match.build(nw_src="0.0.0.0/8"))
+    assert Match.build(**ip, nw_src="0.0.0.0/4").covers(Match.build(**ip, nw_src="0.0.0.0/8"))
 
 
 def test_overlaps_examples() -> None:
     assert Match.build(in_port=1).overlaps(Match.build(dl_type=0x800))
     assert not Match.build(in_port=1).overlaps(Match.build(in_port=2))
-    assert Match.build(nw_dst="10.0.0.0/8").overlaps(Match.build(nw_dst="10.2.0.0/16"))
-    assert not Match.build(nw_dst="10.0.0.0/16").overlaps(Match.build(nw_dst="10.1.0.0/16"))
-    assert not Match.build(nw_dst="10.0.0.0/8", tp_dst=80).overlaps(Match.build(nw_dst="10.1.0.0/16", tp_dst=22))
+    ip, tcp = {"dl_type": 0x800}, {"dl_type": 0x800, "nw_proto": 6}
+    assert Match.build(**ip, nw_dst="10.0.0.0/8").overlaps(Match.build(**ip, nw_dst="10.2.0.0/16"))
+    assert not Match.build(**ip, nw_dst="10.0.0.0/16").overlaps(Match.build(**ip, nw_dst="10.1.0.0/16"))
+    assert not Match.build(**tcp, nw_dst="10.0.0.0/8", tp_dst=80).overlaps(
+        Match.build(**tcp, nw_dst="10.1.0.0/16", tp_dst=22))
 
 
 # Random matches over small domains, with garbage in wildcarded fields.
@@ -233,10 +237,67 @@ def test_from_ofp_reads_controller_style_ofpmatch() -> None:
 
 def test_str_is_ovs_ofctl_syntax() -> None:
     m = Match.build(in_port=1, dl_dst="0a:00:00:00:00:01", dl_vlan=0xFFFF, dl_type=0x0800,
-                    nw_dst="10.0.0.0/8", tp_dst=80)
-    assert str(m) == "in_port=1,dl_dst=0a:00:00:00:00:01,dl_vlan=0xffff,dl_type=0x0800,nw_dst=10.0.0.0/8,tp_dst=80"
+                    nw_proto=6, nw_dst="10.0.0.0/8", tp_dst=80)
+    assert str(m) == ("in_port=1,dl_dst=0a:00:00:00:00:01,dl_vlan=0xffff,dl_type=0x0800,nw_proto=6,"
+                      "nw_dst=10.0.0.0/8,tp_dst=80")
 
 
 def test_masks_index_by_field() -> None:
-    m = Match.build(nw_src="10.0.0.0/8", nw_dst="1.2.3.4")
+    m = Match.build(dl_type=0x800, nw_src="10.0.0.0/8", nw_dst="1.2.3.4")
     assert m.masks[NW_SRC] == 0xFF000000 and m.masks[NW_DST] == 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------- prerequisites (Open vSwitch's rules)
+def _pox_style(**fields: int) -> Match:
+    """What POX sends for a layer-2 rule: dl_type wildcarded, the network and transport fields zero
+    but not wildcarded (OpenFlow 1.0.1's "ignored fields")."""
+    wc = ofp.OFPFW_ALL & ~(ofp.OFPFW_NW_TOS | ofp.OFPFW_NW_PROTO | ofp.OFPFW_NW_SRC_MASK | ofp.OFPFW_NW_DST_MASK
+                           | ofp.OFPFW_TP_SRC | ofp.OFPFW_TP_DST)
+    for name in fields:
+        wc &= ~getattr(ofp, "OFPFW_" + name.upper())
+    return Match(wc, **fields)
+
+
+def test_network_and_transport_fields_without_dl_type_are_ignored() -> None:
+    m = _pox_style(dl_dst=2)
+    assert m == Match.build(dl_dst=2)
+    tcp = pkt(dl_dst=2, dl_type=0x800, nw_proto=6, nw_src=IP("10.0.0.1"), nw_dst=IP("10.0.0.2"),
+              tp_src=1234, tp_dst=80)
+    assert m.matches(tcp) and m.matches(pkt(dl_dst=2, dl_type=0x806, nw_proto=1))
+    assert not m.matches(pkt(dl_dst=3))
+
+
+def test_transport_fields_need_a_transport_protocol() -> None:
+    m = Match.build(dl_type=0x800, nw_proto=47, tp_dst=80)  # GRE has no ports
+    assert m == Match.build(dl_type=0x800, nw_proto=47)
+    assert Match.build(dl_type=0x800, tp_dst=80) == Match.build(dl_type=0x800)  # nw_proto wildcarded
+    for proto in (1, 6, 17, 132):
+        kept = Match.build(dl_type=0x800, nw_proto=proto, tp_dst=80)
+        assert kept.masks[FIELDS.index("tp_dst")] == 0xFFFF
+        assert not kept.matches(pkt(dl_type=0x800, nw_proto=proto, tp_dst=81))
+
+
+def test_arp_keeps_addresses_and_opcode_but_not_tos_or_ports() -> None:
+    m = Match.build(dl_type=0x806, nw_proto=1, nw_dst="10.0.0.2", nw_tos=8, tp_src=5)
+    assert m == Match.build(dl_type=0x806, nw_proto=1, nw_dst="10.0.0.2")
+    assert m.matches(pkt(dl_type=0x806, nw_proto=1, nw_dst=IP("10.0.0.2")))
+    assert not m.matches(pkt(dl_type=0x806, nw_proto=2, nw_dst=IP("10.0.0.2")))
+
+
+def test_an_exact_match_stays_exact_with_its_ignored_fields_zeroed() -> None:
+    # OpenFlow 1.0 ranks a match with no wildcard bit above all others, by its wire form.
+    arp = pkt(in_port=1, dl_type=0x806, nw_proto=1, nw_src=IP("10.0.0.1"), nw_dst=IP("10.0.0.2"))
+    garbage = list(arp)
+    garbage[FIELDS.index("tp_src")] = 7
+    garbage[FIELDS.index("nw_tos")] = 8
+    m = Match(0, *garbage)
+    assert m.is_exact() and m == Match.exact(arp)
+    assert m.matches(arp)
+    assert Match.from_ofp(m.to_ofp()) == m and Match.from_json(m.to_json()) == m
+
+
+@settings(max_examples=200, deadline=None)
+@given(matches())
+def test_normalization_is_idempotent(m: Match) -> None:
+    again = Match(m.wildcards, *m.values)
+    assert again == m and again.masks == m.masks

@@ -34,12 +34,14 @@ OpenFlow 1.0 leaves open or that is an OVS extension):
    so (a) wildcard rules use priorities 0..65534 and (b) a table holds each
    exact match once (OVS would merge two exact ADDs of different priority;
    netsleuth keeps both, as the 1.0 identity is match+priority).
-6. Prerequisites.  OVS drops nw_* fields unless dl_type is IPv4/ARP, tp_*
-   unless nw_proto is TCP/UDP/ICMP, and nw_tos for ARP; netsleuth matches the
-   12-tuple literally.  Wildcard rules only set fields whose prerequisites
-   they also set.  Exact rules are built from real packets, whose dropped
-   fields are 0 on both sides (checked: every normalization OVS reports must
-   only drop zero-valued fields).
+6. Prerequisites.  OVS ignores nw_* fields unless dl_type is IPv4/ARP, tp_*
+   unless nw_proto is TCP/UDP/ICMP, and nw_tos for ARP, and so does
+   netsleuth's Match; rules here travel as ovs-ofctl text, which cannot
+   carry such a field, so wildcard rules set only fields whose prerequisites
+   they also set (tests/test_ovs_differential_pox.py sends the wire
+   FLOW_MODs POX sends, with those fields fixed).  Exact rules are built
+   from real packets, whose ignored fields are 0 on both sides (checked:
+   every normalization OVS reports must only drop zero-valued fields).
 7. VLAN PCP without a tag.  OVS ignores dl_vlan_pcp when dl_vlan=0xffff and
    reads a PCP with a wildcarded dl_vlan as "tagged"; netsleuth compares the
    12-tuple, where untagged frames have PCP 0.  PCP is matched only together

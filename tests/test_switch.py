@@ -219,9 +219,6 @@ def test_packet_out_with_data():
     assert msgs == []
     assert [e.port for e in emits] == [2, 3] and all(same(e.packet, UDP) for e in emits)
     assert rig.sw.ports[2].counters.tx_packets == 1
-    # no buffer and no data: nothing to send
-    msgs, emits = rig.packet_out([out(2)], xid=4)
-    assert emits == [] and error_of(msgs, xid=4)[0] == ofp.OFPET_BAD_REQUEST
 
 
 def test_packet_out_data_continues_packet_in_lineage():
@@ -268,6 +265,14 @@ def test_buffer_exhaustion_evicts_oldest():
     for seq in (1, 2):
         msgs, emits = rig.packet_out([out(2)], buffer_id=ids[seq], in_port=1)
         assert msgs == [] and [(e.port, e.tag, e.packet.l4.seq) for e in emits] == [(2, seq, seq)]
+
+
+def test_a_switch_without_buffers_refuses_a_flow_mod_naming_one():
+    """As Open vSwitch, which has had no buffers since 2.7: the flow is not installed."""
+    rig = Rig(n_buffers=0)
+    msgs, emits = rig.flow_mod(P.OFPMatch(in_port=2), [out(1)], buffer_id=3, xid=8)
+    assert emits == [] and error_of(msgs, xid=8) == (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)
+    assert len(rig.sw.table) == 0
 
 
 def test_no_buffers_sends_whole_packet():
@@ -630,3 +635,66 @@ def test_error_from_controller_is_not_answered():
     rig = Rig()
     msgs, emits = rig.send(P.OFPErrorMsg(DP, type_=ofp.OFPET_BAD_REQUEST, code=ofp.OFPBRC_BAD_TYPE, data=b"x"))
     assert msgs == [] and emits == []
+
+
+# ------------------------------------------------------------------ what POX relies on (Open vSwitch's behaviour)
+def test_empty_packet_out_is_accepted_and_sends_nothing():
+    """No buffer and no data: OVS accepts it silently (POX gar's l2_multi floods so)."""
+    rig = Rig()
+    msgs, emits = rig.packet_out([out(ofp.OFPP_FLOOD)], xid=4)
+    assert msgs == [] and emits == []
+    assert all(p.counters.tx_packets == 0 for p in rig.sw.ports.values())
+
+
+def test_pox_style_flow_mod_ignores_network_fields_without_dl_type():
+    """POX sends dl_type wildcarded with nw/tp fields zero but not wildcarded; they must not keep
+    the rule from matching IP traffic (it would ping-pong PACKET_INs forever)."""
+    rig = Rig()
+    m = P.OFPMatch(wildcards=ofp.OFPFW_ALL & ~(ofp.OFPFW_DL_DST | ofp.OFPFW_NW_PROTO | ofp.OFPFW_NW_SRC_MASK
+                                               | ofp.OFPFW_NW_DST_MASK | ofp.OFPFW_TP_SRC | ofp.OFPFW_TP_DST),
+                   dl_dst=mac_bin(H2))
+    msgs, _ = rig.flow_mod(m, [out(2)])
+    assert msgs == []
+    msgs, emits = rig.packet(1, icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", ident=1, seq=1))
+    assert msgs == [] and emitted(emits) == [2]
+
+
+def test_buffer_packets_buffers_every_packet_in():
+    rig = Rig(buffer_packets=2)
+    msgs, _ = rig.send(P.OFPFeaturesRequest(DP))
+    assert only(msgs, P.OFPSwitchFeatures).n_buffers == 2
+    pkt = icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", ident=1, seq=1)
+    msgs, _ = rig.packet(1, pkt, tag="a")   # 98 bytes: fits miss_send_len 128, buffered all the same
+    pin = only(msgs, P.OFPPacketIn)
+    assert pin.buffer_id != NO_BUFFER and pin.data == pkt.to_bytes()
+    msgs, emits = rig.flow_mod(P.OFPMatch(in_port=1, dl_dst=mac_bin(H2)), [out(3)], buffer_id=pin.buffer_id)
+    assert msgs == [] and [(e.port, e.tag) for e in emits] == [(3, "a")]
+    # released once: a second use is an unknown buffer, and the flow is installed all the same
+    msgs, emits = rig.flow_mod(P.OFPMatch(in_port=2), [out(1)], buffer_id=pin.buffer_id, xid=9)
+    assert emits == [] and error_of(msgs, xid=9) == (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)
+    assert len(rig.sw.table) == 2
+    assert rig.sw.rebooted().buffer_packets == 2
+
+
+def test_default_switch_buffers_only_truncated_packet_ins():
+    rig = Rig()
+    msgs, _ = rig.packet(1, icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", ident=1, seq=1))
+    assert only(msgs, P.OFPPacketIn).buffer_id == NO_BUFFER
+
+
+def test_table_size_refuses_an_add_on_a_full_table():
+    rig = Rig(table_size=2)
+    for port in (1, 2):
+        msgs, _ = rig.flow_mod(P.OFPMatch(in_port=port), [out(3)])
+        assert msgs == []
+    msgs, _ = rig.flow_mod(P.OFPMatch(in_port=3), [out(1)], xid=5)
+    assert error_of(msgs, xid=5) == (ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_ALL_TABLES_FULL)
+    assert len(rig.sw.table) == 2
+    # replacing an entry (same match and priority) or modifying one does not grow the table
+    msgs, _ = rig.flow_mod(P.OFPMatch(in_port=1), [out(2)])
+    assert msgs == []
+    msgs, _ = rig.flow_mod(P.OFPMatch(in_port=2), [out(1)], command=ofp.OFPFC_MODIFY)
+    assert msgs == [] and len(rig.sw.table) == 2
+    rig.flow_mod(P.OFPMatch(in_port=1), command=ofp.OFPFC_DELETE)
+    msgs, _ = rig.flow_mod(P.OFPMatch(in_port=3), [out(1)])
+    assert msgs == [] and len(rig.sw.table) == 2

@@ -106,6 +106,7 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--out", required=True, type=out_dir(),
                    help="directory for campaign.sqlite (the resumable state), runs/, buckets/, report.html")
     c.add_argument("--controller", action="append", help="a controller spec (repeat for several)")
+    c.add_argument("--pox", metavar="DIR", help="the POX checkout pox: controllers run from ($NETSLEUTH_POX)")
     c.add_argument("--topo", action="append", help="a topology (repeat for several)")
     c.add_argument("--rate-set", action="append", metavar="NAME:KIND=P,...",
                    help="a named set of fuzz rates over fuzz's defaults (repeat for several)")

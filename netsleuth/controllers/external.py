@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import psutil
 
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.osken_apps import MISSING_MARK
+from netsleuth.controllers.pox import pox_argv
 from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
@@ -46,6 +48,17 @@ def find_controller_python() -> str:
             return str(candidate)
     raise EnvironmentSetupError("the os-ken controller environment (.venv-controller) was not found",
                                 "run `make setup` in the netsleuth checkout, or set NETSLEUTH_CONTROLLER_PYTHON")
+
+
+def pox_python() -> str:
+    """The Python that runs POX (standard library only): the controller environment's, else python3 on PATH."""
+    try:
+        return find_controller_python()
+    except EnvironmentSetupError:
+        found = shutil.which("python3")
+        if found is None:
+            raise EnvironmentSetupError("no Python to run POX with", "run `make setup` or install python3") from None
+        return found
 
 
 class Lifeline:
@@ -166,6 +179,8 @@ class ControllerProcess:
                     *self.spec.options, *self.extra_args]
         if self.faucet is not None:
             return [*self.faucet.argv(self.host, self.port), *self.extra_args]
+        if self.spec.kind == "pox":
+            return [*pox_argv(pox_python(), self.spec.home, self.spec.command, self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
     def start(self, timeout: float = 30.0) -> tuple[str, int]:

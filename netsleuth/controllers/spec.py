@@ -1,10 +1,11 @@
 """Parse ``--controller`` specifications.
 
-Five forms cover every controller a user has: ``osken:<app>[,<app>...]``
+Six forms cover every controller a user has: ``osken:<app>[,<app>...]``
 (os-ken apps launched from the controller environment), ``ryu:<app>[,<app>...]``
 (Ryu apps, unmodified, run by os-ken under Ryu's module names), ``faucet:auto`` or
 ``faucet:<config.yaml>`` (Faucet from its own environment, with a config
-generated from the topology or the user's), ``cmd:"<command with {port}>"``
+generated from the topology or the user's), ``pox:"<components and options>"``
+(POX from the user's checkout, controllers/pox.py), ``cmd:"<command with {port}>"``
 (any OpenFlow controller program) and ``tcp:HOST:PORT`` (one that is
 already running).
 """
@@ -16,11 +17,12 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from netsleuth.controllers import pox
 from netsleuth.controllers.faucet import AUTO, check_yaml_file
 from netsleuth.errors import ControllerError
 
 FORMS = ('osken:<app module>[,<app>...], ryu:<app module or .py file>[,<app>...] [--observe-links], '
-         'faucet:auto, faucet:<config.yaml>, cmd:"<command with {port}>", '
+         'faucet:auto, faucet:<config.yaml>, pox:"<components and options>", cmd:"<command with {port}>", '
          'or tcp:HOST:PORT')
 
 
@@ -40,7 +42,7 @@ _OWNED_OPTIONS = frozenset({"--ofp-tcp-listen-port", "--ofp-listen-host", "--ofp
 
 @dataclass(frozen=True, slots=True)
 class ControllerSpec:
-    kind: str                 # "osken" | "ryu" | "faucet" | "cmd" | "tcp"
+    kind: str                 # "osken" | "ryu" | "faucet" | "pox" | "cmd" | "tcp"
     text: str                 # what the user wrote
     apps: tuple[str, ...] = ()      # osken/ryu: module names and absolute paths of app files
     options: tuple[str, ...] = ()   # osken/ryu: ryu-manager options (``--observe-links``, ``--config-file=F``)
@@ -48,6 +50,7 @@ class ControllerSpec:
     host: str = "127.0.0.1"
     port: int = 0
     config: str = ""          # faucet: "auto" or the absolute path of the user's YAML file
+    home: str = ""            # pox: the POX checkout (pox.py's folder)
 
 
 def parse_controller(text: str) -> ControllerSpec:
@@ -63,6 +66,11 @@ def parse_controller(text: str) -> ControllerSpec:
         path = Path(rest).expanduser().resolve()
         check_yaml_file(path)
         return ControllerSpec("faucet", text, config=str(path))
+    if kind == "pox":
+        words = pox.split_words(text, rest)
+        home = pox.pox_home()
+        pox.check_components(words, home)
+        return ControllerSpec("pox", text, command=words, home=str(home))
     if kind == "cmd":
         argv = tuple(shlex.split(rest))
         if not any("{port}" in a for a in argv):
@@ -142,7 +150,9 @@ def _apps_and_options(kind: str, text: str, rest: str) -> tuple[tuple[str, ...],
 # ``--trust-trace-controller``.  ``osken:``/``ryu:`` specs name Python modules that
 # os-ken imports, and they also take file paths and manager options (some load
 # files of code), so a header's may name dotted module names and the flag
-# options of :data:`_TRACE_SAFE_OPTIONS` only.
+# options of :data:`_TRACE_SAFE_OPTIONS` only.  A ``pox:`` spec names components
+# of the user's own POX checkout; a header's may give them options with plain
+# values (addresses, numbers), never paths (controllers/pox.py).
 
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # app:NAME or package.module:Class -- the in-process apps of the model checker
@@ -167,6 +177,14 @@ def check_trace_spec(text: str, source: str, *, trust: bool = False) -> Controll
             raise UntrustedControllerError(f"{source} names the app '{text}', which is not an os-ken app",
                                            "use a counterexample written by `netsleuth check`")
         return None
+    if kind == "pox":
+        bad = [] if trust else pox.trace_safe(text.partition(":")[2].split())
+        if bad:
+            raise UntrustedControllerError(
+                f"{source} gives POX the option '{bad[0]}', which is not a plain flag or value",
+                "pass --controller pox:... to choose the components yourself, or --trust-trace-controller "
+                "if you trust the trace")
+        return parse_controller(text)
     if kind not in ("osken", "ryu", "cmd", "tcp"):  # a model-checker app: NAME, app:NAME, package.module:Class
         name = text[4:] if kind == "app" else text
         if not _APP.match(name):

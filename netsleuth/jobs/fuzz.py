@@ -25,6 +25,7 @@ from netsleuth.jobs.every_flowmod import LOCATED, EveryFlowMod
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import OBSERVED
 from netsleuth.live.session import JobProgress, JobResult, Session
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.schedulers.config_edits import HostAddr
 from netsleuth.schedulers.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
 from netsleuth.trace import schema as ts
@@ -50,6 +51,7 @@ class FuzzOptions:
     isolation: Path | None = None
     openflow: str = "auto"
     warmup: float = 0.0
+    limits: SwitchLimits = field(default_factory=SwitchLimits)
     check_every_flowmod: bool = False
 
 
@@ -70,7 +72,7 @@ def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
                       header_extra={"rates": dict(sorted(opts.rates.values.items())), "persist": opts.persist,
                                     "steps": opts.steps, "round_seconds": opts.round_seconds,
                                     **({"check_every_flowmod": True} if opts.check_every_flowmod else {})},
-                      openflow=opts.openflow, warmup=opts.warmup)
+                      openflow=opts.openflow, warmup=opts.warmup, limits=opts.limits)
     data = session.result.data
     data.update({"steps": 0, "inputs": {}, "rates": dict(sorted(opts.rates.values.items())),
                  "persist": opts.persist})

@@ -23,11 +23,12 @@ from typing import Any
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
-from netsleuth.jobs.replay import check_target_known, find_target, replay_once
+from netsleuth.jobs.replay import check_target_known, find_target, replay_once, trace_limits
 from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
 from netsleuth.minimize.oracle import ReplayVerdict
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.options import check_out_dir
 from netsleuth.schedulers.peek import Observed, Peek, PeekStats
 from netsleuth.schedulers.replay import ReplayPlan
@@ -48,6 +49,7 @@ class ReplayOracleFactory:
     max_gap: float | None
     peek: bool = False
     openflow: str | None = None  # None: what the trace's switches negotiated
+    limits: SwitchLimits | None = None  # None: the trace's
 
     def __call__(self, worker_id: int) -> ReplayOracle:
         return ReplayOracle(self, worker_id)
@@ -70,7 +72,7 @@ class ReplayOracle:
         o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
                         target=self.target, controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, persist=self.cfg.persist, record_packets=False,
-                        max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow)
+                        max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow, limits=self.cfg.limits)
         details = o.to_json()
         details["dir"] = str(self.dir / f"replay-{self.n}")
         self._log({"replay": self.n, "inputs": len(candidate), "reproduced": bool(o.reproduced),
@@ -90,7 +92,7 @@ class ReplayOracle:
         o = replay_once(self.header, self.events, self.dir / f"peek-{m}", plan=plan, record_packets=False,
                         controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, max_gap=self.cfg.max_gap, observe_window=gap + self.cfg.epsilon,
-                        openflow=self.cfg.openflow)
+                        openflow=self.cfg.openflow, limits=self.cfg.limits)
         self._log({"peek": m, "inputs": len(plan.inputs), "seconds": round(o.seconds, 3),
                    **{k: o.stats.get(k) for k in _STATS}})
         return o.observed
@@ -121,6 +123,8 @@ class MinimizeOptions:
     peek: bool = False   # infer expectations per candidate with PEEK (schedulers/peek.py)
     openflow: str | None = None  # None: what the trace's switches negotiated
     trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
+    buffer_packets: int | None = None     # None: the trace's (its header's switch limits)
+    table_size: int | None = None         # None: the trace's
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
@@ -138,7 +142,8 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
                                   tuple(controllers), opts.epsilon, persist,
-                                  opts.violation, opts.max_gap, opts.peek, opts.openflow)
+                                  opts.violation, opts.max_gap, opts.peek, opts.openflow,
+                                  trace_limits(trace.header).overridden(opts.buffer_packets, opts.table_size))
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     inputs = [e for e in trace.events if e.is_input]

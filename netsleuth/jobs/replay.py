@@ -23,6 +23,7 @@ from netsleuth.invariants import registry
 from netsleuth.live.driver import Runtime
 from netsleuth.live.session import JobProgress, Session, SilentProgress
 from netsleuth.live.stop import stopped_by
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topology import Topology
 from netsleuth.options import check_out_dir
 from netsleuth.schedulers.peek import observed_key
@@ -119,6 +120,16 @@ class ReplayOptions:
     record_packets: bool = True
     openflow: str | None = None   # None: what the trace's switches negotiated
     trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
+    buffer_packets: int | None = None     # None: the trace's (its header's switch limits)
+    table_size: int | None = None         # None: the trace's
+
+    def limits(self, header: ts.TraceHeader) -> SwitchLimits:
+        return trace_limits(header).overridden(self.buffer_packets, self.table_size)
+
+
+def trace_limits(header: ts.TraceHeader) -> SwitchLimits:
+    """The switch limits (packet buffering, table size) a trace was recorded with."""
+    return SwitchLimits.from_json(header.extra.get("switch"))
 
 
 @dataclass
@@ -139,7 +150,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
                 record_packets: bool = True, progress: JobProgress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
-                observe_window: float | None = None, openflow: str | None = None) -> ReplayOutcome:
+                observe_window: float | None = None, openflow: str | None = None,
+                limits: SwitchLimits | None = None) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -161,7 +173,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       record_packets=record_packets, checks=checks, topology=Topology.from_json(header.topology),
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)},
                       openflow=openflow or trace_openflow(header),
-                      warmup=float(header.extra.get("warmup", 0.0) or 0.0))
+                      warmup=float(header.extra.get("warmup", 0.0) or 0.0),
+                      limits=limits if limits is not None else trace_limits(header))
     outcome = ReplayOutcome(None)
     reaction = reaction_time(events, target)
     matcher = Matcher(plan)
@@ -272,7 +285,7 @@ def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"
             o = replay_once(trace.header, trace.events, sub, target=target, controller=controllers,
                             epsilon=opts.epsilon, persist=persist, record_packets=opts.record_packets,
-                            progress=progress, openflow=opts.openflow)
+                            progress=progress, openflow=opts.openflow, limits=opts.limits(trace.header))
             data["replays"].append(o.to_json())
         data["completed"] = True
     except KeyboardInterrupt:

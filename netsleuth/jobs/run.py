@@ -8,13 +8,14 @@ nothing; progress goes to the callbacks the caller passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from netsleuth.invariants import registry
 from netsleuth.jobs.ping_why import explain
 from netsleuth.live.driver import PingOutcome, Runtime
 from netsleuth.live.session import JobProgress, JobResult, Session
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.trace import schema as ts
 from netsleuth.world.fates import FateLog
 
@@ -36,6 +37,7 @@ class RunOptions:
     isolation: Path | None = None
     openflow: str = "auto"
     warmup: float = 0.0
+    limits: SwitchLimits = field(default_factory=SwitchLimits)
 
 
 def run(opts: RunOptions, progress: JobProgress | None = None) -> JobResult:
@@ -44,7 +46,7 @@ def run(opts: RunOptions, progress: JobProgress | None = None) -> JobResult:
     session = Session("run", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
                       checks=[i.name for i in invariants], isolation=opts.isolation,
-                      openflow=opts.openflow, warmup=opts.warmup)
+                      openflow=opts.openflow, warmup=opts.warmup, limits=opts.limits)
     session.result.data.setdefault("pingall", None)
 
     async def body(s: Session, rt: Runtime) -> None:

@@ -29,6 +29,7 @@ from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import ObservedFindings
 from netsleuth.live.stop import stopped_by
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import version_name
@@ -91,6 +92,7 @@ class Session:
     topology: Topology | None = None  # given as a description (e.g. from a trace header) instead of a spec
     openflow: str = "auto"             # OpenFlow versions the switches offer: 1.0, 1.3 or auto (both)
     warmup: float = 0.0                # seconds after the handshakes with no traffic and no invariant checks
+    limits: SwitchLimits = field(default_factory=SwitchLimits)  # packet buffering, table size
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -102,11 +104,13 @@ class Session:
         self.out = Path(self.out)
         if self.warmup:
             self.header_extra = dict(self.header_extra, warmup=self.warmup)  # replays warm up as long
+        if self.limits.to_json():
+            self.header_extra = dict(self.header_extra, switch=self.limits.to_json())  # replays use them too
         self.result = JobResult({
             "command": self.command, "tool_version": __version__, "topology": self.topo_spec,
             "controller": " + ".join(self.texts), "switches": len(self.topo.switches),
             "hosts": len(self.topo.hosts), "checks": list(self.checks), "seed": self.seed, "completed": False,
-            "openflow": self.openflow,
+            "openflow": self.openflow, **({"switch": self.limits.to_json()} if self.limits.to_json() else {}),
         })
         self.faucet_policy = self._faucet_policy()
 
@@ -153,7 +157,7 @@ class Session:
             self.recorder = Recorder(clock, record)
             self.recorder.observers.extend(observers)  # see everything, the bootstrap included
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets,
-                               openflow=self.openflow)
+                               openflow=self.openflow, limits=self.limits)
             self.world.isolation = self.isolation_pairs
             self.world.faucet_policy = self.faucet_policy
             self.observed = ObservedFindings.for_session(self)

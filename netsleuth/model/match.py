@@ -9,12 +9,17 @@ built: afterwards ``==`` is semantic equality and every field is stored as
 makes ``matches``, ``covers`` and ``overlaps`` exact, prefixes included,
 with a couple of bit operations per field.
 
-Matching is literal over the OpenFlow 1.0 12-tuple, as the 1.0 specification
-and its reference switch do; Open vSwitch additionally wildcards fields whose
-prerequisites are missing (``nw_src`` without ``dl_type=0x0800``), which this
-module does not.  ``nw_tos`` carries only the DSCP bits (``& 0xfc``), as in
-OVS.  This module does not depend on the packet model: ``matches`` takes the
-12-tuple that ``Packet.match_fields`` produces.
+Fields whose prerequisite is absent are ignored, as Open vSwitch ignores
+them (OpenFlow 1.0.1 calls them "ignored fields"; controllers such as POX
+send them zero but not wildcarded): ``nw_src``, ``nw_dst`` and ``nw_proto``
+need ``dl_type`` IPv4 or ARP, ``nw_tos`` needs IPv4, ``tp_src``/``tp_dst``
+need IPv4 with ``nw_proto`` TCP, UDP, ICMP or SCTP.  A wildcard match gets
+their wildcard bits set; a match with no wildcard bit at all (which OpenFlow
+1.0 ranks above every other entry, by its wire form) stays exact, with those
+fields' values zeroed: the 12-tuple of a real packet has zeros there, so it
+matches the same packets.  ``nw_tos`` carries only the DSCP bits (``&
+0xfc``), as in OVS.  This module does not depend on the packet model:
+``matches`` takes the 12-tuple that ``Packet.match_fields`` produces.
 """
 
 from __future__ import annotations
@@ -50,6 +55,34 @@ _FLAG_BITS: dict[int, int] = {
 }
 _FLAG_FIELDS: tuple[tuple[int, int], ...] = tuple(sorted(_FLAG_BITS.items()))
 _PREFIX_BITS = ofp.OFPFW_NW_SRC_MASK | ofp.OFPFW_NW_DST_MASK
+
+ETH_IP, ETH_ARP = 0x0800, 0x0806
+# nw_proto values under which OVS lets a match use tp_src/tp_dst (ICMP type/code, TCP/UDP/SCTP ports)
+TP_PROTOS = frozenset({1, 6, 17, 132})
+_NW_ALL: int = ofp.OFPFW_NW_SRC_ALL | ofp.OFPFW_NW_DST_ALL
+_TP_BITS: int = ofp.OFPFW_TP_SRC | ofp.OFPFW_TP_DST
+_IGNORE_NON_IP: int = ofp.OFPFW_NW_TOS | ofp.OFPFW_NW_PROTO | _NW_ALL | _TP_BITS
+_IGNORE_ARP: int = ofp.OFPFW_NW_TOS | _TP_BITS
+# Wildcard bits -> the fields they name, for zeroing an exact match's ignored fields.
+_IGNORED_FIELDS: dict[int, tuple[int, ...]] = {
+    _IGNORE_NON_IP: (NW_TOS, NW_PROTO, NW_SRC, NW_DST, TP_SRC, TP_DST),
+    _IGNORE_ARP: (NW_TOS, TP_SRC, TP_DST), _TP_BITS: (TP_SRC, TP_DST), 0: ()}
+
+
+def ignored_bits(wildcards: int, dl_type: int, nw_proto: int) -> int:
+    """The wildcard bits of the fields Open vSwitch ignores for want of their prerequisite.
+
+    What ``ofputil_normalize_match`` clears in OVS: ``dl_type`` (as matched,
+    0 when wildcarded) decides whether the network fields count, ``nw_proto``
+    (likewise) whether the transport ones do.
+    """
+    et = 0 if wildcards & ofp.OFPFW_DL_TYPE else dl_type
+    if et == ETH_ARP:
+        return _IGNORE_ARP
+    if et != ETH_IP:
+        return _IGNORE_NON_IP
+    proto = 0 if wildcards & ofp.OFPFW_NW_PROTO else nw_proto
+    return 0 if proto in TP_PROTOS else _TP_BITS
 _MAC_FIELDS = (DL_SRC, DL_DST)
 _IP_FIELDS = (NW_SRC, NW_DST)
 
@@ -89,9 +122,11 @@ def _parse_prefix(name: str, value: Any) -> tuple[int, int]:
                          f"write {name} as a dotted quad, a.b.c.d/len or an int") from None
 
 
-def _shape(wc: int, src_bits: int, dst_bits: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...], int]:
+def _shape(wc: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...], int]:
     """What a normalized wildcards value fixes: the masks per field, (index, mask) of each
     matched field, and the count of matched bits."""
+    src_bits = (wc & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT
+    dst_bits = (wc & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT
     masks = list(FULL_MASKS)
     for i, bit in _FLAG_FIELDS:
         if wc & bit:
@@ -143,9 +178,16 @@ class Match:
         src_bits = min((wc & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT, 32)
         dst_bits = min((wc & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT, 32)
         wc = (wc & ~_PREFIX_BITS) | (src_bits << ofp.OFPFW_NW_SRC_SHIFT) | (dst_bits << ofp.OFPFW_NW_DST_SHIFT)
+        ignored = ignored_bits(wc, self.dl_type, self.nw_proto)
+        if ignored:
+            if wc:
+                wc = (wc & ~_PREFIX_BITS if ignored & _NW_ALL else wc) | ignored
+            else:  # exact on the wire: stays exact, the ignored fields read as a real packet has them
+                for i in _IGNORED_FIELDS[ignored]:
+                    values[i] = 0
         shape = _SHAPES.get(wc)
         if shape is None:
-            shape = _SHAPES[wc] = _shape(wc, src_bits, dst_bits)
+            shape = _SHAPES[wc] = _shape(wc)
         masks, checks = shape[0], shape[1]
         values = [v & m for v, m in zip(values, masks, strict=True)]
         setattr_ = object.__setattr__

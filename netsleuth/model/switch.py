@@ -35,11 +35,11 @@ from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.of13.switch import OpenFlow13
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
-from netsleuth.model.switch_io import Buffered, Emit, Port, ToController, port_hw_addr
+from netsleuth.model.switch_io import Buffered, Emit, Port, SwitchLimits, ToController, port_hw_addr
 
 # Emit, ToController, Port, Buffered and port_hw_addr live in switch_io (the switch's 1.3 part
 # shares them); callers may import them from here.
-__all__ = ["Buffered", "Emit", "Port", "Switch", "ToController", "port_hw_addr"]
+__all__ = ["Buffered", "Emit", "Port", "Switch", "SwitchLimits", "ToController", "port_hw_addr"]
 
 OFP_VERSION_10 = 1
 OFP_VERSION_13 = 4
@@ -70,9 +70,18 @@ class Switch:
 
     def __init__(self, dpid: int, ports: Iterable[int], *, name: str = "",
                  n_buffers: int = DEFAULT_BUFFERS, sw_version: str = DEFAULT_SW_VERSION,
-                 openflow: str = "auto") -> None:
+                 openflow: str = "auto", buffer_packets: int = 0, table_size: int = 0) -> None:
         if openflow not in OPENFLOW_OFFERS:
             raise ValueError(f"openflow must be one of {', '.join(OPENFLOW_OFFERS)}, not {openflow!r}")
+        if buffer_packets < 0 or table_size < 0:
+            raise ValueError("buffer_packets and table_size must be >= 0")
+        # buffer_packets > 0: every PACKET_IN is buffered (up to that many at once), as Open vSwitch
+        # did before 2.7 and controllers written then (POX's l2_multi, l3_learning) expect.
+        self.buffer_packets = buffer_packets
+        if buffer_packets:
+            n_buffers = buffer_packets
+        # table_size > 0: an ADD that would make the table hold more is refused ALL_TABLES_FULL.
+        self.table_size = table_size
         self.dpid = dpid
         self.openflow = openflow
         self.negotiated: int | None = None   # wire version, once the first connection agreed on one
@@ -289,6 +298,11 @@ class Switch:
         match = Match.from_ofp(msg.match)
         cmd = msg.command
         out: list[Any] = []
+        if msg.buffer_id != NO_BUFFER and not self.n_buffers:
+            # A switch without buffers refuses the whole FLOW_MOD, as Open vSwitch has since 2.7; one with
+            # buffers installs the flow and then reports an unknown buffer, as OVS did before (and as a
+            # world rebuilt from a trace, whose buffers are empty, must).
+            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BUFFER_UNKNOWN)]
         if msg.flags & ofp.OFPFF_EMERG and (msg.idle_timeout or msg.hard_timeout):
             return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_EMERG_TIMEOUT)]
         if cmd in (ofp.OFPFC_ADD, ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT):
@@ -298,7 +312,7 @@ class Switch:
                 modified = self.table.modify(match, actions, strict=cmd == ofp.OFPFC_MODIFY_STRICT,
                                              priority=msg.priority, now=now, cookie=msg.cookie)
             if not modified:
-                if len(self.table) >= MAX_TABLE_ENTRIES:
+                if len(self.table) >= (self.table_size or MAX_TABLE_ENTRIES) and not self._replaces(match, msg):
                     return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_ALL_TABLES_FULL)]
                 try:
                     self.table.add(match, msg.priority, actions, cookie=msg.cookie,
@@ -317,6 +331,11 @@ class Switch:
         else:
             return [self._error(conn, msg, ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_BAD_COMMAND)]
         return out
+
+    def _replaces(self, match: Match, msg: Any) -> bool:
+        """Whether an ADD of ``match`` at ``msg.priority`` takes the place of an entry (a full table
+        still takes it: the count does not grow)."""
+        return any(e.match == match and e.priority == msg.priority for e in self.table.select(match))
 
     def _release_buffer(self, conn: int, msg: Any, buffer_id: int, actions: tuple[Any, ...] | None,
                         now: float, actions_from_table: bool = False) -> list[Any]:
@@ -339,8 +358,8 @@ class Switch:
             packet, tag = buffered.packet, buffered.tag
         else:
             data = bytes(msg.data or b"")
-            if not data:
-                return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_LEN)]
+            if not data:  # accepted and sends nothing, as Open vSwitch does (POX's l2_multi floods so)
+                return []
             packet = Packet.from_bytes(data)
             tag = self._recent_in.get(data)
         return self._apply_actions(actions, packet, in_port, tag, now)
@@ -483,7 +502,7 @@ class Switch:
         data = packet.to_bytes()
         frame_len = len(data)
         buffer_id = NO_BUFFER
-        if self.n_buffers and max_len < len(data):
+        if self.n_buffers and (self.buffer_packets or max_len < len(data)):
             buffer_id = self._buffer(packet, in_port, tag)
             data = data[:max_len]
         self.remember_packet_in(data, tag)
@@ -538,7 +557,7 @@ class Switch:
         Its version is negotiated again when it reconnects (with the same offer).
         """
         fresh = Switch(self.dpid, self.ports, name=self.name, n_buffers=self.n_buffers, sw_version=self.sw_version,
-                       openflow=self.openflow)
+                       openflow=self.openflow, buffer_packets=self.buffer_packets, table_size=self.table_size)
         for p in fresh.ports.values():
             p.link_up = self.ports[p.port_no].link_up
         return fresh

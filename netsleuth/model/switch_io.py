@@ -97,12 +97,41 @@ class Buffered:
     tag: Any
 
 
+@dataclass(frozen=True, slots=True)
+class SwitchLimits:
+    """How the switches of a network differ from today's Open vSwitch, where controllers depend on it.
+
+    ``buffer_packets`` > 0: every PACKET_IN is buffered, up to that many at
+    once (Open vSwitch before 2.7; POX's l2_multi and l3_learning expect
+    it).  ``table_size`` > 0: a FLOW_MOD ADD that would grow a table past it
+    is refused with ALL_TABLES_FULL.  0 means off.  A trace header records
+    the limits (``extra["switch"]``) so replays run the same switches.
+    """
+
+    buffer_packets: int = 0
+    table_size: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {k: v for k, v in (("buffer_packets", self.buffer_packets), ("table_size", self.table_size)) if v}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> SwitchLimits:
+        d = d or {}
+        return cls(int(d.get("buffer_packets", 0) or 0), int(d.get("table_size", 0) or 0))
+
+    def overridden(self, buffer_packets: int | None = None, table_size: int | None = None) -> SwitchLimits:
+        """These limits with the values given (not None) replaced."""
+        return SwitchLimits(self.buffer_packets if buffer_packets is None else buffer_packets,
+                            self.table_size if table_size is None else table_size)
+
+
 class SwitchCore(Protocol):
     """The switch as a per-version part sees it: identity, ports, buffers and lineage tags."""
 
     dpid: int
     name: str
     n_buffers: int
+    buffer_packets: int
     sw_version: str
     ports: dict[int, Port]
     buffers: dict[int, Buffered]
@@ -117,4 +146,5 @@ class SwitchCore(Protocol):
         """Keep ``packet`` for a later PACKET_OUT or FLOW_MOD naming the returned buffer id."""
 
 
-__all__ = ["Buffered", "Emit", "Port", "PortCounters", "SwitchCore", "ToController", "port_hw_addr"]
+__all__ = ["Buffered", "Emit", "Port", "PortCounters", "SwitchCore", "SwitchLimits", "ToController",
+           "port_hw_addr"]

@@ -34,6 +34,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -347,6 +348,61 @@ class OvsSandbox:
 
     def dump_flows(self) -> str:
         return self._ofctl("dump-flows").stdout
+
+    def openflow_exchange(self, messages: Iterable[bytes]) -> list[list[tuple[int, bytes]]]:
+        """Send each OpenFlow message (wire bytes of the bridge's version) as a controller would, each
+        followed by a barrier, on one fresh connection; per message, the (type, body) of every reply.
+
+        How a model's answers to raw messages (errors, silent acceptance) are
+        compared with a real switch's: ovs-ofctl would check or rewrite them first.
+        """
+        assert self.dir is not None
+        version = 1 if self.openflow == "OpenFlow10" else 4
+        barrier, barrier_reply = (18, 19) if version == 1 else (20, 21)
+        path = self.dir / f"{self.bridge}.mgmt"
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(20)
+        results: list[list[tuple[int, bytes]]] = []
+        try:
+            sock.connect(f"/proc/self/fd/{dir_fd}/{path.name}")
+            sock.sendall(struct.pack("!BBHI", version, 0, 8, 1))
+            buf = b""
+            for i, msg in enumerate(messages):
+                xid, barrier_xid = 0x1000 + i, 0x2000 + i
+                sock.sendall(msg[:4] + struct.pack("!I", xid) + msg[8:])
+                sock.sendall(struct.pack("!BBHI", version, barrier, 8, barrier_xid))
+                replies: list[tuple[int, bytes]] = []
+                while True:
+                    while len(buf) < 8 or len(buf) < struct.unpack_from("!H", buf, 2)[0]:
+                        chunk = sock.recv(1 << 16)
+                        if not chunk:
+                            raise OvsSandboxError("ovs-vswitchd closed the OpenFlow connection",
+                                                  "see ovs-vswitchd.log in the sandbox")
+                        buf += chunk
+                    _, mtype, length, mxid = struct.unpack_from("!BBHI", buf)
+                    body, buf = buf[8:length], buf[length:]
+                    if mtype == barrier_reply and mxid == barrier_xid:
+                        break
+                    if mxid == xid:
+                        replies.append((mtype, body))
+                results.append(replies)
+        finally:
+            sock.close()
+            os.close(dir_fd)
+        self._wait_for_ofctl_disconnect()
+        return results
+
+    def tx_packets(self) -> int:
+        """Packets the bridge's numbered ports (not LOCAL) have sent, together (``ovs-ofctl dump-ports``)."""
+        text = self._ofctl("dump-ports").stdout
+        return sum(int(n) for port, n in re.findall(r"port +(\w+): rx [^\n]*\n\s*tx pkts=(\d+)", text)
+                   if port.isdigit())
+
+    def limit_table(self, flows: int) -> None:
+        """Table 0 holds at most ``flows`` entries; an ADD beyond is refused (not evicted)."""
+        self._vsctl("--", "--id=@ft", "create", "Flow_Table", f"flow_limit={flows}", "overflow_policy=refuse",
+                    "--", "set", "Bridge", self.bridge, "flow_tables:0=@ft")
 
     def appctl(self, method: str, *params: str) -> str:
         """Any ovs-appctl command on this sandbox's ovs-vswitchd."""

@@ -103,8 +103,9 @@ class Network:
 
     def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
                  *, record_packets: bool = True, sw_version: str = sw.DEFAULT_SW_VERSION,
-                 openflow: str = "auto") -> None:
+                 openflow: str = "auto", limits: sw.SwitchLimits | None = None) -> None:
         self.topology = topology
+        self.limits = limits or sw.SwitchLimits()
         self.clock = clock
         self.record = record or Recorder(clock)
         self.record_packets = record_packets
@@ -112,7 +113,8 @@ class Network:
         self.by_dpid: dict[int, sw.Switch] = {}
         for spec in topology.switches:
             s = sw.Switch(spec.dpid, topology.ports(spec.name), name=spec.name, sw_version=sw_version,
-                          openflow=openflow)
+                          openflow=openflow, buffer_packets=self.limits.buffer_packets,
+                          table_size=self.limits.table_size)
             self.switches[spec.name] = s
             self.by_dpid[spec.dpid] = s
         self.hosts: dict[str, Host] = {h.name: Host(h.name, h.mac, h.ip) for h in topology.hosts}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants.policy.faucet import FaucetPolicy, FaucetPolicyError, policy_from_text
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import msg_from_json
 from netsleuth.trace import schema as ts
@@ -37,7 +38,8 @@ def trace_openflow(header: ts.TraceHeader) -> str:
 
 def new_world(header: ts.TraceHeader) -> World:
     """A fresh World on the trace's topology, on a virtual clock, keeping no trace of its own."""
-    world = World(Topology.from_json(header.topology), VirtualClock(), record_packets=False)
+    world = World(Topology.from_json(header.topology), VirtualClock(), record_packets=False,
+                  limits=SwitchLimits.from_json(header.extra.get("switch")))
     for name, version in sorted(header.openflow.items()):
         if name in world.switches:
             world.switches[name].use_version(4 if version == "1.3" else 1)
@@ -111,7 +113,8 @@ def rebuild(header: ts.TraceHeader, events: Iterable[ts.Event],
         world, last = w, e.seq
         applied += 1
     if world is None:
-        world = World(Topology.from_json(header.topology), VirtualClock(), record_packets=False)
+        world = World(Topology.from_json(header.topology), VirtualClock(), record_packets=False,
+                  limits=SwitchLimits.from_json(header.extra.get("switch")))
     return Rebuilt(world, applied, last)
 
 

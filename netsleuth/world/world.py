@@ -27,6 +27,7 @@ from netsleuth import __version__
 from netsleuth.invariants.policy.intent import separated_by
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.packet import ICMP, IPv4, Packet, arp_request, icmp_echo, tcp_syn
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
 from netsleuth.trace.validate import config_sha256
@@ -46,9 +47,10 @@ class World(Network):
     """The Network, plus the inputs that fail, recover, move and drive it, each recorded with its dependencies."""
 
     def __init__(self, topology: Topology, clock: Clock, record: Recorder | None = None,
-                 *, record_packets: bool = True, sw_version: str = __version__, openflow: str = "auto") -> None:
+                 *, record_packets: bool = True, sw_version: str = __version__, openflow: str = "auto",
+                 limits: SwitchLimits | None = None) -> None:
         super().__init__(topology, clock, record, record_packets=record_packets, sw_version=sw_version,
-                         openflow=openflow)
+                         openflow=openflow, limits=limits)
         self._next_input = 0
         self._open_failure: dict[tuple[Any, ...], str] = {}   # what failed -> id of the failure input
         self._last_migration: dict[str, str] = {}   # host -> id of its latest migration

@@ -385,7 +385,7 @@ class OpenFlow13:
         data = frame.to_bytes()
         total_len = len(data)
         buffer_id = NO_BUFFER
-        if e.max_len != ofp.OFPCML_NO_BUFFER and sw.n_buffers and e.max_len < len(data):
+        if e.max_len != ofp.OFPCML_NO_BUFFER and sw.n_buffers and (sw.buffer_packets or e.max_len < len(data)):
             buffer_id = sw.buffer(frame.to_packet(), in_port, tag)
             data = data[:e.max_len]
         sw.remember_packet_in(data, tag)
