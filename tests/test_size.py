@@ -44,7 +44,6 @@ LONG_MODULES: dict[str, str] = {
     "netsleuth/nice/explore.py": "to split",
     "netsleuth/nice/state.py": "to split",
     "netsleuth/invariants/headerspace/incremental.py": "to split",
-    "netsleuth/invariants/headerspace/engine.py": "to split",
     "netsleuth/invariants/headerspace/of13/engine.py": "to split",
     "netsleuth/invariants/headerspace/space.py": "to split",
 }
@@ -57,10 +56,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "the table's rows (plain, ablation, dpor, before/after) in one loop; to split per row kind",
     "netsleuth/campaign/spec.py:load_campaign_file":
         "one branch per campaign-file key with its own error line; to split into a per-key reader table",
-    "netsleuth/invariants/headerspace/engine.py:_explore":
-        "to split",
-    "netsleuth/invariants/headerspace/engine.py:_run_batch":
-        "to split",
     "netsleuth/invariants/headerspace/incremental.py:_update":
         "to split",
     "netsleuth/invariants/headerspace/of13/engine.py:classify":

@@ -44,23 +44,10 @@ from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace import report as R
+from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch, _batch
 from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner, port_state
-from netsleuth.invariants.headerspace.engine import (
-    _DOWN,
-    _F_MISS,
-    _FAST_ROUNDS,
-    _IDM,
-    DEFAULT_BUDGET,
-    TAG_SHIFT,
-    Analysis,
-    HsaNet,
-    Port,
-    Reach,
-    _Batch,
-    _batch,
-    _explore,
-    _has_of13,
-)
+from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
+from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace, match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
