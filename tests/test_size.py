@@ -43,7 +43,6 @@ LONG_MODULES: dict[str, str] = {
                                   "-> world/delivery.py",
     "netsleuth/nice/explore.py": "to split",
     "netsleuth/nice/state.py": "to split",
-    "netsleuth/invariants/headerspace/of13/engine.py": "to split",
     "netsleuth/invariants/headerspace/space.py": "to split",
 }
 
@@ -55,8 +54,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "the table's rows (plain, ablation, dpor, before/after) in one loop; to split per row kind",
     "netsleuth/campaign/spec.py:load_campaign_file":
         "one branch per campaign-file key with its own error line; to split into a per-key reader table",
-    "netsleuth/invariants/headerspace/of13/engine.py:classify":
-        "to split",
     "netsleuth/jobs/replay.py:replay_once":
         "start, feed, settle and tear down one controller run; to split into setup and feeding steps",
     "netsleuth/minimize/atoms.py:__init__":
