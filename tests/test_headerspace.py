@@ -26,17 +26,9 @@ from netsleuth.invariants.headerspace import general as EG
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.compiled import CompiledSwitch, compiled
 from netsleuth.invariants.headerspace.report import components
-from netsleuth.invariants.headerspace.space import (
-    FIELD_MASK,
-    HeaderSpace,
-    expand,
-    field_wildcard,
-    interner,
-    pack,
-    rewrite_for,
-    unpack,
-    wc_pieces,
-)
+from netsleuth.invariants.headerspace.rewrite import rewrite_for
+from netsleuth.invariants.headerspace.space import FIELD_MASK, HeaderSpace, field_wildcard, interner, pack, unpack
+from netsleuth.invariants.headerspace.terms import expand, wc_pieces
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.actions import (
     Enqueue,

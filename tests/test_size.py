@@ -43,7 +43,6 @@ LONG_MODULES: dict[str, str] = {
                                   "-> world/delivery.py",
     "netsleuth/nice/explore.py": "to split",
     "netsleuth/nice/state.py": "to split",
-    "netsleuth/invariants/headerspace/space.py": "to split",
 }
 
 # Functions allowed over MAX_COMPLEXITY, as "path:function" (ruff's name for it), each with why.

@@ -63,7 +63,8 @@ from netsleuth.invariants.headerspace.compiled import (
 )
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.space import HeaderSpace, make_term, term_empty
+from netsleuth.invariants.headerspace.space import HeaderSpace
+from netsleuth.invariants.headerspace.terms import make_term, term_empty
 from netsleuth.invariants.view import NetworkView
 
 

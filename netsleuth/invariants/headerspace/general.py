@@ -18,7 +18,8 @@ from netsleuth.invariants.headerspace.compiled import (
     CompiledSwitch,
     compiled,
 )
-from netsleuth.invariants.headerspace.space import HeaderSpace, Rewrite, image, preimage
+from netsleuth.invariants.headerspace.rewrite import Rewrite, image, preimage
+from netsleuth.invariants.headerspace.space import HeaderSpace
 from netsleuth.invariants.view import NetworkView
 
 Port = tuple[str, int]

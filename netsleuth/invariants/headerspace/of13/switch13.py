@@ -27,7 +27,7 @@ from netsleuth.invariants.headerspace.of13.symbolic import (
     _push_vlan,
     _set_field,
 )
-from netsleuth.invariants.headerspace.space import Term, make_term, term_empty
+from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.actions import (
     Action,
     Group,
