@@ -41,7 +41,6 @@ LONG_MODULES: dict[str, str] = {
                                   "multipart, the rest)",
     "netsleuth/world/network.py": "split pending: the wiring of switches and links vs the delivery of frames "
                                   "-> world/delivery.py",
-    "netsleuth/nice/state.py": "to split",
 }
 
 # Functions allowed over MAX_COMPLEXITY, as "path:function" (ruff's name for it), each with why.
@@ -72,8 +71,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "split pending (model/ is being changed): node and edge reading with their error lines; one helper each",
     "netsleuth/nice/concolic/engine.py:explore":
         "the concolic loop (run, negate, solve, budget) in one function; to split the negation step out",
-    "netsleuth/nice/state.py:_hash_from":
-        "to split",
     "netsleuth/openflow/of13.py:_decode_multipart_reply":
         "split pending (openflow/ is being changed): one branch per multipart type; a per-type decoder table",
     "netsleuth/oracles/of13.py:parse_flow13":
