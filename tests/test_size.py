@@ -85,8 +85,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
     "netsleuth/races/detect.py:_cover_with_data_deps":
         "replays a shadow flow table per switch in trace order and covers the races each read-after-write "
         "orders; to split the replay from the covering",
-    "netsleuth/races/hb.py:build_hb_graph":
-        "SDNRacer's HB rules applied event by event in one loop; to split into one function per rule",
     "netsleuth/rootcause/reduce.py:reduce_trace":
         "cuts the trace at the violation, then keeps the flow_mods behind every live entry and every removal; "
         "to split per kind of kept flow_mod",
