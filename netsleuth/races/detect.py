@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from netsleuth.races.commute import CommutativityChecker, commute_ops13
-from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
+from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp, HbEvent
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
 from netsleuth.races.of13.flowmod import FlowMod13, targets_meet
 from netsleuth.races.poxmatch import (
@@ -97,56 +97,12 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
 
     races: list[Race] = []
 
-    def pair_with_writers(kind: str, op_kind: str, later_only: bool) -> None:
-        """Every ``op_kind`` op against every unrelated write on the same switch (for
-        write/write only the later write of each pair, so no race is counted twice)."""
-        for p, n in enumerate(op_nodes):
-            ev = events[n]
-            ops = [op for op in ev.ops if op.kind == op_kind]
-            if not ops:
-                continue
-            cand = writers_by_dpid[ev.dpid] & ~related[p]
-            if later_only:
-                cand &= ~((2 << p) - 1)
-            while cand:
-                low = cand & -cand
-                q = low.bit_length() - 1
-                cand ^= low
-                m = op_nodes[q]
-                for a in ops:
-                    ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
-                    for b in events[m].ops:
-                        if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
-                            races.append(Race(kind, n, a, m, b))
-
-    pair_with_writers(WW, WRITE, later_only=True)
-    pair_with_writers(RW, READ, later_only=False)
-
-    # commutativity
+    _pair_with_writers(events, op_nodes, related, writers_by_dpid, races, WW, WRITE, later_only=True)
+    _pair_with_writers(events, op_nodes, related, writers_by_dpid, races, RW, READ, later_only=False)
     for r in races:
-        if r.k_op.target is not None:   # OpenFlow 1.3
-            c = commute_ops13(r.i_op, r.k_op, events[r.k].eid < events[r.i].eid)
-        elif r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
-            c = False   # a write without its flow mod: assume the worst
-        elif r.kind == WW:
-            # both flow mods checked non-None just above
-            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
-        else:
-            pkt = packets.get(events[r.i])
-            c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,  # type: ignore[arg-type]
-                                               events[r.k].eid < events[r.i].eid)   # 1.0: POX flow mods
-        if c:
+        if _commutes(r, events, checker, packets):
             r.status = COMMUTE
-
-    # time filter: each non-commuting race more than delta apart adds a time edge
-    n_time_edges = 0
-    if time_edges:
-        for r in races:
-            if r.status == HARMFUL and abs(r.i_op.t - r.k_op.t) > delta:
-                r.status = TIME_FILTERED
-                first, second = (r.i, r.k) if r.i_op.t < r.k_op.t else (r.k, r.i)
-                g.add_edge(first, second, TIME)
-                n_time_edges += 1
+    n_time_edges = _time_filter(g, races, delta) if time_edges else 0
 
     if data_deps:
         _cover_with_data_deps(g, races, op_nodes)
@@ -155,6 +111,58 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
     for r in races:
         counts[r.status] += 1
     return Detection(races, n_reads, n_writes, n_time_edges, counts)
+
+
+def _pair_with_writers(events: list[HbEvent], op_nodes: list[int], related: list[int], writers_by_dpid: dict,
+                       races: list[Race], kind: str, op_kind: str, later_only: bool) -> None:
+    """Add to ``races`` every ``op_kind`` op against every unrelated write on the same switch
+    (for write/write only the later write of each pair, so no race is counted twice);
+    ``related``: per op-event position, the mask of the positions ordered with it."""
+    for p, n in enumerate(op_nodes):
+        ev = events[n]
+        ops = [op for op in ev.ops if op.kind == op_kind]
+        if not ops:
+            continue
+        cand = writers_by_dpid[ev.dpid] & ~related[p]
+        if later_only:
+            cand &= ~((2 << p) - 1)
+        while cand:
+            low = cand & -cand
+            q = low.bit_length() - 1
+            cand ^= low
+            m = op_nodes[q]
+            for a in ops:
+                ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
+                for b in events[m].ops:
+                    if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
+                        races.append(Race(kind, n, a, m, b))
+
+
+def _commutes(r: Race, events: list[HbEvent], checker: CommutativityChecker, packets: PacketMatches) -> bool:
+    """Whether the race's two operations commute (then it is no race)."""
+    if r.k_op.target is not None:   # OpenFlow 1.3
+        return commute_ops13(r.i_op, r.k_op, events[r.k].eid < events[r.i].eid)
+    if r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
+        return False   # a write without its flow mod: assume the worst
+    if r.kind == WW:
+        # both flow mods checked non-None just above
+        return checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
+    pkt = packets.get(events[r.i])
+    return pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,  # type: ignore[arg-type]
+                                          events[r.k].eid < events[r.i].eid)   # 1.0: POX flow mods
+
+
+def _time_filter(g: HbGraph, races: list[Race], delta: float) -> int:
+    """Each non-commuting race more than ``delta`` apart is time-filtered and adds a time edge
+    (the earlier operation's event before the later one's); how many edges were added."""
+    n = 0
+    for r in races:
+        if r.status == HARMFUL and abs(r.i_op.t - r.k_op.t) > delta:
+            r.status = TIME_FILTERED
+            first, second = (r.i, r.k) if r.i_op.t < r.k_op.t else (r.k, r.i)
+            g.add_edge(first, second, TIME)
+            n += 1
+    return n
 
 
 def packets_with_races(g: HbGraph, races: list[Race]) -> list[tuple[int, list[Race]]]:
