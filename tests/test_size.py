@@ -79,9 +79,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "split pending (openflow/ is being changed): one branch per multipart type; a per-type decoder table",
     "netsleuth/oracles/of13.py:parse_flow13":
         "one branch per field group of Open vSwitch's Flow: line (VLANs, MPLS, L3, L4); to split per group",
-    "netsleuth/races/detect.py:_cover_with_data_deps":
-        "replays a shadow flow table per switch in trace order and covers the races each read-after-write "
-        "orders; to split the replay from the covering",
     "netsleuth/rootcause/reduce.py:reduce_trace":
         "cuts the trace at the violation, then keeps the flow_mods behind every live entry and every removal; "
         "to split per kind of kept flow_mod",

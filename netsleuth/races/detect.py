@@ -334,36 +334,47 @@ def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) ->
         if table is None:
             of13 = any(op.target is not None for op in ev.ops if op.kind in (READ, WRITE, EXPIRY))
             table = tables[ev.dpid] = _ShadowTable13() if of13 else _ShadowTable()
-        deps: list[int] = []
-        for op in ev.ops:
-            if op.kind == READ:
-                deps.extend(table.writers_of_read(op.flow_mod, ev.eid))
-            elif op.kind == WRITE and op.flow_mod is not None:
-                table.write(op.flow_mod, ev.eid)
-            elif op.kind == EXPIRY and op.flow_mod is not None:
-                table.expire(op.flow_mod)
-        for w_eid in deps:
+        for w_eid in _shadow_step(table, ev):
             w = g.node_of.get(w_eid)
-            if w is None:
+            if w is not None:
+                g.add_edge(w, n, DEP_RAW)
+                _cover(g, by_node, direct, w, n)
+
+
+def _shadow_step(table: Any, ev: HbEvent) -> list[int]:
+    """Apply event ``ev``'s operations to its switch's shadow table; the eids of the writes its
+    reads depend on."""
+    deps: list[int] = []
+    for op in ev.ops:
+        if op.kind == READ:
+            deps.extend(table.writers_of_read(op.flow_mod, ev.eid))
+        elif op.kind == WRITE and op.flow_mod is not None:
+            table.write(op.flow_mod, ev.eid)
+        elif op.kind == EXPIRY and op.flow_mod is not None:
+            table.expire(op.flow_mod)
+    return deps
+
+
+def _cover(g: HbGraph, by_node: dict[int, list[Race]], direct: set[int], w: int, n: int) -> None:
+    """Mark covered the harmful races the new edge ``w -> n`` orders (``direct``: the races between a
+    read and the very write it depends on, which stay races)."""
+    after_w = g.descendants([w])
+    before_w = None
+    after_n = None
+    for x in list(by_node):
+        if x not in after_w:
+            continue
+        for r in list(by_node[x]):
+            if r.status != HARMFUL or id(r) in direct:
                 continue
-            g.add_edge(w, n, DEP_RAW)
-            after_w = g.descendants([w])
-            before_w = None
-            after_n = None
-            for x in list(by_node):
-                if x not in after_w:
-                    continue
-                for r in list(by_node[x]):
-                    if r.status != HARMFUL or id(r) in direct:
-                        continue
-                    if {r.i, r.k} == {n, w}:
-                        direct.add(id(r))
-                        continue
-                    if before_w is None:
-                        before_w = g.ancestors([w], exclude=())
-                        after_n = g.descendants([n])
-                    # r was unordered before this edge (else an earlier edge covered it),
-                    # so it is ordered now iff a path runs through w -> n.
-                    assert before_w is not None and after_n is not None  # computed just above
-                    if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
-                        r.status = COVERED
+            if {r.i, r.k} == {n, w}:
+                direct.add(id(r))
+                continue
+            if before_w is None:
+                before_w = g.ancestors([w], exclude=())
+                after_n = g.descendants([n])
+            # r was unordered before this edge (else an earlier edge covered it),
+            # so it is ordered now iff a path runs through w -> n.
+            assert before_w is not None and after_n is not None  # computed just above
+            if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
+                r.status = COVERED
