@@ -72,9 +72,6 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
     "netsleuth/model/topology_io.py:topology_from_graphml":
         "split pending (model/ is being changed): keys, nodes and edges read with their error lines; "
         "one helper each",
-    "netsleuth/nice/concolic/engine.py:explore":
-        "the concolic loop (seed, run, negate a branch, solve, budget) in one function; to split the negation "
-        "step out",
     "netsleuth/openflow/of13.py:_decode_multipart_reply":
         "split pending (openflow/ is being changed): one branch per multipart type; a per-type decoder table",
     "netsleuth/oracles/of13.py:parse_flow13":
