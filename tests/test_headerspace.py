@@ -19,22 +19,16 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
+from netsleuth.invariants.headerspace import batch as EB
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import engine as E
+from netsleuth.invariants.headerspace import general as EG
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.compiled import CompiledSwitch, compiled
 from netsleuth.invariants.headerspace.report import components
-from netsleuth.invariants.headerspace.space import (
-    FIELD_MASK,
-    HeaderSpace,
-    expand,
-    field_wildcard,
-    interner,
-    pack,
-    rewrite_for,
-    unpack,
-    wc_pieces,
-)
+from netsleuth.invariants.headerspace.rewrite import rewrite_for
+from netsleuth.invariants.headerspace.space import FIELD_MASK, HeaderSpace, field_wildcard, interner, pack, unpack
+from netsleuth.invariants.headerspace.terms import expand, wc_pieces
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.actions import (
     Enqueue,
@@ -145,11 +139,11 @@ def ordered_outcome(view: NetworkView, sw: str, port: int, pkt: Packet) -> dict:
             "filtered": {s for s, _why in o.filtered}}
 
 
-def hsa_outcome(r: E.Reach, h: int, hosts, switches, cache: dict) -> dict:
+def hsa_outcome(r: EG.Reach, h: int, hosts, switches, cache: dict) -> dict:
     key = id(r)
     if key not in cache or cache[key][0] is not r:  # keep r alive: ids of dead objects are reused
         cache[key] = (r, r.looping(), r.dropped(), {x: r.delivered_to(x) for x in hosts},
-                      {s: r.punted_at(s) for s in switches}, {s: E.union_of(lst) for s, lst in r.filtered.items()})
+                      {s: r.punted_at(s) for s in switches}, {s: EG.union_of(lst) for s, lst in r.filtered.items()})
     _r, loop, drop, dlv, pun, fil = cache[key]
     return {"loop": loop.contains(h), "drop": drop.contains(h),
             "delivered": {x for x, hs in dlv.items() if hs.contains(h)},
@@ -439,7 +433,7 @@ def test_header_space_agrees_with_concrete_packets(case):
     cache: dict = {}
     for sw in names:
         for port in sorted(net.switches[sw].ports):
-            r = E.reachable(view, sw, port)
+            r = EG.reachable(view, sw, port)
             assert not r.truncated
             for pkt in pkts:
                 h = pack(pkt.match_fields(port))
@@ -544,7 +538,7 @@ def _one():
 
 
 def _fate(net, sw, port, pkt):
-    r = E.reachable(net.view(), sw, port)
+    r = EG.reachable(net.view(), sw, port)
     h = pack(pkt.match_fields(port))
     return hsa_outcome(r, h, [x.name for x in net.topo.hosts], list(net.switches), {})
 
@@ -607,7 +601,7 @@ def test_set_field_rewrites_follow_the_copies():
     assert f["punted"] == {"s1"} and f["filtered"] == {"s2"} and not f["delivered"]
     arp = Packet(h1.mac, h2.mac, 0x0806, None, Arp(1, h1.mac, h1.ip, 0, h2.ip))  # mod_nw_dst: no-op on ARP
     assert _fate(net, "s1", 1, arp)["delivered"] == {"h2"}
-    delivered = E.reachable(net.view(), "s1", 1).delivered_to("h2")
+    delivered = EG.reachable(net.view(), "s1", 1).delivered_to("h2")
     assert delivered.contains(pack(arp.match_fields(1))) and not delivered.contains(pack(pkt.match_fields(1)))
 
 
@@ -849,7 +843,7 @@ def test_batch_split_modes_agree_on_a_fat_tree(monkeypatch):
     spec.loader.exec_module(bench)
     outcomes = []
     for vector_min, compact_min in ((1, 1 << 30), (1 << 30, 2), (1 << 30, 1 << 30)):
-        monkeypatch.setattr(E, "_VECTOR_MIN", vector_min)
+        monkeypatch.setattr(EB, "_VECTOR_MIN", vector_min)
         monkeypatch.setattr(SlotMap, "COMPACT_MIN", compact_min)
         topo, switches, _n = bench.build_fattree(4)
         e1 = switches["e1"]

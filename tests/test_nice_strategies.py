@@ -70,7 +70,7 @@ def test_no_delay_makes_controller_exchanges_atomic():
     full, _ = _run(scenario="pings", pings=2)
     nd, system = _run(scenario="pings", pings=2, strategy="no-delay")
     assert nd.completed and nd.unique_states < full.unique_states
-    from netsleuth.nice.explore import _filter_no_delay
+    from netsleuth.nice.filters import _filter_no_delay
     st = system.initial()
     for t in [("send", 0), ("pkt", 0)]:
         st, _ = system.fire(st, t)
@@ -104,7 +104,7 @@ def test_unusual_applies_a_handlers_messages_in_reverse_order():
     full, _ = _run(**case)
     un, system = _run(strategy="unusual", **case)
     assert un.completed and un.unique_states < full.unique_states
-    from netsleuth.nice.explore import _filter_unusual
+    from netsleuth.nice.filters import _filter_unusual
     st = system.initial().child()
     from netsleuth.nice import messages as m
     st.to_sw[0] = (m.Barrier(),)

@@ -41,12 +41,6 @@ LONG_MODULES: dict[str, str] = {
                                   "multipart, the rest)",
     "netsleuth/world/network.py": "split pending: the wiring of switches and links vs the delivery of frames "
                                   "-> world/delivery.py",
-    "netsleuth/nice/explore.py": "to split",
-    "netsleuth/nice/state.py": "to split",
-    "netsleuth/invariants/headerspace/incremental.py": "to split",
-    "netsleuth/invariants/headerspace/engine.py": "to split",
-    "netsleuth/invariants/headerspace/of13/engine.py": "to split",
-    "netsleuth/invariants/headerspace/space.py": "to split",
 }
 
 # Functions allowed over MAX_COMPLEXITY, as "path:function" (ruff's name for it), each with why.
@@ -57,18 +51,12 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
         "the table's rows (plain, ablation, dpor, before/after) in one loop; to split per row kind",
     "netsleuth/campaign/spec.py:load_campaign_file":
         "one branch per campaign-file key with its own error line; to split into a per-key reader table",
-    "netsleuth/invariants/headerspace/engine.py:_explore":
-        "to split",
-    "netsleuth/invariants/headerspace/engine.py:_run_batch":
-        "to split",
-    "netsleuth/invariants/headerspace/incremental.py:_update":
-        "to split",
-    "netsleuth/invariants/headerspace/of13/engine.py:classify":
-        "to split",
     "netsleuth/jobs/replay.py:replay_once":
-        "start, feed, settle and tear down one controller run; to split into setup and feeding steps",
+        "one replay: the controller, the plan, feeding each input when its events are in, the checks after; "
+        "to split the feeding loop out",
     "netsleuth/minimize/atoms.py:__init__":
-        "one branch per atom kind of the trace; to split into a per-kind table",
+        "indexes the inputs, builds each host's migration chain and a union-find over deps in one constructor; "
+        "to split one helper per structure",
     "netsleuth/minimize/synthetic.py:synthetic_inputs":
         "both scenarios' input generators in one function; to split per scenario",
     "netsleuth/minimize/synthetic.py:apply":
@@ -82,33 +70,27 @@ COMPLEX_FUNCTIONS: dict[str, str] = {
     "netsleuth/model/topo_builders.py:parse_topo":
         "split pending (model/ is being changed): one branch per topology form; a per-form parser table",
     "netsleuth/model/topology_io.py:topology_from_graphml":
-        "split pending (model/ is being changed): node and edge reading with their error lines; one helper each",
-    "netsleuth/nice/concolic/engine.py:explore":
-        "the concolic loop (run, negate, solve, budget) in one function; to split the negation step out",
-    "netsleuth/nice/explore.py:_dfs_sleep":
-        "to split",
-    "netsleuth/nice/state.py:_hash_from":
-        "to split",
+        "split pending (model/ is being changed): keys, nodes and edges read with their error lines; "
+        "one helper each",
     "netsleuth/openflow/of13.py:_decode_multipart_reply":
         "split pending (openflow/ is being changed): one branch per multipart type; a per-type decoder table",
     "netsleuth/oracles/of13.py:parse_flow13":
-        "one branch per field of Open vSwitch's Flow: line; to split into a per-field table",
-    "netsleuth/races/detect.py:detect_races":
-        "pairing, commutativity and classification in one pass; to split the classification out",
-    "netsleuth/races/detect.py:_cover_with_data_deps":
-        "reads and writes per location kind in one pass; to split per location kind",
-    "netsleuth/races/hb.py:build_hb_graph":
-        "one branch per HB rule of SDNRacer; to split into one function per rule",
+        "one branch per field group of Open vSwitch's Flow: line (VLANs, MPLS, L3, L4); to split per group",
     "netsleuth/rootcause/reduce.py:reduce_trace":
-        "replay, pick the violation and keep the explaining flow_mods in one function; to split per step",
+        "cuts the trace at the violation, then keeps the flow_mods behind every live entry and every removal; "
+        "to split per kind of kept flow_mod",
     "netsleuth/rootcause/trace_packet.py:trace_packet":
-        "one branch per hop outcome (output, drop, controller, loop); to split per outcome",
+        "one walk of the recorded run that finds the injected packet, its attachment, its hops and loops; "
+        "to split finding the packet from following it",
     "netsleuth/rootcause/viz.py:_layout_panel":
-        "one branch per panel element; to split per element",
+        "one panel: lanes, where each host is plugged in through migrations, one arrow per event column; "
+        "to split the arrow of one event out",
     "netsleuth/schedulers/fuzz.py:plan_round":
-        "one branch per fuzz input kind and its weight; to split into a per-kind table",
+        "one coin per possible input of each kind (failures, recoveries, migrations, traffic, delays); "
+        "to split into a per-kind table",
     "netsleuth/trace/validate.py:_of":
-        "one branch per OpenFlow event kind it validates; to split into a per-kind table",
+        "every check of one recorded OpenFlow message (version, type, xid, keys, cached shapes, rebuild and "
+        "encode); to split the body check out",
     "tests/test_headerspace.py:packet_from_fields":
         "a test helper building a packet layer by layer from a field dict",
     "tests/test_headerspace13.py:oxm_matches":

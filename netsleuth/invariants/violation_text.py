@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from netsleuth.invariants.headerspace.space import HeaderSet, Term
+from netsleuth.invariants.headerspace.space import HeaderSet
+from netsleuth.invariants.headerspace.terms import Term
 from netsleuth.model.addr import int_to_ip, int_to_mac
 
 WIDTH = 158          # every printed line stays under 160 characters

@@ -178,7 +178,10 @@ class Match:
         src_bits = min((wc & ofp.OFPFW_NW_SRC_MASK) >> ofp.OFPFW_NW_SRC_SHIFT, 32)
         dst_bits = min((wc & ofp.OFPFW_NW_DST_MASK) >> ofp.OFPFW_NW_DST_SHIFT, 32)
         wc = (wc & ~_PREFIX_BITS) | (src_bits << ofp.OFPFW_NW_SRC_SHIFT) | (dst_bits << ofp.OFPFW_NW_DST_SHIFT)
-        ignored = ignored_bits(wc, self.dl_type, self.nw_proto)
+        # int.__int__ reads the plain value of an int subclass without calling its own __int__: an
+        # app's symbolic ints under concolic execution (nice/concolic) would record their value as a
+        # constraint of the app's path there, and which fields OVS ignores is the model's business
+        ignored = ignored_bits(wc, int.__int__(self.dl_type), int.__int__(self.nw_proto))
         if ignored:
             if wc:
                 wc = (wc & ~_PREFIX_BITS if ignored & _NW_ALL else wc) | ignored

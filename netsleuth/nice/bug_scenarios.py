@@ -24,7 +24,8 @@ from netsleuth.model.topology import Topology
 from netsleuth.nice.apps import energy_te as te
 from netsleuth.nice.apps import loadbalancer as lb
 from netsleuth.nice.errors import ScenarioError
-from netsleuth.nice.explore import Explorer, SearchOptions, SearchResult, parse_strategy
+from netsleuth.nice.explore import Explorer, SearchOptions, SearchResult
+from netsleuth.nice.filters import parse_strategy
 from netsleuth.nice.loading import APP_SPECS, LB_MODULE, TE_MODULE, make_system, normalize_spec
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.system import Config, System

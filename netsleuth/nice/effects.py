@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 
-ANY = ("*",)  # footprint object that conflicts with every other (see explore.independent)
+ANY = ("*",)  # footprint object that conflicts with every other (see independent)
 
 
 class Effects:
@@ -46,3 +46,26 @@ class ViolationsOnly(Effects):
 
     def __init__(self) -> None:  # only the violations are kept
         self.violations = []
+
+
+def independent(a: Effects, b: Effects) -> bool:
+    """Whether two transitions fired from the same state commute (by their footprints)."""
+    aw, bw = a.writes, b.writes
+    if ANY in aw or ANY in bw:
+        return False
+    if aw and (not aw.isdisjoint(bw) or not aw.isdisjoint(b.reads)):
+        return False
+    if bw and not bw.isdisjoint(a.reads):
+        return False
+    for i, wm in a.ft_writes:
+        for j, fields in b.ft_reads:
+            if i == j and (fields is None or wm.matches(fields)):
+                return False
+        for j, wm2 in b.ft_writes:
+            if i == j and wm.overlaps(wm2):
+                return False
+    for i, wm in b.ft_writes:
+        for j, fields in a.ft_reads:
+            if i == j and (fields is None or wm.matches(fields)):
+                return False
+    return True

@@ -20,7 +20,7 @@ merge them; at 10^7 states the chance is about 3 x 10^-6 (birthday bound),
 and the tests check the counts against a breadth-first search that compares
 full keys.
 
-**Strategies** are filters over the enabled set (NICE section 5):
+**Strategies** are filters over the enabled set (NICE section 5; filters.py):
 PKT-SEQ bounds each host's outstanding packets (credits in the host state;
 the number of packets is the scenario's); NO-DELAY makes every
 switch<->controller exchange atomic; UNUSUAL delays control-plane work while
@@ -52,7 +52,7 @@ discovery, a non-commuting property that watches every step
 (NoBlackHolesMobile), a depth bound (reordering a path can lengthen it), a
 strategy filter other than PKT-SEQ -- DPOR falls back to sleep sets
 (Godefroid) over the run-time footprints that ``fire`` records (``Effects``,
-``independent``): after exploring t from s, a sibling u explored later does
+``independent``, effects.py): after exploring t from s, a sibling u explored later does
 not explore t again below u when u and t were independent at s.  Sleep sets
 never prune a reachable state, only transitions whose result is reached
 through a commuting interleaving.  Under the state-wide NO-DELAY and UNUSUAL
@@ -70,14 +70,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsleuth.nice.effects import ANY, Effects
+from netsleuth.nice.effects import Effects, independent
+from netsleuth.nice.filters import FILTERS, parse_strategy
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.system import System
-from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
+from netsleuth.nice.transitions import Transition
 from netsleuth.nice.violation import PropertyViolation
-
-STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
 
 
 @dataclass
@@ -122,114 +121,6 @@ class SearchOptions:
     seed: int = 0
     walks: int | None = None          # random: number of walks (default: until max_transitions)
     progress: Callable[[SearchResult], None] | None = None  # called at most twice a second
-
-
-# ------------------------------------------------------------------ strategy filters
-def _filter_pkt_seq(system: System, st: SystemState, en: list) -> list:
-    return [t for t in en if not (t[0] == SEND and st.hosts[t[1]].credits == 0)]
-
-
-def _filter_no_delay(system: System, st: SystemState, en: list) -> list:
-    ofs = [t for t in en if t[0] == OF]
-    if ofs:
-        return ofs[:1]
-    ctl = [t for t in en if t[0] == CTL]
-    return ctl or en
-
-
-_DATAPLANE = (PKT, RECV, OUT)
-
-
-def _filter_unusual(system: System, st: SystemState, en: list) -> list:
-    """Control-plane work happens as late as possible, in unusual order.
-
-    As NICE's implementation (HeuristicConstCtrlDelay) does, the controller's
-    handling of switch messages and the switches' processing of controller
-    commands are delayed while data-plane transitions (a switch or a host
-    taking a packet, a host sending a reply) can run -- packets race ahead
-    of rule installs.  NICE delayed them by a constant number of transitions
-    (history, not state); here the delay is maximal, which keeps the filter a
-    function of the state.  When a handler addressed several switches, their
-    commands are applied in the reverse of the order it issued them (the
-    paper's example: switch 3 installs its rule first, then 2, then 1).
-    """
-    if any(t[0] in _DATAPLANE for t in en):
-        return [t for t in en if t[0] not in (CTL, OF)]
-    ofs = [t for t in en if t[0] == OF]
-    if len(ofs) < 2:
-        return en
-    order = st.extra[1]
-    enabled_of = {t[1] for t in ofs}
-    chosen = None
-    for j in reversed(order):            # the switch the handler addressed last goes first
-        if j in enabled_of:
-            chosen = j
-            break
-    if chosen is None:
-        return en
-    return [t for t in en if t[0] != OF or t[1] == chosen]
-
-
-def _filter_flow_ir(system: System, st: SystemState, en: list) -> list:
-    sends = [t for t in en if t[0] in (SEND, OUT)]
-    if len(sends) < 2:
-        return en
-    app = st.app
-    first = _frame_of(system, st, sends[0])
-    keep = {sends[0]}
-    for t in sends[1:]:
-        if app.is_same_flow(first, _frame_of(system, st, t)):
-            keep.add(t)
-    return [t for t in en if t[0] not in (SEND, OUT) or t in keep]
-
-
-def _frame_of(system: System, st: SystemState, t: Transition) -> Any:
-    hs = st.hosts[t[1]]
-    if t[0] == OUT:
-        return hs.outbox[0]
-    from netsleuth.model.packet import icmp_echo
-    h = hs.host
-    dst = hs.to_send[0]
-    return icmp_echo(h.mac, system.mac_of[dst], h.ip, system.ip_of[dst], t[1] + 1, hs.next_seq)
-
-
-def parse_strategy(spec: str) -> list[str]:
-    """``"pkt-seq+no-delay"`` -> ["pkt-seq", "no-delay"]: strategies compose as filters, in order."""
-    parts = [p.strip() for p in spec.replace(",", "+").split("+") if p.strip()]
-    bad = [p for p in parts if p not in STRATEGIES]
-    if bad or not parts:
-        raise ValueError(f"unknown strategy {bad[0] if bad else spec!r}")
-    return parts
-
-
-FILTERS: dict[str, Callable | None] = {
-    "full": None, "random": None, "pkt-seq": _filter_pkt_seq, "no-delay": _filter_no_delay,
-    "unusual": _filter_unusual, "flow-ir": _filter_flow_ir,
-}
-
-
-# ------------------------------------------------------------------ independence
-def independent(a: Effects, b: Effects) -> bool:
-    """Whether two transitions fired from the same state commute (by their footprints)."""
-    aw, bw = a.writes, b.writes
-    if ANY in aw or ANY in bw:
-        return False
-    if aw and (not aw.isdisjoint(bw) or not aw.isdisjoint(b.reads)):
-        return False
-    if bw and not bw.isdisjoint(a.reads):
-        return False
-    for i, wm in a.ft_writes:
-        for j, fields in b.ft_reads:
-            if i == j and (fields is None or wm.matches(fields)):
-                return False
-        for j, wm2 in b.ft_writes:
-            if i == j and wm.overlaps(wm2):
-                return False
-    for i, wm in b.ft_writes:
-        for j, fields in a.ft_reads:
-            if i == j and (fields is None or wm.matches(fields)):
-                return False
-    return True
 
 
 # Filters that choose among the enabled transitions by looking at the whole state
@@ -458,11 +349,7 @@ class Explorer:
             r.transitions += 1
             if r.transitions % 1024 == 0:
                 self._tick()
-            # the child's sleep set: earlier siblings and inherited sleepers independent of t
-            csleep = {u: ufx for u, ufx in sleep.items() if independent(ufx, fx)}
-            for u, ufx in done:
-                if independent(ufx, fx):
-                    csleep[u] = ufx
+            csleep = _child_sleep(sleep, done, fx)
             if fx.violations:
                 # Not "done": the path stopped here, so nothing below t was explored and
                 # siblings must not put t to sleep.
@@ -617,3 +504,13 @@ class Explorer:
                 r.max_depth = max(r.max_depth, len(path))
         r.unique_states = len(visited)
         r.completed = False
+
+
+def _child_sleep(sleep: dict, done: list, fx: Effects) -> dict:
+    """The sleep set below a transition with footprint ``fx``: the inherited sleepers and the
+    earlier siblings (``done``) independent of it, each with its footprint."""
+    csleep = {u: ufx for u, ufx in sleep.items() if independent(ufx, fx)}
+    for u, ufx in done:
+        if independent(ufx, fx):
+            csleep[u] = ufx
+    return csleep

@@ -13,13 +13,8 @@ from typing import TYPE_CHECKING, Any
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.effects import Effects
-from netsleuth.nice.state import (
-    SystemState,
-    obj_hash,
-    pushed,
-    remember,
-    tail,
-)
+from netsleuth.nice.interning import obj_hash, pushed, remember, tail
+from netsleuth.nice.state import SystemState
 from netsleuth.nice.transitions import CTL, TIMER, Transition
 
 if TYPE_CHECKING:

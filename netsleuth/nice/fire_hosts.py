@@ -14,14 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from netsleuth.model.packet import Packet, arp_request
 from netsleuth.nice.effects import Effects
-from netsleuth.nice.state import (
-    HostState,
-    SystemState,
-    obj_hash,
-    pushed_frame,
-    remember,
-    tail,
-)
+from netsleuth.nice.interning import obj_hash, pushed_frame, remember, tail
+from netsleuth.nice.state import HostState, SystemState
 from netsleuth.nice.transitions import RECV, SEND, Transition
 
 if TYPE_CHECKING:

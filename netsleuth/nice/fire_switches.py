@@ -21,15 +21,9 @@ from netsleuth.model.ofdp import ofp, ofp13
 from netsleuth.nice import messages as m
 from netsleuth.nice.effects import Effects
 from netsleuth.nice.fire_hosts import push
+from netsleuth.nice.interning import obj_hash, pushed, remember, tail
 from netsleuth.nice.of13 import packets_change_pipeline
-from netsleuth.nice.state import (
-    MCSwitch,
-    SystemState,
-    obj_hash,
-    pushed,
-    remember,
-    tail,
-)
+from netsleuth.nice.state import MCSwitch, SystemState
 from netsleuth.nice.transitions import DROP, Transition
 
 if TYPE_CHECKING:

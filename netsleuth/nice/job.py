@@ -25,7 +25,8 @@ from netsleuth.live.stop import stopped_by
 from netsleuth.model.topology import Topology
 from netsleuth.nice import bug_scenarios
 from netsleuth.nice.errors import CheckError
-from netsleuth.nice.explore import STRATEGIES, Explorer, Found, SearchOptions, SearchResult, parse_strategy
+from netsleuth.nice.explore import Explorer, Found, SearchOptions, SearchResult
+from netsleuth.nice.filters import STRATEGIES, parse_strategy
 from netsleuth.nice.loading import make_system, normalize_spec
 from netsleuth.nice.scenarios import build_config
 from netsleuth.nice.system import Config, System

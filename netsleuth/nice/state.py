@@ -9,18 +9,17 @@ deep copy of the whole system per state (most of its running time).
 Components cache their canonical key and its hash; the state's key is the
 tuple of those keys.  The state's hash (what the search remembers) is
 incremental, Zobrist style: the sum modulo 2^64 of one term per component,
-a mixed ``hash((slot, component hash))`` (:func:`mix`).  A child state
+a mixed ``hash((slot, component hash))`` (``interning.mix``).  A child state
 starts from its parent's sum and replaces the terms of the components it
 does not share with the parent (an identity check per component), so
-hashing a new state costs
-only what changed -- hashing the nested key tuple would walk every flow
-table and queued packet again, since Python caches no tuple hashes.
-Queues are interned as they are popped and pushed (:func:`tail`,
-:func:`pushed`): the same pop or push of the same queue returns the same
-tuple, so a queue's term, and the change of a slot's term from one queue to
-the next (:func:`queue_delta`), are computed once per search and then found
-by identity.  Equal
-keys give equal sums however the states were reached.  The key holds
+hashing a new state costs only what changed -- hashing the nested key tuple
+would walk every flow table and queued packet again, since Python caches no
+tuple hashes.  Queues are interned as they are popped and pushed (``tail``,
+``pushed`` of interning.py, which holds these identity caches and the hash
+terms): the same pop or push of the same queue returns the same tuple, so a
+queue's term, and the change of a slot's term from one queue to the next
+(``queue_delta``), are computed once per search and then found by identity.
+Equal keys give equal sums however the states were reached.  The key holds
 everything that can affect the future -- flow tables in canonical
 order, switch buffers, every queued packet and every queued control message
 in both directions (NICE's hash dropped the command queues), host and app
@@ -44,6 +43,7 @@ from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
+from netsleuth.nice.interning import _MASK, app_term, mix, queue_delta, queue_term
 from netsleuth.nice.of13 import copy13, key13
 
 
@@ -297,155 +297,6 @@ _new_dict = dict.__new__
 _dict_update = dict.update
 
 
-# Hashes of queued packets, messages and whole queues, cached by object identity.  A
-# frozen dataclass (Packet, FlowMod, PacketIn) rehashes all of its nested fields on every
-# call, and the same few objects sit in the queues of thousands of states.  An entry keeps
-# its object alive, so an id is never reused while it is cached; the caches are emptied
-# when they grow large, which only costs recomputation (a hash never depends on them).
-_CACHE_LIMIT = 1 << 16
-
-
-def remember(cache: dict, key: Any, entry: Any) -> None:
-    """Store ``entry`` under ``key`` in one of the search's caches, emptying the cache first
-    when it has grown large (which only costs recomputation).  The identity-keyed caches store
-    an entry holding every object whose id is in the key, so none of those ids can be reused
-    while it is cached: a key found again names the same objects."""
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    cache[key] = entry
-_OBJ_HASH: dict[int, tuple[Any, int]] = {}
-_QUEUE_TERM: dict[int, tuple[tuple, str, Any, int]] = {}
-
-
-def obj_hash(obj: Any) -> int:
-    """``hash(obj)``, cached by identity (for the frozen messages and packets queued everywhere)."""
-    e = _OBJ_HASH.get(id(obj))
-    if e is not None and e[0] is obj:
-        return e[1]
-    h = hash(obj)
-    remember(_OBJ_HASH, id(obj), (obj, h))
-    return h
-
-
-def queue_term(kind: str, slot: Any, q: tuple) -> int:
-    """The state-hash term of queue ``q`` at ``(kind, slot)``: 0 when empty, cached by identity.
-
-    ``kind`` "q" is a wire queue ``((packet, tag), ...)`` at ``slot`` = (node, port); "c" and
-    "w" are the control channel queues ``(message, ...)`` to and from switch number ``slot``.
-    """
-    if not q:
-        return 0
-    e = _QUEUE_TERM.get(id(q))
-    if e is not None and e[0] is q and e[1] == kind and e[2] == slot:
-        return e[3]
-    if kind == "q":
-        content = tuple([hash((obj_hash(frame), tag)) for frame, tag in q])
-    else:
-        content = tuple([obj_hash(msg) for msg in q])
-    t = mix(hash((kind, slot, content)))
-    remember(_QUEUE_TERM, id(q), (q, kind, slot, t))
-    return t
-
-
-# Queues are immutable tuples, so popping a head or pushing a tail makes a new one.  Made
-# afresh every time, a queue would be a new object in every state, its term (above) missed
-# by identity and recomputed from its contents.  The same few queues recur in thousands of
-# states, so a pop or push of the same queue and item returns the same object every time:
-# its term is then computed once.  Entries keep their objects alive (ids are not reused
-# while cached) and are checked by identity; a miss only builds the tuple afresh, so the
-# result never depends on what is cached.
-_TAIL: dict[int, tuple[tuple, tuple]] = {}
-_PUSHED: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
-
-
-def tail(q: tuple) -> tuple:
-    """``q[1:]``, the same object for the same ``q`` (see above)."""
-    e = _TAIL.get(id(q))
-    if e is not None and e[0] is q:
-        return e[1]
-    t = q[1:]
-    remember(_TAIL, id(q), (q, t))
-    return t
-
-
-def pushed(q: tuple, item: Any, slot: Any) -> tuple:
-    """``q + (item,)`` for the queue at ``slot``, the same object for the same ``q``, item and slot.
-
-    ``item`` and ``slot`` are matched by identity (the messages and packets queued are shared
-    objects; slots are the model's own port tuples and indices): a queue object then sits in
-    one slot, where its cached term is.
-    """
-    k = (id(q), id(item), id(slot))
-    e = _PUSHED.get(k)
-    if e is not None and e[0] is q and e[1] is item and e[2] is slot:
-        return e[3]
-    n = q + (item,)
-    remember(_PUSHED, k, (q, item, slot, n))
-    return n
-
-
-_PUSHED_FRAME: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
-
-
-def pushed_frame(q: tuple, frame: Any, tag: Any, where: Any) -> tuple:
-    """``q + ((frame, tag),)`` for the wire queue at ``where``, shared as :func:`pushed` does when
-    ``tag`` is None (a packet without lineage: the entry is rebuilt otherwise)."""
-    if tag is not None:
-        return q + ((frame, tag),)
-    k = (id(q), id(frame), id(where))
-    e = _PUSHED_FRAME.get(k)
-    if e is not None and e[0] is q and e[1] is frame and e[2] is where:
-        return e[3]
-    n = q + ((frame, None),)
-    remember(_PUSHED_FRAME, k, (q, frame, where, n))
-    return n
-
-
-_QUEUE_DELTA: dict[tuple[int, int], tuple[tuple, tuple, str, Any, int]] = {}
-
-
-def queue_delta(kind: str, slot: Any, q: tuple, r: tuple) -> int:
-    """``queue_term(kind, slot, q) - queue_term(kind, slot, r)``: a queue ``r`` replaced by ``q``,
-    cached by the identity of both (interned queues make the same replacements recur)."""
-    k = (id(q), id(r))
-    e = _QUEUE_DELTA.get(k)
-    if e is not None and e[0] is q and e[1] is r and e[2] == kind and e[3] == slot:
-        return e[4]
-    d = queue_term(kind, slot, q) - queue_term(kind, slot, r)
-    remember(_QUEUE_DELTA, k, (q, r, kind, slot, d))
-    return d
-
-
-_MASK = (1 << 64) - 1
-
-
-def mix(x: int) -> int:
-    """``x`` through SplitMix64's finalizer: every term of the state hash goes through it.
-
-    A sum of raw tuple hashes is not enough: CPython's tuple hash ends in a
-    multiplication, which is linear modulo 2^64, so the sums of two states that swap
-    component values between slots collided (seen: packets on two wires); the
-    finalizer's shifts break that structure.
-    """
-    z = x & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    return z ^ (z >> 31)
-
-
-_APP_TERM: dict[int, int] = {}
-
-
-def app_term(app_hash: int) -> int:
-    """The app's term of the state hash, from the hash of its key (cached: a few hundred app
-    states recur in every search)."""
-    t = _APP_TERM.get(app_hash)
-    if t is None:
-        t = mix(hash(("a", app_hash)))
-        remember(_APP_TERM, app_hash, t)
-    return t
-
-
 class SystemState:
     """One global state; see the module docstring.  Treat a reached state as immutable."""
 
@@ -556,25 +407,13 @@ class SystemState:
         h = p._hash
         assert h is not None
         if self.switches != p.switches:
-            for a, b in zip(self.switches, p.switches, strict=True):
-                if a is not b:
-                    h += a.term() - b.term()
+            h += _terms_delta(self.switches, p.switches)
         if self.hosts != p.hosts:
-            for x, y in zip(self.hosts, p.hosts, strict=True):
-                if x is not y:
-                    h += x.term() - y.term()
+            h += _terms_delta(self.hosts, p.hosts)
         if any(map(is_not, self.to_ctrl, p.to_ctrl)):
-            k = 0
-            for q, r in zip(self.to_ctrl, p.to_ctrl, strict=True):
-                if q is not r:
-                    h += queue_delta("c", k, q, r)
-                k += 1
+            h += _channels_delta("c", self.to_ctrl, p.to_ctrl)
         if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
-            k = 0
-            for q, r in zip(self.to_sw, p.to_sw, strict=True):
-                if q is not r:
-                    h += queue_delta("w", k, q, r)
-                k += 1
+            h += _channels_delta("w", self.to_sw, p.to_sw)
         # the wire queues: only those written since the child was made (WireQueues)
         inq, pinq = self.inq, p.inq
         written = getattr(inq, "written", None)
@@ -593,6 +432,27 @@ class SystemState:
         if self.extra is not p.extra:
             h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
         return h
+
+
+def _terms_delta(xs: list, ys: list) -> int:
+    """How the hash terms of components ``xs`` differ from their parent's ``ys`` (only the
+    components that are not the parent's own object are hashed)."""
+    d = 0
+    for x, y in zip(xs, ys, strict=True):
+        if x is not y:
+            d += x.term() - y.term()
+    return d
+
+
+def _channels_delta(kind: str, qs: list, rs: list) -> int:
+    """How the hash terms of the control channel queues ``qs`` differ from their parent's ``rs``."""
+    d = 0
+    k = 0
+    for q, r in zip(qs, rs, strict=True):
+        if q is not r:
+            d += queue_delta(kind, k, q, r)
+        k += 1
+    return d
 
 
 def pids_in_flight(st: SystemState, host: str) -> frozenset:

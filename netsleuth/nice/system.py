@@ -35,7 +35,7 @@ shared).  A memoized result is shared by every state that reaches it, like
 any unchanged component (nothing mutates a component once it is in a
 reached state).  Because results are shared, the very same component object
 meets the very same message object again and again: each step is first
-looked up by the identity of the two (``state.remember``: the entry holds both, so
+looked up by the identity of the two (``interning.remember``: the entry holds both, so
 their ids cannot be reused while it is cached), and only then by content.
 ``System.memo = False`` turns both off; the counts do not depend on it.
 """
@@ -205,7 +205,7 @@ class System:
         self._ctl_memo: dict[tuple, tuple] = {}
         self._host_memo: dict[tuple, tuple] = {}    # a host receiving a frame or starting a ping
         # The same steps keyed by the identity of the component and the input (checked first:
-        # memoized components are shared, so the same objects recur; see state.remember)
+        # memoized components are shared, so the same objects recur; see interning.remember)
         self._of_seen: dict[tuple, tuple] = {}
         self._pkt_seen: dict[tuple, tuple] = {}
         self._ctl_seen: dict[tuple, tuple] = {}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from netsleuth.races.commute import CommutativityChecker, commute_ops13
-from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp
+from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp, HbEvent
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
 from netsleuth.races.of13.flowmod import FlowMod13, targets_meet
 from netsleuth.races.poxmatch import (
@@ -97,56 +97,12 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
 
     races: list[Race] = []
 
-    def pair_with_writers(kind: str, op_kind: str, later_only: bool) -> None:
-        """Every ``op_kind`` op against every unrelated write on the same switch (for
-        write/write only the later write of each pair, so no race is counted twice)."""
-        for p, n in enumerate(op_nodes):
-            ev = events[n]
-            ops = [op for op in ev.ops if op.kind == op_kind]
-            if not ops:
-                continue
-            cand = writers_by_dpid[ev.dpid] & ~related[p]
-            if later_only:
-                cand &= ~((2 << p) - 1)
-            while cand:
-                low = cand & -cand
-                q = low.bit_length() - 1
-                cand ^= low
-                m = op_nodes[q]
-                for a in ops:
-                    ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
-                    for b in events[m].ops:
-                        if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
-                            races.append(Race(kind, n, a, m, b))
-
-    pair_with_writers(WW, WRITE, later_only=True)
-    pair_with_writers(RW, READ, later_only=False)
-
-    # commutativity
+    _pair_with_writers(events, op_nodes, related, writers_by_dpid, races, WW, WRITE, later_only=True)
+    _pair_with_writers(events, op_nodes, related, writers_by_dpid, races, RW, READ, later_only=False)
     for r in races:
-        if r.k_op.target is not None:   # OpenFlow 1.3
-            c = commute_ops13(r.i_op, r.k_op, events[r.k].eid < events[r.i].eid)
-        elif r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
-            c = False   # a write without its flow mod: assume the worst
-        elif r.kind == WW:
-            # both flow mods checked non-None just above
-            c = checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
-        else:
-            pkt = packets.get(events[r.i])
-            c = pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,  # type: ignore[arg-type]
-                                               events[r.k].eid < events[r.i].eid)   # 1.0: POX flow mods
-        if c:
+        if _commutes(r, events, checker, packets):
             r.status = COMMUTE
-
-    # time filter: each non-commuting race more than delta apart adds a time edge
-    n_time_edges = 0
-    if time_edges:
-        for r in races:
-            if r.status == HARMFUL and abs(r.i_op.t - r.k_op.t) > delta:
-                r.status = TIME_FILTERED
-                first, second = (r.i, r.k) if r.i_op.t < r.k_op.t else (r.k, r.i)
-                g.add_edge(first, second, TIME)
-                n_time_edges += 1
+    n_time_edges = _time_filter(g, races, delta) if time_edges else 0
 
     if data_deps:
         _cover_with_data_deps(g, races, op_nodes)
@@ -155,6 +111,58 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
     for r in races:
         counts[r.status] += 1
     return Detection(races, n_reads, n_writes, n_time_edges, counts)
+
+
+def _pair_with_writers(events: list[HbEvent], op_nodes: list[int], related: list[int], writers_by_dpid: dict,
+                       races: list[Race], kind: str, op_kind: str, later_only: bool) -> None:
+    """Add to ``races`` every ``op_kind`` op against every unrelated write on the same switch
+    (for write/write only the later write of each pair, so no race is counted twice);
+    ``related``: per op-event position, the mask of the positions ordered with it."""
+    for p, n in enumerate(op_nodes):
+        ev = events[n]
+        ops = [op for op in ev.ops if op.kind == op_kind]
+        if not ops:
+            continue
+        cand = writers_by_dpid[ev.dpid] & ~related[p]
+        if later_only:
+            cand &= ~((2 << p) - 1)
+        while cand:
+            low = cand & -cand
+            q = low.bit_length() - 1
+            cand ^= low
+            m = op_nodes[q]
+            for a in ops:
+                ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
+                for b in events[m].ops:
+                    if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
+                        races.append(Race(kind, n, a, m, b))
+
+
+def _commutes(r: Race, events: list[HbEvent], checker: CommutativityChecker, packets: PacketMatches) -> bool:
+    """Whether the race's two operations commute (then it is no race)."""
+    if r.k_op.target is not None:   # OpenFlow 1.3
+        return commute_ops13(r.i_op, r.k_op, events[r.k].eid < events[r.i].eid)
+    if r.k_op.flow_mod is None or (r.kind == WW and r.i_op.flow_mod is None):
+        return False   # a write without its flow mod: assume the worst
+    if r.kind == WW:
+        # both flow mods checked non-None just above
+        return checker.ww(r.i_op.flow_mod, r.k_op.flow_mod)  # type: ignore[arg-type]
+    pkt = packets.get(events[r.i])
+    return pkt is not None and checker.rw(pkt, r.i_op.flow_mod, r.k_op.flow_mod,  # type: ignore[arg-type]
+                                          events[r.k].eid < events[r.i].eid)   # 1.0: POX flow mods
+
+
+def _time_filter(g: HbGraph, races: list[Race], delta: float) -> int:
+    """Each non-commuting race more than ``delta`` apart is time-filtered and adds a time edge
+    (the earlier operation's event before the later one's); how many edges were added."""
+    n = 0
+    for r in races:
+        if r.status == HARMFUL and abs(r.i_op.t - r.k_op.t) > delta:
+            r.status = TIME_FILTERED
+            first, second = (r.i, r.k) if r.i_op.t < r.k_op.t else (r.k, r.i)
+            g.add_edge(first, second, TIME)
+            n += 1
+    return n
 
 
 def packets_with_races(g: HbGraph, races: list[Race]) -> list[tuple[int, list[Race]]]:
@@ -326,36 +334,47 @@ def _cover_with_data_deps(g: HbGraph, races: list[Race], op_nodes: list[int]) ->
         if table is None:
             of13 = any(op.target is not None for op in ev.ops if op.kind in (READ, WRITE, EXPIRY))
             table = tables[ev.dpid] = _ShadowTable13() if of13 else _ShadowTable()
-        deps: list[int] = []
-        for op in ev.ops:
-            if op.kind == READ:
-                deps.extend(table.writers_of_read(op.flow_mod, ev.eid))
-            elif op.kind == WRITE and op.flow_mod is not None:
-                table.write(op.flow_mod, ev.eid)
-            elif op.kind == EXPIRY and op.flow_mod is not None:
-                table.expire(op.flow_mod)
-        for w_eid in deps:
+        for w_eid in _shadow_step(table, ev):
             w = g.node_of.get(w_eid)
-            if w is None:
+            if w is not None:
+                g.add_edge(w, n, DEP_RAW)
+                _cover(g, by_node, direct, w, n)
+
+
+def _shadow_step(table: Any, ev: HbEvent) -> list[int]:
+    """Apply event ``ev``'s operations to its switch's shadow table; the eids of the writes its
+    reads depend on."""
+    deps: list[int] = []
+    for op in ev.ops:
+        if op.kind == READ:
+            deps.extend(table.writers_of_read(op.flow_mod, ev.eid))
+        elif op.kind == WRITE and op.flow_mod is not None:
+            table.write(op.flow_mod, ev.eid)
+        elif op.kind == EXPIRY and op.flow_mod is not None:
+            table.expire(op.flow_mod)
+    return deps
+
+
+def _cover(g: HbGraph, by_node: dict[int, list[Race]], direct: set[int], w: int, n: int) -> None:
+    """Mark covered the harmful races the new edge ``w -> n`` orders (``direct``: the races between a
+    read and the very write it depends on, which stay races)."""
+    after_w = g.descendants([w])
+    before_w = None
+    after_n = None
+    for x in list(by_node):
+        if x not in after_w:
+            continue
+        for r in list(by_node[x]):
+            if r.status != HARMFUL or id(r) in direct:
                 continue
-            g.add_edge(w, n, DEP_RAW)
-            after_w = g.descendants([w])
-            before_w = None
-            after_n = None
-            for x in list(by_node):
-                if x not in after_w:
-                    continue
-                for r in list(by_node[x]):
-                    if r.status != HARMFUL or id(r) in direct:
-                        continue
-                    if {r.i, r.k} == {n, w}:
-                        direct.add(id(r))
-                        continue
-                    if before_w is None:
-                        before_w = g.ancestors([w], exclude=())
-                        after_n = g.descendants([n])
-                    # r was unordered before this edge (else an earlier edge covered it),
-                    # so it is ordered now iff a path runs through w -> n.
-                    assert before_w is not None and after_n is not None  # computed just above
-                    if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
-                        r.status = COVERED
+            if {r.i, r.k} == {n, w}:
+                direct.add(id(r))
+                continue
+            if before_w is None:
+                before_w = g.ancestors([w], exclude=())
+                after_n = g.descendants([n])
+            # r was unordered before this edge (else an earlier edge covered it),
+            # so it is ordered now iff a path runs through w -> n.
+            assert before_w is not None and after_n is not None  # computed just above
+            if (r.i in before_w and r.k in after_n) or (r.k in before_w and r.i in after_n):
+                r.status = COVERED

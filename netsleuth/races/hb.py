@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from netsleuth.errors import TraceFormatError
 from netsleuth.races.commute import CommutativityChecker, commute_ops13
@@ -323,38 +324,48 @@ def build_hb_graph(events: Iterable[HbEvent], *, delta: float = 2.0,
             pending_mid[ev.mid_in].append(node)
 
         # rules 1 and 2: pid_out -> pid_in, mid_out -> mid_in (either may come first)
-        for has_in, key_in, outs, by_out, pending, rel in (
-                (ev.has_pid_in, ev.pid_in, ev.pid_out, by_pid_out, pending_pid, PID),
-                (ev.has_mid_in, ev.mid_in, ev.mid_out, by_mid_out, pending_mid, MID)):
-            if has_in and key_in in by_out:
-                for other in by_out[key_in]:
-                    g.add_edge(other, node, rel)
-                    waiting = pending[key_in]
-                    if node in waiting:
-                        waiting.remove(node)
-            for x in outs:
-                if x in pending:
-                    waiting = pending[x]
-                    for other in list(waiting):
-                        g.add_edge(node, other, rel)
-                        waiting.remove(other)
-
+        _link_rule(g, node, ev.has_pid_in, ev.pid_in, ev.pid_out, by_pid_out, pending_pid, PID)
+        _link_rule(g, node, ev.has_mid_in, ev.mid_in, ev.mid_out, by_mid_out, pending_mid, MID)
         # rules 3 and 4: barriers
         if ev.kind == MESSAGE_HANDLE:
-            if ev.msg_type == "OFPT_BARRIER_REQUEST":
-                for other in before_barrier.pop(ev.dpid, ()):
-                    g.add_edge(other, node, BARRIER_PRE)
-                last_barrier[ev.dpid] = node
-            else:
-                before_barrier[ev.dpid].append(node)
-                if ev.dpid in last_barrier:
-                    g.add_edge(last_barrier[ev.dpid], node, BARRIER_POST)
+            _barrier_rule(g, node, ev, before_barrier, last_barrier)
             handles.append(node)
 
         # rule 5: flow expiry
         if ev.kind == FLOW_EXPIRY:
             _expiry_rule(g, node, ev, handles, delta, checker, packets)
     return g
+
+
+def _link_rule(g: HbGraph, node: int, has_in: bool, key_in: Any, outs: Iterable[Any], by_out: dict,
+               pending: dict, rel: str) -> None:
+    """Rules 1 and 2 for one id kind (pid or mid): an event's ``*_out`` ids happen before the
+    events that take them as ``*_in``, whichever of the two the trace lists first."""
+    if has_in and key_in in by_out:
+        for other in by_out[key_in]:
+            g.add_edge(other, node, rel)
+            waiting = pending[key_in]
+            if node in waiting:
+                waiting.remove(node)
+    for x in outs:
+        if x in pending:
+            waiting = pending[x]
+            for other in list(waiting):
+                g.add_edge(node, other, rel)
+                waiting.remove(other)
+
+
+def _barrier_rule(g: HbGraph, node: int, ev: HbEvent, before_barrier: dict, last_barrier: dict) -> None:
+    """Rules 3 and 4: the messages a switch handled before a barrier request happen before it,
+    and the barrier before the messages handled after it."""
+    if ev.msg_type == "OFPT_BARRIER_REQUEST":
+        for other in before_barrier.pop(ev.dpid, ()):
+            g.add_edge(other, node, BARRIER_PRE)
+        last_barrier[ev.dpid] = node
+    else:
+        before_barrier[ev.dpid].append(node)
+        if ev.dpid in last_barrier:
+            g.add_edge(last_barrier[ev.dpid], node, BARRIER_POST)
 
 
 def _expiry_rule(g: HbGraph, node: int, ev: HbEvent, handles: list[int], delta: float,

@@ -20,12 +20,8 @@ from collections.abc import Iterable
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
-from netsleuth.invariants.headerspace.engine import (
-    Analysis,
-    Port,
-    analyze,
-    union_of,
-)
+from netsleuth.invariants.headerspace.engine import Analysis, analyze
+from netsleuth.invariants.headerspace.general import Port, union_of
 from netsleuth.invariants.headerspace.paths import (
     _analysis,
     _drop_path,

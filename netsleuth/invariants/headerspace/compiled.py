@@ -42,17 +42,10 @@ from typing import Any
 import numpy as np
 
 from netsleuth.invariants.forwarding import is_drop_rule
-from netsleuth.invariants.headerspace.space import (
-    HeaderSpace,
-    Rewrite,
-    Term,
-    interner,
-    make_term,
-    pack,
-    rewrite_for,
-    term_empty,
-)
+from netsleuth.invariants.headerspace.rewrite import Rewrite, rewrite_for
+from netsleuth.invariants.headerspace.space import HeaderSpace, interner, pack
 from netsleuth.invariants.headerspace.space import packer as _packer
+from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.flowtable import SlotMap, actions_of
 from netsleuth.model.headerbits import intern_new

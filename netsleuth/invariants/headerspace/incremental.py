@@ -19,6 +19,7 @@ the classes an ingress port gains or loses.  Ingresses the general engine
 traces (classes that loop, rewrite or meet mixed patterns; whole ingresses
 whose port has mixed patterns) are re-explored when the flow_mod's switch is
 one their exploration visited, or when their set of such classes changed.
+(The classes, their index and their re-tracing are in ``incremental_classes.py``.)
 
 The checks are split into what one ingress contributes (its "items", see
 :mod:`~netsleuth.invariants.headerspace.checks`) and the grouping of all items into
@@ -41,28 +42,15 @@ from typing import Any
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import checks as H
-from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace import report as R
-from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner, port_state
-from netsleuth.invariants.headerspace.engine import (
-    _DOWN,
-    _F_MISS,
-    _FAST_ROUNDS,
-    _IDM,
-    DEFAULT_BUDGET,
-    TAG_SHIFT,
-    Analysis,
-    HsaNet,
-    Port,
-    Reach,
-    _Batch,
-    _batch,
-    _explore,
-    _has_of13,
-)
+from netsleuth.invariants.headerspace.batch import _IDM, TAG_SHIFT, _Batch, _batch
+from netsleuth.invariants.headerspace.compiled import interner, port_state
+from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
+from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
+from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace, match_wildcard, unpack
+from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
 
@@ -88,42 +76,7 @@ def _steady(view: NetworkView) -> _SteadyView:
     return _SteadyView(**{f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.init})
 
 
-class _RecordingNet(HsaNet):
-    """An :class:`HsaNet` that notes every switch the general engine visits while ``seen``
-    is a set: a general-engine ingress depends on the tables of those switches only."""
-
-    def __init__(self, view: NetworkView) -> None:
-        super().__init__(view)
-        self.seen: set[str] | None = None
-
-    def up(self, name: str) -> bool:
-        if self.seen is not None:
-            self.seen.add(name)
-        return super().up(name)
-
-
-def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
-    """The key ids among ``js`` (of pattern ``mask``) whose classes overlap the wildcard (v, m)."""
-    intern, keys = interner(mask)
-    if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
-        j = intern.get(v & mask)
-        return [] if j is None or j not in js else [j]
-    cm = mask & m
-    cv = v & cm
-    return [j for j in js if keys[j] & cm == cv]
-
-
-@dataclasses.dataclass
-class _Touched:
-    """What changed for one ingress during a flow_mod."""
-
-    classes: set[int] = dataclasses.field(default_factory=set)   # classes re-traced or gone
-    drops: bool = False      # some class ended (or stopped ending) in a blackhole
-    general: bool = False    # the general engine must explore the ingress again
-    ids: bool = False        # its port's entries changed (its table-miss headers too)
-
-
-class IncrementalHSA:
+class IncrementalHSA(_ClassTracker):
     """The three header-space checks of one network, updated per flow_mod.
 
     Use :meth:`check` for a view (a full check the first time, whenever something
@@ -137,7 +90,7 @@ class IncrementalHSA:
         self._state: tuple | None = None
         self._versions: dict[str, object] = {}
         self._steady: _SteadyView | None = None
-        self._net: _RecordingNet | None = None
+        self._net = None
         self._of13 = False
         self._found: dict[str, list[Finding]] = {k: [] for k in KINDS}
         self._tables: list | None = None
@@ -233,39 +186,39 @@ class IncrementalHSA:
             return
         net = self._net = _RecordingNet(steady)
         points = ingress_points(steady)
-        self._ingresses: list[Port] = list(points)
+        self._ingresses = list(points)
         n = len(self._ingresses)
-        self._tag: dict[Port, int] = {ing: t for t, ing in enumerate(self._ingresses)}
-        self._at_switch: dict[str, list[Port]] = {}
+        self._tag = {ing: t for t, ing in enumerate(self._ingresses)}
+        self._at_switch = {}
         for ing in self._ingresses:
             self._at_switch.setdefault(ing[0], []).append(ing)
         ingress_host = {k: v for k, v in points.items() if v is not None}
         # per class: where it ended (an interned tuple) and the cells it crossed
-        self._out: dict[int, tuple] = {}
-        self._outcomes: dict[tuple, tuple] = {}
-        self._path: dict[int, tuple[Port, ...]] = {}
+        self._out = {}
+        self._outcomes = {}
+        self._path = {}
         # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
-        self._cells: dict[Port, dict[int, dict[int, Any]]] = {}   # ... -> a number, or a list of them
-        self._cells_of: dict[str, list[Port]] = {}
-        self._stat: dict[Port, int | None] = {}   # cell -> its port's pattern when last seen
+        self._cells = {}   # ... -> a number, or a list of them
+        self._cells_of = {}
+        self._stat = {}   # cell -> its port's pattern when last seen
         # per ingress number
-        self._dropx: dict[int, set[int]] = {}
-        self._genx: dict[int, set[int]] = {}
+        self._dropx = {}
+        self._genx = {}
         self._susp: dict[int, dict[int, Any]] = {}
         # per ingress
         self._reach: dict[Port, Reach] = {}
         self._seen: dict[Port, set[str]] = {}
-        self._seen_at: dict[str, set[Port]] = {}
+        self._seen_at = {}
         self._loops: dict[Port, list] = {}
         self._holes: dict[Port, list] = {}
         self._pairs: dict[Port, list[Finding]] = {}
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
         trace: dict[Port, list[list[int]]] = {}
         b, rest = _batch(net, self._ingresses, self._tag, n, trace)
-        self._masks: list[int] = b.masks
+        self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
-        self._ids: list[dict[int, int] | None] = [
+        self._ids = [
             None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
         self._index(trace)
         self._absorb(b, None)
@@ -291,278 +244,7 @@ class IncrementalHSA:
         self._refresh(touched)
         self._assemble()
 
-    # ------------------------------------------------------------------ classes
-    def _index(self, trace: dict[Port, list[list[int]]]) -> None:
-        """Record the cells each traced class came in at (``trace``: cell -> lists of classes)."""
-        cells, cells_of, masks = self._cells, self._cells_of, self._masks
-        paths: dict[int, list[Port]] = {}
-        for cell, lists in trace.items():
-            by_mask = cells.get(cell)
-            if by_mask is None:
-                by_mask = cells[cell] = {}
-                cells_of.setdefault(cell[0], []).append(cell)
-                if cell not in self._stat:  # (a re-traced class's walk may have read it already)
-                    self._stat[cell] = self._status(cell)
-            for xs in lists:
-                for x in xs:
-                    p = paths.get(x)
-                    if p is None:
-                        paths[x] = [cell]
-                    elif cell in p:
-                        continue
-                    else:
-                        p.append(cell)
-                    t = x >> TAG_SHIFT
-                    mask = masks[t]
-                    by_key = by_mask.get(mask)
-                    if by_key is None:
-                        by_key = by_mask[mask] = {}
-                    j = x & _IDM
-                    ts = by_key.get(j)
-                    if ts is None:
-                        by_key[j] = t
-                    elif ts.__class__ is int:
-                        by_key[j] = [ts, t]
-                    else:
-                        ts.append(t)
-        # tuples: once the cyclic GC has seen them hold only cells, it stops tracking them
-        self._path.update((x, tuple(p)) for x, p in paths.items())
 
-    def _status(self, cell: Port) -> int | None:
-        """How the batch engine meets classes at ``cell``: the port's one pattern, or None
-        (several patterns: general engine; or a switch that is down)."""
-        net = self._net
-        assert net is not None
-        s, p = cell
-        if not net.up(s):
-            return None
-        index = getattr(net.switches[s].table, "pattern_index", None)
-        if index is not None and hsa_compile.USE_TABLE_INDEX:
-            # read off the table's pattern index: building the port's index costs time per rule
-            n, pat = hsa_compile.port_pattern(index(), p)
-            if n <= 1:
-                return 0 if pat is None else pat.mask
-        pi = net.compiled(s).port(p)
-        return pi.fast_mask if pi.ids is not None else None
-
-    def _unindex(self, x: int) -> None:
-        p = self._path.pop(x, None)
-        if not p:
-            return
-        t = x >> TAG_SHIFT
-        j = x & _IDM
-        mask = self._masks[t]
-        cells = self._cells
-        for cell in p:
-            by_key = cells[cell][mask]
-            ts = by_key[j]
-            if ts.__class__ is int:
-                del by_key[j]
-            else:
-                ts.remove(t)
-                if len(ts) == 1:
-                    by_key[j] = ts[0]
-
-    def _absorb(self, b: _Batch, touched: dict[int, _Touched] | None) -> None:
-        """Note where each class of the batch run ``b`` ended."""
-        out, outcomes = self._out, self._outcomes
-        groups: list[tuple[tuple, list[int]]] = []
-        groups.extend((("d", h), xs) for h, xs in b.delivered.items())
-        groups.extend((("p", s), xs) for s, xs in b.punted.items())
-        groups.extend((("f", s), xs) for s, xs in b.filtered.items())
-        groups.extend((("x", *k), xs) for k, xs in b.drops.items())
-        groups.append((("g",), b.general))
-        dropx, genx = self._dropx, self._genx
-        for key, xs in groups:
-            o = outcomes.get(key)
-            if o is None:
-                o = outcomes[key] = key
-            kind = o[0]
-            for x in xs:
-                old = out.get(x)
-                out[x] = o
-                if touched is None and kind not in "xg":
-                    continue
-                t = x >> TAG_SHIFT
-                if old is not None and old[0] in "xg":
-                    (dropx if old[0] == "x" else genx)[t].discard(x)
-                    if touched is not None:
-                        tc = touched[t]
-                        if old[0] == "x":
-                            tc.drops = True
-                        else:
-                            tc.general = True
-                if kind in "xg":
-                    (dropx if kind == "x" else genx).setdefault(t, set()).add(x)
-                    if touched is not None:
-                        tc = touched[t]
-                        if kind == "x":
-                            tc.drops = True
-                        else:
-                            tc.general = True
-
-    def _purge(self, x: int, tc: _Touched) -> None:
-        """Forget class ``x`` (its key left its ingress port's entries)."""
-        self._unindex(x)
-        o = self._out.pop(x, None)
-        t = x >> TAG_SHIFT
-        if o is not None and o[0] == "x":
-            self._dropx[t].discard(x)
-            tc.drops = True
-        elif o is not None and o[0] == "g":
-            self._genx[t].discard(x)
-            tc.general = True
-        tc.classes.add(x)
-
-    def _update(self, switch: str, match: Match) -> dict[int, _Touched]:
-        """Re-trace every class the flow_mod can have moved; what changed, per ingress number."""
-        net = self._net
-        assert net is not None
-        ip, v, m = match_wildcard(match)
-        masks, ids_of = self._masks, self._ids
-        touched: dict[int, _Touched] = {}
-        redo: dict[int, set[int]] = {}
-        # classes that crossed the switch with a key the match overlaps; all those that came
-        # in at a port whose patterns changed (the batch engine may no longer take them there)
-        for cell in self._cells_of.get(switch, ()):
-            if ip is not None and cell[1] != ip:
-                continue
-            stat = self._status(cell)
-            every = stat != self._stat.get(cell)
-            self._stat[cell] = stat
-            for mask, by_key in self._cells[cell].items():
-                for j in (by_key if every else _overlapping(mask, v, m, by_key)):
-                    ts = by_key[j]
-                    for t in ((ts,) if ts.__class__ is int else ts):
-                        redo.setdefault(t, set()).add(j | (t << TAG_SHIFT))
-        # ingress ports on the switch: their entries (so their classes) may have changed
-        for ing in self._at_switch.get(switch, ()):
-            if ip is not None and ing[1] != ip:
-                continue
-            self._ingress_port(ing, v, m, touched, redo)
-        # general-engine ingresses whose exploration went through the switch
-        for ing in self._seen_at.get(switch, ()):
-            touched.setdefault(self._tag[ing], _Touched()).general = True
-        if redo:
-            todo: list[tuple[int, list[int]]] = []
-            for t, xs in redo.items():
-                tc = touched.setdefault(t, _Touched())
-                ids = ids_of[t]
-                if ids is None:
-                    continue
-                live = sorted(x for x in xs if (x & _IDM) in ids)
-                tc.classes.update(live)
-                for x in live:
-                    self._unindex(x)
-                self.reanalysed += len(live)
-                if live:
-                    todo.append((t, live))
-            trace: dict[Port, list[list[int]]] = {}
-            b = _Batch(masks=masks)
-            for t, live in todo:  # one class at a time (see _walk)
-                for x in live:
-                    self._walk(self._ingresses[t], masks[t], x, b, trace)
-            self._index(trace)
-            self._absorb(b, touched)
-        return touched
-
-    def _walk(self, ing: Port, mask: int, x: int, b: _Batch, trace: dict[Port, list[list[int]]]) -> None:
-        """Re-trace one class from its ingress as the batch engine's rounds would move it
-        (:func:`engine._run_batch`: same outcomes, same cells, the same give-up after
-        ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits
-        (``FlowTable.peek`` of one of its headers) instead of building the port's whole
-        index: after a flow_mod its switch's ports would each cost time per rule."""
-        net = self._net
-        assert net is not None
-        switches = net.switches
-        head = unpack(interner(mask)[1][x & _IDM])[1:]
-        cell = ing
-        rounds = 0
-        while True:
-            rounds += 1
-            if rounds > _FAST_ROUNDS:
-                b.general.append(x)
-                return
-            trace.setdefault(cell, []).append([x])
-            s, p = cell
-            if not net.up(s):
-                b.drops.setdefault((s, p, _DOWN), []).append(x)
-                return
-            stat = self._stat[cell] if cell in self._stat else self._stat.setdefault(cell, self._status(cell))
-            if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
-                b.general.append(x)
-                return
-            entry = switches[s].table.peek((p, *head))
-            code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
-            if code >= 0:
-                peer = net.peer(s, code)
-                if peer is None:
-                    b.drops.setdefault((s, p, code), []).append(x)
-                elif peer[0] in switches:
-                    cell = peer
-                    continue
-                else:
-                    b.delivered.setdefault(peer[0], []).append(x)
-            elif code == _F_MISS or code == F_PUNT:
-                b.punted.setdefault(s, []).append(x)
-            elif code == F_NOTHING:
-                b.drops.setdefault((s, p, code), []).append(x)
-            elif code == F_DROP:
-                b.filtered.setdefault(s, []).append(x)
-            else:
-                b.general.append(x)
-            return
-
-    def _ingress_port(self, ing: Port, v: int, m: int, touched: dict[int, _Touched],
-                      redo: dict[int, set[int]]) -> None:
-        """A flow_mod on an ingress's own port: classes come and go with its entries."""
-        net = self._net
-        assert net is not None
-        t = self._tag[ing]
-        tc = touched.setdefault(t, _Touched())
-        tc.ids = True
-        old = self._ids[t]
-        shifted = t << TAG_SHIFT
-        mask = self._masks[t]
-        # the loop over the switch's cells has just read this cell's status when classes come in here
-        stat = self._stat[ing] if ing in self._cells else self._status(ing)
-        if old is not None and stat == mask:
-            # Same single pattern: only keys inside the match can have come or gone; ask the
-            # table about each (one of its headers hits an entry iff the key has one).
-            intern, keys = interner(mask)
-            cand = set(_overlapping(mask, v, m, old))
-            if not (mask & ~m) and (v & mask) in intern:
-                cand.add(intern[v & mask])
-            table = net.switches[ing[0]].table
-            ids = None
-            for j in sorted(cand):
-                entry = table.peek((ing[1], *unpack(keys[j])[1:]))
-                if (entry is not None) == (j in old):
-                    if entry is not None:
-                        redo.setdefault(t, set()).add(j | shifted)
-                    continue
-                if ids is None:
-                    ids = dict(old)  # a copy: the dict may be a compiled port's
-                if entry is None:
-                    del ids[j]
-                    self._purge(j | shifted, tc)
-                else:
-                    ids[j] = net.compiled(ing[0]).code_for(entry.actions, ing[1])
-                    redo.setdefault(t, set()).add(j | shifted)
-            if ids is not None:
-                self._ids[t] = ids
-            return
-        pi = net.compiled(ing[0]).port(ing[1]) if net.up(ing[0]) else None
-        new = pi.code_map() if pi is not None and pi.ids is not None else None
-        # the port's pattern changed: the ingress starts over
-        for j in old or ():
-            self._purge(j | shifted, tc)
-        self._ids[t] = new
-        redo.pop(t, None)
-        tc.general = True
-        if new is not None and pi is not None:
-            self._masks[t] = pi.fast_mask  # type: ignore[assignment]  # set with ids
-            redo[t] = {j | shifted for j in new}
 
     # ------------------------------------------------------------------ items
     def _explore_general(self, ing: Port) -> None:

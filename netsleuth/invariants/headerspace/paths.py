@@ -6,14 +6,10 @@ one-probe port indexes, else the general engine), and the analysis a check share
 from __future__ import annotations
 
 from netsleuth.invariants.forwarding import why_sends_nothing
+from netsleuth.invariants.headerspace.batch import TAG_SHIFT
 from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner
-from netsleuth.invariants.headerspace.engine import (
-    TAG_SHIFT,
-    Analysis,
-    Port,
-    analyze,
-    reachable,
-)
+from netsleuth.invariants.headerspace.engine import Analysis, analyze
+from netsleuth.invariants.headerspace.general import Port, reachable
 from netsleuth.invariants.headerspace.space import (
     SHIFT_BY_NAME,
     HeaderSpace,

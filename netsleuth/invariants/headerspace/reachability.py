@@ -13,15 +13,10 @@ import numpy as np
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
+from netsleuth.invariants.headerspace.batch import TAG_SHIFT, gc_paused
 from netsleuth.invariants.headerspace.compiled import interner
-from netsleuth.invariants.headerspace.engine import (
-    TAG_SHIFT,
-    Analysis,
-    Port,
-    Reach,
-    gc_paused,
-    reachable,
-)
+from netsleuth.invariants.headerspace.engine import Analysis
+from netsleuth.invariants.headerspace.general import Port, Reach, reachable
 from netsleuth.invariants.headerspace.paths import (
     _DL_DST_FULL,
     _DL_DST_SHIFT,

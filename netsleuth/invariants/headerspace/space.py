@@ -22,25 +22,24 @@ frame); :data:`netsleuth.model.packet.Packet`'s set methods define it and
 :func:`rewrite_for` mirrors them on the 12-tuple, assuming well-formed
 frames (an IPv4 frame whose header parses, a TCP/UDP header behind
 ``nw_proto`` 6/17 of a first fragment).  Images and preimages are exact.
+
+Wildcards and terms are in ``terms.py``, the rewrites in ``rewrite.py``;
+this module holds the packing of a match and the header sets themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
-from netsleuth.model.actions import (
-    SetDlDst,
-    SetDlSrc,
-    SetNwDst,
-    SetNwSrc,
-    SetNwTos,
-    SetTpDst,
-    SetTpSrc,
-    SetVlanPcp,
-    SetVlanVid,
-    StripVlan,
+from netsleuth.invariants.headerspace.terms import (
+    Term,
+    Wildcard,
+    _term_minus,
+    _witness,
+    make_term,
+    term_contains,
+    term_empty,
 )
 from netsleuth.model.addr import int_to_ip, int_to_mac
 from netsleuth.model.headerbits import (  # noqa: F401
@@ -56,8 +55,6 @@ from netsleuth.model.headerbits import (  # noqa: F401
     packer,
 )
 from netsleuth.model.match import FIELDS, FULL_MASKS, Match
-
-Wildcard = tuple[int, int]
 
 
 def unpack(header: int, in_port: int = 0) -> tuple[int, ...]:
@@ -88,182 +85,6 @@ def field_wildcard(**fields: int | tuple[int, int]) -> Wildcard:
         v |= (val & fm) << sh
         m |= fm << sh
     return (v, m)
-
-
-# --------------------------------------------------------------------------- wildcards
-def wc_intersect(a: Wildcard, b: Wildcard) -> Wildcard | None:
-    av, am = a
-    bv, bm = b
-    if (av ^ bv) & am & bm:
-        return None
-    return (av | bv, am | bm)
-
-
-def wc_overlaps(a: Wildcard, b: Wildcard) -> bool:
-    return not ((a[0] ^ b[0]) & a[1] & b[1])
-
-
-def wc_covers(a: Wildcard, b: Wildcard) -> bool:
-    """Every header of ``b`` is in ``a``."""
-    return not (a[1] & ~b[1]) and not ((a[0] ^ b[0]) & a[1])
-
-
-def wc_pieces(v: int, m: int, dv: int, dm: int) -> Iterator[Wildcard]:
-    """Disjoint wildcards whose union is ``(v, m) - (dv, dm)``, given ``(dv, dm)`` inside ``(v, m)``."""
-    free = dm & ~m
-    fixed = 0
-    while free:
-        bit = free & -free
-        free ^= bit
-        yield ((v | (dv & fixed) | (~dv & bit)), m | fixed | bit)
-        fixed |= bit
-
-
-# --------------------------------------------------------------------------- terms
-# A term is (value, mask, diffs): the base wildcard minus each wildcard in
-# ``diffs``; every diff lies inside the base and none equals it.
-Term = tuple[int, int, tuple[Wildcard, ...]]
-
-
-def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
-    """Normalize: clip diffs to the base, drop disjoint ones; None when a diff covers the base."""
-    out: list[Wildcard] = []
-    for dv, dm in diffs:
-        if (dv ^ v) & dm & m:
-            continue
-        nm = dm | m
-        if nm == m:
-            return None
-        out.append((dv | v, nm))
-    if len(out) > 1:
-        out = list(dict.fromkeys(out))
-    return (v, m, tuple(out))
-
-
-def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
-    """Whether ``(v, m)`` lies inside the union of ``ds`` (each already inside ``(v, m)``), in a
-    header of ``width`` bits (the count of headers it holds depends on the layout's width)."""
-    if not ds:
-        return False
-    free = width - m.bit_count()
-    total = 0
-    for _dv, dm in ds:
-        if dm == m:
-            return True
-        total += 1 << (width - dm.bit_count())
-    if total < (1 << free):
-        return False  # not enough headers to cover it
-    ds = sorted(ds, key=lambda d: d[1].bit_count())
-    dv, dm = ds[0]
-    rest = ds[1:]
-    for pv, pm in wc_pieces(v, m, dv, dm):
-        sub = [((ev | pv), (em | pm)) for ev, em in rest if not ((ev ^ pv) & em & pm)]
-        if not _covered(pv, pm, sub, width):
-            return False
-    return True
-
-
-def term_empty(t: Term, width: int = WIDTH) -> bool:
-    """Whether a term holds no header (its differences cover its base)."""
-    return bool(t[2]) and _covered(t[0], t[1], list(t[2]), width)
-
-
-def _witness(v: int, m: int, ds: list[Wildcard]) -> int | None:
-    """A header in ``(v, m)`` outside every wildcard of ``ds`` (free bits 0 where possible)."""
-    hit = None
-    for d in ds:
-        if (v & d[1]) == d[0]:
-            hit = d
-            break
-    if hit is None:
-        return v
-    dv, dm = hit
-    for pv, pm in wc_pieces(v, m, dv, dm):
-        sub = [((ev | pv), (em | pm)) for ev, em in ds if not ((ev ^ pv) & em & pm)]
-        if sub and any(em == pm for _ev, em in sub):
-            continue
-        w = _witness(pv, pm, sub)
-        if w is not None:
-            return w
-    return None
-
-
-def expand(v: int, m: int, ds: Sequence[Wildcard]) -> list[Wildcard]:
-    """Disjoint wildcards whose union is ``(v, m)`` minus the union of ``ds``."""
-    ds = [d for d in ds if not ((d[0] ^ v) & d[1] & m)]
-    if not ds:
-        return [(v, m)]
-    for _dv, dm in ds:
-        if not (dm & ~m):  # overlaps and fixes nothing the base leaves free: covers it
-            return []
-    dv, dm = ds[0]
-    dv, dm = dv | v, dm | m
-    if dm == m:
-        return []
-    out: list[Wildcard] = []
-    for pv, pm in wc_pieces(v, m, dv, dm):
-        out.extend(expand(pv, pm, ds[1:]))
-    return out
-
-
-def expand_limited(v: int, m: int, ds: Sequence[Wildcard], limit: int) -> list[Wildcard] | None:
-    """:func:`expand`, or None as soon as it would take more than ``limit`` pieces."""
-    out: list[Wildcard] = []
-
-    def rec(v: int, m: int, ds: list[Wildcard]) -> bool:
-        ds = [d for d in ds if not ((d[0] ^ v) & d[1] & m)]
-        if not ds:
-            out.append((v, m))
-            return len(out) <= limit
-        for _dv, dm in ds:
-            if not (dm & ~m):
-                return True
-        dv, dm = ds[0]
-        dv, dm = dv | v, dm | m
-        for pv, pm in wc_pieces(v, m, dv, dm):
-            if not rec(pv, pm, ds[1:]):
-                return False
-        return True
-
-    return out if rec(v, m, list(ds)) else None
-
-
-def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
-    v, m, ds = x
-    ov, om, ods = y
-    if (ov ^ v) & om & m:
-        return [x]
-    bv, bm = ov | v, om | m
-    clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)]
-    if clipped and ds and all(any(wc_covers(d, c) for d in ds) for c in clipped):
-        clipped = []  # what y leaves out, x leaves out already: subtract y's base alone
-    if not clipped:
-        if bm == m:
-            return []
-        t = make_term(v, m, ds + ((bv, bm),))
-        return [] if t is None else [t]
-    if any(cm == bm for _cv, cm in clipped):
-        return [x]
-    pieces = expand_limited(bv, bm, clipped, 16)
-    if pieces is not None:
-        t = make_term(v, m, ds + tuple(pieces))
-        return [] if t is None else [t]
-    out = []
-    t = make_term(v, m, ds + ((bv, bm),))
-    if t is not None:
-        out.append(t)
-    for dv, dm in clipped:  # the parts of x inside B that D gives back
-        t = make_term(dv, dm, ds)
-        if t is not None and not term_empty(t, width):
-            out.append(t)
-    return out
-
-
-def term_contains(t: Term, h: int) -> bool:
-    v, m, ds = t
-    if h & m != v:
-        return False
-    return not any(h & dm == dv for dv, dm in ds)
 
 
 # --------------------------------------------------------------------------- header spaces
@@ -576,144 +397,3 @@ def describe_headerspace(hs: HeaderSet, max_terms: int = 3, max_diffs: int = 3) 
     return hs.describe(max_terms, max_diffs)
 
 
-# --------------------------------------------------------------------------- rewrites
-@dataclass(frozen=True, slots=True)
-class Rewrite:
-    """A conditional set-field transfer function.
-
-    ``cases`` are tried in order: the first whose condition wildcard holds
-    sets the bits ``fmask`` to ``value`` (``fmask == 0``: leaves the header
-    alone); headers no condition holds get ``default``.
-    """
-
-    name: str
-    cases: tuple[tuple[Wildcard, int, int], ...]
-    default: tuple[int, int]  # (fmask, value)
-
-    def _parts(self) -> list[tuple[Wildcard | None, tuple[Wildcard, ...], int, int]]:
-        out: list[tuple[Wildcard | None, tuple[Wildcard, ...], int, int]] = []
-        prior: list[Wildcard] = []
-        for cond, fm, val in self.cases:
-            out.append((cond, tuple(prior), fm, val))
-            prior.append(cond)
-        out.append((None, tuple(prior), self.default[0], self.default[1]))
-        return out
-
-    def image(self, hs: HeaderSpace) -> HeaderSpace:
-        out: list[Term] = []
-        for cond, prior, fm, val in self._parts():
-            part = hs if cond is None else hs.intersect_wc(cond)
-            for p in prior:
-                part = part.minus_wc(p)
-            for t in part.terms:
-                out.extend(_image_set(t, fm, val))
-        return HeaderSpace(out)
-
-    def preimage(self, hs: HeaderSpace) -> HeaderSpace:
-        out = HeaderSpace()
-        for v, m, ds in hs.terms:
-            pre = self._pre_wc(v, m)
-            for d in ds:
-                if not pre.terms:
-                    break
-                pre = pre - self._pre_wc(*d)
-            out = out | pre
-        return out
-
-    def _pre_wc(self, v: int, m: int) -> HeaderSpace:
-        terms: list[Term] = []
-        for cond, prior, fm, val in self._parts():
-            if fm:
-                if (v ^ val) & m & fm:
-                    continue
-                base = (v & ~fm, m & ~fm)
-            else:
-                base = (v, m)
-            part = HeaderSpace.wildcard(*base)
-            if cond is not None:
-                part = part.intersect_wc(cond)
-            for p in prior:
-                part = part.minus_wc(p)
-            terms.extend(part.terms)
-        return HeaderSpace(terms)
-
-
-def _image_set(t: Term, fm: int, val: int) -> list[Term]:
-    """Exact image of a term under "set the bits ``fm`` to ``val``"."""
-    if not fm:
-        return [t]
-    v, m, ds = t
-    d1, d2 = [], []  # type: ignore[var-annotated]  # differences (Wildcards), like ds
-    for d in ds:
-        (d2 if d[1] & fm & ~m else d1).append(d)
-    nf = ~fm
-    if d2:
-        # A header h' is missing from the image only if the differences cover its whole
-        # preimage slice inside the base (2^free-bits-of-F headers).  Those in d2 cover only
-        # part of a slice each; if all of them together are too few, none is ever covered.
-        slice_bits = (fm & ~m).bit_count()
-        total = sum(1 << (fm & ~dm).bit_count() for _dv, dm in d2)
-        if total < (1 << slice_bits):
-            d2 = []
-    if not d2:
-        nt = make_term((v & nf) | val, m | fm, [((dv & nf) | val, dm | fm) for dv, dm in d1])
-        return [nt] if nt is not None else []
-    out = []
-    for pv, pm in expand(v, m, d2):
-        rel = [(dv | pv, dm | pm) for dv, dm in d1 if not ((dv ^ pv) & dm & pm)]
-        nt = make_term((pv & nf) | val, pm | fm, [((dv & nf) | val, dm | fm) for dv, dm in rel])
-        if nt is not None:
-            out.append(nt)
-    return out
-
-
-_RAW = field_wildcard(dl_type=0)           # sub-Ethernet frames: every set action is a no-op
-_IPV4 = field_wildcard(dl_type=0x0800)
-_TCP = field_wildcard(dl_type=0x0800, nw_proto=6)
-_UDP = field_wildcard(dl_type=0x0800, nw_proto=17)
-_UNTAGGED = field_wildcard(dl_vlan=0xFFFF)
-
-
-def _set(name: str, value: int) -> tuple[int, int]:
-    return FIELD_MASK[name], (value << SHIFT_BY_NAME[name]) & FIELD_MASK[name]
-
-
-def rewrite_for(action: Any) -> Rewrite:
-    """The transfer function of a set-field action (mirrors ``Packet.set_*``)."""
-    t = type(action)
-    if t is SetDlSrc:
-        return Rewrite(str(action), ((_RAW, 0, 0),), _set("dl_src", action.mac))
-    if t is SetDlDst:
-        return Rewrite(str(action), ((_RAW, 0, 0),), _set("dl_dst", action.mac))
-    if t is SetVlanVid:
-        return Rewrite(str(action), ((_RAW, 0, 0),), _set("dl_vlan", action.vid & 0xFFF))
-    if t is SetVlanPcp:
-        fm_v, val_v = _set("dl_vlan", 0)
-        fm_p, val_p = _set("dl_vlan_pcp", action.pcp & 7)
-        return Rewrite(str(action), ((_RAW, 0, 0), (_UNTAGGED, fm_v | fm_p, val_v | val_p)), (fm_p, val_p))
-    if t is StripVlan:
-        fm_v, val_v = _set("dl_vlan", 0xFFFF)
-        fm_p, val_p = _set("dl_vlan_pcp", 0)
-        return Rewrite(str(action), (), (fm_v | fm_p, val_v | val_p))
-    if t in (SetNwSrc, SetNwDst):
-        fm, val = _set("nw_src" if t is SetNwSrc else "nw_dst", action.ip)
-        return Rewrite(str(action), ((_IPV4, fm, val),), (0, 0))
-    if t is SetNwTos:
-        fm, val = _set("nw_tos", action.tos & 0xFC)
-        return Rewrite(str(action), ((_IPV4, fm, val),), (0, 0))
-    if t in (SetTpSrc, SetTpDst):
-        fm, val = _set("tp_src" if t is SetTpSrc else "tp_dst", action.port)
-        return Rewrite(str(action), ((_TCP, fm, val), (_UDP, fm, val)), (0, 0))
-    raise TypeError(f"{action!r} is not a set-field action")
-
-
-def image(hs: HeaderSpace, chain: Sequence[Rewrite]) -> HeaderSpace:
-    for rw in chain:
-        hs = rw.image(hs)
-    return hs
-
-
-def preimage(hs: HeaderSpace, chain: Sequence[Rewrite]) -> HeaderSpace:
-    for rw in reversed(chain):
-        hs = rw.preimage(hs)
-    return hs

@@ -88,17 +88,7 @@ def explore(run: Callable[[dict[str, int], Tracer], Any], variables: dict[str, z
     # each exploration a fresh z3.Context: within one context z3's models depend on what was
     # solved there before (a second identical exploration in a warm context can get other
     # values for the fields the constraints leave free).
-    ctx = next(iter(variables.values())).ctx if variables else None
-    solver = z3.Solver(ctx=ctx)
-    solver.set("random_seed", 0)
-    for c in domain:
-        solver.add(c)
-    # Soft constraints as assumption literals: p_i -> preference_i is asserted once.
-    prefs = []
-    for i, c in enumerate(preferences):
-        lit = z3.Bool(f"__prefer_{i}", ctx)
-        solver.add(z3.Implies(lit, c))
-        prefs.append(lit)
+    solver, prefs = _solver(variables, domain, preferences)
 
     def solve() -> dict[str, int] | None:
         return _solve(solver, prefs, variables, ex)
@@ -111,19 +101,10 @@ def explore(run: Callable[[dict[str, int], Tracer], Any], variables: dict[str, z
         return ok
 
 
-    first: dict[str, int] | None = None
-    if seed_values is not None:
-        solver.push()
-        for n, v in seed_values.items():
-            if n in variables:
-                solver.add(variables[n] == v)
-        first = solve()
-        solver.pop()
+    first = _first_input(solver, variables, seed_values, solve)
     if first is None:
-        first = solve()
-        if first is None:
-            ex.unsat += 1
-            return ex  # the domain itself is empty
+        ex.unsat += 1
+        return ex  # the domain itself is empty
     first_ok = admit(first)
     # work items: (values, bound, expected prefix signature)
     work: list[tuple[dict[str, int], int, tuple, bool]] = [(first, 0, (), first_ok)]
@@ -159,6 +140,39 @@ def explore(run: Callable[[dict[str, int], Tracer], Any], variables: dict[str, z
         else:
             work.extend(new)
     return ex
+
+
+def _solver(variables: dict[str, z3.BitVecRef], domain: Sequence[z3.BoolRef],
+            preferences: Sequence[z3.BoolRef]) -> tuple[z3.Solver, list]:
+    """A solver holding ``domain``, in the variables' z3 context, and the assumption literals of
+    the soft ``preferences`` (``p_i -> preference_i`` asserted once)."""
+    ctx = next(iter(variables.values())).ctx if variables else None
+    solver = z3.Solver(ctx=ctx)
+    solver.set("random_seed", 0)
+    for c in domain:
+        solver.add(c)
+    prefs = []
+    for i, c in enumerate(preferences):
+        lit = z3.Bool(f"__prefer_{i}", ctx)
+        solver.add(z3.Implies(lit, c))
+        prefs.append(lit)
+    return solver, prefs
+
+
+def _first_input(solver: z3.Solver, variables: dict[str, z3.BitVecRef], seed_values: dict[str, int] | None,
+                 solve: Callable[[], dict[str, int] | None]) -> dict[str, int] | None:
+    """The first input: ``seed_values`` completed by the solver when they satisfy the domain,
+    else any input of the domain; None when the domain is empty."""
+    if seed_values is not None:
+        solver.push()
+        for n, v in seed_values.items():
+            if n in variables:
+                solver.add(variables[n] == v)
+        first = solve()
+        solver.pop()
+        if first is not None:
+            return first
+    return solve()
 
 
 def _solve(solver: z3.Solver, prefs: list, variables: dict[str, z3.BitVecRef],

@@ -31,7 +31,7 @@ from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
-from netsleuth.invariants.headerspace.space import Term
+from netsleuth.invariants.headerspace.terms import Term
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from netsleuth.invariants.headerspace.space import HeaderSet, Term, make_term, term_empty
+from netsleuth.invariants.headerspace.space import HeaderSet
+from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
 from netsleuth.model.of13.headerbits import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
 from netsleuth.model.of13.oxm import render_value

@@ -1,0 +1,338 @@
+"""The batch header-space engine: for the common shape of controller tables, where at each
+(switch, in_port) all entries share one wildcard pattern, the headers split into disjoint
+classes keyed by that pattern's bits and each class moves as one small int; all ingresses
+advance together, one hop per round, a cell's classes one numpy array split by outcome in a
+few vectorized passes.  What it cannot keep goes to the general engine (``general.py``).
+"""
+
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np  # the batch engine's classes travel as arrays (see _run_batch)
+
+from netsleuth.invariants.headerspace.compiled import (
+    F_DROP,
+    F_NOTHING,
+    F_PUNT,
+    interner,
+)
+from netsleuth.invariants.headerspace.general import HsaNet, Port
+from netsleuth.model.flowtable import MISS_ACTIONS, SlotMap
+
+# --------------------------------------------------------------------------- batch engine
+# A class is a small int: the interned id of the packed bits its ingress pattern T fixes
+# (compiled.interner(T)), plus the ingress number above bit 32.  Its header space is
+# the wildcard (key, T).  Classes of one pattern move together, one hop per round.
+TAG_SHIFT = 32      # a class is (ingress number << TAG_SHIFT) | key id; the checks read classes too
+_IDM = (1 << 32) - 1
+_FAST_ROUNDS = 32   # classes still moving after this many hops go to the general engine
+_F_MISS = -4        # no entry at all: table miss
+_DOWN = -100        # drop code: the switch is down
+
+
+@dataclass
+class _Batch:
+    """Results of the batch engine: per outcome, the classes (tagged ids) that end there."""
+
+    masks: list[int] = field(default_factory=list)      # per ingress number: its pattern T
+    delivered: dict[str, list[int]] = field(default_factory=dict)   # host -> classes
+    punted: dict[str, list[int]] = field(default_factory=dict)      # switch -> classes
+    filtered: dict[str, list[int]] = field(default_factory=dict)    # switch -> classes a drop rule drops
+    drops: dict[tuple[str, int, int], list[int]] = field(default_factory=dict)  # (switch, in_port, code)
+    general: list[int] = field(default_factory=list)    # classes handed to the general engine
+    ids_at: dict[int, Collection[int]] = field(default_factory=dict)  # ingress number -> its port's key ids
+    rounds: int = 0
+    hops: int = 0
+
+    def key(self, x: int) -> int:
+        """The packed header bits of class ``x``."""
+        return interner(self.masks[x >> TAG_SHIFT])[1][x & _IDM]
+
+
+def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None = None,
+           trace: dict[Port, list[list[int]]] | None = None) -> tuple[_Batch, list[Port]]:
+    """Run the batch engine from every ingress whose port has a single-pattern index.
+
+    ``n_tags``: how many ingress numbers there are (``ingresses`` may be some of them);
+    ``trace``: when given, gets, per (switch, in_port), the lists of classes that came in
+    there (what an incremental check needs to know which ingresses a flow_mod can touch).
+    Returns its results and the ingresses it could not take (for the general engine).
+
+    A run with the same inputs as the last one (see :func:`_batch_inputs`) returns the last
+    one's results, which nobody changes: a check of an unchanged network costs a look at
+    each switch instead of a step per class."""
+    inputs = holder = None
+    if trace is None:
+        inputs = _batch_inputs(net, ingresses, tags, n_tags)
+        # kept on a compiled switch of this network, so it goes when the network goes
+        holder = next((cs for cs in inputs[4] if cs is not None), None)
+        last = getattr(holder, "last_batch", None)
+        if last is not None and _same_inputs(last[0], inputs):
+            return last[1], list(last[2])
+    out = _Batch(masks=[0] * (len(ingresses) if n_tags is None else n_tags))
+    rest: list[Port] = []
+    by_mask: dict[int, dict[Port, np.ndarray]] = {}
+    acc = _Acc()
+    with gc_paused():  # see gc_paused: compiling and pushing classes make no cycles
+        for ing in ingresses:
+            s, p = ing
+            pi = net.compiled(s).port(p) if net.up(s) else None
+            if pi is None or pi.ids is None:
+                rest.append(ing)
+                continue
+            tag = tags[ing]
+            mask = pi.fast_mask
+            out.masks[tag] = mask  # type: ignore[assignment]  # fast_mask is set with ids
+            out.ids_at[tag] = pi.key_ids()
+            if pi.ids:
+                xs = pi.memo.get(("ingress", tag))
+                if xs is None:
+                    xs = pi.memo[("ingress", tag)] = pi.arrays()[0].astype(np.int64) | (tag << TAG_SHIFT)
+                by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
+        for mask, frontier in by_mask.items():
+            _run_batch(net, out, acc, mask, frontier, trace)
+        acc.into(out)
+    if holder is not None:
+        holder.last_batch = (inputs, out, list(rest))
+    return out, rest
+
+
+class _Acc:
+    """Where the batch engine's classes end, as chunks (numpy arrays) while it runs; turned
+    into the plain lists of ints of :class:`_Batch` (what the checks read) once at the end."""
+
+    def __init__(self) -> None:
+        self.delivered: dict[str, list[np.ndarray]] = {}
+        self.punted: dict[str, list[np.ndarray]] = {}
+        self.filtered: dict[str, list[np.ndarray]] = {}
+        self.drops: dict[tuple[str, int, int], list[np.ndarray]] = {}
+        self.general: list[np.ndarray] = []
+
+    def into(self, out: _Batch) -> None:
+        for name in ("delivered", "punted", "filtered", "drops"):
+            dst = getattr(out, name)
+            for where, chunks in getattr(self, name).items():
+                dst[where] = _flat(chunks)
+        out.general = _flat(self.general)
+
+
+def _flat(chunks: list[np.ndarray]) -> list[int]:
+    if not chunks:
+        return []
+    if len(chunks) == 1:
+        return chunks[0].tolist()
+    return np.concatenate(chunks).tolist()
+
+
+def _batch_inputs(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None) -> tuple:
+    """Everything the batch engine reads: the ingresses and their numbers, each switch's
+    compiled form (reused, hence the same object, exactly while its table and ports are
+    unchanged; None when the switch is down) and the live links."""
+    names = tuple(net.switches)
+    return (list(ingresses), dict(tags), n_tags, names,
+            tuple(net.compiled(n) if net.up(n) else None for n in names),
+            getattr(net.view, "_peers", None) or net.view.link_up)
+
+
+def _same_inputs(a: tuple, b: tuple) -> bool:
+    return (a[3] == b[3] and all(x is y for x, y in zip(a[4], b[4], strict=True)) and a[2] == b[2]
+            and a[0] == b[0] and a[1] == b[1] and a[5] == b[5])
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off for a while.  The batch engine makes millions of lists
+    and ints and no cycles, yet each full collection scans every tracked object made so far:
+    at FatTree K=16 that was a third of a cold check.  The collector is back on (if it was)
+    afterwards, and runs as usual then."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],
+               trace: dict[Port, list[list[int]]] | None = None) -> None:
+    """Advance all classes of pattern ``mask`` one hop per round until they end.
+
+    Classes travel as int64 arrays, a cell's arrivals in one array, so a cell's split is a
+    few numpy passes (see :func:`_split`) instead of a dictionary probe per class.  Each
+    (switch, in_port) remembers, on its compiled port index, the classes that came in last
+    time and how they split; when the same classes come in again (the usual case between
+    two checks) the split is reused and only the (view-dependent) destinations of its parts
+    are looked up again.  Arrays are never changed after they are built."""
+    switches = net.switches
+    keys = interner(mask)[1]
+    # code by key id for the port being split: filled with a port's codes, read, reset
+    scratch = np.full(len(keys), _F_MISS, dtype=np.int32)
+    delivered, punted, drops, general = acc.delivered, acc.punted, acc.drops, acc.general
+    targets: dict[tuple[str, int], tuple[int, object]] = {}
+    rounds = 0
+    while frontier:
+        rounds += 1
+        if rounds > _FAST_ROUNDS:
+            # Still moving: (almost surely) a loop.  The general engine re-traces these from
+            # their ingress and reports the loop with its path.
+            general.extend(frontier.values())
+            break
+        _record(trace, frontier)
+        nxt: dict[Port, list[np.ndarray]] = {}
+        for cell, xs in frontier.items():
+            if not len(xs):
+                continue
+            out.hops += len(xs)
+            s, p = cell
+            if not net.up(s):
+                drops.setdefault((s, p, _DOWN), []).append(xs)
+                continue
+            pi = net.compiled(s).port(p)
+            ids = pi.ids
+            fm = pi.fast_mask
+            # mixed patterns here, or finer than the classes (fast_mask is set whenever ids is)
+            if ids is None or fm & ~mask:  # type: ignore[operator]
+                general.append(xs)
+                continue
+            memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
+            if memo is not None and _same(memo[0], xs):
+                parts = memo[1]
+            else:
+                parts = _split(pi, xs, mask, keys, scratch)
+                pi.memo[(mask, rounds)] = (xs, parts)
+            for code, lst in parts:
+                if code >= 0:
+                    t = targets.get((s, code))
+                    if t is None:
+                        t = targets[(s, code)] = _target(net, switches, s, code)
+                    kind, where = t
+                    if kind == 0:
+                        nxt.setdefault(where, []).append(lst)  # type: ignore[arg-type]  # kind 0: a (switch, port)
+                    elif kind == 1:
+                        delivered.setdefault(where, []).append(lst)  # type: ignore[arg-type]  # kind 1: a host
+                    else:
+                        drops.setdefault((s, p, code), []).append(lst)
+                elif code == _F_MISS or code == F_PUNT:
+                    punted.setdefault(s, []).append(lst)
+                elif code == F_NOTHING or code == F_DROP:  # outputs that go nowhere / a drop rule's
+                    lost = drops.setdefault((s, p, code), []) if code == F_NOTHING else acc.filtered.setdefault(s, [])
+                    lost.append(lst)
+                else:
+                    general.append(lst)
+        frontier = {cell: ch[0] if len(ch) == 1 else np.concatenate(ch) for cell, ch in nxt.items()}
+    out.rounds = max(out.rounds, rounds)
+
+
+def _target(net: HsaNet, switches: Collection[str], s: str, code: int) -> tuple[int, object]:
+    """Where output port ``code`` of switch ``s`` leads: (0, (switch, port)) on to a switch,
+    (1, host) delivered, (2, None) dropped (no live link)."""
+    peer = net.peer(s, code)
+    if peer is None:
+        return (2, None)
+    if peer[0] in switches:
+        return (0, peer)
+    return (1, peer[0])
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two class arrays are equal (numpy's own comparison costs microseconds of
+    call overhead: small arrays, the incremental check's usual case, compare as lists)."""
+    if a is b:
+        return True
+    if len(a) != len(b):
+        return False
+    if len(a) < 256:
+        return a.tolist() == b.tolist()
+    return bool(np.array_equal(a, b))
+
+
+# A cell's split is vectorized when its classes are at least this share of its port's
+# entries (it then costs a pass over the port's entries too); fewer classes (the
+# incremental check's few ingresses) are looked up one by one.
+_VECTOR_MIN = 32
+_VECTOR_RATIO = 16
+
+
+def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Classes ``xs`` (of pattern ``mask``) arriving at port index ``pi``, by fast code
+    (parts in ascending code order, each keeping the classes' order)."""
+    fm = pi.fast_mask
+    n = len(xs)
+    ids = pi.ids
+    if fm != mask:
+        got = None
+    elif n >= _VECTOR_MIN and n * _VECTOR_RATIO >= len(ids):
+        # many classes: scatter the port's codes by key id, gather the classes'
+        kids, codes = pi.arrays()
+        scratch[kids] = codes
+        got = scratch[xs & _IDM]
+        scratch[kids] = _F_MISS
+    elif pi.act is not None and isinstance(ids, SlotMap) and len(ids) >= SlotMap.COMPACT_MIN:
+        # a few classes at a big port: binary search in the table's sorted key ids
+        kids, codes = pi.arrays()
+        q = (xs & _IDM).astype(np.int32)
+        pos = np.minimum(np.searchsorted(kids, q), len(kids) - 1)
+        got = np.where(kids[pos] == q, codes[pos], _F_MISS)
+    else:
+        got = None
+    if got is None:
+        return [(c, np.array(lst, dtype=np.int64)) for c, lst in sorted(_split_each(pi, xs.tolist(), mask, keys))]
+    lo, hi = int(got.min()), int(got.max())
+    if lo == hi:
+        return [(lo, xs)]
+    order = np.argsort(got, kind="stable")
+    got = got[order]
+    cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()
+    ys = xs[order]
+    return [(int(got[a]), ys[a:b]) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+
+
+def _split_each(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
+    """:func:`_split` one class at a time (few classes, or classes finer than the port)."""
+    ids, fm, act = pi.ids, pi.fast_mask, pi.act
+    get = ids.get
+    if fm == mask and act is not None:  # ids: key id -> the table's slot (see PortIndex)
+        cba = pi.code_by_act
+        by_act: dict[int, list[int]] = {a: [] for a in cba}
+        by_act[MISS_ACTIONS] = []  # slot 0's action-list id: no entry
+        idm = _IDM
+        for x in xs:
+            by_act[act[get(x & idm, 0)]].append(x)
+        out: dict[int, list[int]] = {}
+        for a, lst in by_act.items():
+            if lst:
+                c = cba.get(a, _F_MISS)
+                cur = out.get(c)
+                if cur is None:
+                    out[c] = lst
+                else:
+                    cur.extend(lst)
+        return list(out.items())
+    local: dict[int, list[int]] = {c: [] for c in pi.codes()}
+    local[_F_MISS] = []
+    if fm == mask:
+        for x in xs:
+            local[get(x & _IDM, _F_MISS)].append(x)
+    else:  # the classes fix more bits than this port's pattern: project them
+        kc = pi.key_code().get
+        for x in xs:
+            local[kc(keys[x & _IDM] & fm, _F_MISS)].append(x)
+    return [(c, lst) for c, lst in local.items() if lst]
+
+
+def _record(trace: dict[Port, list[list[int]]] | None, frontier: dict[Port, np.ndarray]) -> None:
+    """Note the classes coming in at each cell of this round (the lists are never changed)."""
+    if trace is None:
+        return
+    for cell, xs in frontier.items():
+        seen = trace.get(cell)
+        if seen is None:
+            trace[cell] = [xs.tolist()]
+        else:
+            seen.append(xs.tolist())

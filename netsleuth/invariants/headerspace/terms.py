@@ -1,0 +1,190 @@
+"""Wildcards and terms, the pieces of a header set: a wildcard is ``(value, mask)`` over the packed
+header, a term a base wildcard minus a tuple of wildcards inside it (lazy differences, as the HSA
+paper recommends), its emptiness decided exactly (a counting pre-check, then splitting on one
+subtracted wildcard at a time).  Both header layouts, 1.0's and 1.3's, use them (``width``).
+"""
+
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from netsleuth.model.headerbits import WIDTH
+
+Wildcard = tuple[int, int]
+
+
+# --------------------------------------------------------------------------- wildcards
+def wc_intersect(a: Wildcard, b: Wildcard) -> Wildcard | None:
+    av, am = a
+    bv, bm = b
+    if (av ^ bv) & am & bm:
+        return None
+    return (av | bv, am | bm)
+
+
+def wc_overlaps(a: Wildcard, b: Wildcard) -> bool:
+    return not ((a[0] ^ b[0]) & a[1] & b[1])
+
+
+def wc_covers(a: Wildcard, b: Wildcard) -> bool:
+    """Every header of ``b`` is in ``a``."""
+    return not (a[1] & ~b[1]) and not ((a[0] ^ b[0]) & a[1])
+
+
+def wc_pieces(v: int, m: int, dv: int, dm: int) -> Iterator[Wildcard]:
+    """Disjoint wildcards whose union is ``(v, m) - (dv, dm)``, given ``(dv, dm)`` inside ``(v, m)``."""
+    free = dm & ~m
+    fixed = 0
+    while free:
+        bit = free & -free
+        free ^= bit
+        yield ((v | (dv & fixed) | (~dv & bit)), m | fixed | bit)
+        fixed |= bit
+
+
+# --------------------------------------------------------------------------- terms
+# A term is (value, mask, diffs): the base wildcard minus each wildcard in
+# ``diffs``; every diff lies inside the base and none equals it.
+Term = tuple[int, int, tuple[Wildcard, ...]]
+
+
+def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
+    """Normalize: clip diffs to the base, drop disjoint ones; None when a diff covers the base."""
+    out: list[Wildcard] = []
+    for dv, dm in diffs:
+        if (dv ^ v) & dm & m:
+            continue
+        nm = dm | m
+        if nm == m:
+            return None
+        out.append((dv | v, nm))
+    if len(out) > 1:
+        out = list(dict.fromkeys(out))
+    return (v, m, tuple(out))
+
+
+def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
+    """Whether ``(v, m)`` lies inside the union of ``ds`` (each already inside ``(v, m)``), in a
+    header of ``width`` bits (the count of headers it holds depends on the layout's width)."""
+    if not ds:
+        return False
+    free = width - m.bit_count()
+    total = 0
+    for _dv, dm in ds:
+        if dm == m:
+            return True
+        total += 1 << (width - dm.bit_count())
+    if total < (1 << free):
+        return False  # not enough headers to cover it
+    ds = sorted(ds, key=lambda d: d[1].bit_count())
+    dv, dm = ds[0]
+    rest = ds[1:]
+    for pv, pm in wc_pieces(v, m, dv, dm):
+        sub = [((ev | pv), (em | pm)) for ev, em in rest if not ((ev ^ pv) & em & pm)]
+        if not _covered(pv, pm, sub, width):
+            return False
+    return True
+
+
+def term_empty(t: Term, width: int = WIDTH) -> bool:
+    """Whether a term holds no header (its differences cover its base)."""
+    return bool(t[2]) and _covered(t[0], t[1], list(t[2]), width)
+
+
+def _witness(v: int, m: int, ds: list[Wildcard]) -> int | None:
+    """A header in ``(v, m)`` outside every wildcard of ``ds`` (free bits 0 where possible)."""
+    hit = None
+    for d in ds:
+        if (v & d[1]) == d[0]:
+            hit = d
+            break
+    if hit is None:
+        return v
+    dv, dm = hit
+    for pv, pm in wc_pieces(v, m, dv, dm):
+        sub = [((ev | pv), (em | pm)) for ev, em in ds if not ((ev ^ pv) & em & pm)]
+        if sub and any(em == pm for _ev, em in sub):
+            continue
+        w = _witness(pv, pm, sub)
+        if w is not None:
+            return w
+    return None
+
+
+def expand(v: int, m: int, ds: Sequence[Wildcard]) -> list[Wildcard]:
+    """Disjoint wildcards whose union is ``(v, m)`` minus the union of ``ds``."""
+    ds = [d for d in ds if not ((d[0] ^ v) & d[1] & m)]
+    if not ds:
+        return [(v, m)]
+    for _dv, dm in ds:
+        if not (dm & ~m):  # overlaps and fixes nothing the base leaves free: covers it
+            return []
+    dv, dm = ds[0]
+    dv, dm = dv | v, dm | m
+    if dm == m:
+        return []
+    out: list[Wildcard] = []
+    for pv, pm in wc_pieces(v, m, dv, dm):
+        out.extend(expand(pv, pm, ds[1:]))
+    return out
+
+
+def expand_limited(v: int, m: int, ds: Sequence[Wildcard], limit: int) -> list[Wildcard] | None:
+    """:func:`expand`, or None as soon as it would take more than ``limit`` pieces."""
+    out: list[Wildcard] = []
+
+    def rec(v: int, m: int, ds: list[Wildcard]) -> bool:
+        ds = [d for d in ds if not ((d[0] ^ v) & d[1] & m)]
+        if not ds:
+            out.append((v, m))
+            return len(out) <= limit
+        for _dv, dm in ds:
+            if not (dm & ~m):
+                return True
+        dv, dm = ds[0]
+        dv, dm = dv | v, dm | m
+        for pv, pm in wc_pieces(v, m, dv, dm):
+            if not rec(pv, pm, ds[1:]):
+                return False
+        return True
+
+    return out if rec(v, m, list(ds)) else None
+
+
+def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
+    v, m, ds = x
+    ov, om, ods = y
+    if (ov ^ v) & om & m:
+        return [x]
+    bv, bm = ov | v, om | m
+    clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)]
+    if clipped and ds and all(any(wc_covers(d, c) for d in ds) for c in clipped):
+        clipped = []  # what y leaves out, x leaves out already: subtract y's base alone
+    if not clipped:
+        if bm == m:
+            return []
+        t = make_term(v, m, ds + ((bv, bm),))
+        return [] if t is None else [t]
+    if any(cm == bm for _cv, cm in clipped):
+        return [x]
+    pieces = expand_limited(bv, bm, clipped, 16)
+    if pieces is not None:
+        t = make_term(v, m, ds + tuple(pieces))
+        return [] if t is None else [t]
+    out = []
+    t = make_term(v, m, ds + ((bv, bm),))
+    if t is not None:
+        out.append(t)
+    for dv, dm in clipped:  # the parts of x inside B that D gives back
+        t = make_term(dv, dm, ds)
+        if t is not None and not term_empty(t, width):
+            out.append(t)
+    return out
+
+
+def term_contains(t: Term, h: int) -> bool:
+    v, m, ds = t
+    if h & m != v:
+        return False
+    return not any(h & dm == dv for dv, dm in ds)
