@@ -23,6 +23,7 @@ from netsleuth.invariants import registry
 from netsleuth.live.driver import Runtime
 from netsleuth.live.session import JobProgress, Session, SilentProgress
 from netsleuth.live.stop import stopped_by
+from netsleuth.localize.collect import write_replay_coverage
 from netsleuth.model.topology import Topology
 from netsleuth.options import check_out_dir
 from netsleuth.schedulers.peek import observed_key
@@ -109,6 +110,7 @@ class ReplayOptions:
     record_packets: bool = True
     openflow: str | None = None   # None: what the trace's switches negotiated
     trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
+    coverage: bool = False        # keep the controller's line coverage beside each replay
 
 
 @dataclass
@@ -129,7 +131,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
                 record_packets: bool = True, progress: JobProgress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
-                observe_window: float | None = None, openflow: str | None = None) -> ReplayOutcome:
+                observe_window: float | None = None, openflow: str | None = None,
+                coverage: bool = False) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -140,6 +143,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     ``observe_window``: a PEEK prefix replay -- after the last input, record
     the internal events delivered for this many seconds into
     ``outcome.observed`` and check no invariants.
+    ``coverage``: measure the controller's lines after the handshakes and
+    keep them beside the replay with its verdict (``coverage.json``).
     """
     plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
     # Without an explicit controller, the header's -- which must not be a command (controllers/spec.py).
@@ -151,7 +156,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       record_packets=record_packets, checks=checks, topology=Topology.from_json(header.topology),
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)},
                       openflow=openflow or trace_openflow(header),
-                      warmup=float(header.extra.get("warmup", 0.0) or 0.0))
+                      warmup=float(header.extra.get("warmup", 0.0) or 0.0),
+                      coverage_dir=Path(out) / "coverage" if coverage else None)
     outcome = ReplayOutcome(None)
     reaction = reaction_time(events, target)
     matcher = Matcher(plan)
@@ -218,7 +224,11 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                              "switches": list(f.switches), "details": dict(f.details)} for f in last]
 
-    result = session.execute(body, progress, observers=(matcher.observe, watch))
+    try:
+        result = session.execute(body, progress, observers=(matcher.observe, watch))
+    finally:
+        if coverage:  # the controllers have stopped: their lines are on disk
+            write_replay_coverage(Path(out), outcome.reproduced, len(plan.inputs))
     outcome.seconds = result.data.get("seconds", 0.0)
     crashed_on_purpose = {e.controller for e in plan.inputs if isinstance(e, ts.ControllerCrash)}
     died = [f"controller {c['name']} ({c['spec']}) exited with code {c['exit_code']} during the replay; "
@@ -259,7 +269,7 @@ def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"
             o = replay_once(trace.header, trace.events, sub, target=target, controller=controllers,
                             epsilon=opts.epsilon, persist=persist, record_packets=opts.record_packets,
-                            progress=progress, openflow=opts.openflow)
+                            progress=progress, openflow=opts.openflow, coverage=opts.coverage)
             data["replays"].append(o.to_json())
         data["completed"] = True
     except KeyboardInterrupt:
