@@ -29,6 +29,7 @@ from rich.table import Table
 from netsleuth import __version__
 from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
+from netsleuth.jobs.localize_cli import add_localize_options as localize_options
 from netsleuth.live import stop
 from netsleuth.options import at_least, out_dir, out_file, seconds
 
@@ -259,7 +260,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     opts = ReplayOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller, times=args.times,
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
                          record_packets=not args.no_packet_events, openflow=args.openflow,
-                         trust_trace_controller=args.trust_trace_controller)
+                         trust_trace_controller=args.trust_trace_controller, coverage=args.coverage)
     with progress_bar() as p:
         d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
@@ -298,7 +299,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
-                           trust_trace_controller=args.trust_trace_controller)
+                           trust_trace_controller=args.trust_trace_controller, localize=args.localize,
+                           formula=args.formula, all_code=args.all_code, top=args.top)
     with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -327,6 +329,10 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     out.print("minimal causal sequence:")
     for line in d["mcs_in_words"]:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    if d.get("localize"):
+        from netsleuth.jobs.localize_cli import print_localization
+
+        print_localization(d["localize"])
     if d.get("stop_reason") == "interrupted":  # the best result so far is written; say how it ended
         err.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
                       markup=False)
@@ -397,6 +403,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.nice.cex_inputs_cli",
     "netsleuth.defined.cli",
     "netsleuth.controllers.faucet_cli",
+    "netsleuth.jobs.localize_cli",
     "netsleuth.campaign.cli",
 )
 
@@ -480,6 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     rp.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    rp.add_argument("--coverage", action="store_true",
+                    help="keep the (Python) controller's executed lines with each replay's verdict (coverage.json)")
     _add_openflow(rp, None)
     rp.set_defaults(func=cmd_replay)
 
@@ -503,6 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
+    mn.add_argument("--localize", action="store_true",
+                    help="measure the (Python) controller's lines in every replay and rank the suspicious ones")
+    localize_options(mn)
     mn.set_defaults(func=cmd_minimize)
 
     cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")

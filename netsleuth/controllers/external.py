@@ -20,8 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
+from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
 from netsleuth.errors import ControllerError, EnvironmentSetupError

@@ -106,6 +106,15 @@ def coverage_argv(spec: ControllerSpec, argv: list[str], out: Path, *, run_now: 
     return [interpreter, str(COVLAUNCH), "--out", str(out), *opts, *(["--run-now"] if run_now else []), "--", *rest]
 
 
+def measurable(spec: ControllerSpec) -> bool:
+    """Whether netsleuth can measure this controller's lines: a Python program it launches."""
+    if spec.kind in (*APP_KINDS, "faucet"):
+        return True
+    if spec.kind == "tcp":
+        return False
+    return python_program(list(spec.command)) is not None
+
+
 def check_coverage_installed(interpreter: str) -> None:
     """Fail early, with the fix, when the controller's Python has no coverage package."""
     try:
@@ -120,4 +129,4 @@ def check_coverage_installed(interpreter: str) -> None:
                                     ".venv-controller and .venv-faucet)")
 
 
-__all__ = ["COVLAUNCH", "check_coverage_installed", "coverage_argv", "python_program"]
+__all__ = ["COVLAUNCH", "check_coverage_installed", "coverage_argv", "measurable", "python_program"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       openflow=openflow or trace_openflow(header),
                       warmup=float(header.extra.get("warmup", 0.0) or 0.0),
                       coverage_dir=Path(out) / "coverage" if coverage else None)
+    if coverage:  # a replay into a used folder: the lines of earlier processes are not this one's
+        shutil.rmtree(Path(out) / "coverage", ignore_errors=True)
     outcome = ReplayOutcome(None)
     reaction = reaction_time(events, target)
     matcher = Matcher(plan)

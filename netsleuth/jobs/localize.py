@@ -1,0 +1,147 @@
+"""`netsleuth localize MINIMIZE_OUT` and `minimize --localize`: from the minimal trace to the line of code.
+
+Minimization replays many subsets of one run's inputs; some bring the
+violation back and some do not.  With coverage on, each replay leaves the
+controller's executed lines beside its verdict (``coverage.json``, see
+localize/collect.py), which is the pass/fail spectrum spectrum-based fault
+localization ranks lines with (localize/spectrum.py).  When the replays the
+minimizer ran are too few to separate lines (no passing run, or every
+candidate line with the same counts), this job adds replays that differ from
+the MCS in exactly one input: the MCS itself and the MCS without each of its
+atoms (by 1-minimality those pass).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netsleuth.controllers.measure import measurable
+from netsleuth.controllers.spec import controllers_for_trace, parse_controller
+from netsleuth.errors import NetsleuthError, TraceFormatError
+from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs
+from netsleuth.localize.source import context, function_of, line_text, short_path
+from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
+from netsleuth.minimize.atoms import Atoms
+from netsleuth.trace.io import read_trace
+
+NOT_PYTHON = "localization needs a Python controller (os-ken, Ryu, Faucet, POX or a cmd: Python program)"
+
+
+class NotPythonControllerError(NetsleuthError):
+    """The controller's lines cannot be measured: it is not a Python program netsleuth launches."""
+
+
+@dataclass
+class LocalizeOptions:
+    minimize_out: Path
+    formula: str = "ochiai"
+    all_code: bool = False
+    top: int = 10
+    extra_replays: bool = True        # add the MCS and MCS-minus-one replays when the spectrum is thin
+    controller: list[str] | None = None
+    trust_trace_controller: bool = False
+    epsilon: float = 0.1
+
+
+def python_controllers(header_controller: str, override: list[str] | None, *, trust: bool,
+                       source: str) -> list[str]:
+    """The controller specs of the minimization, or NotPythonControllerError when none can be measured."""
+    texts = controllers_for_trace(header_controller, override, trust=trust, source=source)
+    if not any(measurable(parse_controller(t)) for t in texts):
+        raise NotPythonControllerError(f"{NOT_PYTHON}; {' + '.join(texts)} is not one",
+                                       "run minimize without --localize, or use a Python controller")
+    return texts
+
+
+def coverage_files(minimize_out: Path) -> list[Path]:
+    """Every replay's coverage under a minimization's output (the minimizer's and this job's), in order."""
+    return sorted(Path(minimize_out).glob(f"*/w*/*/{COVERAGE_FILE}"))
+
+
+def thin(spectrum: Spectrum, ranking: Ranking) -> bool:
+    return not ranking.separable or ranking.passing < 2 or ranking.failing < 2
+
+
+def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Rank the controller's lines for a finished minimization; write ``localize.json`` and update its
+    result.json and report.html."""
+    if opts.formula not in FORMULAS:
+        raise UnknownFormulaError(opts.formula)
+    out = Path(opts.minimize_out)
+    result_path = out / "result.json"
+    if not result_path.is_file():
+        raise TraceFormatError(f"{out} has no result.json of a minimization",
+                               "pass the --out folder of `netsleuth minimize`")
+    result = json.loads(result_path.read_text())
+    trace_path = Path(result.get("trace_path") or result.get("trace", ""))
+    if not trace_path.is_file():
+        raise TraceFormatError(f"the trace {trace_path} the minimization ran on is gone",
+                               "localize on the machine and folder where minimize ran")
+    header = read_trace(trace_path).header
+    controllers = python_controllers(header.controller, opts.controller, trust=opts.trust_trace_controller,
+                                     source=str(trace_path))
+    spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+    ranking = rank(spectrum.runs, opts.formula)
+    added = 0
+    if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
+        persist = int(header.extra.get("persist", 3) or 3)
+        added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, progress)
+        spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+        ranking = rank(spectrum.runs, opts.formula)
+    data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
+    (out / "localize.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    result["localize"] = data
+    from netsleuth.jobs.minimize_report import write_report
+
+    result["report"] = write_report(out, result)
+    result_path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return data
+
+
+def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,
+                   persist: int, progress: Callable[[str], None] | None) -> int:
+    """Replay the MCS and the MCS without each of its atoms, with coverage; how many replays ran."""
+    from netsleuth.jobs.minimize import ReplayOracleFactory
+
+    mcs = [e for e in read_trace(out / "mcs.jsonl").events if e.is_input]
+    atoms = Atoms(mcs)
+    everything = tuple(range(len(atoms)))
+    keys = [everything] + [tuple(i for i in everything if i != k) for k in everything]
+    factory = ReplayOracleFactory(str(trace_path.resolve()), str((out / "localize").resolve()), tuple(controllers),
+                                  epsilon, persist, int(result.get("violation", 0) or 0), 0.05,
+                                  openflow=result.get("openflow"), coverage=True)
+    oracle = factory(0)
+    for n, key in enumerate(keys, 1):
+        if progress is not None:
+            progress(f"localize: replay {n}/{len(keys)} ({len(key)} of {len(atoms)} MCS inputs)")
+        oracle.reproduces(atoms.materialize(key))
+    return len(keys)
+
+
+def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bool, added: int = 0) -> dict:
+    """The ranking for result.json, the report and the terminal: the top lines with their source, by function."""
+    lines = []
+    for r in ranking.lines[:top]:
+        lines.append({"file": r.file, "short": short_path(r.file), "line": r.line, "rank": r.rank, "tied": r.tied,
+                      "score": score_json(r.score), "failing": r.counts.ef, "passing": r.counts.ep,
+                      "function": function_of(r.file, r.line), "source": line_text(r.file, r.line),
+                      "context": [[n, text] for n, text in context(r.file, r.line)]})
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for item in lines:
+        groups.setdefault((item["short"], item["function"]), []).append(item)
+    message = "" if ranking.separable else f"not enough passing runs to rank: {ranking.reason}"
+    return {"formula": ranking.formula, "failing": ranking.failing, "passing": ranking.passing,
+            "runs": len(spectrum.runs), "added_replays": added, "separable": ranking.separable,
+            "message": message, "scope": "all measured code" if all_code else "the controller's own code",
+            "own": spectrum.own, "candidates": len(ranking.lines), "lost_processes": spectrum.lost_processes,
+            "top": lines,
+            "groups": [{"file": f, "function": fn, "lines": [i["line"] for i in items]}
+                       for (f, fn), items in groups.items()]}
+
+
+__all__ = ["LocalizeOptions", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
+           "python_controllers", "ranking_json"]
