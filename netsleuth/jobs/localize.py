@@ -23,7 +23,7 @@ from netsleuth.controllers.measure import measurable
 from netsleuth.controllers.spec import controllers_for_trace, parse_controller
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs
-from netsleuth.localize.source import context, function_of, line_text, short_path
+from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
 from netsleuth.minimize.atoms import Atoms
 from netsleuth.trace.io import read_trace
@@ -85,13 +85,13 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     controllers = python_controllers(header.controller, opts.controller, trust=opts.trust_trace_controller,
                                      source=str(trace_path))
     spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
-    ranking = rank(spectrum.runs, opts.formula)
+    ranking = _rank(spectrum, opts.formula)
     added = 0
     if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
         persist = int(header.extra.get("persist", 3) or 3)
         added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, progress)
         spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
-        ranking = rank(spectrum.runs, opts.formula)
+        ranking = _rank(spectrum, opts.formula)
     data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
     (out / "localize.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     result["localize"] = data
@@ -100,6 +100,12 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     result["report"] = write_report(out, result)
     result_path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return data
+
+
+def _rank(spectrum: Spectrum, formula: str) -> Ranking:
+    """Rank with tied blocks in execution order as the source tells it (callers before callees)."""
+    order = execution_order(sorted({line for run in spectrum.runs if run.failed for line in run.lines}))
+    return rank(spectrum.runs, formula, order=lambda line: order.get(line, (0, *line)))
 
 
 def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,

@@ -44,6 +44,52 @@ def _functions(path: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=256)
+def _calls(path: str) -> dict[str, frozenset[str]]:
+    """For each function of the file (qualified name), the bare names it calls (``self.f(...)``, ``f(...)``)."""
+    text = "\n".join(_read(path))
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, frozenset[str]] = {}
+    for start, _end, name in _functions(path):
+        node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.lineno <= start + 64 and n.name == name.rsplit(".", 1)[-1]
+                     and min([n.lineno, *(d.lineno for d in n.decorator_list)]) == start), None)
+        if node is None:
+            continue
+        called = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                f = sub.func
+                called.add(f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "")
+        out[name] = frozenset(called - {""})
+    return out
+
+
+def execution_order(lines: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str, int]]:
+    """A key per line that puts a caller's lines before its callees' (among the functions of ``lines``),
+    then source order: coverage keeps no order of execution, and a handler runs before the helper it calls."""
+    funcs = {(f, function_of(f, n)) for f, n in lines}
+    callees: dict[tuple[str, str], set[tuple[str, str]]] = {fn: set() for fn in funcs}
+    for f, name in funcs:
+        called = _calls(f).get(name, frozenset())
+        for g, other in funcs:
+            if (g, other) != (f, name) and other.rsplit(".", 1)[-1] in called:
+                callees[(f, name)].add((g, other))
+    depth: dict[tuple[str, str], int] = {}
+    for fn in sorted(funcs):  # longest chain of callers above each function (cycles cut where met)
+        stack = [(fn, 0, frozenset([fn]))]
+        while stack:
+            cur, d, seen = stack.pop()
+            for nxt in callees[cur]:
+                if nxt not in seen and depth.get(nxt, -1) < d + 1:
+                    depth[nxt] = d + 1
+                    stack.append((nxt, d + 1, seen | {nxt}))
+    return {(f, n): (depth.get((f, function_of(f, n)), 0), f, n) for f, n in lines}
+
+
 def function_of(path: str, line: int) -> str:
     """The innermost function (or class) holding ``line``, or ``<module>``."""
     best = "<module>"
@@ -76,4 +122,4 @@ def short_path(path: str) -> str:
         return path
 
 
-__all__ = ["context", "function_of", "line_text", "short_path"]
+__all__ = ["context", "execution_order", "function_of", "line_text", "short_path"]

@@ -22,7 +22,7 @@ different files keep a stable order by file name.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from netsleuth.errors import NetsleuthError
@@ -124,8 +124,13 @@ def counts(runs: Sequence[Run]) -> dict[Line, Counts]:
     return {line: Counts(n, ep.get(line, 0), failing - n, passing - ep.get(line, 0)) for line, n in ef.items()}
 
 
-def rank(runs: Iterable[Run], formula: str = "ochiai") -> Ranking:
+def rank(runs: Iterable[Run], formula: str = "ochiai",
+         order: Callable[[Line], tuple] | None = None) -> Ranking:
     """Rank the lines failing runs executed, most suspicious first.
+
+    ``order`` sorts the lines of a tied block, earliest executed first (default:
+    by file, then line; a caller that knows more, e.g. which function calls
+    which, passes its own key).
 
     ``separable`` is False when the spectrum cannot rank: no failing run, no
     passing run (every line any failing run executed looks the same to the
@@ -138,8 +143,9 @@ def rank(runs: Iterable[Run], formula: str = "ochiai") -> Ranking:
     table = counts(runs)
     failing = sum(1 for r in runs if r.failed)
     passing = len(runs) - failing
+    key = order or (lambda line: line)
     scored = sorted(((score(formula, c), line, c) for line, c in table.items()),
-                    key=lambda t: (-t[0], t[1][0], t[1][1]))
+                    key=lambda t: (-t[0], key(t[1]), t[1]))
     ties: dict[float, int] = {}
     for s, _, _ in scored:
         ties[s] = ties.get(s, 0) + 1
