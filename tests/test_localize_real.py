@@ -1,9 +1,10 @@
 """`minimize --localize` against real os-ken controllers: a seeded one-line fault, and simple_switch's own bug.
 
-The seeded fault is made here from the installed os-ken's simple_switch
-(one line changed, see :func:`seeded_switch`), fuzzed briefly with a fixed
-seed until a persistent violation, minimized with --localize; the faulty line
-must rank in the top 5.  The unmodified simple_switch's migration blackhole
+The seeded fault is a flipped comparison in ``tests/data/localize/moving_switch.py``
+(a learning switch that forgets a host's flows when its port is deleted; the
+fault makes it act on every port change but deletion), made at test time,
+fuzzed briefly with fixed seeds until a persistent violation and minimized
+with --localize: the faulty line must rank in the top 5.  The unmodified simple_switch's migration blackhole
 (`make demo`'s fuzz settings) is localized too: the lines named are those of
 its port-status handler, which logs a deleted port and leaves the flows that
 send to it (where the fix belongs).
@@ -12,32 +13,29 @@ send to it (where the fix belongs).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from netsleuth.cli import main
-from netsleuth.controllers.external import find_controller_python
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.schedulers.fuzz import Rates
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-FAULTY = "out_port = self.mac_to_port[dpid][dst]"
-SEEDED = "out_port = msg.in_port"  # a known destination goes back out of the port it came in on: a blackhole
+MOVING = Path(__file__).parent / "data" / "localize" / "moving_switch.py"
+FAULTY = "if msg.reason != ofp.OFPPR_DELETE:"
+SEEDED = "if msg.reason == ofp.OFPPR_DELETE:"  # moved hosts are never forgotten: the migration blackhole
+MIGRATIONS = {"host_migration": 0.03, "traffic": 0.3}
 
 
 def seeded_switch(folder: Path) -> tuple[Path, int]:
-    """os-ken's simple_switch with the one seeded line; the copy and the faulty line's number."""
-    origin = subprocess.run([find_controller_python(), "-c", "import importlib.util; "
-                             "print(importlib.util.find_spec('os_ken.app.simple_switch').origin)"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    lines = Path(origin).read_text().splitlines(keepends=True)
+    """moving_switch.py with the one seeded line; the copy and the faulty line's number."""
+    lines = MOVING.read_text().splitlines(keepends=True)
     (i,) = [k for k, line in enumerate(lines) if line.strip() == FAULTY]
     lines[i] = lines[i].replace(FAULTY, SEEDED)
-    path = folder / "simple_switch_wrong_port.py"
+    path = folder / "moving_switch_flipped.py"
     path.write_text("".join(lines))
     return path.resolve(), i + 1
 
@@ -51,10 +49,10 @@ def first_violation(controller: str, out: Path, steps: int, rates: dict, seeds: 
     pytest.fail(f"no persistent violation with {controller} in seeds {seeds}")
 
 
-def test_seeded_wrong_out_port_ranks_in_the_top_five(tmp_path: Path, capsys) -> None:
+def test_seeded_flipped_comparison_ranks_in_the_top_five(tmp_path: Path, capsys) -> None:
     app, line = seeded_switch(tmp_path)
     spec = f"osken:{app}"
-    trace = first_violation(spec, tmp_path / "fuzz", 60, {"traffic": 0.5, "host_migration": 0.0}, range(1, 4))
+    trace = first_violation(spec, tmp_path / "fuzz", 300, MIGRATIONS, range(1, 4))
     d = run_minimize(MinimizeOptions(trace=trace, out=tmp_path / "min", controller=[spec], jobs=2, budget=150,
                                      localize=True))
     loc = d["localize"]
@@ -65,7 +63,7 @@ def test_seeded_wrong_out_port_ranks_in_the_top_five(tmp_path: Path, capsys) -> 
           f"{loc['failing']} failing / {loc['passing']} passing)")
     assert rank is not None and rank <= 5, loc["top"][:5]
     top = next(t for t in loc["top"] if t["line"] == line)
-    assert top["source"] == SEEDED and top["function"] == "SimpleSwitch._packet_in_handler"
+    assert top["source"] == SEEDED and top["function"] == "MovingSwitch.port_status"
     saved = json.loads((tmp_path / "min" / "result.json").read_text())["localize"]
     assert saved["top"] == loc["top"]
     assert "Suspicious lines" in (tmp_path / "min" / "report.html").read_text()
@@ -80,7 +78,7 @@ def test_seeded_wrong_out_port_ranks_in_the_top_five(tmp_path: Path, capsys) -> 
 
 def test_migration_blackhole_of_simple_switch_names_the_port_status_handler(tmp_path: Path) -> None:
     spec = "osken:os_ken.app.simple_switch"
-    trace = first_violation(spec, tmp_path / "fuzz", 400, {"host_migration": 0.03, "traffic": 0.3}, range(1, 6))
+    trace = first_violation(spec, tmp_path / "fuzz", 400, MIGRATIONS, range(1, 6))
     d = run_minimize(MinimizeOptions(trace=trace, out=tmp_path / "min", jobs=2, budget=150, localize=True, top=5))
     loc = d["localize"]
     named = [f"{t['short']}:{t['line']} {t['function']}: {t['source']}" for t in loc["top"]]
