@@ -27,6 +27,7 @@ from netsleuth.localize.source import context, execution_order, function_of, lin
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
 from netsleuth.minimize.atoms import Atoms
 from netsleuth.trace.io import read_trace
+from netsleuth.trace.schema import InputEvent
 
 NOT_PYTHON = "localization needs a Python controller (os-ken, Ryu, Faucet, POX or a cmd: Python program)"
 
@@ -113,7 +114,7 @@ def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[
     """Replay the MCS and the MCS without each of its atoms, with coverage; how many replays ran."""
     from netsleuth.jobs.minimize import ReplayOracleFactory
 
-    mcs = [e for e in read_trace(out / "mcs.jsonl").events if e.is_input]
+    mcs = [e for e in read_trace(out / "mcs.jsonl").events if isinstance(e, InputEvent)]
     atoms = Atoms(mcs)
     everything = tuple(range(len(atoms)))
     keys = [everything] + [tuple(i for i in everything if i != k) for k in everything]
@@ -138,7 +139,7 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                       "context": [[n, text] for n, text in context(r.file, r.line)]})
     groups: dict[tuple[str, str], list[dict]] = {}
     for item in lines:
-        groups.setdefault((item["short"], item["function"]), []).append(item)
+        groups.setdefault((str(item["short"]), str(item["function"])), []).append(item)
     message = "" if ranking.separable else f"not enough passing runs to rank: {ranking.reason}"
     return {"formula": ranking.formula, "failing": ranking.failing, "passing": ranking.passing,
             "runs": len(spectrum.runs), "added_replays": added, "separable": ranking.separable,
