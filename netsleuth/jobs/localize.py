@@ -22,6 +22,7 @@ from typing import Any
 from netsleuth.controllers.measure import measurable
 from netsleuth.controllers.spec import controllers_for_trace, parse_controller
 from netsleuth.errors import NetsleuthError, TraceFormatError
+from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs
 from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
@@ -112,20 +113,19 @@ def _rank(spectrum: Spectrum, formula: str) -> Ranking:
 def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,
                    persist: int, progress: Callable[[str], None] | None) -> int:
     """Replay the MCS and the MCS without each of its atoms, with coverage; how many replays ran."""
-    from netsleuth.jobs.minimize import ReplayOracleFactory
-
+    trace = read_trace(trace_path)
+    target = find_target(trace.events, int(result.get("violation", 0) or 0))
     mcs = [e for e in read_trace(out / "mcs.jsonl").events if isinstance(e, InputEvent)]
     atoms = Atoms(mcs)
     everything = tuple(range(len(atoms)))
     keys = [everything] + [tuple(i for i in everything if i != k) for k in everything]
-    factory = ReplayOracleFactory(str(trace_path.resolve()), str((out / "localize").resolve()), tuple(controllers),
-                                  epsilon, persist, int(result.get("violation", 0) or 0), 0.05,
-                                  openflow=result.get("openflow"), coverage=True)
-    oracle = factory(0)
     for n, key in enumerate(keys, 1):
         if progress is not None:
             progress(f"localize: replay {n}/{len(keys)} ({len(key)} of {len(atoms)} MCS inputs)")
-        oracle.reproduces(atoms.materialize(key))
+        replay_once(trace.header, trace.events, out / "localize" / "w0" / f"replay-{n}",
+                    inputs=list(atoms.materialize(key)), target=target, controller=controllers, epsilon=epsilon,
+                    persist=persist, record_packets=False, max_gap=0.05, openflow=result.get("openflow"),
+                    coverage=True)
     return len(keys)
 
 
