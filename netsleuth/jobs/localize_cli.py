@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from netsleuth.console import err, out, progress_bar
 from netsleuth.localize.spectrum import FORMULAS
+from netsleuth.options import at_least
 
 
 def print_localization(loc: dict[str, Any]) -> None:
@@ -59,7 +60,7 @@ def add_localize_options(p: argparse.ArgumentParser) -> None:
                    help="suspiciousness formula: ochiai (default), dstar (DStar, *=2) or tarantula")
     p.add_argument("--all-code", action="store_true",
                    help="rank the framework's lines too (os-ken, POX core), not only the controller's own code")
-    p.add_argument("--top", type=int, default=10, help="how many lines to report (default 10)")
+    p.add_argument("--top", type=at_least(1), default=10, help="how many lines to report (default 10)")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
