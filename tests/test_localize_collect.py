@@ -90,3 +90,25 @@ def test_a_handlers_lines_come_before_the_helper_it_calls(tmp_path):
     assert function_of(f, 3) == "S.helper" and function_of(f, 6) == "S.handler"
     order = execution_order([(f, 3), (f, 6), (f, 7)])
     assert sorted([(f, 3), (f, 6), (f, 7)], key=order.__getitem__) == [(f, 6), (f, 7), (f, 3)]
+
+
+def test_ranking_json_and_the_report_section_show_each_line_with_its_source(tmp_path):
+    from netsleuth.jobs.localize import ranking_json
+    from netsleuth.jobs.minimize_report import localize_html
+    from netsleuth.localize.collect import Spectrum
+    from netsleuth.localize.spectrum import Run, rank
+
+    src = tmp_path / "app.py"
+    src.write_text("def handler(x):\n    if x < 1:\n        return '<drop>'\n    return x\n")
+    f = str(src)
+    runs = [Run(True, frozenset({(f, 2), (f, 3)})), Run(False, frozenset({(f, 2), (f, 4)}))]
+    loc = ranking_json(rank(runs), Spectrum(runs=runs, own=[str(tmp_path)]), top=5, all_code=False)
+    assert [(t["line"], t["function"], t["failing"], t["passing"]) for t in loc["top"]] == [(3, "handler", 1, 0),
+                                                                                         (2, "handler", 1, 1)]
+    assert loc["top"][0]["source"] == "return '<drop>'" and loc["separable"] and loc["message"] == ""
+    assert loc["groups"] == [{"file": loc["top"][0]["short"], "function": "handler", "lines": [3, 2]}]
+    page = localize_html(loc)
+    assert "return &#x27;&lt;drop&gt;&#x27;" in page and "1 failing / 0 passing" in page
+    thin = ranking_json(rank(runs[:1]), Spectrum(runs=runs[:1]), top=5, all_code=False)
+    assert thin["message"].startswith("not enough passing runs to rank")
+    assert "not enough passing runs" in localize_html(thin)
