@@ -154,12 +154,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default="/tmp/netsleuth-bench-localize")
     ap.add_argument("--budget", type=float, default=240.0, help="minimize budget per fault, seconds")
     ap.add_argument("--overhead-times", type=int, default=3)
+    ap.add_argument("--only-overhead", action="store_true",
+                    help="keep the faults of the last results file (and their --work folders); measure the overhead")
     args = ap.parse_args(argv)
     wanted = set(args.faults.split(",")) if args.faults else None
     work = Path(args.work)
-    rows = []
+    rows = json.loads(RESULTS.read_text())["faults"] if args.only_overhead else []
     for fault in FAULTS:
-        if wanted is None or fault.name in wanted:
+        if not args.only_overhead and (wanted is None or fault.name in wanted):
             rows.append(run_fault(fault, work / fault.name, args.budget))
             print(json.dumps(rows[-1]), flush=True)
     ranked = [r for r in rows if "rank_ochiai" in r]

@@ -39,6 +39,10 @@ def test_coverage_argv_puts_the_launcher_before_the_program(tmp_path):
     cut = argv.index("--")
     assert argv[cut + 1:] == ["/x/osken_main.py", "--apps", "a"]
     assert "--own-module" in argv and "os_ken.app.simple_switch" in argv and "--run-now" not in argv
+    assert argv[argv.index("--source-pkg") + 1] == "os_ken.app.simple_switch"  # own code only, unless asked
+    framework = coverage_argv(spec, ["/venv/bin/python", "/x/osken_main.py"], tmp_path / "c.json", run_now=False,
+                              framework=True)
+    assert "os_ken" in [framework[i + 1] for i, a in enumerate(framework) if a == "--source-pkg"]
     pox = coverage_argv(parse_controller("cmd:python3 /p/pox.py forwarding.l2_learning --port={port}"),
                         ["python3", "/p/pox.py", "forwarding.l2_learning"], tmp_path / "p.json", run_now=True)
     assert "pox.forwarding.l2_learning" in pox and "--run-now" in pox

@@ -5,11 +5,13 @@ coverage only, never netsleuth), in front of the program netsleuth would
 have run: os-ken's launcher, Faucet's entry script, a ``cmd:`` Python program.
 
 Only what the controller executes after the OpenFlow handshakes counts for
-fault localization: everything runs in the coverage context ``boot`` until
-netsleuth sends SIGUSR2 (it does once every switch has shaken hands), which
-switches to ``run`` and touches ``OUT.run`` so netsleuth knows the switch
-happened before it injects anything.  A restarted controller (after an
-injected crash) starts in ``run`` (``--run-now``).
+fault localization, so measuring starts only then: netsleuth sends SIGUSR2
+once every switch has shaken hands, and the handler starts coverage (in the
+context ``run``) and touches ``OUT.run`` so netsleuth knows before it injects
+anything.  Starting late keeps the controller's start-up (os-ken imports
+hundreds of modules) at full speed; the handlers that run later are fresh
+calls, which the tracer sees.  A restarted controller (after an injected
+crash) is measured from its start (``--run-now``).
 
 netsleuth stops a controller with SIGTERM.  The handler writes the lines of
 context ``run`` to ``OUT`` as JSON (which files are the controller's own and
@@ -33,7 +35,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 import coverage  # noqa: E402
 
-_state = {"cov": None, "args": None, "done": False}
+_state = {"cov": None, "args": None, "done": False, "started": False}
 
 
 def _parse(argv):
@@ -65,7 +67,7 @@ def _module_root(name):
 def _dump():
     """Write the ``run`` context's lines to OUT (once), atomically."""
     cov, args = _state["cov"], _state["args"]
-    if cov is None or _state["done"]:
+    if cov is None or _state["done"] or not _state["started"]:
         return
     _state["done"] = True
     try:
@@ -98,11 +100,18 @@ def _on_term(signum, frame):
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _on_mark(signum, frame):
+def _start():
     cov, args = _state["cov"], _state["args"]
-    cov.switch_context("run")
+    if not _state["started"]:
+        _state["started"] = True
+        cov.start()
+        cov.switch_context("run")
     with open(args.out + ".run", "w"):
         pass
+
+
+def _on_mark(signum, frame):
+    _start()
 
 
 def main(argv):
@@ -118,11 +127,8 @@ def main(argv):
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGUSR2, _on_mark)
     atexit.register(_dump)
-    cov.start()
-    cov.switch_context("run" if args.run_now else "boot")
     if args.run_now:
-        with open(args.out + ".run", "w"):
-            pass
+        _start()
     if target[0] == "-m":
         sys.argv = [target[1], *target[2:]]
         sys.path.insert(0, os.getcwd())

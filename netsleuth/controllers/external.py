@@ -134,7 +134,8 @@ class ControllerProcess:
 
     def __init__(self, spec: ControllerSpec, log_path: Path, name: str = "c0",
                  port: int | None = None, extra_args: tuple[str, ...] = (),
-                 topology: Topology | None = None, coverage_dir: Path | None = None) -> None:
+                 topology: Topology | None = None, coverage_dir: Path | None = None,
+                 coverage_framework: bool = False) -> None:
         self.spec = spec
         self.name = name
         self.log_path = Path(log_path)
@@ -151,6 +152,7 @@ class ControllerProcess:
                                             if spec.kind == "faucet" else None)
         # --- line coverage for fault localization (controllers/measure.py, covlaunch.py) ---
         self.coverage_dir = coverage_dir
+        self.coverage_framework = coverage_framework  # the framework's lines too (os-ken, POX's core)
         self.coverage_file: Path | None = None  # this start's lines, written when the controller stops
         self.coverage_marked = False            # the handshakes are done: restarts count from their start
 
@@ -258,7 +260,8 @@ class ControllerProcess:
             return argv
         self.coverage_dir.mkdir(parents=True, exist_ok=True)
         out = self.coverage_dir / f"{self.name}-{self.starts + 1}.json"
-        wrapped = coverage_argv(self.spec, argv, out, run_now=self.coverage_marked)
+        wrapped = coverage_argv(self.spec, argv, out, run_now=self.coverage_marked,
+                                framework=self.coverage_framework)
         if wrapped is None:
             return argv
         self.coverage_file = out

@@ -61,48 +61,58 @@ def _top(module: str) -> str:
     return module.split(".")[0]
 
 
-def _osken_options(spec: ControllerSpec) -> list[str]:
-    opts = ["--source-pkg", "os_ken", "--framework-pkg", "os_ken", "--concurrency", "eventlet"]
+def _osken_options(spec: ControllerSpec, framework: bool) -> list[str]:
+    opts = ["--framework-pkg", "os_ken", "--concurrency", "eventlet"]
+    opts += ["--source-pkg", "os_ken"] if framework else []
     for app in spec.apps:
         if app.endswith(".py") or "/" in app:
             folder = str(Path(app).resolve().parent)  # the app and the helpers beside it
             opts += ["--source", folder, "--own-path", folder]
         else:
             opts += ["--own-module", app]
-            if _top(app) not in ("os_ken", "ryu"):
+            if _top(app) in ("os_ken", "ryu"):  # a sample app: itself, under the name os-ken loads it by
+                opts += [] if framework else ["--source-pkg", "os_ken" + app[3:] if _top(app) == "ryu" else app]
+            else:
                 opts += ["--source-pkg", _top(app)]
     return opts
 
 
-def _python_options(rest: list[str]) -> list[str]:
+def _python_options(rest: list[str], framework: bool) -> list[str]:
     if rest[0] == "-m":
         top = _top(rest[1])
         return ["--source-pkg", top, "--own-module", top]
     script = Path(rest[0]).resolve()
     folder = str(script.parent)
     if script.name == "pox.py":  # POX: its components are the controller's code, pox/ the framework
-        opts = ["--source", folder, "--framework-pkg", "pox", "--own-path", str(script.parent / "ext")]
+        ext = str(script.parent / "ext")
+        opts = ["--framework-pkg", "pox", "--own-path", ext]
+        opts += ["--source", folder] if framework else ["--source", ext]
         for word in rest[1:]:
             if not word.startswith("-"):
                 component = word.split(":")[0]
                 opts += ["--own-module", component, "--own-module", f"pox.{component}"]
+                opts += [] if framework else ["--source-pkg", component, "--source-pkg", f"pox.{component}"]
         return opts
     return ["--source", folder, "--own-path", folder]
 
 
-def coverage_argv(spec: ControllerSpec, argv: list[str], out: Path, *, run_now: bool) -> list[str] | None:
-    """``argv`` run under coverage, writing its lines to ``out``; None for a controller that is not Python."""
+def coverage_argv(spec: ControllerSpec, argv: list[str], out: Path, *, run_now: bool,
+                  framework: bool = False) -> list[str] | None:
+    """``argv`` run under coverage, writing its lines to ``out``; None for a controller that is not Python.
+
+    ``framework``: measure the framework's code too (os-ken, POX's core), for ``--all-code``; it costs
+    time in every handler, so only the controller's own code is measured otherwise."""
     program = python_program(argv)
     if program is None:
         return None
     interpreter, rest = program
     if spec.kind in APP_KINDS:
-        opts = _osken_options(spec)
+        opts = _osken_options(spec, framework)
     elif spec.kind == "faucet":
-        opts = ["--source-pkg", "faucet", "--source-pkg", "os_ken", "--own-module", "faucet",
-                "--framework-pkg", "os_ken", "--concurrency", "eventlet"]
+        opts = ["--source-pkg", "faucet", "--own-module", "faucet", "--framework-pkg", "os_ken",
+                "--concurrency", "eventlet"] + (["--source-pkg", "os_ken"] if framework else [])
     else:
-        opts = _python_options(rest)
+        opts = _python_options(rest, framework)
     return [interpreter, str(COVLAUNCH), "--out", str(out), *opts, *(["--run-now"] if run_now else []), "--", *rest]
 
 

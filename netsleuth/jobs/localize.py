@@ -91,10 +91,13 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     added = 0
     if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
         persist = int(header.extra.get("persist", 3) or 3)
-        added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, progress)
+        added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, opts.all_code, progress)
         spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
         ranking = _rank(spectrum, opts.formula)
     data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
+    if opts.all_code and not _framework_measured(spectrum):
+        data["framework_note"] = ("the framework's lines were not measured in these replays: "
+                                  "minimize --localize --all-code measures them")
     (out / "localize.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     result["localize"] = data
     from netsleuth.jobs.minimize_report import write_report
@@ -104,6 +107,13 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     return data
 
 
+def _framework_measured(spectrum: Spectrum) -> bool:
+    roots = [r.rstrip("/") + "/" for r in spectrum.framework]
+    own = [r.rstrip("/") for r in spectrum.own]
+    return any(f.startswith(tuple(roots)) and not f.startswith(tuple(own))
+               for run in spectrum.runs for f, _ in run.lines)
+
+
 def _rank(spectrum: Spectrum, formula: str) -> Ranking:
     """Rank with tied blocks in execution order as the source tells it (callers before callees)."""
     order = execution_order(sorted({line for run in spectrum.runs if run.failed for line in run.lines}))
@@ -111,7 +121,7 @@ def _rank(spectrum: Spectrum, formula: str) -> Ranking:
 
 
 def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,
-                   persist: int, progress: Callable[[str], None] | None) -> int:
+                   persist: int, framework: bool, progress: Callable[[str], None] | None) -> int:
     """Replay the MCS and the MCS without each of its atoms, with coverage; how many replays ran."""
     trace = read_trace(trace_path)
     target = find_target(trace.events, int(result.get("violation", 0) or 0))
@@ -125,7 +135,7 @@ def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[
         replay_once(trace.header, trace.events, out / "localize" / "w0" / f"replay-{n}",
                     inputs=list(atoms.materialize(key)), target=target, controller=controllers, epsilon=epsilon,
                     persist=persist, record_packets=False, max_gap=0.05, openflow=result.get("openflow"),
-                    coverage=True)
+                    coverage=True, coverage_framework=framework)
     return len(keys)
 
 

@@ -24,8 +24,9 @@ def print_localization(loc: dict[str, Any]) -> None:
     added = f", {loc['added_replays']} added" if loc.get("added_replays") else ""
     out.print(f"suspicious lines ({loc['formula']}, {loc['failing']} failing / {loc['passing']} passing "
               f"replays{added}; {loc['scope']}):", markup=False, highlight=False)
-    if loc.get("message"):
-        out.print(f"  [yellow]{escape(loc['message'])}[/yellow]", soft_wrap=True)
+    for key in ("message", "framework_note"):
+        if loc.get(key):
+            out.print(f"  [yellow]{escape(loc[key])}[/yellow]", soft_wrap=True)
     if not loc.get("top"):
         out.print("  no line of the controller's own code ran in a failing replay"
                   + ("" if loc.get("scope", "").startswith("all") else " (try --all-code)"), markup=False)

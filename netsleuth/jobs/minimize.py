@@ -49,6 +49,7 @@ class ReplayOracleFactory:
     peek: bool = False
     openflow: str | None = None  # None: what the trace's switches negotiated
     coverage: bool = False  # keep the controller's lines beside each replay (fault localization)
+    coverage_framework: bool = False  # ... and the framework's (--all-code)
 
     def __call__(self, worker_id: int) -> ReplayOracle:
         return ReplayOracle(self, worker_id)
@@ -72,7 +73,7 @@ class ReplayOracle:
                         target=self.target, controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, persist=self.cfg.persist, record_packets=False,
                         max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow,
-                        coverage=self.cfg.coverage)
+                        coverage=self.cfg.coverage, coverage_framework=self.cfg.coverage_framework)
         details = o.to_json()
         details["dir"] = str(self.dir / f"replay-{self.n}")
         self._log({"replay": self.n, "inputs": len(candidate), "reproduced": bool(o.reproduced),
@@ -145,7 +146,7 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
                                   tuple(controllers), opts.epsilon, persist,
                                   opts.violation, opts.max_gap, opts.peek, opts.openflow,
-                                  coverage=opts.localize and not localize_note)
+                                  coverage=opts.localize and not localize_note, coverage_framework=opts.all_code)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     inputs = [e for e in trace.events if e.is_input]

@@ -133,7 +133,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 record_packets: bool = True, progress: JobProgress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
                 observe_window: float | None = None, openflow: str | None = None,
-                coverage: bool = False) -> ReplayOutcome:
+                coverage: bool = False, coverage_framework: bool = False) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -145,7 +145,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     the internal events delivered for this many seconds into
     ``outcome.observed`` and check no invariants.
     ``coverage``: measure the controller's lines after the handshakes and
-    keep them beside the replay with its verdict (``coverage.json``).
+    keep them beside the replay with its verdict (``coverage.json``);
+    ``coverage_framework`` measures the framework's too (slower).
     """
     plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
     # Without an explicit controller, the header's -- which must not be a command (controllers/spec.py).
@@ -158,7 +159,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)},
                       openflow=openflow or trace_openflow(header),
                       warmup=float(header.extra.get("warmup", 0.0) or 0.0),
-                      coverage_dir=Path(out) / "coverage" if coverage else None)
+                      coverage_dir=Path(out) / "coverage" if coverage else None,
+                      coverage_framework=coverage_framework)
     if coverage:  # a replay into a used folder: the lines of earlier processes are not this one's
         shutil.rmtree(Path(out) / "coverage", ignore_errors=True)
     outcome = ReplayOutcome(None)

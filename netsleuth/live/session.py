@@ -87,6 +87,7 @@ class Session:
     openflow: str = "auto"             # OpenFlow versions the switches offer: 1.0, 1.3 or auto (both)
     warmup: float = 0.0                # seconds after the handshakes with no traffic and no invariant checks
     coverage_dir: Path | None = None   # measure the controllers' lines after the handshakes into this folder
+    coverage_framework: bool = False   # ... the framework's lines too (os-ken, POX's core)
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -131,7 +132,8 @@ class Session:
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
-                                              name=f"c{i}", topology=self.topo, coverage_dir=self.coverage_dir)
+                                              name=f"c{i}", topology=self.topo, coverage_dir=self.coverage_dir,
+                                              coverage_framework=self.coverage_framework)
                             for i, spec in enumerate(self.specs)]
         self.header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
                                      controller=self.result.data["controller"], seed=self.seed,
