@@ -11,14 +11,14 @@ FAUCET := .venv-faucet
 DEBS := openvswitch-switch tshark chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup debs demo test test-fast lint bench clean
+.PHONY: setup debs demo test test-fast lint docs bench clean
 
 setup: $(VENV)/.installed $(CTL)/.installed $(FAUCET)/.installed debs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,ray,lint]'
+	$(VENV)/bin/pip install -q -e '.[test,ray,lint,docs]'
 	touch $@
 
 # os-ken 1.4.1 is the last release that ships the sample apps
@@ -79,10 +79,17 @@ test-fast: $(VENV)/.installed
 # as configured in pyproject.toml.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check netsleuth tests bench examples
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_size.py tests/test_layering.py tests/test_names.py
 	$(VENV)/bin/mypy netsleuth
+
+# The documentation site from docs/ (Sphinx, furo, the CLI reference generated from the parser);
+# a warning is an error.
+docs: $(VENV)/.installed
+	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
 
 bench: setup
 	$(VENV)/bin/python bench/bootstrap.py
 
 clean:
-	rm -rf $(VENV) $(CTL) $(FAUCET) demo-out .pytest_cache
+	rm -rf $(VENV) $(CTL) $(FAUCET) demo-out .pytest_cache docs/_build

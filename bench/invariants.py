@@ -84,6 +84,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp13  # noqa: E402
 from netsleuth.invariants.headerspace import checks as H  # noqa: E402
 from netsleuth.invariants.headerspace import compiled as C  # noqa: E402
 from netsleuth.invariants.headerspace import engine as E  # noqa: E402
+from netsleuth.invariants.headerspace import reachability as HR  # noqa: E402
 from netsleuth.invariants.view import NetworkView  # noqa: E402
 from netsleuth.model.actions import Output  # noqa: E402
 from netsleuth.model.flowtable import FlowTable  # noqa: E402
@@ -267,7 +268,7 @@ def check(view: NetworkView, **kw) -> tuple[dict, dict]:
     t2 = time.perf_counter()
     holes = H.hsa_blackholes(view, a)
     t3 = time.perf_counter()
-    unreach = [] if SKIP_REACHABILITY else H.hsa_reachability(view, a)
+    unreach = [] if SKIP_REACHABILITY else HR.hsa_reachability(view, a)
     t4 = time.perf_counter()
     c4 = time.process_time()
     # CPU seconds beside the wall ones: on a shared machine they are what compares across runs
@@ -384,7 +385,7 @@ def per_flow_mod(topo, switches: dict, n: int, seed: int = 1) -> dict:
 def _full_check(view: NetworkView) -> dict:
     a = E.analyze(view)
     return {"loops": H.hsa_loops(view, a), "blackholes": H.hsa_blackholes(view, a),
-            "reachability": H.hsa_reachability(view, a)}
+            "reachability": HR.hsa_reachability(view, a)}
 
 
 def _same(got: dict, want: dict) -> bool:
@@ -415,7 +416,7 @@ def _peak_mb() -> float:
 def _forget(switches: dict) -> None:
     """Forget every compiled switch, the checks' memories and the tables' sorted orders."""
     C._CACHE.clear()
-    H.forget_memos()
+    HR.forget_memos()
     for sw in switches.values():
         sw.table._sorted = None
 

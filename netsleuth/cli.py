@@ -20,6 +20,7 @@ import importlib
 import os
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from pathlib import Path
@@ -78,8 +79,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     table.add_row("trace", str(Path(args.out) / "trace.jsonl"))
     table.add_row("result", str(Path(args.out) / "result.json"))
     out.print(table)
+    _print_failed_pings(d.get("pingall"))
     _print_violations(d["violations"], trace=Path(args.out) / "trace.jsonl", verbose=args.verbose)
     return result.exit_code
+
+
+def _print_failed_pings(pingall: dict | None, shown: int = 10) -> None:
+    """Each failed ping of ``run --pingall`` and why, one line each (all of them in result.json)."""
+    if not pingall or not pingall.get("failed"):
+        return
+    on_purpose = len(pingall.get("failed_on_purpose", []))
+    out.print(f"[red]{pingall['failed']} ping(s) failed[/red]" + (f" ({on_purpose} kept apart by the controller's "
+                                                                   "configuration)" if on_purpose else ""))
+    why = pingall.get("failed_why") or {}
+    for pair in pingall["failed_pairs"][:shown]:
+        line = f"  - {pair.replace('->', ' → ')}: {why.get(pair, {}).get('why', 'no answer')}"
+        for part in textwrap.wrap(line, width=158, subsequent_indent="      "):
+            out.print(part, markup=False, highlight=False, soft_wrap=True)
+    if len(pingall["failed_pairs"]) > shown:
+        out.print(f"  ... {len(pingall['failed_pairs']) - shown} more in result.json", markup=False)
 
 
 def _print_violations(violations: list[dict], examples: int = 3, trace: Path | str | None = None,

@@ -93,6 +93,7 @@ def test_two_vlans_ping_inside_and_not_across(two_vlans: tuple[Path, dict]) -> N
     across = {f"{a}->{b}" for a in office | guest for b in office | guest
               if a != b and ((a in office) != (b in office))}
     assert failed == across, d["pingall"]
+    assert set(d["pingall"]["failed_on_purpose"]) == across   # different VLANs: on purpose, no exit 1
     assert d["pingall"]["ok"] == 4
     assert d["violations"] == [], d["violations"]
 
@@ -157,6 +158,8 @@ def test_a_pair_an_acl_keeps_apart_is_no_finding(tmp_path: Path) -> None:
     d = faucet_run(tmp_path, str(DATA / "acl_deny_h2.yaml"), "linear,3")
     assert d["violations"] == [], d["violations"]
     assert d["pingall"]["ok"] == 4, d["pingall"]            # h1 -> h2, and h2 -> h1's replies, are denied
+    assert sorted(d["pingall"]["failed_on_purpose"]) == ["h1->h2", "h2->h1"]   # so exit 0: the config says so
+    assert d["pingall"]["failed_why"]["h2->h1"]["why"].startswith("the controller's configuration keeps h1's")
     view = rebuilt_view(tmp_path / "trace.jsonl")
     assert delivered(view, "h1", tcp(H1, H2, 80)) == set()
     assert delivered(view, "h1", icmp_echo(H1[0], H2[0], H1[1], H2[1])) == set()

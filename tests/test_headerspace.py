@@ -21,6 +21,7 @@ from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import engine as E
+from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.compiled import CompiledSwitch, compiled
 from netsleuth.invariants.headerspace.report import components
 from netsleuth.invariants.headerspace.space import (
@@ -457,7 +458,7 @@ def test_batch_engine_and_general_engine_agree(case):
     for check in (H.hsa_loops, H.hsa_blackholes):
         assert {(f.hosts, f.switches) for f in check(view, a)} == {(f.hosts, f.switches) for f in check(view, g)}
     # (a reachability finding explains itself with one witness header, which may differ)
-    assert {f.hosts for f in H.hsa_reachability(view, a)} == {f.hosts for f in H.hsa_reachability(view, g)}
+    assert {f.hosts for f in HR.hsa_reachability(view, a)} == {f.hosts for f in HR.hsa_reachability(view, g)}
 
 
 @pytest.mark.slow
@@ -469,7 +470,7 @@ def test_findings_agree_with_concrete_packets(case):
     net, pkts = case
     view = net.view()
     a = E.analyze(view)
-    loops, holes, unreach = H.hsa_loops(view, a), H.hsa_blackholes(view, a), H.hsa_reachability(view, a)
+    loops, holes, unreach = H.hsa_loops(view, a), H.hsa_blackholes(view, a), HR.hsa_reachability(view, a)
     comp = components(view)
     macs = {h.mac: h.name for h in net.topo.hosts}
     for ing, host in a.ingress_host.items():
@@ -651,8 +652,8 @@ def test_two_senders_behind_one_port_are_judged_each_for_itself():
     a = E.analyze(view)
     assert a.batch.ids_at and not a.reaches  # the bulk path
     g = E.analyze(view, batch=False, cache=False)
-    pairs = {f.hosts for f in H.unreachable_pairs(view, a)}
-    assert pairs == {f.hosts for f in H.unreachable_pairs(view, g)} == {("h1", "h3"), ("h2", "h1")}
+    pairs = {f.hosts for f in HR.unreachable_pairs(view, a)}
+    assert pairs == {f.hosts for f in HR.unreachable_pairs(view, g)} == {("h1", "h3"), ("h2", "h1")}
     # the incremental engine judges an ingress with two senders one sender at a time
     from netsleuth.invariants.headerspace.incremental import IncrementalHSA
     inc = IncrementalHSA().check(view)
@@ -670,18 +671,18 @@ def test_ring_loop_reports_header_space_ingress_and_path():
     assert f.details["path"][0] == f.details["ingress"] and f.details["path"][-1] in f.details["path"][:-1]
     assert set(f.switches) == {"s1", "s2", "s3"} and set(f.hosts) == {"h1", "h2", "h3"}
     assert f.message == "traffic to h3 loops s1 -> s2 -> s3 -> s1 (entered at 3 ports)"
-    unreach = {tuple(p["hosts"]) for x in H.hsa_reachability(net.view()) for p in x.details["pairs"]}
+    unreach = {tuple(p["hosts"]) for x in HR.hsa_reachability(net.view()) for p in x.details["pairs"]}
     assert unreach == {("h1", "h3"), ("h2", "h3")}
 
 
 def test_reachability_controller_down_and_pairs_only_when_connected():
     net = Net("linear,2")
     view = net.view(alive={"c0": False})
-    found = {f.hosts for f in H.hsa_reachability(view)}
+    found = {f.hosts for f in HR.hsa_reachability(view)}
     assert found == {("h1", "h2"), ("h2", "h1")}
-    assert H.hsa_reachability(net.view()) == []  # empty tables, live controller: all delegated
+    assert HR.hsa_reachability(net.view()) == []  # empty tables, live controller: all delegated
     net.set_link("s1", "s2", False)
-    assert H.hsa_reachability(net.view(alive={"c0": False})) == []  # partitioned: not a violation
+    assert HR.hsa_reachability(net.view(alive={"c0": False})) == []  # partitioned: not a violation
 
 
 def test_partial_header_space_is_reported():
@@ -691,7 +692,7 @@ def test_partial_header_space_is_reported():
     net.add("s1", (Output(2),), dl_dst=h2)
     net.add("s2", (Output(1),), dl_dst=h2)
     net.add("s1", (Output(9),), priority=200, dl_type=0x0800, nw_dst="10.0.0.0/8")  # s1 has no port 9
-    (f,) = [f for f in H.hsa_reachability(net.view()) if f.hosts == ("h1", "h2")]
+    (f,) = [f for f in HR.hsa_reachability(net.view()) if f.hosts == ("h1", "h2")]
     assert "dl_type=0x0800" in f.details["header_space"] and "dropped at s1" in f.message
     assert f.message.startswith("h1 cannot reach h2: IPv4 h1 → h2: dropped at s1")
     (b,) = [b for b in H.hsa_blackholes(net.view()) if b.details["ingress"] == "s1:1"]
@@ -709,7 +710,7 @@ def test_drop_rule_is_no_blackhole_but_an_output_to_an_unattached_port_is():
     net.add("s1", (), priority=200, dl_type=0x0800, nw_proto=6, tp_dst=23)  # deny telnet
     for batch in (True, False):
         a = E.analyze(net.view(), batch=batch)
-        assert H.hsa_blackholes(net.view(), a) == [] and H.hsa_reachability(net.view(), a) == []
+        assert H.hsa_blackholes(net.view(), a) == [] and HR.hsa_reachability(net.view(), a) == []
         assert a.reach(("s1", 1)).filtered["s1"], "the deny is recorded as a deliberate drop"
     net.switches["s1"].add_port(5)  # a port with no link: nothing attached
     net.add("s1", (Output(5),), priority=300, dl_type=0x0800, nw_proto=17)
@@ -718,7 +719,7 @@ def test_drop_rule_is_no_blackhole_but_an_output_to_an_unattached_port_is():
         (b,) = [b for b in H.hsa_blackholes(net.view(), a) if b.details["ingress"] == "s1:1"]
         assert "port 5 has no live link" in b.message and "nw_proto=17" in b.details["header_space"]
         assert "tp_dst=23" not in b.details["header_space"]
-        (f,) = [f for f in H.hsa_reachability(net.view(), a) if f.hosts == ("h1", "h2")]
+        (f,) = [f for f in HR.hsa_reachability(net.view(), a) if f.hosts == ("h1", "h2")]
         assert "UDP h1 → h2" in f.message and "tp_dst=23" not in f.details["header_space"]
 
 
@@ -796,7 +797,7 @@ def test_fattree_all_pairs_is_clean_and_batched():
     view = bench.make_view(topo, switches)
     a = E.analyze(view)
     assert not a.reaches and not a.batch.general  # everything went through the batch engine
-    assert H.hsa_loops(view, a) == [] and H.hsa_blackholes(view, a) == [] and H.hsa_reachability(view, a) == []
+    assert H.hsa_loops(view, a) == [] and H.hsa_blackholes(view, a) == [] and HR.hsa_reachability(view, a) == []
     # a link from e1 up to an aggregation switch fails; flows still use it (nobody reroutes)
     e1 = switches["e1"]
     victim_port = max(e.actions[0].port for e in e1.table.entries())  # an uplink (ports k/2+1..k)
@@ -811,7 +812,7 @@ def test_fattree_all_pairs_is_clean_and_batched():
     assert any(f.switches == ("e1",) for f in holes) and any(f.switches == (other,) for f in holes)
     g = E.analyze(view2, batch=False, cache=False)
     assert {(f.hosts, f.switches) for f in holes} == {(f.hosts, f.switches) for f in H.hsa_blackholes(view2, g)}
-    assert {f.hosts for f in H.hsa_reachability(view2)} == {f.hosts for f in H.hsa_reachability(view2, g)}
+    assert {f.hosts for f in HR.hsa_reachability(view2)} == {f.hosts for f in HR.hsa_reachability(view2, g)}
 
 
 def _batch_outcome(a) -> dict:

@@ -19,6 +19,7 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import compiled as C
 from netsleuth.invariants.headerspace import engine as E
+from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.incremental import KINDS, IncrementalHSA
 from netsleuth.model.actions import Output
 from netsleuth.model.match import Match
@@ -35,10 +36,10 @@ DST_ONLY = ofp.OFPFW_ALL & ~ofp.OFPFW_DL_DST             # dl_dst alone (mixes p
 def _full(view) -> dict[str, list]:
     """A full check's findings, from scratch (no compiled switch, no memo reused)."""
     C._CACHE.clear()
-    H.forget_memos()
+    HR.forget_memos()
     a = E.analyze(view, cache=False)
     got = {"loops": H.hsa_loops(view, a), "blackholes": H.hsa_blackholes(view, a),
-           "reachability": H.hsa_reachability(view, a)}
+           "reachability": HR.hsa_reachability(view, a)}
     return _texts(got)
 
 

@@ -41,7 +41,8 @@ def test_pingall_clean_with_simple_switch(tmp_path: Path, topo: str, hosts: int)
     result = run(RunOptions(controller=SIMPLE_SWITCH, topo=topo, out=tmp_path, pingall=True))
     d = json.loads((tmp_path / "result.json").read_text())
     assert d == result.data
-    assert d["pingall"] == {"ok": hosts * (hosts - 1), "failed": 0, "failed_pairs": [], "pairs": hosts * (hosts - 1)}
+    assert d["pingall"] == {"ok": hosts * (hosts - 1), "failed": 0, "failed_pairs": [], "pairs": hosts * (hosts - 1),
+                             "failed_why": {}, "failed_on_purpose": []}
     assert d["violations"] == []
     assert result.exit_code == 0
     assert [(c["alive"], c["logged_errors"]) for c in d["controllers"]] == [(True, [])]

@@ -94,7 +94,9 @@ def test_blocked_channel_holds_messages_until_unblocked():
     assert world.quiescent()
     clock.advance(2.0)
     found = registry.check(world.view(), registry.resolve("delivery"))
-    assert found == []  # the ARP request is not IP; nothing IP was sent yet
+    # the ARP request waits behind the blocked channel: delivery follows ARP too (nothing IP was sent yet)
+    assert [(f.invariant, f.hosts) for f in found] == [("delivery", ("h1", "h2"))]
+    assert found[0].message.startswith("ARP")
     world.unblock_channel("s1", "c0")
     ctl.run(clock)
     assert world.hosts["h1"].got_reply(ip(world, "h2"), 7, 1)

@@ -19,8 +19,9 @@ Its id is a hash of the parts, so equal parts are one bucket, on any machine.
 A fuzz run that stops at its first persistent violation often records
 several at once, all consequences of the same bug (a blackhole also makes a
 pair of hosts unreachable).  The run's bug is the one of its first
-persistent round that explains the others best: loops first, then
-blackholes, then the rest (:data:`PRECEDENCE`).
+persistent round that explains the others best: a controller's traceback or a
+refused message first (what the controller then failed to install follows from it),
+then loops, then blackholes, then the rest (:data:`PRECEDENCE`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from netsleuth.trace import schema as ts
 from netsleuth.world.rebuild import rebuild
 from netsleuth.world.world import World
 
-PRECEDENCE = ("loops", "dataplane-loops", "blackholes", "reachability", "isolation", "delivery", "liveness")
+PRECEDENCE = ("exceptions", "openflow-errors", "loops", "dataplane-loops", "blackholes", "reachability", "isolation",
+              "delivery", "liveness")
 OFPP_FLOOD, OFPP_ALL, OFPP_CONTROLLER = 0xFFFB, 0xFFFC, 0xFFFD
 _RULE = re.compile(r"rule (?P<match>\S+) priority \d+ (?P<rest>.*)$")
 _DROPPED_AT = re.compile(r"dropped at (?P<sw>\S+) \((?P<why>.*?)\)(?: \(path [^)]*\))?$")
@@ -123,7 +125,23 @@ def signature_of(v: ts.Violation, state: _StateAt) -> Signature:
         return _rule_loop(v, state)
     if v.invariant in ("blackholes", "reachability"):
         return _drop(v, state)
+    if v.invariant in ("exceptions", "openflow-errors") and v.details.get("group"):
+        return _observed(v)
     return _generic(v)
+
+
+def _observed(v: ts.Violation) -> Signature:
+    """A traceback (type and the app's frame) or a refused message (error and message type): its identity
+    is already free of names, so one bug found on any switch, with any MAC in the message, is one bucket."""
+    group = [str(g) for g in v.details["group"]]
+    if v.invariant == "exceptions":
+        kind, *frame = group
+        text = f"{kind} in " + (f"{frame[1]} ({frame[0]}:{frame[2]})" if len(frame) == 3 else "the controller")
+        parts = (("exception", kind), ("frame", ":".join(frame)))
+    else:
+        text = f"ERROR {group[0]}/{group[1]} answering {group[2]}"
+        parts = (("error", f"{group[0]}/{group[1]}"), ("request", group[2]))
+    return Signature(v.invariant, parts, f"{v.invariant}: {text}")
 
 
 # --------------------------------------------------------------------------- drops

@@ -41,7 +41,7 @@ from netsleuth.invariants import registry
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.schedulers.fuzz import Rates
 
-CAMPAIGN_FIX = "see the example campaign file in the README's Campaigns section"
+CAMPAIGN_FIX = "see the example campaign file in docs/guide/campaigns.md"
 
 
 class CampaignSpecError(NetsleuthError):

@@ -381,6 +381,10 @@ class ControllerProcess:
             tail = "\n".join(part for part in (self.faucet.log_tail(lines), tail) if part)
         return tail
 
+    def traceback_logs(self) -> list[Path]:
+        """The files a controller's tracebacks go to: its own output, and Faucet's exception log."""
+        return [self.log_path] + ([self.faucet.exception_log_path] if self.faucet is not None else [])
+
     def log_errors(self) -> list[str]:
         """Exceptions the controller logged (os-ken logs and swallows handler crashes)."""
         try:

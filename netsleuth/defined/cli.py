@@ -94,7 +94,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--ordering", default="defined", help="rb ordering: defined | hops | origin | reverse | random:SEED")
     r.add_argument("--seed", type=int, default=0, help="run i draws link delays with seed SEED+i")
     r.add_argument("--scenario-seed", type=int, default=0, help="ospf: seed of the link-failure workload")
-    r.add_argument("--jitter", type=float, default=0.9, help="link delay = mean * U(1-J, 1+J) (default 0.9)")
+    r.add_argument("--jitter", type=float, default=0.9, help="link delays are the mean times a uniform draw "
+                                                                "from [1-J, 1+J] (default 0.9)")
     r.add_argument("--processes", action="store_true",
                    help="run every node as an OS process over loopback TCP (real time: horizon x 0.25 s per run)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")

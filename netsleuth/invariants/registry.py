@@ -95,7 +95,13 @@ register(Invariant("acl", "with Faucet: what an ACL rule denies is not delivered
 register(Invariant("delivery", "every packet a host sends to a connected host arrives", forwarding.check_delivery,
                    observed=True))
 
-DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops", "isolation", "acl")
+register(Invariant("exceptions", "no controller logs a Python traceback (an app's handler raised)", None,
+                   observed=True))
+register(Invariant("openflow-errors", "no switch answers a controller's message with an OpenFlow ERROR", None,
+                   observed=True))
+
+DEFAULT = ("liveness", "loops", "blackholes", "reachability", "dataplane-loops", "isolation", "acl", "exceptions",
+           "openflow-errors")
 
 
 def resolve(names: str | list[str] | tuple[str, ...] | None) -> list[Invariant]:

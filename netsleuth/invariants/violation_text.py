@@ -317,10 +317,14 @@ def violation_lines(v: Any, *, verbose: bool = False, trace: str | None = None,
     origin = d.get("rule_from_text")
     if origin:  # the message that installed the entry it blames, when that was an earlier one
         lines.append(f"{indent}rule installed by {origin}")
-    for key in ("entered", "cycle", "rule", "pairs"):
+    for key in ("entered", "cycle", "rule", "pairs", "frame", "handler", "chain", "request", "why"):
         val = d.get(f"{key}_text")
         if val:
             lines.append(f"{indent}{key}: {val}")
+    if d.get("after_text"):  # what preceded an observed finding (a traceback)
+        lines.append(f"{indent}{d['after_text']}")
+    if (d.get("count") or 1) > 1:
+        lines.append(f"{indent}{d['count']} times in this run")
     ex = d.get("example_text")
     if ex:
         lines.append(f"{indent}example: {ex}")

@@ -23,6 +23,7 @@ from netsleuth.invariants import registry
 from netsleuth.invariants.persistence import PersistenceTracker
 from netsleuth.jobs.every_flowmod import LOCATED, EveryFlowMod
 from netsleuth.live.driver import Runtime
+from netsleuth.live.findings import OBSERVED
 from netsleuth.live.session import JobProgress, JobResult, Session
 from netsleuth.schedulers.config_edits import HostAddr
 from netsleuth.schedulers.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
@@ -189,10 +190,13 @@ def _check(s: Session, tracker: PersistenceTracker, invariants: list, step: int,
     """One invariant round; True when a violation just became persistent.  With ``watch``
     each finding recorded names the message after which it first appeared."""
     s.note_controller_deaths()
-    loops_before = getattr(s, "_loops_seen", 0)
-    loops = [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
-    s._loops_seen = len(loops)  # type: ignore[attr-defined]  # kept on the session between rounds
-    observed_loop = len(loops) > loops_before and any(i.name == "dataplane-loops" for i in invariants)
+    s.observed.poll()
+    # loops on real packets, tracebacks and refused messages are recorded as they happen: a new one stops the run
+    stoppers = {i.name for i in invariants} & {"dataplane-loops", *OBSERVED}
+    seen_before = getattr(s, "_observed_seen", 0)
+    seen = sum(1 for v in s.world.observed_violations if v is not None and v.invariant in stoppers and v.persistent)
+    s._observed_seen = seen  # type: ignore[attr-defined]  # kept on the session between rounds
+    observed_loop = seen > seen_before
     if watch is not None:
         watch.settle()
     findings = registry.check(s.world.view(), invariants)

@@ -23,7 +23,7 @@ from typing import Any
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
-from netsleuth.jobs.replay import find_target, replay_once
+from netsleuth.jobs.replay import check_target_known, find_target, replay_once
 from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
@@ -139,6 +139,7 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     if target is None:
         raise TraceFormatError(f"{opts.trace} records no persistent violation to minimize for",
                                "record one with `netsleuth fuzz` (it stops at the first persistent violation)")
+    check_target_known(target, str(opts.trace))
     localize_note = _localize_preflight(opts, trace.header.controller)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -83,6 +83,16 @@ REACTION_CAP = 10.0  # seconds: the longest a replay waits after its last input 
 REACTION_SLACK = 3.0  # seconds a replay's controller may react later than the recorded one did (a loaded machine)
 
 
+def check_target_known(target: Target | None, source: str) -> None:
+    """Refuse, before anything starts, a target violation of an invariant this netsleuth does not have
+    (a trace from another version, an edited one): the replay could never judge it, only run for nothing."""
+    if target is not None and target.invariant not in registry.REGISTRY:
+        raise registry.UnknownInvariantError(
+            f"{source} targets a violation of invariant '{target.invariant}', which this netsleuth does not "
+            f"have (it knows {', '.join(registry.REGISTRY)})",
+            "pick another violation with --violation, or replay it with the netsleuth version that recorded it")
+
+
 def reaction_time(events: list[ts.Event], target: Target | None) -> float:
     """How long the recorded run took from its last input before the target violation to the violation's
     first sighting (transient or not): a replay waits that long before it judges, so a violation that
@@ -214,8 +224,10 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             await asyncio.sleep(0.1)
             await rt.settle(quiet=0.03, timeout=1.0)
             s.note_controller_deaths()
+            s.observed.poll()
             findings = registry.check(s.world.view(), invariants)
             findings += [v for v in s.world.observed_violations if v.invariant == "dataplane-loops"]
+            findings += s.observed.found()
             last, n_rounds = findings, n_rounds + 1
             streak = streak + 1 if target is not None and target.found_in(findings) else 0
             if streak >= max(1, persist) or (n_rounds >= max(1, persist) and loop.time() >= deadline):
@@ -263,6 +275,7 @@ def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
         (Path(opts.out) / "replay.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
         return data
     target = find_target(trace.events, opts.violation)
+    check_target_known(target, str(opts.trace))
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netsleuth.invariants import registry
+from netsleuth.jobs.ping_why import explain
 from netsleuth.live.driver import PingOutcome, Runtime
 from netsleuth.live.session import JobProgress, JobResult, Session
 from netsleuth.trace import schema as ts
+from netsleuth.world.fates import FateLog
 
 RunResult = JobResult
 
@@ -65,18 +67,41 @@ async def _pingall(s: Session, rt: Runtime, opts: RunOptions) -> None:
     s.progress.phase("pingall", pairs)
     results: list[PingOutcome] = []
     failed: list[str] = []
+    why: dict[str, dict] = {}
+    expected: list[str] = []
+    # explain failed pings: what became of each frame, and the ERRORs switches answered with
+    s.world.fates = FateLog()
+    if s.world.rejections is None:
+        s.world.rejections = []
+    since = [s.world.clock.now()]
 
     def on_ping(r: PingOutcome) -> None:
         results.append(r)
         s.recorder(ts.PingResult, src=r.src, dst=r.dst, ok=r.ok, rtt=r.rtt)
         if not r.ok:
-            failed.append(f"{r.src}->{r.dst}")
+            pair = f"{r.src}->{r.dst}"
+            failed.append(pair)
+            apart = s.world.separated()
+            if (r.src, r.dst) in apart or (r.dst, r.src) in apart:
+                # the controller's own configuration keeps them apart (VLANs, an ACL; a ping needs both
+                # directions): expected, not a failure
+                a, b = (r.src, r.dst) if (r.src, r.dst) in apart else (r.dst, r.src)
+                expected.append(pair)
+                why[pair] = {"cause": "separated", "frame": "", "why": f"the controller's configuration keeps "
+                             f"{a}'s traffic from {b} on purpose (different VLANs, or an ACL)"}
+            else:
+                for c in s.controllers:
+                    s.world.set_controller_alive(c.name, c.alive())
+                why[pair] = explain(s.world, r.src, r.dst, since[0]).to_json()
+        since[0] = s.world.clock.now()
         # kept current so an interrupted run still reports the pings done so far
         s.result.data["pingall"] = {"ok": len(results) - len(failed), "failed": len(failed),
-                                    "failed_pairs": list(failed), "pairs": pairs}
+                                    "failed_pairs": list(failed), "pairs": pairs, "failed_why": dict(why),
+                                    "failed_on_purpose": list(expected)}
         s.progress.advance(len(results))
 
     await rt.pingall(opts.ping_timeout, on_ping)
+    s.world.fates = None
 
 
 __all__ = ["run", "RunOptions", "RunResult"]

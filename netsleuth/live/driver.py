@@ -202,6 +202,9 @@ class Runtime:
                             self.version_mismatches.append(item)
                         if item.reply:
                             link.writer.write(item.reply)
+                            if isinstance(item, ErrorEvent) and item.error.err_type != 0:  # not HELLO_FAILED
+                                self.world.note_undecodable(link.conn, item.error.err_type, item.error.err_code,
+                                                            item.error.xid, item.error.version)
                         if link.proto.state is State.CLOSED:
                             redial = False
                             link.writer.close()

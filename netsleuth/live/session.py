@@ -27,6 +27,7 @@ from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy.faucet import FaucetPolicyError, policy_from_text
 from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.live.driver import Runtime
+from netsleuth.live.findings import ObservedFindings
 from netsleuth.live.stop import stopped_by
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
@@ -66,7 +67,11 @@ class JobResult:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(v.get("persistent", True) for v in self.violations) else 0
+        """1 when a violation persisted or a ping of ``run --pingall`` failed, else 0."""
+        pingall = self.data.get("pingall") or {}
+        # pairs the controller's configuration keeps apart on purpose are expected to fail
+        failed_pings = pingall.get("failed", 0) - len(pingall.get("failed_on_purpose", []))
+        return 1 if failed_pings or any(v.get("persistent", True) for v in self.violations) else 0
 
 
 @dataclass
@@ -154,6 +159,8 @@ class Session:
                                openflow=self.openflow)
             self.world.isolation = self.isolation_pairs
             self.world.faucet_policy = self.faucet_policy
+            self.observed = ObservedFindings.for_session(self)
+            self.recorder.observers.append(self.observed.observe)
             try:
                 progress.phase("starting controller", None)
                 self.endpoints = {}
@@ -189,6 +196,7 @@ class Session:
     async def _drive(self, body: Callable[[Session, Runtime], Awaitable[None]]) -> None:
         rt = Runtime(self.world, self.endpoints)
         flusher = asyncio.create_task(self._flush_periodically())
+        watcher = asyncio.create_task(self._poll_observed())
         try:
             await self._bootstrap(rt)
             await self._mark_coverage()
@@ -198,6 +206,7 @@ class Session:
             await self._unless_runtime_fails(rt, body(self, rt))
         finally:
             flusher.cancel()
+            watcher.cancel()
             await rt.close()
 
     @staticmethod
@@ -237,6 +246,12 @@ class Session:
         while True:
             await asyncio.sleep(every)
             self.writer.flush_if_due()
+
+    async def _poll_observed(self, every: float = 0.1) -> None:
+        """Read the controllers' logs and the switches' refusals as the run goes (not only at its end)."""
+        while True:
+            await asyncio.sleep(every)
+            self.observed.poll()
 
     async def _bootstrap(self, rt: Runtime) -> None:
         t0 = time.monotonic()
@@ -345,8 +360,13 @@ class Session:
 
     def _finish(self, started: float) -> None:
         wanted = set(self.result.data.get("checks", []))
+        observed = getattr(self, "observed", None)
+        if observed is not None:
+            observed.poll(final=True)
         self.result.data["violations"] = [violation_json(v) for v in self.world.observed_violations
                                           if v is not None and v.invariant in wanted]
+        if observed is not None:
+            observed.annotate(self.result.data["violations"])
         statuses = []
         for c in self.controllers:
             errors = c.log_errors()
@@ -366,4 +386,4 @@ class Session:
 def violation_json(v: Any) -> dict:
     return {"invariant": v.invariant, "message": v.message, "persistent": v.persistent,
             "hosts": list(v.hosts), "switches": list(v.switches), "round": v.details.get("round"),
-            "details": v.details}
+            "details": v.details, "seq": v.seq}

@@ -211,7 +211,7 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
             hs = st.hosts[tr[1]]
             dst = hs.to_send[0]
             h, d = hs.host, cfg.topology.host(dst)
-            pkt = icmp_echo(h.mac, d.mac, h.ip, d.ip, tr[1] + 1, hs.next_seq)  # the model's ping (system._fire_send)
+            pkt = icmp_echo(h.mac, d.mac, h.ip, d.ip, tr[1] + 1, hs.next_seq)  # the model's ping (fire_hosts.fire_send)
             add(ts.TrafficInjection, host=h.name, packet=pkt.to_json(), dst=dst)
         elif kind == SENDPKT:
             hs = st.hosts[tr[1]]

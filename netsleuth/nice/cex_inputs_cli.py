@@ -40,7 +40,8 @@ def cmd_cex_inputs(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("cex-inputs", help="turn a `check` counterexample into inputs `replay` runs against the "
                                           "real controller")
-    c.add_argument("counterexample", help="a cex-*.jsonl written by `netsleuth check --out`")
+    c.add_argument("counterexample", help="a counterexample file (cex-N-PROPERTY.jsonl) that "
+                                                         "`netsleuth check --out` wrote")
     c.add_argument("--out", required=True, type=out_file(), help="where to write the trace of inputs (.jsonl)")
     c.add_argument("--gap", type=seconds(), default=0.3, help="seconds between inputs (default 0.3)")
     c.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -70,9 +70,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from netsleuth.nice.effects import ANY, Effects
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
-from netsleuth.nice.system import ANY, Effects, System
+from netsleuth.nice.system import System
 from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
 from netsleuth.nice.violation import PropertyViolation
 

@@ -34,6 +34,7 @@ from netsleuth.invariants.forwarding import Finding
 from netsleuth.jobs.violations import violation_block
 from netsleuth.live.background import BackgroundSession
 from netsleuth.live.driver import PingOutcome, Runtime
+from netsleuth.live.findings import OBSERVED
 from netsleuth.live.session import Session
 from netsleuth.testing.inputs import TRAFFIC_KINDS, NetworkInput
 from netsleuth.trace import schema as ts
@@ -109,6 +110,7 @@ class LiveNetwork:
         self.violations: list[Finding] = []     # what check() found, in order
         self._ping_seq = 0
         self._loops_seen = 0
+        self._observed_seen: set[int] = set()   # trace seqs of the observed violations check() returned
         self.session = Session("test", topo, self.controller, self.out, seed=seed, checks=self.default_checks,
                                openflow=openflow, warmup=warmup, handshake_timeout=handshake_timeout)
         self._net = BackgroundSession(self.session, on_ready=self._ready, stopped=self._stopped,
@@ -306,13 +308,19 @@ class LiveNetwork:
                     found += [Finding(v.invariant, v.message, tuple(v.hosts), tuple(v.switches), dict(v.details))
                               for v in loops[self._loops_seen:]]
                     self._loops_seen = len(loops)
+                if set(names) & set(OBSERVED):  # tracebacks and refused messages, recorded as they happen
+                    s.observed.poll()
+                    found += [Finding(v.invariant, v.message, tuple(v.hosts), tuple(v.switches),
+                                      dict(v.details, seq=v.seq))
+                              for v in s.observed.found() if v.seq not in self._observed_seen and v.invariant in names]
                 seen.append(found)
                 if not found:
                     return []
             keys = [{_key(f) for f in round_} for round_ in seen]
             lasting = [f for f in seen[-1] if all(_key(f) in k for k in keys)]
+            self._observed_seen.update(f.details["seq"] for f in lasting if f.invariant in OBSERVED)
             for f in lasting:
-                if f.invariant != "dataplane-loops":  # those are in the trace already
+                if f.invariant not in ("dataplane-loops", *OBSERVED):  # those are in the trace already
                     s.record_finding(f, persistent=True)
             s.writer.flush()
             return lasting

@@ -16,7 +16,7 @@ Why the shapes are what they are:
   :mod:`netsleuth.trace.fingerprint`) so "the same" message can be matched
   across runs whose xids, cookies and buffer ids differ.
 * **A kind is a registered class.** Adding one is a decorator plus a
-  dataclass; the generic codec below derives validation from the type hints,
+  dataclass; the generic codec (:mod:`netsleuth.trace.fieldcodec`) derives validation from the type hints,
   so a new kind cannot forget its (de)serializer.
 
 Field values are JSON-shaped: ``dict`` fields hold JSON values (lists, not
@@ -27,23 +27,19 @@ read back as tuples, so ``event_from_json(event_to_json(e)) == e``.
 from __future__ import annotations
 
 import dataclasses
-import math
-import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from netsleuth.errors import TraceFormatError
+from netsleuth.trace.fieldcodec import decode_fields, encode_fields
 
 FORMAT = "netsleuth-trace"
 VERSION = 1
 
 Fingerprint = tuple
 """A masked fingerprint: a (nested) tuple of str/int/float/bool/None; hashable."""
-
-_SCALARS = (str, int, float, bool, type(None))
-
 
 # --------------------------------------------------------------------- header
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -409,179 +405,6 @@ class McStep(Event):
     what: str
 
 
-# ---------------------------------------------------------------------- codec
-class _Bad(Exception):
-    """A field value of the wrong shape; turned into TraceFormatError by the caller."""
-
-
-def _check_int(v: Any) -> int:
-    if type(v) is not int:  # bool is an int subclass but never a valid int field
-        raise _Bad(f"must be an integer, got {v!r}")
-    return v
-
-
-def _to_float(v: Any) -> float:
-    # ints are accepted and widened so a float field always prints as "1.0":
-    # that keeps rewriting a trace byte-identical.
-    if type(v) not in (int, float) or not math.isfinite(v):
-        raise _Bad(f"must be a finite number, got {v!r}")
-    return float(v)
-
-
-def _check(kind: type) -> Callable[[Any], Any]:
-    def check(v: Any) -> Any:
-        if type(v) is not kind:
-            raise _Bad(f"must be {'an object' if kind is dict else 'a ' + kind.__name__}, got {v!r}")
-        return v
-
-    return check
-
-
-def _str_tuple_in(v: Any) -> tuple[str, ...]:
-    if not isinstance(v, (list, tuple)) or not all(type(x) is str for x in v):
-        raise _Bad(f"must be a list of strings, got {v!r}")
-    return tuple(v)
-
-
-def _str_tuple_out(v: Any) -> list[str]:
-    if type(v) is not tuple or not all(type(x) is str for x in v):
-        raise _Bad(f"must be a tuple of strings, got {v!r}")
-    return list(v)
-
-
-def _fp_in(v: Any) -> Any:  # a tuple, or a scalar inside one
-    if isinstance(v, (list, tuple)):
-        return tuple(_fp_in(x) for x in v)
-    if isinstance(v, _SCALARS):
-        return v
-    raise _Bad(f"must be a fingerprint (nested lists of scalars), got {v!r}")
-
-
-def _fp_out(v: Any) -> Any:
-    if type(v) is tuple:
-        return [_fp_out(x) for x in v]
-    if isinstance(v, _SCALARS):
-        return v
-    raise _Bad(f"must be a fingerprint (nested tuples of scalars), got {v!r}")
-
-
-def _fp_top_in(v: Any) -> tuple:
-    if not isinstance(v, (list, tuple)):
-        raise _Bad(f"must be a fingerprint (a list, possibly nested, of scalars), got {v!r:.80}")
-    return tuple(_fp_in(x) for x in v)
-
-
-def _fp_top_out(v: Any) -> Any:
-    if type(v) is not tuple:
-        raise _Bad(f"must be a fingerprint (a tuple, possibly nested, of scalars), got {v!r:.80}")
-    return _fp_out(v)
-
-
-def _optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def conv(v: Any) -> Any:
-        return None if v is None else inner(v)
-
-    return conv
-
-
-# (to_json, from_json) per supported annotation. Anything else is a schema bug
-# and fails at import time, not when the first trace is read.
-_CODECS: dict[Any, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
-    int: (_check_int, _check_int),
-    float: (_to_float, _to_float),
-    str: (_check(str), _check(str)),
-    bool: (_check(bool), _check(bool)),
-    dict: (_check(dict), _check(dict)),
-    tuple: (_fp_top_out, _fp_top_in),
-    tuple[str, ...]: (_str_tuple_out, _str_tuple_in),
-}
-
-
-def _codec_for(hint: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    if hint in _CODECS:
-        return _CODECS[hint]
-    args = typing.get_args(hint)
-    if isinstance(hint, types.UnionType) and len(args) == 2 and type(None) in args:
-        out, inp = _codec_for(args[0] if args[1] is type(None) else args[1])
-        return _optional(out), _optional(inp)
-    raise TypeError(f"trace schema: unsupported field type {hint!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class _FieldSpec:
-    name: str
-    to_json: Callable[[Any], Any]
-    from_json: Callable[[Any], Any]
-    required: bool
-    describe: str
-    omit: tuple[Any] | None = None  # (default,): the field is written only when it differs from it
-
-
-def _describe(hint: Any) -> str | None:
-    return getattr(hint, "__name__", None) if not typing.get_args(hint) else str(hint)
-
-
-_SPECS: dict[type, tuple[_FieldSpec, ...]] = {}
-
-
-def _specs(cls: type) -> tuple[_FieldSpec, ...]:
-    specs = _SPECS.get(cls)
-    if specs is None:
-        hints = typing.get_type_hints(cls)
-        specs = tuple(
-            _FieldSpec(f.name, *_codec_for(hints[f.name]),
-                       required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-                       describe=str(_describe(hints[f.name])),
-                       omit=(f.default,) if f.metadata.get("omit_default") else None)
-            for f in dataclasses.fields(cls)
-        )
-        _SPECS[cls] = specs
-    return specs
-
-
-def _encode(obj: Any, what: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for spec in _specs(type(obj)):
-        if spec.omit is not None and getattr(obj, spec.name) == spec.omit[0]:
-            continue  # an optional field at its default is left out of the line
-        try:
-            out[spec.name] = spec.to_json(getattr(obj, spec.name))
-        except _Bad as exc:
-            raise TraceFormatError(
-                f"cannot record {what}: field {spec.name!r} {exc}",
-                f"pass a {spec.describe} for {spec.name!r} when building {type(obj).__name__}",
-            ) from None
-    return out
-
-
-def _decode(cls: type, d: Mapping[str, Any], what: str, skip: tuple[str, ...] = ()) -> Any:
-    specs = _specs(cls)
-    known = {s.name for s in specs} | set(skip)
-    unknown = sorted(k for k in d if k not in known)
-    if unknown:
-        raise TraceFormatError(
-            f"{what} has unknown field(s) {', '.join(map(repr, unknown))}",
-            "remove them, or read the trace with the netsleuth version that wrote it",
-        )
-    kwargs: dict[str, Any] = {}
-    for spec in specs:
-        if spec.name not in d:
-            if spec.required:
-                raise TraceFormatError(
-                    f"{what} lacks required field {spec.name!r}",
-                    "the trace was edited or truncated; restore the field or re-record the trace",
-                )
-            continue
-        try:
-            kwargs[spec.name] = spec.from_json(d[spec.name])
-        except _Bad as exc:
-            raise TraceFormatError(
-                f"{what}: field {spec.name!r} {exc}",
-                f"make {spec.name!r} a {spec.describe} or re-record the trace",
-            ) from None
-    return cls(**kwargs)
-
-
 def event_to_json(ev: Event) -> dict[str, Any]:
     """The JSON object for one event: its fields plus ``"kind"``."""
     kind = type(ev).kind
@@ -590,7 +413,7 @@ def event_to_json(ev: Event) -> dict[str, Any]:
             f"cannot record {type(ev).__name__}: it is not a registered event kind",
             "decorate the class with @event_kind(...) in netsleuth.trace.schema",
         )
-    out = _encode(ev, f"{kind!r} event seq={getattr(ev, 'seq', '?')}")
+    out = encode_fields(ev, f"{kind!r} event seq={getattr(ev, 'seq', '?')}")
     out["kind"] = kind
     return out
 
@@ -612,12 +435,12 @@ def event_from_json(d: Any) -> Event:
             f"unknown event kind {kind!r}",
             f"known kinds: {', '.join(sorted(EVENT_KINDS))}; a newer netsleuth may have written this trace",
         )
-    return _decode(cls, d, f"{kind!r} event", skip=("kind",))  # type: ignore[no-any-return]  # an instance of cls
+    return decode_fields(cls, d, f"{kind!r} event", skip=("kind",))  # type: ignore[no-any-return]  # an instance of cls
 
 
 def header_to_json(header: TraceHeader) -> dict[str, Any]:
     """The JSON object for the header line."""
-    return _encode(header, "trace header")
+    return encode_fields(header, "trace header")
 
 
 def header_from_json(d: Any) -> TraceHeader:
@@ -637,7 +460,7 @@ def header_from_json(d: Any) -> TraceHeader:
             f"the trace is format version {version}, newer than the {VERSION} this netsleuth reads",
             "upgrade netsleuth (pip install -U netsleuth)",
         )
-    return _decode(TraceHeader, d, "trace header")  # type: ignore[no-any-return]  # _decode builds a TraceHeader
+    return decode_fields(TraceHeader, d, "trace header")  # type: ignore[no-any-return]  # decode_fields builds a TraceHeader
 
 
 @dataclass(frozen=True, slots=True)

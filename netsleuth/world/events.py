@@ -119,6 +119,23 @@ class FlowModApplied:
     msg: Any                 # the os-ken message itself
 
 
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A switch answered a controller's message with an OpenFlow ERROR (the `openflow-errors` invariant):
+    the message (an os-ken object, or None when it did not even decode), the ERROR's type and code, the
+    trace seq of the recorded message (None without a trace) and when."""
+
+    switch: str
+    controller: str
+    version: int
+    msg: Any
+    err_type: int
+    err_code: int
+    xid: int
+    seq: int | None
+    t: float
+
+
 class TableObserver(Protocol):
     """Told of every FLOW_MOD/GROUP_MOD a switch applies, once just before and once just after.
 

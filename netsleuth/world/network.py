@@ -42,9 +42,11 @@ from netsleuth.world.events import (
     OnWire,
     PendingEvent,
     PendingToController,
+    Rejection,
     TableObserver,
     ToSwitch,
 )
+from netsleuth.world.fates import FateLog
 
 REDIAL_GRACE = 5.0
 """Seconds a switch whose controller closed its connection counts as connected while it dials again:
@@ -115,6 +117,7 @@ class Network:
             self.by_dpid[spec.dpid] = s
         self.hosts: dict[str, Host] = {h.name: Host(h.name, h.mac, h.ip) for h in topology.hosts}
         self.host_by_ip: dict[int, str] = {h.ip: h.name for h in topology.hosts}
+        self.host_by_mac: dict[int, str] = {h.mac: h.name for h in topology.hosts}
         self.peer: dict[tuple[str, int], tuple[str, int]] = {}
         self.link_up: dict[tuple[str, int, str, int], bool] = {}
         # sending ends (node, port) of links cut in that direction only (STS's one-way link failures)
@@ -154,6 +157,10 @@ class Network:
         self.observing = True  # False during a warm-up: looping packets are dropped but not reported
         # told of every FLOW_MOD/GROUP_MOD a switch applies (see TableObserver): a check per message
         self.table_observers: list[TableObserver] = []
+        # ERRORs switches answered controllers' messages with, kept when a job checks openflow-errors
+        self.rejections: list[Rejection] | None = None
+        # what became of each frame a host sent, kept when a job explains failed pings
+        self.fates: FateLog | None = None
 
     # ------------------------------------------------------------ channels
     def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
@@ -362,12 +369,31 @@ class Network:
             for o in list(observers):
                 o.before_flow_mod(switch.name)
         outputs = switch.handle_message(ev.conn, ev.msg, self.clock.now())
+        if self.rejections is not None:
+            self._note_rejection(switch, c, ev.msg, outputs, None if recorded is None else recorded.seq)
         if watched and not _rejected(ev.msg, outputs):
             applied = _flow_mod_applied(switch, kind, ev.msg, None if recorded is None else recorded.seq)
             for o in list(observers):
                 o.flow_mod_applied(applied)
         self._apply_outputs(switch, outputs, ev.conn)
         return []
+
+    def _note_rejection(self, switch: sw.Switch, c: Connection, msg: Any, outputs: Iterable[Any],
+                        seq: int | None) -> None:
+        assert self.rejections is not None
+        for out in outputs:
+            reply = getattr(out, "msg", None)
+            if reply is not None and getattr(reply, "xid", None) == msg.xid and msg_type_name(reply) == "ERROR":
+                self.rejections.append(Rejection(switch.name, c.controller, switch.version, msg, reply.type,
+                                                 reply.code, msg.xid, seq, self.clock.now()))
+
+    def note_undecodable(self, conn: int, err_type: int, err_code: int, xid: int, version: int) -> None:
+        """The edge answered bytes from a controller that did not decode with an ERROR (a malformed message)."""
+        if self.rejections is None:
+            return
+        c = self.connections[conn]
+        self.rejections.append(Rejection(self.by_dpid[c.dpid].name, c.controller, version, None, err_type, err_code,
+                                         xid, None, self.clock.now()))
 
     def _fire_to_controller(self, ev: PendingToController) -> list[Effect]:
         c = self.connections[ev.conn]
@@ -394,6 +420,8 @@ class Network:
         peer = self.peer.get((node, port))
         if peer is None or not self.link_is_up(node, port) or (node, port) in self.cut_from:
             self.stats.dropped_packets += 1
+            if self.fates is not None and lineage is not None:
+                self.fates.lost(node, port, lineage.pid, self.clock.now())
             return
         if lineage is None:
             lineage = self._new_lineage()
@@ -438,9 +466,14 @@ class Network:
                 self._report_loop(ev)
                 return
             tag = Lineage(ev.lineage.pid, ev.lineage.hops + (here,))
-            self._apply_outputs(switch, switch.receive_packet(ev.port, ev.packet, now, tag), None)
+            outs = switch.receive_packet(ev.port, ev.packet, now, tag)
+            if self.fates is not None:
+                self.fates.at_switch(switch, ev.port, ev.packet, ev.lineage.pid, outs, now)
+            self._apply_outputs(switch, outs, None)
             return
         host = self.hosts[ev.node]
+        if self.fates is not None:
+            self.fates.delivered(host.name, ev.lineage.pid, now)
         sent = self._in_flight.get(ev.lineage.pid)
         if sent is not None and sent[1] == ev.node:
             del self._in_flight[ev.lineage.pid]
@@ -469,11 +502,22 @@ class Network:
         _, port = self.host_port(host)
         for frame in frames:
             lineage = self._new_lineage()
-            l3 = frame.l3
-            dst = self.host_by_ip.get(getattr(l3, "dst", -1)) if frame.eth_type == 0x0800 else None
+            dst = self.addressee(frame)
             if dst is not None and dst != host and self.expects_delivery(host, dst):
                 self._in_flight[lineage.pid] = (host, dst, frame.summary(), self.clock.now(), self.epoch)
+            if self.fates is not None:
+                self.fates.sent(host, lineage.pid, frame, self.clock.now())
             self._emit(host, port, frame, lineage)
+
+    def addressee(self, frame: Packet) -> str | None:
+        """The host a frame is meant for: an IPv4 packet's destination, the host an ARP asks for or
+        answers, else the host whose MAC it is sent to (broadcasts of other kinds are for nobody)."""
+        l3 = frame.l3
+        if frame.eth_type == 0x0800:
+            return self.host_by_ip.get(getattr(l3, "dst", -1))
+        if frame.eth_type == 0x0806:
+            return self.host_by_ip.get(getattr(l3, "tpa", -1))
+        return self.host_by_mac.get(frame.eth_dst)
 
     def expects_delivery(self, src: str, dst: str) -> bool:
         """Whether a packet ``src`` sends to ``dst`` now must arrive (the World knows of exceptions)."""

@@ -42,6 +42,7 @@ from typing import Any
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import compiled as hsa_compile
+from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner, port_state
 from netsleuth.invariants.headerspace.engine import (
@@ -276,7 +277,7 @@ class IncrementalHSA:
         self._ok = R.controller_checker(steady)
         self._by_mac = {h.mac: h for h in steady.topology.hosts}
         self._senders: dict[Port, list[tuple[Any, list]]] = {}
-        for src, loc, peers in H.senders(steady, self._A, self._comp):
+        for src, loc, peers in HR.senders(steady, self._A, self._comp):
             self._senders.setdefault(loc, []).append((src, peers))
         restset = set(rest)
         touched = {}
@@ -664,12 +665,12 @@ class IncrementalHSA:
             return []
         ids = self._ids[t]
         ok = self._ok
-        if len(srcs) != 1 or ids is None or self._masks[t] != H.PAIR_FIXED or not ok(ing[0]):
+        if len(srcs) != 1 or ids is None or self._masks[t] != HR.PAIR_FIXED or not ok(ing[0]):
             # not one class per pair: judge the ingress as a full check does
             self._susp.pop(t, None)
             shifted = t << TAG_SHIFT
             a1 = self._analysis(ing, [j | shifted for j in ids or ()])
-            judge = H.PairJudge(a1, ok, self._comp)
+            judge = HR.PairJudge(a1, ok, self._comp)
             return [f for src, peers in srcs for f in judge.pairs(ing, src, peers)]
         # One class per pair: a pair needs a look iff its class does not end at the
         # destination, at a live controller or at a drop rule (what a full check's bulk
@@ -685,7 +686,7 @@ class IncrementalHSA:
         changed = list(changed)
         for x in changed:
             susp.pop(x, None)
-        for x, d in H.pair_keys(changed, src, self._by_mac, self._comp):
+        for x, d in HR.pair_keys(changed, src, self._by_mac, self._comp):
             o = out.get(x)
             if o is None:
                 continue
@@ -699,11 +700,11 @@ class IncrementalHSA:
         todo = sorted(x for x, f in susp.items() if f is None)
         if todo:
             a1 = self._analysis(ing, todo)
-            idx = H.ReachIndex(a1.reach(ing))
-            dst_mac = H.pair_macs()[1]
+            idx = HR.ReachIndex(a1.reach(ing))
+            dst_mac = HR.pair_macs()[1]
             for x in todo:
                 d = self._by_mac[int(dst_mac[x & _IDM])]
-                f = H.judge_pair(a1, idx, ing, src, d, ok)
+                f = HR.judge_pair(a1, idx, ing, src, d, ok)
                 susp[x] = _FINE if f is None else f
         return [f for _x, f in sorted(susp.items()) if f is not _FINE]
 

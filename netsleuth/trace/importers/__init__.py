@@ -12,6 +12,7 @@ codec's JSON form -- is passed in by the caller (the CLI)::
     write_trace("trace.jsonl", report.trace)
 """
 
-from netsleuth.trace.importers.sts import STS_CLASSES, ImportReport, import_sts
+from netsleuth.trace.importers.sts import import_sts
+from netsleuth.trace.importers.sts_read import STS_CLASSES, ImportReport
 
 __all__ = ["ImportReport", "import_sts", "STS_CLASSES"]
