@@ -30,7 +30,6 @@ from rich.table import Table
 from netsleuth import __version__
 from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
-from netsleuth.jobs.localize_cli import add_localize_options as localize_options
 from netsleuth.live import stop
 from netsleuth.options import at_least, out_dir, out_file, seconds
 
@@ -311,14 +310,14 @@ def _print_target(args: argparse.Namespace) -> None:
 
 
 def cmd_minimize(args: argparse.Namespace) -> int:
+    from netsleuth.jobs.localize_cli import localize_kwargs, print_mcs
     from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 
     opts = MinimizeOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller,
                            replays=args.replays, jobs=args.jobs, executor=args.executor, budget=args.budget,
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
-                           trust_trace_controller=args.trust_trace_controller, localize=args.localize,
-                           formula=args.formula, all_code=args.all_code, top=args.top)
+                           trust_trace_controller=args.trust_trace_controller, **localize_kwargs(args))
     with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -344,13 +343,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         table.add_row("report", d["report"]["html"])
     out.print(table)
     _print_target(args)
-    out.print("minimal causal sequence:")
-    for line in d["mcs_in_words"]:
-        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
-    if d.get("localize"):
-        from netsleuth.jobs.localize_cli import print_localization
-
-        print_localization(d["localize"])
+    print_mcs(d)  # and the suspicious lines of --localize
     if d.get("stop_reason") == "interrupted":  # the best result so far is written; say how it ended
         err.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
                       markup=False)
@@ -505,8 +498,6 @@ def build_parser() -> argparse.ArgumentParser:
                     help="which persistent violation to reproduce (0: first)")
     rp.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     rp.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
-    rp.add_argument("--coverage", action="store_true",
-                    help="keep the (Python) controller's executed lines with each replay's verdict (coverage.json)")
     _add_openflow(rp, None)
     rp.set_defaults(func=cmd_replay)
 
@@ -530,9 +521,6 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     mn.add_argument("--peek", action="store_true",
                     help="infer each candidate's expected internal events by replaying its prefixes (STS PEEK)")
-    mn.add_argument("--localize", action="store_true",
-                    help="measure the (Python) controller's lines in every replay and rank the suspicious ones")
-    localize_options(mn)
     mn.set_defaults(func=cmd_minimize)
 
     cl = sub.add_parser("cluster", help="cluster harmful races into root causes (BigBug) and rank representatives")

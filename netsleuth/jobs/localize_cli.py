@@ -41,6 +41,20 @@ def print_localization(loc: dict[str, Any]) -> None:
                       f"{i['failing']}/{i['passing']:<4} {escape(i['source'])}", soft_wrap=True, highlight=False)
 
 
+def print_mcs(d: dict[str, Any]) -> None:
+    """`minimize`'s MCS in words, then the suspicious lines when it ran with --localize."""
+    out.print("minimal causal sequence:")
+    for line in d["mcs_in_words"]:
+        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    if d.get("localize"):
+        print_localization(d["localize"])
+
+
+def localize_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """MinimizeOptions' fields for the --localize options (added to `minimize` by :func:`add_commands`)."""
+    return {"localize": args.localize, "formula": args.formula, "all_code": args.all_code, "top": args.top}
+
+
 def cmd_localize(args: argparse.Namespace) -> int:
     from netsleuth.jobs.localize import LocalizeOptions, localize
 
@@ -65,6 +79,13 @@ def add_localize_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``localize``; and the options that measure coverage on ``minimize`` and ``replay`` (defined before)."""
+    mn, rp = sub.choices["minimize"], sub.choices["replay"]
+    mn.add_argument("--localize", action="store_true",
+                    help="measure the (Python) controller's lines in every replay and rank the suspicious ones")
+    add_localize_options(mn)
+    rp.add_argument("--coverage", action="store_true",
+                    help="keep the (Python) controller's executed lines with each replay's verdict (coverage.json)")
     p = sub.add_parser("localize", help="rank the controller's source lines by how they separate the failing "
                                         "from the passing replays of a minimization (needs a Python controller)")
     p.add_argument("minimize_out", help="the --out folder of `netsleuth minimize`")
