@@ -49,6 +49,7 @@ def _parse(argv):
     p.add_argument("--framework-pkg", action="append", default=[])
     p.add_argument("--concurrency", default="thread")
     p.add_argument("--run-now", action="store_true")
+    p.add_argument("--faucet", action="store_true")
     return p.parse_args(argv[:cut]), argv[cut + 1:]
 
 
@@ -114,6 +115,20 @@ def _on_mark(signum, frame):
     _start()
 
 
+def _faucet(target):
+    """Faucet's entry script turns its options into os-ken manager's and execs ``osken-manager``, which
+    would leave coverage behind: do the same in this process instead."""
+    from faucet.__main__ import build_ryu_args
+
+    manager_args = build_ryu_args([target[0], *target[1:]])
+    if not manager_args:  # --version: printed
+        return 0
+    sys.argv = manager_args
+    from os_ken.cmd.manager import main as manager
+
+    return manager()
+
+
 def main(argv):
     args, target = _parse(argv)
     if not target:
@@ -129,6 +144,8 @@ def main(argv):
     atexit.register(_dump)
     if args.run_now:
         _start()
+    if args.faucet:
+        return _faucet(target)
     if target[0] == "-m":
         sys.argv = [target[1], *target[2:]]
         sys.path.insert(0, os.getcwd())
