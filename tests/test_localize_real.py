@@ -87,3 +87,16 @@ def test_migration_blackhole_of_simple_switch_names_the_port_status_handler(tmp_
     print("migration blackhole, lines named:", *named, sep="\n  ")
     assert loc["separable"], loc["message"]
     assert loc["top"][0]["function"] == "SimpleSwitch._port_status_handler", named
+
+
+def test_a_faucet_replay_keeps_faucets_own_lines_with_its_verdict(tmp_path: Path) -> None:
+    trace = first_violation("faucet:auto", tmp_path / "fuzz", 20, {"traffic": 0.5}, range(1, 3))
+    assert main(["replay", str(trace), "--out", str(tmp_path / "replay"), "--coverage", "--epsilon", "100",
+                 "--no-packet-events"]) in (0, 1)
+    cov = json.loads((tmp_path / "replay" / "coverage.json").read_text())
+    assert cov["processes"] == 1 and cov["lost"] == 0 and cov["reproduced"] is not None
+    (own,) = cov["own"]
+    assert own.endswith("/faucet")  # Faucet's package: its own code, not os-ken's
+    ran = [f for f in cov["lines"] if f.startswith(own + "/")]
+    assert any(f.endswith("/valve.py") for f in ran), sorted(cov["lines"])
+    assert not any("/os_ken/" in f for f in cov["lines"])  # the framework is measured only for --all-code
