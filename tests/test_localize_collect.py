@@ -131,3 +131,19 @@ def test_minimize_localize_with_a_controller_that_is_not_python_is_a_note_not_a_
     assert _localize_preflight(opts, "osken:os_ken.app.simple_switch") == ""
     opts.localize = False
     assert _localize_preflight(opts, "tcp:127.0.0.1:6633") == ""
+
+
+def test_reorderings_swap_neighbours_that_do_not_depend_on_each_other():
+    from netsleuth.jobs.localize import reorderings
+    from netsleuth.trace.schema import HostMigration, LinkFailure, LinkRecovery, TrafficInjection
+
+    ping = TrafficInjection(seq=10, t=1.0, id="i1", host="h1", packet={}, dst="h2")
+    move = HostMigration(seq=20, t=2.0, id="i2", host="h1", old_switch="s1", old_port=1, new_switch="s3",
+                         new_port=3)
+    fail = LinkFailure(seq=30, t=3.0, id="i3", node1="s1", port1=2, node2="s2", port2=2)
+    recover = LinkRecovery(seq=40, t=4.0, id="i4", node1="s1", port1=2, node2="s2", port2=2, deps=("i3",))
+    orders = reorderings([ping, move, fail, recover])
+    assert [[e.id for e in o] for o in orders] == [["i2", "i1", "i3", "i4"], ["i1", "i3", "i2", "i4"]]
+    first = orders[0]
+    assert (first[0].seq, first[0].t, first[1].seq, first[1].t) == (10, 1.0, 20, 2.0)  # positions traded
+    assert first[0].host == "h1" and first[0].new_switch == "s3"

@@ -7,12 +7,14 @@ localize/collect.py), which is the pass/fail spectrum spectrum-based fault
 localization ranks lines with (localize/spectrum.py).  When the replays the
 minimizer ran are too few to separate lines (no passing run, or every
 candidate line with the same counts), this job adds replays that differ from
-the MCS in exactly one input: the MCS itself and the MCS without each of its
-atoms (by 1-minimality those pass).
+the MCS in exactly one input: the MCS itself, the MCS without each of its
+atoms (by 1-minimality those pass) and the MCS with two neighbouring inputs
+swapped where happens-before allows (neither depends on the other).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,23 +122,38 @@ def _rank(spectrum: Spectrum, formula: str) -> Ranking:
     return rank(spectrum.runs, formula, order=lambda line: order.get(line, (0, *line)))
 
 
+def reorderings(mcs: list[InputEvent]) -> list[list[InputEvent]]:
+    """The MCS with each pair of neighbouring inputs swapped, where happens-before allows it: neither input
+    depends on the other (a recovery stays after its failure, a host's moves stay in order). The swapped
+    inputs trade their positions in the recording (``seq``, ``t``), so the replay's spacing and its waits for
+    recorded messages stay those of the original."""
+    out = []
+    for i in range(len(mcs) - 1):
+        a, b = mcs[i], mcs[i + 1]
+        if a.id in b.deps or b.id in a.deps:
+            continue
+        swapped = [dataclasses.replace(b, seq=a.seq, t=a.t), dataclasses.replace(a, seq=b.seq, t=b.t)]
+        out.append([*mcs[:i], *swapped, *mcs[i + 2:]])
+    return out
+
+
 def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,
                    persist: int, framework: bool, progress: Callable[[str], None] | None) -> int:
-    """Replay the MCS and the MCS without each of its atoms, with coverage; how many replays ran."""
+    """Replay the MCS, the MCS without each of its atoms and its reorderings, with coverage; how many ran."""
     trace = read_trace(trace_path)
     target = find_target(trace.events, int(result.get("violation", 0) or 0))
     mcs = [e for e in read_trace(out / "mcs.jsonl").events if isinstance(e, InputEvent)]
     atoms = Atoms(mcs)
     everything = tuple(range(len(atoms)))
     keys = [everything] + [tuple(i for i in everything if i != k) for k in everything]
-    for n, key in enumerate(keys, 1):
+    candidates = [list(atoms.materialize(key)) for key in keys] + reorderings(mcs)
+    for n, inputs in enumerate(candidates, 1):
         if progress is not None:
-            progress(f"localize: replay {n}/{len(keys)} ({len(key)} of {len(atoms)} MCS inputs)")
-        replay_once(trace.header, trace.events, out / "localize" / "w0" / f"replay-{n}",
-                    inputs=list(atoms.materialize(key)), target=target, controller=controllers, epsilon=epsilon,
-                    persist=persist, record_packets=False, max_gap=0.05, openflow=result.get("openflow"),
-                    coverage=True, coverage_framework=framework)
-    return len(keys)
+            progress(f"localize: replay {n}/{len(candidates)} ({len(inputs)} of {len(mcs)} MCS inputs)")
+        replay_once(trace.header, trace.events, out / "localize" / "w0" / f"replay-{n}", inputs=inputs,
+                    target=target, controller=controllers, epsilon=epsilon, persist=persist, record_packets=False,
+                    max_gap=0.05, openflow=result.get("openflow"), coverage=True, coverage_framework=framework)
+    return len(candidates)
 
 
 def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bool, added: int = 0) -> dict:
@@ -161,4 +178,4 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
 
 
 __all__ = ["LocalizeOptions", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
-           "python_controllers", "ranking_json"]
+           "python_controllers", "ranking_json", "reorderings"]
