@@ -235,7 +235,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                          epsilon=args.epsilon / 1000.0, violation=args.violation,
                          record_packets=not args.no_packet_events, openflow=args.openflow,
                          trust_trace_controller=args.trust_trace_controller,
-                         buffer_packets=args.buffer_packets, table_size=args.table_size)
+                         buffer_packets=args.buffer_packets, table_size=args.table_size, coverage=args.coverage)
     with progress_bar() as p:
         d = replay(opts, JobProgressBar(p))
     table = Table(title=f"netsleuth replay of {args.trace}", show_header=False)
@@ -268,6 +268,7 @@ def _print_target(args: argparse.Namespace) -> None:
 
 
 def cmd_minimize(args: argparse.Namespace) -> int:
+    from netsleuth.jobs.localize_cli import localize_kwargs, print_mcs
     from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 
     opts = MinimizeOptions(trace=Path(args.trace), out=Path(args.out), controller=args.controller,
@@ -275,7 +276,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
                            trust_trace_controller=args.trust_trace_controller,
-                           buffer_packets=args.buffer_packets, table_size=args.table_size)
+                           buffer_packets=args.buffer_packets, table_size=args.table_size, **localize_kwargs(args))
     with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -301,9 +302,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         table.add_row("report", d["report"]["html"])
     out.print(table)
     _print_target(args)
-    out.print("minimal causal sequence:")
-    for line in d["mcs_in_words"]:
-        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    print_mcs(d)  # and the suspicious lines of --localize
     if d.get("stop_reason") == "interrupted":  # the best result so far is written; say how it ended
         err.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the best result so far is written",
                       markup=False)
@@ -349,6 +348,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "netsleuth.nice.cex_inputs_cli",
     "netsleuth.defined.cli",
     "netsleuth.controllers.faucet_cli",
+    "netsleuth.jobs.localize_cli",
     "netsleuth.campaign.cli",
 )
 

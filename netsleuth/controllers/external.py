@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
+from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.pox import pox_argv
 from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
@@ -146,7 +147,8 @@ class ControllerProcess:
 
     def __init__(self, spec: ControllerSpec, log_path: Path, name: str = "c0",
                  port: int | None = None, extra_args: tuple[str, ...] = (),
-                 topology: Topology | None = None) -> None:
+                 topology: Topology | None = None, coverage_dir: Path | None = None,
+                 coverage_framework: bool = False) -> None:
         self.spec = spec
         self.name = name
         self.log_path = Path(log_path)
@@ -161,6 +163,11 @@ class ControllerProcess:
         # Faucet's config, logs and environment (faucet:auto generates its config from ``topology``).
         self.faucet: FaucetLaunch | None = (launch_for(spec.config, self.log_path, topology)
                                             if spec.kind == "faucet" else None)
+        # --- line coverage for fault localization (controllers/measure.py, covlaunch.py) ---
+        self.coverage_dir = coverage_dir
+        self.coverage_framework = coverage_framework  # the framework's lines too (os-ken, POX's core)
+        self.coverage_file: Path | None = None  # this start's lines, written when the controller stops
+        self.coverage_marked = False            # the handshakes are done: restarts count from their start
 
     @property
     def external(self) -> bool:
@@ -222,7 +229,8 @@ class ControllerProcess:
         # die with netsleuth however it ends (guard.py), and kill() reaches them all.
         lifeline = Lifeline()
         try:
-            self.proc = subprocess.Popen(lifeline.wrap(self.argv()), stdout=log, stderr=subprocess.STDOUT,
+            argv = self._measured(self.argv())
+            self.proc = subprocess.Popen(lifeline.wrap(argv), stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True,
                                          pass_fds=(lifeline.read_fd,))
         except OSError as exc:
@@ -259,6 +267,33 @@ class ControllerProcess:
         raise ControllerError(f"controller {self.spec.text} did not listen on port {self.port} "
                               f"within {timeout:.0f}s", f"see its log {self.log_path}",
                               details=self.log_tail())
+
+    def _measured(self, argv: list[str]) -> list[str]:
+        """``argv`` under coverage when this controller's lines are wanted (and it is Python)."""
+        self.coverage_file = None
+        if self.coverage_dir is None:
+            return argv
+        self.coverage_dir.mkdir(parents=True, exist_ok=True)
+        out = self.coverage_dir / f"{self.name}-{self.starts + 1}.json"
+        wrapped = coverage_argv(self.spec, argv, out, run_now=self.coverage_marked,
+                                framework=self.coverage_framework)
+        if wrapped is None:
+            return argv
+        self.coverage_file = out
+        return wrapped
+
+    def mark_coverage(self) -> Path | None:
+        """The handshakes are done: from now on the controller's lines count (covlaunch.py's SIGUSR2).
+        Returns the file that appears once the controller has switched, to wait for."""
+        self.coverage_marked = True
+        pid = self.pid if self.coverage_file is not None else None
+        if pid is None or self.coverage_file is None:
+            return None
+        try:
+            os.kill(pid, signal.SIGUSR2)
+        except ProcessLookupError:
+            return None
+        return Path(str(self.coverage_file) + ".run")
 
     def _check_reachable(self) -> None:
         try:
@@ -302,6 +337,8 @@ class ControllerProcess:
         if self.proc is None or self.proc.poll() is not None:
             self._release()
             return
+        if self.coverage_file is not None:
+            grace = max(grace, 15.0)  # it writes its lines on SIGTERM before it goes
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=grace)

@@ -50,6 +50,8 @@ class ReplayOracleFactory:
     peek: bool = False
     openflow: str | None = None  # None: what the trace's switches negotiated
     limits: SwitchLimits | None = None  # None: the trace's
+    coverage: bool = False  # keep the controller's lines beside each replay (fault localization)
+    coverage_framework: bool = False  # ... and the framework's (--all-code)
 
     def __call__(self, worker_id: int) -> ReplayOracle:
         return ReplayOracle(self, worker_id)
@@ -72,7 +74,8 @@ class ReplayOracle:
         o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
                         target=self.target, controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, persist=self.cfg.persist, record_packets=False,
-                        max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow, limits=self.cfg.limits)
+                        max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow, limits=self.cfg.limits,
+                        coverage=self.cfg.coverage, coverage_framework=self.cfg.coverage_framework)
         details = o.to_json()
         details["dir"] = str(self.dir / f"replay-{self.n}")
         self._log({"replay": self.n, "inputs": len(candidate), "reproduced": bool(o.reproduced),
@@ -125,6 +128,10 @@ class MinimizeOptions:
     trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
     buffer_packets: int | None = None     # None: the trace's (its header's switch limits)
     table_size: int | None = None         # None: the trace's
+    localize: bool = False       # measure the controller's lines in every replay and rank them (jobs/localize.py)
+    formula: str = "ochiai"
+    all_code: bool = False
+    top: int = 10
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
@@ -137,17 +144,21 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
         raise TraceFormatError(f"{opts.trace} records no persistent violation to minimize for",
                                "record one with `netsleuth fuzz` (it stops at the first persistent violation)")
     check_target_known(target, str(opts.trace))
+    localize_note = _localize_preflight(opts, trace.header.controller)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
                                   tuple(controllers), opts.epsilon, persist,
                                   opts.violation, opts.max_gap, opts.peek, opts.openflow,
-                                  trace_limits(trace.header).overridden(opts.buffer_packets, opts.table_size))
+                                  trace_limits(trace.header).overridden(opts.buffer_packets, opts.table_size),
+                                  coverage=opts.localize and not localize_note, coverage_framework=opts.all_code)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     inputs = [e for e in trace.events if e.is_input]
-    data: dict[str, Any] = {"command": "minimize", "trace": str(opts.trace), "target": target.to_json()}
+    data: dict[str, Any] = {"command": "minimize", "trace": str(opts.trace), "target": target.to_json(),
+                            "trace_path": str(Path(opts.trace).resolve()), "violation": opts.violation,
+                            "openflow": opts.openflow}
     result: MinimizationResult | None = None
     try:
         result = minimize(inputs, factory, strategy=opts.strategy, replays=opts.replays, executor=opts.executor,
@@ -160,7 +171,36 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
         _write(out, trace, data, result, opts.peek)
         raise
     _write(out, trace, data, result, opts.peek)
+    if opts.localize:
+        data["localize"] = _localize_after(opts, localize_note, progress)
     return data
+
+
+def _localize_preflight(opts: MinimizeOptions, header_controller: str) -> str:
+    """Before any replay: a note when the controller cannot be measured (then minimize runs without)."""
+    if not opts.localize:
+        return ""
+    from netsleuth.jobs.localize import NotPythonControllerError, python_controllers
+    from netsleuth.localize.spectrum import FORMULAS, UnknownFormulaError
+
+    if opts.formula not in FORMULAS:
+        raise UnknownFormulaError(opts.formula)
+    try:
+        python_controllers(header_controller, opts.controller, trust=opts.trust_trace_controller,
+                           source=str(opts.trace))
+    except NotPythonControllerError as exc:
+        return exc.problem
+    return ""
+
+
+def _localize_after(opts: MinimizeOptions, note: str, progress: Callable[[Any], None] | None) -> dict:
+    from netsleuth.jobs.localize import LocalizeOptions, localize
+
+    if note:
+        return {"note": note}
+    return localize(LocalizeOptions(opts.out, formula=opts.formula, all_code=opts.all_code, top=opts.top,
+                                    controller=opts.controller, trust_trace_controller=opts.trust_trace_controller,
+                                    epsilon=opts.epsilon))
 
 
 def peek_totals(replays_dir: Path) -> dict:

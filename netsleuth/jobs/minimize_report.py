@@ -83,6 +83,30 @@ def write_report(out: Path, data: dict[str, Any]) -> dict[str, str]:
     return files
 
 
+def localize_html(loc: dict[str, Any] | None) -> str:
+    """The ranked source lines of ``minimize --localize`` (jobs/localize.py), with the code around each."""
+    if not loc:
+        return ""
+    e = html.escape
+    if loc.get("note"):
+        return f'<h2 id="localize">Suspicious lines</h2><p>{e(loc["note"])}</p>'
+    head = (f'<h2 id="localize">Suspicious lines</h2><p>{e(str(loc["formula"]))} over {loc["failing"]} failing and '
+            f'{loc["passing"]} passing replays, {e(str(loc["scope"]))}.</p>')
+    if loc.get("message"):
+        head += f'<p class="thin">{e(loc["message"])}</p>'
+    parts = [head]
+    by_line = {(i["short"], i["line"]): i for i in loc.get("top", [])}
+    for g in loc.get("groups", []):
+        parts.append(f'<h3><code>{e(g["file"])}</code> &mdash; <code>{e(g["function"])}</code></h3>')
+        for n in g["lines"]:
+            item = by_line[(g["file"], n)]
+            code = "\n".join(f"{'&gt;' if k == n else ' '} {k:5d}  {e(text)}" for k, text in item["context"])
+            parts.append(f'<p>#{item["rank"]} <code>{e(g["file"])}:{n}</code> score {item["score"]}, '
+                         f'{item["failing"]} failing / {item["passing"]} passing runs executed it</p>'
+                         f"<pre>{code}</pre>")
+    return "\n".join(parts)
+
+
 def _page(data: dict[str, Any], sizes: list[int], passes: list[str], has_diagram: bool, has_replay: bool) -> str:
     e = html.escape
     t = data.get("target") or {}
@@ -109,6 +133,7 @@ target:</p><pre>{e(violations_text([t]) if t.get("invariant") else "")}</pre>
     f", the MCS reproduces in {rate:.0%} of confirmation replays" if rate is not None else ""}</p>
 <h2>Minimal causal sequence</h2><ol>{words}</ol>
 {diagram}
+{localize_html(data.get("localize"))}
 <h2>MCS size per iteration</h2>
 <img id="plot" src="sizes.png" alt="MCS size per iteration">
 <details><summary>iterations</summary><table><tr><th>iteration</th><th>pass</th><th>inputs</th></tr>{rows}</table>

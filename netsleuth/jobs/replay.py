@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from netsleuth.invariants import registry
 from netsleuth.live.driver import Runtime
 from netsleuth.live.session import JobProgress, Session, SilentProgress
 from netsleuth.live.stop import stopped_by
+from netsleuth.localize.collect import write_replay_coverage
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topology import Topology
 from netsleuth.options import check_out_dir
@@ -122,6 +124,7 @@ class ReplayOptions:
     trust_trace_controller: bool = False  # run a cmd: controller named by the trace's header
     buffer_packets: int | None = None     # None: the trace's (its header's switch limits)
     table_size: int | None = None         # None: the trace's
+    coverage: bool = False        # keep the controller's line coverage beside each replay
 
     def limits(self, header: ts.TraceHeader) -> SwitchLimits:
         return trace_limits(header).overridden(self.buffer_packets, self.table_size)
@@ -151,7 +154,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 record_packets: bool = True, progress: JobProgress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
                 observe_window: float | None = None, openflow: str | None = None,
-                limits: SwitchLimits | None = None) -> ReplayOutcome:
+                limits: SwitchLimits | None = None, coverage: bool = False,
+                coverage_framework: bool = False) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -162,6 +166,9 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     ``observe_window``: a PEEK prefix replay -- after the last input, record
     the internal events delivered for this many seconds into
     ``outcome.observed`` and check no invariants.
+    ``coverage``: measure the controller's lines after the handshakes and
+    keep them beside the replay with its verdict (``coverage.json``);
+    ``coverage_framework`` measures the framework's too (slower).
     """
     plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
     # Without an explicit controller, the header's -- which must not be a command (controllers/spec.py).
@@ -174,7 +181,11 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)},
                       openflow=openflow or trace_openflow(header),
                       warmup=float(header.extra.get("warmup", 0.0) or 0.0),
-                      limits=limits if limits is not None else trace_limits(header))
+                      limits=limits if limits is not None else trace_limits(header),
+                      coverage_dir=Path(out) / "coverage" if coverage else None,
+                      coverage_framework=coverage_framework)
+    if coverage:  # a replay into a used folder: the lines of earlier processes are not this one's
+        shutil.rmtree(Path(out) / "coverage", ignore_errors=True)
     outcome = ReplayOutcome(None)
     reaction = reaction_time(events, target)
     matcher = Matcher(plan)
@@ -243,7 +254,11 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                              "switches": list(f.switches), "details": dict(f.details)} for f in last]
 
-    result = session.execute(body, progress, observers=(matcher.observe, watch))
+    try:
+        result = session.execute(body, progress, observers=(matcher.observe, watch))
+    finally:
+        if coverage:  # the controllers have stopped: their lines are on disk
+            write_replay_coverage(Path(out), outcome.reproduced, len(plan.inputs))
     outcome.seconds = result.data.get("seconds", 0.0)
     crashed_on_purpose = {e.controller for e in plan.inputs if isinstance(e, ts.ControllerCrash)}
     died = [f"controller {c['name']} ({c['spec']}) exited with code {c['exit_code']} during the replay; "
@@ -285,7 +300,8 @@ def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
             sub = out if opts.times == 1 else out / f"replay-{i + 1}"
             o = replay_once(trace.header, trace.events, sub, target=target, controller=controllers,
                             epsilon=opts.epsilon, persist=persist, record_packets=opts.record_packets,
-                            progress=progress, openflow=opts.openflow, limits=opts.limits(trace.header))
+                            progress=progress, openflow=opts.openflow, limits=opts.limits(trace.header),
+                            coverage=opts.coverage)
             data["replays"].append(o.to_json())
         data["completed"] = True
     except KeyboardInterrupt:

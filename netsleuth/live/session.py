@@ -93,6 +93,8 @@ class Session:
     openflow: str = "auto"             # OpenFlow versions the switches offer: 1.0, 1.3 or auto (both)
     warmup: float = 0.0                # seconds after the handshakes with no traffic and no invariant checks
     limits: SwitchLimits = field(default_factory=SwitchLimits)  # packet buffering, table size
+    coverage_dir: Path | None = None   # measure the controllers' lines after the handshakes into this folder
+    coverage_framework: bool = False   # ... the framework's lines too (os-ken, POX's core)
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -139,7 +141,8 @@ class Session:
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
-                                              name=f"c{i}", topology=self.topo)
+                                              name=f"c{i}", topology=self.topo, coverage_dir=self.coverage_dir,
+                                              coverage_framework=self.coverage_framework)
                             for i, spec in enumerate(self.specs)]
         self.header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
                                      controller=self.result.data["controller"], seed=self.seed,
@@ -200,6 +203,7 @@ class Session:
         watcher = asyncio.create_task(self._poll_observed())
         try:
             await self._bootstrap(rt)
+            await self._mark_coverage()
             self.note_versions()
             if self.warmup > 0:
                 await self._warm_up(rt)
@@ -282,6 +286,15 @@ class Session:
                                   f"check that the controller speaks the OpenFlow versions offered "
                                   f"(--openflow {self.openflow}); see {controller.log_path}",
                                   details=controller.log_tail())
+
+    async def _mark_coverage(self, timeout: float = 5.0) -> None:
+        """Tell measured controllers the handshakes are done, and wait until they have switched, so
+        that every line run for an input counts (controllers/covlaunch.py)."""
+        waits = [w for w in (c.mark_coverage() for c in self.controllers) if w is not None]
+        deadline = time.monotonic() + timeout
+        while waits and time.monotonic() < deadline:
+            waits = [w for w in waits if not w.exists()]
+            await asyncio.sleep(0.01)
 
     def _note_initial_config(self, c: ControllerProcess) -> None:
         """Tell the World the configuration a configurable controller starts from (what it was told)."""

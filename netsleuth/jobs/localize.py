@@ -1,0 +1,181 @@
+"""`netsleuth localize MINIMIZE_OUT` and `minimize --localize`: from the minimal trace to the line of code.
+
+Minimization replays many subsets of one run's inputs; some bring the
+violation back and some do not.  With coverage on, each replay leaves the
+controller's executed lines beside its verdict (``coverage.json``, see
+localize/collect.py), which is the pass/fail spectrum spectrum-based fault
+localization ranks lines with (localize/spectrum.py).  When the replays the
+minimizer ran are too few to separate lines (no passing run, or every
+candidate line with the same counts), this job adds replays that differ from
+the MCS in exactly one input: the MCS itself, the MCS without each of its
+atoms (by 1-minimality those pass) and the MCS with two neighbouring inputs
+swapped where happens-before allows (neither depends on the other).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netsleuth.controllers.measure import measurable
+from netsleuth.controllers.spec import controllers_for_trace, parse_controller
+from netsleuth.errors import NetsleuthError, TraceFormatError
+from netsleuth.jobs.replay import find_target, replay_once
+from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs
+from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
+from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
+from netsleuth.minimize.atoms import Atoms
+from netsleuth.trace.io import read_trace
+from netsleuth.trace.schema import InputEvent
+
+NOT_PYTHON = "localization needs a Python controller (os-ken, Ryu, Faucet, POX or a cmd: Python program)"
+
+
+class NotPythonControllerError(NetsleuthError):
+    """The controller's lines cannot be measured: it is not a Python program netsleuth launches."""
+
+
+@dataclass
+class LocalizeOptions:
+    minimize_out: Path
+    formula: str = "ochiai"
+    all_code: bool = False
+    top: int = 10
+    extra_replays: bool = True        # add the MCS and MCS-minus-one replays when the spectrum is thin
+    controller: list[str] | None = None
+    trust_trace_controller: bool = False
+    epsilon: float = 0.1
+
+
+def python_controllers(header_controller: str, override: list[str] | None, *, trust: bool,
+                       source: str) -> list[str]:
+    """The controller specs of the minimization, or NotPythonControllerError when none can be measured."""
+    texts = controllers_for_trace(header_controller, override, trust=trust, source=source)
+    if not any(measurable(parse_controller(t)) for t in texts):
+        raise NotPythonControllerError(f"{NOT_PYTHON}; {' + '.join(texts)} is not one",
+                                       "run minimize without --localize, or use a Python controller")
+    return texts
+
+
+def coverage_files(minimize_out: Path) -> list[Path]:
+    """Every replay's coverage under a minimization's output (the minimizer's and this job's), in order."""
+    return sorted(Path(minimize_out).glob(f"*/w*/*/{COVERAGE_FILE}"))
+
+
+def thin(spectrum: Spectrum, ranking: Ranking) -> bool:
+    return not ranking.separable or ranking.passing < 2 or ranking.failing < 2
+
+
+def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Rank the controller's lines for a finished minimization; write ``localize.json`` and update its
+    result.json and report.html."""
+    if opts.formula not in FORMULAS:
+        raise UnknownFormulaError(opts.formula)
+    out = Path(opts.minimize_out)
+    result_path = out / "result.json"
+    if not result_path.is_file():
+        raise TraceFormatError(f"{out} has no result.json of a minimization",
+                               "pass the --out folder of `netsleuth minimize`")
+    result = json.loads(result_path.read_text())
+    trace_path = Path(result.get("trace_path") or result.get("trace", ""))
+    if not trace_path.is_file():
+        raise TraceFormatError(f"the trace {trace_path} the minimization ran on is gone",
+                               "localize on the machine and folder where minimize ran")
+    header = read_trace(trace_path).header
+    controllers = python_controllers(header.controller, opts.controller, trust=opts.trust_trace_controller,
+                                     source=str(trace_path))
+    spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+    ranking = _rank(spectrum, opts.formula)
+    added = 0
+    if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
+        persist = int(header.extra.get("persist", 3) or 3)
+        added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, opts.all_code, progress)
+        spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+        ranking = _rank(spectrum, opts.formula)
+    data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
+    if opts.all_code and not _framework_measured(spectrum):
+        data["framework_note"] = ("the framework's lines were not measured in these replays: "
+                                  "minimize --localize --all-code measures them")
+    (out / "localize.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    result["localize"] = data
+    from netsleuth.jobs.minimize_report import write_report
+
+    result["report"] = write_report(out, result)
+    result_path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return data
+
+
+def _framework_measured(spectrum: Spectrum) -> bool:
+    roots = [r.rstrip("/") + "/" for r in spectrum.framework]
+    own = [r.rstrip("/") for r in spectrum.own]
+    return any(f.startswith(tuple(roots)) and not f.startswith(tuple(own))
+               for run in spectrum.runs for f, _ in run.lines)
+
+
+def _rank(spectrum: Spectrum, formula: str) -> Ranking:
+    """Rank with tied blocks in execution order as the source tells it (callers before callees)."""
+    order = execution_order(sorted({line for run in spectrum.runs if run.failed for line in run.lines}))
+    return rank(spectrum.runs, formula, order=lambda line: order.get(line, (0, *line)))
+
+
+def reorderings(mcs: list[InputEvent]) -> list[list[InputEvent]]:
+    """The MCS with each pair of neighbouring inputs swapped, where happens-before allows it: neither input
+    depends on the other (a recovery stays after its failure, a host's moves stay in order). The swapped
+    inputs trade their positions in the recording (``seq``, ``t``), so the replay's spacing and its waits for
+    recorded messages stay those of the original."""
+    out = []
+    for i in range(len(mcs) - 1):
+        a, b = mcs[i], mcs[i + 1]
+        if a.id in b.deps or b.id in a.deps:
+            continue
+        swapped = [dataclasses.replace(b, seq=a.seq, t=a.t), dataclasses.replace(a, seq=b.seq, t=b.t)]
+        out.append([*mcs[:i], *swapped, *mcs[i + 2:]])
+    return out
+
+
+def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,
+                   persist: int, framework: bool, progress: Callable[[str], None] | None) -> int:
+    """Replay the MCS, the MCS without each of its atoms and its reorderings, with coverage; how many ran."""
+    trace = read_trace(trace_path)
+    target = find_target(trace.events, int(result.get("violation", 0) or 0))
+    mcs = [e for e in read_trace(out / "mcs.jsonl").events if isinstance(e, InputEvent)]
+    atoms = Atoms(mcs)
+    everything = tuple(range(len(atoms)))
+    keys = [everything] + [tuple(i for i in everything if i != k) for k in everything]
+    candidates = [list(atoms.materialize(key)) for key in keys] + reorderings(mcs)
+    for n, inputs in enumerate(candidates, 1):
+        if progress is not None:
+            progress(f"localize: replay {n}/{len(candidates)} ({len(inputs)} of {len(mcs)} MCS inputs)")
+        replay_once(trace.header, trace.events, out / "localize" / "w0" / f"replay-{n}", inputs=inputs,
+                    target=target, controller=controllers, epsilon=epsilon, persist=persist, record_packets=False,
+                    max_gap=0.05, openflow=result.get("openflow"), coverage=True, coverage_framework=framework)
+    return len(candidates)
+
+
+def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bool, added: int = 0) -> dict:
+    """The ranking for result.json, the report and the terminal: the top lines with their source, by function."""
+    lines = []
+    for r in ranking.lines[:top]:
+        lines.append({"file": r.file, "short": short_path(r.file), "line": r.line, "rank": r.rank, "tied": r.tied,
+                      "score": score_json(r.score), "failing": r.counts.ef, "passing": r.counts.ep,
+                      "function": function_of(r.file, r.line), "source": line_text(r.file, r.line),
+                      "context": [[n, text] for n, text in context(r.file, r.line)]})
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for item in lines:
+        groups.setdefault((str(item["short"]), str(item["function"])), []).append(item)
+    message = "" if ranking.separable else f"not enough passing runs to rank: {ranking.reason}"
+    return {"formula": ranking.formula, "failing": ranking.failing, "passing": ranking.passing,
+            "runs": len(spectrum.runs), "added_replays": added, "separable": ranking.separable,
+            "message": message, "scope": "all measured code" if all_code else "the controller's own code",
+            "own": spectrum.own, "candidates": len(ranking.lines), "lost_processes": spectrum.lost_processes,
+            "top": lines,
+            "groups": [{"file": f, "function": fn, "lines": [i["line"] for i in items]}
+                       for (f, fn), items in groups.items()]}
+
+
+__all__ = ["LocalizeOptions", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
+           "python_controllers", "ranking_json", "reorderings"]

@@ -1,0 +1,1 @@
+"""Spectrum-based fault localization over the controller's line coverage in replays."""

@@ -1,0 +1,169 @@
+"""Spectrum-based fault localization: runs' line coverage and verdicts in, ranked lines out.
+
+Sans-I/O and pure: a *spectrum* is a list of runs, each the set of source
+lines the controller executed and whether the run failed (the violation
+reproduced).  For every line executed by at least one failing run the four
+counts of the literature are taken -- ``ef``/``ep`` the failing/passing runs
+that executed it, ``nf``/``np`` those that did not -- and scored with a
+published suspiciousness formula:
+
+* Ochiai (Abreu, Zoeteweij, van Gemund 2006): ``ef / sqrt((ef + nf) * (ef + ep))``;
+* DStar with ``* = 2`` (Wong et al. 2014): ``ef**2 / (ep + nf)``, infinite when
+  the line was run by every failing run and by no passing one;
+* Tarantula (Jones, Harrold 2002): ``(ef/F) / (ef/F + ep/P)``.
+
+Lines with equal scores are a *tied block* (typically straight-line code
+run by exactly the same runs).  Coverage keeps no order of execution, so
+the earliest executed line of a block is taken to be the first in source
+order: within a function straight-line code runs top-down.  Lines of
+different files keep a stable order by file name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from netsleuth.errors import NetsleuthError
+
+Line = tuple[str, int]  # (file path, line number)
+
+FORMULAS = ("ochiai", "dstar", "tarantula")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One replay: the lines the controller executed, and whether the violation came back."""
+
+    failed: bool
+    lines: frozenset[Line]
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    ef: int  # failing runs that executed the line
+    ep: int  # passing runs that executed it
+    nf: int  # failing runs that did not
+    np: int  # passing runs that did not
+
+
+@dataclass(frozen=True, slots=True)
+class RankedLine:
+    file: str
+    line: int
+    score: float
+    counts: Counts
+    rank: int        # 1-based position after tie-breaking
+    tied: int        # how many lines share this score (1: none else)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    formula: str
+    failing: int
+    passing: int
+    lines: tuple[RankedLine, ...]
+    separable: bool  # False: the spectrum cannot tell the lines apart (see :func:`rank`)
+    reason: str = ""  # why it is not separable, in words
+
+    def rank_of(self, line: Line) -> int | None:
+        """The 1-based rank of ``line`` (None if no failing run executed it)."""
+        for r in self.lines:
+            if (r.file, r.line) == line:
+                return r.rank
+        return None
+
+
+class UnknownFormulaError(NetsleuthError):
+    """A formula name that is not one of :data:`FORMULAS`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown formula {name!r}", f"use --formula with one of {', '.join(FORMULAS)}")
+
+
+def ochiai(c: Counts) -> float:
+    denom = math.sqrt((c.ef + c.nf) * (c.ef + c.ep))
+    return c.ef / denom if denom else 0.0
+
+
+def dstar(c: Counts, star: int = 2) -> float:
+    denom = c.ep + c.nf
+    if denom == 0:
+        return math.inf if c.ef else 0.0
+    return c.ef ** star / denom
+
+
+def tarantula(c: Counts) -> float:
+    failed, passed = c.ef + c.nf, c.ep + c.np
+    f = c.ef / failed if failed else 0.0
+    p = c.ep / passed if passed else 0.0
+    return f / (f + p) if f + p else 0.0
+
+
+_SCORE = {"ochiai": ochiai, "dstar": dstar, "tarantula": tarantula}
+
+
+def score(formula: str, c: Counts) -> float:
+    try:
+        return _SCORE[formula](c)
+    except KeyError:
+        raise UnknownFormulaError(formula) from None
+
+
+def counts(runs: Sequence[Run]) -> dict[Line, Counts]:
+    """The four counts of every line executed by at least one failing run."""
+    failing = sum(1 for r in runs if r.failed)
+    passing = len(runs) - failing
+    ef: dict[Line, int] = {}
+    ep: dict[Line, int] = {}
+    for r in runs:
+        tally = ef if r.failed else ep
+        for line in r.lines:
+            tally[line] = tally.get(line, 0) + 1
+    return {line: Counts(n, ep.get(line, 0), failing - n, passing - ep.get(line, 0)) for line, n in ef.items()}
+
+
+def rank(runs: Iterable[Run], formula: str = "ochiai",
+         order: Callable[[Line], tuple] | None = None) -> Ranking:
+    """Rank the lines failing runs executed, most suspicious first.
+
+    ``order`` sorts the lines of a tied block, earliest executed first (default:
+    by file, then line; a caller that knows more, e.g. which function calls
+    which, passes its own key).
+
+    ``separable`` is False when the spectrum cannot rank: no failing run, no
+    passing run (every line any failing run executed looks the same to the
+    formulas' ``ep``), or every candidate line has the same counts (the failing
+    and passing runs covered the same lines).  The lines are still returned.
+    """
+    runs = list(runs)
+    if formula not in _SCORE:
+        raise UnknownFormulaError(formula)
+    table = counts(runs)
+    failing = sum(1 for r in runs if r.failed)
+    passing = len(runs) - failing
+    key = order or (lambda line: line)
+    scored = sorted(((score(formula, c), line, c) for line, c in table.items()),
+                    key=lambda t: (-t[0], key(t[1]), t[1]))
+    ties: dict[float, int] = {}
+    for s, _, _ in scored:
+        ties[s] = ties.get(s, 0) + 1
+    lines = tuple(RankedLine(line[0], line[1], s, c, i + 1, ties[s]) for i, (s, line, c) in enumerate(scored))
+    reason = ""
+    if failing == 0:
+        reason = "no replay reproduced the violation"
+    elif passing == 0:
+        reason = "no replay passed: every replay reproduced the violation"
+    elif len({(c.ef, c.ep) for c in table.values()}) <= 1:
+        reason = "the failing and passing replays executed the same lines"
+    return Ranking(formula, failing, passing, lines, separable=not reason, reason=reason)
+
+
+def score_json(value: float) -> float | str:
+    """A score for JSON (which has no infinity): DStar's infinite score as the string ``"inf"``."""
+    return "inf" if math.isinf(value) else round(value, 6)
+
+
+__all__ = ["FORMULAS", "Counts", "Line", "RankedLine", "Ranking", "Run", "UnknownFormulaError", "counts",
+           "dstar", "ochiai", "rank", "score", "score_json", "tarantula"]

@@ -1,0 +1,102 @@
+"""`minimize --localize` against real os-ken controllers: a seeded one-line fault, and simple_switch's own bug.
+
+The seeded fault is a flipped comparison in ``tests/data/localize/moving_switch.py``
+(a learning switch that forgets a host's flows when its port is deleted; the
+fault makes it act on every port change but deletion), made at test time,
+fuzzed briefly with fixed seeds until a persistent violation and minimized
+with --localize: the faulty line must rank in the top 5.  The unmodified simple_switch's migration blackhole
+(`make demo`'s fuzz settings) is localized too: the lines named are those of
+its port-status handler, which logs a deleted port and leaves the flows that
+send to it (where the fix belongs).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from netsleuth.cli import main
+from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
+from netsleuth.schedulers.fuzz import Rates
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+MOVING = Path(__file__).parent / "data" / "localize" / "moving_switch.py"
+FAULTY = "if msg.reason != ofp.OFPPR_DELETE:"
+SEEDED = "if msg.reason == ofp.OFPPR_DELETE:"  # moved hosts are never forgotten: the migration blackhole
+MIGRATIONS = {"host_migration": 0.03, "traffic": 0.3}
+
+
+def seeded_switch(folder: Path) -> tuple[Path, int]:
+    """moving_switch.py with the one seeded line; the copy and the faulty line's number."""
+    lines = MOVING.read_text().splitlines(keepends=True)
+    (i,) = [k for k, line in enumerate(lines) if line.strip() == FAULTY]
+    lines[i] = lines[i].replace(FAULTY, SEEDED)
+    path = folder / "moving_switch_flipped.py"
+    path.write_text("".join(lines))
+    return path.resolve(), i + 1
+
+
+def first_violation(controller: str, out: Path, steps: int, rates: dict, seeds: range) -> Path:
+    for seed in seeds:
+        r = fuzz(FuzzOptions(controller, "linear,3", out / str(seed), steps=steps, seed=seed, rates=Rates(rates),
+                             record_packets=False))
+        if any(v["persistent"] for v in r.violations):
+            return out / str(seed) / "trace.jsonl"
+    pytest.fail(f"no persistent violation with {controller} in seeds {seeds}")
+
+
+def test_seeded_flipped_comparison_ranks_in_the_top_five(tmp_path: Path, capsys) -> None:
+    app, line = seeded_switch(tmp_path)
+    spec = f"osken:{app}"
+    trace = first_violation(spec, tmp_path / "fuzz", 300, MIGRATIONS, range(1, 4))
+    d = run_minimize(MinimizeOptions(trace=trace, out=tmp_path / "min", controller=[spec], jobs=2, budget=150,
+                                     localize=True))
+    loc = d["localize"]
+    assert loc["failing"] >= 1 and loc["passing"] >= 1 and loc["separable"], loc
+    ranks = {(t["file"], t["line"]): t["rank"] for t in loc["top"]}
+    rank = ranks.get((str(app), line))
+    with capsys.disabled():
+        print(f"seeded fault {app.name}:{line} ranks {rank} of {loc['candidates']} ({loc['formula']}, "
+              f"{loc['failing']} failing / {loc['passing']} passing)")
+    assert rank is not None and rank <= 5, loc["top"][:5]
+    top = next(t for t in loc["top"] if t["line"] == line)
+    assert top["source"] == SEEDED and top["function"] == "MovingSwitch.port_status"
+    saved = json.loads((tmp_path / "min" / "result.json").read_text())["localize"]
+    assert saved["top"] == loc["top"]
+    assert "Suspicious lines" in (tmp_path / "min" / "report.html").read_text()
+    # the same minimization, ranked again with another formula from the command line
+    capsys.readouterr()
+    assert main(["localize", str(tmp_path / "min"), "--formula", "dstar", "--no-extra-replays",
+                 "--controller", spec]) == 0
+    assert f"{app.name}:{line}" in capsys.readouterr().out
+    # a controller whose lines cannot be measured: one line, exit 2
+    assert main(["localize", str(tmp_path / "min"), "--controller", "cmd:/bin/true {port}"]) == 2
+    assert "localization needs a Python controller" in capsys.readouterr().err
+
+
+def test_migration_blackhole_of_simple_switch_names_the_port_status_handler(tmp_path: Path) -> None:
+    spec = "osken:os_ken.app.simple_switch"
+    trace = first_violation(spec, tmp_path / "fuzz", 400, MIGRATIONS, range(1, 6))
+    d = run_minimize(MinimizeOptions(trace=trace, out=tmp_path / "min", jobs=2, budget=150, localize=True, top=5))
+    loc = d["localize"]
+    named = [f"{t['short']}:{t['line']} {t['function']}: {t['source']}" for t in loc["top"]]
+    print("migration blackhole, lines named:", *named, sep="\n  ")
+    assert loc["separable"], loc["message"]
+    assert loc["top"][0]["function"] == "SimpleSwitch._port_status_handler", named
+
+
+def test_a_faucet_replay_keeps_faucets_own_lines_with_its_verdict(tmp_path: Path) -> None:
+    trace = first_violation("faucet:auto", tmp_path / "fuzz", 20, {"traffic": 0.5}, range(1, 3))
+    assert main(["replay", str(trace), "--out", str(tmp_path / "replay"), "--coverage", "--epsilon", "100",
+                 "--no-packet-events"]) in (0, 1)
+    cov = json.loads((tmp_path / "replay" / "coverage.json").read_text())
+    assert cov["processes"] == 1 and cov["lost"] == 0 and cov["reproduced"] is not None
+    (own,) = cov["own"]
+    assert own.endswith("/faucet")  # Faucet's package: its own code, not os-ken's
+    ran = [f for f in cov["lines"] if f.startswith(own + "/")]
+    assert any(f.endswith("/valve.py") for f in ran), sorted(cov["lines"])
+    assert not any("/os_ken/" in f for f in cov["lines"])  # the framework is measured only for --all-code

@@ -1,0 +1,88 @@
+"""The ranking of netsleuth.localize.spectrum against the formulas' published definitions, on hand-built spectra."""
+
+import math
+
+import pytest
+
+from netsleuth.localize.spectrum import Counts, Run, UnknownFormulaError, counts, rank, score
+
+A, B, C, D = ("x.py", 10), ("x.py", 20), ("x.py", 5), ("y.py", 1)
+# Two failing runs, two passing: B only ever runs when the violation comes back.
+RUNS = [Run(True, frozenset({A, B, C})), Run(True, frozenset({A, B})),
+        Run(False, frozenset({A, C, D})), Run(False, frozenset({A, D}))]
+
+
+def test_counts_are_the_four_of_the_literature():
+    table = counts(RUNS)
+    assert table[A] == Counts(ef=2, ep=2, nf=0, np=0)
+    assert table[B] == Counts(ef=2, ep=0, nf=0, np=2)
+    assert table[C] == Counts(ef=1, ep=1, nf=1, np=1)
+    assert D not in table  # no failing run executed it: not a candidate
+
+
+def test_ochiai_is_ef_over_sqrt_failed_times_executed():
+    assert score("ochiai", Counts(2, 2, 0, 0)) == pytest.approx(2 / math.sqrt(2 * 4))
+    assert score("ochiai", Counts(2, 0, 0, 2)) == pytest.approx(1.0)
+    assert score("ochiai", Counts(1, 1, 1, 1)) == pytest.approx(1 / math.sqrt(2 * 2))
+    assert score("ochiai", Counts(0, 3, 2, 0)) == 0.0
+
+
+def test_dstar_two_is_ef_squared_over_ep_plus_nf():
+    assert score("dstar", Counts(2, 2, 0, 0)) == pytest.approx(4 / 2)
+    assert score("dstar", Counts(1, 1, 1, 1)) == pytest.approx(1 / 2)
+    assert score("dstar", Counts(3, 1, 2, 5)) == pytest.approx(9 / 3)
+    assert math.isinf(score("dstar", Counts(2, 0, 0, 2)))  # every failing run, no passing one
+
+
+def test_tarantula_is_failed_ratio_over_both_ratios():
+    assert score("tarantula", Counts(2, 2, 0, 0)) == pytest.approx(0.5)
+    assert score("tarantula", Counts(2, 0, 0, 2)) == pytest.approx(1.0)
+    assert score("tarantula", Counts(1, 3, 1, 1)) == pytest.approx((1 / 2) / (1 / 2 + 3 / 4))
+
+
+@pytest.mark.parametrize("formula", ["ochiai", "dstar", "tarantula"])
+def test_the_line_only_failing_runs_execute_ranks_first(formula):
+    ranking = rank(RUNS, formula)
+    assert ranking.separable and ranking.reason == ""
+    assert (ranking.failing, ranking.passing) == (2, 2)
+    assert (ranking.lines[0].file, ranking.lines[0].line) == B
+    assert ranking.rank_of(B) == 1
+    assert ranking.rank_of(D) is None
+
+
+def test_ochiai_and_dstar_order_the_rest_by_score():
+    for formula in ("ochiai", "dstar"):
+        assert [(r.file, r.line) for r in rank(RUNS, formula).lines] == [B, A, C]
+
+
+def test_a_tied_block_puts_its_earliest_line_first():
+    # Tarantula: A (line 10) and C (line 5) both score 0.5; line 5 runs first in straight-line code.
+    ranking = rank(RUNS, "tarantula")
+    assert [(r.file, r.line) for r in ranking.lines] == [B, C, A]
+    assert [r.tied for r in ranking.lines] == [1, 2, 2]
+    assert [r.rank for r in ranking.lines] == [1, 2, 3]
+
+
+def test_no_passing_run_cannot_rank():
+    ranking = rank([r for r in RUNS if r.failed])
+    assert not ranking.separable
+    assert "no replay passed" in ranking.reason
+
+
+def test_no_failing_run_cannot_rank():
+    ranking = rank([r for r in RUNS if not r.failed])
+    assert not ranking.separable and ranking.lines == ()
+    assert "no replay reproduced" in ranking.reason
+
+
+def test_failing_and_passing_runs_with_the_same_lines_cannot_rank():
+    same = frozenset({A, B})
+    ranking = rank([Run(True, same), Run(False, same), Run(True, same)])
+    assert not ranking.separable
+    assert "same lines" in ranking.reason
+
+
+def test_an_unknown_formula_is_a_usage_error():
+    with pytest.raises(UnknownFormulaError) as info:
+        rank(RUNS, "jaccard")
+    assert info.value.exit_code == 2 and "ochiai" in info.value.fix
