@@ -85,11 +85,11 @@ def _python_options(rest: list[str], framework: bool) -> list[str]:
     folder = str(script.parent)
     if script.name == "pox.py":  # POX: its components are the controller's code, pox/ the framework
         ext = str(script.parent / "ext")
-        opts = ["--framework-pkg", "pox", "--own-path", ext]
+        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early"]   # POX's scheduler thread starts at boot
         opts += ["--source", folder] if framework else ["--source", ext]
         for word in rest[1:]:
-            if not word.startswith("-"):
-                component = word.split(":")[0]
+            component = word.split(":")[0]
+            if not word.startswith("-") and component != "openflow.of_01":   # of_01: POX's, added by netsleuth
                 opts += ["--own-module", component, "--own-module", f"pox.{component}"]
                 opts += [] if framework else ["--source-pkg", component, "--source-pkg", f"pox.{component}"]
         return opts
