@@ -11,7 +11,9 @@ MED and next hop (its loopback) its :class:`~.spec.Origin` says, and the
 receiver reaches each loopback through an "IGP" route whose metric is the
 link's ``igp`` -- a static route with ``igp_metric`` in BIRD, a kernel route
 with that metric in FRR (zebra's next-hop tracking reports it to bgpd).
-Timers are short so sessions come up in about a second.
+Timers are short so sessions come up in about a second, and the first
+router of each link waits passively for the second to connect (no
+connection collisions to resolve).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def _bird_bgp(net: DaemonNet, r: Router) -> list[str]:
         out += [f"protocol bgp {peer.name} {{",
                 f"  local {ln.addr(r.name)} as {r.asn};",
                 f"  neighbor {ln.addr(peer.name)} as {peer.asn};",
+                *(["  passive on;"] if ln.a == r.name else []),
                 "  connect delay time 1;", "  connect retry time 2;", "  error wait time 1, 5;",
                 f"  deterministic med {'on' if net.deterministic_med else 'off'};",
                 "  ipv4 {", "    import all;", "    gateway recursive;", "    igp table master4;"]
@@ -103,6 +106,8 @@ def _frr_bgp(net: DaemonNet, r: Router) -> list[str]:
         a = ln.addr(p.name)
         out += [f" neighbor {a} remote-as {p.asn}", f" neighbor {a} update-source {ln.addr(r.name)}",
                 f" neighbor {a} timers connect 1"]
+        if ln.a == r.name:
+            out += [f" neighbor {a} passive"]
     out += [" address-family ipv4 unicast"]
     for o in r.origins:
         out += [f"  network {o.prefix}"]

@@ -1,0 +1,224 @@
+"""A running daemon network, driven one DEFINED message at a time.
+
+:class:`LiveNet` brings a :class:`~.spec.DaemonNet` up (:class:`~.host.Host`),
+tells the relay to hold BGP UPDATEs, and then works in *groups*: a group
+closes when every BGP session is Established and no new message has
+arrived for ``quiet`` seconds (or ``expect`` messages are held). Each held
+message is tagged like any DEFINED message -- group, the link's estimated
+delay, origin (the sending router), the origin's sequence number -- and
+:meth:`deliver` hands exactly one to its receiver, returning only once the
+receiver's TCP stack has acknowledged it *and* the daemon reports through
+its control socket that it has processed it. So the daemons see the
+messages in the order netsleuth chooses, and nothing else.
+
+There are no process checkpoints (CRIU cannot dump these daemons here), so
+another order is explored by running again from the start: the daemons'
+start-up is deterministic up to the held messages, which is the point of
+holding them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from netsleuth.defined.daemons import config, control
+from netsleuth.defined.daemons.host import Host, check_environment
+from netsleuth.defined.daemons.reader import Reader
+from netsleuth.defined.daemons.spec import DaemonNet
+from netsleuth.defined.message import Tags
+from netsleuth.defined.ordering import Ordering, by_name
+from netsleuth.errors import NetsleuthError
+
+
+class LiveNetError(NetsleuthError):
+    """The daemon network did not reach a state netsleuth waits for."""
+
+
+@dataclass
+class Held:
+    """A message the relay holds, with its DEFINED tags."""
+
+    id: int
+    src: str
+    dst: str
+    tags: Tags
+    messages: list[dict]
+    arrival: int
+    delivered: bool = False
+
+    def words(self) -> str:
+        parts = []
+        for m in self.messages:
+            if m.get("type") != "UPDATE" or m.get("eor"):
+                parts.append("End-of-RIB" if m.get("eor") else m.get("type", "?"))
+                continue
+            bits = [f"announce {','.join(m['nlri'])}" if m.get("nlri") else "",
+                    f"withdraw {','.join(m['withdrawn'])}" if m.get("withdrawn") else "",
+                    f"as_path {' '.join(map(str, m.get('as_path', [])))}" if m.get("as_path") else "",
+                    f"med {m['med']}" if m.get("med") is not None else "",
+                    f"next_hop {m['next_hop']}" if m.get("next_hop") else ""]
+            parts.append("UPDATE " + " ".join(b for b in bits if b))
+        return f"#{self.id} g{self.tags.group} {self.src}->{self.dst}: " + "; ".join(parts)
+
+    def identity(self) -> tuple[str, str, int]:
+        """What names this message across runs: sender, receiver and the sender's sequence number."""
+        return (self.src, self.dst, self.tags.oseq)
+
+
+@dataclass
+class LiveNet:
+    net: DaemonNet
+    daemon: str
+    ordering: Ordering = field(default_factory=lambda: by_name("defined"))
+    hold: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+    rundir: Path | None = None
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        self.host: Host | None = None
+        self.reader: Reader | None = None
+        self.held: dict[int, Held] = {}
+        self.group = 0
+        self.oseq: dict[str, int] = {}
+        self.rbuf = b""
+        self.log: list[dict] = []     # what happened, in order: deliveries and what the receiver then held
+
+    # -- life cycle ----------------------------------------------------------
+    def __enter__(self) -> LiveNet:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        check_environment(self.daemon, clock=bool(self.env))
+        self.host = Host(self.net, self.daemon, self.rundir, self.env)
+        self.host.start()
+        h = self.host
+        ends = {h.relay_if(ln.index, e): (h.relay_if(ln.index, ln.peer(e)), ln.peer(e))
+                for ln, e in config.link_ends(self.net)}
+        owner = {ln.addr(e): e for ln, e in config.link_ends(self.net)}
+        self._send({"ends": ends, "owner": owner, "hold": self.hold})
+        self._wait_event("ready", 10.0)
+        self.reader = Reader(self.net, self.daemon, h.rundir)
+        control.wait_for(lambda: all(self.reader.reachable(r.name) for r in self.net.routers),  # type: ignore[union-attr]
+                         self.timeout, "every daemon's control socket")
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        if self.host is not None:
+            self.host.close()
+            self.host = None
+
+    # -- relay channel -----------------------------------------------------------
+    @property
+    def _ctl(self) -> socket.socket:
+        assert self.host is not None and self.host.relay_ctl is not None
+        return self.host.relay_ctl
+
+    def _send(self, d: dict) -> None:
+        self._ctl.sendall((json.dumps(d) + "\n").encode())
+
+    def _events(self, timeout: float) -> list[dict]:
+        """Relay events that arrive within ``timeout`` seconds (at least those already there)."""
+        self._ctl.settimeout(timeout)
+        try:
+            data = self._ctl.recv(65536)
+            if not data:
+                raise LiveNetError("the relay stopped", "see relay.log in the run directory")
+            self.rbuf += data
+        except (TimeoutError, BlockingIOError):
+            pass
+        out = []
+        while b"\n" in self.rbuf:
+            line, self.rbuf = self.rbuf.split(b"\n", 1)
+            ev = json.loads(line)
+            if ev.get("ev") == "held":
+                self._note_held(ev["unit"])
+            out.append(ev)
+        return out
+
+    def _wait_event(self, kind: str, timeout: float, uid: int | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for ev in self._events(max(0.001, deadline - time.monotonic())):
+                if ev.get("ev") == kind and (uid is None or ev.get("id") == uid):
+                    return
+        raise LiveNetError(f"timed out waiting for the relay's {kind!r}", "see relay.log in the run directory")
+
+    def _note_held(self, u: dict) -> None:
+        src = u["src"]
+        seq = self.oseq.get(src, 0)
+        self.oseq[src] = seq + 1
+        ln = self.net.link_between(src, u["dst"])
+        tags = Tags(self.group, ln.delay_us, 1, src, seq, "msg", src, seq)
+        self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
+
+    # -- groups ------------------------------------------------------------------
+    def pending(self) -> list[Held]:
+        """Held messages not yet delivered, in the ordering function's order."""
+        return sorted((h for h in self.held.values() if not h.delivered), key=lambda h: self.ordering.key(h.tags))
+
+    def collect(self, quiet: float = 1.0, expect: int | None = None) -> list[Held]:
+        """Close the current group: wait for the sessions and for ``quiet`` seconds without a new message.
+
+        With ``expect``, the group closes as soon as that many messages are pending.
+        """
+        assert self.reader is not None
+        deadline = time.monotonic() + self.timeout
+        routers = [r.name for r in self.net.routers if r.bgp]
+        while not all(self.reader.sessions_up(r) for r in routers):
+            self._events(0.05)
+            if time.monotonic() > deadline:
+                raise LiveNetError("BGP sessions did not come up", "see the routers' logs in the run directory")
+        last, n = time.monotonic(), len(self.held)
+        while True:
+            if expect is not None and len(self.pending()) >= expect:
+                break
+            self._events(0.05)
+            if len(self.held) != n:
+                last, n = time.monotonic(), len(self.held)
+            elif time.monotonic() - last >= quiet and expect is None:
+                break
+            if time.monotonic() > deadline:
+                raise LiveNetError(f"only {len(self.pending())} of {expect} messages arrived",
+                                   "see the routers' logs in the run directory")
+        return self.pending()
+
+    def deliver(self, uid: int) -> Held:
+        """Hand one held message to its receiver and wait until the receiver has processed it."""
+        assert self.reader is not None
+        h = self.held[uid]
+        before = self.reader.processed(h.dst, h.src)
+        self._send({"cmd": "release", "id": uid})
+        self._wait_event("acked", self.timeout, uid)
+        need = sum(_weight(m, self.daemon) for m in h.messages)
+        control.wait_for(lambda: self.reader.processed(h.dst, h.src) >= before + need,  # type: ignore[union-attr]
+                         self.timeout, f"{h.dst} to process message #{uid}")
+        h.delivered = True
+        self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})
+        return h
+
+    def next_group(self) -> None:
+        self.group += 1
+
+
+def _weight(m: dict, daemon: str) -> int:
+    """How much one message moves the receiver's processed counter (see Reader.processed)."""
+    if m.get("type") != "UPDATE":
+        return 0
+    if daemon == "frr":
+        return 1
+    return len(m.get("nlri", [])) + len(m.get("withdrawn", []))
