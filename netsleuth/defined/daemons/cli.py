@@ -1,0 +1,121 @@
+"""`netsleuth defined run|step --daemon bird|frr`: argument handling and summaries only."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from netsleuth.console import out, progress_bar
+from netsleuth.defined.daemons import explore
+from netsleuth.defined.daemons.scenarios import DaemonScenario, scenario
+from netsleuth.errors import NetsleuthError
+
+ALIASES = {"bgp-med": "med"}
+
+
+def _scenario(args: argparse.Namespace) -> DaemonScenario:
+    return scenario(ALIASES.get(args.scenario, args.scenario), bool(getattr(args, "deterministic_med", False)))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from netsleuth.defined.ordering import by_name
+
+    sc = _scenario(args)
+    by_name(args.ordering)
+    runs = args.runs or 5
+    outcomes: list[explore.Outcome] = []
+    interrupted = False
+    t0 = time.monotonic()
+    title = "every order" if args.all_orders else f"{sc.name} on {args.daemon} ({args.mode})"
+    try:
+        with progress_bar() as p:
+            task = p.add_task(title, total=None if args.all_orders else runs)
+            if args.all_orders:
+                def shown(i: int, total: int, o: explore.Outcome) -> None:
+                    outcomes.append(o)
+                    p.update(task, completed=i + 1, total=total)
+                explore.all_orders(sc, args.daemon, shown, quiet=args.quiet)
+            else:
+                for i in range(runs):
+                    outcomes.append(explore.one_run(sc, args.daemon, ordering=args.ordering,
+                                                    hold=args.mode != "plain", quiet=args.quiet))
+                    p.update(task, completed=i + 1)
+    except KeyboardInterrupt:
+        interrupted = True
+    d = _summary(sc, args, outcomes, interrupted, time.monotonic() - t0)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "result.json").write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    if interrupted:
+        raise KeyboardInterrupt
+    if args.json:
+        print(json.dumps(d, sort_keys=True))
+        return 0
+    _table(d, args)
+    return 0
+
+
+def _summary(sc: DaemonScenario, args: argparse.Namespace, outs: list[explore.Outcome], interrupted: bool,
+             seconds: float) -> dict:
+    counts = collections.Counter(o.best for o in outs)
+    return {"scenario": sc.name, "daemon": args.daemon, "mode": "all-orders" if args.all_orders else args.mode,
+            "ordering": args.ordering, "deterministic_med": sc.net.deterministic_med, "runs": len(outs),
+            "interrupted": interrupted, "observer": sc.observer, "prefix": sc.prefix,
+            "outcomes": dict(sorted(counts.items())), "distinct_outcomes": len(counts),
+            "verdict": explore.verdict(sc, outs) if outs else "", "seconds": round(seconds, 2),
+            "per_run": [o.to_json() for o in outs]}
+
+
+def _table(d: dict, args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"netsleuth defined run: {d['scenario']} on {d['daemon']}, {d['mode']}"
+                    f"{', deterministic MED' if d['deterministic_med'] else ''}", show_header=False)
+    t.add_row("runs", str(d["runs"]))
+    t.add_row(f"best path at {d['observer']}", ", ".join(f"{k} x{v}" for k, v in d["outcomes"].items()))
+    t.add_row("distinct outcomes", str(d["distinct_outcomes"]))
+    if d["mode"] == "all-orders":
+        for o in d["per_run"]:
+            t.add_row("  " + "-".join(o["order"]), o["best"])
+    t.add_row("time", f"{d['seconds']:.1f} s")
+    if args.out:
+        t.add_row("result", str(Path(args.out) / "result.json"))
+    out.print(t)
+    out.print(d["verdict"], markup=False)
+
+
+def _lines(args: argparse.Namespace) -> Iterable[str]:
+    if args.commands:
+        try:
+            return Path(args.commands).read_text().splitlines()
+        except OSError as exc:
+            raise NetsleuthError(f"cannot read --commands {args.commands}: {exc.strerror}",
+                                 "pass a text file with one console command per line") from None
+    if sys.stdin.isatty():
+        def prompt() -> Iterable[str]:
+            while True:
+                try:
+                    yield input("(defined) ")
+                except EOFError:
+                    return
+        return prompt()
+    return sys.stdin.read().splitlines()
+
+
+def cmd_step(args: argparse.Namespace) -> int:
+    from netsleuth.defined.daemons.console import run_daemon_console
+    from netsleuth.defined.daemons.net import LiveNet
+    from netsleuth.defined.ordering import by_name
+
+    if not args.scenario:
+        raise NetsleuthError("step --daemon needs a scenario", "add --scenario med")
+    sc = _scenario(args)
+    ordering = by_name(args.ordering or "defined")
+    lines = _lines(args)
+    with LiveNet(sc.net, args.daemon, ordering) as n:
+        return run_daemon_console(n, sc, lines, sys.stdout, quiet=args.quiet)
