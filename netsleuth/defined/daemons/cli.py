@@ -31,7 +31,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcomes: list[explore.Outcome] = []
     interrupted = False
     t0 = time.monotonic()
-    title = "every order" if args.all_orders else f"{sc.name} on {args.daemon} ({args.mode})"
+    title = f"{sc.name} on {args.daemon}: " + ("every order" if args.all_orders else f"{runs} runs")
     try:
         with progress_bar() as p:
             task = p.add_task(title, total=None if args.all_orders else runs)
@@ -63,11 +63,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _summary(sc: DaemonScenario, args: argparse.Namespace, outs: list[explore.Outcome], interrupted: bool,
              seconds: float) -> dict:
     counts = collections.Counter(o.best for o in outs)
-    return {"scenario": sc.name, "daemon": args.daemon, "mode": "all-orders" if args.all_orders else args.mode,
+    mode = "all-orders" if args.all_orders else ("arrival order" if args.mode == "plain" else f"ordering {args.ordering}")
+    return {"scenario": sc.name, "daemon": args.daemon, "mode": mode,
             "ordering": args.ordering, "deterministic_med": sc.net.deterministic_med, "runs": len(outs),
             "interrupted": interrupted, "observer": sc.observer, "prefix": sc.prefix,
             "outcomes": dict(sorted(counts.items())), "distinct_outcomes": len(counts),
-            "verdict": explore.verdict(sc, outs) if outs else "", "seconds": round(seconds, 2),
+            "verdict": explore.verdict(sc, outs, "orders" if args.all_orders else "runs") if outs else "", "seconds": round(seconds, 2),
             "per_run": [o.to_json() for o in outs]}
 
 
@@ -104,7 +105,7 @@ def _lines(args: argparse.Namespace) -> Iterable[str]:
                 except EOFError:
                     return
         return prompt()
-    return sys.stdin.read().splitlines()
+    return (line.rstrip("\n") for line in sys.stdin)   # line by line: a driving program may wait on the output
 
 
 def cmd_step(args: argparse.Namespace) -> int:
@@ -118,4 +119,6 @@ def cmd_step(args: argparse.Namespace) -> int:
     ordering = by_name(args.ordering or "defined")
     lines = _lines(args)
     with LiveNet(sc.net, args.daemon, ordering) as n:
+        assert n.host is not None
+        print(f"run directory {n.host.rundir} (removed at exit)", flush=True)
         return run_daemon_console(n, sc, lines, sys.stdout, quiet=args.quiet)

@@ -99,8 +99,10 @@ def bird_config(net: DaemonNet, r: Router) -> str:
 def _frr_bgp(net: DaemonNet, r: Router) -> list[str]:
     peers = [(ln, net.router(ln.peer(r.name))) for ln in net.links_of(r.name)]
     peers = [(ln, p) for ln, p in peers if p.bgp]
-    out = [f"router bgp {r.asn}", f" bgp router-id {r.loopback}", " no bgp ebgp-requires-policy",
-           " no bgp network import-check", " no bgp default ipv4-unicast",
+    # route-map changes wait for a delay timer (5 s by default) before they apply: the speakers would
+    # announce seconds after their sessions come up
+    out = ["bgp route-map delay-timer 0", f"router bgp {r.asn}", f" bgp router-id {r.loopback}", " no bgp ebgp-requires-policy",
+           " no bgp network import-check", " no bgp default ipv4-unicast", " coalesce-time 0",
            f" {'' if net.deterministic_med else 'no '}bgp deterministic-med"]
     for ln, p in peers:
         a = ln.addr(p.name)

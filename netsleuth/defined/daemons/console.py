@@ -101,7 +101,8 @@ class DaemonConsole:
             self.out.write("  nothing held: no order to explore\n")
             return
         n_orders = _fact(len(ids))
-        self.out.write(f"  running {n_orders} order(s) of {len(ids)} message(s), each from a fresh start\n")
+        first = f", after the {len(self.delivered)} delivered so far" if self.delivered else ""
+        self.out.write(f"  running {n_orders} order(s) of {len(ids)} message(s), each from a fresh start{first}\n")
 
         def shown(i: int, total: int, o: explore.Outcome) -> None:
             self.out.write(f"  order {i + 1}/{total}: {'-'.join(o.order)} -> {o.best} ({o.seconds:.1f} s)\n")

@@ -129,10 +129,14 @@ def _fifo(order: list[tuple]) -> bool:
     return True
 
 
-def verdict(sc: DaemonScenario, outcomes: list[Outcome]) -> str:
-    """One sentence: does the observer's best path depend on the delivery order?"""
+def verdict(sc: DaemonScenario, outcomes: list[Outcome], runs: str = "orders") -> str:
+    """One sentence: does the observer's best path depend on the delivery order (or differ between runs)?"""
     bests = sorted({o.best for o in outcomes})
     if len(bests) == 1:
-        return f"best path for {sc.prefix} at {sc.observer} is {bests[0]} under all {len(outcomes)} orders"
+        where = f"under all {len(outcomes)} orders" if runs == "orders" else f"in all {len(outcomes)} runs"
+        return f"best path for {sc.prefix} at {sc.observer} is {bests[0]} {where}"
+    if runs != "orders":
+        counts = ", ".join(f"{b} in {sum(o.best == b for o in outcomes)}" for b in bests)
+        return f"best path for {sc.prefix} at {sc.observer} differs between runs: {counts} of {len(outcomes)}"
     under = "; ".join(f"{b} under " + ", ".join("-".join(o.order) for o in outcomes if o.best == b) for b in bests)
     return f"best path for {sc.prefix} at {sc.observer} depends on the delivery order: {' / '.join(bests)} ({under})"

@@ -90,7 +90,9 @@ class Reader:
 
     def label(self, route: dict) -> str:
         """A route's name: its origin's label (p1, ...) by next hop, else the router it came from."""
-        nh = route.get("next_hop") or route.get("via") or ""
+        nh = route.get("next_hop") or ""
+        if not nh:
+            return str(route.get("from", "?"))
         try:
             owner = self.net.router(self.net.owner_of(nh))
         except Exception:  # noqa: BLE001 - an address outside the description: show it as is
