@@ -178,3 +178,27 @@ def _check_configs(tmp_path: Path, daemon: str) -> None:
             # FRR's dry run exits 0 even when a line fails; it says so in its log
             bad = ("No such command", "can't open", "Unknown command", "% ")
             assert r.returncode == 0 and not any(b in said for b in bad), (router, name, said)
+
+
+def _tcp_checksum_ok(f: bytes) -> bool:
+    from netsleuth.defined.daemons.wire import _csum
+    ihl = (f[14] & 0x0F) * 4
+    total = struct.unpack_from("!H", f, 16)[0]
+    tcp = f[14 + ihl: 14 + total]
+    pseudo = f[26:34] + struct.pack("!BBH", 0, 6, len(tcp))
+    return _csum(f[14: 14 + ihl]) == 0 and _csum(pseudo + tcp) == 0
+
+
+def test_a_keepalive_sharing_a_segment_with_an_update_is_cut_off_and_passes():
+    c = core()
+    syn(c)
+    both = frame("10.0.1.2", "10.0.1.1", 40000, 179, 100, KEEPALIVE + update())
+    sent = c.on_frame("b", both)
+    assert len(sent) == 1 and _tcp_checksum_ok(sent[0][1])
+    ka = tcp_of(sent[0][1])
+    assert ka.payload == KEEPALIVE and ka.seq == 100
+    ev = c.take_events()
+    assert len(ev) == 1 and ev[0]["unit"]["messages"][0]["nlri"] == ["203.0.113.0/24"]
+    assert c.on_frame("b", both) == []     # the sender's retransmission of the whole segment is dropped
+    (iface, upd), = c.release(1)
+    assert _tcp_checksum_ok(upd) and tcp_of(upd).seq == 119 and tcp_of(upd).payload == update()

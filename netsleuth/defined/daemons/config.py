@@ -135,7 +135,7 @@ def _frr_bgp(net: DaemonNet, r: Router) -> list[str]:
 def _frr_rip(net: DaemonNet, r: Router) -> list[str]:
     out = ["router rip", " version 2", " timers basic 30 180 120"]
     out += [f" network {ln.ifname(r.name)}" for ln in net.links_of(r.name)]
-    out += [" redistribute static"] if r.rip_networks else []
+    out += [f" route {p}" for p in r.rip_networks]   # ripd's own static RIP routes: no staticd needed
     return out + ["exit"]
 
 
@@ -146,9 +146,6 @@ def frr_configs(net: DaemonNet, r: Router) -> dict[str, str]:
         files["bgpd.conf"] = "\n".join([f"hostname {r.name}", "log stdout informational", *_frr_bgp(net, r)]) + "\n"
     if r.rip:
         files["ripd.conf"] = "\n".join([f"hostname {r.name}", "log stdout informational", *_frr_rip(net, r)]) + "\n"
-        if r.rip_networks:
-            files["staticd.conf"] = "\n".join([f"hostname {r.name}"] +
-                                              [f"ip route {p} blackhole" for p in r.rip_networks]) + "\n"
     return files
 
 
@@ -173,8 +170,6 @@ def frr_daemons(net: DaemonNet, r: Router) -> list[str]:
     """
     zebra = r.rip or any(ln.igp(r.name) for ln in net.links_of(r.name))
     out = ["zebra"] if zebra else []
-    if r.rip and r.rip_networks:
-        out.append("staticd")
     if r.bgp:
         out.append("bgpd")
     if r.rip:

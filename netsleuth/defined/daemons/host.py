@@ -18,6 +18,7 @@ directory (FRR's daemons run as user ``frr``, which owns that directory).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -90,13 +91,14 @@ class Host:
     """Brings a DaemonNet up and down; ``with Host(...) as h:`` tears everything down on exit."""
 
     def __init__(self, net: DaemonNet, daemon: str, rundir: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, dict[str, str]] | None = None, hold: bool = True) -> None:
         if daemon not in config.DAEMONS:
             raise DaemonEnvError(f"unknown daemon {daemon!r}", "use --daemon bird or --daemon frr")
         self.net = net
         self.daemon = daemon
         self.rundir = Path(rundir) if rundir else Path(tempfile.mkdtemp(prefix="netsleuth-daemons-"))
         self.env = env or {}
+        self.hold = hold
         self.procs: list[subprocess.Popen] = []
         self.daemons: dict[str, list[subprocess.Popen]] = {}
         self.ns: dict[str, Namespace] = {}
@@ -214,11 +216,43 @@ class Host:
                                       log=self.rundir / "relay.log", env=env, pass_fds=(b.fileno(),))
         b.close()
         self.relay_ctl = a
+        # The relay carries frames from the moment the daemons start: set it up and wait for it first.
+        ends = {self.relay_if(ln.index, e): (self.relay_if(ln.index, ln.peer(e)), ln.peer(e))
+                for ln, e in config.link_ends(self.net)}
+        owner = {ln.addr(e): e for ln, e in config.link_ends(self.net)}
+        a.sendall((json.dumps({"ends": ends, "owner": owner, "hold": self.hold}) + "\n").encode())
+        a.settimeout(10.0)
+        line = b""
+        try:
+            while not line.endswith(b"\n"):
+                chunk = a.recv(1)
+                if not chunk:
+                    break
+                line += chunk
+        except TimeoutError:
+            pass
+        a.settimeout(None)
+        if b"ready" not in line:
+            tail = (self.rundir / "relay.log").read_text(errors="replace")[-1500:]
+            raise DaemonEnvError("the relay did not start", "see its log (below)", tail)
 
-    def daemon_env(self) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C"}
-        env.update(self.env)
+    def daemon_env(self, router: str) -> dict[str, str]:
+        """A router's daemons get a small fixed environment, plus the clock's variables if there is one."""
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C", "TZ": "UTC"}
+        env.update(self.env.get(router, {}))
         return env
+
+    def log_tail(self, name: str, chars: int = 1500) -> str:
+        """The end of each of a router's daemon logs (for an error's details)."""
+        d = config.router_dir(self.rundir, name)
+        return "\n".join(f"{f.name}: ...{f.read_text(errors='replace')[-chars:]}" for f in sorted(d.glob("*.log")))
+
+    def kill_router(self, name: str) -> None:
+        """Crash a router: SIGKILL its daemons (its namespace and links stay)."""
+        for p in self.daemons.get(name, []):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
     def _start_router(self, name: str) -> None:
         d = config.router_dir(self.rundir, name)
@@ -226,14 +260,14 @@ class Host:
         procs: list[subprocess.Popen] = []
         if self.daemon == "bird":
             procs.append(self._spawn(ns.argv("bird", "-f", "-c", str(d / "bird.conf"), "-s", str(d / "bird.ctl"),
-                                             "-P", str(d / "bird.pid")), log=d / "bird.log", env=self.daemon_env()))
+                                             "-P", str(d / "bird.pid")), log=d / "bird.log", env=self.daemon_env(name)))
         else:
             dms = config.frr_daemons(self.net, self.net.router(name))
             for dm in dms:
                 argv = [str(FRR_DIR / dm), "-f", str(d / f"{dm}.conf"), "-i", str(d / f"{dm}.pid"),
                         "--vty_socket", str(d), "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"]
                 argv += ["-z", str(d / "zserv.api")] if "zebra" in dms else ["-Z"]
-                procs.append(self._spawn(ns.argv(*argv), log=d / f"{dm}.log", env=self.daemon_env()))
+                procs.append(self._spawn(ns.argv(*argv), log=d / f"{dm}.log", env=self.daemon_env(name)))
                 if dm == "zebra":
                     _wait_path(d / "zserv.api", 5.0, f"{name}'s zebra", d / "zebra.log")
         self.daemons[name] = procs

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netsleuth.defined.daemons import config, control
+from netsleuth.defined.daemons.clock import VirtualClock
 from netsleuth.defined.daemons.host import Host, check_environment
 from netsleuth.defined.daemons.reader import Reader
 from netsleuth.defined.daemons.spec import DaemonNet
@@ -78,6 +79,8 @@ class LiveNet:
     env: dict[str, str] = field(default_factory=dict)
     rundir: Path | None = None
     timeout: float = 30.0
+    clocked: bool = False          # run the daemons on a virtual clock (libfaketime)
+    seed: int = 0
 
     def __post_init__(self) -> None:
         self.host: Host | None = None
@@ -87,6 +90,8 @@ class LiveNet:
         self.oseq: dict[str, int] = {}
         self.rbuf = b""
         self.log: list[dict] = []     # what happened, in order: deliveries and what the receiver then held
+        self.clock: VirtualClock | None = None
+        self.dead: set[str] = set()
 
     # -- life cycle ----------------------------------------------------------
     def __enter__(self) -> LiveNet:
@@ -101,16 +106,13 @@ class LiveNet:
         self.close()
 
     def start(self) -> None:
-        check_environment(self.daemon, clock=bool(self.env))
-        self.host = Host(self.net, self.daemon, self.rundir, self.env)
+        check_environment(self.daemon, clock=self.clocked)
+        self.host = Host(self.net, self.daemon, self.rundir, hold=self.hold)
+        if self.clocked:
+            self.clock = VirtualClock(self.host.rundir / "clock", self.seed)
+            self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
         self.host.start()
-        h = self.host
-        ends = {h.relay_if(ln.index, e): (h.relay_if(ln.index, ln.peer(e)), ln.peer(e))
-                for ln, e in config.link_ends(self.net)}
-        owner = {ln.addr(e): e for ln, e in config.link_ends(self.net)}
-        self._send({"ends": ends, "owner": owner, "hold": self.hold})
-        self._wait_event("ready", 10.0)
-        self.reader = Reader(self.net, self.daemon, h.rundir)
+        self.reader = Reader(self.net, self.daemon, self.host.rundir)
         control.wait_for(lambda: all(self.reader.reachable(r.name) for r in self.net.routers),  # type: ignore[union-attr]
                          self.timeout, "every daemon's control socket")
 
@@ -182,7 +184,11 @@ class LiveNet:
         while not all(self.reader.sessions_up(r) for r in routers):
             self._events(0.05)
             if time.monotonic() > deadline:
-                raise LiveNetError("BGP sessions did not come up", "see the routers' logs in the run directory")
+                assert self.host is not None
+                down = [r for r in routers if not self.reader.sessions_up(r)]
+                raise LiveNetError(f"BGP sessions did not come up at {', '.join(down)}",
+                                   "see the routers' logs (below)",
+                                   "\n".join(self.host.log_tail(r.name) for r in self.net.routers))
         last, n = time.monotonic(), len(self.held)
         while True:
             if expect is not None and len(self.pending()) >= expect:
@@ -213,6 +219,50 @@ class LiveNet:
 
     def next_group(self) -> None:
         self.group += 1
+
+    # -- virtual time --------------------------------------------------------------
+    def stats(self) -> dict:
+        """The relay's counters: frames carried, RIP frames per "src>dst"."""
+        self._send({"cmd": "stats"})
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            for ev in self._events(0.5):
+                if ev.get("ev") == "stats":
+                    return ev
+        raise LiveNetError("the relay did not answer", "see relay.log in the run directory")
+
+    def poke(self) -> None:
+        """Make every live daemon run its event loop once: timers due on the virtual clock fire."""
+        assert self.reader is not None
+        for r in self.net.routers:
+            if r.name not in self.dead:
+                self.reader.poke(r.name)
+
+    def settle(self, rounds: int = 50) -> None:
+        """Poke until the relay carries nothing new between two pokes: the network is idle at this time."""
+        before = self.stats()
+        for _ in range(rounds):
+            self.poke()
+            self.poke()
+            after = self.stats()
+            if after == before:
+                return
+            before = after
+        raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
+                           "the daemons keep sending: look for a loop in their logs")
+
+    def advance(self, t: float) -> None:
+        """Move the virtual clock to ``t`` and let every daemon catch up."""
+        if self.clock is None:
+            raise LiveNetError("this network runs on the wall clock", "start it with clocked=True")
+        self.clock.set(t)
+        self.settle()
+
+    def crash(self, router: str) -> None:
+        assert self.host is not None and self.reader is not None
+        self.host.kill_router(router)
+        self.reader.forget(router)
+        self.dead.add(router)
 
 
 def _weight(m: dict, daemon: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from netsleuth.defined.daemons import control
+from netsleuth.defined.daemons import config, control
 from netsleuth.defined.daemons.spec import DaemonNet
 
 
@@ -40,6 +40,22 @@ class Reader:
             c.close()
         self._bird.clear()
         self._frr.clear()
+
+    def forget(self, router: str) -> None:
+        """Drop the connections to a router that is gone."""
+        c = self._bird.pop(router, None)
+        if c is not None:
+            c.close()
+        for key in [k for k in self._frr if k[0] == router]:
+            self._frr.pop(key).close()
+
+    def poke(self, router: str) -> None:
+        """One cheap question to each of the router's daemons (it wakes their event loops)."""
+        if self.daemon == "bird":
+            self.bird(router).ask("show status")
+            return
+        for dm in config.frr_daemons(self.net, self.net.router(router)):
+            self.frr(router, dm).ask("show version")
 
     def reachable(self, router: str) -> bool:
         """The router's control socket exists (the daemon has started)."""

@@ -66,7 +66,8 @@ class Relay:
         elif cmd == "hold":
             self._send(self.core.set_hold(bool(d["on"])))
         elif cmd == "stats":
-            self.ctl.sendall((json.dumps({"ev": "stats", "frames": self.core.frames}) + "\n").encode())
+            self.ctl.sendall((json.dumps({"ev": "stats", "frames": self.core.frames, "rip": self.core.rip})
+                              + "\n").encode())
 
     def _control(self) -> bool:
         data = self.ctl.recv(65536)

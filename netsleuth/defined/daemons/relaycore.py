@@ -4,10 +4,13 @@ Every link is two veths whose middle ends the relay holds; a frame read on
 one end goes out the other. BGP is where delivery order matters, so while
 ``hold`` is on, a TCP segment that begins a BGP UPDATE (other than an
 End-of-RIB marker) is not forwarded: it becomes a *unit*, a DEFINED message
-the controller releases when the ordering function says so. A unit is a
-whole TCP segment: a segment carrying several BGP messages is held and
-delivered as one (the relay never splits or rewrites segments, so TCP's
-sequence numbers and checksums stay the sender's own).
+the controller releases when the ordering function says so. A segment
+that carries several whole BGP messages is first cut into one segment per
+message (:func:`~.wire.split_segment`: same bytes, own sequence number and
+checksums), so a KEEPALIVE never waits behind an UPDATE and each UPDATE is
+a unit of its own. A segment that begins or ends inside a message is held
+whole, with every message that starts in it (a first version: with UPDATEs
+far below the MTU this does not happen in the scenarios here).
 
 Within one TCP flow delivery stays FIFO: once a unit is held, everything
 later on that flow (keepalives, acknowledgements, further UPDATEs) queues
@@ -24,7 +27,8 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from netsleuth.defined.daemons.wire import BgpStream, Segment, describe, is_eor, seq_after, tcp_of
+from netsleuth.defined.daemons.wire import (BgpStream, Segment, describe, is_eor, is_rip, seq_after, split_segment,
+                                            tcp_of)
 
 UPDATE = 2
 ACK = 0x10
@@ -72,6 +76,7 @@ class RelayCore:
         self.units: dict[int, Unit] = {}
         self.events: list[dict] = []
         self.frames = 0
+        self.rip: dict[str, int] = {}     # "src>dst" -> RIP frames carried (when a router last heard a neighbour)
 
     def _stream(self, flow: tuple) -> BgpStream:
         s = self.streams.get(flow)
@@ -85,12 +90,32 @@ class RelayCore:
         out = self.ends[iface][0]
         seg = tcp_of(frame)
         if seg is None or not seg.bgp:
+            if is_rip(frame):
+                key = f"{self.ends[out][1]}>{self.ends[iface][1]}"
+                self.rip[key] = self.rip.get(key, 0) + 1
             return [(out, frame)]
         self._acks(seg)
         q = self.queues.get(seg.flow)
-        if q and seg.payload and any(x.seg.seq == seg.seq and len(x.seg.payload) == len(seg.payload) for x in q):
-            return []   # a retransmission of a queued segment
-        starts = self._stream(seg.flow).feed(seg)
+        stream = self._stream(seg.flow)
+        aligned = stream.aligned(seg)
+        starts = stream.feed(seg)
+        if q and seg.payload and not starts and not aligned:
+            return []   # a retransmission while the flow is held: the queued copies carry these bytes
+        if self.hold and aligned and len(starts) > 1 and not stream.buf and \
+                any(t == UPDATE for t, _ in starts) and all(m is not None for _, m in starts):
+            # several whole BGP messages in one segment: one segment each, so that a KEEPALIVE
+            # is not held behind an UPDATE and every UPDATE is a DEFINED message of its own
+            sent: list[tuple[str, bytes]] = []
+            for (t, m), piece in zip(starts, split_segment(frame, [len(m or b"") for _, m in starts])):
+                ps = tcp_of(piece)
+                assert ps is not None
+                sent += self._place(out, piece, ps, [(t, m)])
+            return sent
+        return self._place(out, frame, seg, starts)
+
+    def _place(self, out: str, frame: bytes, seg: Segment, starts: list[tuple[int, bytes | None]]
+               ) -> list[tuple[str, bytes]]:
+        q = self.queues.get(seg.flow)
         unit = self._unit(seg, starts) if self.hold else None
         if unit is None and not q:
             return [(out, frame)]

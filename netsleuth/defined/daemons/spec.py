@@ -141,3 +141,18 @@ def med_net(deterministic_med: bool = False) -> DaemonNet:
     links = tuple(Link("r3", f"s{i}", i, igp_a=igp) for i, igp in ((1, 10), (2, 30), (3, 20)))
     return DaemonNet("med", (r3, *s), links, deterministic_med=deterministic_med,
                      params={"prefix": PREFIX, "observer": "r3"})
+
+
+STUB = "192.0.2.0/24"
+
+
+def rip_net() -> DaemonNet:
+    """RIP on a line r1 - r2 - r3 with r3 announcing a stub prefix; r1 reaches it through r2.
+
+    When r2 crashes, r1 keeps the route until RIP's timeout (180 s after the
+    last update from r2) and then withdraws it: the case where a daemon's own
+    timers decide the outcome, run on the virtual clock.
+    """
+    routers = (Router("r1", 1, rip=True), Router("r2", 2, rip=True), Router("r3", 3, rip=True, rip_networks=(STUB,)))
+    links = (Link("r1", "r2", 1), Link("r2", "r3", 2))
+    return DaemonNet("rip", routers, links, params={"prefix": STUB, "observer": "r1", "fails": "r2"})

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 ETH_IPV4 = 0x0800
 PROTO_TCP = 6
 BGP_PORT = 179
+RIP_PORT = 520
 MARKER = b"\xff" * 16
 HEADER = 19
 TYPES = {1: "OPEN", 2: "UPDATE", 3: "NOTIFICATION", 4: "KEEPALIVE", 5: "ROUTE-REFRESH"}
@@ -49,6 +50,47 @@ class Segment:
         return (self.seq + len(self.payload) + (1 if self.flags & (SYN | FIN) else 0)) & 0xFFFFFFFF
 
 
+def _csum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def split_segment(frame: bytes, sizes: list[int]) -> list[bytes]:
+    """Cut a TCP segment's payload into consecutive pieces of ``sizes`` bytes, one frame each.
+
+    Each piece keeps the headers (options included) with its own sequence
+    number, lengths and checksums; a FIN stays on the last piece, PSH is set
+    on all. The receiver's TCP sees the same bytes in the same order.
+    """
+    ihl = (frame[14] & 0x0F) * 4
+    t = 14 + ihl
+    doff = (frame[t + 12] >> 4) * 4
+    head_ip, head_tcp = bytearray(frame[14:t]), bytearray(frame[t: t + doff])
+    total = struct.unpack_from("!H", frame, 16)[0]
+    payload = frame[t + doff: 14 + total]
+    seq = struct.unpack_from("!I", head_tcp, 4)[0]
+    flags = head_tcp[13]
+    out, pos = [], 0
+    for i, n in enumerate(sizes):
+        ip, tcp = bytearray(head_ip), bytearray(head_tcp)
+        body = payload[pos: pos + n]
+        struct.pack_into("!H", ip, 2, ihl + doff + len(body))
+        struct.pack_into("!H", ip, 10, 0)
+        struct.pack_into("!H", ip, 10, _csum(bytes(ip)))
+        struct.pack_into("!I", tcp, 4, (seq + pos) & 0xFFFFFFFF)
+        tcp[13] = (flags | 0x08) & ~(FIN if i < len(sizes) - 1 else 0)
+        struct.pack_into("!H", tcp, 16, 0)
+        pseudo = bytes(ip[12:20]) + struct.pack("!BBH", 0, PROTO_TCP, doff + len(body))
+        struct.pack_into("!H", tcp, 16, _csum(pseudo + bytes(tcp) + body))
+        out.append(frame[:14] + bytes(ip) + bytes(tcp) + body)
+        pos += n
+    return out
+
+
 def _ip(b: bytes) -> str:
     return ".".join(str(x) for x in b)
 
@@ -68,6 +110,14 @@ def tcp_of(frame: bytes) -> Segment | None:
     return Segment(_ip(frame[26:30]), sport, _ip(frame[30:34]), dport, seq, ack, off_flags & 0x3F, payload)
 
 
+def is_rip(frame: bytes) -> bool:
+    """An IPv4/UDP frame to or from RIP's port 520."""
+    if len(frame) < 38 or struct.unpack_from("!H", frame, 12)[0] != ETH_IPV4 or frame[23] != 17:
+        return False
+    t = 14 + (frame[14] & 0x0F) * 4
+    return len(frame) >= t + 4 and RIP_PORT in struct.unpack_from("!HH", frame, t)
+
+
 def seq_after(a: int, b: int) -> bool:
     """a comes after b in TCP's 32-bit sequence space."""
     return 0 < ((a - b) & 0xFFFFFFFF) < 0x80000000
@@ -85,6 +135,10 @@ class BgpStream:
         self.next_seq: int | None = None
         self.buf = b""
         self.messages: list[bytes] = []
+
+    def aligned(self, seg: Segment) -> bool:
+        """This segment brings new bytes that begin exactly at a message boundary."""
+        return self.next_seq == seg.seq and not self.buf and bool(seg.payload)
 
     def feed(self, seg: Segment) -> list[tuple[int, bytes | None]]:
         """Take a segment's new bytes; return (type, whole message or None) for each message starting in them.
