@@ -15,7 +15,7 @@ from netsleuth.defined.daemons.relaycore import RelayCore
 from netsleuth.defined.daemons.spec import DaemonSpecError, med_net
 from netsleuth.defined.daemons.wire import BgpStream, describe, tcp_of
 from netsleuth.model.addr import ip_to_int
-from netsleuth.model.packet import IPv4, TCP, Packet
+from netsleuth.model.packet import TCP, IPv4, Packet
 
 ACK, PSH, SYN = 0x10, 0x08, 0x02
 

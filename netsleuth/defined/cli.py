@@ -123,8 +123,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     dsub = d.add_subparsers(dest="defined_command", required=True)
 
     r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
-    r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf", "med"],
-                   help="nodes: bgp-med | rip-timer | ospf; daemons (--daemon): med (bgp-med is an alias)")
+    r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf", "med", "rip"],
+                   help="nodes: bgp-med | rip-timer | ospf; daemons (--daemon): med (bgp-med is an alias) | rip")
     r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | "
                                   "a netsleuth topology (ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
@@ -148,7 +148,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")
     s.add_argument("trace", nargs="?", help="trace.jsonl written by `netsleuth defined run --out DIR` "
                                             "(not with --daemon)")
-    s.add_argument("--scenario", choices=["med", "bgp-med"], help="with --daemon: the daemon scenario")
+    s.add_argument("--scenario", choices=["med", "bgp-med"], help="with --daemon: the daemon scenario (med)")
     _daemon_args(s)
     s.add_argument("--commands", help="file of console commands, one per line (default: stdin / prompt)")
     s.add_argument("--ordering", help="ordering function to start with (default: the one RB used)")

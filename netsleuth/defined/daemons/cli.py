@@ -26,6 +26,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from netsleuth.defined.ordering import by_name
 
     sc = _scenario(args)
+    if sc.name == "rip":
+        return _run_rip(args)
     by_name(args.ordering)
     runs = args.runs or 5
     outcomes: list[explore.Outcome] = []
@@ -60,15 +62,56 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_rip(args: argparse.Namespace) -> int:
+    from netsleuth.defined.daemons.rip import rip_run
+
+    runs = args.runs or 3
+    outs = []
+    interrupted = False
+    try:
+        with progress_bar() as p:
+            task = p.add_task(f"rip on {args.daemon}: {runs} runs on the virtual clock", total=runs)
+            for i in range(runs):
+                outs.append(rip_run(args.daemon, seed=args.seed))
+                p.update(task, completed=i + 1)
+    except KeyboardInterrupt:
+        interrupted = True
+    hist = {json.dumps(o.history) for o in outs}
+    d = {"scenario": "rip", "daemon": args.daemon, "runs": len(outs), "interrupted": interrupted,
+         "distinct_histories": len(hist), "per_run": [o.to_json() for o in outs]}
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "result.json").write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    if interrupted:
+        raise KeyboardInterrupt
+    if args.json:
+        print(json.dumps(d, sort_keys=True))
+        return 0
+    from rich.table import Table
+
+    t = Table(title=f"netsleuth defined run: rip on {args.daemon} (virtual clock)", show_header=False)
+    t.add_row("runs", str(len(outs)))
+    t.add_row("r1 learnt 192.0.2.0/24 at", ", ".join(f"{o.learned_at:.0f} s" for o in outs))
+    t.add_row("r1 last heard r2 at", ", ".join(f"{o.last_update_at:.0f} s" for o in outs if o.last_update_at))
+    t.add_row("withdrawn at", ", ".join(f"{o.withdrawn_at:.0f} s ({o.held_for:.0f} s later)" for o in outs
+                                        if o.withdrawn_at is not None and o.held_for is not None))
+    t.add_row("wall time per run", ", ".join(f"{o.wall_seconds:.1f} s" for o in outs))
+    t.add_row("distinct routing-table histories", str(len(hist)))
+    out.print(t)
+    return 0
+
+
 def _summary(sc: DaemonScenario, args: argparse.Namespace, outs: list[explore.Outcome], interrupted: bool,
              seconds: float) -> dict:
     counts = collections.Counter(o.best for o in outs)
-    mode = "all-orders" if args.all_orders else ("arrival order" if args.mode == "plain" else f"ordering {args.ordering}")
+    mode = "all-orders" if args.all_orders else \
+        ("arrival order" if args.mode == "plain" else f"ordering {args.ordering}")
+    verdict = explore.verdict(sc, outs, "orders" if args.all_orders else "runs") if outs else ""
     return {"scenario": sc.name, "daemon": args.daemon, "mode": mode,
             "ordering": args.ordering, "deterministic_med": sc.net.deterministic_med, "runs": len(outs),
             "interrupted": interrupted, "observer": sc.observer, "prefix": sc.prefix,
             "outcomes": dict(sorted(counts.items())), "distinct_outcomes": len(counts),
-            "verdict": explore.verdict(sc, outs, "orders" if args.all_orders else "runs") if outs else "", "seconds": round(seconds, 2),
+            "verdict": verdict, "seconds": round(seconds, 2),
             "per_run": [o.to_json() for o in outs]}
 
 

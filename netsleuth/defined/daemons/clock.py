@@ -22,7 +22,7 @@ from pathlib import Path
 
 from netsleuth.defined.daemons.host import faketime_lib
 
-EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 class VirtualClock:

@@ -101,7 +101,8 @@ def _frr_bgp(net: DaemonNet, r: Router) -> list[str]:
     peers = [(ln, p) for ln, p in peers if p.bgp]
     # route-map changes wait for a delay timer (5 s by default) before they apply: the speakers would
     # announce seconds after their sessions come up
-    out = ["bgp route-map delay-timer 0", f"router bgp {r.asn}", f" bgp router-id {r.loopback}", " no bgp ebgp-requires-policy",
+    out = ["bgp route-map delay-timer 0", f"router bgp {r.asn}", f" bgp router-id {r.loopback}",
+           " no bgp ebgp-requires-policy",
            " no bgp network import-check", " no bgp default ipv4-unicast", " coalesce-time 0",
            f" {'' if net.deterministic_med else 'no '}bgp deterministic-med"]
     for ln, p in peers:

@@ -183,6 +183,19 @@ def frr_zebra_routes(d: dict) -> dict[str, list[dict]]:
     return out
 
 
+_RIP = re.compile(r"^([A-Z])\((\w)\)\s+(\S+/\d+)\s+(\S+)\s+(\d+)\s+(\S+)", re.M)
+
+
+def frr_rip_routes(text: str) -> dict[str, list[dict]]:
+    """Parse ripd's ``show ip rip``: prefix -> routes; metric 16 (timed out, awaiting garbage) is not best."""
+    out: dict[str, list[dict]] = {}
+    for m in _RIP.finditer(text):
+        code, sub, prefix, nh, metric, frm = m.groups()
+        out.setdefault(prefix, []).append({"best": int(metric) < 16, "from": f"{code}({sub})",
+                                           "via": nh, "metric": int(metric)})
+    return out
+
+
 def wait_for(pred, timeout: float, what: str, step: float = 0.005):  # type: ignore[no-untyped-def]
     """Poll ``pred`` until it returns something truthy; raise ControlError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

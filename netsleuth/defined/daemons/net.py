@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netsleuth.defined.daemons import config, control
+from netsleuth.defined.daemons import control
 from netsleuth.defined.daemons.clock import VirtualClock
 from netsleuth.defined.daemons.host import Host, check_environment
 from netsleuth.defined.daemons.reader import Reader

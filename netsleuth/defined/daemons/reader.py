@@ -102,6 +102,8 @@ class Reader:
         r = self.net.router(router)
         if r.bgp:
             return control.frr_bgp_routes(self.frr(router).ask_json("show bgp ipv4 unicast"))
+        if r.rip:   # ripd's own table: zebra applies its changes only after a work-queue delay
+            return control.frr_rip_routes(self.frr(router, "ripd").ask("show ip rip"))
         return control.frr_zebra_routes(self.frr(router, "zebra").ask_json("show ip route"))
 
     def label(self, route: dict) -> str:

@@ -27,8 +27,16 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from netsleuth.defined.daemons.wire import (BgpStream, Segment, describe, is_eor, is_rip, seq_after, split_segment,
-                                            tcp_of)
+from netsleuth.defined.daemons.wire import (
+    BgpStream,
+    Segment,
+    describe,
+    is_eor,
+    is_rip,
+    seq_after,
+    split_segment,
+    tcp_of,
+)
 
 UPDATE = 2
 ACK = 0x10
@@ -106,7 +114,7 @@ class RelayCore:
             # several whole BGP messages in one segment: one segment each, so that a KEEPALIVE
             # is not held behind an UPDATE and every UPDATE is a DEFINED message of its own
             sent: list[tuple[str, bytes]] = []
-            for (t, m), piece in zip(starts, split_segment(frame, [len(m or b"") for _, m in starts])):
+            for (t, m), piece in zip(starts, split_segment(frame, [len(m or b"") for _, m in starts]), strict=True):
                 ps = tcp_of(piece)
                 assert ps is not None
                 sent += self._place(out, piece, ps, [(t, m)])

@@ -39,8 +39,8 @@ class RipOutcome:
 
 
 def _view(routes: dict[str, list[dict]], prefix: str) -> list:
-    """What the history compares: the prefix's routes without times (next hop, metric, best)."""
-    return sorted([bool(r.get("best")), str(r.get("via", "")), r.get("metric")] for r in routes.get(prefix, []))
+    """What the history compares: the prefix's usable routes without times (next hop, metric)."""
+    return sorted([str(r.get("via", "")), r.get("metric")] for r in routes.get(prefix, []) if r.get("best"))
 
 
 def rip_run(daemon: str, fail_at: float = 45.0, step: float = 1.0, horizon: float = 400.0,
