@@ -48,10 +48,14 @@ def _read_until(p: subprocess.Popen, pattern: str, timeout: float) -> list[str]:
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     assert p.stdout is not None
-    os.set_blocking(p.stdout.fileno(), False)
+    fd = p.stdout.fileno()
+    os.set_blocking(fd, False)
     buf = ""
     while time.monotonic() < deadline:
-        chunk = p.stdout.read()
+        try:
+            chunk = os.read(fd, 65536).decode(errors="replace")
+        except BlockingIOError:
+            chunk = ""
         if chunk:
             buf += chunk
             lines = buf.splitlines()
@@ -69,10 +73,10 @@ def test_nothing_remains_after_netsleuth_is_stopped_mid_run(daemon, sig):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen([sys.executable, "-m", "netsleuth.cli", "defined", "step", "--daemon", daemon,
                           "--scenario", "med"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, start_new_session=True)
+                         stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
     try:
         assert p.stdin is not None
-        p.stdin.write("held\n")
+        p.stdin.write(b"held\n")
         p.stdin.flush()
         lines = _read_until(p, r"group 0: 3 message", 90)
         rundir = next(ln.split()[2] for ln in lines if ln.startswith("run directory"))
