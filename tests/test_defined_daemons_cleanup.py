@@ -67,7 +67,8 @@ def _read_until(p: subprocess.Popen, pattern: str, timeout: float) -> list[str]:
     raise AssertionError(f"no line matching {pattern!r} in time: {buf[-2000:]}")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "sigterm", "sigkill"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "sighup", "sigkill"])
 @pytest.mark.parametrize("daemon", ["bird", "frr"])
 def test_nothing_remains_after_netsleuth_is_stopped_mid_run(daemon, sig):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -90,7 +91,7 @@ def test_nothing_remains_after_netsleuth_is_stopped_mid_run(daemon, sig):
         assert len(namespaces) == 5 and len(daemons) >= 4, (namespaces, daemons)   # relay + 4 routers
         os.kill(p.pid, sig)
         code = p.wait(timeout=30)
-        assert code == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -9}[sig]
+        assert code == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGKILL: -9}[sig]
         deadline = time.monotonic() + 10
         while True:
             now = _procs()

@@ -202,3 +202,14 @@ def test_a_keepalive_sharing_a_segment_with_an_update_is_cut_off_and_passes():
     assert c.on_frame("b", both) == []     # the sender's retransmission of the whole segment is dropped
     (iface, upd), = c.release(1)
     assert _tcp_checksum_ok(upd) and tcp_of(upd).seq == 119 and tcp_of(upd).payload == update()
+
+
+def test_a_missing_daemon_is_one_line_and_exit_2():
+    import os
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PATH="/nonexistent", PYTHONPATH=str(root))   # no bird, no ip on the PATH
+    r = subprocess.run([sys.executable, "-m", "netsleuth.cli", "defined", "run", "--daemon", "bird",
+                        "--scenario", "med"], capture_output=True, text=True, env=env, cwd=root, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["error: bird is not installed -- fix: apt-get install bird2 (or make debs)"]

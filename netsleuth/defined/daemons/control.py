@@ -15,9 +15,14 @@ import json
 import re
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from netsleuth.errors import NetsleuthError
+
+
+T = TypeVar("T")
 
 
 class ControlError(NetsleuthError):
@@ -196,7 +201,7 @@ def frr_rip_routes(text: str) -> dict[str, list[dict]]:
     return out
 
 
-def wait_for(pred, timeout: float, what: str, step: float = 0.005):  # type: ignore[no-untyped-def]
+def wait_for(pred: Callable[[], T], timeout: float, what: str, step: float = 0.005) -> T:
     """Poll ``pred`` until it returns something truthy; raise ControlError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:

@@ -87,9 +87,10 @@ def _settle(n: LiveNet, sc: DaemonScenario) -> None:
     """Arrival order: wait until the observer has a path from every message the scenario expects."""
     from netsleuth.defined.daemons.control import wait_for
 
-    assert n.reader is not None
+    reader = n.reader
+    assert reader is not None
     want = sc.expect or 1
-    wait_for(lambda: len(n.reader.routes(sc.observer).get(sc.prefix, [])) >= want, n.timeout,  # type: ignore[union-attr]
+    wait_for(lambda: len(reader.routes(sc.observer).get(sc.prefix, [])) >= want, n.timeout,
              f"{sc.observer} to learn {want} paths to {sc.prefix}")
 
 

@@ -112,8 +112,8 @@ class LiveNet:
             self.clock = VirtualClock(self.host.rundir / "clock", self.seed)
             self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
         self.host.start()
-        self.reader = Reader(self.net, self.daemon, self.host.rundir)
-        control.wait_for(lambda: all(self.reader.reachable(r.name) for r in self.net.routers),  # type: ignore[union-attr]
+        reader = self.reader = Reader(self.net, self.daemon, self.host.rundir)
+        control.wait_for(lambda: all(reader.reachable(r.name) for r in self.net.routers),
                          self.timeout, "every daemon's control socket")
 
     def close(self) -> None:
@@ -205,13 +205,14 @@ class LiveNet:
 
     def deliver(self, uid: int) -> Held:
         """Hand one held message to its receiver and wait until the receiver has processed it."""
-        assert self.reader is not None
+        reader = self.reader
+        assert reader is not None
         h = self.held[uid]
-        before = self.reader.processed(h.dst, h.src)
+        before = reader.processed(h.dst, h.src)
         self._send({"cmd": "release", "id": uid})
         self._wait_event("acked", self.timeout, uid)
         need = sum(_weight(m, self.daemon) for m in h.messages)
-        control.wait_for(lambda: self.reader.processed(h.dst, h.src) >= before + need,  # type: ignore[union-attr]
+        control.wait_for(lambda: reader.processed(h.dst, h.src) >= before + need,
                          self.timeout, f"{h.dst} to process message #{uid}")
         h.delivered = True
         self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})

@@ -36,8 +36,10 @@ class Reader:
         return c
 
     def close(self) -> None:
-        for c in [*self._bird.values(), *self._frr.values()]:
-            c.close()
+        for b in self._bird.values():
+            b.close()
+        for f in self._frr.values():
+            f.close()
         self._bird.clear()
         self._frr.clear()
 
