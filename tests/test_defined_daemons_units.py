@@ -212,4 +212,5 @@ def test_a_missing_daemon_is_one_line_and_exit_2():
     r = subprocess.run([sys.executable, "-m", "netsleuth.cli", "defined", "run", "--daemon", "bird",
                         "--scenario", "med"], capture_output=True, text=True, env=env, cwd=root, timeout=60)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == ["error: bird is not installed -- fix: apt-get install bird2 (or make debs)"]
+    assert r.stderr.strip().splitlines() == [
+        "error: bird is not installed -- fix: apt-get install bird2 (or make debs)"]

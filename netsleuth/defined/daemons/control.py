@@ -21,7 +21,6 @@ from typing import TypeVar
 
 from netsleuth.errors import NetsleuthError
 
-
 T = TypeVar("T")
 
 
