@@ -7,7 +7,8 @@ every process of the run's process group (the guard's) and every network
 namespace those processes are in; afterwards none of those processes may
 exist and no process may be in any of those namespaces (an unnamed
 namespace with no process in it is gone, and its veths with it), and the
-run directory must be gone.
+run directory must be gone, and so must FRR's scratch directories under
+/var/tmp/frr.
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def test_nothing_remains_after_netsleuth_is_stopped_mid_run(daemon, sig):
         namespaces = {procs[pid][1] for pid in group} - {os.readlink("/proc/self/ns/net")}
         daemons = [cmd for pid, (_, _, cmd) in procs.items() if pid in group and rundir in cmd]
         assert len(namespaces) == 5 and len(daemons) >= 4, (namespaces, daemons)   # relay + 4 routers
+        scratch = [Path("/var/tmp/frr") / f"{f.stem}.{f.read_text().strip()}" for f in Path(rundir).glob("*/*.pid")]
+        if daemon == "frr":   # FRR's per-daemon scratch directories, which only a clean exit removes
+            assert scratch and all(d.is_dir() for d in scratch), scratch
         os.kill(p.pid, sig)
         code = p.wait(timeout=30)
         assert code == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGKILL: -9}[sig]
@@ -97,9 +101,10 @@ def test_nothing_remains_after_netsleuth_is_stopped_mid_run(daemon, sig):
             now = _procs()
             left = [pid for pid in group if pid in now and now[pid][0] == guard[0]]
             in_ns = [pid for pid, (_, ns, _) in now.items() if ns in namespaces]
-            if not left and not in_ns and not Path(rundir).exists():
+            kept = [d for d in scratch if d.exists()]
+            if not left and not in_ns and not Path(rundir).exists() and not kept:
                 break
-            assert time.monotonic() < deadline, (left, in_ns, Path(rundir).exists())
+            assert time.monotonic() < deadline, (left, in_ns, Path(rundir).exists(), kept)
             time.sleep(0.1)
         named = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert "netsleuth" not in named

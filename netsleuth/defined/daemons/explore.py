@@ -31,10 +31,11 @@ class Outcome:
     best: str                 # the observer's best path afterwards
     seconds: float
     deliveries: list[str] = field(default_factory=list)
+    deliver_ms: list[float] = field(default_factory=list)   # release -> receiver has processed it, per message
 
     def to_json(self) -> dict:
         return {"order": self.order, "best": self.best, "seconds": round(self.seconds, 3),
-                "deliveries": self.deliveries}
+                "deliveries": self.deliveries, "deliver_ms": [round(x, 3) for x in self.deliver_ms]}
 
 
 def msg_label(n: LiveNet, h: Held) -> str:
@@ -59,12 +60,14 @@ def one_run(sc: DaemonScenario, daemon: str, order: list[tuple] | None = None, o
         pending = n.collect(quiet=quiet, expect=sc.expect)
         if order is not None:
             pending = _by_identity(n, pending, order, quiet)
-        labels, words = [], []
+        labels, words, ms = [], [], []
         for h in pending:
+            t1 = time.perf_counter()
             n.deliver(h.id)
+            ms.append((time.perf_counter() - t1) * 1000)
             labels.append(msg_label(n, h))
             words.append(h.words())
-        return Outcome(labels, n.reader.best(sc.observer, sc.prefix), time.monotonic() - t0, words)
+        return Outcome(labels, n.reader.best(sc.observer, sc.prefix), time.monotonic() - t0, words, ms)
 
 
 def _by_identity(n: LiveNet, pending: list[Held], order: list[tuple], quiet: float) -> list[Held]:

@@ -37,7 +37,12 @@ FRR_DIR = Path("/usr/lib/frr")
 FAKETIME_LIBS = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"),
                  Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"))
 GUARD = Path(__file__).resolve().parents[2] / "controllers" / "guard.py"
-CLEANUP_SH = 'trap \'rm -rf "$NETSLEUTH_RUNDIR"; exit 0\' TERM INT HUP; while :; do sleep 3600 & wait $!; done'
+# FRR's daemons keep a scratch directory /var/tmp/frr/<daemon>.<pid> that only a clean exit removes; the pid is
+# the one in the daemon's pid file (libfaketime may fake it), so the clean-up reads it from there.
+FRR_TMP = Path("/var/tmp/frr")
+CLEANUP_SH = ('clean() { for f in "$NETSLEUTH_RUNDIR"/*/*.pid; do [ -f "$f" ] || continue; '
+              'b=$(basename "$f" .pid); rm -rf "/var/tmp/frr/$b.$(cat "$f")"; done; rm -rf "$NETSLEUTH_RUNDIR"; }; '
+              'trap \'clean; exit 0\' TERM INT HUP; while :; do sleep 3600 & wait $!; done')
 OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
 
 
@@ -273,7 +278,20 @@ class Host:
         self.daemons[name] = procs
 
     def close(self) -> None:
-        """Stop every process and let the namespaces (and their veths) go; idempotent."""
+        """Stop every process and let the namespaces (and their veths) go; idempotent.
+
+        Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
+        directory), everything else SIGKILL.
+        """
+        daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
+        for p in daemons:
+            p.terminate()
+        deadline = time.monotonic() + 1.0
+        for p in daemons:
+            try:
+                p.wait(timeout=max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
         for p in reversed(self.procs):
             if p.poll() is None:
                 try:
@@ -298,7 +316,17 @@ class Host:
             except subprocess.TimeoutExpired:
                 self.guard.kill()
             self.guard = None
+        self._frr_scratch()
         shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def _frr_scratch(self) -> None:
+        for f in sorted(self.rundir.glob("*/*.pid")):
+            try:
+                pid = f.read_text().strip()
+            except OSError:
+                continue
+            if pid.isdigit():
+                shutil.rmtree(FRR_TMP / f"{f.stem}.{pid}", ignore_errors=True)
 
 
 def _wait_path(p: Path, timeout: float, what: str, log: Path) -> None:
