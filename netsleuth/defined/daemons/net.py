@@ -113,8 +113,14 @@ class LiveNet:
             self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
         self.host.start()
         reader = self.reader = Reader(self.net, self.daemon, self.host.rundir)
-        control.wait_for(lambda: all(reader.reachable(r.name) for r in self.net.routers),
-                         self.timeout, "every daemon's control socket")
+        host = self.host
+        try:
+            control.wait_for(lambda: all(reader.reachable(r.name) for r in self.net.routers),
+                             self.timeout, "every daemon's control socket")
+        except control.ControlError:
+            down = [r.name for r in self.net.routers if not reader.reachable(r.name)]
+            raise LiveNetError(f"the daemons of {', '.join(down)} did not start", "see their logs (below)",
+                               "\n".join(host.log_tail(r) for r in down)) from None
 
     def close(self) -> None:
         if self.reader is not None:
