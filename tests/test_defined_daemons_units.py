@@ -43,7 +43,8 @@ def frame(src: str, dst: str, sport: int, dport: int, seq: int, payload: bytes =
 
 
 def core() -> RelayCore:
-    return RelayCore({"a": ("b", "r3"), "b": ("a", "s1")}, {"10.0.1.1": "r3", "10.0.1.2": "s1"})
+    # "a" faces r3, "b" faces s1: a frame read on one end goes out the other, to the router named there
+    return RelayCore({"a": ("b", "s1"), "b": ("a", "r3")}, {"10.0.1.1": "r3", "10.0.1.2": "s1"})
 
 
 def syn(c: RelayCore) -> None:
@@ -214,3 +215,26 @@ def test_a_missing_daemon_is_one_line_and_exit_2():
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "error: bird is not installed -- fix: apt-get install bird2 (or make debs)"]
+
+
+def _rip_frame(src: str, entries: list[tuple[str, int]]) -> bytes:
+    from netsleuth.model.packet import UDP
+    body = b"\x02\x02\x00\x00" + b"".join(
+        struct.pack("!HH4s4s4sI", 2, 0, bytes(int(x) for x in p.split(".")), b"\xff\xff\xff\x00", b"\0" * 4, m)
+        for p, m in entries)
+    return Packet(0x1, 0x01005E000009, 0x0800, l3=IPv4(ip_to_int(src), ip_to_int("224.0.0.9"), 17),
+                  l4=UDP(520, 520), payload=body).to_bytes()
+
+
+def test_on_the_virtual_clock_every_rip_message_is_held_and_released_in_link_order():
+    c = RelayCore({"a": ("b", "s1"), "b": ("a", "r3")}, {"10.0.1.1": "r3", "10.0.1.2": "s1"},
+                  hold=False, hold_rip=True)
+    f1, f2 = _rip_frame("10.0.1.2", [("192.0.2.0", 2)]), _rip_frame("10.0.1.2", [("192.0.2.0", 16)])
+    assert c.on_frame("b", f1) == [] and c.on_frame("b", f2) == []
+    ev = c.take_events()
+    assert [e["unit"]["messages"] for e in ev] == [
+        [{"type": "RIP", "command": "response", "version": 2, "entries": [["192.0.2.0/24", 2]]}],
+        [{"type": "RIP", "command": "response", "version": 2, "entries": [["192.0.2.0/24", 16]]}]]
+    assert ev[0]["unit"]["src"] == "s1" and ev[0]["unit"]["dst"] == "r3"
+    assert c.release(1) == [("a", f1)] and c.release(2) == [("a", f2)]
+    assert c.rip == {"s1>r3": 2}

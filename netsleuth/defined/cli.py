@@ -148,7 +148,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")
     s.add_argument("trace", nargs="?", help="trace.jsonl written by `netsleuth defined run --out DIR` "
                                             "(not with --daemon)")
-    s.add_argument("--scenario", choices=["med", "bgp-med"], help="with --daemon: the daemon scenario (med)")
+    s.add_argument("--scenario", choices=["med", "bgp-med", "rip"],
+                   help="with --daemon: the daemon scenario (med; rip runs on the virtual clock: advance, crash)")
     _daemon_args(s)
     s.add_argument("--commands", help="file of console commands, one per line (default: stdin / prompt)")
     s.add_argument("--ordering", help="ordering function to start with (default: the one RB used)")

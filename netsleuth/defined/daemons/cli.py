@@ -161,7 +161,10 @@ def cmd_step(args: argparse.Namespace) -> int:
     sc = _scenario(args)
     ordering = by_name(args.ordering or "defined")
     lines = _lines(args)
-    with LiveNet(sc.net, args.daemon, ordering) as n:
+    clocked = sc.name == "rip"
+    with LiveNet(sc.net, args.daemon, ordering, hold=not clocked, clocked=clocked) as n:
         assert n.host is not None
+        if clocked:
+            n.settle()
         print(f"run directory {n.host.rundir} (removed at exit)", flush=True)
         return run_daemon_console(n, sc, lines, sys.stdout, quiet=args.quiet)

@@ -11,6 +11,8 @@ Commands (``help`` prints them)::
                    and say whether the outcome depends on it
   ordering [NAME]  show or switch the ordering function (defined, hops, origin, reverse, random:SEED)
   status           group, messages delivered, messages held
+  advance SECONDS  (virtual clock) move the clock on one second at a time; show the observer's route changes
+  crash NODE       kill NODE's daemons (its links stay up, silent)
   quit
 """
 
@@ -83,6 +85,7 @@ class DaemonConsole:
     def routes(self, args: list[str]) -> None:
         node = self._node(args)
         assert self.n.reader is not None
+        self.out.write(f"{node}:\n")
         for prefix, rs in sorted(self.n.reader.routes(node).items()):
             for r in rs:
                 self.out.write(f"  {prefix:18} {'*' if r.get('best') else ' '} {self.n.reader.label(r):4} "
@@ -123,6 +126,29 @@ class DaemonConsole:
         self.out.write(f"group {self.n.group}, {len(self.delivered)} message(s) delivered, {held} held, "
                        f"ordering {self.n.ordering.name}, daemon {self.n.daemon}\n")
 
+    def advance(self, args: list[str]) -> None:
+        if self.n.clock is None:
+            raise DaemonConsoleError("this network runs on the wall clock", "use --scenario rip")
+        assert self.n.reader is not None
+        from netsleuth.defined.daemons.rip import _view
+
+        seconds = _count(args)
+        before = _view(self.n.reader.routes(self.sc.observer), self.sc.prefix)
+        for _ in range(seconds):
+            self.n.advance(self.n.clock.now + 1)
+            now = _view(self.n.reader.routes(self.sc.observer), self.sc.prefix)
+            if now != before:
+                shown = ", ".join(f"via {v} metric {m}" for v, m in now) or "no route"
+                self.out.write(f"  t={self.n.clock.now:.0f} s: {self.sc.observer} {self.sc.prefix}: {shown}\n")
+                before = now
+        self.out.write(f"virtual time {self.n.clock.now:.0f} s\n")
+
+    def crash(self, args: list[str]) -> None:
+        node = self._node(args)
+        self.n.crash(node)
+        t = f" at virtual time {self.n.clock.now:.0f} s" if self.n.clock else ""
+        self.out.write(f"  {node} crashed{t}\n")
+
     def help(self, args: list[str]) -> None:
         self.out.write(HELP + "\n")
 
@@ -135,7 +161,7 @@ class DaemonConsole:
 
 COMMANDS = {"event": "event", "e": "event", "step": "event", "s": "event", "group": "group", "g": "group",
             "held": "held", "routes": "routes", "best": "best", "orders": "orders", "ordering": "ordering",
-            "status": "status", "help": "help"}
+            "status": "status", "help": "help", "advance": "advance", "crash": "crash"}
 
 
 def _count(args: list[str]) -> int:
@@ -171,7 +197,7 @@ def run_daemon_console(n: LiveNet, sc: DaemonScenario, lines: Iterable[str], out
                 raise DaemonConsoleError(f"unknown command {words[0]!r}", "type help for the list of commands")
             t0 = time.perf_counter()
             getattr(c, name)(words[1:])
-            if name in ("event", "group", "orders"):
+            if name in ("event", "group", "orders", "advance"):
                 out.write(f"[{(time.perf_counter() - t0) * 1000:.1f} ms]\n")
         except DaemonConsoleError as exc:
             out.write(f"error: {exc.one_line()}\n")

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from netsleuth.defined.daemons import config
-from netsleuth.defined.daemons.spec import DaemonNet
+from netsleuth.defined.daemons.spec import DaemonNet, Link
 from netsleuth.errors import NetsleuthError
 
 FRR_DIR = Path("/usr/lib/frr")
@@ -96,7 +96,7 @@ class Host:
     """Brings a DaemonNet up and down; ``with Host(...) as h:`` tears everything down on exit."""
 
     def __init__(self, net: DaemonNet, daemon: str, rundir: Path | None = None,
-                 env: dict[str, dict[str, str]] | None = None, hold: bool = True) -> None:
+                 env: dict[str, dict[str, str]] | None = None, hold: bool = True, hold_rip: bool = False) -> None:
         if daemon not in config.DAEMONS:
             raise DaemonEnvError(f"unknown daemon {daemon!r}", "use --daemon bird or --daemon frr")
         self.net = net
@@ -104,6 +104,7 @@ class Host:
         self.rundir = Path(rundir) if rundir else Path(tempfile.mkdtemp(prefix="netsleuth-daemons-"))
         self.env = env or {}
         self.hold = hold
+        self.hold_rip = hold_rip
         self.procs: list[subprocess.Popen] = []
         self.daemons: dict[str, list[subprocess.Popen]] = {}
         self.ns: dict[str, Namespace] = {}
@@ -193,7 +194,11 @@ class Host:
         for r in self.net.routers:
             cmds = [f"addr add {r.loopback}/32 dev lo"]
             for ln in self.net.links_of(r.name):
-                cmds += [f"addr add {ln.addr(r.name)}/30 dev {ln.ifname(r.name)}", f"link set {ln.ifname(r.name)} up"]
+                # fixed MACs and permanent neighbour entries: no ARP, nothing timing-dependent on the links
+                peer = ln.peer(r.name)
+                cmds += [f"link set {ln.ifname(r.name)} address {_mac(ln, r.name)}",
+                         f"addr add {ln.addr(r.name)}/30 dev {ln.ifname(r.name)}", f"link set {ln.ifname(r.name)} up",
+                         f"neigh replace {ln.addr(peer)} lladdr {_mac(ln, peer)} dev {ln.ifname(r.name)} nud permanent"]
             cmds += [" ".join(c) for c in config.kernel_routes(self.net, r, self.daemon)]
             self.ns[r.name].run("ip", "-batch", "-", stdin="\n".join(cmds) + "\n")
             for ln in self.net.links_of(r.name):
@@ -225,7 +230,8 @@ class Host:
         ends = {self.relay_if(ln.index, e): (self.relay_if(ln.index, ln.peer(e)), ln.peer(e))
                 for ln, e in config.link_ends(self.net)}
         owner = {ln.addr(e): e for ln, e in config.link_ends(self.net)}
-        a.sendall((json.dumps({"ends": ends, "owner": owner, "hold": self.hold}) + "\n").encode())
+        setup = {"ends": ends, "owner": owner, "hold": self.hold, "hold_rip": self.hold_rip}
+        a.sendall((json.dumps(setup) + "\n").encode())
         a.settimeout(10.0)
         line = b""
         try:
@@ -327,6 +333,11 @@ class Host:
                 continue
             if pid.isdigit():
                 shutil.rmtree(FRR_TMP / f"{f.stem}.{pid}", ignore_errors=True)
+
+
+def _mac(ln: Link, router: str) -> str:
+    """A locally administered MAC per link end: 02:00:00:00:<link>:<1|2>."""
+    return f"02:00:00:{ln.index >> 8:02x}:{ln.index & 0xFF:02x}:{1 if router == ln.a else 2:02x}"
 
 
 def _wait_path(p: Path, timeout: float, what: str, log: Path) -> None:

@@ -92,6 +92,7 @@ class LiveNet:
         self.log: list[dict] = []     # what happened, in order: deliveries and what the receiver then held
         self.clock: VirtualClock | None = None
         self.dead: set[str] = set()
+        self.boot_seconds = 0.0
 
     # -- life cycle ----------------------------------------------------------
     def __enter__(self) -> LiveNet:
@@ -107,7 +108,7 @@ class LiveNet:
 
     def start(self) -> None:
         check_environment(self.daemon, clock=self.clocked)
-        self.host = Host(self.net, self.daemon, self.rundir, hold=self.hold)
+        self.host = Host(self.net, self.daemon, self.rundir, hold=self.hold, hold_rip=self.clocked)
         if self.clocked:
             self.clock = VirtualClock(self.host.rundir / "clock", self.seed)
             self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
@@ -121,6 +122,34 @@ class LiveNet:
             down = [r.name for r in self.net.routers if not reader.reachable(r.name)]
             raise LiveNetError(f"the daemons of {', '.join(down)} did not start", "see their logs (below)",
                                "\n".join(host.log_tail(r) for r in down)) from None
+        if self.clocked:
+            self._boot()
+
+    def _boot(self, limit: int = 30) -> None:
+        """Advance the clock, delivering nothing, until RIP runs on every link of every router.
+
+        No RIP message may reach a daemon before its RIP runs on the link (it would be dropped).
+        BIRD is ready at once; FRR's ripd enables its interfaces only once zebra has told it
+        about them, which takes a virtual second or two.
+        """
+        reader, clock = self.reader, self.clock
+        assert reader is not None and clock is not None
+        rip = [r.name for r in self.net.routers if r.rip]
+        while True:
+            # zebra talks to ripd in real time: give each virtual second real time to take effect, so
+            # that the number of boot seconds does not depend on how busy the machine is
+            try:
+                control.wait_for(lambda: all(reader.rip_ready(r) for r in rip), 2.0, "RIP", step=0.02)
+                break
+            except control.ControlError:
+                pass
+            if clock.now >= limit:
+                raise LiveNetError(f"RIP did not start on every link in {limit} virtual seconds",
+                                   "see the routers' logs in the run directory")
+            clock.set(clock.now + 1)
+            self.poke()
+            self.poke()
+        self.boot_seconds = clock.now
 
     def close(self) -> None:
         if self.reader is not None:
@@ -171,7 +200,8 @@ class LiveNet:
         seq = self.oseq.get(src, 0)
         self.oseq[src] = seq + 1
         ln = self.net.link_between(src, u["dst"])
-        tags = Tags(self.group, ln.delay_us, 1, src, seq, "msg", src, seq)
+        group = int(self.clock.now) if self.clock is not None else self.group   # on the clock: one group a second
+        tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, seq)
         self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
 
     # -- groups ------------------------------------------------------------------
@@ -214,6 +244,8 @@ class LiveNet:
         reader = self.reader
         assert reader is not None
         h = self.held[uid]
+        if any(m.get("type") == "RIP" for m in h.messages):
+            return self._deliver_datagram(h)
         before = reader.processed(h.dst, h.src)
         self._send({"cmd": "release", "id": uid})
         self._wait_event("acked", self.timeout, uid)
@@ -222,6 +254,22 @@ class LiveNet:
                          self.timeout, f"{h.dst} to process message #{uid}")
         h.delivered = True
         self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})
+        return h
+
+    def _deliver_datagram(self, h: Held) -> Held:
+        """A RIP message: nothing acknowledges it, so the receiver is poked until it has read it.
+
+        The relay says "released" once the frame is on the receiver's veth; two control-socket
+        round trips later the daemon's single-threaded event loop has been through its sockets.
+        """
+        assert self.reader is not None
+        self._send({"cmd": "release", "id": h.id})
+        self._wait_event("released", self.timeout, h.id)
+        if h.dst not in self.dead:
+            self.reader.poke(h.dst)
+            self.reader.poke(h.dst)
+        h.delivered = True
+        self.log.append({"delivered": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
         return h
 
     def next_group(self) -> None:
@@ -245,16 +293,23 @@ class LiveNet:
             if r.name not in self.dead:
                 self.reader.poke(r.name)
 
-    def settle(self, rounds: int = 50) -> None:
-        """Poke until the relay carries nothing new between two pokes: the network is idle at this time."""
+    def settle(self, rounds: int = 200) -> None:
+        """Poke until the relay carries nothing new between two pokes: the network is idle at this time.
+
+        On the virtual clock the relay holds every RIP message; here they are delivered, one at a
+        time in the ordering function's order, until no daemon sends anything more at this time.
+        """
         before = self.stats()
         for _ in range(rounds):
             self.poke()
             self.poke()
             after = self.stats()
-            if after == before:
+            pending = self.pending()
+            for h in pending:   # held RIP messages of this second, in the ordering function's order
+                self.deliver(h.id)
+            if after == before and not pending:
                 return
-            before = after
+            before = self.stats() if pending else after
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
                            "the daemons keep sending: look for a loop in their logs")
 

@@ -64,6 +64,17 @@ class Reader:
         name = "bird.ctl" if self.daemon == "bird" else ("bgpd.vty" if self.net.router(router).bgp else "ripd.vty")
         return (self.rundir / router / name).exists()
 
+    def rip_ready(self, router: str) -> bool:
+        """The router's RIP runs on every one of its links (FRR's ripd hears of them from zebra)."""
+        ifs = [ln.ifname(router) for ln in self.net.links_of(router)]
+        if self.daemon == "bird":
+            lines = [t for _, t in self.bird(router).ask("show rip interfaces")]
+            return all(any(t.split()[:1] == [i] and "Up" in t for t in lines) for i in ifs)
+        text = self.frr(router, "ripd").ask("show ip rip status")
+        # the active interfaces are listed between the "Interface Send Recv" header and "Routing for Networks"
+        active = text.split("Key-chain", 1)[-1].split("Routing for Networks", 1)[0].split()
+        return all(i in active for i in ifs)
+
     # -- BGP -------------------------------------------------------------
     def sessions_up(self, router: str) -> bool:
         peers = [ln.peer(router) for ln in self.net.links_of(router) if self.net.router(ln.peer(router)).bgp]

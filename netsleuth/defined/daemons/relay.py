@@ -54,7 +54,7 @@ class Relay:
     def _command(self, d: dict) -> None:
         if self.core is None:
             ends = {k: (v[0], v[1]) for k, v in d["ends"].items()}
-            self.core = RelayCore(ends, d["owner"], bool(d.get("hold", True)))
+            self.core = RelayCore(ends, d["owner"], bool(d.get("hold", True)), bool(d.get("hold_rip", False)))
             for iface in sorted(ends):
                 s = self.socks[iface] = _open(iface)
                 self.sel.register(s, selectors.EVENT_READ, iface)

@@ -31,8 +31,10 @@ from netsleuth.defined.daemons.wire import (
     BgpStream,
     Segment,
     describe,
+    describe_rip,
     is_eor,
     is_rip,
+    rip_flow,
     seq_after,
     split_segment,
     tcp_of,
@@ -49,7 +51,7 @@ class Unit:
     id: int
     src: str                 # sending router
     dst: str                 # receiving router
-    flow: tuple[str, int, str, int]
+    flow: tuple                # the TCP flow, or ("rip", relay interface, "", 0)
     end: int                 # sequence number just after the segment
     arrival: int             # arrival index among all units (arrival order = what the daemons would see)
     messages: list[dict] = field(default_factory=list)
@@ -75,10 +77,12 @@ class RelayCore:
     ``owner``: router interface address -> router name (to name a unit's sender and receiver).
     """
 
-    def __init__(self, ends: dict[str, tuple[str, str]], owner: dict[str, str], hold: bool = True) -> None:
+    def __init__(self, ends: dict[str, tuple[str, str]], owner: dict[str, str], hold: bool = True,
+                 hold_rip: bool = False) -> None:
         self.ends = ends
         self.owner = owner
         self.hold = hold
+        self.hold_rip = hold_rip
         self.streams: dict[tuple, BgpStream] = {}
         self.queues: dict[tuple, collections.deque[_Queued]] = {}
         self.units: dict[int, Unit] = {}
@@ -99,8 +103,11 @@ class RelayCore:
         seg = tcp_of(frame)
         if seg is None or not seg.bgp:
             if is_rip(frame):
-                key = f"{self.ends[out][1]}>{self.ends[iface][1]}"
+                src, dst = self.ends[out][1], self.ends[iface][1]
+                key = f"{src}>{dst}"
                 self.rip[key] = self.rip.get(key, 0) + 1
+                if self.hold_rip:
+                    return self._hold_rip(iface, out, frame, src, dst)
             return [(out, frame)]
         self._acks(seg)
         q = self.queues.get(seg.flow)
@@ -140,6 +147,16 @@ class RelayCore:
         self.units[u.id] = u
         self.events.append({"ev": "held", "unit": u.to_json()})
         return u
+
+    def _hold_rip(self, iface: str, out: str, frame: bytes, src: str, dst: str) -> list[tuple[str, bytes]]:
+        """Every RIP frame is a unit of its own, FIFO per link direction (no TCP: nothing acknowledges it)."""
+        flow = ("rip", iface, "", 0)
+        u = Unit(len(self.units) + 1, src, dst, flow, 0, len(self.units), [describe_rip(frame)])
+        self.units[u.id] = u
+        self.events.append({"ev": "held", "unit": u.to_json()})
+        seg = Segment(*rip_flow(frame), 0, 0, 0, b"")
+        self.queues.setdefault(flow, collections.deque()).append(_Queued(out, frame, seg, u))
+        return []
 
     def _acks(self, seg: Segment) -> None:
         if not seg.flags & ACK:

@@ -55,9 +55,9 @@ def rip_run(daemon: str, fail_at: float = 45.0, step: float = 1.0, horizon: floa
         n.settle()
         heard = n.stats()["rip"].get(key, 0)
         last_view: list | None = None
-        t = 0.0
+        start = t = n.clock.now if n.clock else 0.0    # after the daemons' boot (see LiveNet._boot)
         while t <= horizon:
-            if t > 0:
+            if t > start:
                 n.advance(t)
             got = n.stats()["rip"].get(key, 0)
             if got != heard and victim not in n.dead:

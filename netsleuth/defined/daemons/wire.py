@@ -118,6 +118,31 @@ def is_rip(frame: bytes) -> bool:
     return len(frame) >= t + 4 and RIP_PORT in struct.unpack_from("!HH", frame, t)
 
 
+def rip_flow(frame: bytes) -> tuple[str, int, str, int]:
+    """The (src, sport, dst, dport) of a RIP frame (is_rip must hold)."""
+    t = 14 + (frame[14] & 0x0F) * 4
+    sport, dport = struct.unpack_from("!HH", frame, t)
+    return (_ip(frame[26:30]), sport, _ip(frame[30:34]), dport)
+
+
+def describe_rip(frame: bytes) -> dict:
+    """A RIP message as a small dict: request or response, and its (prefix, metric) entries."""
+    t = 14 + (frame[14] & 0x0F) * 4 + 8
+    body = frame[t:]
+    if len(body) < 4:
+        return {"type": "RIP"}
+    out: dict = {"type": "RIP", "command": {1: "request", 2: "response"}.get(body[0], str(body[0])),
+                 "version": body[1], "entries": []}
+    for i in range(4, len(body) - 19, 20):
+        afi, _tag, addr, mask, _nh, metric = struct.unpack_from("!HH4s4s4sI", body, i)
+        if afi == 0 and metric == 16:
+            out["entries"].append(["*", 16])   # a request for the whole table
+            continue
+        plen = bin(int.from_bytes(mask, "big")).count("1")
+        out["entries"].append([f"{_ip(addr)}/{plen}", metric])
+    return out
+
+
 def seq_after(a: int, b: int) -> bool:
     """a comes after b in TCP's 32-bit sequence space."""
     return 0 < ((a - b) & 0xFFFFFFFF) < 0x80000000
