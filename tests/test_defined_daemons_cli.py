@@ -49,3 +49,17 @@ def test_run_rip_json_reports_the_timeout_and_one_history(tmp_path):
     assert d["runs"] == 2 and d["distinct_histories"] == 1
     assert [x["held_for"] for x in d["per_run"]] == [180.0, 180.0]
     assert json.loads((tmp_path / "o" / "result.json").read_text())["runs"] == 2
+
+
+def test_run_all_orders_json_on_bird_and_arrival_order():
+    r = _cli("defined", "run", "--daemon", "bird", "--scenario", "med", "--all-orders", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["runs"] == 6 and d["distinct_outcomes"] == 3 and d["outcomes"] == {"p1": 2, "p2": 2, "p3": 2}
+    assert all(o["best"] == o["order"][-1] for o in d["per_run"])   # BIRD keeps the last to arrive
+    assert d["verdict"].startswith("best path for 203.0.113.0/24 at r3 depends on the delivery order")
+    r = _cli("defined", "run", "--daemon", "bird", "--scenario", "med", "--mode", "plain", "--runs", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["mode"] == "arrival order" and d["per_run"][0]["order"] == [] and d["per_run"][0]["best"] in {
+        "p1", "p2", "p3"}

@@ -60,9 +60,17 @@ class Reader:
             self.frr(router, dm).ask("show version")
 
     def reachable(self, router: str) -> bool:
-        """The router's control socket exists (the daemon has started)."""
-        name = "bird.ctl" if self.daemon == "bird" else ("bgpd.vty" if self.net.router(router).bgp else "ripd.vty")
-        return (self.rundir / router / name).exists()
+        """Every daemon of the router answers on its control socket (the file alone is not enough: a
+        daemon binds it a moment before it listens)."""
+        try:
+            if self.daemon == "bird":
+                self.bird(router)
+            else:
+                for dm in config.frr_daemons(self.net, self.net.router(router)):
+                    self.frr(router, dm)
+        except control.ControlError:
+            return False
+        return True
 
     def rip_ready(self, router: str) -> bool:
         """The router's RIP runs on every one of its links (FRR's ripd hears of them from zebra)."""
