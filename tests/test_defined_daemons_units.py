@@ -162,7 +162,13 @@ def test_generated_configs_parse_in_the_real_daemons(daemon):
 
 
 def _check_configs(tmp_path: Path, daemon: str) -> None:
-    net = med_net()
+    from netsleuth.defined.daemons.spec import ospf_net, rip_net
+    from netsleuth.defined.topologies import parse_net
+    for net in (med_net(), rip_net(), ospf_net(parse_net("ring,4"))):
+        _check_net(tmp_path, daemon, net)
+
+
+def _check_net(tmp_path: Path, daemon: str, net) -> None:  # noqa: ANN001
     for router, files in config.configs(net, daemon).items():
         for name, text in files.items():
             f = tmp_path / f"{router}-{name}"

@@ -75,6 +75,14 @@ def _bird_rip(net: DaemonNet, r: Router) -> list[str]:
     return out
 
 
+def _bird_ospf(net: DaemonNet, r: Router) -> list[str]:
+    out = ["protocol ospf v2 {", "  ipv4 { import all; export none; };", "  area 0 {",
+           '    interface "lo" { stub yes; };']
+    for ln in net.links_of(r.name):
+        out += [f'    interface "{ln.ifname(r.name)}" {{ type ptp; cost {ln.cost}; hello 1; dead 4; }};']
+    return out + ["  };", "}"]
+
+
 def bird_config(net: DaemonNet, r: Router) -> str:
     """bird.conf for router ``r``."""
     lines = [f"router id {r.loopback};", "log stderr all;", "protocol device { scan time 10; }",
@@ -91,6 +99,8 @@ def bird_config(net: DaemonNet, r: Router) -> str:
         lines += _bird_bgp(net, r)
     if r.rip:
         lines += _bird_rip(net, r)
+    if r.ospf:
+        lines += _bird_ospf(net, r)
     return "\n".join(lines) + "\n"
 
 
@@ -140,6 +150,16 @@ def _frr_rip(net: DaemonNet, r: Router) -> list[str]:
     return out + ["exit"]
 
 
+def _frr_ospf(net: DaemonNet, r: Router) -> list[str]:
+    out: list[str] = []
+    for ln in net.links_of(r.name):
+        out += [f"interface {ln.ifname(r.name)}", " ip ospf network point-to-point", f" ip ospf cost {ln.cost}",
+                " ip ospf hello-interval 1", " ip ospf dead-interval 4", "exit"]
+    out += ["router ospf", f" ospf router-id {r.loopback}", f" network {r.loopback}/32 area 0"]
+    out += [f" network 10.0.{ln.index}.0/30 area 0" for ln in net.links_of(r.name)]
+    return out + ["exit"]
+
+
 def frr_configs(net: DaemonNet, r: Router) -> dict[str, str]:
     """The FRR files of router ``r``: zebra.conf, and bgpd.conf / ripd.conf / staticd.conf as it runs them."""
     files = {"zebra.conf": f"hostname {r.name}\nlog stdout debugging\n"}
@@ -147,6 +167,9 @@ def frr_configs(net: DaemonNet, r: Router) -> dict[str, str]:
         files["bgpd.conf"] = "\n".join([f"hostname {r.name}", "log stdout informational", *_frr_bgp(net, r)]) + "\n"
     if r.rip:
         files["ripd.conf"] = "\n".join([f"hostname {r.name}", "log stdout informational", *_frr_rip(net, r)]) + "\n"
+    if r.ospf:
+        files["ospfd.conf"] = "\n".join([f"hostname {r.name}", "log stdout informational",
+                                          *_frr_ospf(net, r)]) + "\n"
     return files
 
 
@@ -169,12 +192,14 @@ def frr_daemons(net: DaemonNet, r: Router) -> list[str]:
     A BGP speaker with no IGP route to resolve and no RIP runs bgpd alone
     (``bgpd -Z``): one process less to start per run.
     """
-    zebra = r.rip or any(ln.igp(r.name) for ln in net.links_of(r.name))
+    zebra = r.rip or r.ospf or any(ln.igp(r.name) for ln in net.links_of(r.name))
     out = ["zebra"] if zebra else []
     if r.bgp:
         out.append("bgpd")
     if r.rip:
         out.append("ripd")
+    if r.ospf:
+        out.append("ospfd")
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from netsleuth.defined.topologies import Net
 from netsleuth.errors import NetsleuthError
 
 
@@ -41,6 +42,7 @@ class Link:
     igp_a: int = 0           # IGP metric a uses to reach b's loopback (0: no IGP route)
     igp_b: int = 0
     delay_us: int = 1000     # the link's mean delay: the DEFINED estimated-delay tag
+    cost: int = 1            # OSPF cost, both directions
 
     def addr(self, router: str) -> str:
         return f"10.0.{self.index}.{1 if router == self.a else 2}"
@@ -63,6 +65,7 @@ class Router:
     asn: int = 65000
     bgp: bool = False
     rip: bool = False
+    ospf: bool = False
     origins: tuple[Origin, ...] = ()
     rip_networks: tuple[str, ...] = ()      # stub prefixes announced in RIP
 
@@ -156,3 +159,17 @@ def rip_net() -> DaemonNet:
     routers = (Router("r1", 1, rip=True), Router("r2", 2, rip=True), Router("r3", 3, rip=True, rip_networks=(STUB,)))
     links = (Link("r1", "r2", 1), Link("r2", "r3", 2))
     return DaemonNet("rip", routers, links, params={"prefix": STUB, "observer": "r1", "fails": "r2"})
+
+
+def ospf_net(net: Net) -> DaemonNet:
+    """OSPF on every router and link of a DEFINED network (a Topology Zoo map, a BRITE graph, ``ring,N``...).
+
+    Routers keep the network's node names (at most six characters: ``n01``, ``s1``, ...); a link's
+    cost is its delay in units of 100 us (at least 1), so shortest paths are the fastest ones.
+    """
+    routers = tuple(Router(n, i, ospf=True) for i, n in enumerate(net.nodes, 1))
+    if len(net.links) > 255:
+        raise DaemonSpecError(f"{net.spec} has {len(net.links)} links; addressing goes to 255",
+                              "pick a smaller map")
+    links = tuple(Link(a, b, i, delay_us=us, cost=max(1, us // 100)) for i, (a, b, us) in enumerate(net.links, 1))
+    return DaemonNet(f"ospf:{net.spec}", routers, links, params={"observer": net.nodes[0]})
