@@ -248,10 +248,18 @@ class LiveNet:
             return self._deliver_datagram(h)
         before = reader.processed(h.dst, h.src)
         self._send({"cmd": "release", "id": uid})
-        self._wait_event("acked", self.timeout, uid)
         need = sum(_weight(m, self.daemon) for m in h.messages)
-        control.wait_for(lambda: reader.processed(h.dst, h.src) >= before + need,
-                         self.timeout, f"{h.dst} to process message #{uid}")
+        # The daemon's own counter is the test; the receiver's TCP acknowledgement (the relay's
+        # "acked" event) comes first and is only recorded.
+        try:
+            control.wait_for(lambda: reader.processed(h.dst, h.src) >= before + need,
+                             self.timeout, f"{h.dst} to process message #{uid}")
+        except control.ControlError as exc:
+            self._send({"cmd": "dump"})
+            dump = [e for e in self._events(2.0) if e.get("ev") == "dump"]
+            assert self.host is not None
+            raise LiveNetError(exc.problem, "see the relay's state and the receiver's log (below)",
+                               json.dumps(dump[:1]) + "\n" + self.host.log_tail(h.dst)) from None
         h.delivered = True
         self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})
         return h

@@ -65,6 +65,8 @@ class Relay:
             self._send(self.core.release(int(d["id"])))
         elif cmd == "hold":
             self._send(self.core.set_hold(bool(d["on"])))
+        elif cmd == "dump":
+            self.ctl.sendall((json.dumps({"ev": "dump", **self.core.dump()}) + "\n").encode())
         elif cmd == "stats":
             self.ctl.sendall((json.dumps({"ev": "stats", "frames": self.core.frames, "rip": self.core.rip})
                               + "\n").encode())

@@ -113,8 +113,9 @@ class RelayCore:
         q = self.queues.get(seg.flow)
         stream = self._stream(seg.flow)
         aligned = stream.aligned(seg)
+        old = bool(seg.payload) and stream.next_seq is not None and not seq_after(seg.end, stream.next_seq)
         starts = stream.feed(seg)
-        if q and seg.payload and not starts and not aligned:
+        if q and old:
             return []   # a retransmission while the flow is held: the queued copies carry these bytes
         if self.hold and aligned and len(starts) > 1 and not stream.buf and \
                 any(t == UPDATE for t, _ in starts) and all(m is not None for _, m in starts):
@@ -195,6 +196,11 @@ class RelayCore:
             for u in sorted(self.units.values(), key=lambda u: u.arrival):
                 sent += self.release(u.id)
         return sent
+
+    def dump(self) -> dict:
+        """What the relay holds, for an error report: units by state, queue lengths per flow."""
+        return {"units": {u.id: f"{u.src}->{u.dst} {u.state}" for u in self.units.values()},
+                "queues": {" ".join(map(str, f)): len(q) for f, q in self.queues.items() if q}}
 
     def take_events(self) -> list[dict]:
         out, self.events = self.events, []
