@@ -105,6 +105,7 @@ class Host:
         self.env = env or {}
         self.hold = hold
         self.hold_rip = hold_rip
+        self.scratch: list[Path] = []   # FRR's /var/tmp/frr directories of the daemons started here
         self.procs: list[subprocess.Popen] = []
         self.daemons: dict[str, list[subprocess.Popen]] = {}
         self.ns: dict[str, Namespace] = {}
@@ -278,7 +279,12 @@ class Host:
                 argv = [str(FRR_DIR / dm), "-f", str(d / f"{dm}.conf"), "-i", str(d / f"{dm}.pid"),
                         "--vty_socket", str(d), "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"]
                 argv += ["-z", str(d / "zserv.api")] if "zebra" in dms else ["-Z"]
-                procs.append(self._spawn(ns.argv(*argv), log=d / f"{dm}.log", env=self.daemon_env(name)))
+                env = self.daemon_env(name)
+                p = self._spawn(ns.argv(*argv), log=d / f"{dm}.log", env=env)
+                procs.append(p)
+                # its scratch directory is named by the pid it sees: the real one, or libfaketime's
+                self.scratch += [FRR_TMP / f"{dm}.{p.pid}"] + \
+                    ([FRR_TMP / f"{dm}.{env['FAKETIME_FAKEPID']}"] if "FAKETIME_FAKEPID" in env else [])
                 if dm == "zebra":
                     _wait_path(d / "zserv.api", 5.0, f"{name}'s zebra", d / "zebra.log")
         self.daemons[name] = procs
@@ -326,6 +332,8 @@ class Host:
         shutil.rmtree(self.rundir, ignore_errors=True)
 
     def _frr_scratch(self) -> None:
+        for d in self.scratch:
+            shutil.rmtree(d, ignore_errors=True)
         for f in sorted(self.rundir.glob("*/*.pid")):
             try:
                 pid = f.read_text().strip()
