@@ -92,6 +92,7 @@ class FrrControl:
 
     def __init__(self, path: Path, timeout: float = 5.0) -> None:
         self.sock = _connect(path, timeout)
+        self.ask("enable")   # a vty starts in view mode; some show commands are enable-only
 
     def ask(self, cmd: str) -> str:
         self.sock.sendall(cmd.encode() + b"\0")

@@ -72,6 +72,17 @@ class Reader:
             return False
         return True
 
+    def zebra_clients_ready(self, router: str) -> bool:
+        """FRR: zebra lists every routing daemon of the router as its client (always true for BIRD)."""
+        if self.daemon == "bird":
+            return True
+        dms = config.frr_daemons(self.net, self.net.router(router))
+        if "zebra" not in dms:
+            return True
+        text = self.frr(router, "zebra").ask("show zebra client summary")
+        names = {ln.split()[0] for ln in text.splitlines()[1:] if ln.strip()}
+        return all(dm[:-1] in names for dm in dms if dm != "zebra")   # ripd -> rip, ospfd -> ospf
+
     def rip_ready(self, router: str) -> bool:
         """The router's RIP runs on every one of its links (FRR's ripd hears of them from zebra)."""
         ifs = [ln.ifname(router) for ln in self.net.links_of(router)]
