@@ -179,8 +179,11 @@ def _check_net(tmp_path: Path, daemon: str, net) -> None:  # noqa: ANN001
                 r = subprocess.run(["bird", "-p", "-c", str(f)], capture_output=True, text=True)
             else:
                 dm = name.split(".")[0]
-                r = subprocess.run([f"/usr/lib/frr/{dm}", "-C", "-f", str(f), "-u", "frr", "-g", "frr",
-                                    "--log", "stdout"], capture_output=True, text=True, timeout=30)
+                p = subprocess.Popen([f"/usr/lib/frr/{dm}", "-C", "-f", str(f), "-u", "frr", "-g", "frr",
+                                      "--log", "stdout"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                out, err = p.communicate(timeout=30)
+                shutil.rmtree(f"/var/tmp/frr/{dm}.{p.pid}", ignore_errors=True)   # FRR's scratch directory
+                r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
             said = r.stdout + r.stderr
             # FRR's dry run exits 0 even when a line fails; it says so in its log
             bad = ("No such command", "can't open", "Unknown command", "% ")
