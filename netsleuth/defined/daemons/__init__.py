@@ -8,11 +8,14 @@ Timers run on a virtual clock (libfaketime's timestamp file, :mod:`.clock`).
 
 The layers, lowest first:
 
-* :mod:`.spec` -- the network as data (routers, links, BGP/RIP intent);
+* :mod:`.spec` -- the network as data (routers, links, BGP/RIP/OSPF intent);
 * :mod:`.config` -- the per-router configuration files for each daemon (pure text);
-* :mod:`.wire` and :mod:`.relaycore` -- frames and BGP messages in, decisions out (sans-I/O);
-* :mod:`.control` -- reading a daemon's own tables through its control socket;
-* :mod:`.host` -- the edge: namespaces, veths, daemons, the guard and teardown;
-* :mod:`.net` -- a running network driven one DEFINED message at a time;
-* :mod:`.explore` -- the MED case: every order of a group, and the DEFINED order.
+* :mod:`.wire` and :mod:`.relaycore` -- frames and BGP/RIP messages in, decisions out (sans-I/O);
+* :mod:`.control` and :mod:`.reader` -- a daemon's own state through its control socket;
+* :mod:`.host`, :mod:`.relay` and :mod:`.clock` -- the edge: namespaces, veths, daemons, the
+  guard and teardown; the relay process; the virtual clock's file;
+* :mod:`.net` -- a running network driven one DEFINED message (or one virtual second) at a time;
+* :mod:`.scenarios`, :mod:`.explore`, :mod:`.rip` -- the MED case under every order and under the
+  ordering function, and the RIP timeout on the virtual clock;
+* :mod:`.console` and :mod:`.cli` -- ``netsleuth defined step|run --daemon``.
 """
