@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV := .venv
 CTL := .venv-controller
 FAUCET := .venv-faucet
-DEBS := openvswitch-switch tshark chromium
+DEBS := openvswitch-switch tshark chromium bird2 frr libfaketime ethtool iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup debs demo test test-fast lint docs bench clean

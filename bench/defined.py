@@ -49,12 +49,20 @@ CLI's default jitter of +-90%, where arrival order hardly correlates with
 estimated delay; at 40 nodes start-up still costs ~180 rollbacks and ~45
 rollback notices per node (a misordered copy at a node re-tags everything
 it forwards, because a child's estimated delay is its parent's plus the link).
-Writes bench/results/defined.json.
+4. ``--parts daemons`` (root, `make debs`; not in the default parts): the MED
+   case on real BIRD 2 and FRR, ``--daemon-runs`` runs each in arrival order
+   (``plain``, nothing held) and under DEFINED's ordering: how many distinct
+   best paths r3 ends with, the wall time per run, and the time from
+   releasing one UPDATE to the daemon reporting it processed; and the RIP
+   timeout on the virtual clock (virtual seconds the route outlived the
+   last update, wall seconds per run).
+Writes bench/results/defined.json (``--parts daemons`` alone: defined-daemons.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import statistics
 import sys
@@ -145,6 +153,78 @@ def ls_step_times(topo: str, seed: int) -> dict:
             "group_max_ms": max(gtimes)}
 
 
+def daemon_figures(runs: int, console: Console) -> list[dict]:
+    """The MED case and the RIP timeout on the real daemons (section 4 of the docstring)."""
+    from netsleuth.defined.daemons import explore
+    from netsleuth.defined.daemons.rip import rip_run
+    from netsleuth.defined.daemons.scenarios import scenario
+
+    sc = scenario("med")
+    rows = []
+    for daemon in ("bird", "frr"):
+        row: dict = {"daemon": daemon, "runs": runs}
+        for mode, hold in (("plain", False), ("defined", True)):
+            outs = [explore.one_run(sc, daemon, hold=hold) for _ in range(runs)]
+            row[mode] = {"outcomes": dict(sorted(collections.Counter(o.best for o in outs).items())),
+                         "wall_s_mean": round(statistics.fmean(o.seconds for o in outs), 2)}
+            ms = [x for o in outs for x in o.deliver_ms]
+            if ms:
+                row[mode]["deliver_ms_mean"] = round(statistics.fmean(ms), 2)
+                row[mode]["deliver_ms_max"] = round(max(ms), 2)
+        rips = [rip_run(daemon) for _ in range(3)]
+        row["rip"] = {"held_for_virtual_s": sorted({o.held_for for o in rips if o.held_for is not None}),
+                      "wall_s_mean": round(statistics.fmean(o.wall_seconds for o in rips), 2),
+                      "distinct_histories": len({json.dumps(o.history) for o in rips})}
+        console.print(f"daemons {daemon}: {row}")
+        rows.append(row)
+    return rows
+
+
+def _tables(console: Console, res: dict, jitter: float) -> None:
+    """The tables of the simulated parts (overhead, convergence, LS step)."""
+    t = Table(title=f"DEFINED-RB control overhead per node per link event vs plain (jitter {jitter}); "
+                    "paper Fig. 8a: OO <= ~2 extra msgs")
+    for c in ("topology", "ordering", "plain msgs", "extra msgs", "max seed", "cancelled", "rollbacks",
+              "extra deliv", "beacons/s", "tables ok", "wall s"):
+        t.add_column(c, no_wrap=True)
+    for r in res["overhead"]:
+        t.add_row(r["topology"], r["ordering"], f"{r['plain_msgs_per_node_event']:.2f}",
+                  f"{r['extra_msgs_per_node_event']:.2f}", f"{r['max_extra_msgs_per_node_event']:.2f}",
+                  f"{r['cancelled_msgs_per_node_event']:.2f}", f"{r['rollbacks_per_node_event']:.2f}",
+                  f"{r['extra_deliveries_per_node_event']:.2f}", f"{r['beacons_per_node_s']:.1f}",
+                  str(r["correct_tables"]), str(r["wall_s"]))
+    console.print(t)
+    t = Table(title="convergence after one link failure (simulated s)")
+    for c in ("nodes", "plain", "RB optimized", "RB random"):
+        t.add_column(c)
+    for r in res["convergence"]:
+        t.add_row(str(r["nodes"]), str(r["plain_s"]), str(r["rb_oo_s"]), str(r["rb_ro_s"]))
+    console.print(t)
+    t = Table(title="DEFINED-LS response time per step (transmission + processing phase), ms")
+    for c in ("nodes", "steps", "mean", "p95", "max", "group steps", "group mean", "group max"):
+        t.add_column(c)
+    for r in res["ls_step"]:
+        t.add_row(str(r["nodes"]), str(r["steps"]), str(r["mean_ms"]), str(r["p95_ms"]), str(r["max_ms"]),
+                  str(r["group_steps"]), str(r["group_mean_ms"]), str(r["group_max_ms"]))
+    t.add_row("paper (80)", "", "< 800", "", "", "", "", "")
+    console.print(t)
+
+
+def _daemon_table(console: Console, rows: list[dict]) -> None:
+    t = Table(title="the MED case on real daemons: r3's best path over runs; RIP timeout on the virtual clock")
+    for c in ("daemon", "runs", "arrival order", "DEFINED order", "s/run", "deliver ms (mean/max)",
+              "RIP held for (virtual s)", "RIP wall s", "RIP histories"):
+        t.add_column(c)
+    for r in rows:
+        d = r["defined"]
+        t.add_row(r["daemon"], str(r["runs"]), " ".join(f"{k}x{v}" for k, v in r["plain"]["outcomes"].items()),
+                  " ".join(f"{k}x{v}" for k, v in d["outcomes"].items()), str(d["wall_s_mean"]),
+                  f"{d.get('deliver_ms_mean', '-')}/{d.get('deliver_ms_max', '-')}",
+                  ",".join(str(x) for x in r["rip"]["held_for_virtual_s"]), str(r["rip"]["wall_s_mean"]),
+                  str(r["rip"]["distinct_histories"]))
+    console.print(t)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="20,40,60,80,100")
@@ -154,8 +234,12 @@ def main() -> int:
     ap.add_argument("--jitter", type=float, default=0.05)
     ap.add_argument("--no-baseline", dest="baseline", action="store_false",
                     help="skip the defined/original rows (the implementation before the fixes)")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--daemon-runs", type=int, default=20, help="runs per mode and daemon for --parts daemons")
+    ap.add_argument("--out", type=Path, help="default bench/results/defined.json "
+                                             "(defined-daemons.json for --parts daemons alone)")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = RESULTS.with_name("defined-daemons.json") if args.parts == "daemons" else RESULTS
     console = Console(width=160)  # wide enough for the overhead table when piped
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rsizes = [int(s) for s in args.random_sizes.split(",") if s]
@@ -193,34 +277,14 @@ def main() -> int:
             res["ls_step"].append({k: (round(v, 3) if isinstance(v, float) else v)
                                    for k, v in ls_step_times(f"brite,{n}", 0).items()})
             console.print(f"ls step brite,{n}: {res['ls_step'][-1]}")
+        if "daemons" in parts:
+            res["daemons"] = daemon_figures(args.daemon_runs, console)
     except KeyboardInterrupt:
         res["interrupted"] = True
-    t = Table(title=f"DEFINED-RB control overhead per node per link event vs plain (jitter {args.jitter}); "
-                    "paper Fig. 8a: OO <= ~2 extra msgs")
-    for c in ("topology", "ordering", "plain msgs", "extra msgs", "max seed", "cancelled", "rollbacks",
-              "extra deliv", "beacons/s", "tables ok", "wall s"):
-        t.add_column(c, no_wrap=True)
-    for r in res["overhead"]:
-        t.add_row(r["topology"], r["ordering"], f"{r['plain_msgs_per_node_event']:.2f}",
-                  f"{r['extra_msgs_per_node_event']:.2f}", f"{r['max_extra_msgs_per_node_event']:.2f}",
-                  f"{r['cancelled_msgs_per_node_event']:.2f}", f"{r['rollbacks_per_node_event']:.2f}",
-                  f"{r['extra_deliveries_per_node_event']:.2f}", f"{r['beacons_per_node_s']:.1f}",
-                  str(r["correct_tables"]), str(r["wall_s"]))
-    console.print(t)
-    t = Table(title="convergence after one link failure (simulated s)")
-    for c in ("nodes", "plain", "RB optimized", "RB random"):
-        t.add_column(c)
-    for r in res["convergence"]:
-        t.add_row(str(r["nodes"]), str(r["plain_s"]), str(r["rb_oo_s"]), str(r["rb_ro_s"]))
-    console.print(t)
-    t = Table(title="DEFINED-LS response time per step (transmission + processing phase), ms")
-    for c in ("nodes", "steps", "mean", "p95", "max", "group steps", "group mean", "group max"):
-        t.add_column(c)
-    for r in res["ls_step"]:
-        t.add_row(str(r["nodes"]), str(r["steps"]), str(r["mean_ms"]), str(r["p95_ms"]), str(r["max_ms"]),
-                  str(r["group_steps"]), str(r["group_mean_ms"]), str(r["group_max_ms"]))
-    t.add_row("paper (80)", "", "< 800", "", "", "", "", "")
-    console.print(t)
+    if res["overhead"] or res["convergence"] or res["ls_step"]:
+        _tables(console, res, args.jitter)
+    if res.get("daemons"):
+        _daemon_table(console, res["daemons"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     console.print(f"wrote {args.out}")

@@ -14,4 +14,9 @@ paper's (group, estimated delay, origin, origin sequence) and either
   the ordering function (``rb``, :mod:`.rollback`), or
 * replays only the recorded external events in lockstep (``ls``,
   :mod:`.lockstep`), reproducing the RB execution exactly.
+
+:mod:`.daemons` runs the same ideas on real, unmodified routing daemons
+(BIRD 2, FRR) in network namespaces: a relay holds their protocol messages
+and delivers them in the ordering function's order, and a virtual clock
+(libfaketime) runs their timers.
 """

@@ -24,8 +24,32 @@ def _interactive_lines() -> Iterator[str]:
             return
 
 
+def _daemon_check(args: argparse.Namespace) -> None:
+    """Which scenarios run where: the daemon scenarios need --daemon, the node scenarios do not take it."""
+    from netsleuth.defined.daemons.cli import ALIASES
+    from netsleuth.defined.daemons.scenarios import NAMES as DAEMON_NAMES
+    from netsleuth.errors import NetsleuthError
+
+    if args.daemon and ALIASES.get(args.scenario, args.scenario) not in DAEMON_NAMES:
+        raise NetsleuthError(f"--scenario {args.scenario} runs netsleuth's own nodes, not daemons",
+                             f"with --daemon use --scenario {' or '.join(DAEMON_NAMES)}")
+    if not args.daemon and args.scenario in DAEMON_NAMES and args.scenario not in ("bgp-med", "rip-timer", "ospf"):
+        raise NetsleuthError(f"--scenario {args.scenario} runs on real routing daemons",
+                             "add --daemon bird or --daemon frr")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.table import Table
+
+    _daemon_check(args)
+    if args.daemon:
+        from netsleuth.defined.daemons.cli import cmd_run as daemon_run
+        return daemon_run(args)
+    if args.all_orders:
+        from netsleuth.errors import NetsleuthError
+        raise NetsleuthError("--all-orders runs on daemons", "add --daemon bird|frr, or use `defined step` "
+                                                             "with `ordering` to explore orders of nodes")
+    args.runs = args.runs or 50
 
     from netsleuth.defined.ordering import by_name
     from netsleuth.defined.runs import DefinedRunOptions, run_many
@@ -63,6 +87,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_step(args: argparse.Namespace) -> int:
     from netsleuth.defined.console import run_console
 
+    if args.daemon:
+        from netsleuth.defined.daemons.cli import cmd_step as daemon_step
+        return daemon_step(args)
+    if not args.trace:
+        from netsleuth.errors import NetsleuthError
+        raise NetsleuthError("step needs a trace or a daemon network",
+                             "pass DIR/trace.jsonl from `defined run --out DIR`, or --daemon bird|frr --scenario med")
+
     if args.commands:
         try:
             lines: Iterable[str] = Path(args.commands).read_text().splitlines()
@@ -77,18 +109,27 @@ def cmd_step(args: argparse.Namespace) -> int:
     return run_console(args.trace, lines, sys.stdout, args.ordering)
 
 
+def _daemon_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--daemon", choices=["bird", "frr"],
+                   help="run every router as a real BIRD 2 or FRR daemon in its own network namespace (root)")
+    p.add_argument("--deterministic-med", action="store_true", help="daemons: turn BGP deterministic MED on")
+    p.add_argument("--quiet", type=float, default=1.0,
+                   help="daemons: a group closes after this many seconds without a new message (default 1)")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("defined", help="DEFINED: deterministic runs of distributed control planes (RB) "
                                        "and lockstep stepping (LS)")
     dsub = d.add_subparsers(dest="defined_command", required=True)
 
     r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
-    r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf"])
+    r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf", "med", "rip"],
+                   help="nodes: bgp-med | rip-timer | ospf; daemons (--daemon): med (bgp-med is an alias) | rip")
     r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | "
                                   "a netsleuth topology (ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
                                           "ospf: cold (default) | warm")
-    r.add_argument("--runs", type=at_least(1), default=50)
+    r.add_argument("--runs", type=at_least(1), help="how many runs (default 50; 5 with --daemon)")
     r.add_argument("--mode", choices=["plain", "rb"], default="rb",
                    help="plain: arrival order (no DEFINED); rb: DEFINED-RB (default)")
     r.add_argument("--ordering", default="defined", help="rb ordering: defined | hops | origin | reverse | random:SEED")
@@ -100,10 +141,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="run every node as an OS process over loopback TCP (real time: horizon x 0.25 s per run)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.add_argument("--out", type=out_dir(), help="directory for trace.jsonl (run 0's external events) and result.json")
+    _daemon_args(r)
+    r.add_argument("--all-orders", action="store_true",
+                   help="daemons: deliver the held messages of group 0 in every order, one fresh run each")
     r.set_defaults(func=cmd_run)
 
     s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")
-    s.add_argument("trace", help="trace.jsonl written by `netsleuth defined run --out DIR`")
+    s.add_argument("trace", nargs="?", help="trace.jsonl written by `netsleuth defined run --out DIR` "
+                                            "(not with --daemon)")
+    s.add_argument("--scenario", choices=["med", "bgp-med", "rip"],
+                   help="with --daemon: the daemon scenario (med; rip runs on the virtual clock: advance, crash)")
+    _daemon_args(s)
     s.add_argument("--commands", help="file of console commands, one per line (default: stdin / prompt)")
     s.add_argument("--ordering", help="ordering function to start with (default: the one RB used)")
     s.set_defaults(func=cmd_step)

@@ -1,0 +1,357 @@
+"""The edge: namespaces, veths, daemons and the relay for one :class:`~.spec.DaemonNet`.
+
+Namespaces are *unnamed*: each is created by a holder process
+(``unshare --net sleep``) and lives exactly as long as some process is in
+it, so nothing is mounted under ``/run/netns`` and nothing can be left
+behind once the processes are gone -- the kernel removes a namespace's
+veths with it. Every long-lived process (holders, daemons, the relay) joins
+one process group led by netsleuth's controller guard
+(:mod:`netsleuth.controllers.guard`), whose program is a small shell that
+deletes the run directory when it is told to stop. If netsleuth dies in any
+way, even SIGKILL, the guard reads end-of-file on its pipe and takes the
+whole group down: daemons, relay and namespaces with them.
+
+Each router's daemons read their configuration from, and write their
+sockets, pid files and logs to, the router's own directory under the run
+directory (FRR's daemons run as user ``frr``, which owns that directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from netsleuth.defined.daemons import config
+from netsleuth.defined.daemons.spec import DaemonNet, RouterLink
+from netsleuth.errors import NetsleuthError
+
+FRR_DIR = Path("/usr/lib/frr")
+FAKETIME_LIBS = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"),
+                 Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"))
+GUARD = Path(__file__).resolve().parents[2] / "controllers" / "guard.py"
+# FRR's daemons keep a scratch directory /var/tmp/frr/<daemon>.<pid> that only a clean exit removes; the pid is
+# the one in the daemon's pid file (libfaketime may fake it), so the clean-up reads it from there.
+FRR_TMP = Path("/var/tmp/frr")
+CLEANUP_SH = ('clean() { for f in "$NETSLEUTH_RUNDIR"/*/*.pid; do [ -f "$f" ] || continue; '
+              'b=$(basename "$f" .pid); rm -rf "/var/tmp/frr/$b.$(cat "$f")"; done; rm -rf "$NETSLEUTH_RUNDIR"; }; '
+              'trap \'clean; exit 0\' TERM INT HUP; while :; do sleep 3600 & wait $!; done')
+OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+
+
+class DaemonEnvError(NetsleuthError):
+    """The machine cannot run the daemon network (a package missing, no namespaces)."""
+
+
+def faketime_lib() -> Path | None:
+    for p in FAKETIME_LIBS:
+        if p.exists():
+            return p
+    return None
+
+
+def check_environment(daemon: str, clock: bool = False) -> None:
+    """Raise :class:`DaemonEnvError` naming what is missing, before anything is created."""
+    need = {"bird": [("bird", "bird2")], "frr": [(str(FRR_DIR / "bgpd"), "frr")]}[daemon]
+    need += [("ip", "iproute2"), ("ethtool", "ethtool"), ("nsenter", "util-linux"), ("unshare", "util-linux")]
+    for binary, pkg in need:
+        if shutil.which(binary) is None:
+            raise DaemonEnvError(f"{binary} is not installed", f"apt-get install {pkg} (or make debs)")
+    if clock and faketime_lib() is None:
+        raise DaemonEnvError("libfaketime is not installed", "apt-get install libfaketime (or make debs)")
+    if os.geteuid() != 0:
+        raise DaemonEnvError("network namespaces need root", "run as root (or in a container with CAP_SYS_ADMIN)")
+    r = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise DaemonEnvError(f"cannot create a network namespace: {r.stderr.strip() or r.returncode}",
+                             "run as root on a kernel that allows network namespaces (docker: --privileged)")
+
+
+class Namespace:
+    """One unnamed network namespace, held open by a process in the guard's group."""
+
+    def __init__(self, name: str, proc: subprocess.Popen) -> None:
+        self.name = name
+        self.proc = proc
+        self.path = f"/proc/{proc.pid}/ns/net"
+
+    def argv(self, *cmd: str) -> list[str]:
+        return ["nsenter", f"--net={self.path}", "--", *cmd]
+
+    def run(self, *cmd: str, stdin: str | None = None) -> None:
+        r = subprocess.run(self.argv(*cmd), input=stdin, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise DaemonEnvError(f"in namespace {self.name}: {' '.join(cmd[:3])} failed: {r.stderr.strip()}",
+                                 "check that iproute2 and ethtool work here (ip link add type veth)")
+
+
+class NamespaceHost:
+    """Brings a DaemonNet up and down; ``with NamespaceHost(...) as h:`` tears everything down on exit."""
+
+    def __init__(self, net: DaemonNet, daemon: str, rundir: Path | None = None,
+                 env: dict[str, dict[str, str]] | None = None, hold: bool = True, hold_rip: bool = False) -> None:
+        if daemon not in config.DAEMONS:
+            raise DaemonEnvError(f"unknown daemon {daemon!r}", "use --daemon bird or --daemon frr")
+        self.net = net
+        self.daemon = daemon
+        self.rundir = Path(rundir) if rundir else Path(tempfile.mkdtemp(prefix="netsleuth-daemons-"))
+        self.env = env or {}
+        self.hold = hold
+        self.hold_rip = hold_rip
+        self.scratch: list[Path] = []   # FRR's /var/tmp/frr directories of the daemons started here
+        self.procs: list[subprocess.Popen] = []
+        self.daemons: dict[str, list[subprocess.Popen]] = {}
+        self.ns: dict[str, Namespace] = {}
+        self.guard: subprocess.Popen | None = None
+        self._guard_w: int | None = None
+        self.relay_ctl: socket.socket | None = None
+        self.relay_proc: subprocess.Popen | None = None
+
+    # -- life cycle ----------------------------------------------------
+    def __enter__(self) -> NamespaceHost:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        self._start_guard()
+        self.ns["relay"] = self._namespace("relay")
+        for r in self.net.routers:
+            self.ns[r.name] = self._namespace(r.name)
+        self._wire()
+        self._write_configs()
+        self._start_relay()
+        for r in self.net.routers:
+            self._start_router(r.name)
+
+    def _start_guard(self) -> None:
+        r, w = os.pipe()
+        env = dict(os.environ, NETSLEUTH_RUNDIR=str(self.rundir))
+        self.guard = subprocess.Popen([sys.executable, str(GUARD), str(r), "--", "sh", "-c", CLEANUP_SH],
+                                      pass_fds=(r,), process_group=0, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(r)
+        self._guard_w = w
+        os.set_inheritable(w, False)
+
+    def _spawn(self, argv: list[str], log: Path | None = None, env: dict[str, str] | None = None,
+               pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
+        assert self.guard is not None
+        out = open(log, "ab") if log else subprocess.DEVNULL
+        try:
+            p = subprocess.Popen(argv, process_group=self.guard.pid, stdin=subprocess.DEVNULL, stdout=out,
+                                 stderr=subprocess.STDOUT, env=env, pass_fds=pass_fds)
+        finally:
+            if log:
+                out.close()  # type: ignore[union-attr]
+        self.procs.append(p)
+        return p
+
+    def _namespace(self, name: str) -> Namespace:
+        p = self._spawn(["unshare", "--net", "--", "sleep", "infinity"])
+        mine = os.readlink("/proc/self/ns/net")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                if os.readlink(f"/proc/{p.pid}/ns/net") != mine:
+                    break
+            except OSError:
+                pass
+            if p.poll() is not None:
+                raise DaemonEnvError(f"cannot create the namespace of {name}",
+                                     "run as root on a kernel that allows network namespaces")
+            time.sleep(0.002)
+        ns = Namespace(name, p)
+        ns.run("ip", "link", "set", "lo", "up")
+        return ns
+
+    def relay_if(self, index: int, router: str) -> str:
+        return f"l{index}-{router}"[:15]
+
+    def _wire(self) -> None:
+        relay = self.ns["relay"]
+        batch: list[str] = []
+        for ln, end in config.link_ends(self.net):
+            rif = self.relay_if(ln.index, end)
+            batch.append(f"link add {rif} type veth peer name {ln.ifname(end)} netns {self.ns[end].proc.pid}")
+            batch.append(f"link set {rif} up")
+        relay.run("ip", "-batch", "-", stdin="\n".join(batch) + "\n")
+        for ln, end in config.link_ends(self.net):
+            relay.run("ethtool", "-K", self.relay_if(ln.index, end), *OFFLOADS)
+        for r in self.net.routers:
+            cmds = [f"addr add {r.loopback}/32 dev lo"]
+            for ln in self.net.links_of(r.name):
+                # fixed MACs and permanent neighbour entries: no ARP, nothing timing-dependent on the links
+                peer = ln.peer(r.name)
+                cmds += [f"link set {ln.ifname(r.name)} address {_mac(ln, r.name)}",
+                         f"addr add {ln.addr(r.name)}/30 dev {ln.ifname(r.name)}", f"link set {ln.ifname(r.name)} up",
+                         f"neigh replace {ln.addr(peer)} lladdr {_mac(ln, peer)} dev {ln.ifname(r.name)} nud permanent"]
+            cmds += [" ".join(c) for c in config.kernel_routes(self.net, r, self.daemon)]
+            self.ns[r.name].run("ip", "-batch", "-", stdin="\n".join(cmds) + "\n")
+            for ln in self.net.links_of(r.name):
+                self.ns[r.name].run("ethtool", "-K", ln.ifname(r.name), *OFFLOADS)
+
+    def _write_configs(self) -> None:
+        for router, files in config.configs(self.net, self.daemon).items():
+            d = config.router_dir(self.rundir, router)
+            d.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (d / name).write_text(text)
+            if self.daemon == "frr":
+                shutil.chown(d, "frr", "frr")
+                for f in d.iterdir():
+                    shutil.chown(f, "frr", "frr")
+        if self.daemon == "frr":
+            shutil.chown(self.rundir, "frr", "frr")
+
+    def _start_relay(self) -> None:
+        a, b = socket.socketpair()
+        pkg_root = str(Path(__file__).resolve().parents[3])
+        env = dict(os.environ, PYTHONPATH=pkg_root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.relay_proc = self._spawn(self.ns["relay"].argv(sys.executable, "-m", "netsleuth.defined.daemons.relay",
+                                                            str(b.fileno())),
+                                      log=self.rundir / "relay.log", env=env, pass_fds=(b.fileno(),))
+        b.close()
+        self.relay_ctl = a
+        # The relay carries frames from the moment the daemons start: set it up and wait for it first.
+        ends = {self.relay_if(ln.index, e): (self.relay_if(ln.index, ln.peer(e)), ln.peer(e))
+                for ln, e in config.link_ends(self.net)}
+        owner = {ln.addr(e): e for ln, e in config.link_ends(self.net)}
+        setup = {"ends": ends, "owner": owner, "hold": self.hold, "hold_rip": self.hold_rip}
+        a.sendall((json.dumps(setup) + "\n").encode())
+        a.settimeout(10.0)
+        line = b""
+        try:
+            while not line.endswith(b"\n"):
+                chunk = a.recv(1)
+                if not chunk:
+                    break
+                line += chunk
+        except TimeoutError:
+            pass
+        a.settimeout(None)
+        if b"ready" not in line:
+            tail = (self.rundir / "relay.log").read_text(errors="replace")[-1500:]
+            raise DaemonEnvError("the relay did not start", "see its log (below)", tail)
+
+    def daemon_env(self, router: str) -> dict[str, str]:
+        """A router's daemons get a small fixed environment, plus the clock's variables if there is one."""
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C", "TZ": "UTC"}
+        env.update(self.env.get(router, {}))
+        return env
+
+    def log_tail(self, name: str, chars: int = 1500) -> str:
+        """The end of each of a router's daemon logs (for an error's details)."""
+        d = config.router_dir(self.rundir, name)
+        return "\n".join(f"{f.name}: ...{f.read_text(errors='replace')[-chars:]}" for f in sorted(d.glob("*.log")))
+
+    def kill_router(self, name: str) -> None:
+        """Crash a router: SIGKILL its daemons (its namespace and links stay)."""
+        for p in self.daemons.get(name, []):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def _start_router(self, name: str) -> None:
+        d = config.router_dir(self.rundir, name)
+        ns = self.ns[name]
+        procs: list[subprocess.Popen] = []
+        if self.daemon == "bird":
+            procs.append(self._spawn(ns.argv("bird", "-f", "-c", str(d / "bird.conf"), "-s", str(d / "bird.ctl"),
+                                             "-P", str(d / "bird.pid")), log=d / "bird.log", env=self.daemon_env(name)))
+        else:
+            dms = config.frr_daemons(self.net, self.net.router(name))
+            for dm in dms:
+                argv = [str(FRR_DIR / dm), "-f", str(d / f"{dm}.conf"), "-i", str(d / f"{dm}.pid"),
+                        "--vty_socket", str(d), "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"]
+                argv += ["-z", str(d / "zserv.api")] if "zebra" in dms else ["-Z"]
+                env = self.daemon_env(name)
+                p = self._spawn(ns.argv(*argv), log=d / f"{dm}.log", env=env)
+                procs.append(p)
+                # its scratch directory is named by the pid it sees: the real one, or libfaketime's
+                self.scratch += [FRR_TMP / f"{dm}.{p.pid}"] + \
+                    ([FRR_TMP / f"{dm}.{env['FAKETIME_FAKEPID']}"] if "FAKETIME_FAKEPID" in env else [])
+                if dm == "zebra":
+                    _wait_path(d / "zserv.api", 5.0, f"{name}'s zebra", d / "zebra.log")
+        self.daemons[name] = procs
+
+    def close(self) -> None:
+        """Stop every process and let the namespaces (and their veths) go; idempotent.
+
+        Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
+        directory), everything else SIGKILL.
+        """
+        daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
+        for p in daemons:
+            p.terminate()
+        deadline = time.monotonic() + 1.0
+        for p in daemons:
+            try:
+                p.wait(timeout=max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.procs.clear()
+        if self.relay_ctl is not None:
+            self.relay_ctl.close()
+            self.relay_ctl = None
+        if self._guard_w is not None:
+            os.close(self._guard_w)
+            self._guard_w = None
+        if self.guard is not None:
+            try:
+                self.guard.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.guard.kill()
+            self.guard = None
+        self._frr_scratch()
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def _frr_scratch(self) -> None:
+        for d in self.scratch:
+            shutil.rmtree(d, ignore_errors=True)
+        for f in sorted(self.rundir.glob("*/*.pid")):
+            try:
+                pid = f.read_text().strip()
+            except OSError:
+                continue
+            if pid.isdigit():
+                shutil.rmtree(FRR_TMP / f"{f.stem}.{pid}", ignore_errors=True)
+
+
+def _mac(ln: RouterLink, router: str) -> str:
+    """A locally administered MAC per link end: 02:00:00:00:<link>:<1|2>."""
+    return f"02:00:00:{ln.index >> 8:02x}:{ln.index & 0xFF:02x}:{1 if router == ln.a else 2:02x}"
+
+
+def _wait_path(p: Path, timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not p.exists():
+        if time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
+            raise DaemonEnvError(f"{what} did not start", "see its log", tail)
+        time.sleep(0.01)

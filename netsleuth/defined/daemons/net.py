@@ -1,0 +1,363 @@
+"""A running daemon network, driven one DEFINED message at a time.
+
+:class:`LiveNet` brings a :class:`~.spec.DaemonNet` up (:class:`~.host.NamespaceHost`),
+tells the relay to hold BGP UPDATEs, and then works in *groups*: a group
+closes when every BGP session is Established and no new message has
+arrived for ``quiet`` seconds (or ``expect`` messages are held). Each held
+message is tagged like any DEFINED message -- group, the link's estimated
+delay, origin (the sending router), the origin's sequence number -- and
+:meth:`deliver` hands exactly one to its receiver, returning only once the
+receiver's TCP stack has acknowledged it *and* the daemon reports through
+its control socket that it has processed it. So the daemons see the
+messages in the order netsleuth chooses, and nothing else.
+
+There are no process checkpoints (CRIU cannot dump these daemons here), so
+another order is explored by running again from the start: the daemons'
+start-up is deterministic up to the held messages, which is the point of
+holding them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from netsleuth.defined.daemons import control
+from netsleuth.defined.daemons.clock import FakeTimeClock
+from netsleuth.defined.daemons.host import NamespaceHost, check_environment
+from netsleuth.defined.daemons.reader import Reader
+from netsleuth.defined.daemons.spec import DaemonNet
+from netsleuth.defined.message import Tags
+from netsleuth.defined.ordering import Ordering, by_name
+from netsleuth.errors import NetsleuthError
+
+
+class LiveNetError(NetsleuthError):
+    """The daemon network did not reach a state netsleuth waits for."""
+
+
+@dataclass
+class Held:
+    """A message the relay holds, with its DEFINED tags."""
+
+    id: int
+    src: str
+    dst: str
+    tags: Tags
+    messages: list[dict]
+    arrival: int
+    delivered: bool = False
+
+    def words(self) -> str:
+        parts = []
+        for m in self.messages:
+            if m.get("type") != "UPDATE" or m.get("eor"):
+                parts.append("End-of-RIB" if m.get("eor") else m.get("type", "?"))
+                continue
+            bits = [f"announce {','.join(m['nlri'])}" if m.get("nlri") else "",
+                    f"withdraw {','.join(m['withdrawn'])}" if m.get("withdrawn") else "",
+                    f"as_path {' '.join(map(str, m.get('as_path', [])))}" if m.get("as_path") else "",
+                    f"med {m['med']}" if m.get("med") is not None else "",
+                    f"next_hop {m['next_hop']}" if m.get("next_hop") else ""]
+            parts.append("UPDATE " + " ".join(b for b in bits if b))
+        return f"#{self.id} g{self.tags.group} {self.src}->{self.dst}: " + "; ".join(parts)
+
+    def identity(self) -> tuple[str, str, int]:
+        """What names this message across runs: sender, receiver and the sender's sequence number."""
+        return (self.src, self.dst, self.tags.oseq)
+
+
+@dataclass
+class LiveNet:
+    net: DaemonNet
+    daemon: str
+    ordering: Ordering = field(default_factory=lambda: by_name("defined"))
+    hold: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+    rundir: Path | None = None
+    timeout: float = 30.0
+    clocked: bool = False          # run the daemons on a virtual clock (libfaketime)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.host: NamespaceHost | None = None
+        self.reader: Reader | None = None
+        self.held: dict[int, Held] = {}
+        self.group = 0
+        self.oseq: dict[str, int] = {}
+        self.rbuf = b""
+        self.log: list[dict] = []     # what happened, in order: deliveries and what the receiver then held
+        self.clock: FakeTimeClock | None = None
+        self.dead: set[str] = set()
+        self.boot_seconds = 0.0
+
+    # -- life cycle ----------------------------------------------------------
+    def __enter__(self) -> LiveNet:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        check_environment(self.daemon, clock=self.clocked)
+        self.host = NamespaceHost(self.net, self.daemon, self.rundir, hold=self.hold, hold_rip=self.clocked)
+        if self.clocked:
+            self.clock = FakeTimeClock(self.host.rundir / "clock", self.seed)
+            self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
+        self.host.start()
+        reader = self.reader = Reader(self.net, self.daemon, self.host.rundir)
+        host = self.host
+        try:
+            control.wait_for(lambda: all(reader.reachable(r.name) for r in self.net.routers),
+                             self.timeout, "every daemon's control socket")
+        except control.ControlError:
+            down = [r.name for r in self.net.routers if not reader.reachable(r.name)]
+            raise LiveNetError(f"the daemons of {', '.join(down)} did not start", "see their logs (below)",
+                               "\n".join(host.log_tail(r) for r in down)) from None
+        if self.clocked:
+            self._boot()
+
+    def _boot(self, limit: int = 30) -> None:
+        """Advance the clock, delivering nothing, until RIP runs on every link of every router.
+
+        No RIP message may reach a daemon before its RIP runs on the link (it would be dropped).
+        FRR's ripd enables its interfaces only once zebra has told it about them, after the
+        clock has moved; so the clock moves one second, then waits (in real time) for that.
+        """
+        reader, clock = self.reader, self.clock
+        assert reader is not None and clock is not None
+        rip = [r.name for r in self.net.routers if r.rip]
+        # FRR's ripd enables its interfaces on a timer it sets once connected to zebra: wait (in real
+        # time) for the connections, then move the clock one second -- the same boot in every run
+        control.wait_for(lambda: all(reader.zebra_clients_ready(r) for r in rip), self.timeout,
+                         "the routing daemons to connect to zebra", step=0.02)
+        if self.daemon == "frr":
+            time.sleep(0.5)   # and for zebra's news of the interfaces to reach them (no counter shows it)
+        clock.set(clock.now + 1)
+        self.poke()
+        self.poke()
+        while True:
+            # zebra talks to ripd in real time: give each virtual second real time to take effect, so
+            # that the number of boot seconds does not depend on how busy the machine is
+            try:
+                control.wait_for(lambda: all(reader.rip_ready(r) for r in rip), 2.0, "RIP", step=0.02)
+                break
+            except control.ControlError:
+                pass
+            if clock.now >= limit:
+                raise LiveNetError(f"RIP did not start on every link in {limit} virtual seconds",
+                                   "see the routers' logs in the run directory")
+            clock.set(clock.now + 1)
+            self.poke()
+            self.poke()
+        # Start-up work that does not wait on the clock (netlink news of interfaces and addresses,
+        # the first messages) happens in real time: let it finish, so the first group holds all of it.
+        quiet_since, last = time.monotonic(), self.stats()
+        deadline = quiet_since + 5.0
+        while time.monotonic() - quiet_since < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self.poke()
+            now = self.stats()
+            if now != last:
+                quiet_since, last = time.monotonic(), now
+        self.boot_seconds = clock.now
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        if self.host is not None:
+            self.host.close()
+            self.host = None
+
+    # -- relay channel -----------------------------------------------------------
+    @property
+    def _ctl(self) -> socket.socket:
+        assert self.host is not None and self.host.relay_ctl is not None
+        return self.host.relay_ctl
+
+    def _send(self, d: dict) -> None:
+        self._ctl.sendall((json.dumps(d) + "\n").encode())
+
+    def _events(self, timeout: float) -> list[dict]:
+        """Relay events that arrive within ``timeout`` seconds (at least those already there)."""
+        self._ctl.settimeout(timeout)
+        try:
+            data = self._ctl.recv(65536)
+            if not data:
+                raise LiveNetError("the relay stopped", "see relay.log in the run directory")
+            self.rbuf += data
+        except (TimeoutError, BlockingIOError):
+            pass
+        out = []
+        while b"\n" in self.rbuf:
+            line, self.rbuf = self.rbuf.split(b"\n", 1)
+            ev = json.loads(line)
+            if ev.get("ev") == "held":
+                self._note_held(ev["unit"])
+            out.append(ev)
+        return out
+
+    def _wait_event(self, kind: str, timeout: float, uid: int | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for ev in self._events(max(0.001, deadline - time.monotonic())):
+                if ev.get("ev") == kind and (uid is None or ev.get("id") == uid):
+                    return
+        raise LiveNetError(f"timed out waiting for the relay's {kind!r}", "see relay.log in the run directory")
+
+    def _note_held(self, u: dict) -> None:
+        src = u["src"]
+        seq = self.oseq.get(src, 0)
+        self.oseq[src] = seq + 1
+        ln = self.net.link_between(src, u["dst"])
+        group = int(self.clock.now) if self.clock is not None else self.group   # on the clock: one group a second
+        tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, seq)
+        self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
+
+    # -- groups ------------------------------------------------------------------
+    def pending(self) -> list[Held]:
+        """Held messages not yet delivered, in the ordering function's order."""
+        return sorted((h for h in self.held.values() if not h.delivered), key=lambda h: self.ordering.key(h.tags))
+
+    def collect(self, quiet: float = 1.0, expect: int | None = None) -> list[Held]:
+        """Close the current group: wait for the sessions and for ``quiet`` seconds without a new message.
+
+        With ``expect``, the group closes as soon as that many messages are pending.
+        """
+        assert self.reader is not None
+        deadline = time.monotonic() + self.timeout
+        routers = [r.name for r in self.net.routers if r.bgp]
+        while not all(self.reader.sessions_up(r) for r in routers):
+            self._events(0.05)
+            if time.monotonic() > deadline:
+                assert self.host is not None
+                down = [r for r in routers if not self.reader.sessions_up(r)]
+                raise LiveNetError(f"BGP sessions did not come up at {', '.join(down)}",
+                                   "see the routers' logs (below)",
+                                   "\n".join(self.host.log_tail(r.name) for r in self.net.routers))
+        last, n = time.monotonic(), len(self.held)
+        while True:
+            if expect is not None and len(self.pending()) >= expect:
+                break
+            self._events(0.05)
+            if len(self.held) != n:
+                last, n = time.monotonic(), len(self.held)
+            elif time.monotonic() - last >= quiet and expect is None:
+                break
+            if time.monotonic() > deadline:
+                raise LiveNetError(f"only {len(self.pending())} of {expect} messages arrived",
+                                   "see the routers' logs in the run directory")
+        return self.pending()
+
+    def deliver(self, uid: int) -> Held:
+        """Hand one held message to its receiver and wait until the receiver has processed it."""
+        reader = self.reader
+        assert reader is not None
+        h = self.held[uid]
+        if any(m.get("type") == "RIP" for m in h.messages):
+            return self._deliver_datagram(h)
+        before = reader.processed(h.dst, h.src)
+        self._send({"cmd": "release", "id": uid})
+        need = sum(_weight(m, self.daemon) for m in h.messages)
+        # The daemon's own counter is the test; the receiver's TCP acknowledgement (the relay's
+        # "acked" event) comes first and is only recorded.
+        try:
+            control.wait_for(lambda: reader.processed(h.dst, h.src) >= before + need,
+                             self.timeout, f"{h.dst} to process message #{uid}")
+        except control.ControlError as exc:
+            self._send({"cmd": "dump"})
+            dump = [e for e in self._events(2.0) if e.get("ev") == "dump"]
+            assert self.host is not None
+            raise LiveNetError(exc.problem, "see the relay's state and the receiver's log (below)",
+                               json.dumps(dump[:1]) + "\n" + self.host.log_tail(h.dst)) from None
+        h.delivered = True
+        self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})
+        return h
+
+    def _deliver_datagram(self, h: Held) -> Held:
+        """A RIP message: nothing acknowledges it, so the receiver is poked until it has read it.
+
+        The relay says "released" once the frame is on the receiver's veth; two control-socket
+        round trips later the daemon's single-threaded event loop has been through its sockets.
+        """
+        assert self.reader is not None
+        self._send({"cmd": "release", "id": h.id})
+        self._wait_event("released", self.timeout, h.id)
+        if h.dst not in self.dead:
+            self.reader.poke(h.dst)
+            self.reader.poke(h.dst)
+        h.delivered = True
+        self.log.append({"delivered": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
+        return h
+
+    def next_group(self) -> None:
+        self.group += 1
+
+    # -- virtual time --------------------------------------------------------------
+    def stats(self) -> dict:
+        """The relay's counters: frames carried, RIP frames per "src>dst"."""
+        self._send({"cmd": "stats"})
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            for ev in self._events(0.5):
+                if ev.get("ev") == "stats":
+                    return ev
+        raise LiveNetError("the relay did not answer", "see relay.log in the run directory")
+
+    def poke(self) -> None:
+        """Make every live daemon run its event loop once: timers due on the virtual clock fire."""
+        assert self.reader is not None
+        for r in self.net.routers:
+            if r.name not in self.dead:
+                self.reader.poke(r.name)
+
+    def settle(self, rounds: int = 200) -> None:
+        """Poke until the relay carries nothing new between two pokes: the network is idle at this time.
+
+        On the virtual clock the relay holds every RIP message; here they are delivered, one at a
+        time in the ordering function's order, until no daemon sends anything more at this time.
+        """
+        before = self.stats()
+        for _ in range(rounds):
+            self.poke()
+            self.poke()
+            after = self.stats()
+            pending = self.pending()
+            for h in pending:   # held RIP messages of this second, in the ordering function's order
+                self.deliver(h.id)
+            if after == before and not pending:
+                return
+            before = self.stats() if pending else after
+        raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
+                           "the daemons keep sending: look for a loop in their logs")
+
+    def advance(self, t: float) -> None:
+        """Move the virtual clock to ``t`` and let every daemon catch up."""
+        if self.clock is None:
+            raise LiveNetError("this network runs on the wall clock", "start it with clocked=True")
+        self.clock.set(t)
+        self.settle()
+
+    def crash(self, router: str) -> None:
+        assert self.host is not None and self.reader is not None
+        self.host.kill_router(router)
+        self.reader.forget(router)
+        self.dead.add(router)
+
+
+def _weight(m: dict, daemon: str) -> int:
+    """How much one message moves the receiver's processed counter (see Reader.processed)."""
+    if m.get("type") != "UPDATE":
+        return 0
+    if daemon == "frr":
+        return 1
+    return len(m.get("nlri", [])) + len(m.get("withdrawn", []))
