@@ -139,7 +139,7 @@ def test_nothing_listening_and_bad_topology(tmp_path: Path) -> None:
     proc = cli("run", "--controller", SIMPLE_SWITCH, "--topo", "hypercube,3", "--out", str(tmp_path / "b"))
     assert proc.returncode == 2
     assert "unknown topology" in _one_error_line(proc)
-    proc = cli("run", "--controller", "pox:forwarding", "--topo", "linear,2", "--out", str(tmp_path / "c"))
+    proc = cli("run", "--controller", "nox:forwarding", "--topo", "linear,2", "--out", str(tmp_path / "c"))
     assert proc.returncode == 2
     assert "controller kind" in _one_error_line(proc)
 

@@ -140,7 +140,7 @@ class LiveNet:
         control.wait_for(lambda: all(reader.zebra_clients_ready(r) for r in rip), self.timeout,
                          "the routing daemons to connect to zebra", step=0.02)
         if self.daemon == "frr":
-            time.sleep(0.5)   # and for zebra's news of the interfaces to reach them (no counter shows it)
+            time.sleep(1.0)   # and for zebra's news of the interfaces to reach them (no counter shows it)
         clock.set(clock.now + 1)
         self.poke()
         self.poke()
@@ -148,7 +148,9 @@ class LiveNet:
             # zebra talks to ripd in real time: give each virtual second real time to take effect, so
             # that the number of boot seconds does not depend on how busy the machine is
             try:
-                control.wait_for(lambda: all(reader.rip_ready(r) for r in rip), 2.0, "RIP", step=0.02)
+                # 6 s: zebra's news reaches ripd in well under a second on an idle machine; a loaded
+                # one must not make the boot one virtual second longer (the histories would shift)
+                control.wait_for(lambda: all(reader.rip_ready(r) for r in rip), 6.0, "RIP", step=0.02)
                 break
             except control.ControlError:
                 pass
