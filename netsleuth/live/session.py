@@ -28,6 +28,7 @@ from netsleuth.invariants.policy.faucet import FaucetPolicyError, policy_from_te
 from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import ObservedFindings
+from netsleuth.live.ready import ReadyCondition
 from netsleuth.live.stop import stopped_by
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
@@ -91,6 +92,7 @@ class Session:
     topology: Topology | None = None  # given as a description (e.g. from a trace header) instead of a spec
     openflow: str = "auto"             # OpenFlow versions the switches offer: 1.0, 1.3 or auto (both)
     warmup: float = 0.0                # seconds after the handshakes with no traffic and no invariant checks
+    warmup_ready: ReadyCondition | None = None  # ends the warm-up early once it holds; warmup is then its bound
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -152,6 +154,8 @@ class Session:
 
             self.recorder = Recorder(clock, record)
             self.recorder.observers.extend(observers)  # see everything, the bootstrap included
+            if self.warmup_ready is not None:
+                self.recorder.observers.append(self.warmup_ready.observe)
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets,
                                openflow=self.openflow)
             self.world.isolation = self.isolation_pairs
@@ -229,12 +233,22 @@ class Session:
         """Let the controller settle (e.g. spanning tree converge): no traffic, no violations recorded."""
         self.progress.phase(f"warm-up ({self.warmup:g} s)", None)
         self.world.observing = False
+        t0 = time.monotonic()
         try:
-            await asyncio.sleep(self.warmup)
+            await self._wait_warm(t0 + self.warmup)
             await rt.settle(0.1, timeout=2.0)
         finally:
             self.world.observing = True
         self.result.data["warmup"] = self.warmup
+        if self.warmup_ready is not None:
+            self.result.data["warmup_seconds"] = round(time.monotonic() - t0, 3)
+
+    async def _wait_warm(self, deadline: float) -> None:
+        """Sleep until ``deadline``, or until the ready condition holds (checked every 0.1 s)."""
+        while (left := deadline - time.monotonic()) > 0:
+            if self.warmup_ready is not None and self.warmup_ready.ready():
+                return
+            await asyncio.sleep(min(left, 0.1) if self.warmup_ready is not None else left)
 
     async def _flush_periodically(self, every: float = 0.2) -> None:
         """Events reach the disk within about a second even when none follow them:
