@@ -19,7 +19,7 @@ import pytest
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.run import RunOptions, run
-from netsleuth.live.ready import SpanningTreeConverged
+from netsleuth.live.ready import SpanningTreeConverged, faucet_stack_up
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
@@ -134,7 +134,9 @@ def test_faucet_stack_comes_up_during_warmup(tmp_path: Path) -> None:
     # The default checks: Faucet's pipeline drops some header classes on purpose (eth_type 0x9000, tagged
     # frames on its untagged ports, unknown sources), which are drop rules, the controller's choice, and
     # neither blackholes nor unreachable traffic.
-    result = run(RunOptions(controller="faucet:auto", topo="linear,3", out=tmp_path, pingall=True, warmup=15.0))
+    # The warm-up ends once the stack is up (15 s its bound).
+    result = run(RunOptions(controller="faucet:auto", topo="linear,3", out=tmp_path, pingall=True, warmup=15.0,
+                            warmup_ready=faucet_stack_up()))
     assert result.data["pingall"]["ok"] == 6, result.data["pingall"]
     assert {"blackholes", "reachability", "loops"} <= set(result.data["checks"]), result.data["checks"]
     assert result.data["violations"] == []

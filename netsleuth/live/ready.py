@@ -35,18 +35,29 @@ class ControllerQuiet:
     """Ready once the controllers sent none of ``types`` for ``settle`` seconds (and sent at least one).
 
     Why "at least one": right after the handshakes nothing has been sent yet,
-    which is silence of the wrong kind.
+    which is silence of the wrong kind. ``after`` names a message that opens
+    the phase waited for, silence before it not counting: Faucet brings its
+    stack up after its first LLDP probes (PACKET_OUT), then installs the
+    stack's flows, so ``ControllerQuiet(3.0, ("FLOW_MOD",), after="PACKET_OUT")``
+    holds once those flows are in.
     """
 
     def __init__(self, settle: float = 2.0, types: Iterable[str] = ("FLOW_MOD", "PACKET_OUT"),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 after: str | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.settle = settle
         self.types = frozenset(types)
         self.clock = clock
         self.last: float | None = None
         self.seen = 0
+        self.opened = after is None
+        self.after = after
 
     def observe(self, event: Any) -> None:
+        if not self.opened:
+            if self.after is None or _to_switch(event, (self.after,)) is None:
+                return
+            self.opened = True
+            self.last = self.clock()
         if _to_switch(event, self.types) is not None:
             self.seen += 1
             self.last = self.clock()
@@ -80,4 +91,11 @@ class SpanningTreeConverged:
             c == 0 or c & PORT_NO_FWD for c in self.config.values())
 
 
-__all__ = ["ControllerQuiet", "ReadyCondition", "SpanningTreeConverged"]
+
+
+def faucet_stack_up(settle: float = 3.0) -> ControllerQuiet:
+    """Faucet's stack is up: its LLDP probes went out and the stack's flows followed, then quiet."""
+    return ControllerQuiet(settle, ("FLOW_MOD",), after="PACKET_OUT")
+
+
+__all__ = ["ControllerQuiet", "ReadyCondition", "SpanningTreeConverged", "faucet_stack_up"]
