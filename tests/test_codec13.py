@@ -40,7 +40,12 @@ from netsleuth.openflow.codec import decode, encode, msg_from_json, msg_to_json,
 from netsleuth.trace.fingerprint import of_fingerprint
 
 OVS_OFCTL = shutil.which("ovs-ofctl")
-needs_ovs = pytest.mark.skipif(OVS_OFCTL is None, reason="ovs-ofctl comes with `make` (Debian openvswitch-switch)")
+_ovs_installed = pytest.mark.skipif(OVS_OFCTL is None, reason="ovs-ofctl comes with `make` (Debian openvswitch-switch)")
+
+
+def needs_ovs(test: Any) -> Any:
+    """Open vSwitch's ovs-ofctl reads the bytes: a real component (`make test-fast` leaves it out)."""
+    return pytest.mark.real(_ovs_installed(test))
 
 
 def d13(data: bytes) -> Any:
@@ -469,6 +474,7 @@ def test_ovs_reads_our_flow_mods_the_same(name):
     check_flow_mod_against_ovs(wire)
 
 
+@pytest.mark.real
 def test_rich_flow_mod_as_ovs_prints_it():
     if OVS_OFCTL is None:
         pytest.skip("ovs-ofctl comes with `make`")
