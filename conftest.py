@@ -14,8 +14,11 @@ be ``real`` too, whichever test happened to build it first.
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing.process
+import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +103,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
     _state["launches"] = []   # what collection or a previous test's teardown started is nobody's here
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Path]], Path]:
+    """``built_once(name, make)``: ``make(directory)`` run once per test run, its path shared by the xdist workers.
+
+    A session fixture is built by every xdist worker that runs one of its
+    tests; a real trace recorded against a controller costs seconds each
+    time. The first worker builds it under a file lock in the run's common
+    temporary directory; the others wait for it and read the path. Who uses
+    the result reads it and never writes there. The fixture ``name`` is
+    charged with the launch even where another worker made it, so the guard
+    judges its users the same on every worker.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent   # <run>/popen-gwN -> <run>, common to the workers
+
+    def build(name: str, make: Callable[[Path], Path]) -> Path:
+        done = root / f"built-once-{name}.path"
+        with open(root / f"built-once-{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if done.exists():
+                _launching_fixtures.setdefault(name, "a real component (in the xdist worker that built it)")
+                return Path(done.read_text())
+            where = root / f"built-once-{name}"
+            where.mkdir(exist_ok=True)
+            result = make(where)
+            done.write_text(str(result))
+            return result
+
+    return build

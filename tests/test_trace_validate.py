@@ -164,6 +164,7 @@ def _repeat_with(trace: Path, tmp_path: Path, pick: Callable[[dict], bool], memb
     (lambda ev: ev["kind"] == "packet" and ev["packet"].get("l3", {}).get("hlen") is not None, "packet",
      lambda p: p["l3"].update(hlen=[]), "packet"),
 ])
+@pytest.mark.real
 def test_a_checked_line_repeated_with_a_second_bad_member_is_still_checked(
         tools_fuzz_trace: Path, tmp_path: Path, pick: Callable[[dict], bool], member: str,
         bad: Callable[[dict], Any], words: str) -> None:
