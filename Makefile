@@ -64,13 +64,15 @@ demo: setup
 # Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
 # Two test processes (pytest-xdist): most tests wait on real controllers,
 # sockets and sleeps rather than compute, so two of them share 2 cores well.
-# TEST_WORKERS=0 runs them in this one process. The 25 slowest are listed at
-# the end, so a test that grew slow shows in every CI log. conftest.py fails a
-# test that starts a process (controller, OVS, tshark, chromium, netsleuth)
-# without the `real` mark.
+# TEST_WORKERS=0 runs them in this one process. A test file goes to one
+# worker whole (--dist loadfile), so its module fixtures (a trace recorded
+# against a controller, an Open vSwitch sandbox) are built once, not once per
+# worker. The 25 slowest are listed at the end, so a test that grew slow shows
+# in every CI log. conftest.py fails a test that starts a process (controller,
+# OVS, tshark, chromium, netsleuth) without the `real` mark.
 TEST_WORKERS ?= 2
 test: setup
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --durations=25
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The pure tests only: no Debian package, no .venv-controller, a minute or so.
 test-fast: $(VENV)/.installed
