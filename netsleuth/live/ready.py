@@ -11,7 +11,7 @@ bound, so a condition that never holds costs no more than before.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 PORT_NO_FWD = 0x20  # OFPPC_NO_FWD, the same bit in OpenFlow 1.0 and 1.3
@@ -24,7 +24,7 @@ class ReadyCondition(Protocol):
     def ready(self) -> bool: ...
 
 
-def _to_switch(event: Any, types: Iterable[str]) -> dict | None:
+def _to_switch(event: Any, types: Collection[str]) -> dict | None:
     msg = getattr(event, "msg", None)
     if getattr(event, "kind", None) == "of_to_switch" and isinstance(msg, dict) and msg.get("type") in types:
         return msg
