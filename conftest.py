@@ -7,7 +7,8 @@ netsleuth subprocess, a multiprocessing worker) and is not marked ``real``
 would break there. This guard sees every launch, at the two places Python
 starts programs (``subprocess.Popen`` and ``multiprocessing``'s
 ``Process.start``; asyncio's subprocesses go through Popen), and fails the
-test that made it. A launch while a fixture is set up is charged to that
+test that made it (the linters ruff and mypy, from .venv like pytest itself,
+excepted). A launch while a fixture is set up is charged to that
 fixture: every test that uses it (directly or through another fixture) must
 be ``real`` too, whichever test happened to build it first.
 """
@@ -41,6 +42,15 @@ def _describe(args: Any) -> str:
     return f"a subprocess: {Path(argv[0]).name} {' '.join(argv[1:3])}"[:160]
 
 
+# The checkout's own linters (installed in .venv with netsleuth, `make lint`) are no real component.
+_TOOLS = (("-m", "ruff"), ("-m", "mypy"))
+
+
+def _is_tool(args: Any) -> bool:
+    argv = [str(a) for a in args] if isinstance(args, (list, tuple)) else []
+    return any(tuple(argv[i:i + 2]) == tool for tool in _TOOLS for i in range(1, 3))
+
+
 def _record(what: str) -> None:
     if _state["fixture"]:
         _launching_fixtures.setdefault(_state["fixture"][-1], what)
@@ -52,7 +62,8 @@ _real_process_start = multiprocessing.process.BaseProcess.start
 
 
 def _guarded_execute_child(self: subprocess.Popen, args: Any, *rest: Any, **kw: Any) -> Any:
-    _record(_describe(args))
+    if not _is_tool(args):
+        _record(_describe(args))
     return _real_execute_child(self, args, *rest, **kw)
 
 
