@@ -215,6 +215,7 @@ def test_local_pool_gives_the_serial_result(strategy: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.real
 def test_ray_gives_the_serial_result() -> None:
     try:
         import_ray()
