@@ -66,14 +66,20 @@ demo: setup
 # Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
 # Two test processes (pytest-xdist): most tests wait on real controllers,
 # sockets and sleeps rather than compute, so two of them share 2 cores well.
-# TEST_WORKERS=0 runs them in this one process.
+# TEST_WORKERS=0 runs them in this one process. A test file goes to one
+# worker whole (--dist loadfile), so its module fixtures (a trace recorded
+# against a controller, an Open vSwitch sandbox) are built once, not once per
+# worker. The 25 slowest are listed at the end, so a test that grew slow shows
+# in every CI log. conftest.py fails a test that starts a process (controller,
+# OVS, tshark, chromium, netsleuth) without the `real` mark.
 TEST_WORKERS ?= 2
 test: setup
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
-# The pure tests only: no Debian package, no .venv-controller, a minute or so.
+# The pure tests only: no Debian package, no .venv-controller; about 75 s of
+# CPU, so under a minute in two workers.
 test-fast: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q -m "not real and not slow"
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not real and not slow" --durations=10
 
 # ruff (pyflakes, pycodestyle, bugbear, pyupgrade, isort, mccabe) and mypy,
 # as configured in pyproject.toml.

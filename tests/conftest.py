@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,8 @@ SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
 
 
 @pytest.fixture(scope="session")
-def migration_blackhole_trace(tmp_path_factory) -> Path:
-    """A fuzz trace of simple_switch on linear,3 ending in the migration blackhole.
+def migration_blackhole_trace(built_once: Callable[[str, Callable[[Path], Path]], Path]) -> Path:
+    """A fuzz trace of simple_switch on linear,3 ending in the migration blackhole (recorded once per run).
 
     Same rates and seeds as tests/test_replay.py's fixture: a host moves, the
     learned flow still points at its old port. Seed 1 usually finds it in ~3 s.
@@ -28,17 +29,20 @@ def migration_blackhole_trace(tmp_path_factory) -> Path:
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
     from netsleuth.schedulers.fuzz import Rates
 
-    out = tmp_path_factory.mktemp("blackhole")
-    rates = Rates({"host_migration": 0.03, "traffic": 0.3})
-    for seed in range(1, 6):
-        result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed, rates=rates))
-        if any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
-            return out / str(seed) / "trace.jsonl"
-    pytest.fail("fuzzing found no migration blackhole")
+    def record(out: Path) -> Path:
+        rates = Rates({"host_migration": 0.03, "traffic": 0.3})
+        for seed in range(1, 6):
+            result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed,
+                                      rates=rates))
+            if any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
+                return out / str(seed) / "trace.jsonl"
+        pytest.fail("fuzzing found no migration blackhole")
+
+    return built_once("migration_blackhole_trace", record)
 
 
 @pytest.fixture(scope="session")
-def tools_fuzz_trace(tmp_path_factory) -> Path:
+def tools_fuzz_trace(built_once: Callable[[str, Callable[[Path], Path]], Path]) -> Path:
     """A mixed fuzz trace of simple_switch on linear,3 for pcap/diff/reduce/trace-packet (~7 s).
 
     Seeded inputs of every kind that shapes flow tables and packet paths:
@@ -49,9 +53,11 @@ def tools_fuzz_trace(tmp_path_factory) -> Path:
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
     from netsleuth.schedulers.fuzz import Rates
 
-    out = tmp_path_factory.mktemp("tools_fuzz")
-    rates = Rates({"traffic": 0.5, "host_migration": 0.03, "switch_failure": 0.03, "switch_recovery": 0.3,
-                   "link_failure": 0.03, "link_recovery": 0.3})
-    fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out, steps=100, seed=1, rates=rates, keep_going=True,
-                     round_seconds=0.02))
-    return out / "trace.jsonl"
+    def record(out: Path) -> Path:
+        rates = Rates({"traffic": 0.5, "host_migration": 0.03, "switch_failure": 0.03, "switch_recovery": 0.3,
+                       "link_failure": 0.03, "link_recovery": 0.3})
+        fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / "run", steps=100, seed=1, rates=rates, keep_going=True,
+                         round_seconds=0.02))
+        return out / "run" / "trace.jsonl"
+
+    return built_once("tools_fuzz_trace", record)

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from netsleuth.campaign.worker import CampaignWorkerInit
 from netsleuth.minimize.executors import SerialExecutor
 
@@ -16,6 +18,7 @@ def _child_sigint() -> str:
                           capture_output=True, text=True, timeout=60).stdout
 
 
+@pytest.mark.real
 def test_serial_campaign_start_up_leaves_ctrl_c_alone() -> None:
     before = signal.getsignal(signal.SIGINT)
     child_before = _child_sigint()

@@ -118,6 +118,7 @@ def test_bad_option_is_one_line_and_exit_2_before_any_work(case: str, cases: dic
     assert not (tmp_path / "new_out").exists()  # refused before anything was created or started
 
 
+@pytest.mark.real
 def test_every_subcommand_has_help_and_one_line_usage_errors() -> None:
     """`netsleuth --help` lists the commands; each one's --help works and its usage errors are one line."""
     parser = build_parser()

@@ -214,6 +214,7 @@ def test_a_keepalive_sharing_a_segment_with_an_update_is_cut_off_and_passes():
     assert _tcp_checksum_ok(upd) and tcp_of(upd).seq == 119 and tcp_of(upd).payload == update()
 
 
+@pytest.mark.real
 def test_a_missing_daemon_is_one_line_and_exit_2():
     import os
     import sys

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from netsleuth.defined.lockstep import Lockstep
 from netsleuth.defined.procs import run_processes
 from netsleuth.defined.scenarios import build
@@ -12,6 +14,7 @@ def _stamps(r):
     return sorted((x["node"], x["group"], x["oseq"]) for x in r.externals)
 
 
+@pytest.mark.real
 def test_process_nodes_under_rb_are_deterministic_and_ls_reproduces_them():
     sc = build("bgp-med")
     cfg = SimConfig(mode="rb", horizon=sc.horizon)
@@ -33,6 +36,7 @@ def test_process_nodes_under_rb_are_deterministic_and_ls_reproduces_them():
             assert sc.bug(r.states)
 
 
+@pytest.mark.real
 def test_forked_checkpoints_roll_back_and_still_reproduce():
     from netsleuth.defined.protocols.linkstate import LinkStateRouter
     from netsleuth.defined.scenarios import Scenario

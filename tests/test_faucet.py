@@ -54,6 +54,7 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
 
 
 @pytest.mark.parametrize("spec", TOPOLOGIES)
+@pytest.mark.real
 def test_generated_config_is_accepted_by_faucet(tmp_path: Path, spec: str) -> None:
     topo = parse_topo(spec)
     proc = cli("faucet-config", "--topo", spec)
@@ -111,6 +112,7 @@ def test_switch_without_links_is_refused_before_faucet_would() -> None:
         generate_config(topo)
 
 
+@pytest.mark.real
 def test_faucet_config_out_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "f.yaml"
     proc = cli("faucet-config", "--topo", "ring,4", "--out", str(out))
@@ -147,6 +149,7 @@ def test_spec_parser_forms_and_errors(tmp_path: Path) -> None:
         parse_controller(f"faucet:{listed}")
 
 
+@pytest.mark.real
 def test_cli_reports_a_missing_config_in_one_line(tmp_path: Path) -> None:
     proc = cli("run", "--controller", f"faucet:{tmp_path / 'nope.yaml'}", "--topo", "linear,2",
                "--out", str(tmp_path / "out"))
@@ -154,6 +157,7 @@ def test_cli_reports_a_missing_config_in_one_line(tmp_path: Path) -> None:
     assert "does not exist" in one_error_line(proc)
 
 
+@pytest.mark.real
 def test_config_faucet_rejects_gives_exit_2_with_its_complaint(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     config = generate_config(parse_topo("linear,2"))
@@ -166,6 +170,7 @@ def test_config_faucet_rejects_gives_exit_2_with_its_complaint(tmp_path: Path) -
     assert not faucet_still_running_for(tmp_path / "out")
 
 
+@pytest.mark.real
 def test_config_without_a_dp_for_every_switch(tmp_path: Path) -> None:
     small = tmp_path / "two.yaml"
     small.write_text(render_config(parse_topo("linear,2")))
@@ -174,6 +179,7 @@ def test_config_without_a_dp_for_every_switch(tmp_path: Path) -> None:
     assert "has no dp for switch s3 (dp_id 3)" in one_error_line(proc)
 
 
+@pytest.mark.real
 def test_faucet_complaint_reads_the_checkers_output(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("vlans:\n  v: {vid: 100}\ndps:\n  s1:\n    dp_id: 1\n    interfaces:\n"
@@ -222,6 +228,7 @@ def _metrics(port: int) -> str:
 
 
 @pytest.mark.parametrize("how", ["auto", "file"])
+@pytest.mark.real
 def test_real_faucet_starts_answers_hello_and_stops_clean(tmp_path: Path, how: str) -> None:
     topo = parse_topo("ring,4")
     out = tmp_path / "out"
@@ -266,6 +273,7 @@ def test_real_faucet_starts_answers_hello_and_stops_clean(tmp_path: Path, how: s
     assert not faucet_still_running_for(out)
 
 
+@pytest.mark.real
 def test_faucet_environment_is_the_pinned_release() -> None:
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     proc = subprocess.run([str(find_faucet_bin() / "faucet"), "--version"], capture_output=True, text=True,
@@ -288,6 +296,7 @@ def _metric_values(text: str, name: str) -> list[tuple[str, float]]:
 
 
 @pytest.mark.parametrize("spec", ["ring,4", "mesh,4"])
+@pytest.mark.real
 def test_generated_stack_forwards_loop_free_on_open_vswitch(tmp_path: Path, spec: str) -> None:
     """Real OVS bridges (OpenFlow 1.3) wired as the topology, real Faucet with faucet:auto.
 

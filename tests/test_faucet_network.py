@@ -30,6 +30,7 @@ from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.policy.faucet import FaucetPolicy
 from netsleuth.invariants.view import NetworkView
 from netsleuth.jobs.run import RunOptions, run
+from netsleuth.live.ready import faucet_stack_up
 from netsleuth.model.of13.frame import Frame
 from netsleuth.model.of13.headerbits import ALL_BITS13, pack13
 from netsleuth.model.packet import Packet, icmp_echo, tcp_syn
@@ -39,7 +40,7 @@ from netsleuth.world.rebuild import rebuild
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 DATA = Path(__file__).parent / "data" / "faucet"
-WARMUP = 15.0   # Faucet's stack is up once LLDP crossed every stack link: a few seconds, with margin
+WARMUP = 15.0   # the bound: the warm-up ends once Faucet's stack is up (LLDP crossed, its flows in)
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -48,7 +49,8 @@ def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def faucet_run(out: Path, config: str, topo: str) -> dict:
-    result = run(RunOptions(controller=f"faucet:{config}", topo=topo, out=out, pingall=True, warmup=WARMUP))
+    result = run(RunOptions(controller=f"faucet:{config}", topo=topo, out=out, pingall=True, warmup=WARMUP,
+                            warmup_ready=faucet_stack_up()))
     return result.data
 
 

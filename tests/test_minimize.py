@@ -204,6 +204,7 @@ def test_non_prunable_inputs_are_kept() -> None:
 
 # ------------------------------------------------------------------ parallel == serial
 @pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.real
 def test_local_pool_gives_the_serial_result(strategy: str) -> None:
     inputs = synthetic_inputs(200, seed=11)
     serial = minimize(inputs, SimOracleFactory(), strategy=strategy, executor="serial")
@@ -214,6 +215,7 @@ def test_local_pool_gives_the_serial_result(strategy: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.real
 def test_ray_gives_the_serial_result() -> None:
     try:
         import_ray()
@@ -310,6 +312,7 @@ class ExitsOnSmall:
         return SimOracle().reproduces(candidate)
 
 
+@pytest.mark.real
 def test_a_dead_worker_process_is_a_clear_error_with_the_partial_result() -> None:
     with pytest.raises(WorkerLostError) as info:
         minimize(synthetic_inputs(200, seed=7), ExitsOnSmall(), executor="local", jobs=2)

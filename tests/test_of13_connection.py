@@ -267,6 +267,7 @@ def _play_switch(sock: socket.socket, versions: tuple[int, ...], *, until: type,
     return got
 
 
+@pytest.mark.real
 def test_simple_switch_13_negotiates_1_3_and_its_messages_decode(osken):
     sock = osken("os_ken.app.simple_switch_13")
     with sock:
@@ -294,6 +295,7 @@ def test_simple_switch_13_negotiates_1_3_and_its_messages_decode(osken):
         assert codec.encode(codec.msg_from_json(codec.msg_to_json(m))) == bytes(m.buf)
 
 
+@pytest.mark.real
 def test_simple_switch_negotiates_1_0_from_an_auto_switch(osken):
     sock = osken("os_ken.app.simple_switch")
     with sock:
@@ -305,6 +307,7 @@ def test_simple_switch_negotiates_1_0_from_an_auto_switch(osken):
     assert isinstance(po, p10.OFPPacketOut) and [a.port for a in po.actions] == [ofp10.OFPP_FLOOD]
 
 
+@pytest.mark.real
 def test_simple_switch_refuses_a_1_3_only_switch(osken):
     sock = osken("os_ken.app.simple_switch")
     with sock:
@@ -313,6 +316,7 @@ def test_simple_switch_refuses_a_1_3_only_switch(osken):
     assert got[0].peer_version == 1
 
 
+@pytest.mark.real
 def test_rest_router_configures_a_1_3_switch_with_set_async_and_flow_mods(osken):
     """os-ken's rest_router (1.0/1.2/1.3) sets up a 1.3 switch: SET_ASYNC (in 1.3 where 1.2 gets a
     SET_CONFIG; no os-ken 1.4.1 app sends a 1.3 SET_CONFIG), then its ARP, normal and drop flows."""

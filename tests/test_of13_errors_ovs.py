@@ -28,6 +28,8 @@ from netsleuth.model.of13.messages import apply_flow_mod, apply_group_mod, apply
 from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.oracles.of13 import OvsSandbox13
 
+pytestmark = pytest.mark.real  # every case goes to a sandboxed Open vSwitch
+
 DP = ofproto_protocol.ProtocolDesc(ofp.OFP_VERSION)
 P = parser
 

@@ -111,6 +111,7 @@ def ovs(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield sandbox
 
 
+@pytest.mark.real
 def test_flow_mod_sequences_leave_the_same_tables(ovs: OvsSandbox13) -> None:
     rng = random.Random(SEED)
     counts: Counter[str] = Counter()

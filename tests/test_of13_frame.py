@@ -172,6 +172,7 @@ def _pcap(frames: list[Frame], path: Path) -> None:
 
 
 @pytest.mark.skipif(TSHARK is None, reason="tshark is installed by `make` (Debian package tshark)")
+@pytest.mark.real
 def test_tshark_reads_the_new_headers_and_checksums(tmp_path: Path) -> None:
     path = tmp_path / "of13.pcap"
     _pcap(sample_frames(), path)

@@ -78,6 +78,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.model.of13.actions import (
@@ -572,6 +573,7 @@ def random_packet_out(rng: random.Random, groups: list[int], in_port: int) -> li
 
 
 # --------------------------------------------------------------------- the test
+@pytest.mark.real
 def test_of13_pipeline_forwards_like_ovs(tmp_path) -> None:
     rng = random.Random(SEED)
     counts: Counter[str] = Counter()

@@ -54,6 +54,7 @@ def _events() -> list[ts.Event]:
     return events
 
 
+@pytest.mark.real
 def test_tshark_decodes_every_1_3_message_as_openflow_v4(tmp_path: Path) -> None:
     events = _events()
     export = build_pcap(events)
@@ -83,6 +84,7 @@ def test_tshark_decodes_every_1_3_message_as_openflow_v4(tmp_path: Path) -> None
     assert malformed == [[str(CODE_13["MULTIPART_REPLY"]), str(exp_reply.msg["xid"])]]
 
 
+@pytest.mark.real
 def test_tshark_reads_the_1_3_flow_mod_fields(tmp_path: Path) -> None:
     events = _events()
     pcap = tmp_path / "of13.pcap"

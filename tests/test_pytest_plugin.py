@@ -158,6 +158,7 @@ def test_a_violated_sequence_reports_its_inputs_and_the_reproduce_option_replays
         == ["replay", "replay"]
 
 
+@pytest.mark.real
 def test_plugin_loads_nothing_until_a_test_uses_it(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="""
         import sys
@@ -178,6 +179,7 @@ def test_plugin_loads_nothing_until_a_test_uses_it(pytester: pytest.Pytester) ->
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:netsleuth").assert_outcomes(passed=1)
 
 
+@pytest.mark.real
 def test_a_test_that_names_no_controller_gets_one_clear_error(pytester: pytest.Pytester,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_unnamed="""

@@ -435,10 +435,11 @@ def test_faucet_multi_table_races_through_goto_table(tmp_path: Path) -> None:
     read tables 1-3 only through goto-table, and races are found there; its connect-time DELETE of all
     tables races with the entries it adds without a barrier (OFPTT_ALL meets every table)."""
     from netsleuth.jobs.run import RunOptions, run
+    from netsleuth.live.ready import faucet_stack_up
     from netsleuth.races.cluster_job import cluster_races
 
     result = run(RunOptions(controller="faucet:auto", topo="linear,3", out=tmp_path, pingall=True, warmup=15.0,
-                            checks="liveness,loops,dataplane-loops"))
+                            warmup_ready=faucet_stack_up(), checks="liveness,loops,dataplane-loops"))
     assert result.data["pingall"]["ok"] == 6, result.data["pingall"]
     trace = tmp_path / "trace.jsonl"
     report = detect_races(trace)

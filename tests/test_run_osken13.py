@@ -19,6 +19,8 @@ import pytest
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.run import RunOptions, run
+from netsleuth.live.ready import SpanningTreeConverged, faucet_stack_up
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
@@ -106,11 +108,14 @@ def test_simple_switch_13_on_a_ring_floods_in_a_loop(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_stp_13_on_a_ring_is_loop_free_after_warmup(tmp_path: Path) -> None:
-    # os-ken's stplib: 15 s forward delay, listen then learn, so ports forward after ~30 s.
+    # os-ken's stplib: 15 s forward delay, listen then learn, so ports forward after ~30 s. The warm-up
+    # ends when every port is forwarding or blocked; 40 s is only its bound.
+    ports = sum(s.num_ports for s in parse_topo("ring,4").switches)
     result = run(RunOptions(controller=STP13, topo="ring,4", out=tmp_path, pingall=True, ping_timeout=1.0,
-                            warmup=40.0))
+                            warmup=40.0, warmup_ready=SpanningTreeConverged(min_ports=ports)))
     d = result.data
     assert d["warmup"] == 40.0
+    assert 25.0 < d["warmup_seconds"] < 40.0, d["warmup_seconds"]  # converged, through listen and learn
     assert d["violations"] == [], d["violations"]
     assert d["pingall"]["ok"] == 12
     trace = read_trace(tmp_path / "trace.jsonl")
@@ -129,7 +134,9 @@ def test_faucet_stack_comes_up_during_warmup(tmp_path: Path) -> None:
     # The default checks: Faucet's pipeline drops some header classes on purpose (eth_type 0x9000, tagged
     # frames on its untagged ports, unknown sources), which are drop rules, the controller's choice, and
     # neither blackholes nor unreachable traffic.
-    result = run(RunOptions(controller="faucet:auto", topo="linear,3", out=tmp_path, pingall=True, warmup=15.0))
+    # The warm-up ends once the stack is up (15 s its bound).
+    result = run(RunOptions(controller="faucet:auto", topo="linear,3", out=tmp_path, pingall=True, warmup=15.0,
+                            warmup_ready=faucet_stack_up()))
     assert result.data["pingall"]["ok"] == 6, result.data["pingall"]
     assert {"blackholes", "reachability", "loops"} <= set(result.data["checks"]), result.data["checks"]
     assert result.data["violations"] == []

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -30,6 +31,8 @@ from netsleuth.trace.io import read_trace
 
 NETSLEUTH = [sys.executable, "-m", "netsleuth.cli"]
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]  # real `netsleuth` processes and controllers, seconds each
 
 
 def start_fuzz(out: Path) -> tuple[subprocess.Popen, float]:
@@ -44,6 +47,23 @@ def start_fuzz(out: Path) -> tuple[subprocess.Popen, float]:
         assert time.monotonic() < deadline, "netsleuth fuzz never opened its trace"
         time.sleep(0.005)
     return proc, time.monotonic()
+
+
+def trace_time(trace: Path) -> float:
+    """The time of the last event on disk (the trace is flushed about every 0.2 s); 0 before any."""
+    with trace.open("rb") as f:
+        f.seek(max(0, trace.stat().st_size - 8192))
+        times = re.findall(rb'"t":([0-9.]+)', f.read())
+    return float(times[-1]) if times else 0.0
+
+
+def wait_until(ready: Callable[[], bool], proc: subprocess.Popen, what: str, timeout: float = 60.0) -> None:
+    """Poll ``ready`` while ``proc`` runs; the readiness signals below replace fixed sleeps."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, f"netsleuth ended before {what}: {proc.communicate()[1]}"
+        assert time.monotonic() < deadline, f"{what} never happened"
+        time.sleep(0.02)
 
 
 def controller_ports(trace: Path) -> set[str]:
@@ -70,7 +90,11 @@ def survivors(out: Path, ports: set[str], grace: float = 5.0) -> list[str]:
 def test_stop_signal_writes_partial_results_and_stops_the_controller(sig: signal.Signals, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc, t0 = start_fuzz(out)
-    time.sleep(5)
+    # ready: over 4 s of events on disk, and at least 7 traffic inputs (one a round at most: round 7
+    # was planned, so 6 steps were done)
+    wait_until(lambda: trace_time(out / "trace.jsonl") > 4.05
+               and (out / "trace.jsonl").read_bytes().count(b'"kind":"traffic"') >= 7, proc,
+               "4 s and 6 steps of fuzzing on disk")
     proc.send_signal(sig)
     stderr = proc.communicate(timeout=60)[1]
     assert proc.returncode == 128 + sig, stderr
@@ -92,7 +116,8 @@ def test_stop_signal_writes_partial_results_and_stops_the_controller(sig: signal
 def test_sigkill_loses_at_most_a_second_and_leaves_no_controller(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc, t0 = start_fuzz(out)
-    time.sleep(6)
+    # fuzzing under way and its trace flushed more than once: then the kill
+    wait_until(lambda: trace_time(out / "trace.jsonl") > 2.0, proc, "2 s of fuzzing on disk")
     elapsed = time.monotonic() - t0
     proc.kill()
     proc.communicate(timeout=30)
@@ -129,7 +154,9 @@ def test_controller_children_die_with_a_killed_netsleuth(tmp_path: Path) -> None
     while not child_running():
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
         time.sleep(0.05)
-    time.sleep(2)  # the controller is up and fuzzing
+    # the controller is up and fuzzing: its switches connected, on disk
+    wait_until(lambda: '"kind":"switch_connected"' in (out / "trace.jsonl").read_text()
+               if (out / "trace.jsonl").exists() else False, proc, "the switches' handshakes")
     proc.kill()
     proc.wait(timeout=30)
     deadline = time.monotonic() + 6
@@ -185,7 +212,10 @@ def test_sigterm_stops_a_long_model_check_with_partial_results(tmp_path: Path) -
     out = tmp_path / "check"
     proc = subprocess.Popen([*NETSLEUTH, "check", "pyswitch", "--pings", "6", "--json", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)
+    # the search is running once the imports are done and it has used some CPU (time under load
+    # would say nothing: CPU time is the work done)
+    cpu = psutil.Process(proc.pid)
+    wait_until(lambda: sum(cpu.cpu_times()[:2]) > 3.0, proc, "3 s of CPU in the search")
     assert proc.poll() is None, "the search ended before the signal: make it longer"
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
@@ -219,11 +249,16 @@ def test_model_checker_handler_server_dies_with_a_killed_netsleuth(tmp_path: Pat
     assert proc.poll() is None, "the search ended before the kill: make it longer"
     proc.kill()
     proc.wait(timeout=30)
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:  # gone between the look-up and the question
+            return False
+
     deadline = time.monotonic() + 6
-    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine) \
-            and time.monotonic() < deadline:
+    while any(running(pid) for pid in mine) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in mine)
+    assert not any(running(pid) for pid in mine)
 
 
 @pytest.mark.timeout(180)

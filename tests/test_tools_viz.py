@@ -129,6 +129,7 @@ def test_missing_trace_is_one_clear_error(tmp_path: Path, capsys) -> None:
 HOSTILE = ["<!--<script>", "</script><h1 id=injected>x</h1>", "a & b &amp; <b>c</b> -->"]
 
 
+@pytest.mark.real
 def test_markup_in_trace_fields_cannot_break_the_page(tmp_path: Path) -> None:
     """`<!--<script>` in any field once blanked the page (the HTML parser swallowed the closing tag).
 

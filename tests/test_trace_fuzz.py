@@ -243,6 +243,7 @@ def source_trace(tools_fuzz_trace: Path, tmp_path_factory: pytest.TempPathFactor
     return out
 
 
+@pytest.mark.real
 def test_every_reader_survives_every_mutant(source_trace: Path, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # main() is the real entry point, error handling included; only building

@@ -96,6 +96,7 @@ CASES: list[tuple[str, Callable[[dict], bool], Edit, str]] = [
 
 
 @pytest.mark.parametrize("name, pick, edit, words", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.real
 def test_bad_content_is_one_error_naming_the_line(tools_fuzz_trace: Path, tmp_path: Path, name: str,
                                                    pick: Callable[[dict], bool], edit: Edit, words: str) -> None:
     path, lineno = _edited(tools_fuzz_trace, tmp_path, pick, edit)
@@ -107,6 +108,7 @@ def test_bad_content_is_one_error_naming_the_line(tools_fuzz_trace: Path, tmp_pa
     assert err.value.one_line().isprintable(), "an error must stay one line"
 
 
+@pytest.mark.real
 def test_cli_prints_one_line_and_exits_2(tools_fuzz_trace: Path, tmp_path: Path) -> None:
     path, lineno = _edited(tools_fuzz_trace, tmp_path, _kind("host_migration"),
                            lambda ev: ev.update(new_switch="s99"))
@@ -120,6 +122,7 @@ def test_cli_prints_one_line_and_exits_2(tools_fuzz_trace: Path, tmp_path: Path)
         assert " -- fix: " in err.getvalue()
 
 
+@pytest.mark.real
 def test_the_recorded_trace_itself_reads(tools_fuzz_trace: Path) -> None:
     trace = read_trace(tools_fuzz_trace)
     assert len(trace.events) == len(_lines(tools_fuzz_trace)) - 1
@@ -161,6 +164,7 @@ def _repeat_with(trace: Path, tmp_path: Path, pick: Callable[[dict], bool], memb
     (lambda ev: ev["kind"] == "packet" and ev["packet"].get("l3", {}).get("hlen") is not None, "packet",
      lambda p: p["l3"].update(hlen=[]), "packet"),
 ])
+@pytest.mark.real
 def test_a_checked_line_repeated_with_a_second_bad_member_is_still_checked(
         tools_fuzz_trace: Path, tmp_path: Path, pick: Callable[[dict], bool], member: str,
         bad: Callable[[dict], Any], words: str) -> None:

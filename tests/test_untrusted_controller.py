@@ -51,6 +51,7 @@ def test_a_command_in_the_header_is_not_run(command: list[str], touching: tuple[
     assert not ran.exists()
 
 
+@pytest.mark.real
 def test_trust_runs_the_header_command(touching: tuple[Path, Path], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     trace, ran = touching
@@ -60,6 +61,7 @@ def test_trust_runs_the_header_command(touching: tuple[Path, Path], tmp_path: Pa
     assert "exited with code 0 while starting" in capsys.readouterr().err
 
 
+@pytest.mark.real
 def test_controller_option_replaces_the_header_command(touching: tuple[Path, Path], tmp_path: Path) -> None:
     trace, ran = touching
     out = tmp_path / "out"

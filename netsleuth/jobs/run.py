@@ -14,6 +14,7 @@ from pathlib import Path
 from netsleuth.invariants import registry
 from netsleuth.jobs.ping_why import explain
 from netsleuth.live.driver import PingOutcome, Runtime
+from netsleuth.live.ready import ReadyCondition
 from netsleuth.live.session import JobProgress, JobResult, Session
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.trace import schema as ts
@@ -38,6 +39,7 @@ class RunOptions:
     openflow: str = "auto"
     warmup: float = 0.0
     limits: SwitchLimits = field(default_factory=SwitchLimits)
+    warmup_ready: ReadyCondition | None = None   # ends the warm-up early (see live/ready.py)
 
 
 def run(opts: RunOptions, progress: JobProgress | None = None) -> JobResult:
@@ -46,7 +48,8 @@ def run(opts: RunOptions, progress: JobProgress | None = None) -> JobResult:
     session = Session("run", opts.topo, opts.controller, Path(opts.out), seed=opts.seed,
                       record_packets=opts.record_packets, handshake_timeout=opts.handshake_timeout,
                       checks=[i.name for i in invariants], isolation=opts.isolation,
-                      openflow=opts.openflow, warmup=opts.warmup, limits=opts.limits)
+                      openflow=opts.openflow, warmup=opts.warmup, limits=opts.limits,
+                      warmup_ready=opts.warmup_ready)
     session.result.data.setdefault("pingall", None)
 
     async def body(s: Session, rt: Runtime) -> None:

@@ -28,6 +28,7 @@ from netsleuth.invariants.policy.faucet import FaucetPolicyError, policy_from_te
 from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import ObservedFindings
+from netsleuth.live.ready import ReadyCondition
 from netsleuth.live.stop import stopped_by
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topo_builders import parse_topo
@@ -95,6 +96,7 @@ class Session:
     limits: SwitchLimits = field(default_factory=SwitchLimits)  # packet buffering, table size
     coverage_dir: Path | None = None   # measure the controllers' lines after the handshakes into this folder
     coverage_framework: bool = False   # ... the framework's lines too (os-ken, POX's core)
+    warmup_ready: ReadyCondition | None = None  # ends the warm-up early once it holds; warmup is then its bound
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -159,6 +161,8 @@ class Session:
 
             self.recorder = Recorder(clock, record)
             self.recorder.observers.extend(observers)  # see everything, the bootstrap included
+            if self.warmup_ready is not None:
+                self.recorder.observers.append(self.warmup_ready.observe)
             self.world = World(self.topo, clock, self.recorder, record_packets=self.record_packets,
                                openflow=self.openflow, limits=self.limits)
             self.world.isolation = self.isolation_pairs
@@ -237,12 +241,22 @@ class Session:
         """Let the controller settle (e.g. spanning tree converge): no traffic, no violations recorded."""
         self.progress.phase(f"warm-up ({self.warmup:g} s)", None)
         self.world.observing = False
+        t0 = time.monotonic()
         try:
-            await asyncio.sleep(self.warmup)
+            await self._wait_warm(t0 + self.warmup)
             await rt.settle(0.1, timeout=2.0)
         finally:
             self.world.observing = True
         self.result.data["warmup"] = self.warmup
+        if self.warmup_ready is not None:
+            self.result.data["warmup_seconds"] = round(time.monotonic() - t0, 3)
+
+    async def _wait_warm(self, deadline: float) -> None:
+        """Sleep until ``deadline``, or until the ready condition holds (checked every 0.1 s)."""
+        while (left := deadline - time.monotonic()) > 0:
+            if self.warmup_ready is not None and self.warmup_ready.ready():
+                return
+            await asyncio.sleep(min(left, 0.1) if self.warmup_ready is not None else left)
 
     async def _flush_periodically(self, every: float = 0.2) -> None:
         """Events reach the disk within about a second even when none follow them:

@@ -1,0 +1,148 @@
+"""The suite's launch guard: a test that starts a process must be marked ``real``.
+
+``make test-fast`` runs ``-m "not real and not slow"`` on a machine with no
+Debian package and no controller environment, so a test that starts a
+controller, Open vSwitch, tshark, Chromium or any other program (a
+netsleuth subprocess, a multiprocessing worker) and is not marked ``real``
+would break there. This guard sees every launch, at the two places Python
+starts programs (``subprocess.Popen`` and ``multiprocessing``'s
+``Process.start``; asyncio's subprocesses go through Popen), and fails the
+test that made it (the linters ruff and mypy, from .venv like pytest itself,
+excepted). A launch while a fixture is set up is charged to that
+fixture: every test that uses it (directly or through another fixture) must
+be ``real`` too, whichever test happened to build it first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing.process
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_state: dict[str, Any] = {"fixture": [], "launches": []}
+_launching_fixtures: dict[str, str] = {}   # fixture name -> what it started first
+
+
+def _describe(args: Any) -> str:
+    """A short name for what a launch runs: ``ovs-vswitchd``, ``tshark``, ``python -m netsleuth.cli``..."""
+    argv = [str(a) for a in args] if isinstance(args, (list, tuple)) else [str(args)]
+    text = " ".join(argv)
+    for key, name in (("netsleuth.cli", "a netsleuth subprocess"), ("bin/netsleuth", "a netsleuth subprocess"),
+                      ("osken_main.py", "a controller (os-ken)"), ("osken_handler_server", "an os-ken handler server"),
+                      ("guard.py", "a controller under its guard"), ("faucet", "Faucet"), ("ovs", "Open vSwitch"),
+                      ("tshark", "tshark"), ("chromium", "Chromium"), ("pytest", "a pytest subprocess")):
+        if key in text:
+            return f"{name}: {Path(argv[0]).name} {' '.join(argv[1:4])}"[:160]
+    return f"a subprocess: {Path(argv[0]).name} {' '.join(argv[1:3])}"[:160]
+
+
+# The checkout's own linters (installed in .venv with netsleuth, `make lint`) are no real component.
+_TOOLS = (("-m", "ruff"), ("-m", "mypy"))
+
+
+def _is_tool(args: Any) -> bool:
+    argv = [str(a) for a in args] if isinstance(args, (list, tuple)) else []
+    return any(tuple(argv[i:i + 2]) == tool for tool in _TOOLS for i in range(1, 3))
+
+
+def _record(what: str) -> None:
+    if _state["fixture"]:
+        _launching_fixtures.setdefault(_state["fixture"][-1], what)
+    _state["launches"].append(what)
+
+
+_real_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+_real_process_start = multiprocessing.process.BaseProcess.start
+
+
+def _guarded_execute_child(self: subprocess.Popen, args: Any, *rest: Any, **kw: Any) -> Any:
+    if not _is_tool(args):
+        _record(_describe(args))
+    return _real_execute_child(self, args, *rest, **kw)
+
+
+def _guarded_process_start(self: multiprocessing.process.BaseProcess) -> None:
+    _record(f"a multiprocessing worker ({self.name})")
+    _real_process_start(self)
+
+
+subprocess.Popen._execute_child = _guarded_execute_child  # type: ignore[attr-defined]
+multiprocessing.process.BaseProcess.start = _guarded_process_start  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):  # noqa: ANN201
+    _state["fixture"].append(fixturedef.argname)
+    try:
+        yield
+    finally:
+        _state["fixture"].pop()
+
+
+def _why_real(item: pytest.Item, launched: list[str]) -> str | None:
+    """Why ``item`` needs the ``real`` mark it lacks, or None."""
+    if item.get_closest_marker("real") is not None:
+        return None
+    if launched:
+        return f"it started {launched[0]}"
+    for name in getattr(item, "fixturenames", ()):
+        if name in _launching_fixtures:
+            return f"its fixture {name} started {_launching_fixtures[name]}"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
+    outcome = yield
+    report = outcome.get_result()
+    launched, _state["launches"] = _state["launches"], []
+    if report.when == "teardown" or report.failed:
+        return
+    why = _why_real(item, launched)
+    if why is not None:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} is not marked real but {why} -- fix: mark it "
+                           "@pytest.mark.real (and @pytest.mark.slow when it takes over ~5 s), "
+                           "or start nothing from it")
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    _state["launches"] = []   # what collection or a previous test's teardown started is nobody's here
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Path]], Path]:
+    """``built_once(name, make)``: ``make(directory)`` run once per test run, its path shared by the xdist workers.
+
+    A session fixture is built by every xdist worker that runs one of its
+    tests; a real trace recorded against a controller costs seconds each
+    time. The first worker builds it under a file lock in the run's common
+    temporary directory; the others wait for it and read the path. Who uses
+    the result reads it and never writes there. The fixture ``name`` is
+    charged with the launch even where another worker made it, so the guard
+    judges its users the same on every worker.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent   # <run>/popen-gwN -> <run>, common to the workers
+
+    def build(name: str, make: Callable[[Path], Path]) -> Path:
+        done = root / f"built-once-{name}.path"
+        with open(root / f"built-once-{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if done.exists():
+                _launching_fixtures.setdefault(name, "a real component (in the xdist worker that built it)")
+                return Path(done.read_text())
+            where = root / f"built-once-{name}"
+            where.mkdir(exist_ok=True)
+            result = make(where)
+            done.write_text(str(result))
+            return result
+
+    return build
