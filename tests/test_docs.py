@@ -88,7 +88,7 @@ def _screenshot(url: str, shot: Path) -> None:
                        capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("page", ["index.html", "guide/ryu.html"])
+@pytest.mark.parametrize("page", ["index.html", "tutorials/app-developer.html"])
 def test_pages_render_in_a_browser(site: Path, page: str, tmp_path: Path) -> None:
     """Headless Chromium draws the page with its theme: a light page with dark text on most rows,
     and a sidebar (the theme's stylesheet was found)."""
