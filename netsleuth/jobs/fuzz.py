@@ -24,6 +24,7 @@ from netsleuth.invariants.persistence import PersistenceTracker
 from netsleuth.jobs.every_flowmod import LOCATED, EveryFlowMod
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import OBSERVED
+from netsleuth.live.ready import Warmup
 from netsleuth.live.session import JobProgress, JobResult, Session
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.schedulers.config_edits import HostAddr
@@ -50,7 +51,7 @@ class FuzzOptions:
     record_packets: bool = True
     isolation: Path | None = None
     openflow: str = "auto"
-    warmup: float = 0.0
+    warmup: float | str | Warmup = 0.0
     limits: SwitchLimits = field(default_factory=SwitchLimits)
     check_every_flowmod: bool = False
 
