@@ -125,7 +125,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
                        isolation=args.isolation, openflow=args.openflow, warmup=args.warmup,
-                       check_every_flowmod=args.check_every_flowmod, limits=limits_of(args))
+                       check_every_flowmod=args.check_every_flowmod, limits=limits_of(args),
+                       services=tuple(args.service or ()))
     with progress_bar() as p:
         result = fuzz(opts, JobProgressBar(p))
     d = result.data
@@ -383,6 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fuzz", help="inject random failures, migrations and traffic; stop on a persistent violation")
     _add_common(f)
     f.add_argument("--steps", type=at_least(1), default=200, help="rounds to run (default 200)")
+    f.add_argument("--service", action="append", metavar="IP",
+                   help="an address no host has that hosts open TCP connections to (a load balancer's virtual "
+                        "IP), at the service_traffic rate: each a SYN to port 80 from a fresh source port, "
+                        "after ARP; repeat for several")
     f.add_argument("--rates", help="TOML file of per-round probabilities, e.g. host_migration = 0.05")
     f.add_argument("--rate", action="append", metavar="NAME=P",
                    help="override one rate (switch_failure, switch_recovery, link_failure, link_recovery, "

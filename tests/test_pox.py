@@ -104,3 +104,24 @@ def test_a_pox_trace_replays_with_its_controller_and_switches(pox_env: Path, tmp
     assert header.controller == "pox:openflow.discovery --link-timeout=10 forwarding.l2_multi"
     assert header.extra["switch"] == {"buffer_packets": 64}
     assert "l2_multi" in (tmp_path / "replay" / "controller.log").read_text()
+
+
+def test_clients_of_the_load_balancer_fill_a_25_entry_table(pox_env: Path, tmp_path: Path) -> None:
+    """STS's load-balancer case on gar: clients open connections to the virtual IP until a switch's
+    25-entry table is full; the refused FLOW_MOD is an openflow-errors violation, and gar's crash
+    printing the ERROR (its Python 3 hexdump) an exceptions violation."""
+    from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+    from netsleuth.schedulers.fuzz import Rates
+
+    lb = "misc.ip_loadbalancer --ip=10.0.1.1 --servers=123.123.2.3,123.123.3.3 --dpid=1"
+    result = fuzz(FuzzOptions(controller=f"pox:{STP} {lb} forwarding.l2_learning", topo="sts-mesh,3", out=tmp_path,
+                              steps=150, seed=1, rates=Rates({"service_traffic": 0.5}), warmup=HOLD_DOWN,
+                              limits=SwitchLimits(table_size=25), services=("10.0.1.1",)))
+    d = result.data
+    found = {v["invariant"]: v for v in d["violations"] if v.get("persistent")}
+    assert "ALL_TABLES_FULL" in found["openflow-errors"]["message"], found
+    assert "TypeError" in found["exceptions"]["message"], found
+    connections = d["inputs"]["traffic"]
+    assert 10 <= connections <= 60, d["inputs"]  # the table fills after a few dozen, not at once or never
+    header = read_trace(tmp_path / "trace.jsonl").header
+    assert header.extra["services"] == ["10.0.1.1"] and header.extra["switch"] == {"table_size": 25}
