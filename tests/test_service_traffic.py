@@ -56,3 +56,19 @@ def test_a_service_that_cannot_work_is_refused_in_one_line(tmp_path: Path, flags
     assert code == 2
     assert err.getvalue().count("\n") == 1 and words in err.getvalue() and " -- fix: " in err.getvalue()
     assert not (tmp_path / "out").exists()
+
+
+def test_a_violation_names_the_service_address_not_the_mac_in_front_of_it() -> None:
+    """A class headed to the load balancer's MAC (the switch's, no host's) is named by its IP and port."""
+    from netsleuth.invariants.headerspace.space import HeaderSpace
+    from netsleuth.invariants.violation_text import Hosts, phrase
+    from netsleuth.model.topology import parse_topo
+
+    topo = parse_topo("sts-mesh,3")
+    h2 = topo.host("h2")
+    hs = HeaderSpace.fields(dl_src=h2.mac, dl_dst=1, dl_type=0x800, nw_proto=6, nw_src=h2.ip, nw_dst=0x0A000101,
+                            tp_src=20033, tp_dst=80)
+    v, m, _ = hs.terms[0]
+    assert phrase(hs, v, m, Hosts(topo.hosts)) == "TCP h2 → 10.0.1.1:80 with source port 20033"
+    to_mac = HeaderSpace.fields(dl_dst=1)  # with no address behind it, the MAC is all there is to say
+    assert phrase(to_mac, *to_mac.terms[0][:2], Hosts(topo.hosts)) == "traffic to 00:00:00:00:00:01"
