@@ -94,8 +94,8 @@ def read(path: Path) -> tuple[NetSpec, list[ExtEvent]]:
     try:
         rows = [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
     except OSError as exc:
-        raise EventsError(f"cannot read {path}: {exc.strerror}", "pass events.jsonl from `defined run|fuzz --out DIR`") \
-            from None
+        raise EventsError(f"cannot read {path}: {exc.strerror}",
+                          "pass events.jsonl from `defined run|fuzz --out DIR`") from None
     except json.JSONDecodeError as exc:
         raise EventsError(f"{path} is not JSON lines ({exc.msg}, line {exc.lineno})",
                           "pass events.jsonl from `defined run|fuzz --out DIR`") from None
@@ -133,9 +133,14 @@ def link_workload(net: DaemonNet, count: int, seed: int, start: int = 5, down_fo
 
 def fuzz_workload(net: DaemonNet, steps: int, rng: random.Random, start: int = 5,
                   rates: dict[str, float] | None = None) -> list[ExtEvent]:
-    """A random sequence: links fail and recover, routers crash and restart, a few seconds apart."""
-    rates = rates or {"link": 0.8, "restart": 0.2}
-    down: set[tuple[str, str]] = set()
+    """A random sequence: links fail and recover, routers crash and restart, a few seconds apart.
+
+    A link fails only while the rest keeps the network connected (a partition hides every
+    pair it separates from the checks); a link that is down, or one whose loss would cut the
+    network, recovers instead (the longest-failed one).
+    """
+    rates = rates if rates is not None else {"link": 0.8, "restart": 0.2}
+    down: list[tuple[str, str]] = []
     links = [(ln.a, ln.b) for ln in net.links]
     routers = [r.name for r in net.routers]
     out, t = [], start
@@ -145,7 +150,15 @@ def fuzz_workload(net: DaemonNet, steps: int, rng: random.Random, start: int = 5
             out += [ExtEvent(t, "crash", r), ExtEvent(t + 2, "restart", r)]
         else:
             a, b = links[rng.randrange(len(links))]
-            out.append(ExtEvent(t, "link_up" if (a, b) in down else "link_down", a, b))
-            down ^= {(a, b)}
-        t += rng.randint(6, 14)
+            g = nx.Graph()
+            g.add_nodes_from(routers)
+            g.add_edges_from(x for x in links if x not in down and x != (a, b))
+            if (a, b) not in down and nx.is_connected(g):
+                out.append(ExtEvent(t, "link_down", a, b))
+                down.append((a, b))
+            elif down:
+                a, b = (a, b) if (a, b) in down else down[0]
+                out.append(ExtEvent(t, "link_up", a, b))
+                down.remove((a, b))
+        t += rng.randint(8, 16)
     return out

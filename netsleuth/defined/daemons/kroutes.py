@@ -48,7 +48,8 @@ class KRoute:
 
     def words(self) -> str:
         hops = ", ".join(f"via {g} dev {d}" if g else f"dev {d}" for g, d in self.nexthops)
-        return f"{self.prefix} {self.kind if self.kind != 'unicast' else ''} {hops} proto {self.proto}".replace("  ", " ")
+        kind = "" if self.kind == "unicast" else f" {self.kind}"
+        return f"{self.prefix}{kind} {hops} proto {self.proto}".replace("  ", " ")
 
 
 def _attrs(data: bytes, start: int, end: int) -> dict[int, list[bytes]]:

@@ -89,7 +89,7 @@ class Forwarding:
             if r.kind != "unicast" or not r.nexthops:
                 drops.append((node, f"{r.kind} route {r.prefix}"))
                 continue
-            for gw, dev in r.nexthops:
+            for _gw, dev in r.nexthops:
                 ln = self.ifs.get((node, dev))
                 if ln is None:
                     drops.append((node, f"route {r.prefix} leaves by {dev}, which is no link"))
