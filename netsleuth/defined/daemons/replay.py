@@ -42,6 +42,7 @@ class Seen:
     since: float
     after_delivery: int
     until: float | None = None
+    startup: bool = False      # seen before the network first converged (counts only if it never clears)
 
     def lasted(self, now: float) -> float:
         return (self.until if self.until is not None else now) - self.since
@@ -49,6 +50,7 @@ class Seen:
     def to_json(self, now: float) -> dict:
         return {"invariant": self.finding.invariant, "message": self.finding.message, "since": self.since,
                 "after_delivery": self.after_delivery, "until": self.until, "lasted": self.lasted(now),
+                "startup": self.startup,
                 "details": self.finding.details}
 
 
@@ -64,15 +66,18 @@ class DaemonRun:
     boot_seconds: float = 0.0           # wall time of the start-up (namespaces, daemons, first hellos)
     checks: int = 0
     stopped_early: bool = False
+    converged_at: float | None = None   # virtual second of the first check with no violation
 
     def persistent(self, persist: float) -> list[Seen]:
-        return [v for v in self.violations if v.lasted(self.virtual_seconds) >= persist]
+        """Violations that held ``persist`` virtual seconds; the start-up's only if they never cleared."""
+        return [v for v in self.violations if v.lasted(self.virtual_seconds) >= persist
+                and (not v.startup or v.until is None)]
 
     def to_json(self, persist: float, full: bool = False) -> dict:
         d = {"deliveries": len(self.deliveries), "virtual_seconds": self.virtual_seconds,
              "wall_seconds": round(self.wall_seconds, 3), "boot_seconds": round(self.boot_seconds, 3),
              "table_changes": sum(len(h) for h in self.history.values()), "checks": self.checks,
-             "violations": len(self.violations),
+             "violations": len(self.violations), "converged_at": self.converged_at,
              "persistent": [v.to_json(self.virtual_seconds) for v in self.persistent(persist)]}
         if full:
             d["delivery_sequence"] = self.deliveries
@@ -94,6 +99,7 @@ class Watch:
         self.run = DaemonRun(history={r.name: [] for r in n.net.routers})
         self.open: dict[tuple, Seen] = {}
         self.dirty = True
+        self.converged_at: float | None = None
 
     def close(self) -> None:
         for t in self.tables.values():
@@ -125,16 +131,19 @@ class Watch:
         self.run.checks += 1
         now = self.clock.now
         found = {finding_key(f): f for f in check(self.n.net, self.current, self.down)}
+        if not found and self.converged_at is None:
+            self.converged_at = now
         for key in [k for k in self.open if k not in found]:
             self.open.pop(key).until = now
         for key, f in found.items():
             if key not in self.open:
-                seen = Seen(f, now, len(self.run.deliveries))
+                seen = Seen(f, now, len(self.run.deliveries), startup=self.converged_at is None)
                 self.open[key] = seen
                 self.run.violations.append(seen)
 
     def oldest_open(self) -> Seen | None:
-        return min(self.open.values(), key=lambda s: s.since, default=None)
+        """The longest-standing violation since the network first converged."""
+        return min((s for s in self.open.values() if not s.startup), key=lambda s: s.since, default=None)
 
 
 def _apply(n: LiveNet, w: Watch, e: ExtEvent) -> None:
@@ -182,6 +191,7 @@ def run_events(net: DaemonNet, events: list[ExtEvent], daemon: str = "bird", *, 
                     w.run.stopped_early = True
                     break
             w.run.virtual_seconds = n.clock.now
+            w.run.converged_at = w.converged_at
         finally:
             w.close()
     w.run.wall_seconds = time.monotonic() - t0
