@@ -74,7 +74,7 @@ class DaemonRun:
                 and (not v.startup or v.until is None)]
 
     def to_json(self, persist: float, full: bool = False) -> dict:
-        d = {"deliveries": len(self.deliveries), "virtual_seconds": self.virtual_seconds,
+        d: dict = {"deliveries": len(self.deliveries), "virtual_seconds": self.virtual_seconds,
              "wall_seconds": round(self.wall_seconds, 3), "boot_seconds": round(self.boot_seconds, 3),
              "table_changes": sum(len(h) for h in self.history.values()), "checks": self.checks,
              "violations": len(self.violations), "converged_at": self.converged_at,
