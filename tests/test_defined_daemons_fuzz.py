@@ -126,3 +126,26 @@ def test_fuzz_finds_the_seeded_blackhole_and_minimize_cuts_it_to_the_link_failur
     # the same minimization again: the same replays, the same answer (deterministic under the ordering)
     again = json.loads(cli("minimize", str(tmp_path / "fuzz" / "events.jsonl"), "--json").stdout)
     assert [p["tests"] for p in again["passes"]] == [p["tests"] for p in r["passes"]] and again["kept"] == r["kept"]
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_link_that_flaps_while_ospf_starts_leaves_bird_looping_after_it_is_back():
+    """A finding on BIRD 2.0.12, the same in every run: s3-s4 fails while OSPF starts (t=5), recovers
+    (11), fails again (13) and recovers (19). s3 and s4 are adjacent again and their LSAs list the link,
+    but neither reruns its route calculation, so s4 keeps reaching s3 the long way through s1 while s1
+    splits its traffic to s3 over s2 and s4 (equal cost): half of it loops s4 -> s1 -> s4, for good."""
+    from netsleuth.defined.daemons.events import ExtEvent
+    from netsleuth.defined.daemons.replay import run_events
+
+    ev = [ExtEvent(5, "link_down", "s3", "s4"), ExtEvent(11, "link_up", "s3", "s4"),
+          ExtEvent(13, "link_down", "s3", "s4"), ExtEvent(19, "link_up", "s3", "s4")]
+    runs = [run_events(RING, ev, tail=16) for _ in range(2)]
+    r = runs[0]
+    assert runs[1].deliveries == r.deliveries and runs[1].history == r.history
+    loops = {v.finding.message: v for v in r.persistent(10.0)}
+    loop = loops["packets s4 -> 10.255.0.3 (s3) loop: s4 -> s1 -> s4"]
+    assert loop.until is None and loop.since < 19 and r.converged_at is not None and loop.since > r.converged_at
+    assert r.virtual_seconds - 19 >= 15          # the link has been up for 15 s and more
+    last = r.history["s4"][-1]
+    assert last[0] < 19 and "10.255.0.3/32 via 10.0.2.1 dev s4-s1 proto bird" in last[2]
