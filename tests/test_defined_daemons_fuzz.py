@@ -149,3 +149,19 @@ def test_a_link_that_flaps_while_ospf_starts_leaves_bird_looping_after_it_is_bac
     assert r.virtual_seconds - 19 >= 15          # the link has been up for 15 s and more
     last = r.history["s4"][-1]
     assert last[0] < 19 and "10.255.0.3/32 via 10.0.2.1 dev s4-s1 proto bird" in last[2]
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_restarted_router_relearns_its_routes_the_same_way_every_run():
+    from netsleuth.defined.daemons.events import ExtEvent
+    from netsleuth.defined.daemons.replay import run_events
+
+    ev = [ExtEvent(15, "crash", "s2"), ExtEvent(17, "restart", "s2")]
+    runs = [run_events(RING, ev, tail=20) for _ in range(2)]
+    assert runs[0].deliveries == runs[1].deliveries and runs[0].history == runs[1].history
+    t, _, table = runs[0].history["s2"][-1]
+    assert t > 17 and {f"10.255.0.{i}/32" for i in (1, 3, 4)} <= {w.split()[0] for w in table}
+    # BIRD starts afresh: s2 forwards nothing until OSPF has its neighbours again, then all clears
+    gaps = [v for v in runs[0].violations if v.finding.hosts[:1] == ("s2",) and v.since == 17]
+    assert gaps and all(v.until is not None and v.until <= t for v in gaps)

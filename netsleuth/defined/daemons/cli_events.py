@@ -105,7 +105,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     if args.daemon != "bird":
         raise NetsleuthError("fuzz on daemons runs OSPF on BIRD", "add --daemon bird")
-    spec = ev.NetSpec(args.topo, args.daemon, 0, _statics(args.static_route))
+    if args.persist is None:   # a restarted BIRD needs ~10 virtual s to relearn its routes: not a bug
+        args.persist = 20.0 if args.restart_rate > 0 else 10.0
+    spec = ev.NetSpec(args.topo, args.daemon, 0, _statics(args.static_route), {"persist": args.persist})
     spec.build()
     with progress_bar() as p:
         task = p.add_task(f"fuzz {spec.topo} on {args.daemon} (seed {args.seed})", total=None)
@@ -139,6 +141,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
 
     spec, events = ev.read(Path(args.events))
     ev.validate(spec.build(), events)
+    if args.persist is None:   # the threshold fuzz used, recorded in the file's header
+        args.persist = float(spec.extra.get("persist", 10.0))
     with progress_bar() as p:
         task = p.add_task(f"minimize {len(events)} events", total=None)
         tests = [0]
@@ -182,7 +186,8 @@ def add_commands(dsub: argparse._SubParsersAction, daemon_args) -> None:
     m = dsub.add_parser("minimize", help="daemons: cut recorded external events (events.jsonl from fuzz) down to "
                                          "the fewest that still give the same persistent violation")
     m.add_argument("events", help="events.jsonl written by `defined fuzz|run --daemon --out DIR`")
-    m.add_argument("--persist", type=float, default=10.0, help="virtual seconds a violation must hold (default 10)")
+    m.add_argument("--persist", type=float,
+                   help="virtual seconds a violation must hold (default: the one fuzz used, from the file; else 10)")
     m.add_argument("--ordering", default="defined", help="ordering function of the replays (default defined)")
     m.add_argument("--json", action="store_true", help="print the result as JSON")
     m.add_argument("--out", help="directory for the minimal events.jsonl and result.json")
@@ -193,8 +198,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--static-route", action="append", metavar="ROUTER:DEST",
                    help="seed a misconfiguration: ROUTER routes DEST's loopback statically over their link "
                         "(BIRD prefers it to OSPF), a blackhole once that link fails; repeatable")
-    p.add_argument("--persist", type=float, default=10.0,
-                   help="virtual seconds a violation must hold to count (default 10: past OSPF's dead interval)")
+    p.add_argument("--persist", type=float,
+                   help="virtual seconds a violation must hold to count (default 10, past OSPF's dead interval; "
+                        "20 with --restart-rate: a restarted router takes ~10 s to relearn its routes)")
     p.add_argument("--ordering", default="defined", help="ordering function (default defined)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--out", help="directory for events.jsonl and result.json")

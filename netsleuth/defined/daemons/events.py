@@ -71,7 +71,8 @@ class NetSpec:
     @staticmethod
     def from_json(d: dict) -> NetSpec:
         return NetSpec(str(d["topo"]), str(d.get("daemon", "bird")), int(d.get("seed", 0)),
-                       tuple((str(a), str(b)) for a, b in d.get("statics", [])))
+                       tuple((str(a), str(b)) for a, b in d.get("statics", [])),
+                       {k: v for k, v in sorted(d.items()) if k not in ("topo", "daemon", "seed", "statics")})
 
 
 def validate(net: DaemonNet, events: list[ExtEvent]) -> None:
