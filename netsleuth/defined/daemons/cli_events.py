@@ -109,11 +109,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         args.persist = 20.0 if args.restart_rate > 0 else 10.0
     spec = ev.NetSpec(args.topo, args.daemon, 0, _statics(args.static_route), {"persist": args.persist})
     spec.build()
-    with progress_bar() as p:
-        task = p.add_task(f"fuzz {spec.topo} on {args.daemon} (seed {args.seed})", total=None)
-        res = fuzz(spec, args.steps, args.seed, persist=args.persist, ordering=args.ordering,
-                   rates={"link": 1.0 - args.restart_rate, "restart": args.restart_rate},
-                   on_second=lambda t: p.update(task, description=f"fuzz {spec.topo}: virtual t={t} s"))
+    try:
+        with progress_bar() as p:
+            task = p.add_task(f"fuzz {spec.topo} on {args.daemon} (seed {args.seed})", total=None)
+            res = fuzz(spec, args.steps, args.seed, persist=args.persist, ordering=args.ordering,
+                       rates={"link": 1.0 - args.restart_rate, "restart": args.restart_rate},
+                       on_second=lambda t: p.update(task, description=f"fuzz {spec.topo}: virtual t={t} s"))
+    except KeyboardInterrupt:   # the network is down by now; say what was being run, then stop
+        _write(args, {"network": spec.to_json(), "seed": args.seed, "steps": args.steps, "interrupted": True})
+        raise
     d = {"network": spec.to_json(), "seed": args.seed, "steps": args.steps, "persist": args.persist,
          **res.to_json(args.persist)}
     if args.out:
@@ -157,6 +161,10 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         ev.write(Path(args.out) / "events.jsonl", spec, res.kept)
     _write(args, d)
+    if res.interrupted:
+        out.print(f"interrupted: the smallest reproducing subset so far has {len(res.kept)} events (result.json)"
+                  if res.reproduced else "interrupted before the first replay ended")
+        raise KeyboardInterrupt
     if args.json:
         print(json.dumps(d, sort_keys=True))
     elif not res.reproduced:

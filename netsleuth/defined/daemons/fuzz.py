@@ -78,12 +78,14 @@ class MinimizeResult:
     reproduced: bool
     passes: list[PassStats] = field(default_factory=list)
     violation: dict | None = None
+    interrupted: bool = False
 
     def to_json(self) -> dict:
         return {"events": len(self.events), "kept": [e.to_json() for e in self.kept],
                 "kept_words": [e.words() for e in self.kept], "reproduced": self.reproduced,
                 "passes": [p.to_json() for p in self.passes],
-                "tests": sum(p.tests for p in self.passes), "violation": self.violation}
+                "tests": sum(p.tests for p in self.passes), "violation": self.violation,
+                "interrupted": self.interrupted}
 
 
 def minimize(spec: NetSpec, events: list[ExtEvent], target: list | None = None, *, persist: float = PERSIST,
@@ -125,16 +127,28 @@ def minimize(spec: NetSpec, events: list[ExtEvent], target: list | None = None, 
     full = tuple(range(len(events)))
     t0 = time.monotonic()
     out = MinimizeResult(events, [], False, [current])
-    if not reproduces(full):
-        current.seconds = time.monotonic() - t0
+    try:
+        ok = reproduces(full)
+    except KeyboardInterrupt:
+        ok, out.interrupted = False, True
+    current.seconds = time.monotonic() - t0
+    if not ok:
         return out
-    current.kept, current.seconds = len(full), time.monotonic() - t0
-    key = full
-    for name, algo in (("ddmin", ddmin), ("1-minimal", one_minimal)):
-        current = PassStats(name)
-        out.passes.append(current)
-        t1 = time.monotonic()
-        key = algo(key, first)
-        current.kept, current.seconds = len(key), time.monotonic() - t1
+    current.kept = len(full)
+    best = [full]
+
+    def step(key: tuple, info: dict) -> None:
+        best[0] = key
+
+    try:
+        for name, algo in (("ddmin", ddmin), ("1-minimal", one_minimal)):
+            current = PassStats(name)
+            out.passes.append(current)
+            t1 = time.monotonic()
+            best[0] = algo(best[0], first, step)
+            current.kept, current.seconds = len(best[0]), time.monotonic() - t1
+    except KeyboardInterrupt:   # stopped: the smallest subset that reproduced so far is the answer
+        out.interrupted = True
+    key = best[0]
     out.kept, out.reproduced, out.violation = [events[i] for i in key], True, seen.get(key)
     return out
