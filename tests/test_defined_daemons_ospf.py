@@ -125,4 +125,4 @@ def test_ten_link_failures_on_a_zoo_map_replay_identically_five_times_out_of_fiv
     # every failure was of a spare link and every link recovered: in the end all reach all
     end = first.virtual_seconds
     assert not [v.finding.message for v in first.violations if v.until is None], end
-    assert all(r.wall_seconds < 60 for r in runs), [r.wall_seconds for r in runs]
+    assert all(r.wall_seconds < 120 for r in runs), [r.wall_seconds for r in runs]   # ~15 s on an idle machine
