@@ -5,7 +5,7 @@ tells the relay to hold BGP UPDATEs, and then works in *groups*: a group
 closes when every BGP session is Established and no new message has
 arrived for ``quiet`` seconds (or ``expect`` messages are held). Each held
 message is tagged like any DEFINED message -- group, the link's estimated
-delay, origin (the sending router), the origin's sequence number -- and
+delay, origin (the sending router), its number among the messages the origin sent on that link -- and
 :meth:`deliver` hands exactly one to its receiver, returning only once the
 receiver's TCP stack has acknowledged it *and* the daemon reports through
 its control socket that it has processed it. So the daemons see the
@@ -68,7 +68,7 @@ class Held:
         return f"#{self.id} g{self.tags.group} {self.src}->{self.dst}: " + "; ".join(parts)
 
     def identity(self) -> tuple[str, str, int]:
-        """What names this message across runs: sender, receiver and the sender's sequence number."""
+        """What names this message across runs: sender, receiver and its number on that link direction."""
         return (self.src, self.dst, self.tags.oseq)
 
 
