@@ -1,0 +1,543 @@
+"""Handler server: unmodified POX components as a pure function (POX state, event) -> (POX state, messages).
+
+The POX twin of ``osken_handler_server.py``, run as a subprocess by the
+model checker (``netsleuth/nice/pox_host.py``) with the user's POX checkout
+first on ``sys.path``.  It imports only the standard library and POX (never
+netsleuth): POX is pure Python, and a process of its own gives every check a
+fresh POX core (POX keeps one core per process, and its modules hold it from
+import time on).
+
+What runs is POX's own code: ``pox.core.initialize`` makes the core,
+``pox.openflow.launch`` registers the OpenFlow nexus and arbiter, the
+components are imported and launched the way ``pox.boot`` does it (``pox.``
+first, then the bare name; ``--options`` become the launch function's
+arguments), and each switch is an unmodified ``of_01.Connection`` whose
+socket is a stand-in: ``send`` captures the bytes POX writes, ``recv`` hands
+it the bytes the model's switch sent, and ``Connection.read`` -- POX's own
+parser and handler dispatch -- runs on them.  Nothing listens, no thread
+runs: the core's recoco scheduler is a stand-in that runs ``call_later``
+calls when the event's handlers are done, and ``time.time`` is the model's
+clock, so a handler run is a function of the state and the event alone.
+
+**State: pickling, not deep copy or re-execution.**  Each request restores
+the whole mutable POX world from bytes and saves it back after the event:
+the registered components (the nexus with its connections and their
+listeners, the arbiter, the components' own objects), the core's listeners
+and waiters, and the module globals of the components' modules (l2_multi
+and spanning_tree keep their state there).  One pickle holds them all, so
+an object referred to from several places (a Connection from the nexus and
+from the learning switch that listens to it) is one object again after the
+restore.  Re-execution (replaying a state's event history on a fresh core)
+would cost a process start per backtrack; a deep copy kept in the server
+would hold every state the search ever reached in the server's memory.
+Pickled bytes are what the model checker's copy-on-write states already
+carry for os-ken apps: immutable, shared, and sent back only when needed.
+The core, the scheduler, modules and POX's shared handler tables are
+infrastructure and travel by name (persistent ids).
+
+The hashable key of a state is a canonical freeze of the same world minus
+the counters POX hands out ids from (message xids, listener ids,
+connection numbers): they differ between paths to the same state and name
+messages rather than decide anything (the os-ken host starts every
+datapath's xid afresh for the same reason).
+
+Protocol: the os-ken server's (4-byte length + pickle frames).  ``init``
+{"home", "words"} -> {"apps", "state", "key", "version": 1}; ``event``
+{"state", "datapaths", "event": (kind, dpid, bytes), "now"} ->
+{"state", "key", "out": [(dpid, bytes)], "errors", "datapaths": {}};
+``quit``.  A component that does not exist answers {"error", "fix",
+"import_error": [...]}.
+"""
+
+import io
+import logging
+import os
+import pickle
+import struct
+import sys
+import time
+import traceback
+import types
+
+PROTOCOL = 4
+_LEN = struct.Struct("!I")
+_real_time = time.time
+
+
+class UserError(Exception):
+    import_error = None
+
+    def __init__(self, problem, fix):
+        super().__init__(problem)
+        self.problem = problem
+        self.fix = fix
+
+
+# ---------------------------------------------------------------- framing
+def read_frame(stream):
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    (n,) = _LEN.unpack(head)
+    data = stream.read(n)
+    if len(data) < n:
+        return None
+    return pickle.loads(data)
+
+
+def write_frame(stream, obj):
+    data = pickle.dumps(obj, protocol=PROTOCOL)
+    stream.write(_LEN.pack(len(data)) + data)
+    stream.flush()
+
+
+# ---------------------------------------------------------------- the model's clock and scheduler
+class ModelClock:
+    now = 0.0
+
+    @classmethod
+    def time(cls):
+        return cls.now
+
+
+class ModelScheduler:
+    """Stands in for recoco's Scheduler: no thread; ``callLater`` calls run after the event's handlers.
+
+    Timers (``core.call_delayed``, recoco ``Timer``) are kept but never fire:
+    the model checker does not model POX's timers (they would be transitions
+    of their own), and the server reports each one it saw.
+    """
+
+    def __init__(self):
+        self.calls = []
+        self.timers = 0
+        self._hasQuit = False
+        self._allDone = False
+        self._thread = None
+
+    def callLater(self, func, *args, **kw):
+        self.calls.append((func, args, kw))
+
+    def schedule(self, task, first=False):
+        self.timers += 1
+
+    def unschedule(self, task):
+        pass
+
+    def fast_schedule(self, task):
+        self.timers += 1
+
+    def quit(self):
+        self._hasQuit = True
+
+
+class DeferredSenderStandIn:
+    """of_01's DeferredSender (a thread) for sockets that never block: nothing is ever deferred."""
+
+    sending = False
+
+    def send(self, con, data):
+        raise RuntimeError("the model's stand-in socket never defers a send")
+
+    def kill(self, con):
+        pass
+
+
+class ModelSocket:
+    """A Connection's socket: what POX sends is captured, what the switch sent is read from ``inbox``."""
+
+    def __init__(self, dpid):
+        self.dpid = dpid
+        self.inbox = b""
+
+    def send(self, data):
+        _SENT.append((self.dpid, bytes(data)))
+        return len(data)
+
+    def recv(self, n):
+        data, self.inbox = self.inbox[:n], self.inbox[n:]
+        return data
+
+    def fileno(self):
+        return -1
+
+    def shutdown(self, how):
+        pass
+
+    def close(self):
+        pass
+
+
+_SENT = []
+
+
+class XidCounter:
+    """libopenflow's xid generator (a generator, which cannot be pickled), as a picklable counter."""
+
+    def __init__(self, start=1, stop=0x7FFFFFFF):
+        self.i, self.start, self.stop = start, start, stop
+
+    def __call__(self):
+        i = self.i
+        self.i = self.start if i + 1 > self.stop else i + 1
+        return i
+
+
+class ErrorLog(logging.Handler):
+    """The exceptions POX logs and swallows while handling an event (its handlers' crashes)."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.records = []
+
+    def emit(self, record):
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            tb = record.exc_info[2]
+            frame = traceback.extract_tb(tb)[-1] if tb is not None else None
+            where = f"{os.path.basename(frame.filename)}:{frame.lineno} {frame.name}: " if frame else ""
+            self.records.append(f"{where}{type(exc).__name__}: {exc}")
+
+
+# ---------------------------------------------------------------- canonical keys
+_SKIP_ATTRS = frozenset({"_xid", "idle_time"})
+
+
+class Freezer:
+    """A hashable, canonical form of the POX world (see the module docstring).
+
+    Objects are frozen once and referred to by number afterwards (the world
+    has cycles: a connection's listeners are methods of objects that hold
+    the connection); dicts and sets are sorted; infrastructure is named.
+    """
+
+    def __init__(self, names):
+        self.names = names
+        self.seen = {}
+
+    def __call__(self, v, depth=0):
+        t = type(v)
+        if v is None or t in (bool, int, float, str, bytes):
+            return v
+        name = self.names.get(id(v))
+        if name is not None:
+            return ("infra", name)
+        if t in (types.FunctionType, types.BuiltinFunctionType, type) or isinstance(v, type):
+            return ("fn", getattr(v, "__module__", "?"), getattr(v, "__qualname__", repr(v)))
+        if isinstance(v, types.ModuleType):
+            return ("module", v.__name__)
+        if isinstance(v, logging.Logger):
+            return ("logger", v.name)
+        if depth > 200:
+            return ("deep", t.__qualname__)
+        d = depth + 1
+        if t is types.MethodType:
+            return ("method", v.__func__.__qualname__, self(v.__self__, d))
+        if isinstance(v, (list, tuple)):
+            return tuple(self(x, d) for x in v)
+        if isinstance(v, (bytearray, memoryview)):
+            return bytes(v)
+        ref = self.seen.get(id(v))
+        if ref is not None:
+            return ("ref", ref)
+        self.seen[id(v)] = len(self.seen)
+        if isinstance(v, dict):
+            items = [(self(k, d), self(x, d)) for k, x in v.items()]
+            items.sort(key=_sort_key)
+            return ("d", t.__qualname__, tuple(items))
+        if isinstance(v, (set, frozenset)):
+            items = sorted((self(x, d) for x in v), key=_sort_key)
+            return ("s", tuple(items))
+        attrs = getattr(v, "__dict__", None)
+        if attrs is None:
+            slots = [s for c in t.__mro__ for s in getattr(c, "__slots__", ())]
+            attrs = {s: getattr(v, s) for s in slots if hasattr(v, s)}
+            if not attrs:
+                return (t.__module__ + "." + t.__qualname__, repr(v))
+        if t.__name__ == "EthAddr" or t.__name__ == "IPAddr":
+            return (t.__qualname__, str(v))
+        fields = []
+        for k in sorted(attrs):
+            if k in _SKIP_ATTRS:
+                continue
+            x = attrs[k]
+            fields.append((k, self.handlers(x, d) if k == "_eventMixin_handlers" else self(x, d)))
+        return (t.__module__ + "." + t.__qualname__, tuple(fields))
+
+    def handlers(self, table, depth=0):
+        """An EventMixin's listeners, {event: [(priority, handler, once, eid)]}, without the eids (a counter's)."""
+        items = [(self(e, depth), tuple((p, self(h, depth), once) for p, h, once, _ in hs))
+                 for e, hs in table.items()]
+        items.sort(key=_sort_key)
+        return ("handlers", tuple(items))
+
+
+def _sort_key(x):
+    return (type(x).__name__, repr(x))
+
+
+# ---------------------------------------------------------------- pickling with infrastructure by name
+class _Pickler(pickle.Pickler):
+    def __init__(self, f, names):
+        super().__init__(f, protocol=PROTOCOL)
+        self.names = names
+
+    def persistent_id(self, obj):
+        name = self.names.get(id(obj))
+        if name is not None:
+            return ("infra", name)
+        if isinstance(obj, types.ModuleType):
+            return ("module", obj.__name__)
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f, objects):
+        super().__init__(f)
+        self.objects = objects
+
+    def persistent_load(self, pid):
+        kind, name = pid
+        if kind == "module":
+            return sys.modules[name]
+        return self.objects[name]
+
+
+# ---------------------------------------------------------------- the POX side
+class Server:
+    """One POX core and the components of one spec (see the module docstring)."""
+
+    def __init__(self):
+        self.core = None
+        self.of = None
+        self.of_01 = None
+        self.modules = []       # the components' modules: their globals are state
+        self.infra = {}         # name -> object that travels by name
+        self.names = {}         # id(object) -> name
+        self.errors = ErrorLog()
+        self.sched = ModelScheduler()
+
+    # ---- init
+    def init(self, home, words):
+        home = os.path.abspath(home)
+        for p in (os.path.join(home, "ext"), home):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        time.time = ModelClock.time  # every POX time.time() reads the model's clock
+        import pox.lib.recoco as recoco
+        import pox.lib.revent.revent as revent
+
+        recoco.Scheduler = lambda *a, **k: self.sched  # the core's scheduler: no thread
+        import pox.core
+
+        core = self.core = pox.core.initialize(threaded_selecthub=False, epoll_selecthub=False,
+                                               handle_signals=False)
+        import pox.openflow
+        import pox.openflow.libopenflow_01 as of
+        import pox.openflow.of_01 as of_01
+
+        self.of, self.of_01, self.revent = of, of_01, revent
+        of.generate_xid = XidCounter()
+        of._logger = core.getLogger("libopenflow_01")
+        of_01.deferredSender = DeferredSenderStandIn()
+        logging.getLogger().addHandler(self.errors)
+        before = set(sys.modules)
+        pox.openflow.launch()
+        self._launch(list(words))
+        core.goUp()
+        self._drain()
+        infra_mods = ("pox.core", "pox.boot", "pox.openflow.of_01", "pox.openflow.libopenflow_01",
+                      "pox.lib.", "pox.openflow.util")
+        self.modules = sorted((m for m in set(sys.modules) - before
+                               if sys.modules[m] is not None and not m.startswith(infra_mods)
+                               and (m.startswith("pox.") or not m.startswith(("_", "encodings")))
+                               and getattr(sys.modules[m], "__file__", "") and
+                               os.path.abspath(sys.modules[m].__file__).startswith(home)))
+        self.infra = {"core": core, "scheduler": self.sched, "default_handlers": of_01._default_handlers,
+                      "default_handler_table": of_01._default_handlers.handlers, "unpackers": of_01.unpackers,
+                      "dummy_nexus": of_01._dummyOFNexus, "deferred_sender": of_01.deferredSender}
+        self.names = {id(v): k for k, v in self.infra.items()}
+        self.errors.records.clear()
+        self.sched.calls.clear()
+        state, key = self.save()
+        apps = sorted(n for n in core.components if n not in ("core", "openflow", "OpenFlowConnectionArbiter"))
+        return {"apps": apps, "state": state, "key": key, "version": 1, "timers": self.sched.timers}
+
+    def _launch(self, words):
+        """Import and launch the components as ``pox.boot._do_launch`` does, with boot's own import rules."""
+        import pox.boot as boot
+
+        order, params = [], []
+        cur = None
+        for w in words:
+            if not w.startswith("-"):
+                name, _, first = w.partition("=")
+                cur = {None: first} if first else {}
+                order.append(name)
+                params.append(cur)
+            elif cur is not None:
+                k, eq, v = w.lstrip("-").partition("=")
+                cur[k.replace("-", "_")] = v if eq else True
+        for name, kw in zip(order, params, strict=True):
+            mod_name, _, func = name.partition(":")
+            found = boot._do_import(mod_name)
+            if found is False:
+                err = UserError(f"POX component '{mod_name}' cannot be imported (see the log)",
+                                "check the component's name and that its module imports")
+                err.import_error = [mod_name, mod_name, "cannot be imported"]
+                raise err
+            launch = getattr(sys.modules[found], func or "launch", None)
+            if not isinstance(launch, types.FunctionType):
+                raise UserError(f"POX component '{name}' has no launch function",
+                                "name a component module that defines launch()")
+            first = kw.pop(None, None)
+            try:
+                if launch(*((first,) if first is not None else ()), **kw) is False:
+                    raise UserError(f"POX component '{name}' refused to start (its launch returned False)",
+                                    "check its options")
+            except TypeError as exc:
+                raise UserError(f"POX component '{name}' does not take these options: {exc}",
+                                "give the options its launch() function takes") from None
+
+    # ---- state
+    def _root(self):
+        core = self.core
+        return {"components": {k: v for k, v in core.components.items() if k != "core"},
+                "core_handlers": getattr(core, "_eventMixin_handlers", {}),
+                "waiters": core._waiters,
+                "globals": {m: {k: v for k, v in vars(sys.modules[m]).items()
+                                if not k.startswith("__") and not isinstance(v, types.ModuleType)
+                                and not isinstance(v, type) and not callable(v)}
+                            for m in self.modules}}
+
+    def _counters(self):
+        return {"xid": self.of.generate_xid, "con_id": self.of_01.Connection.ID,
+                "eid": getattr(self.revent, "_nextEventID", None)}
+
+    def save(self):
+        root = self._root()
+        buf = io.BytesIO()
+        try:
+            _Pickler(buf, self.names).dump((root, self._counters()))
+        except Exception as exc:
+            raise UserError(f"cannot save the POX components' state: {exc}",
+                            "the model checker saves POX's objects with pickle; components that keep "
+                            "threads, sockets or generators in their state cannot be model-checked") from None
+        freeze = Freezer(self.names)
+        key = (freeze(root["components"]), freeze.handlers(root["core_handlers"]), freeze(root["waiters"]),
+               freeze(root["globals"]))
+        return buf.getvalue(), key
+
+    def restore(self, data):
+        root, counters = _Unpickler(io.BytesIO(data), self.infra).load()
+        core = self.core
+        core.components.clear()
+        core.components["core"] = core
+        core.components.update(root["components"])
+        core._eventMixin_handlers = root["core_handlers"]
+        core._waiters = root["waiters"]
+        for m, values in root["globals"].items():
+            vars(sys.modules[m]).update(values)
+        self.of.generate_xid = counters["xid"]
+        self.of_01.Connection.ID = counters["con_id"]
+        if counters["eid"] is not None:
+            self.revent._nextEventID = counters["eid"]
+
+    # ---- events
+    def event(self, state, event, now=0.0):
+        ModelClock.now = float(now)
+        self.restore(state)
+        del _SENT[:]
+        self.errors.records.clear()
+        kind, dpid, data = event
+        if kind == "join":
+            self._join(dpid, data)
+        elif kind == "msg":
+            con = self._connection(dpid)
+            self._feed(con, data)
+        elif kind == "leave":
+            con = self.core.openflow.getConnection(dpid)
+            if con is not None:
+                con.disconnect()
+        else:
+            raise UserError(f"unknown event kind {kind!r}", "use join, msg or leave")
+        self._drain()
+        out = list(_SENT)
+        new_state, key = self.save()
+        return {"state": new_state, "key": key, "out": out, "errors": list(self.errors.records),
+                "datapaths": {}, "timers": self.sched.timers}
+
+    def _connection(self, dpid):
+        con = self.core.openflow.getConnection(dpid)
+        if con is None:
+            raise UserError(f"message from switch {dpid}, which has not joined", "deliver a join event first")
+        return con
+
+    def _feed(self, con, data):
+        con.sock.inbox += data
+        while con.sock.inbox:
+            if not con.read():
+                break
+
+    def _join(self, dpid, features):
+        """POX's handshake with a switch: HELLO, FEATURES_REPLY, then the reply to POX's barrier.
+
+        What POX sends before the connection is up (HELLO, the features and
+        description requests, SET_CONFIG, its delete-all FLOW_MOD and the
+        barrier) is the handshake, not part of the model (the model's
+        switches start empty); what the components send on ConnectionUp is.
+        """
+        of = self.of
+        con = self.of_01.Connection(ModelSocket(dpid))
+        hello = of.ofp_hello()
+        hello.xid = 0
+        self._feed(con, hello.pack())
+        self._feed(con, features)
+        barrier = [d for _, d in _SENT if len(d) >= 8 and d[1] == of.OFPT_BARRIER_REQUEST]
+        if not barrier:
+            raise UserError(f"POX did not finish the handshake with switch {dpid}",
+                            "check the log: the arbiter or a component refused the connection")
+        del _SENT[:]
+        reply = of.ofp_barrier_reply()
+        reply.xid = struct.unpack("!I", barrier[-1][4:8])[0]
+        self._feed(con, reply.pack())
+
+    def _drain(self):
+        calls = self.sched.calls
+        while calls:
+            func, args, kw = calls.pop(0)
+            try:
+                func(*args, **kw)
+            except Exception:
+                logging.getLogger("recoco").exception("Exception calling %s", func)
+
+
+def main():
+    out = open(os.dup(sys.stdout.fileno()), "wb")
+    inp = open(os.dup(sys.stdin.fileno()), "rb")
+    sys.stdout = sys.stderr  # stdout is the protocol channel: POX's banner and prints go to the log
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_POX_LOGLEVEL", "WARNING"))
+    server = Server()
+    while True:
+        req = read_frame(inp)
+        if req is None or req.get("op") == "quit":
+            return 0
+        try:
+            op = req.get("op")
+            if op == "init":
+                resp = server.init(req["home"], list(req["words"]))
+            elif op == "event":
+                resp = server.event(req["state"], tuple(req["event"]), req.get("now", 0.0))
+            else:
+                raise UserError(f"unknown request {op!r}", "send init, event or quit")
+        except UserError as exc:
+            resp = {"error": exc.problem, "fix": exc.fix}
+            if exc.import_error is not None:
+                resp["import_error"] = exc.import_error
+        except Exception as exc:
+            resp = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        write_frame(out, resp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
