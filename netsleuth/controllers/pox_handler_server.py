@@ -151,7 +151,16 @@ class ModelSocket:
         self.inbox = b""
 
     def send(self, data):
-        _SENT.append((self.dpid, bytes(data)))
+        """One message per entry: POX writes several at once (a FLOW_MOD with data is followed by a
+        PACKET_OUT of that data; the handshake's features and description requests go together)."""
+        data = bytes(data)
+        at = 0
+        while at + 8 <= len(data):
+            n = max(8, struct.unpack_from("!H", data, at + 2)[0])
+            _SENT.append((self.dpid, data[at:at + n]))
+            at += n
+        if at < len(data):
+            _SENT.append((self.dpid, data[at:]))  # a truncated message: the codec says so
         return len(data)
 
     def recv(self, n):
