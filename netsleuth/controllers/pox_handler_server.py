@@ -210,6 +210,7 @@ class ErrorLog(logging.Handler):
 
 # ---------------------------------------------------------------- canonical keys
 _SKIP_ATTRS = frozenset({"_xid", "idle_time"})
+_NOT_ATOM = object()
 
 
 class Freezer:
@@ -225,18 +226,10 @@ class Freezer:
         self.seen = {}
 
     def __call__(self, v, depth=0):
+        atom = self.atom(v)
+        if atom is not _NOT_ATOM:
+            return atom
         t = type(v)
-        if v is None or t in (bool, int, float, str, bytes):
-            return v
-        name = self.names.get(id(v))
-        if name is not None:
-            return ("infra", name)
-        if t in (types.FunctionType, types.BuiltinFunctionType, type) or isinstance(v, type):
-            return ("fn", getattr(v, "__module__", "?"), getattr(v, "__qualname__", repr(v)))
-        if isinstance(v, types.ModuleType):
-            return ("module", v.__name__)
-        if isinstance(v, logging.Logger):
-            return ("logger", v.name)
         if depth > 200:
             return ("deep", t.__qualname__)
         d = depth + 1
@@ -257,14 +250,35 @@ class Freezer:
         if isinstance(v, (set, frozenset)):
             items = sorted((self(x, d) for x in v), key=_sort_key)
             return ("s", tuple(items))
+        return self.object(v, d)
+
+    def atom(self, v):
+        """What is frozen without looking inside: plain values, infrastructure, code, addresses."""
+        t = type(v)
+        if v is None or t in (bool, int, float, str, bytes):
+            return v
+        name = self.names.get(id(v))
+        if name is not None:
+            return ("infra", name)
+        if t in (types.FunctionType, types.BuiltinFunctionType) or isinstance(v, type):
+            return ("fn", getattr(v, "__module__", "?"), getattr(v, "__qualname__", repr(v)))
+        if isinstance(v, types.ModuleType):
+            return ("module", v.__name__)
+        if isinstance(v, logging.Logger):
+            return ("logger", v.name)
+        if t.__name__ in ("EthAddr", "IPAddr"):
+            return (t.__qualname__, str(v))
+        return _NOT_ATOM
+
+    def object(self, v, d):
+        """An object by its class and attributes (``__dict__`` or slots), listeners without their ids."""
+        t = type(v)
         attrs = getattr(v, "__dict__", None)
         if attrs is None:
             slots = [s for c in t.__mro__ for s in getattr(c, "__slots__", ())]
             attrs = {s: getattr(v, s) for s in slots if hasattr(v, s)}
             if not attrs:
                 return (t.__module__ + "." + t.__qualname__, repr(v))
-        if t.__name__ == "EthAddr" or t.__name__ == "IPAddr":
-            return (t.__qualname__, str(v))
         fields = []
         for k in sorted(attrs):
             if k in _SKIP_ATTRS:
@@ -313,6 +327,22 @@ class _Unpickler(pickle.Unpickler):
 
 
 # ---------------------------------------------------------------- the POX side
+_INFRA_MODULES = ("pox.core", "pox.boot", "pox.openflow.of_01", "pox.openflow.libopenflow_01", "pox.openflow.util",
+                  "pox.lib.")
+
+
+def _state_modules(new, home):
+    """The modules whose globals are state: those launching the components imported from the checkout,
+    but for POX's own infrastructure (the core, OpenFlow's wire library and connections, pox.lib)."""
+    out = []
+    for name in sorted(new):
+        mod = sys.modules.get(name)
+        path = getattr(mod, "__file__", None) or ""
+        if path and os.path.abspath(path).startswith(home + os.sep) and not name.startswith(_INFRA_MODULES):
+            out.append(name)
+    return out
+
+
 class Server:
     """One POX core and the components of one spec (see the module docstring)."""
 
@@ -355,13 +385,7 @@ class Server:
         self._launch(list(words))
         core.goUp()
         self._drain()
-        infra_mods = ("pox.core", "pox.boot", "pox.openflow.of_01", "pox.openflow.libopenflow_01",
-                      "pox.lib.", "pox.openflow.util")
-        self.modules = sorted((m for m in set(sys.modules) - before
-                               if sys.modules[m] is not None and not m.startswith(infra_mods)
-                               and (m.startswith("pox.") or not m.startswith(("_", "encodings")))
-                               and getattr(sys.modules[m], "__file__", "") and
-                               os.path.abspath(sys.modules[m].__file__).startswith(home)))
+        self.modules = _state_modules(set(sys.modules) - before, home)
         self.infra = {"core": core, "scheduler": self.sched, "default_handlers": of_01._default_handlers,
                       "default_handler_table": of_01._default_handlers.handlers, "unpackers": of_01.unpackers,
                       "dummy_nexus": of_01._dummyOFNexus, "deferred_sender": of_01.deferredSender}
