@@ -24,6 +24,7 @@ from netsleuth.nice.pox_host import load_pox_app, shutdown_servers
 pytestmark = pytest.mark.real
 
 SPEC = "pox:forwarding.l2_learning"
+DATA = Path(__file__).parent / "data" / "pox_ext"
 H1, H2 = 0x0A0000000001, 0x0A0000000002
 
 
@@ -36,6 +37,18 @@ def pox_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pox_env(pox_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NETSLEUTH_POX", str(pox_home))
     return pox_home
+
+
+@pytest.fixture
+def with_ext(pox_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The checkout with a component of the tests' own in ext/ (POX's files linked, not copied)."""
+    home = tmp_path / "pox"
+    (home / "ext").mkdir(parents=True)
+    (home / "pox.py").symlink_to(pox_home / "pox.py")
+    (home / "pox").symlink_to(pox_home / "pox", target_is_directory=True)
+    (home / "ext" / "moving_l2.py").write_text((DATA / "moving_l2.py").read_text())
+    monkeypatch.setenv("NETSLEUTH_POX", str(home))
+    return home
 
 
 @pytest.fixture
@@ -158,4 +171,19 @@ def test_a_bad_component_is_one_line_and_exit_2(pox_env, capsys, spec, problem):
     assert main(["check", spec, "--scenario", "mobile"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(problem) and "-- fix: " in err and len(err.strip().splitlines()) == 1, err
+    shutdown_servers()
+
+
+@pytest.mark.slow
+def test_a_component_that_forgets_a_moved_host_explores_clean_in_both_orders(with_ext, capsys):
+    """l2_learning plus NICE's fix (delete the flows towards a MAC that shows up on a new port), from ext/."""
+    from netsleuth.cli import main
+
+    runs = []
+    for order in ("forward", "reverse"):
+        assert main(["check", "pox:moving_l2", "--scenario", "mobile", "--order", order, "--json"]) == 0
+        runs.append(json.loads(capsys.readouterr().out))
+    fwd, rev = runs
+    assert fwd["completed"] and fwd["violations"] == [] and fwd["properties"] == ["NoBlackHolesMobile"]
+    assert {k: fwd[k] for k in COUNTS} == {k: rev[k] for k in COUNTS} and fwd["unique_states"] > 1000
     shutdown_servers()
