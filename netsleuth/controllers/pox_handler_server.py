@@ -177,7 +177,7 @@ class ModelSocket:
         pass
 
 
-_SENT = []
+_SENT: list = []  # (dpid, bytes) POX wrote during the current event
 
 
 class XidCounter:
