@@ -16,7 +16,7 @@ from pox_checkout import pox_checkout
 
 from netsleuth.model.actions import Output
 from netsleuth.model.ofdp import ofp
-from netsleuth.model.packet import icmp_echo
+from netsleuth.model.packet import Packet, icmp_echo
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import ControllerAPI
 from netsleuth.nice.pox_host import load_pox_app, shutdown_servers
@@ -116,6 +116,42 @@ def test_the_real_l2_learning_learns_floods_and_installs(l2):
     calls = srv.calls
     again, out2 = run(a1, lambda a: a.packet_in(1, 2, ofp.OFPR_NO_MATCH, rep.frame_len(), m.NO_BUFFER, rep))
     assert srv.calls == calls and again.key() == a2.key() and out2 == out
+
+
+def test_recoco_timers_are_the_models_timers_and_fire_the_real_discovery(pox_env):
+    """openflow.discovery's LLDP sender and l2_multi's expiry are recoco timers: pending model timers, and firing
+    the sender's runs discovery's own code, which sends the next port's LLDP frame (round robin, as recoco would)."""
+    cls = load_pox_app("pox:openflow.discovery forwarding.l2_multi")
+    app = cls()
+    app, api = call(app, lambda a: a.datapath_join(1, (1, 2)))
+    timers = ["Discovery._expire_links", "LLDPSender._timer_handler", "WaitingPath.expire_waiting_paths"]
+    assert api.timers == timers
+    # on ConnectionUp discovery installs its LLDP-to-controller rule and sends one LLDP frame per port
+    fm = api.out[0][1]
+    assert isinstance(fm, m.FlowMod) and fm.match.dl_type == 0x88CC
+    assert fm.actions == (Output(ofp.OFPP_CONTROLLER, 0xFFFF),)
+    assert [(type(x).__name__, x.actions) for _, x in api.out[1:]] == [
+        ("PacketOut", (Output(1, 0),)), ("PacketOut", (Output(2, 0),))]
+    sent = []
+    for _ in range(4):
+        app, api = call(app, lambda a: a.timer("LLDPSender._timer_handler"))
+        ((dpid, po),) = api.out
+        assert Packet.from_bytes(po.data).eth_type == 0x88CC and api.timers == timers  # recurring: still pending
+        sent.append(po.actions[0].port)
+    assert sent == [2, 1, 2, 1]
+    shutdown_servers()
+
+
+def call(app, handler):
+    """Like run(), with the API (its messages and the timers the handler left pending)."""
+    new = app.copy()
+    api = ControllerAPI(0.0, (), False)
+    new._api = api
+    try:
+        handler(new)
+    finally:
+        new._api = None
+    return new, api
 
 
 def check(main, capsys, *args: str) -> tuple[int, dict]:

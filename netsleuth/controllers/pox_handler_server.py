@@ -16,8 +16,10 @@ socket is a stand-in: ``send`` captures the bytes POX writes, ``recv`` hands
 it the bytes the model's switch sent, and ``Connection.read`` -- POX's own
 parser and handler dispatch -- runs on them.  Nothing listens, no thread
 runs: the core's recoco scheduler is a stand-in that runs ``call_later``
-calls when the event's handlers are done, and ``time.time`` is the model's
-clock, so a handler run is a function of the state and the event alone.
+calls when the event's handlers are done and keeps recoco timers as the
+model's timers (the model checker fires them as transitions of their own),
+and ``time.time`` is the model's clock, so a handler run is a function of
+the state and the event alone.
 
 **State: pickling, not deep copy or re-execution.**  Each request restores
 the whole mutable POX world from bytes and saves it back after the event:
@@ -44,7 +46,9 @@ datapath's xid afresh for the same reason).
 Protocol: the os-ken server's (4-byte length + pickle frames).  ``init``
 {"home", "words"} -> {"apps", "state", "key", "version": 1}; ``event``
 {"state", "datapaths", "event": (kind, dpid, bytes), "now"} ->
-{"state", "key", "out": [(dpid, bytes)], "errors", "datapaths": {}};
+{"state", "key", "out": [(dpid, bytes)], "errors", "datapaths": {}, "timers"}:
+kind is join, msg, leave or timer (bytes: the timer's name); ``timers``
+names the timers pending after the event (init answers them too);
 ``quit``.  A component that does not exist answers {"error", "fix",
 "import_error": [...]}.
 """
@@ -52,16 +56,14 @@ Protocol: the os-ken server's (4-byte length + pickle frames).  ``init``
 import io
 import logging
 import os
-import pickle
 import struct
 import sys
 import time
 import traceback
 import types
 
-PROTOCOL = 4
-_LEN = struct.Struct("!I")
-_real_time = time.time
+import pox_state  # beside this file
+from pox_state import Freezer, FunctionTable, StatePickler, StateUnpickler, read_frame, write_frame
 
 
 class UserError(Exception):
@@ -71,24 +73,6 @@ class UserError(Exception):
         super().__init__(problem)
         self.problem = problem
         self.fix = fix
-
-
-# ---------------------------------------------------------------- framing
-def read_frame(stream):
-    head = stream.read(4)
-    if len(head) < 4:
-        return None
-    (n,) = _LEN.unpack(head)
-    data = stream.read(n)
-    if len(data) < n:
-        return None
-    return pickle.loads(data)
-
-
-def write_frame(stream, obj):
-    data = pickle.dumps(obj, protocol=PROTOCOL)
-    stream.write(_LEN.pack(len(data)) + data)
-    stream.flush()
 
 
 # ---------------------------------------------------------------- the model's clock and scheduler
@@ -101,16 +85,21 @@ class ModelClock:
 
 
 class ModelScheduler:
-    """Stands in for recoco's Scheduler: no thread; ``callLater`` calls run after the event's handlers.
+    """Stands in for recoco's Scheduler: no thread, no clock of its own.
 
-    Timers (``core.call_delayed``, recoco ``Timer``) are kept but never fire:
-    the model checker does not model POX's timers (they would be transitions
-    of their own), and the server reports each one it saw.
+    ``callLater`` calls run when the event's handlers are done.  A recoco
+    ``Timer`` (``core.call_delayed`` makes one too) becomes a timer of the
+    model: it is kept, by name, among the pending timers (part of the
+    state), the model checker may fire it at any point as a transition of
+    its own (NICE's timer events), and a recurring one stays pending after
+    it fired.  Other recoco tasks (sockets, blocking calls) are not
+    modelled and never run.
     """
 
     def __init__(self):
         self.calls = []
-        self.timers = 0
+        self.pending = {}     # name -> Timer
+        self.other_tasks = 0
         self._hasQuit = False
         self._allDone = False
         self._thread = None
@@ -119,13 +108,33 @@ class ModelScheduler:
         self.calls.append((func, args, kw))
 
     def schedule(self, task, first=False):
-        self.timers += 1
+        if not isinstance(task, pox_state.RECOCO.Timer):
+            self.other_tasks += 1
+            return
+        for name, t in list(self.pending.items()):  # a cancelled timer that never fired: gone
+            if t._cancelled:
+                del self.pending[name]
+        cb = task._callback
+        base = getattr(getattr(cb, "__func__", cb), "__qualname__", type(cb).__name__)
+        name, n = base, 1
+        while name in self.pending:
+            n += 1
+            name = f"{base}#{n}"
+        self.pending[name] = task
+
+    fast_schedule = schedule
 
     def unschedule(self, task):
         pass
 
-    def fast_schedule(self, task):
-        self.timers += 1
+    def fire(self, name):
+        """A pending timer's expiry: its callback runs as recoco's Timer.run would run it."""
+        t = self.pending.pop(name, None)
+        if t is None or t._cancelled:
+            return
+        rv = t._callback(*t._args, **t._kw)
+        if t._recurring and not t._cancelled and not (t._self_stoppable and rv is False):
+            self.pending[name] = t
 
     def quit(self):
         self._hasQuit = True
@@ -208,124 +217,6 @@ class ErrorLog(logging.Handler):
             self.records.append(f"{where}{type(exc).__name__}: {exc}")
 
 
-# ---------------------------------------------------------------- canonical keys
-_SKIP_ATTRS = frozenset({"_xid", "idle_time"})
-_NOT_ATOM = object()
-
-
-class Freezer:
-    """A hashable, canonical form of the POX world (see the module docstring).
-
-    Objects are frozen once and referred to by number afterwards (the world
-    has cycles: a connection's listeners are methods of objects that hold
-    the connection); dicts and sets are sorted; infrastructure is named.
-    """
-
-    def __init__(self, names):
-        self.names = names
-        self.seen = {}
-
-    def __call__(self, v, depth=0):
-        atom = self.atom(v)
-        if atom is not _NOT_ATOM:
-            return atom
-        t = type(v)
-        if depth > 200:
-            return ("deep", t.__qualname__)
-        d = depth + 1
-        if t is types.MethodType:
-            return ("method", v.__func__.__qualname__, self(v.__self__, d))
-        if isinstance(v, (list, tuple)):
-            return tuple(self(x, d) for x in v)
-        if isinstance(v, (bytearray, memoryview)):
-            return bytes(v)
-        ref = self.seen.get(id(v))
-        if ref is not None:
-            return ("ref", ref)
-        self.seen[id(v)] = len(self.seen)
-        if isinstance(v, dict):
-            items = [(self(k, d), self(x, d)) for k, x in v.items()]
-            items.sort(key=_sort_key)
-            return ("d", t.__qualname__, tuple(items))
-        if isinstance(v, (set, frozenset)):
-            items = sorted((self(x, d) for x in v), key=_sort_key)
-            return ("s", tuple(items))
-        return self.object(v, d)
-
-    def atom(self, v):
-        """What is frozen without looking inside: plain values, infrastructure, code, addresses."""
-        t = type(v)
-        if v is None or t in (bool, int, float, str, bytes):
-            return v
-        name = self.names.get(id(v))
-        if name is not None:
-            return ("infra", name)
-        if t in (types.FunctionType, types.BuiltinFunctionType) or isinstance(v, type):
-            return ("fn", getattr(v, "__module__", "?"), getattr(v, "__qualname__", repr(v)))
-        if isinstance(v, types.ModuleType):
-            return ("module", v.__name__)
-        if isinstance(v, logging.Logger):
-            return ("logger", v.name)
-        if t.__name__ in ("EthAddr", "IPAddr"):
-            return (t.__qualname__, str(v))
-        return _NOT_ATOM
-
-    def object(self, v, d):
-        """An object by its class and attributes (``__dict__`` or slots), listeners without their ids."""
-        t = type(v)
-        attrs = getattr(v, "__dict__", None)
-        if attrs is None:
-            slots = [s for c in t.__mro__ for s in getattr(c, "__slots__", ())]
-            attrs = {s: getattr(v, s) for s in slots if hasattr(v, s)}
-            if not attrs:
-                return (t.__module__ + "." + t.__qualname__, repr(v))
-        fields = []
-        for k in sorted(attrs):
-            if k in _SKIP_ATTRS:
-                continue
-            x = attrs[k]
-            fields.append((k, self.handlers(x, d) if k == "_eventMixin_handlers" else self(x, d)))
-        return (t.__module__ + "." + t.__qualname__, tuple(fields))
-
-    def handlers(self, table, depth=0):
-        """An EventMixin's listeners, {event: [(priority, handler, once, eid)]}, without the eids (a counter's)."""
-        items = [(self(e, depth), tuple((p, self(h, depth), once) for p, h, once, _ in hs))
-                 for e, hs in table.items()]
-        items.sort(key=_sort_key)
-        return ("handlers", tuple(items))
-
-
-def _sort_key(x):
-    return (type(x).__name__, repr(x))
-
-
-# ---------------------------------------------------------------- pickling with infrastructure by name
-class _Pickler(pickle.Pickler):
-    def __init__(self, f, names):
-        super().__init__(f, protocol=PROTOCOL)
-        self.names = names
-
-    def persistent_id(self, obj):
-        name = self.names.get(id(obj))
-        if name is not None:
-            return ("infra", name)
-        if isinstance(obj, types.ModuleType):
-            return ("module", obj.__name__)
-        return None
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, objects):
-        super().__init__(f)
-        self.objects = objects
-
-    def persistent_load(self, pid):
-        kind, name = pid
-        if kind == "module":
-            return sys.modules[name]
-        return self.objects[name]
-
-
 # ---------------------------------------------------------------- the POX side
 _INFRA_MODULES = ("pox.core", "pox.boot", "pox.openflow.of_01", "pox.openflow.libopenflow_01", "pox.openflow.util",
                   "pox.lib.")
@@ -353,6 +244,7 @@ class Server:
         self.modules = []       # the components' modules: their globals are state
         self.infra = {}         # name -> object that travels by name
         self.names = {}         # id(object) -> name
+        self.functions = FunctionTable()
         self.errors = ErrorLog()
         self.sched = ModelScheduler()
 
@@ -364,9 +256,12 @@ class Server:
                 sys.path.insert(0, p)
         time.time = ModelClock.time  # every POX time.time() reads the model's clock
         import pox.lib.recoco as recoco
+        import pox.lib.recoco.recoco as recoco_impl
         import pox.lib.revent.revent as revent
 
+        pox_state.RECOCO = recoco_impl
         recoco.Scheduler = lambda *a, **k: self.sched  # the core's scheduler: no thread
+        recoco_impl.defaultScheduler = self.sched       # timers made without naming a scheduler
         import pox.core
 
         core = self.core = pox.core.initialize(threaded_selecthub=False, epoll_selecthub=False,
@@ -394,7 +289,7 @@ class Server:
         self.sched.calls.clear()
         state, key = self.save()
         apps = sorted(n for n in core.components if n not in ("core", "openflow", "OpenFlowConnectionArbiter"))
-        return {"apps": apps, "state": state, "key": key, "version": 1, "timers": self.sched.timers}
+        return {"apps": apps, "state": state, "key": key, "version": 1, "timers": sorted(self.sched.pending)}
 
     def _launch(self, words):
         """Import and launch the components as ``pox.boot._do_launch`` does, with boot's own import rules."""
@@ -438,6 +333,7 @@ class Server:
         return {"components": {k: v for k, v in core.components.items() if k != "core"},
                 "core_handlers": getattr(core, "_eventMixin_handlers", {}),
                 "waiters": core._waiters,
+                "timers": self.sched.pending,
                 "globals": {m: {k: v for k, v in vars(sys.modules[m]).items()
                                 if not k.startswith("__") and not isinstance(v, types.ModuleType)
                                 and not isinstance(v, type) and not callable(v)}
@@ -451,24 +347,25 @@ class Server:
         root = self._root()
         buf = io.BytesIO()
         try:
-            _Pickler(buf, self.names).dump((root, self._counters()))
+            StatePickler(buf, self.names, self.functions).dump((root, self._counters()))
         except Exception as exc:
             raise UserError(f"cannot save the POX components' state: {exc}",
                             "the model checker saves POX's objects with pickle; components that keep "
                             "threads, sockets or generators in their state cannot be model-checked") from None
         freeze = Freezer(self.names)
         key = (freeze(root["components"]), freeze.handlers(root["core_handlers"]), freeze(root["waiters"]),
-               freeze(root["globals"]))
+               freeze(root["globals"]), freeze(root["timers"]))
         return buf.getvalue(), key
 
     def restore(self, data):
-        root, counters = _Unpickler(io.BytesIO(data), self.infra).load()
+        root, counters = StateUnpickler(io.BytesIO(data), self.infra, self.functions).load()
         core = self.core
         core.components.clear()
         core.components["core"] = core
         core.components.update(root["components"])
         core._eventMixin_handlers = root["core_handlers"]
         core._waiters = root["waiters"]
+        self.sched.pending = root["timers"]
         for m, values in root["globals"].items():
             vars(sys.modules[m]).update(values)
         self.of.generate_xid = counters["xid"]
@@ -488,17 +385,22 @@ class Server:
         elif kind == "msg":
             con = self._connection(dpid)
             self._feed(con, data)
+        elif kind == "timer":
+            try:
+                self.sched.fire(data.decode())
+            except Exception:  # recoco logs a task's exception and the task ends; so does the timer here
+                logging.getLogger("recoco").exception("Exception in timer %s", data.decode())
         elif kind == "leave":
             con = self.core.openflow.getConnection(dpid)
             if con is not None:
                 con.disconnect()
         else:
-            raise UserError(f"unknown event kind {kind!r}", "use join, msg or leave")
+            raise UserError(f"unknown event kind {kind!r}", "use join, msg, timer or leave")
         self._drain()
         out = list(_SENT)
         new_state, key = self.save()
         return {"state": new_state, "key": key, "out": out, "errors": list(self.errors.records),
-                "datapaths": {}, "timers": self.sched.timers}
+                "datapaths": {}, "timers": sorted(self.sched.pending)}
 
     def _connection(self, dpid):
         con = self.core.openflow.getConnection(dpid)

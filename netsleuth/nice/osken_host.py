@@ -512,10 +512,12 @@ class OsKenApp(App):
                     log.warning("%s handler raised (it would log and go on): %s", self.kind_words, e)
                     srv.handler_errors.append(e)
             dps = tuple(sorted(r["datapaths"].items()))
-            hit = (r["state"], _intern(r["key"]), _intern(dps), tuple(out))
+            # timers the app has pending (the POX server models recoco's; os-ken's server has none)
+            hit = (r["state"], _intern(r["key"]), _intern(dps), tuple(out), tuple(r.get("timers", ())))
             self._memo[memo_key] = hit
-        self.blob, self.skey, self.dps, msgs = hit
+        self.blob, self.skey, self.dps, msgs, timers = hit
         api.out.extend(msgs)
+        api.timers.extend(timers)
 
 
 _KEYS: dict[Any, Any] = {}

@@ -118,13 +118,20 @@ atexit.register(shutdown_servers)
 class PoxApp(OsKenApp):
     """The hosted POX components as a model-checker app; subclassed per spec by :func:`load_pox_app`.
 
-    All of POX's state -- connections and their listeners included -- is in
-    the server's pickle, so ``dps`` stays empty: the join and leave events
-    are POX's own handshake and disconnection on its Connection objects.
+    All of POX's state -- connections and their listeners, pending timers
+    included -- is in the server's pickle, so ``dps`` stays empty: the join
+    and leave events are POX's own handshake and disconnection on its
+    Connection objects.  The timers the components have pending are posted
+    as the model's timers after every event; firing one runs its callback
+    in the server (a recurring timer stays pending).
     """
 
     name = "pox"
     kind_words = "POX components"
+
+    def timer(self, name: str) -> None:
+        """A pending recoco timer of the components expires (POX's ``Timer``, ``core.call_delayed``)."""
+        self._deliver(("timer", 0, name.encode()))
 
 
 def load_pox_app(spec: str) -> Callable[[], App]:
