@@ -35,7 +35,8 @@ would hold every state the search ever reached in the server's memory.
 Pickled bytes are what the model checker's copy-on-write states already
 carry for os-ken apps: immutable, shared, and sent back only when needed.
 The core, the scheduler, modules and POX's shared handler tables are
-infrastructure and travel by name (persistent ids).
+infrastructure and travel by name (persistent ids); how is in
+``pox_state.py``, which the server imports as a top-level module.
 
 The hashable key of a state is a canonical freeze of the same world minus
 the counters POX hands out ids from (message xids, listener ids,
