@@ -138,6 +138,7 @@ class HandlerServer:
     what = "the os-ken handler server"
     app_kind = "os-ken app"
     setup_fix = "has os-ken 1.4.1 (`make setup`)"
+    log_prefix = "netsleuth-osken-"
     error: type[ControllerError] = OsKenHostError
 
     def __init__(self, modules: tuple[str, ...], python: str | None = None, *, ryu: bool = False,
@@ -148,7 +149,7 @@ class HandlerServer:
         self.python = python or find_controller_python()
         self.proc: subprocess.Popen | None = None
         self._lifeline: Lifeline | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="netsleuth-osken-", suffix=".log", delete=False)
+        self._log = tempfile.NamedTemporaryFile(prefix=self.log_prefix, suffix=".log", delete=False)
         self.log_path = Path(self._log.name)
         self.keep_log = False  # set when an error message points the user at the log
         self.calls = 0

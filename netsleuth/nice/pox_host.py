@@ -77,6 +77,7 @@ class PoxHandlerServer(HandlerServer):
     what = "the POX handler server"
     app_kind = "POX components"
     setup_fix = "runs POX (Python 3, standard library only)"
+    log_prefix = "netsleuth-pox-"
     error = PoxHostError
 
     def __init__(self, words: tuple[str, ...], home: str) -> None:
