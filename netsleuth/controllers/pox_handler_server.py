@@ -42,7 +42,8 @@ The hashable key of a state is a canonical freeze of the same world minus
 the counters POX hands out ids from (message xids, listener ids,
 connection numbers): they differ between paths to the same state and name
 messages rather than decide anything (the os-ken host starts every
-datapath's xid afresh for the same reason).
+datapath's xid afresh for the same reason).  As in the os-ken host, dicts
+and sets are frozen sorted: their insertion order is not part of the key.
 
 Protocol: the os-ken server's (4-byte length + pickle frames).  ``init``
 {"home", "words"} -> {"apps", "state", "key", "version": 1}; ``event``
