@@ -196,6 +196,17 @@ def test_without_migration_l2_learning_explores_clean(pox_env, capsys):
     assert code == 0 and {k: fwd[k] for k in COUNTS} == {k: rev[k] for k in COUNTS}
 
 
+def test_a_hub_configured_on_connection_up_explores_the_move_clean(pox_env, capsys):
+    """forwarding.hub installs its flood rule on ConnectionUp: applied with the handshake, before the search,
+    the moved host is still reached (every switch floods), and both switches keep their own identity."""
+    from netsleuth.cli import main
+
+    assert main(["check", "pox:forwarding.hub", "--scenario", "mobile", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["completed"] and d["violations"] == [] and d["unique_states"] > 10
+    shutdown_servers()
+
+
 @pytest.mark.parametrize(("spec", "problem"), [
     ("pox:forwarding.l2_lernin", "error: POX component 'forwarding.l2_lernin' does not exist in "),
     ("pox:forwarding.l2_learning --no-such-option", "error: POX component 'forwarding.l2_learning' does not "

@@ -129,6 +129,9 @@ class PoxApp(OsKenApp):
 
     name = "pox"
     kind_words = "POX components"
+    #: What the components send on ConnectionUp (a hub's flood rule, discovery's LLDP rule and first
+    #: frames) is applied before the search, as the handshake is (System._configure13 says why).
+    configure_on_join = True
 
     def timer(self, name: str) -> None:
         """A pending recoco timer of the components expires (POX's ``Timer``, ``core.call_delayed``)."""
