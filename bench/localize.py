@@ -249,6 +249,7 @@ def run_fault(fault: Fault, work: Path, budget: float) -> dict:
     for formula in FORMULAS:
         ranking = rank(spectrum.runs, formula, order=lambda x: order.get(x, (0, *x)))
         row[f"rank_{formula}"] = ranking.rank_of((str(app), line))
+        row[f"block_{formula}"] = ranking.block_of((str(app), line))  # the lines no run tells from it, as one
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
 
