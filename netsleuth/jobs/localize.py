@@ -159,7 +159,7 @@ def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[
 def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bool, added: int = 0) -> dict:
     """The ranking for result.json, the report and the terminal: the top lines with their source, by function."""
     lines = []
-    for r in ranking.lines[:top]:
+    for r in ranking.lines[:top] if ranking.separable else ():   # a spectrum that cannot rank gives no ranking
         lines.append({"file": r.file, "short": short_path(r.file), "line": r.line, "rank": r.rank, "tied": r.tied,
                       "block": r.block,
                       "score": score_json(r.score), "failing": r.counts.ef, "passing": r.counts.ep,
