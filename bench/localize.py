@@ -291,14 +291,14 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def write(rows: list[dict], overhead_result: dict | None) -> dict:
+def write(rows: list[dict], overhead_result: dict | None, results: Path = RESULTS) -> dict:
     order = {f.name: i for i, f in enumerate(FAULTS)}
     rows = sorted(rows, key=lambda r: order.get(r["fault"], len(order)))
     data: dict = {"faults": rows, "summary": summarize(rows)}
     if overhead_result:
         data["overhead"] = overhead_result
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return data
 
 
@@ -312,10 +312,21 @@ def main(argv: list[str]) -> int:
                     help="keep the other faults' rows of the last results file (run the benchmark a few at a time)")
     ap.add_argument("--only-overhead", action="store_true",
                     help="keep the faults of the last results file (and their --work folders); measure the overhead")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the JSON file to write (and --keep from)")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
+                    help="only combine these results files (from runs side by side) into --results, and print")
     args = ap.parse_args(argv)
+    if args.merge:
+        parts = [json.loads(p.read_text()) for p in args.merge]
+        rows = {r["fault"]: r for part in parts for r in part["faults"]}
+        measured = next((part["overhead"] for part in parts if part.get("overhead")), None)
+        data = write(list(rows.values()), measured, args.results)
+        print(table(data["faults"]))
+        print(json.dumps({"summary": data["summary"], "overhead": data.get("overhead")}))
+        return 0
     wanted = set(args.faults.split(",")) if args.faults else None
     work = Path(args.work)
-    old = json.loads(RESULTS.read_text()) if (args.keep or args.only_overhead) and RESULTS.exists() else {}
+    old = json.loads(args.results.read_text()) if (args.keep or args.only_overhead) and args.results.exists() else {}
     rows = [r for r in old.get("faults", []) if args.only_overhead or (wanted is not None and r["fault"] not in wanted)]
     kinds = {"pox": "pox", "ryu": "ryu"}
     for fault in FAULTS:
@@ -325,7 +336,7 @@ def main(argv: list[str]) -> int:
                                           and not fault.module.endswith(".py") else "moving_switch")
             rows.append(row)
             print(json.dumps(row), flush=True)
-            write(rows, old.get("overhead"))
+            write(rows, old.get("overhead"), args.results)
     ranked = [r for r in rows if "rank_ochiai" in r]
     source = next((r for r in ranked), None)
     measured = old.get("overhead")
@@ -334,7 +345,7 @@ def main(argv: list[str]) -> int:
         spec = seed_fault(fault, work / "overhead" / "app", work)[2]
         trace = sorted((work / source["fault"]).glob("fuzz-*/trace.jsonl"))[-1]
         measured = overhead(trace, spec, work / "overhead", args.overhead_times)
-    data = write(rows, measured)
+    data = write(rows, measured, args.results)
     print(table(data["faults"]))
     print(json.dumps({"summary": data["summary"], "overhead": data.get("overhead")}))
     return 0
