@@ -150,8 +150,15 @@ FAULTS: tuple[Fault, ...] = (
 )
 
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "controllers"
 POX_TARBALL = "pox-gar-5f82461.tar.gz"
+
+
+def pox_tarball() -> Path:
+    """POX gar's tarball, in ``shared/controllers/`` beside the checkout (any ancestor: a worktree finds it too)."""
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "shared" / "controllers" / POX_TARBALL).is_file():
+            return parent / "shared" / "controllers" / POX_TARBALL
+    raise SystemExit(f"POX gar not found: set NETSLEUTH_POX to a checkout or put {POX_TARBALL} in shared/controllers/")
 
 
 def ryu_release(work: Path) -> Path:
@@ -176,7 +183,7 @@ def pox_checkout(work: Path) -> Path:
         if env and (Path(env) / "pox.py").is_file():
             shutil.copytree(env, home)
         else:
-            with tarfile.open(SHARED / POX_TARBALL) as tar:
+            with tarfile.open(pox_tarball()) as tar:
                 tar.extractall(work / "pox-gar")
     return home
 
