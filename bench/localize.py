@@ -257,6 +257,7 @@ def run_fault(fault: Fault, work: Path, budget: float) -> dict:
         ranking = rank(spectrum.runs, formula, order=lambda x: order.get(x, (0, *x)))
         row[f"rank_{formula}"] = ranking.rank_of((str(app), line))
         row[f"block_{formula}"] = ranking.block_of((str(app), line))  # the lines no run tells from it, as one
+    row["separable"] = ranking.separable   # False: localize shows no ranking, so the fault counts as missed
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
 
@@ -276,24 +277,32 @@ def overhead(trace: Path, controller: str, work: Path, times: int) -> dict:
             "coverage_s": round(m, 2), "ratio": round(m / p, 3)}
 
 
+def separable(row: dict) -> bool:
+    """Whether localize ranked (rows of older runs say it only in their message)."""
+    return bool(row.get("separable", not row.get("message")))
+
+
 def summarize(rows: list[dict]) -> dict:
+    """top-1/top-5 of the faulty line (Ochiai) over all faults; an unseparable spectrum is a miss."""
     ranked = [r for r in rows if "rank_ochiai" in r]
-    ranks = [r["rank_ochiai"] for r in ranked]
-    return {"faults": len(rows), "localized": len(ranked),
+    ranks = [r["rank_ochiai"] for r in ranked if separable(r)]
+    blocks = [r.get("block_ochiai") for r in ranked if separable(r)]
+    n = len(rows) or 1
+    top1, top5 = sum(1 for k in ranks if k == 1), sum(1 for k in ranks if k is not None and k <= 5)
+    return {"faults": len(rows), "localized": len(ranked), "unseparable": sum(1 for r in ranked if not separable(r)),
             "controllers": sorted({r.get("controller", r["app"]) for r in rows}),
-            "top1_ochiai": sum(1 for k in ranks if k == 1),
-            "top5_ochiai": sum(1 for k in ranks if k is not None and k <= 5),
-            "top1_share": round(sum(1 for k in ranks if k == 1) / len(rows), 3) if rows else None,
-            "top5_share": round(sum(1 for k in ranks if k is not None and k <= 5) / len(rows), 3) if rows else None}
+            "top1_ochiai": top1, "top5_ochiai": top5, "top1_share": round(top1 / n, 3),
+            "top5_share": round(top5 / n, 3), "top1_block_ochiai": sum(1 for k in blocks if k == 1)}
 
 
 def table(rows: list[dict]) -> str:
     """The benchmark as a table: fault, controller, rank of the faulty line per formula, top-1/top-5."""
-    out = [f"{'fault':24} {'controller':12} {'ochiai':>6} {'dstar':>6} {'tarant':>6}  top  outcome"]
+    out = [f"{'fault':24} {'controller':16} {'ochiai':>6} {'block':>5} {'dstar':>6} {'tarant':>6}  top   outcome"]
     for r in rows:
-        k = r.get("rank_ochiai")
+        k = r.get("rank_ochiai") if separable(r) else None
         mark = "first" if k == 1 else "top-5" if k is not None and k <= 5 else "miss"
-        out.append(f"{r['fault']:24} {r.get('controller', ''):12} {k or '-':>6} {r.get('rank_dstar') or '-':>6} "
+        out.append(f"{r['fault']:24} {r.get('controller', ''):16} {r.get('rank_ochiai') or '-':>6} "
+                   f"{r.get('block_ochiai') or '-':>5} {r.get('rank_dstar') or '-':>6} "
                    f"{r.get('rank_tarantula') or '-':>6}  {mark:5} {r.get('outcome', r.get('message', ''))}")
     return "\n".join(out)
 
