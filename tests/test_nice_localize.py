@@ -52,3 +52,17 @@ def test_the_tracer_sees_only_the_files_it_is_given():
         lb.block_of(0x0A000001)
         inspect.getsourcefile(lb)
     assert t.lines and {f for f, _ in t.lines} == {inspect.getsourcefile(lb)}
+
+
+def test_check_localize_names_the_line_in_result_json(tmp_path, capsys):
+    import json
+
+    from netsleuth.cli import main
+
+    assert main(["check", "loadbalancer", "--variant", "bug-vii", "--stop-at-first", "--localize", "20",
+                 "--out", str(tmp_path)]) == 1
+    loc = json.loads((tmp_path / "result.json").read_text())["localize"]
+    assert loc["separable"] and loc["runs"] == 21 and loc["property"] == "NoForgottenPackets"
+    first = loc["top"][0]
+    assert (first["function"], first["source"], first["passing"]) == ("LoadBalancerBugVII.handle_tcp", "return", 0)
+    assert "suspicious lines" in capsys.readouterr().out

@@ -57,6 +57,7 @@ class CheckOptions:
     seed: int = 0
     stop_at_first: bool = False
     out: Path | None = None
+    localize: int = 0          # rank the app's lines: the first counterexample against this many random walks
     progress: Callable[[SearchResult], None] | None = None
 
 
@@ -125,6 +126,13 @@ def check(opts: CheckOptions) -> dict[str, Any]:
         else:
             found["path"] = [transition_to_json(t) for t in f.path]
         data["violations"].append(found)
+    if opts.localize and result.found:
+        from netsleuth.nice.localize import app_files, localize_counterexample, spectrum_json
+
+        first = result.found[0]
+        ps = localize_counterexample(lambda: make_system(config), app_files(system), first.path,
+                                     first.violation.prop, walks=opts.localize, seed=opts.seed)
+        data["localize"] = spectrum_json(ps)
     if out is not None:
         (out / "result.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return data

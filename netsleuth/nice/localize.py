@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from netsleuth.localize.source import execution_order
-from netsleuth.localize.spectrum import Line, Ranking, Run, rank
+from netsleuth.localize.source import execution_order, function_of, line_text, short_path
+from netsleuth.localize.spectrum import Line, Ranking, Run, rank, score_json
 from netsleuth.nice.system import System, Transition
 
 
@@ -131,5 +131,33 @@ def localize_counterexample(make_system: Callable[[], System], files: Iterable[s
     return PathSpectrum(runs, prop, ranking)
 
 
-__all__ = ["LineTracer", "PathRun", "PathSpectrum", "execute", "localize_counterexample", "random_walk",
-           "replay_path"]
+def app_files(system: System) -> list[str]:
+    """The source files of the app's classes (its variant and the classes it extends), not the model's."""
+    app = system.initial().app
+    files = []
+    for cls in type(app).__mro__:
+        module = sys.modules.get(cls.__module__)
+        path = getattr(module, "__file__", None)
+        if not path or cls.__module__ == "builtins":
+            continue
+        if cls.__module__.startswith("netsleuth.nice.") and not cls.__module__.startswith("netsleuth.nice.apps."):
+            continue   # the model checker's App base and adapters: the framework, not the app
+        if path not in files:
+            files.append(path)
+    return files
+
+
+def spectrum_json(ps: PathSpectrum, top: int = 10) -> dict[str, Any]:
+    """For check's result.json and summary: the counts, and the top lines unless the spectrum cannot rank."""
+    r = ps.ranking
+    lines = [{"file": x.file, "short": short_path(x.file), "line": x.line, "rank": x.rank, "block": x.block,
+              "score": score_json(x.score), "failing": x.counts.ef, "passing": x.counts.ep,
+              "function": function_of(x.file, x.line), "source": line_text(x.file, x.line)}
+             for x in (r.lines[:top] if r.separable else ())]
+    return {"property": ps.prop, "formula": r.formula, "runs": len(ps.runs), "failing": r.failing,
+            "passing": r.passing, "separable": r.separable,
+            "message": "" if r.separable else f"not enough passing runs to rank: {r.reason}", "top": lines}
+
+
+__all__ = ["LineTracer", "PathRun", "PathSpectrum", "app_files", "execute", "localize_counterexample",
+           "random_walk", "replay_path", "spectrum_json"]
