@@ -64,16 +64,19 @@ def _summary(d: dict) -> None:
                   f"transitions, {v['seconds_to_find']} s; counterexample: {where}", soft_wrap=True)
     for name, n in d["violation_counts"].items():
         out.print(f"{name}: violated on {n} path(s)", highlight=False)
-    loc = d.get("localize")
-    if loc:
-        out.print(f"suspicious lines ({loc['formula']}, the counterexample and {loc['runs'] - 1} random walks: "
-                  f"{loc['failing']} violate {loc['property']}, {loc['passing']} do not):", highlight=False,
-                  markup=False)
-        if loc["message"]:
-            out.print(f"  {loc['message']}", highlight=False, markup=False)
-        for t in loc["top"]:
-            out.print(f"  #{t['rank']:<3} {t['short']}:{t['line']:<5} {t['score']!s:>8}  {t['failing']}/{t['passing']:<4} "
-                      f"{t['function']}: {t['source']}", highlight=False, markup=False, soft_wrap=True)
+    if d.get("localize"):
+        _localization(d["localize"])
+
+
+def _localization(loc: dict) -> None:
+    out.print(f"suspicious lines ({loc['formula']}, the counterexample and {loc['runs'] - 1} random walks: "
+              f"{loc['failing']} violate {loc['property']}, {loc['passing']} do not):", highlight=False, markup=False)
+    if loc["message"]:
+        out.print(f"  {loc['message']}", highlight=False, markup=False)
+    for t in loc["top"]:
+        out.print(f"  #{t['rank']:<3} {t['short']}:{t['line']:<5} {t['score']!s:>8}  "
+                  f"{t['failing']}/{t['passing']:<4} {t['function']}: {t['source']}",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
