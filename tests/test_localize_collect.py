@@ -147,3 +147,29 @@ def test_reorderings_swap_neighbours_that_do_not_depend_on_each_other():
     first = orders[0]
     assert (first[0].seq, first[0].t, first[1].seq, first[1].t) == (10, 1.0, 20, 2.0)  # positions traded
     assert first[0].host == "h1" and first[0].new_switch == "s3"
+
+
+def test_a_recorded_spectrum_that_cannot_separate_lines_says_so_and_ranks_nothing(tmp_path, capsys):
+    """Real replays of simple_switch with a seeded wrong output port: the passing replays that ran the
+    packet-in handler ran exactly the failing replays' lines, so no formula can rank; the user is told why."""
+    from pathlib import Path
+
+    from netsleuth.jobs.localize import _rank, ranking_json
+    from netsleuth.jobs.localize_cli import print_localization
+
+    recorded = json.loads((Path(__file__).parent / "data" / "localize" / "ss_wrong_out_port_spectrum.json").read_text())
+    app = str(tmp_path / recorded["file"])
+    for k, run in enumerate(recorded["runs"]):
+        (tmp_path / f"{k}.json").write_text(json.dumps({"reproduced": run["reproduced"], "own": [str(tmp_path)],
+                                                        "lines": {app: run["lines"]}}))
+    spectrum = load_runs(sorted(tmp_path.glob("*.json")))
+    assert sum(r.failed for r in spectrum.runs) == 5 and len(spectrum.runs) == 9
+    ranking = _rank(spectrum, "ochiai")
+    assert not ranking.separable and ranking.block_of((app, recorded["faulty_line"])) == 1
+    assert {r.block for r in ranking.lines} == {1}   # one block: every executed line has the same counts
+    loc = ranking_json(ranking, spectrum, top=5, all_code=False)
+    assert loc["message"] == "not enough passing runs to rank: the failing and passing replays executed the same lines"
+    assert loc["top"] == [] and loc["groups"] == [] and loc["candidates"] == 35
+    print_localization(loc)
+    shown = capsys.readouterr().out
+    assert "not enough passing runs to rank" in shown and "#1" not in shown

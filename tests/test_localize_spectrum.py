@@ -86,3 +86,12 @@ def test_an_unknown_formula_is_a_usage_error():
     with pytest.raises(UnknownFormulaError) as info:
         rank(RUNS, "jaccard")
     assert info.value.exit_code == 2 and "ochiai" in info.value.fix
+
+
+def test_lines_run_by_the_same_runs_are_one_block_and_other_counts_start_the_next():
+    # lines 1-3 straight-line code (same runs), line 4 only in the failing run: blocks 1 (line 4), 2 (lines 1-3)
+    head = {("app.py", n) for n in (1, 2, 3)}
+    runs = [Run(True, frozenset(head | {("app.py", 4)})), Run(False, frozenset(head)), Run(False, frozenset())]
+    ranking = rank(runs)
+    assert [(r.line, r.rank, r.block) for r in ranking.lines] == [(4, 1, 1), (1, 2, 2), (2, 3, 2), (3, 4, 2)]
+    assert ranking.block_of(("app.py", 3)) == 2 and ranking.block_of(("app.py", 9)) is None

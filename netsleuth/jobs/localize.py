@@ -159,8 +159,9 @@ def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[
 def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bool, added: int = 0) -> dict:
     """The ranking for result.json, the report and the terminal: the top lines with their source, by function."""
     lines = []
-    for r in ranking.lines[:top]:
+    for r in ranking.lines[:top] if ranking.separable else ():   # a spectrum that cannot rank gives no ranking
         lines.append({"file": r.file, "short": short_path(r.file), "line": r.line, "rank": r.rank, "tied": r.tied,
+                      "block": r.block,
                       "score": score_json(r.score), "failing": r.counts.ef, "passing": r.counts.ep,
                       "function": function_of(r.file, r.line), "source": line_text(r.file, r.line),
                       "context": [[n, text] for n, text in context(r.file, r.line)]})
@@ -171,7 +172,8 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
     return {"formula": ranking.formula, "failing": ranking.failing, "passing": ranking.passing,
             "runs": len(spectrum.runs), "added_replays": added, "separable": ranking.separable,
             "message": message, "scope": "all measured code" if all_code else "the controller's own code",
-            "own": spectrum.own, "candidates": len(ranking.lines), "lost_processes": spectrum.lost_processes,
+            "own": spectrum.own, "candidates": len(ranking.lines),
+            "blocks": ranking.lines[-1].block if ranking.lines else 0, "lost_processes": spectrum.lost_processes,
             "top": lines,
             "groups": [{"file": f, "function": fn, "lines": [i["line"] for i in items]}
                        for (f, fn), items in groups.items()]}

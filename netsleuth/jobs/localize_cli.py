@@ -27,6 +27,8 @@ def print_localization(loc: dict[str, Any]) -> None:
     for key in ("message", "framework_note"):
         if loc.get(key):
             out.print(f"  [yellow]{escape(loc[key])}[/yellow]", soft_wrap=True)
+    if loc.get("separable") is False:
+        return   # the message says why there is no ranking; listing lines would look like one
     if not loc.get("top"):
         out.print("  no line of the controller's own code ran in a failing replay"
                   + ("" if loc.get("scope", "").startswith("all") else " (try --all-code)"), markup=False)

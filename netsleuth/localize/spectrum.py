@@ -17,6 +17,12 @@ run by exactly the same runs).  Coverage keeps no order of execution, so
 the earliest executed line of a block is taken to be the first in source
 order: within a function straight-line code runs top-down.  Lines of
 different files keep a stable order by file name.
+
+Lines with the same four counts were executed by exactly the same runs:
+no spectrum of these runs can tell them apart, so each such run of
+consecutive ranked lines is also numbered as one *block* (``RankedLine.block``).
+The block's rank is what the spectrum knows; a line's rank within its block
+is only the tie-breaking order.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ class RankedLine:
     counts: Counts
     rank: int        # 1-based position after tie-breaking
     tied: int        # how many lines share this score (1: none else)
+    block: int = 0   # 1-based rank of its block: the consecutive ranked lines with the same counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +79,13 @@ class Ranking:
         for r in self.lines:
             if (r.file, r.line) == line:
                 return r.rank
+        return None
+
+    def block_of(self, line: Line) -> int | None:
+        """The 1-based rank of the block of lines the runs cannot tell from ``line`` (None: not executed)."""
+        for r in self.lines:
+            if (r.file, r.line) == line:
+                return r.block
         return None
 
 
@@ -149,7 +163,13 @@ def rank(runs: Iterable[Run], formula: str = "ochiai",
     ties: dict[float, int] = {}
     for s, _, _ in scored:
         ties[s] = ties.get(s, 0) + 1
-    lines = tuple(RankedLine(line[0], line[1], s, c, i + 1, ties[s]) for i, (s, line, c) in enumerate(scored))
+    blocks, previous = 0, None
+    ranked = []
+    for i, (s, line, c) in enumerate(scored):
+        blocks += c != previous
+        previous = c
+        ranked.append(RankedLine(line[0], line[1], s, c, i + 1, ties[s], blocks))
+    lines = tuple(ranked)
     reason = ""
     if failing == 0:
         reason = "no replay reproduced the violation"

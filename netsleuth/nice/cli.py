@@ -24,7 +24,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                         strategy=args.strategy, dpor=args.dpor, order=args.order, max_depth=args.max_depth,
                         max_transitions=args.max_transitions, properties=props, faults=faults,
                         burst=args.burst, discover=args.discover, discover_stats=args.discover_stats,
-                        seed=args.seed, stop_at_first=args.stop_at_first,
+                        seed=args.seed, stop_at_first=args.stop_at_first, localize=args.localize,
                         out=Path(args.out) if args.out else None)
     quiet = args.json or not err.is_terminal
     if quiet:
@@ -64,6 +64,19 @@ def _summary(d: dict) -> None:
                   f"transitions, {v['seconds_to_find']} s; counterexample: {where}", soft_wrap=True)
     for name, n in d["violation_counts"].items():
         out.print(f"{name}: violated on {n} path(s)", highlight=False)
+    if d.get("localize"):
+        _localization(d["localize"])
+
+
+def _localization(loc: dict) -> None:
+    out.print(f"suspicious lines ({loc['formula']}, the counterexample and {loc['runs'] - 1} random walks: "
+              f"{loc['failing']} violate {loc['property']}, {loc['passing']} do not):", highlight=False, markup=False)
+    if loc["message"]:
+        out.print(f"  {loc['message']}", highlight=False, markup=False)
+    for t in loc["top"]:
+        out.print(f"  #{t['rank']:<3} {t['short']}:{t['line']:<5} {t['score']!s:>8}  "
+                  f"{t['failing']}/{t['passing']:<4} {t['function']}: {t['source']}",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -101,6 +114,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="concolic discover_stats: port-stats replies with counters the app's handler tells apart")
     c.add_argument("--seed", type=int, default=0, help="seed of the random walk")
     c.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    c.add_argument("--localize", type=at_least(1), nargs="?", const=40, default=0, metavar="WALKS",
+                   help="rank the app's source lines behind the first violation: its counterexample (failing) "
+                        "against WALKS seeded random walks of the model (default 40), each failing if it violates "
+                        "the same property (spectrum-based, Ochiai); needs an app the model checker runs in-process")
     c.add_argument("--json", action="store_true", help="print the result as one JSON object")
     c.add_argument("--out", type=out_dir(), help="directory for result.json and one counterexample trace per violation")
     c.set_defaults(func=cmd_check)

@@ -57,6 +57,7 @@ class CheckOptions:
     seed: int = 0
     stop_at_first: bool = False
     out: Path | None = None
+    localize: int = 0          # rank the app's lines: the first counterexample against this many random walks
     progress: Callable[[SearchResult], None] | None = None
 
 
@@ -125,9 +126,24 @@ def check(opts: CheckOptions) -> dict[str, Any]:
         else:
             found["path"] = [transition_to_json(t) for t in f.path]
         data["violations"].append(found)
+    _localize(data, opts, config, system, result)
     if out is not None:
         (out / "result.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return data
+
+
+def _localize(data: dict[str, Any], opts: CheckOptions, config: Config, system: System,
+              result: SearchResult) -> None:
+    """With --localize, ``data["localize"]``: the app's lines ranked, the first counterexample against
+    random walks of the model (nice/localize.py)."""
+    if not opts.localize or not result.found:
+        return
+    from netsleuth.nice.localize import app_files, localize_counterexample, spectrum_json
+
+    found: Found = result.found[0]
+    ps = localize_counterexample(lambda: make_system(config), app_files(system), found.path, found.violation.prop,
+                                 walks=opts.localize, seed=opts.seed)
+    data["localize"] = spectrum_json(ps)
 
 
 def write_counterexample(path: Path, system: System, found: Found, *, seed: int = 0) -> None:
