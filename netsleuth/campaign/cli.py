@@ -49,6 +49,8 @@ def _table(status: Any) -> Any:
               + f", {status.running} running, {status.failed} failed")
     t.add_row("jobs per minute", f"{status.per_minute():.1f}")
     t.add_row("workers", status.workers or "-")
+    if status.nodes:
+        t.add_row("jobs per node", ", ".join(f"{n}: {c}" for n, c in sorted(status.nodes.items())))
     t.add_row("buckets", str(len(status.buckets)))
     for b in sorted(status.buckets.values(), key=lambda b: -b["count"])[:6]:
         t.add_row(f"  {b['count']} run(s)", b["text"])
