@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -49,9 +50,10 @@ READY_TIMEOUT = 120.0  # seconds to wait for the first actor to be placed and bu
 
 def node_label() -> str:
     """Where this process runs, as progress and records show it: host (IP) and a short Ray node id."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():  # a local pool's worker: asking Ray would start it
+        return socket.gethostname()
     try:
-        import ray
-
         ip = ray.util.get_node_ip_address()
         node = ray.get_runtime_context().get_node_id()[:8]
         return f"{socket.gethostname()}/{ip}/{node}"
