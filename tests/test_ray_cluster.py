@@ -20,6 +20,7 @@ import pytest
 
 from netsleuth.campaign.runner import run_campaign
 from netsleuth.campaign.spec import CampaignSpec
+from netsleuth.errors import EnvironmentSetupError
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.trace.io import read_trace
 
@@ -156,3 +157,19 @@ def test_minimize_on_the_cluster_that_loses_a_node_gives_the_serial_mcs(
     # The replays ran on the nodes and came back to the driver's OUT.
     assert json.loads((tmp_path / "ray" / "result.json").read_text())["executor"].startswith("ray")
     assert list((tmp_path / "ray" / "replays").glob("w*/replay-*/trace.jsonl"))
+
+
+def test_a_node_without_the_controller_environment_is_named_before_any_job(
+        cluster: ThreeNodes, tmp_path: Path) -> None:
+    cluster.fill()
+    bad = cluster.cluster.add_node(num_cpus=1, resources={"controller": 1},
+                                   env_vars={"NETSLEUTH_CONTROLLER_PYTHON": "/nonexistent/bin/python"})
+    cluster.cluster.wait_for_nodes()
+    try:
+        with pytest.raises(EnvironmentSetupError) as info:
+            run_campaign(spec("ray", None), tmp_path / "out")
+    finally:
+        cluster.cluster.remove_node(bad)
+    assert info.value.problem.startswith("Ray node ")
+    assert "NETSLEUTH_CONTROLLER_PYTHON=/nonexistent/bin/python does not exist" in info.value.problem
+    assert not (tmp_path / "out" / "runs").exists() or not any((tmp_path / "out" / "runs").iterdir())

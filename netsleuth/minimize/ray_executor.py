@@ -46,6 +46,7 @@ Land = Callable[[Any], Any]
 
 CONTROLLER_RESOURCE = "controller"
 READY_TIMEOUT = 120.0  # seconds to wait for the first actor to be placed and built
+TOGETHER_TIMEOUT = 30.0  # ... and for the others, before the work starts without those not yet placed
 
 
 def node_label() -> str:
@@ -113,6 +114,7 @@ class RayExecutor:
         self.land = land
         self.per_node: dict[str, int] = {}     # node -> tasks it completed
         self.lost = 0                          # actors lost while running a task
+        self.node_errors: list[str] = []       # actors placed late on a node that could not build them
         self._ray: Any = None
         self._owns = False
         self._cls: Any = None
@@ -168,8 +170,8 @@ class RayExecutor:
             raise RayUnavailableError(f"no Ray actor could be placed within {READY_TIMEOUT:g} s",
                                       "check that the cluster's nodes have free CPUs and the 'controller' resource "
                                       "(ray status)")
-        # Give the rest a moment to come up together (the usual case), then let them join as they can.
-        ready, _ = self._ray.wait(list(refs), num_returns=len(refs), timeout=5.0)
+        # Give the rest time to come up together (the usual case), then let them join as they can.
+        ready, _ = self._ray.wait(list(refs), num_returns=len(refs), timeout=TOGETHER_TIMEOUT)
         for ref in ready:
             self._joined(refs.pop(ref), ref)
         for ref, actor in refs.items():
@@ -187,7 +189,11 @@ class RayExecutor:
     def _join_later(self, actor: Any, ref: Any) -> None:
         try:
             self._joined(actor, ref)
-        except Exception:  # noqa: BLE001 - a replacement that cannot start is dropped, not fatal
+        except NetsleuthError as exc:  # a node that came later without what the jobs need: it gets none
+            self.node_errors.append(exc.one_line())
+            self._drop(actor)
+            return
+        except Exception:  # noqa: BLE001 - a replacement whose node went away: dropped, not fatal
             self._drop(actor)
             return
         with self._lock:
