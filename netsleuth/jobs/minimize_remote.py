@@ -37,13 +37,11 @@ class ShippedOracleFactory:
     controllers: tuple[str, ...]
 
     def __call__(self, worker_id: int) -> ShippedOracle:
-        from netsleuth.jobs.minimize import ReplayOracle
-
         check_environments(self.controllers)
         scratch = scratch_dir("netsleuth-replays-")
         (scratch / "trace.jsonl").write_bytes(zlib.decompress(self.trace_z))
-        cfg = replace(self.base, trace=str(scratch / "trace.jsonl"), out=str(scratch / "replays"))
-        return ShippedOracle(ReplayOracle(cfg, worker_id), scratch, worker_id)
+        local = replace(self.base, trace=str(scratch / "trace.jsonl"), out=str(scratch / "replays"))
+        return ShippedOracle(local(worker_id), scratch, worker_id)
 
 
 class ShippedOracle:
