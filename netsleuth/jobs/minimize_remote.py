@@ -80,9 +80,9 @@ class Landing:
 
     def __call__(self, result: Any) -> Any:
         details = getattr(result, "details", None)
-        shipped = details.pop("shipped", None) if isinstance(details, dict) else None
-        if shipped is None:
+        if not isinstance(details, dict) or "shipped" not in details:
             return result
+        shipped = details.pop("shipped")
         target = self.replays / shipped["dir"]
         unpack_into(shipped["files"], target)
         details["dir"] = str(target)
