@@ -22,6 +22,8 @@ from netsleuth.campaign.runner import run_campaign
 from netsleuth.campaign.spec import CampaignSpec
 from netsleuth.errors import EnvironmentSetupError
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
+from netsleuth.minimize.errors import WorkerLostError
+from netsleuth.minimize.executors import make_executor
 from netsleuth.trace.io import read_trace
 
 ray = pytest.importorskip("ray")
@@ -173,3 +175,37 @@ def test_a_node_without_the_controller_environment_is_named_before_any_job(
     assert info.value.problem.startswith("Ray node ")
     assert "NETSLEUTH_CONTROLLER_PYTHON=/nonexistent/bin/python does not exist" in info.value.problem
     assert not (tmp_path / "out" / "runs").exists() or not any((tmp_path / "out" / "runs").iterdir())
+
+
+def test_a_task_whose_actor_dies_runs_again_elsewhere_and_only_a_bounded_number_of_times(
+        cluster: ThreeNodes, tmp_path: Path) -> None:
+    """The executor itself: an actor process that dies mid-task (os._exit, as an OOM kill would) costs the
+    task one attempt on another actor; a task that kills every actor it runs on fails with WorkerLostError."""
+    cluster.fill()
+    marker = tmp_path / "died-once"
+
+    def die_once(_state: Any, payload: str) -> str:
+        import os
+        from pathlib import Path as P
+
+        if not P(payload).exists():
+            P(payload).write_text("x")
+            os._exit(1)
+        return "ran"
+
+    def always_die(_state: Any, _payload: Any) -> None:
+        import os
+
+        os._exit(1)
+
+    ex = make_executor("ray", 3)
+    ex.start(lambda worker_id: None)
+    try:
+        assert ex.submit(die_once, str(marker)).result(timeout=120) == "ran"
+        assert ex.lost == 1
+        with pytest.raises(WorkerLostError) as info:
+            ex.submit(always_die, None).result(timeout=120)
+        assert ex.lost == 1 + 3 and "3 times" in info.value.problem
+        assert ex.submit(die_once, str(marker)).result(timeout=120) == "ran"  # replacements took their place
+    finally:
+        ex.close()
