@@ -127,7 +127,8 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--budget-seconds", type=seconds(), help="start no job after this many seconds (over restarts)")
     c.add_argument("--job-timeout", type=seconds(), help="seconds one run may take (default 300); then it fails")
     c.add_argument("--executor", choices=["local", "ray"], help="local processes (default) or a Ray cluster")
-    c.add_argument("--jobs", type=at_least(1), help="parallel runs (default: CPU count, or Ray's CPUs)")
+    c.add_argument("--jobs", type=at_least(1),
+                   help="parallel runs (default: CPU count, or the Ray cluster's free controller slots)")
     c.add_argument("--address", help="Ray cluster address (auto, HOST:6379, ray://HEAD:10001); "
                                      "default: a local Ray instance")
     c.add_argument("--no-minimize", action="store_true", help="bucket the findings but do not minimize them")
