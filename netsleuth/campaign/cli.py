@@ -49,6 +49,8 @@ def _table(status: Any) -> Any:
               + f", {status.running} running, {status.failed} failed")
     t.add_row("jobs per minute", f"{status.per_minute():.1f}")
     t.add_row("workers", status.workers or "-")
+    if status.nodes:
+        t.add_row("jobs per node", ", ".join(f"{n}: {c}" for n, c in sorted(status.nodes.items())))
     t.add_row("buckets", str(len(status.buckets)))
     for b in sorted(status.buckets.values(), key=lambda b: -b["count"])[:6]:
         t.add_row(f"  {b['count']} run(s)", b["text"])
@@ -125,7 +127,8 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--budget-seconds", type=seconds(), help="start no job after this many seconds (over restarts)")
     c.add_argument("--job-timeout", type=seconds(), help="seconds one run may take (default 300); then it fails")
     c.add_argument("--executor", choices=["local", "ray"], help="local processes (default) or a Ray cluster")
-    c.add_argument("--jobs", type=at_least(1), help="parallel runs (default: CPU count, or Ray's CPUs)")
+    c.add_argument("--jobs", type=at_least(1),
+                   help="parallel runs (default: CPU count, or the Ray cluster's free controller slots)")
     c.add_argument("--address", help="Ray cluster address (auto, HOST:6379, ray://HEAD:10001); "
                                      "default: a local Ray instance")
     c.add_argument("--no-minimize", action="store_true", help="bucket the findings but do not minimize them")

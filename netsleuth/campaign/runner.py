@@ -41,6 +41,7 @@ from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor, import_ray
+from netsleuth.minimize.ray_executor import init_ray
 from netsleuth.options import check_out_dir
 
 
@@ -57,6 +58,8 @@ class CampaignStatus:
     buckets: dict[str, dict[str, Any]] = field(default_factory=dict)   # signature id -> {"text", "count"}
     phase: str = "starting workers"
     workers: str = ""
+    nodes: dict[str, int] = field(default_factory=dict)   # where the jobs of this run ended: node -> jobs
+    lost: int = 0                    # workers (Ray actors) lost while running a job, which ran again elsewhere
 
     def per_minute(self) -> float:
         minutes = (time.monotonic() - self.started) / 60.0
@@ -102,6 +105,7 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
             b["minimized"] = store.bucket(b["id"])
         data = campaign_data(spec, out, store.jobs(), buckets, resumed=resumed, interrupted=interrupted,
                              seconds=time.monotonic() - t0, elapsed=store.elapsed() + time.monotonic() - t0)
+        data["workers_lost"], data["jobs_per_node"] = status.lost, dict(sorted(status.nodes.items()))
         status.phase = "writing the report"
         notify(status)
         data["report"] = write_reports(out, data)
@@ -125,19 +129,7 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 # --------------------------------------------------------------------------- running the jobs
 def _init_ray(spec: CampaignSpec) -> bool:
     """Connect to the cluster (or start a local instance); True if this campaign started it."""
-    ray = import_ray()
-    if ray.is_initialized():
-        return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning"}
-    try:
-        if spec.address:
-            ray.init(address=spec.address, **kwargs)
-        else:
-            ray.init(num_cpus=spec.jobs or os.cpu_count() or 1, **kwargs)
-    except Exception as exc:
-        raise NetsleuthError(f"cannot start or reach Ray at {spec.address or 'a local instance'}: {exc}",
-                             "check --address (auto, ray://HEAD:10001, HOST:6379) or use --executor local") from None
-    return True
+    return init_ray(spec.address, spec.jobs)
 
 
 def _executor(spec: CampaignSpec) -> Executor:
@@ -163,7 +155,7 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
     queue = list(todo)
     clean = False
     try:
-        ex.start(CampaignWorkerInit())
+        ex.start(CampaignWorkerInit(spec.controllers if spec.executor == 'ray' else None))
         status.workers, status.phase = ex.describe(), "fuzzing"
         while queue or pending:
             while queue and len(pending) < ex.workers and (deadline is None or time.monotonic() < deadline):
@@ -187,12 +179,14 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                                                       "s after the job started; it was ended"), out, store, status)
                 queue[:0] = [job for job, _since in pending.values()]  # their workers end with the stuck one
                 pending.clear()
+                status.lost += getattr(ex, "lost", 0)
                 _terminate(ex)
                 ex = _executor(spec)
-                ex.start(CampaignWorkerInit())
+                ex.start(CampaignWorkerInit(spec.controllers if spec.executor == 'ray' else None))
         status.running = 0
         clean = True
     finally:
+        status.lost += getattr(ex, "lost", 0)
         if clean:
             ex.close()
         else:
@@ -204,6 +198,8 @@ def _store_record(record: dict[str, Any], out: Path, store: CampaignStore, statu
         raise KeyboardInterrupt  # a worker saw the stop before we did: the job is not done
     receive_trace(record, out)
     store.record_job(record)
+    if record.get("node"):
+        status.nodes[record["node"]] = status.nodes.get(record["node"], 0) + 1
     status.done += 1
     status.failed += record["status"] == "failed"
     if record.get("signature"):

@@ -17,7 +17,6 @@ written, controller stopped) runs as for any error.
 
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import signal
@@ -25,13 +24,15 @@ import socket
 import threading
 import time
 import traceback
-import zlib
 from pathlib import Path
 from typing import Any
 
 from netsleuth.campaign.signature import job_bug
+from netsleuth.controllers.environment import check_environments
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.shipping import pack_dir, scratch_dir, unpack_into
+from netsleuth.minimize.ray_executor import node_label
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
@@ -69,8 +70,9 @@ class CampaignWorkerInit:
     nothing, or Ctrl-C would stop reaching the campaign (and, ignored signals being inherited,
     every process it starts afterwards)."""
 
-    def __init__(self) -> None:
+    def __init__(self, controllers: list[str] | None = None) -> None:
         self.campaign_pid = os.getpid()
+        self.controllers = list(controllers or [])
 
     def __call__(self, worker_id: int) -> dict[str, Any]:
         if os.getpid() != self.campaign_pid:
@@ -80,7 +82,9 @@ class CampaignWorkerInit:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
             threading.Thread(target=_follow_parent, args=(os.getppid(),), name="follow-parent",
                              daemon=True).start()
-        return {"worker": worker_id, "host": socket.gethostname(), "pid": os.getpid()}
+        if self.controllers:  # fail on this node now, naming the missing piece, rather than job after job
+            check_environments(self.controllers)
+        return {"worker": worker_id, "host": socket.gethostname(), "pid": os.getpid(), "node": node_label()}
 
 
 def _follow_parent(parent: int, every: float = 0.5) -> None:
@@ -93,10 +97,16 @@ def _follow_parent(parent: int, every: float = 0.5) -> None:
 
 
 def run_job(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
-    """Run one fuzz job; the record the campaign stores (never raises for a job's own failure)."""
+    """Run one fuzz job; the record the campaign stores (never raises for a job's own failure).
+
+    A shipped job (a Ray actor's) runs in a scratch directory of its node and its files travel back
+    packed in the record (campaign/shipping.py): the campaign's OUT is never touched from a node."""
+    if payload.get("ship"):
+        return _run_shipped(state, payload)
     out = Path(payload["out"])
     record: dict[str, Any] = {k: payload[k] for k in ("key", "index", "controller", "topo", "rates_name", "seed")}
     record.update({"dir": payload["dir"], "host": state.get("host"), "worker": state.get("worker"),
+                   "node": state.get("node"),
                    "signature": None})
     t0 = time.monotonic()
     timeout = float(payload["timeout"])
@@ -133,7 +143,7 @@ def run_job(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
         return _failed(record, t0, 2, f"controller {c['name']} ({c['spec']}) exited with code {c['exit_code']} "
                                       f"during the run; see {c['log']}")
     if result.exit_code == 1:
-        _add_bug(record, out / "trace.jsonl", ship=state.get("host") != payload.get("campaign_host"))
+        _add_bug(record, out / "trace.jsonl")
     return record
 
 
@@ -142,7 +152,7 @@ def _failed(record: dict[str, Any], t0: float, code: int | None, error: str) -> 
     return record
 
 
-def _add_bug(record: dict[str, Any], trace_path: Path, ship: bool) -> None:
+def _add_bug(record: dict[str, Any], trace_path: Path) -> None:
     trace = read_trace(trace_path)
     bug = job_bug(trace.header, trace.events)
     if bug is None:
@@ -154,31 +164,43 @@ def _add_bug(record: dict[str, Any], trace_path: Path, ship: bool) -> None:
                   violation={"invariant": v.invariant, "message": v.message, "details": v.details},
                   also=[s.to_json() for s in bug.others],
                   inputs_to_violation=sum(1 for e in trace.events if e.is_input and e.seq < at))
-    if ship:  # a worker on another machine: its disk is not the campaign's
-        record["trace_zb64"] = base64.b64encode(zlib.compress(trace_path.read_bytes())).decode()
+
+
+def _run_shipped(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Run the job in a scratch directory of this node; its files go back packed in the record."""
+    scratch = scratch_dir("netsleuth-job-")
+    try:
+        local = scratch / "run"
+        record = run_job(state, {**payload, "ship": False, "out": str(local)})
+        record["files_tgz"] = pack_dir(local)
+        if record.get("error"):  # paths of this node's scratch mean nothing to the campaign
+            record["error"] = record["error"].replace(str(local), payload["dir"])
+        return record
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def receive_trace(record: dict[str, Any], out_root: Path) -> None:
-    """On the campaign's side: write a trace a worker on another machine sent along with its record."""
-    blob = record.pop("trace_zb64", None)
+    """On the campaign's side: write the files of a job that ran on a cluster node under OUT."""
+    blob = record.pop("files_tgz", None)
     if blob is None:
         return
-    path = out_root / record["dir"] / "trace.jsonl"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(zlib.decompress(base64.b64decode(blob)))
+    unpack_into(blob, out_root / record["dir"])
 
 
 def job_payload(job: Any, spec: Any, out_root: Path) -> dict[str, Any]:
     """The plain data a worker needs for one job (it pickles to any worker, local or on a cluster)."""
-    return {"key": job.key, "index": job.index, "controller": job.controller, "topo": job.topo,
+    payload = {"key": job.key, "index": job.index, "controller": job.controller, "topo": job.topo,
             "rates_name": job.rates_name, "rates": dict(job.rates), "seed": job.seed,
             "steps": spec.steps, "checks": spec.checks, "persist": spec.persist,
             "round_seconds": spec.round_seconds, "timeout": spec.job_timeout,
             "check_every_flowmod": spec.check_every_flowmod, "buffer_packets": spec.buffer_packets,
             "table_size": spec.table_size, "warmup": spec.warmup,
             "dir": f"runs/{job.dirname}", "out": str(out_root / "runs" / job.dirname),
-            "campaign_host": socket.gethostname()}
+            "campaign_host": socket.gethostname(), "ship": False}
+    if getattr(spec, "executor", "local") == "ray":  # a cluster node: no path of the campaign's goes there
+        payload.update(ship=True, out="")
+    return payload
 
 
 __all__ = ["run_job", "CampaignWorkerInit", "JobTimeout", "receive_trace", "job_payload"]

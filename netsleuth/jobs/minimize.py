@@ -22,6 +22,7 @@ from typing import Any
 
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
+from netsleuth.jobs.minimize_remote import ray_setup
 from netsleuth.jobs.minimize_report import write_report
 from netsleuth.jobs.replay import check_target_known, find_target, replay_once, trace_limits
 from netsleuth.live.stop import stopped_by
@@ -155,13 +156,14 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
                                   coverage=opts.localize and not localize_note, coverage_framework=opts.all_code)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
+    factory, executor = ray_setup(factory, opts.executor, opts.jobs, opts.trace, out, controllers)
     inputs = [e for e in trace.events if e.is_input]
     data: dict[str, Any] = {"command": "minimize", "trace": str(opts.trace), "target": target.to_json(),
                             "trace_path": str(Path(opts.trace).resolve()), "violation": opts.violation,
                             "openflow": opts.openflow}
     result: MinimizationResult | None = None
     try:
-        result = minimize(inputs, factory, strategy=opts.strategy, replays=opts.replays, executor=opts.executor,
+        result = minimize(inputs, factory, strategy=opts.strategy, replays=opts.replays, executor=executor,
                           jobs=opts.jobs, budget_seconds=opts.budget, progress=progress)
     except MinimizationError as exc:
         result = getattr(exc, "result", None)

@@ -29,15 +29,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from functools import partial
 from typing import Any
 
-from netsleuth.minimize.errors import ExecutorSpecError, RayUnavailableError, WorkerLostError
+from netsleuth.minimize.errors import ExecutorSpecError
+from netsleuth.minimize.ray_executor import RAY_FIX, RayActorPool, import_ray
 
 Init = Callable[[int], Any]
 Task = Callable[[Any, Any], Any]
@@ -165,131 +163,8 @@ class LocalPoolExecutor(Executor):
 
 
 # ------------------------------------------------------------------ Ray
-RAY_FIX = "pip install 'netsleuth[ray]' (or choose --executor local)"
-
-
-def import_ray() -> Any:
-    """``import ray``, or a RayUnavailableError that says how to install it."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise RayUnavailableError(f"--executor ray needs the 'ray' package, which is not installed ({exc})",
-                                  RAY_FIX) from None
-    return ray
-
-
-class _RayWorker:
-    """A Ray actor holding one worker's state (e.g. an oracle with its own controller)."""
-
-    def __init__(self, init: Init, worker_id: int) -> None:
-        self.state = init(worker_id)
-
-    def ready(self) -> int:
-        return os.getpid()
-
-    def run(self, task: Task, payload: Any) -> Any:
-        return task(self.state, payload)
-
-    def close(self) -> None:
-        _close_state(self.state)
-
-
-class RayExecutor(Executor):
-    """J Ray actors, each with its own state; a local Ray instance unless ``address`` is given."""
-
-    name = "ray"
-
-    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
-        self.address = address or None
-        self.workers = workers or 0
-        self._ray: Any = None
-        self._owns = False
-        self._actors: list[Any] = []
-        self._free: list[Any] = []
-        self._queue: deque[tuple[Task, Any, Future[Any]]] = deque()
-        self._lock = threading.Lock()
-
-    def describe(self) -> str:
-        where = self.address or "local"
-        return f"ray@{where} ({self.workers} worker{'s' if self.workers != 1 else ''})"
-
-    def start(self, init: Init) -> None:
-        ray = self._ray = import_ray()
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning",
-                                      "log_to_driver": True}
-            try:
-                if self.address:
-                    ray.init(address=self.address, **kwargs)
-                else:
-                    ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kwargs)
-            except Exception as exc:
-                raise RayUnavailableError(f"cannot start or reach Ray at {self.address or 'a local instance'}: "
-                                          f"{exc}", "check the address (ray:auto, ray:ray://HEAD:10001) or "
-                                          "use --executor local") from None
-            self._owns = True
-        if not self.workers:
-            self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actor = ray.remote(num_cpus=1)(_RayWorker)
-        self._actors = [actor.remote(init, i) for i in range(self.workers)]
-        ray.get([a.ready.remote() for a in self._actors])
-        self._free = list(reversed(self._actors))
-
-    def submit(self, task: Task, payload: Any) -> Future[Any]:
-        if self._ray is None:
-            raise RuntimeError("RayExecutor.submit before start()")
-        outer: Future[Any] = Future()
-        with self._lock:
-            self._queue.append((task, payload, outer))
-            self._dispatch_locked()
-        return outer
-
-    def _dispatch_locked(self) -> None:
-        while self._free and self._queue:
-            task, payload, outer = self._queue.popleft()
-            if not outer.set_running_or_notify_cancel():
-                continue
-            actor = self._free.pop()
-            ref = actor.run.remote(task, payload)
-            ref.future().add_done_callback(partial(self._done, actor, outer))
-
-    def _done(self, actor: Any, outer: Future[Any], fut: Future[Any]) -> None:
-        try:
-            outer.set_result(fut.result())
-        except BaseException as exc:  # a RayTaskError, or an actor that died
-            rex = self._ray.exceptions if self._ray is not None else None
-            if rex is not None and isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError)):
-                outer.set_exception(WorkerLostError(
-                    f"a Ray worker died while replaying ({type(exc).__name__}: {str(exc).splitlines()[0]})",
-                    "look for an out-of-memory kill in the Ray logs (ray logs raylet.out) or a crash of the "
-                    "oracle; retry with --executor serial to see the error"))
-                return  # the actor is gone: do not hand it more work
-            cause = getattr(exc, "cause", None)
-            outer.set_exception(cause if isinstance(cause, Exception) else exc)
-        with self._lock:
-            self._free.append(actor)
-            self._dispatch_locked()
-
-    def close(self) -> None:
-        ray = self._ray
-        if ray is None:
-            return
-        with self._lock:
-            while self._queue:
-                self._queue.popleft()[2].cancel()
-        try:
-            ray.get([a.close.remote() for a in self._actors], timeout=30)
-        except Exception:
-            pass
-        for a in self._actors:
-            try:
-                ray.kill(a)
-            except Exception:
-                pass
-        self._actors, self._free = [], []
-        if self._owns:
-            ray.shutdown()
-        self._ray = None
+class RayExecutor(RayActorPool, Executor):
+    """J Ray actors on a local instance or a cluster (minimize/ray_executor.py: placement, lost nodes)."""
 
 
 # ------------------------------------------------------------------ specs

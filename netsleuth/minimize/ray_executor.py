@@ -1,0 +1,331 @@
+"""The Ray executor: actors on a cluster of several nodes, placed by resources, surviving lost nodes.
+
+Each actor holds one worker's state (``init(worker_id)``, e.g. an oracle
+with its controllers).  What a task needs goes to the actor as its
+arguments and what it produces comes back as its result, so the nodes
+share no filesystem with the driver; a ``land`` hook, run on the driver,
+can write what a result carries (a recorded trace) where the driver keeps
+its output.
+
+Placement is Ray's: every actor asks for one CPU and the custom resources
+given (``controller: 1`` by default, which only nodes holding the controller
+environments advertise), so a node without them never gets an actor.  A
+local instance started here advertises ``controller`` itself.
+
+Fault tolerance: an actor that dies (its process, or its whole node) takes
+with it only the task it was running.  That task is queued again for another
+actor, at most ``retries`` times, then fails with :class:`WorkerLostError`
+-- the caller sees "not run", never a result.  The dead actor is replaced by
+a new one (with a new worker id) that joins the pool once Ray has placed it
+on a node with room; on a cluster that lost its capacity it simply stays
+pending.  Ray's own actor restarts and task retries are not used: a
+restarted actor keeps its place in the pool only once a node with room is
+found, and until then the retried task would wait behind it instead of
+running on a live actor.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from netsleuth.errors import EnvironmentSetupError, NetsleuthError
+from netsleuth.minimize.errors import RayUnavailableError, WorkerLostError
+
+Init = Callable[[int], Any]
+Task = Callable[[Any, Any], Any]
+Land = Callable[[Any], Any]
+
+CONTROLLER_RESOURCE = "controller"
+READY_TIMEOUT = 120.0  # seconds to wait for the first actor to be placed and built
+TOGETHER_TIMEOUT = 30.0  # ... and for the others, before the work starts without those not yet placed
+
+
+def node_label() -> str:
+    """Where this process runs, as progress and records show it: host (IP) and a short Ray node id."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():  # a local pool's worker: asking Ray would start it
+        return socket.gethostname()
+    try:
+        ip = ray.util.get_node_ip_address()
+        node = ray.get_runtime_context().get_node_id()[:8]
+        return f"{socket.gethostname()}/{ip}/{node}"
+    except Exception:  # noqa: BLE001 - outside Ray: the host is enough
+        return socket.gethostname()
+
+
+class RayWorker:
+    """A Ray actor holding one worker's state; start-up errors are kept and reported with the node's name."""
+
+    def __init__(self, init: Init, worker_id: int) -> None:
+        self.node = node_label()
+        self.state: Any = None
+        self.error: tuple[str, str] | None = None
+        try:
+            self.state = init(worker_id)
+        except NetsleuthError as exc:
+            self.error = (exc.problem, exc.fix)
+        except Exception as exc:  # noqa: BLE001 - reported to the driver, which raises it
+            self.error = (f"{type(exc).__name__}: {exc}", "see the Ray worker's log (ray logs)")
+
+    def ready(self) -> dict[str, Any]:
+        return {"node": self.node, "pid": os.getpid(), "error": self.error}
+
+    def run(self, task: Task, payload: Any) -> tuple[str, Any]:
+        return self.node, task(self.state, payload)
+
+    def close(self) -> None:
+        close = getattr(self.state, "close", None)
+        if callable(close):
+            close()
+
+
+@dataclass
+class _Item:
+    task: Task
+    payload: Any
+    outer: Future[Any]
+    tries: int = 0
+    lost: str = ""
+
+
+class RayActorPool:
+    """J Ray actors, each with its own state; a local Ray instance unless ``address`` is given.
+
+    Subclassed by executors.RayExecutor (which adds the Executor interface); kept apart so the
+    pool-and-retry logic reads on its own."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None, *, retries: int = 2,
+                 resources: dict[str, float] | None = None, land: Land | None = None) -> None:
+        self.address = address or None
+        self.workers = workers or 0
+        self.retries = retries
+        self.resources = {CONTROLLER_RESOURCE: 1.0} if resources is None else dict(resources)
+        self.land = land
+        self.per_node: dict[str, int] = {}     # node -> tasks it completed
+        self.lost = 0                          # actors lost while running a task
+        self.node_errors: list[str] = []       # actors placed late on a node that could not build them
+        self._ray: Any = None
+        self._owns = False
+        self._cls: Any = None
+        self._init: Init | None = None
+        self._next_id = 0
+        self._actors: list[Any] = []           # every actor not known dead, pending ones included
+        self._free: list[Any] = []
+        self._queue: deque[_Item] = deque()
+        self._lock = threading.RLock()
+
+    def describe(self) -> str:
+        where = self.address or "local"
+        nodes = len(self.per_node)
+        tail = f", {nodes} node{'s' if nodes != 1 else ''}" if nodes else ""
+        return f"ray@{where} ({self.workers} worker{'s' if self.workers != 1 else ''}{tail})"
+
+    # -- start
+    def start(self, init: Init) -> None:
+        ray = self._ray = import_ray()
+        if not ray.is_initialized():
+            self._owns = init_ray(self.address, self.workers, self.resources)
+        self._check_resources()
+        self._init = init
+        self._cls = ray.remote(num_cpus=1, resources=self.resources or None, max_restarts=0)(RayWorker)
+        actors = [self._spawn() for _ in range(self.workers)]
+        self._await_first(actors)
+
+    def _check_resources(self) -> None:
+        have = self._ray.cluster_resources()
+        capacity = int(have.get("CPU", 0))
+        for name, amount in self.resources.items():
+            if have.get(name, 0) < amount:
+                raise RayUnavailableError(
+                    f"no node of the Ray cluster offers the '{name}' resource (it has: "
+                    f"{', '.join(sorted(have)) or 'nothing'})",
+                    f"start every node that has .venv-controller with `ray start ... --resources "
+                    f"'{{\"{name}\": N}}'` (N: the jobs it may run at once)")
+            capacity = min(capacity, int(have[name] // amount))
+        if not self.workers:
+            self.workers = max(1, capacity)
+
+    def _spawn(self) -> Any:
+        wid, self._next_id = self._next_id, self._next_id + 1
+        actor = self._cls.remote(self._init, wid)
+        self._actors.append(actor)
+        return actor
+
+    def _await_first(self, actors: list[Any]) -> None:
+        """Wait until at least one actor is up (the others join when placed); a broken node is an error."""
+        refs = {a.ready.remote(): a for a in actors}
+        ready, _ = self._ray.wait(list(refs), num_returns=1, timeout=READY_TIMEOUT)
+        if not ready:
+            raise RayUnavailableError(f"no Ray actor could be placed within {READY_TIMEOUT:g} s",
+                                      "check that the cluster's nodes have free CPUs and the 'controller' resource "
+                                      "(ray status)")
+        # Give the rest time to come up together (the usual case), then let them join as they can.
+        ready, _ = self._ray.wait(list(refs), num_returns=len(refs), timeout=TOGETHER_TIMEOUT)
+        for ref in ready:
+            self._joined(refs.pop(ref), ref)
+        for ref, actor in refs.items():
+            ref.future().add_done_callback(lambda f, a=actor, r=ref: self._join_later(a, r))
+
+    def _joined(self, actor: Any, ref: Any) -> None:
+        info = self._ray.get(ref)
+        if info["error"] is not None:
+            problem, fix = info["error"]
+            raise EnvironmentSetupError(f"Ray node {info['node']}: {problem}", fix)
+        with self._lock:
+            self.per_node.setdefault(info["node"], 0)
+            self._free.append(actor)
+
+    def _join_later(self, actor: Any, ref: Any) -> None:
+        try:
+            self._joined(actor, ref)
+        except NetsleuthError as exc:  # a node that came later without what the jobs need: it gets none
+            self.node_errors.append(exc.one_line())
+            self._drop(actor)
+            return
+        except Exception:  # noqa: BLE001 - a replacement whose node went away: dropped, not fatal
+            self._drop(actor)
+            return
+        with self._lock:
+            self._dispatch_locked()
+
+    # -- work
+    def submit(self, task: Task, payload: Any) -> Future[Any]:
+        if self._ray is None:
+            raise RuntimeError("RayActorPool.submit before start()")
+        outer: Future[Any] = Future()
+        with self._lock:
+            self._queue.append(_Item(task, payload, outer))
+            self._dispatch_locked()
+        return outer
+
+    def _dispatch_locked(self) -> None:
+        while self._free and self._queue:
+            item = self._queue.popleft()
+            if item.tries == 0 and not item.outer.set_running_or_notify_cancel():
+                continue
+            actor = self._free.pop()
+            ref = actor.run.remote(item.task, item.payload)
+            ref.future().add_done_callback(partial(self._done, actor, item))
+
+    def _done(self, actor: Any, item: _Item, fut: Future[Any]) -> None:
+        rex = self._ray.exceptions if self._ray is not None else None
+        try:
+            node, result = fut.result()
+        except BaseException as exc:  # noqa: BLE001 - a RayTaskError, or an actor that died
+            if rex is not None and isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError,
+                                                    rex.ObjectLostError)):
+                self._lost(actor, item, exc)
+                return
+            cause = getattr(exc, "cause", None)
+            item.outer.set_exception(cause if isinstance(cause, Exception) else exc)
+        else:
+            try:
+                item.outer.set_result(self.land(result) if self.land is not None else result)
+            except Exception as exc:  # noqa: BLE001 - the landing failed on the driver (disk full...)
+                item.outer.set_exception(exc)
+            with self._lock:
+                self.per_node[node] = self.per_node.get(node, 0) + 1
+        with self._lock:
+            self._free.append(actor)
+            self._dispatch_locked()
+
+    def _lost(self, actor: Any, item: _Item, exc: BaseException) -> None:
+        """The actor died with the task: replace it, and run the task again elsewhere (bounded)."""
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        with self._lock:
+            self.lost += 1
+            self._drop_locked(actor)
+            if self._ray is not None and len(self._actors) < self.workers:
+                new = self._spawn()
+                ref = new.ready.remote()
+                ref.future().add_done_callback(lambda f, a=new, r=ref: self._join_later(a, r))
+            item.tries += 1
+            item.lost = reason
+            if item.tries <= self.retries and self._ray is not None:
+                self._queue.appendleft(item)
+                self._dispatch_locked()
+                return
+        item.outer.set_exception(WorkerLostError(
+            f"a Ray worker died while running a task, {item.tries} time{'s' if item.tries != 1 else ''} "
+            f"(last: {reason})", "look for a lost node or an out-of-memory kill (ray status; ray logs raylet.out)"))
+
+    def _drop(self, actor: Any) -> None:
+        with self._lock:
+            self._drop_locked(actor)
+
+    def _drop_locked(self, actor: Any) -> None:
+        if actor in self._actors:
+            self._actors.remove(actor)
+        if actor in self._free:
+            self._free.remove(actor)
+
+    # -- end
+    def close(self) -> None:
+        ray = self._ray
+        if ray is None:
+            return
+        with self._lock:
+            self._ray = None
+            while self._queue:
+                self._queue.popleft().outer.cancel()
+            actors, self._actors, self._free = list(self._actors), [], []
+        try:
+            ray.get([a.close.remote() for a in actors], timeout=30)
+        except Exception:  # noqa: BLE001 - dead or never placed
+            pass
+        for a in actors:
+            try:
+                ray.kill(a)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if self._owns:
+            ray.shutdown()
+
+
+RAY_FIX = "pip install 'netsleuth[ray]' (or choose --executor local)"
+
+
+def import_ray() -> Any:
+    """``import ray``, or a RayUnavailableError that says how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailableError(f"--executor ray needs the 'ray' package, which is not installed ({exc})",
+                                  RAY_FIX) from None
+    return ray
+
+
+def init_ray(address: str | None, workers: int | None, resources: dict[str, float] | None = None) -> bool:
+    """Connect to the cluster at ``address``, or start a local instance offering ``workers`` CPUs and
+    controller slots; True if Ray was started or connected here (and so is ours to shut down)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            n = workers or os.cpu_count() or 1
+            custom = {k: float(n) for k in (resources if resources is not None else {CONTROLLER_RESOURCE: 1})
+                      if k != "CPU"}
+            ray.init(num_cpus=n, resources=custom, **kwargs)
+    except Exception as exc:
+        raise RayUnavailableError(f"cannot start or reach Ray at {address or 'a local instance'}: {exc}",
+                                  "check the address (auto, ray://HEAD:10001, HOST:6379) or use --executor local"
+                                  ) from None
+    return True
+
+
+__all__ = ["RayActorPool", "RayWorker", "import_ray", "init_ray", "node_label", "CONTROLLER_RESOURCE", "RAY_FIX"]
