@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.controllers.external import ControllerProcess
 from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
@@ -156,7 +157,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
                 observe_window: float | None = None, openflow: str | None = None,
                 limits: SwitchLimits | None = None, coverage: bool = False,
-                coverage_framework: bool = False, early_end: bool = True) -> ReplayOutcome:
+                coverage_framework: bool = False, early_end: bool = True,
+                prestarted: list[ControllerProcess] | None = None) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -172,6 +174,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     ``coverage_framework`` measures the framework's too (slower).
     ``early_end``: a replay whose target has not shown ends once the network is at rest past the
     recorded reaction time (live/rest.py) instead of waiting out the slack for a loaded machine.
+    ``prestarted``: the controllers, already listening with their logs in ``out`` (live/spare.py).
     """
     plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
     # Without an explicit controller, the header's -- which must not be a command (controllers/spec.py).
@@ -186,7 +189,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       warmup=float(header.extra.get("warmup", 0.0) or 0.0),
                       limits=limits if limits is not None else trace_limits(header),
                       coverage_dir=Path(out) / "coverage" if coverage else None,
-                      coverage_framework=coverage_framework)
+                      coverage_framework=coverage_framework, prestarted=prestarted)
     if coverage:  # a replay into a used folder: the lines of earlier processes are not this one's
         shutil.rmtree(Path(out) / "coverage", ignore_errors=True)
     outcome = ReplayOutcome(None)
