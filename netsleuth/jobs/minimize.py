@@ -76,6 +76,8 @@ class ReplayOracle:
         # Measured controllers start under coverage with their folder cleared first: no spares for them.
         self.spare = SpareControllers(texts, Topology.from_json(self.header.topology)) \
             if cfg.prestart and not cfg.coverage and can_prestart(texts) else None
+        if self.spare is not None:
+            self.spare.prepare(self.dir / "replay-1")  # the first replay's, while the pool starts
 
     def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayVerdict:
         plan = self.peek.infer(candidate) if self.peek is not None else None
@@ -83,8 +85,6 @@ class ReplayOracle:
         here = self.dir / f"replay-{self.n}"
         ready, t0 = None, time.monotonic()
         if self.spare is not None:
-            if self.n == 1:
-                self.spare.prepare(here)
             ready = self.spare.take(here)
         waited = time.monotonic() - t0
         if self.spare is not None:
