@@ -24,7 +24,7 @@ from typing import Any
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_report import write_report
-from netsleuth.jobs.replay import check_target_known, find_target, replay_once, trace_limits
+from netsleuth.jobs.replay import Target, check_target_known, find_target, replay_once, trace_limits
 from netsleuth.live.spare import SpareControllers, can_prestart
 from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.api import MinimizationResult, minimize
@@ -157,6 +157,7 @@ class MinimizeOptions:
     formula: str = "ochiai"
     all_code: bool = False
     top: int = 10
+    focus: bool = True           # try the inputs on the violation's own hosts alone first (see focus_on)
     prestart: bool = True        # the next replay's controllers start while the current replay runs
     early_end: bool = True       # a replay ends once the network is at rest past the recorded reaction time
 
@@ -190,7 +191,8 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     result: MinimizationResult | None = None
     try:
         result = minimize(inputs, factory, strategy=opts.strategy, replays=opts.replays, executor=opts.executor,
-                          jobs=opts.jobs, budget_seconds=opts.budget, progress=progress)
+                          jobs=opts.jobs, budget_seconds=opts.budget, progress=progress,
+                          focus=focus_on(target) if opts.focus else None)
     except MinimizationError as exc:
         result = getattr(exc, "result", None)
         data["error"] = exc.one_line()
@@ -202,6 +204,26 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     if opts.localize:
         data["localize"] = _localize_after(opts, localize_note, progress)
     return data
+
+
+def focus_on(target: Target) -> Callable[[ts.InputEvent], bool] | None:
+    """The inputs a violation between hosts points at: traffic among its hosts and their moves.
+
+    A blackhole or lost reachability between two hosts is usually made by
+    what those two did (a packet that taught the controller where one was, a
+    move that made it wrong), not by the other hosts' traffic in between; the
+    minimizer tries these inputs alone first and keeps them only if a replay
+    says they reproduce. None (no focus) for a violation that names no host."""
+    hosts = frozenset(target.hosts)
+    if not hosts:
+        return None
+
+    def on_target(e: ts.InputEvent) -> bool:
+        if isinstance(e, ts.TrafficInjection):
+            return e.host in hosts and e.dst in hosts
+        return isinstance(e, ts.HostMigration) and e.host in hosts
+
+    return on_target
 
 
 def _localize_preflight(opts: MinimizeOptions, header_controller: str) -> str:
