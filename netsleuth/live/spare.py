@@ -18,6 +18,9 @@ would depend on the candidates replayed before it.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,12 +56,13 @@ class SpareControllers:
         self._procs: list[ControllerProcess] = []
         self._thread: threading.Thread | None = None
         self._failed = False
+        self._closing = False
 
     def prepare(self, out: Path) -> None:
         """Start launching the controllers of the session that will run in ``out``."""
         self.close()
         Path(out).mkdir(parents=True, exist_ok=True)
-        self._out, self._failed = Path(out), False
+        self._out, self._failed, self._closing = Path(out), False, False
         self._procs = session_controllers(self.texts, Path(out), self.topology)
         self._thread = threading.Thread(target=self._start, name="spare-controllers", daemon=True)
         self._thread.start()
@@ -66,6 +70,8 @@ class SpareControllers:
     def _start(self) -> None:
         try:
             for c in self._procs:
+                if self._closing:
+                    break
                 c.start()
         except NetsleuthError:
             self._failed = True  # the session starts its own and reports the error properly
@@ -83,7 +89,12 @@ class SpareControllers:
         return procs
 
     def close(self) -> None:
-        """Stop a spare nobody took."""
+        """Stop a spare nobody took, without waiting for it to finish starting: killed, its start fails."""
+        self._closing = True
+        for c in self._procs:
+            if c.proc is not None and c.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(c.proc.pid, signal.SIGKILL)
         if self._thread is not None:
             self._thread.join()
         for c in self._procs:
