@@ -38,3 +38,14 @@ def test_a_spare_is_taken_once_for_its_folder_and_close_leaves_no_process(tmp_pa
 def test_only_controllers_on_ports_of_netsleuths_choice_are_prestarted() -> None:
     assert can_prestart([SIMPLE_SWITCH, "faucet:auto"])
     assert not can_prestart(["tcp:127.0.0.1:6653"])
+
+
+def test_closing_a_spare_still_starting_kills_it(tmp_path: Path) -> None:
+    spare = SpareControllers([SIMPLE_SWITCH], parse_topo("linear,2"))
+    spare.prepare(tmp_path / "replay-1")
+    procs = list(spare._procs)
+    spare.close()   # at once: the controller is still importing os-ken
+    assert spare.take(tmp_path / "replay-1") is None
+    for c in procs:
+        assert not c.alive()
+        assert c.proc is None or not psutil.pid_exists(c.proc.pid)
