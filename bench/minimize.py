@@ -5,11 +5,14 @@ blackhole (the first seed that gives one; or ``--trace``), then minimizes it
 in turns with each mode, ``--repeat`` times each, interleaved so that a
 machine shared with other work slows both modes alike:
 
-* ``before`` -- each replay starts its own controller and judges a candidate
-  that has not shown the violation only at its deadline (the recorded
-  reaction time + 3 s): ``--no-prestart --full-wait``;
-* ``after`` -- the defaults: the next replay's controller starts while the
-  current replay runs, and a replay ends once the network is at rest.
+* ``before`` -- each replay starts its own controller (with setuptools'
+  distutils) and judges a candidate that has not shown the violation only at
+  its deadline (the recorded reaction time + 3 s), and the search starts from
+  the full sequence: ``--no-focus --no-prestart --full-wait`` and
+  ``SETUPTOOLS_USE_DISTUTILS=local``, the behaviour before these options;
+* ``after`` -- the defaults: the inputs on the violation's hosts tried first,
+  the next replay's controller started while the current replay runs, a
+  replay ended once the network is at rest.
 
 Prints per mode the min and median wall time, replays, seconds per replay
 (the replay's own, and wall per replay per worker), and checks that every
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -38,7 +42,10 @@ from netsleuth.schedulers.fuzz import Rates
 
 RESULTS = Path(__file__).resolve().parent / "results" / "minimize.json"
 NOISY = Rates({"host_migration": 0.01, "traffic": 0.9, "link_failure": 0.02, "link_recovery": 0.2})
-MODES = {"before": {"prestart": False, "early_end": False}, "after": {"prestart": True, "early_end": True}}
+MODES = {"before": {"focus": False, "prestart": False, "early_end": False},
+         "after": {"focus": True, "prestart": True, "early_end": True}}
+# os-ken controllers start with the standard library's distutils unless told otherwise: "before" tells them.
+DISTUTILS = {"before": "local", "after": "stdlib"}
 
 
 def record(work: Path, min_inputs: int) -> tuple[Path, int]:
@@ -61,6 +68,7 @@ def replay_seconds(out: Path) -> list[float]:
 def one_run(trace: Path, out: Path, mode: str, executor: str, jobs: int, replays: int) -> dict:
     opts = MinimizeOptions(trace=trace, out=out, executor=executor, jobs=jobs if executor != "serial" else 1,
                            replays=replays, **MODES[mode])
+    os.environ["SETUPTOOLS_USE_DISTUTILS"] = DISTUTILS[mode]
     t = time.monotonic()
     d = run_minimize(opts)
     wall = time.monotonic() - t
