@@ -192,7 +192,8 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     try:
         result = minimize(inputs, factory, strategy=opts.strategy, replays=opts.replays, executor=opts.executor,
                           jobs=opts.jobs, budget_seconds=opts.budget, progress=progress,
-                          focus=focus_on(target) if opts.focus else None)
+                          # localization ranks lines by the replays' spectrum: it wants them all
+                          focus=focus_on(target) if opts.focus and not opts.localize else None)
     except MinimizationError as exc:
         result = getattr(exc, "result", None)
         data["error"] = exc.one_line()
