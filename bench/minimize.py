@@ -89,8 +89,9 @@ def summary(rows: list[dict], key: str) -> dict:
         walls = [r["wall_s"] for r in mine]
         out[name] = {"runs": len(mine), "wall_min_s": min(walls), "wall_median_s": round(statistics.median(walls), 2),
                      "replays_median": statistics.median(r["replays"] for r in mine),
-                     "replay_s_median": statistics.median(r["replay_s_mean"] or 0.0 for r in mine),
-                     "wall_per_replay_median_s": statistics.median(r["wall_per_replay_per_worker_s"] for r in mine),
+                     "replay_s_median": round(statistics.median(r["replay_s_mean"] or 0.0 for r in mine), 3),
+                     "wall_per_replay_median_s": round(statistics.median(r["wall_per_replay_per_worker_s"]
+                                                                         for r in mine), 3),
                      "same_mcs": len({tuple(r["mcs"]) for r in mine}) == 1,
                      "reproduction_rates": [r["reproduction_rate"] for r in mine]}
     return out
