@@ -56,7 +56,15 @@ it forwards, because a child's estimated delay is its parent's plus the link).
    releasing one UPDATE to the daemon reporting it processed; and the RIP
    timeout on the virtual clock (virtual seconds the route outlived the
    last update, wall seconds per run).
-Writes bench/results/defined.json (``--parts daemons`` alone: defined-daemons.json).
+5. ``--parts ospf-daemons`` (root, `make debs`; not in the default parts): OSPF on real BIRD on a
+   Topology Zoo map (``--ospf-topo``, default topozoo/Belnet2009, 21 routers) with 10 link failures
+   and recoveries on the virtual clock, every OSPF message held at the relay and delivered in
+   DEFINED's order, the kernel tables read and the invariants checked after every delivery:
+   wall time per delivered message and per virtual second (start-up apart), and whether
+   ``--ospf-runs`` runs give one delivery sequence and one routing-table history. Beside it the
+   Python-node OSPF of part 1 on the same map (DEFINED-RB, simulated): wall time per delivered
+   message and per simulated second.
+Writes bench/results/defined.json (``--parts daemons`` or ``ospf-daemons`` alone: defined-daemons.json).
 """
 
 from __future__ import annotations
@@ -180,6 +188,56 @@ def daemon_figures(runs: int, console: Console) -> list[dict]:
     return rows
 
 
+def ospf_daemon_figures(topo: str, runs: int, console: Console) -> dict:
+    """Section 5 of the docstring: real BIRD on ``topo`` beside the Python-node OSPF on the same map."""
+    from netsleuth.defined.daemons.events import NetSpec, link_workload
+    from netsleuth.defined.daemons.replay import run_events
+
+    spec = NetSpec(topo)
+    net = spec.build()
+    events = link_workload(net, 10, 0, down_for=6, gap=2)
+    outs = []
+    for i in range(runs):
+        r = run_events(net, events, tail=8)
+        outs.append(r)
+        console.print(f"ospf on bird, {topo}: run {i + 1}: {len(r.deliveries)} messages, "
+                      f"{r.virtual_seconds:.0f} virtual s, {r.wall_seconds:.1f} s (boot {r.boot_seconds:.1f} s)")
+    steady = [r.wall_seconds - r.boot_seconds for r in outs]
+    row = {"topology": topo, "routers": len(net.routers), "links": len(net.links), "link_events": len(events),
+           "runs": runs, "deliveries": len(outs[0].deliveries), "virtual_s": outs[0].virtual_seconds,
+           "table_changes": sum(len(h) for h in outs[0].history.values()), "checks": outs[0].checks,
+           "wall_s_mean": round(statistics.fmean(r.wall_seconds for r in outs), 2),
+           "boot_s_mean": round(statistics.fmean(r.boot_seconds for r in outs), 2),
+           "ms_per_message": round(1000 * statistics.fmean(steady) / len(outs[0].deliveries), 3),
+           "ms_per_virtual_s": round(1000 * statistics.fmean(steady) / outs[0].virtual_seconds, 1),
+           "distinct_delivery_sequences": len({json.dumps(r.deliveries) for r in outs}),
+           "distinct_histories": len({json.dumps(r.history, sort_keys=True) for r in outs})}
+    sc = build("ospf", topo=topo, variant="warm", seed=0)
+    t0 = time.perf_counter()
+    res = simulate(sc.net, sc.factory, sc.externals, SimConfig(mode="rb", seed=0, horizon=sc.horizon, jitter=0.05))
+    wall = time.perf_counter() - t0
+    deliveries = res.totals()["deliveries"]
+    sim_s = (sc.horizon + 1) * SimConfig().interval
+    row["python_nodes"] = {"deliveries": deliveries, "simulated_s": sim_s, "wall_s": round(wall, 3),
+                           "ms_per_message": round(1000 * wall / max(1, deliveries), 4),
+                           "ms_per_simulated_s": round(1000 * wall / sim_s, 2)}
+    return row
+
+
+def _ospf_table(console: Console, r: dict) -> None:
+    t = Table(title=f"OSPF on {r['topology']} ({r['routers']} routers, {r['link_events']} link events): "
+                    "real BIRD on the virtual clock vs Python nodes (DEFINED-RB, simulated)")
+    for c in ("", "messages", "virtual s", "wall s", "ms/message", "ms/virtual s", "runs", "distinct seq/hist"):
+        t.add_column(c)
+    t.add_row("BIRD (relay, kernel tables, invariants)", str(r["deliveries"]), str(r["virtual_s"]),
+              f"{r['wall_s_mean']} (boot {r['boot_s_mean']})", str(r["ms_per_message"]), str(r["ms_per_virtual_s"]),
+              str(r["runs"]), f"{r['distinct_delivery_sequences']}/{r['distinct_histories']}")
+    p = r["python_nodes"]
+    t.add_row("Python nodes", str(p["deliveries"]), str(p["simulated_s"]), str(p["wall_s"]), str(p["ms_per_message"]),
+              str(p["ms_per_simulated_s"]), "1", "")
+    console.print(t)
+
+
 def _tables(console: Console, res: dict, jitter: float) -> None:
     """The tables of the simulated parts (overhead, convergence, LS step)."""
     t = Table(title=f"DEFINED-RB control overhead per node per link event vs plain (jitter {jitter}); "
@@ -235,11 +293,14 @@ def main() -> int:
     ap.add_argument("--no-baseline", dest="baseline", action="store_false",
                     help="skip the defined/original rows (the implementation before the fixes)")
     ap.add_argument("--daemon-runs", type=int, default=20, help="runs per mode and daemon for --parts daemons")
+    ap.add_argument("--ospf-topo", default="topozoo/Belnet2009", help="map for --parts ospf-daemons")
+    ap.add_argument("--ospf-runs", type=int, default=3, help="runs of the recorded events for --parts ospf-daemons")
     ap.add_argument("--out", type=Path, help="default bench/results/defined.json "
-                                             "(defined-daemons.json for --parts daemons alone)")
+                                             "(defined-daemons.json for --parts daemons or ospf-daemons alone)")
     args = ap.parse_args()
     if args.out is None:
-        args.out = RESULTS.with_name("defined-daemons.json") if args.parts == "daemons" else RESULTS
+        alone = set(args.parts.split(",")) <= {"daemons", "ospf-daemons"}
+        args.out = RESULTS.with_name("defined-daemons.json") if alone else RESULTS
     console = Console(width=160)  # wide enough for the overhead table when piped
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rsizes = [int(s) for s in args.random_sizes.split(",") if s]
@@ -279,12 +340,16 @@ def main() -> int:
             console.print(f"ls step brite,{n}: {res['ls_step'][-1]}")
         if "daemons" in parts:
             res["daemons"] = daemon_figures(args.daemon_runs, console)
+        if "ospf-daemons" in parts:
+            res["ospf_daemons"] = ospf_daemon_figures(args.ospf_topo, args.ospf_runs, console)
     except KeyboardInterrupt:
         res["interrupted"] = True
     if res["overhead"] or res["convergence"] or res["ls_step"]:
         _tables(console, res, args.jitter)
     if res.get("daemons"):
         _daemon_table(console, res["daemons"])
+    if res.get("ospf_daemons"):
+        _ospf_table(console, res["ospf_daemons"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     console.print(f"wrote {args.out}")

@@ -24,6 +24,7 @@ import textwrap
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -124,7 +125,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                        keep_going=args.keep_going, round_seconds=args.round_seconds,
                        check_every=args.check_every, record_packets=not args.no_packet_events,
                        isolation=args.isolation, openflow=args.openflow, warmup=args.warmup,
-                       check_every_flowmod=args.check_every_flowmod, limits=limits_of(args))
+                       check_every_flowmod=args.check_every_flowmod, limits=limits_of(args),
+                       services=tuple(args.service or ()))
     with progress_bar() as p:
         result = fuzz(opts, JobProgressBar(p))
     d = result.data
@@ -317,7 +319,16 @@ def _add_openflow(p: argparse.ArgumentParser, default: str | None = "auto") -> N
                         + ("" if default else "; default: what the trace's switches negotiated"))
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _warmup(text: str) -> Any:
+    from netsleuth.live.ready import Warmup, WarmupError
+
+    try:
+        return Warmup.parse(text)
+    except WarmupError as e:
+        raise argparse.ArgumentTypeError(e.problem) from None
+
+
+def _add_common(p: argparse.ArgumentParser, warmup: str = "0") -> None:
     p.add_argument("--controller", required=True, action="append",
                    help='osken:<app>[,<app>...] | ryu:<app or app.py>[,...] [--observe-links] | faucet:auto | '
                         'pox:"<components and options>" | cmd:"<command with {port}>" | tcp:HOST:PORT; '
@@ -333,9 +344,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    'JSON {"isolate": [["h1","h3"]]} or TOML isolate = [["h1","h3"]]')
     p.add_argument("--seed", type=int, default=0)
     _add_openflow(p)
-    p.add_argument("--warmup", type=seconds(allow_zero=True), default=0.0, metavar="SECONDS",
-                   help="after the handshakes, wait this long with no traffic and no invariant checks "
-                        "(let spanning tree converge or a Faucet stack come up); replays reuse it")
+    p.add_argument("--warmup", type=_warmup, default=warmup, metavar="SECONDS|auto[:SECONDS]",
+                   help="after the handshakes, wait with no traffic and no invariant checks: SECONDS, or "
+                        "auto: until the controllers stop changing tables, their link discovery has seen every "
+                        "link, their spanning tree converged and a Faucet stack is up (at most 60 s, or "
+                        f"auto:SECONDS); replays warm up the same way (default: {warmup})")
     p.add_argument("--no-packet-events", action="store_true", help="do not record each dataplane hop")
     p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     add_switch_options(p)
@@ -363,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="bootstrap a mock network against a controller, ping, check invariants")
-    _add_common(r)
+    _add_common(r, warmup="auto")
     r.add_argument("--pingall", action="store_true", help="every host pings every other host")
     r.add_argument("--handshake-timeout", type=seconds(), default=60.0, help="seconds (default 60)")
     r.add_argument("--ping-timeout", type=seconds(), default=2.0, help="seconds (default 2)")
@@ -372,6 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fuzz", help="inject random failures, migrations and traffic; stop on a persistent violation")
     _add_common(f)
     f.add_argument("--steps", type=at_least(1), default=200, help="rounds to run (default 200)")
+    f.add_argument("--service", action="append", metavar="IP",
+                   help="an address no host has that hosts open TCP connections to (a load balancer's virtual "
+                        "IP), at the service_traffic rate: each a SYN to port 80 from a fresh source port, "
+                        "after ARP; repeat for several")
     f.add_argument("--rates", help="TOML file of per-round probabilities, e.g. host_migration = 0.05")
     f.add_argument("--rate", action="append", metavar="NAME=P",
                    help="override one rate (switch_failure, switch_recovery, link_failure, link_recovery, "

@@ -202,6 +202,21 @@ def test_on_a_local_ray_cluster_gives_the_buckets_of_the_process_pool(first: Pat
 
 
 # --------------------------------------------------------------------------- the campaign file and flags
+def test_switch_limits_and_warmup_reach_every_job_and_old_definitions_stay(tmp_path: Path) -> None:
+    from netsleuth.campaign.worker import job_payload
+
+    spec = load_campaign_file(campaign_file(tmp_path))
+    plain = spec.definition()
+    assert not {"buffer_packets", "table_size", "warmup"} & set(plain)  # a campaign from before resumes as it was
+    path = tmp_path / "lb.toml"
+    path.write_text('table_size = 25\nbuffer_packets = 16\nwarmup = "auto"\n' + campaign_file(tmp_path).read_text())
+    lb = load_campaign_file(path)
+    lb.check()
+    assert lb.definition() == dict(plain, table_size=25, buffer_packets=16, warmup="auto")
+    payload = job_payload(lb.job_list()[0], lb, tmp_path)
+    assert (payload["table_size"], payload["buffer_packets"], payload["warmup"]) == (25, 16, "auto")
+
+
 def test_seeds_forms() -> None:
     assert parse_seeds("1-5") == [1, 2, 3, 4, 5]
     assert parse_seeds("7") == [7]
@@ -231,6 +246,10 @@ def test_job_list_is_seed_major_and_stable(tmp_path: Path) -> None:
     ("[rates.x]\ntraffic = 2\n", [], "traffic"),
     ("this is = not toml =\n", [], "not valid TOML"),
     ("", ["--topo", "moebius,3"], "moebius"),
+    ("table_size = -1\n", [], "table_size must be at least 0"),
+    ("buffer_packets = 'lots'\n", [], "buffer_packets must be an integer"),
+    ('warmup = "soon"\n', [], "'soon'"),
+    ("", ["--warmup", "auto:x"], "'auto:x'"),
 ])
 def test_bad_campaign_input_is_one_line_and_exit_2(tmp_path: Path, capsys, text: str, flags: list[str],
                                                    problem: str) -> None:

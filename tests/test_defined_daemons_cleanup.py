@@ -13,6 +13,7 @@ run directory must be gone, and so must FRR's scratch directories under
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -119,3 +120,45 @@ def _parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except OSError:
         return -1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_nothing_remains_after_fuzz_on_daemons_is_stopped_mid_run(sig, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "netsleuth.cli", "defined", "fuzz", "--daemon", "bird", "--topo",
+                          "ring,4", "--steps", "40", "--seed", "0", "--out", str(tmp_path / "f")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT,
+                         start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:   # ready: netsleuth's guard leads a group with the four routers' BIRDs in it
+            procs = _procs()
+            guard = [pid for pid, (pg, _, cmd) in procs.items() if "guard.py" in cmd and pg == pid
+                     and _parent(pid) == p.pid]
+            group = {pid for pid, (pg, _, _) in procs.items() if guard and pg == guard[0]}
+            if sum("bird -f" in procs[pid][2] for pid in group) == 4:
+                break
+            assert p.poll() is None and time.monotonic() < deadline, "fuzz did not start its routers"
+            time.sleep(0.05)
+        namespaces = {procs[pid][1] for pid in group} - {os.readlink("/proc/self/ns/net")}
+        assert len(namespaces) == 5
+        conf = next(w for pid in group for w in procs[pid][2].split() if w.endswith("bird.conf"))
+        rundir = Path(conf).parents[1]
+        assert rundir.is_dir()
+        os.kill(p.pid, sig)
+        assert p.wait(timeout=30) == (143 if sig == signal.SIGTERM else -9)
+        deadline = time.monotonic() + 10
+        while True:
+            now = _procs()
+            left = [pid for pid in group if pid in now and now[pid][0] == guard[0]]
+            in_ns = [pid for pid, (_, ns, _) in now.items() if ns in namespaces]
+            if not left and not in_ns and not rundir.exists():
+                break
+            assert time.monotonic() < deadline, (left, in_ns, rundir.exists())
+            time.sleep(0.1)
+        if sig == signal.SIGTERM:
+            assert json.loads((tmp_path / "f" / "result.json").read_text())["interrupted"] is True
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -63,3 +63,19 @@ def test_run_all_orders_json_on_bird_and_arrival_order():
     d = json.loads(r.stdout)
     assert d["mode"] == "arrival order" and d["per_run"][0]["order"] == [] and d["per_run"][0]["best"] in {
         "p1", "p2", "p3"}
+
+
+def test_run_ospf_records_its_link_events_and_replays_them_from_the_file(tmp_path):
+    r = _cli("defined", "run", "--daemon", "bird", "--scenario", "ospf", "--topo", "ring,4", "--link-events", "1",
+             "--runs", "2", "--json", "--out", str(tmp_path / "a"))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["routers"] == 4 and d["events"] == 2 and d["runs"] == 2
+    assert d["distinct_delivery_sequences"] == 1 and d["distinct_histories"] == 1
+    assert d["per_run"][0]["converged_at"] is not None and d["per_run"][0]["deliveries"] > 100
+    again = _cli("defined", "run", "--daemon", "bird", "--scenario", "ospf", "--events",
+                 str(tmp_path / "a" / "events.jsonl"), "--runs", "1", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["per_run"][0]["deliveries"] == d["per_run"][0]["deliveries"]
+    bad = _cli("defined", "run", "--daemon", "bird", "--scenario", "ospf", "--events", str(tmp_path / "none.jsonl"))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: cannot read"), bad.stderr

@@ -238,7 +238,7 @@ def _rip_frame(src: str, entries: list[tuple[str, int]]) -> bytes:
 
 def test_on_the_virtual_clock_every_rip_message_is_held_and_released_in_link_order():
     c = RelayCore({"a": ("b", "s1"), "b": ("a", "r3")}, {"10.0.1.1": "r3", "10.0.1.2": "s1"},
-                  hold=False, hold_rip=True)
+                  hold=False, hold_datagrams=True)
     f1, f2 = _rip_frame("10.0.1.2", [("192.0.2.0", 2)]), _rip_frame("10.0.1.2", [("192.0.2.0", 16)])
     assert c.on_frame("b", f1) == [] and c.on_frame("b", f2) == []
     ev = c.take_events()

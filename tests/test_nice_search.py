@@ -6,7 +6,11 @@ from collections import deque
 
 import pytest
 
+from netsleuth.model.actions import Output
+from netsleuth.model.match import Match
+from netsleuth.model.ofdp import ofp
 from netsleuth.nice import messages as m
+from netsleuth.nice.app import App
 from netsleuth.nice.explore import Explorer, SearchOptions
 from netsleuth.nice.loading import make_system
 from netsleuth.nice.scenarios import build_config
@@ -187,3 +191,24 @@ def test_the_hash_follows_writes_made_outside_fire():
     drained = st.child()
     drained.to_sw[0] = ()
     assert drained.hash() == drained._full_hash() & state_mod._MASK
+
+
+class FloodOnJoin(App):
+    """Every switch gets the same flood rule when it joins: equal switches meet an equal message."""
+
+    name = "flood-on-join"
+
+    def datapath_join(self, dpid: int, ports: tuple[int, ...]) -> None:
+        self.install_rule(dpid, Match.catch_all(), [Output(ofp.OFPP_FLOOD)])
+
+
+def test_two_switches_with_equal_state_keep_their_own_identity_through_the_memo():
+    """The memo of a switch step is keyed by the switch's content, which leaves its name and dpid out: s2
+    applying what s1 applied from an equal state must still be s2 (it once came back as s1's result)."""
+    system = System(build_config("app:flood-on-join", scenario="pings"), FloodOnJoin, [])
+    st = system.initial()
+    assert st.switches[0].key() == st.switches[1].key()
+    for i in (0, 1):
+        st, _ = system.fire(st, ("of", i))
+    assert [(s.name, s.dpid) for s in st.switches] == [("s1", 1), ("s2", 2)]
+    assert all(len(s.table.entries()) == 1 for s in st.switches)

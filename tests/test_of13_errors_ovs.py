@@ -265,3 +265,28 @@ def test_model_rejects_like_ovs(ovs: OvsSandbox13, name: str) -> None:
         assert (_show(theirs), _show(ours)) == (_show(want_ovs), _show(want_model))
     else:
         assert _show(ours) == _show(theirs), f"{name}: model {_show(ours)}, OVS {_show(theirs)}"
+
+
+def test_add_on_a_full_table_is_refused_as_ovs_refuses_it(tmp_path: Any) -> None:
+    """--table-size on 1.3: an ADD past the limit is TABLE_FULL; replacing or modifying an entry is not,
+    and another table has its own limit (Open vSwitch's flow limit with overflow policy "refuse")."""
+    def rule(port: int, *, prio: int = 10, table: int = 0, command: int = ofp.OFPFC_ADD) -> Any:
+        return flow(match(("in_port", port)), apply(OUT1), priority=prio, table=table, command=command)
+
+    msgs = [rule(1), rule(2), rule(3), rule(4), rule(1), rule(2, command=ofp.OFPFC_MODIFY_STRICT),
+            rule(1, prio=11), rule(1, table=1), rule(2, table=1), rule(3, table=1), rule(4, table=1)]
+    with OvsSandbox13(tmp_path, ports=4) as sandbox:
+        sandbox.limit_table(3, table=0)
+        sandbox.limit_table(3, table=1)
+        theirs = sandbox.openflow_errors([wire(m) for m in msgs])
+    p = Pipeline13(254, [1, 2, 3, 4], table_size=3)
+    ours: list[tuple[int, int] | None] = []
+    for m in msgs:
+        try:
+            apply_flow_mod(p, m)
+            ours.append(None)
+        except OFError as exc:
+            ours.append((exc.err_type, exc.err_code))
+    full = (ofp.OFPET_FLOW_MOD_FAILED, ofp.OFPFMFC_TABLE_FULL)
+    assert [_show(a) for a in ours] == [_show(a) for a in theirs]
+    assert ours == [None, None, None, full, None, None, full, None, None, None, full]

@@ -13,6 +13,7 @@ import pytest
 from netsleuth.cli import main
 from netsleuth.controllers.external import ControllerProcess
 from netsleuth.controllers.spec import UntrustedControllerError, controllers_for_trace, parse_controller
+from netsleuth.errors import ControllerError
 from netsleuth.jobs.replay import ReplayOptions, trace_limits
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topo_builders import parse_topo
@@ -80,6 +81,21 @@ def test_trace_headers_may_name_components_and_plain_options_only(fake_pox: Path
     with pytest.raises(UntrustedControllerError):
         controllers_for_trace("pox:forwarding.l2_learning --file=/etc/x", None)
     assert controllers_for_trace("pox:forwarding.l2_learning --file=/etc/x", None, trust=True)
+
+
+def test_model_checker_counterexamples_of_pox_components_are_trusted_as_pox_specs(fake_pox: Path) -> None:
+    """``check pox:...`` writes ``app:pox:...`` headers: replayed in the model, under the same trust rules."""
+    plain = "app:pox:forwarding.l2_learning"
+    assert controllers_for_trace(plain, None) == [plain]
+    with pytest.raises(UntrustedControllerError):
+        controllers_for_trace("app:pox:forwarding.l2_learning --file=/etc/x", None)
+    with pytest.raises(ControllerError, match="does not exist"):
+        controllers_for_trace("app:pox:forwarding.l2_lernin", None)
+
+
+def test_check_names_a_missing_component_before_starting_pox(fake_pox: Path, capsys) -> None:
+    assert main(["check", "pox:forwarding.nope", "--scenario", "mobile"]) == 2
+    assert one_error_line(capsys).startswith("error: POX component 'forwarding.nope' does not exist in ")
 
 
 def header(extra: dict) -> ts.TraceHeader:

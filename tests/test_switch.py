@@ -698,3 +698,11 @@ def test_table_size_refuses_an_add_on_a_full_table():
     rig.flow_mod(P.OFPMatch(in_port=1), command=ofp.OFPFC_DELETE)
     msgs, _ = rig.flow_mod(P.OFPMatch(in_port=3), [out(1)])
     assert msgs == [] and len(rig.sw.table) == 2
+
+
+def test_table_stats_report_the_table_size_as_the_capacity():
+    """A TABLE_STATS reply's max_entries is what an ADD would hit: --table-size when set."""
+    (t,) = Rig(openflow="1.0", table_size=25).stats(P.OFPTableStatsRequest(DP, 0)).body
+    assert t.max_entries == 25
+    (t,) = Rig(openflow="1.0").stats(P.OFPTableStatsRequest(DP, 0)).body
+    assert t.max_entries == 1_000_000

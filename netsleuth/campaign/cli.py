@@ -29,7 +29,7 @@ def _spec(args: argparse.Namespace) -> Any:
     if args.seeds is not None:
         spec.seeds = parse_seeds(args.seeds)
     for name in ("steps", "checks", "persist", "round_seconds", "budget_runs", "budget_seconds", "job_timeout",
-                 "executor", "jobs", "address", "minimize_budget"):
+                 "executor", "jobs", "address", "minimize_budget", "buffer_packets", "table_size", "warmup"):
         value = getattr(args, name)
         if value is not None:
             setattr(spec, name, value)
@@ -115,6 +115,12 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--check", dest="checks", help="comma-separated invariants (default: fuzz's)")
     c.add_argument("--persist", type=at_least(1), help="rounds a violation must last (default 3)")
     c.add_argument("--round-seconds", type=seconds(), help="seconds per round (default 0.1)")
+    c.add_argument("--buffer-packets", type=at_least(0), metavar="N",
+                   help="switches buffer every PACKET_IN, up to N at once (as fuzz's; default 0: off)")
+    c.add_argument("--table-size", type=at_least(0), metavar="N",
+                   help="switches refuse an ADD past N entries per table (as fuzz's; default 0: no limit)")
+    c.add_argument("--warmup", metavar="SECONDS|auto[:SECONDS]",
+                   help="each run's warm-up after the handshakes (as fuzz's; default 0)")
     c.add_argument("--budget-runs", type=at_least(1), help="run at most this many jobs")
     c.add_argument("--budget-seconds", type=seconds(), help="start no job after this many seconds (over restarts)")
     c.add_argument("--job-timeout", type=seconds(), help="seconds one run may take (default 300); then it fails")

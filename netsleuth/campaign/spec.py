@@ -38,6 +38,7 @@ from typing import Any
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
+from netsleuth.live.ready import Warmup, WarmupError
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.schedulers.fuzz import Rates
 
@@ -85,6 +86,10 @@ class CampaignSpec:
     checks: str | None = None
     persist: int = 3
     round_seconds: float = 0.1
+    # the switches (as fuzz's --buffer-packets, --table-size) and the warm-up (fuzz's --warmup)
+    buffer_packets: int = 0
+    table_size: int = 0
+    warmup: str = "0"
     # how it runs (may change between a campaign's restarts)
     budget_runs: int | None = None
     budget_seconds: float | None = None
@@ -100,8 +105,11 @@ class CampaignSpec:
     def definition(self) -> dict[str, Any]:
         """The part a restart must not change: it decides which jobs exist and what they find."""
         d = asdict(self)
-        return {k: d[k] for k in ("controllers", "topologies", "rate_sets", "seeds", "steps", "checks",
-                                  "persist", "round_seconds")}
+        out = {k: d[k] for k in ("controllers", "topologies", "rate_sets", "seeds", "steps", "checks",
+                                 "persist", "round_seconds")}
+        # only when set, so a campaign started before these existed resumes with its definition unchanged
+        out.update({k: d[k] for k in ("buffer_packets", "table_size", "warmup") if d[k] != _DEFAULTS[k]})
+        return out
 
     def rates(self, name: str) -> Rates:
         return Rates(dict(Rates().values, **self.rate_sets[name]))
@@ -132,9 +140,21 @@ class CampaignSpec:
         registry.resolve(self.checks)
         for name in self.rate_sets:
             self.rates(name).with_overrides([f"{k}={v}" for k, v in self.rate_sets[name].items()])
+        self._check_numbers()
+
+    def _check_numbers(self) -> None:
+        """The counts, durations and budgets (and the warm-up) are in range."""
         for what, value in (("steps", self.steps), ("persist", self.persist)):
             if value < 1:
                 raise CampaignSpecError(f"{what} must be at least 1, not {value}", f"set {what} to 1 or more")
+        for what, value in (("buffer_packets", self.buffer_packets), ("table_size", self.table_size)):
+            if value < 0:
+                raise CampaignSpecError(f"{what} must be at least 0, not {value}", f"set {what} to 0 (off) or more")
+        try:
+            Warmup.parse(self.warmup)
+        except WarmupError as exc:
+            raise CampaignSpecError(exc.problem, 'write warmup = "auto", "auto:30" or a number of seconds') \
+                from None
         for what, num in (("round_seconds", self.round_seconds), ("job_timeout", self.job_timeout),
                           ("minimize_budget", self.minimize_budget)):
             if not num > 0:
@@ -186,7 +206,8 @@ def _bad_seeds(value: Any) -> list[int]:
 
 _KNOWN = {"controllers", "topologies", "rates", "seeds", "steps", "checks", "persist", "round_seconds",
           "budget", "job_timeout", "executor", "jobs", "address", "minimize", "minimize_budget",
-          "check_every_flowmod"}
+          "check_every_flowmod", "buffer_packets", "table_size", "warmup"}
+_DEFAULTS = {"buffer_packets": 0, "table_size": 0, "warmup": "0"}
 
 
 def load_campaign_file(path: str | Path) -> CampaignSpec:
@@ -213,10 +234,10 @@ def load_campaign_file(path: str | Path) -> CampaignSpec:
         if "seeds" in data:
             spec.seeds = parse_seeds(data["seeds"])
         for name, kind in (("steps", int), ("persist", int), ("round_seconds", float), ("job_timeout", float),
-                           ("jobs", int), ("minimize_budget", float)):
+                           ("jobs", int), ("minimize_budget", float), ("buffer_packets", int), ("table_size", int)):
             if name in data:
                 setattr(spec, name, _typed(data[name], kind, name))
-        for name in ("checks", "executor", "address"):
+        for name in ("checks", "executor", "address", "warmup"):
             if name in data:
                 setattr(spec, name, str(data[name]))
         for name in ("minimize", "check_every_flowmod"):

@@ -32,6 +32,7 @@ from typing import Any
 from netsleuth.campaign.signature import job_bug
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.schedulers.fuzz import Rates
 from netsleuth.trace.io import read_trace
 
@@ -105,7 +106,9 @@ def run_job(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
                        seed=payload["seed"], rates=Rates(dict(payload["rates"])), checks=payload["checks"],
                        persist=payload["persist"], round_seconds=payload["round_seconds"],
                        handshake_timeout=min(60.0, timeout), record_packets=True,
-                       check_every_flowmod=bool(payload.get("check_every_flowmod", False)))
+                       check_every_flowmod=bool(payload.get("check_every_flowmod", False)),
+                       limits=SwitchLimits(payload.get("buffer_packets", 0), payload.get("table_size", 0)),
+                       warmup=payload.get("warmup", "0"))
     try:
         result = fuzz(opts, _Deadline(timeout))
     except JobTimeout as exc:
@@ -172,7 +175,8 @@ def job_payload(job: Any, spec: Any, out_root: Path) -> dict[str, Any]:
             "rates_name": job.rates_name, "rates": dict(job.rates), "seed": job.seed,
             "steps": spec.steps, "checks": spec.checks, "persist": spec.persist,
             "round_seconds": spec.round_seconds, "timeout": spec.job_timeout,
-            "check_every_flowmod": spec.check_every_flowmod,
+            "check_every_flowmod": spec.check_every_flowmod, "buffer_packets": spec.buffer_packets,
+            "table_size": spec.table_size, "warmup": spec.warmup,
             "dir": f"runs/{job.dirname}", "out": str(out_root / "runs" / job.dirname),
             "campaign_host": socket.gethostname()}
 

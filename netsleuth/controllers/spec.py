@@ -177,6 +177,9 @@ def check_trace_spec(text: str, source: str, *, trust: bool = False) -> Controll
             raise UntrustedControllerError(f"{source} names the app '{text}', which is not an os-ken app",
                                            "use a counterexample written by `netsleuth check`")
         return None
+    if kind == "app" and text[4:].startswith("pox:"):  # POX components the model checker hosts
+        check_trace_spec(text[4:], source, trust=trust)
+        return None
     if kind == "pox":
         bad = [] if trust else pox.trace_safe(text.partition(":")[2].split())
         if bad:

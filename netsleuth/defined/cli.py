@@ -124,7 +124,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     r = dsub.add_parser("run", help="run a scenario N times with random link delays and compare the runs")
     r.add_argument("--scenario", required=True, choices=["bgp-med", "rip-timer", "ospf", "med", "rip"],
-                   help="nodes: bgp-med | rip-timer | ospf; daemons (--daemon): med (bgp-med is an alias) | rip")
+                   help="nodes: bgp-med | rip-timer | ospf; daemons (--daemon): med (bgp-med is an alias) | rip | "
+                        "ospf (BIRD on --topo, with recorded link events)")
     r.add_argument("--topo", help="ospf only: topozoo/NAME (e.g. topozoo/Sprint) | brite,N[,SEED] | "
                                   "a netsleuth topology (ring,N, mesh,N, linear,N, ...; its switches are the routers)")
     r.add_argument("--variant", help="bgp-med: xorp (default) | correct; rip-timer: quagga (default) | correct; "
@@ -144,6 +145,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _daemon_args(r)
     r.add_argument("--all-orders", action="store_true",
                    help="daemons: deliver the held messages of group 0 in every order, one fresh run each")
+    r.add_argument("--events", help="daemons, ospf: replay this events.jsonl (from a run, fuzz or minimize --out DIR)")
+    r.add_argument("--link-events", type=at_least(1), default=10,
+                   help="daemons, ospf without --events: this many link failures, each recovered 6 s later "
+                        "(seeded by --scenario-seed; default 10)")
+    r.add_argument("--static-route", action="append", metavar="ROUTER:DEST",
+                   help="daemons, ospf: ROUTER routes DEST's loopback statically over their link (a seeded "
+                        "misconfiguration: a blackhole once that link fails); repeatable")
+    r.add_argument("--persist", type=float, default=10.0,
+                   help="daemons, ospf: virtual seconds a violation must hold to be reported (default 10)")
     r.set_defaults(func=cmd_run)
 
     s = dsub.add_parser("step", help="step a recorded run in lockstep (LS) from its external events")
@@ -155,3 +165,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--commands", help="file of console commands, one per line (default: stdin / prompt)")
     s.add_argument("--ordering", help="ordering function to start with (default: the one RB used)")
     s.set_defaults(func=cmd_step)
+
+    from netsleuth.defined.daemons.cli_events import add_commands as add_daemon_commands
+    add_daemon_commands(dsub, _daemon_args)

@@ -80,7 +80,9 @@ def _end(fields: dict, roles: Mapping[str, tuple[str, ...]], side: str, hosts: H
     ip = _role(fields, roles, f"{side}_ip", exact=False)
     if mac is not None:
         name = hosts.by_mac.get(mac[1])
-        return name or int_to_mac(mac[1])
+        if name or ip is None:
+            return name or int_to_mac(mac[1])
+        # a MAC no host has (a router's, a load balancer's) says less than the address behind it
     if ip is not None:
         _n, val, fm, full = ip
         if fm == full:
@@ -166,7 +168,7 @@ def phrase(hs: HeaderSet, v: int, m: int, hosts: Hosts, bare: bool = False) -> s
     if ported:
         sport = _role(fields, roles, "sport")
         if sport is not None and sport[1]:
-            extras = [f"from port {sport[1]}"] + [e for e in extras if not e.startswith(sport[0])]
+            extras = [f"source port {sport[1]}"] + [e for e in extras if not e.startswith(sport[0])]
         elif sport is not None:
             extras = [e for e in extras if not e.startswith(sport[0])]
     what = proto or ("" if bare else ("traffic" if src or dst or port or extras else "all traffic"))

@@ -14,6 +14,7 @@ violation the rounds report names the message that produced it.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,11 @@ from netsleuth.invariants.persistence import PersistenceTracker
 from netsleuth.jobs.every_flowmod import LOCATED, EveryFlowMod
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import OBSERVED
+from netsleuth.live.ready import Warmup
 from netsleuth.live.session import JobProgress, JobResult, Session
+from netsleuth.model.addr import int_to_ip
 from netsleuth.model.switch_io import SwitchLimits
+from netsleuth.model.topology import parse_topo
 from netsleuth.schedulers.config_edits import HostAddr
 from netsleuth.schedulers.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
 from netsleuth.trace import schema as ts
@@ -50,18 +54,36 @@ class FuzzOptions:
     record_packets: bool = True
     isolation: Path | None = None
     openflow: str = "auto"
-    warmup: float = 0.0
+    warmup: float | str | Warmup = 0.0
     limits: SwitchLimits = field(default_factory=SwitchLimits)
     check_every_flowmod: bool = False
+    services: tuple[str, ...] = ()  # addresses no host has (a load balancer's virtual IP): service_traffic
 
 
 class FlowModCheckError(NetsleuthError):
     pass
 
 
+def check_services(services: tuple[str, ...], rates: Rates, topo: str) -> None:
+    """service_traffic needs a --service, and a service address is IPv4 that no host of ``topo`` has."""
+    if rates.get("service_traffic") > 0 and not services:
+        raise RateError(f"service_traffic={rates.get('service_traffic'):g} needs an address to connect to",
+                        "add --service IP (e.g. the virtual IP of POX's misc.ip_loadbalancer --ip=IP)")
+    hosts = {int_to_ip(h.ip): h.name for h in parse_topo(topo).hosts}
+    for ip in services:
+        try:
+            ipaddress.IPv4Address(ip)
+        except ValueError:
+            raise RateError(f"service address {ip!r} is not an IPv4 address", "give --service like 10.0.1.1") from None
+        if ip in hosts:
+            raise RateError(f"service address {ip} is {hosts[ip]}'s own", "give an address no host of the "
+                            "topology has (a virtual IP); traffic to a host is the traffic rate's")
+
+
 def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
     invariants = registry.resolve(opts.checks)
     _check_config_changes(opts)
+    check_services(opts.services, opts.rates, opts.topo)
     if opts.check_every_flowmod and not any(i.name in LOCATED for i in invariants):
         raise FlowModCheckError(f"--check-every-flowmod locates violations of {', '.join(LOCATED)}, and "
                                 f"--check selects none of them", "add one of them to --check, or drop "
@@ -71,7 +93,8 @@ def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
                       checks=[i.name for i in invariants], isolation=opts.isolation,
                       header_extra={"rates": dict(sorted(opts.rates.values.items())), "persist": opts.persist,
                                     "steps": opts.steps, "round_seconds": opts.round_seconds,
-                                    **({"check_every_flowmod": True} if opts.check_every_flowmod else {})},
+                                    **({"check_every_flowmod": True} if opts.check_every_flowmod else {}),
+                                    **({"services": list(opts.services)} if opts.services else {})},
                       openflow=opts.openflow, warmup=opts.warmup, limits=opts.limits)
     data = session.result.data
     data.update({"steps": 0, "inputs": {}, "rates": dict(sorted(opts.rates.values.items())),
@@ -87,7 +110,7 @@ def fuzz(opts: FuzzOptions, progress: JobProgress | None = None) -> JobResult:
         for step in range(1, opts.steps + 1):
             if watch is not None:
                 watch.round = step
-            for planned in fuzzer.plan_round(_state(s, failed_links)):
+            for planned in fuzzer.plan_round(_state(s, failed_links, opts.services)):
                 rt.apply(await _apply(s, planned, failed_links))
                 data["inputs"][planned.kind] = data["inputs"].get(planned.kind, 0) + 1
             rt.kick()
@@ -125,7 +148,7 @@ def _check_config_changes(opts: FuzzOptions) -> None:
                         "use --controller faucet:auto or faucet:FILE.yaml, or drop the config_change rate")
 
 
-def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzState:
+def _state(s: Session, failed_links: list[tuple[str, int, str, int]], services: tuple[str, ...] = ()) -> FuzzState:
     """What the fuzzer may act on; all of it follows from earlier inputs, never from timing."""
     w = s.world
     switch_links = tuple(k for k in w.link_up if k[0] in w.switches and k[2] in w.switches)
@@ -148,11 +171,15 @@ def _state(s: Session, failed_links: list[tuple[str, int, str, int]]) -> FuzzSta
         links_into=tuple(sorted({(k[2], k[3]) for k in live} | {(k[0], k[1]) for k in live})),
         configs=tuple((c.name, w.configs[c.name]) for c in s.controllers if c.configurable and c.name in w.configs),
         host_addrs=tuple(HostAddr(h.name, h.ip) for h in w.topology.hosts),
+        services=tuple(services),
     )
 
 
 def _send_traffic(w, a: dict) -> list[Effect]:
-    w.inject_traffic(a["host"], a["dst"], a["what"])
+    if "dst_ip" in a:
+        w.connect_to_service(a["host"], a["dst_ip"])
+    else:
+        w.inject_traffic(a["host"], a["dst"], a["what"])
     return []  # the packet waits in the World's channels; nothing for the edge to do
 
 

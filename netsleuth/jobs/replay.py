@@ -23,6 +23,7 @@ from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
 from netsleuth.live.driver import Runtime
+from netsleuth.live.ready import Warmup
 from netsleuth.live.rest import ControllerSampler, RestJudge, network_settled
 from netsleuth.live.session import JobProgress, Session, SilentProgress
 from netsleuth.live.stop import stopped_by
@@ -137,6 +138,17 @@ def trace_limits(header: ts.TraceHeader) -> SwitchLimits:
     return SwitchLimits.from_json(header.extra.get("switch"))
 
 
+def trace_warmup(header: ts.TraceHeader) -> Warmup:
+    """The warm-up a trace was recorded with (its bound in seconds, and whether it ended once ready)."""
+    seconds, auto = header.extra.get("warmup", 0.0) or 0.0, header.extra.get("warmup_auto", False)
+    if (not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < float("inf")
+            or not isinstance(auto, bool)):
+        raise TraceFormatError(f"the trace header's warm-up ({seconds!r}, auto {auto!r}) is not a number of "
+                               "seconds >= 0 with auto true or false",
+                               "record the trace again, or fix 'warmup' / 'warmup_auto' in its first line")
+    return Warmup(float(seconds), auto)
+
+
 @dataclass
 class ReplayOutcome:
     reproduced: bool | None
@@ -186,7 +198,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       record_packets=record_packets, checks=checks, topology=Topology.from_json(header.topology),
                       header_extra={"replay_of": header.command, "inputs": len(plan.inputs)},
                       openflow=openflow or trace_openflow(header),
-                      warmup=float(header.extra.get("warmup", 0.0) or 0.0),
+                      warmup=trace_warmup(header),
                       limits=limits if limits is not None else trace_limits(header),
                       coverage_dir=Path(out) / "coverage" if coverage else None,
                       coverage_framework=coverage_framework, prestarted=prestarted)

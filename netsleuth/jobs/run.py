@@ -14,7 +14,7 @@ from pathlib import Path
 from netsleuth.invariants import registry
 from netsleuth.jobs.ping_why import explain
 from netsleuth.live.driver import PingOutcome, Runtime
-from netsleuth.live.ready import ReadyCondition
+from netsleuth.live.ready import ReadyCondition, Warmup
 from netsleuth.live.session import JobProgress, JobResult, Session
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.trace import schema as ts
@@ -37,7 +37,7 @@ class RunOptions:
     settle: float = 0.3
     isolation: Path | None = None
     openflow: str = "auto"
-    warmup: float = 0.0
+    warmup: float | str | Warmup = 0.0  # seconds, or "auto" (see live/ready.py)
     limits: SwitchLimits = field(default_factory=SwitchLimits)
     warmup_ready: ReadyCondition | None = None   # ends the warm-up early (see live/ready.py)
 

@@ -23,8 +23,9 @@ def add_switch_options(p: argparse.ArgumentParser, default: int | None = 0) -> N
                    help="switches buffer every PACKET_IN, up to N at once, as Open vSwitch did before 2.7 "
                         "(POX's l2_multi and l3_learning expect it); 0: off, as OVS today" + of_trace)
     p.add_argument("--table-size", type=at_least(0), default=default, metavar="N",
-                   help="a FLOW_MOD ADD that would grow a switch's table past N entries is refused "
-                        "(ALL_TABLES_FULL); 0: no limit" + of_trace)
+                   help="a FLOW_MOD ADD that would grow a switch's table past N entries is refused (OpenFlow "
+                        "1.0: ALL_TABLES_FULL; 1.3: TABLE_FULL, each table on its own), as Open vSwitch refuses "
+                        "it with a flow limit; 0: no limit" + of_trace)
     p.add_argument("--pox", metavar="DIR", help="the POX checkout pox: controllers run from ($NETSLEUTH_POX)")
 
 

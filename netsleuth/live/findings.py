@@ -11,7 +11,7 @@ before it.  `openflow-errors` turns each ERROR a switch answered a controller's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from netsleuth.controllers.logwatch import LogWatch
 from netsleuth.invariants import exceptions as exc_check
@@ -19,8 +19,17 @@ from netsleuth.invariants import openflow_errors as of_check
 from netsleuth.minimize.api import describe_input
 from netsleuth.trace import schema as ts
 
-if TYPE_CHECKING:
-    from netsleuth.live.session import Session
+
+class RecordingSession(Protocol):
+    """What the findings need of the run that records them (live/session.py's Session is one):
+    its checks, controllers and World to read, its result to annotate, and a way to record."""
+
+    checks: list[str]
+    controllers: Any
+    world: Any
+    result: Any
+
+    def record_finding(self, f: Any, persistent: bool, details: dict | None = None) -> Any: ...
 
 OBSERVED = ("exceptions", "openflow-errors")
 """The invariants this module records (with dataplane-loops, the World's, the observed ones that stop a fuzz run)."""
@@ -47,7 +56,7 @@ def _inputs_words(inputs: tuple[Any, ...]) -> str:
 
 @dataclass
 class ObservedFindings:
-    session: Session
+    session: RecordingSession
     exceptions: bool = False
     errors: bool = False
     watches: list[tuple[str, LogWatch]] = field(default_factory=list)
@@ -61,7 +70,7 @@ class ObservedFindings:
     _rejections_seen: int = 0
 
     @classmethod
-    def for_session(cls, s: Session) -> ObservedFindings:
+    def for_session(cls, s: RecordingSession) -> ObservedFindings:
         watch = cls(s, exceptions="exceptions" in s.checks, errors="openflow-errors" in s.checks)
         if watch.exceptions:
             for c in s.controllers:

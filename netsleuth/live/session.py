@@ -28,7 +28,7 @@ from netsleuth.invariants.policy.faucet import FaucetPolicyError, policy_from_te
 from netsleuth.invariants.policy.isolation import load_isolation
 from netsleuth.live.driver import Runtime
 from netsleuth.live.findings import ObservedFindings
-from netsleuth.live.ready import ReadyCondition
+from netsleuth.live.ready import ReadyCondition, Warmup, auto_ready
 from netsleuth.live.stop import stopped_by
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topo_builders import parse_topo
@@ -92,7 +92,7 @@ class Session:
     isolation: Path | None = None
     topology: Topology | None = None  # given as a description (e.g. from a trace header) instead of a spec
     openflow: str = "auto"             # OpenFlow versions the switches offer: 1.0, 1.3 or auto (both)
-    warmup: float = 0.0                # seconds after the handshakes with no traffic and no invariant checks
+    warmup: float | str | Warmup = 0.0  # after the handshakes, no traffic and no checks: seconds, or "auto"
     limits: SwitchLimits = field(default_factory=SwitchLimits)  # packet buffering, table size
     coverage_dir: Path | None = None   # measure the controllers' lines after the handshakes into this folder
     coverage_framework: bool = False   # ... the framework's lines too (os-ken, POX's core)
@@ -107,8 +107,14 @@ class Session:
         self.specs = [parse_controller(t) for t in self.texts]
         offered_versions(self.openflow)  # an unknown --openflow value fails here, before anything starts
         self.out = Path(self.out)
-        if self.warmup:
-            self.header_extra = dict(self.header_extra, warmup=self.warmup)  # replays warm up as long
+        warmup = Warmup.of(self.warmup)
+        self.warmup_seconds = warmup.seconds
+        self.warmup_auto = warmup.auto
+        if warmup.auto and self.warmup_ready is None:
+            self.warmup_ready = auto_ready(self.topo, [spec.kind for spec in self.specs])
+        if warmup.seconds:  # replays warm up as long, and end it the same way
+            self.header_extra = dict(self.header_extra, warmup=warmup.seconds,
+                                     **({"warmup_auto": True} if warmup.auto else {}))
         if self.limits.to_json():
             self.header_extra = dict(self.header_extra, switch=self.limits.to_json())  # replays use them too
         self.result = JobResult({
@@ -211,7 +217,7 @@ class Session:
             await self._bootstrap(rt)
             await self._mark_coverage()
             self.note_versions()
-            if self.warmup > 0:
+            if self.warmup_seconds > 0:
                 await self._warm_up(rt)
             await self._unless_runtime_fails(rt, body(self, rt))
         finally:
@@ -241,15 +247,18 @@ class Session:
 
     async def _warm_up(self, rt: Runtime) -> None:
         """Let the controller settle (e.g. spanning tree converge): no traffic, no violations recorded."""
-        self.progress.phase(f"warm-up ({self.warmup:g} s)", None)
+        self.progress.phase(f"warm-up ({'until ready, at most ' if self.warmup_auto else ''}{self.warmup_seconds:g} s)",
+                            None)
         self.world.observing = False
         t0 = time.monotonic()
         try:
-            await self._wait_warm(t0 + self.warmup)
+            await self._wait_warm(t0 + self.warmup_seconds)
             await rt.settle(0.1, timeout=2.0)
         finally:
             self.world.observing = True
-        self.result.data["warmup"] = self.warmup
+        self.result.data["warmup"] = self.warmup_seconds
+        if self.warmup_auto:
+            self.result.data["warmup_auto"] = True
         if self.warmup_ready is not None:
             self.result.data["warmup_seconds"] = round(time.monotonic() - t0, 3)
 

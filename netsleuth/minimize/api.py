@@ -115,7 +115,7 @@ def describe_input(ev: InputEvent) -> str:
     if isinstance(ev, ts.HostMigration):
         return f"{ev.id}: host {ev.host} moves from {ev.old_switch}:{ev.old_port} to {ev.new_switch}:{ev.new_port}"
     if isinstance(ev, ts.TrafficInjection):
-        return f"{ev.id}: host {ev.host} sends to {ev.dst}"
+        return _traffic_words(ev)
     if isinstance(ev, ts.DataplaneDrop):
         return f"{ev.id}: next packet into {ev.node}:{ev.port} dropped"
     if isinstance(ev, ts.DataplaneDelay):
@@ -123,6 +123,19 @@ def describe_input(ev: InputEvent) -> str:
     if isinstance(ev, ts.ControlDelay):
         return f"{ev.id}: next {ev.direction} message on {ev.switch}<->{ev.controller} delayed {ev.seconds:g} s"
     return f"{ev.id}: {type(ev).kind}"
+
+
+def _traffic_words(ev: ts.TrafficInjection) -> str:
+    if ev.dst is not None:
+        return f"{ev.id}: host {ev.host} sends to {ev.dst}"
+    # to an address no host has (a service's virtual IP): say what was sent
+    from netsleuth.model.packet import Packet
+
+    try:
+        what = Packet.from_json(ev.packet).summary()
+    except (KeyError, TypeError, ValueError):
+        what = "a packet to an address no host has"
+    return f"{ev.id}: host {ev.host} sends {what}"
 
 
 def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, strategy: str = "ddmin",

@@ -17,248 +17,70 @@ disagrees with the bytes present (truncated PACKET_IN data, malformed input):
 a length that agrees documents nothing.
 
 Only ``struct`` is used: this module is on the model checker's hot path.
+
+The header records are in :mod:`netsleuth.model.packet_headers`, their byte
+and JSON codec in :mod:`netsleuth.model.packet_codec`; every name stays
+importable from here.
 """
 
 from __future__ import annotations
 
 import struct
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any, final
+from dataclasses import dataclass
+from typing import Any
 
-from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
-
-ETH_IPV4 = 0x0800
-ETH_ARP = 0x0806
-ETH_VLAN = 0x8100
-ETH_LLDP = 0x88CC
-PROTO_ICMP = 1
-PROTO_TCP = 6
-PROTO_UDP = 17
-RAW = -1
-"""``Packet.eth_type`` of a frame too short (< 14 bytes) for an Ethernet header;
-its bytes are all in ``payload``."""
-DL_TYPE_NOT_ETH_TYPE = 0x05FF
-"""OpenFlow 1.0 ``dl_type`` of an 802.3 frame without an LLC/SNAP header."""
-LLDP_MULTICAST = 0x0180C200000E
-MIN_FRAME_LEN = 60
-"""Shortest Ethernet frame on the wire, FCS excluded."""
-
-TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK, TCP_URG, TCP_ECE, TCP_CWR = (1 << i for i in range(8))
-
-_ETH = struct.Struct("!6s6sH")
-_TAG = struct.Struct("!HH")
-_ARP_HEAD = struct.Struct("!HHBBH")
-_IP = struct.Struct("!BBHHHBBH4s4s")
-_IP_ADDRS = struct.Struct("!II")
-_ICMP = struct.Struct("!BBHHH")
-_TCP = struct.Struct("!HHIIBBHHH")
-_UDP = struct.Struct("!HHHH")
-_PSEUDO = struct.Struct("!IIBBH")
-_U16 = struct.Struct("!H")
-_LITTLE = sys.byteorder == "little"
-
-
-class PacketError(NetsleuthError, ValueError):
-    """A packet record that cannot be put on the wire, or malformed packet JSON."""
-
-
-# ---------------------------------------------------------------------------
-# header records
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class Vlan:
-    """An 802.1Q tag (TPID 0x8100); the inner ethertype is ``Packet.eth_type``."""
-
-    vid: int
-    pcp: int = 0
-    cfi: int = 0
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class Arp:
-    """ARP; ``sha``/``tha`` are ``hlen`` bytes wide and ``spa``/``tpa`` ``plen`` bytes wide."""
-
-    op: int
-    sha: int
-    spa: int
-    tha: int
-    tpa: int
-    htype: int = 1
-    ptype: int = ETH_IPV4
-    hlen: int = 6
-    plen: int = 4
-
-    def is_ethernet_ipv4(self) -> bool:
-        return self.htype == 1 and self.ptype == ETH_IPV4 and self.hlen == 6 and self.plen == 4
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class IPv4:
-    """IPv4 header.  ``total_length`` None: computed; set only when it disagrees with the bytes."""
-
-    src: int
-    dst: int
-    proto: int
-    tos: int = 0
-    ttl: int = 64
-    ident: int = 0
-    flags: int = 0
-    frag: int = 0
-    options: bytes = b""
-    csum: int | None = None
-    total_length: int | None = None
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class ICMP:
-    """ICMP header; ``ident``/``seq`` are the 4 bytes after the checksum whatever the type."""
-
-    type: int
-    code: int
-    ident: int = 0
-    seq: int = 0
-    csum: int | None = None
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class TCP:
-    """TCP header; ``flags`` holds the 12 bits after the data offset (NS..FIN and reserved)."""
-
-    src_port: int
-    dst_port: int
-    seq: int = 0
-    ack: int = 0
-    flags: int = 0
-    window: int = 65535
-    urg: int = 0
-    options: bytes = b""
-    csum: int | None = None
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class UDP:
-    """UDP header.  ``length`` None: computed; set only when it disagrees with the bytes."""
-
-    src_port: int
-    dst_port: int
-    csum: int | None = None
-    length: int | None = None
-
-
-@final  # no subclasses: lets `type(x) is C` checks narrow the header unions
-@dataclass(frozen=True, slots=True)
-class LLDP:
-    """LLDPDU.  ``chassis_id``/``port_id`` are whole TLV values, subtype byte first;
-    ``extra_tlvs`` are the encoded TLVs between TTL and the End TLV (always written)."""
-
-    chassis_id: bytes
-    port_id: bytes
-    ttl: int = 120
-    extra_tlvs: bytes = b""
-
-
-L3 = Arp | IPv4 | LLDP
-L4 = ICMP | TCP | UDP
-_ETH_OF_L3 = {Arp: ETH_ARP, IPv4: ETH_IPV4, LLDP: ETH_LLDP}
-_PROTO_OF_L4 = {ICMP: PROTO_ICMP, TCP: PROTO_TCP, UDP: PROTO_UDP}
-
-
-# ---------------------------------------------------------------------------
-# checksums
-
-
-def internet_checksum(data: bytes) -> int:
-    """RFC 1071 ones'-complement checksum of ``data`` (odd lengths zero-padded)."""
-    if len(data) & 1:
-        data += b"\0"
-    # Summing native-order words and swapping the folded result is RFC 1071's
-    # byte-order independence; it lets memoryview do the word split in C.
-    s = sum(memoryview(data).cast("H"))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    if _LITTLE:
-        s = ((s & 0xFF) << 8) | (s >> 8)
-    return ~s & 0xFFFF
-
-
-def _l4_csum(ip: IPv4, length: int, segment: bytes) -> int:
-    return internet_checksum(_PSEUDO.pack(ip.src, ip.dst, 0, ip.proto, length & 0xFFFF) + segment)
-
-
-# ---------------------------------------------------------------------------
-# header bytes (shared with the OpenFlow 1.3 frame, which writes these headers alike)
-
-
-def headers_to_json(d: dict[str, Any], l3: Any, l4: Any, payload: bytes, trailer: bytes,
-                    header_to_json: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """``d`` (a frame's Ethernet part in JSON) with its L3/L4 headers, payload and trailer added."""
-    if l3 is not None:
-        d["l3"] = header_to_json(l3)
-    if l4 is not None:
-        d["l4"] = header_to_json(l4)
-    d["payload"] = payload.hex()
-    if trailer:
-        d["trailer"] = trailer.hex()
-    return d
-
-
-def arp_bytes(arp: Arp, payload: bytes) -> bytes:
-    """An ARP header, addresses at their declared widths, then ``payload``."""
-    return (_ARP_HEAD.pack(arp.htype, arp.ptype, arp.hlen, arp.plen, arp.op)
-            + arp.sha.to_bytes(arp.hlen, "big") + arp.spa.to_bytes(arp.plen, "big")
-            + arp.tha.to_bytes(arp.hlen, "big") + arp.tpa.to_bytes(arp.plen, "big") + payload)
-
-
-def ipv4_bytes(ip: IPv4, segment_of: Callable[[], bytes]) -> bytes:
-    """An IPv4 datagram around the segment ``segment_of`` writes (the header is checked first).
-
-    A None total length or checksum is computed; raises OverflowError for a
-    flags/fragment field wider than its bits (callers turn it into a PacketError).
-    """
-    opts = ip.options
-    if len(opts) % 4 or len(opts) > 40:
-        raise PacketError(f"IPv4 options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
-    if ip.frag >> 13 or ip.flags >> 3:
-        raise OverflowError(f"IPv4 flags {ip.flags} / fragment offset {ip.frag}")
-    segment = segment_of()
-    hlen = 20 + len(opts)
-    total = ip.total_length if ip.total_length is not None else hlen + len(segment)
-    header = _IP.pack(0x40 | (hlen >> 2), ip.tos, total, ip.ident, (ip.flags << 13) | ip.frag,
-                      ip.ttl, ip.proto, 0, ip.src.to_bytes(4, "big"), ip.dst.to_bytes(4, "big")) + opts
-    csum = ip.csum if ip.csum is not None else internet_checksum(header)
-    return header[:10] + _U16.pack(csum) + header[12:] + segment
-
-
-def tcp_bytes(tcp: TCP, payload: bytes, checksum: Callable[[bytes], int]) -> bytes:
-    """A TCP segment; a None checksum is ``checksum(segment)`` (the pseudo-header is the caller's)."""
-    opts = tcp.options
-    if len(opts) % 4 or len(opts) > 40:
-        raise PacketError(f"TCP options of {len(opts)} bytes", "pad options to a multiple of 4, at most 40")
-    if tcp.flags >> 12:
-        raise OverflowError(f"TCP flags {tcp.flags:#x}")
-    doff = 5 + len(opts) // 4
-    seg = _TCP.pack(tcp.src_port, tcp.dst_port, tcp.seq, tcp.ack, (doff << 4) | (tcp.flags >> 8),
-                    tcp.flags & 0xFF, tcp.window, 0, tcp.urg) + opts + payload
-    csum = tcp.csum if tcp.csum is not None else checksum(seg)
-    return seg[:16] + _U16.pack(csum) + seg[18:]
-
-
-def icmp_bytes(icmp: ICMP, payload: bytes) -> bytes:
-    """An ICMP message (echo layout: ident and sequence); a None checksum is computed."""
-    seg = _ICMP.pack(icmp.type, icmp.code, 0, icmp.ident, icmp.seq) + payload
-    csum = icmp.csum if icmp.csum is not None else internet_checksum(seg)
-    return seg[:2] + _U16.pack(csum) + seg[4:]
-
+from netsleuth.model.packet_codec import (
+    _ICMP_NAMES,
+    _arp_ip,
+    _header_from_json,
+    _header_to_json,
+    _hexcolon,
+    _l4_csum,
+    _parse_lldp,
+    _pseudo_header_changed,
+    _snap_type,
+    _tcp_flags,
+    _tlv,
+    arp_bytes,
+    headers_to_json,
+    icmp_bytes,
+    internet_checksum,
+    ipv4_bytes,
+    parse_arp,
+    parse_ipv4,
+    tcp_bytes,
+)
+from netsleuth.model.packet_headers import (
+    _ETH,
+    _ETH_OF_L3,
+    _PROTO_OF_L4,
+    _TAG,
+    _U16,
+    _UDP,
+    DL_TYPE_NOT_ETH_TYPE,
+    ETH_ARP,
+    ETH_IPV4,
+    ETH_LLDP,
+    ETH_VLAN,
+    ICMP,
+    L4,
+    LLDP,
+    LLDP_MULTICAST,
+    MIN_FRAME_LEN,
+    PROTO_ICMP,
+    PROTO_TCP,
+    PROTO_UDP,
+    RAW,
+    TCP,
+    TCP_ACK,
+    TCP_SYN,
+    UDP,
+    Arp,
+    IPv4,
+    PacketError,
+    Vlan,
+)
 
 # ---------------------------------------------------------------------------
 # the packet
@@ -580,197 +402,6 @@ class Packet:
 
 
 # ---------------------------------------------------------------------------
-# parsing helpers (each returns (l3, l4, payload, trailer) or None)
-
-
-def parse_ipv4(data: bytes, off: int,
-               parse_l4: Callable[[int, bytes, int, int], tuple[Any, int]] | None = None) -> tuple[Any, ...] | None:
-    """An IPv4 datagram at ``off``: its header, the L4 header ``parse_l4`` finds (TCP/UDP/ICMP when None),
-    the payload and the trailer after the datagram; None when no IPv4 header parses.
-
-    The OpenFlow 1.3 frame reads IPv4 the same way and passes its own L4
-    reader (which also knows SCTP), so both models agree on every IPv4 byte.
-    """
-    n = len(data)
-    if n - off < 20:
-        return None
-    vihl, tos, total, ident, ff, ttl, proto, csum, src, dst = _IP.unpack_from(data, off)
-    hlen = (vihl & 0xF) * 4
-    if vihl >> 4 != 4 or hlen < 20 or n - off < hlen or total < hlen:
-        return None
-    if off + total <= n:
-        end, explicit_total = off + total, None
-    else:
-        end, explicit_total = n, total
-    frag = ff & 0x1FFF
-    src_i, dst_i = _IP_ADDRS.unpack_from(data, off + 12)
-    ip = IPv4(src_i, dst_i, proto, tos, ttl, ident, ff >> 13, frag, data[off + 20:off + hlen], csum, explicit_total)
-    l4off = off + hlen
-    l4: Any = None
-    if not frag:
-        l4, l4off = (parse_l4 or parse_basic_l4)(proto, data, l4off, end)
-    return ip, l4, data[l4off:end], data[end:]
-
-
-def parse_basic_l4(proto: int, data: bytes, off: int, end: int) -> tuple[TCP | UDP | ICMP | None, int]:
-    """(TCP, UDP or ICMP header or None, offset after it) within ``data[off:end]``."""
-    avail = end - off
-    if proto == PROTO_TCP and avail >= 20:
-        sport, dport, seq, ack, b12, b13, win, tcsum, urg = _TCP.unpack_from(data, off)
-        tlen = (b12 >> 4) * 4
-        if tlen >= 20 and avail >= tlen:
-            return TCP(sport, dport, seq, ack, ((b12 & 0xF) << 8) | b13, win, urg,
-                       data[off + 20:off + tlen], tcsum), off + tlen
-    elif proto == PROTO_UDP and avail >= 8:
-        sport, dport, ulen, ucsum = _UDP.unpack_from(data, off)
-        return UDP(sport, dport, ucsum, None if ulen == avail else ulen), off + 8
-    elif proto == PROTO_ICMP and avail >= 8:
-        typ, code, icsum, iid, iseq = _ICMP.unpack_from(data, off)
-        return ICMP(typ, code, iid, iseq, icsum), off + 8
-    return None, off
-
-
-def parse_arp(data: bytes, off: int) -> tuple[Any, ...] | None:
-    """An ARP header at ``off`` (any hardware/protocol address widths), or None."""
-    if len(data) - off < 8:
-        return None
-    htype, ptype, hlen, plen, op = _ARP_HEAD.unpack_from(data, off)
-    end = off + 8 + 2 * (hlen + plen)
-    if end > len(data):
-        return None
-    p = off + 8
-    sha = int.from_bytes(data[p:p + hlen], "big")
-    p += hlen
-    spa = int.from_bytes(data[p:p + plen], "big")
-    p += plen
-    tha = int.from_bytes(data[p:p + hlen], "big")
-    p += hlen
-    tpa = int.from_bytes(data[p:p + plen], "big")
-    return Arp(op, sha, spa, tha, tpa, htype, ptype, hlen, plen), None, b"", data[end:]
-
-
-def _parse_lldp(data: bytes, off: int) -> tuple[Any, ...] | None:
-    n = len(data)
-    values = []
-    p = off
-    for want in (1, 2, 3):
-        if n - p < 2:
-            return None
-        (h,) = _U16.unpack_from(data, p)
-        length = h & 0x1FF
-        if h >> 9 != want or n - p - 2 < length or (want == 3 and length != 2):
-            return None
-        values.append(data[p + 2:p + 2 + length])
-        p += 2 + length
-    extra_start = p
-    while True:
-        if n - p < 2:
-            return None
-        (h,) = _U16.unpack_from(data, p)
-        length = h & 0x1FF
-        if h >> 9 == 0:
-            if length:
-                return None
-            break
-        if n - p - 2 < length:
-            return None
-        p += 2 + length
-    lldp = LLDP(values[0], values[1], _U16.unpack(values[2])[0], data[extra_start:p])
-    return lldp, None, b"", data[p + 2:]
-
-
-def _tlv(kind: int, value: bytes) -> bytes:
-    if len(value) > 0x1FF:
-        raise PacketError(f"an LLDP TLV value of {len(value)} bytes", "keep LLDP TLV values at most 511 bytes")
-    return _U16.pack((kind << 9) | len(value)) + value
-
-
-def _snap_type(payload: bytes) -> int:
-    if len(payload) >= 8 and payload[:6] == b"\xaa\xaa\x03\x00\x00\x00":
-        t: int = _U16.unpack_from(payload, 6)[0]
-        if t >= 0x600:
-            return t
-    return DL_TYPE_NOT_ETH_TYPE
-
-
-def _pseudo_header_changed(l4: L4 | None) -> L4 | None:
-    """The L4 header after an IP address rewrite: TCP/UDP checksums cover the addresses."""
-    if type(l4) is TCP:
-        return TCP(l4.src_port, l4.dst_port, l4.seq, l4.ack, l4.flags, l4.window, l4.urg, l4.options, None)
-    if type(l4) is UDP and l4.csum != 0:  # a UDP checksum of 0 means "none" and stays so
-        return UDP(l4.src_port, l4.dst_port, None, l4.length)
-    return l4
-
-
-# ---------------------------------------------------------------------------
-# text helpers
-
-_ICMP_NAMES = {0: "echo-reply", 3: "unreachable", 5: "redirect", 8: "echo-request", 11: "time-exceeded"}
-_TCP_FLAG_TEXT = ((TCP_FIN, "F"), (TCP_SYN, "S"), (TCP_RST, "R"), (TCP_PSH, "P"), (TCP_ACK, "."),
-                  (TCP_URG, "U"), (TCP_ECE, "E"), (TCP_CWR, "W"))
-
-
-def _tcp_flags(flags: int) -> str:
-    return "".join(c for bit, c in _TCP_FLAG_TEXT if flags & bit) or "none"
-
-
-def _hexcolon(value: int, width: int) -> str:
-    return ":".join(f"{b:02x}" for b in value.to_bytes(width, "big"))
-
-
-def _dotted(value: int, width: int) -> str:
-    return ".".join(str(b) for b in value.to_bytes(width, "big"))
-
-
-def _arp_ip(arp: Arp, value: int) -> str:
-    return _dotted(value, arp.plen)
-
-
-def _from_hexcolon(text: str) -> int:
-    return int.from_bytes(bytes.fromhex(text.replace(":", "")), "big")
-
-
-def _from_dotted(text: str) -> int:
-    return int.from_bytes(bytes(int(x) for x in text.split(".")), "big") if text else 0
-
-
-_KIND = {Arp: "arp", IPv4: "ipv4", LLDP: "lldp", ICMP: "icmp", TCP: "tcp", UDP: "udp"}
-_CLASS = {v: k for k, v in _KIND.items()}
-_BYTE_FIELDS = frozenset(("options", "chassis_id", "port_id", "extra_tlvs"))
-
-
-def _header_to_json(h: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"kind": _KIND[type(h)]}
-    for f in fields(h):
-        value = getattr(h, f.name)
-        if f.name in _BYTE_FIELDS:
-            value = value.hex()
-        elif type(h) is IPv4 and f.name in ("src", "dst"):
-            value = int_to_ip(value)
-        elif type(h) is Arp and f.name in ("sha", "tha"):
-            value = _hexcolon(value, h.hlen)
-        elif type(h) is Arp and f.name in ("spa", "tpa"):
-            value = _dotted(value, h.plen)
-        d[f.name] = value
-    return d
-
-
-def _header_from_json(d: dict[str, Any]) -> Any:
-    d = dict(d)
-    cls = _CLASS[d.pop("kind")]
-    for name in _BYTE_FIELDS.intersection(d):
-        d[name] = bytes.fromhex(d[name])
-    if cls is IPv4:
-        d["src"], d["dst"] = ip_to_int(d["src"]), ip_to_int(d["dst"])
-    elif cls is Arp:
-        for name in ("sha", "tha"):
-            d[name] = _from_hexcolon(d[name])
-        for name in ("spa", "tpa"):
-            d[name] = _from_dotted(d[name])
-    return cls(**d)
-
-
-# ---------------------------------------------------------------------------
 # constructors (addresses as ints or strings; checksums computed on the wire)
 
 
@@ -821,6 +452,6 @@ def lldp_frame(src_mac: int | str, chassis_id: bytes | str, port_id: bytes | str
 __all__ = [
     "Arp", "DL_TYPE_NOT_ETH_TYPE", "ETH_ARP", "ETH_IPV4", "ETH_LLDP", "ETH_VLAN", "ICMP", "IPv4", "LLDP",
     "LLDP_MULTICAST", "MIN_FRAME_LEN", "PROTO_ICMP", "PROTO_TCP", "PROTO_UDP", "Packet", "PacketError", "RAW",
-    "TCP", "UDP", "Vlan", "arp_reply", "arp_request", "icmp_echo", "internet_checksum", "lldp_frame",
-    "tcp_syn", "udp_packet",
+    "TCP", "TCP_ACK", "TCP_SYN", "UDP", "Vlan", "arp_reply", "arp_request", "icmp_echo", "internet_checksum",
+    "lldp_frame", "tcp_syn", "udp_packet",
 ]

@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from netsleuth.model.actions import Enqueue, Output, action_from_ofp, action_to_ofp, apply_action
+from netsleuth.model.actions import Enqueue, Output, action_from_ofp
 from netsleuth.model.flowtable import FlowEntry, FlowOverlapError, FlowTable
+from netsleuth.model.forward import forward
 from netsleuth.model.match import Match
 from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.frame import Frame
@@ -35,11 +36,12 @@ from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.of13.switch import OpenFlow13
 from netsleuth.model.ofdp import DATAPATH, ofp, ofp13_parser, ofp_parser
 from netsleuth.model.packet import Packet
+from netsleuth.model.replies import MAX_TABLE_ENTRIES, flow_removed, port_status, stats_reply
 from netsleuth.model.switch_io import Buffered, Emit, Port, SwitchLimits, ToController, port_hw_addr
 
 # Emit, ToController, Port, Buffered and port_hw_addr live in switch_io (the switch's 1.3 part
 # shares them); callers may import them from here.
-__all__ = ["Buffered", "Emit", "Port", "Switch", "SwitchLimits", "ToController", "port_hw_addr"]
+__all__ = ["Buffered", "Emit", "Port", "Switch", "SwitchLimits", "ToController", "forward", "port_hw_addr"]
 
 OFP_VERSION_10 = 1
 OFP_VERSION_13 = 4
@@ -50,7 +52,6 @@ OPENFLOW_OFFERS: dict[str, tuple[int, ...]] = {"1.0": (OFP_VERSION_10,), "1.3": 
 NO_BUFFER = 0xFFFFFFFF
 DEFAULT_BUFFERS = 256
 DEFAULT_MISS_SEND_LEN = 128
-MAX_TABLE_ENTRIES = 1_000_000
 
 SUPPORTED_ACTIONS = (
     (1 << ofp.OFPAT_OUTPUT) | (1 << ofp.OFPAT_SET_VLAN_VID) | (1 << ofp.OFPAT_SET_VLAN_PCP)
@@ -365,86 +366,18 @@ class Switch:
         return self._apply_actions(actions, packet, in_port, tag, now)
 
     def _on_stats(self, conn: int, msg: Any, now: float) -> list[Any]:
-        kind = type(msg)
-        if kind is ofp_parser.OFPDescStatsRequest:
-            body = ofp_parser.OFPDescStats(b"netsleuth", b"netsleuth mock OpenFlow 1.0 switch",
-                                           self.sw_version.encode(), str(self.dpid).encode(),
-                                           self.name.encode())
-            reply = ofp_parser.OFPDescStatsReply(DATAPATH)
-            reply.body = body
-        elif kind is ofp_parser.OFPFlowStatsRequest:
-            reply = ofp_parser.OFPFlowStatsReply(DATAPATH)
-            reply.body = [self._flow_stats(e, now) for e in
-                          self.table.select(Match.from_ofp(msg.match), msg.out_port)]
-        elif kind is ofp_parser.OFPAggregateStatsRequest:
-            entries = self.table.select(Match.from_ofp(msg.match), msg.out_port)
-            reply = ofp_parser.OFPAggregateStatsReply(DATAPATH)
-            reply.body = ofp_parser.OFPAggregateStats(
-                sum(e.packet_count for e in entries), sum(e.byte_count for e in entries), len(entries))
-        elif kind is ofp_parser.OFPTableStatsRequest:
-            reply = ofp_parser.OFPTableStatsReply(DATAPATH)
-            reply.body = [ofp_parser.OFPTableStats(0, b"classifier", ofp.OFPFW_ALL, MAX_TABLE_ENTRIES,
-                                                   len(self.table), self.lookup_count,
-                                                   self.matched_count)]
-        elif kind is ofp_parser.OFPPortStatsRequest:
-            reply = ofp_parser.OFPPortStatsReply(DATAPATH)
-            wanted = [p for p in self.ports.values() if msg.port_no in (ofp.OFPP_NONE, p.port_no)]
-            if not wanted:
-                return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)]
-            reply.body = [ofp_parser.OFPPortStats(
-                p.port_no, p.counters.rx_packets, p.counters.tx_packets, p.counters.rx_bytes,
-                p.counters.tx_bytes, p.counters.rx_dropped, p.counters.tx_dropped, 0, 0, 0, 0, 0, 0)
-                for p in wanted]
-        elif kind is ofp_parser.OFPQueueStatsRequest:
-            reply = ofp_parser.OFPQueueStatsReply(DATAPATH)
-            reply.body = []
-        elif kind is ofp_parser.OFPVendorStatsRequest:
-            # OF1.0: OFPBRC_BAD_VENDOR covers the vendor id of a stats request too.
-            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)]
-        else:
-            return [self._error(conn, msg, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)]
-        reply.flags = 0
+        reply = stats_reply(self, msg, now)
+        if isinstance(reply, tuple):  # (err_type, code)
+            return [self._error(conn, msg, *reply)]
         return [self._reply(conn, msg, reply)]
 
-    def _flow_stats(self, e: FlowEntry, now: float) -> Any:
-        age = max(0.0, now - e.installed_at)
-        sec = int(age)
-        stats = ofp_parser.OFPFlowStats()
-        stats.length = 0
-        stats.table_id = 0
-        stats.match = e.match.to_ofp()
-        stats.duration_sec = sec
-        stats.duration_nsec = int((age - sec) * 1e9)
-        stats.priority = e.priority
-        stats.idle_timeout = e.idle_timeout
-        stats.hard_timeout = e.hard_timeout
-        stats.cookie = e.cookie
-        stats.packet_count = e.packet_count
-        stats.byte_count = e.byte_count
-        stats.actions = [action_to_ofp(a) for a in e.actions]
-        return stats
+    @staticmethod
+    def _flow_removed(e: FlowEntry, reason: int, now: float) -> Any:
+        return flow_removed(e, reason, now)
 
-    def _flow_removed(self, e: FlowEntry, reason: int, now: float) -> Any:
-        age = max(0.0, now - e.installed_at)
-        sec = int(age)
-        # os-ken's OFPFlowRemoved (a switch->controller type) takes only the datapath.
-        msg = ofp_parser.OFPFlowRemoved(DATAPATH)
-        msg.match = e.match.to_ofp()
-        msg.cookie = e.cookie
-        msg.priority = e.priority
-        msg.reason = reason
-        msg.duration_sec = sec
-        msg.duration_nsec = int((age - sec) * 1e9)
-        msg.idle_timeout = e.idle_timeout
-        msg.packet_count = e.packet_count
-        msg.byte_count = e.byte_count
-        msg.xid = 0  # asynchronous: no request to answer
-        return msg
-
-    def _port_status(self, port: Port, reason: int) -> Any:
-        msg = ofp_parser.OFPPortStatus(DATAPATH, reason=reason, desc=port.phy())
-        msg.xid = 0  # asynchronous: no request to answer
-        return msg
+    @staticmethod
+    def _port_status(port: Port, reason: int) -> Any:
+        return port_status(port, reason)
 
     # ----------------------------------------------------------- data plane
     def receive_packet(self, in_port: int, packet: Packet, now: float, tag: Any = None) -> list[ToController | Emit]:
@@ -571,43 +504,6 @@ class Switch:
             if entry.flags & ofp.OFPFF_SEND_FLOW_REM:
                 out.append(ToController(None, self._flow_removed(entry, reason, now)))
         return out
-
-
-def forward(actions: tuple[Any, ...], packet: Packet, in_port: int,
-            ports: dict[int, Port]) -> list[tuple[int, Packet, int]]:
-    """Apply an OpenFlow 1.0 action list: the (port, packet, max_len) outputs, in order.
-
-    Set-field actions change the packet for the outputs that follow them.
-    FLOOD and ALL expand to concrete ports (never the in port; FLOOD also
-    skips ports with OFPPC_NO_FLOOD); outputs to unusable ports and to ports
-    with OFPPC_NO_FWD ("drop packets forwarded to port") are dropped.
-    Special ports CONTROLLER and TABLE are returned as such.
-    """
-    out: list[tuple[int, Packet, int]] = []
-    for action in actions:
-        if isinstance(action, (Output, Enqueue)):
-            port = action.port
-            max_len = getattr(action, "max_len", 0)
-            if port == ofp.OFPP_IN_PORT:
-                p = ports.get(in_port)
-                if p is not None and p.usable and not (p.config & ofp.OFPPC_NO_FWD):
-                    out.append((in_port, packet, max_len))
-            elif port in (ofp.OFPP_FLOOD, ofp.OFPP_ALL):
-                for p in ports.values():
-                    if p.port_no == in_port or not p.usable or p.config & ofp.OFPPC_NO_FWD:
-                        continue
-                    if port == ofp.OFPP_FLOOD and p.config & ofp.OFPPC_NO_FLOOD:
-                        continue
-                    out.append((p.port_no, packet, max_len))
-            elif port in (ofp.OFPP_CONTROLLER, ofp.OFPP_TABLE):
-                out.append((port, packet, max_len))
-            elif port <= ofp.OFPP_MAX and port != in_port:  # back out the in port only via IN_PORT
-                p = ports.get(port)
-                if p is not None and p.usable and not (p.config & ofp.OFPPC_NO_FWD):
-                    out.append((port, packet, max_len))
-        else:
-            packet = apply_action(packet, action)
-    return out
 
 
 STP_MAC = 0x0180C2000000

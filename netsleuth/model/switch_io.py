@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from netsleuth.errors import TraceFormatError
 from netsleuth.model.addr import int_to_mac
 from netsleuth.model.ofdp import ofp, ofp_parser
 from netsleuth.model.packet import Packet
@@ -116,8 +117,15 @@ class SwitchLimits:
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> SwitchLimits:
+        """The limits a trace header recorded (untrusted: anything but counts >= 0 is refused)."""
         d = d or {}
-        return cls(int(d.get("buffer_packets", 0) or 0), int(d.get("table_size", 0) or 0))
+        values = [d.get(k, 0) if isinstance(d, dict) else None for k in ("buffer_packets", "table_size")]
+        if not isinstance(d, dict) or set(d) - {"buffer_packets", "table_size"} or not all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 for v in values):
+            raise TraceFormatError(f"the trace header's switch limits {d!r} are not counts >= 0 of "
+                                   "buffer_packets and table_size",
+                                   "record the trace again, or fix 'switch' in its first line")
+        return cls(*values)
 
     def overridden(self, buffer_packets: int | None = None, table_size: int | None = None) -> SwitchLimits:
         """These limits with the values given (not None) replaced."""
@@ -132,6 +140,7 @@ class SwitchCore(Protocol):
     name: str
     n_buffers: int
     buffer_packets: int
+    table_size: int
     sw_version: str
     ports: dict[int, Port]
     buffers: dict[int, Buffered]

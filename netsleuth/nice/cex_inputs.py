@@ -184,11 +184,13 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
                           gap: float = 0.3, seed: int | None = 0) -> ts.Trace:
     """The trace (header, inputs, target violation) a real run replays; see the module docstring."""
     from netsleuth.nice.osken_host import is_osken_spec, osken_spec
+    from netsleuth.nice.pox_host import is_pox_spec
 
     cfg = system.config
-    if not is_osken_spec(cfg.app_spec):
+    if not (is_osken_spec(cfg.app_spec) or is_pox_spec(cfg.app_spec)):
         raise ConversionError(f"{cfg.app_spec} is an in-process app with no controller process to replay against",
-                              "convert counterexamples of hosted os-ken apps (netsleuth check osken:MODULE)")
+                              "convert counterexamples of hosted os-ken apps or POX components "
+                              "(netsleuth check osken:MODULE or pox:COMPONENTS)")
     st = system.initial()
     controller = "c0"  # the name a replay session gives its (only) controller
     events: list[ts.Event] = []

@@ -2,7 +2,8 @@
 
 Thin: the logic is in cex_inputs.py.  ``netsleuth replay`` of the written
 trace then runs those inputs against the real controller process (for an
-``osken:`` counterexample, the same unmodified os-ken app the checker hosted).
+``osken:`` counterexample, the same unmodified os-ken app the checker hosted; for a
+``pox:`` one, the same POX components from the checkout ``--pox`` names).
 """
 
 from __future__ import annotations
@@ -45,4 +46,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", required=True, type=out_file(), help="where to write the trace of inputs (.jsonl)")
     c.add_argument("--gap", type=seconds(), default=0.3, help="seconds between inputs (default 0.3)")
     c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.add_argument("--pox", metavar="DIR", help="the POX checkout of a pox: counterexample ($NETSLEUTH_POX)")
     c.set_defaults(func=cmd_cex_inputs)

@@ -70,7 +70,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="model-check an in-process controller app (NICE): search, strategies, DPOR")
     c.add_argument("app", help="pyswitch, pyswitch-fixed, loadbalancer, energy-te, app:NAME or package.module:Class "
                    "(a netsleuth.nice App), osken:APP[,APP] (an unmodified os-ken 1.4.1 OpenFlow 1.0 app) "
-                   "or ryu:APP[,APP] (an unmodified Ryu app); APP is a module name or a .py file")
+                   "or ryu:APP[,APP] (an unmodified Ryu app); APP is a module name or a .py file; "
+                   "'pox:COMPONENTS' runs unmodified POX components (POX's command line, e.g. "
+                   "pox:forwarding.l2_learning) on a real POX core from the checkout --pox names")
+    c.add_argument("--pox", metavar="DIR",
+                   help="the POX checkout pox: components are loaded from ($NETSLEUTH_POX)")
     c.add_argument("--variant", help="app variant: fixed (default); bug-iv..bug-ix for loadbalancer, "
                                      "bug-x..bug-xiii for energy-te")
     c.add_argument("--scenario", choices=SCENARIOS,

@@ -106,7 +106,9 @@ def fire_pkt(system: System, st: SystemState, t: Transition, fx: Effects) -> Non
 def _pkt_step(system: System, old: MCSwitch, heads: list) -> tuple[MCSwitch, tuple]:
     """Switch ``old`` taking the head packets ``heads``, memoized by content: (switch, per port
     (fields read, outputs))."""
-    mk = (old.hash_value(), tuple([(p, obj_hash(frame), hash(tag)) for p, frame, tag in heads]))
+    # the switch's name too: two switches with equal keys (the key leaves their names and dpids out) must
+    # not share a result, which is the switch object itself
+    mk = (old.name, old.hash_value(), tuple([(p, obj_hash(frame), hash(tag)) for p, frame, tag in heads]))
     hit = system._pkt_memo.get(mk)
     if hit is not None and (hit[0] is old._key or hit[0] == old._key) and hit[3] == heads:
         s, per_port = hit[1], hit[2]
@@ -176,7 +178,7 @@ def fire_of(system: System, st: SystemState, t: Transition, fx: Effects) -> None
         if seen is not None:
             s, outputs = seen[2], seen[3]
         else:
-            mk = (old.hash_value(), obj_hash(msg))
+            mk = (i, old.hash_value(), obj_hash(msg))  # i: equal keys of two switches are two results
             hit = system._of_memo.get(mk)
             if hit is not None and (hit[0] is old._key or hit[0] == old._key) and (hit[3] is msg or hit[3] == msg):
                 s, outputs = hit[1], hit[2]

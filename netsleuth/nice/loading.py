@@ -11,7 +11,9 @@ Spec forms (``app:`` prefix optional):
 * a builtin name (``pyswitch``, ``loadbalancer-bug-iv``, ``energy-te``, ...: see :data:`BUILTIN_APPS`);
 * ``package.module:Class`` naming an :class:`~netsleuth.nice.app.App` subclass;
 * ``osken:MODULE[,MODULE]``: unmodified os-ken apps run by the handler server (``osken_host.py``);
-* ``ryu:APP[,APP]``: unmodified Ryu apps (module names or ``.py`` files), hosted the same way.
+* ``ryu:APP[,APP]``: unmodified Ryu apps (module names or ``.py`` files), hosted the same way;
+* ``pox:COMPONENTS``: unmodified POX components on a real POX core (``pox_host.py``), the words
+  being POX's command line (components, each followed by its ``--options``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def normalize_spec(spec: str) -> str:
     if s.startswith(("osken:", "ryu:")):  # app files by absolute path: the counterexample replays elsewhere
         from netsleuth.nice.osken_host import canonical_spec
         s = canonical_spec(s)
+    elif s.startswith("pox:"):
+        from netsleuth.nice.pox_host import canonical_spec as pox_canonical
+        s = pox_canonical(s)
     return "app:" + s
 
 
@@ -64,6 +69,9 @@ def load_app(spec: str) -> Callable[[], App]:
     if s.startswith(("osken:", "ryu:")):  # an unmodified os-ken 1.4.1 (or Ryu) app, run by the handler server
         from netsleuth.nice.osken_host import load_osken_app  # starts a subprocess: only when asked for
         return load_osken_app(s)
+    if s.startswith("pox:"):  # unmodified POX components on a real POX core, run by its handler server
+        from netsleuth.nice.pox_host import load_pox_app
+        return load_pox_app(s)
     target = BUILTIN_APPS.get(s, s)
     if ":" not in target:
         raise AppSpecError(f"unknown in-process app {spec!r}",

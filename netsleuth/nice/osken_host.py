@@ -127,7 +127,19 @@ def parse_modules(spec: str) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------------- the server process
 class HandlerServer:
-    """One handler-server subprocess for one set of app modules (see the module docstring)."""
+    """One handler-server subprocess for one set of app modules (see the module docstring).
+
+    The POX host (``pox_host.py``) runs its own server through this class:
+    the class attributes below are what differs (the script, the words of
+    its messages, the error it raises and the request that starts it).
+    """
+
+    script = SERVER
+    what = "the os-ken handler server"
+    app_kind = "os-ken app"
+    setup_fix = "has os-ken 1.4.1 (`make setup`)"
+    log_prefix = "netsleuth-osken-"
+    error: type[ControllerError] = OsKenHostError
 
     def __init__(self, modules: tuple[str, ...], python: str | None = None, *, ryu: bool = False,
                  options: tuple[str, ...] = ()) -> None:
@@ -137,7 +149,7 @@ class HandlerServer:
         self.python = python or find_controller_python()
         self.proc: subprocess.Popen | None = None
         self._lifeline: Lifeline | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="netsleuth-osken-", suffix=".log", delete=False)
+        self._log = tempfile.NamedTemporaryFile(prefix=self.log_prefix, suffix=".log", delete=False)
         self.log_path = Path(self._log.name)
         self.keep_log = False  # set when an error message points the user at the log
         self.calls = 0
@@ -152,7 +164,7 @@ class HandlerServer:
         try:
             # Under a guard (controllers/guard.py): the server dies with netsleuth even on SIGKILL.
             self._lifeline = Lifeline()
-            self.proc = subprocess.Popen(self._lifeline.wrap([self.python, str(SERVER)]), stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen(self._lifeline.wrap([self.python, str(self.script)]), stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._log,
                                          env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
                                          pass_fds=(self._lifeline.read_fd,))
@@ -160,15 +172,18 @@ class HandlerServer:
         except OSError as exc:
             if self._lifeline is not None:
                 self._lifeline.release()
-            raise OsKenHostError(f"cannot start the os-ken handler server with {self.python}: {exc}",
-                                 "run `make setup` (it creates .venv-controller) or set "
-                                 "NETSLEUTH_CONTROLLER_PYTHON") from None
-        r = self.call({"op": "init", "modules": list(self.modules), "ryu": self.ryu, "options": list(self.options)},
-                      timeout=START_TIMEOUT)
+            raise self.error(f"cannot start {self.what} with {self.python}: {exc}",
+                             "run `make setup` (it creates .venv-controller) or set "
+                             "NETSLEUTH_CONTROLLER_PYTHON") from None
+        r = self.call(self.init_request(), timeout=START_TIMEOUT)
         self.apps = list(r["apps"])
         self.initial_state, self.initial_key = r["state"], r["key"]
         self.version = int(r.get("version", OFP_VERSION_10))
         return self
+
+    def init_request(self) -> dict:
+        """The request that loads the apps into a new server."""
+        return {"op": "init", "modules": list(self.modules), "ryu": self.ryu, "options": list(self.options)}
 
     def call(self, req: dict, timeout: float | None = None) -> dict:
         """One request, one answer; a server error becomes :class:`OsKenHostError`."""
@@ -189,12 +204,12 @@ class HandlerServer:
         if "error" in resp:
             if resp.get("import_error"):  # the same one-line error as a real run's start gives
                 err = import_error_for("ryu" if self.ryu else "osken", *resp["import_error"])
-                raise OsKenHostError(err.problem, err.fix)
+                raise self.error(err.problem, err.fix)
             if resp.get("fix"):  # the server's own diagnosis of bad input: it names the problem
-                raise OsKenHostError(resp["error"], resp["fix"])
+                raise self.error(resp["error"], resp["fix"])
             self.keep_log = True
-            raise OsKenHostError(f"os-ken app {','.join(self.modules)}: {resp['error']}",
-                                 f"see the handler server's log {self.log_path}", details=resp.get("traceback", ""))
+            raise self.error(f"{self.app_kind} {','.join(self.modules)}: {resp['error']}",
+                             f"see the handler server's log {self.log_path}", details=resp.get("traceback", ""))
         return resp
 
     def _read(self, n: int, timeout: float) -> bytes:
@@ -207,16 +222,16 @@ class HandlerServer:
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 self.keep_log = True
                 self.close(grace=0.0)  # it is stuck in a handler: do not wait for it
-                raise OsKenHostError(f"the os-ken handler server did not answer within {timeout:.0f}s "
-                                     f"(app {','.join(self.modules)})",
-                                     f"an app handler is stuck; see {self.log_path}")
+                raise self.error(f"{self.what} did not answer within {timeout:.0f}s "
+                                 f"(app {','.join(self.modules)})",
+                                 f"an app handler is stuck; see {self.log_path}")
             chunk = os.read(fd, n - len(out))
             if not chunk:
                 raise EOFError
             out += chunk
         return bytes(out)
 
-    def _died(self, how: str) -> OsKenHostError:
+    def _died(self, how: str) -> ControllerError:
         self.keep_log = True
         code = None
         if self.proc is not None:
@@ -231,9 +246,9 @@ class HandlerServer:
         except OSError:
             pass
         last = next((ln for ln in reversed(tail.splitlines()) if ln.strip()), "")
-        return OsKenHostError(f"the os-ken handler server {how} (exit code {code}){': ' + last if last else ''}",
-                              f"check that {self.python} has os-ken 1.4.1 (`make setup`); log: {self.log_path}",
-                              details=tail)
+        return self.error(f"{self.what} {how} (exit code {code}){': ' + last if last else ''}",
+                          f"check that {self.python} {self.setup_fix}; log: {self.log_path}",
+                          details=tail)
 
     def close(self, grace: float = 3.0) -> None:
         """Stop the server: EOF on its stdin ends it; after ``grace`` seconds it is killed."""
@@ -396,6 +411,7 @@ class OsKenApp(App):
     """The hosted os-ken app(s) as a model-checker app; subclassed per spec by :func:`load_osken_app`."""
 
     name = "osken"
+    kind_words = "os-ken app"  # what the warnings call the hosted code
     uses_stats = False
     #: The OpenFlow wire version the apps are served in (1: 1.0, 4: 1.3), the switches' too.
     openflow_version = OFP_VERSION_10
@@ -487,20 +503,22 @@ class OsKenApp(App):
                 if msg is None:
                     name = codec.msg_type_name(codec.decode(data, version=self.openflow_version))
                     if name not in srv.unmodelled:
-                        log.warning("os-ken app %s sent %s, which the model checker does not apply", self.name,
-                                    name)
+                        log.warning("%s %s sent %s, which the model checker does not apply", self.kind_words,
+                                    self.name, name)
                     srv.unmodelled[name] = srv.unmodelled.get(name, 0) + 1
                     continue
                 out.append((dpid, msg))
             for e in r["errors"]:
                 if e not in srv.handler_errors:
-                    log.warning("os-ken app handler raised (os-ken would log and go on): %s", e)
+                    log.warning("%s handler raised (it would log and go on): %s", self.kind_words, e)
                     srv.handler_errors.append(e)
             dps = tuple(sorted(r["datapaths"].items()))
-            hit = (r["state"], _intern(r["key"]), _intern(dps), tuple(out))
+            # timers the app has pending (the POX server models recoco's; os-ken's server has none)
+            hit = (r["state"], _intern(r["key"]), _intern(dps), tuple(out), tuple(r.get("timers", ())))
             self._memo[memo_key] = hit
-        self.blob, self.skey, self.dps, msgs = hit
+        self.blob, self.skey, self.dps, msgs, timers = hit
         api.out.extend(msgs)
+        api.timers.extend(timers)
 
 
 _KEYS: dict[Any, Any] = {}

@@ -251,7 +251,7 @@ class System:
                 return app.datapath_join(s.dpid, tuple(s.ports))
 
             fire_controller.run_handler(self, st, join, Effects(), i)
-        if self.of13:
+        if self.of13 or getattr(self.app_factory, "configure_on_join", False):
             self._configure13(st)
         return st
 
@@ -265,13 +265,15 @@ class System:
         (the handshake is not part of it, as in NICE), and so does the
         configuration the app gives them there; otherwise every search would
         start with a host whose first packet races the table-miss entry, a
-        start-up drop that is no bug of the app's packet handling.
+        start-up drop that is no bug of the app's packet handling.  Apps that
+        say ``configure_on_join`` (POX components, whose ConnectionUp handlers
+        install rules such as forwarding.hub's flood rule) get the same on 1.0.
         """
         fx = Effects()
         while any(st.to_sw):
             for i, q in enumerate(st.to_sw):
                 if q:
-                    fire_switches.fire_of13(self, st, (OF, i), fx)
+                    fire_switches.fire_of(self, st, (OF, i), fx)
 
     # ------------------------------------------------------------------ enabled
     def enabled(self, st: SystemState) -> list[Transition]:

@@ -399,10 +399,10 @@ class OvsSandbox:
         return sum(int(n) for port, n in re.findall(r"port +(\w+): rx [^\n]*\n\s*tx pkts=(\d+)", text)
                    if port.isdigit())
 
-    def limit_table(self, flows: int) -> None:
-        """Table 0 holds at most ``flows`` entries; an ADD beyond is refused (not evicted)."""
+    def limit_table(self, flows: int, table: int = 0) -> None:
+        """``table`` holds at most ``flows`` entries; an ADD beyond is refused (not evicted)."""
         self._vsctl("--", "--id=@ft", "create", "Flow_Table", f"flow_limit={flows}", "overflow_policy=refuse",
-                    "--", "set", "Bridge", self.bridge, "flow_tables:0=@ft")
+                    "--", "set", "Bridge", self.bridge, f"flow_tables:{table}=@ft")
 
     def appctl(self, method: str, *params: str) -> str:
         """Any ovs-appctl command on this sandbox's ovs-vswitchd."""

@@ -22,7 +22,7 @@ from netsleuth.schedulers.config_edits import HostAddr, propose
 RATE_NAMES = (
     "switch_failure", "switch_recovery", "link_failure", "link_recovery", "controller_crash",
     "controller_recovery", "channel_block", "channel_unblock", "host_migration", "traffic",
-    "dataplane_drop", "dataplane_delay", "control_delay", "config_change",
+    "dataplane_drop", "dataplane_delay", "control_delay", "config_change", "service_traffic",
 )
 # STS's fuzzer defaults: the probability of each kind of input per round; everything else is off unless asked for.
 DEFAULT_RATES = {
@@ -115,6 +115,7 @@ class FuzzState:
     # (controller, its configuration as data) for controllers whose config file the fuzzer may rewrite
     configs: tuple[tuple[str, dict], ...] = ()
     host_addrs: tuple[HostAddr, ...] = ()                  # what deny rules may name
+    services: tuple[str, ...] = ()                         # addresses no host has that clients connect to
 
 
 class Fuzzer:
@@ -137,6 +138,18 @@ class Fuzzer:
                 change = propose(config, self.rng, s.host_addrs)
                 out.append(Planned("config_change", (("controller", c), ("config", change.config),
                                                      ("edit", change.edit))))
+        return out
+
+    def _traffic(self, s: FuzzState) -> list[Planned]:
+        """Host-to-host traffic, and new TCP connections from a host to a service address
+        (a load balancer's virtual IP): each one a SYN from a fresh source port."""
+        out = []
+        if len(s.hosts) >= 2 and self._hit("traffic"):
+            src, dst = self.rng.sample(s.hosts, 2)
+            out.append(Planned("traffic", (("host", src), ("dst", dst), ("what", self.rng.choice(TRAFFIC_KINDS)))))
+        if s.services and s.hosts and self._hit("service_traffic"):
+            src, service = self.rng.choice(s.hosts), self.rng.choice(s.services)
+            out.append(Planned("traffic", (("host", src), ("dst_ip", service), ("what", "tcp_syn"))))
         return out
 
     def plan_round(self, s: FuzzState) -> list[Planned]:
@@ -170,9 +183,7 @@ class Fuzzer:
             targets = [sw for sw in s.switches if sw != s.host_switch[host]]
             if targets:
                 out.append(Planned("host_migration", (("host", host), ("new_switch", self.rng.choice(targets)))))
-        if len(s.hosts) >= 2 and self._hit("traffic"):
-            src, dst = self.rng.sample(s.hosts, 2)
-            out.append(Planned("traffic", (("host", src), ("dst", dst), ("what", self.rng.choice(TRAFFIC_KINDS)))))
+        out.extend(self._traffic(s))
         if s.links_into and self._hit("dataplane_drop"):
             node, port = self.rng.choice(s.links_into)
             out.append(Planned("dataplane_drop", (("node", node), ("port", port))))

@@ -91,7 +91,7 @@ class LiveNetwork:
 
     def __init__(self, controller: str | list[str] | None = None, topo: str = "linear,3", *,
                  openflow: str = "auto", out: str | Path | None = None, checks: list[str] | None = None,
-                 seed: int = 0, warmup: float = 0.0, handshake_timeout: float = 60.0, track: bool = True) -> None:
+                 seed: int = 0, warmup: float | str = 0.0, handshake_timeout: float = 60.0, track: bool = True) -> None:
         """Start the controller, connect every switch and wait for the handshakes.
 
         ``out`` (default: a new temporary directory) gets the trace, result.json

@@ -26,6 +26,7 @@ import yaml
 from netsleuth import __version__
 from netsleuth.invariants.policy.intent import separated_by
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.addr import BROADCAST_MAC
 from netsleuth.model.packet import ICMP, IPv4, Packet, arp_request, icmp_echo, tcp_syn
 from netsleuth.model.switch_io import SwitchLimits
 from netsleuth.model.topology import Topology
@@ -260,6 +261,18 @@ class World(Network):
         else:
             raise ValueError(f"unknown traffic kind {what!r}")
         ev = self._input(ts.TrafficInjection, host=src, packet=packet.to_json(), dst=dst)
+        self.send_from_host(src, frames)
+        return ev.id  # type: ignore[no-any-return]  # an InputEvent id: a str
+
+    def connect_to_service(self, src: str, ip: str, port: int = 80) -> str:
+        """Host ``src`` opens a TCP connection to ``ip``, an address no host has (a load balancer's
+        virtual IP): a SYN from a fresh source port, after ARP resolves the address. No host is its
+        destination, so ``delivery`` does not follow it."""
+        host = self.hosts[src]
+        self._traffic_seq += 1
+        packet = tcp_syn(host.mac, BROADCAST_MAC, host.ip, ip, 20000 + self._traffic_seq % 40000, port)
+        frames = host.send_ip(packet)
+        ev = self._input(ts.TrafficInjection, host=src, packet=packet.to_json(), dst=None)
         self.send_from_host(src, frames)
         return ev.id  # type: ignore[no-any-return]  # an InputEvent id: a str
 

@@ -25,6 +25,10 @@ def _scenario(args: argparse.Namespace) -> DaemonScenario:
 def cmd_run(args: argparse.Namespace) -> int:
     from netsleuth.defined.ordering import by_name
 
+    if args.scenario == "ospf":
+        from netsleuth.defined.daemons.cli_events import cmd_run_events
+        by_name(args.ordering)
+        return cmd_run_events(args)
     sc = _scenario(args)
     if sc.name == "rip":
         return _run_rip(args)

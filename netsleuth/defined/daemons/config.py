@@ -95,6 +95,8 @@ def bird_config(net: DaemonNet, r: Router) -> str:
             peer = net.router(ln.peer(r.name))
             lines += [f"  route {peer.loopback}/32 via {ln.addr(peer.name)} {{ igp_metric = {ln.igp(r.name)}; }};"]
         lines += ["}"]
+    if r.statics:   # BIRD prefers static routes (preference 200) to OSPF's (150)
+        lines += ["protocol static seeded {", "  ipv4;", *(f"  route {p} via {gw};" for p, gw in r.statics), "}"]
     if r.bgp:
         lines += _bird_bgp(net, r)
     if r.rip:

@@ -3,7 +3,7 @@
 Each run starts the network afresh (:class:`~.net.LiveNet`), lets group 0's
 messages gather at the relay, delivers them in the order asked for and
 reads the observer's best path from the daemon itself. Messages are named
-across runs by (sender, receiver, sender's sequence number), which the
+across runs by (sender, receiver, number on that link direction), which the
 daemons' deterministic start-up keeps stable; their labels (p1, p2, ...)
 come from the path each announces.
 """

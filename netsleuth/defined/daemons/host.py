@@ -96,7 +96,7 @@ class NamespaceHost:
     """Brings a DaemonNet up and down; ``with NamespaceHost(...) as h:`` tears everything down on exit."""
 
     def __init__(self, net: DaemonNet, daemon: str, rundir: Path | None = None,
-                 env: dict[str, dict[str, str]] | None = None, hold: bool = True, hold_rip: bool = False) -> None:
+                 env: dict[str, dict[str, str]] | None = None, hold: bool = True, hold_datagrams: bool = False) -> None:
         if daemon not in config.DAEMONS:
             raise DaemonEnvError(f"unknown daemon {daemon!r}", "use --daemon bird or --daemon frr")
         self.net = net
@@ -104,7 +104,7 @@ class NamespaceHost:
         self.rundir = Path(rundir) if rundir else Path(tempfile.mkdtemp(prefix="netsleuth-daemons-"))
         self.env = env or {}
         self.hold = hold
-        self.hold_rip = hold_rip
+        self.hold_datagrams = hold_datagrams
         self.scratch: list[Path] = []   # FRR's /var/tmp/frr directories of the daemons started here
         self.procs: list[subprocess.Popen] = []
         self.daemons: dict[str, list[subprocess.Popen]] = {}
@@ -136,7 +136,7 @@ class NamespaceHost:
         self._write_configs()
         self._start_relay()
         for r in self.net.routers:
-            self._start_router(r.name)
+            self.start_router(r.name)
 
     def _start_guard(self) -> None:
         r, w = os.pipe()
@@ -176,7 +176,10 @@ class NamespaceHost:
                                      "run as root on a kernel that allows network namespaces")
             time.sleep(0.002)
         ns = Namespace(name, p)
-        ns.run("ip", "link", "set", "lo", "up")
+        # no IPv6: the kernel's own chatter on a new link (router solicitations, MLD reports) would cross
+        # the relay in real time and keep the network from looking idle
+        ns.run("sh", "-c", "for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done "
+               "2>/dev/null; ip link set lo up")
         return ns
 
     def relay_if(self, index: int, router: str) -> str:
@@ -231,7 +234,7 @@ class NamespaceHost:
         ends = {self.relay_if(ln.index, e): (self.relay_if(ln.index, ln.peer(e)), ln.peer(e))
                 for ln, e in config.link_ends(self.net)}
         owner = {ln.addr(e): e for ln, e in config.link_ends(self.net)}
-        setup = {"ends": ends, "owner": owner, "hold": self.hold, "hold_rip": self.hold_rip}
+        setup = {"ends": ends, "owner": owner, "hold": self.hold, "hold_datagrams": self.hold_datagrams}
         a.sendall((json.dumps(setup) + "\n").encode())
         a.settimeout(10.0)
         line = b""
@@ -266,7 +269,7 @@ class NamespaceHost:
                 p.kill()
                 p.wait()
 
-    def _start_router(self, name: str) -> None:
+    def start_router(self, name: str) -> None:
         d = config.router_dir(self.rundir, name)
         ns = self.ns[name]
         procs: list[subprocess.Popen] = []

@@ -5,7 +5,7 @@ tells the relay to hold BGP UPDATEs, and then works in *groups*: a group
 closes when every BGP session is Established and no new message has
 arrived for ``quiet`` seconds (or ``expect`` messages are held). Each held
 message is tagged like any DEFINED message -- group, the link's estimated
-delay, origin (the sending router), the origin's sequence number -- and
+delay, origin (the sending router), its number among the messages the origin sent on that link -- and
 :meth:`deliver` hands exactly one to its receiver, returning only once the
 receiver's TCP stack has acknowledged it *and* the daemon reports through
 its control socket that it has processed it. So the daemons see the
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,7 @@ class Held:
     messages: list[dict]
     arrival: int
     delivered: bool = False
+    dropped: bool = False      # lost on a link that was cut while the relay held it
 
     def words(self) -> str:
         parts = []
@@ -66,7 +68,7 @@ class Held:
         return f"#{self.id} g{self.tags.group} {self.src}->{self.dst}: " + "; ".join(parts)
 
     def identity(self) -> tuple[str, str, int]:
-        """What names this message across runs: sender, receiver and the sender's sequence number."""
+        """What names this message across runs: sender, receiver and its number on that link direction."""
         return (self.src, self.dst, self.tags.oseq)
 
 
@@ -93,6 +95,8 @@ class LiveNet:
         self.clock: FakeTimeClock | None = None
         self.dead: set[str] = set()
         self.boot_seconds = 0.0
+        self.on_delivery: Callable[[Held], None] | None = None   # called after each delivered datagram
+        self.on_poke: Callable[[], None] | None = None            # called after each round of pokes (timers ran)
 
     # -- life cycle ----------------------------------------------------------
     def __enter__(self) -> LiveNet:
@@ -108,7 +112,7 @@ class LiveNet:
 
     def start(self) -> None:
         check_environment(self.daemon, clock=self.clocked)
-        self.host = NamespaceHost(self.net, self.daemon, self.rundir, hold=self.hold, hold_rip=self.clocked)
+        self.host = NamespaceHost(self.net, self.daemon, self.rundir, hold=self.hold, hold_datagrams=self.clocked)
         if self.clocked:
             self.clock = FakeTimeClock(self.host.rundir / "clock", self.seed)
             self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
@@ -134,7 +138,7 @@ class LiveNet:
         """
         reader, clock = self.reader, self.clock
         assert reader is not None and clock is not None
-        rip = [r.name for r in self.net.routers if r.rip]
+        rip = [r.name for r in self.net.routers if r.rip or r.ospf]
         # FRR's ripd enables its interfaces on a timer it sets once connected to zebra: wait (in real
         # time) for the connections, then move the clock one second -- the same boot in every run
         control.wait_for(lambda: all(reader.zebra_clients_ready(r) for r in rip), self.timeout,
@@ -150,12 +154,12 @@ class LiveNet:
             try:
                 # 6 s: zebra's news reaches ripd in well under a second on an idle machine; a loaded
                 # one must not make the boot one virtual second longer (the histories would shift)
-                control.wait_for(lambda: all(reader.rip_ready(r) for r in rip), 6.0, "RIP", step=0.02)
+                control.wait_for(lambda: all(reader.igp_ready(r) for r in rip), 6.0, "RIP/OSPF", step=0.02)
                 break
             except control.ControlError:
                 pass
             if clock.now >= limit:
-                raise LiveNetError(f"RIP did not start on every link in {limit} virtual seconds",
+                raise LiveNetError(f"RIP/OSPF did not start on every link in {limit} virtual seconds",
                                    "see the routers' logs in the run directory")
             clock.set(clock.now + 1)
             self.poke()
@@ -205,6 +209,10 @@ class LiveNet:
             ev = json.loads(line)
             if ev.get("ev") == "held":
                 self._note_held(ev["unit"])
+            elif ev.get("ev") == "dropped" and ev["id"] in self.held:
+                h = self.held[ev["id"]]
+                h.delivered = h.dropped = True
+                self.log.append({"dropped": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
             out.append(ev)
         return out
 
@@ -217,12 +225,14 @@ class LiveNet:
         raise LiveNetError(f"timed out waiting for the relay's {kind!r}", "see relay.log in the run directory")
 
     def _note_held(self, u: dict) -> None:
-        src = u["src"]
-        seq = self.oseq.get(src, 0)
-        self.oseq[src] = seq + 1
+        # numbered per link direction: the relay reads each direction's frames in order, but two
+        # directions' frames in whatever order its sockets wake (so a per-sender count would not repeat)
+        src, key = u["src"], f"{u['src']}>{u['dst']}"
+        seq = self.oseq.get(key, 0)
+        self.oseq[key] = seq + 1
         ln = self.net.link_between(src, u["dst"])
         group = int(self.clock.now) if self.clock is not None else self.group   # on the clock: one group a second
-        tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, seq)
+        tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, ln.index)
         self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
 
     # -- groups ------------------------------------------------------------------
@@ -265,7 +275,7 @@ class LiveNet:
         reader = self.reader
         assert reader is not None
         h = self.held[uid]
-        if any(m.get("type") == "RIP" for m in h.messages):
+        if any(m.get("type") in ("RIP", "OSPF") for m in h.messages):
             return self._deliver_datagram(h)
         before = reader.processed(h.dst, h.src)
         self._send({"cmd": "release", "id": uid})
@@ -299,6 +309,8 @@ class LiveNet:
             self.reader.poke(h.dst)
         h.delivered = True
         self.log.append({"delivered": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
+        if self.on_delivery is not None:
+            self.on_delivery(h)
         return h
 
     def next_group(self) -> None:
@@ -332,6 +344,8 @@ class LiveNet:
         for _ in range(rounds):
             self.poke()
             self.poke()
+            if self.on_poke is not None:
+                self.on_poke()
             after = self.stats()
             pending = self.pending()
             for h in pending:   # held RIP messages of this second, in the ordering function's order
@@ -354,6 +368,24 @@ class LiveNet:
         self.host.kill_router(router)
         self.reader.forget(router)
         self.dead.add(router)
+
+    def restart(self, router: str) -> None:
+        """Start a crashed router's daemons again, on the current virtual time, and wait until they run."""
+        assert self.host is not None and self.reader is not None
+        reader = self.reader
+        self.host.start_router(router)
+        control.wait_for(lambda: reader.reachable(router), self.timeout, f"{router}'s daemons to restart")
+        if self.net.router(router).rip or self.net.router(router).ospf:
+            control.wait_for(lambda: reader.igp_ready(router), self.timeout, f"{router}'s interfaces", step=0.01)
+        self.dead.discard(router)
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """Cut or mend the link a-b at the relay (the routers' interfaces stay up: their timers notice)."""
+        assert self.host is not None
+        ln = self.net.link_between(a, b)
+        ifaces = [self.host.relay_if(ln.index, ln.a), self.host.relay_if(ln.index, ln.b)]
+        self._send({"cmd": "link", "ifaces": ifaces, "up": up})
+        self._wait_event("link", self.timeout)
 
 
 def _weight(m: dict, daemon: str) -> int:

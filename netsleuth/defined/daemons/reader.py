@@ -94,6 +94,27 @@ class Reader:
         active = text.split("Key-chain", 1)[-1].split("Routing for Networks", 1)[0].split()
         return all(i in active for i in ifs)
 
+    def igp_ready(self, router: str) -> bool:
+        """The router's RIP or OSPF runs on every one of its links."""
+        r = self.net.router(router)
+        return (not r.rip or self.rip_ready(router)) and (not r.ospf or self.ospf_ready(router))
+
+    def ospf_ready(self, router: str) -> bool:
+        """BIRD: OSPF reports every link of the router as a point-to-point interface (state PtP)."""
+        ifs = [ln.ifname(router) for ln in self.net.links_of(router)]
+        if self.daemon != "bird":
+            text = self.frr(router, "ospfd").ask("show ip ospf interface")
+            return all(f"{i} is up" in text for i in ifs)
+        lines = [t for _, t in self.bird(router).ask("show ospf interface")]
+        up, cur = set(), ""
+        for t in lines:
+            w = t.split()
+            if w[:1] == ["Interface"] and len(w) > 1:
+                cur = w[1].strip('"')
+            elif w[:1] == ["State:"] and "PtP" in t:
+                up.add(cur)
+        return all(i in up for i in ifs)
+
     # -- BGP -------------------------------------------------------------
     def sessions_up(self, router: str) -> bool:
         peers = [ln.peer(router) for ln in self.net.links_of(router) if self.net.router(ln.peer(router)).bgp]

@@ -5,7 +5,8 @@ relay-side veth, and a control stream on file descriptor FD (a socketpair
 end netsleuth passes down). netsleuth writes one JSON object per line --
 first the setup ``{"ends": {...}, "owner": {...}, "hold": bool}``, then
 commands ``{"cmd": "release", "id": N}``, ``{"cmd": "hold", "on": bool}``,
-``{"cmd": "stats"}`` -- and reads the core's events back as JSON lines.
+``{"cmd": "stats"}`` (after reading every frame already queued: a barrier), ``{"cmd": "link",
+"ifaces": [...], "up": bool}`` (cut or mend a link) -- and reads the core's events back as JSON lines.
 The relay exits when the control stream closes.
 """
 
@@ -54,7 +55,7 @@ class Relay:
     def _command(self, d: dict) -> None:
         if self.core is None:
             ends = {k: (v[0], v[1]) for k, v in d["ends"].items()}
-            self.core = RelayCore(ends, d["owner"], bool(d.get("hold", True)), bool(d.get("hold_rip", False)))
+            self.core = RelayCore(ends, d["owner"], bool(d.get("hold", True)), bool(d.get("hold_datagrams", False)))
             for iface in sorted(ends):
                 s = self.socks[iface] = _open(iface)
                 self.sel.register(s, selectors.EVENT_READ, iface)
@@ -67,9 +68,22 @@ class Relay:
             self._send(self.core.set_hold(bool(d["on"])))
         elif cmd == "dump":
             self.ctl.sendall((json.dumps({"ev": "dump", **self.core.dump()}) + "\n").encode())
+        elif cmd == "link":
+            self._drain()
+            self.core.set_link(list(d["ifaces"]), bool(d["up"]))
+            self._emit()
+            self.ctl.sendall((json.dumps({"ev": "link", "ifaces": d["ifaces"], "up": d["up"]}) + "\n").encode())
         elif cmd == "stats":
+            # a barrier: every frame the daemons sent before this command is read (and held) first
+            self._drain()
+            self._emit()
             self.ctl.sendall((json.dumps({"ev": "stats", "frames": self.core.frames, "rip": self.core.rip})
                               + "\n").encode())
+
+    def _drain(self) -> None:
+        """Read every frame already queued on the relay's sockets."""
+        for iface in sorted(self.socks):
+            self._frames(self.socks[iface], iface, limit=1 << 30)
 
     def _control(self) -> bool:
         data = self.ctl.recv(65536)
@@ -94,9 +108,9 @@ class Relay:
             if self.core is not None:
                 self._emit()
 
-    def _frames(self, s: socket.socket, iface: str) -> None:
+    def _frames(self, s: socket.socket, iface: str, limit: int = 64) -> None:
         assert self.core is not None
-        for _ in range(64):
+        for _ in range(limit):
             try:
                 frame, addr = s.recvfrom(65536)
             except BlockingIOError:

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from netsleuth.defined.daemons.wire import (
     BgpStream,
     Segment,
+    datagram_flow,
     describe,
-    describe_rip,
+    describe_datagram,
+    is_datagram,
     is_eor,
     is_rip,
-    rip_flow,
     seq_after,
     split_segment,
     tcp_of,
@@ -51,7 +52,7 @@ class Unit:
     id: int
     src: str                 # sending router
     dst: str                 # receiving router
-    flow: tuple                # the TCP flow, or ("rip", relay interface, "", 0)
+    flow: tuple                # the TCP flow, or ("dgram", relay interface, "", 0)
     end: int                 # sequence number just after the segment
     arrival: int             # arrival index among all units (arrival order = what the daemons would see)
     messages: list[dict] = field(default_factory=list)
@@ -78,11 +79,13 @@ class RelayCore:
     """
 
     def __init__(self, ends: dict[str, tuple[str, str]], owner: dict[str, str], hold: bool = True,
-                 hold_rip: bool = False) -> None:
+                 hold_datagrams: bool = False) -> None:
         self.ends = ends
         self.owner = owner
         self.hold = hold
-        self.hold_rip = hold_rip
+        self.hold_datagrams = hold_datagrams
+        self.down: set[str] = set()       # relay interfaces of links that are cut: frames on them are lost
+        self.lost = 0
         self.streams: dict[tuple, BgpStream] = {}
         self.queues: dict[tuple, collections.deque[_Queued]] = {}
         self.units: dict[int, Unit] = {}
@@ -100,14 +103,18 @@ class RelayCore:
         """A frame read on relay interface ``iface``: what to send now, as (interface, frame)."""
         self.frames += 1
         out = self.ends[iface][0]
+        if iface in self.down or out in self.down:
+            self.lost += 1
+            return []
         seg = tcp_of(frame)
         if seg is None or not seg.bgp:
-            if is_rip(frame):
+            if is_datagram(frame):
                 src, dst = self.ends[out][1], self.ends[iface][1]
-                key = f"{src}>{dst}"
-                self.rip[key] = self.rip.get(key, 0) + 1
-                if self.hold_rip:
-                    return self._hold_rip(iface, out, frame, src, dst)
+                if is_rip(frame):
+                    key = f"{src}>{dst}"
+                    self.rip[key] = self.rip.get(key, 0) + 1
+                if self.hold_datagrams:
+                    return self._hold_datagram(iface, out, frame, src, dst)
             return [(out, frame)]
         self._acks(seg)
         q = self.queues.get(seg.flow)
@@ -149,13 +156,13 @@ class RelayCore:
         self.events.append({"ev": "held", "unit": u.to_json()})
         return u
 
-    def _hold_rip(self, iface: str, out: str, frame: bytes, src: str, dst: str) -> list[tuple[str, bytes]]:
-        """Every RIP frame is a unit of its own, FIFO per link direction (no TCP: nothing acknowledges it)."""
-        flow = ("rip", iface, "", 0)
-        u = Unit(len(self.units) + 1, src, dst, flow, 0, len(self.units), [describe_rip(frame)])
+    def _hold_datagram(self, iface: str, out: str, frame: bytes, src: str, dst: str) -> list[tuple[str, bytes]]:
+        """Every RIP or OSPF frame is a unit of its own, FIFO per link direction (nothing acknowledges it)."""
+        flow = ("dgram", iface, "", 0)
+        u = Unit(len(self.units) + 1, src, dst, flow, 0, len(self.units), [describe_datagram(frame)])
         self.units[u.id] = u
         self.events.append({"ev": "held", "unit": u.to_json()})
-        seg = Segment(*rip_flow(frame), 0, 0, 0, b"")
+        seg = Segment(*datagram_flow(frame), 0, 0, 0, b"")
         self.queues.setdefault(flow, collections.deque()).append(_Queued(out, frame, seg, u))
         return []
 
@@ -187,6 +194,28 @@ class RelayCore:
             q.popleft()
             sent.append((x.out, x.frame))
         return sent
+
+    def set_link(self, ifaces: list[str], up: bool) -> None:
+        """Cut (``up`` false) or mend the link whose relay interfaces are ``ifaces``.
+
+        A cut link loses every frame, as a broken wire does: what it held is dropped (a "dropped"
+        event per unit), and nothing reaches either end until it is mended. The routers' own
+        interfaces stay up, so they notice only when their protocol's timers say so.
+        """
+        if up:
+            self.down -= set(ifaces)
+            return
+        self.down |= set(ifaces)
+        for flow, q in self.queues.items():
+            keep: collections.deque[_Queued] = collections.deque()
+            for x in q:
+                if x.out not in self.down:
+                    keep.append(x)
+                    continue
+                if x.unit is not None and x.unit.state == "held":
+                    x.unit.state = "dropped"
+                    self.events.append({"ev": "dropped", "id": x.unit.id})
+            self.queues[flow] = keep
 
     def set_hold(self, on: bool) -> list[tuple[str, bytes]]:
         """Turn holding on or off; turning it off releases everything held, in arrival order."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from netsleuth.defined.daemons.spec import DaemonNet, med_net, rip_net
 from netsleuth.errors import NetsleuthError
 
-NAMES = ("med", "rip")
+NAMES = ("med", "rip", "ospf")   # ospf: recorded link events on a map (replay.py), not a stepped scenario
 
 
 class DaemonScenarioError(NetsleuthError):
@@ -36,4 +36,4 @@ def scenario(name: str, deterministic_med: bool = False) -> DaemonScenario:
     if name == "rip":
         net = rip_net()
         return DaemonScenario("rip", net, net.params["observer"], net.params["prefix"], None)
-    raise DaemonScenarioError(f"unknown daemon scenario {name!r}", f"use one of: {', '.join(NAMES)}")
+    raise DaemonScenarioError(f"unknown daemon scenario {name!r}", "use med or rip (ospf runs with `defined run`)")

@@ -68,6 +68,7 @@ class Router:
     ospf: bool = False
     origins: tuple[Origin, ...] = ()
     rip_networks: tuple[str, ...] = ()      # stub prefixes announced in RIP
+    statics: tuple[tuple[str, str], ...] = ()  # (prefix, gateway): static routes, preferred over OSPF's
 
     @property
     def loopback(self) -> str:
@@ -161,15 +162,25 @@ def rip_net() -> DaemonNet:
     return DaemonNet("rip", routers, links, params={"prefix": STUB, "observer": "r1", "fails": "r2"})
 
 
-def ospf_net(net: Net) -> DaemonNet:
+def ospf_net(net: Net, statics: tuple[tuple[str, str], ...] = ()) -> DaemonNet:
     """OSPF on every router and link of a DEFINED network (a Topology Zoo map, a BRITE graph, ``ring,N``...).
 
     Routers keep the network's node names (at most six characters: ``n01``, ``s1``, ...); a link's
     cost is its delay in units of 100 us (at least 1), so shortest paths are the fastest ones.
+    ``statics`` seeds misconfigurations: ``(r, d)`` gives router ``r`` a static route to ``d``'s
+    loopback over their link, which the daemon prefers to OSPF's -- harmless while that link is
+    up, a blackhole once it fails (the router's interface stays up; only the far end is gone).
     """
-    routers = tuple(Router(n, i, ospf=True) for i, n in enumerate(net.nodes, 1))
     if len(net.links) > 255:
         raise DaemonSpecError(f"{net.spec} has {len(net.links)} links; addressing goes to 255",
                               "pick a smaller map")
     links = tuple(RouterLink(a, b, i, delay_us=us, cost=max(1, us // 100)) for i, (a, b, us) in enumerate(net.links, 1))
+    index = {n: i for i, n in enumerate(net.nodes, 1)}
+    routes: dict[str, list[tuple[str, str]]] = {}
+    for r, d in statics:
+        ln = next((x for x in links if {x.a, x.b} == {r, d}), None)
+        if ln is None or r not in index or d not in index:
+            raise DaemonSpecError(f"no link {r}-{d} for a static route", "name two neighbouring routers: R:D")
+        routes.setdefault(r, []).append((f"10.255.0.{index[d]}/32", ln.addr(d)))
+    routers = tuple(Router(n, i, ospf=True, statics=tuple(routes.get(n, ()))) for i, n in enumerate(net.nodes, 1))
     return DaemonNet(f"ospf:{net.spec}", routers, links, params={"observer": net.nodes[0]})

@@ -11,6 +11,7 @@ decoded by os-ken's BGP parser.
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 
 ETH_IPV4 = 0x0800
@@ -116,6 +117,48 @@ def is_rip(frame: bytes) -> bool:
         return False
     t = 14 + (frame[14] & 0x0F) * 4
     return len(frame) >= t + 4 and RIP_PORT in struct.unpack_from("!HH", frame, t)
+
+
+PROTO_OSPF = 89
+OSPF_TYPES = {1: "Hello", 2: "DD", 3: "LSR", 4: "LSU", 5: "LSAck"}
+
+
+def is_ospf(frame: bytes) -> bool:
+    """An IPv4 frame carrying OSPF (IP protocol 89)."""
+    return len(frame) >= 34 and struct.unpack_from("!H", frame, 12)[0] == ETH_IPV4 and frame[23] == PROTO_OSPF
+
+
+def is_datagram(frame: bytes) -> bool:
+    """A routing message with no transport to acknowledge it: RIP or OSPF."""
+    return is_rip(frame) or is_ospf(frame)
+
+
+def describe_ospf(frame: bytes) -> dict:
+    """An OSPF packet as a small dict: its kind, sender's router id, LSAs carried, and a digest of the bytes.
+
+    The digest (CRC-32 of the OSPF packet) lets two runs compare what was delivered, not just to whom.
+    """
+    t = 14 + (frame[14] & 0x0F) * 4
+    body = frame[t:]
+    if len(body) < 24:
+        return {"type": "OSPF"}
+    kind = OSPF_TYPES.get(body[1], str(body[1]))
+    out: dict = {"type": "OSPF", "kind": kind, "router": _ip(body[4:8]),
+                 "digest": f"{zlib.crc32(body[:struct.unpack_from('!H', body, 2)[0]]):08x}"}
+    if kind == "LSU" and len(body) >= 28:
+        out["lsas"] = struct.unpack_from("!I", body, 24)[0]
+    return out
+
+
+def datagram_flow(frame: bytes) -> tuple[str, int, str, int]:
+    """The (src, sport, dst, dport) of a RIP or OSPF frame (ports 0 for OSPF)."""
+    if is_ospf(frame):
+        return (_ip(frame[26:30]), 0, _ip(frame[30:34]), 0)
+    return rip_flow(frame)
+
+
+def describe_datagram(frame: bytes) -> dict:
+    return describe_ospf(frame) if is_ospf(frame) else describe_rip(frame)
 
 
 def rip_flow(frame: bytes) -> tuple[str, int, str, int]:

@@ -117,10 +117,15 @@ class TableCounters:
 class FlowTables:
     """``n_tables`` flow tables with the flow_mod operations of OpenFlow 1.3."""
 
-    def __init__(self, n_tables: int = OVS_TABLES) -> None:
+    def __init__(self, n_tables: int = OVS_TABLES, max_entries: int = 0) -> None:
         if not 1 <= n_tables <= 255:
             raise ValueError(f"n_tables={n_tables}: OpenFlow 1.3 allows 1..255 tables")
+        if max_entries < 0:
+            raise ValueError(f"max_entries={max_entries}: give 0 (no limit) or more")
         self.n_tables = n_tables
+        # > 0: an ADD that would grow a table past it is refused TABLE_FULL, as Open vSwitch
+        # refuses it for a table with a flow limit and overflow policy "refuse".
+        self.max_entries = max_entries
         self._tables: list[list[FlowEntry13]] = [[] for _ in range(n_tables)]
         self._keys: list[list[tuple[Any, ...]]] = [[] for _ in range(n_tables)]
         self.counters = [TableCounters() for _ in range(n_tables)]
@@ -157,6 +162,9 @@ class FlowTables:
         # An identical entry is replaced, not a conflict: the overlap check is
         # for entries the new one would have to share packets with (OVS reads
         # spec 6.4 the same way and checks only when nothing is replaced).
+        if self.max_entries and old is None and len(table) >= self.max_entries:
+            raise _flow_mod_failed(ofp.OFPFMFC_TABLE_FULL, f"table {table_id} is full ({self.max_entries} entries)",
+                                   "delete entries first, or run the switches with a larger --table-size")
         if flags & ofp.OFPFF_CHECK_OVERLAP and old is None:
             for e in table:
                 if e.priority == priority and e.match.overlaps(match):

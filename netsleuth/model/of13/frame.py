@@ -57,6 +57,8 @@ from netsleuth.model.packet import (
     IPv4,
     Packet,
     PacketError,
+)
+from netsleuth.model.packet_codec import (
     arp_bytes,
     headers_to_json,
     icmp_bytes,

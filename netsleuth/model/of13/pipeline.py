@@ -111,8 +111,8 @@ class Pipeline13:
     """The flow tables, group table and meter table of one OpenFlow 1.3 switch."""
 
     def __init__(self, n_tables: int = OVS_TABLES, ports: Mapping[int, PortState] | Iterable[int] = (), *,
-                 seed: int = 0, invalid_ttl_to_controller: bool = False) -> None:
-        self.tables = FlowTables(n_tables)
+                 seed: int = 0, invalid_ttl_to_controller: bool = False, table_size: int = 0) -> None:
+        self.tables = FlowTables(n_tables, max_entries=table_size)
         self.groups = GroupTable(seed)
         self.meters = MeterTable()
         self.ports: dict[int, PortState] = (dict(ports) if isinstance(ports, Mapping)

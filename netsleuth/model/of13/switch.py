@@ -94,7 +94,7 @@ class OpenFlow13:
 
     def __init__(self, switch: SwitchCore, n_tables: int = OVS_TABLES) -> None:
         self.switch = switch
-        self.pipeline = Pipeline13(n_tables, seed=switch.dpid)
+        self.pipeline = Pipeline13(n_tables, seed=switch.dpid, table_size=switch.table_size)
         self.conns: dict[int, ConnState] = {}
         self.generation_id: int | None = None
         self.miss_send_len = ofp.OFPCML_NO_BUFFER

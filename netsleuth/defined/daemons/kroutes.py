@@ -1,0 +1,193 @@
+"""The kernel's forwarding table of each router namespace, read over rtnetlink.
+
+A daemon's own table (``show route``) says what it chose; the kernel's table
+is what packets follow. One ``NETLINK_ROUTE`` socket per namespace, opened
+inside it (``setns`` for the moment of ``socket()``: a socket stays in the
+namespace it was made in), answers a dump of the main table in well under
+a millisecond -- against ~5 ms for an ``ip route`` process -- so the tables
+can be read after every delivered message.
+
+:func:`parse_routes` is the sans-I/O half: netlink bytes in, :class:`KRoute`
+out. :class:`KernelTables` is the edge.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+import struct
+from dataclasses import dataclass
+
+from netsleuth.errors import NetsleuthError
+
+NETLINK_ROUTE = 0
+RTM_NEWLINK, RTM_GETLINK, RTM_NEWROUTE, RTM_GETROUTE = 16, 18, 24, 26
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_MULTIPATH, RTA_TABLE = 1, 4, 5, 9, 15
+IFLA_IFNAME = 3
+RT_TABLE_MAIN = 254
+CLONE_NEWNET = 0x40000000
+TYPES = {1: "unicast", 2: "local", 3: "broadcast", 6: "blackhole", 7: "unreachable", 8: "prohibit"}
+PROTOS = {2: "kernel", 3: "boot", 4: "static", 12: "bird", 186: "bgp", 188: "ospf", 189: "rip"}
+
+
+class KernelTableError(NetsleuthError):
+    """A namespace's routing table cannot be read."""
+
+
+@dataclass(frozen=True, order=True)
+class KRoute:
+    """One main-table IPv4 route: prefix, kind, who installed it, next hops as (gateway or "", interface)."""
+
+    prefix: str
+    kind: str
+    proto: str
+    nexthops: tuple[tuple[str, str], ...]
+
+    def words(self) -> str:
+        hops = ", ".join(f"via {g} dev {d}" if g else f"dev {d}" for g, d in self.nexthops)
+        kind = "" if self.kind == "unicast" else f" {self.kind}"
+        return f"{self.prefix}{kind} {hops} proto {self.proto}".replace("  ", " ")
+
+
+def _attrs(data: bytes, start: int, end: int) -> dict[int, list[bytes]]:
+    out: dict[int, list[bytes]] = {}
+    pos = start
+    while pos + 4 <= end:
+        ln, kind = struct.unpack_from("=HH", data, pos)
+        if ln < 4:
+            break
+        out.setdefault(kind & 0x3FFF, []).append(data[pos + 4: pos + ln])
+        pos += (ln + 3) & ~3
+    return out
+
+
+def _ip(b: bytes) -> str:
+    return ".".join(str(x) for x in b[:4])
+
+
+def _messages(data: bytes) -> list[tuple[int, bytes]]:
+    """(type, body) of every netlink message in ``data``."""
+    out = []
+    pos = 0
+    while pos + 16 <= len(data):
+        ln, kind = struct.unpack_from("=IH", data, pos)
+        if ln < 16:
+            break
+        out.append((kind, data[pos + 16: pos + ln]))
+        pos += (ln + 3) & ~3
+    return out
+
+
+def parse_links(data: bytes) -> dict[int, str]:
+    """ifindex -> name from an RTM_GETLINK dump."""
+    out = {}
+    for kind, body in _messages(data):
+        if kind != RTM_NEWLINK or len(body) < 16:
+            continue
+        index = struct.unpack_from("=i", body, 4)[0]
+        name = _attrs(body, 16, len(body)).get(IFLA_IFNAME, [b""])[0].rstrip(b"\0").decode()
+        out[index] = name
+    return out
+
+
+def parse_routes(data: bytes, ifnames: dict[int, str]) -> list[KRoute]:
+    """The main table's IPv4 routes in an RTM_GETROUTE dump."""
+    out = []
+    for kind, body in _messages(data):
+        if kind != RTM_NEWROUTE or len(body) < 12:
+            continue
+        family, dst_len, _src_len, _tos, table, proto, _scope, rtype = struct.unpack_from("=8B", body, 0)
+        attrs = _attrs(body, 12, len(body))
+        if RTA_TABLE in attrs:
+            table = struct.unpack_from("=I", attrs[RTA_TABLE][0])[0]
+        if family != socket.AF_INET or table != RT_TABLE_MAIN:
+            continue
+        dst = _ip(attrs[RTA_DST][0]) if RTA_DST in attrs else "0.0.0.0"
+        hops: list[tuple[str, str]] = []
+        if RTA_MULTIPATH in attrs:
+            mp = attrs[RTA_MULTIPATH][0]
+            pos = 0
+            while pos + 8 <= len(mp):
+                ln, _flags, _hops, oif = struct.unpack_from("=HBBi", mp, pos)
+                if ln < 8:
+                    break
+                sub = _attrs(mp, pos + 8, pos + ln)
+                gw = _ip(sub[RTA_GATEWAY][0]) if RTA_GATEWAY in sub else ""
+                hops.append((gw, ifnames.get(oif, str(oif))))
+                pos += (ln + 3) & ~3
+        elif RTA_OIF in attrs:
+            oif = struct.unpack_from("=i", attrs[RTA_OIF][0])[0]
+            gw = _ip(attrs[RTA_GATEWAY][0]) if RTA_GATEWAY in attrs else ""
+            hops.append((gw, ifnames.get(oif, str(oif))))
+        out.append(KRoute(f"{dst}/{dst_len}", TYPES.get(rtype, str(rtype)), PROTOS.get(proto, str(proto)),
+                          tuple(sorted(hops))))
+    return sorted(out)
+
+
+_libc = None
+
+
+def _setns(fd: int) -> None:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise KernelTableError(f"cannot enter a router's network namespace ({os.strerror(err)})", "run as root")
+
+
+def netlink_in(ns_path: str) -> socket.socket:
+    """A NETLINK_ROUTE socket that lives in the namespace at ``ns_path`` (this thread returns home after)."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(ns_path, os.O_RDONLY)
+        try:
+            _setns(target)
+            try:
+                s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+            finally:
+                _setns(home)
+        finally:
+            os.close(target)
+    finally:
+        os.close(home)
+    s.bind((0, 0))
+    s.settimeout(5.0)
+    return s
+
+
+class NetlinkTable:
+    """One namespace's main table, read on demand."""
+
+    def __init__(self, ns_path: str) -> None:
+        self.sock = netlink_in(ns_path)
+        self.seq = 0
+        self._last_key: bytes | None = None
+        self._last: list[KRoute] = []
+        self.ifnames = parse_links(self._dump(RTM_GETLINK, struct.pack("=Bxxxiii", socket.AF_UNSPEC, 0, 0, 0)))
+
+    def _dump(self, kind: int, body: bytes) -> bytes:
+        self.seq += 1
+        self.sock.send(struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
+        chunks = []
+        while True:
+            data = self.sock.recv(1 << 20)
+            msgs = _messages(data)
+            chunks.append(data)
+            if any(k in (NLMSG_DONE, NLMSG_ERROR) for k, _ in msgs) or not msgs:
+                return b"".join(chunks)
+
+    def routes(self) -> list[KRoute]:
+        """The table now; parsed only when its bytes changed since the last read (most reads)."""
+        rtm = struct.pack("=8BI", socket.AF_INET, 0, 0, 0, 0, 0, 0, 0, 0)
+        data = self._dump(RTM_GETROUTE, rtm)
+        key = b"".join(body for _, body in _messages(data))
+        if key != self._last_key:
+            self._last_key, self._last = key, parse_routes(data, self.ifnames)
+        return self._last
+
+    def close(self) -> None:
+        self.sock.close()

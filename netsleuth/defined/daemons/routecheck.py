@@ -1,0 +1,139 @@
+"""Forwarding loops, blackholes and reachability from the routers' kernel tables (pure).
+
+The daemons' real forwarding state is the kernel's main table in each
+router's namespace (:mod:`.kroutes`). From every router, a packet to every
+announced prefix (each router's loopback) is followed hop by hop: a
+longest-prefix match, every next hop of a multipath route, across the link
+the outgoing interface names. It is *delivered* at the router that owns the
+address, *dropped* where no route matches, where the route is a blackhole
+or unreachable, or where the link it leaves by is cut, and *loops* when it
+returns to a router it has passed. Pairs the cut links partition are not
+judged. The findings are netsleuth's own :class:`~netsleuth.invariants.forwarding.Finding`,
+worded as for an OpenFlow network ("packets A -> B are dropped at C: why"),
+so ``violation_lines`` prints them as it prints every other violation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import networkx as nx
+
+from netsleuth.defined.daemons.kroutes import KRoute
+from netsleuth.defined.daemons.spec import DaemonNet
+from netsleuth.invariants.forwarding import Finding
+
+Tables = Mapping[str, Iterable[KRoute]]
+
+
+def _int(addr: str) -> int:
+    a, b, c, d = (int(x) for x in addr.split("."))
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+def _fib(routes: Iterable[KRoute]) -> list[tuple[int, int, KRoute]]:
+    """(network, mask, route), longest prefix first: the order a lookup tries them in."""
+    out = []
+    for r in routes:
+        addr, _, plen = r.prefix.partition("/")
+        mask = (0xFFFFFFFF << (32 - int(plen))) & 0xFFFFFFFF
+        out.append((int(plen), _int(addr) & mask, mask, r))
+    out.sort(key=lambda x: -x[0])
+    return [(n, m, r) for _, n, m, r in out]
+
+
+def _lookup(fib: list[tuple[int, int, KRoute]], addr: str) -> KRoute | None:
+    a = _int(addr)
+    for net, mask, r in fib:
+        if a & mask == net:
+            return r
+    return None
+
+
+class Forwarding:
+    """One snapshot: the tables, which links are cut, and the walk of a packet through them."""
+
+    def __init__(self, net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = ()) -> None:
+        self.net = net
+        self.fibs = {k: _fib(v) for k, v in tables.items()}
+        self.down = set(down)
+        self.addrs: dict[str, str] = {}
+        for r in net.routers:
+            self.addrs[r.loopback] = r.name
+        for ln in net.links:
+            self.addrs[ln.addr(ln.a)] = ln.a
+            self.addrs[ln.addr(ln.b)] = ln.b
+        self.ifs = {(end, ln.ifname(end)): ln for ln in net.links for end in (ln.a, ln.b)}
+
+    def walk(self, src: str, addr: str) -> tuple[list[str], list[tuple[str, str]], list[list[str]]]:
+        """(routers it is delivered at, (router, why) drops, loops as router paths) for src -> addr."""
+        delivered: list[str] = []
+        drops: list[tuple[str, str]] = []
+        loops: list[list[str]] = []
+        work: list[tuple[str, tuple[str, ...]]] = [(src, ())]
+        seen_paths = 0
+        while work and seen_paths < 10_000:
+            node, path = work.pop()
+            seen_paths += 1
+            if node in path:
+                loops.append([*path[path.index(node):], node])
+                continue
+            path = (*path, node)
+            if self.addrs.get(addr) == node:
+                delivered.append(node)
+                continue
+            r = _lookup(self.fibs.get(node, []), addr)
+            if r is None:
+                drops.append((node, f"no route to {addr}"))
+                continue
+            if r.kind != "unicast" or not r.nexthops:
+                drops.append((node, f"{r.kind} route {r.prefix}"))
+                continue
+            for _gw, dev in r.nexthops:
+                ln = self.ifs.get((node, dev))
+                if ln is None:
+                    drops.append((node, f"route {r.prefix} leaves by {dev}, which is no link"))
+                    continue
+                peer = ln.peer(node)
+                if frozenset((ln.a, ln.b)) in self.down:
+                    drops.append((node, f"route {r.prefix} leaves by link {node}-{peer}, which is down"))
+                    continue
+                work.append((peer, path))
+        return delivered, drops, loops
+
+    def live_graph(self) -> nx.Graph:
+        g = nx.Graph()
+        g.add_nodes_from(r.name for r in self.net.routers)
+        g.add_edges_from((ln.a, ln.b) for ln in self.net.links if frozenset((ln.a, ln.b)) not in self.down)
+        return g
+
+
+def check(net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = ()) -> list[Finding]:
+    """Every loop, blackhole and unreachable announced prefix, from every router."""
+    fw = Forwarding(net, tables, down)
+    comp: dict[str, int] = {}
+    for i, c in enumerate(sorted(nx.connected_components(fw.live_graph()), key=min)):
+        for n in c:
+            comp[n] = i
+    out: list[Finding] = []
+    for src in sorted(fw.fibs):
+        for dst in net.routers:
+            if dst.name == src or comp.get(src) != comp.get(dst.name):
+                continue
+            target = f"{dst.loopback} ({dst.name})"
+            delivered, drops, loops = fw.walk(src, dst.loopback)
+            if loops:
+                cyc = tuple(dict.fromkeys(loops[0]))
+                out.append(Finding("loops", f"packets {src} -> {target} loop: {' -> '.join(loops[0])}",
+                                   hosts=(src, dst.name), switches=cyc,
+                                   details={"path": loops[0], "group": ["loop", *sorted(cyc), dst.name]}))
+            if drops and not delivered:
+                where, why = drops[0]
+                out.append(Finding("blackholes", f"packets {src} -> {target} are dropped at {where}: {why}",
+                                   hosts=(src, dst.name), switches=tuple(dict.fromkeys(w for w, _ in drops)),
+                                   details={"drops": [list(d) for d in drops], "group": ["drop", where, dst.name]}))
+            if not delivered:
+                why = "they loop" if loops and not drops else f"they are dropped at {drops[0][0]}" if drops else "?"
+                out.append(Finding("reachability", f"{src} cannot reach {target}: {why}",
+                                   hosts=(src, dst.name), details={"group": ["unreach", src, dst.name]}))
+    return out
