@@ -278,7 +278,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                            strategy=args.strategy, violation=args.violation, epsilon=args.epsilon / 1000.0,
                            max_gap=None if args.keep_spacing else 0.05, peek=args.peek, openflow=args.openflow,
                            trust_trace_controller=args.trust_trace_controller,
-                           buffer_packets=args.buffer_packets, table_size=args.table_size, **localize_kwargs(args))
+                           buffer_packets=args.buffer_packets, table_size=args.table_size,
+                           focus=args.focus, prestart=args.prestart, early_end=args.early_end, **localize_kwargs(args))
     with progress_bar() as p:
         task = p.add_task("minimizing", total=None)
 
@@ -460,6 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
     mn.add_argument("--epsilon", type=seconds(allow_zero=True), default=100.0,
                     help="ms to wait for an expected event (default 100)")
     mn.add_argument("--keep-spacing", action="store_true", help="replay with the recorded idle gaps")
+    mn.add_argument("--no-focus", dest="focus", action="store_false",
+                    help="do not try the inputs on the violation's own hosts alone before the search")
+    mn.add_argument("--no-prestart", dest="prestart", action="store_false",
+                    help="start each replay's controller when the replay begins, not while the one before runs")
+    mn.add_argument("--full-wait", dest="early_end", action="store_false",
+                    help="judge a candidate that has not shown the violation only at the deadline (recorded "
+                         "reaction time + 3 s), even once the network and controller are at rest")
     _add_openflow(mn, None)
     add_switch_options(mn, None)
     mn.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)

@@ -336,3 +336,47 @@ def test_progress_and_json() -> None:
     assert {p["name"] for p in out["passes"]} == {"initial", "ddmin", "one-minimal", "confirm"}
     assert out["mcs_in_words"] == ["i60: link s2:2-s3:1 fails", "i120: host h3 sends to h1"]
     json.dumps(out)
+
+
+# ------------------------------------------------------------------ the focus pass
+def _is_target(e: ts.InputEvent) -> bool:
+    if isinstance(e, ts.LinkFailure):
+        return (e.node1, e.port1, e.node2, e.port2) == TARGET_LINK
+    return isinstance(e, ts.TrafficInjection) and e.host == TARGET_HOST
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_focus_that_reproduces_gives_the_same_mcs_in_fewer_replays(strategy: str) -> None:
+    inputs = synthetic_inputs(200, seed=7)
+    plain = minimize(inputs, SimOracleFactory(), strategy=strategy, executor="serial")
+    r = minimize(inputs, SimOracleFactory(), strategy=strategy, executor="serial", focus=_is_target)
+    assert r.mcs == plain.mcs and r.one_minimal
+    assert_one_minimal(r, "link_then_host")
+    assert [p.name for p in r.passes] == ["initial", "focus", strategy, "one-minimal", "confirm"]
+    focus = r.passes[1]
+    assert focus.reproduced == 1 and focus.size_after < focus.size_before
+    assert r.replays < plain.replays
+
+
+def test_a_focus_that_misses_costs_one_replay_and_changes_nothing_else() -> None:
+    inputs = synthetic_inputs(200, seed=7)
+    plain = minimize(inputs, SimOracleFactory(), executor="serial")
+    # every input but the link failure the bug needs: that candidate cannot reproduce
+    miss = minimize(inputs, SimOracleFactory(), executor="serial",
+                    focus=lambda e: not (isinstance(e, ts.LinkFailure) and _is_target(e)))
+    assert miss.mcs == plain.mcs and miss.one_minimal
+    assert miss.passes[1].name == "focus" and miss.passes[1].reproduced == 0
+    assert miss.passes[1].size_after == miss.passes[1].size_before
+    assert miss.replays == plain.replays + 1
+    assert [it for it in miss.iterations if it["pass"] == "ddmin"] == \
+        [{**it, "seconds": miss_it["seconds"]} for it, miss_it in
+         zip([it for it in plain.iterations if it["pass"] == "ddmin"],
+             [it for it in miss.iterations if it["pass"] == "ddmin"], strict=True)]
+
+
+@pytest.mark.real
+def test_a_focus_on_the_local_pool_gives_the_serial_search() -> None:
+    inputs = synthetic_inputs(200, seed=7)
+    serial = minimize(inputs, SimOracleFactory(), executor="serial", focus=_is_target)
+    pool = minimize(inputs, SimOracleFactory(), executor="local", jobs=2, focus=_is_target)
+    assert search_path(pool)[:3] == search_path(serial)[:3]

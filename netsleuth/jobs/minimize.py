@@ -15,6 +15,7 @@ into result.json's ``peek``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +25,14 @@ from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_remote import ray_setup
 from netsleuth.jobs.minimize_report import write_report
-from netsleuth.jobs.replay import check_target_known, find_target, replay_once, trace_limits
+from netsleuth.jobs.replay import Target, check_target_known, find_target, replay_once, trace_limits
+from netsleuth.live.spare import SpareControllers, can_prestart
 from netsleuth.live.stop import stopped_by
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.errors import MinimizationError
 from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.model.switch_io import SwitchLimits
+from netsleuth.model.topology import Topology
 from netsleuth.options import check_out_dir
 from netsleuth.schedulers.peek import Observed, Peek, PeekStats
 from netsleuth.schedulers.replay import ReplayPlan
@@ -53,6 +56,8 @@ class ReplayOracleFactory:
     limits: SwitchLimits | None = None  # None: the trace's
     coverage: bool = False  # keep the controller's lines beside each replay (fault localization)
     coverage_framework: bool = False  # ... and the framework's (--all-code)
+    prestart: bool = True  # start the next replay's controllers while the current replay runs (live/spare.py)
+    early_end: bool = True  # a candidate not showing the target ends once the network is at rest (live/rest.py)
 
     def __call__(self, worker_id: int) -> ReplayOracle:
         return ReplayOracle(self, worker_id)
@@ -68,23 +73,43 @@ class ReplayOracle:
         self.n = 0
         self.peek = Peek(self.events, self._replay_prefix) if cfg.peek else None
         self._inputs = [e for e in self.events if e.is_input]
+        texts = controllers_for_trace(self.header.controller, list(cfg.controller) if cfg.controller else None)
+        # Measured controllers start under coverage with their folder cleared first: no spares for them.
+        self.spare = SpareControllers(texts, Topology.from_json(self.header.topology)) \
+            if cfg.prestart and not cfg.coverage and can_prestart(texts) else None
+        if self.spare is not None:
+            self.spare.prepare(self.dir / "replay-1")  # the first replay's, while the pool starts
 
     def reproduces(self, candidate: tuple[ts.InputEvent, ...]) -> ReplayVerdict:
         plan = self.peek.infer(candidate) if self.peek is not None else None
         self.n += 1
-        o = replay_once(self.header, self.events, self.dir / f"replay-{self.n}", inputs=list(candidate),
+        here = self.dir / f"replay-{self.n}"
+        ready, t0 = None, time.monotonic()
+        if self.spare is not None:
+            ready = self.spare.take(here)
+        waited = time.monotonic() - t0
+        if self.spare is not None:
+            self.spare.prepare(self.dir / f"replay-{self.n + 1}")  # the next replay's, while this one runs
+        o = replay_once(self.header, self.events, here, inputs=list(candidate),
                         target=self.target, controller=list(self.cfg.controller) if self.cfg.controller else None,
                         epsilon=self.cfg.epsilon, persist=self.cfg.persist, record_packets=False,
                         max_gap=self.cfg.max_gap, plan=plan, openflow=self.cfg.openflow, limits=self.cfg.limits,
-                        coverage=self.cfg.coverage, coverage_framework=self.cfg.coverage_framework)
+                        coverage=self.cfg.coverage, coverage_framework=self.cfg.coverage_framework,
+                        prestarted=ready, early_end=self.cfg.early_end)
         details = o.to_json()
         details["dir"] = str(self.dir / f"replay-{self.n}")
         self._log({"replay": self.n, "inputs": len(candidate), "reproduced": bool(o.reproduced),
-                   "seconds": round(o.seconds, 3), **{k: o.stats.get(k) for k in _STATS}})
+                   "seconds": round(o.seconds, 3), "controller_wait_s": round(waited, 3),
+                   "wall_s": round(time.monotonic() - t0, 3), **{k: o.stats.get(k) for k in _STATS}})
         if self.peek is not None:
             details["peek"] = self.peek.stats.to_json()
             (self.dir / "peek.json").write_text(json.dumps(details["peek"], sort_keys=True) + "\n")
         return ReplayVerdict(bool(o.reproduced), details)
+
+    def close(self) -> None:
+        """The worker ends: stop the spare controllers nobody will use."""
+        if self.spare is not None:
+            self.spare.close()
 
     def _replay_prefix(self, plan: ReplayPlan) -> list[Observed]:
         """PEEK's prefix replay: ``plan.inputs`` with the inferred waits, then record one input window."""
@@ -107,7 +132,7 @@ class ReplayOracle:
             f.write(json.dumps(row, sort_keys=True) + "\n")
 
 
-_STATS = ("expected", "matched", "timed_out", "new", "timeout_wait_s")
+_STATS = ("expected", "matched", "timed_out", "new", "timeout_wait_s", "judge_rounds", "ended_at_rest")
 
 
 @dataclass
@@ -133,6 +158,9 @@ class MinimizeOptions:
     formula: str = "ochiai"
     all_code: bool = False
     top: int = 10
+    focus: bool = True           # try the inputs on the violation's own hosts alone first (see focus_on)
+    prestart: bool = True        # the next replay's controllers start while the current replay runs
+    early_end: bool = True       # a replay ends once the network is at rest past the recorded reaction time
 
 
 def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None = None) -> dict:
@@ -153,7 +181,8 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
                                   tuple(controllers), opts.epsilon, persist,
                                   opts.violation, opts.max_gap, opts.peek, opts.openflow,
                                   trace_limits(trace.header).overridden(opts.buffer_packets, opts.table_size),
-                                  coverage=opts.localize and not localize_note, coverage_framework=opts.all_code)
+                                  coverage=opts.localize and not localize_note, coverage_framework=opts.all_code,
+                                  prestart=opts.prestart, early_end=opts.early_end)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     factory, executor = ray_setup(factory, opts.executor, opts.jobs, opts.trace, out, controllers)
@@ -164,7 +193,9 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     result: MinimizationResult | None = None
     try:
         result = minimize(inputs, factory, strategy=opts.strategy, replays=opts.replays, executor=executor,
-                          jobs=opts.jobs, budget_seconds=opts.budget, progress=progress)
+                          jobs=opts.jobs, budget_seconds=opts.budget, progress=progress,
+                          # localization ranks lines by the replays' spectrum: it wants them all
+                          focus=focus_on(target) if opts.focus and not opts.localize else None)
     except MinimizationError as exc:
         result = getattr(exc, "result", None)
         data["error"] = exc.one_line()
@@ -176,6 +207,26 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     if opts.localize:
         data["localize"] = _localize_after(opts, localize_note, progress)
     return data
+
+
+def focus_on(target: Target) -> Callable[[ts.InputEvent], bool] | None:
+    """The inputs a violation between hosts points at: traffic among its hosts and their moves.
+
+    A blackhole or lost reachability between two hosts is usually made by
+    what those two did (a packet that taught the controller where one was, a
+    move that made it wrong), not by the other hosts' traffic in between; the
+    minimizer tries these inputs alone first and keeps them only if a replay
+    says they reproduce. None (no focus) for a violation that names no host."""
+    hosts = frozenset(target.hosts)
+    if not hosts:
+        return None
+
+    def on_target(e: ts.InputEvent) -> bool:
+        if isinstance(e, ts.TrafficInjection):
+            return e.host in hosts and e.dst in hosts
+        return isinstance(e, ts.HostMigration) and e.host in hosts
+
+    return on_target
 
 
 def _localize_preflight(opts: MinimizeOptions, header_controller: str) -> str:

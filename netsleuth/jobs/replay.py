@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.controllers.external import ControllerProcess
 from netsleuth.controllers.spec import check_trace_spec, controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.invariants import registry
 from netsleuth.live.driver import Runtime
 from netsleuth.live.ready import Warmup
+from netsleuth.live.rest import ControllerSampler, RestJudge, network_settled
 from netsleuth.live.session import JobProgress, Session, SilentProgress
 from netsleuth.live.stop import stopped_by
 from netsleuth.localize.collect import write_replay_coverage
@@ -167,7 +169,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
                 observe_window: float | None = None, openflow: str | None = None,
                 limits: SwitchLimits | None = None, coverage: bool = False,
-                coverage_framework: bool = False) -> ReplayOutcome:
+                coverage_framework: bool = False, early_end: bool = True,
+                prestarted: list[ControllerProcess] | None = None) -> ReplayOutcome:
     """One replay of ``inputs`` (default: all of the trace's) against a fresh controller.
 
     ``max_gap`` caps the idle time between two inputs (the happens-before
@@ -181,6 +184,9 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
     ``coverage``: measure the controller's lines after the handshakes and
     keep them beside the replay with its verdict (``coverage.json``);
     ``coverage_framework`` measures the framework's too (slower).
+    ``early_end``: a replay whose target has not shown ends once the network is at rest past the
+    recorded reaction time (live/rest.py) instead of waiting out the slack for a loaded machine.
+    ``prestarted``: the controllers, already listening with their logs in ``out`` (live/spare.py).
     """
     plan = plan if plan is not None else ReplayPlan.from_trace(events, inputs)
     # Without an explicit controller, the header's -- which must not be a command (controllers/spec.py).
@@ -195,7 +201,7 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                       warmup=trace_warmup(header),
                       limits=limits if limits is not None else trace_limits(header),
                       coverage_dir=Path(out) / "coverage" if coverage else None,
-                      coverage_framework=coverage_framework)
+                      coverage_framework=coverage_framework, prestarted=prestarted)
     if coverage:  # a replay into a used folder: the lines of earlier processes are not this one's
         shutil.rmtree(Path(out) / "coverage", ignore_errors=True)
     outcome = ReplayOutcome(None)
@@ -243,11 +249,14 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
         invariants = registry.resolve(checks)
         # The target must hold for ``persist`` consecutive rounds, as it did when recorded; it may take
         # as long to show as the recorded run took to react to its last input (plus some slack).
+        # The slack is for a controller slowed by a loaded machine: a network at rest (live/rest.py)
+        # has nothing left to show, so once past the recorded reaction time the replay ends there.
         deadline = last_at + reaction + REACTION_SLACK
+        rest, sampler = RestJudge(), ControllerSampler(s.controllers) if early_end else None
         streak, n_rounds, last = 0, 0, []
         while True:
             await asyncio.sleep(0.1)
-            await rt.settle(quiet=0.03, timeout=1.0)
+            quiet = await rt.settle(quiet=0.03, timeout=1.0)
             s.note_controller_deaths()
             s.observed.poll()
             findings = registry.check(s.world.view(), invariants)
@@ -255,14 +264,21 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             findings += s.observed.found()
             last, n_rounds = findings, n_rounds + 1
             streak = streak + 1 if target is not None and target.found_in(findings) else 0
-            if streak >= max(1, persist) or (n_rounds >= max(1, persist) and loop.time() >= deadline):
+            at_rest = sampler is not None and rest.update(loop.time(), sampler.sample(),
+                                                          quiet and network_settled(s.world, deadline - loop.time()))
+            if streak >= max(1, persist):
+                break
+            if n_rounds >= max(1, persist) and (loop.time() >= deadline or (
+                    at_rest and streak == 0 and loop.time() >= last_at + reaction)):
+                outcome.stats["ended_at_rest"] = loop.time() < deadline
                 break
         for f in last:
             if not isinstance(f, ts.Violation):
                 s.record_finding(f, persistent=True)
         if target is not None:
             outcome.reproduced = streak >= max(1, persist)
-        outcome.stats = {**matcher.stats(), "timeout_wait_s": round(timeout_wait, 3)}
+        outcome.stats = {**matcher.stats(), "timeout_wait_s": round(timeout_wait, 3),
+                         "judge_rounds": n_rounds, **outcome.stats}
         outcome.findings = [{"invariant": f.invariant, "message": f.message, "hosts": list(f.hosts),
                              "switches": list(f.switches), "details": dict(f.details)} for f in last]
 

@@ -97,6 +97,7 @@ class Session:
     coverage_dir: Path | None = None   # measure the controllers' lines after the handshakes into this folder
     coverage_framework: bool = False   # ... the framework's lines too (os-ken, POX's core)
     warmup_ready: ReadyCondition | None = None  # ends the warm-up early once it holds; warmup is then its bound
+    prestarted: list[ControllerProcess] | None = None  # controllers already listening (live/spare.py), one per spec
     _death_waited: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -148,10 +149,11 @@ class Session:
         self.progress = progress
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.controllers = [ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
-                                              name=f"c{i}", topology=self.topo, coverage_dir=self.coverage_dir,
-                                              coverage_framework=self.coverage_framework)
-                            for i, spec in enumerate(self.specs)]
+        self.controllers = list(self.prestarted) if self.prestarted else [
+            ControllerProcess(spec, self.out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
+                              name=f"c{i}", topology=self.topo, coverage_dir=self.coverage_dir,
+                              coverage_framework=self.coverage_framework)
+            for i, spec in enumerate(self.specs)]
         self.header = ts.TraceHeader(topology=self.topo.to_json(), topology_spec=self.topo_spec,
                                      controller=self.result.data["controller"], seed=self.seed,
                                      tool_version=__version__, command=self.command, extra=self.header_extra)
@@ -179,7 +181,7 @@ class Session:
                 progress.phase("starting controller", None)
                 self.endpoints = {}
                 for c in self.controllers:
-                    self.endpoints[c.name] = c.start()
+                    self.endpoints[c.name] = (c.host, c.port) if c.alive() and c.proc is not None else c.start()
                     self.recorder(ts.ControllerEvent, controller=c.name, what="started",
                                   detail=f"{c.spec.text} on {c.host}:{c.port}")
                     self._note_initial_config(c)

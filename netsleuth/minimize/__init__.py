@@ -22,12 +22,20 @@ from netsleuth.minimize.errors import (
 from netsleuth.minimize.evaluator import PassStats, ShrinkProgress
 from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor, SerialExecutor, make_executor
 from netsleuth.minimize.oracle import Oracle, OracleFactory, ReplayVerdict
-from netsleuth.minimize.passes import ConfirmPass, InitialPass, SearchPass, ShrinkPass, run_passes, standard_passes
+from netsleuth.minimize.passes import (
+    ConfirmPass,
+    FocusPass,
+    InitialPass,
+    SearchPass,
+    ShrinkPass,
+    run_passes,
+    standard_passes,
+)
 
 __all__ = [
     "minimize", "MinimizationResult", "describe_input", "Atom", "Atoms", "Key", "shortlex",
     "MinimizationError", "NotReproducibleError", "ExecutorSpecError", "RayUnavailableError", "WorkerLostError",
     "Executor", "SerialExecutor", "LocalPoolExecutor", "RayExecutor", "make_executor",
     "Oracle", "OracleFactory", "ReplayVerdict", "PassStats", "ShrinkProgress",
-    "ShrinkPass", "InitialPass", "SearchPass", "ConfirmPass", "standard_passes", "run_passes",
+    "ShrinkPass", "InitialPass", "FocusPass", "SearchPass", "ConfirmPass", "standard_passes", "run_passes",
 ]

@@ -141,7 +141,8 @@ def _traffic_words(ev: ts.TrafficInjection) -> str:
 def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, strategy: str = "ddmin",
              replays: int = 1, executor: str | Executor | None = None, jobs: int | None = None,
              budget_seconds: float | None = None, progress: Callable[[ShrinkProgress], None] | None = None,
-             keep: Callable[[InputEvent], bool] | None = None, confirm: bool = True) -> MinimizationResult:
+             keep: Callable[[InputEvent], bool] | None = None, confirm: bool = True,
+             focus: Callable[[InputEvent], bool] | None = None) -> MinimizationResult:
     """Delta-debug ``inputs`` down to a 1-minimal subsequence that still reproduces.
 
     ``inputs``: events in trace order (non-input events are ignored).
@@ -157,8 +158,10 @@ def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, stra
     search returns the best candidate so far (``stop_reason="budget"``, not
     1-minimal) -- its K confirmation replays still run. ``keep``: inputs never
     pruned. ``progress``: called with a :class:`ShrinkProgress` as the search moves.
+    ``focus``: the inputs the caller suspects (e.g. those on the violation's hosts): the atoms holding
+    them are tried alone first and, if they reproduce, the search starts from them (the ``focus`` pass).
 
-    The passes (:mod:`netsleuth.minimize.passes`): ``initial``, the strategy,
+    The passes (:mod:`netsleuth.minimize.passes`): ``initial``, ``focus`` (with ``focus``), the strategy,
     ``one-minimal`` and ``confirm``, run in that order by one loop.
 
     Raises NotReproducibleError (with ``.result``) if the full sequence does
@@ -204,7 +207,8 @@ def minimize(inputs: Iterable[ts.Event], oracle: Oracle | OracleFactory, *, stra
 
     ev = Evaluator(atoms, ex, replays, deadline=deadline, progress=progress, budget_seconds=budget_seconds)
     full: Key = atoms.prunable
-    passes = standard_passes(strategy, replays, confirm=confirm)
+    focused = tuple(a.index for a in atoms.all if a.prunable and focus is not None and any(map(focus, a.events)))
+    passes = standard_passes(strategy, replays, confirm=confirm, focus=focused if focused != full else None)
     try:
         run = run_passes(passes, full, ev)
     finally:

@@ -6,6 +6,11 @@ by the evaluator while the pass runs) and ``run(current, evaluator) -> new
 current``:
 
 * :class:`InitialPass` -- does the full sequence reproduce at all?
+* :class:`FocusPass` -- does the part of it the trace points at (the inputs
+  on the violation's own hosts) reproduce alone? Then the search starts there;
+  if not, it starts from the full sequence as before. One candidate, always
+  confirmed by replay, replayed beside the full sequence when a second worker
+  is free;
 * :class:`SearchPass` -- one search algorithm of :mod:`netsleuth.minimize.ddmin`:
   ``ddmin`` or ``binary`` (the strategy), then ``one-minimal``;
 * :class:`ConfirmPass` -- K more replays of the result, for its reproduction rate.
@@ -67,17 +72,42 @@ class InitialPass(ShrinkPass):
 
     name = "initial"
 
-    def __init__(self) -> None:
+    def __init__(self, prefetch: Key | None = None) -> None:
         super().__init__()
         self.reproduced: bool | None = None   # None: not known (the budget ran out first)
+        self.prefetch = prefetch              # a candidate the next pass asks about, replayed on a free worker
 
     def run(self, current: Key, evaluator: Evaluator) -> Key:
-        self.reproduced = evaluator.first([current]) is not None
+        # Asked as one level, the prefetched candidate runs beside the full sequence on a second worker;
+        # the answer is still the full sequence's (list order), the other lands in the cache.
+        extra = [self.prefetch] if self.prefetch is not None and self.prefetch != current else []
+        self.reproduced = evaluator.first([current, *extra]) == 0
         evaluator.on_iteration(current, {"iteration": 0,
                                          "step": "full" if self.reproduced else "does not reproduce"})
         if not self.reproduced:
             raise SearchOver("not-reproduced")
         return current
+
+
+class FocusPass(ShrinkPass):
+    """Jumps to ``focus`` (a sub-candidate the trace points at) when it reproduces alone; else keeps ``current``.
+
+    Sound whatever the hint: the candidate is replayed like any other, and the
+    search passes after it still end 1-minimal."""
+
+    name = "focus"
+
+    def __init__(self, focus: Key) -> None:
+        super().__init__()
+        self.focus = focus
+
+    def run(self, current: Key, evaluator: Evaluator) -> Key:
+        if not self.focus or len(self.focus) >= len(current) or not set(self.focus) < set(current):
+            return current
+        hit = evaluator.first([self.focus]) == 0
+        chosen = self.focus if hit else current
+        evaluator.on_iteration(chosen, {"iteration": 1, "step": "focused" if hit else "focus did not reproduce"})
+        return chosen
 
 
 class SearchPass(ShrinkPass):
@@ -109,11 +139,14 @@ class ConfirmPass(ShrinkPass):
         return current
 
 
-def standard_passes(strategy: str, replays: int, *, confirm: bool = True) -> list[ShrinkPass]:
-    """``initial``, the strategy (a name of :data:`netsleuth.minimize.ddmin.STRATEGIES`), ``one-minimal``
-    and, if asked, ``confirm``."""
-    passes: list[ShrinkPass] = [InitialPass(), SearchPass(strategy, STRATEGIES[strategy]),
-                                SearchPass("one-minimal", one_minimal)]
+def standard_passes(strategy: str, replays: int, *, confirm: bool = True,
+                    focus: Key | None = None) -> list[ShrinkPass]:
+    """``initial``, ``focus`` (when given a candidate to try first), the strategy (a name of
+    :data:`netsleuth.minimize.ddmin.STRATEGIES`), ``one-minimal`` and, if asked, ``confirm``."""
+    passes: list[ShrinkPass] = [InitialPass(prefetch=focus or None)]
+    if focus:
+        passes.append(FocusPass(focus))
+    passes += [SearchPass(strategy, STRATEGIES[strategy]), SearchPass("one-minimal", one_minimal)]
     if confirm:
         passes.append(ConfirmPass(replays))
     return passes
@@ -156,5 +189,5 @@ def run_passes(passes: Sequence[ShrinkPass], start: Key, evaluator: Evaluator) -
     return PassesRun(stop, error, completed)
 
 
-__all__ = ["ShrinkPass", "InitialPass", "SearchPass", "ConfirmPass", "SearchOver", "Algorithm",
+__all__ = ["ShrinkPass", "InitialPass", "FocusPass", "SearchPass", "ConfirmPass", "SearchOver", "Algorithm",
            "standard_passes", "PassesRun", "run_passes"]

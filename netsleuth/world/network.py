@@ -198,6 +198,17 @@ class Network:
         """Nothing can fire now (blocked or held messages may still be waiting)."""
         return self.next_event() is None
 
+    def settled_until(self, until: float) -> bool:
+        """Nothing can fire now, nor by ``until`` (this World's clock) of itself: no held message is
+        released, no flow times out, no switch is dialing a controller that hung up on it."""
+        if not self.quiescent() or self.redialing or any(t <= until for t in self._release_at.values()):
+            return False
+        for s in self.switches.values():
+            nxt = s.next_expiry()
+            if nxt is not None and nxt <= until:
+                return False
+        return True
+
     def _clean_heads(self) -> None:
         heads = self._heads
         while heads:
