@@ -183,33 +183,58 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
         key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
                tuple((sw, ok(sw)) for sw in sorted(r.punted)))
         hit = r.memo.get(key)
-        if hit is not None:
-            out.extend(hit)
-            continue
-        mine: list[Finding] = []
-        r.memo[key] = mine
-        # Punted to a live controller, or dropped on purpose by a rule: the controller's choice.
-        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
-                       + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
-        for dst in peers:
-            if dst is src:
-                continue
-            P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
-            good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-            bad = (P - good.clip_to(P)).prune()
-            if not bad.terms:
-                continue
-            w = bad.witness()
-            why, where, path = _why_unreached(r, w, ok)
-            text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
-            via = f" (path {' -> '.join(path)})" if path else ""
-            mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
-                                hosts=(src.name, dst.name), switches=where,
-                                details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                         "path": path, "cause": why, "all": text == "all their traffic",
-                                         "witness": R.witness_dict(bad), R.SPACE: bad}))
-        out.extend(mine)
+        if hit is None:
+            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok)
+        out.extend(hit)
     return R.group_unreachable(view, a, out, describe13)  # type: ignore[arg-type]
+
+
+def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Callable[[str], bool],
+                   memo: dict[str, tuple[Any, list[Finding]]] | None = None) -> list[Finding]:
+    """The unreachable pairs of one source (before grouping), judged from its reach ``r``.
+
+    ``memo`` (the incremental engine's, kept per source between calls): a pair whose
+    verdict was "reaches" and whose events (its deliveries, the punts and drops on
+    purpose that can hold its headers) are the very same objects as last time is not
+    judged again; a pair that failed is, since its reason reads the whole reach."""
+    punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
+                   + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
+    mine: list[Finding] = []
+    for dst in peers:
+        if dst is src:
+            continue
+        key = None
+        if memo is not None and not r.alts:
+            key = (tuple(r.delivered.get(dst.name, ())), punts.hits(dst.mac))
+            last = memo.get(dst.name)
+            if last is not None and not last[1] and _same_objects(last[0], key):
+                continue
+        P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
+        good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+        bad = (P - good.clip_to(P)).prune()
+        if memo is not None:
+            memo[dst.name] = (key, [] if not bad.terms else [None])
+        if not bad.terms:
+            continue
+        w = bad.witness()
+        why, where, path = _why_unreached(r, w, ok)
+        text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
+        via = f" (path {' -> '.join(path)})" if path else ""
+        mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
+                            hosts=(src.name, dst.name), switches=where,
+                            details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                                     "path": path, "cause": why, "all": text == "all their traffic",
+                                     "witness": R.witness_dict(bad), R.SPACE: bad}))
+    return mine
+
+
+def _same_objects(a: Any, b: Any) -> bool:
+    """Whether two memo keys hold the very same events and terms, in the same order."""
+    if a is None or b is None:
+        return False
+    (da, ha), (db, hb) = a, b
+    return (len(da) == len(db) and len(ha) == len(hb) and all(x is y for x, y in zip(da, db, strict=True))
+            and all(x[1] is y[1] for x, y in zip(ha, hb, strict=True)))
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
