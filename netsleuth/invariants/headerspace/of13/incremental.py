@@ -99,6 +99,16 @@ class _Match:
         self.match = match
 
 
+def _depth(h: Hop) -> int:
+    return len(h.item[4])
+
+
+def _item_key(item: tuple) -> tuple:
+    """A pushed hop's input, compared by value (entries by identity: a MODIFY keeps the entry)."""
+    s, p, orig, sym, path, rules, choices = item
+    return (s, p, tuple(orig.terms), sym.key, path, tuple((sw, t, id(e)) for sw, t, e in rules), choices)
+
+
 class IncrementalHSA13:
     """The three header-space checks of a network of 1.3 pipelines, updated per message.
 
@@ -111,7 +121,8 @@ class IncrementalHSA13:
         self.budget = budget
         self.view: NetworkView | None = None
         self._state: tuple | None = None
-        self._counts: tuple | None = None
+        self._counts: dict[str, tuple[int, int]] | None = None
+        self._pipe_ids: dict[str, int] = {}
         self._whole = False               # SELECT groups or a truncated ingress: full checks
         self._found: dict[str, list[Finding]] = {k: [] for k in KINDS}
         self.full_checks = 0
@@ -174,20 +185,26 @@ class IncrementalHSA13:
                 tuple(sorted(view.host_at.items())), tuple(sorted(view.separated)), tuple(pipes))
 
     @staticmethod
-    def _counts_of(view: NetworkView) -> tuple:
+    def _counts_of(view: NetworkView) -> dict[str, tuple[int, int]]:
         """Entries and groups per switch: between two messages reported here a table changes only
         by entries expiring (fewer of them), which a full check then takes in."""
-        out = []
+        out = {}
         for n in sorted(view.switches):
             p = pipeline13_of(view, n)
-            out.append((n, 0, 0) if p is None else (n, len(p.tables), len(p.groups.groups)))
-        return tuple(out)
+            out[n] = (0, 0) if p is None else (len(p.tables), len(p.groups.groups))
+        return out
+
+    def _note_counts(self, view: NetworkView, switch: str) -> None:
+        p = pipeline13_of(view, switch)
+        assert self._counts is not None and p is not None
+        self._counts[switch] = (len(p.tables), len(p.groups.groups))
 
     def _full(self, view: NetworkView) -> None:
         self.full_checks += 1
         self.view = view
         self._state = self._state_of(view)
         self._counts = self._counts_of(view)
+        self._pipe_ids = {n: id(pipeline13_of(view, n)) for n in view.switches}
         self._whole = False
         points = ingress_points(view, "hosts")
         self._ingresses = list(points)
@@ -229,8 +246,11 @@ class IncrementalHSA13:
             self._sources.append((src, loc, at[loc], peers))
         self._memos: list[dict] = [{} for _ in self._sources]
         self._pairs: list[list[Finding]] = [[] for _ in self._sources]
+        self._group_memo: dict = {}
         assert a is not None
-        self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a), "reachability": []}
+        self._comp = comp
+        self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a, comp),
+                       "reachability": []}
         self._recheck_pairs(view, a, range(len(self._sources)))
 
     # ------------------------------------------------------------------ the index
@@ -300,15 +320,15 @@ class IncrementalHSA13:
     # ------------------------------------------------------------------ one message
     def _message(self, view: NetworkView, switch: str, table_id: int | None,
                  affected: Any) -> dict[str, list[Finding]]:
-        if self.view is None or self._state_of(view) != self._state:
+        # the caller reports every message; anything else is for check() (one cheap guard here)
+        if self.view is None or id(pipeline13_of(view, switch)) != self._pipe_ids.get(switch):
             self._full(view)
             return self.findings()
+        self._note_counts(view, switch)
         if self._whole:
-            self._counts = self._counts_of(view)
             self._found = C13.check_all13(view)
             return self.findings()
         self.view = view
-        self._counts = self._counts_of(view)
         self.partial_checks += 1
         self._net.view = view
         if table_id != -1:
@@ -325,44 +345,55 @@ class IncrementalHSA13:
         return self.findings()
 
     def _rerun(self, hops: list[Hop]) -> list[int] | None:
-        """Run ``hops`` again with their subtrees; the ingress numbers whose results changed
-        (None: an ingress went past the budget or met a SELECT group)."""
-        ids = {id(h) for h in hops}
-        top = []
-        for h in hops:
-            p = h.parent
-            while p is not None and id(p) not in ids:
-                p = p.parent
-            if p is None:
-                top.append(h)   # no ancestor is re-run anyway
+        """Run ``hops`` again, ancestors first; the ingress numbers whose results may have
+        changed (None: an ingress went past the budget or met a SELECT group)."""
         ings: dict[int, None] = {}
         try:
-            for old in top:
-                old.kill()
-                old.alive = False
-                h = Hop(old.item, old.ing, old.parent)
-                if old.parent is None:
-                    self._roots[old.ing] = h
-                else:
-                    kids = old.parent.kids
-                    kids[next(i for i, k in enumerate(kids) if k is old)] = h
-                alts = self._alts[h.ing]
-                ran = h.grow(self._net, alts, self.budget)
-                self.rerun += len(ran)
-                self._index(ran)
-                h.dirty()
-                ings[h.ing] = None
-                if alts:
-                    return None
+            for old in sorted(hops, key=_depth):
+                if old.alive:   # not in a subtree an ancestor's re-run replaced
+                    self._rerun_one(old)
+                    ings[old.ing] = None
         except OverBudget:
             return None
         changed = sorted(ings)
         for n in changed:
             root = self._roots[n]
             root.flat()
-            if root.size > self.budget:
+            if self._alts[n] or root.size > self.budget:
                 return None
         return changed
+
+    def _rerun_one(self, old: Hop) -> None:
+        """Replace ``old`` by a fresh run of the same hop.  A hop it pushes that equals one the
+        old run pushed keeps that hop's subtree (whatever in it the message can change is
+        among the hops being re-run too); the others are grown anew."""
+        h = Hop(old.item, old.ing, old.parent)
+        if old.parent is None:
+            self._roots[old.ing] = h
+        else:
+            kids = old.parent.kids
+            kids[next(i for i, k in enumerate(kids) if k is old)] = h
+        old.alive = False
+        alts = self._alts[h.ing]
+        h.run(self._net, alts)
+        reuse: dict[tuple, list[Hop]] = {}
+        for k in old.kids:
+            reuse.setdefault(_item_key(k.item), []).append(k)
+        ran = [h]
+        for i, k in enumerate(h.kids):
+            same = reuse.get(_item_key(k.item))
+            if same:
+                kept = h.kids[i] = same.pop(0)
+                kept.parent = h
+                continue
+            ran += k.grow(self._net, alts, self.budget)
+        for left in reuse.values():
+            for k in left:
+                k.alive = False
+                k.kill()
+        self.rerun += len(ran)
+        self._index(ran)
+        h.dirty()
 
     def _recheck(self, view: NetworkView, changed: list[int]) -> None:
         """Redo the checks where the re-run ingresses can change them."""
@@ -374,7 +405,7 @@ class IncrementalHSA13:
         if any(old[n].loops or self._reaches[n].loops for n in changed):
             self._found["loops"] = C13.loops13(view, a)
         if any(old[n].drops or self._reaches[n].drops for n in changed):
-            self._found["blackholes"] = C13.blackholes13(view, a)
+            self._found["blackholes"] = C13.blackholes13(view, a, self._comp)
         want = set(changed)
         self._recheck_pairs(view, a, [i for i, s in enumerate(self._sources) if s[2] in want])
 
@@ -391,7 +422,8 @@ class IncrementalHSA13:
             self._pairs[i] = got
         if moved:
             out = [f for lst in self._pairs for f in lst]
-            self._found["reachability"] = R.group_unreachable(view, a, out, C13.describe13)  # type: ignore[arg-type]
+            self._found["reachability"] = R.group_unreachable(view, a, out, C13.describe13,  # type: ignore[arg-type]
+                                                              self._group_memo)
 
 
 def message_target(msg: Any) -> tuple[str, int | None, Any]:
