@@ -202,13 +202,15 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
     punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
                    + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
     mine: list[Finding] = []
+    loose = tuple(t for _n, t in punts.loose)
+    fixed = punts.fixed
     for dst in peers:
         if dst is src:
             continue
         key = None
         if memo is not None and not r.alts:
             key = (tuple(t for e in r.delivered.get(dst.name, ()) for t in e.hs.terms),
-                   tuple(t for _n, t in punts.hits(dst.mac)))
+                   tuple(t for _n, t in fixed.get(dst.mac, ())), loose)
             last = memo.get(dst.name)
             if last is not None and last[0] == key:
                 if last[1] is None:
