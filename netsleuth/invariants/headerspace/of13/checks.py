@@ -191,14 +191,15 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
 
 
 def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Callable[[str], bool],
-                   memo: dict[str, tuple[Any, list[Finding]]] | None = None) -> list[Finding]:
+                   memo: dict[str, Any] | None = None, only: set[str] | None = None) -> list[Finding]:
     """The unreachable pairs of one source (before grouping), judged from its reach ``r``.
 
     ``memo`` (the incremental engine's, kept per source between calls): without SELECT
     groups a pair's verdict depends only on the terms of its deliveries and of the punts
     and drops on purpose that can hold its headers, so a pair that reached last time and
     whose terms are equal now is not judged again; a pair that failed is, since its
-    reason reads the whole reach."""
+    reason reads the whole reach.  ``only``: the destinations whose terms may have changed
+    since the memo was written (None: any); the others that reached still do."""
     punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
                    + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
     mine: list[Finding] = []
@@ -209,6 +210,10 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
             continue
         key = None
         if memo is not None and not r.alts:
+            if only is not None and dst.name not in only:
+                last = memo.get(dst.name)
+                if last is not None and last[1] is None:
+                    continue
             key = (tuple(t for e in r.delivered.get(dst.name, ()) for t in e.hs.terms),
                    tuple(t for _n, t in fixed.get(dst.mac, ())), loose)
             last = memo.get(dst.name)

@@ -58,9 +58,13 @@ from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _translat
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY
 from netsleuth.invariants.headerspace.of13.tree import Hop, Lookup, OverBudget, dst_of, reach_of
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.of13.headerbits import FULL13, SHIFT13
 from netsleuth.model.of13.oxm import OxmMatch
 
 KINDS = ("loops", "blackholes", "reachability")
+_DST_SH = SHIFT13["eth_dst"]
+_DST_FULL = FULL13["eth_dst"] << _DST_SH
+_MAC = FULL13["eth_dst"]
 ALL_TABLES = ofp.OFPTT_ALL
 
 
@@ -130,6 +134,49 @@ class _Match:
 
     def __init__(self, match: OxmMatch) -> None:
         self.match = match
+
+
+def _punts(r: Reach13, ok: Any) -> list[Any]:
+    """The events reachability13 counts as punted or dropped on purpose, in its order."""
+    return ([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
+            + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
+
+
+def _moved_dsts(old: Reach13, new: Reach13, ok: Any, by_mac: dict[int, list[str]]) -> set[str] | None:
+    """The hosts whose pair verdicts from this source may differ between two reaches of one
+    ingress (None: any).  Events of subtrees that were not re-run are the same objects, so a
+    delivery list that is not the same objects moved; the punts (and drops on purpose) moved
+    where their terms differ, and a term tells which destinations it concerns: the eth_dst it
+    fixes, or, for a term that fixes none (the headers a table misses, say), the eth_dst of
+    each difference it gained or lost (any, when a difference fixes none)."""
+    p_old, p_new = _punts(old, ok), _punts(new, ok)
+    macs: set[int] = set()
+    if not _same(p_old, p_new):
+        t_old = {t for e in p_old for t in e.hs.terms}
+        t_new = {t for e in p_new for t in e.hs.terms}
+        loose: dict[tuple[int, int], list[Any]] = {}
+        for t in t_old ^ t_new:
+            if t[1] & _DST_FULL == _DST_FULL:
+                macs.add((t[0] >> _DST_SH) & _MAC)
+            else:
+                loose.setdefault((t[0], t[1]), []).append(t)
+        for ts in loose.values():
+            if len(ts) != 2:
+                return None   # headers appeared or went, not just a difference
+            for d in set(ts[0][2]) ^ set(ts[1][2]):
+                if d[1] & _DST_FULL != _DST_FULL:
+                    return None
+                macs.add((d[0] >> _DST_SH) & _MAC)
+    out = {d for d in set(old.delivered) | set(new.delivered) if not _same(old.delivered.get(d), new.delivered.get(d))}
+    for mac in macs:
+        out.update(by_mac.get(mac, ()))
+    return out
+
+
+def _same(a: list | None, b: list | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _depth(h: Hop) -> int:
@@ -280,6 +327,9 @@ class IncrementalHSA13:
         self._memos: list[dict] = [{} for _ in self._sources]
         self._pairs: list[list[Finding]] = [[] for _ in self._sources]
         self._group_memo: dict = {}
+        self._by_mac: dict[int, list[str]] = {}
+        for h in view.topology.hosts:
+            self._by_mac.setdefault(h.mac, []).append(h.name)
         assert a is not None
         self._comp = comp
         self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a, comp),
@@ -440,16 +490,18 @@ class IncrementalHSA13:
         if any(old[n].drops or self._reaches[n].drops for n in changed):
             self._found["blackholes"] = C13.blackholes13(view, a, self._comp)
         want = set(changed)
-        self._recheck_pairs(view, a, [i for i, s in enumerate(self._sources) if s[2] in want])
+        self._recheck_pairs(view, a, [i for i, s in enumerate(self._sources) if s[2] in want], old)
 
-    def _recheck_pairs(self, view: NetworkView, a: Analysis13, which: Iterable[int]) -> None:
+    def _recheck_pairs(self, view: NetworkView, a: Analysis13, which: Iterable[int],
+                       old: dict[int, Reach13] | None = None) -> None:
         """Judge the pairs of the sources ``which`` again and group every source's, as
-        reachability13 does."""
+        reachability13 does (``old``: the reaches before, to tell which destinations moved)."""
         moved = False
         for i in which:
             src, loc, n, peers = self._sources[i]
             r: Reach13 = self._reaches[n]
-            got = C13.source_pairs13(r, loc, src, peers, self._ok, self._memos[i])
+            only = None if old is None else _moved_dsts(old[n], r, self._ok, self._by_mac)
+            got = C13.source_pairs13(r, loc, src, peers, self._ok, self._memos[i], only)
             if got or self._pairs[i]:
                 moved = True
             self._pairs[i] = got
