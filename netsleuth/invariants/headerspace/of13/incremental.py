@@ -296,6 +296,7 @@ class IncrementalHSA13:
         self._hops_at: dict[str, list[Hop]] = {}
         self._groups_at: dict[str, dict[int, list[Hop]]] = {}
         self._filed: dict[str, int] = {}
+        self._dead: dict[str, int] = {}
         try:
             for n, ing in enumerate(self._ingresses):
                 root = Hop((ing[0], ing[1], HS13.injected(), IDENTITY, (), (), ()), n, None)
@@ -353,14 +354,23 @@ class IncrementalHSA13:
 
     def _compact(self, s: str) -> None:
         """Drop the dead hops' entries at ``s`` once they outnumber the live ones."""
-        live = [h for h in self._hops_at.get(s, ()) if h.alive]
-        if self._filed.get(s, 0) <= 2 * len(live) + 64:
+        if self._dead.get(s, 0) * 2 <= self._filed.get(s, 0) + 64:
             return
+        live = [h for h in self._hops_at.get(s, ()) if h.alive]
+        self._dead[s] = 0
         self._hops_at.pop(s, None)
         self._at.pop(s, None)
         self._groups_at.pop(s, None)
         self._filed[s] = 0
         self._index(live)
+
+    def _died(self, hops: list[Hop]) -> None:
+        """Mark hops dead and count the index entries they leave behind, per switch."""
+        dead = self._dead
+        for h in hops:
+            h.alive = False
+            if h.lookups or h.groups:
+                dead[h.switch] = dead.get(h.switch, 0) + 1
 
     def _all_at(self, s: str) -> list[Hop]:
         return [h for h in self._hops_at.get(s, ()) if h.alive]
@@ -456,7 +466,7 @@ class IncrementalHSA13:
         else:
             kids = old.parent.kids
             kids[next(i for i, k in enumerate(kids) if k is old)] = h
-        old.alive = False
+        self._died([old])
         alts = self._alts[h.ing]
         h.run(self._net, alts)
         reuse: dict[tuple, list[Hop]] = {}
@@ -472,8 +482,7 @@ class IncrementalHSA13:
             ran += k.grow(self._net, alts, self.budget)
         for left in reuse.values():
             for k in left:
-                k.alive = False
-                k.kill()
+                self._died([k, *k.kill()])
         self.rerun += len(ran)
         self._index(ran)
         h.dirty()
