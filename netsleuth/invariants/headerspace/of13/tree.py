@@ -139,7 +139,7 @@ class Hop:
             out = list(h.own)
             size = 1
             for k in reversed(h.kids):
-                out += k._flat  # type: ignore[operator]
+                out += k._flat  # type: ignore[arg-type]
                 size += k.size
             h._flat = out
             h.size = size
