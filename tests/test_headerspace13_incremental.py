@@ -201,4 +201,4 @@ def test_faucet_tables_500(faucet_trace: Path) -> None:
     pipes = {n: pipeline13_of(view0, n) for n in sorted(view0.switches)}
     assert all(p is not None and len(p.tables) > 10 for p in pipes.values()), "Faucet installed its pipeline"
     counts = _run(world.view, pipes, [h.mac for h in view0.topology.hosts], seed=5, n=500)
-    assert counts["group"] > 20 and counts["reachability present"] > 50 and counts["loops present"]
+    assert counts["group"] > 20 and counts["reachability present"] > 50

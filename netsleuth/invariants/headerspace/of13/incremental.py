@@ -15,11 +15,11 @@ re-runs only the hops it can change:
   current-header mapping, in_port, metadata and tunnel_id, overlap M.  Every
   entry an add, modify or delete (strict or not) touches lies inside M, so
   no other header's lookup can come out differently;
-* a GROUP_MOD ADD or MODIFY: the hops at its switch that executed the group
-  (a missing group is noted too: adding it changes them);
-* anything the engine cannot bound this way (a GROUP_MOD DELETE, which also
-  removes the flows that use the group; a METER_MOD, whose DELETE removes the
-  flows that use the meter; a message whose table or match is not known):
+* a GROUP_MOD: the hops at its switch that executed the group (a missing
+  group is noted too: adding it changes them) or hit an entry naming it (a
+  DELETE removes such entries);
+* anything the engine cannot bound this way (a METER_MOD, whose DELETE removes
+  the flows that use the meter; a message whose table or match is not known):
   every hop at the switch.
 
 A re-run hop's subtree is rebuilt; every other subtree keeps its events (the
@@ -228,11 +228,11 @@ class IncrementalHSA13:
         return self._message(view, switch, None, lambda: self._all_at(switch))
 
     def group_mod(self, view: NetworkView, switch: str, group_id: int | None, delete: bool) -> dict[str, list[Finding]]:
-        """After a GROUP_MOD on ``switch``; a DELETE (which also removes the flows using the
-        group) re-examines every hop at the switch."""
-        if delete or group_id is None:
+        """After a GROUP_MOD on ``switch``: the hops that ran the group or hit an entry naming it
+        (a DELETE also removes those entries, so the switch's tables are read again)."""
+        if group_id is None:
             return self._message(view, switch, None, lambda: self._all_at(switch))
-        return self._message(view, switch, -1, lambda: self._using_group(switch, group_id))
+        return self._message(view, switch, None if delete else -1, lambda: self._using_group(switch, group_id))
 
     def meter_mod(self, view: NetworkView, switch: str) -> dict[str, list[Finding]]:
         """After a METER_MOD on ``switch``: meters are not modelled, but a DELETE removes the

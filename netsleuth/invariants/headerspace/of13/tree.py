@@ -10,11 +10,12 @@ events first, then the subtrees of the hops it pushed, the last pushed first.
 headers, current header, path, rules, SELECT choices), its own events, the
 hops it pushed, and what its run read from the switch: every table lookup
 (table id, the injected headers that reached it, the current-header mapping,
-in_port, metadata, tunnel_id) and every group it executed.  A message that
+in_port, metadata, tunnel_id) and every group it executed or that an entry it
+hit names.  A message that
 changes a table can change a hop's run only through a lookup whose headers
 its match overlaps (an add, a modify or a delete, strict or not, touches
 only entries inside its match); a GROUP_MOD only through a hop that
-executed that group.  Such a hop is run again and its subtree rebuilt; every
+executed that group or hit an entry naming it (a DELETE removes those entries).  Such a hop is run again and its subtree rebuilt; every
 other subtree keeps its events, the very same objects, so the checks can
 tell what did not move by identity.  :meth:`Hop.flat` lists a subtree's
 events in explore13's order, so an ingress's :class:`Reach13` rebuilt from
@@ -28,6 +29,7 @@ from typing import Any
 
 from netsleuth.invariants.headerspace.of13.engine import Event13, Hop13, Net13, Reach13, add_event, hop13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13
+from netsleuth.model.of13.actions import Group
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13
 
 _DST_SH = SHIFT13["eth_dst"]
@@ -87,7 +89,15 @@ class Hop:
             return _Recording(comp, node_ids, alts_, lookups, groups)
 
         events, pushes = hop13(net, self.item, alts, make)
-        self.own, self.lookups, self.groups = events, lookups, groups
+        # the groups the entries it hit name, run or not: deleting a group removes those entries
+        n0 = len(self.item[5])
+        for _c, _k, ev in events:
+            for _s, _t, e in ev.rules[n0:]:
+                groups.extend(_groups_of(e))
+        for p in pushes:
+            for _s, _t, e in p[5][n0:]:
+                groups.extend(_groups_of(e))
+        self.own, self.lookups, self.groups = events, lookups, list(dict.fromkeys(groups))
         self.kids = [Hop(p, self.ing, self) for p in pushes]
         self._flat = None
         return self.kids
@@ -144,6 +154,12 @@ class Hop:
             h._flat = out
             h.size = size
         return self._flat  # type: ignore[return-value]
+
+
+def _groups_of(entry: Any) -> list[int]:
+    """The groups an entry's apply- and write-actions name."""
+    inst = entry.instructions
+    return [a.group_id for a in (*(inst.apply or ()), *(inst.write or ())) if type(a) is Group]
 
 
 class OverBudget(Exception):
