@@ -64,19 +64,20 @@ def _outputs(rng: random.Random, ports: list[int], groups: list[int]) -> Instruc
 def _random_message(rng: random.Random, pipes: dict, macs: list[int], links: list,
                     pending: list) -> tuple[str, str, Any] | None:
     """Apply one random message to a random pipeline; (switch, kind, what the engine is told),
-    or None when the switch refused it (nothing changed).  Now and then the first of two
-    that send every header to one host back and forth across one link (a loop); the second
-    is the next message."""
+    or None when the switch refused it (nothing changed).  Now and then the first of four
+    that send every header to one host around a cycle of four switches (a loop); the others
+    are the next messages."""
     if pending:
         name, m, port = pending.pop()
         pipes[name].add_flow(1, m, 30, Instructions.actions(Output(port)))
         return name, "flow", (1, m)
-    if links and rng.random() < 0.03:
-        a, pa, b, pb = rng.choice(links)
+    hops = _cycle(rng, links) if links and rng.random() < 0.03 else None
+    if hops:
         m = OxmMatch.build(eth_dst=rng.choice(macs))
-        pending.append((b, m, pb))
-        pipes[a].add_flow(1, m, 30, Instructions.actions(Output(pa)))
-        return a, "flow", (1, m)
+        for sw, port in hops[1:]:
+            pending.insert(0, (sw, m, port))
+        pipes[hops[0][0]].add_flow(1, m, 30, Instructions.actions(Output(hops[0][1])))
+        return hops[0][0], "flow", (1, m)
     name = rng.choice(sorted(pipes))
     pipe = pipes[name]
     ports = sorted(pipe.ports)
@@ -116,6 +117,26 @@ def _random_message(rng: random.Random, pipes: dict, macs: list[int], links: lis
         return name, "flow", (table, m)
     except OFError:
         return None
+
+
+def _cycle(rng: random.Random, links: list) -> list[tuple[str, int]] | None:
+    """(switch, output port) around a random cycle of four switches, when the network has one."""
+    port: dict[tuple[str, str], int] = {}
+    for a, pa, b, pb in links:
+        port[(a, b)], port[(b, a)] = pa, pb
+    nbs: dict[str, list[str]] = {}
+    for a, b in sorted(port):
+        nbs.setdefault(a, []).append(b)
+    starts = sorted(nbs)
+    rng.shuffle(starts)
+    for x in starts:
+        for y1 in nbs[x]:
+            for z in nbs[y1]:
+                for y2 in nbs[z]:
+                    if z != x and y2 != y1 and y2 != x and x in nbs[y2]:
+                        cycle = [x, y1, z, y2, x]
+                        return [(u, port[(u, v)]) for u, v in zip(cycle, cycle[1:], strict=False)]
+    return None
 
 
 def _tell(inc: IncrementalHSA13, view: Any, name: str, kind: str, what: Any) -> dict:
