@@ -17,8 +17,8 @@ its match overlaps (an add, a modify or a delete, strict or not, touches
 only entries inside its match); a GROUP_MOD only through a hop that
 executed that group or hit an entry naming it (a DELETE removes those
 entries).  Such a hop is run again and its subtree rebuilt; every other
-subtree keeps its events, the very same objects, so the checks can tell what did not move by identity.  :meth:`Hop.flat` lists a subtree's
-events in explore13's order, so an ingress's :class:`Reach13` rebuilt from
+subtree keeps its events, the very same objects, so the checks can tell
+what did not move by identity.  :meth:`Hop.flat` lists a subtree's events in explore13's order, so an ingress's :class:`Reach13` rebuilt from
 the tree is the one explore13 would return (the shared :func:`hop13` runs
 every hop either way).
 """
