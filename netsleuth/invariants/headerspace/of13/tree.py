@@ -6,21 +6,19 @@ set, files the events the hop ends in and pushes the hops it sends on.  The
 events of an ingress therefore come out in depth-first order, a hop's own
 events first, then the subtrees of the hops it pushed, the last pushed first.
 
-:class:`Hop` is one such hop kept alive: its input (switch, in_port, injected
-headers, current header, path, rules, SELECT choices), its own events, the
-hops it pushed, and what its run read from the switch: every table lookup
-(table id, the injected headers that reached it, the current-header mapping,
-in_port, metadata, tunnel_id) and every group it executed or that an entry it
-hit names.  A message that
-changes a table can change a hop's run only through a lookup whose headers
-its match overlaps (an add, a modify or a delete, strict or not, touches
-only entries inside its match); a GROUP_MOD only through a hop that
-executed that group or hit an entry naming it (a DELETE removes those
-entries).  Such a hop is run again and its subtree rebuilt; every other
-subtree keeps its events, the very same objects, so the checks can tell
-what did not move by identity.  :meth:`Hop.flat` lists a subtree's events in explore13's order, so an ingress's :class:`Reach13` rebuilt from
-the tree is the one explore13 would return (the shared :func:`hop13` runs
-every hop either way).
+:class:`Hop` is one such hop kept alive: its input (switch, in_port, injected headers,
+current header, path, rules, SELECT choices), its own events, the hops it pushed, and
+what its run read from the switch: every table lookup (table id, the injected headers
+that reached it, the current-header mapping, in_port, metadata, tunnel_id) and every
+group it executed or that an entry it hit names. A message that changes a table can
+change a hop's run only through a lookup whose headers its match overlaps (an add, a
+modify or a delete, strict or not, touches only entries inside its match); a GROUP_MOD
+only through a hop that executed that group or hit an entry naming it (a DELETE removes
+those entries). Such a hop is run again and its subtree rebuilt; every other subtree
+keeps its events, the very same objects, so the checks can tell what did not move by
+identity. :meth:`Hop.flat` lists a subtree's events in explore13's order, so an
+ingress's :class:`Reach13` rebuilt from the tree is the one explore13 would return (the
+shared :func:`hop13` runs every hop either way).
 """
 
 from __future__ import annotations
