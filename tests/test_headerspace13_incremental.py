@@ -181,7 +181,7 @@ def _fattree(k: int) -> tuple[Callable[[], Any], dict, list[int]]:
 
 
 def test_fattree_two_tables_fast() -> None:
-    counts = _run(*_fattree(4), seed=3, n=60)
+    counts = _run(*_fattree(4), seed=3, n=45)
     assert counts["group"] and counts["flow"] and counts["blackholes present"] and counts["reachability present"]
 
 
