@@ -262,7 +262,8 @@ class IncrementalHSA13:
                 tuple(sorted(view.controllers_alive.items())), tuple(sorted(view.connected_dpids)),
                 tuple(sorted((n, view.is_switch_up(n)) for n in view.switches)),
                 tuple(sorted((k, tuple(v)) for k, v in view.controllers_of.items())),
-                tuple(sorted(view.host_at.items())), tuple(sorted(view.separated)), tuple(pipes))
+                tuple(sorted(view.host_at.items())), tuple(sorted(view.separated)), tuple(sorted(view.cut_from)),
+                tuple(pipes))
 
     @staticmethod
     def _counts_of(view: NetworkView) -> dict[str, tuple[int, int]]:
