@@ -223,3 +223,24 @@ def test_faucet_tables_500(faucet_trace: Path) -> None:
     assert all(p is not None and len(p.tables) > 10 for p in pipes.values()), "Faucet installed its pipeline"
     counts = _run(world.view, pipes, [h.mac for h in view0.topology.hosts], seed=5, n=500)
     assert counts["group"] > 20 and counts["reachability present"] > 50
+
+
+def test_anything_but_a_message_starts_over() -> None:
+    """A link going down, an entry expiring: ``check`` notices and runs a full check, whose
+    findings then stand for the next messages."""
+    view_of, pipes, macs = _fattree(4)
+    inc = IncrementalHSA13()
+    view = view_of()
+    inc.check(view)
+    link = sorted(k for k in view.link_up if k[0] in pipes and k[2] in pipes)[0]
+    down = bench.make_view13(view.topology, pipes)
+    down.link_up[link] = False
+    assert _texts(inc.check(down)) == _full(down) and inc.full_checks == 2
+    sw = link[0]
+    e = next(e for e in pipes[sw].tables.entries(1) if e.priority == 1)
+    pipes[sw].tables.delete(1, e.match, strict=True, priority=e.priority)   # as if it expired: not reported
+    assert _texts(inc.check(down)) == _full(down) and inc.full_checks == 3
+    assert _texts(inc.check(down)) == _full(down) and inc.full_checks == 3   # nothing changed: no new check
+    m = OxmMatch.build(eth_dst=macs[0])
+    pipes[sw].add_flow(1, m, 40, Instructions())
+    assert _texts(inc.flow_mod(down, sw, 1, m)) == _full(down) and inc.partial_checks == 1
