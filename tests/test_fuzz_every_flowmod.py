@@ -119,12 +119,13 @@ def test_migration_blackhole_names_its_flow_mod(tmp_path: Path, seed: int) -> No
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [5, 2])
 def test_simple_switch_13_with_the_option(tmp_path: Path, seed: int) -> None:
-    """OpenFlow 1.3 has no incremental engine: the 1.3 checks run after each applied FLOW_MOD."""
+    """OpenFlow 1.3: the incremental 1.3 engine re-checks after each applied FLOW_MOD."""
     out = tmp_path / "ss13"
     proc, d = fuzz_cli(out, SS13, seed, "--check-every-flowmod", "--openflow", "1.3")
     assert d["completed"] and d["negotiated"] == {"s1": "1.3", "s2": "1.3", "s3": "1.3"}
     stats = d["every_flowmod"]
     assert stats["flow_mods"] > 0 and stats["full_checks_10"] == 0  # the 1.0 engine never ran
+    assert stats["partial_checks_13"] > 0  # messages went through IncrementalHSA13
     trace = read_trace(out / "trace.jsonl")
     flow_mods = [e for e in trace.events if e.kind == "of_to_switch" and e.msg["type"] == "FLOW_MOD"]
     assert stats["flow_mods"] <= len(flow_mods)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import forwarding
@@ -123,14 +124,17 @@ _HSA = {"loops", "blackholes", "reachability"}
 _FAUCET = {"isolation", "acl"}
 
 
-def check(view: NetworkView, invariants: list[Invariant]) -> list[Finding]:
+def check(view: NetworkView, invariants: list[Invariant], analysis: Any = None) -> list[Finding]:
     """Run the view-based invariants, sharing one analysis between those that need it:
     the header-space analysis for loops/blackholes/reachability, the concrete pair
-    traces for isolation (the policy is about the packets one host sends another)."""
+    traces for isolation (the policy is about the packets one host sends another).
+    ``analysis``: the header-space analysis of ``view`` when the caller has it already
+    (an incremental engine's)."""
     names = {i.name for i in invariants}
     # Faucet's VLAN and ACL checks read the same 1.3 analysis: one per check, not one per invariant
     faucet = view.faucet is not None and bool(names & _FAUCET)
-    analysis = hsa_engine.analyze(view) if names & _HSA or faucet else None
+    if analysis is None:
+        analysis = hsa_engine.analyze(view) if names & _HSA or faucet else None
     pairs = forwarding.pair_outcomes(view) if "isolation" in names and view.isolation else []
     findings: list[Finding] = []
     for inv in invariants:

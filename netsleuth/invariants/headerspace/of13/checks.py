@@ -80,11 +80,12 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- blackholes
-def blackholes13(view: NetworkView, analysis: object = None) -> list[Finding]:
-    """One finding per dropping rule (switch, table, rule), whichever hosts send into it."""
+def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None) -> list[Finding]:
+    """One finding per dropping rule (switch, table, rule), whichever hosts send into it.
+    ``comp``: :func:`R.components` of ``view``, when the caller has it."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
-    comp = R.components(view)
+    comp = R.components(view) if comp is None else comp
     groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
     for ing in a.ingresses:
         drops = a.reaches[ing].drops
@@ -183,33 +184,67 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
         key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
                tuple((sw, ok(sw)) for sw in sorted(r.punted)))
         hit = r.memo.get(key)
-        if hit is not None:
-            out.extend(hit)
-            continue
-        mine: list[Finding] = []
-        r.memo[key] = mine
-        # Punted to a live controller, or dropped on purpose by a rule: the controller's choice.
-        punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
-                       + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
-        for dst in peers:
-            if dst is src:
-                continue
-            P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
-            good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-            bad = (P - good.clip_to(P)).prune()
-            if not bad.terms:
-                continue
-            w = bad.witness()
-            why, where, path = _why_unreached(r, w, ok)
-            text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
-            via = f" (path {' -> '.join(path)})" if path else ""
-            mine.append(Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
-                                hosts=(src.name, dst.name), switches=where,
-                                details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
-                                         "path": path, "cause": why, "all": text == "all their traffic",
-                                         "witness": R.witness_dict(bad), R.SPACE: bad}))
-        out.extend(mine)
+        if hit is None:
+            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok)
+        out.extend(hit)
     return R.group_unreachable(view, a, out, describe13)  # type: ignore[arg-type]
+
+
+def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Callable[[str], bool],
+                   memo: dict[str, Any] | None = None, only: set[str] | None = None) -> list[Finding]:
+    """The unreachable pairs of one source (before grouping), judged from its reach ``r``.
+
+    ``memo`` (the incremental engine's, kept per source between calls): without SELECT
+    groups a pair's verdict depends only on the terms of its deliveries and of the punts
+    and drops on purpose that can hold its headers, so a pair that reached last time and
+    whose terms are equal now is not judged again; a pair that failed is, since its
+    reason reads the whole reach.  ``only``: the destinations whose terms may have changed
+    since the memo was written (None: any); the others that reached still do."""
+    punts = _ByDst([e for sw, evs in sorted(r.punted.items()) if ok(sw) for e in evs]
+                   + [e for _sw, evs in sorted(r.filtered.items()) for e in evs])
+    mine: list[Finding] = []
+    loose = tuple(t for _n, t in punts.loose)
+    fixed = punts.fixed
+    for dst in peers:
+        if dst is src:
+            continue
+        key = None
+        if memo is not None and not r.alts:
+            if only is not None and dst.name not in only:
+                last = memo.get(dst.name)
+                if last is not None and last[1] is None:
+                    continue
+            key = (tuple(t for e in r.delivered.get(dst.name, ()) for t in e.hs.terms),
+                   tuple(t for _n, t in fixed.get(dst.mac, ())), loose)
+            last = memo.get(dst.name)
+            if last is not None and last[0] == key:
+                if last[1] is None:
+                    continue  # reached last time, and its headers end as they did
+                f, w, why = last[1]  # the same headers fail: the same finding if their reason is too
+                if _why_unreached(r, w, ok) == why:
+                    mine.append(f)
+                    continue
+        P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
+        good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+        bad = (P - good.clip_to(P)).prune()
+        if not bad.terms:
+            if memo is not None:
+                memo[dst.name] = (key, None)
+            continue
+        w = bad.witness()
+        reason = _why_unreached(r, w, ok)
+        why, where, path = reason
+        text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
+        via = f" (path {' -> '.join(path)})" if path else ""
+        f = Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
+                    hosts=(src.name, dst.name), switches=where,
+                    details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                             "path": path, "cause": why, "all": text == "all their traffic",
+                             "witness": R.witness_dict(bad), R.SPACE: bad})
+        if memo is not None:
+            memo[dst.name] = (key, (f, w, reason))
+        mine.append(f)
+    return mine
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:

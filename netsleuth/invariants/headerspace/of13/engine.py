@@ -68,7 +68,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,55 +167,82 @@ class Net13:
 
 def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int = DEFAULT_BUDGET13) -> Reach13:
     """Push ``hs`` (default: every header a host can send) in at ``s0:p0`` through the network."""
-    view = net.view
     reach = Reach13((s0, p0))
     start = HS13.injected() if hs is None else hs
-    stack: list[tuple[str, int, HS13, Sym, tuple[Port, ...], tuple[tuple[str, int, FlowEntry13], ...],
-                      tuple[tuple[int, int], ...]]]
-    stack = [(s0, p0, start, IDENTITY, (), (), ())]
-    switches = view.switches
+    stack: list[Hop13] = [(s0, p0, start, IDENTITY, (), (), ())]
     while stack:
-        s, p, orig, sym, path, rules, choices = stack.pop()
+        item = stack.pop()
         reach.hops += 1
         if reach.hops > budget:
             reach.truncated = True
             break
-        here = (s, p)
-        if here in path:
-            reach.loops.append(HsaEvent13(orig, s, path + (here,), rules, choices))
-            continue
-        path = path + (here,)
-        if not view.is_switch_up(s):
-            reach.drops.append(HsaEvent13(orig, s, path, rules, choices, "switch is down"))
-            continue
-        sw = _Switch13(net.compiled(s), net.node_ids, reach.alts)
-        for br in sw.run(orig, sym, p):
-            r2 = rules + tuple((s, t, e) for t, e in br.rules)
-            ch = choices + br.choices
-            o = br.st.orig
-            if not br.emits:
-                rule = rule_text(s, *br.rules[-1]) if br.rules else s
-                if br.lost:  # forwarding meant to send them somewhere: a blackhole
-                    reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"{rule} {br.lost}"))
-                else:       # no output at all: the controller's choice (see Reach13.filtered)
-                    why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
-                    reach.filtered.setdefault(s, []).append(HsaEvent13(o, s, path, r2, ch, why))
-                continue
-            for em in br.emits:
-                q = em.port
-                if q == ofp.OFPP_CONTROLLER:
-                    reach.punted.setdefault(s, []).append(HsaEvent13(o, s, path, r2, ch))
-                elif q > ofp.OFPP_MAX:
-                    reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"output to special port {q:#x}"))
-                else:
-                    peer = view.peer(s, q)
-                    if peer is None:
-                        reach.drops.append(HsaEvent13(o, s, path, r2, ch, f"port {q} has no live link"))
-                    elif peer[0] in switches:
-                        stack.append((peer[0], peer[1], o, em.sym, path, r2, ch))
-                    else:
-                        reach.delivered.setdefault(peer[0], []).append(HsaEvent13(o, peer[0], path, r2, ch, sym=em.sym))
+        events, pushes = hop13(net, item, reach.alts)
+        for cat, key, ev in events:
+            add_event(reach, cat, key, ev)
+        stack.extend(pushes)
     return reach
+
+
+# one hop's input: (switch, in_port, injected headers, current header, path so far, rules, SELECT choices)
+Hop13 = tuple[str, int, HS13, Sym, tuple[Port, ...], tuple[tuple[str, int, FlowEntry13], ...],
+              tuple[tuple[int, int], ...]]
+# what a hop yields, in order: (kind, switch or host or None, event); kinds as Reach13's fields
+Event13 = tuple[str, str | None, HsaEvent13]
+
+
+def add_event(reach: Reach13, cat: str, key: str | None, ev: HsaEvent13) -> None:
+    """File one event of :func:`hop13` into ``reach`` (in the order the hops yield them)."""
+    if key is None:
+        (reach.loops if cat == "loops" else reach.drops).append(ev)
+    else:
+        getattr(reach, cat).setdefault(key, []).append(ev)
+
+
+def hop13(net: Net13, item: Hop13, alts: dict[int, int],
+          switch: Callable[[Compiled13, Any, dict[int, int]], _Switch13] | None = None,
+          ) -> tuple[list[Event13], list[Hop13]]:
+    """One hop of :func:`explore13`: the events it ends in and the hops it pushes (in order).
+    ``switch``: the class that runs the pipeline (the incremental engine's notes what it reads)."""
+    s, p, orig, sym, path, rules, choices = item
+    view = net.view
+    events: list[Event13] = []
+    pushes: list[Hop13] = []
+    here = (s, p)
+    if here in path:
+        events.append(("loops", None, HsaEvent13(orig, s, path + (here,), rules, choices)))
+        return events, pushes
+    path = path + (here,)
+    if not view.is_switch_up(s):
+        events.append(("drops", None, HsaEvent13(orig, s, path, rules, choices, "switch is down")))
+        return events, pushes
+    sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
+    for br in sw.run(orig, sym, p):
+        r2 = rules + tuple((s, t, e) for t, e in br.rules)
+        ch = choices + br.choices
+        o = br.st.orig
+        if not br.emits:
+            rule = rule_text(s, *br.rules[-1]) if br.rules else s
+            if br.lost:  # forwarding meant to send them somewhere: a blackhole
+                events.append(("drops", None, HsaEvent13(o, s, path, r2, ch, f"{rule} {br.lost}")))
+            else:       # no output at all: the controller's choice (see Reach13.filtered)
+                why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
+                events.append(("filtered", s, HsaEvent13(o, s, path, r2, ch, why)))
+            continue
+        for em in br.emits:
+            q = em.port
+            if q == ofp.OFPP_CONTROLLER:
+                events.append(("punted", s, HsaEvent13(o, s, path, r2, ch)))
+            elif q > ofp.OFPP_MAX:
+                events.append(("drops", None, HsaEvent13(o, s, path, r2, ch, f"output to special port {q:#x}")))
+            else:
+                peer = view.peer(s, q)
+                if peer is None:
+                    events.append(("drops", None, HsaEvent13(o, s, path, r2, ch, f"port {q} has no live link")))
+                elif peer[0] in view.switches:
+                    pushes.append((peer[0], peer[1], o, em.sym, path, r2, ch))
+                else:
+                    events.append(("delivered", peer[0], HsaEvent13(o, peer[0], path, r2, ch, sym=em.sym)))
+    return events, pushes
 
 
 def must_hold(events: Iterable[HsaEvent13], alts: Mapping[int, int]) -> HS13:
