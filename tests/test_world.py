@@ -174,7 +174,7 @@ def test_enabled_lists_channel_heads_oldest_first_and_fire_refuses_non_heads():
     assert len({e.channel for e in heads}) == 3
 
     # the second message on c1's channel is queued behind the first
-    (queued,) = [e for e in world._channels[("to_switch", c1)] if e.msg.xid == 3]
+    (queued,) = [e for e in world.channels.queues[("to_switch", c1)] if e.msg.xid == 3]
     with pytest.raises(ValueError):
         world.fire(queued)
     # channels are independent: the wire event may go first

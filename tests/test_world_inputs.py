@@ -89,7 +89,7 @@ def test_blocked_channel_holds_messages_until_unblocked():
     world.block_channel("s1", "c0")
     world.inject_ping("h1", "h2", 7, 1)
     ctl.run(clock)
-    held = [e for e in world._channels.get(("to_controller", 0), [])]
+    held = [e for e in world.channels.queues.get(("to_controller", 0), [])]
     assert held, "the PACKET_IN from s1 waits in its channel"
     assert world.quiescent()
     clock.advance(2.0)

@@ -17,27 +17,23 @@ delay), so the delivery machinery stays private to this module.
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
 from typing import Any
 
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
-from netsleuth.model.match import Match
 from netsleuth.model.packet import Packet
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import msg_to_json, msg_type_name
 from netsleuth.trace import schema as ts
 from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
+from netsleuth.world.channels import Channels
 from netsleuth.world.clock import Clock
 from netsleuth.world.events import (
     Deliver,
     Disconnect,
     Effect,
-    FlowModApplied,
     Lineage,
     OnWire,
     PendingEvent,
@@ -47,6 +43,8 @@ from netsleuth.world.events import (
     ToSwitch,
 )
 from netsleuth.world.fates import FateLog
+from netsleuth.world.records import Connection, Recorder, Stats
+from netsleuth.world.table_changes import TABLE_CHANGING, flow_mod_applied, rejected
 
 REDIAL_GRACE = 5.0
 """Seconds a switch whose controller closed its connection counts as connected while it dials again:
@@ -55,47 +53,6 @@ Open vSwitch redials after 1 s, then 2, 4 and 8 s; a switch still refused after 
 TURNED_AWAY = 1.0
 """A connection the controller closes within this many seconds of its handshake was turned away (the
 switch keeps redialing in the same episode); one that lasted longer had been working."""
-
-
-@dataclass(slots=True)
-class Connection:
-    """One control connection between a switch and a controller."""
-
-    conn: int
-    dpid: int
-    controller: str
-    up: bool = True
-    features_replied: bool = False
-    replied_at: float = 0.0  # when the handshake completed (the FEATURES_REPLY reached the controller)
-
-
-@dataclass(slots=True)
-class Stats:
-    fired: int = 0
-    to_switch: int = 0
-    to_controller: int = 0
-    packets: int = 0
-    dropped_packets: int = 0
-    loop_drops: int = 0
-
-
-class Recorder:
-    """Numbers trace events, stamps them with the clock and hands them to a sink."""
-
-    def __init__(self, clock: Clock, sink: Callable[[Any], None] | None = None) -> None:
-        self.clock = clock
-        self.sink = sink
-        self.seq = 0
-        self.observers: list[Callable[[Any], None]] = []  # e.g. a replay matching what happens
-
-    def __call__(self, cls: type, **fields: Any) -> Any:
-        event = cls(seq=self.seq, t=round(self.clock.now(), 6), **fields)
-        self.seq += 1
-        if self.sink is not None:
-            self.sink(event)
-        for observe in self.observers:
-            observe(event)
-        return event
 
 
 class Network:
@@ -135,9 +92,7 @@ class Network:
         self.connections: dict[int, Connection] = {}
         self._conns_of: dict[int, list[Connection]] = {}  # dpid -> its connections, in open order
         self.controllers_alive: dict[str, bool] = {}
-        self._channels: dict[tuple[Any, ...], deque[PendingEvent]] = {}
-        self._heads: list[tuple[int, tuple[Any, ...]]] = []
-        self._next_id = 0
+        self.channels = Channels()
         self._next_pid = 0
         self.stats = Stats()
         self.observed_violations: list[Any] = []
@@ -145,7 +100,6 @@ class Network:
         self.switch_up: dict[str, bool] = {name: True for name in self.switches}
         self.host_at: dict[str, tuple[str, int]] = {h.name: topology.host_location(h.name) for h in topology.hosts}
         self.blocked: set[tuple[int, str]] = set()           # (dpid, controller) channels held
-        self._release_at: dict[int, float] = {}              # held event -> when it may fire
         self.drop_next: dict[tuple[str, int], int] = {}      # (node, port) -> packets to lose
         self.delay_next: dict[tuple[str, int], float] = {}   # (node, port) -> seconds to hold the next
         self.control_delay_next: dict[tuple[int, str, str], float] = {}  # (dpid, controller, direction)
@@ -166,33 +120,25 @@ class Network:
 
     # ------------------------------------------------------------ channels
     def _enqueue(self, make: Callable[[int], PendingEvent]) -> PendingEvent:
-        ev = make(self._next_id)
-        self._next_id += 1
-        q = self._channels.get(ev.channel)
-        if q is None:
-            q = self._channels[ev.channel] = deque()
-        if not q:
-            heapq.heappush(self._heads, (ev.id, ev.channel))
-        q.append(ev)
-        return ev
+        return self.channels.push(make)
 
     def enabled(self) -> list[PendingEvent]:
         """The head of every non-empty channel that is not blocked or held, oldest first."""
         now = self.clock.now()
-        heads = [q[0] for q in self._channels.values() if q and self._may_fire(q[0], now)]
+        heads = [ev for ev in self.channels.heads() if self._may_fire(ev, now)]
         heads.sort(key=lambda e: e.id)
         return heads
 
     def _may_fire(self, ev: PendingEvent, now: float) -> bool:
         if ev.held >= 0:
-            return self._release_at.get(ev.id, 0.0) <= now
+            return self.channels.released(ev, now)
         if self.blocked and not isinstance(ev, OnWire):
             c = self.connections[ev.conn]
             return (c.dpid, c.controller) not in self.blocked
         return True
 
     def pending_count(self) -> int:
-        return sum(len(q) for q in self._channels.values())
+        return len(self.channels)
 
     def quiescent(self) -> bool:
         """Nothing can fire now (blocked or held messages may still be waiting)."""
@@ -201,7 +147,8 @@ class Network:
     def settled_until(self, until: float) -> bool:
         """Nothing can fire now, nor by ``until`` (this World's clock) of itself: no held message is
         released, no flow times out, no switch is dialing a controller that hung up on it."""
-        if not self.quiescent() or self.redialing or any(t <= until for t in self._release_at.values()):
+        if (not self.quiescent() or self.redialing
+                or any(t <= until for t in self.channels.release_at.values())):
             return False
         for s in self.switches.values():
             nxt = s.next_expiry()
@@ -209,22 +156,12 @@ class Network:
                 return False
         return True
 
-    def _clean_heads(self) -> None:
-        heads = self._heads
-        while heads:
-            eid, channel = heads[0]
-            q = self._channels.get(channel)
-            if q and q[0].id == eid:
-                return
-            heapq.heappop(heads)
-
     def next_event(self) -> PendingEvent | None:
         """The oldest event that may fire now."""
-        self._clean_heads()
-        if not self._heads:
+        ev = self.channels.oldest()
+        if ev is None:
             return None
-        ev = self._channels[self._heads[0][1]][0]
-        if not (self.blocked or self._release_at) or self._may_fire(ev, self.clock.now()):
+        if not (self.blocked or self.channels.release_at) or self._may_fire(ev, self.clock.now()):
             return ev
         # Rare path: some channels are blocked or held; look past them.
         enabled = self.enabled()
@@ -239,15 +176,7 @@ class Network:
 
     def fire(self, ev: PendingEvent) -> list[Effect]:
         """Apply one enabled event; return the messages the runtime must hand to controllers."""
-        q = self._channels.get(ev.channel)
-        if not q or q[0].id != ev.id:
-            raise ValueError(f"event {ev.id} is not enabled (channels are FIFO)")
-        q.popleft()
-        if q:
-            heapq.heappush(self._heads, (q[0].id, ev.channel))
-        elif ev.held >= 0:
-            del self._channels[ev.channel]
-            self._release_at.pop(ev.id, None)
+        self.channels.pop(ev)
         self.stats.fired += 1
         if ev.held < 0 and self._take_delay(ev):
             return []
@@ -301,9 +230,7 @@ class Network:
             return
         c.up = False
         for channel in (("to_switch", conn), ("to_controller", conn)):
-            q = self._channels.get(channel)
-            if q:
-                q.clear()
+            self.channels.clear(channel)
         self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
 
     def connection_lost(self, conn: int, reason: str) -> bool:
@@ -377,15 +304,15 @@ class Network:
         recorded = self._record_message(ts.ControlToSwitch, c, ev.msg)
         observers = self.table_observers
         kind = msg_type_name(ev.msg) if observers else ""
-        watched = kind in _TABLE_CHANGING
+        watched = kind in TABLE_CHANGING
         if watched:
             for o in list(observers):
                 o.before_flow_mod(switch.name)
         outputs = switch.handle_message(ev.conn, ev.msg, self.clock.now())
         if self.rejections is not None:
             self._note_rejection(switch, c, ev.msg, outputs, None if recorded is None else recorded.seq)
-        if watched and not _rejected(ev.msg, outputs):
-            applied = _flow_mod_applied(switch, kind, ev.msg, None if recorded is None else recorded.seq)
+        if watched and not rejected(ev.msg, outputs):
+            applied = flow_mod_applied(switch, kind, ev.msg, None if recorded is None else recorded.seq)
             for o in list(observers):
                 o.flow_mod_applied(applied)
         self._apply_outputs(switch, outputs, ev.conn)
@@ -691,9 +618,7 @@ class Network:
         seconds = table.pop(key, None) if table else None
         if seconds is None:
             return False
-        release = self.clock.now() + seconds
-        held = self._enqueue(lambda i: replace(ev, id=i, held=i))
-        self._release_at[held.id] = release
+        self.channels.hold(ev, self.clock.now() + seconds)
         return True
 
     # ------------------------------------------------------------ views
@@ -731,36 +656,3 @@ class Network:
                 arrow = "->" if isinstance(ev, ToSwitch) else "<-"
                 out.append(f"#{ev.id} {c.controller} {arrow} s{c.dpid} {msg_type_name(ev.msg)}")
         return out
-
-
-
-# The messages that change a switch's forwarding state (meters are left out: the analyses ignore them).
-_TABLE_CHANGING = frozenset({"FLOW_MOD", "GROUP_MOD"})
-_FLOW_COMMANDS = ("ADD", "MODIFY", "MODIFY_STRICT", "DELETE", "DELETE_STRICT")
-_GROUP_COMMANDS = ("ADD", "MODIFY", "DELETE")
-_BAD_REQUEST, _BUFFER_UNKNOWN = 1, 8   # the same numbers in OpenFlow 1.0 and 1.3
-
-
-def _rejected(msg: Any, outputs: Iterable[Any]) -> bool:
-    """Whether the switch answered ``msg`` with an ERROR that means it did not apply it.
-
-    An unknown buffer id is the exception: the entry was installed, only the buffered
-    packet could not be released."""
-    for out in outputs:
-        reply = getattr(out, "msg", None)
-        if reply is None or getattr(reply, "xid", None) != msg.xid or msg_type_name(reply) != "ERROR":
-            continue
-        if (reply.type, reply.code) != (_BAD_REQUEST, _BUFFER_UNKNOWN):
-            return True
-    return False
-
-
-def _flow_mod_applied(switch: sw.Switch, kind: str, msg: Any, seq: int | None) -> FlowModApplied:
-    names = _FLOW_COMMANDS if kind == "FLOW_MOD" else _GROUP_COMMANDS
-    cmd = msg.command
-    command = names[cmd] if isinstance(cmd, int) and 0 <= cmd < len(names) else str(cmd)
-    version = switch.version
-    match = Match.from_ofp(msg.match) if kind == "FLOW_MOD" and version == 1 else None
-    return FlowModApplied(switch=switch.name, seq=seq, kind=kind, command=command,
-                          priority=msg.priority if kind == "FLOW_MOD" else None, match=match,
-                          version=version, msg=msg)

@@ -34,7 +34,8 @@ from netsleuth.trace import schema as ts
 from netsleuth.trace.validate import config_sha256
 from netsleuth.world.clock import Clock
 from netsleuth.world.events import Connect, Effect
-from netsleuth.world.network import Connection, Network, Recorder, Stats
+from netsleuth.world.network import Network
+from netsleuth.world.records import Connection, Recorder, Stats
 
 __all__ = ["CONFIG_SETTLE", "Connection", "Recorder", "Stats", "World"]
 
