@@ -31,7 +31,7 @@ from netsleuth.controllers.external import find_controller_python
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
-from netsleuth.localize.collect import load_runs
+from netsleuth.localize.collect import load_runs, load_window_runs
 from netsleuth.localize.source import execution_order
 from netsleuth.localize.spectrum import FORMULAS, rank
 from netsleuth.schedulers.fuzz import Rates
@@ -289,6 +289,15 @@ def run_fault(fault: Fault, work: Path, budget: float) -> dict:
         row[f"rank_{formula}"] = ranking.rank_of((str(app), line))
         row[f"block_{formula}"] = ranking.block_of((str(app), line))  # the lines no run tells from it, as one
     row["separable"] = ranking.separable   # False: localize shows no ranking, so the fault counts as missed
+    windows = load_window_runs(sorted((work / "min").glob("*/w*/*/coverage.json")), d.get("target"))
+    row["window_runs"] = [0, 0] if windows is None else [sum(r.failed for r in windows.runs),
+                                                         sum(not r.failed for r in windows.runs)]
+    for formula in FORMULAS if windows is not None else ():
+        # the same replays, one run per handler call: the call that sent the violation's rule fails
+        ranking = rank(windows.runs, formula, order=lambda x: order.get(x, (0, *x)))
+        row[f"wrank_{formula}"] = ranking.rank_of((str(app), line))
+        row[f"wblock_{formula}"] = ranking.block_of((str(app), line))
+    row["wseparable"] = windows is not None and ranking.separable
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
 

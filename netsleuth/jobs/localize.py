@@ -25,7 +25,7 @@ from netsleuth.controllers.measure import measurable
 from netsleuth.controllers.spec import controllers_for_trace, parse_controller
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.jobs.replay import find_target, replay_once
-from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs
+from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs, load_window_runs
 from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
 from netsleuth.minimize.atoms import Atoms
@@ -49,6 +49,7 @@ class LocalizeOptions:
     controller: list[str] | None = None
     trust_trace_controller: bool = False
     epsilon: float = 0.1
+    spectrum: str = "auto"            # "windows": per handler call, "replays": per replay, "auto": windows if known
 
 
 def python_controllers(header_controller: str, override: list[str] | None, *, trust: bool,
@@ -64,6 +65,21 @@ def python_controllers(header_controller: str, override: list[str] | None, *, tr
 def coverage_files(minimize_out: Path) -> list[Path]:
     """Every replay's coverage under a minimization's output (the minimizer's and this job's), in order."""
     return sorted(Path(minimize_out).glob(f"*/w*/*/{COVERAGE_FILE}"))
+
+
+SPECTRA = ("auto", "windows", "replays")
+
+
+def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tuple[Spectrum, str]:
+    """The runs to rank with, and what a run is: one handler call ("handler calls", when the controller
+    recorded its handler windows and each failing replay's window that sent the violation's rule is
+    known) or one whole replay ("replays", the fallback)."""
+    files = coverage_files(out)
+    if opts.spectrum != "replays":
+        windows = load_window_runs(files, target, all_code=opts.all_code)
+        if windows is not None and any(r.failed for r in windows.runs):
+            return windows, "handler calls"
+    return load_runs(files, all_code=opts.all_code), "replays"
 
 
 def thin(spectrum: Spectrum, ranking: Ranking) -> bool:
@@ -88,15 +104,16 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     header = read_trace(trace_path).header
     controllers = python_controllers(header.controller, opts.controller, trust=opts.trust_trace_controller,
                                      source=str(trace_path))
-    spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+    spectrum, kind = load_spectrum(out, result.get("target"), opts)
     ranking = _rank(spectrum, opts.formula)
     added = 0
     if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
         persist = int(header.extra.get("persist", 3) or 3)
         added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, opts.all_code, progress)
-        spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+        spectrum, kind = load_spectrum(out, result.get("target"), opts)
         ranking = _rank(spectrum, opts.formula)
     data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
+    data["spectrum"] = kind
     if opts.all_code and not _framework_measured(spectrum):
         data["framework_note"] = ("the framework's lines were not measured in these replays: "
                                   "minimize --localize --all-code measures them")
@@ -179,5 +196,5 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                        for (f, fn), items in groups.items()]}
 
 
-__all__ = ["LocalizeOptions", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
+__all__ = ["SPECTRA", "LocalizeOptions", "load_spectrum", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
            "python_controllers", "ranking_json", "reorderings"]
