@@ -71,15 +71,32 @@ SPECTRA = ("auto", "windows", "replays")
 
 
 def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tuple[Spectrum, str]:
-    """The runs to rank with, and what a run is: one handler call ("handler calls", when the controller
-    recorded its handler windows and each failing replay's window that sent the violation's rule is
-    known) or one whole replay ("replays", the fallback)."""
+    """The runs to rank with, and what a run is: one whole replay ("replays") or one handler call
+    ("handler calls", when the controller recorded its handler windows and each failing replay's window
+    that sent the violation's rule is known).
+
+    ``auto`` takes the spectrum that tells more lines apart: handler calls when whole replays cannot
+    separate lines, or when their first block (the lines no run tells apart) is smaller than whole
+    replays' (a fault in a handler every replay runs).  The window that sent the violation's rule is
+    where a wrong rule was made, not where a missing one (a flow delete a port-status handler forgot)
+    should have been; there whole replays, which differ in the inputs that run that handler, rank better.
+    """
     files = coverage_files(out)
-    if opts.spectrum != "replays":
-        windows = load_window_runs(files, target, all_code=opts.all_code)
-        if windows is not None and any(r.failed for r in windows.runs):
-            return windows, "handler calls"
-    return load_runs(files, all_code=opts.all_code), "replays"
+    whole = load_runs(files, all_code=opts.all_code)
+    windows = None if opts.spectrum == "replays" else load_window_runs(files, target, all_code=opts.all_code)
+    if windows is None or not any(r.failed for r in windows.runs):
+        return whole, "replays"
+    if opts.spectrum == "windows" or _first_block(windows) < _first_block(whole):
+        return windows, "handler calls"
+    return whole, "replays"
+
+
+def _first_block(spectrum: Spectrum) -> float:
+    """How many lines the spectrum cannot tell from its most suspicious one (infinite: it cannot rank)."""
+    ranking = rank(spectrum.runs)
+    if not ranking.separable or not ranking.lines:
+        return float("inf")
+    return sum(1 for r in ranking.lines if r.block == 1)
 
 
 def thin(spectrum: Spectrum, ranking: Ranking) -> bool:
