@@ -24,7 +24,7 @@ def _recorded(tmp_path):
     """The recorded replays, with the app's path (``APP`` in the data) pointing at the seeded source."""
     app = tmp_path / "app"
     app.mkdir()
-    shutil.copy(DATA / "ss_wrong_out_port.py", app)
+    shutil.copy(DATA / "ss_wrong_out_port.py.txt", app / "ss_wrong_out_port.py")
     paths = []
     for name in REPLAYS:
         (tmp_path / name).mkdir()

@@ -31,6 +31,7 @@ names is the failing one, the other calls pass.
 
 import argparse
 import atexit
+import functools
 import json
 import os
 import runpy
@@ -141,7 +142,11 @@ def _lines_by_context(data):
 
 
 def _windowed(handler, event):
-    """``handler`` run in a coverage context of its own, the window its sent messages are noted under."""
+    """``handler`` run in a coverage context of its own, the window its sent messages are noted under.
+
+    The wrapper carries the handler's attributes: os-ken reads ``callers`` (its dispatchers) and
+    ``__name__`` off the handlers it gets."""
+    @functools.wraps(handler)
     def call(ev):
         cov = _state["cov"]
         _state["window"] += 1

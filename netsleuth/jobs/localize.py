@@ -75,28 +75,37 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     ("handler calls", when the controller recorded its handler windows and each failing replay's window
     that sent the violation's rule is known).
 
-    ``auto`` takes the spectrum that tells more lines apart: handler calls when whole replays cannot
-    separate lines, or when their first block (the lines no run tells apart) is smaller than whole
-    replays' (a fault in a handler every replay runs).  The window that sent the violation's rule is
-    where a wrong rule was made, not where a missing one (a flow delete a port-status handler forgot)
-    should have been; there whole replays, which differ in the inputs that run that handler, rank better.
+    ``auto`` ranks with handler calls when whole replays cannot separate lines, or when they can but
+    only down to lines that are mostly the failing calls' (more than half of their first block), which
+    the calls tell apart better (a smaller first block): a fault in a handler every replay runs.
+    When whole replays point mostly at lines no failing call ran, they win: the call that sent the violation's rule is where a wrong rule was made, not where a
+    missing one (a flow delete a port-status handler forgot) should have been, and whole replays, which
+    differ in the inputs that run that other handler, see it.
     """
     files = coverage_files(out)
     whole = load_runs(files, all_code=opts.all_code)
     windows = None if opts.spectrum == "replays" else load_window_runs(files, target, all_code=opts.all_code)
     if windows is None or not any(r.failed for r in windows.runs):
         return whole, "replays"
-    if opts.spectrum == "windows" or _first_block(windows) < _first_block(whole):
+    if opts.spectrum == "windows" or _windows_refine(whole, windows):
         return windows, "handler calls"
     return whole, "replays"
 
 
-def _first_block(spectrum: Spectrum) -> float:
-    """How many lines the spectrum cannot tell from its most suspicious one (infinite: it cannot rank)."""
-    ranking = rank(spectrum.runs)
-    if not ranking.separable or not ranking.lines:
-        return float("inf")
-    return sum(1 for r in ranking.lines if r.block == 1)
+def _first_block(ranking: Ranking) -> set:
+    return {(r.file, r.line) for r in ranking.lines if r.block == 1}
+
+
+def _windows_refine(whole: Spectrum, windows: Spectrum) -> bool:
+    """Whether the handler calls sharpen what whole replays say (see :func:`load_spectrum`)."""
+    by_replay, by_call = rank(whole.runs), rank(windows.runs)
+    if not by_call.separable:
+        return False
+    if not by_replay.separable:
+        return True
+    ran = set().union(*(r.lines for r in windows.runs if r.failed))
+    top = _first_block(by_replay)
+    return 2 * len(top & ran) > len(top) and len(_first_block(by_call)) < len(top)
 
 
 def thin(spectrum: Spectrum, ranking: Ranking) -> bool:
@@ -213,5 +222,6 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                        for (f, fn), items in groups.items()]}
 
 
-__all__ = ["SPECTRA", "LocalizeOptions", "load_spectrum", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
+__all__ = ["SPECTRA", "LocalizeOptions", "load_spectrum", "NOT_PYTHON", "NotPythonControllerError", "coverage_files",
+           "localize",
            "python_controllers", "ranking_json", "reorderings"]

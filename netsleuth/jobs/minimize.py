@@ -253,7 +253,8 @@ def _localize_after(opts: MinimizeOptions, note: str, progress: Callable[[Any], 
     if note:
         return {"note": note}
     return localize(LocalizeOptions(opts.out, formula=opts.formula, all_code=opts.all_code, top=opts.top,
-                                    spectrum=opts.spectrum, controller=opts.controller, trust_trace_controller=opts.trust_trace_controller,
+                                    spectrum=opts.spectrum, controller=opts.controller,
+                                    trust_trace_controller=opts.trust_trace_controller,
                                     epsilon=opts.epsilon))
 
 
