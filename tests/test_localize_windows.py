@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+from netsleuth.jobs.localize import LocalizeOptions, load_spectrum
 from netsleuth.localize.collect import load_runs, load_window_runs
 from netsleuth.localize.source import execution_order
 from netsleuth.localize.spectrum import FORMULAS, rank
@@ -26,12 +27,13 @@ def _recorded(tmp_path):
     app.mkdir()
     shutil.copy(DATA / "ss_wrong_out_port.py.txt", app / "ss_wrong_out_port.py")
     paths = []
-    for name in REPLAYS:
-        (tmp_path / name).mkdir()
-        shutil.copy(DATA / name / "trace.jsonl", tmp_path / name)
+    for name in REPLAYS:   # laid out as a minimization's replays are
+        folder = tmp_path / "min" / "replays" / "w0" / name
+        folder.mkdir(parents=True)
+        shutil.copy(DATA / name / "trace.jsonl", folder)
         text = (DATA / name / "coverage.json").read_text().replace("APP", str(app))
-        (tmp_path / name / "coverage.json").write_text(text)
-        paths.append(tmp_path / name / "coverage.json")
+        (folder / "coverage.json").write_text(text)
+        paths.append(folder / "coverage.json")
     return paths, (str(app / "ss_wrong_out_port.py"), 77), json.loads((DATA / "target.json").read_text())
 
 
@@ -64,6 +66,15 @@ def test_windows_rank_the_faulty_line_that_whole_replays_cannot(tmp_path):
         assert ranking.separable
         assert ranking.block_of(faulty) == 1
         assert ranking.rank_of(faulty) == 1, formula
+
+
+def test_auto_ranks_with_handler_calls_only_where_they_sharpen_whole_replays(tmp_path):
+    paths, faulty, target = _recorded(tmp_path)
+    out = tmp_path / "min"
+    spectrum, kind = load_spectrum(out, target, LocalizeOptions(out))
+    assert kind == "handler calls" and len(spectrum.runs) == 20
+    assert load_spectrum(out, target, LocalizeOptions(out, spectrum="replays"))[1] == "replays"
+    assert load_spectrum(out, None, LocalizeOptions(out, spectrum="windows"))[1] == "replays"  # no violation
 
 
 def test_without_the_violation_or_windows_there_is_no_window_spectrum(tmp_path):
