@@ -65,7 +65,7 @@ class _OsThreads:
 
 sqldata.threading = _OsThreads()
 
-_state = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
+_state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
           "sent": [], "patched": False}
 
 
