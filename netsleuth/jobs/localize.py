@@ -78,8 +78,8 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     ``auto`` ranks with handler calls when whole replays cannot separate lines, or when they can but
     only down to lines that are mostly the failing calls' (more than half of their first block), which
     the calls tell apart better (a smaller first block): a fault in a handler every replay runs.
-    When whole replays point mostly at lines no failing call ran, they win: the call that sent the violation's rule is where a wrong rule was made, not where a
-    missing one (a flow delete a port-status handler forgot) should have been, and whole replays, which
+    When whole replays point mostly at lines no failing call ran, they win: the call that sent the
+    violation's rule is where a wrong rule was made, not where a missing one (a flow delete a port-status handler forgot) should have been, and whole replays, which
     differ in the inputs that run that other handler, see it.
     """
     files = coverage_files(out)
