@@ -79,8 +79,9 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     only down to lines that are mostly the failing calls' (more than half of their first block), which
     the calls tell apart better (a smaller first block): a fault in a handler every replay runs.
     When whole replays point mostly at lines no failing call ran, they win: the call that sent the
-    violation's rule is where a wrong rule was made, not where a missing one (a flow delete a port-status handler forgot) should have been, and whole replays, which
-    differ in the inputs that run that other handler, see it.
+    violation's rule is where a wrong rule was made, not where a missing one (a flow delete a
+    port-status handler forgot) should have been, and whole replays, which differ in the inputs that
+    run that other handler, see it.
     """
     files = coverage_files(out)
     whole = load_runs(files, all_code=opts.all_code)
