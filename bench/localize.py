@@ -31,7 +31,7 @@ from netsleuth.controllers.external import find_controller_python
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
-from netsleuth.localize.collect import load_runs
+from netsleuth.localize.collect import load_runs, load_window_runs
 from netsleuth.localize.source import execution_order
 from netsleuth.localize.spectrum import FORMULAS, rank
 from netsleuth.schedulers.fuzz import Rates
@@ -288,7 +288,17 @@ def run_fault(fault: Fault, work: Path, budget: float) -> dict:
         ranking = rank(spectrum.runs, formula, order=lambda x: order.get(x, (0, *x)))
         row[f"rank_{formula}"] = ranking.rank_of((str(app), line))
         row[f"block_{formula}"] = ranking.block_of((str(app), line))  # the lines no run tells from it, as one
+    row["spectrum"] = loc.get("spectrum", "replays")   # what localize ranked with (auto)
     row["separable"] = ranking.separable   # False: localize shows no ranking, so the fault counts as missed
+    windows = load_window_runs(sorted((work / "min").glob("*/w*/*/coverage.json")), d.get("target"))
+    row["window_runs"] = [0, 0] if windows is None else [sum(r.failed for r in windows.runs),
+                                                         sum(not r.failed for r in windows.runs)]
+    for formula in FORMULAS if windows is not None else ():
+        # the same replays, one run per handler call: the call that sent the violation's rule fails
+        ranking = rank(windows.runs, formula, order=lambda x: order.get(x, (0, *x)))
+        row[f"wrank_{formula}"] = ranking.rank_of((str(app), line))
+        row[f"wblock_{formula}"] = ranking.block_of((str(app), line))
+    row["wseparable"] = windows is not None and ranking.separable
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
 
@@ -324,18 +334,31 @@ def summarize(rows: list[dict]) -> dict:
     return {"faults": len(rows), "localized": len(ranked), "unseparable": sum(1 for r in ranked if not separable(r)),
             "controllers": sorted({r.get("controller", r["app"]) for r in rows}),
             "top1_ochiai": top1, "top5_ochiai": top5, "top1_share": round(top1 / n, 3),
-            "top5_share": round(top5 / n, 3), "top1_block_ochiai": sum(1 for k in blocks if k == 1)}
+            "top5_share": round(top5 / n, 3), "top1_block_ochiai": sum(1 for k in blocks if k == 1),
+            **_window_summary(ranked)}
+
+
+def _window_summary(ranked: list[dict]) -> dict:
+    """The same counts ranking one run per handler call (rows that recorded handler windows)."""
+    ranks = [r.get("wrank_ochiai") for r in ranked if r.get("wseparable")]
+    return {"windowed": sum(1 for r in ranked if "wseparable" in r),
+            "top1_windows_ochiai": sum(1 for k in ranks if k == 1),
+            "top5_windows_ochiai": sum(1 for k in ranks if k is not None and k <= 5)}
 
 
 def table(rows: list[dict]) -> str:
-    """The benchmark as a table: fault, controller, rank of the faulty line per formula, top-1/top-5."""
-    out = [f"{'fault':24} {'controller':16} {'ochiai':>6} {'block':>5} {'dstar':>6} {'tarant':>6}  top   outcome"]
+    """The benchmark as a table: fault, controller, rank of the faulty line per formula, top-1/top-5, and
+    its Ochiai rank with one run per handler call (``calls``)."""
+    out = [f"{'fault':24} {'controller':16} {'ochiai':>6} {'block':>5} {'dstar':>6} {'tarant':>6}  top   "
+           f"{'calls':>5}  outcome"]
     for r in rows:
         k = r.get("rank_ochiai") if separable(r) else None
         mark = "first" if k == 1 else "top-5" if k is not None and k <= 5 else "miss"
         out.append(f"{r['fault']:24} {r.get('controller', ''):16} {r.get('rank_ochiai') or '-':>6} "
                    f"{r.get('block_ochiai') or '-':>5} {r.get('rank_dstar') or '-':>6} "
-                   f"{r.get('rank_tarantula') or '-':>6}  {mark:5} {r.get('outcome', r.get('message', ''))}")
+                   f"{r.get('rank_tarantula') or '-':>6}  {mark:5} "
+                   f"{(r.get('wrank_ochiai') if r.get('wseparable') else None) or '-':>5}  "
+                   f"{r.get('outcome', r.get('message', ''))}")
     return "\n".join(out)
 
 

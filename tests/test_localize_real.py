@@ -102,3 +102,30 @@ def test_a_faucet_replay_keeps_faucets_own_lines_with_its_verdict(tmp_path: Path
     ran = [f for f in cov["lines"] if f.startswith(own + "/")]
     assert any(f.endswith("/valve.py") for f in ran), sorted(cov["lines"])
     assert not any("/os_ken/" in f for f in cov["lines"])  # the framework is measured only for --all-code
+
+
+WRONG_PORT = Path(__file__).parent / "data" / "localize" / "windows" / "ss_wrong_out_port.py.txt"  # os-ken's, 77 seeded
+WRONG_PORT_TRACE = WRONG_PORT.with_name("ss_wrong_out_port.trace.jsonl")   # a fuzz run of it: the blackhole
+
+
+def test_a_fault_every_replay_runs_ranks_first_per_handler_call(tmp_path: Path, capsys) -> None:
+    """simple_switch sending a known destination back out of its in port: every replay runs the same
+    packet-in lines, so whole replays cannot rank; one run per handler call puts the line first."""
+    app = tmp_path / "ss_wrong_out_port.py"
+    app.write_text(WRONG_PORT.read_text())
+    spec = f"osken:{app}"
+    d = run_minimize(MinimizeOptions(trace=WRONG_PORT_TRACE, out=tmp_path / "min", controller=[spec], jobs=2,
+                                     budget=90, localize=True))
+    loc = d["localize"]
+    assert loc["spectrum"] == "handler calls" and loc["separable"], loc
+    first = loc["top"][0]
+    assert (first["file"], first["line"], first["source"]) == (str(app), 77, "out_port = msg.in_port"), first
+    capsys.readouterr()
+    assert main(["localize", str(tmp_path / "min"), "--spectrum", "replays", "--no-extra-replays",
+                 "--controller", spec]) == 0
+    whole = json.loads((tmp_path / "min" / "localize.json").read_text())
+    with capsys.disabled():
+        print(f"per handler call: rank 1 ({loc['failing']} failing / {loc['passing']} passing calls); "
+              f"whole replays: {whole['message'] or [t['rank'] for t in whole['top'] if t['line'] == 77]}")
+    assert whole["spectrum"] == "replays"
+    assert not whole["separable"] or all(t["line"] != 77 or t["rank"] > 5 for t in whole["top"])

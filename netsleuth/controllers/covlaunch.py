@@ -19,10 +19,19 @@ which its framework's too) and then dies of SIGTERM as it would have.  A
 normal exit writes the same at exit.  A SIGKILL (an injected crash) loses
 that process's lines.  Writing JSON here keeps the coverage data format a
 private matter of this environment's coverage release.
+
+Windows: in an os-ken process (os-ken and Ryu apps, Faucet) every call of an
+event handler after the handshakes runs in a coverage context of its own
+(``w1``, ``w2``, ...), and every OpenFlow message the controller sends is
+noted with the window that sent it (its switch and xid).  A replay's lines
+can then be split per handler call, which is what separates the lines of a
+handler that every replay runs: the call that sent the rule a violation
+names is the failing one, the other calls pass.
 """
 
 import argparse
 import atexit
+import functools
 import json
 import os
 import runpy
@@ -33,9 +42,31 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-import coverage  # noqa: E402
+import threading  # noqa: E402
 
-_state = {"cov": None, "args": None, "done": False, "started": False}
+import coverage  # noqa: E402
+from coverage import sqldata  # noqa: E402
+
+
+class _OsThreads:
+    """``threading`` as coverage's data store sees it, with the OS thread's identity.
+
+    The store keeps one database per thread, found by ``threading.get_ident()``.  Once eventlet has
+    monkey-patched threading (os-ken does at start), that is the *greenlet's* identity: the lines
+    each handler's greenlet records after a context switch land in a database of its own, which
+    nobody reads back.  Greenlets share their OS thread's tracer, so they share its database too.
+    """
+
+    get_ident = staticmethod(threading.get_ident)   # bound before any monkey-patching
+
+    def __getattr__(self, name):
+        return getattr(threading, name)
+
+
+sqldata.threading = _OsThreads()
+
+_state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
+          "sent": [], "patched": False}
 
 
 def _parse(argv):
@@ -51,6 +82,7 @@ def _parse(argv):
     p.add_argument("--concurrency", default="thread")
     p.add_argument("--run-now", action="store_true")
     p.add_argument("--faucet", action="store_true")
+    p.add_argument("--windows", action="store_true", help="a coverage context per os-ken handler call")
     return p.parse_args(argv[:cut]), argv[cut + 1:]
 
 
@@ -77,21 +109,83 @@ def _dump():
     except Exception:  # stopped from another greenlet or thread: the data is there all the same
         pass
     data = cov.get_data()
-    data.set_query_contexts(["^run$"])
-    lines = {}
-    for f in sorted(data.measured_files()):
-        got = data.lines(f)
-        if got:
-            lines[os.path.realpath(f)] = sorted(got)
+    lines, windows = _lines_by_context(data)
     own = [r for r in (_module_root(m) for m in args.own_module) if r]
     own += [os.path.realpath(p) for p in args.own_path]
     framework = [r for r in (_module_root(m) for m in args.framework_pkg) if r]
     record = {"pid": os.getpid(), "own": sorted(set(own)), "framework": sorted(set(framework)),
-              "lines": lines, "switched": os.path.exists(args.out + ".run")}
+              "lines": lines, "switched": os.path.exists(args.out + ".run"),
+              "windows": windows, "sent": _state["sent"]}
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(record, f, sort_keys=True)
     os.replace(tmp, args.out)
+
+
+def _lines_by_context(data):
+    """The lines of the run (every context but ``boot``) and those of each handler window ``wN``."""
+    lines, per = {}, {}
+    for f in sorted(data.measured_files()):
+        real = os.path.realpath(f)
+        for lineno, contexts in data.contexts_by_lineno(f).items():
+            names = [c for c in contexts if c != "boot"]
+            if names:
+                lines.setdefault(real, set()).add(lineno)
+            for c in names:
+                if c.startswith("w") and c[1:].isdigit():
+                    per.setdefault(int(c[1:]), {}).setdefault(real, set()).add(lineno)
+    windows = []
+    for n, event in _state["windows"]:
+        got = per.get(n, {})
+        windows.append({"id": n, "event": event, "lines": {f: sorted(v) for f, v in sorted(got.items())}})
+    return {f: sorted(v) for f, v in sorted(lines.items())}, windows
+
+
+def _windowed(handler, event):
+    """``handler`` run in a coverage context of its own, the window its sent messages are noted under.
+
+    The wrapper carries the handler's attributes: os-ken reads ``callers`` (its dispatchers) and
+    ``__name__`` off the handlers it gets."""
+    @functools.wraps(handler)
+    def call(ev):
+        cov = _state["cov"]
+        _state["window"] += 1
+        n = _state["window"]
+        _state["windows"].append((n, event))
+        previous = _state.get("current", 0)
+        _state["current"] = n
+        cov.switch_context(f"w{n}")
+        try:
+            return handler(ev)
+        finally:
+            _state["current"] = previous
+            cov.switch_context(f"w{previous}" if previous else "run")
+    return call
+
+
+def _patch_osken():
+    """Split an os-ken process's run into handler windows (see the module's docstring)."""
+    if _state["patched"]:
+        return
+    app_manager = sys.modules.get("os_ken.base.app_manager")
+    controller = sys.modules.get("os_ken.controller.controller")
+    if app_manager is None or controller is None:
+        return
+    _state["patched"] = True
+    get_handlers = app_manager.OSKenApp.get_handlers
+    send_msg = controller.Datapath.send_msg
+
+    def windowed_handlers(self, ev, state=None):
+        return [_windowed(h, type(ev).__name__) for h in get_handlers(self, ev, state)]
+
+    def noted_send(self, msg, *args, **kwargs):
+        done = send_msg(self, msg, *args, **kwargs)
+        if _state.get("current"):
+            _state["sent"].append([self.id, msg.xid, _state["current"]])
+        return done
+
+    app_manager.OSKenApp.get_handlers = windowed_handlers
+    controller.Datapath.send_msg = noted_send
 
 
 def _on_term(signum, frame):
@@ -111,6 +205,8 @@ def _start():
     elif _state.get("early"):  # measuring since launch: what runs from now on is the run's
         _state["early"] = False
         cov.switch_context("run")
+    if args.windows:
+        _patch_osken()
     with open(args.out + ".run", "w"):
         pass
 

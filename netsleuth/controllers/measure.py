@@ -62,7 +62,7 @@ def _top(module: str) -> str:
 
 
 def _osken_options(spec: ControllerSpec, framework: bool) -> list[str]:
-    opts = ["--framework-pkg", "os_ken", "--concurrency", "eventlet"]
+    opts = ["--framework-pkg", "os_ken", "--concurrency", "eventlet", "--windows"]
     opts += ["--source-pkg", "os_ken"] if framework else []
     for app in spec.apps:
         if app.endswith(".py") or "/" in app:
@@ -110,7 +110,8 @@ def coverage_argv(spec: ControllerSpec, argv: list[str], out: Path, *, run_now: 
         opts = _osken_options(spec, framework)
     elif spec.kind == "faucet":
         opts = ["--source-pkg", "faucet", "--own-module", "faucet", "--framework-pkg", "os_ken",
-                "--concurrency", "eventlet", "--faucet"] + (["--source-pkg", "os_ken"] if framework else [])
+                "--concurrency", "eventlet", "--faucet", "--windows"]
+        opts += ["--source-pkg", "os_ken"] if framework else []
     else:
         opts = _python_options(rest, framework)
     return [interpreter, str(COVLAUNCH), "--out", str(out), *opts, *(["--run-now"] if run_now else []), "--", *rest]

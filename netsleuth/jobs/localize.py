@@ -25,7 +25,7 @@ from netsleuth.controllers.measure import measurable
 from netsleuth.controllers.spec import controllers_for_trace, parse_controller
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.jobs.replay import find_target, replay_once
-from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs
+from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs, load_window_runs
 from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
 from netsleuth.minimize.atoms import Atoms
@@ -49,6 +49,7 @@ class LocalizeOptions:
     controller: list[str] | None = None
     trust_trace_controller: bool = False
     epsilon: float = 0.1
+    spectrum: str = "auto"            # "windows": per handler call, "replays": per replay, "auto": windows if known
 
 
 def python_controllers(header_controller: str, override: list[str] | None, *, trust: bool,
@@ -64,6 +65,48 @@ def python_controllers(header_controller: str, override: list[str] | None, *, tr
 def coverage_files(minimize_out: Path) -> list[Path]:
     """Every replay's coverage under a minimization's output (the minimizer's and this job's), in order."""
     return sorted(Path(minimize_out).glob(f"*/w*/*/{COVERAGE_FILE}"))
+
+
+SPECTRA = ("auto", "windows", "replays")
+
+
+def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tuple[Spectrum, str]:
+    """The runs to rank with, and what a run is: one whole replay ("replays") or one handler call
+    ("handler calls", when the controller recorded its handler windows and each failing replay's window
+    that sent the violation's rule is known).
+
+    ``auto`` ranks with handler calls when whole replays cannot separate lines, or when they can but
+    only down to lines that are mostly the failing calls' (more than half of their first block), which
+    the calls tell apart better (a smaller first block): a fault in a handler every replay runs.
+    When whole replays point mostly at lines no failing call ran, they win: the call that sent the
+    violation's rule is where a wrong rule was made, not where a missing one (a flow delete a
+    port-status handler forgot) should have been, and whole replays, which differ in the inputs that
+    run that other handler, see it.
+    """
+    files = coverage_files(out)
+    whole = load_runs(files, all_code=opts.all_code)
+    windows = None if opts.spectrum == "replays" else load_window_runs(files, target, all_code=opts.all_code)
+    if windows is None or not any(r.failed for r in windows.runs):
+        return whole, "replays"
+    if opts.spectrum == "windows" or _windows_refine(whole, windows):
+        return windows, "handler calls"
+    return whole, "replays"
+
+
+def _first_block(ranking: Ranking) -> set:
+    return {(r.file, r.line) for r in ranking.lines if r.block == 1}
+
+
+def _windows_refine(whole: Spectrum, windows: Spectrum) -> bool:
+    """Whether the handler calls sharpen what whole replays say (see :func:`load_spectrum`)."""
+    by_replay, by_call = rank(whole.runs), rank(windows.runs)
+    if not by_call.separable:
+        return False
+    if not by_replay.separable:
+        return True
+    ran = set().union(*(r.lines for r in windows.runs if r.failed))
+    top = _first_block(by_replay)
+    return 2 * len(top & ran) > len(top) and len(_first_block(by_call)) < len(top)
 
 
 def thin(spectrum: Spectrum, ranking: Ranking) -> bool:
@@ -88,15 +131,16 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     header = read_trace(trace_path).header
     controllers = python_controllers(header.controller, opts.controller, trust=opts.trust_trace_controller,
                                      source=str(trace_path))
-    spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+    spectrum, kind = load_spectrum(out, result.get("target"), opts)
     ranking = _rank(spectrum, opts.formula)
     added = 0
     if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
         persist = int(header.extra.get("persist", 3) or 3)
         added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, opts.all_code, progress)
-        spectrum = load_runs(coverage_files(out), all_code=opts.all_code)
+        spectrum, kind = load_spectrum(out, result.get("target"), opts)
         ranking = _rank(spectrum, opts.formula)
     data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
+    data["spectrum"] = kind
     if opts.all_code and not _framework_measured(spectrum):
         data["framework_note"] = ("the framework's lines were not measured in these replays: "
                                   "minimize --localize --all-code measures them")
@@ -179,5 +223,6 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                        for (f, fn), items in groups.items()]}
 
 
-__all__ = ["LocalizeOptions", "NOT_PYTHON", "NotPythonControllerError", "coverage_files", "localize",
+__all__ = ["SPECTRA", "LocalizeOptions", "load_spectrum", "NOT_PYTHON", "NotPythonControllerError", "coverage_files",
+           "localize",
            "python_controllers", "ranking_json", "reorderings"]

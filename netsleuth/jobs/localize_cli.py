@@ -22,8 +22,9 @@ def print_localization(loc: dict[str, Any]) -> None:
         out.print(f"localization: {loc['note']}", markup=False, highlight=False, soft_wrap=True)
         return
     added = f", {loc['added_replays']} added" if loc.get("added_replays") else ""
+    unit = "handler calls" if loc.get("spectrum") == "handler calls" else "replays"
     out.print(f"suspicious lines ({loc['formula']}, {loc['failing']} failing / {loc['passing']} passing "
-              f"replays{added}; {loc['scope']}):", markup=False, highlight=False)
+              f"{unit}{added}; {loc['scope']}):", markup=False, highlight=False)
     for key in ("message", "framework_note"):
         if loc.get(key):
             out.print(f"  [yellow]{escape(loc[key])}[/yellow]", soft_wrap=True)
@@ -54,14 +55,15 @@ def print_mcs(d: dict[str, Any]) -> None:
 
 def localize_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """MinimizeOptions' fields for the --localize options (added to `minimize` by :func:`add_commands`)."""
-    return {"localize": args.localize, "formula": args.formula, "all_code": args.all_code, "top": args.top}
+    return {"localize": args.localize, "formula": args.formula, "all_code": args.all_code, "top": args.top,
+            "spectrum": args.spectrum}
 
 
 def cmd_localize(args: argparse.Namespace) -> int:
     from netsleuth.jobs.localize import LocalizeOptions, localize
 
     opts = LocalizeOptions(Path(args.minimize_out), formula=args.formula, all_code=args.all_code, top=args.top,
-                           extra_replays=not args.no_extra_replays, controller=args.controller,
+                           spectrum=args.spectrum, extra_replays=not args.no_extra_replays, controller=args.controller,
                            trust_trace_controller=args.trust_trace_controller)
     with progress_bar() as p:
         task = p.add_task("localizing", total=None)
@@ -78,6 +80,10 @@ def add_localize_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-code", action="store_true",
                    help="rank the framework's lines too (os-ken, POX core), not only the controller's own code")
     p.add_argument("--top", type=at_least(1), default=10, help="how many lines to report (default 10)")
+    p.add_argument("--spectrum", choices=("auto", "windows", "replays"), default="auto",
+                   help="what one run of the spectrum is: 'windows' one call of an os-ken event handler (the "
+                        "call that sent the violation's rule fails, the others pass), 'replays' one whole "
+                        "replay; 'auto' (default) uses windows when the controller recorded them")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

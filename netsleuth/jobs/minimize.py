@@ -158,6 +158,7 @@ class MinimizeOptions:
     formula: str = "ochiai"
     all_code: bool = False
     top: int = 10
+    spectrum: str = "auto"       # localize's run: "windows" (handler calls), "replays" or "auto"
     focus: bool = True           # try the inputs on the violation's own hosts alone first (see focus_on)
     prestart: bool = True        # the next replay's controllers start while the current replay runs
     early_end: bool = True       # a replay ends once the network is at rest past the recorded reaction time
@@ -252,7 +253,8 @@ def _localize_after(opts: MinimizeOptions, note: str, progress: Callable[[Any], 
     if note:
         return {"note": note}
     return localize(LocalizeOptions(opts.out, formula=opts.formula, all_code=opts.all_code, top=opts.top,
-                                    controller=opts.controller, trust_trace_controller=opts.trust_trace_controller,
+                                    spectrum=opts.spectrum, controller=opts.controller,
+                                    trust_trace_controller=opts.trust_trace_controller,
                                     epsilon=opts.epsilon))
 
 

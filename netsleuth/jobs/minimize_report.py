@@ -91,7 +91,7 @@ def localize_html(loc: dict[str, Any] | None) -> str:
     if loc.get("note"):
         return f'<h2 id="localize">Suspicious lines</h2><p>{e(loc["note"])}</p>'
     head = (f'<h2 id="localize">Suspicious lines</h2><p>{e(str(loc["formula"]))} over {loc["failing"]} failing and '
-            f'{loc["passing"]} passing replays, {e(str(loc["scope"]))}.</p>')
+            f'{loc["passing"]} passing {e(str(loc.get("spectrum") or "replays"))}, {e(str(loc["scope"]))}.</p>')
     if loc.get("message"):
         head += f'<p class="thin">{e(loc["message"])}</p>'
     parts = [head]

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.errors import NetsleuthError
 from netsleuth.localize.spectrum import Line, Run
+from netsleuth.localize.windows import ControllerMessage, failing_windows, window_runs
 
 COVERAGE_FILE = "coverage.json"
 
@@ -25,6 +27,9 @@ def merge_process_files(folder: Path) -> dict[str, Any]:
     lines: dict[str, set[int]] = {}
     own: set[str] = set()
     framework: set[str] = set()
+    windows: list[dict[str, Any]] = []
+    sent: list[list[Any]] = []
+    windowed = True
     processes = lost = 0
     for marker in sorted(Path(folder).glob("*.json.run")):
         if not marker.with_suffix("").exists():
@@ -36,12 +41,20 @@ def merge_process_files(folder: Path) -> dict[str, Any]:
             lost += 1
             continue
         processes += 1
+        windowed = windowed and "windows" in data
+        stem = f.name[:-len(".json")]
+        windows += [{"key": f"{stem}:{w['id']}", "event": w.get("event", ""), "lines": w.get("lines", {})}
+                    for w in data.get("windows", [])]
+        sent += [[dpid, xid, f"{stem}:{w}"] for dpid, xid, w in data.get("sent", [])]
         own.update(data.get("own", []))
         framework.update(data.get("framework", []))
         for name, nums in data.get("lines", {}).items():
             lines.setdefault(name, set()).update(nums)
-    return {"processes": processes, "lost": lost, "own": sorted(own), "framework": sorted(framework),
-            "lines": {name: sorted(nums) for name, nums in sorted(lines.items())}}
+    merged = {"processes": processes, "lost": lost, "own": sorted(own), "framework": sorted(framework),
+              "lines": {name: sorted(nums) for name, nums in sorted(lines.items())}}
+    if windowed and processes:
+        merged |= {"windows": windows, "sent": sent}
+    return merged
 
 
 def write_replay_coverage(replay_dir: Path, reproduced: bool | None, inputs: int) -> Path | None:
@@ -97,4 +110,51 @@ def load_runs(paths: list[Path], *, all_code: bool = False) -> Spectrum:
     return spectrum
 
 
-__all__ = ["COVERAGE_FILE", "Spectrum", "load_runs", "merge_process_files", "write_replay_coverage"]
+def _replay_messages(replay_dir: Path) -> tuple[list[ControllerMessage], dict[str, int]]:
+    """The replay's controller->switch messages and its switches' dpids, from its trace."""
+    from netsleuth.trace.io import read_trace
+    from netsleuth.trace.schema import ControlToSwitch
+
+    trace = read_trace(replay_dir / "trace.jsonl")
+    dpids = {str(s["name"]): int(s["dpid"]) for s in trace.header.topology.get("switches", [])}
+    messages = [ControllerMessage(e.dpid, int(e.msg.get("xid") or 0), str(e.msg.get("type", "")),
+                                  e.msg.get("body") or {})
+                for e in trace.events if isinstance(e, ControlToSwitch)]
+    return messages, dpids
+
+
+def load_window_runs(paths: list[Path], target: dict[str, Any] | None, *, all_code: bool = False) -> Spectrum | None:
+    """Runs per handler call (see localize/windows.py), or None when some replay cannot be split: its
+    controller has no windows (not os-ken), its trace is gone or no window of a failing replay is known
+    to have sent the violation's rule."""
+    if not target:
+        return None
+    whole = load_runs(paths, all_code=all_code)
+    spectrum = Spectrum(own=whole.own, framework=whole.framework, lost_processes=whole.lost_processes,
+                        skipped=whole.skipped)
+
+    def keep(name: str) -> bool:
+        return all_code or _under(name, spectrum.own)
+
+    for source in whole.sources:
+        data = json.loads(Path(source).read_text())
+        if "windows" not in data:
+            return None
+        bad: set[str] = set()
+        if data["reproduced"]:
+            try:
+                messages, dpids = _replay_messages(Path(source).parent)
+            except (OSError, ValueError, NetsleuthError):
+                return None
+            sent_by = {(int(d), int(x)): str(w) for d, x, w in data.get("sent", [])}
+            bad = failing_windows(sent_by, messages, target, dpids)
+            if not bad:
+                return None
+        for run in window_runs(data["windows"], bad, keep):
+            spectrum.runs.append(run)
+            spectrum.sources.append(source)
+    return spectrum
+
+
+__all__ = ["COVERAGE_FILE", "Spectrum", "load_runs", "load_window_runs", "merge_process_files",
+           "write_replay_coverage"]
