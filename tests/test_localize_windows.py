@@ -88,8 +88,8 @@ def test_without_the_violation_or_windows_there_is_no_window_spectrum(tmp_path):
 
 def test_a_violation_naming_no_rule_blames_the_last_message_to_its_switch():
     target = {"switches": ["s2"], "details": {"where": "s2"}}
-    messages = [ControllerMessage(2, 10, "FLOW_MOD", {}), ControllerMessage(1, 11, "PACKET_OUT", {}), ControllerMessage(2, 12, "PACKET_OUT", {}),
-                ControllerMessage(2, 13, "BARRIER_REQUEST", {})]
+    messages = [ControllerMessage(2, 10, "FLOW_MOD", {}), ControllerMessage(1, 11, "PACKET_OUT", {}),
+                ControllerMessage(2, 12, "PACKET_OUT", {}), ControllerMessage(2, 13, "BARRIER_REQUEST", {})]
     sent_by = {(2, 10): "p:1", (1, 11): "p:2", (2, 12): "p:3", (2, 13): "p:4"}
     assert failing_windows(sent_by, messages, target, {"s1": 1, "s2": 2}) == {"p:3"}
     assert failing_windows(sent_by, messages, {"switches": ["s9"]}, {"s1": 1, "s2": 2}) == set()
