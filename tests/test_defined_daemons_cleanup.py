@@ -76,7 +76,10 @@ def test_nothing_remains_after_netsleuth_is_stopped_mid_run(daemon, sig):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen([sys.executable, "-m", "netsleuth.cli", "defined", "step", "--daemon", daemon,
                           "--scenario", "med"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
+                         stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True,
+                         # as from a terminal: a suite started in the background (``make test &``) hands
+                         # its children SIGINT ignored, which netsleuth rightly respects
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert p.stdin is not None
         p.stdin.write(b"held\n")

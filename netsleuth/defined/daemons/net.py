@@ -152,9 +152,9 @@ class LiveNet:
             # zebra talks to ripd in real time: give each virtual second real time to take effect, so
             # that the number of boot seconds does not depend on how busy the machine is
             try:
-                # 6 s: zebra's news reaches ripd in well under a second on an idle machine; a loaded
+                # 15 s: zebra's news reaches ripd in well under a second on an idle machine; a loaded
                 # one must not make the boot one virtual second longer (the histories would shift)
-                control.wait_for(lambda: all(reader.igp_ready(r) for r in rip), 6.0, "RIP/OSPF", step=0.02)
+                control.wait_for(lambda: all(reader.igp_ready(r) for r in rip), 15.0, "RIP/OSPF", step=0.02)
                 break
             except control.ControlError:
                 pass
