@@ -197,6 +197,8 @@ class IncrementalHSA(_ClassTracker):
         self._out = {}
         self._outcomes = {}
         self._path = {}
+        self._base = {}
+        self._gone = set()
         # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
@@ -213,14 +215,15 @@ class IncrementalHSA(_ClassTracker):
         self._holes: dict[Port, list] = {}
         self._pairs: dict[Port, list[Finding]] = {}
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
-        trace: dict[Port, list[list[int]]] = {}
+        trace: dict[Port, list] = {}
         b, rest = _batch(net, self._ingresses, self._tag, n, trace)
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
         self._ids = [
             None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
-        self._index(trace)
+        self._index_base(trace)
+        del trace
         self._absorb(b, None)
         # reports read the view, the compiled switches and the host behind each ingress
         self._A = Analysis(steady, list(self._ingresses), ingress_host, {}, _Batch(masks=self._masks),

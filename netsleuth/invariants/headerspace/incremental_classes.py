@@ -10,6 +10,8 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
 from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner
@@ -44,6 +46,19 @@ def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
     return [j for j in js if keys[j] & cm == cv]
 
 
+def _overlapping_classes(mask: int, v: int, m: int, xs: np.ndarray) -> np.ndarray:
+    """The classes among ``xs`` (int64, all of pattern ``mask``) whose key overlaps the wildcard (v, m)."""
+    intern, keys = interner(mask)
+    js = xs & _IDM
+    if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
+        j = intern.get(v & mask)
+        return xs[:0] if j is None else xs[js == j]
+    cm = mask & m
+    cv = v & cm
+    hit = [j for j in np.unique(js).tolist() if keys[j] & cm == cv]
+    return xs[np.isin(js, hit)] if hit else xs[:0]
+
+
 @dataclasses.dataclass
 class _Touched:
     """What changed for one ingress during a flow_mod."""
@@ -66,11 +81,16 @@ class _ClassTracker:
     _at_switch: dict[str, list[Port]]            # switch -> its ingresses
     _masks: list[int]                            # ingress number -> its class pattern
     _ids: list[dict[int, int] | None]            # ingress number -> key id -> fast code
-    # per class: where it ended (an interned tuple) and the cells it crossed
+    # per class: where it ended (an interned tuple); the cells a re-traced class crossed
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
-    # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
+    # The full check's classes, stored compactly: cell -> class pattern -> the classes that
+    # came in there (a sorted int64 array); a class that has been re-traced or purged since
+    # is in ``_gone`` and its entries there no longer count.
+    _base: dict[Port, dict[int, np.ndarray]]
+    _gone: set[int]
+    # re-traced classes: cell -> class pattern -> key id -> ingress numbers whose class of that key came in
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
     _cells_of: dict[str, list[Port]]
     _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
@@ -80,8 +100,28 @@ class _ClassTracker:
     _seen_at: dict[str, set[Port]]               # switch -> general-engine ingresses that visited it
     reanalysed: int                              # classes re-traced, over all flow_mods
 
+    def _index_base(self, trace: dict[Port, list[np.ndarray]]) -> None:
+        """Record the cells each class of the full check's batch run came in at (``trace``: cell ->
+        arrays of classes, each of one pattern), as one sorted array per cell and pattern: a few
+        bytes per (cell, class) instead of dictionary entries, and no per-class path (a class
+        leaves this index by joining ``_gone``)."""
+        base, cells, cells_of, masks = self._base, self._cells, self._cells_of, self._masks
+        for cell, arrays in trace.items():
+            by_mask: dict[int, list[np.ndarray]] = {}
+            for xs in arrays:
+                if len(xs):
+                    by_mask.setdefault(masks[int(xs[0]) >> TAG_SHIFT], []).append(xs)
+            if not by_mask:
+                continue
+            if cell not in cells:
+                cells[cell] = {}
+                cells_of.setdefault(cell[0], []).append(cell)
+                if cell not in self._stat:
+                    self._stat[cell] = self._status(cell)
+            base[cell] = {mask: np.unique(np.concatenate(xss)) for mask, xss in by_mask.items()}
+
     def _index(self, trace: dict[Port, list[list[int]]]) -> None:
-        """Record the cells each traced class came in at (``trace``: cell -> lists of classes)."""
+        """Record the cells each re-traced class came in at (``trace``: cell -> lists of classes)."""
         cells, cells_of, masks = self._cells, self._cells_of, self._masks
         paths: dict[int, list[Port]] = {}
         for cell, lists in trace.items():
@@ -134,6 +174,7 @@ class _ClassTracker:
         return pi.fast_mask if pi.ids is not None else None
 
     def _unindex(self, x: int) -> None:
+        self._gone.add(x)  # its entries in the full check's index no longer count
         p = self._path.pop(x, None)
         if not p:
             return
@@ -230,6 +271,11 @@ class _ClassTracker:
             stat = self._status(cell)
             every = stat != self._stat.get(cell)
             self._stat[cell] = stat
+            gone = self._gone
+            for mask, xs in self._base.get(cell, {}).items():
+                for x in (xs if every else _overlapping_classes(mask, v, m, xs)).tolist():
+                    if x not in gone:
+                        redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             for mask, by_key in self._cells[cell].items():
                 for j in (by_key if every else _overlapping(mask, v, m, by_key)):
                     ts = by_key[j]
