@@ -40,6 +40,8 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import reachability as HR
@@ -215,6 +217,7 @@ class IncrementalHSA(_ClassTracker):
         self._holes: dict[Port, list] = {}
         self._pairs: dict[Port, list[Finding]] = {}
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
+        self._fine0: np.ndarray | None = None
         trace: dict[Port, list] = {}
         b, rest = _batch(net, self._ingresses, self._tag, n, trace)
         self._masks = b.masks
@@ -236,6 +239,7 @@ class IncrementalHSA(_ClassTracker):
         for src, loc, peers in HR.senders(steady, self._A, self._comp):
             self._senders.setdefault(loc, []).append((src, peers))
         restset = set(rest)
+        self._fine0 = self._fine_pairs(b)
         touched = {}
         for t, ing in enumerate(self._ingresses):
             tc = touched[t] = _Touched(ids=True, drops=True)
@@ -245,7 +249,32 @@ class IncrementalHSA(_ClassTracker):
                 shifted = t << TAG_SHIFT
                 tc.classes = {j | shifted for j in ids}
         self._refresh(touched)
+        self._fine0 = None  # true of the first batch run only
         self._assemble()
+
+    def _fine_pairs(self, b: _Batch) -> np.ndarray:
+        """The classes of one-pair ingresses (pattern ``PAIR_FIXED``) that the batch run ``b`` ended
+        where a full check's bulk pass calls fine (at the pair's destination, at a live controller,
+        at a drop rule), sorted: the first look at every pair skips them in a few numpy passes
+        instead of a dictionary probe per class."""
+        pairt = np.array([m == HR.PAIR_FIXED for m in self._masks] + [False], dtype=bool)
+        dst_mac = HR.pair_macs()[1]
+        macs_of: dict[str, list[int]] = {}
+        for mac, h in self._by_mac.items():
+            macs_of.setdefault(h.name, []).append(mac)
+        ok = self._ok
+        parts = [np.zeros(0, dtype=np.int64)]
+
+        def pairs_of(xs: list[int]) -> np.ndarray:
+            arr = np.array(xs, dtype=np.int64)
+            return arr[pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]]
+
+        for h, xs in b.delivered.items():
+            arr = pairs_of(xs)
+            parts.append(arr[np.isin(dst_mac[arr & _IDM], macs_of.get(h, []))])
+        parts.extend(pairs_of(xs) for s, xs in b.punted.items() if ok(s))
+        parts.extend(pairs_of(xs) for xs in b.filtered.values())
+        return np.sort(np.concatenate(parts))
 
 
 
@@ -366,7 +395,13 @@ class IncrementalHSA(_ClassTracker):
         if susp is None:
             susp = self._susp[t] = {}
             shifted = t << TAG_SHIFT
-            changed = [j | shifted for j in ids]
+            fine = self._fine0
+            if fine is None:
+                changed = [j | shifted for j in ids]
+            else:  # the first look: only the classes the bulk pass does not call fine
+                xs = np.fromiter(ids, dtype=np.int64, count=len(ids)) | shifted
+                at = np.minimum(np.searchsorted(fine, xs), max(len(fine) - 1, 0))
+                changed = xs[fine[at] != xs].tolist() if len(fine) else xs.tolist()
         out = self._out
         changed = list(changed)
         for x in changed:

@@ -86,7 +86,7 @@ class _ClassTracker:
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
     # The full check's classes, stored compactly: cell -> class pattern -> the classes that
-    # came in there (a sorted int64 array); a class that has been re-traced or purged since
+    # came in there (an int64 array); a class that has been re-traced or purged since
     # is in ``_gone`` and its entries there no longer count.
     _base: dict[Port, dict[int, np.ndarray]]
     _gone: set[int]
@@ -102,7 +102,7 @@ class _ClassTracker:
 
     def _index_base(self, trace: dict[Port, list[np.ndarray]]) -> None:
         """Record the cells each class of the full check's batch run came in at (``trace``: cell ->
-        arrays of classes, each of one pattern), as one sorted array per cell and pattern: a few
+        arrays of classes, each of one pattern), as one array per cell and pattern: a few
         bytes per (cell, class) instead of dictionary entries, and no per-class path (a class
         leaves this index by joining ``_gone``)."""
         base, cells, cells_of, masks = self._base, self._cells, self._cells_of, self._masks
@@ -118,7 +118,9 @@ class _ClassTracker:
                 cells_of.setdefault(cell[0], []).append(cell)
                 if cell not in self._stat:
                     self._stat[cell] = self._status(cell)
-            base[cell] = {mask: np.unique(np.concatenate(xss)) for mask, xss in by_mask.items()}
+            # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
+            base[cell] = {mask: xss[0] if len(xss) == 1 else np.concatenate(xss)
+                          for mask, xss in by_mask.items()}
 
     def _index(self, trace: dict[Port, list[list[int]]]) -> None:
         """Record the cells each re-traced class came in at (``trace``: cell -> lists of classes)."""
