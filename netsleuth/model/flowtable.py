@@ -265,6 +265,12 @@ class FlowTable:
         h = self._hit(fields)
         return None if h is None else h[0].entry(h[1])
 
+    def peek_action_id(self, fields: tuple[int, ...]) -> int | None:
+        """The interned id (``flowindex.actions_of``) of the action list of the entry :meth:`peek`
+        would return, None on a miss: what forwarding needs, without making the entry."""
+        h = self._hit(fields)
+        return None if h is None else h[0].act[h[1]]
+
     def lookup(self, fields: tuple[int, ...], *, now: float, nbytes: int) -> FlowEntry | None:
         """:meth:`peek`, then count the packet on the entry and refresh its idle timer."""
         h = self._hit(fields)

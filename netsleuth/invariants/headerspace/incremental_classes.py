@@ -335,8 +335,13 @@ class _ClassTracker:
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 b.general.append(x)
                 return
-            entry = switches[s].table.peek((p, *head))
-            code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+            table = switches[s].table
+            if hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
+                aid = table.peek_action_id((p, *head))
+                code = _F_MISS if aid is None else net.compiled(s).code_for_aid(aid, p)
+            else:
+                entry = table.peek((p, *head))
+                code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
             if code >= 0:
                 peer = net.peer(s, code)
                 if peer is None:
