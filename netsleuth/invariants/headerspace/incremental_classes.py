@@ -46,17 +46,32 @@ def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
     return [j for j in js if keys[j] & cm == cv]
 
 
-def _overlapping_classes(mask: int, v: int, m: int, xs: np.ndarray) -> np.ndarray:
-    """The classes among ``xs`` (int64, all of pattern ``mask``) whose key overlaps the wildcard (v, m)."""
+def _overlapping_classes(by_mask: dict[int, Any], mask: int, v: int, m: int) -> np.ndarray:
+    """The classes of pattern ``mask`` in ``by_mask`` (pattern -> int64 array of classes, or a pair
+    (key ids sorted, classes in that order)) whose key overlaps the wildcard (v, m).  A match that
+    fixes every bit of the pattern (the usual flow_mod) names one key: the cell's array is sorted by
+    key id the first time that is asked, and then found by binary search instead of a scan."""
     intern, keys = interner(mask)
-    js = xs & _IDM
+    got = by_mask[mask]
     if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
         j = intern.get(v & mask)
-        return xs[:0] if j is None else xs[js == j]
+        if j is None:
+            return _NONE
+        if got.__class__ is not tuple:
+            js = (got & _IDM).astype(np.uint32)
+            order = np.argsort(js, kind="stable")
+            got = by_mask[mask] = (js[order], got[order])
+        js, xs = got
+        return xs[np.searchsorted(js, j, "left"):np.searchsorted(js, j, "right")]
+    xs = got[1] if got.__class__ is tuple else got
+    js = xs & _IDM
     cm = mask & m
     cv = v & cm
     hit = [j for j in np.unique(js).tolist() if keys[j] & cm == cv]
-    return xs[np.isin(js, hit)] if hit else xs[:0]
+    return xs[np.isin(js, hit)] if hit else _NONE
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 @dataclasses.dataclass
@@ -86,9 +101,10 @@ class _ClassTracker:
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
     # The full check's classes, stored compactly: cell -> class pattern -> the classes that
-    # came in there (an int64 array); a class that has been re-traced or purged since
+    # came in there (an int64 array, or once a flow_mod asked for one key there, the pair
+    # (key ids sorted, classes in that order)); a class that has been re-traced or purged since
     # is in ``_gone`` and its entries there no longer count.
-    _base: dict[Port, dict[int, np.ndarray]]
+    _base: dict[Port, dict[int, Any]]
     _gone: set[int]
     # re-traced classes: cell -> class pattern -> key id -> ingress numbers whose class of that key came in
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
@@ -274,8 +290,10 @@ class _ClassTracker:
             every = stat != self._stat.get(cell)
             self._stat[cell] = stat
             gone = self._gone
-            for mask, xs in self._base.get(cell, {}).items():
-                for x in (xs if every else _overlapping_classes(mask, v, m, xs)).tolist():
+            by_mask = self._base.get(cell, {})
+            for mask, got in list(by_mask.items()):  # (a pattern's entry may be sorted on the way)
+                xs = (got[1] if got.__class__ is tuple else got) if every else _overlapping_classes(by_mask, mask, v, m)
+                for x in xs.tolist():
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             for mask, by_key in self._cells[cell].items():
