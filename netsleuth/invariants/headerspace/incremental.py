@@ -260,8 +260,8 @@ class IncrementalHSA(_ClassTracker):
         pairt = np.array([m == HR.PAIR_FIXED for m in self._masks] + [False], dtype=bool)
         dst_mac = HR.pair_macs()[1]
         macs_of: dict[str, list[int]] = {}
-        for mac, h in self._by_mac.items():
-            macs_of.setdefault(h.name, []).append(mac)
+        for mac, host in self._by_mac.items():
+            macs_of.setdefault(host.name, []).append(mac)
         ok = self._ok
         parts = [np.zeros(0, dtype=np.int64)]
 
