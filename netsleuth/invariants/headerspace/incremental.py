@@ -54,6 +54,7 @@ from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, 
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")
@@ -98,6 +99,7 @@ class IncrementalHSA(_ClassTracker):
         self._tables: list | None = None
         self._table_at: dict[str, int] = {}
         self._vlist: list = []
+        self._changes = 0        # FlowTable.changes() when the versions above were read
         self.full_checks = 0
         self.partial_checks = 0
         self.reanalysed = 0      # classes re-traced, over all flow_mods
@@ -162,17 +164,24 @@ class IncrementalHSA(_ClassTracker):
                 return False
             self._versions = versions
             return True
-        now = list(map(_VERSION, tables))
         i = self._table_at[switch]
+        own, seen = tables[i].version, FlowTable.changes()
+        if seen - self._changes == own - self._vlist[i]:  # only this table's bumps: no need to look
+            self._vlist[i] = self._versions[switch] = own
+            self._changes = seen
+            return True
+        now = list(map(_VERSION, tables))  # (tables of other networks may have changed)
         self._vlist[i] = now[i]
         if now != self._vlist:
             return False
         self._versions[switch] = now[i]
+        self._changes = seen
         return True
 
     def _full(self, view: NetworkView) -> None:
         self.full_checks += 1
         self.view = view
+        self._changes = FlowTable.changes()
         self._versions = self._versions_of(view)
         self._state = self._state_of(view)
         names = sorted(view.switches)
