@@ -12,7 +12,9 @@ overlaps, not the network).
 
 :class:`IncrementalHSA` keeps, per class (ingress number and interned key,
 the batch engine's small int), where it ended and the (switch, in_port) cells
-it crossed, and an index cell -> class pattern -> key -> ingress numbers.
+it crossed, indexed by cell and class pattern: the full check's classes as one int64 array
+per cell and pattern (a class re-traced since then leaves it by joining a set of gone
+classes), the re-traced ones as cell -> pattern -> key -> ingress numbers.
 After a flow_mod it re-traces just the classes the index names (each from its
 ingress, a handful of dictionary probes), plus, at the flow_mod's own switch,
 the classes an ingress port gains or loses.  Ingresses the general engine

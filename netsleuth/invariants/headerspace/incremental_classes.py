@@ -1,5 +1,6 @@
 """The classes an incremental header-space check keeps between flow_mods (OpenFlow 1.0): per batch
-class, where it ended and the (switch, in_port) cells it crossed, indexed by cell so that a flow_mod
+class, where it ended and the (switch, in_port) cells it crossed (compactly: one int64 array of classes
+per cell and pattern for the full check's classes), indexed by cell so that a flow_mod
 finds the classes whose key its match overlaps, and their re-tracing one class at a time.
 :class:`~netsleuth.invariants.headerspace.incremental.IncrementalHSA` builds on it.
 """
