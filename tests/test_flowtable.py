@@ -208,6 +208,19 @@ def test_priority_decides_among_wildcards_and_prefixes() -> None:
     assert t.peek(tcp_pkt(in_port=1, nw_dst=IP("10.1.2.9"))).actions == out(5)
 
 
+def test_peek_action_id_names_the_actions_of_the_entry_peek_returns() -> None:
+    from netsleuth.model.flowindex import actions_of
+    t = FlowTable()
+    t.add(TCP(nw_dst="10.0.0.0/8"), 8, out(1))
+    t.add(TCP(nw_dst="10.1.0.0/16"), 16, out(2))
+    t.add(B(in_port=1), 100, out(5))
+    for f in (tcp_pkt(nw_dst=IP("10.1.2.9")), tcp_pkt(nw_dst=IP("10.2.3.9")),
+              tcp_pkt(in_port=1, nw_dst=IP("10.1.2.9"))):
+        aid = t.peek_action_id(f)
+        assert aid is not None and actions_of(aid) == t.peek(f).actions
+    assert t.peek_action_id(tcp_pkt(nw_dst=IP("11.0.0.1"))) is None and t.peek(tcp_pkt(nw_dst=IP("11.0.0.1"))) is None
+
+
 def test_equal_priority_tie_is_independent_of_install_order() -> None:
     general, specific = B(in_port=1), TCP(in_port=1, tp_dst=80)
     f = tcp_pkt(in_port=1, tp_dst=80)

@@ -55,11 +55,11 @@ class _Batch:
 
 
 def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None = None,
-           trace: dict[Port, list[list[int]]] | None = None) -> tuple[_Batch, list[Port]]:
+           trace: dict[Port, list[np.ndarray]] | None = None) -> tuple[_Batch, list[Port]]:
     """Run the batch engine from every ingress whose port has a single-pattern index.
 
     ``n_tags``: how many ingress numbers there are (``ingresses`` may be some of them);
-    ``trace``: when given, gets, per (switch, in_port), the lists of classes that came in
+    ``trace``: when given, gets, per (switch, in_port), the arrays of classes that came in
     there (what an incremental check needs to know which ingresses a flow_mod can touch).
     Returns its results and the ingresses it could not take (for the general engine).
 
@@ -160,7 +160,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],
-               trace: dict[Port, list[list[int]]] | None = None) -> None:
+               trace: dict[Port, list[np.ndarray]] | None = None) -> None:
     """Advance all classes of pattern ``mask`` one hop per round until they end.
 
     Classes travel as int64 arrays, a cell's arrivals in one array, so a cell's split is a
@@ -326,13 +326,13 @@ def _split_each(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int
     return [(c, lst) for c, lst in local.items() if lst]
 
 
-def _record(trace: dict[Port, list[list[int]]] | None, frontier: dict[Port, np.ndarray]) -> None:
-    """Note the classes coming in at each cell of this round (the lists are never changed)."""
+def _record(trace: dict[Port, list[np.ndarray]] | None, frontier: dict[Port, np.ndarray]) -> None:
+    """Note the classes coming in at each cell of this round (kept as arrays: they are never changed)."""
     if trace is None:
         return
     for cell, xs in frontier.items():
         seen = trace.get(cell)
         if seen is None:
-            trace[cell] = [xs.tolist()]
+            trace[cell] = [xs]
         else:
-            seen.append(xs.tolist())
+            seen.append(xs)

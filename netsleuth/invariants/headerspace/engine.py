@@ -55,6 +55,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 from netsleuth.invariants.forwarding import why_sends_nothing
 from netsleuth.invariants.headerspace.batch import _DOWN, TAG_SHIFT, _Batch, _batch
@@ -191,7 +192,7 @@ def _has_of13(view: NetworkView) -> bool:
 
 def analyze(view: NetworkView, *, ingress: str = "hosts", batch: bool = True, cache: bool = True,
             budget: int = DEFAULT_BUDGET, only: Collection[Port] | None = None,
-            trace: dict[Port, list[list[int]]] | None = None, net: HsaNet | None = None,
+            trace: dict[Port, list[Any]] | None = None, net: HsaNet | None = None,
             points: dict[Port, str | None] | None = None) -> Analysis:
     """Push every header in at every ingress point, once for all three checks.
 

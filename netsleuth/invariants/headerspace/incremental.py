@@ -12,7 +12,9 @@ overlaps, not the network).
 
 :class:`IncrementalHSA` keeps, per class (ingress number and interned key,
 the batch engine's small int), where it ended and the (switch, in_port) cells
-it crossed, and an index cell -> class pattern -> key -> ingress numbers.
+it crossed, indexed by cell and class pattern: the full check's classes as one int64 array
+per cell and pattern (a class re-traced since then leaves it by joining a set of gone
+classes), the re-traced ones as cell -> pattern -> key -> ingress numbers.
 After a flow_mod it re-traces just the classes the index names (each from its
 ingress, a handful of dictionary probes), plus, at the flow_mod's own switch,
 the classes an ingress port gains or loses.  Ingresses the general engine
@@ -40,6 +42,8 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import reachability as HR
@@ -52,6 +56,7 @@ from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, 
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")
@@ -96,6 +101,7 @@ class IncrementalHSA(_ClassTracker):
         self._tables: list | None = None
         self._table_at: dict[str, int] = {}
         self._vlist: list = []
+        self._changes = 0        # FlowTable.changes() when the versions above were read
         self.full_checks = 0
         self.partial_checks = 0
         self.reanalysed = 0      # classes re-traced, over all flow_mods
@@ -160,17 +166,24 @@ class IncrementalHSA(_ClassTracker):
                 return False
             self._versions = versions
             return True
-        now = list(map(_VERSION, tables))
         i = self._table_at[switch]
+        own, seen = tables[i].version, FlowTable.changes()
+        if seen - self._changes == own - self._vlist[i]:  # only this table's bumps: no need to look
+            self._vlist[i] = self._versions[switch] = own
+            self._changes = seen
+            return True
+        now = list(map(_VERSION, tables))  # (tables of other networks may have changed)
         self._vlist[i] = now[i]
         if now != self._vlist:
             return False
         self._versions[switch] = now[i]
+        self._changes = seen
         return True
 
     def _full(self, view: NetworkView) -> None:
         self.full_checks += 1
         self.view = view
+        self._changes = FlowTable.changes()
         self._versions = self._versions_of(view)
         self._state = self._state_of(view)
         names = sorted(view.switches)
@@ -197,6 +210,8 @@ class IncrementalHSA(_ClassTracker):
         self._out = {}
         self._outcomes = {}
         self._path = {}
+        self._base = {}
+        self._gone = set()
         # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
@@ -213,14 +228,16 @@ class IncrementalHSA(_ClassTracker):
         self._holes: dict[Port, list] = {}
         self._pairs: dict[Port, list[Finding]] = {}
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
-        trace: dict[Port, list[list[int]]] = {}
+        self._fine0: np.ndarray | None = None
+        trace: dict[Port, list] = {}
         b, rest = _batch(net, self._ingresses, self._tag, n, trace)
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
         self._ids = [
             None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
-        self._index(trace)
+        self._index_base(trace)
+        del trace
         self._absorb(b, None)
         # reports read the view, the compiled switches and the host behind each ingress
         self._A = Analysis(steady, list(self._ingresses), ingress_host, {}, _Batch(masks=self._masks),
@@ -233,6 +250,7 @@ class IncrementalHSA(_ClassTracker):
         for src, loc, peers in HR.senders(steady, self._A, self._comp):
             self._senders.setdefault(loc, []).append((src, peers))
         restset = set(rest)
+        self._fine0 = self._fine_pairs(b)
         touched = {}
         for t, ing in enumerate(self._ingresses):
             tc = touched[t] = _Touched(ids=True, drops=True)
@@ -242,7 +260,32 @@ class IncrementalHSA(_ClassTracker):
                 shifted = t << TAG_SHIFT
                 tc.classes = {j | shifted for j in ids}
         self._refresh(touched)
+        self._fine0 = None  # true of the first batch run only
         self._assemble()
+
+    def _fine_pairs(self, b: _Batch) -> np.ndarray:
+        """The classes of one-pair ingresses (pattern ``PAIR_FIXED``) that the batch run ``b`` ended
+        where a full check's bulk pass calls fine (at the pair's destination, at a live controller,
+        at a drop rule), sorted: the first look at every pair skips them in a few numpy passes
+        instead of a dictionary probe per class."""
+        pairt = np.array([m == HR.PAIR_FIXED for m in self._masks] + [False], dtype=bool)
+        dst_mac = HR.pair_macs()[1]
+        macs_of: dict[str, list[int]] = {}
+        for mac, host in self._by_mac.items():
+            macs_of.setdefault(host.name, []).append(mac)
+        ok = self._ok
+        parts = [np.zeros(0, dtype=np.int64)]
+
+        def pairs_of(xs: list[int]) -> np.ndarray:
+            arr = np.array(xs, dtype=np.int64)
+            return arr[pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]]
+
+        for h, xs in b.delivered.items():
+            arr = pairs_of(xs)
+            parts.append(arr[np.isin(dst_mac[arr & _IDM], macs_of.get(h, []))])
+        parts.extend(pairs_of(xs) for s, xs in b.punted.items() if ok(s))
+        parts.extend(pairs_of(xs) for xs in b.filtered.values())
+        return np.sort(np.concatenate(parts))
 
 
 
@@ -363,7 +406,13 @@ class IncrementalHSA(_ClassTracker):
         if susp is None:
             susp = self._susp[t] = {}
             shifted = t << TAG_SHIFT
-            changed = [j | shifted for j in ids]
+            fine = self._fine0
+            if fine is None:
+                changed = [j | shifted for j in ids]
+            else:  # the first look: only the classes the bulk pass does not call fine
+                xs = np.fromiter(ids, dtype=np.int64, count=len(ids)) | shifted
+                at = np.minimum(np.searchsorted(fine, xs), max(len(fine) - 1, 0))
+                changed = xs[fine[at] != xs].tolist() if len(fine) else xs.tolist()
         out = self._out
         changed = list(changed)
         for x in changed:

@@ -1,5 +1,6 @@
 """The classes an incremental header-space check keeps between flow_mods (OpenFlow 1.0): per batch
-class, where it ended and the (switch, in_port) cells it crossed, indexed by cell so that a flow_mod
+class, where it ended and the (switch, in_port) cells it crossed (compactly: one int64 array of classes
+per cell and pattern for the full check's classes), indexed by cell so that a flow_mod
 finds the classes whose key its match overlaps, and their re-tracing one class at a time.
 :class:`~netsleuth.invariants.headerspace.incremental.IncrementalHSA` builds on it.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
@@ -44,6 +47,34 @@ def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
     return [j for j in js if keys[j] & cm == cv]
 
 
+def _overlapping_classes(by_mask: dict[int, Any], mask: int, v: int, m: int) -> np.ndarray:
+    """The classes of pattern ``mask`` in ``by_mask`` (pattern -> int64 array of classes, or a pair
+    (key ids sorted, classes in that order)) whose key overlaps the wildcard (v, m).  A match that
+    fixes every bit of the pattern (the usual flow_mod) names one key: the cell's array is sorted by
+    key id the first time that is asked, and then found by binary search instead of a scan."""
+    intern, keys = interner(mask)
+    got = by_mask[mask]
+    if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
+        j = intern.get(v & mask)
+        if j is None:
+            return _NONE
+        if got.__class__ is not tuple:
+            js = (got & _IDM).astype(np.uint32)
+            order = np.argsort(js, kind="stable")
+            got = by_mask[mask] = (js[order], got[order])
+        js, xs = got
+        return xs[np.searchsorted(js, j, "left"):np.searchsorted(js, j, "right")]
+    xs = got[1] if got.__class__ is tuple else got
+    js = xs & _IDM
+    cm = mask & m
+    cv = v & cm
+    hit = [j for j in np.unique(js).tolist() if keys[j] & cm == cv]
+    return xs[np.isin(js, hit)] if hit else _NONE
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
 @dataclasses.dataclass
 class _Touched:
     """What changed for one ingress during a flow_mod."""
@@ -66,11 +97,17 @@ class _ClassTracker:
     _at_switch: dict[str, list[Port]]            # switch -> its ingresses
     _masks: list[int]                            # ingress number -> its class pattern
     _ids: list[dict[int, int] | None]            # ingress number -> key id -> fast code
-    # per class: where it ended (an interned tuple) and the cells it crossed
+    # per class: where it ended (an interned tuple); the cells a re-traced class crossed
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
-    # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
+    # The full check's classes, stored compactly: cell -> class pattern -> the classes that
+    # came in there (an int64 array, or once a flow_mod asked for one key there, the pair
+    # (key ids sorted, classes in that order)); a class that has been re-traced or purged since
+    # is in ``_gone`` and its entries there no longer count.
+    _base: dict[Port, dict[int, Any]]
+    _gone: set[int]
+    # re-traced classes: cell -> class pattern -> key id -> ingress numbers whose class of that key came in
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
     _cells_of: dict[str, list[Port]]
     _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
@@ -80,8 +117,30 @@ class _ClassTracker:
     _seen_at: dict[str, set[Port]]               # switch -> general-engine ingresses that visited it
     reanalysed: int                              # classes re-traced, over all flow_mods
 
+    def _index_base(self, trace: dict[Port, list[np.ndarray]]) -> None:
+        """Record the cells each class of the full check's batch run came in at (``trace``: cell ->
+        arrays of classes, each of one pattern), as one array per cell and pattern: a few
+        bytes per (cell, class) instead of dictionary entries, and no per-class path (a class
+        leaves this index by joining ``_gone``)."""
+        base, cells, cells_of, masks = self._base, self._cells, self._cells_of, self._masks
+        for cell, arrays in trace.items():
+            by_mask: dict[int, list[np.ndarray]] = {}
+            for xs in arrays:
+                if len(xs):
+                    by_mask.setdefault(masks[int(xs[0]) >> TAG_SHIFT], []).append(xs)
+            if not by_mask:
+                continue
+            if cell not in cells:
+                cells[cell] = {}
+                cells_of.setdefault(cell[0], []).append(cell)
+                if cell not in self._stat:
+                    self._stat[cell] = self._status(cell)
+            # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
+            base[cell] = {mask: xss[0] if len(xss) == 1 else np.concatenate(xss)
+                          for mask, xss in by_mask.items()}
+
     def _index(self, trace: dict[Port, list[list[int]]]) -> None:
-        """Record the cells each traced class came in at (``trace``: cell -> lists of classes)."""
+        """Record the cells each re-traced class came in at (``trace``: cell -> lists of classes)."""
         cells, cells_of, masks = self._cells, self._cells_of, self._masks
         paths: dict[int, list[Port]] = {}
         for cell, lists in trace.items():
@@ -134,6 +193,7 @@ class _ClassTracker:
         return pi.fast_mask if pi.ids is not None else None
 
     def _unindex(self, x: int) -> None:
+        self._gone.add(x)  # its entries in the full check's index no longer count
         p = self._path.pop(x, None)
         if not p:
             return
@@ -230,6 +290,13 @@ class _ClassTracker:
             stat = self._status(cell)
             every = stat != self._stat.get(cell)
             self._stat[cell] = stat
+            gone = self._gone
+            by_mask = self._base.get(cell, {})
+            for mask, got in list(by_mask.items()):  # (a pattern's entry may be sorted on the way)
+                xs = (got[1] if got.__class__ is tuple else got) if every else _overlapping_classes(by_mask, mask, v, m)
+                for x in xs.tolist():
+                    if x not in gone:
+                        redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             for mask, by_key in self._cells[cell].items():
                 for j in (by_key if every else _overlapping(mask, v, m, by_key)):
                     ts = by_key[j]
@@ -287,8 +354,13 @@ class _ClassTracker:
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 b.general.append(x)
                 return
-            entry = switches[s].table.peek((p, *head))
-            code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+            table = switches[s].table
+            if hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
+                aid = table.peek_action_id((p, *head))
+                code = _F_MISS if aid is None else net.compiled(s).code_for_aid(aid, p)
+            else:
+                entry = table.peek((p, *head))
+                code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
             if code >= 0:
                 peer = net.peer(s, code)
                 if peer is None:
