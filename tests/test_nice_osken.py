@@ -8,6 +8,7 @@ or its messages is about what that code did.
 from __future__ import annotations
 
 import pytest
+from handler_calls import run
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.actions import Output
@@ -35,18 +36,6 @@ def app_cls():
     yield cls
     shutdown_servers()
     assert not cls._server.alive()
-
-
-def run(app, call):
-    """Run one handler the way the model checker does: on a copy, collecting what it sends."""
-    new = app.copy()
-    api = ControllerAPI(0.0, (), False)
-    new._api = api
-    try:
-        call(new)
-    finally:
-        new._api = None
-    return new, api.out
 
 
 def mac_to_port(app):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from handler_calls import run
 
 from netsleuth.model.of13.actions import Output
 from netsleuth.model.of13.instructions import Instructions
@@ -20,7 +21,6 @@ from netsleuth.model.of13.oxm import OxmMatch
 from netsleuth.model.ofdp import ofp13
 from netsleuth.model.packet import arp_request, icmp_echo
 from netsleuth.nice import messages as m
-from netsleuth.nice.app import ControllerAPI
 from netsleuth.nice.explore import Explorer, SearchOptions
 from netsleuth.nice.of13 import copy_pipeline, speak13
 from netsleuth.nice.osken_host import load_osken_app, shutdown_servers
@@ -42,18 +42,6 @@ def app_cls():
     cls = load_osken_app(SPEC)
     yield cls
     shutdown_servers()
-
-
-def run(app, call):
-    """Run one handler the way the model checker does: on a copy, collecting what it sends."""
-    new = app.copy()
-    api = ControllerAPI(0.0, (), False)
-    new._api = api
-    try:
-        call(new)
-    finally:
-        new._api = None
-    return new, api.out
 
 
 def mac_to_port(app):

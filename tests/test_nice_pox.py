@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+from handler_calls import call, run
 from pox_checkout import pox_checkout
 
 from netsleuth.model.actions import Output
 from netsleuth.model.ofdp import ofp
 from netsleuth.model.packet import Packet, icmp_echo
 from netsleuth.nice import messages as m
-from netsleuth.nice.app import ControllerAPI
 from netsleuth.nice.pox_host import load_pox_app, shutdown_servers
 
 pytestmark = pytest.mark.real
@@ -57,18 +57,6 @@ def l2(pox_env: Path):
     yield cls
     shutdown_servers()
     assert not cls._server.alive()
-
-
-def run(app, call):
-    """Run one handler as the model checker does: on a copy, collecting what it sends."""
-    new = app.copy()
-    api = ControllerAPI(0.0, (), False)
-    new._api = api
-    try:
-        call(new)
-    finally:
-        new._api = None
-    return new, api.out
 
 
 def find(key, name):
@@ -140,18 +128,6 @@ def test_recoco_timers_are_the_models_timers_and_fire_the_real_discovery(pox_env
         sent.append(po.actions[0].port)
     assert sent == [2, 1, 2, 1]
     shutdown_servers()
-
-
-def call(app, handler):
-    """Like run(), with the API (its messages and the timers the handler left pending)."""
-    new = app.copy()
-    api = ControllerAPI(0.0, (), False)
-    new._api = api
-    try:
-        handler(new)
-    finally:
-        new._api = None
-    return new, api
 
 
 def check(main, capsys, *args: str) -> tuple[int, dict]:

@@ -46,10 +46,7 @@ imported answers {"error", "fix", "import_error": [module, app, message]}.
 """
 
 import io
-import logging
-import os
 import pickle
-import struct
 import sys
 import traceback
 from typing import Any
@@ -61,30 +58,13 @@ import eventlet.wsgi
 if not hasattr(eventlet.wsgi, "ALREADY_HANDLED"):
     eventlet.wsgi.ALREADY_HANDLED = object()
 
+import handler_protocol  # noqa: E402  (beside this file)
 import osken_apps  # noqa: E402  (beside this file)
 
 osken_apps.forget_launcher_dir(__file__)
 
-PROTOCOL = 4
-_LEN = struct.Struct("!I")
-
-
-# ---------------------------------------------------------------- framing
-def read_frame(stream):
-    head = stream.read(4)
-    if len(head) < 4:
-        return None
-    (n,) = _LEN.unpack(head)
-    data = stream.read(n)
-    if len(data) < n:
-        return None
-    return pickle.loads(data)
-
-
-def write_frame(stream, obj):
-    data = pickle.dumps(obj, protocol=PROTOCOL)
-    stream.write(_LEN.pack(len(data)) + data)
-    stream.flush()
+PROTOCOL = handler_protocol.PROTOCOL
+UserError = handler_protocol.HandlerRequestError
 
 
 # ---------------------------------------------------------------- canonical keys
@@ -465,41 +445,18 @@ class Server:
             traceback.print_exc(file=sys.stderr)
 
 
-class UserError(Exception):
-    import_error = None  # [module, app, message] when an app cannot be imported
-
-    def __init__(self, problem, fix):
-        super().__init__(problem)
-        self.problem = problem
-        self.fix = fix
+def _handle(server, req):
+    op = req.get("op")
+    if op == "init":
+        return server.init(list(req["modules"]), bool(req.get("ryu")), list(req.get("options", ())))
+    if op == "event":
+        return server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
+    raise UserError(f"unknown request {op!r}", "send init, event or quit")
 
 
 def main():
-    # stdout is the protocol channel: anything an app prints goes to stderr.
-    out = open(os.dup(sys.stdout.fileno()), "wb")
-    inp = open(os.dup(sys.stdin.fileno()), "rb")
-    sys.stdout = sys.stderr
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_OSKEN_LOGLEVEL", "WARNING"))
     server = Server()
-    while True:
-        req = read_frame(inp)
-        if req is None or req.get("op") == "quit":
-            return 0
-        try:
-            op = req.get("op")
-            if op == "init":
-                resp = server.init(list(req["modules"]), bool(req.get("ryu")), list(req.get("options", ())))
-            elif op == "event":
-                resp = server.event(req["state"], req["datapaths"], tuple(req["event"]), req.get("now", 0.0))
-            else:
-                raise UserError(f"unknown request {op!r}", "send init, event or quit")
-        except UserError as exc:
-            resp = {"error": exc.problem, "fix": exc.fix}
-            if exc.import_error is not None:
-                resp["import_error"] = exc.import_error
-        except Exception as exc:
-            resp = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-        write_frame(out, resp)
+    return handler_protocol.serve(lambda req: _handle(server, req), "NETSLEUTH_OSKEN_LOGLEVEL")
 
 
 if __name__ == "__main__":

@@ -64,17 +64,11 @@ import time
 import traceback
 import types
 
+import handler_protocol  # beside this file
 import pox_state  # beside this file
-from pox_state import Freezer, FunctionTable, StatePickler, StateUnpickler, read_frame, write_frame
+from pox_state import Freezer, FunctionTable, StatePickler, StateUnpickler
 
-
-class PoxUserError(Exception):
-    import_error = None
-
-    def __init__(self, problem, fix):
-        super().__init__(problem)
-        self.problem = problem
-        self.fix = fix
+PoxUserError = handler_protocol.HandlerRequestError
 
 
 # ---------------------------------------------------------------- the model's clock and scheduler
@@ -449,31 +443,18 @@ class PoxComponentsServer:
                 logging.getLogger("recoco").exception("Exception calling %s", func)
 
 
+def _handle(server, req):
+    op = req.get("op")
+    if op == "init":
+        return server.init(req["home"], list(req["words"]))
+    if op == "event":
+        return server.event(req["state"], tuple(req["event"]), req.get("now", 0.0))
+    raise PoxUserError(f"unknown request {op!r}", "send init, event or quit")
+
+
 def main():
-    out = open(os.dup(sys.stdout.fileno()), "wb")
-    inp = open(os.dup(sys.stdin.fileno()), "rb")
-    sys.stdout = sys.stderr  # stdout is the protocol channel: POX's banner and prints go to the log
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get("NETSLEUTH_POX_LOGLEVEL", "WARNING"))
     server = PoxComponentsServer()
-    while True:
-        req = read_frame(inp)
-        if req is None or req.get("op") == "quit":
-            return 0
-        try:
-            op = req.get("op")
-            if op == "init":
-                resp = server.init(req["home"], list(req["words"]))
-            elif op == "event":
-                resp = server.event(req["state"], tuple(req["event"]), req.get("now", 0.0))
-            else:
-                raise PoxUserError(f"unknown request {op!r}", "send init, event or quit")
-        except PoxUserError as exc:
-            resp = {"error": exc.problem, "fix": exc.fix}
-            if exc.import_error is not None:
-                resp["import_error"] = exc.import_error
-        except Exception as exc:
-            resp = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-        write_frame(out, resp)
+    return handler_protocol.serve(lambda req: _handle(server, req), "NETSLEUTH_POX_LOGLEVEL")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""The POX handler server's state machinery: framing, the canonical freeze of POX's world, its pickling.
+"""The POX handler server's state machinery: the canonical freeze of POX's world, its pickling.
 
 Beside ``pox_handler_server.py`` and, like it, importing only the standard
-library (the server runs it as the top-level module ``pox_state``).  The
+library and ``handler_protocol`` (the server runs it as the top-level module ``pox_state``).  The
 server's docstring says what a state is and why it is pickled; this module
 says how: infrastructure travels by name (persistent ids), recoco tasks
 without their generators, functions and classes pickle cannot name by
@@ -10,33 +10,13 @@ number, and the key leaves out the counters POX hands ids out from.
 
 import logging
 import pickle
-import struct
 import sys
 import types
 
-PROTOCOL = 4
-_LEN = struct.Struct("!I")
+from handler_protocol import PROTOCOL  # beside this file
 
 #: pox.lib.recoco.recoco once the server imported it (its BaseTask is what a task is).
 RECOCO = None
-
-# ---------------------------------------------------------------- framing
-def read_frame(stream):
-    head = stream.read(4)
-    if len(head) < 4:
-        return None
-    (n,) = _LEN.unpack(head)
-    data = stream.read(n)
-    if len(data) < n:
-        return None
-    return pickle.loads(data)
-
-
-def write_frame(stream, obj):
-    data = pickle.dumps(obj, protocol=PROTOCOL)
-    stream.write(_LEN.pack(len(data)) + data)
-    stream.flush()
-
 
 
 def task_reduce(task):

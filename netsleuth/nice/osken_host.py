@@ -282,15 +282,15 @@ class HandlerServer:
         return self.proc is not None and self.proc.poll() is None
 
 
-_SERVERS: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], HandlerServer] = {}
+_SERVERS: dict[tuple[Any, ...], HandlerServer] = {}
 
 
-def server_for(modules: tuple[str, ...], *, ryu: bool = False, options: tuple[str, ...] = ()) -> HandlerServer:
-    """The shared server for these apps (started on first use, stopped at exit)."""
-    key = (tuple(modules), ryu, tuple(options))
+def shared_server(key: tuple[Any, ...], make: Callable[[], HandlerServer]) -> HandlerServer:
+    """The running server under ``key``, or a new one from ``make`` (started now, stopped at exit):
+    one registry for every kind of handler server (os-ken's, POX's)."""
     srv = _SERVERS.get(key)
     if srv is None or not srv.alive():
-        srv = HandlerServer(tuple(modules), ryu=ryu, options=tuple(options))
+        srv = make()
         try:
             srv.start()
         except BaseException:
@@ -300,8 +300,14 @@ def server_for(modules: tuple[str, ...], *, ryu: bool = False, options: tuple[st
     return srv
 
 
+def server_for(modules: tuple[str, ...], *, ryu: bool = False, options: tuple[str, ...] = ()) -> HandlerServer:
+    """The shared server for these apps (started on first use, stopped at exit)."""
+    return shared_server(("osken", tuple(modules), ryu, tuple(options)),
+                         lambda: HandlerServer(tuple(modules), ryu=ryu, options=tuple(options)))
+
+
 def shutdown_servers() -> None:
-    """Stop every handler server this process started."""
+    """Stop every handler server this process started (os-ken's and POX's)."""
     for srv in list(_SERVERS.values()):
         srv.close()
     _SERVERS.clear()

@@ -28,7 +28,6 @@ handshake and event dispatch run on the model switches' bytes.
 
 from __future__ import annotations
 
-import atexit
 import shlex
 from collections.abc import Callable
 
@@ -36,7 +35,7 @@ from netsleuth.controllers import pox
 from netsleuth.controllers.external import pox_python
 from netsleuth.errors import ControllerError
 from netsleuth.nice.app import App
-from netsleuth.nice.osken_host import SERVER, HandlerServer, OsKenApp
+from netsleuth.nice.osken_host import SERVER, HandlerServer, OsKenApp, shared_server, shutdown_servers
 
 POX_SERVER = SERVER.with_name("pox_handler_server.py")
 
@@ -88,32 +87,11 @@ class PoxHandlerServer(HandlerServer):
         return {"op": "init", "home": self.home, "words": list(self.modules)}
 
 
-_SERVERS: dict[tuple[tuple[str, ...], str], PoxHandlerServer] = {}
-
-
 def server_for(words: tuple[str, ...], home: str) -> PoxHandlerServer:
     """The shared server for this command line and checkout (started on first use, stopped at exit)."""
-    key = (tuple(words), home)
-    srv = _SERVERS.get(key)
-    if srv is None or not srv.alive():
-        srv = PoxHandlerServer(tuple(words), home)
-        try:
-            srv.start()
-        except BaseException:
-            srv.close()
-            raise
-        _SERVERS[key] = srv
+    srv = shared_server(("pox", tuple(words), home), lambda: PoxHandlerServer(tuple(words), home))
+    assert isinstance(srv, PoxHandlerServer)
     return srv
-
-
-def shutdown_servers() -> None:
-    """Stop every POX handler server this process started."""
-    for srv in list(_SERVERS.values()):
-        srv.close()
-    _SERVERS.clear()
-
-
-atexit.register(shutdown_servers)
 
 
 class PoxApp(OsKenApp):
