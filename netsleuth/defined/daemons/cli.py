@@ -12,6 +12,7 @@ from pathlib import Path
 
 from netsleuth.console import out, progress_bar
 from netsleuth.defined.daemons import explore
+from netsleuth.defined.daemons.cli_events import emit_result
 from netsleuth.defined.daemons.scenarios import DaemonScenario, scenario
 from netsleuth.errors import NetsleuthError
 
@@ -54,13 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         interrupted = True
     d = _summary(sc, args, outcomes, interrupted, time.monotonic() - t0)
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "result.json").write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-    if interrupted:
-        raise KeyboardInterrupt
-    if args.json:
-        print(json.dumps(d, sort_keys=True))
+    if not emit_result(args, d, interrupted):
         return 0
     _table(d, args)
     return 0
@@ -83,13 +78,7 @@ def _run_rip(args: argparse.Namespace) -> int:
     hist = {json.dumps(o.history) for o in outs}
     d = {"scenario": "rip", "daemon": args.daemon, "runs": len(outs), "interrupted": interrupted,
          "distinct_histories": len(hist), "per_run": [o.to_json() for o in outs]}
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "result.json").write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-    if interrupted:
-        raise KeyboardInterrupt
-    if args.json:
-        print(json.dumps(d, sort_keys=True))
+    if not emit_result(args, d, interrupted):
         return 0
     from rich.table import Table
 

@@ -32,6 +32,18 @@ def _write(args: argparse.Namespace, d: dict) -> None:
         (Path(args.out) / "result.json").write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
 
 
+def emit_result(args: argparse.Namespace, d: dict, interrupted: bool) -> bool:
+    """Write result.json (with --out), then stop as Ctrl-C did once it is written, or print the JSON
+    (with --json); True when the command should still print its table."""
+    _write(args, d)
+    if interrupted:
+        raise KeyboardInterrupt
+    if args.json:
+        print(json.dumps(d, sort_keys=True))
+        return False
+    return True
+
+
 def _violations(items: list[dict]) -> None:
     for v in items[:5]:
         for line in violation_lines(v):
@@ -72,11 +84,7 @@ def cmd_run_events(args: argparse.Namespace) -> int:
          "distinct_delivery_sequences": len({json.dumps(r.deliveries) for r in runs}),
          "distinct_histories": len({json.dumps(r.history, sort_keys=True) for r in runs}),
          "per_run": [r.to_json(args.persist) for r in runs]}
-    _write(args, d)
-    if interrupted:
-        raise KeyboardInterrupt
-    if args.json:
-        print(json.dumps(d, sort_keys=True))
+    if not emit_result(args, d, interrupted):
         return 0
     from rich.table import Table
 
