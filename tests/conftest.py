@@ -61,3 +61,18 @@ def tools_fuzz_trace(built_once: Callable[[str, Callable[[Path], Path]], Path]) 
         return out / "run" / "trace.jsonl"
 
     return built_once("tools_fuzz_trace", record)
+
+
+@pytest.fixture(scope="session")
+def pox_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """POX gar, unmodified (tests/pox_checkout.py): one checkout shared by the session's workers."""
+    from pox_checkout import pox_checkout
+
+    return pox_checkout(tmp_path_factory.getbasetemp().parent)
+
+
+@pytest.fixture
+def pox_env(pox_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``pox:`` controllers run from that checkout ($NETSLEUTH_POX)."""
+    monkeypatch.setenv("NETSLEUTH_POX", str(pox_home))
+    return pox_home

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from handler_calls import call, run
-from pox_checkout import pox_checkout
 
 from netsleuth.model.actions import Output
 from netsleuth.model.ofdp import ofp
@@ -26,17 +25,6 @@ pytestmark = pytest.mark.real
 SPEC = "pox:forwarding.l2_learning"
 DATA = Path(__file__).parent / "data" / "pox_ext"
 H1, H2 = 0x0A0000000001, 0x0A0000000002
-
-
-@pytest.fixture(scope="module")
-def pox_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return pox_checkout(tmp_path_factory.getbasetemp().parent)
-
-
-@pytest.fixture
-def pox_env(pox_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("NETSLEUTH_POX", str(pox_home))
-    return pox_home
 
 
 @pytest.fixture

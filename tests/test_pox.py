@@ -20,7 +20,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pox_checkout import pox_checkout
 
 from netsleuth.jobs.run import RunOptions, run
 from netsleuth.model.switch_io import SwitchLimits
@@ -30,17 +29,6 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 STP = "openflow.discovery openflow.spanning_tree --no-flood --hold-down"
 HOLD_DOWN = 7.0
-
-
-@pytest.fixture(scope="session")
-def pox_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return pox_checkout(tmp_path_factory.getbasetemp().parent)
-
-
-@pytest.fixture
-def pox_env(pox_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("NETSLEUTH_POX", str(pox_home))
-    return pox_home
 
 
 def pingall(out: Path, components: str, topo: str, *, buffers: int = 0, warmup: float | str = "auto") -> dict:
