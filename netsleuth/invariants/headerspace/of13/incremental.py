@@ -55,6 +55,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
 )
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _translate
+from netsleuth.invariants.headerspace.of13.tableviews import LiveCompiled
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY
 from netsleuth.invariants.headerspace.of13.tree import ExplorationHop, Lookup, OverBudget, dst_of, reach_of
 from netsleuth.invariants.view import NetworkView
@@ -68,42 +69,9 @@ _MAC = FULL13["eth_dst"]
 ALL_TABLES = ofp.OFPTT_ALL
 
 
-class _Compiled(Compiled13):
-    """A compiled pipeline whose tables are re-read after a FLOW_MOD: each entry's in_port is
-    remembered (by entry), so regrouping a table by in_port costs a dictionary probe per entry."""
-
-    def __init__(self, pipe: Any) -> None:
-        super().__init__(pipe)
-        self._ip: dict[int, tuple[Any, int | None]] = {}
-
-    def _table(self, t: int) -> tuple[dict[int | None, list[int]], list[Any]]:
-        got = self._by_port.get(t)
-        if got is None:
-            entries = self.pipe.tables.entries(t)
-            ip = self._ip
-            by: dict[int | None, list[int]] = {}
-            for i, e in enumerate(entries):
-                known = ip.get(id(e))
-                if known is None or known[0] is not e:
-                    m = e.match.get("in_port")
-                    known = ip[id(e)] = (e, None if m is None else m[0])
-                by.setdefault(known[1], []).append(i)
-            if len(ip) > 2 * len(self.pipe.tables) + 64:   # entries gone: forget them
-                live = {id(e) for e in self.pipe.tables}
-                self._ip = {k: v for k, v in ip.items() if k in live}
-            got = self._by_port[t] = (by, entries)
-        return got
-
-    def forget(self, t: int, in_port: int | None) -> None:
-        """Table ``t`` changed, for packets on ``in_port`` only (None: on any port)."""
-        self._by_port.pop(t, None)
-        for k in [k for k in self._views if k[0] == t and (in_port is None or k[2] == in_port)]:
-            del self._views[k]
-
-
 class _Net(Net13):
-    """The engine's compiled pipelines, kept across messages: a FLOW_MOD drops the views of
-    the tables it wrote (see :meth:`IncrementalHSA13.flow_mod`), nothing else is recompiled."""
+    """The engine's compiled pipelines, kept across messages: a FLOW_MOD brings the views of
+    the tables it wrote up to date (see :class:`LiveCompiled`), nothing else is recompiled."""
 
     def compiled(self, name: str) -> Compiled13:
         c = self._comp.get(name)
@@ -111,20 +79,16 @@ class _Net(Net13):
             pipe = pipeline13_of(self.view, name)
             if pipe is None:
                 return super().compiled(name)  # raises the engine's error for a 1.0 switch
-            c = self._comp[name] = _Compiled(pipe)
+            c = self._comp[name] = LiveCompiled(pipe)
         return c
 
-    def forget(self, name: str, table_id: int | None, match: OxmMatch | None) -> None:
-        """Drop what was compiled of ``name``'s table ``table_id`` (None: of every table) that
-        a FLOW_MOD with ``match`` can have changed: an exact in_port in the match confines
-        every entry it adds, modifies or deletes to that port's view of the table."""
+    def forget(self, name: str, table_id: int | None) -> None:
+        """Bring what was compiled of ``name``'s table ``table_id`` (None or OFPTT_ALL: of every
+        table) up to its entries."""
         c = self._comp.get(name)
-        if c is None:
+        if not isinstance(c, LiveCompiled):
             return
-        if table_id is None or table_id == ALL_TABLES or not isinstance(c, _Compiled):
-            del self._comp[name]
-            return
-        c.forget(table_id, None if match is None else match.exact_value("in_port"))
+        c.sync(None if table_id is None or table_id == ALL_TABLES else table_id)
 
 
 class _Match:
@@ -224,7 +188,7 @@ class IncrementalHSA13:
         """After a FLOW_MOD on ``switch`` (its table, OFPTT_ALL, or None when not known, and its
         match, None when not known)."""
         if table_id is not None and table_id != ALL_TABLES and match is not None:
-            return self._message(view, switch, table_id, lambda: self._overlapping(switch, table_id, match), match)
+            return self._message(view, switch, table_id, lambda: self._overlapping(switch, table_id, match))
         return self._message(view, switch, None, lambda: self._all_at(switch))
 
     def group_mod(self, view: NetworkView, switch: str, group_id: int | None, delete: bool) -> dict[str, list[Finding]]:
@@ -412,8 +376,8 @@ class IncrementalHSA13:
         return out
 
     # ------------------------------------------------------------------ one message
-    def _message(self, view: NetworkView, switch: str, table_id: int | None, affected: Any,
-                 match: OxmMatch | None = None) -> dict[str, list[Finding]]:
+    def _message(self, view: NetworkView, switch: str, table_id: int | None,
+                 affected: Any) -> dict[str, list[Finding]]:
         # the caller reports every message; anything else is for check() (one cheap guard here)
         if self.view is None or id(pipeline13_of(view, switch)) != self._pipe_ids.get(switch):
             self._full(view)
@@ -426,7 +390,7 @@ class IncrementalHSA13:
         self.partial_checks += 1
         self._net.view = view
         if table_id != -1:
-            self._net.forget(switch, table_id, match)
+            self._net.forget(switch, table_id)
         hops: list[ExplorationHop] = affected()
         changed = self._rerun(hops)
         if changed is None:   # past the budget or a SELECT group: full checks from now on

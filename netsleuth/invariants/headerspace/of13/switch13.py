@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,18 +81,59 @@ def _port_name(port: int) -> str:
 
 class _TableView:
     """The entries of one table as wildcards over injected headers, for one current-header
-    mapping and pipeline state, grouped by mask for probing (as the 1.0 compiler does)."""
+    mapping and pipeline state, grouped by mask for probing (as the 1.0 compiler does).
 
-    __slots__ = ("entries", "ws", "groups", "subs", "_shadow")
+    Entries are keyed by their *rank*, an int that orders them as the table does (an index
+    for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
+    put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    def __init__(self, entries: list[FlowEntry13], ws: list[tuple[int, int]]) -> None:
-        self.entries = entries
-        self.ws = ws
+    __slots__ = ("entries", "ws", "groups", "subs")
+
+    def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
+        self.entries: dict[int, FlowEntry13] = {}
+        self.ws: dict[int, tuple[int, int]] = {}
         self.groups: dict[int, dict[int, list[int]]] = {}
-        for i, (v, m) in enumerate(ws):
-            self.groups.setdefault(m, {}).setdefault(v, []).append(i)
         self.subs: dict[tuple[int, int], dict[int, list[int]]] = {}
-        self._shadow: dict[int, tuple[tuple[int, int], ...]] = {}
+        groups = self.groups
+        for r, e, (v, m) in ranked:
+            self.entries[r] = e
+            self.ws[r] = (v, m)
+            by = groups.get(m)
+            if by is None:
+                by = groups[m] = {}
+            lst = by.get(v)
+            if lst is None:
+                by[v] = [r]
+            else:
+                lst.append(r)
+
+    def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
+        """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
+        v, m = w
+        self.entries[r] = e
+        self.ws[r] = w
+        self.groups.setdefault(m, {}).setdefault(v, []).append(r)
+        for (gm, common), sub in self.subs.items():
+            if gm == m:
+                sub.setdefault(v & common, []).append(r)
+
+    def drop(self, r: int) -> None:
+        """Take out the entry of rank ``r`` (nothing when the view does not hold it)."""
+        w = self.ws.pop(r, None)
+        if w is None:
+            return
+        del self.entries[r]
+        v, m = w
+        by = self.groups[m]
+        _unlist(by, v, r)
+        if not by:
+            del self.groups[m]
+            for k in [k for k in self.subs if k[0] == m]:
+                del self.subs[k]
+            return
+        for (gm, common), sub in self.subs.items():
+            if gm == m:
+                _unlist(sub, v & common, r)
 
     def candidates(self, v: int, m: int) -> list[int]:
         out: list[int] = []
@@ -112,13 +154,6 @@ class _TableView:
         if len(out) > 1:
             out.sort()
         return out
-
-    def shadowers(self, i: int) -> tuple[tuple[int, int], ...]:
-        sh = self._shadow.get(i)
-        if sh is None:
-            v, m = self.ws[i]
-            sh = self._shadow[i] = tuple(self.ws[j] for j in self.candidates(v, m) if j < i)
-        return sh
 
     def classify(self, hs: HS13) -> list[tuple[int | None, HS13]]:
         """Split ``hs`` by the entry each part hits (None: no entry).  When a term already
@@ -200,6 +235,13 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     return earlier
 
 
+def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:
+    lst = by[key]
+    lst.remove(r)
+    if not lst:
+        del by[key]
+
+
 def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int) -> tuple[int, int] | None:
     """The injected headers ``entry`` matches given the current mapping, or None for none."""
     v = m = 0
@@ -258,16 +300,19 @@ class Compiled13:
         key = (t, sym.key, in_port, md, tid)
         tv = self._views.get(key)
         if tv is None:
-            by, entries = self._table(t)
-            idx = sorted(by.get(in_port, []) + by.get(None, []))
-            es, ws = [], []
-            for i in idx:
-                w = _translate(entries[i], sym, in_port, md, tid)
-                if w is not None:
-                    es.append(entries[i])
-                    ws.append(w)
-            tv = self._views[key] = _TableView(es, ws)
+            tv = self._views[key] = self._build(t, sym, in_port, md, tid)
         return tv
+
+    def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
+        """A new view of table ``t`` (entries by rank: here their index in the table)."""
+        by, entries = self._table(t)
+        ranked = []
+        for r in sorted(by.get(in_port, []) + by.get(None, [])):
+            e = entries[r]
+            w = _translate(e, sym, in_port, md, tid)
+            if w is not None:
+                ranked.append((r, e, w))
+        return _TableView(ranked)
 
 
 def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
