@@ -80,42 +80,73 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- blackholes
-def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None) -> list[Finding]:
+def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None,
+                 memo: dict[str, dict] | None = None) -> list[Finding]:
     """One finding per dropping rule (switch, table, rule), whichever hosts send into it.
-    ``comp``: :func:`R.components` of ``view``, when the caller has it."""
+    ``comp``: :func:`R.components` of ``view``, when the caller has it.  ``memo`` (the
+    incremental engine's, kept while only flow tables and groups change): per ingress, the
+    drops of its reach (the same reach object: the same drops), and per dropping rule, its
+    finding and the very (ingress, event) pairs it was built from."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
     comp = R.components(view) if comp is None else comp
+    by_ing = {} if memo is None else memo.setdefault("ingress", {})
     groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
     for ing in a.ingresses:
-        drops = a.reaches[ing].drops
-        if not drops:
+        r = a.reaches[ing]
+        if not r.drops:
             continue
-        cut_off = R.need_not_reach(a, ing, comp, macs)
-        for e in drops:
-            hs = e.hs.minus_values("eth_dst", cut_off).prune()
-            if not hs.terms:
-                continue
-            texts = e.rule_texts()
-            rule = texts[-1] if texts else e.why
-            whys, spaces, evs = groups.setdefault((e.where, rule), {}).setdefault(ing, ([], [], []))
+        hit = by_ing.get(ing)
+        items = hit[1] if hit is not None and hit[0] is r else _drops13(a, ing, comp, macs)
+        if memo is not None:
+            by_ing[ing] = (r, items)
+        for key, hs, e in items:
+            whys, spaces, evs = groups.setdefault(key, {}).setdefault(ing, ([], [], []))
             if e.why not in whys:
                 whys.append(e.why)
             spaces.append(hs)
             evs.append(e)
+    old = {} if memo is None else memo.get("rule", {})
+    kept: dict = {}
     out = []
     for (sw, rule), per in groups.items():
-        entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
-        whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
-        e = per[entries[0][0]][2][0]
-        hops = [f"{s}:{p}" for s, p in e.path]
-        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
-        hs = union13(h for _i, h in entries)
-        shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
-        out.append(R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
-                                  {"rules": list(e.rule_texts()), "terms": len(hs.terms),
-                                   "rule_text": rule}))
+        used = [x for ing, (_w, _s, evs) in per.items() for x in (ing, *evs)]
+        f = R.memo_hit(old, (sw, rule), used)
+        if f is None:
+            f = _drop_finding13(view, a, sw, rule, per, macs)
+        kept[(sw, rule)] = (used, f)
+        out.append(f)
+    if memo is not None:
+        memo["rule"] = kept
     return out
+
+
+def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
+             macs: dict[int, str]) -> list[tuple[tuple[str, str], HS13, HsaEvent13]]:
+    """An ingress's drops that count, as ((switch, rule), headers that count, event)."""
+    cut_off = R.need_not_reach(a, ing, comp, macs)
+    out = []
+    for e in a.reaches[ing].drops:
+        hs = e.hs.minus_values("eth_dst", cut_off).prune()
+        if not hs.terms:
+            continue
+        texts = e.rule_texts()
+        out.append(((e.where, texts[-1] if texts else e.why), hs, e))
+    return out
+
+
+def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
+                    per: dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]],
+                    macs: dict[int, str]) -> Finding:
+    entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
+    whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
+    e = per[entries[0][0]][2][0]
+    hops = [f"{s}:{p}" for s, p in e.path]
+    hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+    hs = union13(h for _i, h in entries)
+    shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
+    return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
+                          {"rules": list(e.rule_texts()), "terms": len(hs.terms), "rule_text": rule})
 
 
 # --------------------------------------------------------------------------- reachability

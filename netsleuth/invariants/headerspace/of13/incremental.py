@@ -298,7 +298,8 @@ class IncrementalHSA13:
             self._by_mac.setdefault(h.mac, []).append(h.name)
         assert a is not None
         self._comp = comp
-        self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a, comp),
+        self._bh_memo: dict[str, dict] = {}
+        self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a, comp, self._bh_memo),
                        "reachability": []}
         self._recheck_pairs(view, a, range(len(self._sources)))
 
@@ -462,7 +463,7 @@ class IncrementalHSA13:
         if any(old[n].loops or self._reaches[n].loops for n in changed):
             self._found["loops"] = C13.loops13(view, a)
         if any(old[n].drops or self._reaches[n].drops for n in changed):
-            self._found["blackholes"] = C13.blackholes13(view, a, self._comp)
+            self._found["blackholes"] = C13.blackholes13(view, a, self._comp, self._bh_memo)
         want = set(changed)
         self._recheck_pairs(view, a, [i for i, s in enumerate(self._sources) if s[2] in want], old)
 
