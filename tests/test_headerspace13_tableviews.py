@@ -20,6 +20,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from netsleuth.invariants.headerspace.of13 import tableviews
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _TableView
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym
+from netsleuth.model.of13 import flowtable
 from netsleuth.model.of13.actions import Output
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13
 from netsleuth.model.of13.instructions import Instructions
@@ -78,10 +79,13 @@ def _change(rng: random.Random, pipe, macs: list[int]) -> int | None:
     return table
 
 
-@pytest.mark.parametrize("gap", [tableviews.GAP, 4])
-def test_views_follow_their_tables(gap: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``gap`` 4: neighbours run out of room at once, so the views are dropped and read anew."""
+@pytest.mark.parametrize(("gap", "journal"), [(tableviews.GAP, flowtable.JOURNAL), (4, flowtable.JOURNAL),
+                                               (tableviews.GAP, 1)])
+def test_views_follow_their_tables(gap: int, journal: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gap`` 4: neighbours run out of room at once, so the views are dropped and read anew;
+    ``journal`` 1: the tables' journals do not reach back, so the entries are compared."""
     monkeypatch.setattr(tableviews, "GAP", gap)
+    monkeypatch.setattr(flowtable, "JOURNAL", journal)
     resets: list[int] = []
     reset = tableviews.LiveCompiled._reset
     monkeypatch.setattr(tableviews.LiveCompiled, "_reset", lambda self, t: (resets.append(t), reset(self, t)))
@@ -111,3 +115,25 @@ def test_views_follow_their_tables(gap: int, monkeypatch: pytest.MonkeyPatch) ->
             synced += 1
     assert synced > 500
     assert bool(resets) == (gap == 4), "room runs out with small gaps only"
+
+
+def test_journal_and_position() -> None:
+    """What ``FlowTables`` tells the views: the entries in and out since a serial, in order, and
+    where an entry sits."""
+    tables = flowtable.FlowTables(2)
+    s0 = tables.serial(1)
+    m1, m2 = OxmMatch.build(eth_dst=1), OxmMatch.build(eth_dst=2)
+    tables.add(1, m1, 5, Instructions())
+    tables.add(1, m2, 9, Instructions())
+    a, b = tables.entries(1)[1], tables.entries(1)[0]
+    assert tables.changes_since(1, s0) == [(a, True), (b, True)] and tables.changes_since(0, 0) == []
+    assert [tables.position(e) for e in (a, b)] == [1, 0]
+    s1 = tables.serial(1)
+    tables.modify(1, m1, Instructions(goto=None), strict=False)   # keeps its entries: no change
+    assert tables.serial(1) == s1
+    tables.add(1, m1, 5, Instructions())                          # replaces a: out, then the new one in
+    c = tables.entries(1)[1]
+    assert tables.changes_since(1, s1) == [(a, False), (c, True)] and tables.position(a) is None
+    for n in range(3 * flowtable.JOURNAL):
+        tables.add(0, OxmMatch.build(eth_dst=n + 10), 1, Instructions())
+    assert tables.changes_since(0, 0) is None and len(tables.changes_since(0, tables.serial(0) - 5) or ()) == 5

@@ -33,9 +33,10 @@ class _Table:
     (by id; the entries are held, so an id is not reused while it is here), each entry's
     in_port (None: any) and the ranks per in_port."""
 
-    __slots__ = ("entries", "rank", "port", "by")
+    __slots__ = ("entries", "rank", "port", "by", "serial")
 
-    def __init__(self, entries: list[FlowEntry13]) -> None:
+    def __init__(self, entries: list[FlowEntry13], serial: int) -> None:
+        self.serial = serial   # the table's FlowTables.serial when last read
         self.entries: dict[int, FlowEntry13] = {}
         self.rank: dict[int, int] = {}
         self.port: dict[int, int | None] = {}
@@ -69,7 +70,8 @@ class LiveCompiled(Compiled13):
     def _tab(self, t: int) -> _Table:
         tab = self._tabs.get(t)
         if tab is None:
-            tab = self._tabs[t] = _Table(self.pipe.tables.entries(t))
+            tables = self.pipe.tables
+            tab = self._tabs[t] = _Table(tables.entries(t), tables.serial(t))
         return tab
 
     def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
@@ -91,31 +93,30 @@ class LiveCompiled(Compiled13):
 
     def _sync(self, t: int) -> None:
         tab = self._tabs[t]
-        now = self.pipe.tables.entries(t)
-        ids = list(map(id, now))
-        cur = set(ids)
-        gone = tab.rank.keys() - cur
-        came_ids = cur - tab.rank.keys()
-        if not gone and not came_ids:
+        tables = self.pipe.tables
+        now = tables.entries(t)
+        got = self._changes(tab, t, now)
+        tab.serial = tables.serial(t)
+        if got is None:
             return
-        came = sorted(ids.index(x) for x in came_ids)
+        gone, came = got
         views = [(k, tv) for k, tv in self._views.items() if k[0] == t]
-        for x in sorted(tab.rank[x] for x in gone):
-            tab.remove(x)
+        for r in gone:
+            tab.remove(r)
             for _k, tv in views:
-                tv.drop(x)
+                tv.drop(r)
         new: dict[int, int] = {}
         for i, j in _runs(came):   # each run of new neighbours spread evenly between the old ones around it
-            lo = tab.rank[ids[i - 1]] if i else 0
-            hi = tab.rank[ids[j + 1]] if j + 1 < len(ids) else lo + (j - i + 2) * GAP
+            lo = tab.rank[id(now[i - 1])] if i else 0
+            hi = tab.rank[id(now[j + 1])] if j + 1 < len(now) else lo + (j - i + 2) * GAP
             step = (hi - lo) // (j - i + 2)
             if step < 1:   # no room left between the neighbours: read the table whole again
                 self._reset(t)
                 return
             for n in range(i, j + 1):
-                new[ids[n]] = lo + (n - i + 1) * step
+                new[n] = lo + (n - i + 1) * step
         for i in came:
-            e, r = now[i], new[ids[i]]
+            e, r = now[i], new[i]
             tab.add(r, e)
             p = tab.port[r]
             for k, tv in views:
@@ -124,6 +125,29 @@ class LiveCompiled(Compiled13):
                     w = _translate(e, sym, in_port, md, tid)
                     if w is not None:
                         tv.put(r, e, w)
+
+    def _changes(self, tab: _Table, t: int, now: list[FlowEntry13]) -> tuple[list[int], list[int]] | None:
+        """What changed in table ``t`` since ``tab`` was last brought up to it: the ranks of
+        the entries gone (ascending) and the indexes in ``now`` of the entries that came
+        (ascending); None for nothing.  From the table's journal when it reaches back that far,
+        else by comparing the entries."""
+        journal = self.pipe.tables.changes_since(t, tab.serial)
+        if journal is not None:
+            net: dict[int, tuple[FlowEntry13, bool]] = {}
+            for e, added in journal:
+                if not added and id(e) in net:   # came and went since: nothing
+                    del net[id(e)]
+                else:
+                    net[id(e)] = (e, added)
+            gone = sorted(tab.rank[x] for x, (_e, added) in net.items() if not added)
+            pos = [self.pipe.tables.position(e) for e, added in net.values() if added]
+            came = sorted(i for i in pos if i is not None)
+        else:
+            ids = list(map(id, now))
+            cur = set(ids)
+            gone = sorted(tab.rank[x] for x in tab.rank.keys() - cur)
+            came = sorted(ids.index(x) for x in cur - tab.rank.keys())
+        return (gone, came) if gone or came else None
 
     def _reset(self, t: int) -> None:
         self._tabs.pop(t, None)
