@@ -18,11 +18,12 @@ import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.of13 import tableviews
+from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _TableView
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym
 from netsleuth.model.of13 import flowtable
 from netsleuth.model.of13.actions import Output
-from netsleuth.model.of13.headerbits import FULL13, SHIFT13
+from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 from netsleuth.model.of13.instructions import Instructions
 from netsleuth.model.of13.oxm import OxmMatch
 
@@ -39,10 +40,16 @@ def _contents(tv: _TableView) -> list:
     return [(tv.entries[r], tv.ws[r]) for r in sorted(tv.ws)]
 
 
+def _split(tv: _TableView, hs: HS13) -> list:
+    return [(None if r is None else id(tv.entries[r]), piece.terms) for r, piece in tv.classify(hs)]
+
+
 def _probes(tv: _TableView, macs: list[int]) -> list:
     """Candidates (as entries, in order) for wildcards that fix all, some or none of the
-    bits the entries test (the partial ones go through the view's sub-indexes)."""
-    out = []
+    bits the entries test (the partial ones go through the view's sub-indexes), and how
+    the headers a host sends split among the entries (a kept view remembers the pieces)."""
+    out = [_split(tv, HS13.injected().intersect_wc(wc13(eth_src=mac))) for mac in macs[:3]]
+    out.append(_split(tv, HS13.injected()))
     for mac in macs[:6]:
         for v, m in ((mac << SHIFT13["eth_dst"], _DST), (mac << SHIFT13["eth_src"], _SRC), (0, 0),
                      ((mac << SHIFT13["eth_dst"]) | (macs[0] << SHIFT13["eth_src"]), _DST | _SRC)):
@@ -137,3 +144,26 @@ def test_journal_and_position() -> None:
     for n in range(3 * flowtable.JOURNAL):
         tables.add(0, OxmMatch.build(eth_dst=n + 10), 1, Instructions())
     assert tables.changes_since(0, 0) is None and len(tables.changes_since(0, tables.serial(0) - 5) or ()) == 5
+
+
+def test_a_rank_given_again() -> None:
+    """An entry deleted and another added at its place get the same rank: the pieces the view
+    remembered for the first must not stand for the second."""
+    topo, switches10, _info = bench.build_fattree(4)
+    pipes = bench.build_fattree13(4, topo, switches10)
+    pipe = pipes["e1"]
+    comp = tableviews.LiveCompiled(pipe)
+    hs = HS13.injected()
+    tv = comp.view(1, IDENTITY, 1, 0, 0)
+    first = _split(tv, hs)
+    e = pipe.tables.entries(1)[3]
+    dst = e.match.get("eth_dst")[0]
+    rank = comp._tabs[1].rank[id(e)]
+    pipe.tables.delete(1, e.match, strict=True, priority=e.priority)
+    comp.sync(1)
+    m = OxmMatch.build(in_port=1, eth_dst=dst)   # sorts where e was, takes every sender's headers
+    pipe.add_flow(1, m, e.priority, Instructions.actions(Output(2)))
+    comp.sync(1)
+    assert comp._tabs[1].rank[id(pipe.tables.select(1, m, strict=True, priority=e.priority)[0])] == rank
+    now = _split(tv, hs)
+    assert now == _split(Compiled13(pipe).view(1, IDENTITY, 1, 0, 0), hs) and now != first

@@ -87,13 +87,15 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
         self.ws: dict[int, tuple[int, int]] = {}
         self.groups: dict[int, dict[int, list[int]]] = {}
         self.subs: dict[tuple[int, int], dict[int, list[int]]] = {}
+        self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
+        self._gone: set[int] = set()   # ranks dropped while the memo knew them
         groups = self.groups
         for r, e, (v, m) in ranked:
             self.entries[r] = e
@@ -110,6 +112,10 @@ class _TableView:
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
         v, m = w
+        if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
+            self._gone.clear()
+            if self.memo:
+                self.memo.clear()
         self.entries[r] = e
         self.ws[r] = w
         self.groups.setdefault(m, {}).setdefault(v, []).append(r)
@@ -123,6 +129,8 @@ class _TableView:
         if w is None:
             return
         del self.entries[r]
+        if self.memo:
+            self._gone.add(r)
         v, m = w
         by = self.groups[m]
         _unlist(by, v, r)
@@ -183,10 +191,22 @@ class _TableView:
 
     def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
         """:meth:`classify` for a term that its best candidate does not take whole: each candidate
-        gets the term's headers no better-ranked candidate takes; what none takes is a miss."""
+        gets the term's headers no better-ranked candidate takes; what none takes is a miss.
+
+        A view kept across messages (``memo`` not None) remembers each piece by the term, the
+        candidate's rank and the ranks of the candidates that shadow it: a rank stands for one
+        wildcard as long as the view lives, so the piece is the same whenever they are."""
         ws = self.ws
         v, m, ds = t
         covered = False
+        tm: dict[Any, Term | None] | None = None
+        if self.memo is not None:
+            tm = self.memo.get(t)
+            if tm is None:
+                if len(self.memo) >= _MEMO_TERMS:
+                    self.memo.clear()
+                    self._gone.clear()
+                tm = self.memo[t] = {}
         # Candidates seen so far, by mask: two wildcards of one mask overlap only when
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
@@ -197,25 +217,57 @@ class _TableView:
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier(seen, ev, em)
             seen.setdefault(em, {}).setdefault(ev, []).append(i)
-            sh = tuple(ws[j] for j in earlier)
-            if not (em & ~m):  # inside the entry's wildcard
+            inside = not (em & ~m)  # the term lies inside the entry's wildcard
+            if inside:
                 covered = True
-                if not sh:
+                if not earlier:
                     # Every header of the term hits this entry: none is left for the rest.
                     pieces.setdefault(i, []).append(t)
                     break
-                extra = make_term(v, m, sh)
-                nt: Term | None = None if extra is None else (v, m, ds + extra[2])
+            if tm is None:
+                nt = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
             else:
-                nt = make_term(v | ev, m | em, ds + sh)
-            if nt is None or term_empty(nt, WIDTH13):
-                continue
-            pieces.setdefault(i, []).append(nt)
+                key = (i, *earlier)
+                if key in tm:
+                    nt = tm[key]
+                else:
+                    nt = tm[key] = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+            if nt is not None:
+                pieces.setdefault(i, []).append(nt)
         if covered:
             return  # some candidate takes every header of the term
-        miss = make_term(v, m, ds + tuple(ws[i] for i in cands))
-        if miss is not None and not term_empty(miss, WIDTH13):
+        if tm is None:
+            miss = _miss(t, tuple(ws[i] for i in cands))
+        else:
+            key = (None, *cands)
+            if key in tm:
+                miss = tm[key]
+            else:
+                miss = tm[key] = _miss(t, tuple(ws[i] for i in cands))
+        if miss is not None:
             pieces.setdefault(None, []).append(miss)
+
+
+_MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
+
+
+def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: bool) -> Term | None:
+    """The headers of ``t`` that the entry (ev, em) takes when the entries ``sh`` rank before
+    it (None: none)."""
+    v, m, ds = t
+    if inside:
+        extra = make_term(v, m, sh)
+        nt: Term | None = None if extra is None else (v, m, ds + extra[2])
+    else:
+        nt = make_term(v | ev, m | em, ds + sh)
+    return None if nt is None or term_empty(nt, WIDTH13) else nt
+
+
+def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
+    """The headers of ``t`` that none of the wildcards ``ws`` takes (None: none)."""
+    v, m, ds = t
+    miss = make_term(v, m, ds + ws)
+    return None if miss is None or term_empty(miss, WIDTH13) else miss
 
 
 def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:

@@ -83,7 +83,9 @@ class LiveCompiled(Compiled13):
             if w is not None:
                 ranked.append((r, e, w))
         self._how[(t, sym.key, in_port, md, tid)] = (sym, in_port, md, tid)
-        return _TableView(ranked)
+        tv = _TableView(ranked)
+        tv.memo = {}   # ranks are kept: pieces of terms can be remembered
+        return tv
 
     def sync(self, t: int | None = None) -> None:
         """Bring the views of table ``t`` (None: of every table) up to the table's entries."""
