@@ -150,9 +150,10 @@ def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
 
 
 # --------------------------------------------------------------------------- reachability
+_INJECTED = HS13.injected()
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
     """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
-    eth = HS13.injected().intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
+    eth = _INJECTED.intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
     if src_ip is None or dst_ip is None:
         return eth
     ip = eth.intersect_wc(wc13(eth_type=0x0800, ipv4_src=src_ip, ipv4_dst=dst_ip))
@@ -166,6 +167,7 @@ class _ByDst:
     def __init__(self, events: list[HsaEvent13]) -> None:
         self.fixed: dict[int, list[tuple[int, Term]]] = defaultdict(list)
         self.loose: list[tuple[int, Term]] = []
+        self._loose: list[tuple[Term, list, dict[int, list]]] | None = None   # see narrowed
         self.events = events
         for n, e in enumerate(events):
             for t in e.hs.terms:
@@ -176,6 +178,23 @@ class _ByDst:
 
     def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
         return self.fixed.get(dst_mac, []) + self.loose
+
+    def narrowed(self, dst_mac: int) -> list[Term]:
+        """The terms of :meth:`hits`, each unfixed one without the differences that fix another
+        eth_dst: meeting a space that fixes ``dst_mac`` drops them anyway (``make_term``), and
+        an unfixed term (a table's misses, say) can carry one per destination of the table."""
+        out = [t for _n, t in self.fixed.get(dst_mac, ())]
+        if self._loose is None:
+            self._loose = [_split_diffs(t) for _n, t in self.loose]
+        for t, other, by in self._loose:
+            mine = by.get(dst_mac)
+            if not by:
+                out.append(t)
+            elif mine is None:
+                out.append((t[0], t[1], tuple(d for _i, d in other)))
+            else:
+                out.append((t[0], t[1], tuple(d for _i, d in sorted(other + mine))))
+        return out
 
     def events_for(self, dst_mac: int) -> list[HsaEvent13]:
         """The events cut down to their terms that can hold headers sent to ``dst_mac``."""
@@ -189,10 +208,24 @@ class _ByDst:
         return out
 
 
+def _split_diffs(t: Term) -> tuple[Term, list[tuple[int, Any]], dict[int, list[tuple[int, Any]]]]:
+    """A term's differences (numbered, to keep their order) that fix no eth_dst, and the others
+    by the eth_dst they fix."""
+    other: list[tuple[int, Any]] = []
+    by: dict[int, list[tuple[int, Any]]] = {}
+    for i, d in enumerate(t[2]):
+        if d[1] & _DST_FULL == _DST_FULL:
+            by.setdefault((d[0] >> _DST_SH) & _MAC, []).append((i, d))
+        else:
+            other.append((i, d))
+    return t, other, by
+
+
 def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS13:
-    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses."""
+    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses
+    (without SELECT groups, as far as the pair's space, which fixes ``dst_mac``, is concerned)."""
     if not alts:
-        return HS13(t for idx in indexes for _n, t in idx.hits(dst_mac))
+        return HS13(t for idx in indexes for t in idx.narrowed(dst_mac))
     return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
 
 

@@ -116,8 +116,11 @@ def _moved_dsts(old: Reach13, new: Reach13, ok: Any, by_mac: dict[int, list[str]
     p_old, p_new = _punts(old, ok), _punts(new, ok)
     macs: set[int] = set()
     if not _same(p_old, p_new):
-        t_old = {t for e in p_old for t in e.hs.terms}
-        t_new = {t for e in p_new for t in e.hs.terms}
+        # the terms of the events only one side has: a superset of the terms only one side has
+        # (an event kept is the same object on both sides), at a fraction of the hashing
+        i_old, i_new = {id(e) for e in p_old}, {id(e) for e in p_new}
+        t_old = {t for e in p_old if id(e) not in i_new for t in e.hs.terms}
+        t_new = {t for e in p_new if id(e) not in i_old for t in e.hs.terms}
         loose: dict[tuple[int, int], list[Any]] = {}
         for t in t_old ^ t_new:
             if t[1] & _DST_FULL == _DST_FULL:
@@ -257,7 +260,8 @@ class IncrementalHSA13:
         net = self._net = _Net(view)
         self._alts: list[dict[int, int]] = []
         self._roots: list[ExplorationHop] = []
-        self._at: dict[str, dict[tuple[int, int | None], list[tuple[ExplorationHop, Lookup]]]] = {}
+        # per switch, per (table, injected eth_dst or None), per in_port: the lookups made there
+        self._at: dict[str, dict[tuple[int, int | None], dict[int, list[tuple[ExplorationHop, Lookup]]]]] = {}
         self._hops_at: dict[str, list[ExplorationHop]] = {}
         self._groups_at: dict[str, dict[int, list[ExplorationHop]]] = {}
         self._filed: dict[str, int] = {}
@@ -313,7 +317,7 @@ class IncrementalHSA13:
             self._hops_at.setdefault(s, []).append(h)
             by = self._at.setdefault(s, {})
             for lk in h.lookups:
-                by.setdefault((lk[0], dst_of(lk)), []).append((h, lk))
+                by.setdefault((lk[0], dst_of(lk)), {}).setdefault(lk[3], []).append((h, lk))
             for g in h.groups:
                 self._groups_at.setdefault(s, {}).setdefault(g, []).append(h)
             self._filed[s] = self._filed.get(s, 0) + 1
@@ -349,11 +353,13 @@ class IncrementalHSA13:
         by = self._at.get(s)
         if not by:
             return []
-        dst = match.exact_value("eth_dst")
-        if dst is not None:
-            lists = [by.get((table_id, dst), ()), by.get((table_id, None), ())]
-        else:
-            lists = [v for k, v in by.items() if k[0] == table_id]
+        dst, port = match.exact_value("eth_dst"), match.exact_value("in_port")
+        keys = [(table_id, dst), (table_id, None)] if dst is not None else [k for k in by if k[0] == table_id]
+        lists = []
+        for k in keys:
+            per_port = by.get(k)
+            if per_port:   # a match with an in_port takes only the lookups on that port
+                lists.extend(per_port.values() if port is None else [per_port.get(port, ())])
         entry = _Match(match)
         seen: dict[tuple, tuple[int, int] | None] = {}
         out: list[ExplorationHop] = []
