@@ -11,7 +11,7 @@ import itertools
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
@@ -47,8 +47,7 @@ from netsleuth.model.of13.pipeline import MAX_GROUP_DEPTH, Pipeline13
 
 
 # --------------------------------------------------------------------------- one switch
-@dataclass(frozen=True, slots=True)
-class Emission:
+class Emission(NamedTuple):
     port: int          # a port, OFPP_CONTROLLER, or a special port
     sym: Sym
 
@@ -87,7 +86,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -97,7 +96,9 @@ class _TableView:
         self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
         self._gone: set[int] = set()   # ranks dropped while the memo knew them
         groups = self.groups
+        bits = 0   # every bit some entry tests (or once tested)
         for r, e, (v, m) in ranked:
+            bits |= m
             self.entries[r] = e
             self.ws[r] = (v, m)
             by = groups.get(m)
@@ -108,6 +109,7 @@ class _TableView:
                 by[v] = [r]
             else:
                 lst.append(r)
+        self.bits = bits
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
@@ -118,6 +120,7 @@ class _TableView:
                 self.memo.clear()
         self.entries[r] = e
         self.ws[r] = w
+        self.bits |= m
         self.groups.setdefault(m, {}).setdefault(v, []).append(r)
         for (gm, common), sub in self.subs.items():
             if gm == m:
@@ -169,9 +172,17 @@ class _TableView:
         differences stay as they are and only the entry's shadowers are clipped to it."""
         pieces: dict[int | None, list[Term]] = {}
         ws = self.ws
+        bits = self.bits
+        lv = lm = -1
+        cands: list[int] = []
         for t in hs.terms:
             v, m, ds = t
-            cands = self.candidates(v, m)
+            # the candidates depend on the bits some entry tests only: terms that differ
+            # elsewhere (the tag-count shapes of one header class, say) share them
+            kv, km = v & bits, m & bits
+            if kv != lv or km != lm:
+                cands = self.candidates(v, m)
+                lv, lm = kv, km
             if not cands:
                 pieces.setdefault(None, []).append(t)
                 continue
