@@ -341,6 +341,8 @@ class Compiled13:
         self.signature = signature13(pipe)
         self._by_port: dict[int, tuple[dict[int | None, list[int]], list[FlowEntry13]]] = {}
         self._views: dict[tuple[Any, ...], _TableView] = {}
+        # (port, in_port, id(sym)) -> (sym, what an output there emits): ports are part of the signature
+        self.emissions: dict[tuple[int, int, int], tuple[Sym, tuple[Emission, ...]]] = {}
 
     @property
     def pipe(self) -> Pipeline13:
@@ -468,13 +470,20 @@ class _Switch13:
 
     def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
         sym = b.st.sym
-        sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
-        if not sent:
+        key = (port, in_port, id(sym))
+        got = self.comp.emissions.get(key)
+        if got is None or got[0] is not sym:
+            if len(self.comp.emissions) >= 4096:   # many mappings (rewrites): start over
+                self.comp.emissions.clear()
+            sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
+            got = self.comp.emissions[key] = (sym, tuple(Emission(p, sym) for p in sent))
+        ems = got[1]
+        if not ems:
             why = (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
                    if port == in_port else f"outputs to port {port}, which the switch does not have"
                    if port <= ofp.OFPP_MAX else f"outputs to {_port_name(port)}, which reaches no port")
             return Branch13(b.st, b.emits, b.rules, b.choices, lost=why)
-        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices, lost=b.lost)
+        return Branch13(b.st, b.emits + ems, b.rules, b.choices, lost=b.lost)
 
     def _group(self, group_id: int, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         groups = self.pipe.groups
