@@ -55,8 +55,8 @@ from netsleuth.invariants.headerspace.of13.engine import (
 )
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _translate
-from netsleuth.invariants.headerspace.of13.tableviews import LiveCompiled
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY
+from netsleuth.invariants.headerspace.of13.tableviews import LiveCompiled
 from netsleuth.invariants.headerspace.of13.tree import ExplorationHop, Lookup, OverBudget, dst_of, reach_of
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13
