@@ -355,7 +355,7 @@ class IncrementalHSA13:
             return []
         dst, port = match.exact_value("eth_dst"), match.exact_value("in_port")
         keys = [(table_id, dst), (table_id, None)] if dst is not None else [k for k in by if k[0] == table_id]
-        lists = []
+        lists: list[Iterable[tuple[ExplorationHop, Lookup]]] = []
         for k in keys:
             per_port = by.get(k)
             if per_port:   # a match with an in_port takes only the lookups on that port

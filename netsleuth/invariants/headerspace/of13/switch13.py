@@ -250,11 +250,11 @@ class _TableView:
         if tm is None:
             miss = _miss(t, tuple(ws[i] for i in cands))
         else:
-            key = (None, *cands)
-            if key in tm:
-                miss = tm[key]
+            mkey: tuple[int | None, ...] = (None, *cands)
+            if mkey in tm:
+                miss = tm[mkey]
             else:
-                miss = tm[key] = _miss(t, tuple(ws[i] for i in cands))
+                miss = tm[mkey] = _miss(t, tuple(ws[i] for i in cands))
         if miss is not None:
             pieces.setdefault(None, []).append(miss)
 
