@@ -174,6 +174,7 @@ class _TableView:
         ws = self.ws
         bits = self.bits
         lv = lm = -1
+        whole = True   # no term was split
         cands: list[int] = []
         for t in hs.terms:
             v, m, ds = t
@@ -194,9 +195,11 @@ class _TableView:
                     got.append(t)
                 continue
             self._split_term(t, cands, pieces)
+            whole = False
         if len(pieces) == 1:
             only, ts = next(iter(pieces.items()))
-            if len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True)):
+            # unsplit terms go to their pieces as they are, in order: one piece is then all of hs
+            if whole or (len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True))):
                 return [(only, hs)]  # one entry takes all of it, unchanged
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 
