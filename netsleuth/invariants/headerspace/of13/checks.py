@@ -86,7 +86,7 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     ``comp``: :func:`R.components` of ``view``, when the caller has it.  ``memo`` (the
     incremental engine's, kept while only flow tables and groups change): per ingress, the
     drops of its reach (the same reach object: the same drops), and per dropping rule, its
-    finding and the very (ingress, event) pairs it was built from."""
+    finding and the very ingresses, events and instructions of their rules it was built from."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
     comp = R.components(view) if comp is None else comp
@@ -110,7 +110,10 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     kept: dict = {}
     out = []
     for (sw, rule), per in groups.items():
-        used = [x for ing, (_w, _s, evs) in per.items() for x in (ing, *evs)]
+        # the finding reads its events' rules as text: a MODIFY gives a rule new instructions
+        # in place, so they are part of what it was built from
+        used = [x for ing, (_w, _s, evs) in per.items()
+                for x in (ing, *(y for e in evs for y in (e, *(r[2].instructions for r in e.rules))))]
         f = R.memo_hit(old, (sw, rule), used)
         if f is None:
             f = _drop_finding13(view, a, sw, rule, per, macs)

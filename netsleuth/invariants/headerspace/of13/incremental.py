@@ -316,8 +316,14 @@ class IncrementalHSA13:
             s = h.switch
             self._hops_at.setdefault(s, []).append(h)
             by = self._at.setdefault(s, {})
+            last: tuple[Any, Any, int | None] = (None, None, None)
             for lk in h.lookups:
-                by.setdefault((lk[0], dst_of(lk)), {}).setdefault(lk[3], []).append((h, lk))
+                if lk[1] is last[0] and lk[2] is last[1]:   # a goto with the headers unchanged
+                    dst = last[2]
+                else:
+                    dst = dst_of(lk)
+                    last = (lk[1], lk[2], dst)
+                by.setdefault((lk[0], dst), {}).setdefault(lk[3], []).append((h, lk))
             for g in h.groups:
                 self._groups_at.setdefault(s, {}).setdefault(g, []).append(h)
             self._filed[s] = self._filed.get(s, 0) + 1
