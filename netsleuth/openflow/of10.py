@@ -117,11 +117,8 @@ def decode(data: bytes) -> Any:
 
 def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
     """Walk an action list so that os-ken's asserting parsers only see good ones."""
-    def bad_len(problem: str) -> CodecError:
-        return _bad_action(ofp.OFPBAC_BAD_LEN, problem, data, xid)
-
-    def unknown(problem: str) -> CodecError:
-        return _bad_action(ofp.OFPBAC_BAD_TYPE, problem, data, xid)
+    bad_len = _W.raiser(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_LEN, data, xid)
+    unknown = _W.raiser(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_TYPE, data, xid)
 
     for atype, off, alen in wire.walk_tl(data, start, end, what="action", head=ofp.OFP_ACTION_HEADER_SIZE,
                                          bad_len=bad_len):

@@ -54,6 +54,10 @@ class Framing:
         """The OFPT_ERROR a switch answers ``data`` with, carrying its first 64 bytes."""
         return CodecError(problem, err_type, code, xid, bytes(data[:ERROR_DATA_LEN]), version=self.version)
 
+    def raiser(self, err_type: int, code: int, data: bytes, xid: int) -> Callable[[str], CodecError]:
+        """The error of one type and code for ``data``, waiting only for the problem in words."""
+        return lambda problem: self.error(err_type, code, problem, data, xid)
+
     def bad_request(self, code: int, problem: str, data: bytes, xid: int) -> CodecError:
         return self.error(_BAD_REQUEST, code, problem, data, xid)
 
