@@ -125,7 +125,7 @@ def _replay_messages(replay_dir: Path) -> tuple[list[ControllerMessage], dict[st
 
 def load_window_runs(paths: list[Path], target: dict[str, Any] | None, *, all_code: bool = False) -> Spectrum | None:
     """Runs per handler call (see localize/windows.py), or None when some replay cannot be split: its
-    controller has no windows (not os-ken), its trace is gone or no window of a failing replay is known
+    controller has no windows (neither os-ken nor POX), its trace is gone or no window of a failing replay is known
     to have sent the violation's rule."""
     if not target:
         return None
