@@ -375,12 +375,15 @@ def _window_summary(ranked: list[dict]) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    """The benchmark as a table: fault, controller, rank of the faulty line per formula, top-1/top-5, and
-    its Ochiai rank with one run per handler call (``calls``)."""
+    """The benchmark as a table: fault, controller, rank of the faulty line per formula over whole replays,
+    its Ochiai rank with one run per handler call (``calls``) and in the spectrum localize chose (``auto``,
+    with its block and the spectrum's name); top-1/top-5 marks the rank localize shows (``auto``)."""
     out = [f"{'fault':24} {'controller':16} {'ochiai':>6} {'block':>5} {'dstar':>6} {'tarant':>6}  top   "
            f"{'calls':>5}  {'auto':>4} {'block':>5} {'spectrum':13}  outcome"]
     for r in rows:
         k = r.get("rank_ochiai") if separable(r) else None
+        if "used_rank" in r:   # the mark is for what localize shows: the spectrum it chose
+            k = r["used_rank"] if r.get("used_separable") else None
         mark = "first" if k == 1 else "top-5" if k is not None and k <= 5 else "miss"
         out.append(f"{r['fault']:24} {r.get('controller', ''):16} {r.get('rank_ochiai') or '-':>6} "
                    f"{r.get('block_ochiai') or '-':>5} {r.get('rank_dstar') or '-':>6} "
