@@ -23,7 +23,8 @@ private matter of this environment's coverage release.
 Windows: in an os-ken process (os-ken and Ryu apps, Faucet) and in POX every
 call of an event handler after the handshakes runs in a coverage context of
 its own (``w1``, ``w2``, ...), and every OpenFlow message the controller
-sends is noted with the window that sent it (its switch and xid).  os-ken
+sends is noted with the window that sent it (its switch and xid), as is
+the exception that escaped a call (its type's name).  os-ken
 hands events to the handlers ``OSKenApp.get_handlers`` returns and sends
 with ``Datapath.send_msg``; POX's revent calls each handler through
 ``Event._invoke`` and its connections send with ``Connection.send``.  A replay's lines
@@ -79,7 +80,7 @@ class _OsThreads:
 sqldata.threading = _OsThreads()
 
 _state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
-          "sent": [], "patched": False, "pox_patched": False}
+          "sent": [], "raised": {}, "patched": False, "pox_patched": False}
 # A context switch (a handler's start or end in POX's scheduler thread) and the dump (in the main
 # thread, on SIGTERM) both flush the tracers into the one database: never at the same time.
 _flush = threading.RLock()
@@ -155,6 +156,8 @@ def _lines_by_context(data):
     for n, event in _state["windows"]:
         got = per.get(n, {})
         windows.append({"id": n, "event": event, "lines": {f: sorted(v) for f, v in sorted(got.items())}})
+        if n in _state["raised"]:
+            windows[-1]["raised"] = _state["raised"][n]
     return {f: sorted(v) for f, v in sorted(lines.items())}, windows
 
 
@@ -172,6 +175,9 @@ def _in_window(event, call):
         cov.switch_context(f"w{n}")
     try:
         return call()
+    except Exception as exc:   # the call an exception escaped: the failing one of an exception violation
+        _state["raised"][n] = type(exc).__name__
+        raise
     finally:
         with _flush:
             _state["current"] = previous
