@@ -11,6 +11,7 @@ localization, is a module fixture that the other tests compare with.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -168,15 +169,41 @@ def test_each_minimized_bucket_names_its_top_lines(first: Path) -> None:
         assert b.get("same_top_lines_as") == same, (b.get("same_top_lines_as"), same)
         assert (f"same top lines as bucket {same}" in summary) == (same is not None)
         blocks.setdefault(i, loc["first_block"])
-    # per handler call, the packet-in call that made each bug's rule or packet-out ranks first: the loop's top
-    # line is the flood, the blackhole's first block has the learned output port its rule was made with
+    # per handler call, the packet-in call that sent the blackhole's rule fails: its first block has the learned
+    # output port the rule was made with.  The loop names no rule, so its failing call is the last to send to
+    # one of its switches, a flood or an install as timing has it: its top line is in the packet-in handler.
     by_invariant = {b["signature"]["invariant"]: b["minimized"]["localize"] for b in d["buckets"]}
     assert {loc["spectrum"] for loc in by_invariant.values()} == {"handler calls"}
-    loop = by_invariant["dataplane-loops"]["top"][0]
-    assert (loop["source"], loop["rank"], loop["function"]) == \
-        ("out_port = ofproto.OFPP_FLOOD", 1, "SimpleSwitch._packet_in_handler"), loop
     hole = {t["source"] for t in by_invariant["blackholes"]["top"] if t["block"] == 1}
     assert "out_port = self.mac_to_port[dpid][dst]" in hole, by_invariant["blackholes"]["top"]
+    loop = by_invariant["dataplane-loops"]["top"][0]
+    assert (loop["rank"], loop["function"]) == (1, "SimpleSwitch._packet_in_handler"), loop
+
+
+def test_a_resumed_campaign_localizes_the_buckets_minimized_without_localization(first: Path,
+                                                                                 tmp_path: Path) -> None:
+    """The first campaign's OUT, copied, with its buckets' localizations taken out of the store as if it had
+    run with --no-localize: --no-localize keeps them unlocalized, a run with localization on localizes them
+    without minimizing again."""
+    out = tmp_path / "copy"
+    shutil.copytree(first, out)
+    db = sqlite3.connect(out / "campaign.sqlite")
+    for sig, record in db.execute("SELECT signature, record FROM buckets").fetchall():
+        kept = {k: v for k, v in json.loads(record).items() if k != "localize"}
+        db.execute("UPDATE buckets SET record = ? WHERE signature = ?", (json.dumps(kept), sig))
+    db.commit()
+    db.close()
+    args = ["campaign", str(campaign_file(tmp_path)), "--out", str(out), "--jobs", "2"]
+    assert main([*args, "--no-localize"]) == 1
+    d = json.loads((out / "campaign.json").read_text())
+    assert all("localize" not in b["minimized"] for b in d["buckets"])
+    minimized = {b["id"]: b["minimized"]["seconds"] for b in d["buckets"]}
+    assert main(args) == 1
+    d = json.loads((out / "campaign.json").read_text())
+    for b in d["buckets"]:
+        assert b["minimized"]["seconds"] == minimized[b["id"]]   # the minimization of the first run, kept
+        loc = b["minimized"]["localize"]
+        assert loc["separable"] and loc["top"] and (out / loc["json"]).is_file(), loc
 
 
 def test_run_twice_gives_the_same_buckets_and_a_broken_controller_only_fails_its_jobs(first: Path,
