@@ -156,7 +156,7 @@ def test_a_pox_fault_every_replay_runs_ranks_per_handler_call(pox_home: Path, tm
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """POX's l2_learning sending a known destination to the port next to the learned one: every replay runs
     the packet-in handler's install path, and whole replays tie the whole handler; each call of a POX
-    handler as a run of its own puts the faulty line second, behind only the test that leads to it."""
+    handler as a run of its own puts the faulty line in the top 2, behind at most the test that leads to it."""
     app, line = seeded_pox(pox_home, tmp_path, monkeypatch)
     spec = "pox:pox_port_plus_one"
     d = run_minimize(MinimizeOptions(trace=POX_TRACE, out=tmp_path / "min", controller=[spec], jobs=2,
@@ -164,8 +164,10 @@ def test_a_pox_fault_every_replay_runs_ranks_per_handler_call(pox_home: Path, tm
     loc = d["localize"]
     assert loc["spectrum"] == "handler calls" and loc["separable"], loc
     ranks = {(t["file"], t["line"]): (t["rank"], t["block"]) for t in loc["top"]}
-    assert ranks.get((str(app), line)) == (2, 1), loc["top"][:3]
-    assert loc["top"][0]["source"] == "if packet.dst not in self.macToPort: # 4", loc["top"][0]
+    rank, block = ranks.get((str(app), line), (None, None))
+    assert block == 1 and rank is not None and rank <= 2, loc["top"][:3]
+    # ahead of it at most the test that leads to it (which ties with it unless a passing call floods)
+    assert all(t["source"] == "if packet.dst not in self.macToPort: # 4" for t in loc["top"][:rank - 1]), loc["top"]
     calls = [json.loads(p.read_text()) for p in sorted((tmp_path / "min").glob("*/w*/*/coverage.json"))]
     # every replay with inputs split into POX handler calls, and the sends of a reproducing one noted
     assert all(c["windows"] for c in calls if c["inputs"]) and all(c["sent"] for c in calls if c["reproduced"])
@@ -176,7 +178,7 @@ def test_a_pox_fault_every_replay_runs_ranks_per_handler_call(pox_home: Path, tm
     whole = json.loads((tmp_path / "min" / "localize.json").read_text())
     whole_rank = next((t["rank"] for t in whole["top"] if t["line"] == line), None)
     with capsys.disabled():
-        print(f"POX per handler call: rank 2 ({loc['failing']} failing / {loc['passing']} passing calls); "
+        print(f"POX per handler call: rank {rank} ({loc['failing']} failing / {loc['passing']} passing calls); "
               f"whole replays: {whole['message'] or whole_rank}")
     assert whole["spectrum"] == "replays"
     assert not whole["separable"] or whole_rank is None or whole_rank > 5, whole["top"][:10]
