@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.campaign.localized import localize_bucket, mark_same_top
 from netsleuth.campaign.report import write_reports
 from netsleuth.campaign.spec import CampaignSpec, JobSpec
 from netsleuth.campaign.store import CampaignStore
@@ -103,6 +104,7 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
                 interrupted = True
         for b in buckets:
             b["minimized"] = store.bucket(b["id"])
+        mark_same_top(buckets)
         data = campaign_data(spec, out, store.jobs(), buckets, resumed=resumed, interrupted=interrupted,
                              seconds=time.monotonic() - t0, elapsed=store.elapsed() + time.monotonic() - t0)
         data["workers_lost"], data["jobs_per_node"] = status.lost, dict(sorted(status.nodes.items()))
@@ -282,14 +284,20 @@ def group_buckets(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _minimize_buckets(spec: CampaignSpec, out: Path, store: CampaignStore, buckets: list[dict[str, Any]],
                       status: CampaignStatus, notify: Progress) -> None:
     for i, b in enumerate(buckets, 1):
-        if store.bucket(b["id"]) is not None:
-            continue  # minimized by an earlier run of this campaign
-        status.phase = f"minimizing bucket {i} of {len(buckets)}"
-        notify(status)
-        record = minimize_bucket(spec, out, b)
-        if record.get("stop_reason") == "interrupted":
-            raise KeyboardInterrupt
-        store.record_bucket(b["id"], record)
+        record = store.bucket(b["id"])
+        if record is None:
+            status.phase = f"minimizing bucket {i} of {len(buckets)}"
+            notify(status)
+            record = minimize_bucket(spec, out, b)
+            if record.get("stop_reason") == "interrupted":
+                raise KeyboardInterrupt
+            store.record_bucket(b["id"], record)
+        if spec.localize and "localize" not in record and record.get("mcs") and not record.get("error"):
+            # minimized now, or by an earlier run of this campaign that did not localize
+            status.phase = f"localizing bucket {i} of {len(buckets)}"
+            notify(status)
+            record["localize"] = localize_bucket(out, b["id"], b["representative"]["controller"])
+            store.record_bucket(b["id"], record)
 
 
 def minimize_bucket(spec: CampaignSpec, out: Path, bucket: dict[str, Any]) -> dict[str, Any]:

@@ -85,7 +85,8 @@ def _python_options(rest: list[str], framework: bool) -> list[str]:
     folder = str(script.parent)
     if script.name == "pox.py":  # POX: its components are the controller's code, pox/ the framework
         ext = str(script.parent / "ext")
-        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early"]   # POX's scheduler thread starts at boot
+        # POX's scheduler thread starts at boot; --windows: a coverage context per handler call, as os-ken's
+        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early", "--windows"]
         opts += ["--source", folder] if framework else ["--source", ext]
         for word in rest[1:]:
             component = word.split(":")[0]
