@@ -402,7 +402,7 @@ class Session:
             errors = c.log_errors()
             for e in errors:
                 self.recorder(ts.ControllerEvent, controller=c.name, what="log_error", detail=e)
-            statuses.append({"name": c.name, "spec": c.spec.text, "alive": c.alive(), "exit_code": c.exit_code(),
+            statuses.append({"name": c.name, "spec": str(c.spec), "alive": c.alive(), "exit_code": c.exit_code(),
                              "log": str(c.log_path), "logged_errors": errors})
         self.result.data["controllers"] = statuses
         s = self.world.stats
