@@ -130,6 +130,13 @@ def test_the_user_may_run_live_controllers_only() -> None:
             validate(ControllerSpec.parse(text))
 
 
+def test_only_apps_the_model_checker_runs_are_hosted() -> None:
+    assert str(ControllerSpec.parse("osken:os_ken.app.simple_switch").hosted()) == "app:osken:os_ken.app.simple_switch"
+    assert str(ControllerSpec.parse("app:osken:os_ken.app.simple_switch").real()) == "osken:os_ken.app.simple_switch"
+    with pytest.raises(ControllerError, match="cannot run"):
+        ControllerSpec.parse("faucet:auto").hosted()
+
+
 def test_validation_makes_paths_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "sw.py").write_text("")
     (tmp_path / "x.conf").write_text("")

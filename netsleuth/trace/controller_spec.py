@@ -145,7 +145,11 @@ class ControllerSpec:
         return replace(self, in_model=False) if self.kind in HOSTED else self
 
     def hosted(self) -> ControllerSpec:
-        """The model checker's spec of this app (``osken:M`` -> ``app:osken:M``)."""
+        """The model checker's spec of this app (``osken:M`` -> ``app:osken:M``, ``pyswitch`` -> ``app:pyswitch``)."""
+        if self.kind not in (*HOSTED, Kind.APP):
+            raise ControllerError(f"the model checker cannot run the controller '{self}'",
+                                  "check an in-process app (pyswitch, package.module:Class) or a hosted one "
+                                  "(osken:MODULE, ryu:APP, pox:COMPONENTS)")
         return replace(self, in_model=True)
 
 
