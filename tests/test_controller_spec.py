@@ -128,6 +128,8 @@ def test_the_user_may_run_live_controllers_only() -> None:
     for text in ("pyswitch", "app:osken:os_ken.app.simple_switch", "defined:mobility"):
         with pytest.raises(ControllerError, match="not understood"):
             validate(ControllerSpec.parse(text))
+    with pytest.raises(ControllerError, match="unknown controller kind 'nox'"):
+        validate(ControllerSpec.parse("nox:forwarding"))
 
 
 def test_only_apps_the_model_checker_runs_are_hosted() -> None:

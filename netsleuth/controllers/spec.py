@@ -65,6 +65,8 @@ def validate(spec: ControllerSpec, *, source: str | None = None, trust: bool = F
     and no command.
     """
     if source is None:
+        if spec.kind is Kind.APP and not spec.in_model and ":" in spec.name:  # nox:forwarding
+            raise ControllerError(f"unknown controller kind '{spec.name.partition(':')[0]}'", f"use {FORMS}")
         if spec.kind not in RUNNABLE or spec.in_model:
             raise ControllerError(f"controller spec '{spec}' is not understood", f"use {FORMS}")
     elif not trust:
