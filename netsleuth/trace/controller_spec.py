@@ -65,7 +65,7 @@ RUNNABLE = (Kind.OSKEN, Kind.RYU, Kind.FAUCET, Kind.POX, Kind.CMD, Kind.TCP)
 APP_KINDS = (Kind.OSKEN, Kind.RYU)
 #: Real controllers the model checker hosts in a handler server (``app:osken:...``).
 HOSTED = (Kind.OSKEN, Kind.RYU, Kind.POX)
-_NOT_HOSTED = (Kind.CMD, Kind.TCP)  # app:cmd:... would read as a model-checker app named cmd
+_NOT_HOSTED = (Kind.CMD, Kind.TCP)  # no app to host: a command, a controller already running
 
 # ryu-manager options that take a value (``--name VALUE`` as well as ``--name=VALUE``); the
 # rest of the ``--`` options apps rely on are flags (``--observe-links``, ``--verbose``).
