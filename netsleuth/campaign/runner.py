@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.campaign.handoff import HandoffExecutor, RayStarter
 from netsleuth.campaign.report import write_reports
 from netsleuth.campaign.spec import CampaignSpec, JobSpec
 from netsleuth.campaign.store import CampaignStore
@@ -40,8 +41,7 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.live.stop import stopped_by
-from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor, import_ray
-from netsleuth.minimize.ray_executor import init_ray
+from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor
 from netsleuth.options import check_out_dir
 
 
@@ -80,7 +80,7 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
     notify = progress or (lambda _s: None)
     t0 = time.monotonic()
     interrupted = False
-    ray_owned = False
+    starter = RayStarter(spec.address, spec.jobs) if spec.executor == "ray" else None  # Ray starts meanwhile
     try:
         resumed = store.bind(spec.definition())
         jobs = spec.job_list()
@@ -88,11 +88,11 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
         todo = [j for j in jobs if j.key not in done]
         status.total, status.skipped = len(jobs), len(jobs) - len(todo)
         _count(status, store.jobs())
-        if spec.executor == "ray":
-            ray_owned = _init_ray(spec)
         try:
             if todo:
-                _run_jobs(spec, out, store, todo, status, notify, t0)
+                _run_jobs(spec, out, store, todo, status, notify, t0, starter)
+            if starter is not None:
+                starter.result()  # minimization runs on the same instance
         except KeyboardInterrupt:
             interrupted = True
         buckets = group_buckets(store.jobs())
@@ -113,8 +113,8 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
     finally:
         store.add_elapsed(time.monotonic() - t0)
         store.close()
-        if ray_owned:
-            import_ray().shutdown()
+        if starter is not None:
+            starter.shutdown()
 
 
 def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
@@ -127,29 +127,32 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- running the jobs
-def _init_ray(spec: CampaignSpec) -> bool:
-    """Connect to the cluster (or start a local instance); True if this campaign started it."""
-    return init_ray(spec.address, spec.jobs)
+HANDOFF = True  # False: no job starts before Ray is up (bench/campaign.py measures both)
 
 
-def _executor(spec: CampaignSpec) -> Executor:
-    if spec.executor == "ray":
-        return RayExecutor(None, spec.jobs)  # Ray is initialized by now: the actors go to its cluster
-    return LocalPoolExecutor(spec.jobs)
+def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
+    """The local pool; or Ray, with a pool running the first jobs while a local instance starts
+    (campaign/handoff.py); or, on a cluster, Ray once connected."""
+    if starter is None:
+        return LocalPoolExecutor(spec.jobs)
+    if HANDOFF and starter.local and not starter.done():
+        return HandoffExecutor(starter, spec.jobs)
+    starter.result()
+    return RayExecutor(None, spec.jobs)  # Ray is initialized by now: the actors go to its cluster
 
 
 HARD_GRACE = 120.0  # seconds past --job-timeout after which a worker that has not answered is ended
 
 
 def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[JobSpec],
-              status: CampaignStatus, notify: Progress, t0: float) -> None:
+              status: CampaignStatus, notify: Progress, t0: float, starter: RayStarter | None) -> None:
     """Keep every worker busy with one job; record each job as it ends.
 
     The time limit is the worker's to enforce, between fuzz rounds (campaign/worker.py).  A worker
     stuck where no round ends (it has not answered ``HARD_GRACE`` seconds after the limit) is ended
     with the rest of the pool, its job recorded as failed, and the others' jobs start again on a
     new pool."""
-    ex = _executor(spec)
+    ex = _executor(spec, starter)
     deadline = None if spec.budget_seconds is None else t0 + max(0.0, spec.budget_seconds - store.elapsed())
     pending: dict[cf.Future[Any], tuple[JobSpec, float]] = {}
     queue = list(todo)
@@ -163,7 +166,7 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                 pending[ex.submit(run_job, job_payload(job, spec, out))] = (job, time.monotonic())
             if deadline is not None and time.monotonic() >= deadline:
                 queue.clear()  # the budget is spent: no new job starts
-            status.running = len(pending)
+            status.running, status.workers = len(pending), ex.describe()
             notify(status)
             if not pending:
                 break
@@ -181,7 +184,7 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                 pending.clear()
                 status.lost += getattr(ex, "lost", 0)
                 _terminate(ex)
-                ex = _executor(spec)
+                ex = _executor(spec, starter)
                 ex.start(CampaignWorkerInit(spec.controllers if spec.executor == 'ray' else None))
         status.running = 0
         clean = True
@@ -225,6 +228,11 @@ def _record_of(fut: cf.Future[Any], job: JobSpec) -> dict[str, Any]:
 
 def _terminate(ex: Executor) -> None:
     """End the workers now, running jobs and all: their controllers' guards take the controllers down."""
+    if isinstance(ex, HandoffExecutor):
+        _terminate(ex.local)
+        ex.join_start()
+        _terminate(ex.ray)
+        return
     if isinstance(ex, LocalPoolExecutor):
         pool = ex._pool  # noqa: SLF001 - the executor has no kill switch of its own; the pool is ours
         processes = list(getattr(pool, "_processes", {}).values()) if pool is not None else []
