@@ -95,6 +95,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         for f in d["failures"][:5]:
             out.print(f"[red]failed[/red] seed {f['seed']} {f['topo']}: ", end="")
             out.print(str(f["error"]), markup=False, highlight=False, soft_wrap=True)
+        for node, n in d.get("nodes", {}).items():
+            if n["error"]:
+                out.print(f"[yellow]node[/yellow] {node} ({n['jobs_done']} jobs done, {n['jobs_lost']} lost): ", end="")
+                out.print(n["error"], markup=False, highlight=False, soft_wrap=True)
     if not d["completed"]:
         err.print(f"stopped by {d.get('stopped_by', 'SIGINT')}: the partial report is written", markup=False)
         return stop.exit_code()

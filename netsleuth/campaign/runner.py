@@ -60,6 +60,8 @@ class CampaignStatus:
     workers: str = ""
     nodes: dict[str, int] = field(default_factory=dict)   # where the jobs of this run ended: node -> jobs
     lost: int = 0                    # workers (Ray actors) lost while running a job, which ran again elsewhere
+    node_lost: dict[str, int] = field(default_factory=dict)    # node -> jobs lost there (run again elsewhere)
+    node_errors: dict[str, str] = field(default_factory=dict)  # node -> why it could not run jobs, or lost one
 
     def per_minute(self) -> float:
         minutes = (time.monotonic() - self.started) / 60.0
@@ -106,6 +108,7 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
         data = campaign_data(spec, out, store.jobs(), buckets, resumed=resumed, interrupted=interrupted,
                              seconds=time.monotonic() - t0, elapsed=store.elapsed() + time.monotonic() - t0)
         data["workers_lost"], data["jobs_per_node"] = status.lost, dict(sorted(status.nodes.items()))
+        data["nodes"] = node_table(status)
         status.phase = "writing the report"
         notify(status)
         data["report"] = write_reports(out, data)
@@ -182,18 +185,35 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                                                       "s after the job started; it was ended"), out, store, status)
                 queue[:0] = [job for job, _since in pending.values()]  # their workers end with the stuck one
                 pending.clear()
-                status.lost += getattr(ex, "lost", 0)
+                _collect_nodes(status, ex)
                 _terminate(ex)
                 ex = _executor(spec, starter)
                 ex.start(CampaignWorkerInit(spec.controllers if spec.executor == 'ray' else None))
         status.running = 0
         clean = True
     finally:
-        status.lost += getattr(ex, "lost", 0)
+        _collect_nodes(status, ex)
         if clean:
             ex.close()
         else:
             _terminate(ex)
+
+
+def _collect_nodes(status: CampaignStatus, ex: Executor) -> None:
+    """Add what a Ray executor knows of its nodes (workers lost, errors) to the campaign's status."""
+    pool = ex.ray if isinstance(ex, HandoffExecutor) else ex
+    status.lost += getattr(pool, "lost", 0)
+    for node, n in getattr(pool, "node_lost", {}).items():
+        status.node_lost[node] = status.node_lost.get(node, 0) + n
+    status.node_errors.update(getattr(pool, "node_errors", {}))
+
+
+def node_table(status: CampaignStatus) -> dict[str, dict[str, Any]]:
+    """Per node of this run: the jobs that ended there, the jobs lost with a worker, and its last error
+    (a node that joined late without the controllers' environment, or that lost a worker)."""
+    names = sorted(set(status.nodes) | set(status.node_lost) | set(status.node_errors))
+    return {n: {"jobs_done": status.nodes.get(n, 0), "jobs_lost": status.node_lost.get(n, 0),
+                "error": status.node_errors.get(n)} for n in names}
 
 
 def _store_record(record: dict[str, Any], out: Path, store: CampaignStore, status: CampaignStatus) -> None:

@@ -114,7 +114,9 @@ class RayActorPool:
         self.land = land
         self.per_node: dict[str, int] = {}     # node -> tasks it completed
         self.lost = 0                          # actors lost while running a task
-        self.node_errors: list[str] = []       # actors placed late on a node that could not build them
+        self.node_lost: dict[str, int] = {}    # node -> tasks lost there (each ran again elsewhere or failed)
+        self.node_errors: dict[str, str] = {}  # node -> why it could not build an actor, or lost one (the last)
+        self._node_of: dict[int, str] = {}     # id(actor) -> the node it was placed on, once it answered
         self._ray: Any = None
         self._owns = False
         self._cls: Any = None
@@ -181,16 +183,19 @@ class RayActorPool:
         info = self._ray.get(ref)
         if info["error"] is not None:
             problem, fix = info["error"]
-            raise EnvironmentSetupError(f"Ray node {info['node']}: {problem}", fix)
+            exc = EnvironmentSetupError(f"Ray node {info['node']}: {problem}", fix)
+            with self._lock:
+                self.node_errors[info["node"]] = exc.one_line()
+            raise exc
         with self._lock:
+            self._node_of[id(actor)] = info["node"]
             self.per_node.setdefault(info["node"], 0)
             self._free.append(actor)
 
     def _join_later(self, actor: Any, ref: Any) -> None:
         try:
             self._joined(actor, ref)
-        except NetsleuthError as exc:  # a node that came later without what the jobs need: it gets none
-            self.node_errors.append(exc.one_line())
+        except NetsleuthError:  # a node that came later without what the jobs need: it gets none (node_errors)
             self._drop(actor)
             return
         except Exception:  # noqa: BLE001 - a replacement whose node went away: dropped, not fatal
@@ -245,6 +250,10 @@ class RayActorPool:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         with self._lock:
             self.lost += 1
+            node = self._node_of.get(id(actor))
+            if node is not None:
+                self.node_lost[node] = self.node_lost.get(node, 0) + 1
+                self.node_errors[node] = f"lost a worker while running a task ({reason})"
             self._drop_locked(actor)
             if self._ray is not None and len(self._actors) < self.workers:
                 new = self._spawn()
