@@ -16,10 +16,19 @@ buckets are those of a campaign that ran on Ray alone.
 
 On a cluster (``--address``) nothing runs on the driver's machine, which may
 lack the controllers: the campaign waits for Ray as before.
+
+The overlap pays only where a CPU is idle while Ray starts.  Ray's start is
+mostly CPU work (about 3 CPU-seconds over its head processes and prestarted
+workers), and the pool adds its own start and jobs on top; on a machine
+whose CPUs are already all busy the two only slow each other down, and the
+campaign then ends later than one that simply waits for Ray.  So the
+hand-off is used only when the load average leaves a CPU free
+(:func:`worth_overlapping`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from concurrent.futures import Future
@@ -27,6 +36,12 @@ from typing import Any
 
 from netsleuth.minimize.executors import Executor, Init, LocalPoolExecutor, RayExecutor, Task, import_ray
 from netsleuth.minimize.ray_executor import init_ray
+
+
+def worth_overlapping() -> bool:
+    """True if a CPU is idle by the 1-minute load average: only then can a pool run jobs while Ray starts
+    without slowing Ray's start down by as much as it gains."""
+    return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
 
 
 class RayStarter:
@@ -139,4 +154,4 @@ class HandoffExecutor(Executor):
         self.ray.close()
 
 
-__all__ = ["RayStarter", "HandoffExecutor"]
+__all__ = ["RayStarter", "HandoffExecutor", "worth_overlapping"]

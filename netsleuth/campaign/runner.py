@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netsleuth.campaign.handoff import HandoffExecutor, RayStarter
+from netsleuth.campaign.handoff import HandoffExecutor, RayStarter, worth_overlapping
 from netsleuth.campaign.report import write_reports
 from netsleuth.campaign.spec import CampaignSpec, JobSpec
 from netsleuth.campaign.store import CampaignStore
@@ -130,7 +130,7 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- running the jobs
-HANDOFF = True  # False: no job starts before Ray is up (bench/campaign.py measures both)
+HANDOFF: bool | None = None  # None: by the load (handoff.worth_overlapping); bench/campaign.py forces both ways
 
 
 def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
@@ -138,7 +138,8 @@ def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
     (campaign/handoff.py); or, on a cluster, Ray once connected."""
     if starter is None:
         return LocalPoolExecutor(spec.jobs)
-    if HANDOFF and starter.local and not starter.done():
+    overlap = worth_overlapping() if HANDOFF is None else HANDOFF
+    if overlap and starter.local and not starter.done():
         return HandoffExecutor(starter, spec.jobs)
     starter.result()
     return RayExecutor(None, spec.jobs)  # Ray is initialized by now: the actors go to its cluster
