@@ -53,9 +53,9 @@ def test_the_pool_runs_the_first_tasks_then_ray_alone_and_never_more_than_the_wo
         pending: dict[cf.Future[Any], int] = {}
         deadline = time.monotonic() + 180
         n = 0
-        while not any(r[1] for r in results) or pending:
+        while not any(r[2] for r in results) or pending:
             assert time.monotonic() < deadline, "Ray never took over"
-            while len(pending) < ex.workers and not any(r[1] for r in results):
+            while len(pending) < ex.workers and not any(r[2] for r in results):
                 pending[ex.submit(where, 0.3)] = n
                 n += 1
             done, _ = cf.wait(list(pending), timeout=5, return_when=cf.FIRST_COMPLETED)
