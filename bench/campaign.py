@@ -7,9 +7,8 @@ configuration of ``--configs`` into a fresh OUT, ``--repeat`` times, the
 configurations interleaved (local, ray, local, ray, ...) so that a change
 in the machine's load hits them alike.  ``ray`` is a local Ray instance
 that the campaign starts and stops, its start-up counted, as a user gets
-it: its first jobs run on a process pool while Ray starts when the load
-leaves a CPU idle (campaign/handoff.py).  ``ray-alone`` always waits for
-Ray before the first job, ``ray-handoff`` always hands off.  Each
+it; ``ray-handoff`` runs the first jobs on a process pool while Ray starts
+(campaign/handoff.py, off by default).  Each
 campaign's wall time runs from the call to its return.
 
 It prints, per configuration, the minimum and median wall time and runs
@@ -49,13 +48,13 @@ def campaign(seeds: int, executor: str, jobs: int) -> CampaignSpec:
 
 
 def one_run(kind: str, jobs: int, seeds: int, out: Path) -> dict[str, Any]:
-    """One campaign of configuration ``kind`` (local, ray, ray-alone) with ``jobs`` workers."""
-    runner.HANDOFF = {"ray-alone": False, "ray-handoff": True}.get(kind)
+    """One campaign of configuration ``kind`` (local, ray, ray-handoff) with ``jobs`` workers."""
+    runner.HANDOFF = kind == "ray-handoff"
     load = os.getloadavg()[0]
     t = time.monotonic()
     d = run_campaign(campaign(seeds, "local" if kind == "local" else "ray", jobs), out)
     wall = time.monotonic() - t
-    runner.HANDOFF = None
+    runner.HANDOFF = False
     return {"wall_s": round(wall, 2), "runs": d["recorded"], "failed": d["failed"], "load_before": round(load, 2),
             "runs_per_minute": round(d["recorded"] / wall * 60, 2), "buckets": sorted(b["id"] for b in d["buckets"]),
             "jobs_per_node": d.get("jobs_per_node", {}), "handoff": len(d.get("jobs_per_node", {})) > 1}
@@ -74,7 +73,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=8, help="seeds per configuration (2 configurations)")
     ap.add_argument("--configs", default="local:2,ray:2",
-                    help="kind:jobs, comma-separated; kind is local, ray, ray-alone or ray-handoff")
+                    help="kind:jobs, comma-separated; kind is local, ray or ray-handoff")
     ap.add_argument("--repeat", type=int, default=3, help="campaigns per configuration")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()

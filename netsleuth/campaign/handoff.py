@@ -17,18 +17,20 @@ buckets are those of a campaign that ran on Ray alone.
 On a cluster (``--address``) nothing runs on the driver's machine, which may
 lack the controllers: the campaign waits for Ray as before.
 
-The overlap pays only where a CPU is idle while Ray starts.  Ray's start is
-mostly CPU work (about 3 CPU-seconds over its head processes and prestarted
-workers), and the pool adds its own start and jobs on top; on a machine
-whose CPUs are already all busy the two only slow each other down, and the
-campaign then ends later than one that simply waits for Ray.  So the
-hand-off is used only when the load average leaves a CPU free
-(:func:`worth_overlapping`).
+It is off by default (``campaign/runner.py``'s ``HANDOFF``; bench/campaign.py
+turns it on as ``ray-handoff``).  Ray's start is mostly CPU work (about 3
+CPU-seconds over its head processes and prestarted workers), and the pool
+adds its own start and jobs on top: on a machine whose CPUs are all busy
+the two only slow each other down (a pool's start went from 2.5 to 6 s,
+Ray's from 5-8 to 9-10 s, overlapped at a load average of 7 on 2 CPUs),
+so it gained nothing reliable there.  And Ray started off the main thread
+does not take part in SIGTERM's handling the way ``init_ray`` arranges on
+the main thread: a campaign stopped by SIGTERM while handing off writes
+its partial report but sometimes ends with an abort instead of exit 143.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from concurrent.futures import Future
@@ -38,27 +40,29 @@ from netsleuth.minimize.executors import Executor, Init, LocalPoolExecutor, RayE
 from netsleuth.minimize.ray_executor import init_ray
 
 
-def worth_overlapping() -> bool:
-    """True if a CPU is idle by the 1-minute load average: only then can a pool run jobs while Ray starts
-    without slowing Ray's start down by as much as it gains."""
-    return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
-
-
 class RayStarter:
-    """``init_ray`` in a background thread, begun as early as the campaign can.
+    """``init_ray``, in a background thread when ``background`` and the instance is a local one to start.
 
-    The thread lives until :meth:`shutdown`: Ray ties the life of the head processes it starts to
-    the thread that started them (the kernel's parent-death signal is per thread), so a thread
-    that ended after ``ray.init`` would take the local instance with it."""
+    Otherwise Ray starts at once on the calling (main) thread, as there only Ray sets up its own
+    handling of SIGTERM.  The background thread never ends: Ray ties the life of the head processes it starts to the
+    thread that started them (the kernel's parent-death signal is per thread), so a thread that ended
+    after ``ray.init`` would take the local instance with it; and one that ended after
+    ``ray.shutdown`` could abort the process (seen after a SIGTERM) as Ray's state for that thread is
+    torn down.  It waits, idle, until the process exits."""
 
-    def __init__(self, address: str | None, workers: int | None) -> None:
+    def __init__(self, address: str | None, workers: int | None, background: bool = True) -> None:
         ray = sys.modules.get("ray")  # importing it takes a while too: that is done in the thread
         self.address = address
         self.local = not address and not (ray is not None and ray.is_initialized())  # a local instance started here
+        self.background = background and self.local
         self.owned = False
         self.error: BaseException | None = None
         self._started = threading.Event()
-        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if not self.background:
+            self.owned = init_ray(address, workers)
+            self._started.set()
+            return
         self._thread = threading.Thread(target=self._run, args=(address, workers), name="ray-start", daemon=True)
         self._thread.start()
 
@@ -69,7 +73,7 @@ class RayStarter:
             self.error = exc
         finally:
             self._started.set()
-        self._stop.wait()
+        threading.Event().wait()  # see the class's text: this thread outlives Ray
 
     def done(self) -> bool:
         return self._started.is_set()
@@ -84,12 +88,8 @@ class RayStarter:
     def shutdown(self) -> None:
         """Stop the instance if this campaign started it (after waiting for a start still under way)."""
         self._started.wait()
-        try:
-            if self.owned:
-                import_ray().shutdown()
-        finally:
-            self._stop.set()
-            self._thread.join()
+        if self.owned:
+            import_ray().shutdown()
 
 
 class HandoffExecutor(Executor):
@@ -154,4 +154,4 @@ class HandoffExecutor(Executor):
         self.ray.close()
 
 
-__all__ = ["RayStarter", "HandoffExecutor", "worth_overlapping"]
+__all__ = ["RayStarter", "HandoffExecutor"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netsleuth.campaign.handoff import HandoffExecutor, RayStarter, worth_overlapping
+from netsleuth.campaign.handoff import HandoffExecutor, RayStarter
 from netsleuth.campaign.report import write_reports
 from netsleuth.campaign.spec import CampaignSpec, JobSpec
 from netsleuth.campaign.store import CampaignStore
@@ -82,8 +82,10 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
     notify = progress or (lambda _s: None)
     t0 = time.monotonic()
     interrupted = False
-    starter = RayStarter(spec.address, spec.jobs) if spec.executor == "ray" else None  # Ray starts meanwhile
+    starter: RayStarter | None = None
     try:
+        if spec.executor == "ray":  # now; or, handing off, in the background while the first jobs run
+            starter = RayStarter(spec.address, spec.jobs, background=HANDOFF)
         resumed = store.bind(spec.definition())
         jobs = spec.job_list()
         done = store.done_keys()
@@ -130,7 +132,7 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- running the jobs
-HANDOFF: bool | None = None  # None: by the load (handoff.worth_overlapping); bench/campaign.py forces both ways
+HANDOFF = False  # True: a process pool runs the first jobs while a local Ray starts (campaign/handoff.py: why not)
 
 
 def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
@@ -138,8 +140,7 @@ def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
     (campaign/handoff.py); or, on a cluster, Ray once connected."""
     if starter is None:
         return LocalPoolExecutor(spec.jobs)
-    overlap = worth_overlapping() if HANDOFF is None else HANDOFF
-    if overlap and starter.local and not starter.done():
+    if starter.background and not starter.done():
         return HandoffExecutor(starter, spec.jobs)
     starter.result()
     return RayExecutor(None, spec.jobs)  # Ray is initialized by now: the actors go to its cluster
@@ -256,7 +257,7 @@ def _terminate(ex: Executor) -> None:
         return
     if isinstance(ex, LocalPoolExecutor):
         pool = ex._pool  # noqa: SLF001 - the executor has no kill switch of its own; the pool is ours
-        processes = list(getattr(pool, "_processes", {}).values()) if pool is not None else []
+        processes = list((getattr(pool, "_processes", None) or {}).values()) if pool is not None else []
         for p in processes:
             try:
                 os.kill(p.pid, signal.SIGTERM)

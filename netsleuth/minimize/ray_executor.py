@@ -27,6 +27,7 @@ running on a live actor.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -322,6 +323,8 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
+    main = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
         if address:
             ray.init(address=address, **kwargs)
@@ -334,6 +337,8 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
         raise RayUnavailableError(f"cannot start or reach Ray at {address or 'a local instance'}: {exc}",
                                   "check the address (auto, ray://HEAD:10001, HOST:6379) or use --executor local"
                                   ) from None
+    if main and sigterm is not None:  # ray.init on the main thread replaced SIGTERM's handler with an exit that
+        signal.signal(signal.SIGTERM, sigterm)  # skips the partial results: SIGTERM stops a job as Ctrl-C does
     return True
 
 
