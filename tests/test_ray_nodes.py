@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_campaign import buckets_of, stored_jobs
+from test_campaign import all_gone, buckets_of, start_campaign, stored_jobs, wait_for_jobs
 
 from netsleuth.campaign.runner import run_campaign
 from netsleuth.campaign.spec import CampaignSpec
@@ -120,3 +120,18 @@ def test_a_node_that_joins_late_without_the_controller_environment_is_named_in_c
     good = {name: n for name, n in d["nodes"].items() if not n["error"]}
     assert len(good) == 2 and sum(n["jobs_done"] for n in good.values()) == 10
     assert json.loads((tmp_path / "out" / "campaign.json").read_text())["nodes"] == d["nodes"]
+
+
+def test_a_campaign_on_a_local_ray_instance_stopped_by_sigterm_writes_its_partial_report(tmp_path: Path) -> None:
+    """``ray.init`` on the main thread sets its own SIGTERM handler (a bare exit): the campaign must keep
+    its own, which ends the workers and writes the partial report, and exit 128 + SIGTERM."""
+    out = tmp_path / "stopped"
+    proc = start_campaign(tmp_path, out, "--executor", "ray", "--jobs", "2")
+    tree = wait_for_jobs(proc, out, 1, timeout=180)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert "stopped by SIGTERM" in stderr
+    assert all_gone(tree) == []  # Ray's own processes and the actors' controllers included
+    d = json.loads((out / "campaign.json").read_text())
+    assert d["completed"] is False and d["stopped_by"] == "SIGTERM" and d["recorded"] >= 1
