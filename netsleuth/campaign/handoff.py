@@ -2,12 +2,11 @@
 
 Starting a local Ray instance costs several seconds (its head processes, then
 actors that import netsleuth) that a process pool does not pay; on a short
-campaign that is most of the difference between the two.  So a campaign on
-Ray begins with :class:`RayStarter`, which connects to the cluster or starts
-the local instance in a background thread while the campaign opens its
-store and plans its jobs.  When the instance is a local one started here --
-the same machine runs the jobs either way -- :class:`HandoffExecutor` also
-starts a process pool of the same size at once: jobs go to the pool until
+campaign that is most of the difference between the two.  With the hand-off
+on, a campaign that starts a local instance -- the same machine runs the
+jobs either way -- starts it with :class:`RayStarter` in a background
+thread, and :class:`HandoffExecutor` starts a process pool of the same size
+at once: jobs go to the pool until
 the Ray actors are ready, and to Ray from then on.  The pool takes no new
 job after that; its running jobs end normally and it closes.  The campaign
 still keeps at most ``workers`` jobs in flight, so the parallelism is the
@@ -43,12 +42,12 @@ from netsleuth.minimize.ray_executor import init_ray
 class RayStarter:
     """``init_ray``, in a background thread when ``background`` and the instance is a local one to start.
 
-    Otherwise Ray starts at once on the calling (main) thread, as there only Ray sets up its own
-    handling of SIGTERM.  The background thread never ends: Ray ties the life of the head processes it starts to the
-    thread that started them (the kernel's parent-death signal is per thread), so a thread that ended
-    after ``ray.init`` would take the local instance with it; and one that ended after
-    ``ray.shutdown`` could abort the process (seen after a SIGTERM) as Ray's state for that thread is
-    torn down.  It waits, idle, until the process exits."""
+    Otherwise Ray starts at once on the calling thread (the main thread, where ``init_ray`` keeps the campaign's
+    own SIGTERM handler).  The background thread never ends: Ray ties the life of the head processes it starts
+    to the thread that started them (the kernel's parent-death signal is per thread), so a thread that ended
+    after ``ray.init`` would take the local instance with it; and one that ended after ``ray.shutdown`` could
+    abort the process (seen after a SIGTERM) as Ray's state for that thread is torn down.  It waits, idle, until
+    the process exits."""
 
     def __init__(self, address: str | None, workers: int | None, background: bool = True) -> None:
         ray = sys.modules.get("ray")  # importing it takes a while too: that is done in the thread
