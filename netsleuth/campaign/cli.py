@@ -109,6 +109,10 @@ def print_summary(d: dict[str, Any], out: Any, where: str) -> None:
     for f in d["failures"][:5]:
         out.print(f"[red]failed[/red] seed {f['seed']} {f['topo']}: ", end="")
         out.print(str(f["error"]), markup=False, highlight=False, soft_wrap=True)
+    for node, n in d.get("nodes", {}).items():
+        if n["error"]:
+            out.print(f"[yellow]node[/yellow] {node} ({n['jobs_done']} jobs done, {n['jobs_lost']} lost): ", end="")
+            out.print(n["error"], markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_top_lines(out: Any, bucket: dict[str, Any]) -> None:
