@@ -76,10 +76,10 @@ TEST_WORKERS ?= 2
 test: setup
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not cluster"
 
-# The two runs on a three-node Ray cluster that lose a node mid-way (a 40-run campaign
-# and a minimization): several minutes of a 2-core machine, so apart from `make test`.
+# The runs on a multi-node Ray cluster that lose a node mid-way (a 40-run campaign and a
+# minimization) or kill the campaign's driver: several minutes of a 2-core machine, so apart from `make test`.
 test-cluster: setup
-	$(VENV)/bin/python -m pytest -q -m cluster tests/test_ray_cluster.py
+	$(VENV)/bin/python -m pytest -q -m cluster tests/test_ray_cluster.py tests/test_ray_nodes.py
 
 # The pure tests only: no Debian package, no .venv-controller; about 75 s of
 # CPU, so under a minute in two workers.

@@ -6,7 +6,11 @@ violation, minimize with --localize, and record the rank of the faulty line
 under each formula.  Also measures what coverage costs: one trace replayed
 with and without it.  Writes bench/results/localize.json.
 
-    PYTHONPATH=. .venv/bin/python bench/localize.py [--faults NAME,...] [--overhead-times 3]
+    PYTHONPATH=. .venv/bin/python bench/localize.py [--faults NAME,...] [--overhead-times 3] [--jobs 1]
+
+Each fault's row is written to the results file as soon as it is done, so
+an interrupted run keeps the faults it finished.  ``auto``: the faulty
+line's rank in the spectrum localize chose (handler calls or whole replays).
 
 Extend :data:`FAULTS`: a fault names its app (module of the controller
 environment), the exact text of one line and what it becomes, and the fuzz
@@ -28,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netsleuth.controllers.external import find_controller_python
+from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
+from netsleuth.jobs.localize import LocalizeOptions, load_spectrum
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.localize.collect import load_runs, load_window_runs
@@ -265,7 +271,7 @@ def find_violation(fault: Fault, spec: str, out: Path) -> Path | None:
     return None
 
 
-def run_fault(fault: Fault, work: Path, budget: float) -> dict:
+def run_fault(fault: Fault, work: Path, budget: float, jobs: int = 2) -> dict:
     t0 = time.monotonic()
     app, line, spec = seed_fault(fault, work / "app", work.parent)
     row: dict = {"fault": fault.name, "app": fault.module, "line": line, "old": fault.old, "new": fault.new,
@@ -274,7 +280,7 @@ def run_fault(fault: Fault, work: Path, budget: float) -> dict:
     if trace is None:
         row["outcome"] = "no violation found"
         return row
-    d = run_minimize(MinimizeOptions(trace=trace, out=work / "min", controller=[spec], jobs=2,
+    d = run_minimize(MinimizeOptions(trace=trace, out=work / "min", controller=[spec], jobs=jobs,
                                      budget=budget, localize=True))
     if not d.get("localize"):
         row["outcome"] = "minimize wrote no localization"
@@ -299,8 +305,19 @@ def run_fault(fault: Fault, work: Path, budget: float) -> dict:
         row[f"wrank_{formula}"] = ranking.rank_of((str(app), line))
         row[f"wblock_{formula}"] = ranking.block_of((str(app), line))
     row["wseparable"] = windows is not None and ranking.separable
+    row.update(used_rank(work / "min", d.get("target"), (str(app), line)))
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
+
+
+def used_rank(minimize_out: Path, target: dict | None, faulty: tuple[str, int]) -> dict:
+    """The faulty line's Ochiai rank and block in the spectrum localize chose (``--spectrum auto``, the
+    default: handler calls or whole replays), as localize ranks it."""
+    used, kind = load_spectrum(minimize_out, target, LocalizeOptions(minimize_out))
+    order = execution_order(sorted({x for r in used.runs if r.failed for x in r.lines}))
+    ranking = rank(used.runs, "ochiai", order=lambda x: order.get(x, (0, *x)))
+    return {"used_spectrum": kind, "used_separable": ranking.separable,
+            "used_rank": ranking.rank_of(faulty), "used_block": ranking.block_of(faulty)}
 
 
 def overhead(trace: Path, controller: str, work: Path, times: int) -> dict:
@@ -335,7 +352,18 @@ def summarize(rows: list[dict]) -> dict:
             "controllers": sorted({r.get("controller", r["app"]) for r in rows}),
             "top1_ochiai": top1, "top5_ochiai": top5, "top1_share": round(top1 / n, 3),
             "top5_share": round(top5 / n, 3), "top1_block_ochiai": sum(1 for k in blocks if k == 1),
-            **_window_summary(ranked)}
+            **_window_summary(ranked), **_used_summary(ranked)}
+
+
+def _used_summary(ranked: list[dict]) -> dict:
+    """The counts in the spectrum localize chose itself (``auto``): what a user sees."""
+    rows = [r for r in ranked if "used_rank" in r]
+    ranks = [r["used_rank"] for r in rows if r.get("used_separable")]
+    n = len(rows) or 1
+    top1, top5 = sum(1 for k in ranks if k == 1), sum(1 for k in ranks if k is not None and k <= 5)
+    return {"auto_rows": len(rows), "top1_auto": top1, "top5_auto": top5, "top1_auto_share": round(top1 / n, 3),
+            "top5_auto_share": round(top5 / n, 3),
+            "top1_block_auto": sum(1 for r in rows if r.get("used_separable") and r.get("used_block") == 1)}
 
 
 def _window_summary(ranked: list[dict]) -> dict:
@@ -347,18 +375,23 @@ def _window_summary(ranked: list[dict]) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    """The benchmark as a table: fault, controller, rank of the faulty line per formula, top-1/top-5, and
-    its Ochiai rank with one run per handler call (``calls``)."""
+    """The benchmark as a table: fault, controller, rank of the faulty line per formula over whole replays,
+    its Ochiai rank with one run per handler call (``calls``) and in the spectrum localize chose (``auto``,
+    with its block and the spectrum's name); top-1/top-5 marks the rank localize shows (``auto``)."""
     out = [f"{'fault':24} {'controller':16} {'ochiai':>6} {'block':>5} {'dstar':>6} {'tarant':>6}  top   "
-           f"{'calls':>5}  outcome"]
+           f"{'calls':>5}  {'auto':>4} {'block':>5} {'spectrum':13}  outcome"]
     for r in rows:
         k = r.get("rank_ochiai") if separable(r) else None
+        if "used_rank" in r:   # the mark is for what localize shows: the spectrum it chose
+            k = r["used_rank"] if r.get("used_separable") else None
         mark = "first" if k == 1 else "top-5" if k is not None and k <= 5 else "miss"
         out.append(f"{r['fault']:24} {r.get('controller', ''):16} {r.get('rank_ochiai') or '-':>6} "
                    f"{r.get('block_ochiai') or '-':>5} {r.get('rank_dstar') or '-':>6} "
                    f"{r.get('rank_tarantula') or '-':>6}  {mark:5} "
                    f"{(r.get('wrank_ochiai') if r.get('wseparable') else None) or '-':>5}  "
-                   f"{r.get('outcome', r.get('message', ''))}")
+                   f"{(r.get('used_rank') if r.get('used_separable') else None) or '-':>4} "
+                   f"{(r.get('used_block') if r.get('used_separable') else None) or '-':>5} "
+                   f"{r.get('used_spectrum', ''):13}  {r.get('outcome', r.get('message', ''))}")
     return "\n".join(out)
 
 
@@ -379,6 +412,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default="/tmp/netsleuth-bench-localize")
     ap.add_argument("--budget", type=float, default=240.0, help="minimize budget per fault, seconds")
     ap.add_argument("--overhead-times", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=2, help="parallel replays per minimization (1 on a busy machine)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the other faults' rows of the last results file (run the benchmark a few at a time)")
     ap.add_argument("--only-overhead", action="store_true",
@@ -402,7 +436,10 @@ def main(argv: list[str]) -> int:
     kinds = {"pox": "pox", "ryu": "ryu"}
     for fault in FAULTS:
         if not args.only_overhead and (wanted is None or fault.name in wanted):
-            row = run_fault(fault, work / fault.name, args.budget)
+            try:
+                row = run_fault(fault, work / fault.name, args.budget, args.jobs)
+            except NetsleuthError as exc:   # one fault's failure is its row, not the end of the benchmark
+                row = {"fault": fault.name, "app": fault.module, "outcome": f"error: {exc.one_line()}"}
             row["controller"] = kinds.get(fault.kind, fault.module.rpartition(".")[2] if "." in fault.module
                                           and not fault.module.endswith(".py") else "moving_switch")
             rows.append(row)

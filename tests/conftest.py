@@ -25,6 +25,10 @@ def migration_blackhole_trace(built_once: Callable[[str, Callable[[Path], Path]]
 
     Same rates and seeds as tests/test_replay.py's fixture: a host moves, the
     learned flow still points at its old port. Seed 1 usually finds it in ~3 s.
+    Short rounds, as in the other fuzz runs of timer-free apps: simple_switch
+    sets no timeout and no timer, so a round needs no wall time beyond the
+    network settling (nothing pending, the controller quiet), which every
+    round still waits for.
     """
     from netsleuth.jobs.fuzz import FuzzOptions, fuzz
     from netsleuth.schedulers.fuzz import Rates
@@ -33,7 +37,7 @@ def migration_blackhole_trace(built_once: Callable[[str, Callable[[Path], Path]]
         rates = Rates({"host_migration": 0.03, "traffic": 0.3})
         for seed in range(1, 6):
             result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed,
-                                      rates=rates))
+                                      rates=rates, round_seconds=0.02))
             if any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
                 return out / str(seed) / "trace.jsonl"
         pytest.fail("fuzzing found no migration blackhole")

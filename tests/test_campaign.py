@@ -4,13 +4,14 @@ One small campaign (simple_switch on linear,3 and ring,4 with host moves,
 link failures and traffic; seeds 7-8, 40 short rounds) serves every test:
 it must find the migration blackhole and the flooding loop as two buckets,
 whatever runs it (the process pool, Ray, a run killed with SIGKILL and
-restarted) and however often.  Its first run, with minimization, is a
-module fixture that the other tests compare with.
+restarted) and however often.  Its first run, with minimization and
+localization, is a module fixture that the other tests compare with.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -102,7 +103,7 @@ def wait_for_jobs(proc: subprocess.Popen, out: Path, n: int, timeout: float = 12
 
 @pytest.fixture(scope="module")
 def first(tmp_path_factory) -> Path:
-    """The campaign run once, uninterrupted, on the process pool, with every bucket minimized."""
+    """The campaign run once, uninterrupted, on the process pool, with every bucket minimized and localized."""
     tmp = tmp_path_factory.mktemp("campaign")
     out = tmp / "out"
     code = main(["campaign", str(campaign_file(tmp)), "--out", str(out), "--jobs", "2", "--minimize-budget", "240"])
@@ -138,6 +139,71 @@ def test_finds_the_migration_blackhole_and_the_flooding_loop_as_two_minimized_bu
         assert b["signature"]["text"].split(":")[0] in page
         assert f'href="{b["minimized"]["diagram"]}"' in page and f'href="{b["minimized"]["mcs"]}"' in page
         assert f'href="{b["representative"]["dir"]}/trace.jsonl"' in page
+
+
+def test_each_minimized_bucket_names_its_top_lines(first: Path) -> None:
+    """campaign --localize (the default): each bucket's MCS localized, its top lines in campaign.json, the
+    summary and the report; buckets with the same first block marked as one bug."""
+    from rich.console import Console
+
+    from netsleuth.campaign.cli import print_summary
+
+    d = json.loads((first / "campaign.json").read_text())
+    page = (first / "report.html").read_text()
+    console = Console(record=True, width=200)
+    print_summary(d, console, str(first))
+    summary = console.export_text()
+    blocks = {}
+    for i, b in enumerate(d["buckets"], 1):
+        loc = b["minimized"]["localize"]
+        assert (first / loc["json"]).is_file() and loc["added_replays"] >= 2, loc  # the MCS and MCS minus one
+        assert loc["separable"], loc
+        top = loc["top"]
+        assert 1 <= len(top) <= 5 and [t["rank"] for t in top] == sorted(t["rank"] for t in top)
+        for t in top:
+            assert t["file"].endswith("simple_switch.py") and t["line"] > 0 and t["function"], t
+            assert f"{t['file']}:{t['line']}  {t['score']}  {t['function']}" in summary
+            assert f"<code>{t['file']}:{t['line']}</code>" in page
+        assert loc["first_block"] and all(x.startswith("/") for x in loc["first_block"])
+        same = next((j for j, other in blocks.items() if other == loc["first_block"]), None)
+        assert b.get("same_top_lines_as") == same, (b.get("same_top_lines_as"), same)
+        assert (f"same top lines as bucket {same}" in summary) == (same is not None)
+        blocks.setdefault(i, loc["first_block"])
+    # per handler call, the packet-in call that sent the blackhole's rule fails: its first block has the learned
+    # output port the rule was made with.  The loop names no rule, so its failing call is the last to send to
+    # one of its switches, a flood or an install as timing has it: its top line is in the packet-in handler.
+    by_invariant = {b["signature"]["invariant"]: b["minimized"]["localize"] for b in d["buckets"]}
+    assert {loc["spectrum"] for loc in by_invariant.values()} == {"handler calls"}
+    hole = {t["source"] for t in by_invariant["blackholes"]["top"] if t["block"] == 1}
+    assert "out_port = self.mac_to_port[dpid][dst]" in hole, by_invariant["blackholes"]["top"]
+    loop = by_invariant["dataplane-loops"]["top"][0]
+    assert (loop["rank"], loop["function"]) == (1, "SimpleSwitch._packet_in_handler"), loop
+
+
+def test_a_resumed_campaign_localizes_the_buckets_minimized_without_localization(first: Path,
+                                                                                 tmp_path: Path) -> None:
+    """The first campaign's OUT, copied, with its buckets' localizations taken out of the store as if it had
+    run with --no-localize: --no-localize keeps them unlocalized, a run with localization on localizes them
+    without minimizing again."""
+    out = tmp_path / "copy"
+    shutil.copytree(first, out)
+    db = sqlite3.connect(out / "campaign.sqlite")
+    for sig, record in db.execute("SELECT signature, record FROM buckets").fetchall():
+        kept = {k: v for k, v in json.loads(record).items() if k != "localize"}
+        db.execute("UPDATE buckets SET record = ? WHERE signature = ?", (json.dumps(kept), sig))
+    db.commit()
+    db.close()
+    args = ["campaign", str(campaign_file(tmp_path)), "--out", str(out), "--jobs", "2"]
+    assert main([*args, "--no-localize"]) == 1
+    d = json.loads((out / "campaign.json").read_text())
+    assert all("localize" not in b["minimized"] for b in d["buckets"])
+    minimized = {b["id"]: b["minimized"]["seconds"] for b in d["buckets"]}
+    assert main(args) == 1
+    d = json.loads((out / "campaign.json").read_text())
+    for b in d["buckets"]:
+        assert b["minimized"]["seconds"] == minimized[b["id"]]   # the minimization of the first run, kept
+        loc = b["minimized"]["localize"]
+        assert loc["separable"] and loc["top"] and (out / loc["json"]).is_file(), loc
 
 
 def test_run_twice_gives_the_same_buckets_and_a_broken_controller_only_fails_its_jobs(first: Path,

@@ -38,7 +38,7 @@ def test_migration_blackhole_found_for_most_seeds(tmp_path: Path) -> None:
     for seed in range(1, 6):
         out = tmp_path / f"seed{seed}"
         result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out, steps=400, seed=seed,
-                                  rates=rates(host_migration=0.03, traffic=0.3), persist=3))
+                                  rates=rates(host_migration=0.03, traffic=0.3), persist=3, round_seconds=0.02))
         persistent = [v for v in result.violations if v["persistent"] and v["invariant"] == "blackholes"]
         if persistent:
             found += 1

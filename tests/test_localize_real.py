@@ -7,12 +7,14 @@ minimized with --localize from a fuzz run that found its violation (recorded onc
 the test does not fuzz): the faulty line must rank in the first block and the top 5.
 The unmodified simple_switch's migration blackhole (`make demo`'s fuzz settings) is
 localized too: the lines named are those of its port-status handler, which logs a deleted port and leaves the flows that
-send to it (where the fix belongs).
+send to it (where the fix belongs).  Faults in a handler every replay runs
+(os-ken's simple_switch, POX's l2_learning) rank per handler call.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,54 @@ def test_a_fault_every_replay_runs_ranks_first_per_handler_call(tmp_path: Path, 
               f"whole replays: {whole['message'] or [t['rank'] for t in whole['top'] if t['line'] == 77]}")
     assert whole["spectrum"] == "replays"
     assert not whole["separable"] or all(t["line"] != 77 or t["rank"] > 5 for t in whole["top"])
+
+
+POX_FAULTY = "port = self.macToPort[packet.dst]"
+POX_SEEDED = "port = self.macToPort[packet.dst] + 1"   # bench/localize.py's pox-port-plus-one
+POX_TRACE = WRONG_PORT.with_name("pox_port_plus_one.trace.jsonl")   # a fuzz run of it: a blackhole
+
+
+def seeded_pox(pox_home: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, int]:
+    """A private copy of POX with l2_learning, one line seeded, as the component ``pox_port_plus_one`` in
+    its ext/ (POX's own code stays untouched); the component's file and the faulty line's number."""
+    home = tmp / "pox"
+    shutil.copytree(pox_home, home, ignore=shutil.ignore_patterns("*.pyc", "__pycache__"))
+    lines = (home / "pox" / "forwarding" / "l2_learning.py").read_text().splitlines(keepends=True)
+    (i,) = [k for k, line in enumerate(lines) if line.strip() == POX_FAULTY]
+    lines[i] = lines[i].replace(POX_FAULTY, POX_SEEDED)
+    app = home / "ext" / "pox_port_plus_one.py"
+    app.write_text("".join(lines))
+    monkeypatch.setenv("NETSLEUTH_POX", str(home))
+    return app.resolve(), i + 1
+
+
+def test_a_pox_fault_every_replay_runs_ranks_per_handler_call(pox_home: Path, tmp_path: Path, capsys,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """POX's l2_learning sending a known destination to the port next to the learned one: every replay runs
+    the packet-in handler's install path, and whole replays tie the whole handler; each call of a POX
+    handler as a run of its own puts the faulty line in the top 2, behind at most the test that leads to it."""
+    app, line = seeded_pox(pox_home, tmp_path, monkeypatch)
+    spec = "pox:pox_port_plus_one"
+    d = run_minimize(MinimizeOptions(trace=POX_TRACE, out=tmp_path / "min", controller=[spec], jobs=2,
+                                     budget=90, localize=True))
+    loc = d["localize"]
+    assert loc["spectrum"] == "handler calls" and loc["separable"], loc
+    ranks = {(t["file"], t["line"]): (t["rank"], t["block"]) for t in loc["top"]}
+    rank, block = ranks.get((str(app), line), (None, None))
+    assert block == 1 and rank is not None and rank <= 2, loc["top"][:3]
+    # ahead of it at most the test that leads to it (which ties with it unless a passing call floods)
+    assert all(t["source"] == "if packet.dst not in self.macToPort: # 4" for t in loc["top"][:rank - 1]), loc["top"]
+    calls = [json.loads(p.read_text()) for p in sorted((tmp_path / "min").glob("*/w*/*/coverage.json"))]
+    # every replay with inputs split into POX handler calls, and the sends of a reproducing one noted
+    assert all(c["windows"] for c in calls if c["inputs"]) and all(c["sent"] for c in calls if c["reproduced"])
+    assert "PacketIn" in {w["event"] for c in calls for w in c["windows"]}
+    capsys.readouterr()
+    assert main(["localize", str(tmp_path / "min"), "--spectrum", "replays", "--no-extra-replays",
+                 "--controller", spec]) == 0
+    whole = json.loads((tmp_path / "min" / "localize.json").read_text())
+    whole_rank = next((t["rank"] for t in whole["top"] if t["line"] == line), None)
+    with capsys.disabled():
+        print(f"POX per handler call: rank {rank} ({loc['failing']} failing / {loc['passing']} passing calls); "
+              f"whole replays: {whole['message'] or whole_rank}")
+    assert whole["spectrum"] == "replays"
+    assert not whole["separable"] or whole_rank is None or whole_rank > 5, whole["top"][:10]

@@ -15,7 +15,7 @@ from netsleuth.jobs.localize import LocalizeOptions, load_spectrum
 from netsleuth.localize.collect import load_runs, load_window_runs
 from netsleuth.localize.source import execution_order
 from netsleuth.localize.spectrum import FORMULAS, rank
-from netsleuth.localize.windows import ControllerMessage, failing_windows, window_runs
+from netsleuth.localize.windows import ControllerMessage, failing_windows, raising_windows, window_runs
 
 DATA = Path(__file__).parent / "data" / "localize" / "windows"
 REPLAYS = ("replay-1", "replay-2", "replay-3")
@@ -100,3 +100,27 @@ def test_window_runs_keep_only_the_files_asked_for():
     runs = window_runs(windows, {"a:1"}, keep=lambda f: f.startswith("/app/"))
     assert [r.failed for r in runs] == [True, False]
     assert runs[0].lines == frozenset({("/app/x.py", 1), ("/app/x.py", 2)})
+
+
+def test_the_call_an_exception_escaped_is_the_failing_window_of_an_exception_violation(tmp_path):
+    """os-ken's simple_switch with its known-destination test flipped raises KeyError on a broadcast: the
+    recorded replay of the one-packet MCS notes the packet-in call the exception escaped, which fails."""
+    data = DATA / "exception"
+    target = json.loads((data / "target.json").read_text())
+    assert target["invariant"] == "exceptions" and target["details"]["exception"] == "KeyError"
+    paths = []
+    for name in ("replay-1", "replay-2"):   # replay-1 reproduced; replay-2, without the packet, did not
+        folder = tmp_path / "min" / "replays" / "w0" / name
+        folder.mkdir(parents=True)
+        shutil.copy(data / name / "trace.jsonl", folder)
+        (folder / "coverage.json").write_text((data / name / "coverage.json").read_text().replace("APP", "/app"))
+        paths.append(folder / "coverage.json")
+    raised = json.loads(paths[0].read_text())["windows"]
+    assert raising_windows(raised, target) == {"c0-1:1"}
+    assert raising_windows(raised, dict(target, invariant="blackholes")) == set()
+    windows = load_window_runs(paths, target)
+    assert windows is not None
+    (failing,) = [r for r in windows.runs if r.failed]
+    assert ("/app/ss_flipped_known.py", 77) in failing.lines   # the line that raised, in the failing call
+    assert all(not r.lines for r in windows.runs if not r.failed)   # nothing passing ran the handler
+    assert not rank(windows.runs).separable

@@ -23,7 +23,7 @@ def long_blackhole_trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fuzz")
     for seed in range(1, 12):
         result = fuzz(FuzzOptions(SIMPLE_SWITCH, "linear,3", out / str(seed), steps=400, seed=seed, rates=NOISY,
-                                  record_packets=False))
+                                  record_packets=False, round_seconds=0.02))
         inputs = sum(result.data["inputs"].values())
         if inputs >= 60 and any(v["persistent"] and v["invariant"] == "blackholes" for v in result.violations):
             return out / str(seed) / "trace.jsonl"

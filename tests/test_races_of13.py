@@ -261,7 +261,7 @@ def fuzzed13(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ss13fuzz")
     rates = Rates().with_overrides(["host_migration=0.03", "traffic=0.3", "link_failure=0.02", "link_recovery=0.1"])
     fuzz(FuzzOptions("osken:os_ken.app.simple_switch_13", "linear,3", out, steps=300, seed=1, rates=rates,
-                     checks="delivery,dataplane-loops", keep_going=True))
+                     checks="delivery,dataplane-loops", keep_going=True, round_seconds=0.02))
     return out / "trace.jsonl"
 
 

@@ -106,6 +106,11 @@ def test_a_campaign_that_loses_a_node_finishes_every_run_with_the_pools_buckets(
     assert d["completed"] and d["recorded"] == d["planned"] == 40 and d["failed"] == 0, d["failures"]
     assert d["workers_lost"] >= 1  # the removed node was running a job, which ran again on another
     assert len(d["jobs_per_node"]) == 3 and sum(d["jobs_per_node"].values()) == 40
+    # campaign.json names the node that went, with the jobs it had done and the one it lost
+    lost = {name: n for name, n in d["nodes"].items() if n["jobs_lost"]}
+    assert sum(n["jobs_lost"] for n in lost.values()) == d["workers_lost"]
+    assert all(n["error"].startswith("lost a worker while running a task") for n in lost.values()), lost
+    assert all(n["jobs_done"] >= 1 for n in lost.values())  # it was removed after its first jobs
 
     # Every run's files are in the driver's OUT; the live nodes kept nothing in their own directories.
     runs = sorted(p.name for p in (out / "runs").iterdir())

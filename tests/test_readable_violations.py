@@ -117,7 +117,7 @@ def test_fuzzed_simple_switch_migration_blackhole(tmp_path: Path) -> None:
         out = tmp_path / f"seed{seed}"
         proc = cli("fuzz", "--controller", "osken:os_ken.app.simple_switch", "--topo", "linear,3", "--steps", "400",
                    "--seed", str(seed), "--rate", "host_migration=0.03", "--rate", "traffic=0.3", *zero,
-                   "--check", "blackholes", "--out", str(out))
+                   "--check", "blackholes", "--round-seconds", "0.02", "--out", str(out))
         holes = [v for v in violations(out, "blackholes") if v["persistent"]]
         if holes:
             found = (out, proc, holes[0])

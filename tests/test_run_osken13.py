@@ -152,7 +152,8 @@ def test_fuzz_finds_the_migration_blackhole_and_minimize_reduces_it(tmp_path: Pa
     for seed in range(1, 6):
         out = tmp_path / f"seed{seed}"
         result = fuzz(FuzzOptions(SS13, "linear,3", out, steps=400, seed=seed,
-                                  rates=Rates().with_overrides(["host_migration=0.03", "traffic=0.3"])))
+                                  rates=Rates().with_overrides(["host_migration=0.03", "traffic=0.3"]),
+                                  round_seconds=0.02))
         persistent = [v for v in result.violations if v["persistent"]]
         if persistent:
             assert {v["invariant"] for v in persistent} <= {"blackholes", "reachability"}, persistent
@@ -184,7 +185,7 @@ def test_trace_packet_explains_a_packet_lost_after_a_migration(tmp_path: Path) -
     # delivery is observed on real packets, so the lost one can be traced from the trace alone
     result = fuzz(FuzzOptions(SS13, "linear,3", tmp_path, steps=400, seed=1,
                               rates=Rates().with_overrides(["host_migration=0.03", "traffic=0.3"]),
-                              checks="delivery,dataplane-loops", keep_going=True))
+                              checks="delivery,dataplane-loops", keep_going=True, round_seconds=0.02))
     # delivery follows ARP too: an ARP request sent while its switch reconnects is lost as well; the
     # migration's loss is an IPv4 packet
     target = next(v for v in result.violations if v["persistent"] and v["invariant"] == "delivery"

@@ -5,7 +5,9 @@ the first seed and all seeds, the configurations it showed up in, the
 minimal causal sequence in plain words, whether a replay of the MCS
 reproduced it, and links to the MCS's space-time diagram (drawn by
 ``netsleuth viz``'s renderer, rootcause/viz.py, when the bucket was minimized),
-the MCS trace and the representative run's trace.  Every path is relative
+the MCS trace and the representative run's trace, and the controller lines
+a localization of the MCS ranks first (campaign/localized.py), buckets
+with the same top lines marked as likely one bug.  Every path is relative
 to OUT, so the folder can be moved or served as it is.
 """
 
@@ -61,6 +63,7 @@ def _bucket(i: int, b: dict[str, Any]) -> str:
                                                _link(m.get("mcs"), "MCS trace"),
                                                _link(m.get("confirm_trace"), "confirmation replay trace")) if x)
                + "</p>")
+    mcs += _top_lines(i, b)
     seeds = ", ".join(str(s) for s in b["seeds"])
     configs = "".join(f"<li>{e(c)}</li>" for c in b["configurations"])
     return f"""<section class=bucket id="bucket-{e(b['id'])}">
@@ -75,6 +78,29 @@ def _bucket(i: int, b: dict[str, Any]) -> str:
 </section>"""
 
 
+def _top_lines(i: int, b: dict[str, Any]) -> str:
+    """The bucket's top controller lines (campaign/localized.py), and the bucket it likely shares a bug with."""
+    e = html.escape
+    loc = (b.get("minimized") or {}).get("localize")
+    if not loc:
+        return ""
+    same = ""
+    if b.get("same_top_lines_as"):
+        anchor = f'#bucket-{e(str(b.get("same_top_lines_id")))}'
+        same = (f'<p class=same>same top lines as <a href="{anchor}">bucket {b["same_top_lines_as"]}</a>:'
+                " likely the same bug</p>")
+    if loc.get("error") or not loc.get("separable"):
+        why = loc.get("error") or loc.get("message") or "not localized"
+        return f"<p>top lines: none ({e(str(why))})</p>{same}"
+    rows = "".join(f"<tr><td>{t['rank']}</td><td><code>{e(t['file'])}:{t['line']}</code></td><td>{e(str(t['score']))}"
+                   f"</td><td>{e(t['function'] or '-')}</td><td><code>{e(t.get('source') or '')}</code></td></tr>"
+                   for t in loc.get("top", []))
+    return (f"<p>top lines ({e(str(loc.get('spectrum')))}, {e(str(loc.get('formula')))}; "
+            f"{_link(loc.get('json'), 'localize.json')}):</p>"
+            f"<table class=top><tr><th>rank</th><th>line</th><th>score</th><th>function</th><th>source</th></tr>"
+            f"{rows}</table>{same}")
+
+
 def _page(data: dict[str, Any]) -> str:
     e = html.escape
     d = data["definition"]
@@ -86,7 +112,8 @@ def _page(data: dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>netsleuth campaign report</title>
 <style>body{{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:1000px}}
 section.bucket{{border:1px solid #ccc;border-radius:6px;padding:4px 16px;margin:12px 0}}
-h2{{font-size:16px}} ol.mcs li{{font-family:monospace}}</style></head><body>
+h2{{font-size:16px}} ol.mcs li{{font-family:monospace}}
+table.top td{{padding:0 8px}} p.same{{color:#a60}}</style></head><body>
 <h1>netsleuth campaign</h1>
 <p>{e(", ".join(d["controllers"]))} on {e(", ".join(d["topologies"]))}; rate sets {e(", ".join(d["rate_sets"]))};
 {len(d["seeds"])} seeds, {d["steps"]} steps; executor {e(str(data["executor"]))}</p>

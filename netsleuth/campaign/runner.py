@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsleuth.campaign.handoff import HandoffExecutor, RayStarter
+from netsleuth.campaign.localized import localize_bucket, mark_same_top
 from netsleuth.campaign.report import write_reports
 from netsleuth.campaign.spec import CampaignSpec, JobSpec
 from netsleuth.campaign.store import CampaignStore
@@ -40,8 +42,7 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.live.stop import stopped_by
-from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor, import_ray
-from netsleuth.minimize.ray_executor import init_ray
+from netsleuth.minimize.executors import Executor, LocalPoolExecutor, RayExecutor
 from netsleuth.options import check_out_dir
 
 
@@ -60,6 +61,8 @@ class CampaignStatus:
     workers: str = ""
     nodes: dict[str, int] = field(default_factory=dict)   # where the jobs of this run ended: node -> jobs
     lost: int = 0                    # workers (Ray actors) lost while running a job, which ran again elsewhere
+    node_lost: dict[str, int] = field(default_factory=dict)    # node -> jobs lost there (run again elsewhere)
+    node_errors: dict[str, str] = field(default_factory=dict)  # node -> why it could not run jobs, or lost one
 
     def per_minute(self) -> float:
         minutes = (time.monotonic() - self.started) / 60.0
@@ -80,19 +83,21 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
     notify = progress or (lambda _s: None)
     t0 = time.monotonic()
     interrupted = False
-    ray_owned = False
+    starter: RayStarter | None = None
     try:
+        if spec.executor == "ray":  # now; or, handing off, in the background while the first jobs run
+            starter = RayStarter(spec.address, spec.jobs, background=HANDOFF)
         resumed = store.bind(spec.definition())
         jobs = spec.job_list()
         done = store.done_keys()
         todo = [j for j in jobs if j.key not in done]
         status.total, status.skipped = len(jobs), len(jobs) - len(todo)
         _count(status, store.jobs())
-        if spec.executor == "ray":
-            ray_owned = _init_ray(spec)
         try:
             if todo:
-                _run_jobs(spec, out, store, todo, status, notify, t0)
+                _run_jobs(spec, out, store, todo, status, notify, t0, starter)
+            if starter is not None:
+                starter.result()  # minimization runs on the same instance
         except KeyboardInterrupt:
             interrupted = True
         buckets = group_buckets(store.jobs())
@@ -103,9 +108,11 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
                 interrupted = True
         for b in buckets:
             b["minimized"] = store.bucket(b["id"])
+        mark_same_top(buckets)
         data = campaign_data(spec, out, store.jobs(), buckets, resumed=resumed, interrupted=interrupted,
                              seconds=time.monotonic() - t0, elapsed=store.elapsed() + time.monotonic() - t0)
         data["workers_lost"], data["jobs_per_node"] = status.lost, dict(sorted(status.nodes.items()))
+        data["nodes"] = node_table(status)
         status.phase = "writing the report"
         notify(status)
         data["report"] = write_reports(out, data)
@@ -113,8 +120,8 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
     finally:
         store.add_elapsed(time.monotonic() - t0)
         store.close()
-        if ray_owned:
-            import_ray().shutdown()
+        if starter is not None:
+            starter.shutdown()
 
 
 def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
@@ -127,29 +134,32 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- running the jobs
-def _init_ray(spec: CampaignSpec) -> bool:
-    """Connect to the cluster (or start a local instance); True if this campaign started it."""
-    return init_ray(spec.address, spec.jobs)
+HANDOFF = False  # True: a process pool runs the first jobs while a local Ray starts (campaign/handoff.py: why not)
 
 
-def _executor(spec: CampaignSpec) -> Executor:
-    if spec.executor == "ray":
-        return RayExecutor(None, spec.jobs)  # Ray is initialized by now: the actors go to its cluster
-    return LocalPoolExecutor(spec.jobs)
+def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
+    """The local pool; or Ray, with a pool running the first jobs while a local instance starts
+    (campaign/handoff.py); or, on a cluster, Ray once connected."""
+    if starter is None:
+        return LocalPoolExecutor(spec.jobs)
+    if starter.background and not starter.done():
+        return HandoffExecutor(starter, spec.jobs)
+    starter.result()
+    return RayExecutor(None, spec.jobs)  # Ray is initialized by now: the actors go to its cluster
 
 
 HARD_GRACE = 120.0  # seconds past --job-timeout after which a worker that has not answered is ended
 
 
 def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[JobSpec],
-              status: CampaignStatus, notify: Progress, t0: float) -> None:
+              status: CampaignStatus, notify: Progress, t0: float, starter: RayStarter | None) -> None:
     """Keep every worker busy with one job; record each job as it ends.
 
     The time limit is the worker's to enforce, between fuzz rounds (campaign/worker.py).  A worker
     stuck where no round ends (it has not answered ``HARD_GRACE`` seconds after the limit) is ended
     with the rest of the pool, its job recorded as failed, and the others' jobs start again on a
     new pool."""
-    ex = _executor(spec)
+    ex = _executor(spec, starter)
     deadline = None if spec.budget_seconds is None else t0 + max(0.0, spec.budget_seconds - store.elapsed())
     pending: dict[cf.Future[Any], tuple[JobSpec, float]] = {}
     queue = list(todo)
@@ -163,7 +173,7 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                 pending[ex.submit(run_job, job_payload(job, spec, out))] = (job, time.monotonic())
             if deadline is not None and time.monotonic() >= deadline:
                 queue.clear()  # the budget is spent: no new job starts
-            status.running = len(pending)
+            status.running, status.workers = len(pending), ex.describe()
             notify(status)
             if not pending:
                 break
@@ -179,18 +189,35 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
                                                       "s after the job started; it was ended"), out, store, status)
                 queue[:0] = [job for job, _since in pending.values()]  # their workers end with the stuck one
                 pending.clear()
-                status.lost += getattr(ex, "lost", 0)
+                _collect_nodes(status, ex)
                 _terminate(ex)
-                ex = _executor(spec)
+                ex = _executor(spec, starter)
                 ex.start(CampaignWorkerInit(spec.controllers if spec.executor == 'ray' else None))
         status.running = 0
         clean = True
     finally:
-        status.lost += getattr(ex, "lost", 0)
+        _collect_nodes(status, ex)
         if clean:
             ex.close()
         else:
             _terminate(ex)
+
+
+def _collect_nodes(status: CampaignStatus, ex: Executor) -> None:
+    """Add what a Ray executor knows of its nodes (workers lost, errors) to the campaign's status."""
+    pool = ex.ray if isinstance(ex, HandoffExecutor) else ex
+    status.lost += getattr(pool, "lost", 0)
+    for node, n in getattr(pool, "node_lost", {}).items():
+        status.node_lost[node] = status.node_lost.get(node, 0) + n
+    status.node_errors.update(getattr(pool, "node_errors", {}))
+
+
+def node_table(status: CampaignStatus) -> dict[str, dict[str, Any]]:
+    """Per node of this run: the jobs that ended there, the jobs lost with a worker, and its last error
+    (a node that joined late without the controllers' environment, or that lost a worker)."""
+    names = sorted(set(status.nodes) | set(status.node_lost) | set(status.node_errors))
+    return {n: {"jobs_done": status.nodes.get(n, 0), "jobs_lost": status.node_lost.get(n, 0),
+                "error": status.node_errors.get(n)} for n in names}
 
 
 def _store_record(record: dict[str, Any], out: Path, store: CampaignStore, status: CampaignStatus) -> None:
@@ -225,9 +252,14 @@ def _record_of(fut: cf.Future[Any], job: JobSpec) -> dict[str, Any]:
 
 def _terminate(ex: Executor) -> None:
     """End the workers now, running jobs and all: their controllers' guards take the controllers down."""
+    if isinstance(ex, HandoffExecutor):
+        _terminate(ex.local)
+        ex.join_start()
+        _terminate(ex.ray)
+        return
     if isinstance(ex, LocalPoolExecutor):
         pool = ex._pool  # noqa: SLF001 - the executor has no kill switch of its own; the pool is ours
-        processes = list(getattr(pool, "_processes", {}).values()) if pool is not None else []
+        processes = list((getattr(pool, "_processes", None) or {}).values()) if pool is not None else []
         for p in processes:
             try:
                 os.kill(p.pid, signal.SIGTERM)
@@ -282,14 +314,20 @@ def group_buckets(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _minimize_buckets(spec: CampaignSpec, out: Path, store: CampaignStore, buckets: list[dict[str, Any]],
                       status: CampaignStatus, notify: Progress) -> None:
     for i, b in enumerate(buckets, 1):
-        if store.bucket(b["id"]) is not None:
-            continue  # minimized by an earlier run of this campaign
-        status.phase = f"minimizing bucket {i} of {len(buckets)}"
-        notify(status)
-        record = minimize_bucket(spec, out, b)
-        if record.get("stop_reason") == "interrupted":
-            raise KeyboardInterrupt
-        store.record_bucket(b["id"], record)
+        record = store.bucket(b["id"])
+        if record is None:
+            status.phase = f"minimizing bucket {i} of {len(buckets)}"
+            notify(status)
+            record = minimize_bucket(spec, out, b)
+            if record.get("stop_reason") == "interrupted":
+                raise KeyboardInterrupt
+            store.record_bucket(b["id"], record)
+        if spec.localize and "localize" not in record and record.get("mcs") and not record.get("error"):
+            # minimized now, or by an earlier run of this campaign that did not localize
+            status.phase = f"localizing bucket {i} of {len(buckets)}"
+            notify(status)
+            record["localize"] = localize_bucket(out, b["id"], b["representative"]["controller"])
+            store.record_bucket(b["id"], record)
 
 
 def minimize_bucket(spec: CampaignSpec, out: Path, bucket: dict[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,7 @@ class CampaignSpec:
     address: str | None = None
     minimize: bool = True
     minimize_budget: float = 300.0
+    localize: bool = True   # rank each minimized bucket's controller lines (campaign/localized.py)
     # fuzz --check-every-flowmod: names the message behind each violation; finds the same ones
     check_every_flowmod: bool = False
 
@@ -206,7 +207,7 @@ def _bad_seeds(value: Any) -> list[int]:
 
 _KNOWN = {"controllers", "topologies", "rates", "seeds", "steps", "checks", "persist", "round_seconds",
           "budget", "job_timeout", "executor", "jobs", "address", "minimize", "minimize_budget",
-          "check_every_flowmod", "buffer_packets", "table_size", "warmup"}
+          "localize", "check_every_flowmod", "buffer_packets", "table_size", "warmup"}
 _DEFAULTS = {"buffer_packets": 0, "table_size": 0, "warmup": "0"}
 
 
@@ -240,7 +241,7 @@ def load_campaign_file(path: str | Path) -> CampaignSpec:
         for name in ("checks", "executor", "address", "warmup"):
             if name in data:
                 setattr(spec, name, str(data[name]))
-        for name in ("minimize", "check_every_flowmod"):
+        for name in ("minimize", "localize", "check_every_flowmod"):
             if name in data:
                 if not isinstance(data[name], bool):
                     raise CampaignSpecError(f"{name} must be true or false", f"write {name} = true")

@@ -20,10 +20,14 @@ normal exit writes the same at exit.  A SIGKILL (an injected crash) loses
 that process's lines.  Writing JSON here keeps the coverage data format a
 private matter of this environment's coverage release.
 
-Windows: in an os-ken process (os-ken and Ryu apps, Faucet) every call of an
-event handler after the handshakes runs in a coverage context of its own
-(``w1``, ``w2``, ...), and every OpenFlow message the controller sends is
-noted with the window that sent it (its switch and xid).  A replay's lines
+Windows: in an os-ken process (os-ken and Ryu apps, Faucet) and in POX every
+call of an event handler after the handshakes runs in a coverage context of
+its own (``w1``, ``w2``, ...), and every OpenFlow message the controller
+sends is noted with the window that sent it (its switch and xid), as is
+the exception that escaped a call (its type's name).  os-ken
+hands events to the handlers ``OSKenApp.get_handlers`` returns and sends
+with ``Datapath.send_msg``; POX's revent calls each handler through
+``Event._invoke`` and its connections send with ``Connection.send``.  A replay's lines
 can then be split per handler call, which is what separates the lines of a
 handler that every replay runs: the call that sent the rule a violation
 names is the failing one, the other calls pass.
@@ -47,6 +51,8 @@ import threading  # noqa: E402
 import coverage  # noqa: E402
 from coverage import sqldata  # noqa: E402
 
+_os_ident = threading.get_ident   # bound before any monkey-patching
+
 
 class _OsThreads:
     """``threading`` as coverage's data store sees it, with the OS thread's identity.
@@ -55,9 +61,17 @@ class _OsThreads:
     monkey-patched threading (os-ken does at start), that is the *greenlet's* identity: the lines
     each handler's greenlet records after a context switch land in a database of its own, which
     nobody reads back.  Greenlets share their OS thread's tracer, so they share its database too.
+
+    POX calls its handlers in a thread of its own (the cooperative scheduler's), and a context switch
+    there would write to that thread's database, while the lines are read back in the main thread:
+    ``single`` makes every thread use one (the launching thread's).
     """
 
-    get_ident = staticmethod(threading.get_ident)   # bound before any monkey-patching
+    single = None
+
+    @staticmethod
+    def get_ident():
+        return _OsThreads.single or _os_ident()
 
     def __getattr__(self, name):
         return getattr(threading, name)
@@ -66,7 +80,10 @@ class _OsThreads:
 sqldata.threading = _OsThreads()
 
 _state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
-          "sent": [], "patched": False}
+          "sent": [], "raised": {}, "patched": False, "pox_patched": False}
+# A context switch (a handler's start or end in POX's scheduler thread) and the dump (in the main
+# thread, on SIGTERM) both flush the tracers into the one database: never at the same time.
+_flush = threading.RLock()
 
 
 def _parse(argv):
@@ -82,7 +99,7 @@ def _parse(argv):
     p.add_argument("--concurrency", default="thread")
     p.add_argument("--run-now", action="store_true")
     p.add_argument("--faucet", action="store_true")
-    p.add_argument("--windows", action="store_true", help="a coverage context per os-ken handler call")
+    p.add_argument("--windows", action="store_true", help="a coverage context per os-ken or POX handler call")
     return p.parse_args(argv[:cut]), argv[cut + 1:]
 
 
@@ -104,12 +121,13 @@ def _dump():
     if cov is None or _state["done"] or not _state["started"]:
         return
     _state["done"] = True
-    try:
-        cov.stop()
-    except Exception:  # stopped from another greenlet or thread: the data is there all the same
-        pass
-    data = cov.get_data()
-    lines, windows = _lines_by_context(data)
+    with _flush:
+        try:
+            cov.stop()
+        except Exception:  # stopped from another greenlet or thread: the data is there all the same
+            pass
+        data = cov.get_data()
+        lines, windows = _lines_by_context(data)
     own = [r for r in (_module_root(m) for m in args.own_module) if r]
     own += [os.path.realpath(p) for p in args.own_path]
     framework = [r for r in (_module_root(m) for m in args.framework_pkg) if r]
@@ -138,28 +156,43 @@ def _lines_by_context(data):
     for n, event in _state["windows"]:
         got = per.get(n, {})
         windows.append({"id": n, "event": event, "lines": {f: sorted(v) for f, v in sorted(got.items())}})
+        if n in _state["raised"]:
+            windows[-1]["raised"] = _state["raised"][n]
     return {f: sorted(v) for f, v in sorted(lines.items())}, windows
 
 
-def _windowed(handler, event):
-    """``handler`` run in a coverage context of its own, the window its sent messages are noted under.
-
-    The wrapper carries the handler's attributes: os-ken reads ``callers`` (its dispatchers) and
-    ``__name__`` off the handlers it gets."""
-    @functools.wraps(handler)
-    def call(ev):
-        cov = _state["cov"]
+def _in_window(event, call):
+    """``call()`` run in a new coverage context ``wN``, the window its sent messages are noted under."""
+    cov = _state["cov"]
+    if _state["done"]:   # the lines are written: the process is on its way out
+        return call()
+    with _flush:
         _state["window"] += 1
         n = _state["window"]
         _state["windows"].append((n, event))
         previous = _state.get("current", 0)
         _state["current"] = n
         cov.switch_context(f"w{n}")
-        try:
-            return handler(ev)
-        finally:
+    try:
+        return call()
+    except Exception as exc:   # the call an exception escaped: the failing one of an exception violation
+        _state["raised"][n] = type(exc).__name__
+        raise
+    finally:
+        with _flush:
             _state["current"] = previous
-            cov.switch_context(f"w{previous}" if previous else "run")
+            if not _state["done"]:
+                cov.switch_context(f"w{previous}" if previous else "run")
+
+
+def _windowed(handler, event):
+    """``handler`` run in a window of its own (:func:`_in_window`).
+
+    The wrapper carries the handler's attributes: os-ken reads ``callers`` (its dispatchers) and
+    ``__name__`` off the handlers it gets."""
+    @functools.wraps(handler)
+    def call(ev):
+        return _in_window(event, lambda: handler(ev))
     return call
 
 
@@ -188,6 +221,37 @@ def _patch_osken():
     controller.Datapath.send_msg = noted_send
 
 
+def _patch_pox():
+    """Split a POX process's run into handler windows: revent hands every event to each of its handlers
+    through ``Event._invoke``, and every message to a switch leaves through ``Connection.send``."""
+    if _state["pox_patched"]:
+        return
+    revent = sys.modules.get("pox.lib.revent.revent")
+    of_01 = sys.modules.get("pox.openflow.of_01")
+    if revent is None or of_01 is None:
+        return
+    _state["pox_patched"] = True
+    invoke = revent.Event._invoke
+    send = of_01.Connection.send
+
+    def windowed_invoke(self, handler, *args, **kw):
+        return _in_window(type(self).__name__, lambda: invoke(self, handler, *args, **kw))
+
+    def noted_send(self, data):
+        if not _state.get("current"):
+            return send(self, data)
+        if not isinstance(data, bytes):
+            data = data.pack()   # as send would: the xid is known once packed
+        window = _state["current"]
+        done = send(self, data)
+        if len(data) >= 8 and self.dpid is not None:
+            _state["sent"].append([self.dpid, int.from_bytes(data[4:8], "big"), window])
+        return done
+
+    revent.Event._invoke = windowed_invoke
+    of_01.Connection.send = noted_send
+
+
 def _on_term(signum, frame):
     try:
         _dump()
@@ -207,6 +271,7 @@ def _start():
         cov.switch_context("run")
     if args.windows:
         _patch_osken()
+        _patch_pox()
     with open(args.out + ".run", "w"):
         pass
 
@@ -239,6 +304,8 @@ def main(argv):
                             concurrency=concurrency, config_file=False)
     cov.set_option("run:disable_warnings", ["module-not-imported", "no-data-collected", "module-not-measured"])
     _state["cov"], _state["args"] = cov, args
+    if args.windows and args.early:   # POX: its handlers run in a thread of its own (see _OsThreads)
+        _OsThreads.single = _os_ident()
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGUSR2, _on_mark)
     atexit.register(_dump)

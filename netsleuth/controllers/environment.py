@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 from netsleuth.controllers.external import find_controller_python
 from netsleuth.controllers.faucet import find_faucet_bin
-from netsleuth.controllers.spec import APP_KINDS, parse_controller
+from netsleuth.controllers.spec import parse_controller
+from netsleuth.trace.controller_spec import APP_KINDS, Kind
 
 
 def check_environments(specs: Iterable[str]) -> None:
@@ -22,7 +23,7 @@ def check_environments(specs: Iterable[str]) -> None:
         spec = parse_controller(text)  # a POX spec finds its checkout and components here
         if spec.kind in APP_KINDS:
             find_controller_python()
-        elif spec.kind == "faucet":
+        elif spec.kind is Kind.FAUCET:
             find_faucet_bin()
 
 

@@ -24,10 +24,10 @@ import psutil
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.osken_apps import MISSING_MARK
-from netsleuth.controllers.pox import pox_argv
-from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
+from netsleuth.controllers.pox import pox_argv, pox_home
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
+from netsleuth.trace.controller_spec import APP_KINDS, ControllerSpec, Kind
 
 OSKEN_MAIN = Path(__file__).with_name("osken_main.py")
 GUARD = Path(__file__).with_name("guard.py")
@@ -162,7 +162,7 @@ class ControllerProcess:
         self.topology = topology
         # Faucet's config, logs and environment (faucet:auto generates its config from ``topology``).
         self.faucet: FaucetLaunch | None = (launch_for(spec.config, self.log_path, topology)
-                                            if spec.kind == "faucet" else None)
+                                            if spec.kind is Kind.FAUCET else None)
         # --- line coverage for fault localization (controllers/measure.py, covlaunch.py) ---
         self.coverage_dir = coverage_dir
         self.coverage_framework = coverage_framework  # the framework's lines too (os-ken, POX's core)
@@ -171,12 +171,12 @@ class ControllerProcess:
 
     @property
     def external(self) -> bool:
-        return self.spec.kind == "tcp"
+        return self.spec.kind is Kind.TCP
 
     def argv(self) -> list[str]:
         if self.spec.kind in APP_KINDS:
             # osken_main.py loads the apps itself (files, Ryu's names) before os-ken's manager runs.
-            ryu = ["--ryu"] if self.spec.kind == "ryu" else []
+            ryu = ["--ryu"] if self.spec.kind is Kind.RYU else []
             # An app with a REST API (ofctl_rest, ...) makes os-ken serve HTTP, on every interface by
             # default: loopback only, unless the spec says otherwise.
             web = [] if any(o.startswith("--wsapi-host") for o in self.spec.options) else ["--wsapi-host",
@@ -186,8 +186,8 @@ class ControllerProcess:
                     *self.spec.options, *self.extra_args]
         if self.faucet is not None:
             return [*self.faucet.argv(self.host, self.port), *self.extra_args]
-        if self.spec.kind == "pox":
-            return [*pox_argv(pox_python(), self.spec.home, self.spec.command, self.host, self.port), *self.extra_args]
+        if self.spec.kind is Kind.POX:
+            return [*pox_argv(pox_python(), str(pox_home()), self.spec.command, self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
     def start(self, timeout: float = 30.0) -> tuple[str, int]:
@@ -211,7 +211,7 @@ class ControllerProcess:
             if self.port_fixed or attempt == PORT_ATTEMPTS:
                 break
             self.port = 0  # lost the port to someone else: take another
-        raise ControllerError(f"controller {self.spec.text} could not listen on port {self.port}: another "
+        raise ControllerError(f"controller {self.spec} could not listen on port {self.port}: another "
                               f"process took it first ({attempt} attempt(s))",
                               "let netsleuth pick the port (no fixed port in the spec), or stop what listens "
                               "there", details=self.log_tail())
@@ -220,7 +220,7 @@ class ControllerProcess:
         """Start the process on ``self.port``; False if the port turned out to be someone else's."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        if self.spec.kind == "osken":
+        if self.spec.kind is Kind.OSKEN:
             # os-ken imports distutils' LooseVersion; setuptools' copy of distutils (its default) drags in
             # pkg_resources first, a third of the controller's start-up CPU for the same class.
             env.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
@@ -239,7 +239,7 @@ class ControllerProcess:
                                          pass_fds=(lifeline.read_fd,))
         except OSError as exc:
             lifeline.release()
-            raise ControllerError(f"cannot start controller {self.spec.text}: {exc}",
+            raise ControllerError(f"cannot start controller {self.spec}: {exc}",
                                   "check the command exists and is executable") from exc
         finally:
             log.close()
@@ -257,7 +257,7 @@ class ControllerProcess:
                     self._release()
                     return False
                 raise ControllerError(
-                    f"controller {self.spec.text} exited with code {code} while starting",
+                    f"controller {self.spec} exited with code {code} while starting",
                     f"see its log {self.log_path}", details=self.log_tail())
             pids = listeners(self.port)
             if pids:
@@ -268,7 +268,7 @@ class ControllerProcess:
                     return False
             time.sleep(0.05)
         self.kill()
-        raise ControllerError(f"controller {self.spec.text} did not listen on port {self.port} "
+        raise ControllerError(f"controller {self.spec} did not listen on port {self.port} "
                               f"within {timeout:.0f}s", f"see its log {self.log_path}",
                               details=self.log_tail())
 
@@ -375,7 +375,7 @@ class ControllerProcess:
         """Write ``text`` as the controller's configuration and, if it runs, tell it to reload (SIGHUP,
         as an operator does). A crashed controller reads the file when it is restarted."""
         if self.faucet is None:
-            raise ControllerError(f"controller {self.spec.text} has no configuration file netsleuth can change",
+            raise ControllerError(f"controller {self.spec} has no configuration file netsleuth can change",
                                   "config changes apply to faucet: controllers; leave config_change out of the rates")
         path = self.faucet.write_config(text)
         pid = self.pid

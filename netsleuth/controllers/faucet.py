@@ -36,12 +36,12 @@ import yaml
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.invariants.policy.faucet import config_int
 from netsleuth.model.topology import Topology
+from netsleuth.trace.controller_spec import AUTO
 
 VENV_NAME = ".venv-faucet"
 VLAN_NAME = "netsleuth"
 VLAN_VID = 100
 HARDWARE = "Open vSwitch"
-AUTO = "auto"
 SETUP_FIX = "run `make setup` in the netsleuth checkout, or set NETSLEUTH_FAUCET_BIN to a venv's bin with faucet"
 # Faucet's packaged os-ken settings: echo every 3 s and drop a switch after 5
 # unanswered echoes, so a lost switch is noticed in seconds. Written into the

@@ -16,8 +16,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from netsleuth.controllers.spec import APP_KINDS, ControllerSpec
 from netsleuth.errors import EnvironmentSetupError
+from netsleuth.trace.controller_spec import APP_KINDS, ControllerSpec, Kind, is_app_file
 
 COVLAUNCH = Path(__file__).with_name("covlaunch.py")
 _PYTHON = re.compile(r"python[0-9.]*\Z")
@@ -65,7 +65,7 @@ def _osken_options(spec: ControllerSpec, framework: bool) -> list[str]:
     opts = ["--framework-pkg", "os_ken", "--concurrency", "eventlet", "--windows"]
     opts += ["--source-pkg", "os_ken"] if framework else []
     for app in spec.apps:
-        if app.endswith(".py") or "/" in app:
+        if is_app_file(app):
             folder = str(Path(app).resolve().parent)  # the app and the helpers beside it
             opts += ["--source", folder, "--own-path", folder]
         else:
@@ -85,7 +85,8 @@ def _python_options(rest: list[str], framework: bool) -> list[str]:
     folder = str(script.parent)
     if script.name == "pox.py":  # POX: its components are the controller's code, pox/ the framework
         ext = str(script.parent / "ext")
-        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early"]   # POX's scheduler thread starts at boot
+        # POX's scheduler thread starts at boot; --windows: a coverage context per handler call, as os-ken's
+        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early", "--windows"]
         opts += ["--source", folder] if framework else ["--source", ext]
         for word in rest[1:]:
             component = word.split(":")[0]
@@ -108,7 +109,7 @@ def coverage_argv(spec: ControllerSpec, argv: list[str], out: Path, *, run_now: 
     interpreter, rest = program
     if spec.kind in APP_KINDS:
         opts = _osken_options(spec, framework)
-    elif spec.kind == "faucet":
+    elif spec.kind is Kind.FAUCET:
         opts = ["--source-pkg", "faucet", "--own-module", "faucet", "--framework-pkg", "os_ken",
                 "--concurrency", "eventlet", "--faucet", "--windows"]
         opts += ["--source-pkg", "os_ken"] if framework else []
@@ -119,9 +120,9 @@ def coverage_argv(spec: ControllerSpec, argv: list[str], out: Path, *, run_now: 
 
 def measurable(spec: ControllerSpec) -> bool:
     """Whether netsleuth can measure this controller's lines: a Python program it launches."""
-    if spec.kind in (*APP_KINDS, "faucet", "pox"):   # pox: netsleuth runs pox.py with a Python it chooses
+    if spec.kind in (*APP_KINDS, Kind.FAUCET, Kind.POX):   # pox: netsleuth runs pox.py with a Python it chooses
         return True
-    if spec.kind == "tcp":
+    if spec.kind is Kind.TCP:
         return False
     return python_program(list(spec.command)) is not None
 

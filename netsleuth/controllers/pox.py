@@ -7,7 +7,8 @@ followed by its ``--options``), run from the user's POX checkout (env
 netsleuth, which chooses the port.  POX needs only the Python standard
 library: it runs under the controller environment's Python (or python3).
 
-Everything a spec names is checked before anything starts: the checkout
+The words' syntax is the spec's (trace/controller_spec.py). Everything a
+spec names is checked before anything starts (controllers/spec.py): the checkout
 exists and each component is a module in it (``pox/`` or ``ext/``), so a
 typo is one line with the fix, not a controller that exits while starting.
 """
@@ -16,16 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from pathlib import Path
 
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 
 ENV = "NETSLEUTH_POX"
-EXAMPLE = 'pox:forwarding.l2_learning or pox:"openflow.discovery forwarding.l2_multi"'
-# Chosen by netsleuth (the listening port) or an interactive shell that would wait on a terminal.
-OWNED = frozenset({"openflow.of_01", "openflow.of_01:launch", "py"})
-_COMPONENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(:[A-Za-z_][A-Za-z0-9_]*)?\Z")
 # An option a trace header may carry without --trust-trace-controller: a flag or a plain value
 # (addresses, numbers, lists), never a path (some components write or read the files they are given).
 _SAFE_OPTION = re.compile(r"--[A-Za-z0-9_-]+(=[A-Za-z0-9_.,:@+-]*)?\Z")
@@ -47,26 +43,6 @@ def pox_home() -> Path:
         raise PoxNotFoundError(f"{home} is not a POX checkout (no pox.py and pox/ there)",
                                f"point --pox or {ENV} at the folder that holds pox.py")
     return home
-
-
-def split_words(text: str, rest: str) -> tuple[str, ...]:
-    """The POX command line of a spec, checked: components are module names, options follow one."""
-    try:
-        words = tuple(shlex.split(rest))
-    except ValueError as exc:
-        raise ControllerError(f"controller spec '{text}' cannot be split into words: {exc}",
-                              f"quote it as one argument, e.g. --controller {EXAMPLE}") from None
-    components = [w for w in words if not w.startswith("-")]
-    if not components:
-        raise ControllerError(f"controller spec '{text}' names no POX component", f"e.g. {EXAMPLE}")
-    for w in components:
-        if not _COMPONENT.match(w):
-            raise ControllerError(f"'{w}' in controller spec '{text}' is not a POX component name",
-                                  f"name components as POX's command line does, e.g. {EXAMPLE}")
-        if w in OWNED:
-            raise ControllerError(f"controller spec '{text}' names {w}, which netsleuth runs itself",
-                                  f"leave {w} out of the spec (netsleuth adds openflow.of_01 --port=P)")
-    return words
 
 
 def check_components(words: tuple[str, ...], home: Path) -> None:
@@ -99,4 +75,4 @@ def pox_argv(python: str, home: str, words: tuple[str, ...], host: str, port: in
             f"--address={host}", *words[lead:]]
 
 
-__all__ = ["ENV", "PoxNotFoundError", "check_components", "pox_argv", "pox_home", "split_words", "trace_safe"]
+__all__ = ["ENV", "PoxNotFoundError", "check_components", "pox_argv", "pox_home", "trace_safe"]

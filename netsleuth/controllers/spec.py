@@ -1,146 +1,37 @@
-"""Parse ``--controller`` specifications.
+"""Check ``--controller`` specifications and the ones trace headers name, before anything runs them.
 
-Six forms cover every controller a user has: ``osken:<app>[,<app>...]``
-(os-ken apps launched from the controller environment), ``ryu:<app>[,<app>...]``
-(Ryu apps, unmodified, run by os-ken under Ryu's module names), ``faucet:auto`` or
-``faucet:<config.yaml>`` (Faucet from its own environment, with a config
-generated from the topology or the user's), ``pox:"<components and options>"``
-(POX from the user's checkout, controllers/pox.py), ``cmd:"<command with {port}>"``
-(any OpenFlow controller program) and ``tcp:HOST:PORT`` (one that is
-already running).
+The spec itself, its grammar and its text are :mod:`netsleuth.trace.controller_spec`
+(``ControllerSpec.parse`` reads, ``str(spec)`` writes). :func:`validate` is the
+one check of a parsed spec: that what it names exists (app files, option
+files, a Faucet YAML file, the POX checkout and its components), that a spec
+the user chose is one a live session runs, and that a spec read from a trace
+runs no code its reader did not choose. It returns the spec with every path
+made absolute: the controller, a replay or the model checker may run from
+another folder.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from netsleuth.controllers import pox
-from netsleuth.controllers.faucet import AUTO, check_yaml_file
+from netsleuth.controllers.faucet import check_yaml_file
 from netsleuth.errors import ControllerError
-
-FORMS = ('osken:<app module>[,<app>...], ryu:<app module or .py file>[,<app>...] [--observe-links], '
-         'faucet:auto, faucet:<config.yaml>, pox:"<components and options>", cmd:"<command with {port}>", '
-         'or tcp:HOST:PORT')
-
-
-#: Spec kinds whose apps os-ken's manager runs (``ryu:`` under Ryu's module names).
-APP_KINDS = ("osken", "ryu")
-
-# ryu-manager options that take a value (``--name VALUE`` as well as ``--name=VALUE``); the
-# rest of the ``--`` options apps rely on are flags (``--observe-links``, ``--verbose``).
-_VALUE_OPTIONS = frozenset({"--config-file", "--config-dir", "--default-log-level", "--log-config-file",
-                            "--log-dir", "--log-file", "--log-file-mode", "--wsapi-host", "--wsapi-port",
-                            "--app-lists", "--neutron-url", "--tunnel-type"})
-_PATH_OPTIONS = frozenset({"--config-file", "--config-dir"})
-# Chosen by netsleuth (it picks the port the switches connect to) or run code of their own.
-_OWNED_OPTIONS = frozenset({"--ofp-tcp-listen-port", "--ofp-listen-host", "--ofp-ssl-listen-port",
-                            "--user-flags", "--pid-file", "--enable-debugger"})
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerSpec:
-    kind: str                 # "osken" | "ryu" | "faucet" | "pox" | "cmd" | "tcp"
-    text: str                 # what the user wrote
-    apps: tuple[str, ...] = ()      # osken/ryu: module names and absolute paths of app files
-    options: tuple[str, ...] = ()   # osken/ryu: ryu-manager options (``--observe-links``, ``--config-file=F``)
-    command: tuple[str, ...] = ()
-    host: str = "127.0.0.1"
-    port: int = 0
-    config: str = ""          # faucet: "auto" or the absolute path of the user's YAML file
-    home: str = ""            # pox: the POX checkout (pox.py's folder)
-
-
-def parse_controller(text: str) -> ControllerSpec:
-    kind, sep, rest = text.partition(":")
-    if not sep or not rest:
-        raise ControllerError(f"controller spec '{text}' is not understood", f"use {FORMS}")
-    if kind in APP_KINDS:
-        apps, options = _apps_and_options(kind, text, rest)
-        return ControllerSpec(kind, text, apps=apps, options=options)
-    if kind == "faucet":
-        if rest == AUTO:
-            return ControllerSpec("faucet", text, config=AUTO)
-        path = Path(rest).expanduser().resolve()
-        check_yaml_file(path)
-        return ControllerSpec("faucet", text, config=str(path))
-    if kind == "pox":
-        words = pox.split_words(text, rest)
-        home = pox.pox_home()
-        pox.check_components(words, home)
-        return ControllerSpec("pox", text, command=words, home=str(home))
-    if kind == "cmd":
-        argv = tuple(shlex.split(rest))
-        if not any("{port}" in a for a in argv):
-            raise ControllerError(f"controller command '{rest}' has no {{port}} placeholder",
-                                  'put {port} where the command takes its OpenFlow listen port')
-        return ControllerSpec("cmd", text, command=argv)
-    if kind == "tcp":
-        host, sep, port = rest.rpartition(":")
-        if not sep or not port.isdigit() or not host:
-            raise ControllerError(f"controller spec '{text}' needs HOST:PORT", "e.g. tcp:127.0.0.1:6633")
-        return ControllerSpec("tcp", text, host=host, port=int(port))
-    raise ControllerError(f"unknown controller kind '{kind}'", f"use {FORMS}")
-
-
-def _apps_and_options(kind: str, text: str, rest: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``app.py,pkg.mod --observe-links --config-file x.conf`` -> (apps, options), as ryu-manager reads them.
-
-    App files and option files are made absolute: the controller, a replay
-    or the model checker may run from another folder.
-    """
-    example = "osken:os_ken.app.simple_switch" if kind == "osken" else "ryu:./my_switch.py"
-    try:
-        tokens = shlex.split(rest)
-    except ValueError as exc:
-        raise ControllerError(f"controller spec '{text}' cannot be split into words: {exc}",
-                              f"quote it as one argument, e.g. --controller '{example} --observe-links'") from None
-    apps: list[str] = []
-    options: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        i += 1
-        if tok.startswith("-"):
-            name, eq, value = tok.partition("=")
-            if name in _OWNED_OPTIONS:
-                raise ControllerError(f"controller spec '{text}' sets {name}, which netsleuth chooses itself",
-                                      f"leave {name} out of the spec")
-            if name in _VALUE_OPTIONS and not eq:
-                if i >= len(tokens):
-                    raise ControllerError(f"option {name} in controller spec '{text}' has no value",
-                                          f"write {name}=VALUE")
-                value, eq = tokens[i], "="
-                i += 1
-            if name in _PATH_OPTIONS:
-                path = Path(value).expanduser().resolve()
-                if not path.exists():
-                    raise ControllerError(f"{name} {value}: no such file or folder",
-                                          f"check the path (relative paths are from {Path.cwd()})")
-                value = str(path)
-            options.append(f"{name}{eq}{value}")
-            continue
-        for app in (a.strip() for a in tok.split(",")):
-            if not app:
-                continue
-            if app.endswith(".py") or "/" in app:
-                path = Path(app).expanduser().resolve()
-                if not path.is_file():
-                    raise ControllerError(f"app file {app} does not exist",
-                                          f"check the path (relative paths are from {Path.cwd()})")
-                apps.append(str(path))
-            elif _MODULE.match(app):
-                apps.append(app)
-            else:
-                raise ControllerError(f"'{app}' in controller spec '{text}' is neither a module name nor a "
-                                      ".py file", f"e.g. {example}")
-    if not apps:
-        what = "os-ken" if kind == "osken" else "Ryu"
-        raise ControllerError(f"controller spec '{text}' names no {what} app", f"e.g. {example}")
-    return tuple(apps), tuple(options)
-
+from netsleuth.trace.controller_spec import (
+    APP_KINDS,
+    AUTO,
+    FORMS,
+    MODULE,
+    PATH_OPTIONS,
+    RUNNABLE,
+    ControllerSpec,
+    Kind,
+    is_app_file,
+    parse_all,
+)
 
 # ----------------------------------------------------------------------------- specs from traces
 # A trace is a file people share.  Its header names the controller it was recorded
@@ -154,7 +45,6 @@ def _apps_and_options(kind: str, text: str, rest: str) -> tuple[tuple[str, ...],
 # of the user's own POX checkout; a header's may give them options with plain
 # values (addresses, numbers), never paths (controllers/pox.py).
 
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # app:NAME or package.module:Class -- the in-process apps of the model checker
 _APP = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(:[A-Za-z_][A-Za-z0-9_]*)?\Z")
 _TRACE_SAFE_OPTIONS = frozenset({"--observe-links", "--verbose", "--explicit-drop", "--noexplicit-drop",
@@ -165,64 +55,112 @@ class UntrustedControllerError(ControllerError):
     """A trace's header asks to run a command the user did not choose."""
 
 
-def check_trace_spec(text: str, source: str, *, trust: bool = False) -> ControllerSpec | None:
-    """Refuse an ``osken:``/``ryu:``/``app:`` spec from ``source`` (a trace) that is not plain module names.
+def validate(spec: ControllerSpec, *, source: str | None = None, trust: bool = False) -> ControllerSpec:
+    """``spec`` checked and with its paths made absolute, or the :class:`ControllerError` that says why not.
 
-    ``trust`` (the user's ``--trust-trace-controller``) lets app files and options through.
+    ``source`` None: the user chose the spec (``--controller``), so it must be
+    one a live session runs.  Otherwise ``source`` names the trace it was read
+    from, and unless ``trust`` (the user's ``--trust-trace-controller``) it may
+    name module names, plain flags and POX options with plain values only,
+    and no command.
     """
-    kind = text.partition(":")[0]
-    if kind == "app" and text[4:].partition(":")[0] in ("osken", "ryu", "cmd", "tcp"):
-        inner = check_trace_spec(text[4:], source, trust=trust)  # the model checker hosting a real app
-        if inner is not None and inner.kind not in APP_KINDS:
-            raise UntrustedControllerError(f"{source} names the app '{text}', which is not an os-ken app",
-                                           "use a counterexample written by `netsleuth check`")
-        return None
-    if kind == "app" and text[4:].startswith("pox:"):  # POX components the model checker hosts
-        check_trace_spec(text[4:], source, trust=trust)
-        return None
-    if kind == "pox":
-        bad = [] if trust else pox.trace_safe(text.partition(":")[2].split())
+    if source is None:
+        if spec.kind is Kind.APP and not spec.in_model and ":" in spec.name:  # nox:forwarding
+            raise ControllerError(f"unknown controller kind '{spec.name.partition(':')[0]}'", f"use {FORMS}")
+        if spec.kind not in RUNNABLE or spec.in_model:
+            raise ControllerError(f"controller spec '{spec}' is not understood", f"use {FORMS}")
+    elif not trust:
+        _check_trusted(spec, source)
+    if spec.kind in APP_KINDS:
+        return replace(spec, apps=tuple(_app_path(a) for a in spec.apps),
+                       options=tuple(_option_path(o) for o in spec.options))
+    if spec.kind is Kind.FAUCET and spec.config != AUTO:
+        path = Path(spec.config).expanduser().resolve()
+        check_yaml_file(path)
+        return replace(spec, config=str(path))
+    if spec.kind is Kind.POX:
+        pox.check_components(spec.command, pox.pox_home())
+    return spec
+
+
+def _check_trusted(spec: ControllerSpec, source: str) -> None:
+    """Refuse what a spec from the trace ``source`` would run that its reader did not choose."""
+    if spec.kind is Kind.CMD:
+        raise UntrustedControllerError(
+            f"{source} asks to run the command `{spec.to_text()[len('cmd:'):]}` as its controller; "
+            "netsleuth does not run commands from a trace by itself",
+            "pass --controller SPEC to choose the controller (e.g. the same command if you trust it), "
+            "or --trust-trace-controller to run the trace's")
+    if spec.kind in (Kind.APP, Kind.DEFINED) and not _APP.match(spec.name):
+        raise UntrustedControllerError(f"{source} names the app '{spec.name}', which is not a module name",
+                                       "use a trace recorded by netsleuth, or pass --controller")
+    if spec.kind is Kind.POX:
+        bad = pox.trace_safe(list(spec.command))
         if bad:
             raise UntrustedControllerError(
                 f"{source} gives POX the option '{bad[0]}', which is not a plain flag or value",
                 "pass --controller pox:... to choose the components yourself, or --trust-trace-controller "
                 "if you trust the trace")
-        return parse_controller(text)
-    if kind not in ("osken", "ryu", "cmd", "tcp"):  # a model-checker app: NAME, app:NAME, package.module:Class
-        name = text[4:] if kind == "app" else text
-        if not _APP.match(name):
-            raise UntrustedControllerError(f"{source} names the app '{name}', which is not a module name",
-                                           "use a trace recorded by netsleuth, or pass --controller")
-        return None
-    if kind in APP_KINDS and not trust:
-        words = text.partition(":")[2].split()
-        bad = [w for w in words if w.startswith("-") and w not in _TRACE_SAFE_OPTIONS]
-        bad += [a for w in words if not w.startswith("-") for a in w.split(",")
-                if a and (not _MODULE.match(a) or a.endswith(".py"))]  # x.py is a file, not module x.py
+    if spec.kind in APP_KINDS:
+        bad = [o for o in spec.options if o not in _TRACE_SAFE_OPTIONS]
+        bad += [a for a in spec.apps if is_app_file(a) or not MODULE.match(a)]  # x.py is a file, not module x.py
         if bad:
             raise UntrustedControllerError(
-                f"{source} names the {kind} app or option '{bad[0]}', which is not a dotted module name "
-                "or a plain flag", f"pass --controller {kind}:APP to choose the app yourself, or "
+                f"{source} names the {spec.kind} app or option '{bad[0]}', which is not a dotted module name "
+                "or a plain flag", f"pass --controller {spec.kind}:APP to choose the app yourself, or "
                 "--trust-trace-controller if you trust the trace")
-    return parse_controller(text)
 
 
-def controllers_for_trace(header_controller: str, override: list[str] | tuple[str, ...] | None, *,
-                          trust: bool = False, source: str = "the trace") -> list[str]:
-    """The controller specs to run for a recorded trace; see the comment above.
+def _app_path(app: str) -> str:
+    if not is_app_file(app):
+        return app
+    path = Path(app).expanduser().resolve()
+    if not path.is_file():
+        raise ControllerError(f"app file {app} does not exist",
+                              f"check the path (relative paths are from {Path.cwd()})")
+    return str(path)
+
+
+def _option_path(option: str) -> str:
+    name, eq, value = option.partition("=")
+    if name not in PATH_OPTIONS:
+        return option
+    path = Path(value).expanduser().resolve()
+    if not path.exists():
+        raise ControllerError(f"{name} {value}: no such file or folder",
+                              f"check the path (relative paths are from {Path.cwd()})")
+    return f"{name}{eq}{path}"
+
+
+def parse_controller(text: str) -> ControllerSpec:
+    """The user's ``--controller TEXT``, parsed and validated."""
+    return validate(ControllerSpec.parse(text))
+
+
+def check_trace_spec(text: str, source: str, *, trust: bool = False) -> ControllerSpec:
+    """A spec read from ``source`` (a trace), parsed and validated under the trust rules above."""
+    return validate(ControllerSpec.parse(text), source=source, trust=trust)
+
+
+def as_spec(spec: str | ControllerSpec) -> ControllerSpec:
+    """A spec given as text (the user's) or as a value already validated."""
+    return spec if isinstance(spec, ControllerSpec) else parse_controller(spec)
+
+
+def controllers_for_trace(header_controller: str, override: Sequence[str | ControllerSpec] | None, *,
+                          trust: bool = False, source: str = "the trace") -> list[ControllerSpec]:
+    """The controllers to run for a recorded trace; see the comment above.
 
     ``override`` (the user's ``--controller``) wins.  Otherwise every spec of
     the header is checked, and a ``cmd:`` one needs ``trust``.
     """
     if override:
-        return list(override)
-    texts = header_controller.split(" + ")
-    for text in texts:
-        spec = check_trace_spec(text, source, trust=trust)
-        if spec is not None and spec.kind == "cmd" and not trust:
-            raise UntrustedControllerError(
-                f"{source} asks to run the command `{text[len('cmd:'):]}` as its controller; "
-                "netsleuth does not run commands from a trace by itself",
-                "pass --controller SPEC to choose the controller (e.g. the same command if you trust it), "
-                "or --trust-trace-controller to run the trace's")
-    return texts
+        return [as_spec(s) for s in override]
+    specs = [validate(s, source=source, trust=trust) for s in parse_all(header_controller)]
+    if not specs:
+        raise ControllerError(f"{source} names no controller", "pass --controller SPEC")
+    return specs
+
+
+__all__ = ["APP_KINDS", "FORMS", "ControllerSpec", "Kind", "UntrustedControllerError", "as_spec",
+           "check_trace_spec", "controllers_for_trace", "parse_controller", "validate"]

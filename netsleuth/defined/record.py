@@ -18,6 +18,7 @@ from netsleuth.defined.node_runtime import TIEBREAKS
 from netsleuth.defined.scenarios import Scenario, build
 from netsleuth.defined.sim import RunResult, SimConfig
 from netsleuth.errors import TraceFormatError
+from netsleuth.trace.controller_spec import ControllerSpec, Kind
 from netsleuth.trace.io import TraceWriter, read_trace
 from netsleuth.trace.schema import DefinedExternal, TraceHeader
 
@@ -25,7 +26,8 @@ from netsleuth.trace.schema import DefinedExternal, TraceHeader
 def write_run(path: str | os.PathLike[str], sc: Scenario, cfg: SimConfig, topo: str | None,
               result: RunResult) -> None:
     header = TraceHeader(
-        topology=sc.net.to_json(), topology_spec=sc.net.spec, controller=f"defined:{sc.name}", seed=cfg.seed,
+        topology=sc.net.to_json(), topology_spec=sc.net.spec, seed=cfg.seed,
+        controller=str(ControllerSpec(Kind.DEFINED, name=sc.name)),
         tool_version=__version__, command="defined run",
         extra={"defined": {"scenario": sc.name, "variant": sc.params.get("variant"), "topo": topo,
                            "scenario_seed": sc.params.get("scenario_seed", 0), "mode": cfg.mode,

@@ -33,6 +33,7 @@ from netsleuth.model.topology import parse_topo
 from netsleuth.schedulers.config_edits import HostAddr
 from netsleuth.schedulers.fuzz import Fuzzer, FuzzState, Planned, RateError, Rates
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import ControllerSpec
 from netsleuth.trace.validate import CONFIGURABLE_KINDS, config_sha256
 from netsleuth.world.events import Effect
 
@@ -142,7 +143,7 @@ def _check_config_changes(opts: FuzzOptions) -> None:
     if opts.rates.get("config_change") <= 0:
         return
     texts = [opts.controller] if isinstance(opts.controller, str) else list(opts.controller)
-    if not any(t.partition(":")[0] in CONFIGURABLE_KINDS for t in texts):
+    if not any(ControllerSpec.parse(t).kind in CONFIGURABLE_KINDS for t in texts):
         raise RateError(f"config_change={opts.rates.get('config_change'):g} needs a controller configured by a "
                         f"file netsleuth can rewrite, and {' + '.join(texts)} has none",
                         "use --controller faucet:auto or faucet:FILE.yaml, or drop the config_change rate")

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.controllers.measure import measurable
-from netsleuth.controllers.spec import controllers_for_trace, parse_controller
+from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs, load_window_runs
 from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
 from netsleuth.minimize.atoms import Atoms
+from netsleuth.trace.controller_spec import ControllerSpec, join_all
 from netsleuth.trace.io import read_trace
 from netsleuth.trace.schema import InputEvent
 
@@ -53,13 +54,13 @@ class LocalizeOptions:
 
 
 def python_controllers(header_controller: str, override: list[str] | None, *, trust: bool,
-                       source: str) -> list[str]:
+                       source: str) -> list[ControllerSpec]:
     """The controller specs of the minimization, or NotPythonControllerError when none can be measured."""
-    texts = controllers_for_trace(header_controller, override, trust=trust, source=source)
-    if not any(measurable(parse_controller(t)) for t in texts):
-        raise NotPythonControllerError(f"{NOT_PYTHON}; {' + '.join(texts)} is not one",
+    specs = controllers_for_trace(header_controller, override, trust=trust, source=source)
+    if not any(measurable(s) for s in specs):
+        raise NotPythonControllerError(f"{NOT_PYTHON}; {join_all(specs)} is not one",
                                        "run minimize without --localize, or use a Python controller")
-    return texts
+    return specs
 
 
 def coverage_files(minimize_out: Path) -> list[Path]:
@@ -181,7 +182,7 @@ def reorderings(mcs: list[InputEvent]) -> list[list[InputEvent]]:
     return out
 
 
-def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[str], epsilon: float,
+def _extra_replays(out: Path, result: dict, trace_path: Path, controllers: list[ControllerSpec], epsilon: float,
                    persist: int, framework: bool, progress: Callable[[str], None] | None) -> int:
     """Replay the MCS, the MCS without each of its atoms and its reorderings, with coverage; how many ran."""
     trace = read_trace(trace_path)

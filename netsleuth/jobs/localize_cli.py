@@ -81,7 +81,7 @@ def add_localize_options(p: argparse.ArgumentParser) -> None:
                    help="rank the framework's lines too (os-ken, POX core), not only the controller's own code")
     p.add_argument("--top", type=at_least(1), default=10, help="how many lines to report (default 10)")
     p.add_argument("--spectrum", choices=("auto", "windows", "replays"), default="auto",
-                   help="what one run of the spectrum is: 'windows' one call of an os-ken event handler (the "
+                   help="what one run of the spectrum is: 'windows' one call of an os-ken or POX event handler (the "
                         "call that sent the violation's rule fails, the others pass), 'replays' one whole "
                         "replay; 'auto' (default) uses windows when the controller recorded them")
 

@@ -73,10 +73,10 @@ class ReplayOracle:
         self.n = 0
         self.peek = Peek(self.events, self._replay_prefix) if cfg.peek else None
         self._inputs = [e for e in self.events if e.is_input]
-        texts = controllers_for_trace(self.header.controller, list(cfg.controller) if cfg.controller else None)
+        specs = controllers_for_trace(self.header.controller, list(cfg.controller) if cfg.controller else None)
         # Measured controllers start under coverage with their folder cleared first: no spares for them.
-        self.spare = SpareControllers(texts, Topology.from_json(self.header.topology)) \
-            if cfg.prestart and not cfg.coverage and can_prestart(texts) else None
+        self.spare = SpareControllers(specs, Topology.from_json(self.header.topology)) \
+            if cfg.prestart and not cfg.coverage and can_prestart(specs) else None
         if self.spare is not None:
             self.spare.prepare(self.dir / "replay-1")  # the first replay's, while the pool starts
 
@@ -179,14 +179,15 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
     out.mkdir(parents=True, exist_ok=True)
     persist = opts.persist or int(trace.header.extra.get("persist", 3) or 3)
     factory = ReplayOracleFactory(str(Path(opts.trace).resolve()), str((out / "replays").resolve()),
-                                  tuple(controllers), opts.epsilon, persist,
+                                  tuple(map(str, controllers)), opts.epsilon, persist,
                                   opts.violation, opts.max_gap, opts.peek, opts.openflow,
                                   trace_limits(trace.header).overridden(opts.buffer_packets, opts.table_size),
                                   coverage=opts.localize and not localize_note, coverage_framework=opts.all_code,
                                   prestart=opts.prestart, early_end=opts.early_end)
     for stale in (*out.glob("replays/w*/replays.jsonl"), *out.glob("replays/w*/peek.json")):
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
-    factory, executor = ray_setup(factory, opts.executor, opts.jobs, opts.trace, out, controllers)
+    factory, executor = ray_setup(factory, opts.executor, opts.jobs, opts.trace, out,
+                                    [str(c) for c in controllers])
     inputs = [e for e in trace.events if e.is_input]
     data: dict[str, Any] = {"command": "minimize", "trace": str(opts.trace), "target": target.to_json(),
                             "trace_path": str(Path(opts.trace).resolve()), "violation": opts.violation,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from netsleuth.options import check_out_dir
 from netsleuth.schedulers.peek import observed_key
 from netsleuth.schedulers.replay import KEEPALIVE, Matcher, ReplayPlan
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import ControllerSpec
 from netsleuth.trace.io import read_trace
 from netsleuth.world.rebuild import trace_openflow
 
@@ -164,7 +166,7 @@ class ReplayOutcome:
 
 def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
                 inputs: list[ts.InputEvent] | None = None, target: Target | None = None,
-                controller: str | list[str] | None = None, epsilon: float = 0.5, persist: int = 3,
+                controller: str | Sequence[str | ControllerSpec] | None = None, epsilon: float = 0.5, persist: int = 3,
                 record_packets: bool = True, progress: JobProgress | None = None,
                 max_gap: float | None = None, plan: ReplayPlan | None = None,
                 observe_window: float | None = None, openflow: str | None = None,
@@ -307,7 +309,7 @@ def replay(opts: ReplayOptions, progress: JobProgress | None = None) -> dict:
     nice = trace.header.extra.get("nice")
     if isinstance(nice, dict) and isinstance(nice.get("app"), str):  # the model checker's app spec
         check_trace_spec(nice["app"], str(opts.trace), trust=opts.trust_trace_controller)
-    if trace.header.controller.startswith("app:") and opts.controller is None:
+    if controllers[0].in_model and opts.controller is None:
         # A model-checking counterexample: re-execute it deterministically in-process.
         from netsleuth.nice.job import replay_counterexample
         data = replay_counterexample(trace, times=opts.times)

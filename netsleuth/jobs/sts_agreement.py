@@ -43,6 +43,7 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
 from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import SEPARATOR
 from netsleuth.trace.io import read_trace
 from netsleuth.world.rebuild import replay_states
 
@@ -261,7 +262,7 @@ def sts_agreement(path: str | Path) -> dict[str, Any]:
                                 "give the trace of an STS run that ended in an InvariantViolation "
                                 "(or drop --at-sts-violation to check the state at the end)")
     topo = Topology.from_json(trace.header.topology)
-    controllers = [c.strip() for c in trace.header.controller.split(" + ") if c.strip()]
+    controllers = [c.strip() for c in trace.header.controller.split(SEPARATOR) if c.strip()]
     has_tables = any(isinstance(e, ts.ControlToSwitch) for e in trace.events)
     records: list[dict[str, Any]] = []
     for e, world in replay_states(trace.header, trace.events):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +22,7 @@ import yaml
 from netsleuth import __version__
 from netsleuth.controllers.external import ControllerProcess
 from netsleuth.controllers.faucet import config_record
-from netsleuth.controllers.spec import parse_controller
+from netsleuth.controllers.spec import as_spec
 from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy.faucet import FaucetPolicyError, policy_from_text
 from netsleuth.invariants.policy.isolation import load_isolation
@@ -37,6 +37,7 @@ from netsleuth.openflow.codec import version_name
 from netsleuth.openflow.connection import offered_versions
 from netsleuth.options import check_out_dir
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import ControllerSpec, join_all
 from netsleuth.trace.io import TraceWriter
 from netsleuth.world.clock import WallClock
 from netsleuth.world.world import Recorder, World
@@ -82,7 +83,7 @@ class Session:
 
     command: str
     topo_spec: str
-    controller: str | list[str]
+    controller: str | ControllerSpec | Sequence[str | ControllerSpec]  # text is parsed and validated here
     out: Path
     seed: int | None = 0
     record_packets: bool = True
@@ -103,8 +104,8 @@ class Session:
     def __post_init__(self) -> None:
         self.topo = self.topology or parse_topo(self.topo_spec)
         self.isolation_pairs = load_isolation(self.isolation, self.topo) if self.isolation else ()
-        self.texts = [self.controller] if isinstance(self.controller, str) else list(self.controller)
-        self.specs = [parse_controller(t) for t in self.texts]
+        given = [self.controller] if isinstance(self.controller, (str, ControllerSpec)) else self.controller
+        self.specs = [as_spec(c) for c in given]
         offered_versions(self.openflow)  # an unknown --openflow value fails here, before anything starts
         self.out = Path(self.out)
         warmup = Warmup.of(self.warmup)
@@ -119,7 +120,7 @@ class Session:
             self.header_extra = dict(self.header_extra, switch=self.limits.to_json())  # replays use them too
         self.result = JobResult({
             "command": self.command, "tool_version": __version__, "topology": self.topo_spec,
-            "controller": " + ".join(self.texts), "switches": len(self.topo.switches),
+            "controller": join_all(self.specs), "switches": len(self.topo.switches),
             "hosts": len(self.topo.hosts), "checks": list(self.checks), "seed": self.seed, "completed": False,
             "openflow": self.openflow, **({"switch": self.limits.to_json()} if self.limits.to_json() else {}),
         })
@@ -183,7 +184,7 @@ class Session:
                 for c in self.controllers:
                     self.endpoints[c.name] = (c.host, c.port) if c.alive() and c.proc is not None else c.start()
                     self.recorder(ts.ControllerEvent, controller=c.name, what="started",
-                                  detail=f"{c.spec.text} on {c.host}:{c.port}")
+                                  detail=f"{c.spec} on {c.host}:{c.port}")
                     self._note_initial_config(c)
                 asyncio.run(self._drive(body))
                 self.result.data["completed"] = True
@@ -301,7 +302,7 @@ class Session:
                                       "(--openflow auto offers 1.0 and 1.3)")
             for controller in self.controllers:
                 if not controller.alive():
-                    raise ControllerError(f"controller {controller.spec.text} exited (code "
+                    raise ControllerError(f"controller {controller.spec} exited (code "
                                           f"{controller.exit_code()}) during the handshake",
                                           f"see its log {controller.log_path}", details=controller.log_tail())
             controller = self.controllers[0]
@@ -355,7 +356,7 @@ class Session:
             # the restart may land on another port (its old one taken meanwhile): reconnect there
             self.endpoints[c.name] = await asyncio.to_thread(c.start)
             self.recorder(ts.ControllerEvent, controller=c.name, what="started",
-                          detail=f"{c.spec.text} on {c.host}:{c.port}")
+                          detail=f"{c.spec} on {c.host}:{c.port}")
         return self.world.apply_recorded(e)
 
     def note_controller_deaths(self, grace: float = 1.0) -> None:
@@ -401,7 +402,7 @@ class Session:
             errors = c.log_errors()
             for e in errors:
                 self.recorder(ts.ControllerEvent, controller=c.name, what="log_error", detail=e)
-            statuses.append({"name": c.name, "spec": c.spec.text, "alive": c.alive(), "exit_code": c.exit_code(),
+            statuses.append({"name": c.name, "spec": str(c.spec), "alive": c.alive(), "exit_code": c.exit_code(),
                              "log": str(c.log_path), "logged_errors": errors})
         self.result.data["controllers"] = statuses
         s = self.world.stats

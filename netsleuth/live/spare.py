@@ -26,31 +26,31 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from netsleuth.controllers.external import ControllerProcess
-from netsleuth.controllers.spec import parse_controller
+from netsleuth.controllers.spec import as_spec
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.topology import Topology
+from netsleuth.trace.controller_spec import ControllerSpec, Kind
 
 
-def session_controllers(texts: Sequence[str], out: Path, topology: Topology, coverage_dir: Path | None = None,
-                        coverage_framework: bool = False) -> list[ControllerProcess]:
+def session_controllers(specs: Sequence[str | ControllerSpec], out: Path, topology: Topology,
+                        coverage_dir: Path | None = None, coverage_framework: bool = False) -> list[ControllerProcess]:
     """The controller processes a session in ``out`` runs (not started): one per spec, logs in ``out``."""
-    return [ControllerProcess(parse_controller(t), out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
+    return [ControllerProcess(as_spec(s), out / ("controller.log" if i == 0 else f"controller-c{i}.log"),
                               name=f"c{i}", topology=topology, coverage_dir=coverage_dir,
                               coverage_framework=coverage_framework)
-            for i, t in enumerate(texts)]
+            for i, s in enumerate(specs)]
 
 
-def can_prestart(texts: Sequence[str]) -> bool:
+def can_prestart(specs: Sequence[str | ControllerSpec]) -> bool:
     """Only controllers netsleuth launches on a port of its choice: a fixed port cannot hold two at once."""
-    specs = [parse_controller(t) for t in texts]
-    return all(s.kind != "tcp" and not s.port for s in specs)
+    return all(s.kind is not Kind.TCP and not s.port for s in map(as_spec, specs))
 
 
 class SpareControllers:
     """Keeps the next session's controllers starting in the background; one spare set at a time."""
 
-    def __init__(self, texts: Sequence[str], topology: Topology) -> None:
-        self.texts = list(texts)
+    def __init__(self, specs: Sequence[str | ControllerSpec], topology: Topology) -> None:
+        self.specs = [as_spec(s) for s in specs]
         self.topology = topology
         self._out: Path | None = None
         self._procs: list[ControllerProcess] = []
@@ -63,7 +63,7 @@ class SpareControllers:
         self.close()
         Path(out).mkdir(parents=True, exist_ok=True)
         self._out, self._failed, self._closing = Path(out), False, False
-        self._procs = session_controllers(self.texts, Path(out), self.topology)
+        self._procs = session_controllers(self.specs, Path(out), self.topology)
         self._thread = threading.Thread(target=self._start, name="spare-controllers", daemon=True)
         self._thread.start()
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.localize.spectrum import Line, Run
-from netsleuth.localize.windows import ControllerMessage, failing_windows, window_runs
+from netsleuth.localize.windows import ControllerMessage, failing_windows, raising_windows, window_runs
 
 COVERAGE_FILE = "coverage.json"
 
@@ -43,7 +43,8 @@ def merge_process_files(folder: Path) -> dict[str, Any]:
         processes += 1
         windowed = windowed and "windows" in data
         stem = f.name[:-len(".json")]
-        windows += [{"key": f"{stem}:{w['id']}", "event": w.get("event", ""), "lines": w.get("lines", {})}
+        windows += [{"key": f"{stem}:{w['id']}", "event": w.get("event", ""), "lines": w.get("lines", {}),
+                     **({"raised": w["raised"]} if w.get("raised") else {})}
                     for w in data.get("windows", [])]
         sent += [[dpid, xid, f"{stem}:{w}"] for dpid, xid, w in data.get("sent", [])]
         own.update(data.get("own", []))
@@ -125,7 +126,7 @@ def _replay_messages(replay_dir: Path) -> tuple[list[ControllerMessage], dict[st
 
 def load_window_runs(paths: list[Path], target: dict[str, Any] | None, *, all_code: bool = False) -> Spectrum | None:
     """Runs per handler call (see localize/windows.py), or None when some replay cannot be split: its
-    controller has no windows (not os-ken), its trace is gone or no window of a failing replay is known
+    controller has no windows (neither os-ken nor POX), its trace is gone or no window of a failing replay is known
     to have sent the violation's rule."""
     if not target:
         return None
@@ -147,7 +148,7 @@ def load_window_runs(paths: list[Path], target: dict[str, Any] | None, *, all_co
             except (OSError, ValueError, NetsleuthError):
                 return None
             sent_by = {(int(d), int(x)): str(w) for d, x, w in data.get("sent", [])}
-            bad = failing_windows(sent_by, messages, target, dpids)
+            bad = raising_windows(data["windows"], target) or failing_windows(sent_by, messages, target, dpids)
             if not bad:
                 return None
         for run in window_runs(data["windows"], bad, keep):

@@ -5,8 +5,9 @@ replay runs (a learning switch's packet-in handler): failing and passing
 replays execute the same lines.  The controller's run is finer than that:
 each call of an event handler is a *window* with lines of its own (recorded
 by controllers/covlaunch.py), and the window that sent the rule a violation
-names is where the fault acted.  So a failing replay gives one failing run
-(the window, or windows, that sent the violation's rule) and passing runs
+names is where the fault acted (for a violation that is the controller's
+exception, the window the exception escaped).  So a failing replay gives one
+failing run (the window, or windows, that sent the violation's rule) and passing runs
 (its other windows); every window of a passing replay is a passing run.
 
 Sans-I/O: windows, the messages each sent, the replay's controller->switch
@@ -89,6 +90,17 @@ def failing_windows(sent_by: Mapping[tuple[int, int], str], messages: Sequence[C
     return found
 
 
+def raising_windows(windows: Sequence[Mapping[str, Any]], target: Mapping[str, Any]) -> set[str]:
+    """For a violation that is the controller's exception: the windows the same exception escaped.
+
+    The call that raised is the one that went wrong; no rule need name it.  Empty for any other
+    violation, or when no window recorded the exception (a controller that caught it itself)."""
+    if target.get("invariant") != "exceptions":
+        return set()
+    name = str((target.get("details") or {}).get("exception") or "").rsplit(".", 1)[-1]
+    return {str(w["key"]) for w in windows if name and w.get("raised") == name}
+
+
 def window_runs(windows: Sequence[Mapping[str, Any]], failing: Iterable[str],
                 keep: Any = None) -> list[Run]:
     """One run per window (``{"key", "lines": {file: [n...]}}``), failing if its key is in ``failing``.
@@ -105,4 +117,4 @@ def window_runs(windows: Sequence[Mapping[str, Any]], failing: Iterable[str],
     return runs
 
 
-__all__ = ["ControllerMessage", "failing_windows", "window_runs"]
+__all__ = ["ControllerMessage", "failing_windows", "raising_windows", "window_runs"]

@@ -27,6 +27,7 @@ running on a live actor.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -114,7 +115,9 @@ class RayActorPool:
         self.land = land
         self.per_node: dict[str, int] = {}     # node -> tasks it completed
         self.lost = 0                          # actors lost while running a task
-        self.node_errors: list[str] = []       # actors placed late on a node that could not build them
+        self.node_lost: dict[str, int] = {}    # node -> tasks lost there (each ran again elsewhere or failed)
+        self.node_errors: dict[str, str] = {}  # node -> why it could not build an actor, or lost one (the last)
+        self._node_of: dict[int, str] = {}     # id(actor) -> the node it was placed on, once it answered
         self._ray: Any = None
         self._owns = False
         self._cls: Any = None
@@ -181,16 +184,19 @@ class RayActorPool:
         info = self._ray.get(ref)
         if info["error"] is not None:
             problem, fix = info["error"]
-            raise EnvironmentSetupError(f"Ray node {info['node']}: {problem}", fix)
+            exc = EnvironmentSetupError(f"Ray node {info['node']}: {problem}", fix)
+            with self._lock:
+                self.node_errors[info["node"]] = exc.one_line()
+            raise exc
         with self._lock:
+            self._node_of[id(actor)] = info["node"]
             self.per_node.setdefault(info["node"], 0)
             self._free.append(actor)
 
     def _join_later(self, actor: Any, ref: Any) -> None:
         try:
             self._joined(actor, ref)
-        except NetsleuthError as exc:  # a node that came later without what the jobs need: it gets none
-            self.node_errors.append(exc.one_line())
+        except NetsleuthError:  # a node that came later without what the jobs need: it gets none (node_errors)
             self._drop(actor)
             return
         except Exception:  # noqa: BLE001 - a replacement whose node went away: dropped, not fatal
@@ -245,6 +251,10 @@ class RayActorPool:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         with self._lock:
             self.lost += 1
+            node = self._node_of.get(id(actor))
+            if node is not None:
+                self.node_lost[node] = self.node_lost.get(node, 0) + 1
+                self.node_errors[node] = f"lost a worker while running a task ({reason})"
             self._drop_locked(actor)
             if self._ray is not None and len(self._actors) < self.workers:
                 new = self._spawn()
@@ -313,6 +323,8 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
+    main = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
         if address:
             ray.init(address=address, **kwargs)
@@ -325,6 +337,8 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
         raise RayUnavailableError(f"cannot start or reach Ray at {address or 'a local instance'}: {exc}",
                                   "check the address (auto, ray://HEAD:10001, HOST:6379) or use --executor local"
                                   ) from None
+    if main and sigterm is not None:  # ray.init on the main thread replaced SIGTERM's handler with an exit that
+        signal.signal(signal.SIGTERM, sigterm)  # skips the partial results: SIGTERM stops a job as Ctrl-C does
     return True
 
 

@@ -26,9 +26,10 @@ from netsleuth.nice.apps import loadbalancer as lb
 from netsleuth.nice.errors import ScenarioError
 from netsleuth.nice.explore import Explorer, SearchOptions, SearchResult
 from netsleuth.nice.filters import parse_strategy
-from netsleuth.nice.loading import APP_SPECS, LB_MODULE, TE_MODULE, make_system, normalize_spec
+from netsleuth.nice.loading import APP_SPECS, LB_MODULE, TE_MODULE, make_system, model_spec
 from netsleuth.nice.scripted import scripts_from_json, scripts_to_json
 from netsleuth.nice.system import Config, System
+from netsleuth.trace.controller_spec import ControllerSpec, Kind
 
 __all__ = ["BugScenario", "SCENARIOS", "APP_SPECS", "get", "scenario_for", "config_for", "build_system", "run",
            "scripts_to_json", "scripts_from_json"]
@@ -51,7 +52,7 @@ class BugScenario:
         mod, variants = (LB_MODULE, lb.VARIANTS) if self.app == "loadbalancer" else (TE_MODULE, te.VARIANTS)
         if v not in variants:
             raise ScenarioError(f"{self.app} has no variant {v!r}", f"use one of {', '.join(sorted(variants))}")
-        return f"app:{mod}:{variants[v].__name__}"
+        return str(ControllerSpec(Kind.APP, name=f"{mod}:{variants[v].__name__}", in_model=True))
 
 
 # ---------------------------------------------------------------- load balancer frames
@@ -133,7 +134,7 @@ def scenario_for(app_spec: str, scenario: str | None = None) -> BugScenario | No
 
     A buggy variant defaults to its own bug's scenario, a fixed one to its app's richest scenario.
     """
-    name = normalize_spec(app_spec)[4:]
+    name = model_spec(app_spec).name
     target = APP_SPECS.get(name, name)
     owner = None
     for variants, app in ((lb.VARIANTS, "loadbalancer"), (te.VARIANTS, "energy-te")):

@@ -66,6 +66,7 @@ from netsleuth.nice.transitions import (
 from netsleuth.nice.violation import PropertyViolation
 from netsleuth.openflow.codec import msg_to_json
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import HOSTED, ControllerSpec
 from netsleuth.trace.fingerprint import of_fingerprint
 from netsleuth.trace.io import read_trace, write_trace
 
@@ -183,11 +184,9 @@ def _target(system: System, final: SystemState, v: PropertyViolation) -> ts.Viol
 def counterexample_inputs(system: System, path: list[Transition], violation: PropertyViolation, *,
                           gap: float = 0.3, seed: int | None = 0) -> ts.Trace:
     """The trace (header, inputs, target violation) a real run replays; see the module docstring."""
-    from netsleuth.nice.osken_host import is_osken_spec, osken_spec
-    from netsleuth.nice.pox_host import is_pox_spec
-
     cfg = system.config
-    if not (is_osken_spec(cfg.app_spec) or is_pox_spec(cfg.app_spec)):
+    app = ControllerSpec.parse(cfg.app_spec.strip())
+    if app.kind not in HOSTED:
         raise ConversionError(f"{cfg.app_spec} is an in-process app with no controller process to replay against",
                               "convert counterexamples of hosted os-ken apps or POX components "
                               "(netsleuth check osken:MODULE or pox:COMPONENTS)")
@@ -242,7 +241,7 @@ def counterexample_inputs(system: System, path: list[Transition], violation: Pro
     target = _target(system, st, violation)
     events.append(ts.Violation(**{**_fields(target), "seq": len(events), "t": round(t + gap, 6)}))
     header = ts.TraceHeader(topology=cfg.topology.to_json(), topology_spec=cfg.topology.spec,
-                            controller=osken_spec(cfg.app_spec), seed=seed, tool_version=__version__,
+                            controller=str(app.real()), seed=seed, tool_version=__version__,
                             command="check",
                             openflow={sw.name: "1.3" for sw in cfg.topology.switches} if system.of13 else {},
                             extra={"converted_from": "model-checking counterexample",

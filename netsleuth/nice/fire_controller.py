@@ -8,20 +8,18 @@ A handler runs on a copy of the app and its outputs go onto the switches' channe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App, ControllerAPI
 from netsleuth.nice.effects import Effects
+from netsleuth.nice.firing import FiringSystem
 from netsleuth.nice.interning import obj_hash, pushed, remember, tail
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.transitions import CTL, TIMER, Transition
 
-if TYPE_CHECKING:
-    from netsleuth.nice.system import System
 
-
-def fire_stats(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_stats(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     """discover_stats: the controller handles the PortStatsReply at the head of switch i's
     channel with discovered counters ``stats`` (a reply the switch could send after more traffic)."""
     _, i, stats = t
@@ -32,7 +30,7 @@ def fire_stats(system: System, st: SystemState, t: Transition, fx: Effects) -> N
     run_handler(system, st, lambda a: a.port_stats_in(dpid, stats), fx, i)
 
 
-def run_handler(system: System, st: SystemState, call: Callable[[App], None], fx: Effects, i: int | None,
+def run_handler(system: FiringSystem, st: SystemState, call: Callable[[App], None], fx: Effects, i: int | None,
                  event: Any = None) -> None:
     """Run a handler on a copy of the app; ``event`` (hashable, naming the call) memoizes it."""
     if event is not None and system.memo:
@@ -65,7 +63,7 @@ def run_handler(system: System, st: SystemState, call: Callable[[App], None], fx
     _handler_effects(system, st, out, timers, fx)
 
 
-def _call_app(system: System, parent: App, call: Callable[[App], None]) -> tuple[App, list, list]:
+def _call_app(system: FiringSystem, parent: App, call: Callable[[App], None]) -> tuple[App, list, list]:
     app = parent.copy()
     api = ControllerAPI(system.now, system.links, system.uses_stats)
     app._api = api
@@ -76,7 +74,7 @@ def _call_app(system: System, parent: App, call: Callable[[App], None]) -> tuple
     return app, api.out, api.timers
 
 
-def _handler_effects(system: System, st: SystemState, out: list, timers: list, fx: Effects) -> None:
+def _handler_effects(system: FiringSystem, st: SystemState, out: list, timers: list, fx: Effects) -> None:
     fx.writes.add(("ctl",))
     order = []
     for dpid, msg in out:
@@ -97,7 +95,7 @@ def _handler_effects(system: System, st: SystemState, out: list, timers: list, f
             st.extra = (st.extra[0], new)
 
 
-def fire_ctl(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_ctl(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     q = st.to_ctrl[i]
     msg, st.to_ctrl[i] = q[0], tail(q)
@@ -127,7 +125,7 @@ def fire_ctl(system: System, st: SystemState, t: Transition, fx: Effects) -> Non
         run_handler(system, st, lambda a: a.port_stats_in(dpid, msg.stats), fx, i)
 
 
-def fire_timer(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_timer(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     name = t[1]
     st.timers = tuple(x for x in st.timers if x != name)
     run_handler(system, st, lambda a: a.timer(name), fx, None, (TIMER, name))

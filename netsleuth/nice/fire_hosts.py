@@ -10,25 +10,23 @@ canonical key and the input, as the switches' and the controller's are (system.p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netsleuth.model.packet import Packet, arp_request
 from netsleuth.nice.effects import Effects
+from netsleuth.nice.firing import FiringSystem
 from netsleuth.nice.interning import obj_hash, pushed_frame, remember, tail
 from netsleuth.nice.state import HostState, SystemState
 from netsleuth.nice.transitions import RECV, SEND, Transition
 
-if TYPE_CHECKING:
-    from netsleuth.nice.system import System
 
-
-def _mut_host(system: System, st: SystemState, i: int) -> HostState:
+def _mut_host(system: FiringSystem, st: SystemState, i: int) -> HostState:
     hs = st.hosts[i].copy()
     st.hosts[i] = hs
     return hs
 
 
-def host_emit(system: System, st: SystemState, hs: HostState, frame: Packet, fx: Effects) -> None:
+def host_emit(system: FiringSystem, st: SystemState, hs: HostState, frame: Packet, fx: Effects) -> None:
     pid = None
     if system.lineage:
         # ``sent`` is a multiset {(frame, count)} as a frozenset: hashing it never depends on order.
@@ -48,12 +46,12 @@ def host_emit(system: System, st: SystemState, hs: HostState, frame: Packet, fx:
         system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
 
-def push(system: System, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
+def push(system: FiringSystem, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
     fx.writes.add(("q",) + where)
     st.inq[where] = pushed_frame(st.inq.get(where, ()), frame, tag, where)
 
 
-def fire_sendpkt(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_sendpkt(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     _, i, frame = t
     hs = _mut_host(system, st, i)
     fx.writes.add(("host", i))
@@ -62,7 +60,7 @@ def fire_sendpkt(system: System, st: SystemState, t: Transition, fx: Effects) ->
     host_emit(system, st, hs, frame, fx)
 
 
-def fire_send(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_send(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     fx.writes.add(("host", i))
     if system.memo and not system.lineage:     # (with lineage, emitting counts frames in the host)
@@ -85,7 +83,7 @@ def fire_send(system: System, st: SystemState, t: Transition, fx: Effects) -> No
         host_emit(system, st, hs, frame, fx)
 
 
-def _start_ping(system: System, hs: HostState, i: int) -> list[Packet]:
+def _start_ping(system: FiringSystem, hs: HostState, i: int) -> list[Packet]:
     dst = hs.to_send[0]
     hs.to_send = hs.to_send[1:]
     seq = hs.next_seq
@@ -95,7 +93,7 @@ def _start_ping(system: System, hs: HostState, i: int) -> list[Packet]:
     return hs.host.ping(system.ip_of[dst], i + 1, seq)
 
 
-def fire_out(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_out(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     hs = _mut_host(system, st, i)
     fx.writes.add(("host", i))
@@ -105,7 +103,7 @@ def fire_out(system: System, st: SystemState, t: Transition, fx: Effects) -> Non
     host_emit(system, st, hs, frame, fx)
 
 
-def fire_recv(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_recv(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     old = st.hosts[i]
     name = old.host.name
@@ -131,7 +129,7 @@ def fire_recv(system: System, st: SystemState, t: Transition, fx: Effects) -> No
         system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
 
 
-def _recv_step(system: System, old: HostState, frame: Packet) -> HostState:
+def _recv_step(system: FiringSystem, old: HostState, frame: Packet) -> HostState:
     """Host ``old`` receiving ``frame``, memoized by content."""
     mk = (old.hash_value(), RECV, obj_hash(frame), old.host.received)
     hit = system._host_memo.get(mk)
@@ -144,7 +142,7 @@ def _recv_step(system: System, old: HostState, frame: Packet) -> HostState:
     return hs
 
 
-def _host_receive(system: System, hs: HostState, frame: Packet) -> None:
+def _host_receive(system: FiringSystem, hs: HostState, frame: Packet) -> None:
     replies = hs.host.receive(frame)
     if hs.credits is not None and frame.eth_dst == hs.host.mac:
         hs.credits += 1
@@ -152,7 +150,7 @@ def _host_receive(system: System, hs: HostState, frame: Packet) -> None:
         hs.outbox = hs.outbox + tuple(replies)
 
 
-def fire_move(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_move(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     hs = _mut_host(system, st, i)
     fx.writes.add(("host", i))

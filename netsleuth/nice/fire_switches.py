@@ -10,7 +10,7 @@ A switch's step is memoized by the switch's key and its input, first by identity
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model import switch as sw
@@ -21,16 +21,14 @@ from netsleuth.model.ofdp import ofp, ofp13
 from netsleuth.nice import messages as m
 from netsleuth.nice.effects import Effects
 from netsleuth.nice.fire_hosts import push
+from netsleuth.nice.firing import FiringSystem
 from netsleuth.nice.interning import obj_hash, pushed, remember, tail
 from netsleuth.nice.of13 import packets_change_pipeline
 from netsleuth.nice.state import MCSwitch, SystemState
 from netsleuth.nice.transitions import DROP, Transition
 
-if TYPE_CHECKING:
-    from netsleuth.nice.system import System
 
-
-def _peer_of(system: System, st: SystemState, node: str, port: int) -> tuple[str, int] | None:
+def _peer_of(system: FiringSystem, st: SystemState, node: str, port: int) -> tuple[str, int] | None:
     p = system.peer.get((node, port))
     if p is not None:
         return p
@@ -40,7 +38,7 @@ def _peer_of(system: System, st: SystemState, node: str, port: int) -> tuple[str
     return None
 
 
-def switch_outputs(system: System, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
+def switch_outputs(system: FiringSystem, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
     for o in outputs:
         if type(o) is sw.Emit:
             peer = _peer_of(system, st, s.name, o.port)
@@ -60,7 +58,7 @@ def switch_outputs(system: System, st: SystemState, i: int, s: MCSwitch, outputs
             st.to_ctrl[i] = pushed(st.to_ctrl[i], msg, i)
 
 
-def fire_pkt(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_pkt(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     cbs = system._cb["on_switch_receive"]
     if not system.memo or cbs or i in system._self_linked:
@@ -103,7 +101,7 @@ def fire_pkt(system: System, st: SystemState, t: Transition, fx: Effects) -> Non
     fx.reads.add(("ports", i))
 
 
-def _pkt_step(system: System, old: MCSwitch, heads: list) -> tuple[MCSwitch, tuple]:
+def _pkt_step(system: FiringSystem, old: MCSwitch, heads: list) -> tuple[MCSwitch, tuple]:
     """Switch ``old`` taking the head packets ``heads``, memoized by content: (switch, per port
     (fields read, outputs))."""
     # the switch's name too: two switches with equal keys (the key leaves their names and dpids out) must
@@ -121,21 +119,21 @@ def _pkt_step(system: System, old: MCSwitch, heads: list) -> tuple[MCSwitch, tup
     return s, per_port
 
 
-def _fields_read(system: System, frame: Any, p: int) -> tuple | None:
+def _fields_read(system: FiringSystem, frame: Any, p: int) -> tuple | None:
     """What a packet's lookup reads of the flow table (the footprint sleep sets compare): its
     1.0 match fields, or None (the whole pipeline) on OpenFlow 1.3, where later tables see
     rewritten headers and metadata."""
     return None if system.of13 else frame.match_fields(p)
 
 
-def _copy_for_packets(system: System, s: MCSwitch) -> MCSwitch:
+def _copy_for_packets(system: FiringSystem, s: MCSwitch) -> MCSwitch:
     """The copy of switch ``s`` that takes packets: its table and ports are copied only if packets
     change them (counters the app reads; a 1.3 pipeline whose meters or counters packets move)."""
     wc = system.uses_stats
     return s.copy(table=wc or (s.of13 is not None and packets_change_pipeline(s.of13)), ports=wc)
 
 
-def _fire_pkt_direct(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def _fire_pkt_direct(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     s = st.switches[i] = _copy_for_packets(system, st.switches[i])
     name = s.name
@@ -162,7 +160,7 @@ def _fire_pkt_direct(system: System, st: SystemState, t: Transition, fx: Effects
     fx.reads.add(("ports", i))
 
 
-def fire_of(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_of(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     if system.of13:
         fire_of13(system, st, t, fx)
         return
@@ -211,7 +209,7 @@ def _of_footprint(i: int, msg: Any, is_mod: bool, fx: Effects) -> None:
     fx.reads.add(("ports", i))
 
 
-def _of_outputs(system: System, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
+def _of_outputs(system: FiringSystem, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
     for o in outputs:
         if type(o) is sw.Emit:
             fx.ft_reads.append((i, None))  # a released packet may be matched again: be conservative
@@ -219,7 +217,7 @@ def _of_outputs(system: System, st: SystemState, i: int, s: MCSwitch, outputs: l
     switch_outputs(system, st, i, s, outputs, fx)
 
 
-def fire_of13(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_of13(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     """An OpenFlow 1.3 message applied by the switch's 1.3 part (the app's bytes, decoded)."""
     i = t[1]
     q = st.to_sw[i]
@@ -268,7 +266,7 @@ def fire_of13(system: System, st: SystemState, t: Transition, fx: Effects) -> No
     switch_outputs(system, st, i, s, outputs, fx)
 
 
-def fire_expire(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_expire(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     if system.of13:
         _fire_expire13(system, st, t, fx)
         return
@@ -286,7 +284,7 @@ def fire_expire(system: System, st: SystemState, t: Transition, fx: Effects) -> 
     switch_outputs(system, st, i, s, out, fx)
 
 
-def _fire_expire13(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def _fire_expire13(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     """A 1.3 entry times out: removed as the pipeline's own expiry removes it (FLOW_REMOVED if flagged)."""
     _, i, table_id, entries, priority = t
     s = st.switches[i].copy(table=True, ports=system.uses_stats)
@@ -301,7 +299,7 @@ def _fire_expire13(system: System, st: SystemState, t: Transition, fx: Effects) 
     switch_outputs(system, st, i, s, part.flows_removed(removed, system.now), fx)
 
 
-def fire_fault(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_fault(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     kind, node, port = t
     where = (node, port)
     fx.writes.add(("q",) + where)
@@ -314,7 +312,7 @@ def fire_fault(system: System, st: SystemState, t: Transition, fx: Effects) -> N
         st.inq[where] = q + (q[0],)
 
 
-def fire_linkdown(system: System, st: SystemState, t: Transition, fx: Effects) -> None:
+def fire_linkdown(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     """A switch-to-switch link fails: both ports go down (PORT_STATUS to the controller) and
     the packets on it are lost."""
     _, i, port = t

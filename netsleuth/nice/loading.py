@@ -28,6 +28,7 @@ from netsleuth.nice.errors import AppSpecError
 from netsleuth.nice.property_registry import resolve
 from netsleuth.nice.scripted import attach as attach_scripts
 from netsleuth.nice.system import Config, System
+from netsleuth.trace.controller_spec import APP_KINDS, ControllerSpec, Kind
 
 LB_MODULE = lb.__name__
 TE_MODULE = te.__name__
@@ -49,29 +50,34 @@ BUILTIN_APPS: dict[str, str] = {
 }
 
 
+def model_spec(spec: str) -> ControllerSpec:
+    """``pyswitch`` / ``app:pyswitch`` / ``pkg.mod:Class`` / ``osken:M`` -> the model checker's spec (``app:...``)."""
+    parsed = ControllerSpec.parse(spec.strip())
+    if parsed.kind in APP_KINDS:  # app files by absolute path: the counterexample replays elsewhere
+        from netsleuth.nice.osken_host import parse_app_spec
+        parsed = parse_app_spec(parsed)
+    elif parsed.kind not in (Kind.APP, Kind.POX):
+        raise AppSpecError(f"{spec!r} is a live controller, not an app the model checker runs",
+                           "check an in-process app (pyswitch, package.module:Class) or a hosted one "
+                           "(osken:MODULE, ryu:APP, pox:COMPONENTS)")
+    return parsed.hosted()
+
+
 def normalize_spec(spec: str) -> str:
-    """``pyswitch`` / ``app:pyswitch`` / ``pkg.mod:Class`` -> the canonical ``app:...`` form."""
-    s = spec.strip()
-    if s.startswith("app:"):
-        s = s[4:]
-    if s.startswith(("osken:", "ryu:")):  # app files by absolute path: the counterexample replays elsewhere
-        from netsleuth.nice.osken_host import canonical_spec
-        s = canonical_spec(s)
-    elif s.startswith("pox:"):
-        from netsleuth.nice.pox_host import canonical_spec as pox_canonical
-        s = pox_canonical(s)
-    return "app:" + s
+    """The canonical ``app:...`` text of an app spec (see :func:`model_spec`)."""
+    return str(model_spec(spec))
 
 
 def load_app(spec: str) -> Callable[[], App]:
     """The app class an ``app:`` spec names (see the module docstring for the forms)."""
-    s = normalize_spec(spec)[4:]
-    if s.startswith(("osken:", "ryu:")):  # an unmodified os-ken 1.4.1 (or Ryu) app, run by the handler server
+    parsed = model_spec(spec)
+    if parsed.kind in APP_KINDS:  # an unmodified os-ken 1.4.1 (or Ryu) app, run by the handler server
         from netsleuth.nice.osken_host import load_osken_app  # starts a subprocess: only when asked for
-        return load_osken_app(s)
-    if s.startswith("pox:"):  # unmodified POX components on a real POX core, run by its handler server
+        return load_osken_app(parsed)
+    if parsed.kind is Kind.POX:  # unmodified POX components on a real POX core, run by its handler server
         from netsleuth.nice.pox_host import load_pox_app
-        return load_pox_app(s)
+        return load_pox_app(parsed)
+    s = parsed.name
     target = BUILTIN_APPS.get(s, s)
     if ":" not in target:
         raise AppSpecError(f"unknown in-process app {spec!r}",
@@ -103,4 +109,5 @@ def make_system(config: Config) -> System:
     return system
 
 
-__all__ = ["APP_SPECS", "BUILTIN_APPS", "LB_MODULE", "TE_MODULE", "load_app", "make_system", "normalize_spec"]
+__all__ = ["APP_SPECS", "BUILTIN_APPS", "LB_MODULE", "TE_MODULE", "load_app", "make_system", "model_spec",
+           "normalize_spec"]

@@ -50,7 +50,6 @@ import logging
 import os
 import pickle
 import select
-import shlex
 import struct
 import subprocess
 import tempfile
@@ -60,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.controllers.external import Lifeline, find_controller_python, import_error_for
-from netsleuth.controllers.spec import APP_KINDS, ControllerSpec, parse_controller
+from netsleuth.controllers.spec import validate
 from netsleuth.errors import CodecError, ControllerError
 from netsleuth.model import switch as sw
 from netsleuth.model.actions import ActionError, action_from_ofp
@@ -70,6 +69,7 @@ from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
 from netsleuth.nice.app import App
 from netsleuth.openflow import codec
+from netsleuth.trace.controller_spec import APP_KINDS, ControllerSpec, Kind
 
 log = logging.getLogger(__name__)
 SERVER = Path(__file__).resolve().parents[1] / "controllers" / "osken_handler_server.py"
@@ -85,44 +85,21 @@ class OsKenHostError(ControllerError):
     """The handler server or the hosted app failed (the message says which and how to fix it)."""
 
 
-def osken_spec(spec: str) -> str:
-    """The controller spec ``osken:...`` of an app spec, with or without the checker's ``app:`` prefix.
+def parse_app_spec(spec: str | ControllerSpec) -> ControllerSpec:
+    """``[app:]osken:``/``ryu:`` spec -> the real controller's spec, validated (errors as the real controller's).
 
-    ``netsleuth check`` canonicalizes every app spec to ``app:...`` (so a
+    ``netsleuth check`` records every app spec as ``app:...`` (so a
     counterexample's header says it replays in the model); for a hosted
     os-ken app that is ``app:osken:MODULE``, and the real controller the
-    app runs in is ``osken:MODULE``.
+    app runs in is ``osken:MODULE``, with app files by absolute path.
     """
-    s = spec.strip()
-    return s[4:] if s.startswith("app:") else s
-
-
-def is_osken_spec(spec: str) -> bool:
-    """An app the handler server hosts: ``osken:...`` or ``ryu:...`` (with or without ``app:``)."""
-    return osken_spec(spec).partition(":")[0] in APP_KINDS
-
-
-def parse_app_spec(spec: str) -> ControllerSpec:
-    """``[app:]osken:``/``ryu:`` spec -> the controller spec (errors as the real controller's)."""
     try:
-        parsed = parse_controller(osken_spec(spec))
+        parsed = (spec if isinstance(spec, ControllerSpec) else ControllerSpec.parse(spec.strip())).real()
+        if parsed.kind not in APP_KINDS:
+            raise OsKenHostError(f"'{spec}' is not an os-ken or Ryu app spec", "use osken:MODULE or ryu:APP")
+        return validate(parsed)
     except ControllerError as exc:
         raise OsKenHostError(exc.problem, exc.fix) from None
-    if parsed.kind not in APP_KINDS:
-        raise OsKenHostError(f"'{spec}' is not an os-ken or Ryu app spec", "use osken:MODULE or ryu:APP")
-    return parsed
-
-
-def canonical_spec(spec: str) -> str:
-    """``ryu:./sw.py --observe-links`` -> ``ryu:/abs/sw.py --observe-links`` (what the model checker records)."""
-    parsed = parse_app_spec(spec)
-    words = [",".join(parsed.apps), *parsed.options]
-    return f"{parsed.kind}:" + " ".join(shlex.quote(w) for w in words)
-
-
-def parse_modules(spec: str) -> tuple[str, ...]:
-    """``osken:os_ken.app.simple_switch[,mod2]`` -> the app names (module names or absolute ``.py`` paths)."""
-    return parse_app_spec(spec).apps
 
 
 # ---------------------------------------------------------------------------- the server process
@@ -535,7 +512,7 @@ def _intern(key: Any) -> Any:
     return _KEYS.setdefault(key, key)
 
 
-def load_osken_app(spec: str) -> Callable[[], App]:
+def load_osken_app(spec: str | ControllerSpec) -> Callable[[], App]:
     """The :class:`OsKenApp` class for ``[app:]osken:APP[,APP]`` or ``ryu:...`` (starts or reuses its server).
 
     Raises :class:`OsKenHostError` (an :class:`AppImportError` for an app
@@ -545,13 +522,13 @@ def load_osken_app(spec: str) -> Callable[[], App]:
     """
     parsed = parse_app_spec(spec)
     modules = parsed.apps
-    srv = server_for(modules, ryu=parsed.kind == "ryu", options=parsed.options)
+    srv = server_for(modules, ryu=parsed.kind is Kind.RYU, options=parsed.options)
     stems = [Path(mod).stem if mod.endswith(".py") else mod.rsplit(".", 1)[-1] for mod in modules]
-    cls_name = ("Ryu_" if parsed.kind == "ryu" else "OsKen_") + "_".join(stems)
-    name = canonical_spec(spec)
+    cls_name = ("Ryu_" if parsed.kind is Kind.RYU else "OsKen_") + "_".join(stems)
+    name = str(parsed)
     return type(cls_name, (OsKenApp,), {"name": name, "_server": srv, "_memo": {},
                                         "openflow_version": srv.version})
 
 
-__all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "is_osken_spec", "load_osken_app", "osken_spec",
-           "canonical_spec", "parse_app_spec", "parse_modules", "server_for", "shutdown_servers", "to_channel_message"]
+__all__ = ["HandlerServer", "OsKenApp", "OsKenHostError", "load_osken_app", "parse_app_spec", "server_for",
+           "shutdown_servers", "to_channel_message"]

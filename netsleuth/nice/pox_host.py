@@ -28,14 +28,15 @@ handshake and event dispatch run on the model switches' bytes.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 
 from netsleuth.controllers import pox
 from netsleuth.controllers.external import pox_python
+from netsleuth.controllers.spec import validate
 from netsleuth.errors import ControllerError
 from netsleuth.nice.app import App
 from netsleuth.nice.osken_host import SERVER, HandlerServer, OsKenApp, shared_server, shutdown_servers
+from netsleuth.trace.controller_spec import POX_EXAMPLE, ControllerSpec, Kind
 
 POX_SERVER = SERVER.with_name("pox_handler_server.py")
 
@@ -44,29 +45,12 @@ class PoxHostError(ControllerError):
     """The POX handler server or the hosted components failed (the message says which and how to fix it)."""
 
 
-def is_pox_spec(spec: str) -> bool:
-    """``pox:...`` with or without the checker's ``app:`` prefix."""
-    s = spec.strip()
-    return (s[4:] if s.startswith("app:") else s).startswith("pox:")
-
-
-def parse_pox_spec(spec: str) -> tuple[tuple[str, ...], str]:
-    """``[app:]pox:WORDS`` -> (POX's command-line words, the checkout), every component checked to exist."""
-    s = spec.strip()
-    text = s[4:] if s.startswith("app:") else s
-    rest = text.partition(":")[2]
-    words = pox.split_words(text, rest)
-    home = pox.pox_home()
-    pox.check_components(words, home)
-    return words, str(home)
-
-
-def canonical_spec(spec: str) -> str:
-    """``pox:WORDS`` as the model checker records it (one space between words, quoted where needed)."""
-    s = spec.strip()
-    text = s[4:] if s.startswith("app:") else s
-    words = pox.split_words(text, text.partition(":")[2])
-    return "pox:" + " ".join(shlex.quote(w) for w in words)
+def parse_pox_spec(spec: str | ControllerSpec) -> ControllerSpec:
+    """``[app:]pox:WORDS`` -> the real controller's spec, every component checked to exist in the checkout."""
+    parsed = (spec if isinstance(spec, ControllerSpec) else ControllerSpec.parse(spec.strip())).real()
+    if parsed.kind is not Kind.POX:
+        raise PoxHostError(f"'{spec}' is not a POX spec", f"use {POX_EXAMPLE}")
+    return validate(parsed)
 
 
 class PoxHandlerServer(HandlerServer):
@@ -116,13 +100,14 @@ class PoxApp(OsKenApp):
         self._deliver(("timer", 0, name.encode()))
 
 
-def load_pox_app(spec: str) -> Callable[[], App]:
+def load_pox_app(spec: str | ControllerSpec) -> Callable[[], App]:
     """The :class:`PoxApp` class for ``[app:]pox:WORDS`` (starts or reuses its server)."""
-    words, home = parse_pox_spec(spec)
-    srv = server_for(words, home)
+    parsed = parse_pox_spec(spec)
+    words = parsed.command
+    srv = server_for(words, str(pox.pox_home()))
     return type("Pox_" + "_".join(w.rpartition(".")[2] for w in words if not w.startswith("-")),
-                (PoxApp,), {"name": canonical_spec(spec), "_server": srv, "_memo": {}, "openflow_version": 1})
+                (PoxApp,), {"name": str(parsed), "_server": srv, "_memo": {}, "openflow_version": 1})
 
 
-__all__ = ["PoxApp", "PoxHandlerServer", "PoxHostError", "canonical_spec", "is_pox_spec", "load_pox_app",
+__all__ = ["PoxApp", "PoxHandlerServer", "PoxHostError", "load_pox_app",
            "parse_pox_spec", "server_for", "shutdown_servers"]

@@ -2,11 +2,11 @@
 
 The model checker's counterpart of ``world/events.py`` (the live World's
 pending events).  A transition is a small tuple ``(kind, *args)`` whose kind
-is a :class:`Kind`: the tuple names the *same* choice in every state (host
+is a :class:`TransitionKind`: the tuple names the *same* choice in every state (host
 1's next send, switch 0's head controller message), which is what state
 matching, sleep sets, DPOR's persistent sets and counterexample replay rely
 on.  Tuples rather than objects because the search hashes and compares
-them millions of times; :class:`Kind` is a ``StrEnum``, so a kind equals
+them millions of times; :class:`TransitionKind` is a ``StrEnum``, so a kind equals
 and hashes as its plain name and a transition read back from JSON is the
 same transition.
 
@@ -45,7 +45,7 @@ from typing import Any
 from netsleuth.model.packet import Packet
 
 
-class Kind(StrEnum):
+class TransitionKind(StrEnum):
     """What a transition does (see the module docstring for its arguments)."""
 
     SEND = "send"
@@ -66,17 +66,18 @@ class Kind(StrEnum):
 
 # Each kind as a module constant: attribute access on an Enum class is a descriptor call, and the
 # search builds and compares transitions once per state.
-SEND, OUT, RECV, MOVE, SENDPKT = Kind.SEND, Kind.OUT, Kind.RECV, Kind.MOVE, Kind.SENDPKT
-PKT, OF, CTL, TIMER, STATS = Kind.PKT, Kind.OF, Kind.CTL, Kind.TIMER, Kind.STATS
-EXPIRE, DROP, DUP, LINKDOWN = Kind.EXPIRE, Kind.DROP, Kind.DUP, Kind.LINKDOWN
+_K = TransitionKind
+SEND, OUT, RECV, MOVE, SENDPKT = _K.SEND, _K.OUT, _K.RECV, _K.MOVE, _K.SENDPKT
+PKT, OF, CTL, TIMER, STATS = _K.PKT, _K.OF, _K.CTL, _K.TIMER, _K.STATS
+EXPIRE, DROP, DUP, LINKDOWN = _K.EXPIRE, _K.DROP, _K.DUP, _K.LINKDOWN
 
 #: ``(kind, *args)``; see the module docstring.
 Transition = tuple
 
 #: Kinds whose first argument is a host index.
-HOST_KINDS = frozenset({Kind.SEND, Kind.OUT, Kind.RECV, Kind.MOVE, Kind.SENDPKT})
+HOST_KINDS = frozenset({SEND, OUT, RECV, MOVE, SENDPKT})
 #: Optional faults (only enabled when the configuration asks for them).
-FAULT_KINDS = frozenset({Kind.EXPIRE, Kind.DROP, Kind.DUP, Kind.LINKDOWN})
+FAULT_KINDS = frozenset({EXPIRE, DROP, DUP, LINKDOWN})
 
 
 def transition_to_json(t: Transition) -> list[Any]:
@@ -89,7 +90,7 @@ def transition_from_json(v: list[Any]) -> Transition:
     args = tuple(Packet.from_json(x["packet"]) if isinstance(x, dict) and "packet" in x else _tuplify(x)
                  for x in v[1:])
     try:
-        kind: Any = Kind(v[0])
+        kind: Any = TransitionKind(v[0])
     except ValueError:  # not a kind this model has: kept as is, so a replay reports it as not enabled
         kind = v[0]
     return (kind,) + args
@@ -103,5 +104,6 @@ def _tuplify(x: Any) -> Any:
     return tuple(_tuplify(y) for y in x) if isinstance(x, list) else x
 
 
-__all__ = ["CTL", "DROP", "DUP", "EXPIRE", "FAULT_KINDS", "HOST_KINDS", "Kind", "LINKDOWN", "MOVE", "OF", "OUT", "PKT",
-           "RECV", "SEND", "SENDPKT", "STATS", "TIMER", "Transition", "transition_from_json", "transition_to_json"]
+__all__ = ["CTL", "DROP", "DUP", "EXPIRE", "FAULT_KINDS", "HOST_KINDS", "LINKDOWN", "MOVE", "OF", "OUT", "PKT",
+           "RECV", "SEND", "SENDPKT", "STATS", "TIMER", "Transition", "TransitionKind", "transition_from_json",
+           "transition_to_json"]

@@ -52,7 +52,6 @@ _TYPE_NAMES = (
 TYPE_NAME: dict[int, str] = {getattr(ofp, "OFPT_" + n): n for n in _TYPE_NAMES}
 
 # Compiled forms of os-ken's pack strings (see ofproto_v1_0).
-_ACTION_HEADER = struct.Struct("!HH")
 _ERROR = struct.Struct(ofp.OFP_ERROR_MSG_PACK_STR)
 _VENDOR = struct.Struct(ofp.OFP_VENDOR_HEADER_PACK_STR)
 _SWITCH_CONFIG = struct.Struct(ofp.OFP_SWITCH_CONFIG_PACK_STR)
@@ -118,13 +117,11 @@ def decode(data: bytes) -> Any:
 
 def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
     """Walk an action list so that os-ken's asserting parsers only see good ones."""
-    off = start
-    while off < end:
-        if end - off < ofp.OFP_ACTION_HEADER_SIZE:
-            raise _bad_action(ofp.OFPBAC_BAD_LEN, f"{end - off} trailing bytes are not an action", data, xid)
-        atype, alen = _ACTION_HEADER.unpack_from(data, off)
-        if alen < ofp.OFP_ACTION_HEADER_SIZE or alen % 8 or off + alen > end:
-            raise _bad_action(ofp.OFPBAC_BAD_LEN, f"action type {atype} has bad length {alen}", data, xid)
+    bad_len = _W.raiser(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_LEN, data, xid)
+    unknown = _W.raiser(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_TYPE, data, xid)
+
+    for atype, off, alen in wire.walk_tl(data, start, end, what="action", head=ofp.OFP_ACTION_HEADER_SIZE,
+                                         bad_len=bad_len):
         if atype == ofp.OFPAT_VENDOR:
             try:  # os-ken's Nicira action parsers reject unknown subtypes and short bodies
                 parser.OFPAction.parser(data[off:off + alen], 0)
@@ -132,13 +129,7 @@ def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
                 raise _bad_action(ofp.OFPBAC_BAD_VENDOR_TYPE, f"unparseable vendor action: {exc!r}",
                                   data, xid) from exc
         else:
-            want = _ACTION_LEN.get(atype)
-            if want is None:
-                raise _bad_action(ofp.OFPBAC_BAD_TYPE, f"unknown action type {atype}", data, xid)
-            if alen != want:
-                raise _bad_action(ofp.OFPBAC_BAD_LEN, f"action type {atype} has length {alen}, expected {want}",
-                                  data, xid)
-        off += alen
+            wire.check_fixed_len(_ACTION_LEN, atype, alen, what="action", unknown=unknown, bad_len=bad_len)
 
 
 def _parse_actions(data: bytes, start: int, end: int, xid: int) -> list[Any]:

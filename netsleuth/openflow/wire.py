@@ -14,7 +14,7 @@ datapath, serves both; the body-level checks stay in each version's module.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from os_ken.lib import addrconv
@@ -24,7 +24,7 @@ from os_ken.ofproto import ofproto_v1_0 as _ofp
 from netsleuth.errors import CodecError
 
 __all__ = ["ERROR_DATA_LEN", "HEADER", "HEADER_SIZE", "Decoder", "Framing", "mac_bin", "pack_match",
-           "packet_out_body", "parse_tl_list", "serialize_list", "text"]
+           "packet_out_body", "parse_tl_list", "serialize_list", "text", "walk_tl"]
 
 ERROR_DATA_LEN = 64  # an error carries at least the first 64 bytes of the offending request
 HEADER = struct.Struct(_ofp.OFP_HEADER_PACK_STR)  # "!BBHI" in every OpenFlow version
@@ -53,6 +53,10 @@ class Framing:
     def error(self, err_type: int, code: int, problem: str, data: bytes, xid: int) -> CodecError:
         """The OFPT_ERROR a switch answers ``data`` with, carrying its first 64 bytes."""
         return CodecError(problem, err_type, code, xid, bytes(data[:ERROR_DATA_LEN]), version=self.version)
+
+    def raiser(self, err_type: int, code: int, data: bytes, xid: int) -> Callable[[str], CodecError]:
+        """The error of one type and code for ``data``, waiting only for the problem in words."""
+        return lambda problem: self.error(err_type, code, problem, data, xid)
 
     def bad_request(self, code: int, problem: str, data: bytes, xid: int) -> CodecError:
         return self.error(_BAD_REQUEST, code, problem, data, xid)
@@ -148,6 +152,38 @@ def serialize_list(items: Any) -> bytes:
     if len(buf) < off:  # os-ken leaves some trailing padding (a vendor action's, say) unwritten
         buf += bytes(off - len(buf))
     return bytes(buf)
+
+
+def walk_tl(data: bytes, start: int, end: int, *, what: str, head: int,
+            bad_len: Callable[[str], CodecError]) -> Iterator[tuple[int, int, int]]:
+    """``(type, offset, length)`` of each element of ``data[start:end]``, its length checked before it is yielded.
+
+    1.0 actions, 1.3 actions and 1.3 instructions are all lists of elements
+    that open with a 16-bit type and a 16-bit length, at least 8 and a
+    multiple of 8, that must end inside the list. A switch rejects a bad
+    length the same way in each; only the error's type and code differ,
+    which ``bad_len`` (given the problem in words) supplies. ``head`` is how
+    many bytes must remain for an element to be read at all.
+    """
+    off = start
+    while off < end:
+        if end - off < head:
+            raise bad_len(f"{end - off} trailing bytes are not an {what}")
+        etype, elen = _TL.unpack_from(data, off)
+        if elen < 8 or elen % 8 or off + elen > end:
+            raise bad_len(f"{what} type {etype} has bad length {elen}")
+        yield etype, off, elen
+        off += elen
+
+
+def check_fixed_len(lengths: Mapping[int, int], etype: int, elen: int, *, what: str,
+                    unknown: Callable[[str], CodecError], bad_len: Callable[[str], CodecError]) -> None:
+    """Refuse an element whose type has no fixed length in ``lengths`` or whose length is not that one."""
+    want = lengths.get(etype)
+    if want is None:
+        raise unknown(f"unknown {what} type {etype}")
+    if elen != want:
+        raise bad_len(f"{what} type {etype} has length {elen}, expected {want}")
 
 
 def parse_tl_list(data: bytes, start: int, end: int, parse: Callable[[bytes, int], Any]) -> list[Any]:

@@ -38,6 +38,7 @@ from netsleuth.model.topology import Topology
 from netsleuth.rootcause.describe import describe, nodes_of, switch_name
 from netsleuth.rootcause.diff import event_key
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import SEPARATOR
 from netsleuth.trace.io import read_trace
 
 DX = 14          # px per column at zoom 1
@@ -74,7 +75,7 @@ def lanes_of(trace: ts.Trace) -> list[tuple[str, str]]:
                                          "controller_event", "controller_crash", "controller_recovery",
                                          "config_change")})
     if not controllers:
-        controllers = [f"c{i}" for i, _ in enumerate(trace.header.controller.split(" + "))]
+        controllers = [f"c{i}" for i, _ in enumerate(trace.header.controller.split(SEPARATOR))]
     switches = [s.name for s in topo.switches]
     hosts = [h.name for h in topo.hosts]
     return [(c, "controller") for c in controllers] + [(s, "switch") for s in switches] + \

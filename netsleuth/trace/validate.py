@@ -33,11 +33,12 @@ from typing import Any
 
 import yaml
 
-from netsleuth.errors import NetsleuthError, TraceFormatError
+from netsleuth.errors import ControllerError, NetsleuthError, TraceFormatError
 from netsleuth.model.packet import Packet
 from netsleuth.model.topology import Topology
 from netsleuth.openflow.codec import encode, msg_from_json, msg_to_json, msg_type_name
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import SEPARATOR, ControllerSpec, Kind
 
 MAX_TIME = float(2**31 - 1)
 """Latest event time, in seconds from the start of the run (a pcap timestamp holds 32 bits)."""
@@ -52,7 +53,7 @@ MAX_CONFIG_BYTES = 1 << 20
 """Largest controller configuration a config change may carry (UTF-8 bytes): a generated Faucet
 config for a few hundred switches fits many times over, and a replay writes it to disk."""
 
-CONFIGURABLE_KINDS = ("faucet",)
+CONFIGURABLE_KINDS = (Kind.FAUCET,)
 """Controller spec kinds (``faucet:...``) whose configuration a config change may rewrite."""
 
 # Which way each OpenFlow 1.0 message type may travel (the spec's message tables).
@@ -126,6 +127,13 @@ def _bad(problem: str, fix: str = _RERECORD) -> TraceFormatError:
     return TraceFormatError(problem, fix)
 
 
+def _spec_or_none(text: str) -> ControllerSpec | None:
+    try:
+        return ControllerSpec.parse(text)
+    except ControllerError:
+        return None
+
+
 class TraceValidator:
     """Checks the events of one trace, in file order, against its header.
 
@@ -139,7 +147,10 @@ class TraceValidator:
         self.header = header
         self.topology: Topology | None = None
         self._topology_error: str = ""
-        if header.controller.startswith("defined:"):
+        # c0, c1, ... as the header names them; None for a spec this release cannot read (its events
+        # still check, and a replay says what is wrong with the spec)
+        self.controllers = [_spec_or_none(t) for t in header.controller.split(SEPARATOR)] if header.controller else []
+        if any(s is not None and s.kind is Kind.DEFINED for s in self.controllers):
             # DEFINED runs record their own node graph, not a switch topology.
             self._topology_error = "a DEFINED run has no switch topology"
         else:
@@ -421,14 +432,15 @@ class TraceValidator:
         """The new file is data for the controller to read: a YAML mapping of bounded size whose hash
         is the recorded one, for a controller that reads such a file. Nothing in it is run here; a
         replay only writes it where the controller reads its configuration."""
-        specs = self.header.controller.split(" + ")
-        names = {f"c{i}": spec for i, spec in enumerate(specs)}
-        spec = names.get(e.controller)
-        if spec is None:
+        texts = self.header.controller.split(SEPARATOR) if self.header.controller else []
+        names = {f"c{i}": i for i in range(len(texts))}
+        i = names.get(e.controller)
+        if i is None:
             raise _bad(f"config change names controller {e.controller!r}, not one of the trace's "
                        f"({', '.join(names)})", "name a controller of the header (c0, c1, ...), or re-record the trace")
-        if spec.partition(":")[0] not in CONFIGURABLE_KINDS:
-            raise _bad(f"config change for controller {e.controller} ({spec}), which has no configuration file "
+        spec = self.controllers[i]
+        if spec is None or spec.kind not in CONFIGURABLE_KINDS:
+            raise _bad(f"config change for controller {e.controller} ({texts[i]}), which has no configuration file "
                        "netsleuth rewrites", "config changes apply to faucet: controllers; delete the line")
         data = e.config.encode("utf-8", errors="surrogatepass")
         if len(data) > MAX_CONFIG_BYTES:

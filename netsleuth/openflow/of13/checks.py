@@ -171,13 +171,11 @@ def _bad_action(code: int, problem: str, data: bytes, xid: int) -> CodecError:
 
 def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
     """Walk an action list so that os-ken's asserting parsers only see good ones."""
-    off = start
-    while off < end:
-        if end - off < ofp.OFP_ACTION_HEADER_SIZE:
-            raise _bad_action(ofp.OFPBAC_BAD_LEN, f"{end - off} trailing bytes are not an action", data, xid)
-        atype, alen = _TL.unpack_from(data, off)
-        if alen < ofp.OFP_ACTION_HEADER_SIZE or alen % 8 or off + alen > end:
-            raise _bad_action(ofp.OFPBAC_BAD_LEN, f"action type {atype} has bad length {alen}", data, xid)
+    bad_len = _W.raiser(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_LEN, data, xid)
+    unknown = _W.raiser(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_TYPE, data, xid)
+
+    for atype, off, alen in wire.walk_tl(data, start, end, what="action", head=ofp.OFP_ACTION_HEADER_SIZE,
+                                         bad_len=bad_len):
         if atype == ofp.OFPAT_EXPERIMENTER:
             (_, _, experimenter) = _EXPERIMENTER_ACTION.unpack_from(data, off)
             if experimenter == ofproto_common.NX_EXPERIMENTER_ID:
@@ -196,13 +194,7 @@ def _check_actions(data: bytes, start: int, end: int, xid: int) -> None:
                 raise _bad_action(ofp.OFPBAC_BAD_SET_LEN, f"SET_FIELD length {alen} does not match its field",
                                   data, xid)
         else:
-            want = _ACTION_LEN.get(atype)
-            if want is None:
-                raise _bad_action(ofp.OFPBAC_BAD_TYPE, f"unknown action type {atype}", data, xid)
-            if alen != want:
-                raise _bad_action(ofp.OFPBAC_BAD_LEN, f"action type {atype} has length {alen}, expected {want}",
-                                  data, xid)
-        off += alen
+            wire.check_fixed_len(_ACTION_LEN, atype, alen, what="action", unknown=unknown, bad_len=bad_len)
 
 
 _EXPERIMENTER_ACTION = struct.Struct(ofp.OFP_ACTION_EXPERIMENTER_HEADER_PACK_STR)
@@ -218,24 +210,18 @@ def _bad_inst(code: int, problem: str, data: bytes, xid: int) -> CodecError:
 
 
 def _check_instructions(data: bytes, start: int, end: int, xid: int) -> None:
-    off = start
-    while off < end:
-        if end - off < 4:
-            raise _bad_inst(ofp.OFPBIC_BAD_LEN, f"{end - off} trailing bytes are not an instruction", data, xid)
-        itype, ilen = _TL.unpack_from(data, off)
-        if ilen < 8 or ilen % 8 or off + ilen > end:
-            raise _bad_inst(ofp.OFPBIC_BAD_LEN, f"instruction type {itype} has bad length {ilen}", data, xid)
+    bad_len = _W.raiser(ofp.OFPET_BAD_INSTRUCTION, ofp.OFPBIC_BAD_LEN, data, xid)
+
+    for itype, off, ilen in wire.walk_tl(data, start, end, what="instruction", head=4, bad_len=bad_len):
         if itype in _ACTION_LIST_INSTRUCTIONS:
             _check_actions(data, off + ofp.OFP_INSTRUCTION_ACTIONS_SIZE, off + ilen, xid)
         elif itype in _INSTRUCTION_LEN:
             if ilen != _INSTRUCTION_LEN[itype]:
-                raise _bad_inst(ofp.OFPBIC_BAD_LEN, f"instruction type {itype} has length {ilen}, "
-                                f"expected {_INSTRUCTION_LEN[itype]}", data, xid)
+                raise bad_len(f"instruction type {itype} has length {ilen}, expected {_INSTRUCTION_LEN[itype]}")
         elif itype == ofp.OFPIT_EXPERIMENTER:
             raise _bad_inst(ofp.OFPBIC_BAD_EXPERIMENTER, "experimenter instructions are not supported", data, xid)
         else:
             raise _bad_inst(ofp.OFPBIC_UNKNOWN_INST, f"unknown instruction type {itype}", data, xid)
-        off += ilen
 
 
 def _parse_instructions(data: bytes, start: int, end: int, xid: int) -> list[Any]:

@@ -18,6 +18,7 @@ from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import BROADCAST_MAC, int_to_ip, int_to_mac
 from netsleuth.model.packet import Arp, IPv4, Packet
 from netsleuth.trace import schema as ts
+from netsleuth.trace.controller_spec import ControllerSpec, Kind, join_all
 from netsleuth.trace.fingerprint import of_fingerprint
 from netsleuth.trace.importers.sts_names import _StsNames
 from netsleuth.trace.importers.sts_read import (
@@ -401,7 +402,9 @@ class _Importer(_StsNames):
         }
         header = ts.TraceHeader(
             topology=self.topo.to_json(), topology_spec=self.topo.spec,
-            controller=" + ".join(self.controller_names), seed=None, tool_version=__version__,
+            # STS's controller names (c1, [ip, port]) with no kind: replaying the trace needs --controller
+            controller=join_all(ControllerSpec(Kind.APP, name=n) for n in self.controller_names),
+            seed=None, tool_version=__version__,
             command=f"netsleuth import sts {self.path.name}",
             extra={"imported_from": "sts", "source": self.path.name, "sts": sts_extra})
         return ImportReport(trace=ts.Trace(header, self.events), converted=self.converted, skipped=self.skipped,

@@ -100,6 +100,31 @@ def pipeline13_of(view: NetworkView, name: str) -> Pipeline13 | None:
     return got if isinstance(got, Pipeline13) else None
 
 
+def not_yet_negotiated13(view: NetworkView, name: str) -> Pipeline13 | None:
+    """An empty 1.3 pipeline for a switch that has spoken no version since it booted, else None.
+
+    A switch that recovers from a failure runs no OpenFlow version until a
+    controller's HELLO reaches it; until then it holds nothing and forwards
+    nothing, whichever version it will speak. In a network of 1.3 pipelines
+    that is an empty 1.3 pipeline (every packet a table miss, dropped), not a
+    1.0 switch the check cannot read. Only ``has_of13`` decides the version of
+    the network; a switch like this one never makes it 1.3 on its own.
+    """
+    sw = view.switches.get(name)
+    if sw is None or getattr(sw, "negotiated", 0) is not None or getattr(sw, "of13", None) is not None:
+        return None
+    table = getattr(view, "pipeline", lambda _n: None)(name)
+    if table is None or len(table):
+        return None
+    empty = _EMPTY13.get(sw)
+    if empty is None:  # kept while the switch lives: a compiled pipeline holds its pipeline weakly
+        empty = _EMPTY13[sw] = Pipeline13(ports=sorted(sw.ports))
+    return empty
+
+
+_EMPTY13: weakref.WeakKeyDictionary[Any, Pipeline13] = weakref.WeakKeyDictionary()
+
+
 def has_of13(view: NetworkView) -> bool:
     """Whether any switch of ``view`` runs an OpenFlow 1.3 pipeline."""
     return any(pipeline13_of(view, name) is not None for name in view.switches)
@@ -154,7 +179,7 @@ class Net13:
     def compiled(self, name: str) -> Compiled13:
         c = self._comp.get(name)
         if c is None:
-            pipe = pipeline13_of(self.view, name)
+            pipe = pipeline13_of(self.view, name) or not_yet_negotiated13(self.view, name)
             if pipe is None:
                 raise Unsupported13(f"switch {name} has an OpenFlow 1.0 table in a network of 1.3 pipelines",
                                     "check networks whose switches all speak one OpenFlow version")
