@@ -244,3 +244,28 @@ def test_anything_but_a_message_starts_over() -> None:
     m = OxmMatch.build(eth_dst=macs[0])
     pipes[sw].add_flow(1, m, 40, Instructions())
     assert _texts(inc.flow_mod(down, sw, 1, m)) == _full(down) and inc.partial_checks == 1
+
+
+def test_a_modify_upstream_of_a_blackhole() -> None:
+    """A MODIFY that gives an entry new instructions with the same forwarding (a queue, then
+    the same output) re-runs the hops that hit it but keeps what lies downstream; a blackhole
+    further on lists that entry among its rules, so its finding must read the new instructions."""
+    from netsleuth.model.of13.actions import SetQueue
+
+    view_of, pipes, macs = _fattree(4)
+    inc = IncrementalHSA13()
+    inc.check(view_of())
+    src, dst = macs[0], macs[-1]
+    up = next(e for e in pipes["e1"].tables.entries(1)
+              if e.match.get("eth_src") == (src, 0xFFFFFFFFFFFF) and e.match.get("eth_dst") == (dst, 0xFFFFFFFFFFFF))
+    out = up.instructions.apply[0].port
+    nxt = bench.make_view13(view_of().topology, pipes).peer("e1", out)[0]
+    far = next(e for e in pipes[nxt].tables.entries(1) if e.match.get("eth_dst") == (dst, 0xFFFFFFFFFFFF))
+    pipes[nxt].modify_flows(1, far.match, Instructions.actions(Output(99)), strict=True, priority=far.priority)
+    view = view_of()
+    assert _texts(inc.flow_mod(view, nxt, 1, far.match)) == _full(view)
+    assert any("99" in f[0] for f in _full(view)["blackholes"]), "a blackhole downstream of e1"
+    pipes["e1"].modify_flows(1, up.match, Instructions.actions(SetQueue(1), Output(out)), strict=True,
+                             priority=up.priority)
+    view = view_of()
+    assert _texts(inc.flow_mod(view, "e1", 1, up.match)) == _full(view)

@@ -38,6 +38,7 @@ from netsleuth.model.of13.instructions import Instructions, check_instructions
 from netsleuth.model.of13.oxm import OxmMatch
 
 OVS_TABLES = 254
+JOURNAL = 64   # changes kept per table (see FlowTables.changes_since)
 """Tables Open vSwitch offers to OpenFlow 1.3 controllers (0..253; 254 is hidden)."""
 FULL64 = (1 << 64) - 1
 
@@ -129,6 +130,10 @@ class FlowTables:
         self._tables: list[list[FlowEntry13]] = [[] for _ in range(n_tables)]
         self._keys: list[list[tuple[Any, ...]]] = [[] for _ in range(n_tables)]
         self.counters = [TableCounters() for _ in range(n_tables)]
+        # per table: how many entries went in or out so far, and the last of them (the
+        # incremental checks read them instead of comparing whole tables after a flow_mod)
+        self._serial = [0] * n_tables
+        self._journal: dict[int, list[tuple[FlowEntry13, bool]]] = {}
 
     # -- flow_mod ----------------------------------------------------------------
 
@@ -266,12 +271,47 @@ class FlowTables:
         i = bisect.bisect_right(keys, k)
         keys.insert(i, k)
         self._tables[entry.table_id].insert(i, entry)
+        self._note(entry, True)
 
     def _remove(self, entry: FlowEntry13) -> None:
         table = self._tables[entry.table_id]
         i = next(i for i, e in enumerate(table) if e is entry)
         del table[i]
         del self._keys[entry.table_id][i]
+        self._note(entry, False)
+
+    def _note(self, entry: FlowEntry13, added: bool) -> None:
+        t = entry.table_id
+        self._serial[t] += 1
+        j = self._journal.setdefault(t, [])
+        j.append((entry, added))
+        if len(j) > 2 * JOURNAL:
+            del j[:-JOURNAL]
+
+    def serial(self, table_id: int) -> int:
+        """How many entries went into or out of table ``table_id`` so far (a MODIFY, which
+        keeps its entries, counts none)."""
+        return self._serial[table_id]
+
+    def changes_since(self, table_id: int, serial: int) -> list[tuple[FlowEntry13, bool]] | None:
+        """The entries that went into (True) or out of (False) table ``table_id`` since its
+        :meth:`serial` was ``serial``, in order; None when that is too long ago to tell."""
+        n = self._serial[table_id] - serial
+        j = self._journal.get(table_id, [])
+        if n < 0 or n > len(j):
+            return None
+        return j[len(j) - n:] if n else []
+
+    def position(self, entry: FlowEntry13) -> int | None:
+        """The index of ``entry`` in its table (:meth:`entries` order), None when not there."""
+        keys, table = self._keys[entry.table_id], self._tables[entry.table_id]
+        k = entry.sort_key()
+        i = bisect.bisect_left(keys, k)
+        while i < len(table) and keys[i] == k:
+            if table[i] is entry:
+                return i
+            i += 1
+        return None
 
     # -- packets -----------------------------------------------------------------
 

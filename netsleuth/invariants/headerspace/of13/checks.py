@@ -80,48 +80,83 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- blackholes
-def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None) -> list[Finding]:
+def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None,
+                 memo: dict[str, dict] | None = None) -> list[Finding]:
     """One finding per dropping rule (switch, table, rule), whichever hosts send into it.
-    ``comp``: :func:`R.components` of ``view``, when the caller has it."""
+    ``comp``: :func:`R.components` of ``view``, when the caller has it.  ``memo`` (the
+    incremental engine's, kept while only flow tables and groups change): per ingress, the
+    drops of its reach (the same reach object: the same drops), and per dropping rule, its
+    finding and the very ingresses, events and instructions of their rules it was built from."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
     comp = R.components(view) if comp is None else comp
+    by_ing = {} if memo is None else memo.setdefault("ingress", {})
     groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
     for ing in a.ingresses:
-        drops = a.reaches[ing].drops
-        if not drops:
+        r = a.reaches[ing]
+        if not r.drops:
             continue
-        cut_off = R.need_not_reach(a, ing, comp, macs)
-        for e in drops:
-            hs = e.hs.minus_values("eth_dst", cut_off).prune()
-            if not hs.terms:
-                continue
-            texts = e.rule_texts()
-            rule = texts[-1] if texts else e.why
-            whys, spaces, evs = groups.setdefault((e.where, rule), {}).setdefault(ing, ([], [], []))
+        hit = by_ing.get(ing)
+        items = hit[1] if hit is not None and hit[0] is r else _drops13(a, ing, comp, macs)
+        if memo is not None:
+            by_ing[ing] = (r, items)
+        for key, hs, e in items:
+            whys, spaces, evs = groups.setdefault(key, {}).setdefault(ing, ([], [], []))
             if e.why not in whys:
                 whys.append(e.why)
             spaces.append(hs)
             evs.append(e)
+    old = {} if memo is None else memo.get("rule", {})
+    kept: dict = {}
     out = []
     for (sw, rule), per in groups.items():
-        entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
-        whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
-        e = per[entries[0][0]][2][0]
-        hops = [f"{s}:{p}" for s, p in e.path]
-        hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
-        hs = union13(h for _i, h in entries)
-        shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
-        out.append(R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
-                                  {"rules": list(e.rule_texts()), "terms": len(hs.terms),
-                                   "rule_text": rule}))
+        # the finding reads its events' rules as text: a MODIFY gives a rule new instructions
+        # in place, so they are part of what it was built from
+        used = [x for ing, (_w, _s, evs) in per.items()
+                for x in (ing, *(y for e in evs for y in (e, *(r[2].instructions for r in e.rules))))]
+        f = R.memo_hit(old, (sw, rule), used)
+        if f is None:
+            f = _drop_finding13(view, a, sw, rule, per, macs)
+        kept[(sw, rule)] = (used, f)
+        out.append(f)
+    if memo is not None:
+        memo["rule"] = kept
     return out
 
 
+def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
+             macs: dict[int, str]) -> list[tuple[tuple[str, str], HS13, HsaEvent13]]:
+    """An ingress's drops that count, as ((switch, rule), headers that count, event)."""
+    cut_off = R.need_not_reach(a, ing, comp, macs)
+    out = []
+    for e in a.reaches[ing].drops:
+        hs = e.hs.minus_values("eth_dst", cut_off).prune()
+        if not hs.terms:
+            continue
+        texts = e.rule_texts()
+        out.append(((e.where, texts[-1] if texts else e.why), hs, e))
+    return out
+
+
+def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
+                    per: dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]],
+                    macs: dict[int, str]) -> Finding:
+    entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
+    whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
+    e = per[entries[0][0]][2][0]
+    hops = [f"{s}:{p}" for s, p in e.path]
+    hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
+    hs = union13(h for _i, h in entries)
+    shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
+    return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
+                          {"rules": list(e.rule_texts()), "terms": len(hs.terms), "rule_text": rule})
+
+
 # --------------------------------------------------------------------------- reachability
+_INJECTED = HS13.injected()
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
     """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
-    eth = HS13.injected().intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
+    eth = _INJECTED.intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
     if src_ip is None or dst_ip is None:
         return eth
     ip = eth.intersect_wc(wc13(eth_type=0x0800, ipv4_src=src_ip, ipv4_dst=dst_ip))
@@ -135,6 +170,7 @@ class _ByDst:
     def __init__(self, events: list[HsaEvent13]) -> None:
         self.fixed: dict[int, list[tuple[int, Term]]] = defaultdict(list)
         self.loose: list[tuple[int, Term]] = []
+        self._loose: list[tuple[Term, list, dict[int, list]]] | None = None   # see narrowed
         self.events = events
         for n, e in enumerate(events):
             for t in e.hs.terms:
@@ -145,6 +181,23 @@ class _ByDst:
 
     def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
         return self.fixed.get(dst_mac, []) + self.loose
+
+    def narrowed(self, dst_mac: int) -> list[Term]:
+        """The terms of :meth:`hits`, each unfixed one without the differences that fix another
+        eth_dst: meeting a space that fixes ``dst_mac`` drops them anyway (``make_term``), and
+        an unfixed term (a table's misses, say) can carry one per destination of the table."""
+        out = [t for _n, t in self.fixed.get(dst_mac, ())]
+        if self._loose is None:
+            self._loose = [_split_diffs(t) for _n, t in self.loose]
+        for t, other, by in self._loose:
+            mine = by.get(dst_mac)
+            if not by:
+                out.append(t)
+            elif mine is None:
+                out.append((t[0], t[1], tuple(d for _i, d in other)))
+            else:
+                out.append((t[0], t[1], tuple(d for _i, d in sorted(other + mine))))
+        return out
 
     def events_for(self, dst_mac: int) -> list[HsaEvent13]:
         """The events cut down to their terms that can hold headers sent to ``dst_mac``."""
@@ -158,10 +211,24 @@ class _ByDst:
         return out
 
 
+def _split_diffs(t: Term) -> tuple[Term, list[tuple[int, Any]], dict[int, list[tuple[int, Any]]]]:
+    """A term's differences (numbered, to keep their order) that fix no eth_dst, and the others
+    by the eth_dst they fix."""
+    other: list[tuple[int, Any]] = []
+    by: dict[int, list[tuple[int, Any]]] = {}
+    for i, d in enumerate(t[2]):
+        if d[1] & _DST_FULL == _DST_FULL:
+            by.setdefault((d[0] >> _DST_SH) & _MAC, []).append((i, d))
+        else:
+            other.append((i, d))
+    return t, other, by
+
+
 def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS13:
-    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses."""
+    """Headers to ``dst_mac`` for which some indexed event happens whatever SELECT chooses
+    (without SELECT groups, as far as the pair's space, which fixes ``dst_mac``, is concerned)."""
     if not alts:
-        return HS13(t for idx in indexes for _n, t in idx.hits(dst_mac))
+        return HS13(t for idx in indexes for t in idx.narrowed(dst_mac))
     return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
 
 

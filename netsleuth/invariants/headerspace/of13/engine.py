@@ -242,7 +242,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
         return events, pushes
     sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
     for br in sw.run(orig, sym, p):
-        r2 = rules + tuple((s, t, e) for t, e in br.rules)
+        r2 = rules + tuple([(s, t, e) for t, e in br.rules])
         ch = choices + br.choices
         o = br.st.orig
         if not br.emits:

@@ -56,6 +56,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _translate
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY
+from netsleuth.invariants.headerspace.of13.tableviews import LiveCompiled
 from netsleuth.invariants.headerspace.of13.tree import ExplorationHop, Lookup, OverBudget, dst_of, reach_of
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13
@@ -68,42 +69,9 @@ _MAC = FULL13["eth_dst"]
 ALL_TABLES = ofp.OFPTT_ALL
 
 
-class _Compiled(Compiled13):
-    """A compiled pipeline whose tables are re-read after a FLOW_MOD: each entry's in_port is
-    remembered (by entry), so regrouping a table by in_port costs a dictionary probe per entry."""
-
-    def __init__(self, pipe: Any) -> None:
-        super().__init__(pipe)
-        self._ip: dict[int, tuple[Any, int | None]] = {}
-
-    def _table(self, t: int) -> tuple[dict[int | None, list[int]], list[Any]]:
-        got = self._by_port.get(t)
-        if got is None:
-            entries = self.pipe.tables.entries(t)
-            ip = self._ip
-            by: dict[int | None, list[int]] = {}
-            for i, e in enumerate(entries):
-                known = ip.get(id(e))
-                if known is None or known[0] is not e:
-                    m = e.match.get("in_port")
-                    known = ip[id(e)] = (e, None if m is None else m[0])
-                by.setdefault(known[1], []).append(i)
-            if len(ip) > 2 * len(self.pipe.tables) + 64:   # entries gone: forget them
-                live = {id(e) for e in self.pipe.tables}
-                self._ip = {k: v for k, v in ip.items() if k in live}
-            got = self._by_port[t] = (by, entries)
-        return got
-
-    def forget(self, t: int, in_port: int | None) -> None:
-        """Table ``t`` changed, for packets on ``in_port`` only (None: on any port)."""
-        self._by_port.pop(t, None)
-        for k in [k for k in self._views if k[0] == t and (in_port is None or k[2] == in_port)]:
-            del self._views[k]
-
-
 class _Net(Net13):
-    """The engine's compiled pipelines, kept across messages: a FLOW_MOD drops the views of
-    the tables it wrote (see :meth:`IncrementalHSA13.flow_mod`), nothing else is recompiled."""
+    """The engine's compiled pipelines, kept across messages: a FLOW_MOD brings the views of
+    the tables it wrote up to date (see :class:`LiveCompiled`), nothing else is recompiled."""
 
     def compiled(self, name: str) -> Compiled13:
         c = self._comp.get(name)
@@ -111,20 +79,16 @@ class _Net(Net13):
             pipe = pipeline13_of(self.view, name)
             if pipe is None:
                 return super().compiled(name)  # raises the engine's error for a 1.0 switch
-            c = self._comp[name] = _Compiled(pipe)
+            c = self._comp[name] = LiveCompiled(pipe)
         return c
 
-    def forget(self, name: str, table_id: int | None, match: OxmMatch | None) -> None:
-        """Drop what was compiled of ``name``'s table ``table_id`` (None: of every table) that
-        a FLOW_MOD with ``match`` can have changed: an exact in_port in the match confines
-        every entry it adds, modifies or deletes to that port's view of the table."""
+    def forget(self, name: str, table_id: int | None) -> None:
+        """Bring what was compiled of ``name``'s table ``table_id`` (None or OFPTT_ALL: of every
+        table) up to its entries."""
         c = self._comp.get(name)
-        if c is None:
+        if not isinstance(c, LiveCompiled):
             return
-        if table_id is None or table_id == ALL_TABLES or not isinstance(c, _Compiled):
-            del self._comp[name]
-            return
-        c.forget(table_id, None if match is None else match.exact_value("in_port"))
+        c.sync(None if table_id is None or table_id == ALL_TABLES else table_id)
 
 
 class _Match:
@@ -152,8 +116,11 @@ def _moved_dsts(old: Reach13, new: Reach13, ok: Any, by_mac: dict[int, list[str]
     p_old, p_new = _punts(old, ok), _punts(new, ok)
     macs: set[int] = set()
     if not _same(p_old, p_new):
-        t_old = {t for e in p_old for t in e.hs.terms}
-        t_new = {t for e in p_new for t in e.hs.terms}
+        # the terms of the events only one side has: a superset of the terms only one side has
+        # (an event kept is the same object on both sides), at a fraction of the hashing
+        i_old, i_new = {id(e) for e in p_old}, {id(e) for e in p_new}
+        t_old = {t for e in p_old if id(e) not in i_new for t in e.hs.terms}
+        t_new = {t for e in p_new if id(e) not in i_old for t in e.hs.terms}
         loose: dict[tuple[int, int], list[Any]] = {}
         for t in t_old ^ t_new:
             if t[1] & _DST_FULL == _DST_FULL:
@@ -224,7 +191,7 @@ class IncrementalHSA13:
         """After a FLOW_MOD on ``switch`` (its table, OFPTT_ALL, or None when not known, and its
         match, None when not known)."""
         if table_id is not None and table_id != ALL_TABLES and match is not None:
-            return self._message(view, switch, table_id, lambda: self._overlapping(switch, table_id, match), match)
+            return self._message(view, switch, table_id, lambda: self._overlapping(switch, table_id, match))
         return self._message(view, switch, None, lambda: self._all_at(switch))
 
     def group_mod(self, view: NetworkView, switch: str, group_id: int | None, delete: bool) -> dict[str, list[Finding]]:
@@ -293,7 +260,8 @@ class IncrementalHSA13:
         net = self._net = _Net(view)
         self._alts: list[dict[int, int]] = []
         self._roots: list[ExplorationHop] = []
-        self._at: dict[str, dict[tuple[int, int | None], list[tuple[ExplorationHop, Lookup]]]] = {}
+        # per switch, per (table, injected eth_dst or None), per in_port: the lookups made there
+        self._at: dict[str, dict[tuple[int, int | None], dict[int, list[tuple[ExplorationHop, Lookup]]]]] = {}
         self._hops_at: dict[str, list[ExplorationHop]] = {}
         self._groups_at: dict[str, dict[int, list[ExplorationHop]]] = {}
         self._filed: dict[str, int] = {}
@@ -334,7 +302,8 @@ class IncrementalHSA13:
             self._by_mac.setdefault(h.mac, []).append(h.name)
         assert a is not None
         self._comp = comp
-        self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a, comp),
+        self._bh_memo: dict[str, dict] = {}
+        self._found = {"loops": C13.loops13(view, a), "blackholes": C13.blackholes13(view, a, comp, self._bh_memo),
                        "reachability": []}
         self._recheck_pairs(view, a, range(len(self._sources)))
 
@@ -347,8 +316,14 @@ class IncrementalHSA13:
             s = h.switch
             self._hops_at.setdefault(s, []).append(h)
             by = self._at.setdefault(s, {})
+            last: tuple[Any, Any, int | None] = (None, None, None)
             for lk in h.lookups:
-                by.setdefault((lk[0], dst_of(lk)), []).append((h, lk))
+                if lk[1] is last[0] and lk[2] is last[1]:   # a goto with the headers unchanged
+                    dst = last[2]
+                else:
+                    dst = dst_of(lk)
+                    last = (lk[1], lk[2], dst)
+                by.setdefault((lk[0], dst), {}).setdefault(lk[3], []).append((h, lk))
             for g in h.groups:
                 self._groups_at.setdefault(s, {}).setdefault(g, []).append(h)
             self._filed[s] = self._filed.get(s, 0) + 1
@@ -384,11 +359,13 @@ class IncrementalHSA13:
         by = self._at.get(s)
         if not by:
             return []
-        dst = match.exact_value("eth_dst")
-        if dst is not None:
-            lists = [by.get((table_id, dst), ()), by.get((table_id, None), ())]
-        else:
-            lists = [v for k, v in by.items() if k[0] == table_id]
+        dst, port = match.exact_value("eth_dst"), match.exact_value("in_port")
+        keys = [(table_id, dst), (table_id, None)] if dst is not None else [k for k in by if k[0] == table_id]
+        lists: list[Iterable[tuple[ExplorationHop, Lookup]]] = []
+        for k in keys:
+            per_port = by.get(k)
+            if per_port:   # a match with an in_port takes only the lookups on that port
+                lists.extend(per_port.values() if port is None else [per_port.get(port, ())])
         entry = _Match(match)
         seen: dict[tuple, tuple[int, int] | None] = {}
         out: list[ExplorationHop] = []
@@ -412,8 +389,8 @@ class IncrementalHSA13:
         return out
 
     # ------------------------------------------------------------------ one message
-    def _message(self, view: NetworkView, switch: str, table_id: int | None, affected: Any,
-                 match: OxmMatch | None = None) -> dict[str, list[Finding]]:
+    def _message(self, view: NetworkView, switch: str, table_id: int | None,
+                 affected: Any) -> dict[str, list[Finding]]:
         # the caller reports every message; anything else is for check() (one cheap guard here)
         if self.view is None or id(pipeline13_of(view, switch)) != self._pipe_ids.get(switch):
             self._full(view)
@@ -426,7 +403,7 @@ class IncrementalHSA13:
         self.partial_checks += 1
         self._net.view = view
         if table_id != -1:
-            self._net.forget(switch, table_id, match)
+            self._net.forget(switch, table_id)
         hops: list[ExplorationHop] = affected()
         changed = self._rerun(hops)
         if changed is None:   # past the budget or a SELECT group: full checks from now on
@@ -498,7 +475,7 @@ class IncrementalHSA13:
         if any(old[n].loops or self._reaches[n].loops for n in changed):
             self._found["loops"] = C13.loops13(view, a)
         if any(old[n].drops or self._reaches[n].drops for n in changed):
-            self._found["blackholes"] = C13.blackholes13(view, a, self._comp)
+            self._found["blackholes"] = C13.blackholes13(view, a, self._comp, self._bh_memo)
         want = set(changed)
         self._recheck_pairs(view, a, [i for i, s in enumerate(self._sources) if s[2] in want], old)
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
@@ -46,8 +47,7 @@ from netsleuth.model.of13.pipeline import MAX_GROUP_DEPTH, Pipeline13
 
 
 # --------------------------------------------------------------------------- one switch
-@dataclass(frozen=True, slots=True)
-class Emission:
+class Emission(NamedTuple):
     port: int          # a port, OFPP_CONTROLLER, or a special port
     sym: Sym
 
@@ -80,18 +80,71 @@ def _port_name(port: int) -> str:
 
 class _TableView:
     """The entries of one table as wildcards over injected headers, for one current-header
-    mapping and pipeline state, grouped by mask for probing (as the 1.0 compiler does)."""
+    mapping and pipeline state, grouped by mask for probing (as the 1.0 compiler does).
 
-    __slots__ = ("entries", "ws", "groups", "subs", "_shadow")
+    Entries are keyed by their *rank*, an int that orders them as the table does (an index
+    for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
+    put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    def __init__(self, entries: list[FlowEntry13], ws: list[tuple[int, int]]) -> None:
-        self.entries = entries
-        self.ws = ws
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits")
+
+    def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
+        self.entries: dict[int, FlowEntry13] = {}
+        self.ws: dict[int, tuple[int, int]] = {}
         self.groups: dict[int, dict[int, list[int]]] = {}
-        for i, (v, m) in enumerate(ws):
-            self.groups.setdefault(m, {}).setdefault(v, []).append(i)
         self.subs: dict[tuple[int, int], dict[int, list[int]]] = {}
-        self._shadow: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
+        self._gone: set[int] = set()   # ranks dropped while the memo knew them
+        groups = self.groups
+        bits = 0   # every bit some entry tests (or once tested)
+        for r, e, (v, m) in ranked:
+            bits |= m
+            self.entries[r] = e
+            self.ws[r] = (v, m)
+            by = groups.get(m)
+            if by is None:
+                by = groups[m] = {}
+            lst = by.get(v)
+            if lst is None:
+                by[v] = [r]
+            else:
+                lst.append(r)
+        self.bits = bits
+
+    def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
+        """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
+        v, m = w
+        if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
+            self._gone.clear()
+            if self.memo:
+                self.memo.clear()
+        self.entries[r] = e
+        self.ws[r] = w
+        self.bits |= m
+        self.groups.setdefault(m, {}).setdefault(v, []).append(r)
+        for (gm, common), sub in self.subs.items():
+            if gm == m:
+                sub.setdefault(v & common, []).append(r)
+
+    def drop(self, r: int) -> None:
+        """Take out the entry of rank ``r`` (nothing when the view does not hold it)."""
+        w = self.ws.pop(r, None)
+        if w is None:
+            return
+        del self.entries[r]
+        if self.memo:
+            self._gone.add(r)
+        v, m = w
+        by = self.groups[m]
+        _unlist(by, v, r)
+        if not by:
+            del self.groups[m]
+            for k in [k for k in self.subs if k[0] == m]:
+                del self.subs[k]
+            return
+        for (gm, common), sub in self.subs.items():
+            if gm == m:
+                _unlist(sub, v & common, r)
 
     def candidates(self, v: int, m: int) -> list[int]:
         out: list[int] = []
@@ -113,22 +166,24 @@ class _TableView:
             out.sort()
         return out
 
-    def shadowers(self, i: int) -> tuple[tuple[int, int], ...]:
-        sh = self._shadow.get(i)
-        if sh is None:
-            v, m = self.ws[i]
-            sh = self._shadow[i] = tuple(self.ws[j] for j in self.candidates(v, m) if j < i)
-        return sh
-
     def classify(self, hs: HS13) -> list[tuple[int | None, HS13]]:
         """Split ``hs`` by the entry each part hits (None: no entry).  When a term already
         fixes every bit an entry tests (the usual case after the first hop), its own
         differences stay as they are and only the entry's shadowers are clipped to it."""
         pieces: dict[int | None, list[Term]] = {}
         ws = self.ws
+        bits = self.bits
+        lv = lm = -1
+        whole = True   # no term was split
+        cands: list[int] = []
         for t in hs.terms:
             v, m, ds = t
-            cands = self.candidates(v, m)
+            # the candidates depend on the bits some entry tests only: terms that differ
+            # elsewhere (the tag-count shapes of one header class, say) share them
+            kv, km = v & bits, m & bits
+            if kv != lv or km != lm:
+                cands = self.candidates(v, m)
+                lv, lm = kv, km
             if not cands:
                 pieces.setdefault(None, []).append(t)
                 continue
@@ -140,18 +195,32 @@ class _TableView:
                     got.append(t)
                 continue
             self._split_term(t, cands, pieces)
+            whole = False
         if len(pieces) == 1:
             only, ts = next(iter(pieces.items()))
-            if len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True)):
+            # unsplit terms go to their pieces as they are, in order: one piece is then all of hs
+            if whole or (len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True))):
                 return [(only, hs)]  # one entry takes all of it, unchanged
         return [(i, HS13(ts)) for i, ts in pieces.items()]
 
     def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
         """:meth:`classify` for a term that its best candidate does not take whole: each candidate
-        gets the term's headers no better-ranked candidate takes; what none takes is a miss."""
+        gets the term's headers no better-ranked candidate takes; what none takes is a miss.
+
+        A view kept across messages (``memo`` not None) remembers each piece by the term, the
+        candidate's rank and the ranks of the candidates that shadow it: a rank stands for one
+        wildcard as long as the view lives, so the piece is the same whenever they are."""
         ws = self.ws
         v, m, ds = t
         covered = False
+        tm: dict[Any, Term | None] | None = None
+        if self.memo is not None:
+            tm = self.memo.get(t)
+            if tm is None:
+                if len(self.memo) >= _MEMO_TERMS:
+                    self.memo.clear()
+                    self._gone.clear()
+                tm = self.memo[t] = {}
         # Candidates seen so far, by mask: two wildcards of one mask overlap only when
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
@@ -162,25 +231,57 @@ class _TableView:
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier(seen, ev, em)
             seen.setdefault(em, {}).setdefault(ev, []).append(i)
-            sh = tuple(ws[j] for j in earlier)
-            if not (em & ~m):  # inside the entry's wildcard
+            inside = not (em & ~m)  # the term lies inside the entry's wildcard
+            if inside:
                 covered = True
-                if not sh:
+                if not earlier:
                     # Every header of the term hits this entry: none is left for the rest.
                     pieces.setdefault(i, []).append(t)
                     break
-                extra = make_term(v, m, sh)
-                nt: Term | None = None if extra is None else (v, m, ds + extra[2])
+            if tm is None:
+                nt = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
             else:
-                nt = make_term(v | ev, m | em, ds + sh)
-            if nt is None or term_empty(nt, WIDTH13):
-                continue
-            pieces.setdefault(i, []).append(nt)
+                key = (i, *earlier)
+                if key in tm:
+                    nt = tm[key]
+                else:
+                    nt = tm[key] = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+            if nt is not None:
+                pieces.setdefault(i, []).append(nt)
         if covered:
             return  # some candidate takes every header of the term
-        miss = make_term(v, m, ds + tuple(ws[i] for i in cands))
-        if miss is not None and not term_empty(miss, WIDTH13):
+        if tm is None:
+            miss = _miss(t, tuple(ws[i] for i in cands))
+        else:
+            mkey: tuple[int | None, ...] = (None, *cands)
+            if mkey in tm:
+                miss = tm[mkey]
+            else:
+                miss = tm[mkey] = _miss(t, tuple(ws[i] for i in cands))
+        if miss is not None:
             pieces.setdefault(None, []).append(miss)
+
+
+_MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
+
+
+def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: bool) -> Term | None:
+    """The headers of ``t`` that the entry (ev, em) takes when the entries ``sh`` rank before
+    it (None: none)."""
+    v, m, ds = t
+    if inside:
+        extra = make_term(v, m, sh)
+        nt: Term | None = None if extra is None else (v, m, ds + extra[2])
+    else:
+        nt = make_term(v | ev, m | em, ds + sh)
+    return None if nt is None or term_empty(nt, WIDTH13) else nt
+
+
+def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
+    """The headers of ``t`` that none of the wildcards ``ws`` takes (None: none)."""
+    v, m, ds = t
+    miss = make_term(v, m, ds + ws)
+    return None if miss is None or term_empty(miss, WIDTH13) else miss
 
 
 def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:
@@ -198,6 +299,13 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     if len(earlier) > 1:
         earlier.sort()
     return earlier
+
+
+def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:
+    lst = by[key]
+    lst.remove(r)
+    if not lst:
+        del by[key]
 
 
 def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int) -> tuple[int, int] | None:
@@ -236,6 +344,8 @@ class Compiled13:
         self.signature = signature13(pipe)
         self._by_port: dict[int, tuple[dict[int | None, list[int]], list[FlowEntry13]]] = {}
         self._views: dict[tuple[Any, ...], _TableView] = {}
+        # (port, in_port, id(sym)) -> (sym, what an output there emits): ports are part of the signature
+        self.emissions: dict[tuple[int, int, int], tuple[Sym, tuple[Emission, ...]]] = {}
 
     @property
     def pipe(self) -> Pipeline13:
@@ -258,16 +368,19 @@ class Compiled13:
         key = (t, sym.key, in_port, md, tid)
         tv = self._views.get(key)
         if tv is None:
-            by, entries = self._table(t)
-            idx = sorted(by.get(in_port, []) + by.get(None, []))
-            es, ws = [], []
-            for i in idx:
-                w = _translate(entries[i], sym, in_port, md, tid)
-                if w is not None:
-                    es.append(entries[i])
-                    ws.append(w)
-            tv = self._views[key] = _TableView(es, ws)
+            tv = self._views[key] = self._build(t, sym, in_port, md, tid)
         return tv
+
+    def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
+        """A new view of table ``t`` (entries by rank: here their index in the table)."""
+        by, entries = self._table(t)
+        ranked = []
+        for r in sorted(by.get(in_port, []) + by.get(None, [])):
+            e = entries[r]
+            w = _translate(e, sym, in_port, md, tid)
+            if w is not None:
+                ranked.append((r, e, w))
+        return _TableView(ranked)
 
 
 def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
@@ -360,13 +473,20 @@ class _Switch13:
 
     def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
         sym = b.st.sym
-        sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
-        if not sent:
+        key = (port, in_port, id(sym))
+        got = self.comp.emissions.get(key)
+        if got is None or got[0] is not sym:
+            if len(self.comp.emissions) >= 4096:   # many mappings (rewrites): start over
+                self.comp.emissions.clear()
+            sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
+            got = self.comp.emissions[key] = (sym, tuple(Emission(p, sym) for p in sent))
+        ems = got[1]
+        if not ems:
             why = (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
                    if port == in_port else f"outputs to port {port}, which the switch does not have"
                    if port <= ofp.OFPP_MAX else f"outputs to {_port_name(port)}, which reaches no port")
             return Branch13(b.st, b.emits, b.rules, b.choices, lost=why)
-        return Branch13(b.st, b.emits + tuple(Emission(p, sym) for p in sent), b.rules, b.choices, lost=b.lost)
+        return Branch13(b.st, b.emits + ems, b.rules, b.choices, lost=b.lost)
 
     def _group(self, group_id: int, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         groups = self.pipe.groups
