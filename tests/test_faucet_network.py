@@ -41,6 +41,10 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 DATA = Path(__file__).parent / "data" / "faucet"
 WARMUP = 15.0   # the bound: the warm-up ends once Faucet's stack is up (LLDP crossed, its flows in)
+# A ping Faucet forwards is answered in about 10 ms here (its flood and learned rules are in the tables
+# by then), even on a loaded machine; 1 s is ample for those and halves the wait on the pairs a config
+# keeps apart, which must time out (two VLANs: 8 of 12 pairs).
+PING_TIMEOUT = 1.0
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -50,7 +54,7 @@ def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def faucet_run(out: Path, config: str, topo: str) -> dict:
     result = run(RunOptions(controller=f"faucet:{config}", topo=topo, out=out, pingall=True, warmup=WARMUP,
-                            warmup_ready=faucet_stack_up()))
+                            warmup_ready=faucet_stack_up(), ping_timeout=PING_TIMEOUT))
     return result.data
 
 
