@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from netsleuth.controllers.faucet import check_user_config, generate_config
+from netsleuth.controllers.faucet import check_user_configs, generate_config
+from netsleuth.errors import ControllerError
 from netsleuth.invariants.policy.intent import faucet_separated
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.schedulers.config_edits import HostAddr, propose
@@ -39,10 +40,24 @@ def test_every_edit_gives_a_config_faucet_accepts(tmp_path: Path) -> None:
     edits = _chain("ring,4", 1, 7)
     kinds = {words.split()[0] for words, _ in edits}
     assert {"add", "move", "deny", "remove"} <= kinds, edits
+    paths = []
     for i, (_words, text) in enumerate(edits):
-        path = tmp_path / f"c{i}.yaml"
-        path.write_text(text)
-        check_user_config(path)  # raises with Faucet's complaint otherwise
+        paths.append(tmp_path / f"c{i}.yaml")
+        paths[-1].write_text(text)
+    check_user_configs(paths)  # one run of Faucet's checker for them all; raises with its complaint otherwise
+
+
+@pytest.mark.real
+def test_a_rejected_config_among_several_is_named_with_faucet_s_complaint(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    config = generate_config(parse_topo("linear,2"))
+    good.write_text(yaml.safe_dump(config))
+    config["dps"]["s1"]["interfaces"][1]["native_vlan"] = "no-such-vlan"
+    bad.write_text(yaml.safe_dump(config))
+    with pytest.raises(ControllerError) as err:
+        check_user_configs([bad, good])
+    assert f"Faucet rejects its config {bad}: " in err.value.problem and str(good) not in err.value.problem
+    assert "no-such-vlan" in err.value.problem, err.value.problem
 
 
 def test_the_same_seed_gives_the_same_edits() -> None:
