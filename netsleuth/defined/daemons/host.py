@@ -225,9 +225,8 @@ class NamespaceHost:
             batch.append(f"link set {rif} up")
         relay.run("ip", "-batch", "-", stdin="\n".join(batch) + "\n")
         # one shell per namespace runs its ethtools, and the namespaces are set up side by side
-        relay_offloads = [["ethtool", "-K", self.relay_if(ln.index, end), *OFFLOADS]
-                          for ln, end in config.link_ends(self.net)]
-        jobs: list[tuple[Namespace, list[str], str | None]] = [(relay, _script(relay_offloads), None)]
+        jobs = [(relay, _script([["ethtool", "-K", self.relay_if(ln.index, end), *OFFLOADS]
+                                 for ln, end in config.link_ends(self.net)]), None)]
         for r in self.net.routers:
             cmds = [f"addr add {r.loopback}/32 dev lo"]
             for ln in self.net.links_of(r.name):
