@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import socket
@@ -93,35 +92,6 @@ class Namespace:
                                  "check that iproute2 and ethtool work here (ip link add type veth)")
 
 
-def _script(steps: list[list[str]]) -> list[str]:
-    """One ``sh -c`` running ``steps`` in turn, stopping at the first that fails."""
-    return ["sh", "-c", " && ".join(shlex.join(s) for s in steps)]
-
-
-def _run_all(jobs: list[tuple[Namespace, list[str], str | None]]) -> None:
-    """Run each (namespace, command, stdin) side by side; raise on the first that failed.
-
-    The inputs are small (an ``ip -batch`` of a few lines): each is written whole before any
-    command is waited for, so none waits on another.
-    """
-    procs = []
-    for ns, cmd, stdin in jobs:
-        p = subprocess.Popen(ns.argv(*cmd), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if stdin is not None and p.stdin is not None:
-            p.stdin.write(stdin)
-            p.stdin.close()
-            p.stdin = None
-        procs.append((ns, cmd, p))
-    failed = []
-    for ns, cmd, p in procs:
-        _, err = p.communicate()
-        if p.returncode != 0:
-            failed.append(f"in namespace {ns.name}: {' '.join(cmd[:3])} failed: {err.strip()}")
-    if failed:
-        raise DaemonEnvError(failed[0], "check that iproute2 and ethtool work here (ip link add type veth)")
-
-
 class NamespaceHost:
     """Brings a DaemonNet up and down; ``with NamespaceHost(...) as h:`` tears everything down on exit."""
 
@@ -159,7 +129,9 @@ class NamespaceHost:
     def start(self) -> None:
         self.rundir.mkdir(parents=True, exist_ok=True)
         self._start_guard()
-        self.ns.update(self._namespaces(["relay", *(r.name for r in self.net.routers)]))
+        self.ns["relay"] = self._namespace("relay")
+        for r in self.net.routers:
+            self.ns[r.name] = self._namespace(r.name)
         self._wire()
         self._write_configs()
         self._start_relay()
@@ -189,29 +161,26 @@ class NamespaceHost:
         self.procs.append(p)
         return p
 
-    def _namespaces(self, names: list[str]) -> dict[str, Namespace]:
-        """One new namespace per name, all created side by side (each is a few process starts)."""
-        procs = {name: self._spawn(["unshare", "--net", "--", "sleep", "infinity"]) for name in names}
+    def _namespace(self, name: str) -> Namespace:
+        p = self._spawn(["unshare", "--net", "--", "sleep", "infinity"])
         mine = os.readlink("/proc/self/ns/net")
-        for name, p in procs.items():
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                try:
-                    if os.readlink(f"/proc/{p.pid}/ns/net") != mine:
-                        break
-                except OSError:
-                    pass
-                if p.poll() is not None:
-                    raise DaemonEnvError(f"cannot create the namespace of {name}",
-                                         "run as root on a kernel that allows network namespaces")
-                time.sleep(0.002)
-        out = {name: Namespace(name, p) for name, p in procs.items()}
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                if os.readlink(f"/proc/{p.pid}/ns/net") != mine:
+                    break
+            except OSError:
+                pass
+            if p.poll() is not None:
+                raise DaemonEnvError(f"cannot create the namespace of {name}",
+                                     "run as root on a kernel that allows network namespaces")
+            time.sleep(0.002)
+        ns = Namespace(name, p)
         # no IPv6: the kernel's own chatter on a new link (router solicitations, MLD reports) would cross
         # the relay in real time and keep the network from looking idle
-        setup = ["sh", "-c", "for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done "
-                 "2>/dev/null; ip link set lo up"]
-        _run_all([(ns, setup, None) for ns in out.values()])
-        return out
+        ns.run("sh", "-c", "for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done "
+               "2>/dev/null; ip link set lo up")
+        return ns
 
     def relay_if(self, index: int, router: str) -> str:
         return f"l{index}-{router}"[:15]
@@ -224,9 +193,8 @@ class NamespaceHost:
             batch.append(f"link add {rif} type veth peer name {ln.ifname(end)} netns {self.ns[end].proc.pid}")
             batch.append(f"link set {rif} up")
         relay.run("ip", "-batch", "-", stdin="\n".join(batch) + "\n")
-        # one shell per namespace runs its ethtools, and the namespaces are set up side by side
-        jobs = [(relay, _script([["ethtool", "-K", self.relay_if(ln.index, end), *OFFLOADS]
-                                 for ln, end in config.link_ends(self.net)]), None)]
+        for ln, end in config.link_ends(self.net):
+            relay.run("ethtool", "-K", self.relay_if(ln.index, end), *OFFLOADS)
         for r in self.net.routers:
             cmds = [f"addr add {r.loopback}/32 dev lo"]
             for ln in self.net.links_of(r.name):
@@ -236,10 +204,9 @@ class NamespaceHost:
                          f"addr add {ln.addr(r.name)}/30 dev {ln.ifname(r.name)}", f"link set {ln.ifname(r.name)} up",
                          f"neigh replace {ln.addr(peer)} lladdr {_mac(ln, peer)} dev {ln.ifname(r.name)} nud permanent"]
             cmds += [" ".join(c) for c in config.kernel_routes(self.net, r, self.daemon)]
-            steps = [["ip", "-batch", "-"]] + [["ethtool", "-K", ln.ifname(r.name), *OFFLOADS]
-                                               for ln in self.net.links_of(r.name)]
-            jobs.append((self.ns[r.name], _script(steps), "\n".join(cmds) + "\n"))
-        _run_all(jobs)
+            self.ns[r.name].run("ip", "-batch", "-", stdin="\n".join(cmds) + "\n")
+            for ln in self.net.links_of(r.name):
+                self.ns[r.name].run("ethtool", "-K", ln.ifname(r.name), *OFFLOADS)
 
     def _write_configs(self) -> None:
         for router, files in config.configs(self.net, self.daemon).items():
