@@ -63,7 +63,15 @@ class BirdControl:
 
     def ask(self, cmd: str) -> list[tuple[str, str]]:
         """(code, text) per reply line; raises on an error code (8xxx, 9xxx)."""
+        self.send(cmd)
+        return self.answer(cmd)
+
+    def send(self, cmd: str) -> None:
+        """The first half of :meth:`ask`: lets a caller question many daemons at once, then read each."""
         self.sock.sendall(cmd.encode() + b"\n")
+
+    def answer(self, cmd: str) -> list[tuple[str, str]]:
+        """The second half of :meth:`ask`: the reply to the command :meth:`send` sent."""
         lines = self._reply()
         bad = [t for c, t in lines if c[:1] in ("8", "9")]
         if bad:
@@ -95,7 +103,15 @@ class FrrControl:
         self.ask("enable")   # a vty starts in view mode; some show commands are enable-only
 
     def ask(self, cmd: str) -> str:
+        self.send(cmd)
+        return self.answer(cmd)
+
+    def send(self, cmd: str) -> None:
+        """The first half of :meth:`ask` (see :meth:`BirdControl.send`)."""
         self.sock.sendall(cmd.encode() + b"\0")
+
+    def answer(self, cmd: str) -> str:
+        """The second half of :meth:`ask`: the reply to the command :meth:`send` sent."""
         buf = b""
         while not (len(buf) >= 4 and buf[-4:-1] == b"\0\0\0"):
             data = self.sock.recv(65536)

@@ -60,14 +60,20 @@ def one_run(sc: DaemonScenario, daemon: str, order: list[tuple] | None = None, o
         pending = n.collect(quiet=quiet, expect=sc.expect)
         if order is not None:
             pending = _by_identity(n, pending, order, quiet)
-        labels, words, ms = [], [], []
-        for h in pending:
-            t1 = time.perf_counter()
-            n.deliver(h.id)
-            ms.append((time.perf_counter() - t1) * 1000)
-            labels.append(msg_label(n, h))
-            words.append(h.words())
-        return Outcome(labels, n.reader.best(sc.observer, sc.prefix), time.monotonic() - t0, words, ms)
+        return _deliver_all(n, sc, pending, t0)
+
+
+def _deliver_all(n: LiveNet, sc: DaemonScenario, pending: list[Held], t0: float) -> Outcome:
+    """Deliver ``pending`` in that order and read the observer's best path: the end of every run."""
+    assert n.reader is not None
+    labels, words, ms = [], [], []
+    for h in pending:
+        t1 = time.perf_counter()
+        n.deliver(h.id)
+        ms.append((time.perf_counter() - t1) * 1000)
+        labels.append(msg_label(n, h))
+        words.append(h.words())
+    return Outcome(labels, n.reader.best(sc.observer, sc.prefix), time.monotonic() - t0, words, ms)
 
 
 def _by_identity(n: LiveNet, pending: list[Held], order: list[tuple], quiet: float) -> list[Held]:
@@ -103,6 +109,15 @@ def group_identities(sc: DaemonScenario, daemon: str, quiet: float = 1.0) -> lis
         return [h.identity() for h in n.collect(quiet=quiet, expect=sc.expect)]
 
 
+def _first_run(sc: DaemonScenario, daemon: str, quiet: float) -> tuple[list[tuple], Outcome]:
+    """Group 0's identities (as :func:`group_identities`), and the same run carried on to deliver them
+    in that order (DEFINED's): the first order's outcome, without starting the network once more."""
+    t0 = time.monotonic()
+    with LiveNet(sc.net, daemon) as n:
+        pending = n.collect(quiet=quiet, expect=sc.expect)
+        return [h.identity() for h in pending], _deliver_all(n, sc, pending, t0)
+
+
 def all_orders(sc: DaemonScenario, daemon: str, on_run: Callable[[int, int, Outcome], None] | None = None,
                quiet: float = 1.0, ids: list[tuple] | None = None, before: list[tuple] | None = None,
                limit: int = 720) -> list[Outcome]:
@@ -111,11 +126,16 @@ def all_orders(sc: DaemonScenario, daemon: str, on_run: Callable[[int, int, Outc
     ``ids``: the group's messages (default: group 0's, learnt from a first
     run); ``before``: what to deliver first, in that order (earlier groups).
     """
-    ids = ids if ids is not None else group_identities(sc, daemon, quiet)
+    first: Outcome | None = None
+    if ids is None and not before:
+        ids, first = _first_run(sc, daemon, quiet)
+    elif ids is None:
+        ids = group_identities(sc, daemon, quiet)
     orders = [list(p) for p in itertools.islice(itertools.permutations(ids), limit) if _fifo(list(p))]
     out = []
     for i, o in enumerate(orders):
-        r = one_run(sc, daemon, (before or []) + o, quiet=quiet)
+        # the run that learnt the identities delivered them in their own order: that order's run
+        r = first if first is not None and o == ids else one_run(sc, daemon, (before or []) + o, quiet=quiet)
         r.order = r.order[len(before or []):]
         out.append(r)
         if on_run:

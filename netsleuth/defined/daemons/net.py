@@ -330,9 +330,7 @@ class LiveNet:
     def poke(self) -> None:
         """Make every live daemon run its event loop once: timers due on the virtual clock fire."""
         assert self.reader is not None
-        for r in self.net.routers:
-            if r.name not in self.dead:
-                self.reader.poke(r.name)
+        self.reader.poke_all([r.name for r in self.net.routers if r.name not in self.dead])
 
     def settle(self, rounds: int = 200) -> None:
         """Poke until the relay carries nothing new between two pokes: the network is idle at this time.

@@ -59,6 +59,25 @@ class Reader:
         for dm in config.frr_daemons(self.net, self.net.router(router)):
             self.frr(router, dm).ask("show version")
 
+    def poke_all(self, routers: list[str]) -> None:
+        """:meth:`poke` every router at once: all questions sent, then every answer read.
+
+        Each daemon still runs its event loop once and answers before this returns; the
+        daemons do so side by side instead of one after the other (a round of pokes costs
+        the slowest daemon's answer, not the sum of all of them).
+        """
+        cmd = "show status" if self.daemon == "bird" else "show version"
+        conns: list[control.BirdControl | control.FrrControl] = []
+        for router in routers:
+            if self.daemon == "bird":
+                conns.append(self.bird(router))
+            else:
+                conns.extend(self.frr(router, dm) for dm in config.frr_daemons(self.net, self.net.router(router)))
+        for c in conns:
+            c.send(cmd)
+        for c in conns:
+            c.answer(cmd)
+
     def reachable(self, router: str) -> bool:
         """Every daemon of the router answers on its control socket (the file alone is not enough: a
         daemon binds it a moment before it listens)."""
