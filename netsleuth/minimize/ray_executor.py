@@ -332,7 +332,9 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
             n = workers or os.cpu_count() or 1
             custom = {k: float(n) for k in (resources if resources is not None else {CONTROLLER_RESOURCE: 1})
                       if k != "CPU"}
-            ray.init(num_cpus=n, resources=custom, **kwargs)
+            # "local": a new instance of our own, even when this machine runs a cluster started by `ray start`
+            # (without it Ray joins that cluster, and refuses the CPU count we give)
+            ray.init(address="local", num_cpus=n, resources=custom, **kwargs)
     except Exception as exc:
         raise RayUnavailableError(f"cannot start or reach Ray at {address or 'a local instance'}: {exc}",
                                   "check the address (auto, ray://HEAD:10001, HOST:6379) or use --executor local"
