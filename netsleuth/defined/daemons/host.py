@@ -257,6 +257,19 @@ class NamespaceHost:
         env.update(self.env.get(router, {}))
         return env
 
+    def ip_delivered(self, name: str) -> int:
+        """How many IP packets namespace ``name``'s kernel has handed to its sockets (``Ip: InDelivers``).
+
+        Read through the namespace holder's ``/proc/PID/net``, which is that namespace's view: no
+        process is started. A packet counted here is in its socket's queue, where the daemon's
+        next turn of its event loop reads it."""
+        try:
+            lines = Path(f"/proc/{self.ns[name].proc.pid}/net/snmp").read_text().splitlines()
+        except (KeyError, OSError):
+            return -1
+        names, values = (ln.split() for ln in lines[:2])
+        return int(values[names.index("InDelivers")])
+
     def log_tail(self, name: str, chars: int = 1500) -> str:
         """The end of each of a router's daemon logs (for an error's details)."""
         d = config.router_dir(self.rundir, name)
