@@ -17,7 +17,7 @@ from netsleuth.defined.daemons.wire import BgpStream, describe, tcp_of
 from netsleuth.model.addr import ip_to_int
 from netsleuth.model.packet import TCP, IPv4, Packet
 
-ACK, PSH, SYN = 0x10, 0x08, 0x02
+ACK, PSH, SYN, FIN, RST = 0x10, 0x08, 0x02, 0x01, 0x04
 
 
 def bgp(kind: int, body: bytes = b"") -> bytes:
@@ -119,6 +119,31 @@ def test_release_stops_at_the_next_held_unit_of_the_flow():
     assert c.release(1) == [("a", u1)]
     assert c.release(2) == [("a", u2)]
     assert c.release(2) == []
+
+
+def test_a_connection_its_receiver_closes_lets_what_it_held_go_as_reset():
+    """Of two connections one speaker pair opened at once, the daemons keep one and close the
+    other; an UPDATE held on the closed one will never be read, so it is no longer pending."""
+    c = core()
+    syn(c)
+    u1 = frame("10.0.1.2", "10.0.1.1", 40000, 179, 100, update(med=1))
+    after = frame("10.0.1.2", "10.0.1.1", 40000, 179, 100 + len(update()), KEEPALIVE)
+    assert c.on_frame("b", u1) == [] and c.on_frame("b", after) == []
+    c.on_frame("b", frame("10.0.1.2", "10.0.1.1", 40001, 179, 499, flags=SYN))
+    other = frame("10.0.1.2", "10.0.1.1", 40001, 179, 500, update(med=2))   # another connection: stays held
+    assert c.on_frame("b", other) == []
+    c.take_events()
+    fin = frame("10.0.1.1", "10.0.1.2", 179, 40000, 1, flags=ACK | FIN)   # r3 closes the first connection
+    assert c.on_frame("a", fin) == [("a", u1), ("a", after), ("b", fin)]
+    assert c.take_events() == [{"ev": "reset", "id": 1}]
+    assert c.release(1) == []
+    assert c.release(2) == [("a", other)]
+    c.on_frame("b", frame("10.0.1.2", "10.0.1.1", 40002, 179, 899, flags=SYN))
+    rst = frame("10.0.1.2", "10.0.1.1", 40002, 179, 900, update(med=3))
+    assert c.on_frame("b", rst) == []                                       # the sender aborts a third
+    abort = frame("10.0.1.2", "10.0.1.1", 40002, 179, 900 + len(update()), flags=RST)
+    assert c.on_frame("b", abort) == [("a", rst), ("a", abort)]
+    assert [e for e in c.take_events() if e["ev"] == "reset"] == [{"ev": "reset", "id": 3}]
 
 
 def test_configs_name_each_router_and_the_med_attributes():

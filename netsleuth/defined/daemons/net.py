@@ -24,7 +24,7 @@ import json
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from netsleuth.defined.daemons import control
@@ -56,7 +56,7 @@ class Held:
     messages: list[dict]
     arrival: int
     delivered: bool = False
-    dropped: bool = False      # lost on a link that was cut while the relay held it
+    dropped: bool = False      # lost while the relay held it: its link was cut or its connection closed
 
     def words(self) -> str:
         parts = []
@@ -214,10 +214,12 @@ class LiveNet:
             ev = json.loads(line)
             if ev.get("ev") == "held":
                 self._note_held(ev["unit"])
-            elif ev.get("ev") == "dropped" and ev["id"] in self.held:
+            elif ev.get("ev") in ("dropped", "reset") and ev["id"] in self.held:
                 h = self.held[ev["id"]]
                 h.delivered = h.dropped = True
-                self.log.append({"dropped": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
+                if ev["ev"] == "reset":
+                    self._renumber_after(h)
+                self.log.append({ev["ev"]: h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
             out.append(ev)
         return out
 
@@ -239,6 +241,19 @@ class LiveNet:
         group = int(self.clock.now) if self.clock is not None else self.group   # on the clock: one group a second
         tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, ln.index)
         self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
+
+    def _renumber_after(self, gone: Held) -> None:
+        """A unit whose connection closed never counts: the later ones of its link direction move up.
+
+        A message's identity across runs is its number on its link direction; the daemon
+        sends the same announcement again on its next session, which must get the number
+        the lost one had, as in a run where the first connection stayed.
+        """
+        key = f"{gone.src}>{gone.dst}"
+        self.oseq[key] = self.oseq.get(key, 1) - 1
+        for h in self.held.values():
+            if h.src == gone.src and h.dst == gone.dst and h.tags.oseq > gone.tags.oseq:
+                h.tags = replace(h.tags, oseq=h.tags.oseq - 1)
 
     # -- groups ------------------------------------------------------------------
     def pending(self) -> list[Held]:
@@ -286,16 +301,24 @@ class LiveNet:
         self._send({"cmd": "release", "id": uid})
         need = sum(_weight(m, self.daemon) for m in h.messages)
         # The daemon's own counter is the test; the receiver's TCP acknowledgement (the relay's
-        # "acked" event) comes first and is only recorded.
+        # "acked" event) comes first and is only recorded. A session that closes meanwhile
+        # ends the wait: its receiver will never process the message.
+
+        def processed() -> bool:
+            self._events(0.0)   # a "reset" marks h dropped
+            return h.dropped or reader.processed(h.dst, h.src) >= before + need
+
         try:
-            control.wait_for(lambda: reader.processed(h.dst, h.src) >= before + need,
-                             self.timeout, f"{h.dst} to process message #{uid}")
+            control.wait_for(processed, self.timeout, f"{h.dst} to process message #{uid}")
         except control.ControlError as exc:
             self._send({"cmd": "dump"})
             dump = [e for e in self._events(2.0) if e.get("ev") == "dump"]
             assert self.host is not None
             raise LiveNetError(exc.problem, "see the relay's state and the receiver's log (below)",
                                json.dumps(dump[:1]) + "\n" + self.host.log_tail(h.dst)) from None
+        if h.dropped:
+            raise LiveNetError(f"the BGP session {h.src} -> {h.dst} closed while message #{uid} was held",
+                               "rerun: the daemons announce again on a new session, which the next run holds")
         h.delivered = True
         self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})
         return h

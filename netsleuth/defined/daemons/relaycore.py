@@ -28,6 +28,8 @@ import collections
 from dataclasses import dataclass, field
 
 from netsleuth.defined.daemons.wire import (
+    FIN,
+    RST,
     BgpStream,
     Segment,
     datagram_flow,
@@ -117,6 +119,32 @@ class RelayCore:
                     return self._hold_datagram(iface, out, frame, src, dst)
             return [(out, frame)]
         self._acks(seg)
+        flushed = self._closing(seg) if seg.flags & (FIN | RST) else []
+        return flushed + self._bgp_frame(out, frame, seg)
+
+    def _closing(self, seg: Segment) -> list[tuple[str, bytes]]:
+        """A BGP connection closes: what is held on it will never be read, so it is let go.
+
+        A daemon closes a session's socket whole (BGP never half-closes), so a FIN or RST
+        from the receiver of held units, or an RST from their sender, means the receiver
+        will not process them: the session is gone, and the daemons announce again on the
+        next one (two speakers that connect at once keep one connection and close the other).
+        Each such unit gets a "reset" event instead of staying pending for ever, and the
+        flow's queue goes out as it stands, so both ends see the connection end.
+        """
+        rev = (seg.dst, seg.dport, seg.src, seg.sport)
+        flows = [rev, seg.flow] if seg.flags & RST else [rev]
+        sent: list[tuple[str, bytes]] = []
+        for flow in flows:
+            q = self.queues.pop(flow, None)
+            for x in q or ():
+                if x.unit is not None and x.unit.state == "held":
+                    x.unit.state = "reset"
+                    self.events.append({"ev": "reset", "id": x.unit.id})
+                sent.append((x.out, x.frame))
+        return sent
+
+    def _bgp_frame(self, out: str, frame: bytes, seg: Segment) -> list[tuple[str, bytes]]:
         q = self.queues.get(seg.flow)
         stream = self._stream(seg.flow)
         aligned = stream.aligned(seg)
