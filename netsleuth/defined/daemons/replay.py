@@ -180,9 +180,13 @@ def run_events(net: DaemonNet, events: list[ExtEvent], daemon: str = "bird", *, 
             start = int(n.clock.now)
             end = max([start, *(e.t for e in todo)]) + tail
             for t in range(start + 1, end + 1):
-                n.clock.set(t)
+                # The second's events first, while the clock still reads the last one: the network is
+                # idle there, so no daemon runs a timer of this second before an event of it. (With the
+                # clock moved first, a Hello due now went out before or after its link was cut as the
+                # machine's load decided, and the link's later messages were numbered one apart.)
                 while todo and todo[0].t <= t:   # an event before the boot ended happens right after it
                     _apply(n, w, todo.pop(0))
+                n.clock.set(t)
                 n.settle()
                 if callable(on_second):
                     on_second(t)
