@@ -209,7 +209,9 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                       "block": r.block,
                       "score": score_json(r.score), "failing": r.counts.ef, "passing": r.counts.ep,
                       "function": function_of(r.file, r.line), "source": line_text(r.file, r.line),
-                      "context": [[n, text] for n, text in context(r.file, r.line)]})
+                      "context": [[n, text] for n, text in context(r.file, r.line)],
+                      **({"read_at": {"file": r.read_at[0], "short": short_path(r.read_at[0]), "line": r.read_at[1],
+                                      "source": line_text(*r.read_at)}} if r.read_at else {})})
     groups: dict[tuple[str, str], list[dict]] = {}
     for item in lines:
         groups.setdefault((str(item["short"]), str(item["function"])), []).append(item)

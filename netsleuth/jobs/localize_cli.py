@@ -42,6 +42,11 @@ def print_localization(loc: dict[str, Any]) -> None:
             where = f"{g['file']}:{n}"
             out.print(f"    #{i['rank']:<3} {escape(where):<40} {i['score']!s:>8}  "
                       f"{i['failing']}/{i['passing']:<4} {escape(i['source'])}", soft_wrap=True, highlight=False)
+            if i.get("read_at"):
+                r = i["read_at"]
+                out.print(f"         [dim]stored the value an earlier call left and a later one read at "
+                          f"{escape(r['short'])}:{r['line']} ({escape(r['source'])}); counts: those reads[/dim]",
+                          soft_wrap=True, highlight=False)
 
 
 def print_mcs(d: dict[str, Any]) -> None:

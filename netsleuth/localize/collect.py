@@ -44,7 +44,9 @@ def merge_process_files(folder: Path) -> dict[str, Any]:
         windowed = windowed and "windows" in data
         stem = f.name[:-len(".json")]
         windows += [{"key": f"{stem}:{w['id']}", "event": w.get("event", ""), "lines": w.get("lines", {}),
-                     **({"raised": w["raised"]} if w.get("raised") else {})}
+                     **({"raised": w["raised"]} if w.get("raised") else {}),
+                     **({"flows": [[f, n, f"{stem}:{k}", g, m] for f, n, k, g, m in w["flows"]]}
+                        if w.get("flows") else {})}
                     for w in data.get("windows", [])]
         sent += [[dpid, xid, f"{stem}:{w}"] for dpid, xid, w in data.get("sent", [])]
         own.update(data.get("own", []))
