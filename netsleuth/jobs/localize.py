@@ -26,7 +26,7 @@ from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.jobs.replay import find_target, replay_once
 from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs, load_window_runs
-from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
+from netsleuth.localize.source import by_statement, context, execution_order, function_of, line_text, short_path
 from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
 from netsleuth.minimize.atoms import Atoms
 from netsleuth.trace.controller_spec import ControllerSpec, join_all
@@ -76,6 +76,8 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     ("handler calls", when the controller recorded its handler windows and each failing replay's window
     that sent the violation's rule is known).
 
+    Lines are folded into the statements they belong to: one statement is one candidate.
+
     ``auto`` ranks with handler calls when whole replays cannot separate lines, or when they can but
     only down to lines that are mostly the failing calls' (more than half of their first block), which
     the calls tell apart better (a smaller first block): a fault in a handler every replay runs.
@@ -87,6 +89,9 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     files = coverage_files(out)
     whole = load_runs(files, all_code=opts.all_code)
     windows = None if opts.spectrum == "replays" else load_window_runs(files, target, all_code=opts.all_code)
+    for spectrum in (whole, windows):   # one candidate per statement (see localize.source.statement_of)
+        if spectrum is not None:
+            spectrum.runs = by_statement(spectrum.runs)
     if windows is None or not any(r.failed for r in windows.runs):
         return whole, "replays"
     if opts.spectrum == "windows" or _windows_refine(whole, windows):
