@@ -34,7 +34,7 @@ from pathlib import Path
 from netsleuth.controllers.external import find_controller_python
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-from netsleuth.jobs.localize import LocalizeOptions, load_spectrum
+from netsleuth.jobs.localize import LocalizeOptions, ranked
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.localize.collect import load_runs, load_window_runs
@@ -317,9 +317,7 @@ def run_fault(fault: Fault, work: Path, budget: float, jobs: int = 2) -> dict:
 def used_rank(minimize_out: Path, target: dict | None, faulty: tuple[str, int]) -> dict:
     """The faulty line's Ochiai rank and block in the spectrum localize chose (``--spectrum auto``, the
     default: handler calls or whole replays), as localize ranks it."""
-    used, kind = load_spectrum(minimize_out, target, LocalizeOptions(minimize_out))
-    order = execution_order(sorted({x for r in used.runs if r.failed for x in r.lines}))
-    ranking = rank(used.runs, "ochiai", order=lambda x: order.get(x, (0, *x)))
+    _, kind, ranking = ranked(minimize_out, target, LocalizeOptions(minimize_out))
     return {"used_spectrum": kind, "used_separable": ranking.separable,
             "used_rank": ranking.rank_of(faulty), "used_block": ranking.block_of(faulty)}
 

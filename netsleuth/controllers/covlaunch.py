@@ -43,7 +43,10 @@ window, the pair (storing line, reading line) under the reading window.  This
 is the dynamic data dependence across calls that dynamic-slicing-aided
 fault localization follows (localize/spectrum.py ranks the pairs).  The
 dictionaries are replaced once, at the first call of the instance's
-handlers; the app's code is not changed.
+handlers; the app's code is not changed.  A test of a key (``key in d``)
+followed in the same window by a read of that key is noted too, as the pair
+(test line, read line): the condition that led to a read that raised
+``KeyError`` (localize/crash.py follows it back from an exception).
 """
 
 import argparse
@@ -93,7 +96,7 @@ class _OsThreads:
 sqldata.threading = _OsThreads()
 
 _state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
-          "sent": [], "raised": {}, "patched": False, "pox_patched": False, "flows": {}, "tracked": set(),
+          "sent": [], "raised": {}, "patched": False, "pox_patched": False, "flows": {}, "guards": {}, "tracked": set(),
           "own_roots": None}
 # A context switch (a handler's start or end in POX's scheduler thread) and the dump (in the main
 # thread, on SIGTERM) both flush the tracers into the one database: never at the same time.
@@ -173,8 +176,9 @@ def _lines_by_context(data):
         windows.append({"id": n, "event": event, "lines": {f: sorted(v) for f, v in sorted(got.items())}})
         if n in _state["raised"]:
             windows[-1]["raised"] = _state["raised"][n]
-        if n in _state["flows"]:
-            windows[-1]["flows"] = sorted(list(f) for f in _state["flows"][n])
+        for kind in ("flows", "guards"):
+            if n in _state[kind]:
+                windows[-1][kind] = sorted(list(f) for f in _state[kind][n])
     return {f: sorted(v) for f, v in sorted(lines.items())}, windows
 
 
@@ -223,6 +227,7 @@ class _Tracked(dict):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._stored = {}
+        self._tested = {}
         for key, value in dict.items(self):
             if type(value) is dict:
                 dict.__setitem__(self, key, _Tracked(value))
@@ -232,6 +237,25 @@ class _Tracked(dict):
             self._stored[key] = (*_caller(depth + 1), _state.get("current", 0))
         except TypeError:   # an unhashable key cannot be stored either: the dict will say so
             pass
+
+    def _guarded(self, key, depth):
+        """A read of ``key`` after a test of it in the same window: note (test line, read line)."""
+        window = _state.get("current", 0)
+        try:
+            tested = self._tested.get(key)
+        except TypeError:
+            return
+        if window and tested is not None and tested[2] == window:
+            _state["guards"].setdefault(window, set()).add((tested[0], tested[1], *_caller(depth + 1)))
+
+    def __contains__(self, key):
+        window = _state.get("current", 0)
+        if window:
+            try:
+                self._tested[key] = (*_caller(1), window)
+            except TypeError:
+                pass
+        return dict.__contains__(self, key)
 
     def _read(self, key, value, depth):
         window = _state.get("current", 0)
@@ -246,11 +270,13 @@ class _Tracked(dict):
         dict.__setitem__(self, key, value)
 
     def __getitem__(self, key):
+        self._guarded(key, 1)
         value = dict.__getitem__(self, key)
         self._read(key, value, 1)
         return value
 
     def get(self, key, default=None):
+        self._guarded(key, 1)
         if not dict.__contains__(self, key):
             return default
         value = dict.__getitem__(self, key)

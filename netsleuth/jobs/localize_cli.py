@@ -23,8 +23,13 @@ def print_localization(loc: dict[str, Any]) -> None:
         return
     added = f", {loc['added_replays']} added" if loc.get("added_replays") else ""
     unit = "handler calls" if loc.get("spectrum") == "handler calls" else "replays"
-    out.print(f"suspicious lines ({loc['formula']}, {loc['failing']} failing / {loc['passing']} passing "
-              f"{unit}{added}; {loc['scope']}):", markup=False, highlight=False)
+    if loc.get("spectrum") == "exception slice":
+        out.print(f"suspicious lines (no spectrum ranks this exception: {loc['failing']} failing / {loc['passing']} "
+                  f"passing {unit}{added}; the line that raised, then what it depended on; {loc['scope']}):",
+                  markup=False, highlight=False)
+    else:
+        out.print(f"suspicious lines ({loc['formula']}, {loc['failing']} failing / {loc['passing']} passing "
+                  f"{unit}{added}; {loc['scope']}):", markup=False, highlight=False)
     for key in ("message", "framework_note"):
         if loc.get(key):
             out.print(f"  [yellow]{escape(loc[key])}[/yellow]", soft_wrap=True)

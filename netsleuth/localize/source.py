@@ -98,11 +98,14 @@ def statement_of(path: str, line: int) -> int:
     return _statement_starts(path).get(line, line)
 
 
+def statement(line: Line) -> Line:
+    """``line`` as the first line of its statement."""
+    return line[0], statement_of(line[0], line[1])
+
+
 def by_statement(runs: list[Run]) -> list[Run]:
     """The runs with every line (and both ends of every flow) folded into its statement's first line."""
-    def fold(line: Line) -> Line:
-        return line[0], statement_of(line[0], line[1])
-
+    fold = statement
     return [Run(r.failed, frozenset(fold(x) for x in r.lines), frozenset((fold(a), fold(b)) for a, b in r.flows))
             for r in runs]
 
@@ -161,4 +164,5 @@ def short_path(path: str) -> str:
         return path
 
 
-__all__ = ["by_statement", "context", "execution_order", "function_of", "line_text", "short_path", "statement_of"]
+__all__ = ["by_statement", "context", "execution_order", "function_of", "line_text", "short_path", "statement",
+           "statement_of"]
