@@ -6,8 +6,14 @@ reads the port an earlier call stored, and the storing line runs in every call, 
 line coverage alone ranks it behind the whole install path (24th of 34).  The
 controller process notes which call stored each value of the app's dictionaries a
 call reads (controllers/covlaunch.py, ``--flows``), and the ranking puts the store
-right after the read it fed.  The fuzz run is recorded (it found the blackhole with
-the benchmark's settings), so the test does not fuzz.
+right after the read it fed.
+
+A flipped known-destination test (``ss-flipped-known``) makes the packet-in handler
+raise ``KeyError`` on the first packet: the minimal trace is that packet, and no
+passing call runs the handler, so no spectrum ranks.  The exception's slice does:
+the raising read, then the test of the key that led to it (recorded in the same
+call).  The fuzz runs are recorded (they found the violations with the benchmark's
+settings), so the tests do not fuzz.
 """
 
 from __future__ import annotations
@@ -28,14 +34,22 @@ LEARN, SEEDED = "self.mac_to_port[dpid][src] = msg.in_port", "self.mac_to_port[d
 READ = "out_port = self.mac_to_port[dpid][dst]"
 
 
-def learn_constant(folder: Path) -> tuple[Path, int]:
-    """simple_switch learning every host at port 1; the copy and the faulty line's number."""
+KNOWN, FLIPPED = "if dst in self.mac_to_port[dpid]:", "if dst not in self.mac_to_port[dpid]:"
+
+
+def seeded(folder: Path, name: str, old: str, new: str) -> tuple[Path, int]:
+    """os-ken's simple_switch with ``old`` made ``new``; the copy and the faulty line's number."""
     lines = APP.read_text().replace("out_port = msg.in_port", READ).splitlines(keepends=True)
-    (i,) = [k for k, line in enumerate(lines) if line.strip() == LEARN]
-    lines[i] = lines[i].replace(LEARN, SEEDED)
-    path = folder / "ss_learn_constant.py"
+    (i,) = [k for k, line in enumerate(lines) if line.strip() == old]
+    lines[i] = lines[i].replace(old, new)
+    path = folder / f"{name}.py"
     path.write_text("".join(lines))
     return path.resolve(), i + 1
+
+
+def learn_constant(folder: Path) -> tuple[Path, int]:
+    """simple_switch learning every host at port 1."""
+    return seeded(folder, "ss_learn_constant", LEARN, SEEDED)
 
 
 def test_a_wrong_learned_value_ranks_right_after_the_read_it_fed(tmp_path: Path, capsys) -> None:
@@ -59,3 +73,21 @@ def test_a_wrong_learned_value_ranks_right_after_the_read_it_fed(tmp_path: Path,
     assert any(f[0] == str(app) and f[1] == line for f in flows), flows[:5]
     assert all(f[2] != w["key"] for c in calls for w in c.get("windows", []) for f in w.get("flows", []))
     assert "read the value it stored" in (tmp_path / "min" / "report.html").read_text()
+
+
+def test_an_exception_no_passing_call_can_rank_is_ranked_from_the_line_that_raised(tmp_path: Path, capsys) -> None:
+    app, line = seeded(tmp_path, "ss_flipped_known", KNOWN, FLIPPED)
+    spec = f"osken:{app}"
+    d = run_minimize(MinimizeOptions(trace=DATA / "ss_flipped_known.trace.jsonl", out=tmp_path / "min",
+                                     controller=[spec], jobs=2, budget=90, localize=True))
+    assert d["target"]["invariant"] == "exceptions"
+    loc = d["localize"]
+    assert loc["spectrum"] == "exception slice" and loc["separable"], loc
+    top = [(t["line"], t["source"], t["block"]) for t in loc["top"][:3]]
+    with capsys.disabled():
+        print("flipped-known, exception slice:", top)
+    # the read that raised KeyError, then the flipped test of the same key, then the rest of the call
+    assert top[:2] == [(line + 1, READ, 1), (line, FLIPPED, 2)], top
+    calls = [json.loads(p.read_text()) for p in sorted((tmp_path / "min").glob("*/w*/*/coverage.json"))]
+    guards = {(g[1], g[3]) for c in calls for w in c.get("windows", []) for g in w.get("guards", [])}
+    assert (line, line + 1) in guards, guards

@@ -63,6 +63,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 import threading  # noqa: E402
+import traceback  # noqa: E402
 
 import coverage  # noqa: E402
 from coverage import sqldata  # noqa: E402
@@ -96,7 +97,8 @@ class _OsThreads:
 sqldata.threading = _OsThreads()
 
 _state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
-          "sent": [], "raised": {}, "patched": False, "pox_patched": False, "flows": {}, "guards": {}, "tracked": set(),
+          "sent": [], "raised": {}, "patched": False, "pox_patched": False, "flows": {}, "guards": {}, "frames": {},
+          "tracked": set(),
           "own_roots": None}
 # A context switch (a handler's start or end in POX's scheduler thread) and the dump (in the main
 # thread, on SIGTERM) both flush the tracers into the one database: never at the same time.
@@ -176,6 +178,7 @@ def _lines_by_context(data):
         windows.append({"id": n, "event": event, "lines": {f: sorted(v) for f, v in sorted(got.items())}})
         if n in _state["raised"]:
             windows[-1]["raised"] = _state["raised"][n]
+            windows[-1]["frames"] = _state["frames"].get(n, [])
         for kind in ("flows", "guards"):
             if n in _state[kind]:
                 windows[-1][kind] = sorted(list(f) for f in _state[kind][n])
@@ -198,6 +201,8 @@ def _in_window(event, call):
         return call()
     except Exception as exc:   # the call an exception escaped: the failing one of an exception violation
         _state["raised"][n] = type(exc).__name__
+        # where it was raised, outermost first, as this process saw its files (the trace may name other paths)
+        _state["frames"][n] = [[_real(f.f_code.co_filename), line] for f, line in traceback.walk_tb(exc.__traceback__)]
         raise
     finally:
         with _flush:

@@ -128,12 +128,14 @@ def _exception_slice(out: Path, target: dict | None, opts: LocalizeOptions, spec
     calls, own = load_raising_calls(coverage_files(out), target, all_code=opts.all_code)
     calls = [FailingCall(frozenset(map(statement, c.lines)),
                          frozenset((statement(a), statement(b)) for a, b in c.guards),
-                         frozenset((statement(a), statement(b)) for a, b in c.flows)) for c in calls]
+                         frozenset((statement(a), statement(b)) for a, b in c.flows), c.frames) for c in calls]
 
     def mine(path: str) -> bool:
         return opts.all_code or any(path == r or path.startswith(r.rstrip("/") + "/") for r in own)
 
-    frames = own_frames(((target or {}).get("details") or {}).get("frames") or [], mine,
+    # the traceback the replays' controller recorded (its paths), else the violation's (the recording's paths)
+    recorded = next((c.frames for c in calls if c.frames), None)
+    frames = own_frames(recorded or ((target or {}).get("details") or {}).get("frames") or [], mine,
                         lambda f, n: statement((os.path.realpath(f), n)))
     order = execution_order(sorted({line for c in calls for line in c.lines}))
     return exception_ranking(calls, frames, counts(spectrum.runs), opts.formula,

@@ -45,7 +45,7 @@ def merge_process_files(folder: Path) -> dict[str, Any]:
         windowed = windowed and "windows" in data
         stem = f.name[:-len(".json")]
         windows += [{"key": f"{stem}:{w['id']}", "event": w.get("event", ""), "lines": w.get("lines", {}),
-                     **({"raised": w["raised"]} if w.get("raised") else {}),
+                     **({"raised": w["raised"], "frames": w.get("frames", [])} if w.get("raised") else {}),
                      **({"flows": [[f, n, f"{stem}:{k}", g, m] for f, n, k, g, m in w["flows"]]}
                         if w.get("flows") else {}),
                      **({"guards": w["guards"]} if w.get("guards") else {})}
@@ -179,14 +179,15 @@ def load_raising_calls(paths: list[Path], target: dict[str, Any] | None, *,
             lines = frozenset((f, int(n)) for f, nums in (w.get("lines") or {}).items() for n in nums)
             guards = frozenset(((a, int(n)), (b, int(m))) for a, n, b, m in w.get("guards") or ())
             flows = frozenset(((a, int(n)), (b, int(m))) for a, n, _, b, m in w.get("flows") or ())
-            calls.append(FailingCall(lines, guards, flows))
+            frames = tuple((str(f), int(n)) for f, n in w.get("frames") or ())
+            calls.append(FailingCall(lines, guards, flows, frames))
     roots = sorted(own)
     if not all_code:
         def mine(line: Line) -> bool:
             return _under(line[0], roots)
         calls = [FailingCall(frozenset(filter(mine, c.lines)),
                              frozenset(g for g in c.guards if mine(g[0]) and mine(g[1])),
-                             frozenset(f for f in c.flows if mine(f[0]) and mine(f[1]))) for c in calls]
+                             frozenset(f for f in c.flows if mine(f[0]) and mine(f[1])), c.frames) for c in calls]
     return calls, roots
 
 

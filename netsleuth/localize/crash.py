@@ -36,6 +36,7 @@ class FailingCall:
     lines: frozenset[Line]
     guards: frozenset[tuple[Line, Line]] = field(default_factory=frozenset)  # (test line, read line)
     flows: frozenset[tuple[Line, Line]] = field(default_factory=frozenset)   # (store line, read line)
+    frames: tuple[Line, ...] = ()   # where the exception was raised, outermost first (all code)
 
 
 def levels(calls: Sequence[FailingCall], frames: Sequence[Line], order: Callable[[Line], tuple]) -> list[list[Line]]:
