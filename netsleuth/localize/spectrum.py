@@ -154,12 +154,20 @@ def counts(runs: Sequence[Run]) -> dict[Line, Counts]:
 
 def flow_counts(runs: Sequence[Run]) -> dict[tuple[Line, Line], Counts]:
     """The four counts of every (store line, read line) pair some failing run read through."""
-    pairs = [Run(r.failed, frozenset(r.flows)) for r in runs]   # a pair counted as a line is
-    return counts(pairs)  # type: ignore[arg-type]
+    failing = sum(1 for r in runs if r.failed)
+    passing = len(runs) - failing
+    ef: dict[tuple[Line, Line], int] = {}
+    ep: dict[tuple[Line, Line], int] = {}
+    for r in runs:   # a pair is counted as a line is
+        tally = ef if r.failed else ep
+        for pair in r.flows:
+            tally[pair] = tally.get(pair, 0) + 1
+    return {pair: Counts(n, ep.get(pair, 0), failing - n, passing - ep.get(pair, 0)) for pair, n in ef.items()}
 
 
 def _entries(runs: Sequence[Run], formula: str, key: Callable[[Line], tuple]) -> list[tuple]:
     """(score, order, line, counts, read line or None) of the lines and flows, best first, each line once."""
+    entries: list[tuple[float, tuple, Line, Counts, Line | None]]
     entries = [(score(formula, c), tuple(key(line)), line, c, None) for line, c in counts(runs).items()]
     entries += [(score(formula, c), (*key(read), 1), store, c, read)
                 for (store, read), c in flow_counts(runs).items()]
