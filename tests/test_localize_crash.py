@@ -44,3 +44,12 @@ def test_frames_are_the_apps_own_innermost_first_as_normalized():
     frames = [[LOOP[0], LOOP[1], "_event_loop"], [APP, 78, "_packet_in_handler"]]
     got = own_frames(frames, lambda f: f.startswith("/srv/app/"), lambda f, n: (f, n - 1))
     assert got == [(APP, 77)]
+
+
+def test_a_key_error_of_a_read_the_call_had_tested_the_key_of_blames_the_test_first():
+    # the test let a missing key through: had it been right, the read could not have raised
+    assert levels([CALL], [READ], order, missing_key=True) == [[TEST], [READ], [PRE, LOG, STORE]]
+    ranking = exception_ranking([CALL], [READ], {}, "ochiai", order, 1, 0, missing_key=True)
+    assert ranking is not None and [(r.line, r.block) for r in ranking.lines[:2]] == [(76, 1), (77, 2)]
+    unguarded = FailingCall(frozenset({PRE, READ}))
+    assert levels([unguarded], [READ], order, missing_key=True) == [[READ], [PRE]]

@@ -11,8 +11,8 @@ right after the read it fed.
 A flipped known-destination test (``ss-flipped-known``) makes the packet-in handler
 raise ``KeyError`` on the first packet: the minimal trace is that packet, and no
 passing call runs the handler, so no spectrum ranks.  The exception's slice does:
-the raising read, then the test of the key that led to it (recorded in the same
-call).  The fuzz runs are recorded (they found the violations with the benchmark's
+the test of the key that let the missing key through (recorded in the same call),
+then the read that raised.  The fuzz runs are recorded (they found the violations with the benchmark's
 settings), so the tests do not fuzz.
 """
 
@@ -86,8 +86,8 @@ def test_an_exception_no_passing_call_can_rank_is_ranked_from_the_line_that_rais
     top = [(t["line"], t["source"], t["block"]) for t in loc["top"][:3]]
     with capsys.disabled():
         print("flipped-known, exception slice:", top)
-    # the read that raised KeyError, then the flipped test of the same key, then the rest of the call
-    assert top[:2] == [(line + 1, READ, 1), (line, FLIPPED, 2)], top
+    # the flipped test of the key, which let a missing key through, then the read that raised KeyError
+    assert top[:2] == [(line, FLIPPED, 1), (line + 1, READ, 2)], top
     calls = [json.loads(p.read_text()) for p in sorted((tmp_path / "min").glob("*/w*/*/coverage.json"))]
     guards = {(g[1], g[3]) for c in calls for w in c.get("windows", []) for g in w.get("guards", [])}
     assert (line, line + 1) in guards, guards

@@ -138,8 +138,10 @@ def _exception_slice(out: Path, target: dict | None, opts: LocalizeOptions, spec
     frames = own_frames(recorded or ((target or {}).get("details") or {}).get("frames") or [], mine,
                         lambda f, n: statement((os.path.realpath(f), n)))
     order = execution_order(sorted({line for c in calls for line in c.lines}))
+    exception = str(((target or {}).get("details") or {}).get("exception") or "").rsplit(".", 1)[-1]
     return exception_ranking(calls, frames, counts(spectrum.runs), opts.formula,
-                             lambda line: order.get(line, (0, *line)), ranking.failing, ranking.passing)
+                             lambda line: order.get(line, (0, *line)), ranking.failing, ranking.passing,
+                             missing_key=exception == "KeyError")
 
 
 def _first_block(ranking: Ranking) -> set:

@@ -15,6 +15,11 @@ the read) and the store that left the value it read -- then the callers' lines o
 traceback, then the rest of the failing calls' lines in execution order.  Each of
 those four levels is a block of :class:`~netsleuth.localize.spectrum.Ranking`.
 
+One exception is more specific: a ``KeyError`` raised by a read of a key that the
+same call had just tested (``if key in d`` ... ``d[key]``).  Had the test been right,
+the read could not have raised, since nothing removed the key in between: the test
+let a missing key through.  So there the test comes first, then the read.
+
 Sans-I/O: the failing calls (lines, guards, flows), the frames and the spectrum's
 counts in; a ranking out.
 """
@@ -39,28 +44,37 @@ class FailingCall:
     frames: tuple[Line, ...] = ()   # where the exception was raised, outermost first (all code)
 
 
-def levels(calls: Sequence[FailingCall], frames: Sequence[Line], order: Callable[[Line], tuple]) -> list[list[Line]]:
-    """The candidate lines by level: raising line; its tests and stores; the callers' frames; the rest."""
+def levels(calls: Sequence[FailingCall], frames: Sequence[Line], order: Callable[[Line], tuple],
+           missing_key: bool = False) -> list[list[Line]]:
+    """The candidate lines by level: raising line; its tests and stores; the callers' frames; the rest.
+
+    ``missing_key`` (the exception is a ``KeyError``): the tests of the key the raising read looked up
+    come first, then the raising line, then its stores (see the module's docstring)."""
     if not calls or not frames:
         return []
     raising = frames[0]
     ran = set().union(*(c.lines for c in calls))
-    depends = {a for c in calls for a, b in (*c.guards, *c.flows) if b == raising}
+    tests = {a for c in calls for a, b in c.guards if b == raising} - {raising}
+    stores = {a for c in calls for a, b in c.flows if b == raising} - {raising}
     callers = [f for f in frames[1:] if f in ran]
-    out = [[raising], sorted(depends - {raising}, key=order), callers]
-    seen = {raising, *depends, *callers}
+    if missing_key and tests:
+        out = [sorted(tests, key=order), [raising], sorted(stores - tests, key=order), callers]
+    else:
+        out = [[raising], sorted(tests | stores, key=order), callers]
+    seen = {raising, *tests, *stores, *callers}
     out.append(sorted(ran - seen, key=order))
     return [level for level in out if level]
 
 
 def exception_ranking(calls: Sequence[FailingCall], frames: Sequence[Line], table: Mapping[Line, Counts],
-                      formula: str, order: Callable[[Line], tuple], failing: int, passing: int) -> Ranking | None:
+                      formula: str, order: Callable[[Line], tuple], failing: int, passing: int,
+                      missing_key: bool = False) -> Ranking | None:
     """The lines of :func:`levels` as a ranking, each level a block (None: no failing call or no frame).
 
     ``table`` gives each line's spectrum counts (shown beside it; a line no spectrum counted gets those
     of one failing run)."""
     ranked: list[RankedLine] = []
-    for block, level in enumerate(levels(calls, frames, order), 1):
+    for block, level in enumerate(levels(calls, frames, order, missing_key), 1):
         for line in level:
             c = table.get(line, Counts(1, 0, 0, 0))
             ranked.append(RankedLine(line[0], line[1], score(formula, c), c, len(ranked) + 1, len(level), block))
