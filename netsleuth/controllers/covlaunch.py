@@ -37,7 +37,8 @@ in the app's state and another call reads (a learning switch learning a host
 at the wrong port) leaves no trace in either call's lines: the storing line
 runs in every call.  So the app's own dictionary attributes (those of the
 app instances whose handlers run, in the app's own code) are replaced by a
-dict that notes, for every key, the line and window that stored it last, and
+dict that notes, for every key, the line and window that stored it last (a
+dict another object also holds is left alone: a copy would part from it), and
 for every read of a stored value (not of a nested dictionary) in another
 window, the pair (storing line, reading line) under the reading window.  This
 is the dynamic data dependence across calls that dynamic-slicing-aided
@@ -233,9 +234,6 @@ class _Tracked(dict):
         super().__init__(*args, **kwargs)
         self._stored = {}
         self._tested = {}
-        for key, value in dict.items(self):
-            if type(value) is dict:
-                dict.__setitem__(self, key, _Tracked(value))
 
     def _wrote(self, key, depth):
         try:
@@ -318,8 +316,11 @@ def _track(app):
         return
     if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in _own_roots()):
         return
-    for name, value in list(attrs.items()):
-        if type(value) is dict:
+    for name in list(attrs):
+        value = attrs[name]
+        # only a dict nothing else holds (the attribute, ``value`` and the count's argument): a copy of one
+        # another object shares would part from it.  Nested dicts made later by setdefault are tracked too.
+        if type(value) is dict and sys.getrefcount(value) <= 3:
             attrs[name] = _Tracked(value)
 
 
