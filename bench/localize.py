@@ -34,11 +34,11 @@ from pathlib import Path
 from netsleuth.controllers.external import find_controller_python
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
-from netsleuth.jobs.localize import LocalizeOptions, load_spectrum
+from netsleuth.jobs.localize import LocalizeOptions, ranked
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
 from netsleuth.localize.collect import load_runs, load_window_runs
-from netsleuth.localize.source import execution_order
+from netsleuth.localize.source import by_statement, execution_order, statement_of
 from netsleuth.localize.spectrum import FORMULAS, rank
 from netsleuth.schedulers.fuzz import Rates
 
@@ -289,23 +289,27 @@ def run_fault(fault: Fault, work: Path, budget: float, jobs: int = 2) -> dict:
     row.update({"inputs": [d["inputs_before"], d["inputs_after"]], "replays": d["replays"],
                 "failing": loc.get("failing"), "passing": loc.get("passing"), "message": loc.get("message", "")})
     spectrum = load_runs(sorted((work / "min").glob("*/w*/*/coverage.json")))
+    spectrum.runs = by_statement(spectrum.runs)   # as localize ranks: one candidate per statement
+    faulty = (str(app), statement_of(str(app), line))   # a continuation line is its statement's
     order = execution_order(sorted({x for r in spectrum.runs if r.failed for x in r.lines}))
     for formula in FORMULAS:
         ranking = rank(spectrum.runs, formula, order=lambda x: order.get(x, (0, *x)))
-        row[f"rank_{formula}"] = ranking.rank_of((str(app), line))
-        row[f"block_{formula}"] = ranking.block_of((str(app), line))  # the lines no run tells from it, as one
+        row[f"rank_{formula}"] = ranking.rank_of(faulty)
+        row[f"block_{formula}"] = ranking.block_of(faulty)  # the lines no run tells from it, as one
     row["spectrum"] = loc.get("spectrum", "replays")   # what localize ranked with (auto)
     row["separable"] = ranking.separable   # False: localize shows no ranking, so the fault counts as missed
     windows = load_window_runs(sorted((work / "min").glob("*/w*/*/coverage.json")), d.get("target"))
+    if windows is not None:
+        windows.runs = by_statement(windows.runs)
     row["window_runs"] = [0, 0] if windows is None else [sum(r.failed for r in windows.runs),
                                                          sum(not r.failed for r in windows.runs)]
     for formula in FORMULAS if windows is not None else ():
         # the same replays, one run per handler call: the call that sent the violation's rule fails
         ranking = rank(windows.runs, formula, order=lambda x: order.get(x, (0, *x)))
-        row[f"wrank_{formula}"] = ranking.rank_of((str(app), line))
-        row[f"wblock_{formula}"] = ranking.block_of((str(app), line))
+        row[f"wrank_{formula}"] = ranking.rank_of(faulty)
+        row[f"wblock_{formula}"] = ranking.block_of(faulty)
     row["wseparable"] = windows is not None and ranking.separable
-    row.update(used_rank(work / "min", d.get("target"), (str(app), line)))
+    row.update(used_rank(work / "min", d.get("target"), faulty))
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
 
@@ -313,9 +317,7 @@ def run_fault(fault: Fault, work: Path, budget: float, jobs: int = 2) -> dict:
 def used_rank(minimize_out: Path, target: dict | None, faulty: tuple[str, int]) -> dict:
     """The faulty line's Ochiai rank and block in the spectrum localize chose (``--spectrum auto``, the
     default: handler calls or whole replays), as localize ranks it."""
-    used, kind = load_spectrum(minimize_out, target, LocalizeOptions(minimize_out))
-    order = execution_order(sorted({x for r in used.runs if r.failed for x in r.lines}))
-    ranking = rank(used.runs, "ochiai", order=lambda x: order.get(x, (0, *x)))
+    _, kind, ranking = ranked(minimize_out, target, LocalizeOptions(minimize_out))
     return {"used_spectrum": kind, "used_separable": ranking.separable,
             "used_rank": ranking.rank_of(faulty), "used_block": ranking.block_of(faulty)}
 

@@ -173,3 +173,29 @@ def test_a_recorded_spectrum_that_cannot_separate_lines_says_so_and_ranks_nothin
     print_localization(loc)
     shown = capsys.readouterr().out
     assert "not enough passing runs to rank" in shown and "#1" not in shown
+
+
+def test_a_windows_flows_guards_and_frames_survive_the_merge_and_become_runs_and_failing_calls(tmp_path):
+    from netsleuth.localize.collect import load_raising_calls
+    from netsleuth.localize.windows import window_runs
+
+    cov = tmp_path / "coverage"
+    cov.mkdir()
+    windows = [{"id": 1, "event": "EventOFPPacketIn", "lines": {"/app/a.py": [74]}},
+               {"id": 2, "event": "EventOFPPacketIn", "lines": {"/app/a.py": [74, 76, 77]}, "raised": "KeyError",
+                "flows": [["/app/a.py", 74, 1, "/app/a.py", 77]], "guards": [["/app/a.py", 76, "/app/a.py", 77]],
+                "frames": [["/fw/loop.py", 290], ["/app/a.py", 77]]}]
+    (cov / "c0-1.json").write_text(json.dumps({"own": ["/app"], "framework": ["/fw"], "lines": {"/app/a.py": [74]},
+                                               "windows": windows, "sent": []}))
+    path = write_replay_coverage(tmp_path, True, 1)
+    merged = json.loads(path.read_text())["windows"]
+    assert merged[1]["flows"] == [["/app/a.py", 74, "c0-1:1", "/app/a.py", 77]]   # the storing window's key
+    assert merged[1]["frames"] == [["/fw/loop.py", 290], ["/app/a.py", 77]] and "frames" not in merged[0]
+    target = {"invariant": "exceptions", "details": {"exception": "builtins.KeyError"}}
+    runs = window_runs(merged, {"c0-1:2"})
+    assert [r.failed for r in runs] == [False, True]
+    assert runs[1].flows == frozenset({(("/app/a.py", 74), ("/app/a.py", 77))}) and not runs[0].flows
+    assert not window_runs(merged, (), keep=lambda f: f.startswith("/fw"))[1].flows   # both ends must be kept
+    (call,), own = load_raising_calls([path], target)
+    assert own == ["/app"] and call.guards == frozenset({(("/app/a.py", 76), ("/app/a.py", 77))})
+    assert call.frames == (("/fw/loop.py", 290), ("/app/a.py", 77))

@@ -95,3 +95,35 @@ def test_lines_run_by_the_same_runs_are_one_block_and_other_counts_start_the_nex
     ranking = rank(runs)
     assert [(r.line, r.rank, r.block) for r in ranking.lines] == [(4, 1, 1), (1, 2, 2), (2, 3, 2), (3, 4, 2)]
     assert ranking.block_of(("app.py", 3)) == 2 and ranking.block_of(("app.py", 9)) is None
+
+
+# A learning switch as handler calls: STORE runs in every call, READ only where a known destination is
+# looked up; the failing call (and one passing call) read a value an earlier call stored at STORE.
+PRE, STORE, READ, FLOOD = ("s.py", 60), ("s.py", 74), ("s.py", 77), ("s.py", 79)
+CALLS = [Run(True, frozenset({PRE, STORE, READ}), frozenset({(STORE, READ)})),
+         Run(False, frozenset({PRE, STORE, READ}), frozenset({(STORE, READ)})),
+         Run(False, frozenset({PRE, STORE, FLOOD})), Run(False, frozenset({PRE, STORE, FLOOD}))]
+
+
+def test_a_store_an_earlier_call_made_ranks_right_after_the_read_that_used_it():
+    by_lines = rank([Run(r.failed, r.lines) for r in CALLS])
+    assert [(r.line, r.read_at) for r in by_lines.lines] == [(77, None), (60, None), (74, None)]
+    ranked = rank(CALLS)
+    assert [(r.line, r.read_at) for r in ranked.lines] == [(77, None), (74, READ), (60, None)]
+    store = ranked.lines[1]
+    assert store.counts == Counts(ef=1, ep=1, nf=0, np=2) and store.score == ranked.lines[0].score
+    assert (store.rank, store.block, store.tied) == (2, 1, 2)   # ties with its read, which ran later
+    assert ranked.rank_of(STORE) == 2 and ranked.separable
+
+
+def test_a_flow_no_failing_run_read_through_is_no_candidate():
+    runs = [Run(True, frozenset({PRE, READ})), Run(False, frozenset({PRE, READ}), frozenset({(STORE, READ)}))]
+    assert all(r.read_at is None for r in rank(runs).lines) and rank(runs).rank_of(STORE) is None
+
+
+def test_a_flow_with_better_counts_than_its_read_ranks_ahead_of_it():
+    # the read runs in every call, but only the failing call read what the earlier call stored
+    runs = [Run(True, frozenset({PRE, READ}), frozenset({(STORE, READ)})), Run(False, frozenset({PRE, READ})),
+            Run(False, frozenset({PRE, READ}))]
+    ranked = rank(runs)
+    assert (ranked.lines[0].line, ranked.lines[0].read_at) == (74, READ) and ranked.lines[0].score == 1.0

@@ -31,6 +31,23 @@ with ``Datapath.send_msg``; POX's revent calls each handler through
 can then be split per handler call, which is what separates the lines of a
 handler that every replay runs: the call that sent the rule a violation
 names is the failing one, the other calls pass.
+
+Flows (``--flows``, with ``--windows``): a wrong value one handler call stores
+in the app's state and another call reads (a learning switch learning a host
+at the wrong port) leaves no trace in either call's lines: the storing line
+runs in every call.  So the app's own dictionary attributes (those of the
+app instances whose handlers run, in the app's own code) are replaced by a
+dict that notes, for every key, the line and window that stored it last (a
+dict another object also holds is left alone: a copy would part from it), and
+for every read of a stored value (not of a nested dictionary) in another
+window, the pair (storing line, reading line) under the reading window.  This
+is the dynamic data dependence across calls that dynamic-slicing-aided
+fault localization follows (localize/spectrum.py ranks the pairs).  The
+dictionaries are replaced once, at the first call of the instance's
+handlers; the app's code is not changed.  A test of a key (``key in d``)
+followed in the same window by a read of that key is noted too, as the pair
+(test line, read line): the condition that led to a read that raised
+``KeyError`` (localize/crash.py follows it back from an exception).
 """
 
 import argparse
@@ -47,6 +64,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 import threading  # noqa: E402
+import traceback  # noqa: E402
 
 import coverage  # noqa: E402
 from coverage import sqldata  # noqa: E402
@@ -80,7 +98,9 @@ class _OsThreads:
 sqldata.threading = _OsThreads()
 
 _state: dict = {"cov": None, "args": None, "done": False, "started": False, "window": 0, "windows": [],
-          "sent": [], "raised": {}, "patched": False, "pox_patched": False}
+          "sent": [], "raised": {}, "patched": False, "pox_patched": False, "flows": {}, "guards": {}, "frames": {},
+          "tracked": set(),
+          "own_roots": None}
 # A context switch (a handler's start or end in POX's scheduler thread) and the dump (in the main
 # thread, on SIGTERM) both flush the tracers into the one database: never at the same time.
 _flush = threading.RLock()
@@ -100,6 +120,7 @@ def _parse(argv):
     p.add_argument("--run-now", action="store_true")
     p.add_argument("--faucet", action="store_true")
     p.add_argument("--windows", action="store_true", help="a coverage context per os-ken or POX handler call")
+    p.add_argument("--flows", action="store_true", help="note which window stored the app state each window reads")
     return p.parse_args(argv[:cut]), argv[cut + 1:]
 
 
@@ -158,6 +179,10 @@ def _lines_by_context(data):
         windows.append({"id": n, "event": event, "lines": {f: sorted(v) for f, v in sorted(got.items())}})
         if n in _state["raised"]:
             windows[-1]["raised"] = _state["raised"][n]
+            windows[-1]["frames"] = _state["frames"].get(n, [])
+        for kind in ("flows", "guards"):
+            if n in _state[kind]:
+                windows[-1][kind] = sorted(list(f) for f in _state[kind][n])
     return {f: sorted(v) for f, v in sorted(lines.items())}, windows
 
 
@@ -177,12 +202,126 @@ def _in_window(event, call):
         return call()
     except Exception as exc:   # the call an exception escaped: the failing one of an exception violation
         _state["raised"][n] = type(exc).__name__
+        # where it was raised, outermost first, as this process saw its files (the trace may name other paths)
+        _state["frames"][n] = [[_real(f.f_code.co_filename), line] for f, line in traceback.walk_tb(exc.__traceback__)]
         raise
     finally:
         with _flush:
             _state["current"] = previous
             if not _state["done"]:
                 cov.switch_context(f"w{previous}" if previous else "run")
+
+
+_real_paths: dict = {}
+
+
+def _real(path):
+    got = _real_paths.get(path)
+    if got is None:
+        got = _real_paths[path] = os.path.realpath(path)
+    return got
+
+
+def _caller(depth):
+    frame = sys._getframe(depth + 1)
+    return _real(frame.f_code.co_filename), frame.f_lineno
+
+
+class _Tracked(dict):
+    """A dict that notes who stored each key and which other window read it (see the module's docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._stored = {}
+        self._tested = {}
+
+    def _wrote(self, key, depth):
+        try:
+            self._stored[key] = (*_caller(depth + 1), _state.get("current", 0))
+        except TypeError:   # an unhashable key cannot be stored either: the dict will say so
+            pass
+
+    def _guarded(self, key, depth):
+        """A read of ``key`` after a test of it in the same window: note (test line, read line)."""
+        window = _state.get("current", 0)
+        try:
+            tested = self._tested.get(key)
+        except TypeError:
+            return
+        if window and tested is not None and tested[2] == window:
+            _state["guards"].setdefault(window, set()).add((tested[0], tested[1], *_caller(depth + 1)))
+
+    def __contains__(self, key):
+        window = _state.get("current", 0)
+        if window:
+            try:
+                self._tested[key] = (*_caller(1), window)
+            except TypeError:
+                pass
+        return dict.__contains__(self, key)
+
+    def _read(self, key, value, depth):
+        window = _state.get("current", 0)
+        if not window or isinstance(value, dict):
+            return
+        stored = self._stored.get(key)
+        if stored is not None and stored[2] != window:
+            _state["flows"].setdefault(window, set()).add((stored[0], stored[1], stored[2], *_caller(depth + 1)))
+
+    def __setitem__(self, key, value):
+        self._wrote(key, 1)
+        dict.__setitem__(self, key, value)
+
+    def __getitem__(self, key):
+        self._guarded(key, 1)
+        value = dict.__getitem__(self, key)
+        self._read(key, value, 1)
+        return value
+
+    def get(self, key, default=None):
+        self._guarded(key, 1)
+        if not dict.__contains__(self, key):
+            return default
+        value = dict.__getitem__(self, key)
+        self._read(key, value, 1)
+        return value
+
+    def setdefault(self, key, default=None):
+        if not dict.__contains__(self, key):
+            self._wrote(key, 1)
+            dict.__setitem__(self, key, _Tracked(default) if type(default) is dict else default)
+        return dict.__getitem__(self, key)
+
+    def __reduce__(self):   # pickled or deep-copied as the plain dict the app made
+        return (dict, (dict(self),))
+
+
+def _own_roots():
+    if _state["own_roots"] is None:
+        args = _state["args"]
+        roots = [r for r in (_module_root(m) for m in args.own_module) if r]
+        _state["own_roots"] = tuple(roots + [os.path.realpath(p) for p in args.own_path])
+    return _state["own_roots"]
+
+
+def _track(app):
+    """Replace the dict attributes of ``app`` (an instance of the app's own code) by :class:`_Tracked` ones, once."""
+    if not _state["args"].flows or app is None or id(app) in _state["tracked"]:
+        return
+    _state["tracked"].add(id(app))
+    try:
+        path = _real(sys.modules[type(app).__module__].__file__)
+        attrs = vars(app)
+    except (AttributeError, KeyError, TypeError):
+        return
+    if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in _own_roots()):
+        return
+    for name in list(attrs):
+        value = attrs[name]
+        # only a dict nothing else holds (the attribute, ``value`` and the count's argument): a copy of one
+        # another object shares would part from it.  Nested dicts made later by setdefault are tracked too.
+        if type(value) is dict and sys.getrefcount(value) <= 3:
+            attrs[name] = _Tracked(value)
 
 
 def _windowed(handler, event):
@@ -209,6 +348,7 @@ def _patch_osken():
     send_msg = controller.Datapath.send_msg
 
     def windowed_handlers(self, ev, state=None):
+        _track(self)
         return [_windowed(h, type(ev).__name__) for h in get_handlers(self, ev, state)]
 
     def noted_send(self, msg, *args, **kwargs):
@@ -235,6 +375,7 @@ def _patch_pox():
     send = of_01.Connection.send
 
     def windowed_invoke(self, handler, *args, **kw):
+        _track(getattr(handler, "__self__", None))
         return _in_window(type(self).__name__, lambda: invoke(self, handler, *args, **kw))
 
     def noted_send(self, data):

@@ -62,7 +62,7 @@ def _top(module: str) -> str:
 
 
 def _osken_options(spec: ControllerSpec, framework: bool) -> list[str]:
-    opts = ["--framework-pkg", "os_ken", "--concurrency", "eventlet", "--windows"]
+    opts = ["--framework-pkg", "os_ken", "--concurrency", "eventlet", "--windows", "--flows"]
     opts += ["--source-pkg", "os_ken"] if framework else []
     for app in spec.apps:
         if is_app_file(app):
@@ -86,7 +86,8 @@ def _python_options(rest: list[str], framework: bool) -> list[str]:
     if script.name == "pox.py":  # POX: its components are the controller's code, pox/ the framework
         ext = str(script.parent / "ext")
         # POX's scheduler thread starts at boot; --windows: a coverage context per handler call, as os-ken's
-        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early", "--windows"]
+        # --flows: which call stored the app state each call reads (see covlaunch.py)
+        opts = ["--framework-pkg", "pox", "--own-path", ext, "--early", "--windows", "--flows"]
         opts += ["--source", folder] if framework else ["--source", ext]
         for word in rest[1:]:
             component = word.split(":")[0]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +26,19 @@ from netsleuth.controllers.measure import measurable
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.jobs.replay import find_target, replay_once
-from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_runs, load_window_runs
-from netsleuth.localize.source import context, execution_order, function_of, line_text, short_path
-from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, rank, score_json
+from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_raising_calls, load_runs, load_window_runs
+from netsleuth.localize.crash import KIND as EXCEPTION_SLICE
+from netsleuth.localize.crash import FailingCall, exception_ranking, own_frames
+from netsleuth.localize.source import (
+    by_statement,
+    context,
+    execution_order,
+    function_of,
+    line_text,
+    short_path,
+    statement,
+)
+from netsleuth.localize.spectrum import FORMULAS, Ranking, UnknownFormulaError, counts, rank, score_json
 from netsleuth.minimize.atoms import Atoms
 from netsleuth.trace.controller_spec import ControllerSpec, join_all
 from netsleuth.trace.io import read_trace
@@ -76,6 +87,8 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     ("handler calls", when the controller recorded its handler windows and each failing replay's window
     that sent the violation's rule is known).
 
+    Lines are folded into the statements they belong to: one statement is one candidate.
+
     ``auto`` ranks with handler calls when whole replays cannot separate lines, or when they can but
     only down to lines that are mostly the failing calls' (more than half of their first block), which
     the calls tell apart better (a smaller first block): a fault in a handler every replay runs.
@@ -87,11 +100,48 @@ def load_spectrum(out: Path, target: dict | None, opts: LocalizeOptions) -> tupl
     files = coverage_files(out)
     whole = load_runs(files, all_code=opts.all_code)
     windows = None if opts.spectrum == "replays" else load_window_runs(files, target, all_code=opts.all_code)
+    for spectrum in (whole, windows):   # one candidate per statement (see localize.source.statement_of)
+        if spectrum is not None:
+            spectrum.runs = by_statement(spectrum.runs)
     if windows is None or not any(r.failed for r in windows.runs):
         return whole, "replays"
     if opts.spectrum == "windows" or _windows_refine(whole, windows):
         return windows, "handler calls"
     return whole, "replays"
+
+
+def ranked(out: Path, target: dict | None, opts: LocalizeOptions) -> tuple[Spectrum, str, Ranking]:
+    """The spectrum :func:`load_spectrum` chooses, what a run is, and its ranking; for an exception the
+    spectrum cannot rank (one failing call, none passing that ran its handler), the exception's slice
+    (localize/crash.py) instead."""
+    spectrum, kind = load_spectrum(out, target, opts)
+    ranking = _rank(spectrum, opts.formula)
+    if not ranking.separable and (target or {}).get("invariant") == "exceptions":
+        sliced = _exception_slice(out, target, opts, spectrum, ranking)
+        if sliced is not None:
+            return spectrum, EXCEPTION_SLICE, sliced
+    return spectrum, kind, ranking
+
+
+def _exception_slice(out: Path, target: dict | None, opts: LocalizeOptions, spectrum: Spectrum,
+                     ranking: Ranking) -> Ranking | None:
+    calls, own = load_raising_calls(coverage_files(out), target, all_code=opts.all_code)
+    calls = [FailingCall(frozenset(map(statement, c.lines)),
+                         frozenset((statement(a), statement(b)) for a, b in c.guards),
+                         frozenset((statement(a), statement(b)) for a, b in c.flows), c.frames) for c in calls]
+
+    def mine(path: str) -> bool:
+        return opts.all_code or any(path == r or path.startswith(r.rstrip("/") + "/") for r in own)
+
+    # the traceback the replays' controller recorded (its paths), else the violation's (the recording's paths)
+    recorded = next((c.frames for c in calls if c.frames), None)
+    frames = own_frames(recorded or ((target or {}).get("details") or {}).get("frames") or [], mine,
+                        lambda f, n: statement((os.path.realpath(f), n)))
+    order = execution_order(sorted({line for c in calls for line in c.lines}))
+    exception = str(((target or {}).get("details") or {}).get("exception") or "").rsplit(".", 1)[-1]
+    return exception_ranking(calls, frames, counts(spectrum.runs), opts.formula,
+                             lambda line: order.get(line, (0, *line)), ranking.failing, ranking.passing,
+                             missing_key=exception == "KeyError")
 
 
 def _first_block(ranking: Ranking) -> set:
@@ -132,14 +182,12 @@ def localize(opts: LocalizeOptions, progress: Callable[[str], None] | None = Non
     header = read_trace(trace_path).header
     controllers = python_controllers(header.controller, opts.controller, trust=opts.trust_trace_controller,
                                      source=str(trace_path))
-    spectrum, kind = load_spectrum(out, result.get("target"), opts)
-    ranking = _rank(spectrum, opts.formula)
+    spectrum, kind, ranking = ranked(out, result.get("target"), opts)
     added = 0
     if opts.extra_replays and thin(spectrum, ranking) and (out / "mcs.jsonl").is_file():
         persist = int(header.extra.get("persist", 3) or 3)
         added = _extra_replays(out, result, trace_path, controllers, opts.epsilon, persist, opts.all_code, progress)
-        spectrum, kind = load_spectrum(out, result.get("target"), opts)
-        ranking = _rank(spectrum, opts.formula)
+        spectrum, kind, ranking = ranked(out, result.get("target"), opts)
     data = ranking_json(ranking, spectrum, top=opts.top, all_code=opts.all_code, added=added)
     data["spectrum"] = kind
     if opts.all_code and not _framework_measured(spectrum):
@@ -209,7 +257,9 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                       "block": r.block,
                       "score": score_json(r.score), "failing": r.counts.ef, "passing": r.counts.ep,
                       "function": function_of(r.file, r.line), "source": line_text(r.file, r.line),
-                      "context": [[n, text] for n, text in context(r.file, r.line)]})
+                      "context": [[n, text] for n, text in context(r.file, r.line)],
+                      **({"read_at": {"file": r.read_at[0], "short": short_path(r.read_at[0]), "line": r.read_at[1],
+                                      "source": line_text(*r.read_at)}} if r.read_at else {})})
     groups: dict[tuple[str, str], list[dict]] = {}
     for item in lines:
         groups.setdefault((str(item["short"]), str(item["function"])), []).append(item)
@@ -224,6 +274,6 @@ def ranking_json(ranking: Ranking, spectrum: Spectrum, *, top: int, all_code: bo
                        for (f, fn), items in groups.items()]}
 
 
-__all__ = ["SPECTRA", "LocalizeOptions", "load_spectrum", "NOT_PYTHON", "NotPythonControllerError", "coverage_files",
-           "localize",
+__all__ = ["SPECTRA", "LocalizeOptions", "load_spectrum", "ranked", "NOT_PYTHON", "NotPythonControllerError",
+           "coverage_files", "localize",
            "python_controllers", "ranking_json", "reorderings"]

@@ -23,8 +23,13 @@ def print_localization(loc: dict[str, Any]) -> None:
         return
     added = f", {loc['added_replays']} added" if loc.get("added_replays") else ""
     unit = "handler calls" if loc.get("spectrum") == "handler calls" else "replays"
-    out.print(f"suspicious lines ({loc['formula']}, {loc['failing']} failing / {loc['passing']} passing "
-              f"{unit}{added}; {loc['scope']}):", markup=False, highlight=False)
+    if loc.get("spectrum") == "exception slice":
+        out.print(f"suspicious lines (no spectrum ranks this exception: {loc['failing']} failing / {loc['passing']} "
+                  f"passing {unit}{added}; the line that raised, then what it depended on; {loc['scope']}):",
+                  markup=False, highlight=False)
+    else:
+        out.print(f"suspicious lines ({loc['formula']}, {loc['failing']} failing / {loc['passing']} passing "
+                  f"{unit}{added}; {loc['scope']}):", markup=False, highlight=False)
     for key in ("message", "framework_note"):
         if loc.get(key):
             out.print(f"  [yellow]{escape(loc[key])}[/yellow]", soft_wrap=True)
@@ -42,6 +47,11 @@ def print_localization(loc: dict[str, Any]) -> None:
             where = f"{g['file']}:{n}"
             out.print(f"    #{i['rank']:<3} {escape(where):<40} {i['score']!s:>8}  "
                       f"{i['failing']}/{i['passing']:<4} {escape(i['source'])}", soft_wrap=True, highlight=False)
+            if i.get("read_at"):
+                r = i["read_at"]
+                out.print(f"         [dim]stored the value an earlier call left and a later one read at "
+                          f"{escape(r['short'])}:{r['line']} ({escape(r['source'])}); counts: those reads[/dim]",
+                          soft_wrap=True, highlight=False)
 
 
 def print_mcs(d: dict[str, Any]) -> None:

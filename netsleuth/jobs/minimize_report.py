@@ -101,8 +101,11 @@ def localize_html(loc: dict[str, Any] | None) -> str:
         for n in g["lines"]:
             item = by_line[(g["file"], n)]
             code = "\n".join(f"{'&gt;' if k == n else ' '} {k:5d}  {e(text)}" for k, text in item["context"])
+            read = item.get("read_at")
+            how = (f'read the value it stored, at <code>{e(read["short"])}:{read["line"]}</code>' if read
+                   else "executed it")
             parts.append(f'<p>#{item["rank"]} <code>{e(g["file"])}:{n}</code> score {item["score"]}, '
-                         f'{item["failing"]} failing / {item["passing"]} passing runs executed it</p>'
+                         f'{item["failing"]} failing / {item["passing"]} passing runs {how}</p>'
                          f"<pre>{code}</pre>")
     return "\n".join(parts)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.errors import NetsleuthError
+from netsleuth.localize.crash import FailingCall
 from netsleuth.localize.spectrum import Line, Run
 from netsleuth.localize.windows import ControllerMessage, failing_windows, raising_windows, window_runs
 
@@ -44,7 +45,10 @@ def merge_process_files(folder: Path) -> dict[str, Any]:
         windowed = windowed and "windows" in data
         stem = f.name[:-len(".json")]
         windows += [{"key": f"{stem}:{w['id']}", "event": w.get("event", ""), "lines": w.get("lines", {}),
-                     **({"raised": w["raised"]} if w.get("raised") else {})}
+                     **({"raised": w["raised"], "frames": w.get("frames", [])} if w.get("raised") else {}),
+                     **({"flows": [[f, n, f"{stem}:{k}", g, m] for f, n, k, g, m in w["flows"]]}
+                        if w.get("flows") else {}),
+                     **({"guards": w["guards"]} if w.get("guards") else {})}
                     for w in data.get("windows", [])]
         sent += [[dpid, xid, f"{stem}:{w}"] for dpid, xid, w in data.get("sent", [])]
         own.update(data.get("own", []))
@@ -157,5 +161,35 @@ def load_window_runs(paths: list[Path], target: dict[str, Any] | None, *, all_co
     return spectrum
 
 
-__all__ = ["COVERAGE_FILE", "Spectrum", "load_runs", "load_window_runs", "merge_process_files",
+def load_raising_calls(paths: list[Path], target: dict[str, Any] | None, *,
+                       all_code: bool = False) -> tuple[list[FailingCall], list[str]]:
+    """The handler calls of reproducing replays that the violation's exception escaped (see localize/crash.py),
+    and the controller's own code roots; none for another violation or a controller without windows."""
+    calls: list[FailingCall] = []
+    own: set[str] = set()
+    for p in paths:
+        data = json.loads(Path(p).read_text())
+        own.update(data.get("own", []))
+        if not data.get("reproduced") or not target:
+            continue
+        bad = raising_windows(data.get("windows", []), target)
+        for w in data.get("windows", []):
+            if w["key"] not in bad:
+                continue
+            lines = frozenset((f, int(n)) for f, nums in (w.get("lines") or {}).items() for n in nums)
+            guards = frozenset(((a, int(n)), (b, int(m))) for a, n, b, m in w.get("guards") or ())
+            flows = frozenset(((a, int(n)), (b, int(m))) for a, n, _, b, m in w.get("flows") or ())
+            frames = tuple((str(f), int(n)) for f, n in w.get("frames") or ())
+            calls.append(FailingCall(lines, guards, flows, frames))
+    roots = sorted(own)
+    if not all_code:
+        def mine(line: Line) -> bool:
+            return _under(line[0], roots)
+        calls = [FailingCall(frozenset(filter(mine, c.lines)),
+                             frozenset(g for g in c.guards if mine(g[0]) and mine(g[1])),
+                             frozenset(f for f in c.flows if mine(f[0]) and mine(f[1])), c.frames) for c in calls]
+    return calls, roots
+
+
+__all__ = ["COVERAGE_FILE", "Spectrum", "load_raising_calls", "load_runs", "load_window_runs", "merge_process_files",
            "write_replay_coverage"]

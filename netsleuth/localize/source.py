@@ -11,6 +11,8 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
+from netsleuth.localize.spectrum import Line, Run
+
 
 @lru_cache(maxsize=256)
 def _read(path: str) -> tuple[str, ...]:
@@ -68,6 +70,46 @@ def _calls(path: str) -> dict[str, frozenset[str]]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _statement_starts(path: str) -> dict[int, int]:
+    """For every line of a statement that spans several, the statement's first line.
+
+    Python 3.11's tracer reports some continuation lines of a multi-line statement (a call's
+    arguments on the next line) as lines of their own, run by exactly the runs that run its first
+    line; coverage.py's reports fold them into the statement, and so does the ranking: one
+    statement is one candidate, not three tied ones ahead of the next statement."""
+    try:
+        tree = ast.parse("\n".join(_read(path)))
+    except (SyntaxError, ValueError):
+        return {}
+    starts: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        body = getattr(node, "body", None)
+        end = (min(n.lineno for n in body) - 1 if body else node.end_lineno) or node.lineno
+        for n in range(node.lineno + 1, max(end, node.lineno) + 1):
+            starts.setdefault(n, node.lineno)
+    return starts
+
+
+def statement_of(path: str, line: int) -> int:
+    """The first line of the statement ``line`` belongs to (itself when it starts one, or is unknown)."""
+    return _statement_starts(path).get(line, line)
+
+
+def statement(line: Line) -> Line:
+    """``line`` as the first line of its statement."""
+    return line[0], statement_of(line[0], line[1])
+
+
+def by_statement(runs: list[Run]) -> list[Run]:
+    """The runs with every line (and both ends of every flow) folded into its statement's first line."""
+    fold = statement
+    return [Run(r.failed, frozenset(fold(x) for x in r.lines), frozenset((fold(a), fold(b)) for a, b in r.flows))
+            for r in runs]
+
+
 def execution_order(lines: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str, int]]:
     """A key per line that puts a caller's lines before its callees' (among the functions of ``lines``),
     then source order: coverage keeps no order of execution, and a handler runs before the helper it calls."""
@@ -122,4 +164,5 @@ def short_path(path: str) -> str:
         return path
 
 
-__all__ = ["context", "execution_order", "function_of", "line_text", "short_path"]
+__all__ = ["by_statement", "context", "execution_order", "function_of", "line_text", "short_path", "statement",
+           "statement_of"]

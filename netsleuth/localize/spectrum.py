@@ -18,6 +18,18 @@ the earliest executed line of a block is taken to be the first in source
 order: within a function straight-line code runs top-down.  Lines of
 different files keep a stable order by file name.
 
+A run may also carry *flows*: pairs (store line, read line) where it read a
+value of the program's state that an earlier run (an earlier handler call)
+stored.  A wrong value stored in one call and used in another puts the fault
+in a line that every call runs, which line coverage cannot rank; the dynamic
+data dependence can (dynamic-slicing-aided SBFL: Lei et al. 2012, Ju et al.
+2014, who score lines of the failing runs' dynamic slices).  Each pair is
+scored with the formula over the runs that read through it, as a line is over
+the runs that executed it, and reported as its store line (``read_at`` says
+where the value was read).  A pair is exercised when its read executes, so in
+a tie it comes right after its read line; a line is listed once, at its best
+place.
+
 Lines with the same four counts were executed by exactly the same runs:
 no spectrum of these runs can tell them apart, so each such run of
 consecutive ranked lines is also numbered as one *block* (``RankedLine.block``).
@@ -44,6 +56,7 @@ class Run:
 
     failed: bool
     lines: frozenset[Line]
+    flows: frozenset[tuple[Line, Line]] = frozenset()   # (store line, read line) of state an earlier run stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +76,7 @@ class RankedLine:
     rank: int        # 1-based position after tie-breaking
     tied: int        # how many lines share this score (1: none else)
     block: int = 0   # 1-based rank of its block: the consecutive ranked lines with the same counts
+    read_at: Line | None = None   # ranked as the store of a value this line read (counts: the reads), not as run
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +152,35 @@ def counts(runs: Sequence[Run]) -> dict[Line, Counts]:
     return {line: Counts(n, ep.get(line, 0), failing - n, passing - ep.get(line, 0)) for line, n in ef.items()}
 
 
+def flow_counts(runs: Sequence[Run]) -> dict[tuple[Line, Line], Counts]:
+    """The four counts of every (store line, read line) pair some failing run read through."""
+    failing = sum(1 for r in runs if r.failed)
+    passing = len(runs) - failing
+    ef: dict[tuple[Line, Line], int] = {}
+    ep: dict[tuple[Line, Line], int] = {}
+    for r in runs:   # a pair is counted as a line is
+        tally = ef if r.failed else ep
+        for pair in r.flows:
+            tally[pair] = tally.get(pair, 0) + 1
+    return {pair: Counts(n, ep.get(pair, 0), failing - n, passing - ep.get(pair, 0)) for pair, n in ef.items()}
+
+
+def _entries(runs: Sequence[Run], formula: str, key: Callable[[Line], tuple]) -> list[tuple]:
+    """(score, order, line, counts, read line or None) of the lines and flows, best first, each line once."""
+    entries: list[tuple[float, tuple, Line, Counts, Line | None]]
+    entries = [(score(formula, c), tuple(key(line)), line, c, None) for line, c in counts(runs).items()]
+    entries += [(score(formula, c), (*key(read), 1), store, c, read)
+                for (store, read), c in flow_counts(runs).items()]
+    entries.sort(key=lambda t: (-t[0], t[1], t[2]))
+    seen: set[Line] = set()
+    kept = []
+    for e in entries:
+        if e[2] not in seen:
+            seen.add(e[2])
+            kept.append(e)
+    return kept
+
+
 def rank(runs: Iterable[Run], formula: str = "ochiai",
          order: Callable[[Line], tuple] | None = None) -> Ranking:
     """Rank the lines failing runs executed, most suspicious first.
@@ -154,28 +197,25 @@ def rank(runs: Iterable[Run], formula: str = "ochiai",
     runs = list(runs)
     if formula not in _SCORE:
         raise UnknownFormulaError(formula)
-    table = counts(runs)
     failing = sum(1 for r in runs if r.failed)
     passing = len(runs) - failing
-    key = order or (lambda line: line)
-    scored = sorted(((score(formula, c), line, c) for line, c in table.items()),
-                    key=lambda t: (-t[0], key(t[1]), t[1]))
+    scored = _entries(runs, formula, order or (lambda line: line))
     ties: dict[float, int] = {}
-    for s, _, _ in scored:
+    for s, *_ in scored:
         ties[s] = ties.get(s, 0) + 1
     blocks, previous = 0, None
     ranked = []
-    for i, (s, line, c) in enumerate(scored):
+    for i, (s, _, line, c, read) in enumerate(scored):
         blocks += c != previous
         previous = c
-        ranked.append(RankedLine(line[0], line[1], s, c, i + 1, ties[s], blocks))
+        ranked.append(RankedLine(line[0], line[1], s, c, i + 1, ties[s], blocks, read))
     lines = tuple(ranked)
     reason = ""
     if failing == 0:
         reason = "no replay reproduced the violation"
     elif passing == 0:
         reason = "no replay passed: every replay reproduced the violation"
-    elif len({(c.ef, c.ep) for c in table.values()}) <= 1:
+    elif len({(r.counts.ef, r.counts.ep) for r in lines}) <= 1:
         reason = "the failing and passing replays executed the same lines"
     return Ranking(formula, failing, passing, lines, separable=not reason, reason=reason)
 
@@ -186,4 +226,4 @@ def score_json(value: float) -> float | str:
 
 
 __all__ = ["FORMULAS", "Counts", "Line", "RankedLine", "Ranking", "Run", "UnknownFormulaError", "counts",
-           "dstar", "ochiai", "rank", "score", "score_json", "tarantula"]
+           "dstar", "flow_counts", "ochiai", "rank", "score", "score_json", "tarantula"]

@@ -103,9 +103,12 @@ def raising_windows(windows: Sequence[Mapping[str, Any]], target: Mapping[str, A
 
 def window_runs(windows: Sequence[Mapping[str, Any]], failing: Iterable[str],
                 keep: Any = None) -> list[Run]:
-    """One run per window (``{"key", "lines": {file: [n...]}}``), failing if its key is in ``failing``.
+    """One run per window (``{"key", "lines": {file: [n...]}, "flows": [...]}``), failing if its key is in
+    ``failing``.
 
-    ``keep(file)`` says which files count (the controller's own code); None keeps all."""
+    ``flows`` (``[store file, store line, storing window, read file, read line]``) are the app state the call
+    read that an earlier call stored: the run's (store line, read line) pairs.  ``keep(file)`` says which files
+    count (the controller's own code); None keeps all."""
     bad = set(failing)
     runs = []
     for w in windows:
@@ -113,7 +116,9 @@ def window_runs(windows: Sequence[Mapping[str, Any]], failing: Iterable[str],
         for name, nums in (w.get("lines") or {}).items():
             if keep is None or keep(name):
                 lines.update((name, int(n)) for n in nums)
-        runs.append(Run(w["key"] in bad, frozenset(lines)))
+        flows = frozenset(((str(f), int(n)), (str(g), int(m))) for f, n, _, g, m in w.get("flows") or ()
+                          if keep is None or keep(f) and keep(g))
+        runs.append(Run(w["key"] in bad, frozenset(lines), flows))
     return runs
 
 
