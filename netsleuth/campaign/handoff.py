@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from netsleuth.minimize.executors import Executor, Init, LocalPoolExecutor, RayExecutor, Task, import_ray
-from netsleuth.minimize.ray_executor import init_ray
+from netsleuth.minimize.ray_executor import init_ray, shutdown_ray
 
 
 class RayStarter:
@@ -49,7 +50,8 @@ class RayStarter:
     abort the process (seen after a SIGTERM) as Ray's state for that thread is torn down.  It waits, idle, until
     the process exits."""
 
-    def __init__(self, address: str | None, workers: int | None, background: bool = True) -> None:
+    def __init__(self, address: str | None, workers: int | None, background: bool = True,
+                 preload: Sequence[str] = ()) -> None:
         ray = sys.modules.get("ray")  # importing it takes a while too: that is done in the thread
         self.address = address
         self.local = not address and not (ray is not None and ray.is_initialized())  # a local instance started here
@@ -59,15 +61,16 @@ class RayStarter:
         self._started = threading.Event()
         self._thread: threading.Thread | None = None
         if not self.background:
-            self.owned = init_ray(address, workers)
+            self.owned = init_ray(address, workers, preload=preload)
             self._started.set()
             return
-        self._thread = threading.Thread(target=self._run, args=(address, workers), name="ray-start", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(address, workers, preload), name="ray-start",
+                                        daemon=True)
         self._thread.start()
 
-    def _run(self, address: str | None, workers: int | None) -> None:
+    def _run(self, address: str | None, workers: int | None, preload: Sequence[str]) -> None:
         try:
-            self.owned = init_ray(address, workers)
+            self.owned = init_ray(address, workers, preload=preload)
         except BaseException as exc:  # noqa: BLE001 - raised again on the campaign's thread by result()
             self.error = exc
         finally:
@@ -88,7 +91,7 @@ class RayStarter:
         """Stop the instance if this campaign started it (after waiting for a start still under way)."""
         self._started.wait()
         if self.owned:
-            import_ray().shutdown()
+            shutdown_ray(import_ray())
 
 
 class HandoffExecutor(Executor):

@@ -86,7 +86,7 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
     starter: RayStarter | None = None
     try:
         if spec.executor == "ray":  # now; or, handing off, in the background while the first jobs run
-            starter = RayStarter(spec.address, spec.jobs, background=HANDOFF)
+            starter = RayStarter(spec.address, spec.jobs, background=HANDOFF, preload=(run_job.__module__,))
         resumed = store.bind(spec.definition())
         jobs = spec.job_list()
         done = store.done_keys()
