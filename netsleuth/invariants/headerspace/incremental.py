@@ -253,12 +253,10 @@ class IncrementalHSA(_ClassTracker):
         self._fine0 = self._fine_pairs(b)
         touched = {}
         for t, ing in enumerate(self._ingresses):
+            # (``ids``: every class counts as changed, and a first look at an ingress reads
+            # its classes from its key ids, not from a set of them per ingress)
             tc = touched[t] = _Touched(ids=True, drops=True)
             tc.general = ing in restset or bool(self._genx.get(t))
-            ids = self._ids[t]
-            if ids is not None:
-                shifted = t << TAG_SHIFT
-                tc.classes = {j | shifted for j in ids}
         self._refresh(touched)
         self._fine0 = None  # true of the first batch run only
         self._assemble()

@@ -47,24 +47,16 @@ def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
     return [j for j in js if keys[j] & cm == cv]
 
 
-def _overlapping_classes(by_mask: dict[int, Any], mask: int, v: int, m: int) -> np.ndarray:
-    """The classes of pattern ``mask`` in ``by_mask`` (pattern -> int64 array of classes, or a pair
-    (key ids sorted, classes in that order)) whose key overlaps the wildcard (v, m).  A match that
-    fixes every bit of the pattern (the usual flow_mod) names one key: the cell's array is sorted by
-    key id the first time that is asked, and then found by binary search instead of a scan."""
+def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarray:
+    """The classes among ``xs`` (an int64 array of classes of pattern ``mask``) whose key overlaps
+    the wildcard (v, m).  A match that fixes every bit of the pattern (the usual flow_mod) names
+    one key: one vectorized comparison over the cell's array finds its classes (a few
+    microseconds for thousands of classes; sorting the array for a binary search costs ten to a
+    hundred times that, and a random flow_mod rarely asks the same cell twice)."""
     intern, keys = interner(mask)
-    got = by_mask[mask]
     if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
         j = intern.get(v & mask)
-        if j is None:
-            return _NONE
-        if got.__class__ is not tuple:
-            js = (got & _IDM).astype(np.uint32)
-            order = np.argsort(js, kind="stable")
-            got = by_mask[mask] = (js[order], got[order])
-        js, xs = got
-        return xs[np.searchsorted(js, j, "left"):np.searchsorted(js, j, "right")]
-    xs = got[1] if got.__class__ is tuple else got
+        return _NONE if j is None else xs[(xs & _IDM) == j]
     js = xs & _IDM
     cm = mask & m
     cv = v & cm
@@ -102,8 +94,7 @@ class _ClassTracker:
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
     # The full check's classes, stored compactly: cell -> class pattern -> the classes that
-    # came in there (an int64 array, or once a flow_mod asked for one key there, the pair
-    # (key ids sorted, classes in that order)); a class that has been re-traced or purged since
+    # came in there (an int64 array); a class that has been re-traced or purged since
     # is in ``_gone`` and its entries there no longer count.
     _base: dict[Port, dict[int, Any]]
     _gone: set[int]
@@ -226,6 +217,11 @@ class _ClassTracker:
             if o is None:
                 o = outcomes[key] = key
             kind = o[0]
+            if touched is None and kind not in "xg":
+                # the full check's run: nothing known before, nothing to note but the outcome
+                # (one C-level update instead of a Python step per class: a million at K=16)
+                out.update(dict.fromkeys(xs, o))
+                continue
             for x in xs:
                 old = out.get(x)
                 out[x] = o
@@ -291,9 +287,8 @@ class _ClassTracker:
             every = stat != self._stat.get(cell)
             self._stat[cell] = stat
             gone = self._gone
-            by_mask = self._base.get(cell, {})
-            for mask, got in list(by_mask.items()):  # (a pattern's entry may be sorted on the way)
-                xs = (got[1] if got.__class__ is tuple else got) if every else _overlapping_classes(by_mask, mask, v, m)
+            for mask, got in self._base.get(cell, {}).items():
+                xs = got if every else _overlapping_classes(got, mask, v, m)
                 for x in xs.tolist():
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
