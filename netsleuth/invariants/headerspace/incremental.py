@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Iterable
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -267,20 +268,29 @@ class IncrementalHSA(_ClassTracker):
         at a drop rule), sorted: the first look at every pair skips them in a few numpy passes
         instead of a dictionary probe per class."""
         pairt = np.array([m == HR.PAIR_FIXED for m in self._masks] + [False], dtype=bool)
-        dst_mac = HR.pair_macs()[1]
-        macs_of: dict[str, list[int]] = {}
-        for mac, host in self._by_mac.items():
-            macs_of.setdefault(host.name, []).append(mac)
         ok = self._ok
-        parts = [np.zeros(0, dtype=np.int64)]
 
         def pairs_of(xs: list[int]) -> np.ndarray:
             arr = np.array(xs, dtype=np.int64)
             return arr[pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]]
 
-        for h, xs in b.delivered.items():
-            arr = pairs_of(xs)
-            parts.append(arr[np.isin(dst_mac[arr & _IDM], macs_of.get(h, []))])
+        # delivered: every host's classes in one array (with the host's number beside each),
+        # kept where the class's destination MAC is one of that host's (one pass, not one per host)
+        hosts = list(b.delivered)
+        lens = [len(xs) for xs in b.delivered.values()]
+        arr = np.fromiter(chain.from_iterable(b.delivered.values()), dtype=np.int64, count=sum(lens))
+        who = np.repeat(np.arange(len(hosts), dtype=np.int64), lens)
+        keep = pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]
+        arr, who = arr[keep], who[keep]
+        parts = [np.zeros(0, dtype=np.int64)]
+        if len(arr) and self._by_mac:
+            num = {h: i for i, h in enumerate(hosts)}
+            macs = sorted(self._by_mac)
+            mac_arr = np.array(macs, dtype=np.int64)
+            owner = np.array([num.get(self._by_mac[mac].name, -1) for mac in macs], dtype=np.int64)
+            dm = HR.pair_macs()[1][arr & _IDM]
+            at = np.minimum(np.searchsorted(mac_arr, dm), len(macs) - 1)
+            parts.append(arr[(mac_arr[at] == dm) & (owner[at] == who)])
         parts.extend(pairs_of(xs) for s, xs in b.punted.items() if ok(s))
         parts.extend(pairs_of(xs) for xs in b.filtered.values())
         return np.sort(np.concatenate(parts))
