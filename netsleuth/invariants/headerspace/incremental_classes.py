@@ -326,13 +326,15 @@ class _ClassTracker:
     def _walk(self, ing: Port, mask: int, x: int, b: _Batch, trace: dict[Port, list[list[int]]]) -> None:
         """Re-trace one class from its ingress as the batch engine's rounds would move it
         (:func:`engine._run_batch`: same outcomes, same cells, the same give-up after
-        ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits
-        (``FlowTable.peek`` of one of its headers) instead of building the port's whole
-        index: after a flow_mod its switch's ports would each cost time per rule."""
+        ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits instead
+        of building the port's whole index (after a flow_mod its switch's ports would each
+        cost time per rule): at a port whose one pattern is the class's, the winning slot of
+        the class's key id in the table's pattern index; elsewhere ``FlowTable.peek_action_id``
+        of one of its headers."""
         net = self._net
         assert net is not None
         switches = net.switches
-        head = unpack(interner(mask)[1][x & _IDM])[1:]
+        key = interner(mask)[1][x & _IDM]
         cell = ing
         rounds = 0
         while True:
@@ -350,11 +352,20 @@ class _ClassTracker:
                 b.general.append(x)
                 return
             table = switches[s].table
-            if hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
-                aid = table.peek_action_id((p, *head))
+            index = getattr(table, "pattern_index", None)
+            n, pat = (2, None) if index is None else hsa_compile.port_pattern(index(), p)
+            if n == 0:
+                code = _F_MISS
+            elif n == 1 and pat.mask == mask:
+                # one pattern here, the class's own: the class's key id is the table's (keys are
+                # interned process-wide per pattern), so its winning slot is one probe away
+                slot = pat.slot.get(x & _IDM)
+                code = _F_MISS if slot is None else net.compiled(s).code_for_aid(pat.act[slot], p)
+            elif hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
+                aid = table.peek_action_id((p, *unpack(key)[1:]))
                 code = _F_MISS if aid is None else net.compiled(s).code_for_aid(aid, p)
             else:
-                entry = table.peek((p, *head))
+                entry = table.peek((p, *unpack(key)[1:]))
                 code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
             if code >= 0:
                 peer = net.peer(s, code)
