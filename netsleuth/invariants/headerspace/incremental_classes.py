@@ -386,6 +386,21 @@ class _ClassTracker:
                 b.general.append(x)
             return
 
+    def _code_at(self, table: Any, ing: Port, mask: int, j: int, key: int) -> int | None:
+        """The fast code of the entry key ``j`` (of pattern ``mask``, packed ``key``) hits at
+        ingress ``ing`` (None: a miss): one probe of the table's slot map when the port's one
+        pattern is ``mask``, else the entry ``FlowTable.peek`` makes."""
+        net = self._net
+        assert net is not None
+        index = getattr(table, "pattern_index", None)
+        if index is not None:
+            n, pat = hsa_compile.port_pattern(index(), ing[1])
+            if n == 1 and pat.mask == mask:
+                slot = pat.slot.get(j)
+                return None if slot is None else net.compiled(ing[0]).code_for_aid(pat.act[slot], ing[1])
+        entry = table.peek((ing[1], *unpack(key)[1:]))
+        return None if entry is None else net.compiled(ing[0]).code_for(entry.actions, ing[1])
+
     def _ingress_port(self, ing: Port, v: int, m: int, touched: dict[int, _Touched],
                       redo: dict[int, set[int]]) -> None:
         """A flow_mod on an ingress's own port: classes come and go with its entries."""
@@ -409,18 +424,18 @@ class _ClassTracker:
             table = net.switches[ing[0]].table
             ids = None
             for j in sorted(cand):
-                entry = table.peek((ing[1], *unpack(keys[j])[1:]))
-                if (entry is not None) == (j in old):
-                    if entry is not None:
+                code = self._code_at(table, ing, mask, j, keys[j])
+                if (code is not None) == (j in old):
+                    if code is not None:
                         redo.setdefault(t, set()).add(j | shifted)
                     continue
                 if ids is None:
                     ids = dict(old)  # a copy: the dict may be a compiled port's
-                if entry is None:
+                if code is None:
                     del ids[j]
                     self._purge(j | shifted, tc)
                 else:
-                    ids[j] = net.compiled(ing[0]).code_for(entry.actions, ing[1])
+                    ids[j] = code
                     redo.setdefault(t, set()).add(j | shifted)
             if ids is not None:
                 self._ids[t] = ids
