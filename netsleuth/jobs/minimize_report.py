@@ -99,7 +99,7 @@ def _where(trace_path: object, target: dict[str, Any] | None) -> str:
 DIAGRAM = """<h2 id="timeline">Space-time diagram of the MCS</h2>
 <p>One lane per controller, switch and host, time left to right. The squares are the MCS's inputs (what
 the minimizer kept), the red band is the violation; the lines between lanes are OpenFlow messages and packet
-hops (the legend at the top of the diagram gives their colours). Hover for details, wheel to zoom,
+hops (the legend at the foot of the diagram gives their colours). Hover for details, wheel to zoom,
 <a id="diagram" href="mcs.html">open it full-page</a>.</p>
 <iframe id="diagram-frame" src="mcs.html" title="space-time diagram of the MCS"></iframe>"""
 
