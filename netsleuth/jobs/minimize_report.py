@@ -101,7 +101,16 @@ DIAGRAM = """<h2 id="timeline">Space-time diagram of the MCS</h2>
 the minimizer kept), the red band is the violation; the lines between lanes are OpenFlow messages and packet
 hops (the legend at the foot of the diagram gives their colours). Hover for details, wheel to zoom,
 <a id="diagram" href="mcs.html">open it full-page</a>.</p>
-<iframe id="diagram-frame" src="mcs.html" title="space-time diagram of the MCS"></iframe>"""
+<iframe id="diagram-frame" src="mcs.html" title="space-time diagram of the MCS"></iframe>
+<script>
+// Mark the frame once the diagram has drawn (when the browser lets a file: page look inside its
+// frame): how many items it drew, or "loaded" alone.
+document.getElementById("diagram-frame").addEventListener("load", ev => {
+  let drawn = "loaded";
+  try { drawn = ev.target.contentDocument.documentElement.getAttribute("data-rendered") || "loaded"; } catch (e) {}
+  ev.target.setAttribute("data-loaded", drawn);
+});
+</script>"""
 
 
 def localize_html(loc: dict[str, Any] | None) -> str:
