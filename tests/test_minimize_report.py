@@ -20,9 +20,9 @@ from PIL import Image
 from test_tools_viz import chromium
 
 from netsleuth.invariants import registry
-from netsleuth.jobs.report_topology import HEIGHT, HIGHLIGHT, MARGIN, WIDTH, edges_of, layout, topology_svg
 from netsleuth.jobs.minimize import _write
 from netsleuth.jobs.replay import Target, find_target
+from netsleuth.jobs.report_topology import HEIGHT, HIGHLIGHT, MARGIN, WIDTH, edges_of, layout, topology_svg
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.oracle import ReplayVerdict
 from netsleuth.model.topology import Topology, parse_topo

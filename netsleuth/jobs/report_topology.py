@@ -137,6 +137,28 @@ def _stubs(drops: set[tuple[str, int]], edges: list[Edge], pos: dict[str, tuple[
     return out
 
 
+def _links_svg(topo: Topology, edges: list[Edge], pos: dict[str, tuple[float, float]],
+               hops: set[tuple[str, int]], drops: set[tuple[str, int]]) -> list[str]:
+    """One ``<line>`` per link (class ``hl`` when the violation crosses it), its switch ports labelled."""
+    e = html.escape
+    hosts = {h.name for h in topo.hosts}
+    parts = []
+    for link in edges:
+        if link.a not in pos or link.b not in pos:
+            continue
+        cls = _edge_class(link, hops, drops)
+        (ax, ay), (bx, by) = pos[link.a], pos[link.b]
+        host = link.a if link.a in hosts else link.b
+        what = f"{link.a}:{link.pa} - {link.b}:{link.pb}" + (f" ({host} was here before it moved)" if link.moved
+                                                             else "")
+        parts.append(f'<line class="{cls}" data-link="{e(link.a)}:{link.pa}-{e(link.b)}:{link.pb}" x1="{ax}" '
+                     f'y1="{ay}" x2="{bx}" y2="{by}"><title>{e(what)}</title></line>')
+        for (n, p), other in ((link.ends()[0], pos[link.b]), (link.ends()[1], pos[link.a])):
+            if topo.is_switch(n):
+                parts.append(_port_label(pos[n], other, p, " hl" if (n, p) in hops | drops else ""))
+    return parts
+
+
 def topology_svg(topo: Topology, events: list[ts.Event], target: dict[str, Any]) -> str:
     """The ``<svg id="topology">`` of the report: nodes, links, ports, the violation in red."""
     e = html.escape
@@ -146,24 +168,11 @@ def topology_svg(topo: Topology, events: list[ts.Event], target: dict[str, Any])
     hl_nodes, hops, drops = highlights(target)
     parts = [f'<svg id="topology" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="topology with the violation in red">']
-    for x in edges:
-        if x.a not in pos or x.b not in pos:
-            continue
-        cls = _edge_class(x, hops, drops)
-        (ax, ay), (bx, by) = pos[x.a], pos[x.b]
-        what = f"{x.a}:{x.pa} - {x.b}:{x.pb}" + (f" ({x.a if x.a in {h.name for h in topo.hosts} else x.b}"
-                                                 " was here before it moved)" if x.moved else "")
-        parts.append(f'<line class="{cls}" data-link="{e(x.a)}:{x.pa}-{e(x.b)}:{x.pb}" x1="{ax}" y1="{ay}" '
-                     f'x2="{bx}" y2="{by}"><title>{e(what)}</title></line>')
-        hl = " hl" if " hl" in cls else ""
-        for (n, p), other in ((x.ends()[0], pos[x.b]), (x.ends()[1], pos[x.a])):
-            if topo.is_switch(n):
-                parts.append(_port_label(pos[n], other, p, hl if (n, p) in hops | drops else ""))
+    parts += _links_svg(topo, edges, pos, hops, drops)
     parts += _stubs(drops, edges, pos)
-    hosts = {h.name for h in topo.hosts}
     for n in nodes:
         x, y = pos[n]
-        role = "host" if n in hosts else "switch"
+        role = "switch" if topo.is_switch(n) else "host"
         cls = f"node {role}" + (" hl" if n in hl_nodes else "")
         shape = (f'<rect x="{x - 16:.1f}" y="{y - 11:.1f}" width="32" height="22" rx="4"/>' if role == "switch"
                  else f'<circle cx="{x}" cy="{y}" r="11"/>')

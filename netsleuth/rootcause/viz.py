@@ -288,7 +288,8 @@ html,body{margin:0;padding:0;background:#fff;font:13px/1.3 system-ui,sans-serif;
  border-top:1px solid #ccc;font-size:12px;line-height:20px;z-index:2}
 #legend span{margin-right:10px;white-space:nowrap}#legend svg{vertical-align:middle;margin-right:3px}
 #legend line{stroke-width:2}#legend line.lg-dot{stroke-width:7;stroke-linecap:round}
-#legend line.lg-square{stroke-width:9;stroke-linecap:square}#legend line.lg-band{stroke:#e01e1e;stroke-opacity:.25;stroke-width:10}
+#legend line.lg-square{stroke-width:9;stroke-linecap:square}
+#legend line.lg-band{stroke:#e01e1e;stroke-opacity:.25;stroke-width:10}
 #labels{position:absolute;left:0;top:0;width:90px;background:#fff;z-index:1}
 #main{position:absolute;left:90px;top:0;cursor:grab}
 #main.drag{cursor:grabbing}
