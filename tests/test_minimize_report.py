@@ -22,10 +22,10 @@ from test_tools_viz import chromium
 from netsleuth.invariants import registry
 from netsleuth.jobs.minimize import _write
 from netsleuth.jobs.replay import Target, find_target
-from netsleuth.jobs.report_topology import HEIGHT, HIGHLIGHT, MARGIN, WIDTH, edges_of, layout, topology_svg
+from netsleuth.jobs.report_topology import HIGHLIGHT
 from netsleuth.minimize.api import MinimizationResult, minimize
 from netsleuth.minimize.oracle import ReplayVerdict
-from netsleuth.model.topology import Topology, parse_topo
+from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
 from netsleuth.trace.io import read_trace
 from netsleuth.world.rebuild import rebuild
@@ -150,7 +150,9 @@ def test_report_page_renders_topology_violation_and_diagram(migration_blackhole_
     chromium(page.as_uri(), "--allow-file-access-from-files", "--window-size=1400,1600", f"--screenshot={shot}")
     img = Image.open(shot).convert("RGB")
     # the SVG's background (#fcfcfc) starts at its (0, 0): the first screen row mostly of that colour
-    top = next(y for y in range(img.height) if sum(img.getpixel((x, y)) == (252,) * 3 for x in range(img.width)) > 600)
+    top = next(y for y in range(img.height)
+               if dict((c, n) for n, c in img.crop((0, y, img.width, y + 1)).getcolors(img.width)).get((252,) * 3, 0)
+               > 600)
     origin = (next(x for x in range(img.width) if img.getpixel((x, top)) == (252,) * 3), top)
     for k, (cls, (x1, y1, x2, y2)) in links.items():
         share = _red_share(img, origin, (x1, y1), (x2, y2))
@@ -158,27 +160,3 @@ def test_report_page_renders_topology_violation_and_diagram(migration_blackhole_
             assert share > (0.3 if "drop" in cls else 0.8), f"{k} ({cls}) not drawn red: {share:.0%}"
         else:
             assert share < 0.1, f"{k} ({cls}) drawn red: {share:.0%}"
-
-
-def test_layout_is_deterministic_and_inside_the_frame() -> None:
-    """Same topology and moves, same coordinates and same SVG bytes; every node in the frame, none on another."""
-    topo = parse_topo("tree,depth=2,fanout=3")
-    move = ts.HostMigration(seq=0, t=0.0, id=0, host="h1", old_switch="s2", old_port=1, new_switch="s4",
-                            new_port=9)
-    nodes = [s.name for s in topo.switches] + [h.name for h in topo.hosts]
-    first = layout(nodes, edges_of(topo, [move]))
-    assert first == layout(list(nodes), edges_of(parse_topo("tree,depth=2,fanout=3"), [move]))
-    assert list(first) == nodes
-    assert all(MARGIN <= x <= WIDTH - MARGIN and MARGIN <= y <= HEIGHT - MARGIN for x, y in first.values())
-    assert len(set(first.values())) == len(nodes)
-    loop = {"invariant": "loops", "switches": ["s2", "s3"], "hosts": ["h1"],
-            "details": {"path": ["s2:1"], "cycle": ["s1:1", "s2:4"]}}
-    svg = topology_svg(topo, [move], loop)
-    assert svg == topology_svg(parse_topo("tree,depth=2,fanout=3"), [move], loop)
-    # the moved host: its old link dashed, its new one plain; the loop's hops' links red
-    assert re.search(r'class="link moved" data-link="h1:0-s2:1"', svg) or \
-        re.search(r'class="link moved" data-link="s2:1-h1:0"', svg)
-    assert 'data-link="h1:0-s4:9"' in svg
-    red = re.findall(r'class="link hl" data-link="([^"]+)"', svg)
-    assert sorted(red) == sorted(k for k in re.findall(r'data-link="([^"]+)"', svg)
-                                 if {"s1:1", "s2:4"} & set(k.split("-")))
