@@ -37,3 +37,16 @@ def test_layout_is_deterministic_and_inside_the_frame() -> None:
     red = re.findall(r'class="link hl" data-link="([^"]+)"', svg)
     assert sorted(red) == sorted(k for k in re.findall(r'data-link="([^"]+)"', svg)
                                  if {"s1:1", "s2:4"} & set(k.split("-")))
+
+
+def test_reachability_pairs_mark_where_their_traffic_enters() -> None:
+    """An unreachable pair names no path: the links its traffic enters by (each pair's ingress) are red."""
+    topo = parse_topo("linear,3")
+    target = {"invariant": "reachability", "switches": ["s2"], "hosts": ["h1", "h3"],
+              "details": {"pairs": [{"hosts": ["h1", "h3"], "ingress": "s1:1"},
+                                    {"hosts": ["h3", "h1"], "ingress": "s3:1"}]}}
+    svg = topology_svg(topo, [], target)
+    red = sorted(re.findall(r'class="link hl" data-link="([^"]+)"', svg))
+    assert red == sorted(k for k in re.findall(r'data-link="([^"]+)"', svg) if {"s1:1", "s3:1"} & set(k.split("-")))
+    assert len(red) == 2
+    assert sorted(re.findall(r'<g class="node \w+ hl" data-node="(\w+)"', svg)) == ["h1", "h3", "s2"]

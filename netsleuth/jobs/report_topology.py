@@ -8,9 +8,10 @@ applied: a moved host is drawn at its new place and its old attachment as a
 dashed line) and marks in red what the target violation names:
 
 * its switches and hosts (``switches``, ``hosts``);
-* the links its hops enter by (``details.path``, ``details.cycle`` and
-  ``details.ingress``, each ``switch:in_port``): the path of a blackhole,
-  the ring of a loop;
+* the links its hops enter by (``details.path``, ``details.cycle``,
+  ``details.ingress`` and each of ``details.pairs``' ingress, each
+  ``switch:in_port``): the path of a blackhole, the ring of a loop, where an
+  unreachable pair's traffic enters;
 * for a blackhole, the port its dropping rule outputs to (``output:N`` in
   ``details.why``): the link there, or a stub when no live link is there.
 
@@ -97,8 +98,9 @@ def highlights(target: dict[str, Any]) -> tuple[set[str], set[tuple[str, int]], 
     """(nodes, hop ports, drop ports) the target violation names."""
     details = target.get("details") or {}
     nodes = {str(n) for n in (target.get("switches") or [])} | {str(n) for n in (target.get("hosts") or [])}
+    entries = [p.get("ingress") for p in details.get("pairs") or [] if isinstance(p, dict)]  # reachability
     hops = {h for h in (_hop(t) for t in [*(details.get("path") or []), *(details.get("cycle") or []),
-                                          details.get("ingress")]) if h is not None}
+                                          details.get("ingress"), *entries]) if h is not None}
     drops: set[tuple[str, int]] = set()
     where = details.get("where")
     if target.get("invariant") == "blackholes" and isinstance(where, str):
