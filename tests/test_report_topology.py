@@ -8,9 +8,10 @@ dashed and its new one drawn, and a loop's hops' links are the red ones.
 
 from __future__ import annotations
 
+import math
 import re
 
-from netsleuth.jobs.report_topology import HEIGHT, MARGIN, WIDTH, edges_of, layout, topology_svg
+from netsleuth.jobs.report_topology import HEIGHT, MARGIN, MIN_GAP, WIDTH, edges_of, layout, topology_svg
 from netsleuth.model.topology import parse_topo
 from netsleuth.trace import schema as ts
 
@@ -50,3 +51,15 @@ def test_reachability_pairs_mark_where_their_traffic_enters() -> None:
     assert red == sorted(k for k in re.findall(r'data-link="([^"]+)"', svg) if {"s1:1", "s3:1"} & set(k.split("-")))
     assert len(red) == 2
     assert sorted(re.findall(r'<g class="node \w+ hl" data-node="(\w+)"', svg)) == ["h1", "h3", "s2"]
+
+
+def test_nodes_with_the_same_neighbours_do_not_overlap() -> None:
+    """A fat tree's core switches all share their neighbours: the spring layout alone stacks them."""
+    topo = parse_topo("fattree,4")
+    nodes = [s.name for s in topo.switches] + [h.name for h in topo.hosts]
+    pos = list(layout(nodes, edges_of(topo, [])).values())
+    closest = min(math.dist(a, b) for i, a in enumerate(pos) for b in pos[i + 1:])
+    assert closest >= MIN_GAP - 1
+    svg = topology_svg(topo, [], {"invariant": "loops", "switches": ["a1", "c1"], "hosts": [],
+                                  "details": {"path": ["e1:1"], "cycle": ["a1:1", "c1:1"]}})
+    assert len(re.findall(r'<g class="node ', svg)) == len(nodes)

@@ -36,6 +36,8 @@ from netsleuth.trace import schema as ts
 WIDTH, HEIGHT, MARGIN = 720, 420, 40
 HIGHLIGHT = "#e01e1e"
 SEED = 7
+MIN_GAP = 44  # px between two nodes' centres: a switch box is 32 px wide
+SPREAD = 2.5  # spring length over networkx's default (1/sqrt(n)): room between a core's switches
 
 
 @dataclass(frozen=True)
@@ -70,20 +72,42 @@ def edges_of(topo: Topology, events: list[ts.Event]) -> list[Edge]:
 
 
 def layout(nodes: list[str], edges: list[Edge], seed: int = SEED) -> dict[str, tuple[float, float]]:
-    """Deterministic positions in SVG pixels: a spring layout with a fixed seed, scaled into the frame."""
+    """Deterministic positions in SVG pixels: a spring layout with a fixed seed, scaled into the frame,
+    then nodes closer than a box's width pushed apart (switches with the same neighbours, a fat tree's
+    core, settle on top of each other otherwise)."""
+    if len(nodes) < 2:
+        return {n: (WIDTH / 2, HEIGHT / 2) for n in nodes}
     g: nx.Graph = nx.Graph()
     g.add_nodes_from(nodes)
     g.add_edges_from((x.a, x.b) for x in edges if x.a in g and x.b in g)
-    raw = nx.spring_layout(g, seed=seed, iterations=200) if len(nodes) > 1 else {n: (0.0, 0.0) for n in nodes}
-    xs = [float(raw[n][0]) for n in nodes] or [0.0]
-    ys = [float(raw[n][1]) for n in nodes] or [0.0]
+    raw = nx.spring_layout(g, seed=seed, iterations=500, k=SPREAD / math.sqrt(len(nodes)))
+    xs, ys = [float(raw[n][0]) for n in nodes], [float(raw[n][1]) for n in nodes]
     span_x, span_y = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
-    out: dict[str, tuple[float, float]] = {}
-    for n in nodes:
-        x = MARGIN + (float(raw[n][0]) - min(xs)) / span_x * (WIDTH - 2 * MARGIN) if len(nodes) > 1 else WIDTH / 2
-        y = MARGIN + (float(raw[n][1]) - min(ys)) / span_y * (HEIGHT - 2 * MARGIN) if len(nodes) > 1 else HEIGHT / 2
-        out[n] = (round(x, 1), round(y, 1))
-    return out
+    pts = [[MARGIN + (x - min(xs)) / span_x * (WIDTH - 2 * MARGIN),
+            MARGIN + (y - min(ys)) / span_y * (HEIGHT - 2 * MARGIN)] for x, y in zip(xs, ys, strict=True)]
+    _separate(pts)
+    return {n: (round(p[0], 1), round(p[1], 1)) for n, p in zip(nodes, pts, strict=True)}
+
+
+def _separate(pts: list[list[float]], gap: float = MIN_GAP, rounds: int = 60) -> None:
+    """Push apart, in place and in a fixed order, every two points closer than ``gap``; keep them in the frame."""
+    for _ in range(rounds):
+        moved = False
+        for i in range(len(pts)):
+            for j in range(i + 1, len(pts)):
+                dx, dy = pts[j][0] - pts[i][0], pts[j][1] - pts[i][1]
+                d = math.hypot(dx, dy)
+                if d >= gap:
+                    continue
+                ux, uy = (dx / d, dy / d) if d > 1e-6 else (math.cos(i + j), math.sin(i + j))
+                push = (gap - d) / 2 + 0.5
+                pts[i][0], pts[i][1] = pts[i][0] - ux * push, pts[i][1] - uy * push
+                pts[j][0], pts[j][1] = pts[j][0] + ux * push, pts[j][1] + uy * push
+                moved = True
+        for p in pts:
+            p[0], p[1] = min(max(p[0], MARGIN), WIDTH - MARGIN), min(max(p[1], MARGIN), HEIGHT - MARGIN)
+        if not moved:
+            return
 
 
 def _hop(text: object) -> tuple[str, int] | None:
@@ -200,7 +224,10 @@ def topology_section(topo: Topology, events: list[ts.Event], target: dict[str, A
     e = html.escape
     _nodes, hops, drops = highlights(target)
     details = target.get("details") or {}
-    path = " &rarr; ".join(e(str(h)) for h in (details.get("path") or details.get("cycle") or []))
+    path = " &rarr; ".join(e(str(h)) for h in details.get("path") or [])
+    cycle = [e(str(h)) for h in details.get("cycle") or []]
+    if cycle:
+        path += ("; " if path else "") + "the cycle " + " &rarr; ".join([*cycle, cycle[0]])
     said = []
     if target.get("switches") or target.get("hosts"):
         said.append("the switches and hosts the violation names (red outline)")
