@@ -183,6 +183,26 @@ def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
     return out
 
 
+def term_covers(a: Term, b: Term) -> bool:
+    """Whether term ``a`` holds every header of term ``b``, as far as a quick look tells: a's base
+    covers b's and each difference of a, cut to b's base, lies inside one of b's differences.
+    True is always right; False may be wrong (the exact answer takes a subtraction)."""
+    av, am, ads = a
+    bv, bm, bds = b
+    if am & ~bm or (av ^ bv) & am:
+        return False
+    for dv, dm in ads:
+        if (dv ^ bv) & dm & bm:
+            continue   # the difference misses b's base
+        iv, im = dv | bv, dm | bm
+        for ev, em in bds:
+            if not (em & ~im) and not ((iv ^ ev) & em):
+                break
+        else:
+            return False
+    return True
+
+
 def term_contains(t: Term, h: int) -> bool:
     v, m, ds = t
     if h & m != v:

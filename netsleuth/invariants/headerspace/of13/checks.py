@@ -31,7 +31,7 @@ from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
-from netsleuth.invariants.headerspace.terms import Term
+from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 
@@ -154,6 +154,9 @@ def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
 
 # --------------------------------------------------------------------------- reachability
 _INJECTED = HS13.injected()
+_NOTHING = HS13()
+
+
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
     """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
     eth = _INJECTED.intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
@@ -293,7 +296,9 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
                     continue
         P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
         good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-        bad = (P - good.clip_to(P)).prune()
+        # the usual verdict, every pair's header in one term of good, costs no subtraction
+        covered = all(any(term_covers(g, t) for g in good.terms) for t in P.terms)
+        bad = _NOTHING if covered else (P - good.clip_to(P)).prune()
         if not bad.terms:
             if memo is not None:
                 memo[dst.name] = (key, None)
