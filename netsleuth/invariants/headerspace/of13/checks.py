@@ -29,6 +29,7 @@ from typing import Any
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
+from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
@@ -345,5 +346,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 
 
 def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
-    a = analyze13(view, **kw)
-    return {"loops": loops13(view, a), "blackholes": blackholes13(view, a), "reachability": reachability13(view, a)}
+    with gc_paused():   # the checks make many small objects too (see gc_paused)
+        a = analyze13(view, **kw)
+        return {"loops": loops13(view, a), "blackholes": blackholes13(view, a),
+                "reachability": reachability13(view, a)}
