@@ -82,20 +82,22 @@ class _TableView:
             if gm == m:
                 _unlist(sub, v & common, r)
 
+    def _sub(self, gm: int, m: int) -> dict[int, list[int]]:
+        """The entries of mask ``gm`` by the bits they share with ``m`` (built on first use)."""
+        common = gm & m
+        sub = self.subs.get((gm, common))
+        if sub is None:
+            sub = {}
+            for key, idx in self.groups[gm].items():
+                sub.setdefault(key & common, []).extend(idx)
+            self.subs[(gm, common)] = sub
+        return sub
+
     def candidates(self, v: int, m: int) -> list[int]:
         out: list[int] = []
+        nm = ~m
         for gm, by in self.groups.items():
-            if not (gm & ~m):
-                lst = by.get(v & gm)
-            else:
-                common = gm & m
-                sub = self.subs.get((gm, common))
-                if sub is None:
-                    sub = {}
-                    for key, idx in by.items():
-                        sub.setdefault(key & common, []).extend(idx)
-                    self.subs[(gm, common)] = sub
-                lst = sub.get(v & common)
+            lst = by.get(v & gm) if not (gm & nm) else self._sub(gm, m).get(v & gm & m)
             if lst:
                 out.extend(lst)
         if len(out) > 1:
@@ -142,8 +144,7 @@ class _TableView:
     def whole(self, hs: HS13) -> int | None:
         """The rank of the entry :meth:`classify` would give every term of ``hs`` whole, None
         when it would give them all to no entry (a miss), -1 when it would split ``hs`` (or
-        ``hs`` is empty)."""
-        ws = self.ws
+        ``hs`` is empty).  The best candidate is found without listing the others."""
         bits = self.bits
         lv = lm = -1
         got: int | None = -1
@@ -151,18 +152,26 @@ class _TableView:
             kv, km = v & bits, m & bits
             if kv == lv and km == lm:
                 continue   # the same candidates as the last term (see classify)
-            cands = self.candidates(v, m)
-            if not cands:
-                r = None
-            elif not (ws[cands[0]][1] & ~m):
-                r = cands[0]
-            else:
-                return -1
+            r = self._best(v, m)
+            if r is not None and self.ws[r][1] & ~m:
+                return -1   # the best candidate takes part of the term only
             if lv >= 0 and r != got:
                 return -1
             got = r
             lv, lm = kv, km
         return got
+
+    def _best(self, v: int, m: int) -> int | None:
+        """The first of :meth:`candidates` (None: none)."""
+        best = None
+        nm = ~m
+        for gm, by in self.groups.items():
+            lst = by.get(v & gm) if not (gm & nm) else self._sub(gm, m).get(v & gm & m)
+            if lst:
+                r = lst[0] if len(lst) == 1 else min(lst)
+                if best is None or r < best:
+                    best = r
+        return best
 
     def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
         """:meth:`classify` for a term that its best candidate does not take whole: each candidate

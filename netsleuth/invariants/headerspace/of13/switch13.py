@@ -172,9 +172,12 @@ class _Switch13:
 
     def __init__(self, comp: Compiled13, node_ids: itertools.count[int], alts: dict[int, int]) -> None:
         self.comp = comp
-        self.pipe = comp.pipe
         self.node_ids = node_ids
         self.alts = alts
+
+    @property
+    def pipe(self) -> Pipeline13:
+        return self.comp.pipe
 
     def run(self, orig: HS13, sym: Sym, in_port: int) -> list[Branch13]:
         got = self._chain(orig, sym, in_port)
