@@ -37,6 +37,8 @@ from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 
 _DST_SH = SHIFT13["eth_dst"]
+_SRC_SH = SHIFT13["eth_src"]
+_IPS_SH, _IPD_SH = SHIFT13["ipv4_src"], SHIFT13["ipv4_dst"]
 _DST_FULL = FULL13["eth_dst"] << _DST_SH
 _MAC = FULL13["eth_dst"]
 
@@ -158,13 +160,20 @@ _INJECTED = HS13.injected()
 _NOTHING = HS13()
 
 
+_IPV4 = wc13(eth_type=0x0800)
+_ETH_M = wc13(eth_src=0, eth_dst=0)[1]
+_IP_M = wc13(eth_type=0x0800, ipv4_src=0, ipv4_dst=0)[1]
+_IP4 = FULL13["ipv4_src"]
+
+
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
-    """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
-    eth = _INJECTED.intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
+    """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses (the
+    wildcards ``wc13`` would make, put together here: this runs once per pair)."""
+    eth = _INJECTED.intersect_wc((((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH), _ETH_M))
     if src_ip is None or dst_ip is None:
         return eth
-    ip = eth.intersect_wc(wc13(eth_type=0x0800, ipv4_src=src_ip, ipv4_dst=dst_ip))
-    return ip | eth.minus_wc(wc13(eth_type=0x0800))
+    ip = eth.intersect_wc((_IPV4[0] | ((src_ip & _IP4) << _IPS_SH) | ((dst_ip & _IP4) << _IPD_SH), _IP_M))
+    return ip | eth.minus_wc(_IPV4)
 
 
 class _ByDst:

@@ -24,7 +24,6 @@ from netsleuth.invariants.headerspace.of13.classify import _TableView
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.symbolic import (
     _UNSUPPORTED,
-    Src,
     St,
     Sym,
     Unsupported13,
@@ -83,29 +82,42 @@ def _port_name(port: int) -> str:
     return names.get(port, f"port {port:#x}")
 
 
-def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int) -> tuple[int, int] | None:
-    """The injected headers ``entry`` matches given the current mapping, or None for none."""
+def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
+               look: dict[str, tuple[bool, int]] | None = None) -> tuple[int, int] | None:
+    """The injected headers ``entry`` matches given the current mapping, or None for none.
+    ``look``: what each field reads under this mapping (see :func:`lookup13`), for a caller
+    that translates many entries with one mapping."""
+    if look is None:
+        look = lookup13(sym, in_port, md, tid)
     v = m = 0
     for name, val, mask in entry.match.entries:
-        if name == "in_port" or name == "in_phy_port":
-            s: Src = in_port
-        elif name == "metadata":
-            s = md
-        elif name == "tunnel_id":
-            s = tid
-        else:
-            s = sym.view(name)
-        if isinstance(s, int):
-            if s & mask != val:
+        got = look.get(name)
+        if got is None:
+            got = look[name] = _reads(sym, name)
+        const, x = got
+        if const:
+            if x & mask != val:
                 return None
         else:
-            sh = SHIFT13[s]
-            fv, fm = val << sh, mask << sh
+            fv, fm = val << x, mask << x
             if (v ^ fv) & m & fm:
                 return None
             v |= fv
             m |= fm
     return (v, m)
+
+
+def lookup13(sym: Sym, in_port: int, md: int, tid: int) -> dict[str, tuple[bool, int]]:
+    """What a match field reads under a current-header mapping and pipeline state, by name:
+    (True, its value) for a constant, (False, the injected field's bit offset) for a field
+    of the injected header (filled in as :func:`_translate` meets fields)."""
+    return {"in_port": (True, in_port), "in_phy_port": (True, in_port), "metadata": (True, md),
+            "tunnel_id": (True, tid)}
+
+
+def _reads(sym: Sym, name: str) -> tuple[bool, int]:
+    s = sym.view(name)
+    return (True, s) if isinstance(s, int) else (False, SHIFT13[s])
 
 
 class Compiled13:
@@ -150,9 +162,10 @@ class Compiled13:
         """A new view of table ``t`` (entries by rank: here their index in the table)."""
         by, entries = self._table(t)
         ranked = []
+        look = lookup13(sym, in_port, md, tid)
         for r in sorted(by.get(in_port, []) + by.get(None, [])):
             e = entries[r]
-            w = _translate(e, sym, in_port, md, tid)
+            w = _translate(e, sym, in_port, md, tid, look)
             if w is not None:
                 ranked.append((r, e, w))
         return _TableView(ranked)

@@ -160,7 +160,10 @@ class ExplorationHop:
 def _groups_of(entry: Any) -> list[int]:
     """The groups an entry's apply- and write-actions name."""
     inst = entry.instructions
-    return [a.group_id for a in (*(inst.apply or ()), *(inst.write or ())) if type(a) is Group]
+    acts = inst.apply or ()
+    if inst.write:
+        acts = (*acts, *inst.write)
+    return [a.group_id for a in acts if type(a) is Group]
 
 
 class OverBudget(Exception):
