@@ -132,7 +132,7 @@ def has_of13(view: NetworkView) -> bool:
 
 
 # --------------------------------------------------------------------------- network
-@dataclass
+@dataclass(slots=True)   # one per outcome of every hop: tens of thousands in a check
 class HsaEvent13:
     """One outcome for the injected headers ``hs``: where (switch or host), the hops, the
     rules taken ("s1 table 0: rule ..."), and the SELECT choices it depends on."""
