@@ -227,7 +227,7 @@ class _Switch13:
             for a in inst.apply or ():
                 if type(a) is not Output:
                     return None
-                port = a.port  # type: ignore[attr-defined]
+                port = a.port
                 ems = self._emissions(port, sym, in_port)
                 if ems:
                     emits += ems
