@@ -305,10 +305,7 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
                     mine.append(f)
                     continue
         P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
-        good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-        # the usual verdict, every pair's header in one term of good, costs no subtraction
-        covered = all(any(term_covers(g, t) for g in good.terms) for t in P.terms)
-        bad = _NOTHING if covered else (P - good.clip_to(P)).prune()
+        bad = _NOTHING if _delivered_whole(r, dst.name, P) else _unreached(r, dst, P, punts)
         if not bad.terms:
             if memo is not None:
                 memo[dst.name] = (key, None)
@@ -327,6 +324,26 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
             memo[dst.name] = (key, (f, w, reason))
         mine.append(f)
     return mine
+
+
+def _delivered_whole(r: Reach13, dst: str, P: HS13) -> bool:
+    """Whether, without SELECT groups, every term of the pair's space ``P`` lies in one term
+    delivered to ``dst`` (the usual verdict, which then costs neither the index of what
+    reaches nor a subtraction: what :func:`_good` gathers holds those terms, or wider ones)."""
+    if r.alts:
+        return False
+    got = [t for e in r.delivered.get(dst, ()) for t in e.hs.terms]
+    return bool(got) and all(any(term_covers(g, t) for g in got) for t in P.terms)
+
+
+def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
+    """The headers of the pair's space ``P`` that reach ``dst`` for no choice of SELECT groups
+    (nor go to a live controller or a drop on purpose); empty terms left out."""
+    good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+    # the usual verdict, every pair's header in one term of good, costs no subtraction
+    if all(any(term_covers(g, t) for g in good.terms) for t in P.terms):
+        return _NOTHING
+    return (P - good.clip_to(P)).prune()
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
