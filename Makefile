@@ -64,18 +64,18 @@ demo: setup
 	$(VENV)/bin/netsleuth minimize demo-out/fuzz/trace.jsonl --out demo-out/minimize --jobs 2
 
 # Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
-# Two test processes (pytest-xdist): most tests wait on real controllers,
-# sockets and the network settling rather than compute. A third would fill
-# the waits (12 instead of about 15 minutes here), but on 2 cores it loads the
-# machine enough to reorder two frames in the daemon tests' virtual-time
-# rounds, which those tests catch as a difference between runs.
+# Three test processes (pytest-xdist) on a 2-core machine: most tests wait on
+# real controllers, sockets and the network settling rather than compute, and
+# a third process fills those waits (about 12 instead of 15 minutes here).
+# The daemon tests hold to their byte-identical replays under that load (and
+# under heavier: they passed beside four other busy sessions).
 # TEST_WORKERS=0 runs them in this one process. A test file goes to one
 # worker whole (--dist loadfile), so its module fixtures (a trace recorded
 # against a controller, an Open vSwitch sandbox) are built once, not once per
 # worker. The 25 slowest are listed at the end, so a test that grew slow shows
 # in every CI log. conftest.py fails a test that starts a process (controller,
 # OVS, tshark, chromium, netsleuth) without the `real` mark.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: setup
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not cluster"
 

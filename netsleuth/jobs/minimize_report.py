@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from netsleuth.invariants.violation_text import violations_text
+from netsleuth.jobs.report_topology import TOPOLOGY_CSS, topology_section
+from netsleuth.model.topology import Topology
 from netsleuth.rootcause.viz import viz
+from netsleuth.trace.io import read_trace
 
 
 def plot_sizes(sizes: list[int], passes: list[str], out: Path) -> None:
@@ -78,9 +81,36 @@ def write_report(out: Path, data: dict[str, Any]) -> dict[str, str]:
         viz([replayed], out / "mcs-replay.html")
         files["replay_diagram"] = str(out / "mcs-replay.html")
     report = out / "report.html"
-    report.write_text(_page(data, sizes, passes, "diagram" in files, "replay_diagram" in files), encoding="utf-8")
+    where = _where(out / "mcs.jsonl" if (out / "mcs.jsonl").exists() else data.get("trace"), data.get("target"))
+    report.write_text(_page(data, sizes, passes, "diagram" in files, "replay_diagram" in files, where),
+                      encoding="utf-8")
     files["html"] = str(report)
     return files
+
+
+def _where(trace_path: object, target: dict[str, Any] | None) -> str:
+    """The topology section of the trace the report is about (the MCS, else the original trace)."""
+    if not trace_path or not Path(str(trace_path)).exists():
+        return ""
+    trace = read_trace(Path(str(trace_path)))
+    return topology_section(Topology.from_json(trace.header.topology), trace.events, target or {})
+
+
+DIAGRAM = """<h2 id="timeline">Space-time diagram of the MCS</h2>
+<p>One lane per controller, switch and host, time left to right. The squares are the MCS's inputs (what
+the minimizer kept), the red band is the violation; the lines between lanes are OpenFlow messages and packet
+hops (the legend at the foot of the diagram gives their colours). Hover for details, wheel to zoom,
+<a id="diagram" href="mcs.html">open it full-page</a>.</p>
+<iframe id="diagram-frame" src="mcs.html" title="space-time diagram of the MCS"></iframe>
+<script>
+// Mark the frame once the diagram has drawn (when the browser lets a file: page look inside its
+// frame): how many items it drew, or "loaded" alone.
+document.getElementById("diagram-frame").addEventListener("load", ev => {
+  let drawn = "loaded";
+  try { drawn = ev.target.contentDocument.documentElement.getAttribute("data-rendered") || "loaded"; } catch (e) {}
+  ev.target.setAttribute("data-loaded", drawn);
+});
+</script>"""
 
 
 def localize_html(loc: dict[str, Any] | None) -> str:
@@ -110,7 +140,8 @@ def localize_html(loc: dict[str, Any] | None) -> str:
     return "\n".join(parts)
 
 
-def _page(data: dict[str, Any], sizes: list[int], passes: list[str], has_diagram: bool, has_replay: bool) -> str:
+def _page(data: dict[str, Any], sizes: list[int], passes: list[str], has_diagram: bool, has_replay: bool,
+          where: str = "") -> str:
     e = html.escape
     t = data.get("target") or {}
     words = "".join(f"<li>{e(w)}</li>" for w in data.get("mcs_in_words", []))
@@ -118,15 +149,16 @@ def _page(data: dict[str, Any], sizes: list[int], passes: list[str], has_diagram
                    for i, (s, p) in enumerate(zip(sizes, passes, strict=True)))
     minimal = "1-minimal" if data.get("one_minimal") else f"stopped: {e(str(data.get('stop_reason', '?')))}"
     rate = data.get("reproduction_rate")
-    diagram = ('<p><a id="diagram" href="mcs.html">Space-time diagram of the final MCS (mcs.jsonl)</a></p>'
-               if has_diagram else "<p>(no mcs.jsonl: no diagram)</p>")
+    diagram = (DIAGRAM if has_diagram else "<p>(no mcs.jsonl: no diagram)</p>")
     if has_replay:
         diagram += ('<p><a id="replay" href="mcs-replay.html">Space-time diagram of a confirmation replay of the '
                     "MCS (what the controller did with only these inputs)</a></p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>netsleuth minimize report</title>
-<style>body{{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:900px}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}</style>
+<style>body{{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:1100px}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}
+#diagram-frame{{width:100%;height:480px;border:1px solid #ddd}}
+{TOPOLOGY_CSS}</style>
 </head><body>
 <h1>netsleuth minimize</h1>
 <p>trace <code>{e(str(data.get("trace", "")))}</code><br>
@@ -134,6 +166,7 @@ target:</p><pre>{e(violations_text([t]) if t.get("invariant") else "")}</pre>
 <p>inputs {data.get("inputs_before", "?")} &rarr; {data.get("inputs_after", "?")} ({minimal}),
 {data.get("replays", "?")} replays, {data.get("seconds", "?")} s{
     f", the MCS reproduces in {rate:.0%} of confirmation replays" if rate is not None else ""}</p>
+{where}
 <h2>Minimal causal sequence</h2><ol>{words}</ol>
 {diagram}
 {localize_html(data.get("localize"))}

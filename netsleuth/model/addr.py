@@ -16,8 +16,7 @@ def mac_to_int(mac: str | bytes | int) -> int:
 
 
 def int_to_mac(value: int) -> str:
-    raw = value.to_bytes(6, "big")
-    return ":".join(f"{b:02x}" for b in raw)
+    return value.to_bytes(6, "big").hex(":")   # "00:00:00:00:00:01": finding texts make many
 
 
 def mac_to_bytes(value: int) -> bytes:

@@ -8,7 +8,9 @@ records deliveries, not sends, so a line starts at the sender's latest
 earlier event (the PACKET_IN a controller answers, the hop a packet came
 from); that is the causal predecessor the sender acted on, which is what a
 Lamport diagram needs to show. Inputs are squares on every lane they touch,
-violations a red band.
+violations a red band. A legend strip at the foot of the page says what each
+lane colour, message colour and mark means, so the page reads on its own
+(and inside the minimizer's report, which embeds it).
 
 With several traces, events are aligned by what they are (the masked
 fingerprint for messages and packets, the parameters for inputs;
@@ -281,7 +283,13 @@ html,body{margin:0;padding:0;background:#fff;font:13px/1.3 system-ui,sans-serif;
 #bar{position:fixed;top:0;left:0;right:0;height:40px;box-sizing:border-box;padding:10px 12px;background:#f3f4f6;
  border-bottom:1px solid #ccc;white-space:nowrap;overflow:hidden;z-index:2}
 #bar button{margin-left:6px}
-#wrap{position:absolute;top:40px;left:0;right:0;bottom:0;overflow-y:auto;overflow-x:hidden}
+#wrap{position:absolute;top:40px;left:0;right:0;bottom:28px;overflow-y:auto;overflow-x:hidden}
+#legend{position:fixed;left:0;right:0;bottom:0;box-sizing:border-box;padding:3px 10px;background:#f3f4f6;
+ border-top:1px solid #ccc;font-size:12px;line-height:20px;z-index:2}
+#legend span{margin-right:10px;white-space:nowrap}#legend svg{vertical-align:middle;margin-right:3px}
+#legend line{stroke-width:2}#legend line.lg-dot{stroke-width:7;stroke-linecap:round}
+#legend line.lg-square{stroke-width:9;stroke-linecap:square}
+#legend line.lg-band{stroke:#e01e1e;stroke-opacity:.25;stroke-width:10}
 #labels{position:absolute;left:0;top:0;width:90px;background:#fff;z-index:1}
 #main{position:absolute;left:90px;top:0;cursor:grab}
 #main.drag{cursor:grabbing}
@@ -308,6 +316,23 @@ line.diff.line{stroke:#f5b000;stroke-opacity:1;stroke-width:2}
 <button id="zfit" title="whole trace">fit</button></div>
 <div id="wrap"><svg id="labels" xmlns="http://www.w3.org/2000/svg"></svg>
 <svg id="main" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="none"></svg></div>
+<div id="legend"><b>legend</b>: lanes
+<span><svg width="18" height="10"><line x1="0" y1="5" x2="18" y2="5" stroke="#8e44ad"/></svg>controller</span>
+<span><svg width="18" height="10"><line x1="0" y1="5" x2="18" y2="5" stroke="#2f6fbf"/></svg>switch</span>
+<span><svg width="18" height="10"><line x1="0" y1="5" x2="18" y2="5" stroke="#2e9e5b"/></svg>host</span>
+&middot; messages, sender to receiver:
+<span><svg width="18" height="10"><line class="m-flow" x1="0" y1="5" x2="18" y2="5"/></svg>FLOW_MOD</span>
+<span><svg width="18" height="10"><line class="m-pin" x1="0" y1="5" x2="18" y2="5"/></svg>PACKET_IN</span>
+<span><svg width="18" height="10"><line class="m-pout" x1="0" y1="5" x2="18" y2="5"/></svg>PACKET_OUT</span>
+<span><svg width="18" height="10"><line class="m-port" x1="0" y1="5" x2="18" y2="5"/></svg>PORT_STATUS</span>
+<span><svg width="18" height="10"><line class="m-other" x1="0" y1="5" x2="18" y2="5"/></svg>other OpenFlow</span>
+<span><svg width="18" height="10"><line class="pkt" x1="0" y1="5" x2="18" y2="5"/></svg>packet hop</span>
+&middot;
+<span><svg width="14" height="12"><line class="lg-square input" x1="7" y1="6" x2="7" y2="6"/></svg>input
+(host move, failure, traffic...)</span>
+<span><svg width="14" height="14"><line class="lg-band" x1="7" y1="0" x2="7" y2="14"/></svg>violation</span>
+<span><svg width="14" height="12"><line class="lg-dot" x1="7" y1="6" x2="7" y2="6" stroke="#f5b000"/></svg>not in
+every trace</span></div>
 <div id="tip"></div>
 <script>
 "use strict";
@@ -345,7 +370,9 @@ for (const p of D.panels) {
 }
 main.appendChild(frag);
 let vx = 0, vw = W;
+const legend = document.getElementById("legend");
 function apply() {
+  wrap.style.bottom = legend.offsetHeight + "px";  // the legend wraps to as many rows as the width needs
   const pw = Math.max(100, wrap.clientWidth - 90);
   main.setAttribute("width", pw); main.setAttribute("height", H);
   labels.setAttribute("height", H);

@@ -66,16 +66,18 @@ def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
 
 def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
     """Whether ``(v, m)`` lies inside the union of ``ds`` (each already inside ``(v, m)``), in a
-    header of ``width`` bits (the count of headers it holds depends on the layout's width)."""
+    header of ``width`` bits (the layout's; the answer does not depend on it)."""
     if not ds:
         return False
-    free = width - m.bit_count()
-    total = 0
+    fixed = []
     for _dv, dm in ds:
         if dm == m:
             return True
-        total += 1 << (width - dm.bit_count())
-    if total < (1 << free):
+        fixed.append(dm.bit_count())
+    # Counted in units of the smallest difference's size (a wildcard fixing c bits holds
+    # 2 ** (width - c) headers): small numbers instead of ints as wide as the header.
+    top = max(fixed)
+    if sum(1 << (top - c) for c in fixed) < (1 << (top - m.bit_count())):
         return False  # not enough headers to cover it
     ds = sorted(ds, key=lambda d: d[1].bit_count())
     dv, dm = ds[0]
@@ -181,6 +183,26 @@ def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
         if t is not None and not term_empty(t, width):
             out.append(t)
     return out
+
+
+def term_covers(a: Term, b: Term) -> bool:
+    """Whether term ``a`` holds every header of term ``b``, as far as a quick look tells: a's base
+    covers b's and each difference of a, cut to b's base, lies inside one of b's differences.
+    True is always right; False may be wrong (the exact answer takes a subtraction)."""
+    av, am, ads = a
+    bv, bm, bds = b
+    if am & ~bm or (av ^ bv) & am:
+        return False
+    for dv, dm in ads:
+        if (dv ^ bv) & dm & bm:
+            continue   # the difference misses b's base
+        iv, im = dv | bv, dm | bm
+        for ev, em in bds:
+            if not (em & ~im) and not ((iv ^ ev) & em):
+                break
+        else:
+            return False
+    return True
 
 
 def term_contains(t: Term, h: int) -> bool:

@@ -29,13 +29,16 @@ from typing import Any
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
+from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
-from netsleuth.invariants.headerspace.terms import Term
+from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 
 _DST_SH = SHIFT13["eth_dst"]
+_SRC_SH = SHIFT13["eth_src"]
+_IPS_SH, _IPD_SH = SHIFT13["ipv4_src"], SHIFT13["ipv4_dst"]
 _DST_FULL = FULL13["eth_dst"] << _DST_SH
 _MAC = FULL13["eth_dst"]
 
@@ -154,13 +157,23 @@ def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
 
 # --------------------------------------------------------------------------- reachability
 _INJECTED = HS13.injected()
+_NOTHING = HS13()
+
+
+_IPV4 = wc13(eth_type=0x0800)
+_ETH_M = wc13(eth_src=0, eth_dst=0)[1]
+_IP_M = wc13(eth_type=0x0800, ipv4_src=0, ipv4_dst=0)[1]
+_IP4 = FULL13["ipv4_src"]
+
+
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HS13:
-    """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses."""
-    eth = _INJECTED.intersect_wc(wc13(eth_src=src_mac, eth_dst=dst_mac))
+    """A host pair's traffic (as for 1.0): their MACs and, for IPv4, their addresses (the
+    wildcards ``wc13`` would make, put together here: this runs once per pair)."""
+    eth = _INJECTED.intersect_wc((((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH), _ETH_M))
     if src_ip is None or dst_ip is None:
         return eth
-    ip = eth.intersect_wc(wc13(eth_type=0x0800, ipv4_src=src_ip, ipv4_dst=dst_ip))
-    return ip | eth.minus_wc(wc13(eth_type=0x0800))
+    ip = eth.intersect_wc((_IPV4[0] | ((src_ip & _IP4) << _IPS_SH) | ((dst_ip & _IP4) << _IPD_SH), _IP_M))
+    return ip | eth.minus_wc(_IPV4)
 
 
 class _ByDst:
@@ -292,8 +305,7 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
                     mine.append(f)
                     continue
         P = pair_space13(src.mac, dst.mac, src.ip, dst.ip)
-        good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-        bad = (P - good.clip_to(P)).prune()
+        bad = _NOTHING if _delivered_whole(r, dst.name, P) else _unreached(r, dst, P, punts)
         if not bad.terms:
             if memo is not None:
                 memo[dst.name] = (key, None)
@@ -312,6 +324,26 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
             memo[dst.name] = (key, (f, w, reason))
         mine.append(f)
     return mine
+
+
+def _delivered_whole(r: Reach13, dst: str, P: HS13) -> bool:
+    """Whether, without SELECT groups, every term of the pair's space ``P`` lies in one term
+    delivered to ``dst`` (the usual verdict, which then costs neither the index of what
+    reaches nor a subtraction: what :func:`_good` gathers holds those terms, or wider ones)."""
+    if r.alts:
+        return False
+    got = [t for e in r.delivered.get(dst, ()) for t in e.hs.terms]
+    return bool(got) and all(any(term_covers(g, t) for g in got) for t in P.terms)
+
+
+def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
+    """The headers of the pair's space ``P`` that reach ``dst`` for no choice of SELECT groups
+    (nor go to a live controller or a drop on purpose); empty terms left out."""
+    good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
+    # the usual verdict, every pair's header in one term of good, costs no subtraction
+    if all(any(term_covers(g, t) for g in good.terms) for t in P.terms):
+        return _NOTHING
+    return (P - good.clip_to(P)).prune()
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
@@ -340,5 +372,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 
 
 def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
-    a = analyze13(view, **kw)
-    return {"loops": loops13(view, a), "blackholes": blackholes13(view, a), "reachability": reachability13(view, a)}
+    with gc_paused():   # the checks make many small objects too (see gc_paused)
+        a = analyze13(view, **kw)
+        return {"loops": loops13(view, a), "blackholes": blackholes13(view, a),
+                "reachability": reachability13(view, a)}

@@ -74,6 +74,7 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
+from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
@@ -131,7 +132,7 @@ def has_of13(view: NetworkView) -> bool:
 
 
 # --------------------------------------------------------------------------- network
-@dataclass
+@dataclass(slots=True)   # one per outcome of every hop: tens of thousands in a check
 class HsaEvent13:
     """One outcome for the injected headers ``hs``: where (switch or host), the hops, the
     rules taken ("s1 table 0: rule ..."), and the SELECT choices it depends on."""
@@ -326,7 +327,8 @@ def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAUL
     if key is not None and _LAST and _LAST[0] == key:
         reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
     else:
-        reaches = {ing: explore13(net, ing[0], ing[1], budget=budget) for ing in points}
+        with gc_paused():   # millions of small objects and no cycle among them (see gc_paused)
+            reaches = {ing: explore13(net, ing[0], ing[1], budget=budget) for ing in points}
         if key is not None:
             _LAST[:] = [key, reaches]
     truncated = [ing for ing, r in reaches.items() if r.truncated]

@@ -44,6 +44,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
+from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.of13 import checks as C13
 from netsleuth.invariants.headerspace.of13.engine import (
@@ -181,7 +182,8 @@ class IncrementalHSA13:
         """The findings for ``view``: a full check unless only the messages reported here
         changed the network since the last call."""
         if self.view is None or self._state_of(view) != self._state or self._counts_of(view) != self._counts:
-            self._full(view)
+            with gc_paused():   # the trees' hops point to their parents: the collector would scan them all, often
+                self._full(view)
         elif self._whole:
             self._found = C13.check_all13(view)
         return self.findings()

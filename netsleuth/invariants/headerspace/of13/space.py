@@ -106,7 +106,8 @@ def _display_terms(hs: HS13) -> list[Term]:
         for n, (sv, sm) in TAG_SHAPES:
             if m & _VLAN_BITS == sm and v & _VLAN_BITS == sv:
                 shape = n
-        kept = tuple(d for d in ds if not any(d == ((v | wv), (m | wm)) for wv, wm in mpls))
+        hidden = [((v | wv), (m | wm)) for wv, wm in mpls]
+        kept = tuple(d for d in ds if d not in hidden)
         if shape is None:
             key: Term = (v, m, kept)
             groups.setdefault(key, set()).add(-1)

@@ -1,7 +1,13 @@
 """One OpenFlow 1.3 switch in the header-space engine (see ``engine.py``): a pipeline compiled per
 table (:class:`Compiled13`), a table's entries translated into wildcards over the injected header
-(:class:`_TableView`), and a branch run through tables, instructions, groups and action sets
+(``classify._TableView``), and a branch run through tables, instructions, groups and action sets
 (:class:`_Switch13`), ending in emissions or drops.
+
+Most hops of a controller's network take the short road: past the first switch every term of
+the headers fixes what the tables test, so each table sends all of them to one entry, and
+the entries only output and go to the next table.  :meth:`_Switch13._chain` runs those hops
+without the general machinery (branches per action, action sets); anything else (a split,
+a rewrite, a group, write-actions) is run the general way from the start.
 """
 
 
@@ -9,16 +15,15 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
+from netsleuth.invariants.headerspace.of13.classify import _TableView
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.symbolic import (
     _UNSUPPORTED,
-    Src,
     St,
     Sym,
     Unsupported13,
@@ -28,7 +33,6 @@ from netsleuth.invariants.headerspace.of13.symbolic import (
     _push_vlan,
     _set_field,
 )
-from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.actions import (
     Action,
     Group,
@@ -42,7 +46,7 @@ from netsleuth.model.of13.actions import (
 )
 from netsleuth.model.of13.actionset import ActionSet
 from netsleuth.model.of13.flowtable import FlowEntry13
-from netsleuth.model.of13.headerbits import SHIFT13, WIDTH13
+from netsleuth.model.of13.headerbits import SHIFT13
 from netsleuth.model.of13.pipeline import MAX_GROUP_DEPTH, Pipeline13
 
 
@@ -78,259 +82,42 @@ def _port_name(port: int) -> str:
     return names.get(port, f"port {port:#x}")
 
 
-class _TableView:
-    """The entries of one table as wildcards over injected headers, for one current-header
-    mapping and pipeline state, grouped by mask for probing (as the 1.0 compiler does).
-
-    Entries are keyed by their *rank*, an int that orders them as the table does (an index
-    for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
-    put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
-
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits")
-
-    def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
-        self.entries: dict[int, FlowEntry13] = {}
-        self.ws: dict[int, tuple[int, int]] = {}
-        self.groups: dict[int, dict[int, list[int]]] = {}
-        self.subs: dict[tuple[int, int], dict[int, list[int]]] = {}
-        self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
-        self._gone: set[int] = set()   # ranks dropped while the memo knew them
-        groups = self.groups
-        bits = 0   # every bit some entry tests (or once tested)
-        for r, e, (v, m) in ranked:
-            bits |= m
-            self.entries[r] = e
-            self.ws[r] = (v, m)
-            by = groups.get(m)
-            if by is None:
-                by = groups[m] = {}
-            lst = by.get(v)
-            if lst is None:
-                by[v] = [r]
-            else:
-                lst.append(r)
-        self.bits = bits
-
-    def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
-        """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
-        v, m = w
-        if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
-            self._gone.clear()
-            if self.memo:
-                self.memo.clear()
-        self.entries[r] = e
-        self.ws[r] = w
-        self.bits |= m
-        self.groups.setdefault(m, {}).setdefault(v, []).append(r)
-        for (gm, common), sub in self.subs.items():
-            if gm == m:
-                sub.setdefault(v & common, []).append(r)
-
-    def drop(self, r: int) -> None:
-        """Take out the entry of rank ``r`` (nothing when the view does not hold it)."""
-        w = self.ws.pop(r, None)
-        if w is None:
-            return
-        del self.entries[r]
-        if self.memo:
-            self._gone.add(r)
-        v, m = w
-        by = self.groups[m]
-        _unlist(by, v, r)
-        if not by:
-            del self.groups[m]
-            for k in [k for k in self.subs if k[0] == m]:
-                del self.subs[k]
-            return
-        for (gm, common), sub in self.subs.items():
-            if gm == m:
-                _unlist(sub, v & common, r)
-
-    def candidates(self, v: int, m: int) -> list[int]:
-        out: list[int] = []
-        for gm, by in self.groups.items():
-            if not (gm & ~m):
-                lst = by.get(v & gm)
-            else:
-                common = gm & m
-                sub = self.subs.get((gm, common))
-                if sub is None:
-                    sub = {}
-                    for key, idx in by.items():
-                        sub.setdefault(key & common, []).extend(idx)
-                    self.subs[(gm, common)] = sub
-                lst = sub.get(v & common)
-            if lst:
-                out.extend(lst)
-        if len(out) > 1:
-            out.sort()
-        return out
-
-    def classify(self, hs: HS13) -> list[tuple[int | None, HS13]]:
-        """Split ``hs`` by the entry each part hits (None: no entry).  When a term already
-        fixes every bit an entry tests (the usual case after the first hop), its own
-        differences stay as they are and only the entry's shadowers are clipped to it."""
-        pieces: dict[int | None, list[Term]] = {}
-        ws = self.ws
-        bits = self.bits
-        lv = lm = -1
-        whole = True   # no term was split
-        cands: list[int] = []
-        for t in hs.terms:
-            v, m, ds = t
-            # the candidates depend on the bits some entry tests only: terms that differ
-            # elsewhere (the tag-count shapes of one header class, say) share them
-            kv, km = v & bits, m & bits
-            if kv != lv or km != lm:
-                cands = self.candidates(v, m)
-                lv, lm = kv, km
-            if not cands:
-                pieces.setdefault(None, []).append(t)
-                continue
-            if not (ws[cands[0]][1] & ~m):  # the best candidate takes every header of the term (the usual case)
-                got = pieces.get(cands[0])
-                if got is None:
-                    pieces[cands[0]] = [t]
-                else:
-                    got.append(t)
-                continue
-            self._split_term(t, cands, pieces)
-            whole = False
-        if len(pieces) == 1:
-            only, ts = next(iter(pieces.items()))
-            # unsplit terms go to their pieces as they are, in order: one piece is then all of hs
-            if whole or (len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True))):
-                return [(only, hs)]  # one entry takes all of it, unchanged
-        return [(i, HS13(ts)) for i, ts in pieces.items()]
-
-    def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
-        """:meth:`classify` for a term that its best candidate does not take whole: each candidate
-        gets the term's headers no better-ranked candidate takes; what none takes is a miss.
-
-        A view kept across messages (``memo`` not None) remembers each piece by the term, the
-        candidate's rank and the ranks of the candidates that shadow it: a rank stands for one
-        wildcard as long as the view lives, so the piece is the same whenever they are."""
-        ws = self.ws
-        v, m, ds = t
-        covered = False
-        tm: dict[Any, Term | None] | None = None
-        if self.memo is not None:
-            tm = self.memo.get(t)
-            if tm is None:
-                if len(self.memo) >= _MEMO_TERMS:
-                    self.memo.clear()
-                    self._gone.clear()
-                tm = self.memo[t] = {}
-        # Candidates seen so far, by mask: two wildcards of one mask overlap only when
-        # their values are equal, so only the other masks need a scan (a table of one
-        # pattern, the usual shape, costs a probe per candidate instead of a scan).
-        seen: dict[int, dict[int, list[int]]] = {}
-        for i in cands:
-            ev, em = ws[i]
-            # The better-ranked entries that can take headers of this term are exactly the
-            # candidates before this one (candidates overlap the term, in rank order).
-            earlier = _earlier(seen, ev, em)
-            seen.setdefault(em, {}).setdefault(ev, []).append(i)
-            inside = not (em & ~m)  # the term lies inside the entry's wildcard
-            if inside:
-                covered = True
-                if not earlier:
-                    # Every header of the term hits this entry: none is left for the rest.
-                    pieces.setdefault(i, []).append(t)
-                    break
-            if tm is None:
-                nt = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
-            else:
-                key = (i, *earlier)
-                if key in tm:
-                    nt = tm[key]
-                else:
-                    nt = tm[key] = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
-            if nt is not None:
-                pieces.setdefault(i, []).append(nt)
-        if covered:
-            return  # some candidate takes every header of the term
-        if tm is None:
-            miss = _miss(t, tuple(ws[i] for i in cands))
-        else:
-            mkey: tuple[int | None, ...] = (None, *cands)
-            if mkey in tm:
-                miss = tm[mkey]
-            else:
-                miss = tm[mkey] = _miss(t, tuple(ws[i] for i in cands))
-        if miss is not None:
-            pieces.setdefault(None, []).append(miss)
-
-
-_MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
-
-
-def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: bool) -> Term | None:
-    """The headers of ``t`` that the entry (ev, em) takes when the entries ``sh`` rank before
-    it (None: none)."""
-    v, m, ds = t
-    if inside:
-        extra = make_term(v, m, sh)
-        nt: Term | None = None if extra is None else (v, m, ds + extra[2])
-    else:
-        nt = make_term(v | ev, m | em, ds + sh)
-    return None if nt is None or term_empty(nt, WIDTH13) else nt
-
-
-def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
-    """The headers of ``t`` that none of the wildcards ``ws`` takes (None: none)."""
-    v, m, ds = t
-    miss = make_term(v, m, ds + ws)
-    return None if miss is None or term_empty(miss, WIDTH13) else miss
-
-
-def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:
-    """The candidates in ``seen`` (by mask, then value) whose wildcard overlaps (ev, em), in rank order."""
-    earlier: list[int] = []
-    for gm, by in seen.items():
-        if gm == em:
-            same = by.get(ev)
-            if same:
-                earlier.extend(same)
-        else:
-            for gv, idx in by.items():
-                if not ((gv ^ ev) & gm & em):
-                    earlier.extend(idx)
-    if len(earlier) > 1:
-        earlier.sort()
-    return earlier
-
-
-def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:
-    lst = by[key]
-    lst.remove(r)
-    if not lst:
-        del by[key]
-
-
-def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int) -> tuple[int, int] | None:
-    """The injected headers ``entry`` matches given the current mapping, or None for none."""
+def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
+               look: dict[str, tuple[bool, int]] | None = None) -> tuple[int, int] | None:
+    """The injected headers ``entry`` matches given the current mapping, or None for none.
+    ``look``: what each field reads under this mapping (see :func:`lookup13`), for a caller
+    that translates many entries with one mapping."""
+    if look is None:
+        look = lookup13(sym, in_port, md, tid)
     v = m = 0
     for name, val, mask in entry.match.entries:
-        if name == "in_port" or name == "in_phy_port":
-            s: Src = in_port
-        elif name == "metadata":
-            s = md
-        elif name == "tunnel_id":
-            s = tid
-        else:
-            s = sym.view(name)
-        if isinstance(s, int):
-            if s & mask != val:
+        got = look.get(name)
+        if got is None:
+            got = look[name] = _reads(sym, name)
+        const, x = got
+        if const:
+            if x & mask != val:
                 return None
         else:
-            sh = SHIFT13[s]
-            fv, fm = val << sh, mask << sh
+            fv, fm = val << x, mask << x
             if (v ^ fv) & m & fm:
                 return None
             v |= fv
             m |= fm
     return (v, m)
+
+
+def lookup13(sym: Sym, in_port: int, md: int, tid: int) -> dict[str, tuple[bool, int]]:
+    """What a match field reads under a current-header mapping and pipeline state, by name:
+    (True, its value) for a constant, (False, the injected field's bit offset) for a field
+    of the injected header (filled in as :func:`_translate` meets fields)."""
+    return {"in_port": (True, in_port), "in_phy_port": (True, in_port), "metadata": (True, md),
+            "tunnel_id": (True, tid)}
+
+
+def _reads(sym: Sym, name: str) -> tuple[bool, int]:
+    s = sym.view(name)
+    return (True, s) if isinstance(s, int) else (False, SHIFT13[s])
 
 
 class Compiled13:
@@ -375,9 +162,10 @@ class Compiled13:
         """A new view of table ``t`` (entries by rank: here their index in the table)."""
         by, entries = self._table(t)
         ranked = []
+        look = lookup13(sym, in_port, md, tid)
         for r in sorted(by.get(in_port, []) + by.get(None, [])):
             e = entries[r]
-            w = _translate(e, sym, in_port, md, tid)
+            w = _translate(e, sym, in_port, md, tid, look)
             if w is not None:
                 ranked.append((r, e, w))
         return _TableView(ranked)
@@ -397,14 +185,65 @@ class _Switch13:
 
     def __init__(self, comp: Compiled13, node_ids: itertools.count[int], alts: dict[int, int]) -> None:
         self.comp = comp
-        self.pipe = comp.pipe
         self.node_ids = node_ids
         self.alts = alts
 
+    @property
+    def pipe(self) -> Pipeline13:
+        return self.comp.pipe
+
     def run(self, orig: HS13, sym: Sym, in_port: int) -> list[Branch13]:
+        got = self._chain(orig, sym, in_port)
+        if got is not None:
+            return got
         out: list[Branch13] = []
         self._tables(Branch13(St(orig, sym)), in_port, 0, ActionSet(), out)
         return out
+
+    def _chain(self, orig: HS13, sym: Sym, in_port: int) -> list[Branch13] | None:
+        """:meth:`run` for headers that go whole from table to table, each entry only outputting
+        (to ports or CONTROLLER), writing metadata and going to a table: the one branch the
+        general run would give; None when some step needs the general run (nothing is noted)."""
+        comp = self.comp
+        t = md = tid = 0
+        rules: list[tuple[int, FlowEntry13]] = []
+        seen: list[tuple[int, int]] = []
+        emits: tuple[Emission, ...] = ()
+        lost = ""
+        while True:
+            tv = comp.view(t, sym, in_port, md, tid)
+            seen.append((t, md))
+            r = tv.whole(orig)
+            if r is None:
+                end = f"table {t}: no rule matches and there is no table-miss entry (drop)"
+                break
+            if r < 0:
+                return None
+            entry = tv.entries[r]
+            inst = entry.instructions
+            if inst.write:
+                return None
+            rules.append((t, entry))
+            for a in inst.apply or ():
+                if type(a) is not Output:
+                    return None
+                port = a.port
+                ems = self._emissions(port, sym, in_port)
+                if ems:
+                    emits += ems
+                else:
+                    lost = self._lost(port, in_port)
+            if inst.metadata is not None:
+                md = inst.next_metadata(md)
+            if inst.goto is None:
+                end = f"table {t}: rule has no output (drop)"
+                break
+            t = inst.goto
+        self._noted([(tt, orig, sym, in_port, m, tid) for tt, m in seen])
+        return [Branch13(St(orig, sym, md, tid), emits, tuple(rules), (), end, lost)]
+
+    def _noted(self, lookups: list[tuple[int, HS13, Sym, int, int, int]]) -> None:
+        """The table lookups a :meth:`_chain` made (for a subclass that records them)."""
 
     def _tables(self, br: Branch13, in_port: int, table_id: int, aset: ActionSet, out: list[Branch13]) -> None:
         st = br.st
@@ -472,7 +311,13 @@ class _Switch13:
         return [Branch13(s, b.emits, b.rules, b.choices, lost=b.lost) for s in sts]
 
     def _output(self, port: int, b: Branch13, in_port: int) -> Branch13:
-        sym = b.st.sym
+        ems = self._emissions(port, b.st.sym, in_port)
+        if not ems:
+            return Branch13(b.st, b.emits, b.rules, b.choices, lost=self._lost(port, in_port))
+        return Branch13(b.st, b.emits + ems, b.rules, b.choices, lost=b.lost)
+
+    def _emissions(self, port: int, sym: Sym, in_port: int) -> tuple[Emission, ...]:
+        """What an output to ``port`` emits (cached per compiled pipeline)."""
         key = (port, in_port, id(sym))
         got = self.comp.emissions.get(key)
         if got is None or got[0] is not sym:
@@ -480,13 +325,14 @@ class _Switch13:
                 self.comp.emissions.clear()
             sent = (port,) if port == ofp.OFPP_CONTROLLER else self.pipe.output_ports(port, in_port)
             got = self.comp.emissions[key] = (sym, tuple(Emission(p, sym) for p in sent))
-        ems = got[1]
-        if not ems:
-            why = (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
-                   if port == in_port else f"outputs to port {port}, which the switch does not have"
-                   if port <= ofp.OFPP_MAX else f"outputs to {_port_name(port)}, which reaches no port")
-            return Branch13(b.st, b.emits, b.rules, b.choices, lost=why)
-        return Branch13(b.st, b.emits + ems, b.rules, b.choices, lost=b.lost)
+        return got[1]
+
+    @staticmethod
+    def _lost(port: int, in_port: int) -> str:
+        """Why an output to ``port`` that emits nothing sent nothing."""
+        return (f"outputs to its own in port {in_port}, which sends nothing (it takes OFPP_IN_PORT)"
+                if port == in_port else f"outputs to port {port}, which the switch does not have"
+                if port <= ofp.OFPP_MAX else f"outputs to {_port_name(port)}, which reaches no port")
 
     def _group(self, group_id: int, b: Branch13, in_port: int, depth: int) -> list[Branch13]:
         groups = self.pipe.groups

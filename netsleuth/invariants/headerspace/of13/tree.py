@@ -52,6 +52,9 @@ class _Recording(_Switch13):
         self.lookups.append((table_id, st.orig, st.sym, in_port, st.metadata, st.tunnel_id))
         super()._tables(br, in_port, table_id, aset, out)
 
+    def _noted(self, lookups: list[Lookup]) -> None:
+        self.lookups.extend(lookups)
+
     def _group(self, group_id: int, b: Any, in_port: int, depth: int) -> list[Any]:
         self.groups.append(group_id)
         return super()._group(group_id, b, in_port, depth)
@@ -157,7 +160,10 @@ class ExplorationHop:
 def _groups_of(entry: Any) -> list[int]:
     """The groups an entry's apply- and write-actions name."""
     inst = entry.instructions
-    return [a.group_id for a in (*(inst.apply or ()), *(inst.write or ())) if type(a) is Group]
+    acts = inst.apply or ()
+    if inst.write:
+        acts = (*acts, *inst.write)
+    return [a.group_id for a in acts if type(a) is Group]
 
 
 class OverBudget(Exception):

@@ -1,0 +1,278 @@
+"""A table's entries as wildcards over the injected header, grouped for probing, and the split of a
+header set by the entry each part hits (OpenFlow 1.3 priority order: an entry sees only what no
+better-ranked entry takes).  Used by :class:`~netsleuth.invariants.headerspace.of13.switch13.Compiled13`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from netsleuth.invariants.headerspace.of13.space import HS13
+from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
+from netsleuth.model.of13.flowtable import FlowEntry13
+from netsleuth.model.of13.headerbits import WIDTH13
+
+
+class _TableView:
+    """The entries of one table as wildcards over injected headers, for one current-header
+    mapping and pipeline state, grouped by mask for probing (as the 1.0 compiler does).
+
+    Entries are keyed by their *rank*, an int that orders them as the table does (an index
+    for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
+    put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
+
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits")
+
+    def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
+        self.entries: dict[int, FlowEntry13] = {}
+        self.ws: dict[int, tuple[int, int]] = {}
+        self.groups: dict[int, dict[int, list[int]]] = {}
+        self.subs: dict[tuple[int, int], dict[int, list[int]]] = {}
+        self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
+        self._gone: set[int] = set()   # ranks dropped while the memo knew them
+        groups = self.groups
+        bits = 0   # every bit some entry tests (or once tested)
+        for r, e, (v, m) in ranked:
+            bits |= m
+            self.entries[r] = e
+            self.ws[r] = (v, m)
+            by = groups.get(m)
+            if by is None:
+                by = groups[m] = {}
+            lst = by.get(v)
+            if lst is None:
+                by[v] = [r]
+            else:
+                lst.append(r)
+        self.bits = bits
+
+    def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
+        """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
+        v, m = w
+        if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
+            self._gone.clear()
+            if self.memo:
+                self.memo.clear()
+        self.entries[r] = e
+        self.ws[r] = w
+        self.bits |= m
+        self.groups.setdefault(m, {}).setdefault(v, []).append(r)
+        for (gm, common), sub in self.subs.items():
+            if gm == m:
+                sub.setdefault(v & common, []).append(r)
+
+    def drop(self, r: int) -> None:
+        """Take out the entry of rank ``r`` (nothing when the view does not hold it)."""
+        w = self.ws.pop(r, None)
+        if w is None:
+            return
+        del self.entries[r]
+        if self.memo:
+            self._gone.add(r)
+        v, m = w
+        by = self.groups[m]
+        _unlist(by, v, r)
+        if not by:
+            del self.groups[m]
+            for k in [k for k in self.subs if k[0] == m]:
+                del self.subs[k]
+            return
+        for (gm, common), sub in self.subs.items():
+            if gm == m:
+                _unlist(sub, v & common, r)
+
+    def _sub(self, gm: int, m: int) -> dict[int, list[int]]:
+        """The entries of mask ``gm`` by the bits they share with ``m`` (built on first use)."""
+        common = gm & m
+        sub = self.subs.get((gm, common))
+        if sub is None:
+            sub = {}
+            for key, idx in self.groups[gm].items():
+                sub.setdefault(key & common, []).extend(idx)
+            self.subs[(gm, common)] = sub
+        return sub
+
+    def candidates(self, v: int, m: int) -> list[int]:
+        out: list[int] = []
+        nm = ~m
+        for gm, by in self.groups.items():
+            lst = by.get(v & gm) if not (gm & nm) else self._sub(gm, m).get(v & gm & m)
+            if lst:
+                out.extend(lst)
+        if len(out) > 1:
+            out.sort()
+        return out
+
+    def classify(self, hs: HS13) -> list[tuple[int | None, HS13]]:
+        """Split ``hs`` by the entry each part hits (None: no entry).  When a term already
+        fixes every bit an entry tests (the usual case after the first hop), its own
+        differences stay as they are and only the entry's shadowers are clipped to it."""
+        pieces: dict[int | None, list[Term]] = {}
+        ws = self.ws
+        bits = self.bits
+        lv = lm = -1
+        whole = True   # no term was split
+        cands: list[int] = []
+        for t in hs.terms:
+            v, m, ds = t
+            # the candidates depend on the bits some entry tests only: terms that differ
+            # elsewhere (the tag-count shapes of one header class, say) share them
+            kv, km = v & bits, m & bits
+            if kv != lv or km != lm:
+                cands = self.candidates(v, m)
+                lv, lm = kv, km
+            if not cands:
+                pieces.setdefault(None, []).append(t)
+                continue
+            if not (ws[cands[0]][1] & ~m):  # the best candidate takes every header of the term (the usual case)
+                got = pieces.get(cands[0])
+                if got is None:
+                    pieces[cands[0]] = [t]
+                else:
+                    got.append(t)
+                continue
+            self._split_term(t, cands, pieces)
+            whole = False
+        if len(pieces) == 1:
+            only, ts = next(iter(pieces.items()))
+            # unsplit terms go to their pieces as they are, in order: one piece is then all of hs
+            if whole or (len(ts) == len(hs.terms) and all(a is b for a, b in zip(ts, hs.terms, strict=True))):
+                return [(only, hs)]  # one entry takes all of it, unchanged
+        return [(i, HS13(ts)) for i, ts in pieces.items()]
+
+    def whole(self, hs: HS13) -> int | None:
+        """The rank of the entry :meth:`classify` would give every term of ``hs`` whole, None
+        when it would give them all to no entry (a miss), -1 when it would split ``hs`` (or
+        ``hs`` is empty).  The best candidate is found without listing the others."""
+        bits = self.bits
+        lv = lm = -1
+        got: int | None = -1
+        for v, m, _ds in hs.terms:
+            kv, km = v & bits, m & bits
+            if kv == lv and km == lm:
+                continue   # the same candidates as the last term (see classify)
+            r = self._best(v, m)
+            if r is not None and self.ws[r][1] & ~m:
+                return -1   # the best candidate takes part of the term only
+            if lv >= 0 and r != got:
+                return -1
+            got = r
+            lv, lm = kv, km
+        return got
+
+    def _best(self, v: int, m: int) -> int | None:
+        """The first of :meth:`candidates` (None: none)."""
+        best = None
+        nm = ~m
+        for gm, by in self.groups.items():
+            lst = by.get(v & gm) if not (gm & nm) else self._sub(gm, m).get(v & gm & m)
+            if lst:
+                r = lst[0] if len(lst) == 1 else min(lst)
+                if best is None or r < best:
+                    best = r
+        return best
+
+    def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
+        """:meth:`classify` for a term that its best candidate does not take whole: each candidate
+        gets the term's headers no better-ranked candidate takes; what none takes is a miss.
+
+        A view kept across messages (``memo`` not None) remembers each piece by the term, the
+        candidate's rank and the ranks of the candidates that shadow it: a rank stands for one
+        wildcard as long as the view lives, so the piece is the same whenever they are."""
+        ws = self.ws
+        v, m, ds = t
+        covered = False
+        tm: dict[Any, Term | None] | None = None
+        if self.memo is not None:
+            tm = self.memo.get(t)
+            if tm is None:
+                if len(self.memo) >= _MEMO_TERMS:
+                    self.memo.clear()
+                    self._gone.clear()
+                tm = self.memo[t] = {}
+        # Candidates seen so far, by mask: two wildcards of one mask overlap only when
+        # their values are equal, so only the other masks need a scan (a table of one
+        # pattern, the usual shape, costs a probe per candidate instead of a scan).
+        seen: dict[int, dict[int, list[int]]] = {}
+        for i in cands:
+            ev, em = ws[i]
+            # The better-ranked entries that can take headers of this term are exactly the
+            # candidates before this one (candidates overlap the term, in rank order).
+            earlier = _earlier(seen, ev, em)
+            seen.setdefault(em, {}).setdefault(ev, []).append(i)
+            inside = not (em & ~m)  # the term lies inside the entry's wildcard
+            if inside:
+                covered = True
+                if not earlier:
+                    # Every header of the term hits this entry: none is left for the rest.
+                    pieces.setdefault(i, []).append(t)
+                    break
+            if tm is None:
+                nt = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+            else:
+                key = (i, *earlier)
+                if key in tm:
+                    nt = tm[key]
+                else:
+                    nt = tm[key] = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+            if nt is not None:
+                pieces.setdefault(i, []).append(nt)
+        if covered:
+            return  # some candidate takes every header of the term
+        if tm is None:
+            miss = _miss(t, tuple(ws[i] for i in cands))
+        else:
+            mkey: tuple[int | None, ...] = (None, *cands)
+            if mkey in tm:
+                miss = tm[mkey]
+            else:
+                miss = tm[mkey] = _miss(t, tuple(ws[i] for i in cands))
+        if miss is not None:
+            pieces.setdefault(None, []).append(miss)
+
+
+_MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
+
+
+def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: bool) -> Term | None:
+    """The headers of ``t`` that the entry (ev, em) takes when the entries ``sh`` rank before
+    it (None: none)."""
+    v, m, ds = t
+    if inside:
+        extra = make_term(v, m, sh)
+        nt: Term | None = None if extra is None else (v, m, ds + extra[2])
+    else:
+        nt = make_term(v | ev, m | em, ds + sh)
+    return None if nt is None or term_empty(nt, WIDTH13) else nt
+
+
+def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
+    """The headers of ``t`` that none of the wildcards ``ws`` takes (None: none)."""
+    v, m, ds = t
+    miss = make_term(v, m, ds + ws)
+    return None if miss is None or term_empty(miss, WIDTH13) else miss
+
+
+def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:
+    """The candidates in ``seen`` (by mask, then value) whose wildcard overlaps (ev, em), in rank order."""
+    earlier: list[int] = []
+    for gm, by in seen.items():
+        if gm == em:
+            same = by.get(ev)
+            if same:
+                earlier.extend(same)
+        else:
+            for gv, idx in by.items():
+                if not ((gv ^ ev) & gm & em):
+                    earlier.extend(idx)
+    if len(earlier) > 1:
+        earlier.sort()
+    return earlier
+
+
+def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:
+    lst = by[key]
+    lst.remove(r)
+    if not lst:
+        del by[key]
