@@ -356,7 +356,7 @@ class _ClassTracker:
             n, pat = (2, None) if index is None else hsa_compile.port_pattern(index(), p)
             if n == 0:
                 code = _F_MISS
-            elif n == 1 and pat.mask == mask:
+            elif n == 1 and pat is not None and pat.mask == mask:
                 # one pattern here, the class's own: the class's key id is the table's (keys are
                 # interned process-wide per pattern), so its winning slot is one probe away
                 slot = pat.slot.get(x & _IDM)

@@ -123,6 +123,7 @@ def pair_keys(xs: Iterable[int], src: HostSpec, by_mac: dict[int, HostSpec],
     host's other than the source, in the source's component."""
     src_mac, dst_mac = pair_macs(PAIR_FIXED)
     here = comp.get(src.name, -1)
+    pairs: Iterable[tuple[int, int]]
     if not isinstance(xs, (list, tuple)) or len(xs) > _FEW:
         arr = np.fromiter(xs, dtype=np.int64)
         arr = arr[src_mac[arr & _IDM] == src.mac]
