@@ -286,6 +286,8 @@ def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) 
     lo, hi = int(got.min()), int(got.max())
     if lo == hi:
         return [(lo, xs)]
+    if -32768 <= lo and hi < 32768:  # codes are ports and small negatives: a 16-bit key sorts by radix
+        got = got.astype(np.int16)
     order = np.argsort(got, kind="stable")
     got = got[order]
     cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()

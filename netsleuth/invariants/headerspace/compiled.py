@@ -178,8 +178,12 @@ class PortIndex:
         """key id -> fast code (a dict per rule: for tests and small ports)."""
         if self.act is None:
             return self.ids  # type: ignore[return-value]  # ids is set on a fast port
-        act, cba = self.act, self.code_by_act
-        return {j: cba[act[s]] for j, s in self.ids.items()}  # type: ignore[union-attr]
+        ids = self.ids
+        assert ids is not None  # a fast port
+        # the codes of all slots in a few numpy passes, then one C-level dict build
+        kids, slots = list(ids.keys()), list(ids.values())
+        aids = np.frombuffer(self.act, dtype=np.uint32)[np.array(slots, dtype=np.int64)]
+        return dict(zip(kids, _codes_of(aids, self.code_by_act).tolist(), strict=True))
 
     def key_code(self) -> dict[int, int]:
         """packed key -> fast code (for classes of a finer pattern)."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Iterable
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -228,7 +229,7 @@ class IncrementalHSA(_ClassTracker):
         self._holes: dict[Port, list] = {}
         self._pairs: dict[Port, list[Finding]] = {}
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
-        self._fine0: np.ndarray | None = None
+        self._suspect0: dict[int, list[int]] | None = None
         trace: dict[Port, list] = {}
         b, rest = _batch(net, self._ingresses, self._tag, n, trace)
         self._masks = b.masks
@@ -250,44 +251,52 @@ class IncrementalHSA(_ClassTracker):
         for src, loc, peers in HR.senders(steady, self._A, self._comp):
             self._senders.setdefault(loc, []).append((src, peers))
         restset = set(rest)
-        self._fine0 = self._fine_pairs(b)
+        self._suspect0 = self._suspect_pairs(b)
         touched = {}
         for t, ing in enumerate(self._ingresses):
+            # (``ids``: every class counts as changed, and a first look at an ingress reads
+            # its classes from its key ids, not from a set of them per ingress)
             tc = touched[t] = _Touched(ids=True, drops=True)
             tc.general = ing in restset or bool(self._genx.get(t))
-            ids = self._ids[t]
-            if ids is not None:
-                shifted = t << TAG_SHIFT
-                tc.classes = {j | shifted for j in ids}
         self._refresh(touched)
-        self._fine0 = None  # true of the first batch run only
+        self._suspect0 = None  # true of the first batch run only
         self._assemble()
 
-    def _fine_pairs(self, b: _Batch) -> np.ndarray:
-        """The classes of one-pair ingresses (pattern ``PAIR_FIXED``) that the batch run ``b`` ended
-        where a full check's bulk pass calls fine (at the pair's destination, at a live controller,
-        at a drop rule), sorted: the first look at every pair skips them in a few numpy passes
-        instead of a dictionary probe per class."""
+    def _suspect_pairs(self, b: _Batch) -> dict[int, list[int]]:
+        """Per ingress number, the classes of one-pair ingresses (pattern ``PAIR_FIXED``) that the
+        batch run ``b`` did not end where a full check's bulk pass calls fine (at the pair's
+        destination, at a live controller, at a drop rule), ascending: the first look at every
+        pair looks at these only (a few thousand at most), found in a few numpy passes over the
+        outcomes instead of a dictionary probe per class or a sort of the million fine ones."""
         pairt = np.array([m == HR.PAIR_FIXED for m in self._masks] + [False], dtype=bool)
-        dst_mac = HR.pair_macs()[1]
-        macs_of: dict[str, list[int]] = {}
-        for mac, host in self._by_mac.items():
-            macs_of.setdefault(host.name, []).append(mac)
         ok = self._ok
-        parts = [np.zeros(0, dtype=np.int64)]
 
-        def pairs_of(xs: list[int]) -> np.ndarray:
-            arr = np.array(xs, dtype=np.int64)
+        def pairs_of(arr: np.ndarray) -> np.ndarray:
             return arr[pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]]
 
-        for h, xs in b.delivered.items():
-            arr = pairs_of(xs)
-            parts.append(arr[np.isin(dst_mac[arr & _IDM], macs_of.get(h, []))])
-        parts.extend(pairs_of(xs) for s, xs in b.punted.items() if ok(s))
-        parts.extend(pairs_of(xs) for xs in b.filtered.values())
-        return np.sort(np.concatenate(parts))
-
-
+        # delivered: every host's classes in one array (with the host's number beside each),
+        # suspect where the class's destination MAC is not one of that host's
+        hosts = list(b.delivered)
+        lens = [len(xs) for xs in b.delivered.values()]
+        arr = np.fromiter(chain.from_iterable(b.delivered.values()), dtype=np.int64, count=sum(lens))
+        who = np.repeat(np.arange(len(hosts), dtype=np.int64), lens)
+        keep = pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]
+        arr, who = arr[keep], who[keep]
+        if len(arr) and self._by_mac:
+            num = {h: i for i, h in enumerate(hosts)}
+            macs = sorted(self._by_mac)
+            mac_arr = np.array(macs, dtype=np.int64)
+            owner = np.array([num.get(self._by_mac[mac].name, -1) for mac in macs], dtype=np.int64)
+            dm = HR.pair_macs()[1][arr & _IDM]
+            at = np.minimum(np.searchsorted(mac_arr, dm), len(macs) - 1)
+            arr = arr[(mac_arr[at] != dm) | (owner[at] != who)]
+        parts = [arr, pairs_of(np.array(b.general, dtype=np.int64))]
+        parts.extend(pairs_of(np.array(xs, dtype=np.int64)) for s, xs in b.punted.items() if not ok(s))
+        parts.extend(pairs_of(np.array(xs, dtype=np.int64)) for xs in b.drops.values())
+        found: dict[int, list[int]] = {}
+        for x in np.unique(np.concatenate(parts)).tolist():
+            found.setdefault(x >> TAG_SHIFT, []).append(x)
+        return found
 
     # ------------------------------------------------------------------ items
     def _explore_general(self, ing: Port) -> None:
@@ -406,13 +415,9 @@ class IncrementalHSA(_ClassTracker):
         if susp is None:
             susp = self._susp[t] = {}
             shifted = t << TAG_SHIFT
-            fine = self._fine0
-            if fine is None:
-                changed = [j | shifted for j in ids]
-            else:  # the first look: only the classes the bulk pass does not call fine
-                xs = np.fromiter(ids, dtype=np.int64, count=len(ids)) | shifted
-                at = np.minimum(np.searchsorted(fine, xs), max(len(fine) - 1, 0))
-                changed = xs[fine[at] != xs].tolist() if len(fine) else xs.tolist()
+            first = self._suspect0
+            # the first look: only the classes the bulk pass does not call fine
+            changed = [j | shifted for j in ids] if first is None else first.get(t, [])
         out = self._out
         changed = list(changed)
         for x in changed:

@@ -47,24 +47,16 @@ def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
     return [j for j in js if keys[j] & cm == cv]
 
 
-def _overlapping_classes(by_mask: dict[int, Any], mask: int, v: int, m: int) -> np.ndarray:
-    """The classes of pattern ``mask`` in ``by_mask`` (pattern -> int64 array of classes, or a pair
-    (key ids sorted, classes in that order)) whose key overlaps the wildcard (v, m).  A match that
-    fixes every bit of the pattern (the usual flow_mod) names one key: the cell's array is sorted by
-    key id the first time that is asked, and then found by binary search instead of a scan."""
+def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarray:
+    """The classes among ``xs`` (an int64 array of classes of pattern ``mask``) whose key overlaps
+    the wildcard (v, m).  A match that fixes every bit of the pattern (the usual flow_mod) names
+    one key: one vectorized comparison over the cell's array finds its classes (a few
+    microseconds for thousands of classes; sorting the array for a binary search costs ten to a
+    hundred times that, and a random flow_mod rarely asks the same cell twice)."""
     intern, keys = interner(mask)
-    got = by_mask[mask]
     if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
         j = intern.get(v & mask)
-        if j is None:
-            return _NONE
-        if got.__class__ is not tuple:
-            js = (got & _IDM).astype(np.uint32)
-            order = np.argsort(js, kind="stable")
-            got = by_mask[mask] = (js[order], got[order])
-        js, xs = got
-        return xs[np.searchsorted(js, j, "left"):np.searchsorted(js, j, "right")]
-    xs = got[1] if got.__class__ is tuple else got
+        return _NONE if j is None else xs[(xs & _IDM) == j]
     js = xs & _IDM
     cm = mask & m
     cv = v & cm
@@ -102,8 +94,7 @@ class _ClassTracker:
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
     # The full check's classes, stored compactly: cell -> class pattern -> the classes that
-    # came in there (an int64 array, or once a flow_mod asked for one key there, the pair
-    # (key ids sorted, classes in that order)); a class that has been re-traced or purged since
+    # came in there (an int64 array); a class that has been re-traced or purged since
     # is in ``_gone`` and its entries there no longer count.
     _base: dict[Port, dict[int, Any]]
     _gone: set[int]
@@ -226,6 +217,11 @@ class _ClassTracker:
             if o is None:
                 o = outcomes[key] = key
             kind = o[0]
+            if touched is None and kind not in "xg":
+                # the full check's run: nothing known before, nothing to note but the outcome
+                # (one C-level update instead of a Python step per class: a million at K=16)
+                out.update(dict.fromkeys(xs, o))
+                continue
             for x in xs:
                 old = out.get(x)
                 out[x] = o
@@ -291,9 +287,8 @@ class _ClassTracker:
             every = stat != self._stat.get(cell)
             self._stat[cell] = stat
             gone = self._gone
-            by_mask = self._base.get(cell, {})
-            for mask, got in list(by_mask.items()):  # (a pattern's entry may be sorted on the way)
-                xs = (got[1] if got.__class__ is tuple else got) if every else _overlapping_classes(by_mask, mask, v, m)
+            for mask, got in self._base.get(cell, {}).items():
+                xs = got if every else _overlapping_classes(got, mask, v, m)
                 for x in xs.tolist():
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
@@ -331,13 +326,15 @@ class _ClassTracker:
     def _walk(self, ing: Port, mask: int, x: int, b: _Batch, trace: dict[Port, list[list[int]]]) -> None:
         """Re-trace one class from its ingress as the batch engine's rounds would move it
         (:func:`engine._run_batch`: same outcomes, same cells, the same give-up after
-        ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits
-        (``FlowTable.peek`` of one of its headers) instead of building the port's whole
-        index: after a flow_mod its switch's ports would each cost time per rule."""
+        ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits instead
+        of building the port's whole index (after a flow_mod its switch's ports would each
+        cost time per rule): at a port whose one pattern is the class's, the winning slot of
+        the class's key id in the table's pattern index; elsewhere ``FlowTable.peek_action_id``
+        of one of its headers."""
         net = self._net
         assert net is not None
         switches = net.switches
-        head = unpack(interner(mask)[1][x & _IDM])[1:]
+        key = interner(mask)[1][x & _IDM]
         cell = ing
         rounds = 0
         while True:
@@ -355,11 +352,20 @@ class _ClassTracker:
                 b.general.append(x)
                 return
             table = switches[s].table
-            if hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
-                aid = table.peek_action_id((p, *head))
+            index = getattr(table, "pattern_index", None)
+            n, pat = (2, None) if index is None else hsa_compile.port_pattern(index(), p)
+            if n == 0:
+                code = _F_MISS
+            elif n == 1 and pat is not None and pat.mask == mask:
+                # one pattern here, the class's own: the class's key id is the table's (keys are
+                # interned process-wide per pattern), so its winning slot is one probe away
+                slot = pat.slot.get(x & _IDM)
+                code = _F_MISS if slot is None else net.compiled(s).code_for_aid(pat.act[slot], p)
+            elif hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
+                aid = table.peek_action_id((p, *unpack(key)[1:]))
                 code = _F_MISS if aid is None else net.compiled(s).code_for_aid(aid, p)
             else:
-                entry = table.peek((p, *head))
+                entry = table.peek((p, *unpack(key)[1:]))
                 code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
             if code >= 0:
                 peer = net.peer(s, code)
@@ -379,6 +385,21 @@ class _ClassTracker:
             else:
                 b.general.append(x)
             return
+
+    def _code_at(self, table: Any, ing: Port, mask: int, j: int, key: int) -> int | None:
+        """The fast code of the entry key ``j`` (of pattern ``mask``, packed ``key``) hits at
+        ingress ``ing`` (None: a miss): one probe of the table's slot map when the port's one
+        pattern is ``mask``, else the entry ``FlowTable.peek`` makes."""
+        net = self._net
+        assert net is not None
+        index = getattr(table, "pattern_index", None)
+        if index is not None:
+            n, pat = hsa_compile.port_pattern(index(), ing[1])
+            if n == 1 and pat.mask == mask:
+                slot = pat.slot.get(j)
+                return None if slot is None else net.compiled(ing[0]).code_for_aid(pat.act[slot], ing[1])
+        entry = table.peek((ing[1], *unpack(key)[1:]))
+        return None if entry is None else net.compiled(ing[0]).code_for(entry.actions, ing[1])
 
     def _ingress_port(self, ing: Port, v: int, m: int, touched: dict[int, _Touched],
                       redo: dict[int, set[int]]) -> None:
@@ -403,18 +424,18 @@ class _ClassTracker:
             table = net.switches[ing[0]].table
             ids = None
             for j in sorted(cand):
-                entry = table.peek((ing[1], *unpack(keys[j])[1:]))
-                if (entry is not None) == (j in old):
-                    if entry is not None:
+                code = self._code_at(table, ing, mask, j, keys[j])
+                if (code is not None) == (j in old):
+                    if code is not None:
                         redo.setdefault(t, set()).add(j | shifted)
                     continue
                 if ids is None:
                     ids = dict(old)  # a copy: the dict may be a compiled port's
-                if entry is None:
+                if code is None:
                     del ids[j]
                     self._purge(j | shifted, tc)
                 else:
-                    ids[j] = net.compiled(ing[0]).code_for(entry.actions, ing[1])
+                    ids[j] = code
                     redo.setdefault(t, set()).add(j | shifted)
             if ids is not None:
                 self._ids[t] = ids

@@ -113,16 +113,25 @@ def _memo_set(key, xs: list[int]) -> set[int]:
     return st
 
 
+_FEW = 16  # pair_keys looks at this many classes or fewer one by one
+
+
 def pair_keys(xs: Iterable[int], src: HostSpec, by_mac: dict[int, HostSpec],
               comp: dict[str, int]) -> Iterator[tuple[int, HostSpec]]:
     """(x, destination) for each of ``xs`` (key ids of :data:`PAIR_FIXED`, or classes of it: the
     key id is the low bits) that is a pair of ``src``'s: its dl_src is the source's, its dl_dst a
     host's other than the source, in the source's component."""
     src_mac, dst_mac = pair_macs(PAIR_FIXED)
-    arr = np.fromiter(xs, dtype=np.int64)
-    arr = arr[src_mac[arr & _IDM] == src.mac]
     here = comp.get(src.name, -1)
-    for x, dm in zip(arr.tolist(), dst_mac[arr & _IDM].tolist(), strict=True):
+    pairs: Iterable[tuple[int, int]]
+    if not isinstance(xs, (list, tuple)) or len(xs) > _FEW:
+        arr = np.fromiter(xs, dtype=np.int64)
+        arr = arr[src_mac[arr & _IDM] == src.mac]
+        pairs = zip(arr.tolist(), dst_mac[arr & _IDM].tolist(), strict=True)
+    else:  # a flow_mod's one or two classes: numpy's per-call overhead would be most of the cost
+        sm = src.mac
+        pairs = ((x, int(dst_mac[x & _IDM])) for x in xs if int(src_mac[x & _IDM]) == sm)
+    for x, dm in pairs:
         d = by_mac.get(dm)
         if d is not None and d is not src and comp.get(d.name, -2) == here:
             yield x, d
