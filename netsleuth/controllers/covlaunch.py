@@ -149,8 +149,7 @@ def _dump():
             pass
         data = cov.get_data()
         lines, windows = _lines_by_context(data)
-    own = [r for r in (_module_root(m) for m in args.own_module) if r]
-    own += [os.path.realpath(p) for p in args.own_path]
+    own = _own_paths(args)
     framework = [r for r in (_module_root(m) for m in args.framework_pkg) if r]
     record = {"pid": os.getpid(), "own": sorted(set(own)), "framework": sorted(set(framework)),
               "lines": lines, "switched": os.path.exists(args.out + ".run"),
@@ -296,11 +295,14 @@ class _Tracked(dict):
         return (dict, (dict(self),))
 
 
+def _own_paths(args):
+    """The controller's own code: the files or folders of its modules as loaded, and its own paths."""
+    return [r for r in (_module_root(m) for m in args.own_module) if r] + [os.path.realpath(p) for p in args.own_path]
+
+
 def _own_roots():
     if _state["own_roots"] is None:
-        args = _state["args"]
-        roots = [r for r in (_module_root(m) for m in args.own_module) if r]
-        _state["own_roots"] = tuple(roots + [os.path.realpath(p) for p in args.own_path])
+        _state["own_roots"] = tuple(_own_paths(_state["args"]))
     return _state["own_roots"]
 
 

@@ -26,7 +26,14 @@ from netsleuth.controllers.measure import measurable
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import NetsleuthError, TraceFormatError
 from netsleuth.jobs.replay import find_target, replay_once
-from netsleuth.localize.collect import COVERAGE_FILE, Spectrum, load_raising_calls, load_runs, load_window_runs
+from netsleuth.localize.collect import (
+    COVERAGE_FILE,
+    Spectrum,
+    load_raising_calls,
+    load_runs,
+    load_window_runs,
+    under_roots,
+)
 from netsleuth.localize.crash import KIND as EXCEPTION_SLICE
 from netsleuth.localize.crash import FailingCall, exception_ranking, own_frames
 from netsleuth.localize.source import (
@@ -131,7 +138,7 @@ def _exception_slice(out: Path, target: dict | None, opts: LocalizeOptions, spec
                          frozenset((statement(a), statement(b)) for a, b in c.flows), c.frames) for c in calls]
 
     def mine(path: str) -> bool:
-        return opts.all_code or any(path == r or path.startswith(r.rstrip("/") + "/") for r in own)
+        return opts.all_code or under_roots(path, own)
 
     # the traceback the replays' controller recorded (its paths), else the violation's (the recording's paths)
     recorded = next((c.frames for c in calls if c.frames), None)

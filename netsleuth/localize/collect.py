@@ -76,7 +76,8 @@ def write_replay_coverage(replay_dir: Path, reproduced: bool | None, inputs: int
     return path
 
 
-def _under(path: str, roots: list[str]) -> bool:
+def under_roots(path: str, roots: list[str]) -> bool:
+    """Whether ``path`` is one of ``roots`` (files) or lies inside one (folders)."""
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
@@ -108,7 +109,7 @@ def load_runs(paths: list[Path], *, all_code: bool = False) -> Spectrum:
     for source, data in records:
         keep: set[Line] = set()
         for name, nums in data.get("lines", {}).items():
-            if all_code or _under(name, spectrum.own):
+            if all_code or under_roots(name, spectrum.own):
                 keep.update((name, n) for n in nums)
         spectrum.runs.append(Run(bool(data["reproduced"]), frozenset(keep)))
         spectrum.sources.append(source)
@@ -139,7 +140,7 @@ def load_window_runs(paths: list[Path], target: dict[str, Any] | None, *, all_co
                         skipped=whole.skipped)
 
     def keep(name: str) -> bool:
-        return all_code or _under(name, spectrum.own)
+        return all_code or under_roots(name, spectrum.own)
 
     for source in whole.sources:
         data = json.loads(Path(source).read_text())
@@ -184,7 +185,7 @@ def load_raising_calls(paths: list[Path], target: dict[str, Any] | None, *,
     roots = sorted(own)
     if not all_code:
         def mine(line: Line) -> bool:
-            return _under(line[0], roots)
+            return under_roots(line[0], roots)
         calls = [FailingCall(frozenset(filter(mine, c.lines)),
                              frozenset(g for g in c.guards if mine(g[0]) and mine(g[1])),
                              frozenset(f for f in c.flows if mine(f[0]) and mine(f[1])), c.frames) for c in calls]
@@ -192,4 +193,4 @@ def load_raising_calls(paths: list[Path], target: dict[str, Any] | None, *,
 
 
 __all__ = ["COVERAGE_FILE", "Spectrum", "load_raising_calls", "load_runs", "load_window_runs", "merge_process_files",
-           "write_replay_coverage"]
+           "under_roots", "write_replay_coverage"]

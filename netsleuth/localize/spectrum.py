@@ -42,10 +42,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from netsleuth.errors import NetsleuthError
 
 Line = tuple[str, int]  # (file path, line number)
+T = TypeVar("T")
 
 FORMULAS = ("ochiai", "dstar", "tarantula")
 
@@ -139,30 +141,27 @@ def score(formula: str, c: Counts) -> float:
         raise UnknownFormulaError(formula) from None
 
 
-def counts(runs: Sequence[Run]) -> dict[Line, Counts]:
-    """The four counts of every line executed by at least one failing run."""
+def _counts(runs: Sequence[Run], items: Callable[[Run], Iterable[T]]) -> dict[T, Counts]:
+    """The four counts of every item (of ``items(run)``) at least one failing run has."""
     failing = sum(1 for r in runs if r.failed)
     passing = len(runs) - failing
-    ef: dict[Line, int] = {}
-    ep: dict[Line, int] = {}
+    ef: dict[T, int] = {}
+    ep: dict[T, int] = {}
     for r in runs:
         tally = ef if r.failed else ep
-        for line in r.lines:
-            tally[line] = tally.get(line, 0) + 1
-    return {line: Counts(n, ep.get(line, 0), failing - n, passing - ep.get(line, 0)) for line, n in ef.items()}
+        for x in items(r):
+            tally[x] = tally.get(x, 0) + 1
+    return {x: Counts(n, ep.get(x, 0), failing - n, passing - ep.get(x, 0)) for x, n in ef.items()}
+
+
+def counts(runs: Sequence[Run]) -> dict[Line, Counts]:
+    """The four counts of every line executed by at least one failing run."""
+    return _counts(runs, lambda r: r.lines)
 
 
 def flow_counts(runs: Sequence[Run]) -> dict[tuple[Line, Line], Counts]:
-    """The four counts of every (store line, read line) pair some failing run read through."""
-    failing = sum(1 for r in runs if r.failed)
-    passing = len(runs) - failing
-    ef: dict[tuple[Line, Line], int] = {}
-    ep: dict[tuple[Line, Line], int] = {}
-    for r in runs:   # a pair is counted as a line is
-        tally = ef if r.failed else ep
-        for pair in r.flows:
-            tally[pair] = tally.get(pair, 0) + 1
-    return {pair: Counts(n, ep.get(pair, 0), failing - n, passing - ep.get(pair, 0)) for pair, n in ef.items()}
+    """The four counts of every (store line, read line) pair some failing run read through (as a line is)."""
+    return _counts(runs, lambda r: r.flows)
 
 
 def _entries(runs: Sequence[Run], formula: str, key: Callable[[Line], tuple]) -> list[tuple]:

@@ -53,11 +53,7 @@ class Reader:
 
     def poke(self, router: str) -> None:
         """One cheap question to each of the router's daemons (it wakes their event loops)."""
-        if self.daemon == "bird":
-            self.bird(router).ask("show status")
-            return
-        for dm in config.frr_daemons(self.net, self.net.router(router)):
-            self.frr(router, dm).ask("show version")
+        self.poke_all([router])
 
     def poke_all(self, routers: list[str]) -> None:
         """:meth:`poke` every router at once: all questions sent, then every answer read.
