@@ -352,15 +352,9 @@ class _ClassTracker:
                 b.general.append(x)
                 return
             table = switches[s].table
-            index = getattr(table, "pattern_index", None)
-            n, pat = (2, None) if index is None else hsa_compile.port_pattern(index(), p)
-            if n == 0:
-                code = _F_MISS
-            elif n == 1 and pat is not None and pat.mask == mask:
-                # one pattern here, the class's own: the class's key id is the table's (keys are
-                # interned process-wide per pattern), so its winning slot is one probe away
-                slot = pat.slot.get(x & _IDM)
-                code = _F_MISS if slot is None else net.compiled(s).code_for_aid(pat.act[slot], p)
+            probed, got = self._probe(table, (s, p), mask, x & _IDM)
+            if probed:
+                code = _F_MISS if got is None else got
             elif hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
                 aid = table.peek_action_id((p, *unpack(key)[1:]))
                 code = _F_MISS if aid is None else net.compiled(s).code_for_aid(aid, p)
@@ -386,18 +380,32 @@ class _ClassTracker:
                 b.general.append(x)
             return
 
+    def _probe(self, table: Any, at: Port, mask: int, j: int) -> tuple[bool, int | None]:
+        """(True, the fast code, None for a miss) of the entry key id ``j`` of pattern ``mask`` hits
+        at port ``at`` when the table's pattern index decides it in one probe: no pattern at the
+        port (a miss), or one, the key's own (the key id is the table's: keys are interned
+        process-wide per pattern, so its winning slot is one probe away); else (False, None)."""
+        index = getattr(table, "pattern_index", None)
+        if index is None:
+            return False, None
+        n, pat = hsa_compile.port_pattern(index(), at[1])
+        if n == 0:
+            return True, None
+        if n == 1 and pat is not None and pat.mask == mask:
+            net = self._net
+            assert net is not None
+            slot = pat.slot.get(j)
+            return True, None if slot is None else net.compiled(at[0]).code_for_aid(pat.act[slot], at[1])
+        return False, None
+
     def _code_at(self, table: Any, ing: Port, mask: int, j: int, key: int) -> int | None:
         """The fast code of the entry key ``j`` (of pattern ``mask``, packed ``key``) hits at
-        ingress ``ing`` (None: a miss): one probe of the table's slot map when the port's one
-        pattern is ``mask``, else the entry ``FlowTable.peek`` makes."""
+        ingress ``ing`` (None: a miss): :meth:`_probe`, else the entry ``FlowTable.peek`` makes."""
         net = self._net
         assert net is not None
-        index = getattr(table, "pattern_index", None)
-        if index is not None:
-            n, pat = hsa_compile.port_pattern(index(), ing[1])
-            if n == 1 and pat.mask == mask:
-                slot = pat.slot.get(j)
-                return None if slot is None else net.compiled(ing[0]).code_for_aid(pat.act[slot], ing[1])
+        probed, code = self._probe(table, ing, mask, j)
+        if probed:
+            return code
         entry = table.peek((ing[1], *unpack(key)[1:]))
         return None if entry is None else net.compiled(ing[0]).code_for(entry.actions, ing[1])
 

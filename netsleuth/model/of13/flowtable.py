@@ -38,8 +38,8 @@ from netsleuth.model.of13.instructions import Instructions, check_instructions
 from netsleuth.model.of13.oxm import OxmMatch
 
 OVS_TABLES = 254
-JOURNAL = 64   # changes kept per table (see FlowTables.changes_since)
 """Tables Open vSwitch offers to OpenFlow 1.3 controllers (0..253; 254 is hidden)."""
+JOURNAL = 64   # changes kept per table (see FlowTables.changes_since)
 FULL64 = (1 << 64) - 1
 
 
@@ -275,7 +275,8 @@ class FlowTables:
 
     def _remove(self, entry: FlowEntry13) -> None:
         table = self._tables[entry.table_id]
-        i = next(i for i, e in enumerate(table) if e is entry)
+        i = self.position(entry)   # by its sort key, not a scan of the table
+        assert i is not None, "only an entry of the table is removed"
         del table[i]
         del self._keys[entry.table_id][i]
         self._note(entry, False)

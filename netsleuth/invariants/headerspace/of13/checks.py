@@ -24,7 +24,7 @@ entered, the path, and the rules they took with the table of each
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from netsleuth.invariants.forwarding import Finding
@@ -333,7 +333,7 @@ def _delivered_whole(r: Reach13, dst: str, P: HS13) -> bool:
     if r.alts:
         return False
     got = [t for e in r.delivered.get(dst, ()) for t in e.hs.terms]
-    return bool(got) and all(any(term_covers(g, t) for g in got) for t in P.terms)
+    return bool(got) and _covered(P, got)
 
 
 def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
@@ -341,9 +341,14 @@ def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
     (nor go to a live controller or a drop on purpose); empty terms left out."""
     good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
     # the usual verdict, every pair's header in one term of good, costs no subtraction
-    if all(any(term_covers(g, t) for g in good.terms) for t in P.terms):
+    if _covered(P, good.terms):
         return _NOTHING
     return (P - good.clip_to(P)).prune()
+
+
+def _covered(P: HS13, terms: Sequence[Term]) -> bool:
+    """Whether each term of ``P`` lies in one of ``terms``, as :func:`term_covers` tells (True is right)."""
+    return all(any(term_covers(g, t) for g in terms) for t in P.terms)
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
