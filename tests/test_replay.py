@@ -76,7 +76,11 @@ def test_controller_that_dies_during_replay_is_reported(blackhole_trace: Path, t
                 break
             time.sleep(0.02)
         for p in psutil.Process().children(recursive=True):
-            if any("osken_main.py" in part for part in p.cmdline()):
+            try:
+                cmd = p.cmdline()
+            except psutil.Error:   # a child that exited meanwhile (a zombie until reaped): not the controller
+                continue
+            if any("osken_main.py" in part for part in cmd):
                 os.kill(p.pid, signal.SIGKILL)  # the controller dies on its own, as far as netsleuth knows
 
     killer = threading.Thread(target=kill_once_inputs_flow)
