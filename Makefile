@@ -64,20 +64,21 @@ demo: setup
 	$(VENV)/bin/netsleuth minimize demo-out/fuzz/trace.jsonl --out demo-out/minimize --jobs 2
 
 # Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
-# Three test processes (pytest-xdist) on a 2-core machine: most tests wait on
-# real controllers, sockets and the network settling rather than compute, and
-# a third process fills those waits (about 12 instead of 15 minutes here).
-# The daemon tests hold to their byte-identical replays under that load (and
-# under heavier: they passed beside four other busy sessions).
-# TEST_WORKERS=0 runs them in this one process. A test file goes to one
-# worker whole (--dist loadfile), so its module fixtures (a trace recorded
-# against a controller, an Open vSwitch sandbox) are built once, not once per
-# worker. The 25 slowest are listed at the end, so a test that grew slow shows
-# in every CI log. conftest.py fails a test that starts a process (controller,
-# OVS, tshark, chromium, netsleuth) without the `real` mark.
-TEST_WORKERS ?= 3
+# Four test processes (pytest-xdist) on a 2-core machine: most tests wait on
+# real controllers, sockets, daemons and the network settling rather than
+# compute, and the extra processes fill those waits. The daemon tests hold to
+# their byte-identical replays under that load (the relay waits for frames the
+# kernel has not yet handed over). TEST_WORKERS=0 runs them in this one process.
+# Tests go to the processes one at a time (--dist loadgroup), so a file of a
+# few long tests does not hold one process for minutes; the tests of a module
+# that share a module fixture (a trace recorded against a controller, an Open
+# vSwitch sandbox) go to one process together, so it is built once
+# (conftest.py). The 25 slowest are listed at the end, so a test that grew
+# slow shows in every CI log. conftest.py fails a test that starts a process
+# (controller, OVS, tshark, chromium, netsleuth) without the `real` mark.
+TEST_WORKERS ?= 4
 test: setup
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not cluster"
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "not cluster"
 
 # The runs on a multi-node Ray cluster that lose a node mid-way (a 40-run campaign and a
 # minimization) or kill the campaign's driver: several minutes of a 2-core machine, so apart from `make test`.

@@ -112,6 +112,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
                            "or start nothing from it")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep a module's tests on one xdist worker only where they share a module or class fixture.
+
+    ``make test`` hands tests out one at a time (``--dist loadgroup``), so a
+    file of a few long tests (the tutorials, the daemon replays) is spread over
+    every worker instead of holding one for minutes. A module or class fixture
+    (a trace recorded against a controller, an Open vSwitch sandbox) would then
+    be built once per worker: its module's tests go to one worker together, as
+    ``--dist loadfile`` sent whole files. Runs before xdist reads the groups.
+    """
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group") is not None:
+            continue
+        shared = any(defs[-1].scope in ("module", "class", "package")
+                     for defs in info.name2fixturedefs.values() if defs)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
     _state["launches"] = []   # what collection or a previous test's teardown started is nobody's here
 

@@ -16,12 +16,34 @@ import json
 import os
 import selectors
 import socket
+import struct
 import sys
+import time
 
 from netsleuth.defined.daemons.relaycore import RelayCore
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+# How long a barrier waits for frames the kernel has counted but not yet handed to the relay's
+# sockets; past it the barrier answers anyway (a frame lost there would otherwise hang the run).
+IN_FLIGHT_WAIT = 5.0
+
+
+def rx_counts() -> dict[str, int]:
+    """Frames each interface of this namespace has received, as the kernel counts them.
+
+    A veth counts a frame on the receiving end when the sender transmits it,
+    before the frame is handed to packet sockets (that happens later, in a
+    softirq that a busy machine may defer): the count says what is on its way.
+    """
+    counts = {}
+    with open("/proc/self/net/dev") as f:
+        for line in f.readlines()[2:]:
+            name, _, rest = line.partition(":")
+            counts[name.strip()] = int(rest.split()[1])
+    return counts
 
 
 def _open(iface: str) -> socket.socket:
@@ -38,6 +60,10 @@ class Relay:
         self.sel = selectors.DefaultSelector()
         self.socks: dict[str, socket.socket] = {}
         self.core: RelayCore | None = None
+        # per interface: frames the kernel had counted when its socket opened, and frames read (or
+        # dropped by a full socket buffer) since
+        self.base: dict[str, int] = {}
+        self.read: dict[str, int] = {}
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         for iface, frame in out:
@@ -59,6 +85,9 @@ class Relay:
             for iface in sorted(ends):
                 s = self.socks[iface] = _open(iface)
                 self.sel.register(s, selectors.EVENT_READ, iface)
+            counts = rx_counts()
+            for iface in sorted(ends):
+                self.base[iface], self.read[iface] = counts.get(iface, 0), 0
             self.ctl.sendall(b'{"ev": "ready"}\n')
             return
         cmd = d.get("cmd")
@@ -69,21 +98,49 @@ class Relay:
         elif cmd == "dump":
             self.ctl.sendall((json.dumps({"ev": "dump", **self.core.dump()}) + "\n").encode())
         elif cmd == "link":
-            self._drain()
+            self._drain(exact=True)
             self.core.set_link(list(d["ifaces"]), bool(d["up"]))
             self._emit()
             self.ctl.sendall((json.dumps({"ev": "link", "ifaces": d["ifaces"], "up": d["up"]}) + "\n").encode())
         elif cmd == "stats":
-            # a barrier: every frame the daemons sent before this command is read (and held) first
-            self._drain()
+            # a barrier: every frame the daemons sent before this command is read (and held) first;
+            # "exact" waits for those still on their way in the kernel too (_drain)
+            self._drain(exact=bool(d.get("exact")))
             self._emit()
             self.ctl.sendall((json.dumps({"ev": "stats", "frames": self.core.frames, "rip": self.core.rip})
                               + "\n").encode())
 
-    def _drain(self) -> None:
-        """Read every frame already queued on the relay's sockets."""
-        for iface in sorted(self.socks):
-            self._frames(self.socks[iface], iface, limit=1 << 30)
+    def _drain(self, exact: bool = False) -> None:
+        """Read every frame already queued on the relay's sockets; ``exact``: those still on their way too.
+
+        A frame a daemon sent before the barrier is counted on the relay's end of
+        the veth at once but may reach the relay's socket only later; a round
+        closed without it would deliver it a round later, in another order than
+        a run on an idle machine. An exact barrier reads until every frame the
+        kernel counted is read (it costs a read of the namespace's counters, so
+        netsleuth asks for it only to confirm that a round is closed).
+        """
+        deadline = time.monotonic() + IN_FLIGHT_WAIT
+        while True:
+            for iface in sorted(self.socks):
+                self._frames(self.socks[iface], iface, limit=1 << 30)
+            if not exact:
+                return
+            missing = self._in_flight()
+            if not missing or time.monotonic() > deadline:
+                return
+            time.sleep(0.0005)
+
+    def _in_flight(self) -> list[str]:
+        """The interfaces where the kernel has counted frames the relay has not read yet."""
+        counts = rx_counts()
+        missing = []
+        for iface, s in sorted(self.socks.items()):
+            # a frame a full socket buffer dropped is counted here, or the barrier would wait for it
+            self.read[iface] += struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
+            if counts.get(iface, 0) - self.base[iface] > self.read[iface]:
+                missing.append(iface)
+        return missing
 
     def _control(self) -> bool:
         data = self.ctl.recv(65536)
@@ -117,6 +174,7 @@ class Relay:
                 return
             if addr[2] == PACKET_OUTGOING:
                 continue
+            self.read[iface] += 1
             self._send(self.core.on_frame(iface, frame))
 
 
