@@ -70,12 +70,12 @@ demo: setup
 # their byte-identical replays under that load (the relay waits for frames the
 # kernel has not yet handed over). TEST_WORKERS=0 runs them in this one process.
 # Tests go to the processes one at a time (--dist loadgroup), so a file of a
-# few long tests does not hold one process for minutes; the tests of a module
-# that share a module fixture (a trace recorded against a controller, an Open
-# vSwitch sandbox) go to one process together, so it is built once
-# (conftest.py). The 25 slowest are listed at the end, so a test that grew
-# slow shows in every CI log. conftest.py fails a test that starts a process
-# (controller, OVS, tshark, chromium, netsleuth) without the `real` mark.
+# few long tests does not hold one process for minutes; a module that defines
+# a module fixture (a trace recorded against a controller, an Open vSwitch
+# sandbox) goes to one process whole, so it is built once (conftest.py).
+# The 25 slowest are listed at the end, so a test that grew slow shows in
+# every CI log. conftest.py fails a test that starts a process (controller,
+# OVS, tshark, chromium, netsleuth) without the `real` mark.
 TEST_WORKERS ?= 4
 test: setup
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "not cluster"

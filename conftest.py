@@ -11,10 +11,14 @@ test that made it (the linters ruff and mypy, from .venv like pytest itself,
 excepted). A launch while a fixture is set up is charged to that
 fixture: every test that uses it (directly or through another fixture) must
 be ``real`` too, whichever test happened to build it first.
+
+It also tells xdist how ``make test`` hands tests to its workers
+(``--dist loadgroup``, :class:`_ModuleFixtureScheduling`).
 """
 
 from __future__ import annotations
 
+import ast
 import fcntl
 import multiprocessing.process
 import os
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 _state: dict[str, Any] = {"fixture": [], "launches": []}
 _launching_fixtures: dict[str, str] = {}   # fixture name -> what it started first
@@ -112,25 +117,59 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
                            "or start nothing from it")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep a module's tests on one xdist worker only where they share a module or class fixture.
+_SHARED_SCOPES = ("module", "class", "package")
 
-    ``make test`` hands tests out one at a time (``--dist loadgroup``), so a
-    file of a few long tests (the tutorials, the daemon replays) is spread over
-    every worker instead of holding one for minutes. A module or class fixture
-    (a trace recorded against a controller, an Open vSwitch sandbox) would then
-    be built once per worker: its module's tests go to one worker together, as
-    ``--dist loadfile`` sent whole files. Runs before xdist reads the groups.
+
+def _shares_a_fixture(path: Path) -> bool:
+    """Whether test module ``path`` defines a module, class or package fixture (or asks for an xdist group).
+
+    Read from the source: xdist's controller, which hands the tests out, does
+    not collect them, so it knows them by their ids only.
     """
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None or item.get_closest_marker("xdist_group") is not None:
-            continue
-        shared = any(defs[-1].scope in ("module", "class", "package")
-                     for defs in info.name2fixturedefs.values() if defs)
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return True   # cannot tell: keep the module together, as --dist loadfile would
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "xdist_group":
+            return True
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "fixture":
+            if any(k.arg == "scope" and isinstance(k.value, ast.Constant) and k.value.value in _SHARED_SCOPES
+                   for k in node.keywords):
+                return True
+    return False
+
+
+class _ModuleFixtureScheduling(LoadScopeScheduling):
+    """xdist's ``--dist loadgroup``, by module fixture: one test at a time, a module with a shared fixture whole.
+
+    ``make test`` hands tests out one at a time, so a file of a few long tests
+    (the tutorials, the daemon replays) is spread over every worker instead of
+    holding one for minutes. A module or class fixture (a trace recorded
+    against a controller, an Open vSwitch sandbox) would then be built once per
+    worker that runs one of its tests: such a module goes to one worker whole,
+    as ``--dist loadfile`` sent every file. (xdist's own loadgroup puts a group
+    into the test's id, which pytest 9 no longer lets a plugin change.)
+    Groups are handed out first, the longest first.
+    """
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        self._root = Path(str(config.rootpath))
+        self._whole: dict[str, bool] = {}
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        whole = self._whole.get(module)
+        if whole is None:
+            whole = self._whole[module] = _shares_a_fixture(self._root / module)
+        return module if whole else nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") == "loadgroup":
+        return _ModuleFixtureScheduling(config, log)
+    return None
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
