@@ -257,18 +257,20 @@ class NamespaceHost:
         env.update(self.env.get(router, {}))
         return env
 
-    def ip_delivered(self, name: str) -> int:
-        """How many IP packets namespace ``name``'s kernel has handed to its sockets (``Ip: InDelivers``).
+    def ip_received(self, name: str) -> int:
+        """How many IP packets namespace ``name``'s kernel has taken in (``Ip: InReceives``).
 
-        Read through the namespace holder's ``/proc/PID/net``, which is that namespace's view: no
-        process is started. A packet counted here is in its socket's queue, where the daemon's
-        next turn of its event loop reads it."""
+        Counted when the stack processes a packet (a veth's own counters count it when it is sent,
+        before a busy machine gets round to that), in the same pass that hands it to its socket's
+        queue, where the daemon's next turn of its event loop reads it; a packet no socket wants is
+        counted too. Read through the namespace holder's ``/proc/PID/net``, which is that
+        namespace's view: no process is started."""
         try:
             lines = Path(f"/proc/{self.ns[name].proc.pid}/net/snmp").read_text().splitlines()
         except (KeyError, OSError):
             return -1
         names, values = (ln.split() for ln in lines[:2])
-        return int(values[names.index("InDelivers")])
+        return int(values[names.index("InReceives")])
 
     def log_tail(self, name: str, chars: int = 1500) -> str:
         """The end of each of a router's daemon logs (for an error's details)."""

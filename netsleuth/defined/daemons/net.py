@@ -36,9 +36,10 @@ from netsleuth.defined.message import Tags
 from netsleuth.defined.ordering import Ordering, by_name
 from netsleuth.errors import NetsleuthError
 
-# How long a released datagram may take to reach the receiver's sockets before the receiver is poked
-# anyway (a frame no socket wants, a multicast group not joined yet, is never counted as delivered).
-DELIVERED_WAIT = 0.2
+# How long a released message may take to reach the receiver's IP stack before the receiver is poked
+# anyway: every IP packet the relay releases is counted there once the kernel has processed it, so
+# this bounds only a frame the kernel drops before IP (one to another host's MAC address).
+RECEIVED_WAIT = 5.0
 
 
 class LiveNetError(NetsleuthError):
@@ -331,16 +332,17 @@ class LiveNet:
         """
         assert self.reader is not None and self.host is not None
         host = self.host
-        before = host.ip_delivered(h.dst)
+        before = host.ip_received(h.dst)
         self._send({"cmd": "release", "id": h.id})
         self._wait_event("released", self.timeout, h.id)
         if h.dst not in self.dead:
             # The frame is on the veth; on a busy machine the kernel may hand it to the daemon's socket a
             # little later, after pokes that would then find nothing to read (and the daemon would read it
-            # in another turn, in another order). Wait until the receiver's kernel has delivered a packet;
-            # a frame it drops (no socket wants it) is not worth failing the run for: go on after a while.
+            # in another turn, in another order). Wait until the receiver's IP stack has taken it in (and
+            # so queued it for its socket, if one wants it); a frame it drops before is not worth failing
+            # the run for: go on after a while.
             with contextlib.suppress(control.ControlError):
-                control.wait_for(lambda: host.ip_delivered(h.dst) > before, DELIVERED_WAIT,
+                control.wait_for(lambda: host.ip_received(h.dst) > before, RECEIVED_WAIT,
                                  f"{h.dst}'s kernel to deliver message #{h.id}", step=0.001)
             self.reader.poke(h.dst)
             self.reader.poke(h.dst)
