@@ -34,12 +34,15 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from netsleuth.errors import EnvironmentSetupError, NetsleuthError
 from netsleuth.minimize.errors import RayUnavailableError, WorkerLostError
+from netsleuth.minimize.ray_local import enabled as quick_enabled
+from netsleuth.minimize.ray_local import quick_start
 
 Init = Callable[[int], Any]
 Task = Callable[[Any, Any], Any]
@@ -361,6 +364,8 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
+    quick: AbstractContextManager[None] = (quick_start(ray) if not address and quick_enabled()  # ray_local.py: why
+                                           else nullcontext())
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
@@ -372,7 +377,9 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
                       if k != "CPU"}
             # "local": a new instance of our own, even when this machine runs a cluster started by `ray start`
             # (without it Ray joins that cluster, and refuses the CPU count we give)
-            ray.init(address="local", num_cpus=n, resources=custom, _system_config=local_config(preload), **kwargs)
+            with quick:
+                ray.init(address="local", num_cpus=n, resources=custom, _system_config=local_config(preload),
+                         **kwargs)
     except Exception as exc:
         raise RayUnavailableError(f"cannot start or reach Ray at {address or 'a local instance'}: {exc}",
                                   "check the address (auto, ray://HEAD:10001, HOST:6379) or use --executor local"
