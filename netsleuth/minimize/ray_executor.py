@@ -315,10 +315,11 @@ def local_config(preload: Sequence[str]) -> dict[str, Any]:
 
 
 def shutdown_ray(ray: Any) -> None:
-    """``ray.shutdown()``, quicker for a local instance started here: its autoscaler monitor (which a local
-    instance does not use) is ended at once.  Ray sends each of its processes SIGTERM in turn and waits up
-    to a second for each; the monitor alone takes that whole second, where the others take milliseconds.
-    The driver is still connected then, which the monitor has no part in; the rest goes as Ray does it."""
+    """``ray.shutdown()``, quicker for a local instance started here by plain ``ray.init`` (the quick start
+    starts no monitor): its autoscaler monitor (which a local instance does not use) is ended at once.  Ray
+    sends each of its processes SIGTERM in turn and waits up to a second for each; the monitor alone takes
+    that whole second, where the others take milliseconds.  The driver is still connected then, which the
+    monitor has no part in; the rest goes as Ray does it."""
     for proc in _monitor_processes(ray):
         try:
             proc.kill()
@@ -359,7 +360,9 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     A local instance starts its worker processes with the raylet, not once this driver has connected,
     and they import the modules of ``preload`` before taking work: the actors' own start-up (importing
     netsleuth, a second or more of CPU) then overlaps with the rest of Ray's start instead of following
-    it.  (A cluster's nodes were configured by ``ray start``: nothing of this reaches them.)"""
+    it.  The local instance is started through minimize/ray_local.py's quick start (its waits overlapped or
+    skipped) unless ``NETSLEUTH_RAY_QUICK_START=0``.  (A cluster's nodes were configured by ``ray start``:
+    nothing of this reaches them.)"""
     ray = import_ray()
     if ray.is_initialized():
         return False
