@@ -72,8 +72,8 @@ def missing_api(ray: Any) -> list[str]:
     missing += [f"Node.{m}" for m in NODE_METHODS if not callable(getattr(node_cls, m, None))]
     missing += [f"RayParams.{p}" for p in PARAMS if not hasattr(params, p)]
     try:
-        from ray.core.generated.gcs_pb2 import GcsNodeInfo
-        from ray.core.generated.gcs_service_pb2 import GetAllNodeInfoRequest
+        from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]  # protobuf-generated
+        from ray.core.generated.gcs_service_pb2 import GetAllNodeInfoRequest  # type: ignore[attr-defined]
         GetAllNodeInfoRequest.NodeSelector(node_id=b"")
         GcsNodeInfo.GcsNodeState.ALIVE  # noqa: B018 - present or AttributeError
     except (ImportError, AttributeError, ValueError) as exc:
@@ -108,7 +108,7 @@ def _node_class_swapped(ray: Any) -> Iterator[None]:
 def quick_node_class(base: type) -> type:
     """:class:`QuickNode` over Ray's ``Node`` class ``base`` (a function: Ray is imported only when used)."""
 
-    class QuickNode(base):  # type: ignore[misc, valid-type]
+    class QuickNode(base):  # type: ignore[misc]
         """Ray's head node, started with the changes of the module's text; any other node is Ray's as is."""
 
         def __init__(self, ray_params: Any, head: bool = False, *args: Any, **kwargs: Any) -> None:
@@ -144,8 +144,8 @@ def quick_node_class(base: type) -> type:
             self._await_registration()
 
         def _await_registration(self) -> None:
-            from ray.core.generated.gcs_pb2 import GcsNodeInfo
-            from ray.core.generated.gcs_service_pb2 import GetAllNodeInfoRequest
+            from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]  # protobuf-generated
+            from ray.core.generated.gcs_service_pb2 import GetAllNodeInfoRequest  # type: ignore[attr-defined]
 
             selector = GetAllNodeInfoRequest.NodeSelector(node_id=bytes.fromhex(self._node_id))
             raylet = self.all_processes["raylet"][0].process
