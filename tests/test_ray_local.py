@@ -4,7 +4,7 @@ Its worker processes start with the raylet and import the modules they are
 given before taking any work, so an actor's start-up finds netsleuth
 already imported; and its shutdown ends every process it started, quickly.
 Started the quick way (minimize/ray_local.py, the default) the instance has
-no autoscaler monitor, and its raylet was given the runtime-env agent's port
+no autoscaler monitor and no API server, and its raylet was given the runtime-env agent's port
 (the port the agent listens on); started with Ray's own ``ray.init``
 (``NETSLEUTH_RAY_QUICK_START=0``) it has a monitor, which the shutdown ends
 without waiting the second Ray gives it to answer SIGTERM.
@@ -68,8 +68,8 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
 def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     names, node, took, left = run_and_stop(monkeypatch, quick=True)
-    assert "raylet" in names and "dashboard.py" in names and "runtime_env/agent/main.py" in names
-    assert "monitor.py" not in names.replace("log_monitor.py", "")
+    assert "raylet" in names and "dashboard/agent.py" in names and "runtime_env/agent/main.py" in names
+    assert "monitor.py" not in names.replace("log_monitor.py", "") and "dashboard/dashboard.py" not in names
     port = node.runtime_env_agent_port
     assert port > 0
     assert f"--runtime-env-agent-port={port}" in names  # given to the agent and registered by the raylet
@@ -80,5 +80,6 @@ def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_
 def test_plain_start_has_its_monitor_and_the_shutdown_does_not_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     names, _node, took, left = run_and_stop(monkeypatch, quick=False)
     assert "raylet" in names and "monitor.py" in names.replace("log_monitor.py", "")
+    assert "dashboard/dashboard.py" in names
     assert left == []
     assert took < 1.0, f"shutdown took {took:.2f} s (Ray's own waits a second on the autoscaler monitor)"

@@ -3,8 +3,7 @@
 It rests on Ray's private API: here the installed Ray must have all of it
 (a Ray upgrade that drops a piece fails this test, naming the piece), a Ray
 without it must be refused with an error that says what is missing and how
-to do without, and the ports given to the raylet must be those the agents
-of this install would report.
+to do without, and the runtime-env agent's port given to the raylet must be free.
 """
 
 from __future__ import annotations
@@ -43,17 +42,15 @@ def test_a_ray_without_that_api_is_refused_naming_what_is_missing() -> None:
     assert fake._private.node.Node is Node  # noqa: SLF001 - nothing was swapped
 
 
-def test_the_agent_ports_are_those_a_minimal_install_reports_and_a_free_one() -> None:
+def test_the_runtime_env_agent_gets_a_free_port_unless_one_was_chosen() -> None:
     params = ray._private.parameter.RayParams()  # noqa: SLF001
-    if ray._private.utils.get_dashboard_dependency_error() is None:  # noqa: SLF001
-        assert agent_ports(params) == {}  # a full install: its dashboard agent picks its metrics ports
-        return
+    params.runtime_env_agent_port = 0  # what Node sets before starting the raylet when none was given
     preset = agent_ports(params)
-    assert preset["metrics_agent_port"] == -1 and preset["metrics_export_port"] == -1
+    assert list(preset) == ["runtime_env_agent_port"]
     with socket.socket() as s:
         s.bind(("", preset["runtime_env_agent_port"]))  # free, as the agent will find it
     params.runtime_env_agent_port = 40001  # a port the user chose is kept
-    assert "runtime_env_agent_port" not in agent_ports(params)
+    assert agent_ports(params) == {}
 
 
 def test_the_environment_variable_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:

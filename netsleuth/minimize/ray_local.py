@@ -13,15 +13,14 @@ for any of this.  :func:`quick_start` makes ``ray.init`` build its head node
 with :class:`QuickNode` (Ray's own ``Node`` class, subclassed) instead,
 which changes four things:
 
-* the raylet is given the agents' ports up front, so it registers, and
-  starts its workers, without waiting for the agents.  In a minimal install
-  (Ray without the dashboard's dependencies) the dashboard agent serves no
-  metrics and reports its two metrics ports as -1, which is what the raylet
-  is given; the runtime-env agent gets a port found free here.  (With the
-  dashboard's dependencies installed the raylet waits for the agents as Ray
-  does: their metrics ports are theirs to choose.)
-* the API server starts right after the raylet, not before it, so its wait
-  overlaps the raylet's and the agents' start instead of preceding them;
+* the raylet is given the runtime-env agent's port (one found free here) up
+  front, so it does not wait for that agent.  It still waits for the
+  dashboard agent: Ray passes the raylet no flag for that agent's listening
+  port (and the agent chooses its metrics ports, or reports none);
+* no API server: without the dashboard (netsleuth starts Ray with
+  ``include_dashboard=False``) it loads nothing but Ray's usage-statistics
+  module, so it is half a second of CPU and a second of waiting that nothing
+  here uses (a dashboard asked for is started as Ray does);
 * the node's registration is polled every 20 ms (a raylet that died ends
   the wait at once, with its log's name), so Ray's own lookup that follows
   finds the node at its first try;
@@ -30,7 +29,7 @@ which changes four things:
   scale, and the monitor's start is a second of CPU on a busy machine.
 
 These rest on Ray's private API (``ray._private.node.Node`` and its
-methods, ``RayParams``' port fields, the GCS client's node lookup).
+methods, ``RayParams`` fields, the GCS client's node lookup).
 :func:`missing_api` lists what the installed Ray lacks of it, and
 :func:`quick_start` raises :class:`RayUnavailableError` naming it rather
 than start Ray some other way; ``NETSLEUTH_RAY_QUICK_START=0`` makes
@@ -53,7 +52,7 @@ POLL = 0.02            # seconds between two looks for the node's registration
 REGISTER_TIMEOUT = 60.0  # seconds for the raylet to register (Ray's own wait is 30 s, then it gives up)
 
 NODE_METHODS = ("start_api_server", "start_ray_processes", "start_monitor", "get_gcs_client", "_get_log_file_name")
-PARAMS = ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port", "no_monitor", "include_dashboard")
+PARAMS = ("runtime_env_agent_port", "no_monitor", "include_dashboard")
 
 
 def enabled() -> bool:
@@ -113,7 +112,6 @@ def quick_node_class(base: type) -> type:
 
         def __init__(self, ray_params: Any, head: bool = False, *args: Any, **kwargs: Any) -> None:
             self._quick = head and not kwargs.get("connect_only", False) and ray_params.include_dashboard is False
-            self._api_server_args: dict[str, Any] | None = None
             if self._quick:
                 ray_params.no_monitor = True
             super().__init__(ray_params, head, *args, **kwargs)
@@ -122,8 +120,7 @@ def quick_node_class(base: type) -> type:
             if not self._quick:
                 super().start_api_server(**kwargs)
                 return
-            self._api_server_args = kwargs  # started after the raylet (start_ray_processes)
-            self._webui_url = ""  # what Ray sets without the dashboard; the raylet is given it
+            self._webui_url = ""  # what Ray sets without the dashboard (and gives the raylet): no address to show
 
         def start_ray_processes(self) -> None:
             if not self._quick:
@@ -139,8 +136,6 @@ def quick_node_class(base: type) -> type:
             finally:  # Ray reads the ports the raylet registered with once the node is up
                 for k, v in saved.items():
                     setattr(params, k, v)
-            if self._api_server_args is not None:
-                super().start_api_server(**self._api_server_args)
             self._await_registration()
 
         def _await_registration(self) -> None:
@@ -167,19 +162,8 @@ def quick_node_class(base: type) -> type:
 
 
 def agent_ports(params: Any) -> dict[str, int]:
-    """The agents' ports to give the raylet so that it need not wait for them (none if it must)."""
-    import ray._private.utils as ray_utils
-
-    if ray_utils.get_dashboard_dependency_error() is None:
-        return {}  # a full install: the dashboard agent serves metrics on ports of its choosing
-    preset: dict[str, int] = {}
-    if not params.metrics_agent_port:
-        preset["metrics_agent_port"] = -1  # what the minimal dashboard agent reports: no metrics
-    if not params.metrics_export_port:
-        preset["metrics_export_port"] = -1
-    if not params.runtime_env_agent_port:
-        preset["runtime_env_agent_port"] = free_port()
-    return preset
+    """The agents' ports to give the raylet so that it need not wait for them: the runtime-env agent's."""
+    return {} if params.runtime_env_agent_port else {"runtime_env_agent_port": free_port()}
 
 
 def free_port() -> int:
