@@ -68,6 +68,7 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
 def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     names, node, took, left = run_and_stop(monkeypatch, quick=True)
+    assert type(node).__name__ == "QuickNode"  # ray.init still builds its head node from ray._private.node.Node
     assert "raylet" in names and "dashboard/agent.py" in names and "runtime_env/agent/main.py" in names
     assert "monitor.py" not in names.replace("log_monitor.py", "") and "dashboard/dashboard.py" not in names
     port = node.runtime_env_agent_port

@@ -51,7 +51,7 @@ ENV = "NETSLEUTH_RAY_QUICK_START"
 POLL = 0.02            # seconds between two looks for the node's registration
 REGISTER_TIMEOUT = 60.0  # seconds for the raylet to register (Ray's own wait is 30 s, then it gives up)
 
-NODE_METHODS = ("start_api_server", "start_ray_processes", "start_monitor", "get_gcs_client", "_get_log_file_name")
+NODE_METHODS = ("start_api_server", "start_ray_processes", "get_gcs_client", "_get_log_file_name")
 PARAMS = ("runtime_env_agent_port", "no_monitor", "include_dashboard")
 
 
