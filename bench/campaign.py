@@ -7,7 +7,9 @@ configuration of ``--configs`` into a fresh OUT, ``--repeat`` times, the
 configurations interleaved (local, ray, local, ray, ...) so that a change
 in the machine's load hits them alike.  ``ray`` is a local Ray instance
 that the campaign starts and stops, its start-up counted, as a user gets
-it; ``ray-handoff`` runs the first jobs on a process pool while Ray starts
+it; ``ray-plain`` is the same with Ray's own start-up instead of
+netsleuth's quicker one (minimize/ray_local.py; ``NETSLEUTH_RAY_QUICK_START=0``);
+``ray-handoff`` runs the first jobs on a process pool while Ray starts
 (campaign/handoff.py, off by default).  Each
 campaign's wall time runs from the call to its return.
 
@@ -36,6 +38,7 @@ from rich.table import Table
 from netsleuth.campaign import runner
 from netsleuth.campaign.runner import run_campaign
 from netsleuth.campaign.spec import CampaignSpec
+from netsleuth.minimize.ray_local import ENV as QUICK_START
 
 RESULTS = Path(__file__).resolve().parent / "results" / "campaign.json"
 RATES = {"host_migration": 0.1, "link_failure": 0.02, "traffic": 0.5, "switch_failure": 0.0}
@@ -48,13 +51,15 @@ def campaign(seeds: int, executor: str, jobs: int) -> CampaignSpec:
 
 
 def one_run(kind: str, jobs: int, seeds: int, out: Path) -> dict[str, Any]:
-    """One campaign of configuration ``kind`` (local, ray, ray-handoff) with ``jobs`` workers."""
+    """One campaign of configuration ``kind`` (local, ray, ray-plain, ray-handoff) with ``jobs`` workers."""
     runner.HANDOFF = kind == "ray-handoff"
+    os.environ[QUICK_START] = "0" if kind == "ray-plain" else "1"
     load = os.getloadavg()[0]
     t = time.monotonic()
     d = run_campaign(campaign(seeds, "local" if kind == "local" else "ray", jobs), out)
     wall = time.monotonic() - t
     runner.HANDOFF = False
+    os.environ.pop(QUICK_START)
     return {"wall_s": round(wall, 2), "runs": d["recorded"], "failed": d["failed"], "load_before": round(load, 2),
             "runs_per_minute": round(d["recorded"] / wall * 60, 2), "buckets": sorted(b["id"] for b in d["buckets"]),
             "jobs_per_node": d.get("jobs_per_node", {}), "handoff": len(d.get("jobs_per_node", {})) > 1}
@@ -73,7 +78,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=8, help="seeds per configuration (2 configurations)")
     ap.add_argument("--configs", default="local:2,ray:2",
-                    help="kind:jobs, comma-separated; kind is local, ray or ray-handoff")
+                    help="kind:jobs, comma-separated; kind is local, ray, ray-plain (Ray's own start-up) "
+                         "or ray-handoff")
     ap.add_argument("--repeat", type=int, default=3, help="campaigns per configuration")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()

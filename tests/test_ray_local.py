@@ -2,8 +2,12 @@
 
 Its worker processes start with the raylet and import the modules they are
 given before taking any work, so an actor's start-up finds netsleuth
-already imported; and its shutdown ends every process it started without
-waiting the second Ray gives its autoscaler monitor to answer SIGTERM.
+already imported; and its shutdown ends every process it started, quickly.
+Started the quick way (minimize/ray_local.py, the default) the instance has
+no autoscaler monitor and no API server, and its raylet was given the runtime-env agent's port
+(the port the agent listens on); started with Ray's own ``ray.init``
+(``NETSLEUTH_RAY_QUICK_START=0``) it has a monitor, which the shutdown ends
+without waiting the second Ray gives it to answer SIGTERM.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from test_campaign import all_gone
 
 from netsleuth.minimize.executors import RayExecutor
 from netsleuth.minimize.ray_executor import init_ray, shutdown_ray
+from netsleuth.minimize.ray_local import ENV
 
 ray = pytest.importorskip("ray")
 
@@ -35,7 +40,10 @@ def state(loaded: bool, _payload: Any) -> bool:
     return loaded
 
 
-def test_the_workers_import_the_preloaded_module_and_shutdown_leaves_no_process_quickly() -> None:
+def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any, float, list[str]]:
+    """Start a local instance, run 4 tasks on 2 actors, shut it down: (its processes' command lines, its node's
+    Node, the shutdown's seconds, the processes left after it)."""
+    monkeypatch.setenv(ENV, "1" if quick else "0")
     assert not ray.is_initialized()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import tests/
     before = {p.pid for p in psutil.Process().children(recursive=True)}  # not Ray's (a resource tracker...)
@@ -45,8 +53,8 @@ def test_the_workers_import_the_preloaded_module_and_shutdown_leaves_no_process_
         pool.start(imported_before_init)
         assert [pool.submit(state, None).result(timeout=60) for _ in range(4)] == [True] * 4
         tree = [p.pid for p in psutil.Process().children(recursive=True) if p.pid not in before]
-        names = " ".join(" ".join(psutil.Process(pid).cmdline()) for pid in tree)
-        assert "raylet" in names and "monitor.py" in names
+        names = "\n".join(" ".join(psutil.Process(pid).cmdline()) for pid in tree)
+        node = ray._private.worker._global_node  # noqa: SLF001 - its ports are those the raylet registered
     finally:
         pool.close()  # not the owner of the instance: its actors end, Ray stays up
         assert ray.is_initialized()
@@ -54,5 +62,25 @@ def test_the_workers_import_the_preloaded_module_and_shutdown_leaves_no_process_
         shutdown_ray(ray)
         took = time.monotonic() - t0
     assert not ray.is_initialized()
-    assert all_gone(tree) == []
+    return names, node, took, all_gone(tree)
+
+
+def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    names, node, took, left = run_and_stop(monkeypatch, quick=True)
+    assert type(node).__name__ == "QuickNode"  # ray.init still builds its head node from ray._private.node.Node
+    assert "raylet" in names and "dashboard/agent.py" in names and "runtime_env/agent/main.py" in names
+    assert "monitor.py" not in names.replace("log_monitor.py", "") and "dashboard/dashboard.py" not in names
+    port = node.runtime_env_agent_port
+    assert port > 0
+    assert f"--runtime-env-agent-port={port}" in names  # given to the agent and registered by the raylet
+    assert left == []
+    assert took < 1.0, f"shutdown took {took:.2f} s"
+
+
+def test_plain_start_has_its_monitor_and_the_shutdown_does_not_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    names, _node, took, left = run_and_stop(monkeypatch, quick=False)
+    assert "raylet" in names and "monitor.py" in names.replace("log_monitor.py", "")
+    assert "dashboard/dashboard.py" in names
+    assert left == []
     assert took < 1.0, f"shutdown took {took:.2f} s (Ray's own waits a second on the autoscaler monitor)"

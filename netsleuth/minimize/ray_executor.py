@@ -34,12 +34,15 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from netsleuth.errors import EnvironmentSetupError, NetsleuthError
 from netsleuth.minimize.errors import RayUnavailableError, WorkerLostError
+from netsleuth.minimize.ray_local import enabled as quick_enabled
+from netsleuth.minimize.ray_local import quick_start
 
 Init = Callable[[int], Any]
 Task = Callable[[Any, Any], Any]
@@ -312,10 +315,11 @@ def local_config(preload: Sequence[str]) -> dict[str, Any]:
 
 
 def shutdown_ray(ray: Any) -> None:
-    """``ray.shutdown()``, quicker for a local instance started here: its autoscaler monitor (which a local
-    instance does not use) is ended at once.  Ray sends each of its processes SIGTERM in turn and waits up
-    to a second for each; the monitor alone takes that whole second, where the others take milliseconds.
-    The driver is still connected then, which the monitor has no part in; the rest goes as Ray does it."""
+    """``ray.shutdown()``, quicker for a local instance started here by plain ``ray.init`` (the quick start
+    starts no monitor): its autoscaler monitor (which a local instance does not use) is ended at once.  Ray
+    sends each of its processes SIGTERM in turn and waits up to a second for each; the monitor alone takes
+    that whole second, where the others take milliseconds.  The driver is still connected then, which the
+    monitor has no part in; the rest goes as Ray does it."""
     for proc in _monitor_processes(ray):
         try:
             proc.kill()
@@ -356,11 +360,15 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     A local instance starts its worker processes with the raylet, not once this driver has connected,
     and they import the modules of ``preload`` before taking work: the actors' own start-up (importing
     netsleuth, a second or more of CPU) then overlaps with the rest of Ray's start instead of following
-    it.  (A cluster's nodes were configured by ``ray start``: nothing of this reaches them.)"""
+    it.  The local instance is started through minimize/ray_local.py's quick start (its waits overlapped or
+    skipped) unless ``NETSLEUTH_RAY_QUICK_START=0``.  (A cluster's nodes were configured by ``ray start``:
+    nothing of this reaches them.)"""
     ray = import_ray()
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
+    quick: AbstractContextManager[None] = (quick_start(ray) if not address and quick_enabled()  # ray_local.py: why
+                                           else nullcontext())
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
@@ -372,7 +380,9 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
                       if k != "CPU"}
             # "local": a new instance of our own, even when this machine runs a cluster started by `ray start`
             # (without it Ray joins that cluster, and refuses the CPU count we give)
-            ray.init(address="local", num_cpus=n, resources=custom, _system_config=local_config(preload), **kwargs)
+            with quick:
+                ray.init(address="local", num_cpus=n, resources=custom, _system_config=local_config(preload),
+                         **kwargs)
     except Exception as exc:
         raise RayUnavailableError(f"cannot start or reach Ray at {address or 'a local instance'}: {exc}",
                                   "check the address (auto, ray://HEAD:10001, HOST:6379) or use --executor local"
