@@ -1,0 +1,185 @@
+"""The short road of the 1.3 exploration: a whole hop (switch, tables, where its copies go) in one pass.
+
+Past the first switch almost every hop of a controller's network has headers that go whole
+from table to table through entries that only output and go to a table (or write
+metadata); :meth:`~netsleuth.invariants.headerspace.of13.switch13._Switch13._chain` already
+runs those without the general machinery, but a hop still paid for a switch object, a
+branch, per-action dispatch and the per-port classification of its copies every time.
+
+:func:`road_hop` runs such a hop with what does not depend on its headers worked out once:
+
+* per instructions (by value), in_port and current-header mapping, the entry's *step*
+  (:func:`_step`): the copies its outputs emit, why an output that emits nothing sent
+  nothing, its write-metadata and goto, or ``None`` when the entry needs the general run
+  (write-actions, any action but an output);
+* per (switch, port), where a copy sent out of it goes in this view (:meth:`Road._where`).
+
+What is left per hop is one best-candidate probe per table (``_TableView.whole``) and the
+hop's own events and pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s
+order, with the same objects and texts.  Anything else -- a loop, a down switch, a split,
+a table miss, a copy that goes nowhere -- returns None before anything is noted, and the
+caller runs the hop the general way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
+
+from netsleuth.invariants.headerspace.of13.space import HS13
+from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, Emission, _Switch13, _TableView
+from netsleuth.invariants.headerspace.of13.symbolic import Sym
+from netsleuth.model.of13.actions import Output
+from netsleuth.model.of13.flowtable import FlowEntry13
+
+if TYPE_CHECKING:
+    from netsleuth.invariants.headerspace.of13.engine import Event13, Hop13, Net13
+
+# a step: (emitted copies, lost text or "", write-metadata (value, mask) or None, goto table or None)
+Step = tuple[tuple[Emission, ...], str, Any, Any]
+_CONTROLLER = ofp.OFPP_CONTROLLER
+_MAX = ofp.OFPP_MAX
+
+
+def _step(comp: Compiled13, entry: FlowEntry13, sym: Sym, in_port: int) -> Step | None:
+    """What ``entry`` does on the short road for headers of mapping ``sym`` that came in on
+    ``in_port`` (None: it needs the general run).  The same emissions, in the same order,
+    and the same lost text as ``_Switch13._chain`` would give.  Kept per compiled pipeline by
+    the instructions' value (entries of one controller mostly share a few), in_port and
+    mapping: what the step reads of the pipeline besides them (its ports) is part of its
+    signature."""
+    inst = entry.instructions
+    steps: dict[Any, Any] = comp.steps
+    key = (inst, in_port, id(sym))
+    try:
+        got = steps.get(key)
+    except TypeError:   # an action the model keeps unhashable: no caching
+        return _make_step(comp, inst, sym, in_port)
+    if got is not None and got[0] is sym:
+        return got[1]
+    if len(steps) >= _STEPS:
+        steps.clear()
+    st = steps[key] = (sym, _make_step(comp, inst, sym, in_port))
+    return st[1]
+
+
+_STEPS = 4096   # steps a compiled pipeline keeps (then it forgets them all)
+
+
+def _make_step(comp: Compiled13, inst: Any, sym: Sym, in_port: int) -> Step | None:
+    if inst.write:
+        return None
+    emits: tuple[Emission, ...] = ()
+    lost = ""
+    pipe = comp.pipe
+    for a in inst.apply or ():
+        if type(a) is not Output:
+            return None
+        port = a.port
+        sent = (port,) if port == _CONTROLLER else pipe.output_ports(port, in_port)
+        if sent:
+            emits += tuple(Emission(q, sym) for q in sent)
+        else:
+            lost = _Switch13._lost(port, in_port)
+    return (emits, lost, inst.metadata, inst.goto)
+
+
+class Road:
+    """The short road for one analysis's network (see the module docstring)."""
+
+    __slots__ = ("net", "_where", "_keys")
+
+    def __init__(self, net: Net13) -> None:
+        self.net = net
+        self._where: dict[tuple[str, int], tuple[int, Any]] = {}
+        self._keys: dict[int, tuple[HS13, dict[int, tuple[tuple[int, int], ...]]]] = {}
+
+    def best(self, tv: _TableView, orig: HS13) -> int | None:
+        """``tv.whole(orig)``, from what ``orig``'s terms show of the bits ``tv`` tests, worked
+        out once per header set and set of bits: a class of headers keeps its object from hop
+        to hop, and the tables of a network mostly test the same bits."""
+        got = self._keys.get(id(orig))
+        if got is None or got[0] is not orig:
+            got = self._keys[id(orig)] = (orig, {})
+        bits = tv.bits
+        ks = got[1].get(bits)
+        if ks is None:
+            ks = got[1][bits] = tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
+        return tv.whole_keys(ks)
+
+    def where(self, s: str, q: int) -> tuple[int, Any]:
+        """Where a copy out of ``s:q`` goes: (0, (switch, port)) to a switch, (1, host) to a
+        host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
+        got = self._where.get((s, q))
+        if got is None:
+            view = self.net.view
+            if q == _CONTROLLER:
+                got = (2, None)
+            elif q > _MAX:
+                got = (3, f"output to special port {q:#x}")
+            else:
+                peer = view.peer(s, q)
+                if peer is None:
+                    got = (3, f"port {q} has no live link")
+                elif peer[0] in view.switches:
+                    got = (0, peer)
+                else:
+                    got = (1, peer[0])
+            self._where[(s, q)] = got
+        return got
+
+
+def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[list[Event13], list[Hop13]] | None:
+    """:func:`~netsleuth.invariants.headerspace.of13.engine.hop13` for a hop on the short road
+    (its events and pushed hops, equal to hop13's), or None: run it the general way (nothing
+    was noted then).  ``noted``: where the table lookups go (the incremental engine's)."""
+    from netsleuth.invariants.headerspace.of13.engine import HsaEvent13
+
+    s, p, orig, sym, path, rules, choices = item
+    here = (s, p)
+    net = road.net
+    if here in path or not net.view.is_switch_up(s):
+        return None
+    comp = net.compiled(s)
+    t = md = tid = 0
+    took: list[tuple[str, int, FlowEntry13]] = []
+    seen: list[tuple[int, int]] = []
+    emits: tuple[Emission, ...] = ()
+    while True:
+        tv: _TableView = comp.view(t, sym, p, md, tid)
+        seen.append((t, md))
+        r = road.best(tv, orig)
+        if r is None or r < 0:
+            return None   # a miss (an event of its own) or a split
+        entry = tv.entries[r]
+        st = _step(comp, entry, sym, p)
+        if st is None:
+            return None
+        took.append((s, t, entry))
+        emits += st[0]   # (an output that sent nothing matters only to a hop that sends nothing)
+        if st[2] is not None:
+            md = entry.instructions.next_metadata(md)
+        if st[3] is None:
+            break
+        t = st[3]
+    if not emits:
+        return None   # the general run tells why nothing was sent
+    if noted is not None:
+        noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)
+    path = path + (here,)
+    r2 = rules + tuple(took)
+    events: list[Event13] = []
+    pushes: list[Hop13] = []
+    where = road.where
+    for em in emits:
+        kind, x = where(s, em.port)
+        if kind == 0:
+            pushes.append((x[0], x[1], orig, em.sym, path, r2, choices))
+        elif kind == 1:
+            events.append(("delivered", x, HsaEvent13(orig, x, path, r2, choices, sym=em.sym)))
+        elif kind == 2:
+            events.append(("punted", s, HsaEvent13(orig, s, path, r2, choices)))
+        else:
+            events.append(("drops", None, HsaEvent13(orig, s, path, r2, choices, x)))
+    return events, pushes
