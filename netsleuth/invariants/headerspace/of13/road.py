@@ -8,7 +8,7 @@ branch, per-action dispatch and the per-port classification of its copies every 
 
 :func:`road_hop` runs such a hop with what does not depend on its headers worked out once:
 
-* per instructions (by value), in_port and current-header mapping, the entry's *step*
+* per instructions object, in_port and current-header mapping, the entry's *step*
   (:func:`_step`): the copies its outputs emit, why an output that emits nothing sent
   nothing, its write-metadata and goto, or ``None`` when the entry needs the general run
   (write-actions, any action but an output);
@@ -46,22 +46,20 @@ def _step(comp: Compiled13, entry: FlowEntry13, sym: Sym, in_port: int) -> Step 
     """What ``entry`` does on the short road for headers of mapping ``sym`` that came in on
     ``in_port`` (None: it needs the general run).  The same emissions, in the same order,
     and the same lost text as ``_Switch13._chain`` would give.  Kept per compiled pipeline by
-    the instructions' value (entries of one controller mostly share a few), in_port and
-    mapping: what the step reads of the pipeline besides them (its ports) is part of its
-    signature."""
+    the instructions object (a controller's entries often share one; a MODIFY gives an entry
+    new ones), in_port and mapping: what the step reads of the pipeline besides them (its
+    ports) is part of its signature."""
     inst = entry.instructions
     steps: dict[Any, Any] = comp.steps
-    key = (inst, in_port, id(sym))
-    try:
-        got = steps.get(key)
-    except TypeError:   # an action the model keeps unhashable: no caching
-        return _make_step(comp, inst, sym, in_port)
-    if got is not None and got[0] is sym:
-        return got[1]
+    key = (id(inst), in_port, id(sym))
+    got = steps.get(key)
+    if got is not None and got[0] is inst and got[1] is sym:
+        return got[2]
     if len(steps) >= _STEPS:
         steps.clear()
-    st = steps[key] = (sym, _make_step(comp, inst, sym, in_port))
-    return st[1]
+    st = _make_step(comp, inst, sym, in_port)
+    steps[key] = (inst, sym, st)   # holding both: their ids are not reused while the key is here
+    return st
 
 
 _STEPS = 4096   # steps a compiled pipeline keeps (then it forgets them all)

@@ -91,15 +91,18 @@ class ExplorationHop:
             return _Recording(comp, node_ids, alts_, lookups, groups)
 
         got = road_hop(net.road, self.item, lookups)
-        events, pushes = hop13(net, self.item, alts, make) if got is None else got
-        # the groups the entries it hit name, run or not: deleting a group removes those entries
-        n0 = len(self.item[5])
-        for _c, _k, ev in events:
-            for _s, _t, e in ev.rules[n0:]:
-                groups.extend(_groups_of(e))
-        for p in pushes:
-            for _s, _t, e in p[5][n0:]:
-                groups.extend(_groups_of(e))
+        if got is not None:   # the short road's entries only output: they name no group
+            events, pushes = got
+        else:
+            events, pushes = hop13(net, self.item, alts, make)
+            # the groups the entries it hit name, run or not: deleting a group removes those entries
+            n0 = len(self.item[5])
+            for _c, _k, ev in events:
+                for _s, _t, e in ev.rules[n0:]:
+                    groups.extend(_groups_of(e))
+            for p in pushes:
+                for _s, _t, e in p[5][n0:]:
+                    groups.extend(_groups_of(e))
         self.own, self.lookups, self.groups = events, lookups, list(dict.fromkeys(groups))
         self.kids = [ExplorationHop(p, self.ing, self) for p in pushes]
         self._flat = None
