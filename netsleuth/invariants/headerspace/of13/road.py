@@ -86,32 +86,27 @@ def _make_step(comp: Compiled13, inst: Any, sym: Sym, in_port: int) -> Step | No
 class Road:
     """The short road for one analysis's network (see the module docstring)."""
 
-    __slots__ = ("net", "_where", "_keys")
+    __slots__ = ("net", "event", "_view", "_where", "_keys")
 
     def __init__(self, net: Net13) -> None:
+        from netsleuth.invariants.headerspace.of13.engine import HsaEvent13   # engine imports this module
+
         self.net = net
+        self.event = HsaEvent13
+        self._view: Any = None
         self._where: dict[tuple[str, int], tuple[int, Any]] = {}
+        # per header set (by id, held): what its terms show of each set of bits a view tests
         self._keys: dict[int, tuple[HS13, dict[int, tuple[tuple[int, int], ...]]]] = {}
 
-    def best(self, tv: _TableView, orig: HS13) -> int | None:
-        """``tv.whole(orig)``, from what ``orig``'s terms show of the bits ``tv`` tests, worked
-        out once per header set and set of bits: a class of headers keeps its object from hop
-        to hop, and the tables of a network mostly test the same bits."""
-        got = self._keys.get(id(orig))
-        if got is None or got[0] is not orig:
-            got = self._keys[id(orig)] = (orig, {})
-        bits = tv.bits
-        ks = got[1].get(bits)
-        if ks is None:
-            ks = got[1][bits] = tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
-        return tv.whole_keys(ks)
-
     def where(self, s: str, q: int) -> tuple[int, Any]:
-        """Where a copy out of ``s:q`` goes: (0, (switch, port)) to a switch, (1, host) to a
-        host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
+        """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
+        switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
+        view = self.net.view
+        if view is not self._view:   # the incremental engine's view changes from message to message
+            self._view = view
+            self._where.clear()
         got = self._where.get((s, q))
         if got is None:
-            view = self.net.view
             if q == _CONTROLLER:
                 got = (2, None)
             elif q > _MAX:
@@ -127,13 +122,23 @@ class Road:
             self._where[(s, q)] = got
         return got
 
+    def keys_of(self, orig: HS13) -> dict[int, tuple[tuple[int, int], ...]]:
+        """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by those bits."""
+        got = self._keys.get(id(orig))
+        if got is None or got[0] is not orig:
+            if len(self._keys) >= _KEYS:
+                self._keys.clear()
+            got = self._keys[id(orig)] = (orig, {})
+        return got[1]
+
+
+_KEYS = 1 << 17   # header sets a road remembers keys for (then it forgets them all)
+
 
 def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[list[Event13], list[Hop13]] | None:
     """:func:`~netsleuth.invariants.headerspace.of13.engine.hop13` for a hop on the short road
     (its events and pushed hops, equal to hop13's), or None: run it the general way (nothing
     was noted then).  ``noted``: where the table lookups go (the incremental engine's)."""
-    from netsleuth.invariants.headerspace.of13.engine import HsaEvent13
-
     s, p, orig, sym, path, rules, choices = item
     here = (s, p)
     net = road.net
@@ -144,12 +149,26 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     took: list[tuple[str, int, FlowEntry13]] = []
     seen: list[tuple[int, int]] = []
     emits: tuple[Emission, ...] = ()
+    keys = road.keys_of(orig)
     while True:
         tv: _TableView = comp.view(t, sym, p, md, tid)
         seen.append((t, md))
-        r = road.best(tv, orig)
-        if r is None or r < 0:
-            return None   # a miss (an event of its own) or a split
+        # tv.whole(orig), from the distinct (value & bits, mask & bits) of orig's terms: all it
+        # reads of them, worked out once per header set and bits (a class of headers keeps its
+        # object from hop to hop, and a network's tables mostly test the same bits)
+        bits = tv.bits
+        ks = keys.get(bits)
+        if ks is None:
+            ks = keys[bits] = tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
+        if len(ks) == 1:
+            v, m = ks[0]
+            r = tv._best(v, m)
+            if r is None or tv.ws[r][1] & ~m:
+                return None   # a miss (an event of its own) or a split
+        else:
+            r = tv.whole_keys(ks)
+            if r is None or r < 0:
+                return None
         entry = tv.entries[r]
         st = _step(comp, entry, sym, p)
         if st is None:
@@ -170,14 +189,15 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     events: list[Event13] = []
     pushes: list[Hop13] = []
     where = road.where
+    event = road.event
     for em in emits:
         kind, x = where(s, em.port)
         if kind == 0:
             pushes.append((x[0], x[1], orig, em.sym, path, r2, choices))
         elif kind == 1:
-            events.append(("delivered", x, HsaEvent13(orig, x, path, r2, choices, sym=em.sym)))
+            events.append(("delivered", x, event(orig, x, path, r2, choices, sym=em.sym)))
         elif kind == 2:
-            events.append(("punted", s, HsaEvent13(orig, s, path, r2, choices)))
+            events.append(("punted", s, event(orig, s, path, r2, choices)))
         else:
-            events.append(("drops", None, HsaEvent13(orig, s, path, r2, choices, x)))
+            events.append(("drops", None, event(orig, s, path, r2, choices, x)))
     return events, pushes
