@@ -177,7 +177,7 @@ class Net13:
         self._comp: dict[str, Compiled13] = {}
         self._cache = cache if cache is not None else {}
         self.node_ids = itertools.count()
-        self.road = Road(self)
+        self.road = Road(self, HsaEvent13)
 
     def compiled(self, name: str) -> Compiled13:
         c = self._comp.get(name)

@@ -88,11 +88,9 @@ class Road:
 
     __slots__ = ("net", "event", "_view", "_where", "_keys")
 
-    def __init__(self, net: Net13) -> None:
-        from netsleuth.invariants.headerspace.of13.engine import HsaEvent13   # engine imports this module
-
+    def __init__(self, net: Net13, event: type) -> None:
         self.net = net
-        self.event = HsaEvent13
+        self.event = event   # the engine's HsaEvent13 (the engine imports this module)
         self._view: Any = None
         self._where: dict[tuple[str, int], tuple[int, Any]] = {}
         # per header set (by id, held): what its terms show of each set of bits a view tests
@@ -184,8 +182,12 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         return None   # the general run tells why nothing was sent
     if noted is not None:
         noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)
-    path = path + (here,)
-    r2 = rules + tuple(took)
+    return _send(road, s, orig, path + (here,), rules + tuple(took), choices, emits)
+
+
+def _send(road: Road, s: str, orig: HS13, path: tuple[Any, ...], r2: tuple[Any, ...], choices: tuple[Any, ...],
+          emits: tuple[Emission, ...]) -> tuple[list[Event13], list[Hop13]]:
+    """The events and pushed hops of a road hop's copies, in hop13's order."""
     events: list[Event13] = []
     pushes: list[Hop13] = []
     where = road.where
