@@ -12,13 +12,22 @@ branch, per-action dispatch and the per-port classification of its copies every 
   (:func:`_step`): the copies its outputs emit, why an output that emits nothing sent
   nothing, its write-metadata and goto, or ``None`` when the entry needs the general run
   (write-actions, any action but an output);
-* per (switch, port), where a copy sent out of it goes in this view (:meth:`Road._where`).
+* per (switch, port), where a copy sent out of it goes in this view (:meth:`Road.where`);
+* per header set (a class keeps its object from hop to hop) and set of bits a table view
+  tests, the distinct (value, mask) its terms show of those bits (:meth:`Road.keys_of`):
+  all that ``_TableView.whole`` reads of them, so the big-int masking of every term is
+  done once per class instead of at every table of every hop.
 
-What is left per hop is one best-candidate probe per table (``_TableView.whole``) and the
-hop's own events and pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s
-order, with the same objects and texts.  Anything else -- a loop, a down switch, a split,
-a table miss, a copy that goes nowhere -- returns None before anything is noted, and the
-caller runs the hop the general way.
+What is left per hop is one best-candidate probe per table and the hop's own events and
+pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s order,
+with the same objects and texts (``tests/test_headerspace13_road.py`` runs every hop both
+ways).  Anything else -- a loop, a down switch, a split, a table miss, a copy that goes
+nowhere -- returns None before anything is noted, and the caller runs the hop the general
+way.
+
+This is not yet the 1.0 engine's batch (every ingress's classes through a table at once,
+as numpy arrays): a 1.3 hop's results are events per class with their own path and rules,
+and the classes are header sets, not small keys, so the per-class work stays in Python.
 """
 
 from __future__ import annotations
