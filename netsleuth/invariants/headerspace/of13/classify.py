@@ -161,6 +161,22 @@ class _TableView:
             lv, lm = kv, km
         return got
 
+    def whole_keys(self, keys: tuple[tuple[int, int], ...]) -> int | None:
+        """:meth:`whole` from the distinct (value & bits, mask & bits) of the terms, in any
+        order (what it reads of a term; the answer does not depend on their order)."""
+        got: int | None = -1
+        first = True
+        ws = self.ws
+        for v, m in keys:
+            r = self._best(v, m)
+            if r is not None and ws[r][1] & ~m:
+                return -1   # the best candidate takes part of the term only
+            if not first and r != got:
+                return -1
+            got = r
+            first = False
+        return got
+
     def _best(self, v: int, m: int) -> int | None:
         """The first of :meth:`candidates` (None: none)."""
         best = None

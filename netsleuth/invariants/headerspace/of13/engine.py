@@ -76,6 +76,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
+from netsleuth.invariants.headerspace.of13.road import Road, road_hop
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -176,6 +177,7 @@ class Net13:
         self._comp: dict[str, Compiled13] = {}
         self._cache = cache if cache is not None else {}
         self.node_ids = itertools.count()
+        self.road = Road(self, HsaEvent13)
 
     def compiled(self, name: str) -> Compiled13:
         c = self._comp.get(name)
@@ -202,7 +204,8 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
         if reach.hops > budget:
             reach.truncated = True
             break
-        events, pushes = hop13(net, item, reach.alts)
+        got = road_hop(net.road, item)
+        events, pushes = hop13(net, item, reach.alts) if got is None else got
         for cat, key, ev in events:
             add_event(reach, cat, key, ev)
         stack.extend(pushes)

@@ -133,6 +133,7 @@ class Compiled13:
         self._views: dict[tuple[Any, ...], _TableView] = {}
         # (port, in_port, id(sym)) -> (sym, what an output there emits): ports are part of the signature
         self.emissions: dict[tuple[int, int, int], tuple[Sym, tuple[Emission, ...]]] = {}
+        self.steps: dict[Any, Any] = {}   # what instructions do on the short road (of13/road.py)
 
     @property
     def pipe(self) -> Pipeline13:

@@ -18,7 +18,7 @@ those entries). Such a hop is run again and its subtree rebuilt; every other sub
 keeps its events, the very same objects, so the checks can tell what did not move by
 identity. :meth:`ExplorationHop.flat` lists a subtree's events in explore13's order, so an
 ingress's :class:`Reach13` rebuilt from the tree is the one explore13 would return (the
-shared :func:`hop13` runs every hop either way).
+shared :func:`hop13`, or the short road of ``road.py`` before it, runs every hop either way).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from netsleuth.invariants.headerspace.of13.engine import Event13, Hop13, Net13, Reach13, add_event, hop13
+from netsleuth.invariants.headerspace.of13.road import road_hop
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13
 from netsleuth.model.of13.actions import Group
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13
@@ -89,15 +90,19 @@ class ExplorationHop:
         def make(comp: Compiled13, node_ids: Any, alts_: dict[int, int]) -> _Switch13:
             return _Recording(comp, node_ids, alts_, lookups, groups)
 
-        events, pushes = hop13(net, self.item, alts, make)
-        # the groups the entries it hit name, run or not: deleting a group removes those entries
-        n0 = len(self.item[5])
-        for _c, _k, ev in events:
-            for _s, _t, e in ev.rules[n0:]:
-                groups.extend(_groups_of(e))
-        for p in pushes:
-            for _s, _t, e in p[5][n0:]:
-                groups.extend(_groups_of(e))
+        got = road_hop(net.road, self.item, lookups)
+        if got is not None:   # the short road's entries only output: they name no group
+            events, pushes = got
+        else:
+            events, pushes = hop13(net, self.item, alts, make)
+            # the groups the entries it hit name, run or not: deleting a group removes those entries
+            n0 = len(self.item[5])
+            for _c, _k, ev in events:
+                for _s, _t, e in ev.rules[n0:]:
+                    groups.extend(_groups_of(e))
+            for p in pushes:
+                for _s, _t, e in p[5][n0:]:
+                    groups.extend(_groups_of(e))
         self.own, self.lookups, self.groups = events, lookups, list(dict.fromkeys(groups))
         self.kids = [ExplorationHop(p, self.ing, self) for p in pushes]
         self._flat = None

@@ -1,0 +1,214 @@
+"""The short road of the 1.3 exploration: a whole hop (switch, tables, where its copies go) in one pass.
+
+Past the first switch almost every hop of a controller's network has headers that go whole
+from table to table through entries that only output and go to a table (or write
+metadata); :meth:`~netsleuth.invariants.headerspace.of13.switch13._Switch13._chain` already
+runs those without the general machinery, but a hop still paid for a switch object, a
+branch, per-action dispatch and the per-port classification of its copies every time.
+
+:func:`road_hop` runs such a hop with what does not depend on its headers worked out once:
+
+* per instructions object, in_port and current-header mapping, the entry's *step*
+  (:func:`_step`): the copies its outputs emit, why an output that emits nothing sent
+  nothing, its write-metadata and goto, or ``None`` when the entry needs the general run
+  (write-actions, any action but an output);
+* per (switch, port), where a copy sent out of it goes in this view (:meth:`Road.where`);
+* per header set (a class keeps its object from hop to hop) and set of bits a table view
+  tests, the distinct (value, mask) its terms show of those bits (:meth:`Road.keys_of`):
+  all that ``_TableView.whole`` reads of them, so the big-int masking of every term is
+  done once per class instead of at every table of every hop.
+
+What is left per hop is one best-candidate probe per table and the hop's own events and
+pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s order,
+with the same objects and texts (``tests/test_headerspace13_road.py`` runs every hop both
+ways).  Anything else -- a loop, a down switch, a split, a table miss, a copy that goes
+nowhere -- returns None before anything is noted, and the caller runs the hop the general
+way.
+
+This is not yet the 1.0 engine's batch (every ingress's classes through a table at once,
+as numpy arrays): a 1.3 hop's results are events per class with their own path and rules,
+and the classes are header sets, not small keys, so the per-class work stays in Python.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
+
+from netsleuth.invariants.headerspace.of13.space import HS13
+from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, Emission, _Switch13, _TableView
+from netsleuth.invariants.headerspace.of13.symbolic import Sym
+from netsleuth.model.of13.actions import Output
+from netsleuth.model.of13.flowtable import FlowEntry13
+
+if TYPE_CHECKING:
+    from netsleuth.invariants.headerspace.of13.engine import Event13, Hop13, Net13
+
+# a step: (emitted copies, lost text or "", write-metadata (value, mask) or None, goto table or None)
+Step = tuple[tuple[Emission, ...], str, Any, Any]
+_CONTROLLER = ofp.OFPP_CONTROLLER
+_MAX = ofp.OFPP_MAX
+
+
+def _step(comp: Compiled13, entry: FlowEntry13, sym: Sym, in_port: int) -> Step | None:
+    """What ``entry`` does on the short road for headers of mapping ``sym`` that came in on
+    ``in_port`` (None: it needs the general run).  The same emissions, in the same order,
+    and the same lost text as ``_Switch13._chain`` would give.  Kept per compiled pipeline by
+    the instructions object (a controller's entries often share one; a MODIFY gives an entry
+    new ones), in_port and mapping: what the step reads of the pipeline besides them (its
+    ports) is part of its signature."""
+    inst = entry.instructions
+    steps: dict[Any, Any] = comp.steps
+    key = (id(inst), in_port, id(sym))
+    got = steps.get(key)
+    if got is not None and got[0] is inst and got[1] is sym:
+        return got[2]
+    if len(steps) >= _STEPS:
+        steps.clear()
+    st = _make_step(comp, inst, sym, in_port)
+    steps[key] = (inst, sym, st)   # holding both: their ids are not reused while the key is here
+    return st
+
+
+_STEPS = 4096   # steps a compiled pipeline keeps (then it forgets them all)
+
+
+def _make_step(comp: Compiled13, inst: Any, sym: Sym, in_port: int) -> Step | None:
+    if inst.write:
+        return None
+    emits: tuple[Emission, ...] = ()
+    lost = ""
+    pipe = comp.pipe
+    for a in inst.apply or ():
+        if type(a) is not Output:
+            return None
+        port = a.port
+        sent = (port,) if port == _CONTROLLER else pipe.output_ports(port, in_port)
+        if sent:
+            emits += tuple(Emission(q, sym) for q in sent)
+        else:
+            lost = _Switch13._lost(port, in_port)
+    return (emits, lost, inst.metadata, inst.goto)
+
+
+class Road:
+    """The short road for one analysis's network (see the module docstring)."""
+
+    __slots__ = ("net", "event", "_view", "_where", "_keys")
+
+    def __init__(self, net: Net13, event: type) -> None:
+        self.net = net
+        self.event = event   # the engine's HsaEvent13 (the engine imports this module)
+        self._view: Any = None
+        self._where: dict[tuple[str, int], tuple[int, Any]] = {}
+        # per header set (by id, held): what its terms show of each set of bits a view tests
+        self._keys: dict[int, tuple[HS13, dict[int, tuple[tuple[int, int], ...]]]] = {}
+
+    def where(self, s: str, q: int) -> tuple[int, Any]:
+        """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
+        switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
+        view = self.net.view
+        if view is not self._view:   # the incremental engine's view changes from message to message
+            self._view = view
+            self._where.clear()
+        got = self._where.get((s, q))
+        if got is None:
+            if q == _CONTROLLER:
+                got = (2, None)
+            elif q > _MAX:
+                got = (3, f"output to special port {q:#x}")
+            else:
+                peer = view.peer(s, q)
+                if peer is None:
+                    got = (3, f"port {q} has no live link")
+                elif peer[0] in view.switches:
+                    got = (0, peer)
+                else:
+                    got = (1, peer[0])
+            self._where[(s, q)] = got
+        return got
+
+    def keys_of(self, orig: HS13) -> dict[int, tuple[tuple[int, int], ...]]:
+        """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by those bits."""
+        got = self._keys.get(id(orig))
+        if got is None or got[0] is not orig:
+            if len(self._keys) >= _KEYS:
+                self._keys.clear()
+            got = self._keys[id(orig)] = (orig, {})
+        return got[1]
+
+
+_KEYS = 1 << 17   # header sets a road remembers keys for (then it forgets them all)
+
+
+def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[list[Event13], list[Hop13]] | None:
+    """:func:`~netsleuth.invariants.headerspace.of13.engine.hop13` for a hop on the short road
+    (its events and pushed hops, equal to hop13's), or None: run it the general way (nothing
+    was noted then).  ``noted``: where the table lookups go (the incremental engine's)."""
+    s, p, orig, sym, path, rules, choices = item
+    here = (s, p)
+    net = road.net
+    if here in path or not net.view.is_switch_up(s):
+        return None
+    comp = net.compiled(s)
+    t = md = tid = 0
+    took: list[tuple[str, int, FlowEntry13]] = []
+    seen: list[tuple[int, int]] = []
+    emits: tuple[Emission, ...] = ()
+    keys = road.keys_of(orig)
+    while True:
+        tv: _TableView = comp.view(t, sym, p, md, tid)
+        seen.append((t, md))
+        # tv.whole(orig), from the distinct (value & bits, mask & bits) of orig's terms: all it
+        # reads of them, worked out once per header set and bits (a class of headers keeps its
+        # object from hop to hop, and a network's tables mostly test the same bits)
+        bits = tv.bits
+        ks = keys.get(bits)
+        if ks is None:
+            ks = keys[bits] = tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
+        if len(ks) == 1:
+            v, m = ks[0]
+            r = tv._best(v, m)
+            if r is None or tv.ws[r][1] & ~m:
+                return None   # a miss (an event of its own) or a split
+        else:
+            r = tv.whole_keys(ks)
+            if r is None or r < 0:
+                return None
+        entry = tv.entries[r]
+        st = _step(comp, entry, sym, p)
+        if st is None:
+            return None
+        took.append((s, t, entry))
+        emits += st[0]   # (an output that sent nothing matters only to a hop that sends nothing)
+        if st[2] is not None:
+            md = entry.instructions.next_metadata(md)
+        if st[3] is None:
+            break
+        t = st[3]
+    if not emits:
+        return None   # the general run tells why nothing was sent
+    if noted is not None:
+        noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)
+    return _send(road, s, orig, path + (here,), rules + tuple(took), choices, emits)
+
+
+def _send(road: Road, s: str, orig: HS13, path: tuple[Any, ...], r2: tuple[Any, ...], choices: tuple[Any, ...],
+          emits: tuple[Emission, ...]) -> tuple[list[Event13], list[Hop13]]:
+    """The events and pushed hops of a road hop's copies, in hop13's order."""
+    events: list[Event13] = []
+    pushes: list[Hop13] = []
+    where = road.where
+    event = road.event
+    for em in emits:
+        kind, x = where(s, em.port)
+        if kind == 0:
+            pushes.append((x[0], x[1], orig, em.sym, path, r2, choices))
+        elif kind == 1:
+            events.append(("delivered", x, event(orig, x, path, r2, choices, sym=em.sym)))
+        elif kind == 2:
+            events.append(("punted", s, event(orig, s, path, r2, choices)))
+        else:
+            events.append(("drops", None, event(orig, s, path, r2, choices, x)))
+    return events, pushes
