@@ -249,6 +249,7 @@ class CompiledSwitch:
         self.ports = switch.ports
         self.table = switch.table
         self.port_state = port_state(switch)
+        self._ps: tuple[int, int] | None = None  # (generation, port state id), see code_for_aid
         self._version = getattr(switch.table, "version", None)
         if use_index is None:
             use_index = USE_TABLE_INDEX
@@ -501,20 +502,10 @@ class CompiledSwitch:
         """:meth:`code_for` of the action list with interned id ``aid`` (see
         ``FlowTable``'s action ids), shared by every switch with the same ports and state:
         the switches of a fat tree all ask the same few questions."""
-        ps = _PORT_STATES.get(self.port_state)
-        if ps is None:
-            if len(_PORT_STATES) >= _SHARED_MAX:
-                _PORT_STATES.clear()
-                _CODES.clear()
-            ps = _PORT_STATES[self.port_state] = len(_PORT_STATES)
-        key = (aid, p, ps)
-        c = _CODES.get(key)
-        if c is None:
-            if len(_CODES) >= _SHARED_MAX:
-                _CODES.clear()
-            acts = actions_of(aid)
-            c = _CODES[key] = _code(self.emissions_for(acts, p), acts)
-        return c
+        ps = self._ps
+        if ps is None or ps[0] != _PS_GEN[0]:  # (ids handed out before a clear mean nothing)
+            ps = self._ps = (_PS_GEN[0], port_state_id(self.port_state))
+        return shared_code(aid, p, ps[1], self.ports)
 
     def code_for(self, acts: tuple, p: int) -> int:
         """:meth:`fast_code` of an action list."""
@@ -539,6 +530,40 @@ def port_pattern(index: dict, p: int) -> tuple[int, Any]:
 _PORT_STATES: dict[tuple, int] = {}
 _CODES: dict[tuple[int, int, int], int] = {}
 _SHARED_MAX = 1 << 16
+# Bumped whenever the two maps above are cleared: a port state id kept by a caller (a compiled
+# switch, an incremental check's switch) is good while the generation it was read in lasts,
+# so a hot path skips hashing the whole port state tuple for every question.
+_PS_GEN = [0]
+
+
+def port_state_id(state: tuple) -> int:
+    """The small id of a port state (:func:`port_state`) in generation ``_PS_GEN[0]``."""
+    ps = _PORT_STATES.get(state)
+    if ps is None:
+        if len(_PORT_STATES) >= _SHARED_MAX:
+            _PORT_STATES.clear()
+            _CODES.clear()
+            _PS_GEN[0] += 1
+        ps = _PORT_STATES[state] = len(_PORT_STATES)
+    return ps
+
+
+def ps_generation() -> int:
+    """The generation port state ids are valid in (see :func:`port_state_id`)."""
+    return _PS_GEN[0]
+
+
+def shared_code(aid: int, p: int, ps: int, ports: dict) -> int:
+    """The fast code of the action list with id ``aid`` for a packet arriving on ``p`` at a
+    switch whose ports are ``ports`` and whose port state id (this generation's) is ``ps``."""
+    key = (aid, p, ps)
+    c = _CODES.get(key)
+    if c is None:
+        if len(_CODES) >= _SHARED_MAX:
+            _CODES.clear()
+        acts = actions_of(aid)
+        c = _CODES[key] = _code(_emissions(acts, p, ports), acts)
+    return c
 
 
 def _code(ems: tuple[Emission, ...], acts: tuple) -> int:

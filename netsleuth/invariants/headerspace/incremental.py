@@ -217,6 +217,7 @@ class IncrementalHSA(_ClassTracker):
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
         self._stat = {}   # cell -> its port's pattern when last seen
+        self._psid = {}   # switch -> (generation, port state id): ports stay as they are till the next full check
         # per ingress number
         self._dropx = {}
         self._genx = {}
@@ -239,7 +240,7 @@ class IncrementalHSA(_ClassTracker):
             None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
         self._index_base(trace)
         del trace
-        self._absorb(b, None)
+        self._absorb(b)
         # reports read the view, the compiled switches and the host behind each ingress
         self._A = Analysis(steady, list(self._ingresses), ingress_host, {}, _Batch(masks=self._masks),
                            dict(self._tag), net)
