@@ -236,8 +236,7 @@ class IncrementalHSA(_ClassTracker):
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
-        self._ids = [
-            None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
+        self._ids_of(net, b, n)
         self._index_base(trace)
         del trace
         self._absorb(b)
@@ -333,10 +332,22 @@ class IncrementalHSA(_ClassTracker):
         for s in seen:
             self._seen_at.setdefault(s, set()).add(ing)
 
-    @staticmethod
-    def _code_map(net: HsaNet, ing: Port) -> dict[int, int]:
-        # not copied: it may be the compiled port's own map, and flow_mod copies before it writes
-        return net.compiled(ing[0]).port(ing[1]).code_map()
+    def _ids_of(self, net: HsaNet, b: _Batch, n: int) -> None:
+        """Each batch ingress's key id -> fast code map (``_ids``).  Not copied: a compiled port's
+        ``code_map`` is usually a dict made for the caller, which flow_mod may change in place
+        (``_own_ids``), but it may be the port's own map, which flow_mod copies before it writes."""
+        self._ids = []
+        self._own_ids = set()
+        for t in range(n):
+            if b.ids_at.get(t) is None:
+                self._ids.append(None)
+                continue
+            ing = self._ingresses[t]
+            pi = net.compiled(ing[0]).port(ing[1])
+            ids = pi.code_map()
+            if ids is not pi.ids:
+                self._own_ids.add(t)
+            self._ids.append(ids)
 
     def _analysis(self, ing: Port, xs: Iterable[int]) -> Analysis:
         """An :class:`Analysis` of ``ing`` alone holding the classes ``xs`` of it (and its

@@ -100,6 +100,7 @@ class _ClassTracker:
     _at_switch: dict[str, list[Port]]            # switch -> its ingresses
     _masks: list[int]                            # ingress number -> its class pattern
     _ids: list[dict[int, int] | None]            # ingress number -> key id -> fast code
+    _own_ids: set[int]                           # ingress numbers whose _ids dict is the tracker's own
     # per class: where it ended (an interned tuple); the cells a re-traced class crossed
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
@@ -457,7 +458,9 @@ class _ClassTracker:
                         redo.setdefault(t, set()).add(j | shifted)
                     continue
                 if ids is None:
-                    ids = dict(old)  # a copy: the dict may be a compiled port's
+                    # a copy the first time: till then the dict may be a compiled port's
+                    ids = old if t in self._own_ids else dict(old)
+                    self._own_ids.add(t)
                 if code is None:
                     del ids[j]
                     self._purge(j | shifted, tc)
@@ -473,6 +476,10 @@ class _ClassTracker:
         for j in old or ():
             self._purge(j | shifted, tc)
         self._ids[t] = new
+        if new is not None and pi is not None and new is not pi.ids:
+            self._own_ids.add(t)
+        else:
+            self._own_ids.discard(t)  # (the compiled port's own)
         redo.pop(t, None)
         tc.general = True
         if new is not None and pi is not None:

@@ -33,7 +33,7 @@ from netsleuth.invariants.headerspace.space import (
     field_wildcard,
 )
 from netsleuth.invariants.view import NetworkView
-from netsleuth.model.headerbits import SHIFT_BY_NAME, key_field
+from netsleuth.model.headerbits import key_field
 from netsleuth.model.topology import HostSpec
 
 PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
@@ -114,8 +114,6 @@ def _memo_set(key, xs: list[int]) -> set[int]:
 
 
 _FEW = 16  # pair_keys looks at this many classes or fewer one by one
-_SRC_SHIFT, _DST_SHIFT = SHIFT_BY_NAME["dl_src"], SHIFT_BY_NAME["dl_dst"]
-_MAC = (1 << 48) - 1
 
 
 def _few_pairs(xs: Iterable[int], src_mac: int) -> list[tuple[int, int]]:
@@ -125,8 +123,8 @@ def _few_pairs(xs: Iterable[int], src_mac: int) -> list[tuple[int, int]]:
     out = []
     for x in xs:
         k = keys[x & _IDM]
-        if (k >> _SRC_SHIFT) & _MAC == src_mac:
-            out.append((x, (k >> _DST_SHIFT) & _MAC))
+        if (k >> _DL_SRC_SHIFT) & _MAC == src_mac:
+            out.append((x, (k >> _DL_DST_SHIFT) & _MAC))
     return out
 
 
