@@ -217,7 +217,10 @@ class IncrementalHSA(_ClassTracker):
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
         self._stat = {}   # cell -> its port's pattern when last seen
-        self._psid = {}   # switch -> (generation, port state id): ports stay as they are till the next full check
+        # ports, links and switches stay as they are till the next full check:
+        self._psid = {}   # switch -> (generation, port state id, ports)
+        self._up_of = {}
+        self._peers = steady.peers()
         # per ingress number
         self._dropx = {}
         self._genx = {}

@@ -114,7 +114,9 @@ class _ClassTracker:
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
     _cells_of: dict[str, list[Port]]
     _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
-    _psid: dict[str, tuple[int, int]]            # switch -> (generation, port state id)
+    _psid: dict[str, tuple[int, int, dict]]      # switch -> (generation, port state id, ports)
+    _up_of: dict[str, bool]                      # switch -> up (as the view says: a flow_mod changes neither)
+    _peers: dict[Port, Port | None]              # the view's links (NetworkView.peers)
     # per ingress number: classes that end in a drop, classes the general engine takes
     _dropx: dict[int, set[int]]
     _genx: dict[int, set[int]]
@@ -342,38 +344,32 @@ class _ClassTracker:
         (:func:`engine._run_batch`: same outcomes, same cells, the same give-up after
         ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits instead
         of building the port's whole index (after a flow_mod its switch's ports would each
-        cost time per rule): at a port whose one pattern is the class's, the winning slot of
-        the class's key id in the table's pattern index; elsewhere ``FlowTable.peek_action_id``
-        of one of its headers.  Returns where it ended (an outcome key, as the full check's
-        batch run's) and the cells it came in at."""
+        cost time per rule): see :meth:`_hit`.  Returns where it ended (an outcome key, as the
+        full check's batch run's) and the cells it came in at.  (One or two classes per
+        flow_mod, a few hops each: the loop reads the switches' up-ness and the links from
+        maps, not through the view's methods.)"""
         net = self._net
         assert net is not None
-        switches, up, stats = net.switches, net.up, self._stat
+        switches, ups, stats, peers = net.switches, self._up_of, self._stat, self._peers
         j = x & _IDM
         path: list[Port] = []
         cell = ing
         for _round in range(_FAST_ROUNDS):
             path.append(cell)
             s, p = cell
-            if not up(s):
+            u = ups.get(s)
+            if u is None:
+                u = ups[s] = net.up(s)
+            if not u:
                 return ("x", s, p, _DOWN), path
             stat = stats.get(cell, _UNSEEN)
             if stat is _UNSEEN:
                 stat = stats[cell] = self._status(cell)
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 return _GENERAL, path
-            table = switches[s].table
-            probed, got = self._probe(table, s, p, mask, j)
-            if probed:
-                code = _F_MISS if got is None else got
-            elif hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
-                aid = table.peek_action_id((p, *unpack(interner(mask)[1][j])[1:]))
-                code = _F_MISS if aid is None else self._code_of(s, aid, p)
-            else:
-                entry = table.peek((p, *unpack(interner(mask)[1][j])[1:]))
-                code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+            code = self._hit(switches[s].table, s, p, mask, j)
             if code >= 0:
-                peer = net.peer(s, code)
+                peer = peers.get((s, code))
                 if peer is None:
                     return ("x", s, p, code), path
                 if peer[0] in switches:
@@ -389,16 +385,34 @@ class _ClassTracker:
             return _GENERAL, path
         return _GENERAL, path
 
+    def _hit(self, table: Any, s: str, p: int, mask: int, j: int) -> int:
+        """The fast code (``_F_MISS``: no entry) of the entry that headers of key id ``j`` (of
+        pattern ``mask``) arriving on port ``p`` hit in switch ``s``'s ``table``: :meth:`_probe`,
+        else ``FlowTable.peek_action_id`` of one of the headers (no entry made), else the entry
+        ``FlowTable.peek`` makes."""
+        probed, got = self._probe(table, s, p, mask, j)
+        if probed:
+            return _F_MISS if got is None else got
+        key = (p, *unpack(interner(mask)[1][j])[1:])
+        if hasattr(table, "peek_action_id"):
+            aid = table.peek_action_id(key)
+            return _F_MISS if aid is None else self._code_of(s, aid, p)
+        entry = table.peek(key)
+        net = self._net
+        assert net is not None
+        return _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+
     def _code_of(self, s: str, aid: int, p: int) -> int:
         """The fast code of the action list with id ``aid`` for headers arriving on ``p`` at
         switch ``s`` (:meth:`CompiledSwitch.code_for_aid`, without compiling the switch again
         after each flow_mod: only its table changes between full checks, not its ports)."""
-        net = self._net
-        assert net is not None
         ps = self._psid.get(s)
         if ps is None or ps[0] != _PS_GEN[0]:
-            ps = self._psid[s] = (_PS_GEN[0], port_state_id(port_state(net.switches[s])))
-        return shared_code(aid, p, ps[1], net.switches[s].ports)
+            net = self._net
+            assert net is not None
+            sw = net.switches[s]
+            ps = self._psid[s] = (_PS_GEN[0], port_state_id(port_state(sw)), sw.ports)
+        return shared_code(aid, p, ps[1], ps[2])
 
     def _probe(self, table: Any, s: str, p: int, mask: int, j: int) -> tuple[bool, int | None]:
         """(True, the fast code, None for a miss) of the entry key id ``j`` of pattern ``mask`` hits
@@ -408,12 +422,16 @@ class _ClassTracker:
         index = getattr(table, "pattern_index", None)
         if index is None:
             return False, None
-        n, pat = hsa_compile.port_pattern(index(), p)
+        by_port = index()
+        own, wild = by_port.get(p), by_port.get(None)
+        n = (len(own) if own else 0) + (len(wild) if wild else 0)
         if n == 0:
             return True, None
-        if n == 1 and pat is not None and pat.mask == mask:
-            slot = pat.slot.get(j)
-            return True, None if slot is None else self._code_of(s, pat.act[slot], p)
+        if n == 1:  # (hsa_compile.port_pattern, inline)
+            pat = next(iter((own or wild).values()))  # type: ignore[union-attr]  # one of them holds it
+            if pat.mask == mask:
+                slot = pat.slot.get(j)
+                return True, None if slot is None else self._code_of(s, pat.act[slot], p)
         return False, None
 
     def _code_at(self, table: Any, ing: Port, mask: int, j: int, key: int) -> int | None:
