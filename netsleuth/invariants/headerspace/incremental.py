@@ -445,6 +445,8 @@ class IncrementalHSA(_ClassTracker):
             if (kind == "d" and o[1] == d.name) or (kind == "p" and ok(o[1])) or kind == "f":
                 continue
             susp[x] = None
+        if not susp:  # (the usual outcome: every pair of the ingress is fine)
+            return []
         if tc.general or tc.ids:
             for x in susp:
                 susp[x] = None

@@ -8,6 +8,7 @@ finds the classes whose key its match overlaps, and their re-tracing one class a
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -65,7 +66,11 @@ def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarra
     intern, keys = interner(mask)
     if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
         j = intern.get(v & mask)
-        return _NONE if j is None else xs[(xs & _IDM) == j]
+        if j is None:
+            return _NONE
+        # the key ids are the low 32 bits of each class: compared in place, as a strided
+        # uint32 view, without a masked copy of the array first
+        return xs[xs.view(np.uint32)[_LOW::2] == np.uint32(j)]
     js = xs & _IDM
     cm = mask & m
     cv = v & cm
@@ -74,6 +79,8 @@ def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarra
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+_LOW = 0 if sys.byteorder == "little" else 1   # the uint32 half of an int64 holding its low bits
+assert TAG_SHIFT == 32  # (what _LOW's view relies on)
 _UNSEEN = object()     # a cell whose status was never read
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
 
@@ -180,7 +187,10 @@ class _ClassTracker:
         net = self._net
         assert net is not None
         s, p = cell
-        if not net.up(s):
+        u = self._up_of.get(s)
+        if u is None:
+            u = self._up_of[s] = net.up(s)
+        if not u:
             return None
         index = getattr(net.switches[s].table, "pattern_index", None)
         if index is not None and hsa_compile.USE_TABLE_INDEX:
