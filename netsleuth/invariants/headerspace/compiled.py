@@ -548,11 +548,6 @@ def port_state_id(state: tuple) -> int:
     return ps
 
 
-def ps_generation() -> int:
-    """The generation port state ids are valid in (see :func:`port_state_id`)."""
-    return _PS_GEN[0]
-
-
 def shared_code(aid: int, p: int, ps: int, ports: dict) -> int:
     """The fast code of the action list with id ``aid`` for a packet arriving on ``p`` at a
     switch whose ports are ``ports`` and whose port state id (this generation's) is ``ps``."""
