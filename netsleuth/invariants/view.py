@@ -73,7 +73,7 @@ class NetworkView:
 
     def peers(self) -> dict[tuple[str, int], tuple[str, int] | None]:
         """:meth:`peer` of every linked (node, port), as one read-only map (for hot loops)."""
-        return self._peers  # type: ignore[attr-defined,no-any-return]  # set in __post_init__
+        return self._peers  # type: ignore[attr-defined]  # set in __post_init__
 
     def live_graph(self) -> nx.Graph:
         """Nodes and links that are up: the physical network packets can cross."""

@@ -81,7 +81,6 @@ def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarra
 _NONE = np.zeros(0, dtype=np.int64)
 _LOW = 0 if sys.byteorder == "little" else 1   # the uint32 half of an int64 holding its low bits
 assert TAG_SHIFT == 32  # (what _LOW's view relies on)
-_UNSEEN = object()     # a cell whose status was never read
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
 
 
@@ -372,9 +371,7 @@ class _ClassTracker:
                 u = ups[s] = net.up(s)
             if not u:
                 return ("x", s, p, _DOWN), path
-            stat = stats.get(cell, _UNSEEN)
-            if stat is _UNSEEN:
-                stat = stats[cell] = self._status(cell)
+            stat = stats[cell] if cell in stats else stats.setdefault(cell, self._status(cell))
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 return _GENERAL, path
             code = self._hit(switches[s].table, s, p, mask, j)
@@ -438,7 +435,7 @@ class _ClassTracker:
         if n == 0:
             return True, None
         if n == 1:  # (hsa_compile.port_pattern, inline)
-            pat = next(iter((own or wild).values()))  # type: ignore[union-attr]  # one of them holds it
+            pat = next(iter((own or wild).values()))  # (one of them holds it)
             if pat.mask == mask:
                 slot = pat.slot.get(j)
                 return True, None if slot is None else self._code_of(s, pat.act[slot], p)
