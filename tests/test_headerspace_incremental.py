@@ -17,6 +17,7 @@ import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.invariants.headerspace import checks as H
+from netsleuth.invariants.headerspace import codes
 from netsleuth.invariants.headerspace import compiled as C
 from netsleuth.invariants.headerspace import engine as E
 from netsleuth.invariants.headerspace import reachability as HR
@@ -187,9 +188,9 @@ def test_incremental_equals_full_on_a_few_dozen_flow_mods():
 
 def _clear_shared_codes() -> None:
     """Start the process-wide code maps afresh, as they do themselves when full."""
-    C._PORT_STATES.clear()
-    C._CODES.clear()
-    C._PS_GEN[0] += 1
+    codes._PORT_STATES.clear()
+    codes._CODES.clear()
+    codes._PS_GEN[0] += 1
 
 
 def test_codes_stay_right_when_the_shared_code_maps_are_cleared(monkeypatch):
@@ -206,8 +207,8 @@ def test_codes_stay_right_when_the_shared_code_maps_are_cleared(monkeypatch):
     for code_of in (C.CompiledSwitch(switches["a2"]).code_for_aid, lambda a, p: inc._code_of("a2", a, p)):
         _clear_shared_codes()
         assert code_of(aid, 1) == 3  # a2's state: id 0 (the first question either asks)
-        monkeypatch.setattr(C, "_SHARED_MAX", 1)   # the next new state clears the maps
-        assert C.CompiledSwitch(switches["a1"]).code_for_aid(aid, 1) == C.F_NOTHING  # a1's state: id 0 now
+        monkeypatch.setattr(codes, "_SHARED_MAX", 1)   # the next new state clears the maps
+        assert C.CompiledSwitch(switches["a1"]).code_for_aid(aid, 1) == codes.F_NOTHING  # a1's state: id 0 now
         assert code_of(aid, 1) == 3
         monkeypatch.undo()
 

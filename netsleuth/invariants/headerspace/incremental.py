@@ -50,7 +50,8 @@ from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.batch import _IDM, TAG_SHIFT, _Batch, _batch
-from netsleuth.invariants.headerspace.compiled import interner, port_state
+from netsleuth.invariants.headerspace.codes import port_state
+from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
 from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched

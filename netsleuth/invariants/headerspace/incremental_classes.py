@@ -16,16 +16,16 @@ import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
-from netsleuth.invariants.headerspace.compiled import (
+from netsleuth.invariants.headerspace.codes import (
     _PS_GEN,
     F_DROP,
     F_NOTHING,
     F_PUNT,
-    interner,
     port_state,
     port_state_id,
     shared_code,
 )
+from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
 from netsleuth.invariants.headerspace.space import match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
