@@ -17,11 +17,13 @@ import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
 from netsleuth.invariants.headerspace import checks as H
+from netsleuth.invariants.headerspace import codes
 from netsleuth.invariants.headerspace import compiled as C
 from netsleuth.invariants.headerspace import engine as E
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.incremental import KINDS, IncrementalHSA
 from netsleuth.model.actions import Output
+from netsleuth.model.flowindex import action_id
 from netsleuth.model.match import Match
 
 _SPEC = importlib.util.spec_from_file_location(
@@ -182,6 +184,33 @@ def test_incremental_equals_full_on_a_few_dozen_flow_mods():
     assert inc.partial_checks == 40
     assert sum(counts[f"{k} changed"] for k in KINDS) >= 5, counts
     assert sum(counts[f"{k} present"] for k in KINDS) >= 10, counts
+
+
+def _clear_shared_codes() -> None:
+    """Start the process-wide code maps afresh, as they do themselves when full."""
+    codes._PORT_STATES.clear()
+    codes._CODES.clear()
+    codes._PS_GEN[0] += 1
+
+
+def test_codes_stay_right_when_the_shared_code_maps_are_cleared(monkeypatch):
+    """What an action list does is shared by (action list, in_port, port state id), and the
+    maps are cleared when full, ids then handed out again: a compiled switch or the incremental
+    check that kept a port state id from before a clear must not read another state's codes.
+    a1 and a2 differ in port 3 only (a1's forwards nothing); a2's id is kept, then the maps are
+    cleared and a1's state gets the very id a2 had, with its codes."""
+    topo, switches, _info = bench.build_fattree(4)
+    switches["a1"].ports[3].config |= ofp.OFPPC_NO_FWD
+    aid = action_id((Output(3),))
+    inc = IncrementalHSA()
+    inc.check(bench.make_view(topo, switches))
+    for code_of in (C.CompiledSwitch(switches["a2"]).code_for_aid, lambda a, p: inc._code_of("a2", a, p)):
+        _clear_shared_codes()
+        assert code_of(aid, 1) == 3  # a2's state: id 0 (the first question either asks)
+        monkeypatch.setattr(codes, "_SHARED_MAX", 1)   # the next new state clears the maps
+        assert C.CompiledSwitch(switches["a1"]).code_for_aid(aid, 1) == codes.F_NOTHING  # a1's state: id 0 now
+        assert code_of(aid, 1) == 3
+        monkeypatch.undo()
 
 
 def test_flow_mod_off_every_path_reanalyses_nothing():

@@ -71,6 +71,10 @@ class NetworkView:
         """The (node, port) a packet sent out of ``node:port`` reaches over a live link, or None."""
         return self._peers.get((node, port))  # type: ignore[attr-defined]  # set in __init__ via object.__setattr__
 
+    def peers(self) -> dict[tuple[str, int], tuple[str, int] | None]:
+        """:meth:`peer` of every linked (node, port), as one read-only map (for hot loops)."""
+        return self._peers  # type: ignore[attr-defined]  # set in __post_init__
+
     def live_graph(self) -> nx.Graph:
         """Nodes and links that are up: the physical network packets can cross."""
         g = nx.Graph()

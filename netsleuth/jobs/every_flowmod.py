@@ -34,7 +34,7 @@ from typing import Any
 
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import Finding
-from netsleuth.invariants.headerspace.compiled import port_state
+from netsleuth.invariants.headerspace.codes import port_state
 from netsleuth.invariants.headerspace.incremental import IncrementalHSA
 from netsleuth.invariants.headerspace.of13.incremental import IncrementalHSA13, apply_message
 from netsleuth.invariants.persistence import finding_key

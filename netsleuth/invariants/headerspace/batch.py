@@ -15,12 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np  # the batch engine's classes travel as arrays (see _run_batch)
 
-from netsleuth.invariants.headerspace.compiled import (
-    F_DROP,
-    F_NOTHING,
-    F_PUNT,
-    interner,
-)
+from netsleuth.invariants.headerspace.codes import F_DROP, F_NOTHING, F_PUNT
+from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
 from netsleuth.model.flowtable import MISS_ACTIONS, SlotMap
 

@@ -41,31 +41,26 @@ from typing import Any
 # classes, and a dictionary probe per class in Python was most of its time.
 import numpy as np
 
-from netsleuth.invariants.forwarding import is_drop_rule
-from netsleuth.invariants.headerspace.rewrite import Rewrite, rewrite_for
+from netsleuth.invariants.headerspace.codes import (
+    _PS_GEN,
+    Emission,
+    _code,
+    _emissions,
+    port_state,
+    port_state_id,
+    shared_code,
+)
 from netsleuth.invariants.headerspace.space import HeaderSpace, interner, pack
 from netsleuth.invariants.headerspace.space import packer as _packer
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
-from netsleuth.model.actions import Enqueue, Output
-from netsleuth.model.flowtable import SlotMap, actions_of
+from netsleuth.model.flowtable import SlotMap
 from netsleuth.model.headerbits import intern_new
 from netsleuth.model.ofdp import ofp
-from netsleuth.model.switch import Switch, forward
+from netsleuth.model.switch import Switch
 
 _ACTIONS = operator.attrgetter("actions")
 OFPFW_IN_PORT = ofp.OFPFW_IN_PORT
-CONTROLLER = ofp.OFPP_CONTROLLER
-OFPP_MAX = ofp.OFPP_MAX
 
-# Emission kinds.
-PORT, CTRL, SPECIAL = 0, 1, 2
-# Fast codes (values of PortIndex.fast): >= 0 a plain output port, else:
-F_PUNT = -1      # only CONTROLLER emissions
-F_NOTHING = -2   # outputs that all go nowhere (a blackhole)
-F_COMPLEX = -3   # several emissions, rewrites before an output, or a special port
-F_DROP = -5      # no output action at all: a drop rule, the controller's choice (not a blackhole)
-
-Emission = tuple[int, int, tuple[Rewrite, ...]]  # (kind, port, rewrites applied before it)
 
 class PatternGroup:
     """Entries relevant at one in_port that share one wildcard pattern."""
@@ -249,6 +244,7 @@ class CompiledSwitch:
         self.ports = switch.ports
         self.table = switch.table
         self.port_state = port_state(switch)
+        self._ps: tuple[int, int] | None = None  # (generation, port state id), see code_for_aid
         self._version = getattr(switch.table, "version", None)
         if use_index is None:
             use_index = USE_TABLE_INDEX
@@ -501,20 +497,10 @@ class CompiledSwitch:
         """:meth:`code_for` of the action list with interned id ``aid`` (see
         ``FlowTable``'s action ids), shared by every switch with the same ports and state:
         the switches of a fat tree all ask the same few questions."""
-        ps = _PORT_STATES.get(self.port_state)
-        if ps is None:
-            if len(_PORT_STATES) >= _SHARED_MAX:
-                _PORT_STATES.clear()
-                _CODES.clear()
-            ps = _PORT_STATES[self.port_state] = len(_PORT_STATES)
-        key = (aid, p, ps)
-        c = _CODES.get(key)
-        if c is None:
-            if len(_CODES) >= _SHARED_MAX:
-                _CODES.clear()
-            acts = actions_of(aid)
-            c = _CODES[key] = _code(self.emissions_for(acts, p), acts)
-        return c
+        ps = self._ps
+        if ps is None or ps[0] != _PS_GEN[0]:  # (ids handed out before a clear mean nothing)
+            ps = self._ps = (_PS_GEN[0], port_state_id(self.port_state))
+        return shared_code(aid, p, ps[1], self.ports)
 
     def code_for(self, acts: tuple, p: int) -> int:
         """:meth:`fast_code` of an action list."""
@@ -532,53 +518,6 @@ def port_pattern(index: dict, p: int) -> tuple[int, Any]:
     own, wild = index.get(p) or {}, index.get(None) or {}
     n = len(own) + len(wild)
     return n, (next(iter((own or wild).values())) if n == 1 else None)
-
-
-# Fast codes by (action-list id, in_port, port state id): what an action list does depends
-# only on them (see port_state), so compiled switches share the answers.
-_PORT_STATES: dict[tuple, int] = {}
-_CODES: dict[tuple[int, int, int], int] = {}
-_SHARED_MAX = 1 << 16
-
-
-def _code(ems: tuple[Emission, ...], acts: tuple) -> int:
-    if not ems:
-        return F_DROP if is_drop_rule(acts) else F_NOTHING
-    if len(ems) == 1:
-        kind, port, rws = ems[0]
-        if kind == PORT and not rws:
-            return port
-        if kind == CTRL:
-            return F_PUNT
-        return F_COMPLEX
-    if all(k == CTRL for k, _p, _r in ems):
-        return F_PUNT
-    return F_COMPLEX
-
-
-def _emissions(actions: tuple, in_port: int, ports: dict) -> tuple[Emission, ...]:
-    """What an action list does to a packet arriving on ``in_port``: (kind, port, rewrites)."""
-    out: list[Emission] = []
-    chain: list[Rewrite] = []
-    for a in actions:
-        if isinstance(a, (Output, Enqueue)):
-            # no packet: only the ports are wanted
-            for port, _pkt, _len in forward((a,), None, in_port, ports):  # type: ignore[arg-type]
-                if port == CONTROLLER:
-                    kind = CTRL
-                elif port > OFPP_MAX:
-                    kind = SPECIAL
-                else:
-                    kind = PORT
-                out.append((kind, port, tuple(chain)))
-        else:
-            chain.append(rewrite_for(a))
-    return tuple(out)
-
-
-def port_state(switch: Switch) -> tuple:
-    """What a compiled switch depends on besides its table: each port's number, link and config."""
-    return tuple((p.port_no, p.link_up, p.config) for p in switch.ports.values())
 
 
 _CACHE: weakref.WeakKeyDictionary[Switch, CompiledSwitch] = weakref.WeakKeyDictionary()

@@ -12,12 +12,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from netsleuth.invariants.forwarding import is_drop_rule, why_sends_nothing
-from netsleuth.invariants.headerspace.compiled import (
-    CTRL,
-    SPECIAL,
-    CompiledSwitch,
-    compiled,
-)
+from netsleuth.invariants.headerspace.codes import CTRL, SPECIAL
+from netsleuth.invariants.headerspace.compiled import CompiledSwitch, compiled
 from netsleuth.invariants.headerspace.rewrite import Rewrite, image, preimage
 from netsleuth.invariants.headerspace.space import HeaderSpace
 from netsleuth.invariants.view import NetworkView

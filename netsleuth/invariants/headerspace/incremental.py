@@ -50,7 +50,8 @@ from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.batch import _IDM, TAG_SHIFT, _Batch, _batch
-from netsleuth.invariants.headerspace.compiled import interner, port_state
+from netsleuth.invariants.headerspace.codes import port_state
+from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
 from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
@@ -217,6 +218,10 @@ class IncrementalHSA(_ClassTracker):
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
         self._stat = {}   # cell -> its port's pattern when last seen
+        # ports, links and switches stay as they are till the next full check:
+        self._psid = {}   # switch -> (generation, port state id, ports)
+        self._up_of = {}
+        self._peers = steady.peers()
         # per ingress number
         self._dropx = {}
         self._genx = {}
@@ -235,11 +240,10 @@ class IncrementalHSA(_ClassTracker):
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
-        self._ids = [
-            None if b.ids_at.get(t) is None else self._code_map(net, self._ingresses[t]) for t in range(n)]
+        self._ids_of(net, b, n)
         self._index_base(trace)
         del trace
-        self._absorb(b, None)
+        self._absorb(b)
         # reports read the view, the compiled switches and the host behind each ingress
         self._A = Analysis(steady, list(self._ingresses), ingress_host, {}, _Batch(masks=self._masks),
                            dict(self._tag), net)
@@ -332,10 +336,22 @@ class IncrementalHSA(_ClassTracker):
         for s in seen:
             self._seen_at.setdefault(s, set()).add(ing)
 
-    @staticmethod
-    def _code_map(net: HsaNet, ing: Port) -> dict[int, int]:
-        # not copied: it may be the compiled port's own map, and flow_mod copies before it writes
-        return net.compiled(ing[0]).port(ing[1]).code_map()
+    def _ids_of(self, net: HsaNet, b: _Batch, n: int) -> None:
+        """Each batch ingress's key id -> fast code map (``_ids``).  Not copied: a compiled port's
+        ``code_map`` is usually a dict made for the caller, which flow_mod may change in place
+        (``_own_ids``), but it may be the port's own map, which flow_mod copies before it writes."""
+        self._ids = []
+        self._own_ids = set()
+        for t in range(n):
+            if b.ids_at.get(t) is None:
+                self._ids.append(None)
+                continue
+            ing = self._ingresses[t]
+            pi = net.compiled(ing[0]).port(ing[1])
+            ids = pi.code_map()
+            if ids is not pi.ids:
+                self._own_ids.add(t)
+            self._ids.append(ids)
 
     def _analysis(self, ing: Port, xs: Iterable[int]) -> Analysis:
         """An :class:`Analysis` of ``ing`` alone holding the classes ``xs`` of it (and its
@@ -430,6 +446,8 @@ class IncrementalHSA(_ClassTracker):
             if (kind == "d" and o[1] == d.name) or (kind == "p" and ok(o[1])) or kind == "f":
                 continue
             susp[x] = None
+        if not susp:  # (the usual outcome: every pair of the ingress is fine)
+            return []
         if tc.general or tc.ids:
             for x in susp:
                 susp[x] = None

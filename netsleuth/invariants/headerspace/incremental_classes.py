@@ -8,6 +8,7 @@ finds the classes whose key its match overlaps, and their re-tracing one class a
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,7 +16,16 @@ import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
-from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner
+from netsleuth.invariants.headerspace.codes import (
+    _PS_GEN,
+    F_DROP,
+    F_NOTHING,
+    F_PUNT,
+    port_state,
+    port_state_id,
+    shared_code,
+)
+from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
 from netsleuth.invariants.headerspace.space import match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
@@ -56,7 +66,11 @@ def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarra
     intern, keys = interner(mask)
     if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
         j = intern.get(v & mask)
-        return _NONE if j is None else xs[(xs & _IDM) == j]
+        if j is None:
+            return _NONE
+        # the key ids are the low 32 bits of each class: compared in place, as a strided
+        # uint32 view, without a masked copy of the array first
+        return xs[xs.view(np.uint32)[_LOW::2] == np.uint32(j)]
     js = xs & _IDM
     cm = mask & m
     cv = v & cm
@@ -65,9 +79,12 @@ def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarra
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+_LOW = 0 if sys.byteorder == "little" else 1   # the uint32 half of an int64 holding its low bits
+assert TAG_SHIFT == 32  # (what _LOW's view relies on)
+_GENERAL = ("g",)      # the outcome of classes handed to the general engine
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Touched:
     """What changed for one ingress during a flow_mod."""
 
@@ -89,6 +106,7 @@ class _ClassTracker:
     _at_switch: dict[str, list[Port]]            # switch -> its ingresses
     _masks: list[int]                            # ingress number -> its class pattern
     _ids: list[dict[int, int] | None]            # ingress number -> key id -> fast code
+    _own_ids: set[int]                           # ingress numbers whose _ids dict is the tracker's own
     # per class: where it ended (an interned tuple); the cells a re-traced class crossed
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
@@ -102,6 +120,9 @@ class _ClassTracker:
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
     _cells_of: dict[str, list[Port]]
     _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
+    _psid: dict[str, tuple[int, int, dict]]      # switch -> (generation, port state id, ports)
+    _up_of: dict[str, bool]                      # switch -> up (as the view says: a flow_mod changes neither)
+    _peers: dict[Port, Port | None]              # the view's links (NetworkView.peers)
     # per ingress number: classes that end in a drop, classes the general engine takes
     _dropx: dict[int, set[int]]
     _genx: dict[int, set[int]]
@@ -130,41 +151,34 @@ class _ClassTracker:
             base[cell] = {mask: xss[0] if len(xss) == 1 else np.concatenate(xss)
                           for mask, xss in by_mask.items()}
 
-    def _index(self, trace: dict[Port, list[list[int]]]) -> None:
-        """Record the cells each re-traced class came in at (``trace``: cell -> lists of classes)."""
-        cells, cells_of, masks = self._cells, self._cells_of, self._masks
-        paths: dict[int, list[Port]] = {}
-        for cell, lists in trace.items():
+    def _index(self, x: int, mask: int, path: list[Port]) -> None:
+        """Record the cells the re-traced class ``x`` (of pattern ``mask``) came in at, in order."""
+        cells, cells_of = self._cells, self._cells_of
+        t = x >> TAG_SHIFT
+        j = x & _IDM
+        p: list[Port] = []
+        for cell in path:
+            if cell in p:  # (a loop: once is enough)
+                continue
+            p.append(cell)
             by_mask = cells.get(cell)
             if by_mask is None:
                 by_mask = cells[cell] = {}
                 cells_of.setdefault(cell[0], []).append(cell)
                 if cell not in self._stat:  # (a re-traced class's walk may have read it already)
                     self._stat[cell] = self._status(cell)
-            for xs in lists:
-                for x in xs:
-                    p = paths.get(x)
-                    if p is None:
-                        paths[x] = [cell]
-                    elif cell in p:
-                        continue
-                    else:
-                        p.append(cell)
-                    t = x >> TAG_SHIFT
-                    mask = masks[t]
-                    by_key = by_mask.get(mask)
-                    if by_key is None:
-                        by_key = by_mask[mask] = {}
-                    j = x & _IDM
-                    ts = by_key.get(j)
-                    if ts is None:
-                        by_key[j] = t
-                    elif ts.__class__ is int:
-                        by_key[j] = [ts, t]
-                    else:
-                        ts.append(t)
-        # tuples: once the cyclic GC has seen them hold only cells, it stops tracking them
-        self._path.update((x, tuple(p)) for x, p in paths.items())
+            by_key = by_mask.get(mask)
+            if by_key is None:
+                by_key = by_mask[mask] = {}
+            ts = by_key.get(j)
+            if ts is None:
+                by_key[j] = t
+            elif ts.__class__ is int:
+                by_key[j] = [ts, t]
+            else:
+                ts.append(t)
+        # a tuple: once the cyclic GC has seen it hold only cells, it stops tracking it
+        self._path[x] = tuple(p)
 
     def _status(self, cell: Port) -> int | None:
         """How the batch engine meets classes at ``cell``: the port's one pattern, or None
@@ -172,7 +186,10 @@ class _ClassTracker:
         net = self._net
         assert net is not None
         s, p = cell
-        if not net.up(s):
+        u = self._up_of.get(s)
+        if u is None:
+            u = self._up_of[s] = net.up(s)
+        if not u:
             return None
         index = getattr(net.switches[s].table, "pattern_index", None)
         if index is not None and hsa_compile.USE_TABLE_INDEX:
@@ -202,8 +219,8 @@ class _ClassTracker:
                 if len(ts) == 1:
                     by_key[j] = ts[0]
 
-    def _absorb(self, b: _Batch, touched: dict[int, _Touched] | None) -> None:
-        """Note where each class of the batch run ``b`` ended."""
+    def _absorb(self, b: _Batch) -> None:
+        """Note where each class of the full check's batch run ``b`` ended."""
         out, outcomes = self._out, self._outcomes
         groups: list[tuple[tuple, list[int]]] = []
         groups.extend((("d", h), xs) for h, xs in b.delivered.items())
@@ -211,39 +228,43 @@ class _ClassTracker:
         groups.extend((("f", s), xs) for s, xs in b.filtered.items())
         groups.extend((("x", *k), xs) for k, xs in b.drops.items())
         groups.append((("g",), b.general))
-        dropx, genx = self._dropx, self._genx
         for key, xs in groups:
             o = outcomes.get(key)
             if o is None:
                 o = outcomes[key] = key
-            kind = o[0]
-            if touched is None and kind not in "xg":
-                # the full check's run: nothing known before, nothing to note but the outcome
-                # (one C-level update instead of a Python step per class: a million at K=16)
+            if o[0] not in "xg":
+                # nothing known before, nothing to note but the outcome (one C-level update
+                # instead of a Python step per class: a million at K=16)
                 out.update(dict.fromkeys(xs, o))
                 continue
             for x in xs:
-                old = out.get(x)
-                out[x] = o
-                if touched is None and kind not in "xg":
-                    continue
-                t = x >> TAG_SHIFT
-                if old is not None and old[0] in "xg":
-                    (dropx if old[0] == "x" else genx)[t].discard(x)
-                    if touched is not None:
-                        tc = touched[t]
-                        if old[0] == "x":
-                            tc.drops = True
-                        else:
-                            tc.general = True
-                if kind in "xg":
-                    (dropx if kind == "x" else genx).setdefault(t, set()).add(x)
-                    if touched is not None:
-                        tc = touched[t]
-                        if kind == "x":
-                            tc.drops = True
-                        else:
-                            tc.general = True
+                self._note(x, o, None)
+
+    def _note(self, x: int, key: tuple, touched: dict[int, _Touched] | None) -> None:
+        """Note that class ``x`` ended at outcome ``key`` (and, in ``touched``, whether that
+        moved it into or out of a blackhole or the general engine's hands)."""
+        o = self._outcomes.get(key)
+        if o is None:
+            o = self._outcomes[key] = key
+        out = self._out
+        old = out.get(x)
+        out[x] = o
+        t = x >> TAG_SHIFT
+        if old is not None and old[0] in "xg":
+            (self._dropx if old[0] == "x" else self._genx)[t].discard(x)
+            if touched is not None:
+                if old[0] == "x":
+                    touched[t].drops = True
+                else:
+                    touched[t].general = True
+        kind = o[0]
+        if kind in "xg":
+            (self._dropx if kind == "x" else self._genx).setdefault(t, set()).add(x)
+            if touched is not None:
+                if kind == "x":
+                    touched[t].drops = True
+                else:
+                    touched[t].general = True
 
     def _purge(self, x: int, tc: _Touched) -> None:
         """Forget class ``x`` (its key left its ingress port's entries)."""
@@ -280,9 +301,11 @@ class _ClassTracker:
         with a key the match (v, m) overlaps, and all those that came in at a port whose
         patterns changed (the batch engine may no longer take them there)."""
         redo: dict[int, set[int]] = {}
-        for cell in self._cells_of.get(switch, ()):
-            if ip is not None and cell[1] != ip:
-                continue
+        if ip is None:
+            at: Iterable[Port] = self._cells_of.get(switch, ())
+        else:  # (the usual flow_mod: one cell, no walk over the switch's)
+            at = ((switch, ip),) if (switch, ip) in self._cells else ()
+        for cell in at:
             stat = self._status(cell)
             every = stat != self._stat.get(cell)
             self._stat[cell] = stat
@@ -304,98 +327,118 @@ class _ClassTracker:
         masks, ids_of = self._masks, self._ids
         todo: list[tuple[int, list[int]]] = []
         for t, xs in redo.items():
-            tc = touched.setdefault(t, _Touched())
+            tc = touched.get(t)
+            if tc is None:
+                tc = touched[t] = _Touched()
             ids = ids_of[t]
             if ids is None:
                 continue
             live = sorted(x for x in xs if (x & _IDM) in ids)
+            if not live:
+                continue
             tc.classes.update(live)
             for x in live:
                 self._unindex(x)
             self.reanalysed += len(live)
-            if live:
-                todo.append((t, live))
-        trace: dict[Port, list[list[int]]] = {}
-        b = _Batch(masks=masks)
+            todo.append((t, live))
         for t, live in todo:
+            ing, mask = self._ingresses[t], masks[t]
             for x in live:
-                self._walk(self._ingresses[t], masks[t], x, b, trace)
-        self._index(trace)
-        self._absorb(b, touched)
+                key, path = self._walk(ing, mask, x)
+                self._index(x, mask, path)
+                self._note(x, key, touched)
 
-    def _walk(self, ing: Port, mask: int, x: int, b: _Batch, trace: dict[Port, list[list[int]]]) -> None:
+    def _walk(self, ing: Port, mask: int, x: int) -> tuple[tuple, list[Port]]:
         """Re-trace one class from its ingress as the batch engine's rounds would move it
         (:func:`engine._run_batch`: same outcomes, same cells, the same give-up after
         ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits instead
         of building the port's whole index (after a flow_mod its switch's ports would each
-        cost time per rule): at a port whose one pattern is the class's, the winning slot of
-        the class's key id in the table's pattern index; elsewhere ``FlowTable.peek_action_id``
-        of one of its headers."""
+        cost time per rule): see :meth:`_hit`.  Returns where it ended (an outcome key, as the
+        full check's batch run's) and the cells it came in at.  (One or two classes per
+        flow_mod, a few hops each: the loop reads the switches' up-ness and the links from
+        maps, not through the view's methods.)"""
         net = self._net
         assert net is not None
-        switches = net.switches
-        key = interner(mask)[1][x & _IDM]
+        switches, ups, stats, peers = net.switches, self._up_of, self._stat, self._peers
+        j = x & _IDM
+        path: list[Port] = []
         cell = ing
-        rounds = 0
-        while True:
-            rounds += 1
-            if rounds > _FAST_ROUNDS:
-                b.general.append(x)
-                return
-            trace.setdefault(cell, []).append([x])
+        for _round in range(_FAST_ROUNDS):
+            path.append(cell)
             s, p = cell
-            if not net.up(s):
-                b.drops.setdefault((s, p, _DOWN), []).append(x)
-                return
-            stat = self._stat[cell] if cell in self._stat else self._stat.setdefault(cell, self._status(cell))
+            u = ups.get(s)
+            if u is None:
+                u = ups[s] = net.up(s)
+            if not u:
+                return ("x", s, p, _DOWN), path
+            stat = stats[cell] if cell in stats else stats.setdefault(cell, self._status(cell))
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
-                b.general.append(x)
-                return
-            table = switches[s].table
-            probed, got = self._probe(table, (s, p), mask, x & _IDM)
-            if probed:
-                code = _F_MISS if got is None else got
-            elif hasattr(table, "peek_action_id"):  # the entry's action ids: no entry made
-                aid = table.peek_action_id((p, *unpack(key)[1:]))
-                code = _F_MISS if aid is None else net.compiled(s).code_for_aid(aid, p)
-            else:
-                entry = table.peek((p, *unpack(key)[1:]))
-                code = _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+                return _GENERAL, path
+            code = self._hit(switches[s].table, s, p, mask, j)
             if code >= 0:
-                peer = net.peer(s, code)
+                peer = peers.get((s, code))
                 if peer is None:
-                    b.drops.setdefault((s, p, code), []).append(x)
-                elif peer[0] in switches:
+                    return ("x", s, p, code), path
+                if peer[0] in switches:
                     cell = peer
                     continue
-                else:
-                    b.delivered.setdefault(peer[0], []).append(x)
-            elif code == _F_MISS or code == F_PUNT:
-                b.punted.setdefault(s, []).append(x)
-            elif code == F_NOTHING:
-                b.drops.setdefault((s, p, code), []).append(x)
-            elif code == F_DROP:
-                b.filtered.setdefault(s, []).append(x)
-            else:
-                b.general.append(x)
-            return
+                return ("d", peer[0]), path
+            if code == _F_MISS or code == F_PUNT:
+                return ("p", s), path
+            if code == F_NOTHING:
+                return ("x", s, p, code), path
+            if code == F_DROP:
+                return ("f", s), path
+            return _GENERAL, path
+        return _GENERAL, path
 
-    def _probe(self, table: Any, at: Port, mask: int, j: int) -> tuple[bool, int | None]:
+    def _hit(self, table: Any, s: str, p: int, mask: int, j: int) -> int:
+        """The fast code (``_F_MISS``: no entry) of the entry that headers of key id ``j`` (of
+        pattern ``mask``) arriving on port ``p`` hit in switch ``s``'s ``table``: :meth:`_probe`,
+        else ``FlowTable.peek_action_id`` of one of the headers (no entry made), else the entry
+        ``FlowTable.peek`` makes."""
+        probed, got = self._probe(table, s, p, mask, j)
+        if probed:
+            return _F_MISS if got is None else got
+        key = (p, *unpack(interner(mask)[1][j])[1:])
+        if hasattr(table, "peek_action_id"):
+            aid = table.peek_action_id(key)
+            return _F_MISS if aid is None else self._code_of(s, aid, p)
+        entry = table.peek(key)
+        net = self._net
+        assert net is not None
+        return _F_MISS if entry is None else net.compiled(s).code_for(entry.actions, p)
+
+    def _code_of(self, s: str, aid: int, p: int) -> int:
+        """The fast code of the action list with id ``aid`` for headers arriving on ``p`` at
+        switch ``s`` (:meth:`CompiledSwitch.code_for_aid`, without compiling the switch again
+        after each flow_mod: only its table changes between full checks, not its ports)."""
+        ps = self._psid.get(s)
+        if ps is None or ps[0] != _PS_GEN[0]:
+            net = self._net
+            assert net is not None
+            sw = net.switches[s]
+            ps = self._psid[s] = (_PS_GEN[0], port_state_id(port_state(sw)), sw.ports)
+        return shared_code(aid, p, ps[1], ps[2])
+
+    def _probe(self, table: Any, s: str, p: int, mask: int, j: int) -> tuple[bool, int | None]:
         """(True, the fast code, None for a miss) of the entry key id ``j`` of pattern ``mask`` hits
-        at port ``at`` when the table's pattern index decides it in one probe: no pattern at the
-        port (a miss), or one, the key's own (the key id is the table's: keys are interned
-        process-wide per pattern, so its winning slot is one probe away); else (False, None)."""
+        at port ``p`` of switch ``s`` when the table's pattern index decides it in one probe: no
+        pattern at the port (a miss), or one, the key's own (the key id is the table's: keys are
+        interned process-wide per pattern, so its winning slot is one probe away); else (False, None)."""
         index = getattr(table, "pattern_index", None)
         if index is None:
             return False, None
-        n, pat = hsa_compile.port_pattern(index(), at[1])
+        by_port = index()
+        own, wild = by_port.get(p), by_port.get(None)
+        n = (len(own) if own else 0) + (len(wild) if wild else 0)
         if n == 0:
             return True, None
-        if n == 1 and pat is not None and pat.mask == mask:
-            net = self._net
-            assert net is not None
-            slot = pat.slot.get(j)
-            return True, None if slot is None else net.compiled(at[0]).code_for_aid(pat.act[slot], at[1])
+        if n == 1:  # (hsa_compile.port_pattern, inline)
+            pat = next(iter((own or wild).values()))  # (one of them holds it)
+            if pat.mask == mask:
+                slot = pat.slot.get(j)
+                return True, None if slot is None else self._code_of(s, pat.act[slot], p)
         return False, None
 
     def _code_at(self, table: Any, ing: Port, mask: int, j: int, key: int) -> int | None:
@@ -403,7 +446,7 @@ class _ClassTracker:
         ingress ``ing`` (None: a miss): :meth:`_probe`, else the entry ``FlowTable.peek`` makes."""
         net = self._net
         assert net is not None
-        probed, code = self._probe(table, ing, mask, j)
+        probed, code = self._probe(table, ing[0], ing[1], mask, j)
         if probed:
             return code
         entry = table.peek((ing[1], *unpack(key)[1:]))
@@ -415,7 +458,9 @@ class _ClassTracker:
         net = self._net
         assert net is not None
         t = self._tag[ing]
-        tc = touched.setdefault(t, _Touched())
+        tc = touched.get(t)
+        if tc is None:
+            tc = touched[t] = _Touched()
         tc.ids = True
         old = self._ids[t]
         shifted = t << TAG_SHIFT
@@ -438,7 +483,9 @@ class _ClassTracker:
                         redo.setdefault(t, set()).add(j | shifted)
                     continue
                 if ids is None:
-                    ids = dict(old)  # a copy: the dict may be a compiled port's
+                    # a copy the first time: till then the dict may be a compiled port's
+                    ids = old if t in self._own_ids else dict(old)
+                    self._own_ids.add(t)
                 if code is None:
                     del ids[j]
                     self._purge(j | shifted, tc)
@@ -454,6 +501,10 @@ class _ClassTracker:
         for j in old or ():
             self._purge(j | shifted, tc)
         self._ids[t] = new
+        if new is not None and pi is not None and new is not pi.ids:
+            self._own_ids.add(t)
+        else:
+            self._own_ids.discard(t)  # (the compiled port's own)
         redo.pop(t, None)
         tc.general = True
         if new is not None and pi is not None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from netsleuth.invariants.forwarding import why_sends_nothing
 from netsleuth.invariants.headerspace.batch import TAG_SHIFT
-from netsleuth.invariants.headerspace.compiled import F_DROP, F_NOTHING, F_PUNT, interner
+from netsleuth.invariants.headerspace.codes import F_DROP, F_NOTHING, F_PUNT
+from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, analyze
 from netsleuth.invariants.headerspace.general import Port, reachable
 from netsleuth.invariants.headerspace.space import (

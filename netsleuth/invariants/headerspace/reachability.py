@@ -116,21 +116,32 @@ def _memo_set(key, xs: list[int]) -> set[int]:
 _FEW = 16  # pair_keys looks at this many classes or fewer one by one
 
 
+def _few_pairs(xs: Iterable[int], src_mac: int) -> list[tuple[int, int]]:
+    """(x, dl_dst) of each of a few classes ``xs`` of :data:`PAIR_FIXED` whose dl_src is ``src_mac``,
+    read off the interned keys themselves (what :func:`pair_macs` holds as columns)."""
+    keys = interner(PAIR_FIXED)[1]
+    out = []
+    for x in xs:
+        k = keys[x & _IDM]
+        if (k >> _DL_SRC_SHIFT) & _MAC == src_mac:
+            out.append((x, (k >> _DL_DST_SHIFT) & _MAC))
+    return out
+
+
 def pair_keys(xs: Iterable[int], src: HostSpec, by_mac: dict[int, HostSpec],
               comp: dict[str, int]) -> Iterator[tuple[int, HostSpec]]:
     """(x, destination) for each of ``xs`` (key ids of :data:`PAIR_FIXED`, or classes of it: the
     key id is the low bits) that is a pair of ``src``'s: its dl_src is the source's, its dl_dst a
     host's other than the source, in the source's component."""
-    src_mac, dst_mac = pair_macs(PAIR_FIXED)
     here = comp.get(src.name, -1)
     pairs: Iterable[tuple[int, int]]
     if not isinstance(xs, (list, tuple)) or len(xs) > _FEW:
+        src_mac, dst_mac = pair_macs(PAIR_FIXED)
         arr = np.fromiter(xs, dtype=np.int64)
         arr = arr[src_mac[arr & _IDM] == src.mac]
         pairs = zip(arr.tolist(), dst_mac[arr & _IDM].tolist(), strict=True)
     else:  # a flow_mod's one or two classes: numpy's per-call overhead would be most of the cost
-        sm = src.mac
-        pairs = ((x, int(dst_mac[x & _IDM])) for x in xs if int(src_mac[x & _IDM]) == sm)
+        pairs = _few_pairs(xs, src.mac)
     for x, dm in pairs:
         d = by_mac.get(dm)
         if d is not None and d is not src and comp.get(d.name, -2) == here:

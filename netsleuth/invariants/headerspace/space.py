@@ -65,10 +65,18 @@ def unpack(header: int, in_port: int = 0) -> tuple[int, ...]:
     return tuple(out)
 
 
+_PACKED_MASKS: dict[tuple[int, ...], int] = {}
+
+
 def match_wildcard(match: Match) -> tuple[int | None, int, int]:
     """``(in_port or None, value, mask)`` of an OpenFlow match."""
     vals, masks = match.values, match.masks
-    return (vals[0] if masks[0] else None, pack(vals), pack(masks))
+    m = _PACKED_MASKS.get(masks)
+    if m is None:  # (a network's matches use a handful of patterns: packing each once will do)
+        if len(_PACKED_MASKS) >= 4096:
+            _PACKED_MASKS.clear()
+        m = _PACKED_MASKS[masks] = pack(masks)
+    return (vals[0] if masks[0] else None, pack(vals), m)
 
 
 def field_wildcard(**fields: int | tuple[int, int]) -> Wildcard:
