@@ -120,8 +120,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
 _SHARED_SCOPES = ("module", "class", "package")
 
 
-def _shares_a_fixture(path: Path) -> bool:
-    """Whether test module ``path`` defines a module, class or package fixture (or asks for an xdist group).
+def _is_slow_mark(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "slow"
+
+
+def _module_facts(path: Path) -> tuple[bool, bool, frozenset[str]]:
+    """What test module ``path``'s source says: (it defines a module, class or package fixture or asks
+    for an xdist group; it marks all its tests slow; the names of the functions it marks slow).
 
     Read from the source: xdist's controller, which hands the tests out, does
     not collect them, so it knows them by their ids only.
@@ -129,15 +134,21 @@ def _shares_a_fixture(path: Path) -> bool:
     try:
         tree = ast.parse(path.read_text())
     except (OSError, SyntaxError, ValueError):
-        return True   # cannot tell: keep the module together, as --dist loadfile would
+        return True, False, frozenset()   # cannot tell: keep the module together, as --dist loadfile would
+    shared = all_slow = False
+    slow: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "xdist_group":
-            return True
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "fixture":
-            if any(k.arg == "scope" and isinstance(k.value, ast.Constant) and k.value.value in _SHARED_SCOPES
-                   for k in node.keywords):
-                return True
-    return False
+            shared = True
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "fixture":
+            shared |= any(k.arg == "scope" and isinstance(k.value, ast.Constant) and k.value.value in _SHARED_SCOPES
+                          for k in node.keywords)
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+            all_slow |= any(_is_slow_mark(n) for n in ast.walk(node.value))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                _is_slow_mark(n) for d in node.decorator_list for n in ast.walk(d)):
+            slow.add(node.name)
+    return shared, all_slow, frozenset(slow)
 
 
 class _ModuleFixtureScheduling(LoadScopeScheduling):
@@ -150,20 +161,41 @@ class _ModuleFixtureScheduling(LoadScopeScheduling):
     worker that runs one of its tests: such a module goes to one worker whole,
     as ``--dist loadfile`` sent every file. (xdist's own loadgroup puts a group
     into the test's id, which pytest 9 no longer lets a plugin change.)
-    Groups are handed out first, the longest first.
+    Groups are handed out first, the longest first, then the tests marked
+    slow, then the rest: the short tests fill the end, where a long one
+    started last would keep one worker busy while the others idle.
     """
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
         self._root = Path(str(config.rootpath))
-        self._whole: dict[str, bool] = {}
+        self._facts: dict[str, tuple[bool, bool, frozenset[str]]] = {}
+
+    def _module(self, nodeid: str) -> tuple[str, tuple[bool, bool, frozenset[str]]]:
+        module = nodeid.split("::", 1)[0]
+        facts = self._facts.get(module)
+        if facts is None:
+            facts = self._facts[module] = _module_facts(self._root / module)
+        return module, facts
 
     def _split_scope(self, nodeid: str) -> str:
-        module = nodeid.split("::", 1)[0]
-        whole = self._whole.get(module)
-        if whole is None:
-            whole = self._whole[module] = _shares_a_fixture(self._root / module)
-        return module if whole else nodeid
+        module, (shared, _, _) = self._module(nodeid)
+        return module if shared else nodeid
+
+    def _rank(self, scope: str, tests: dict) -> int:
+        if len(tests) > 1:
+            return 0
+        _, (_, all_slow, slow) = self._module(scope)
+        name = scope.split("::")[-1].split("[", 1)[0]
+        return 1 if all_slow or name in slow else 2
+
+    def schedule(self) -> None:
+        first = self.collection is None
+        super().schedule()
+        if first and self.workqueue:   # what is still to hand out, in that order (a stable sort)
+            units = sorted(self.workqueue.items(), key=lambda unit: self._rank(*unit))
+            self.workqueue.clear()
+            self.workqueue.update(units)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
