@@ -32,7 +32,7 @@ and the classes are header sets, not small keys, so the per-class work stays in 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
@@ -42,8 +42,10 @@ from netsleuth.invariants.headerspace.of13.symbolic import Sym
 from netsleuth.model.of13.actions import Output
 from netsleuth.model.of13.flowtable import FlowEntry13
 
-if TYPE_CHECKING:
-    from netsleuth.invariants.headerspace.of13.engine import Event13, Hop13, Net13
+# The engine's hop and event tuples (of13/engine.py's Hop13 and Event13), named here without importing
+# the engine, which imports this module.
+Hop13 = tuple[Any, ...]
+Event13 = tuple[str, "str | None", Any]
 
 # a step: (emitted copies, lost text or "", write-metadata (value, mask) or None, goto table or None)
 Step = tuple[tuple[Emission, ...], str, Any, Any]
@@ -97,7 +99,7 @@ class Road:
 
     __slots__ = ("net", "event", "_view", "_where", "_keys")
 
-    def __init__(self, net: Net13, event: type) -> None:
+    def __init__(self, net: Any, event: type) -> None:   # the engine's Net13
         self.net = net
         self.event = event   # the engine's HsaEvent13 (the engine imports this module)
         self._view: Any = None
