@@ -126,21 +126,17 @@ class Relay:
                 self._frames(self.socks[iface], iface, limit=1 << 30)
             if not exact:
                 return
-            missing = self._in_flight()
-            if not missing or time.monotonic() > deadline:
+            if not self._in_flight() or time.monotonic() > deadline:
                 return
             time.sleep(0.0005)
 
-    def _in_flight(self) -> list[str]:
-        """The interfaces where the kernel has counted frames the relay has not read yet."""
+    def _in_flight(self) -> bool:
+        """Whether the kernel has counted a frame on some interface that the relay has not read yet."""
         counts = rx_counts()
-        missing = []
-        for iface, s in sorted(self.socks.items()):
+        for iface, s in self.socks.items():
             # a frame a full socket buffer dropped is counted here, or the barrier would wait for it
             self.read[iface] += struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
-            if counts.get(iface, 0) - self.base[iface] > self.read[iface]:
-                missing.append(iface)
-        return missing
+        return any(counts.get(iface, 0) - self.base[iface] > self.read[iface] for iface in self.socks)
 
     def _control(self) -> bool:
         data = self.ctl.recv(65536)
