@@ -70,13 +70,12 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
-
-from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, road_hop
+from netsleuth.invariants.headerspace.of13.road import Road, port_leads, road_hop, send_copies
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -245,6 +244,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
         events.append(("drops", None, HsaEvent13(orig, s, path, rules, choices, "switch is down")))
         return events, pushes
     sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
+    where = partial(port_leads, view)
     for br in sw.run(orig, sym, p):
         r2 = rules + tuple([(s, t, e) for t, e in br.rules])
         ch = choices + br.choices
@@ -257,20 +257,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
                 why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
                 events.append(("filtered", s, HsaEvent13(o, s, path, r2, ch, why)))
             continue
-        for em in br.emits:
-            q = em.port
-            if q == ofp.OFPP_CONTROLLER:
-                events.append(("punted", s, HsaEvent13(o, s, path, r2, ch)))
-            elif q > ofp.OFPP_MAX:
-                events.append(("drops", None, HsaEvent13(o, s, path, r2, ch, f"output to special port {q:#x}")))
-            else:
-                peer = view.peer(s, q)
-                if peer is None:
-                    events.append(("drops", None, HsaEvent13(o, s, path, r2, ch, f"port {q} has no live link")))
-                elif peer[0] in view.switches:
-                    pushes.append((peer[0], peer[1], o, em.sym, path, r2, ch))
-                else:
-                    events.append(("delivered", peer[0], HsaEvent13(o, peer[0], path, r2, ch, sym=em.sym)))
+        send_copies(where, HsaEvent13, s, o, path, r2, ch, br.emits, events, pushes)
     return events, pushes
 
 

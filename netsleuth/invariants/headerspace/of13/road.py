@@ -32,6 +32,7 @@ and the classes are header sets, not small keys, so the per-class work stays in 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -116,19 +117,7 @@ class Road:
             self._where.clear()
         got = self._where.get((s, q))
         if got is None:
-            if q == _CONTROLLER:
-                got = (2, None)
-            elif q > _MAX:
-                got = (3, f"output to special port {q:#x}")
-            else:
-                peer = view.peer(s, q)
-                if peer is None:
-                    got = (3, f"port {q} has no live link")
-                elif peer[0] in view.switches:
-                    got = (0, peer)
-                else:
-                    got = (1, peer[0])
-            self._where[(s, q)] = got
+            got = self._where[(s, q)] = port_leads(view, s, q)
         return got
 
     def keys_of(self, orig: HS13) -> dict[int, tuple[tuple[int, int], ...]]:
@@ -193,16 +182,32 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         return None   # the general run tells why nothing was sent
     if noted is not None:
         noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)
-    return _send(road, s, orig, path + (here,), rules + tuple(took), choices, emits)
-
-
-def _send(road: Road, s: str, orig: HS13, path: tuple[Any, ...], r2: tuple[Any, ...], choices: tuple[Any, ...],
-          emits: tuple[Emission, ...]) -> tuple[list[Event13], list[Hop13]]:
-    """The events and pushed hops of a road hop's copies, in hop13's order."""
     events: list[Event13] = []
     pushes: list[Hop13] = []
-    where = road.where
-    event = road.event
+    send_copies(road.where, road.event, s, orig, path + (here,), rules + tuple(took), choices, emits, events, pushes)
+    return events, pushes
+
+
+def port_leads(view: Any, s: str, q: int) -> tuple[int, Any]:
+    """Where a copy out of ``s:q`` goes in ``view``: (0, (switch, port)) to a switch, (1, host) to a
+    host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
+    if q == _CONTROLLER:
+        return 2, None
+    if q > _MAX:
+        return 3, f"output to special port {q:#x}"
+    peer = view.peer(s, q)
+    if peer is None:
+        return 3, f"port {q} has no live link"
+    if peer[0] in view.switches:
+        return 0, peer
+    return 1, peer[0]
+
+
+def send_copies(where: Callable[[str, int], tuple[int, Any]], event: type, s: str, orig: HS13,
+                path: tuple[Any, ...], r2: tuple[Any, ...], choices: tuple[Any, ...], emits: Iterable[Emission],
+                events: list[Event13], pushes: list[Hop13]) -> None:
+    """The events and pushed hops of a hop's copies ``emits`` out of switch ``s``, in emission order,
+    appended to ``events`` and ``pushes`` (``where``: :func:`port_leads` of the view, or a cache of it)."""
     for em in emits:
         kind, x = where(s, em.port)
         if kind == 0:
@@ -213,4 +218,3 @@ def _send(road: Road, s: str, orig: HS13, path: tuple[Any, ...], r2: tuple[Any, 
             events.append(("punted", s, event(orig, s, path, r2, choices)))
         else:
             events.append(("drops", None, event(orig, s, path, r2, choices, x)))
-    return events, pushes
