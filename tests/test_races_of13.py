@@ -428,6 +428,26 @@ def test_packet_in_vs_flow_mod_on_table_0(tmp_path: Path) -> None:
     assert any(g.events[s].msg_type == "OFPT_PACKET_IN" for s in g.succ[arrivals[0]])
 
 
+def test_a_10_packet_in_on_a_13_switch_is_read_in_the_switch_version(tmp_path: Path) -> None:
+    """A trace may carry a 1.0 PACKET_IN from a switch that runs 1.3 (recorded while its HELLO exchange
+    was under way, or written by hand): its packet is compared with the switch's 1.3 FLOW_MODs in 1.3
+    form, not raised on."""
+    from os_ken.ofproto import ofproto_v1_0 as ofp10
+    from os_ken.ofproto import ofproto_v1_0_parser as parser10
+
+    from netsleuth.openflow.codec import DATAPATH
+    from netsleuth.races.from_trace import events_from_trace
+
+    pkt = icmp_echo(H1, H2, "10.0.0.1", "10.0.0.2", 1, 1)
+    data = pkt.to_bytes()
+    old_form = parser10.OFPPacketIn(DATAPATH, ofp10.OFP_NO_BUFFER, len(data), 1, ofp10.OFPR_NO_MATCH, data)
+    learned = _flow_mod(0, 1, _apply(parser.OFPActionOutput(2)), in_port=1, eth_dst=H2)
+    events: list[ts.Event] = [*_ping_events(0, 3.0), _to_controller(2, 3.01, old_form), _to_switch(3, 3.04, learned, 2)]
+    built = events_from_trace(_save(tmp_path, events))
+    assert built.stats["packet_ins_linked"] == 1 and built.stats["ctl_by_match"] == 1
+    assert built.stats.get("ctl_sends_root", 0) == 0
+
+
 @pytest.mark.real
 @pytest.mark.slow
 def test_faucet_multi_table_races_through_goto_table(tmp_path: Path) -> None:

@@ -154,6 +154,27 @@ def test_without_controller_answers_ping_fails():
     assert not world.hosts["h1"].got_reply(ip(world, "h3"), 1, 1)
 
 
+def test_nothing_unasked_goes_out_before_the_hello_exchange_ends_then_in_the_agreed_version():
+    """A packet reaching a switch whose connection still negotiates makes no PACKET_IN (a 1.0 one,
+    from the table the switch runs before any version is agreed, would reach a 1.3 controller)."""
+    from os_ken.ofproto import ofproto_v1_3_parser as P13
+
+    clock = VirtualClock()
+    world = World(parse_topo("linear,2"), clock, openflow="1.3")
+    conns = {spec.dpid: world.open_connection(spec.dpid, "c0", hello=True) for spec in world.topology.switches}
+    world.inject_ping("h1", "h2", 1, 1)
+    assert world.drain() == []
+    for conn in conns.values():
+        assert world.negotiated(conn, 4)
+        to_controller = P13.OFPInstructionActions(4, [P13.OFPActionOutput(0xfffffffd, 0xffff)])  # APPLY_ACTIONS
+        miss = P13.OFPFlowMod(codec.datapath_for(4), priority=0, match=P13.OFPMatch(), instructions=[to_controller])
+        miss.xid = 1
+        world.from_controller(conn, round_trip(miss))
+    world.inject_ping("h2", "h1", 1, 1)   # h1's ARP request is still waiting for an answer
+    delivered = world.drain()
+    assert delivered and all(isinstance(round_trip(d.msg), P13.OFPPacketIn) for d in delivered)
+
+
 # ------------------------------------------------------------------ channels
 def test_enabled_lists_channel_heads_oldest_first_and_fire_refuses_non_heads():
     clock = VirtualClock()

@@ -14,6 +14,6 @@ from netsleuth.openflow import codec
 
 def round_trip(msg: Any) -> Any:
     data = codec.encode(msg)
-    back = codec.decode(data)
+    back = codec.decode(data, None)   # the version the bytes name
     assert codec.encode(back) == data
     return back

@@ -117,7 +117,7 @@ class Runtime:
         return self._attach(dpid, controller, reader, writer)
 
     def _attach(self, dpid: int, controller: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
-        conn = self.world.open_connection(dpid, controller)
+        conn = self.world.open_connection(dpid, controller, hello=True)
         proto = SwitchConnection(versions=self.world.offered_versions(dpid))
         link = _Link(conn, proto, reader, writer)
         self.links[conn] = link

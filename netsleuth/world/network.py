@@ -180,9 +180,10 @@ class Network(Delivery):
         return out
 
     # ------------------------------------------------------------ control plane
-    def open_connection(self, dpid: int, controller: str) -> int:
+    def open_connection(self, dpid: int, controller: str, *, hello: bool = False) -> int:
+        """A new control connection; ``hello``: its version is still to be negotiated (see :meth:`negotiated`)."""
         conn = len(self.connections)
-        c = self.connections[conn] = Connection(conn, dpid, controller)
+        c = self.connections[conn] = Connection(conn, dpid, controller, awaiting_hello=hello)
         self._conns_of.setdefault(dpid, []).append(c)
         self.controllers_alive.setdefault(controller, True)
         return conn
@@ -197,7 +198,9 @@ class Network(Delivery):
         The switch's first connection decides the version it runs; False when
         the switch already runs another one (the caller closes ``conn``).
         """
-        return self.by_dpid[self.connections[conn].dpid].use_version(version)
+        c = self.connections[conn]
+        c.awaiting_hello = False
+        return self.by_dpid[c.dpid].use_version(version)
 
     def openflow_versions(self) -> dict[str, str]:
         """Each switch's negotiated OpenFlow version ("1.0"/"1.3"), for the switches that negotiated one."""
@@ -331,7 +334,7 @@ class Network(Delivery):
                 self._emit(switch.name, out.port, out.packet, out.tag)
             else:
                 targets = [out.conn] if out.conn is not None else [
-                    c.conn for c in self._conns_of.get(switch.dpid, ()) if c.up]
+                    c.conn for c in self._conns_of.get(switch.dpid, ()) if c.up and not c.awaiting_hello]
                 for t in targets:
                     self.send_to_controller(t, out.msg)
 

@@ -22,6 +22,9 @@ class Connection:
     dpid: int
     controller: str
     up: bool = True
+    # the HELLO exchange of a live connection is under way: no version is agreed yet, so the switch
+    # sends nothing unasked on it (Open vSwitch sends asynchronous messages only once it has one)
+    awaiting_hello: bool = False
     features_replied: bool = False
     replied_at: float = 0.0  # when the handshake completed (the FEATURES_REPLY reached the controller)
 

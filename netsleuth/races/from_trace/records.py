@@ -69,12 +69,15 @@ class _Reception:
 
 
 def _covers_packet(fm: Any, packet: PoxMatch | dict[str, int] | None) -> bool:
-    """Does a flow mod's match cover a PACKET_IN's packet (1.0: POX semantics; 1.3: its OXM fields)?"""
+    """Does a flow mod's match cover a PACKET_IN's packet (1.0: POX semantics; 1.3: its OXM fields)?
+
+    A packet and a flow mod of different versions never cover each other.
+    """
     if packet is None:
         return False
     if isinstance(packet, dict):
-        return bool(fm.match.matches(packet))
-    return bool(fm.match.matches_with_wildcards(packet))
+        return not isinstance(fm, PoxFlowMod) and bool(fm.match.matches(packet))
+    return isinstance(fm, PoxFlowMod) and bool(fm.match.matches_with_wildcards(packet))
 
 
 def _summary(frame: bytes) -> str:

@@ -100,7 +100,10 @@ class _ToControllerRules(_PacketRules):
                           mid_out=(z,), msg_type=None)
         if mtype == "PACKET_IN":
             data = bytes(msg.data or b"")
-            match = of13.packet_fields(data, in_port) if v13 else _packet_match(data, in_port)
+            # the form the switch's flow mods are compared in: its negotiated version's, whatever
+            # version this one message claims (an untrusted trace may mix them)
+            as13 = v13 or e.dpid in self.dpids13
+            match = of13.packet_fields(data, in_port) if as13 else _packet_match(data, in_port)
             pis = self.packet_ins[e.dpid]
             pis.append(_PacketIn(handle, z, msg.buffer_id, data, match, arrival))
             if len(pis) > _RECENT:
