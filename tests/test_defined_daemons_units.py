@@ -177,6 +177,31 @@ def test_bird_reply_parser_reads_best_and_bgp_attributes():
         {"best": False, "from": "s3", "next_hop": "10.255.0.3"}]}
 
 
+def test_a_kernel_table_read_twice_is_the_same_bytes_and_a_dump_ends_at_its_done_message():
+    """Reads of an unchanged table are compared as bytes (no parse): two dumps of this namespace's
+    table must be identical, and a chunk ends the dump only at NLMSG_DONE or an error."""
+    from netsleuth.defined.daemons import kroutes
+
+    table = kroutes.NetlinkTable("/proc/self/ns/net")
+    try:
+        rtm = struct.pack("=8BI", 2, 0, 0, 0, 0, 0, 0, 0, 0)
+        first, second = table._dump(kroutes.RTM_GETROUTE, rtm), table._dump(kroutes.RTM_GETROUTE, rtm)
+        assert first == second and table.routes() == table.routes() == kroutes.parse_routes(first, table.ifnames)
+    finally:
+        table.close()
+
+    def msg(kind: int, body: bytes = b"") -> bytes:
+        pad = b"\0" * (-len(body) % 4)
+        return struct.pack("=IHHII", 16 + len(body), kind, 2, 1, 0) + body + pad
+
+    route = msg(kroutes.RTM_NEWROUTE, bytes(13))
+    assert not kroutes._ends_dump(route + route)
+    assert kroutes._ends_dump(route + msg(kroutes.NLMSG_DONE, bytes(4)))
+    assert kroutes._ends_dump(msg(kroutes.NLMSG_DONE, bytes(4)))
+    assert kroutes._ends_dump(msg(kroutes.NLMSG_ERROR, bytes(20)))
+    assert kroutes._ends_dump(b"")
+
+
 @pytest.mark.real
 @pytest.mark.parametrize("daemon", ["bird", "frr"])
 def test_generated_configs_parse_in_the_real_daemons(daemon):

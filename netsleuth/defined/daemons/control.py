@@ -50,12 +50,16 @@ class BirdControl:
         self._reply()  # the greeting: 0001 BIRD x.y ready.
 
     def _reply(self) -> list[tuple[str, str]]:
+        return _bird_lines(self._raw_reply())
+
+    def _raw_reply(self) -> list[bytes]:
+        """The lines of the next reply, up to its final one (a code and a space), undecoded."""
         while True:
             lines = self.buf.split(b"\n")
             for i, ln in enumerate(lines[:-1]):
                 if len(ln) >= 5 and ln[:4].isdigit() and ln[4:5] == b" ":
                     self.buf = b"\n".join(lines[i + 1:])
-                    return _bird_lines(lines[: i + 1])
+                    return lines[: i + 1]
             data = self.sock.recv(65536)
             if not data:
                 raise ControlError("BIRD closed its control socket", "see the router's bird.log")
@@ -77,6 +81,16 @@ class BirdControl:
         if bad:
             raise ControlError(f"BIRD refused {cmd!r}: {bad[0]}", "check the command")
         return lines
+
+    def answered(self, cmd: str) -> None:
+        """:meth:`answer` for a caller that only needs the reply read (a poke), not its text.
+
+        An error reply is one line whose code starts with 8 or 9: only such a reply is decoded.
+        """
+        raw = self._raw_reply()
+        if any(ln[:1] in (b"8", b"9") and ln[:4].isdigit() for ln in raw):
+            bad = [t for c, t in _bird_lines(raw) if c[:1] in ("8", "9")]
+            raise ControlError(f"BIRD refused {cmd!r}: {bad[0]}", "check the command")
 
     def close(self) -> None:
         self.sock.close()
@@ -122,6 +136,10 @@ class FrrControl:
             raise ControlError(f"FRR refused {cmd!r}: {buf[:-4].decode(errors='replace').strip()[:200]}",
                                "check the command")
         return buf[:-4].decode(errors="replace")
+
+    def answered(self, cmd: str) -> None:
+        """:meth:`answer` for a caller that only needs the reply read (see :meth:`BirdControl.answered`)."""
+        self.answer(cmd)
 
     def ask_json(self, cmd: str) -> dict:
         text = self.ask(cmd + " json")

@@ -113,6 +113,7 @@ class NamespaceHost:
         self._guard_w: int | None = None
         self.relay_ctl: socket.socket | None = None
         self.relay_proc: subprocess.Popen | None = None
+        self._snmp: dict[int, int] = {}   # namespace holder's pid -> its open /proc/PID/net/snmp
 
     # -- life cycle ----------------------------------------------------
     def __enter__(self) -> NamespaceHost:
@@ -266,7 +267,12 @@ class NamespaceHost:
         counted too. Read through the namespace holder's ``/proc/PID/net``, which is that
         namespace's view: no process is started."""
         try:
-            lines = Path(f"/proc/{self.ns[name].proc.pid}/net/snmp").read_text().splitlines()
+            pid = self.ns[name].proc.pid
+            fd = self._snmp.get(pid)
+            if fd is None:
+                fd = self._snmp[pid] = os.open(f"/proc/{pid}/net/snmp", os.O_RDONLY)
+            # a proc file read from offset 0 is generated afresh: one open file serves every read
+            lines = os.pread(fd, 8192, 0).decode().splitlines()
         except (KeyError, OSError):
             return -1
         names, values = (ln.split() for ln in lines[:2])
@@ -313,6 +319,9 @@ class NamespaceHost:
         Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
         directory), everything else SIGKILL.
         """
+        for fd in self._snmp.values():
+            os.close(fd)
+        self._snmp.clear()
         daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
         for p in daemons:
             p.terminate()

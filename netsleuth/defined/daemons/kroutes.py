@@ -28,6 +28,7 @@ NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_MULTIPATH, RTA_TABLE = 1, 4, 5, 9, 15
 IFLA_IFNAME = 3
 RT_TABLE_MAIN = 254
+_DUMP_SEQ = 1
 CLONE_NEWNET = 0x40000000
 TYPES = {1: "unicast", 2: "local", 3: "broadcast", 6: "blackhole", 7: "unreachable", 8: "prohibit"}
 PROTOS = {2: "kernel", 3: "boot", 4: "static", 12: "bird", 186: "bgp", 188: "ospf", 189: "rip"}
@@ -79,6 +80,27 @@ def _messages(data: bytes) -> list[tuple[int, bytes]]:
         out.append((kind, data[pos + 16: pos + ln]))
         pos += (ln + 3) & ~3
     return out
+
+
+def _ends_dump(data: bytes) -> bool:
+    """Does this chunk of a dump's answer end it (NLMSG_DONE or an error), or carry nothing?
+
+    The kernel puts NLMSG_DONE (a bare 20-byte message) at the end of the dump's last chunk, so
+    that is looked at first; other chunks have their message headers walked (types only).
+    """
+    if len(data) >= 20 and struct.unpack_from("=IH", data, len(data) - 20) == (20, NLMSG_DONE):
+        return True
+    pos, end, unpack = 0, len(data) - 16, struct.unpack_from
+    if pos > end:
+        return True
+    while pos <= end:
+        ln, kind = unpack("=IH", data, pos)
+        if kind in (NLMSG_DONE, NLMSG_ERROR):
+            return True
+        if ln < 16:
+            break
+        pos += (ln + 3) & ~3
+    return pos == 0
 
 
 def parse_links(data: bytes) -> dict[int, str]:
@@ -164,29 +186,27 @@ class NetlinkTable:
 
     def __init__(self, ns_path: str) -> None:
         self.sock = netlink_in(ns_path)
-        self.seq = 0
         self._last_key: bytes | None = None
         self._last: list[KRoute] = []
         self.ifnames = parse_links(self._dump(RTM_GETLINK, struct.pack("=Bxxxiii", socket.AF_UNSPEC, 0, 0, 0)))
 
     def _dump(self, kind: int, body: bytes) -> bytes:
-        self.seq += 1
-        self.sock.send(struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
+        # Every dump carries the same sequence number, which the kernel repeats in each message
+        # header: a table that did not change then dumps to the very same bytes.
+        self.sock.send(struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, _DUMP_SEQ, 0) + body)
         chunks = []
         while True:
             data = self.sock.recv(1 << 20)
-            msgs = _messages(data)
             chunks.append(data)
-            if any(k in (NLMSG_DONE, NLMSG_ERROR) for k, _ in msgs) or not msgs:
+            if _ends_dump(data):
                 return b"".join(chunks)
 
     def routes(self) -> list[KRoute]:
         """The table now; parsed only when its bytes changed since the last read (most reads)."""
         rtm = struct.pack("=8BI", socket.AF_INET, 0, 0, 0, 0, 0, 0, 0, 0)
         data = self._dump(RTM_GETROUTE, rtm)
-        key = b"".join(body for _, body in _messages(data))
-        if key != self._last_key:
-            self._last_key, self._last = key, parse_routes(data, self.ifnames)
+        if data != self._last_key:
+            self._last_key, self._last = data, parse_routes(data, self.ifnames)
         return self._last
 
     def close(self) -> None:

@@ -72,7 +72,7 @@ class Reader:
         for c in conns:
             c.send(cmd)
         for c in conns:
-            c.answer(cmd)
+            c.answered(cmd)
 
     def reachable(self, router: str) -> bool:
         """Every daemon of the router answers on its control socket (the file alone is not enough: a

@@ -15,6 +15,7 @@ so ``violation_lines`` prints them as it prints every other violation.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 
 import networkx as nx
@@ -26,6 +27,7 @@ from netsleuth.invariants.forwarding import Finding
 Tables = Mapping[str, Iterable[KRoute]]
 
 
+@functools.lru_cache(maxsize=8192)   # a network's few hundred addresses, looked up after every table change
 def _int(addr: str) -> int:
     a, b, c, d = (int(x) for x in addr.split("."))
     return (a << 24) | (b << 16) | (c << 8) | d
