@@ -33,8 +33,13 @@ from netsleuth.console import JobProgressBar, err, out, progress_bar
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.switch_options import add_switch_options, limits_of
 from netsleuth.live import stop
+from netsleuth.openflow.osken_versions import defer_ofproto_init
 from netsleuth.options import at_least, out_dir, out_file, seconds
 from netsleuth.races import cli as races_cli
+
+# A command's process (and every worker it spawns, which imports this module first) loads os-ken's
+# OpenFlow 1.0 and 1.3 modules, not every version os-ken has: see openflow/osken_versions.py.
+defer_ofproto_init()
 
 
 class Parser(argparse.ArgumentParser):
