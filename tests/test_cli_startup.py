@@ -98,3 +98,17 @@ def test_os_ken_still_gives_every_version_to_whoever_asks_for_them() -> None:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["[1,", "3,", "4,", "5,", "6]"]
+
+
+def test_the_jobs_that_check_invariants_load_no_graph_library() -> None:
+    # run, fuzz, replay, minimize and campaign check invariants in every process (minimization and
+    # campaign workers too); which hosts live links connect is a breadth-first search, not networkx
+    script = ("import sys\n"
+              "import netsleuth.cli, netsleuth.jobs.run, netsleuth.jobs.fuzz, netsleuth.jobs.replay\n"
+              "import netsleuth.jobs.minimize, netsleuth.campaign.runner, netsleuth.invariants.registry\n"
+              "print(' '.join(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    modules = proc.stdout.split()
+    assert "netsleuth.invariants.forwarding" in modules and "netsleuth.invariants.headerspace.report" in modules
+    assert loaded(modules, ("networkx", *UNSPOKEN)) == []

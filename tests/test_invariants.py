@@ -280,3 +280,22 @@ def test_registry_names_and_defaults():
     with pytest.raises(registry.UnknownInvariantError):
         registry.resolve("loops,nonsense")
     assert registry.REGISTRY["dataplane-loops"].observed and registry.REGISTRY["dataplane-loops"].check is None
+
+
+# ------------------------------------------------------------------ live components
+@pytest.mark.parametrize("spec", ["linear,4", "ring,5", "tree,depth=2,fanout=3", "torus,3,3", "mesh,4"])
+def test_live_components_number_nodes_as_networkx_does(spec: str) -> None:
+    # the checks' breadth-first search must give networkx's components of the live graph, numbered alike
+    import random
+
+    import networkx as nx
+
+    rng = random.Random(7)
+    net = Net(spec)
+    for _ in range(30):
+        for key in net.link_up:
+            net.link_up[key] = rng.random() > 0.3
+        down = {s.name: False for s in net.topo.switches if rng.random() < 0.2}
+        view = net.view(switch_up=down)
+        expected = {n: i for i, c in enumerate(nx.connected_components(view.live_graph())) for n in c}
+        assert view.live_components() == expected

@@ -79,7 +79,7 @@ class NetworkView:
 
     def live_graph(self) -> nx.Graph:
         """Nodes and links that are up: the physical network packets can cross."""
-        import networkx as nx  # here, not at the top: a World builds views in processes that draw no graph
+        import networkx as nx  # here, not at the top: see live_components
 
         g = nx.Graph()
         for s in self.topology.switches:
@@ -91,3 +91,31 @@ class NetworkView:
             if up and n1 in g and n2 in g:
                 g.add_edge(n1, n2)
         return g
+
+    def live_components(self) -> dict[str, int]:
+        """Node -> number of its connected component in :meth:`live_graph`, numbered as networkx's
+        ``connected_components`` numbers them there (in node order: switches that are up, then hosts).
+
+        Every check asks which hosts the live links connect, so this is a plain breadth-first search:
+        importing networkx for it would cost each process that runs a check (every run, fuzz, replay
+        and minimization worker) more CPU than all its checks of a small network."""
+        adj: dict[str, list[str]] = {s.name: [] for s in self.topology.switches if self.is_switch_up(s.name)}
+        adj.update((h.name, []) for h in self.topology.hosts)
+        for (n1, _p1, n2, _p2), up in self.link_up.items():
+            if up and n1 in adj and n2 in adj:
+                adj[n1].append(n2)
+                adj[n2].append(n1)
+        comp: dict[str, int] = {}
+        count = 0
+        for start in adj:
+            if start in comp:
+                continue
+            i = comp[start] = count
+            count += 1
+            todo = [start]
+            while todo:
+                for n in adj[todo.pop()]:
+                    if n not in comp:
+                        comp[n] = i
+                        todo.append(n)
+        return comp
