@@ -33,6 +33,9 @@ class _DeferredInit(Loader):
     def __init__(self, real: Loader) -> None:
         self.real = real
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)  # get_source, get_filename, is_package...: the real loader's
+
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.real.create_module(spec)
 
