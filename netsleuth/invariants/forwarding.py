@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.ofdp import ofp
@@ -124,11 +122,7 @@ def _pair_packet(view: NetworkView, src: str, dst: str) -> Packet:
 
 def pair_outcomes(view: NetworkView) -> list[tuple[str, str, PathOutcome]]:
     """Trace the ICMP echo every host would send to every other, physically connected host."""
-    graph = view.live_graph()
-    component = {}
-    for i, comp in enumerate(nx.connected_components(graph)):
-        for n in comp:
-            component[n] = i
+    component = view.live_components()
     results = []
     hosts = [h.name for h in view.topology.hosts]
     for src in hosts:
@@ -220,7 +214,7 @@ def check_delivery(view: NetworkView, outcomes=None) -> list[Finding]:
     """Real packets between connected hosts that never arrived (observed, not computed)."""
     if not view.undelivered:
         return []
-    component = {n: i for i, comp in enumerate(nx.connected_components(view.live_graph())) for n in comp}
+    component = view.live_components()
     return [Finding("delivery", f"{summary} from {src} never reached {dst} ({age:.1f}s)",
                     hosts=(src, dst), details={"pid": pid})
             for pid, src, dst, summary, age in view.undelivered

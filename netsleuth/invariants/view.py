@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.switch import Switch
 from netsleuth.model.topology import Topology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class NetworkView:
 
     def live_graph(self) -> nx.Graph:
         """Nodes and links that are up: the physical network packets can cross."""
+        import networkx as nx  # here, not at the top: a World builds views in processes that draw no graph
+
         g = nx.Graph()
         for s in self.topology.switches:
             if self.is_switch_up(s.name):
@@ -87,3 +91,9 @@ class NetworkView:
             if up and n1 in g and n2 in g:
                 g.add_edge(n1, n2)
         return g
+
+    def live_components(self) -> dict[str, int]:
+        """Node -> number of its connected component in :meth:`live_graph` (which hosts the live links connect)."""
+        import networkx as nx
+
+        return {n: i for i, comp in enumerate(nx.connected_components(self.live_graph())) for n in comp}

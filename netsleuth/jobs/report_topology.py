@@ -28,8 +28,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
 from netsleuth.model.topology import Topology
 from netsleuth.trace import schema as ts
 
@@ -77,6 +75,8 @@ def layout(nodes: list[str], edges: list[Edge], seed: int = SEED) -> dict[str, t
     core, settle on top of each other otherwise)."""
     if len(nodes) < 2:
         return {n: (WIDTH / 2, HEIGHT / 2) for n in nodes}
+    import networkx as nx  # here, not at the top: only a report draws; every minimization imports this module
+
     g: nx.Graph = nx.Graph()
     g.add_nodes_from(nodes)
     g.add_edges_from((x.a, x.b) for x in edges if x.a in g and x.b in g)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from netsleuth.controllers.logwatch import LogWatch
 from netsleuth.invariants import exceptions as exc_check
 from netsleuth.invariants import openflow_errors as of_check
-from netsleuth.minimize.api import describe_input
+from netsleuth.minimize.words import describe_input
 from netsleuth.trace import schema as ts
 
 

@@ -22,16 +22,22 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-
-# numpy holds a big pattern's key id -> slot map as two sorted int32 arrays (see SlotMap):
-# 8 bytes per entry where a dict costs about 40, and header-space analysis reads them whole.
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, cast
 
 from netsleuth.model.actions import Action
 from netsleuth.model.flowentry import FlowEntry
 from netsleuth.model.headerbits import interner, pack, packer, small_int, unpacker
 from netsleuth.model.match import Match
+
+if TYPE_CHECKING:
+    # numpy holds a big pattern's key id -> slot map as two sorted int32 arrays (see SlotMap):
+    # 8 bytes per entry where a dict costs about 40, and header-space analysis reads them whole.
+    # It is imported where the arrays are made: a map that stays a dict (every table of a model
+    # checker, a small network or a trace read back) never loads it.
+    import numpy as np
+    import numpy.typing as npt
+
+    I32 = npt.NDArray[np.int32]
 
 _INF = float("inf")
 
@@ -60,8 +66,9 @@ def actions_of(aid: int) -> tuple[Action, ...]:
     return _ACTS[aid]
 
 
-I32 = npt.NDArray[np.int32]
-_NONE_I32: I32 = np.zeros(0, dtype=np.int32)
+# The columns of a map that has never been compacted: an empty int32 array.array, which answers
+# len() and tolist() as an empty numpy array does (nothing indexes it: _find stops at _hi = -1).
+_NONE_I32 = cast("I32", array("i"))
 
 
 class SlotMap:
@@ -154,6 +161,8 @@ class SlotMap:
 
     def compact(self) -> None:
         """Move every entry into the sorted arrays (none removed left in them)."""
+        import numpy as np
+
         d = self._d
         k, s = self._k, self._s
         if self._dead:
@@ -170,6 +179,8 @@ class SlotMap:
     def arrays(self) -> tuple[I32, I32]:
         """(key ids ascending, their slots): every entry, as the map's own arrays (after
         :meth:`compact`; read-only for callers).  A small map stays a dict and gives copies."""
+        import numpy as np
+
         d = self._d
         if not len(self._k) and len(d) < self.COMPACT_MIN:
             return (np.fromiter(d.keys(), dtype=np.int32, count=len(d)),
@@ -196,7 +207,8 @@ class SlotMap:
     def copy(self) -> SlotMap:
         c = SlotMap()
         c._d = dict(self._d)
-        c._k, c._s = self._k, self._s.copy()  # key ids never change in place
+        c._k = self._k  # key ids never change in place
+        c._s = self._s.copy() if len(self._s) else self._s  # the empty columns are never written
         c._n, c._dead, c._hi = self._n, self._dead, self._hi
         return c
 

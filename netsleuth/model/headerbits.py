@@ -9,10 +9,12 @@ lives here, in the model, so that the table does not depend on the analysis.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from netsleuth.model.match import FIELDS, FULL_MASKS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # --------------------------------------------------------------------------- layout
 # (field index in FIELDS, bit offset, width); least significant first.
@@ -101,6 +103,8 @@ def key_field(mask: int, name: str) -> np.ndarray:
     """Field ``name`` (a 1.0 match field of at most 64 bits) of every interned key of
     ``mask``, by id, as an int64 array (read-only: it is shared).  Kept between calls and
     extended by the keys interned since, so a check after one new flow pays for one key."""
+    import numpy as np  # here: the flow tables use this module's layout in processes that run no check
+
     off = SHIFT_BY_NAME[name]
     width = FULL_MASKS[FIELDS.index(name)].bit_length()
     keys = interner(mask)[1]

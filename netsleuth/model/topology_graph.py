@@ -31,12 +31,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from netsleuth.errors import UnknownTopologyError
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "SwitchSpec",
@@ -420,6 +421,8 @@ class Topology:
         Edge key: the link's index in :attr:`links`; edge attrs ``node1``,
         ``port1``, ``node2``, ``port2`` (port1 belongs to node1).
         """
+        import networkx as nx  # here, not at the top: every process that parses a topology would load it
+
         g = nx.MultiGraph(name=self._name, spec=self._spec)
         g.add_nodes_from((n, {"kind": SWITCH, "dpid": d}) for n, d in self._dpid.items())
         g.add_nodes_from((h.name, {"kind": HOST, "mac": h.mac, "ip": h.ip}) for h in self._host.values())

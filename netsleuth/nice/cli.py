@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 from netsleuth.console import err, out, progress_bar
-from netsleuth.nice.filters import STRATEGIES
-from netsleuth.nice.scenarios import SCENARIOS
+from netsleuth.nice.names import SCENARIOS, STRATEGIES
 from netsleuth.options import at_least, out_dir
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from netsleuth.nice.names import STRATEGIES
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.system import System
 from netsleuth.nice.transitions import CTL, OF, OUT, PKT, RECV, SEND, Transition
-
-STRATEGIES = ("full", "pkt-seq", "no-delay", "unusual", "flow-ir", "random")
 
 
 def _filter_pkt_seq(system: System, st: SystemState, en: list) -> list:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.nice.errors import ScenarioError
+from netsleuth.nice.names import SCENARIOS
 from netsleuth.nice.system import Config
-
-SCENARIOS = ("pings", "direct", "mobile", "loop", "bug-iv", "bug-v", "bug-vi", "bug-vii", "bug-viii", "bug-ix",
-             "bug-x", "bug-xi", "bug-xii", "bug-xiii")
 
 
 def parse_hosts(spec: str) -> tuple[tuple[str, str, int], ...]:

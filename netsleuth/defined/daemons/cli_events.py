@@ -13,7 +13,6 @@ from pathlib import Path
 
 from netsleuth.console import out, progress_bar
 from netsleuth.errors import NetsleuthError
-from netsleuth.invariants.violation_text import violation_lines
 
 
 def _statics(values: list[str] | None) -> tuple[tuple[str, str], ...]:
@@ -45,6 +44,8 @@ def emit_result(args: argparse.Namespace, d: dict, interrupted: bool) -> bool:
 
 
 def _violations(items: list[dict]) -> None:
+    from netsleuth.invariants.violation_text import violation_lines  # the header-space engine: not for --help
+
     for v in items[:5]:
         for line in violation_lines(v):
             out.print(f"  {line}", markup=False)

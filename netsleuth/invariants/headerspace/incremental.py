@@ -78,6 +78,13 @@ class _SteadyView(NetworkView):
             object.__setattr__(self, "_live_graph", g)
         return g
 
+    def live_components(self) -> dict[str, int]:
+        c = self.__dict__.get("_live_components")
+        if c is None:
+            c = super().live_components()
+            object.__setattr__(self, "_live_components", c)
+        return c
+
 
 def _steady(view: NetworkView) -> _SteadyView:
     return _SteadyView(**{f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.init})

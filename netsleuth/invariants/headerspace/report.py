@@ -15,8 +15,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-import networkx as nx
-
 from netsleuth.invariants.forwarding import Finding, controller_ok
 from netsleuth.invariants.headerspace.ingress import Port
 from netsleuth.invariants.headerspace.space import HeaderSet, HeaderSpace
@@ -61,11 +59,7 @@ def witness_dict(hs: HeaderSet) -> dict | None:
 
 def components(view: NetworkView) -> dict[str, int]:
     """Node -> number of its connected component over live links."""
-    comp: dict[str, int] = {}
-    for i, c in enumerate(nx.connected_components(view.live_graph())):
-        for n in c:
-            comp[n] = i
-    return comp
+    return view.live_components()
 
 
 def host_location(view: NetworkView, host: str) -> Port:
