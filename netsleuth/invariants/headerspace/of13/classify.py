@@ -22,7 +22,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -46,6 +46,8 @@ class _TableView:
             else:
                 lst.append(r)
         self.bits = bits
+        self.low = low_bit(bits)
+        self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
@@ -56,8 +58,14 @@ class _TableView:
                 self.memo.clear()
         self.entries[r] = e
         self.ws[r] = w
-        self.bits |= m
-        self.groups.setdefault(m, {}).setdefault(v, []).append(r)
+        if m & ~self.bits:   # bits no entry tested before
+            self.bits |= m
+            if low_bit(self.bits) != self.low:
+                self.low, self._small = low_bit(self.bits), None
+        lst = self.groups.setdefault(m, {}).setdefault(v, [])
+        lst.append(r)
+        if self._small is not None:
+            self._small.setdefault(m >> self.low, {})[v >> self.low] = lst
         for (gm, common), sub in self.subs.items():
             if gm == m:
                 sub.setdefault(v & common, []).append(r)
@@ -73,6 +81,12 @@ class _TableView:
         v, m = w
         by = self.groups[m]
         _unlist(by, v, r)
+        small = self._small
+        if small is not None and v not in by:
+            sby = small[m >> self.low]
+            del sby[v >> self.low]
+            if not sby:
+                del small[m >> self.low]
         if not by:
             del self.groups[m]
             for k in [k for k in self.subs if k[0] == m]:
@@ -176,6 +190,26 @@ class _TableView:
             got = r
             first = False
         return got
+
+    def fixed_best(self, sv: int) -> int | None:
+        """:meth:`_best` for headers that fix every bit the view tests, given their value on
+        those bits shifted down by ``low``.  No candidate can take
+        part of such headers only, so the best one takes them whole; and the probes run on
+        ints as wide as the tested bits, not as the header (the per-mask indexes, shifted
+        the same way, share their rank lists with ``groups``)."""
+        small = self._small
+        if small is None:
+            low = self.low
+            small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
+                                   for gm, by in self.groups.items()}
+        best = None
+        for sm, by in small.items():
+            lst = by.get(sv & sm)
+            if lst:
+                r = lst[0] if len(lst) == 1 else min(lst)
+                if best is None or r < best:
+                    best = r
+        return best
 
     def _best(self, v: int, m: int) -> int | None:
         """The first of :meth:`candidates` (None: none)."""
@@ -285,6 +319,11 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     if len(earlier) > 1:
         earlier.sort()
     return earlier
+
+
+def low_bit(bits: int) -> int:
+    """The position of the lowest set bit of ``bits`` (0 for none)."""
+    return max((bits & -bits).bit_length() - 1, 0)
 
 
 def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:
