@@ -59,8 +59,15 @@ def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
         if nm == m:
             return None
         out.append((dv | v, nm))
-    if len(out) > 1:
+    n = len(out)
+    if n > 8:
         out = list(dict.fromkeys(out))
+    elif n > 1:   # a few: comparing them costs less than hashing header-wide ints
+        uniq: list[Wildcard] = []
+        for d in out:
+            if d not in uniq:
+                uniq.append(d)
+        out = uniq
     return (v, m, tuple(out))
 
 

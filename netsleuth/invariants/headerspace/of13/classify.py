@@ -22,7 +22,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "steps")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -48,6 +48,9 @@ class _TableView:
         self.bits = bits
         self.low = low_bit(bits)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
+        # what the short road (of13/road.py) worked out an entry does, by rank: (its instructions,
+        # the current-header mapping, the step), valid while both are the very objects
+        self.steps: dict[int, tuple[Any, Any, Any]] = {}
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""

@@ -144,7 +144,6 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     if here in path or not net.view.is_switch_up(s):
         return None
     comp = net.compiled(s)
-    steps = comp.steps
     t = md = tid = 0
     took: list[tuple[str, int, FlowEntry13]] = []
     seen: list[tuple[int, int]] = []
@@ -170,8 +169,12 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
                 return None   # a miss or a split
         entry = tv.entries[r]
         inst = entry.instructions
-        got = steps.get((id(inst), p, id(sym)))   # _step's cache, looked up here: the usual case
-        st = got[2] if got is not None and got[0] is inst and got[1] is sym else _step(comp, entry, sym, p)
+        got = tv.steps.get(r)   # the view is of this in_port: the step depends on the entry and mapping only
+        if got is not None and got[0] is inst and got[1] is sym:
+            st = got[2]
+        else:
+            st = _step(comp, entry, sym, p)
+            tv.steps[r] = (inst, sym, st)
         if st is None:
             return None
         took.append((s, t, entry))
