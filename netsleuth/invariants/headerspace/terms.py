@@ -81,8 +81,12 @@ def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
         if dm == m:
             return True
         fixed.append(dm.bit_count())
-    # Counted in units of the smallest difference's size (a wildcard fixing c bits holds
-    # 2 ** (width - c) headers): small numbers instead of ints as wide as the header.
+    # A wildcard fixing c bits holds 2 ** (width - c) headers: each difference holds at most
+    # 2 ** -(min(fixed) - bits of m) of the base, so fewer than that many cannot cover it.
+    if len(fixed) < 1 << max(min(fixed) - m.bit_count(), 0):
+        return False
+    # Else counted exactly, in units of the smallest difference's size: small numbers
+    # instead of ints as wide as the header.
     top = max(fixed)
     if sum(1 << (top - c) for c in fixed) < (1 << (top - m.bit_count())):
         return False  # not enough headers to cover it

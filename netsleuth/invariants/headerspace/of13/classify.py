@@ -248,13 +248,20 @@ class _TableView:
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
         seen: dict[int, dict[int, list[int]]] = {}
+        notm = ~m
         for i in cands:
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier(seen, ev, em)
-            seen.setdefault(em, {}).setdefault(ev, []).append(i)
-            inside = not (em & ~m)  # the term lies inside the entry's wildcard
+            by = seen.get(em)
+            if by is None:
+                seen[em] = {ev: [i]}
+            elif ev in by:
+                by[ev].append(i)
+            else:
+                by[ev] = [i]
+            inside = not (em & notm)  # the term lies inside the entry's wildcard
             if inside:
                 covered = True
                 if not earlier:
@@ -262,13 +269,13 @@ class _TableView:
                     pieces.setdefault(i, []).append(t)
                     break
             if tm is None:
-                nt = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+                nt = _piece(t, ev, em, tuple([ws[j] for j in earlier]) if earlier else (), inside)
             else:
                 key = (i, *earlier)
                 if key in tm:
                     nt = tm[key]
                 else:
-                    nt = tm[key] = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+                    nt = tm[key] = _piece(t, ev, em, tuple([ws[j] for j in earlier]) if earlier else (), inside)
             if nt is not None:
                 pieces.setdefault(i, []).append(nt)
         if covered:

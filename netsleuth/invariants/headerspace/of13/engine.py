@@ -174,6 +174,7 @@ class Net13:
     def __init__(self, view: NetworkView, cache: MutableMapping[Pipeline13, Compiled13] | None = None) -> None:
         self.view = view
         self._comp: dict[str, Compiled13] = {}
+        self._kept = cache is not None   # compiled pipelines outlive the analysis: signed, to be checked
         self._cache = cache if cache is not None else {}
         self.node_ids = itertools.count()
         self.road = Road(self, HsaEvent13)
@@ -187,7 +188,7 @@ class Net13:
                                     "check networks whose switches all speak one OpenFlow version")
             c = self._cache.get(pipe)
             if c is None or c.signature != signature13(pipe):
-                c = self._cache[pipe] = Compiled13(pipe)
+                c = self._cache[pipe] = Compiled13(pipe, signed=self._kept)
             self._comp[name] = c
         return c
 
@@ -311,7 +312,7 @@ def forget13() -> None:
 def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAULT_BUDGET13,
               cache: bool = True) -> Analysis13:
     """Every header a host can send, pushed in at every ingress point once for all three checks."""
-    net = Net13(view, _COMPILED13 if cache else {})
+    net = Net13(view, _COMPILED13 if cache else None)
     points = ingress_points(view, ingress)
     key = _state_key(view, net, ingress, budget) if cache else None
     if key is not None and _LAST and _LAST[0] == key:
