@@ -100,7 +100,8 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
                 return None
         else:
             fv, fm = val << x, mask << x
-            if (v ^ fv) & m & fm:
+            both = m & fm   # bits an earlier field read too (a mapping can make two fields one)
+            if both and (v ^ fv) & both:
                 return None
             v |= fv
             m |= fm
