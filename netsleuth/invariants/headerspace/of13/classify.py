@@ -254,13 +254,7 @@ class _TableView:
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier(seen, ev, em)
-            by = seen.get(em)
-            if by is None:
-                seen[em] = {ev: [i]}
-            elif ev in by:
-                by[ev].append(i)
-            else:
-                by[ev] = [i]
+            _note(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
             if inside:
                 covered = True
@@ -334,6 +328,17 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
 def low_bit(bits: int) -> int:
     """The position of the lowest set bit of ``bits`` (0 for none)."""
     return max((bits & -bits).bit_length() - 1, 0)
+
+
+def _note(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> None:
+    """File candidate ``i`` (wildcard (ev, em)) in ``seen``, by mask then value."""
+    by = seen.get(em)
+    if by is None:
+        seen[em] = {ev: [i]}
+    elif ev in by:
+        by[ev].append(i)
+    else:
+        by[ev] = [i]
 
 
 def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:
