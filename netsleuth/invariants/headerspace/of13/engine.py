@@ -70,12 +70,11 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, port_leads, road_hop, send_copies
+from netsleuth.invariants.headerspace.of13.road import Road, road_hop, send_copies
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -245,7 +244,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
         events.append(("drops", None, HsaEvent13(orig, s, path, rules, choices, "switch is down")))
         return events, pushes
     sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
-    where = partial(port_leads, view)
+    where = net.road.where   # port_leads of the view, kept per (switch, port)
     for br in sw.run(orig, sym, p):
         r2 = rules + tuple([(s, t, e) for t, e in br.rules])
         ch = choices + br.choices

@@ -159,7 +159,7 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         ks = keys.get(bits)
         if ks is None:
             ks = keys[bits] = _keys(orig, bits)
-        if type(ks) is int:   # one key, fixing every tested bit: the best candidate takes it whole
+        if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
             r = tv.fixed_best(ks)
             if r is None:
                 return None   # a miss (an event of its own)
