@@ -16,7 +16,12 @@ branch, per-action dispatch and the per-port classification of its copies every 
 * per header set (a class keeps its object from hop to hop) and set of bits a table view
   tests, the distinct (value, mask) its terms show of those bits (:meth:`Road.keys_of`):
   all that ``_TableView.whole`` reads of them, so the big-int masking of every term is
-  done once per class instead of at every table of every hop.
+  done once per class instead of at every table of every hop.  When that is one (value,
+  mask) fixing every tested bit (past the first hop, nearly always), the key is the value
+  on those bits shifted down to bit 0, and the view probes its per-mask indexes, shifted
+  the same way, with ints as wide as the tested bits instead of the 1,061-bit header
+  (``_TableView.fixed_best``: such headers are never split, so nothing else is checked);
+* per view and entry rank, the entry's step (``_TableView.steps``), checked by identity.
 
 What is left per hop is one best-candidate probe per table and the hop's own events and
 pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s order,
