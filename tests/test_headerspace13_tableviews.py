@@ -46,14 +46,18 @@ def _split(tv: _TableView, hs: HS13) -> list:
 
 def _probes(tv: _TableView, macs: list[int]) -> list:
     """Candidates (as entries, in order) for wildcards that fix all, some or none of the
-    bits the entries test (the partial ones go through the view's sub-indexes), and how
+    bits the entries test (the partial ones go through the view's sub-indexes; the best of
+    those that fix all of them through the short road's probe too), and how
     the headers a host sends split among the entries (a kept view remembers the pieces)."""
     out = [_split(tv, HS13.injected().intersect_wc(wc13(eth_src=mac))) for mac in macs[:3]]
     out.append(_split(tv, HS13.injected()))
     for mac in macs[:6]:
         for v, m in ((mac << SHIFT13["eth_dst"], _DST), (mac << SHIFT13["eth_src"], _SRC), (0, 0),
                      ((mac << SHIFT13["eth_dst"]) | (macs[0] << SHIFT13["eth_src"]), _DST | _SRC)):
-            out.append([id(tv.entries[r]) for r in tv.candidates(v, m)])
+            cands = tv.candidates(v, m)
+            out.append([id(tv.entries[r]) for r in cands])
+            if m & tv.bits == tv.bits:   # the short road's probe, for headers that fix every tested bit
+                assert tv.fixed_best((v & tv.bits) >> tv.low) == (cands[0] if cands else None)
     return out
 
 

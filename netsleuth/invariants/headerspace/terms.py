@@ -59,8 +59,15 @@ def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
         if nm == m:
             return None
         out.append((dv | v, nm))
-    if len(out) > 1:
+    n = len(out)
+    if n > 8:
         out = list(dict.fromkeys(out))
+    elif n > 1:   # a few: comparing them costs less than hashing header-wide ints
+        uniq: list[Wildcard] = []
+        for d in out:
+            if d not in uniq:
+                uniq.append(d)
+        out = uniq
     return (v, m, tuple(out))
 
 
@@ -74,8 +81,12 @@ def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
         if dm == m:
             return True
         fixed.append(dm.bit_count())
-    # Counted in units of the smallest difference's size (a wildcard fixing c bits holds
-    # 2 ** (width - c) headers): small numbers instead of ints as wide as the header.
+    # A wildcard fixing c bits holds 2 ** (width - c) headers: each difference holds at most
+    # 2 ** -(min(fixed) - bits of m) of the base, so fewer than that many cannot cover it.
+    if len(fixed) < 1 << max(min(fixed) - m.bit_count(), 0):
+        return False
+    # Else counted exactly, in units of the smallest difference's size: small numbers
+    # instead of ints as wide as the header.
     top = max(fixed)
     if sum(1 << (top - c) for c in fixed) < (1 << (top - m.bit_count())):
         return False  # not enough headers to cover it

@@ -22,7 +22,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "steps")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -46,6 +46,11 @@ class _TableView:
             else:
                 lst.append(r)
         self.bits = bits
+        self.low = low_bit(bits)
+        self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
+        # what the short road (of13/road.py) worked out an entry does, by rank: (its instructions,
+        # the current-header mapping, the step), valid while both are the very objects
+        self.steps: dict[int, tuple[Any, Any, Any]] = {}
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
@@ -56,8 +61,14 @@ class _TableView:
                 self.memo.clear()
         self.entries[r] = e
         self.ws[r] = w
-        self.bits |= m
-        self.groups.setdefault(m, {}).setdefault(v, []).append(r)
+        if m & ~self.bits:   # bits no entry tested before
+            self.bits |= m
+            if low_bit(self.bits) != self.low:
+                self.low, self._small = low_bit(self.bits), None
+        lst = self.groups.setdefault(m, {}).setdefault(v, [])
+        lst.append(r)
+        if self._small is not None:
+            self._small.setdefault(m >> self.low, {})[v >> self.low] = lst
         for (gm, common), sub in self.subs.items():
             if gm == m:
                 sub.setdefault(v & common, []).append(r)
@@ -73,6 +84,12 @@ class _TableView:
         v, m = w
         by = self.groups[m]
         _unlist(by, v, r)
+        small = self._small
+        if small is not None and v not in by:
+            sby = small[m >> self.low]
+            del sby[v >> self.low]
+            if not sby:
+                del small[m >> self.low]
         if not by:
             del self.groups[m]
             for k in [k for k in self.subs if k[0] == m]:
@@ -177,6 +194,26 @@ class _TableView:
             first = False
         return got
 
+    def fixed_best(self, sv: int) -> int | None:
+        """:meth:`_best` for headers that fix every bit the view tests, given their value on
+        those bits shifted down by ``low``.  No candidate can take
+        part of such headers only, so the best one takes them whole; and the probes run on
+        ints as wide as the tested bits, not as the header (the per-mask indexes, shifted
+        the same way, share their rank lists with ``groups``)."""
+        small = self._small
+        if small is None:
+            low = self.low
+            small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
+                                   for gm, by in self.groups.items()}
+        best = None
+        for sm, by in small.items():
+            lst = by.get(sv & sm)
+            if lst:
+                r = lst[0] if len(lst) == 1 else min(lst)
+                if best is None or r < best:
+                    best = r
+        return best
+
     def _best(self, v: int, m: int) -> int | None:
         """The first of :meth:`candidates` (None: none)."""
         best = None
@@ -211,13 +248,14 @@ class _TableView:
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
         seen: dict[int, dict[int, list[int]]] = {}
+        notm = ~m
         for i in cands:
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier(seen, ev, em)
-            seen.setdefault(em, {}).setdefault(ev, []).append(i)
-            inside = not (em & ~m)  # the term lies inside the entry's wildcard
+            _note(seen, ev, em, i)
+            inside = not (em & notm)  # the term lies inside the entry's wildcard
             if inside:
                 covered = True
                 if not earlier:
@@ -225,13 +263,13 @@ class _TableView:
                     pieces.setdefault(i, []).append(t)
                     break
             if tm is None:
-                nt = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+                nt = _piece(t, ev, em, tuple([ws[j] for j in earlier]) if earlier else (), inside)
             else:
                 key = (i, *earlier)
                 if key in tm:
                     nt = tm[key]
                 else:
-                    nt = tm[key] = _piece(t, ev, em, tuple(ws[j] for j in earlier), inside)
+                    nt = tm[key] = _piece(t, ev, em, tuple([ws[j] for j in earlier]) if earlier else (), inside)
             if nt is not None:
                 pieces.setdefault(i, []).append(nt)
         if covered:
@@ -285,6 +323,22 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     if len(earlier) > 1:
         earlier.sort()
     return earlier
+
+
+def low_bit(bits: int) -> int:
+    """The position of the lowest set bit of ``bits`` (0 for none)."""
+    return max((bits & -bits).bit_length() - 1, 0)
+
+
+def _note(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> None:
+    """File candidate ``i`` (wildcard (ev, em)) in ``seen``, by mask then value."""
+    by = seen.get(em)
+    if by is None:
+        seen[em] = {ev: [i]}
+    elif ev in by:
+        by[ev].append(i)
+    else:
+        by[ev] = [i]
 
 
 def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:

@@ -70,12 +70,11 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, port_leads, road_hop, send_copies
+from netsleuth.invariants.headerspace.of13.road import Road, road_hop, send_copies
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -174,6 +173,7 @@ class Net13:
     def __init__(self, view: NetworkView, cache: MutableMapping[Pipeline13, Compiled13] | None = None) -> None:
         self.view = view
         self._comp: dict[str, Compiled13] = {}
+        self._kept = cache is not None   # compiled pipelines outlive the analysis: signed, to be checked
         self._cache = cache if cache is not None else {}
         self.node_ids = itertools.count()
         self.road = Road(self, HsaEvent13)
@@ -187,7 +187,7 @@ class Net13:
                                     "check networks whose switches all speak one OpenFlow version")
             c = self._cache.get(pipe)
             if c is None or c.signature != signature13(pipe):
-                c = self._cache[pipe] = Compiled13(pipe)
+                c = self._cache[pipe] = Compiled13(pipe, signed=self._kept)
             self._comp[name] = c
         return c
 
@@ -244,7 +244,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
         events.append(("drops", None, HsaEvent13(orig, s, path, rules, choices, "switch is down")))
         return events, pushes
     sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
-    where = partial(port_leads, view)
+    where = net.road.where   # port_leads of the view, kept per (switch, port)
     for br in sw.run(orig, sym, p):
         r2 = rules + tuple([(s, t, e) for t, e in br.rules])
         ch = choices + br.choices
@@ -311,7 +311,7 @@ def forget13() -> None:
 def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAULT_BUDGET13,
               cache: bool = True) -> Analysis13:
     """Every header a host can send, pushed in at every ingress point once for all three checks."""
-    net = Net13(view, _COMPILED13 if cache else {})
+    net = Net13(view, _COMPILED13 if cache else None)
     points = ingress_points(view, ingress)
     key = _state_key(view, net, ingress, budget) if cache else None
     if key is not None and _LAST and _LAST[0] == key:

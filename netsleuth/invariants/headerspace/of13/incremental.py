@@ -312,20 +312,28 @@ class IncrementalHSA13:
     # ------------------------------------------------------------------ the index
     def _index(self, hops: Iterable[ExplorationHop]) -> None:
         """File the lookups and groups of freshly run hops by switch."""
+        dsts: dict[int, tuple[Any, Any, int | None]] = {}   # per header set (a class keeps it from hop to hop)
         for h in hops:
             if not h.lookups and not h.groups:
                 continue
             s = h.switch
             self._hops_at.setdefault(s, []).append(h)
-            by = self._at.setdefault(s, {})
-            last: tuple[Any, Any, int | None] = (None, None, None)
+            by = self._at.get(s)
+            if by is None:
+                by = self._at[s] = {}
             for lk in h.lookups:
-                if lk[1] is last[0] and lk[2] is last[1]:   # a goto with the headers unchanged
-                    dst = last[2]
+                got = dsts.get(id(lk[1]))
+                if got is None or got[0] is not lk[1] or got[1] is not lk[2]:
+                    got = dsts[id(lk[1])] = (lk[1], lk[2], dst_of(lk))
+                key = (lk[0], got[2])
+                per_port = by.get(key)
+                if per_port is None:
+                    per_port = by[key] = {}
+                filed = per_port.get(lk[3])
+                if filed is None:
+                    per_port[lk[3]] = [(h, lk)]
                 else:
-                    dst = dst_of(lk)
-                    last = (lk[1], lk[2], dst)
-                by.setdefault((lk[0], dst), {}).setdefault(lk[3], []).append((h, lk))
+                    filed.append((h, lk))
             for g in h.groups:
                 self._groups_at.setdefault(s, {}).setdefault(g, []).append(h)
             self._filed[s] = self._filed.get(s, 0) + 1

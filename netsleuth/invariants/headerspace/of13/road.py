@@ -16,7 +16,12 @@ branch, per-action dispatch and the per-port classification of its copies every 
 * per header set (a class keeps its object from hop to hop) and set of bits a table view
   tests, the distinct (value, mask) its terms show of those bits (:meth:`Road.keys_of`):
   all that ``_TableView.whole`` reads of them, so the big-int masking of every term is
-  done once per class instead of at every table of every hop.
+  done once per class instead of at every table of every hop.  When that is one (value,
+  mask) fixing every tested bit (past the first hop, nearly always), the key is the value
+  on those bits shifted down to bit 0, and the view probes its per-mask indexes, shifted
+  the same way, with ints as wide as the tested bits instead of the 1,061-bit header
+  (``_TableView.fixed_best``: such headers are never split, so nothing else is checked);
+* per view and entry rank, the entry's step (``_TableView.steps``), checked by identity.
 
 What is left per hop is one best-candidate probe per table and the hop's own events and
 pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s order,
@@ -37,6 +42,7 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
+from netsleuth.invariants.headerspace.of13.classify import low_bit
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, Emission, _Switch13, _TableView
 from netsleuth.invariants.headerspace.of13.symbolic import Sym
@@ -106,7 +112,7 @@ class Road:
         self._view: Any = None
         self._where: dict[tuple[str, int], tuple[int, Any]] = {}
         # per header set (by id, held): what its terms show of each set of bits a view tests
-        self._keys: dict[int, tuple[HS13, dict[int, tuple[tuple[int, int], ...]]]] = {}
+        self._keys: dict[int, tuple[HS13, dict[int, Any]]] = {}
 
     def where(self, s: str, q: int) -> tuple[int, Any]:
         """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
@@ -120,7 +126,7 @@ class Road:
             got = self._where[(s, q)] = port_leads(view, s, q)
         return got
 
-    def keys_of(self, orig: HS13) -> dict[int, tuple[tuple[int, int], ...]]:
+    def keys_of(self, orig: HS13) -> dict[int, Any]:
         """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by those bits."""
         got = self._keys.get(id(orig))
         if got is None or got[0] is not orig:
@@ -157,24 +163,29 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         bits = tv.bits
         ks = keys.get(bits)
         if ks is None:
-            ks = keys[bits] = tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
-        if len(ks) == 1:
-            v, m = ks[0]
-            r = tv._best(v, m)
-            if r is None or tv.ws[r][1] & ~m:
-                return None   # a miss (an event of its own) or a split
+            ks = keys[bits] = _keys(orig, bits)
+        if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
+            r = tv.fixed_best(ks)
+            if r is None:
+                return None   # a miss (an event of its own)
         else:
             r = tv.whole_keys(ks)
             if r is None or r < 0:
-                return None
+                return None   # a miss or a split
         entry = tv.entries[r]
-        st = _step(comp, entry, sym, p)
+        inst = entry.instructions
+        got = tv.steps.get(r)   # the view is of this in_port: the step depends on the entry and mapping only
+        if got is not None and got[0] is inst and got[1] is sym:
+            st = got[2]
+        else:
+            st = _step(comp, entry, sym, p)
+            tv.steps[r] = (inst, sym, st)
         if st is None:
             return None
         took.append((s, t, entry))
         emits += st[0]   # (an output that sent nothing matters only to a hop that sends nothing)
         if st[2] is not None:
-            md = entry.instructions.next_metadata(md)
+            md = inst.next_metadata(md)
         if st[3] is None:
             break
         t = st[3]
@@ -186,6 +197,22 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     pushes: list[Hop13] = []
     send_copies(road.where, road.event, s, orig, path + (here,), rules + tuple(took), choices, emits, events, pushes)
     return events, pushes
+
+
+def _keys(orig: HS13, bits: int) -> int | tuple[tuple[int, int], ...]:
+    """What a table view testing ``bits`` reads of ``orig``'s terms: the distinct (value & bits,
+    mask & bits), or, when that is one that fixes every bit, its value on them shifted down by
+    :func:`~netsleuth.invariants.headerspace.of13.classify.low_bit` (an int: what
+    :meth:`~netsleuth.invariants.headerspace.of13.classify._TableView.fixed_best` reads)."""
+    low = low_bit(bits)
+    sb = bits >> low
+    fixed = -1
+    for v, m, _d in orig.terms:   # shifted first: the masking then runs on small ints
+        sv = (v >> low) & sb
+        if (m >> low) & sb != sb or (fixed >= 0 and sv != fixed):
+            return tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
+        fixed = sv
+    return fixed if fixed >= 0 else ()
 
 
 def port_leads(view: Any, s: str, q: int) -> tuple[int, Any]:

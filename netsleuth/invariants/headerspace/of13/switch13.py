@@ -100,7 +100,8 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
                 return None
         else:
             fv, fm = val << x, mask << x
-            if (v ^ fv) & m & fm:
+            both = m & fm   # bits an earlier field read too (a mapping can make two fields one)
+            if both and (v ^ fv) & both:
                 return None
             v |= fv
             m |= fm
@@ -124,11 +125,12 @@ class Compiled13:
     """A pipeline's tables seen through current-header mappings, cached per mapping.
 
     Valid while the tables are unchanged (``signature``: the entries and their
-    instruction objects, which a MODIFY replaces)."""
+    instruction objects, which a MODIFY replaces; None when ``signed`` is false, for a
+    pipeline compiled for one analysis only, which nothing has to check it against)."""
 
-    def __init__(self, pipe: Pipeline13) -> None:
+    def __init__(self, pipe: Pipeline13, signed: bool = True) -> None:
         self._pipe = weakref.ref(pipe)   # the cache is keyed weakly on the pipeline
-        self.signature = signature13(pipe)
+        self.signature = signature13(pipe) if signed else None
         self._by_port: dict[int, tuple[dict[int | None, list[int]], list[FlowEntry13]]] = {}
         self._views: dict[tuple[Any, ...], _TableView] = {}
         # (port, in_port, id(sym)) -> (sym, what an output there emits): ports are part of the signature

@@ -41,8 +41,19 @@ class _Table:
         self.rank: dict[int, int] = {}
         self.port: dict[int, int | None] = {}
         self.by: dict[int | None, dict[int, None]] = {}
-        for i, e in enumerate(entries):
-            self.add((i + 1) * GAP, e)
+        rank, port, by = self.rank, self.port, self.by
+        for i, e in enumerate(entries):   # add() for each, inline: a table is read whole at a cold check
+            r = (i + 1) * GAP
+            m = e.match.get("in_port")
+            p = None if m is None else m[0]
+            self.entries[r] = e
+            rank[id(e)] = r
+            port[r] = p
+            got = by.get(p)
+            if got is None:
+                by[p] = {r: None}
+            else:
+                got[r] = None
 
     def add(self, r: int, e: FlowEntry13) -> None:
         m = e.match.get("in_port")
@@ -63,7 +74,7 @@ class LiveCompiled(Compiled13):
     """A compiled pipeline whose table views are updated entry by entry (:meth:`sync`)."""
 
     def __init__(self, pipe: Pipeline13) -> None:
-        super().__init__(pipe)
+        super().__init__(pipe, signed=False)   # kept up to date by sync, never checked against its pipeline
         self._tabs: dict[int, _Table] = {}
         self._how: dict[tuple[Any, ...], tuple[Sym, int, int, int]] = {}   # view key -> how it was built
 

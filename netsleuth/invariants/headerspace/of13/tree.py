@@ -85,26 +85,15 @@ class ExplorationHop:
     def run(self, net: Net13, alts: dict[int, int]) -> list[ExplorationHop]:
         """Run this hop (its switch's pipeline on its headers): its events and new child hops."""
         lookups: list[Lookup] = []
-        groups: list[int] = []
-
-        def make(comp: Compiled13, node_ids: Any, alts_: dict[int, int]) -> _Switch13:
-            return _Recording(comp, node_ids, alts_, lookups, groups)
-
         got = road_hop(net.road, self.item, lookups)
         if got is not None:   # the short road's entries only output: they name no group
-            events, pushes = got
+            self.own, pushes = got
+            self.groups = []
         else:
-            events, pushes = hop13(net, self.item, alts, make)
-            # the groups the entries it hit name, run or not: deleting a group removes those entries
-            n0 = len(self.item[5])
-            for _c, _k, ev in events:
-                for _s, _t, e in ev.rules[n0:]:
-                    groups.extend(_groups_of(e))
-            for p in pushes:
-                for _s, _t, e in p[5][n0:]:
-                    groups.extend(_groups_of(e))
-        self.own, self.lookups, self.groups = events, lookups, list(dict.fromkeys(groups))
-        self.kids = [ExplorationHop(p, self.ing, self) for p in pushes]
+            self.own, pushes, self.groups = _general(net, self.item, alts, lookups)
+        self.lookups = lookups
+        ing = self.ing
+        self.kids = [ExplorationHop(p, ing, self) for p in pushes]
         self._flat = None
         return self.kids
 
@@ -160,6 +149,27 @@ class ExplorationHop:
             h._flat = out
             h.size = size
         return self._flat  # type: ignore[return-value]
+
+
+def _general(net: Net13, item: Hop13, alts: dict[int, int], lookups: list[Lookup],
+             ) -> tuple[list[Event13], list[Hop13], list[int]]:
+    """A hop run the general way, noting its table lookups in ``lookups``: its events, pushed
+    hops, and the groups it ran or that the entries it hit name, run or not (deleting a group
+    removes those entries)."""
+    groups: list[int] = []
+
+    def make(comp: Compiled13, node_ids: Any, alts_: dict[int, int]) -> _Switch13:
+        return _Recording(comp, node_ids, alts_, lookups, groups)
+
+    events, pushes = hop13(net, item, alts, make)
+    n0 = len(item[5])
+    for _c, _k, ev in events:
+        for _s, _t, e in ev.rules[n0:]:
+            groups.extend(_groups_of(e))
+    for p in pushes:
+        for _s, _t, e in p[5][n0:]:
+            groups.extend(_groups_of(e))
+    return events, pushes, list(dict.fromkeys(groups))
 
 
 def _groups_of(entry: Any) -> list[int]:
