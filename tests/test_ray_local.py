@@ -4,16 +4,20 @@ Its worker processes start with the raylet and import the modules they are
 given before taking any work, so an actor's start-up finds netsleuth
 already imported; and its shutdown ends every process it started, quickly.
 Started the quick way (minimize/ray_local.py, the default) the instance has
-no autoscaler monitor and no API server, and its raylet was given the runtime-env agent's port
-(the port the agent listens on); started with Ray's own ``ray.init``
+no autoscaler monitor, no API server and no log monitor, its raylet was given the runtime-env agent's
+port (the port the agent listens on), and it started its workers without waiting for the dashboard
+agent; started with Ray's own ``ray.init``
 (``NETSLEUTH_RAY_QUICK_START=0``) it has a monitor, which the shutdown ends
 without waiting the second Ray gives it to answer SIGTERM.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -65,15 +69,30 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
     return names, node, took, all_gone(tree)
 
 
+def stamp(log: Path, text: str) -> datetime:
+    """The time of the first line of Ray's ``log`` that holds ``text`` (Ray's lines start with it)."""
+    for line in log.read_text().splitlines():
+        if text in line:
+            found = re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}", line)
+            assert found, line
+            return datetime.strptime(found.group(), "%Y-%m-%d %H:%M:%S,%f")
+    raise AssertionError(f"no line with {text!r} in {log}")
+
+
 def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     names, node, took, left = run_and_stop(monkeypatch, quick=True)
     assert type(node).__name__ == "QuickNode"  # ray.init still builds its head node from ray._private.node.Node
     assert "raylet" in names and "dashboard/agent.py" in names and "runtime_env/agent/main.py" in names
-    assert "monitor.py" not in names.replace("log_monitor.py", "") and "dashboard/dashboard.py" not in names
+    assert "monitor.py" not in names and "dashboard/dashboard.py" not in names  # nor the log monitor
     port = node.runtime_env_agent_port
     assert port > 0
     assert f"--runtime-env-agent-port={port}" in names  # given to the agent and registered by the raylet
+    assert node.dashboard_agent_listen_port == -1  # what the minimal agent reports, registered before it did
+    logs = Path(node.get_session_dir_path()) / "logs"
+    workers = stamp(logs / "raylet.out", "Started worker process")
+    agent_up = stamp(logs / "dashboard_agent.log", "Loaded ")  # its modules loaded, just before it writes its port
+    assert workers < agent_up, f"the raylet started its workers at {workers}, after the agent at {agent_up}"
     assert left == []
     assert took < 1.0, f"shutdown took {took:.2f} s"
 

@@ -34,7 +34,9 @@ def test_a_ray_without_that_api_is_refused_naming_what_is_missing() -> None:
 
     fake = types.SimpleNamespace(__version__="9.9.9", _private=types.SimpleNamespace(
         node=types.SimpleNamespace(Node=Node), parameter=ray._private.parameter))  # noqa: SLF001
-    assert "Node.start_api_server" in missing_api(fake)
+    missing = missing_api(fake)
+    assert "Node.start_api_server" in missing and "ray._raylet.persist_port" in missing
+    assert "ray._raylet.DASHBOARD_AGENT_LISTEN_PORT_NAME" in missing and "Node.node_id" in missing
     with pytest.raises(RayUnavailableError) as err:
         quick_start(fake)
     line = err.value.one_line()
