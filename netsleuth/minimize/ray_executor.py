@@ -307,8 +307,14 @@ class RayActorPool:
 
 
 def local_config(preload: Sequence[str]) -> dict[str, Any]:
-    """Ray's system config for a local instance: workers prestarted with the raylet, importing ``preload``."""
-    config: dict[str, Any] = {"enable_worker_prestart": True}
+    """Ray's system config for a local instance: workers prestarted with the raylet, importing ``preload``,
+    at the driver's own CPU priority.
+
+    Ray lowers its workers' priority (niceness 15) by default, to keep a node's own processes responsive
+    beside heavy tasks.  Here the workers' jobs are the work (the process pool's workers run at the
+    priority of the campaign), and at nice 15 a worker starting up yields the CPUs to Ray's agents,
+    which nothing waits for, and a job's controller (which inherits it) to any other program."""
+    config: dict[str, Any] = {"enable_worker_prestart": True, "worker_niceness": LOCAL_WORKER_NICENESS}
     if preload:
         config["preload_python_modules"] = list(preload)
     return config
@@ -339,6 +345,7 @@ def _monitor_processes(ray: Any) -> list[Any]:
         return []
 
 
+LOCAL_WORKER_NICENESS = 0  # Ray's default is 15 (local_config: why not here)
 LOCAL_LOG_TO_DRIVER = False  # a local instance's workers' output stays in its session's logs (init_ray: why)
 
 RAY_FIX = "pip install 'netsleuth[ray]' (or choose --executor local)"

@@ -31,6 +31,11 @@ subclassed) instead, which changes these things:
   (``log_to_driver=False``, ``quick_start(log_monitor=False)``): it would
   only read their log files to publish lines nobody subscribes to, half a
   CPU-second at its start and more over a campaign;
+* the two agents run at a lower CPU priority (niceness 10, every thread;
+  never raised): they start at the same moment as the workers and import
+  Ray as the workers do, and at the same priority they would take half the
+  CPUs of a two-CPU machine from the workers every job waits for, while
+  nothing the local instance runs waits for them (their ports are known);
 * the node's registration is polled every 20 ms (a raylet that died ends
   the wait at once, with its log's name), so Ray's own lookup that follows
   finds the node at its first try;
@@ -60,11 +65,14 @@ from netsleuth.minimize.errors import RayUnavailableError
 
 ENV = "NETSLEUTH_RAY_QUICK_START"
 POLL = 0.02            # seconds between two looks for the node's registration
+AGENT_NICE = 10  # the agents' niceness: they take the CPUs only where the workers' start leaves them idle
 REGISTER_TIMEOUT = 60.0  # seconds for the raylet to register (Ray's own wait is 30 s, then it gives up)
 
 NODE_METHODS = ("start_api_server", "start_ray_processes", "get_gcs_client", "_get_log_file_name",
                 "get_session_dir_path")
 PARAMS = ("runtime_env_agent_port", "no_monitor", "include_dashboard", "include_log_monitor")
+AGENT_SCRIPTS = ("/dashboard/agent.py", "/runtime_env/agent/main.py")  # the raylet's two agents, as it starts them
+AGENT_TITLES = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")  # ... and as they call themselves once up
 # the names of the port files the dashboard agent writes and the raylet waits for (ray._raylet's constants)
 AGENT_PORT_NAMES = ("DASHBOARD_AGENT_LISTEN_PORT_NAME", "METRICS_AGENT_PORT_NAME", "METRICS_EXPORT_PORT_NAME")
 
@@ -161,6 +169,7 @@ def quick_node_class(base: type, log_monitor: bool = True) -> type:
                 for k, v in saved.items():
                     setattr(params, k, v)
             self._await_registration()
+            lower_agents(self.all_processes["raylet"][0].process.pid)
 
         def _await_registration(self) -> None:
             from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]  # protobuf-generated
@@ -211,6 +220,36 @@ def prewrite_agent_ports(node: Any) -> list[str]:
     return names
 
 
+def lower_agents(raylet_pid: int) -> list[int]:
+    """Give the raylet's agents the niceness ``AGENT_NICE`` (every thread of theirs, never a higher priority
+    than they had; see the module's text for why); their pids.  An agent not started yet is left as it is."""
+    import psutil
+
+    lowered = []
+    try:
+        children = psutil.Process(raylet_pid).children()
+    except psutil.Error:
+        return lowered
+    for child in children:
+        try:
+            if is_agent(child.cmdline()):
+                for thread in child.threads():
+                    nice = os.getpriority(os.PRIO_PROCESS, thread.id)  # never raised: lowered, or left
+                    os.setpriority(os.PRIO_PROCESS, thread.id, max(nice, AGENT_NICE))
+                lowered.append(child.pid)
+        except (psutil.Error, OSError):  # gone already, or not ours to change: left as it is
+            continue
+    return lowered
+
+
+def is_agent(cmdline: list[str]) -> bool:
+    """Whether a child of the raylet is one of its agents, by its arguments (one of them the agent's script) or
+    its title.  Not by a mere mention: a child the raylet has forked but not yet turned into a worker still
+    has the raylet's arguments, which hold the agents' whole command lines."""
+    return (any(arg.endswith(AGENT_SCRIPTS) for arg in cmdline)
+            or bool(cmdline) and cmdline[0].split(" ", 1)[0] in AGENT_TITLES)
+
+
 def free_port() -> int:
     """A TCP port free on every address now (the runtime-env agent binds it a moment later)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -220,4 +259,4 @@ def free_port() -> int:
 
 
 __all__ = ["quick_start", "quick_node_class", "missing_api", "enabled", "agent_ports", "free_port",
-           "minimal_agent", "prewrite_agent_ports", "ENV"]
+           "minimal_agent", "prewrite_agent_ports", "lower_agents", "is_agent", "ENV"]
