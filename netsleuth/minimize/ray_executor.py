@@ -371,8 +371,8 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     netsleuth, a second or more of CPU) then overlaps with the rest of Ray's start instead of following
     it.  The local instance is started through minimize/ray_local.py's quick start (its waits overlapped or
     skipped) unless ``NETSLEUTH_RAY_QUICK_START=0``.  A local instance's workers' output is not printed
-    by the driver (``LOCAL_LOG_TO_DRIVER``): it stays in the session's logs (``/tmp/ray/session_latest/logs``,
-    ``ray logs``), and the quick start then needs no log monitor, half a CPU-second at Ray's start and more
+    by the driver (``LOCAL_LOG_TO_DRIVER``): it stays in the session's logs (``/tmp/ray/session_latest/logs``),
+    and the quick start then needs no log monitor, half a CPU-second at Ray's start and more
     over a campaign that the jobs' processes would otherwise share the CPUs with; what a worker has to
     say comes back as its result or error.  (A cluster's nodes were configured by ``ray start``: nothing
     of this reaches them, and the driver prints what their workers print.)"""
