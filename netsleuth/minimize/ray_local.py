@@ -216,7 +216,7 @@ def prewrite_agent_ports(node: Any) -> list[str]:
         return []
     names = [getattr(_raylet, n) for n in AGENT_PORT_NAMES]
     for name in names:
-        _raylet.persist_port(node.get_session_dir_path(), node.node_id, name, -1)
+        _raylet.persist_port(node.get_session_dir_path(), node.node_id, name, -1)  # type: ignore[attr-defined]
     return names
 
 
@@ -225,7 +225,7 @@ def lower_agents(raylet_pid: int) -> list[int]:
     than they had; see the module's text for why); their pids.  An agent not started yet is left as it is."""
     import psutil
 
-    lowered = []
+    lowered: list[int] = []
     try:
         children = psutil.Process(raylet_pid).children()
     except psutil.Error:
