@@ -4,16 +4,21 @@ Its worker processes start with the raylet and import the modules they are
 given before taking any work, so an actor's start-up finds netsleuth
 already imported; and its shutdown ends every process it started, quickly.
 Started the quick way (minimize/ray_local.py, the default) the instance has
-no autoscaler monitor and no API server, and its raylet was given the runtime-env agent's port
-(the port the agent listens on); started with Ray's own ``ray.init``
-(``NETSLEUTH_RAY_QUICK_START=0``) it has a monitor, which the shutdown ends
+no autoscaler monitor, no API server and no log monitor, its raylet was given the runtime-env agent's
+port (the port the agent listens on), it started its workers without waiting for the dashboard
+agent, and its agents run at a lower CPU priority than its workers (which run at the driver's);
+started with Ray's own ``ray.init`` (``NETSLEUTH_RAY_QUICK_START=0``) it has a monitor, which the shutdown ends
 without waiting the second Ray gives it to answer SIGTERM.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import time
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -22,7 +27,7 @@ from test_campaign import all_gone
 
 from netsleuth.minimize.executors import RayExecutor
 from netsleuth.minimize.ray_executor import init_ray, shutdown_ray
-from netsleuth.minimize.ray_local import ENV
+from netsleuth.minimize.ray_local import AGENT_NICE, ENV
 
 ray = pytest.importorskip("ray")
 
@@ -40,9 +45,9 @@ def state(loaded: bool, _payload: Any) -> bool:
     return loaded
 
 
-def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any, float, list[str]]:
-    """Start a local instance, run 4 tasks on 2 actors, shut it down: (its processes' command lines, its node's
-    Node, the shutdown's seconds, the processes left after it)."""
+def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any, float, list[int]]:
+    """Start a local instance, run 4 tasks on 2 actors, shut it down: (its processes' command lines, each
+    followed by its niceness, its node's Node, the shutdown's seconds, the processes left after it)."""
     monkeypatch.setenv(ENV, "1" if quick else "0")
     assert not ray.is_initialized()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import tests/
@@ -53,7 +58,8 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
         pool.start(imported_before_init)
         assert [pool.submit(state, None).result(timeout=60) for _ in range(4)] == [True] * 4
         tree = [p.pid for p in psutil.Process().children(recursive=True) if p.pid not in before]
-        names = "\n".join(" ".join(psutil.Process(pid).cmdline()) for pid in tree)
+        procs = [(psutil.Process(pid).cmdline(), psutil.Process(pid).nice()) for pid in tree]
+        names = "\n".join(f"{' '.join(cmdline)} nice={nice}" for cmdline, nice in procs)
         node = ray._private.worker._global_node  # noqa: SLF001 - its ports are those the raylet registered
     finally:
         pool.close()  # not the owner of the instance: its actors end, Ray stays up
@@ -65,15 +71,40 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
     return names, node, took, all_gone(tree)
 
 
+def stamp(log: Path, text: str) -> datetime | None:
+    """The time of the first line of Ray's ``log`` that holds ``text`` (Ray's lines start with it), if any."""
+    for line in (log.read_text() if log.exists() else "").splitlines():
+        if text in line:
+            found = re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}", line)
+            assert found, line
+            return datetime.strptime(found.group(), "%Y-%m-%d %H:%M:%S,%f")
+    return None
+
+
 def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     names, node, took, left = run_and_stop(monkeypatch, quick=True)
     assert type(node).__name__ == "QuickNode"  # ray.init still builds its head node from ray._private.node.Node
     assert "raylet" in names and "dashboard/agent.py" in names and "runtime_env/agent/main.py" in names
-    assert "monitor.py" not in names.replace("log_monitor.py", "") and "dashboard/dashboard.py" not in names
+    assert "monitor.py" not in names and "dashboard/dashboard.py" not in names  # nor the log monitor
     port = node.runtime_env_agent_port
     assert port > 0
     assert f"--runtime-env-agent-port={port}" in names  # given to the agent and registered by the raylet
+    lines = names.splitlines()  # one per process, its arguments joined: an agent is told by its title or script
+    agents = [line for line in lines if line.startswith(("ray::DashboardAgent", "ray::RuntimeEnvAgent"))
+              or re.match(r"\S+python\S* -u \S+(/dashboard/agent\.py|/runtime_env/agent/main\.py) ", line)]
+    workers = [line for line in lines if line.startswith("ray::RayWorker")]
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert len(agents) == 2 and all(line.endswith(f"nice={max(mine, AGENT_NICE)}") for line in agents), agents
+    assert len(workers) == 2 and all(line.endswith(f"nice={mine}") for line in workers), workers  # the driver's
+    assert node.dashboard_agent_listen_port == -1  # what the minimal agent reports, registered before it did
+    logs = Path(node.get_session_dir_path()) / "logs"
+    started = stamp(logs / "raylet.out", "Started worker process")
+    agent_up = stamp(logs / "dashboard_agent.log", "Loaded ")  # its modules loaded, just before it writes its port
+    assert started is not None
+    # (at its lower priority on a busy machine, the agent may not have got that far before the shutdown)
+    assert agent_up is None or started < agent_up, f"the raylet started its workers at {started}, after the " \
+                                                   f"agent at {agent_up}"
     assert left == []
     assert took < 1.0, f"shutdown took {took:.2f} s"
 

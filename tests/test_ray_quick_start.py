@@ -14,7 +14,7 @@ import types
 import pytest
 
 from netsleuth.minimize.errors import RayUnavailableError
-from netsleuth.minimize.ray_local import ENV, agent_ports, enabled, missing_api, quick_start
+from netsleuth.minimize.ray_local import ENV, agent_ports, enabled, is_agent, missing_api, quick_start
 
 ray = pytest.importorskip("ray")
 
@@ -34,7 +34,9 @@ def test_a_ray_without_that_api_is_refused_naming_what_is_missing() -> None:
 
     fake = types.SimpleNamespace(__version__="9.9.9", _private=types.SimpleNamespace(
         node=types.SimpleNamespace(Node=Node), parameter=ray._private.parameter))  # noqa: SLF001
-    assert "Node.start_api_server" in missing_api(fake)
+    missing = missing_api(fake)
+    assert "Node.start_api_server" in missing and "ray._raylet.persist_port" in missing
+    assert "ray._raylet.DASHBOARD_AGENT_LISTEN_PORT_NAME" in missing and "Node.node_id" in missing
     with pytest.raises(RayUnavailableError) as err:
         quick_start(fake)
     line = err.value.one_line()
@@ -59,3 +61,17 @@ def test_the_environment_variable_turns_it_off(monkeypatch: pytest.MonkeyPatch) 
     for off in ("0", "false", "off"):
         monkeypatch.setenv(ENV, off)
         assert not enabled()
+
+
+def test_the_agents_are_told_apart_from_a_raylet_child_not_yet_a_worker() -> None:
+    python = "/venv/bin/python"
+    agent = [python, "-u", "/venv/lib/ray/dashboard/agent.py", "--node-id=ab", "--minimal"]
+    assert is_agent(agent) and is_agent([python, "-u", "/venv/lib/ray/_private/runtime_env/agent/main.py"])
+    assert is_agent(["ray::DashboardAgent" + " " * 30]) and is_agent(["ray::RuntimeEnvAgent"])
+    # forked by the raylet, not yet a worker: the raylet's own arguments, which name the agents' scripts
+    raylet = ["/venv/lib/ray/core/src/ray/raylet/raylet", "--raylet_socket_name=/tmp/s",
+              f"--dashboard_agent_command={' '.join(agent)}",
+              f"--runtime_env_agent_command={python} -u /venv/lib/ray/_private/runtime_env/agent/main.py --a=1"]
+    assert not is_agent(raylet)
+    assert not is_agent(["ray::IDLE"]) and not is_agent([python, "/venv/lib/ray/_private/workers/default_worker.py"])
+    assert not is_agent([])

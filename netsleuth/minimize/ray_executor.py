@@ -307,8 +307,14 @@ class RayActorPool:
 
 
 def local_config(preload: Sequence[str]) -> dict[str, Any]:
-    """Ray's system config for a local instance: workers prestarted with the raylet, importing ``preload``."""
-    config: dict[str, Any] = {"enable_worker_prestart": True}
+    """Ray's system config for a local instance: workers prestarted with the raylet, importing ``preload``,
+    at the driver's own CPU priority.
+
+    Ray lowers its workers' priority (niceness 15) by default, to keep a node's own processes responsive
+    beside heavy tasks.  Here the workers' jobs are the work (the process pool's workers run at the
+    priority of the campaign), and at nice 15 a worker starting up yields the CPUs to Ray's agents,
+    which nothing waits for, and a job's controller (which inherits it) to any other program."""
+    config: dict[str, Any] = {"enable_worker_prestart": True, "worker_niceness": LOCAL_WORKER_NICENESS}
     if preload:
         config["preload_python_modules"] = list(preload)
     return config
@@ -339,6 +345,9 @@ def _monitor_processes(ray: Any) -> list[Any]:
         return []
 
 
+LOCAL_WORKER_NICENESS = 0  # Ray's default is 15 (local_config: why not here)
+LOCAL_LOG_TO_DRIVER = False  # a local instance's workers' output stays in its session's logs (init_ray: why)
+
 RAY_FIX = "pip install 'netsleuth[ray]' (or choose --executor local)"
 
 
@@ -361,14 +370,20 @@ def init_ray(address: str | None, workers: int | None, resources: dict[str, floa
     and they import the modules of ``preload`` before taking work: the actors' own start-up (importing
     netsleuth, a second or more of CPU) then overlaps with the rest of Ray's start instead of following
     it.  The local instance is started through minimize/ray_local.py's quick start (its waits overlapped or
-    skipped) unless ``NETSLEUTH_RAY_QUICK_START=0``.  (A cluster's nodes were configured by ``ray start``:
-    nothing of this reaches them.)"""
+    skipped) unless ``NETSLEUTH_RAY_QUICK_START=0``.  A local instance's workers' output is not printed
+    by the driver (``LOCAL_LOG_TO_DRIVER``): it stays in the session's logs (``/tmp/ray/session_latest/logs``),
+    and the quick start then needs no log monitor, half a CPU-second at Ray's start and more
+    over a campaign that the jobs' processes would otherwise share the CPUs with; what a worker has to
+    say comes back as its result or error.  (A cluster's nodes were configured by ``ray start``: nothing
+    of this reaches them, and the driver prints what their workers print.)"""
     ray = import_ray()
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
-    quick: AbstractContextManager[None] = (quick_start(ray) if not address and quick_enabled()  # ray_local.py: why
-                                           else nullcontext())
+    local = not address
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning",
+                              "log_to_driver": not local or LOCAL_LOG_TO_DRIVER}
+    quick: AbstractContextManager[None] = (quick_start(ray, log_monitor=kwargs["log_to_driver"])  # ray_local.py: why
+                                           if local and quick_enabled() else nullcontext())
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
