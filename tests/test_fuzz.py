@@ -138,7 +138,9 @@ def test_injected_controller_crash_is_no_violation_but_a_real_death_is(tmp_path:
     assert reconnected == {1, 2, 3}
 
     from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
-    dies = (f"cmd:timeout 3 {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} "
+    # a controller that dies 10 s after it was launched: long enough to finish starting on a busy machine
+    # (at a load of 14, os-ken took over 3 s), short enough to die within the 200 steps (20 s or more)
+    dies = (f"cmd:timeout 10 {find_controller_python()} {OSKEN_MAIN} --ofp-tcp-listen-port {{port}} "
             "os_ken.app.simple_switch")
     result = fuzz(FuzzOptions(dies, "linear,2", tmp_path / "dies", steps=200, seed=1, rates=rates(traffic=0.2)))
     liveness = [v for v in result.violations if v["persistent"] and v["invariant"] == "liveness"]
