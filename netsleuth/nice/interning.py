@@ -98,20 +98,23 @@ def pushed(q: tuple, item: Any, slot: Any) -> tuple:
     return n
 
 
-_PUSHED_FRAME: dict[tuple[int, int, int], tuple[tuple, Any, Any, tuple]] = {}
+_PUSHED_FRAME: dict[tuple[int, int, int], tuple[tuple, Any, Any, Any, tuple]] = {}
 
 
 def pushed_frame(q: tuple, frame: Any, tag: Any, where: Any) -> tuple:
-    """``q + ((frame, tag),)`` for the wire queue at ``where``, shared as :func:`pushed` does when
-    ``tag`` is None (a packet without lineage: the entry is rebuilt otherwise)."""
-    if tag is not None:
-        return q + ((frame, tag),)
+    """``q + ((frame, tag),)`` for the wire queue at ``where``, shared as :func:`pushed` does.
+
+    ``q``, ``frame`` and ``where`` are matched by identity and ``tag`` (a packet's lineage,
+    rebuilt by every switch step but equal from one search branch to the next) by value: the
+    pushed queue is then one object however often the same push recurs, so its hash term is
+    found by identity too.  A different tag at the same key only replaces the entry.
+    """
     k = (id(q), id(frame), id(where))
     e = _PUSHED_FRAME.get(k)
-    if e is not None and e[0] is q and e[1] is frame and e[2] is where:
-        return e[3]
-    n = q + ((frame, None),)
-    remember(_PUSHED_FRAME, k, (q, frame, where, n))
+    if e is not None and e[0] is q and e[1] is frame and e[2] is where and (e[3] is tag or e[3] == tag):
+        return e[4]
+    n = q + ((frame, tag),)
+    remember(_PUSHED_FRAME, k, (q, frame, where, tag, n))
     return n
 
 

@@ -355,7 +355,7 @@ class System:
         fire_kind(self, c, t, fx)
         cbs = self._cb["on_step"]
         if cbs:
-            self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, c))
+            self._props(c, cbs, fx, _call_on_step)
         return c, fx
 
     def at_end(self, st: SystemState) -> list[PropertyViolation]:
@@ -368,14 +368,21 @@ class System:
         return fx.violations
 
     def _props(self, st: SystemState, cbs: list, fx: Effects, call: Callable) -> None:
-        props = list(st.props)
+        # Every callback sees the property states as they were (st.props is set at the end); a
+        # new tuple is made only when one changes, so an unchanged tuple stays the parent's
+        # object and the incremental hash skips it.
+        old = st.props
+        props: list | None = None
         ctx = _PropertyContext(self, fx, st)
         for i, f in cbs:
-            new = call(f, props[i], ctx)
+            cur = old[i] if props is None else props[i]
+            new = call(f, cur, ctx)
             commutes = self.props[i].commutes
             if not commutes:
                 fx.reads.add(("prop", i))
-            if new is not props[i] and new != props[i]:
+            if new is not cur and new != cur:
+                if props is None:
+                    props = list(old)
                 props[i] = new
                 if not commutes:
                     fx.writes.add(("prop", i))
@@ -383,7 +390,8 @@ class System:
                         # on_step may look at anything in the state: a change it makes
                         # depends on everything, so it commutes with nothing (DPOR).
                         fx.writes.add(ANY)
-        st.props = tuple(props)
+        if props is not None:
+            st.props = tuple(props)
 
 
 
@@ -456,6 +464,11 @@ class System:
         return f"fault: {kind} the head packet arriving at {t[1]}:{t[2]}"
 
 
+
+
+def _call_on_step(f: Callable, ps: Any, ctx: _PropertyContext) -> Any:
+    """A property's ``on_step`` at the state being built (what :meth:`System.fire` calls)."""
+    return f(ps, ctx, ctx.state)
 
 
 #: What fires each kind: ``fire_<kind>(system, state, transition, effects)`` of the hosts',
