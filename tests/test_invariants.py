@@ -280,4 +280,3 @@ def test_registry_names_and_defaults():
     with pytest.raises(registry.UnknownInvariantError):
         registry.resolve("loops,nonsense")
     assert registry.REGISTRY["dataplane-loops"].observed and registry.REGISTRY["dataplane-loops"].check is None
-

@@ -15,8 +15,9 @@ input in plain words, the atoms) does not load the search, its process pools and
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from netsleuth import lazy_attribute
 
 if TYPE_CHECKING:
     from netsleuth.minimize.api import MinimizationResult, minimize
@@ -65,6 +66,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:  # a submodule (``from netsleuth.minimize import ray_executor``) is then imported as usual
-        raise AttributeError(f"module 'netsleuth.minimize' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"netsleuth.minimize.{_WHERE[name]}"), name)
+    return lazy_attribute(__name__, _WHERE, name)

@@ -13,8 +13,9 @@ nothing until one of them is touched.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from netsleuth import lazy_attribute
 
 _WHERE = {
     "LiveNetwork": "network", "PingallResult": "network", "NetworkUseError": "network",
@@ -30,6 +31,4 @@ __all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'netsleuth.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"netsleuth.testing.{_WHERE[name]}"), name)
+    return lazy_attribute(__name__, _WHERE, name)

@@ -10,8 +10,9 @@ reader, whose validation loads the OpenFlow codec and os-ken's parsers.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from netsleuth import lazy_attribute
 
 if TYPE_CHECKING:
     from netsleuth.trace.fingerprint import of_fingerprint, packet_fingerprint
@@ -62,6 +63,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:  # a submodule (``from netsleuth.trace import schema``) is then imported as usual
-        raise AttributeError(f"module 'netsleuth.trace' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"netsleuth.trace.{_WHERE[name]}"), name)
+    return lazy_attribute(__name__, _WHERE, name)

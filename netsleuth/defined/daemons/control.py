@@ -77,9 +77,7 @@ class BirdControl:
     def answer(self, cmd: str) -> list[tuple[str, str]]:
         """The second half of :meth:`ask`: the reply to the command :meth:`send` sent."""
         lines = self._reply()
-        bad = [t for c, t in lines if c[:1] in ("8", "9")]
-        if bad:
-            raise ControlError(f"BIRD refused {cmd!r}: {bad[0]}", "check the command")
+        _refused(cmd, lines)
         return lines
 
     def answered(self, cmd: str) -> None:
@@ -89,11 +87,17 @@ class BirdControl:
         """
         raw = self._raw_reply()
         if any(ln[:1] in (b"8", b"9") and ln[:4].isdigit() for ln in raw):
-            bad = [t for c, t in _bird_lines(raw) if c[:1] in ("8", "9")]
-            raise ControlError(f"BIRD refused {cmd!r}: {bad[0]}", "check the command")
+            _refused(cmd, _bird_lines(raw))
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _refused(cmd: str, lines: list[tuple[str, str]]) -> None:
+    """Raise if BIRD's reply to ``cmd`` holds an error line (a code starting with 8 or 9)."""
+    bad = [t for c, t in lines if c[:1] in ("8", "9")]
+    if bad:
+        raise ControlError(f"BIRD refused {cmd!r}: {bad[0]}", "check the command")
 
 
 def _bird_lines(raw: list[bytes]) -> list[tuple[str, str]]:

@@ -91,8 +91,6 @@ def _ends_dump(data: bytes) -> bool:
     if len(data) >= 20 and struct.unpack_from("=IH", data, len(data) - 20) == (20, NLMSG_DONE):
         return True
     pos, end, unpack = 0, len(data) - 16, struct.unpack_from
-    if pos > end:
-        return True
     while pos <= end:
         ln, kind = unpack("=IH", data, pos)
         if kind in (NLMSG_DONE, NLMSG_ERROR):
