@@ -19,8 +19,8 @@ Futures complete in any order; callers that need reproducible results (the
 minimizer does) must not depend on completion order.
 
 Executor specs (``--executor``): ``serial``, ``local`` (default; ``--jobs J``
-processes, ``spawn`` start method so it is safe next to threads and event
-loops), ``ray`` (a local Ray instance with J CPUs) and ``ray:ADDRESS`` (an
+processes forked from multiprocessing's fork server, see
+:class:`LocalPoolExecutor`), ``ray`` (a local Ray instance with J CPUs) and ``ray:ADDRESS`` (an
 existing cluster, e.g. ``ray:auto`` or ``ray:ray://head:10001``; netsleuth
 must be installed on its nodes).
 """
@@ -109,10 +109,13 @@ class SerialExecutor(Executor):
 _WORKER_STATE: Any = None
 
 
-def _pool_init(init: Init, ids: Any) -> None:
+def _pool_init(init: Init, ids: Any, environ: dict[str, str] | None = None) -> None:
     global _WORKER_STATE
     from multiprocessing import util
 
+    if environ is not None:  # the pool's creator's environment, as a spawned worker would have had it
+        os.environ.clear()
+        os.environ.update(environ)
     worker_id = ids.get()
     _WORKER_STATE = init(worker_id)
     # multiprocessing children leave through os._exit: atexit would not run, Finalize does.
@@ -127,22 +130,45 @@ def _pool_ready(_: Any) -> int:
     return os.getpid()
 
 
+def worker_modules(init: Init) -> list[str]:
+    """The modules a worker will run: those that define ``init``'s class and its fields' classes
+    (a minimization's start-up holds its oracle factory), netsleuth's own only."""
+    found = {type(init).__module__}
+    fields = getattr(init, "__dict__", None) or {}
+    found.update(type(value).__module__ for value in fields.values())
+    return sorted(name for name in found if name == "netsleuth" or name.startswith("netsleuth."))
+
+
 class LocalPoolExecutor(Executor):
-    """A pool of J worker processes on this machine (``spawn`` start method by default)."""
+    """A pool of J worker processes on this machine.
+
+    Workers come from multiprocessing's fork server: a clean single-threaded
+    process that imports what the first pool's workers run
+    (:func:`worker_modules`) once and forks a worker per request.  Forking netsleuth itself would copy its threads' locks (a
+    progress display, asyncio's executor threads) mid-use; spawning a fresh
+    interpreter per worker made each one import netsleuth, os-ken's packet
+    library and numpy again -- about 0.75 s of CPU per worker, paid again by
+    every campaign and minimization a process runs.  The server lives as long
+    as the process that started it, so later pools reuse it.  A forked worker
+    does not get its creator's current environment (it has the server's), so
+    the pool hands it over: the worker sees what a spawned one would.
+    """
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, start_method: str = "spawn") -> None:
+    def __init__(self, workers: int | None = None, start_method: str = "forkserver") -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self._ctx = multiprocessing.get_context(start_method)
         self._pool: ProcessPoolExecutor | None = None
 
     def start(self, init: Init) -> None:
+        if self._ctx.get_start_method() == "forkserver":
+            self._ctx.set_forkserver_preload(worker_modules(init))  # read only when the server starts
         ids = self._ctx.Queue()
         for i in range(self.workers):
             ids.put(i)
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
-                                         initializer=_pool_init, initargs=(init, ids))
+                                         initializer=_pool_init, initargs=(init, ids, dict(os.environ)))
         # Start every worker now, so oracle set-up errors surface here and not mid-search.
         try:
             for fut in [self._pool.submit(_pool_ready, i) for i in range(self.workers)]:
