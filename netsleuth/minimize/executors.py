@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
+import signal
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -109,13 +113,39 @@ class SerialExecutor(Executor):
 _WORKER_STATE: Any = None
 
 
-def _pool_init(init: Init, ids: Any, environ: dict[str, str] | None = None) -> None:
+def _follow_creator(creator: int) -> None:
+    """Die with the process that made the pool, as a spawned worker (its child) would notice by its pipes.
+
+    A worker forked by the fork server is the server's child, and the server
+    lives while any worker does (each holds its end of the server's pipe), so
+    a creator killed outright would leave the workers running their jobs --
+    and the controllers those jobs started -- to the end."""
+    try:
+        fd = os.pidfd_open(creator)
+    except ProcessLookupError:
+        fd = None
+    except OSError:  # pragma: no cover - a kernel before pidfds: look every half second
+        while True:
+            try:
+                os.kill(creator, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.5)
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _pool_init(init: Init, ids: Any, environ: dict[str, str] | None = None, creator: int | None = None) -> None:
     global _WORKER_STATE
     from multiprocessing import util
 
     if environ is not None:  # the pool's creator's environment, as a spawned worker would have had it
         os.environ.clear()
         os.environ.update(environ)
+    if creator is not None and creator != os.getppid():
+        threading.Thread(target=_follow_creator, args=(creator,), name="follow-creator", daemon=True).start()
     worker_id = ids.get()
     _WORKER_STATE = init(worker_id)
     # multiprocessing children leave through os._exit: atexit would not run, Finalize does.
@@ -168,7 +198,8 @@ class LocalPoolExecutor(Executor):
         for i in range(self.workers):
             ids.put(i)
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
-                                         initializer=_pool_init, initargs=(init, ids, dict(os.environ)))
+                                         initializer=_pool_init,
+                                         initargs=(init, ids, dict(os.environ), os.getpid()))
         # Start every worker now, so oracle set-up errors surface here and not mid-search.
         try:
             for fut in [self._pool.submit(_pool_ready, i) for i in range(self.workers)]:
