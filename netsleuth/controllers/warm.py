@@ -164,11 +164,12 @@ def starter_for(argv: list[str], env: dict[str, str]) -> WarmStarter | None:
         return None
     key = (argv[0], tuple(sorted((k, v) for k, v in env.items() if k.startswith(_AT_IMPORT))))
     with _starters_lock:
-        starter = _starters.get(key, False)
-        if starter is not False and (starter is None or starter.owner == os.getpid()):
-            return starter
+        if key in _starters:
+            known = _starters[key]
+            if known is None or known.owner == os.getpid():  # (a forked copy of this process makes its own)
+                return known
         try:
-            starter = WarmStarter(argv[0], env)
+            starter: WarmStarter | None = WarmStarter(argv[0], env)
         except (OSError, WarmStartError):
             starter = None
         _starters[key] = starter

@@ -174,14 +174,16 @@ class LocalPoolExecutor(Executor):
 
     Workers come from multiprocessing's fork server: a clean single-threaded
     process that imports what the first pool's workers run
-    (:func:`worker_modules`) once and forks a worker per request.  Forking netsleuth itself would copy its threads' locks (a
-    progress display, asyncio's executor threads) mid-use; spawning a fresh
-    interpreter per worker made each one import netsleuth, os-ken's packet
-    library and numpy again -- about 0.75 s of CPU per worker, paid again by
-    every campaign and minimization a process runs.  The server lives as long
-    as the process that started it, so later pools reuse it.  A forked worker
-    does not get its creator's current environment (it has the server's), so
-    the pool hands it over: the worker sees what a spawned one would.
+    (:func:`worker_modules`) once and forks a worker per request.  Forking
+    netsleuth itself would copy its threads' locks (a progress display,
+    asyncio's executor threads) mid-use; spawning a fresh interpreter per
+    worker made each one import netsleuth, os-ken's packet library and numpy
+    again -- about 0.75 s of CPU per worker, paid again by every campaign and
+    minimization a process runs.  The server lives as long as the process
+    that started it (and its workers), so later pools reuse it.  A forked
+    worker has the server's environment, not its creator's current one, so
+    the pool hands that over, and it follows its creator's life itself
+    (:func:`_follow_creator`): the worker sees what a spawned one would.
     """
 
     name = "local"
