@@ -28,12 +28,13 @@ $(VENV)/.installed: pyproject.toml
 
 # os-ken 1.4.1 is the last release that ships the sample apps
 # (simple_switch, ...); it needs dnspython >= 2 on Python 3.11.
-# coverage measures the controllers' lines for `minimize --localize`.
+# coverage measures the controllers' lines for `minimize --localize`; setproctitle gives a controller
+# forked by netsleuth's warm-start server (controllers/warm_osken.py) its own command line in `ps`.
 COVERAGE := 'coverage==7.6.10'
 $(CTL)/.installed:
 	$(PYTHON) -m venv $(CTL)
 	$(CTL)/bin/pip install -q --upgrade pip
-	$(CTL)/bin/pip install -q 'os-ken==1.4.1' 'dnspython>=2' $(COVERAGE)
+	$(CTL)/bin/pip install -q 'os-ken==1.4.1' 'dnspython>=2' $(COVERAGE) 'setproctitle>=1.3'
 	touch $@
 
 # Faucet 1.10.12 is pinned: the newest release, the one netsleuth's config

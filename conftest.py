@@ -6,7 +6,8 @@ controller, Open vSwitch, tshark, Chromium or any other program (a
 netsleuth subprocess, a multiprocessing worker) and is not marked ``real``
 would break there. This guard sees every launch, at the two places Python
 starts programs (``subprocess.Popen`` and ``multiprocessing``'s
-``Process.start``; asyncio's subprocesses go through Popen), and fails the
+``Process.start``; asyncio's subprocesses go through Popen) and where
+netsleuth's warm-start server forks a controller, and fails the
 test that made it (the linters ruff and mypy, from .venv like pytest itself,
 excepted). A launch while a fixture is set up is charged to that
 fixture: every test that uses it (directly or through another fixture) must
@@ -29,6 +30,8 @@ from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
+
+from netsleuth.controllers.warm import WarmStarter
 
 _state: dict[str, Any] = {"fixture": [], "launches": []}
 _launching_fixtures: dict[str, str] = {}   # fixture name -> what it started first
@@ -77,8 +80,17 @@ def _guarded_process_start(self: multiprocessing.process.BaseProcess) -> None:
     _real_process_start(self)
 
 
+_real_warm_launch = WarmStarter.launch
+
+
+def _guarded_warm_launch(self: WarmStarter, argv: list[str], *rest: Any, **kw: Any) -> Any:
+    _record(_describe(argv))   # a controller forked by the warm-start server: no Popen of its own
+    return _real_warm_launch(self, argv, *rest, **kw)
+
+
 subprocess.Popen._execute_child = _guarded_execute_child  # type: ignore[attr-defined]
 multiprocessing.process.BaseProcess.start = _guarded_process_start  # type: ignore[method-assign]
+WarmStarter.launch = _guarded_warm_launch  # type: ignore[method-assign]
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -226,7 +226,8 @@ def test_killed_with_sigkill_and_restarted_redoes_nothing_and_ends_with_the_same
     tree = wait_for_jobs(proc, out, 2)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    assert all_gone(tree) == []  # the pool worker and its controller die with the campaign
+    # the pool worker and its controller die with the campaign
+    assert all_gone(tree) == [], "\n".join(all_gone(tree, 0.1))
     before = stored_jobs(out)
     assert 2 <= len(before) < 4
 

@@ -18,13 +18,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 
+from netsleuth.controllers import warm
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.pox import pox_argv, pox_home
+from netsleuth.controllers.warm import WarmProcess
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
 from netsleuth.trace.controller_spec import APP_KINDS, ControllerSpec, Kind
@@ -156,7 +159,7 @@ class ControllerProcess:
         self.port = spec.port or port or 0
         self.port_fixed = bool(self.port)  # given by the user: never moved to another port
         self.extra_args = extra_args
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | WarmProcess | None = None
         self.lifeline: Lifeline | None = None
         self.starts = 0
         self.topology = topology
@@ -234,9 +237,11 @@ class ControllerProcess:
         lifeline = Lifeline()
         try:
             argv = self._measured(self.argv())
-            self.proc = subprocess.Popen(lifeline.wrap(argv), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-                                         pass_fds=(lifeline.read_fd,))
+            self.proc = _warm_start(argv, env, log, lifeline) if self.coverage_file is None else None
+            if self.proc is None:
+                self.proc = subprocess.Popen(lifeline.wrap(argv), stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                             pass_fds=(lifeline.read_fd,))
         except OSError as exc:
             lifeline.release()
             raise ControllerError(f"cannot start controller {self.spec}: {exc}",
@@ -448,6 +453,18 @@ class ControllerProcess:
             return p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
         except psutil.Error:
             return 0
+
+
+def _warm_start(argv: list[str], env: dict[str, str], log: BinaryIO, lifeline: Lifeline) -> WarmProcess | None:
+    """``argv`` started from the warm-start server of its environment (warm.py), or None: start it cold."""
+    starter = warm.starter_for(argv, env)
+    if starter is None:
+        return None
+    try:
+        return starter.launch(argv, env, os.getcwd(), log.fileno(), lifeline.read_fd)
+    except warm.WarmStartError:
+        warm.forget(starter)
+        return None
 
 
 class AppImportError(ControllerError):

@@ -62,27 +62,24 @@ def _wait(pid: int, timeout: float) -> int | None:
         time.sleep(0.02)
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: guard.py FD -- PROGRAM [ARGS...]\n")
-        os._exit(2)
-    watch = int(argv[0])
-    program = argv[2:]
-    me = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        os.close(watch)
-        _pdeathsig(signal.SIGKILL)
-        if os.getppid() != me:  # the guard died before prctl took effect
-            os._exit(1)
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, signal.SIG_DFL)
-        try:
-            os.execvp(program[0], program)
-        except OSError as exc:
-            sys.stderr.write(f"cannot run {program[0]}: {exc.strerror}\n")
-            os._exit(127)
-    # The guard: stop signals are for the controller (they reach the whole group);
+def child_setup(guard_pid: int) -> None:
+    """In the controller, first thing: die with the guard, and take stop signals as a program does."""
+    _pdeathsig(signal.SIGKILL)
+    if os.getppid() != guard_pid:  # the guard died before prctl took effect
+        os._exit(1)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def stand_guard(pid: int, watch: int, report: int | None = None) -> None:
+    """Be the guard of ``pid`` (a child of this process, the leader of its group) until it ends.
+
+    Leaves with the controller's status; when ``watch`` reads end-of-file
+    first, takes the whole group down.  ``report``, when given, is a pipe that
+    gets the controller's wait status (4 bytes) before the guard leaves: for a
+    guard that is not the child of whoever watches it (a warm start's,
+    warm_osken.py), its exit status reaches nobody else."""
+    # Stop signals are for the controller (they reach the whole group);
     # the guard stays to report its status.  It keeps no copy of the controller's pipes.
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, signal.SIG_IGN)
@@ -101,6 +98,11 @@ def main(argv: list[str]) -> None:
             ready = []
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
+            if report is not None:
+                try:
+                    os.write(report, status.to_bytes(4, "little"))
+                except OSError:
+                    pass
             _exit_like(status)
         if watch in ready:
             try:
@@ -112,6 +114,25 @@ def main(argv: list[str]) -> None:
                 _wait(pid, GRACE)
                 os.killpg(0, signal.SIGKILL)  # the guard included
                 os._exit(1)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 3 or argv[1] != "--":
+        sys.stderr.write("usage: guard.py FD -- PROGRAM [ARGS...]\n")
+        os._exit(2)
+    watch = int(argv[0])
+    program = argv[2:]
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(watch)
+        child_setup(me)
+        try:
+            os.execvp(program[0], program)
+        except OSError as exc:
+            sys.stderr.write(f"cannot run {program[0]}: {exc.strerror}\n")
+            os._exit(127)
+    stand_guard(pid, watch)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ Futures complete in any order; callers that need reproducible results (the
 minimizer does) must not depend on completion order.
 
 Executor specs (``--executor``): ``serial``, ``local`` (default; ``--jobs J``
-processes, ``spawn`` start method so it is safe next to threads and event
-loops), ``ray`` (a local Ray instance with J CPUs) and ``ray:ADDRESS`` (an
+processes forked from multiprocessing's fork server, see
+:class:`LocalPoolExecutor`), ``ray`` (a local Ray instance with J CPUs) and ``ray:ADDRESS`` (an
 existing cluster, e.g. ``ray:auto`` or ``ray:ray://head:10001``; netsleuth
 must be installed on its nodes).
 """
@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
+import signal
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -109,10 +113,39 @@ class SerialExecutor(Executor):
 _WORKER_STATE: Any = None
 
 
-def _pool_init(init: Init, ids: Any) -> None:
+def _follow_creator(creator: int) -> None:
+    """Die with the process that made the pool, as a spawned worker (its child) would notice by its pipes.
+
+    A worker forked by the fork server is the server's child, and the server
+    lives while any worker does (each holds its end of the server's pipe), so
+    a creator killed outright would leave the workers running their jobs --
+    and the controllers those jobs started -- to the end."""
+    try:
+        fd = os.pidfd_open(creator)
+    except ProcessLookupError:
+        fd = None
+    except OSError:  # pragma: no cover - a kernel before pidfds: look every half second
+        while True:
+            try:
+                os.kill(creator, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.5)
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _pool_init(init: Init, ids: Any, environ: dict[str, str] | None = None, creator: int | None = None) -> None:
     global _WORKER_STATE
     from multiprocessing import util
 
+    if environ is not None:  # the pool's creator's environment, as a spawned worker would have had it
+        os.environ.clear()
+        os.environ.update(environ)
+    if creator is not None and creator != os.getppid():
+        threading.Thread(target=_follow_creator, args=(creator,), name="follow-creator", daemon=True).start()
     worker_id = ids.get()
     _WORKER_STATE = init(worker_id)
     # multiprocessing children leave through os._exit: atexit would not run, Finalize does.
@@ -127,22 +160,48 @@ def _pool_ready(_: Any) -> int:
     return os.getpid()
 
 
+def worker_modules(init: Init) -> list[str]:
+    """The modules a worker will run: those that define ``init``'s class and its fields' classes
+    (a minimization's start-up holds its oracle factory), netsleuth's own only."""
+    found = {type(init).__module__}
+    fields = getattr(init, "__dict__", None) or {}
+    found.update(type(value).__module__ for value in fields.values())
+    return sorted(name for name in found if name == "netsleuth" or name.startswith("netsleuth."))
+
+
 class LocalPoolExecutor(Executor):
-    """A pool of J worker processes on this machine (``spawn`` start method by default)."""
+    """A pool of J worker processes on this machine.
+
+    Workers come from multiprocessing's fork server: a clean single-threaded
+    process that imports what the first pool's workers run
+    (:func:`worker_modules`) once and forks a worker per request.  Forking
+    netsleuth itself would copy its threads' locks (a progress display,
+    asyncio's executor threads) mid-use; spawning a fresh interpreter per
+    worker made each one import netsleuth, os-ken's packet library and numpy
+    again -- about 0.75 s of CPU per worker, paid again by every campaign and
+    minimization a process runs.  The server lives as long as the process
+    that started it (and its workers), so later pools reuse it.  A forked
+    worker has the server's environment, not its creator's current one, so
+    the pool hands that over, and it follows its creator's life itself
+    (:func:`_follow_creator`): the worker sees what a spawned one would.
+    """
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, start_method: str = "spawn") -> None:
+    def __init__(self, workers: int | None = None, start_method: str = "forkserver") -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self._ctx = multiprocessing.get_context(start_method)
         self._pool: ProcessPoolExecutor | None = None
 
     def start(self, init: Init) -> None:
+        if self._ctx.get_start_method() == "forkserver":
+            self._ctx.set_forkserver_preload(worker_modules(init))  # read only when the server starts
         ids = self._ctx.Queue()
         for i in range(self.workers):
             ids.put(i)
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
-                                         initializer=_pool_init, initargs=(init, ids))
+                                         initializer=_pool_init,
+                                         initargs=(init, ids, dict(os.environ), os.getpid()))
         # Start every worker now, so oracle set-up errors surface here and not mid-search.
         try:
             for fut in [self._pool.submit(_pool_ready, i) for i in range(self.workers)]:

@@ -1,0 +1,188 @@
+"""Warm starts of os-ken controllers, netsleuth's side: one fork server per environment, processes it starts.
+
+A cold os-ken start spends about half a second of CPU importing what every
+start imports; campaigns, minimizations and test suites start hundreds.
+``warm_osken.py`` imports it once in the controller environment and forks
+each start from there (its docstring says what is imported ahead and why
+the controller still runs as a cold start would).  This module starts that
+server when a process first needs one, hands it starts, and gives back a
+:class:`WarmProcess` that :class:`~netsleuth.controllers.external.ControllerProcess`
+uses as it uses a ``Popen`` of ``guard.py``: the same pid (the guard, leader
+of the controller's process group), exit status, waits and signals.
+
+Anything that keeps a warm start from working (the server does not start,
+dies, or refuses) makes the start cold: a warm start is only quicker, never
+required.  ``NETSLEUTH_WARM_START=0`` turns warm starts off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+WARM_OSKEN = Path(__file__).with_name("warm_osken.py")
+OSKEN_MAIN = Path(__file__).with_name("osken_main.py")
+READY_TIMEOUT = 30.0
+#: Environment variables read while the server imports (or by the interpreter as it starts): a start whose
+#: environment differs in one of them needs a server of its own.  Others are set in each controller.
+_AT_IMPORT = ("PYTHON", "EVENTLET", "OSKEN", "SETUPTOOLS", "LD_", "OSLO", "LANG", "LC_")
+
+
+class WarmStartError(OSError):
+    """The warm-start server could not make this start (the caller starts the controller cold)."""
+
+
+class WarmProcess:
+    """A controller started warm, seen through its guard: ``pid``, ``poll()``, ``wait()``, ``returncode``."""
+
+    def __init__(self, pid: int, status_fd: int, args: list[str]) -> None:
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+        self._status_fd = status_fd
+        self._status = b""
+
+    def _read_status(self, timeout: float | None) -> bool:
+        if self.returncode is not None:
+            return True
+        while True:
+            ready = select.select([self._status_fd], [], [], timeout)[0]
+            if not ready:
+                return False
+            chunk = os.read(self._status_fd, 4 - len(self._status))
+            if chunk and len(self._status) + len(chunk) < 4:
+                self._status += chunk
+                continue
+            break
+        status = self._status + chunk
+        os.close(self._status_fd)
+        # No status: the guard was killed with its group (kill(), or netsleuth's lifeline let go).
+        self.returncode = (os.waitstatus_to_exitcode(int.from_bytes(status, "little")) if len(status) == 4
+                           else -signal.SIGKILL)
+        self._until_reaped()
+        return True
+
+    def _until_reaped(self, limit: float = 2.0) -> None:
+        """The server collects its ended guards at once; wait that moment, so the pid is really gone."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:  # pragma: no cover - someone else's process got the pid
+                return
+            time.sleep(0.002)
+
+    def poll(self) -> int | None:
+        self._read_status(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._read_status(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class WarmStarter:
+    """One warm-start server in the controller environment, and the socket to it."""
+
+    def __init__(self, python: str, env: dict[str, str]) -> None:
+        self.owner = os.getpid()
+        self._lock = threading.Lock()
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._errors = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen([python, str(WARM_OSKEN), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self._errors, start_new_session=True)
+        finally:
+            theirs.close()
+        self._sock.settimeout(READY_TIMEOUT)
+        try:
+            answer = json.loads(self._sock.recv(65536) or b"{}")
+        except (OSError, ValueError) as exc:
+            answer = {"error": str(exc)}
+        if "ready" not in answer:
+            self.close()
+            self._errors.seek(0)
+            tail = self._errors.read().decode(errors="replace").strip().splitlines()[-3:]
+            raise WarmStartError(f"the warm-start server did not start: {answer.get('error') or ' / '.join(tail)}")
+        self._sock.settimeout(None)
+
+    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_fd: int, lifeline_fd: int) -> WarmProcess:
+        """Start ``osken_main.py argv[2:]`` (``argv`` as a cold start would run it) under a guard."""
+        request = json.dumps({"argv": argv[2:], "env": env, "cwd": cwd}).encode()
+        read_fd, write_fd = os.pipe()
+        try:
+            with self._lock:
+                self._sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                                _fds(log_fd, lifeline_fd, write_fd))])
+                answer = json.loads(self._sock.recv(65536) or b"{}")
+        except (OSError, ValueError) as exc:
+            os.close(read_fd)
+            raise WarmStartError(f"the warm-start server is gone: {exc}") from exc
+        finally:
+            os.close(write_fd)
+        if "pid" not in answer:
+            os.close(read_fd)
+            raise WarmStartError(f"the warm-start server refused a start: {answer.get('error', answer)}")
+        return WarmProcess(int(answer["pid"]), read_fd, argv)
+
+    def close(self) -> None:
+        """End the server (end-of-file on its socket); controllers it started live on under their guards."""
+        self._sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._errors.close()
+
+
+def _fds(*fds: int) -> bytes:
+    return b"".join(fd.to_bytes(4, "little", signed=True) for fd in fds)
+
+
+_starters: dict[tuple, WarmStarter | None] = {}
+_starters_lock = threading.Lock()
+
+
+def starter_for(argv: list[str], env: dict[str, str]) -> WarmStarter | None:
+    """The warm-start server for a cold start's ``argv`` (``PYTHON osken_main.py ...``), or None if the start
+    must be cold: warm starts turned off, another program, or a server that failed in this environment."""
+    if os.environ.get("NETSLEUTH_WARM_START", "1") == "0" or len(argv) < 2 or argv[1] != str(OSKEN_MAIN):
+        return None
+    key = (argv[0], tuple(sorted((k, v) for k, v in env.items() if k.startswith(_AT_IMPORT))))
+    with _starters_lock:
+        if key in _starters:
+            known = _starters[key]
+            if known is None or known.owner == os.getpid():  # (a forked copy of this process makes its own)
+                return known
+        try:
+            starter: WarmStarter | None = WarmStarter(argv[0], env)
+        except (OSError, WarmStartError):
+            starter = None
+        _starters[key] = starter
+        return starter
+
+
+def forget(starter: WarmStarter) -> None:
+    """A server that failed a start is not asked again (starts in its environment go cold)."""
+    with _starters_lock:
+        for key, known in list(_starters.items()):
+            if known is starter:
+                _starters[key] = None
+    starter.close()
+
+
+__all__ = ["WarmProcess", "WarmStartError", "WarmStarter", "forget", "starter_for"]

@@ -1,0 +1,188 @@
+"""Warm starts of os-ken controllers: ``python warm_osken.py FD`` in the controller environment.
+
+Starting os-ken costs about half a second of CPU before it handles a single
+message, nearly all of it importing: eventlet, oslo.config, and os-ken's
+parsers of every OpenFlow version with its packet library.  A campaign, a
+minimization or a test suite starts a controller per run, hundreds of
+times, and that import was most of what a short run cost.  This server
+(one per netsleuth process and controller environment, started by
+``warm.py``) imports those modules once and then forks for each start: the
+child runs ``osken_main.py`` as ``__main__``, exactly as a cold start runs
+it, with its own arguments, environment, working directory and log, so the
+manager, the apps and everything they import load in the child as they
+would in a fresh process.
+
+What it imports ahead is only what does not depend on eventlet's
+monkey-patching: eventlet itself (``osken_main.py`` imports it first,
+unpatched, anyway), oslo.config, and os-ken's OpenFlow and packet modules,
+which take ``socket`` and ``time`` as modules (eventlet patches a module's
+attributes in place, so they see the patched functions all the same).
+os-ken's ``lib/hub.py`` is left to the child: importing it creates
+eventlet's hub (an epoll descriptor forked children must not share) before
+the manager patches the standard library, and that order is kept.
+
+Each start makes two processes, as a cold start under ``guard.py`` does:
+a guard, leader of a new session, that watches netsleuth's lifeline and
+reports the controller's wait status on a pipe (it is this server's child,
+not netsleuth's, so its exit status would reach nobody), and the controller,
+its child, named in ``ps`` by the command line a cold start would have.
+
+The protocol on FD (a SOCK_SEQPACKET Unix socket from netsleuth): after its
+imports the server sends ``{"ready": PID}`` (or ``{"error": TEXT}`` and
+leaves); each request is a JSON object ``{"argv", "env", "cwd"}`` carrying
+three descriptors (the log, the lifeline's read end, the status pipe's
+write end) and is answered ``{"pid": GUARD_PID}`` or ``{"error": TEXT}``.
+End-of-file on FD (netsleuth closed it, or is gone) ends the server; the
+controllers it started live on under their own guards.
+
+Standard library and os-ken only: this runs in the controller's
+environment and never imports netsleuth.
+"""
+
+import array
+import atexit
+import json
+import os
+import runpy
+import signal
+import socket
+import sys
+import traceback
+
+import eventlet.wsgi
+
+if not hasattr(eventlet.wsgi, "ALREADY_HANDLED"):  # os-ken 1.4.1 on newer eventlet (see osken_main.py)
+    eventlet.wsgi.ALREADY_HANDLED = object()
+
+import eventlet.hubs  # noqa: E402
+import guard  # noqa: E402  (beside this file)
+import osken_apps  # noqa: E402,F401  (beside this file; osken_main.py imports it)
+import oslo_config.cfg  # noqa: E402,F401
+import setproctitle  # noqa: E402
+from os_ken.lib.packet import packet  # noqa: E402,F401
+from os_ken.ofproto import ofproto_protocol  # noqa: E402,F401
+
+OSKEN_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "osken_main.py")
+MAX_REQUEST = 1 << 20
+FDS_PER_REQUEST = 3
+
+
+def _reap(signum, frame):
+    """Guards that ended: collected at once, so a stopped controller's pids are really gone."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _exit_code(exc):
+    code = exc.code
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _controller(request, log):
+    """In the controller: become the process a cold start would have made, then run osken_main.py."""
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as at a fresh start
+    sys.modules.pop("guard", None)  # ours, not an app's module of that name
+    sys.argv = [OSKEN_MAIN, *request["argv"]]
+    setproctitle.setproctitle(" ".join([sys.executable, *sys.argv]))
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    code = 1
+    try:
+        runpy.run_path(OSKEN_MAIN, run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+    try:  # what the interpreter does on its way out: logging flushes its handlers here
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+
+
+def _start(request, fds, server):
+    """Fork the guard, which forks the controller; returns the guard's pid (in this server)."""
+    log, watch, report = fds
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the guard
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # it waits for its controller itself
+        server.close()
+        os.setsid()
+        me = os.getpid()
+        child = os.fork()
+        if child == 0:
+            os.close(watch)
+            os.close(report)
+            guard.child_setup(me)
+            _controller(request, log)
+        os.close(log)
+        guard.stand_guard(child, watch, report)
+    finally:
+        os._exit(1)
+
+
+def _receive(server):
+    data, ancillary, _, _ = server.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(FDS_PER_REQUEST * 4))
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
+def serve(server):
+    while True:
+        data, fds = _receive(server)
+        if not data:
+            return
+        try:
+            if len(fds) != FDS_PER_REQUEST:
+                raise ValueError(f"a start carries {FDS_PER_REQUEST} descriptors, this one {len(fds)}")
+            reply = {"pid": _start(json.loads(data), fds, server)}
+        except (OSError, ValueError, KeyError) as exc:
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            for fd in fds:
+                os.close(fd)
+        server.send(json.dumps(reply).encode())
+
+
+def main(argv):
+    server = socket.socket(fileno=int(argv[0]))
+    if getattr(eventlet.hubs._threadlocal, "hub", None) is not None:
+        server.send(json.dumps({"error": "an import ahead made eventlet's hub; a fork would share it"}).encode())
+        return 2
+    signal.signal(signal.SIGCHLD, _reap)
+    # setproctitle finds the command line's memory from the environment's: before a child changes that.
+    setproctitle.setproctitle(setproctitle.getproctitle())
+    server.send(json.dumps({"ready": os.getpid()}).encode())
+    serve(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,168 @@
+"""Warm starts: an os-ken controller forked from a server that imported os-ken once is the process a
+cold start makes (command line, environment, working directory, process group, exit status, death with
+netsleuth), reports a broken app alike, and a lost server only makes starts cold.  Also the local pool's
+workers, forked from multiprocessing's fork server: they see their pool's creator's environment."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from netsleuth.controllers import warm
+from netsleuth.controllers.external import AppImportError, ControllerProcess
+from netsleuth.minimize.executors import LocalPoolExecutor
+from netsleuth.trace.controller_spec import parse_all
+
+pytestmark = pytest.mark.real
+
+SWITCH = "osken:os_ken.app.simple_switch_13"
+
+
+def _gone(pids: list[int], grace: float = 10.0) -> list[int]:
+    """The pids still running (not zombies) after ``grace`` seconds."""
+    deadline = time.monotonic() + grace
+    while True:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _hello(host: str, port: int) -> bytes:
+    """The first OpenFlow header the controller sends on a new connection (its HELLO)."""
+    with socket.create_connection((host, port), timeout=10) as s:
+        data = b""
+        while len(data) < 8:
+            chunk = s.recv(8 - len(data))
+            assert chunk, "the controller closed the connection before its HELLO"
+            data += chunk
+        return data
+
+
+PROBE_APP = """
+import os
+from os_ken.base import app_manager
+
+
+class Probe(app_manager.OSKenApp):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        print("probe", os.environ.get("NETSLEUTH_TEST_PROBE"), os.getcwd(), flush=True)
+"""
+
+
+def test_a_warm_start_is_the_process_a_cold_start_makes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "probe.py").write_text(PROBE_APP)
+    monkeypatch.setenv("NETSLEUTH_TEST_PROBE", "warm-42")
+    monkeypatch.chdir(tmp_path)
+    ctl = ControllerProcess(parse_all(f"{SWITCH},{tmp_path / 'probe.py'}")[0], tmp_path / "c0.log")
+    host, port = ctl.start()
+    try:
+        assert isinstance(ctl.proc, warm.WarmProcess)
+        pid = ctl.pid
+        assert pid is not None and os.getpgid(pid) == ctl.proc.pid   # in its guard's group, as cold
+        cmdline = " ".join(psutil.Process(pid).cmdline())
+        assert "osken_main.py" in cmdline and f"--ofp-tcp-listen-port {port}" in cmdline, cmdline
+        version, kind = _hello(host, port)[:2]
+        assert kind == 0 and version >= 4   # OFPT_HELLO offering 1.3 or later
+    finally:
+        ctl.stop()
+    assert ctl.exit_code() == -signal.SIGTERM
+    assert not psutil.pid_exists(ctl.proc.pid)
+    log = (tmp_path / "c0.log").read_text()
+    assert "instantiating app os_ken.app.simple_switch_13" in log
+    assert f"probe warm-42 {tmp_path}" in log   # this start's environment and directory, not the server's
+    assert "EventletDeprecationWarning" not in log   # the server's own start-up stays out of the controller's log
+
+
+def test_warm_and_cold_starts_report_an_app_that_cannot_load_alike(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    app = tmp_path / "needs_missing.py"
+    app.write_text("import module_nobody_installed\n")
+    errors = {}
+    for setting in ("1", "0"):
+        monkeypatch.setenv("NETSLEUTH_WARM_START", setting)
+        ctl = ControllerProcess(parse_all(f"osken:{app}")[0], tmp_path / f"c{setting}.log")
+        with pytest.raises(AppImportError) as info:
+            ctl.start()
+        errors[setting] = info.value.one_line()
+    assert errors["1"] == errors["0"]
+    assert "module_nobody_installed" in errors["1"]
+
+
+def test_a_killed_netsleuth_takes_its_warm_controllers_and_the_server_down(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from netsleuth.controllers import warm
+        from netsleuth.controllers.external import ControllerProcess
+        from netsleuth.trace.controller_spec import parse_all
+        procs = [ControllerProcess(parse_all({SWITCH!r})[0], Path({str(tmp_path)!r}) / f"c{{i}}.log") for i in range(2)]
+        for p in procs:
+            p.start()
+        servers = [s.proc.pid for s in warm._starters.values() if s is not None]
+        print(*servers, *(p.proc.pid for p in procs), *(p.pid for p in procs), flush=True)
+        time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(w) for w in proc.stdout.readline().split()]   # type: ignore[union-attr]
+        assert len(pids) == 5, pids   # one server, two guards, two controllers
+        assert all(psutil.pid_exists(pid) for pid in pids)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert _gone(pids) == []
+
+
+def test_a_lost_server_makes_the_next_start_cold(tmp_path: Path) -> None:
+    spec = parse_all(SWITCH)[0]
+    first = ControllerProcess(spec, tmp_path / "c1.log")
+    first.start()
+    starter = warm.starter_for(first.argv(), dict(os.environ, PYTHONUNBUFFERED="1", SETUPTOOLS_USE_DISTUTILS="stdlib"))
+    assert isinstance(first.proc, warm.WarmProcess) and starter is not None
+    starter.proc.kill()
+    starter.proc.wait()
+    second = ControllerProcess(spec, tmp_path / "c2.log")
+    try:
+        host, port = second.start()
+        assert isinstance(second.proc, subprocess.Popen)   # cold, under guard.py
+        assert _hello(host, port)[1] == 0
+        assert first.alive()   # a controller outlives the server that forked it
+    finally:
+        second.stop()
+        first.stop()
+
+
+def _environment_value(state: object, name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def _no_state(worker_id: int) -> None:
+    return None
+
+
+def test_pool_workers_see_their_creator_s_environment_not_the_fork_server_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NETSLEUTH_TEST_PROBE", "first")
+    with LocalPoolExecutor(1) as pool:   # the fork server starts now, with this environment
+        pool.start(_no_state)
+        assert pool.submit(_environment_value, "NETSLEUTH_TEST_PROBE").result(timeout=60) == "first"
+    monkeypatch.setenv("NETSLEUTH_TEST_PROBE", "second")
+    with LocalPoolExecutor(1) as pool:
+        pool.start(_no_state)
+        assert pool.submit(_environment_value, "NETSLEUTH_TEST_PROBE").result(timeout=60) == "second"
