@@ -280,3 +280,22 @@ def test_registry_names_and_defaults():
     with pytest.raises(registry.UnknownInvariantError):
         registry.resolve("loops,nonsense")
     assert registry.REGISTRY["dataplane-loops"].observed and registry.REGISTRY["dataplane-loops"].check is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_live_components_number_components_as_networkx_does(seed):
+    """The view's own search numbers the components of the live graph as networkx's does, with
+    links and switches cut at random (it replaced a networkx call that cost its import)."""
+    import random
+
+    import networkx as nx
+
+    rng = random.Random(seed)
+    topo = parse_topo(rng.choice(["fattree,4", "ring,6", "linear,5", "tree,depth=2,fanout=3"]))
+    link_up = {(lk.node1, lk.port1, lk.node2, lk.port2): rng.random() < 0.6 for lk in topo.links}
+    switch_up = {s.name: rng.random() < 0.8 for s in topo.switches}
+    view = NetworkView(topology=topo, switches={}, link_up=link_up, switch_up=switch_up)
+    want = {n: i for i, comp in enumerate(nx.connected_components(view.live_graph())) for n in comp}
+    got = view.live_components()
+    assert got == want
+    assert len(set(got.values())) > 1
