@@ -253,9 +253,32 @@ class _TableView:
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
-            earlier = _earlier(seen, ev, em)
-            _note(seen, ev, em, i)
+            same = seen.get(em)
+            if same is not None and len(seen) == 1:   # one mask so far (the usual table): a probe
+                lst = same.get(ev)
+                earlier = list(lst) if lst else []
+                if lst:
+                    lst.append(i)
+                else:
+                    same[ev] = [i]
+            else:
+                earlier = _earlier(seen, ev, em)
+                _note(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
+            if not earlier and not inside and tm is None:
+                # _piece without its calls when none of the term's differences meets the
+                # entry's part of it (a part with no difference holds headers)
+                nv, nm = v | ev, m | em
+                for dv, dm in ds:
+                    if not ((dv ^ nv) & dm & nm):
+                        break
+                else:
+                    got = pieces.get(i)
+                    if got is None:
+                        pieces[i] = [(nv, nm, ())]
+                    else:
+                        got.append((nv, nm, ()))
+                    continue
             if inside:
                 covered = True
                 if not earlier:

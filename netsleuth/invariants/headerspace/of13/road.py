@@ -104,23 +104,30 @@ def _make_step(comp: Compiled13, inst: Any, sym: Sym, in_port: int) -> Step | No
 class Road:
     """The short road for one analysis's network (see the module docstring)."""
 
-    __slots__ = ("net", "event", "_view", "_where", "_keys")
+    __slots__ = ("net", "event", "_view", "_where", "_up", "_keys")
 
     def __init__(self, net: Any, event: type) -> None:   # the engine's Net13
         self.net = net
         self.event = event   # the engine's HsaEvent13 (the engine imports this module)
         self._view: Any = None
         self._where: dict[tuple[str, int], tuple[int, Any]] = {}
+        self._up: dict[str, bool] = {}   # whether a switch is up in the view
         # per header set (by id, held): what its terms show of each set of bits a view tests
         self._keys: dict[int, tuple[HS13, dict[int, Any]]] = {}
+
+    def renew(self, view: Any) -> None:
+        """Forget what was read of the last view (the incremental engine's changes from message
+        to message)."""
+        self._view = view
+        self._where.clear()
+        self._up.clear()
 
     def where(self, s: str, q: int) -> tuple[int, Any]:
         """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
         switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
         view = self.net.view
         if view is not self._view:   # the incremental engine's view changes from message to message
-            self._view = view
-            self._where.clear()
+            self.renew(view)
         got = self._where.get((s, q))
         if got is None:
             got = self._where[(s, q)] = port_leads(view, s, q)
@@ -146,17 +153,29 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     s, p, orig, sym, path, rules, choices = item
     here = (s, p)
     net = road.net
-    if here in path or not net.view.is_switch_up(s):
+    view = net.view
+    if view is not road._view:
+        road.renew(view)
+    up = road._up.get(s)
+    if up is None:
+        up = road._up[s] = view.is_switch_up(s)
+    if not up or here in path:
         return None
     comp = net.compiled(s)
+    views = comp._views
     t = md = tid = 0
     took: list[tuple[str, int, FlowEntry13]] = []
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int]] | None = None if noted is None else []
     emits: tuple[Emission, ...] = ()
-    keys = road.keys_of(orig)
+    got = road._keys.get(id(orig))   # Road.keys_of, inline: once per hop
+    keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
+    skey = sym.key
     while True:
-        tv: _TableView = comp.view(t, sym, p, md, tid)
-        seen.append((t, md))
+        tv: _TableView | None = views.get((t, skey, p, md, tid))   # Compiled13.view, inline
+        if tv is None:
+            tv = comp.view(t, sym, p, md, tid)
+        if seen is not None:
+            seen.append((t, md))
         # tv.whole(orig), from the distinct (value & bits, mask & bits) of orig's terms: all it
         # reads of them, worked out once per header set and bits (a class of headers keeps its
         # object from hop to hop, and a network's tables mostly test the same bits)
@@ -164,7 +183,7 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         ks = keys.get(bits)
         if ks is None:
             ks = keys[bits] = _keys(orig, bits)
-        if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
+        if type(ks) is int:   # one key, fixing every tested bit: the best candidate takes it whole
             r = tv.fixed_best(ks)
             if r is None:
                 return None   # a miss (an event of its own)
@@ -191,11 +210,28 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         t = st[3]
     if not emits:
         return None   # the general run tells why nothing was sent
-    if noted is not None:
-        noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)
+    if seen is not None:
+        noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)   # type: ignore[union-attr]
     events: list[Event13] = []
     pushes: list[Hop13] = []
-    send_copies(road.where, road.event, s, orig, path + (here,), rules + tuple(took), choices, emits, events, pushes)
+    path = path + (here,)
+    rules = rules + tuple(took)
+    where = road._where
+    event = road.event
+    for em in emits:   # send_copies, inline (the same events and pushes, in the same order)
+        q = em.port
+        got = where.get((s, q))
+        if got is None:
+            got = where[(s, q)] = port_leads(view, s, q)
+        kind, x = got
+        if kind == 0:
+            pushes.append((x[0], x[1], orig, em.sym, path, rules, choices))
+        elif kind == 1:
+            events.append(("delivered", x, event(orig, x, path, rules, choices, sym=em.sym)))
+        elif kind == 2:
+            events.append(("punted", s, event(orig, s, path, rules, choices)))
+        else:
+            events.append(("drops", None, event(orig, s, path, rules, choices, x)))
     return events, pushes
 
 
