@@ -22,7 +22,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "steps")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "_order", "steps")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -48,13 +48,15 @@ class _TableView:
         self.bits = bits
         self.low = low_bit(bits)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
-        # what the short road (of13/road.py) worked out an entry does, by rank: (its instructions,
-        # the current-header mapping, the step), valid while both are the very objects
+        self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
+        # what the short road (of13/road.py) worked out an entry does, by the id of its instructions:
+        # (the instructions, the current-header mapping, the step), valid while both are the very objects
         self.steps: dict[int, tuple[Any, Any, Any]] = {}
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
         v, m = w
+        self._order = None
         if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
             self._gone.clear()
             if self.memo:
@@ -79,6 +81,7 @@ class _TableView:
         if w is None:
             return
         del self.entries[r]
+        self._order = None
         if self.memo:
             self._gone.add(r)
         v, m = w
@@ -200,19 +203,30 @@ class _TableView:
         part of such headers only, so the best one takes them whole; and the probes run on
         ints as wide as the tested bits, not as the header (the per-mask indexes, shifted
         the same way, share their rank lists with ``groups``)."""
-        small = self._small
-        if small is None:
-            low = self.low
-            small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
-                                   for gm, by in self.groups.items()}
+        order = self._order
+        if order is None:
+            order = self._order = self._ordered()
         best = None
-        for sm, by in small.items():
+        for first, sm, by in order:   # by their best rank: a mask none of whose entries beats best is not probed
+            if best is not None and best < first:
+                break
             lst = by.get(sv & sm)
             if lst:
                 r = lst[0] if len(lst) == 1 else min(lst)
                 if best is None or r < best:
                     best = r
         return best
+
+    def _ordered(self) -> list[tuple[int, int, dict[int, list[int]]]]:
+        """The shifted per-mask indexes of :meth:`fixed_best` as (best rank, shifted mask, index),
+        best rank first (kept until an entry comes or goes)."""
+        small = self._small
+        if small is None:
+            low = self.low
+            small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
+                                   for gm, by in self.groups.items()}
+        return sorted(((min(min(lst) for lst in by.values()), sm, by) for sm, by in small.items() if by),
+                      key=lambda x: x[0])
 
     def _best(self, v: int, m: int) -> int | None:
         """The first of :meth:`candidates` (None: none)."""
@@ -249,6 +263,7 @@ class _TableView:
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
         seen: dict[int, dict[int, list[int]]] = {}
         notm = ~m
+        free: dict[int, Any] = {}   # see _lone_piece
         for i in cands:
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
@@ -265,19 +280,15 @@ class _TableView:
                 earlier = _earlier(seen, ev, em)
                 _note(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
-            if not earlier and not inside and tm is None:
-                # _piece without its calls when none of the term's differences meets the
-                # entry's part of it (a part with no difference holds headers)
-                nv, nm = v | ev, m | em
-                for dv, dm in ds:
-                    if not ((dv ^ nv) & dm & nm):
-                        break
-                else:
-                    got = pieces.get(i)
-                    if got is None:
-                        pieces[i] = [(nv, nm, ())]
-                    else:
-                        got.append((nv, nm, ()))
+            if not earlier and not inside:
+                nt = _lone_piece(t, ev, em, free)
+                if nt is not False:
+                    if nt is not None:
+                        got = pieces.get(i)
+                        if got is None:
+                            pieces[i] = [nt]
+                        else:
+                            got.append(nt)
                     continue
             if inside:
                 covered = True
@@ -322,6 +333,75 @@ def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: b
     else:
         nt = make_term(v | ev, m | em, ds + sh)
     return None if nt is None or term_empty(nt, WIDTH13) else nt
+
+
+def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None | bool:
+    """:func:`_piece` for an entry (ev, em) that no better-ranked candidate overlaps and whose
+    wildcard does not hold the term, or False: ask :func:`_piece`.
+
+    The piece is the term's base within the entry's wildcard minus the differences that meet
+    it (:func:`make_term`'s clipping and order).  For an entry whose value lies within its
+    mask and agrees with the term's base, a difference that leaves the bits the entry fixes
+    beyond the base free meets the piece exactly when it meets the base, and clips to its own
+    mask with the entry's; and when every difference that meets the piece is such, whether
+    they cover it does not depend on those bits: the piece is empty exactly when the term's
+    base minus those differences is.  So what the differences do is worked out once per
+    mask of the candidates (``free``), and a candidate of that mask costs a few operations."""
+    v, m, ds = t
+    if ev & ~em or (ev ^ v) & em & m:
+        return False   # a value outside its mask, or not a candidate of the term
+    shape = free.get(em)
+    if shape is None:
+        shape = free[em] = _shape(t, em)
+    if shape is False:
+        return False
+    kept, other, empty = shape
+    for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
+        if not ((dv ^ ev) & dx):
+            return False
+    if empty:
+        return None
+    nv = v | ev
+    if not kept:
+        return (nv, m | em, ())
+    out = [(dv | nv, cm) for dv, cm in kept]
+    if len(out) > 1:   # make_term's order: the first of equal differences stays
+        uniq: list[tuple[int, int]] = []
+        for d in out:
+            if d not in uniq:
+                uniq.append(d)
+        out = uniq
+    return (nv, m | em, tuple(out))
+
+
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool] | bool:
+    """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
+    :func:`_lone_piece`): those that meet every such piece, as (value, clipped mask), those
+    that test the candidates' own bits, as (value, mask on those bits), and whether the
+    first ones cover the pieces; False when a difference equals the base (make_term's None
+    for every piece: left to the general run)."""
+    v, m, ds = t
+    if v & ~m:
+        return False   # a base value outside its mask: left to the general run
+    extra = em & ~m
+    nm = m | em
+    kept: list[tuple[int, int]] = []
+    met: list[tuple[int, int]] = []
+    other: list[tuple[int, int]] = []
+    for dv, dm in ds:
+        if (dv ^ v) & dm & m:
+            continue   # misses the base: misses every piece
+        dx = dm & extra
+        if dx:
+            other.append((dv, dx))
+            continue
+        cm = dm | nm
+        if cm == nm:
+            return False
+        kept.append((dv, cm))
+        met.append((dv, dm))
+    empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
+    return kept, other, empty
 
 
 def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:

@@ -21,7 +21,7 @@ branch, per-action dispatch and the per-port classification of its copies every 
   on those bits shifted down to bit 0, and the view probes its per-mask indexes, shifted
   the same way, with ints as wide as the tested bits instead of the 1,061-bit header
   (``_TableView.fixed_best``: such headers are never split, so nothing else is checked);
-* per view and entry rank, the entry's step (``_TableView.steps``), checked by identity.
+* per view and instructions object, the entry's step (``_TableView.steps``), checked by identity.
 
 What is left per hop is one best-candidate probe per table and the hop's own events and
 pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s order,
@@ -193,12 +193,16 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
                 return None   # a miss or a split
         entry = tv.entries[r]
         inst = entry.instructions
-        got = tv.steps.get(r)   # the view is of this in_port: the step depends on the entry and mapping only
+        # the view is of this in_port: the step depends on the instructions and mapping only (a
+        # controller's entries often share one instructions object: one per output port, say)
+        got = tv.steps.get(id(inst))
         if got is not None and got[0] is inst and got[1] is sym:
             st = got[2]
         else:
             st = _step(comp, entry, sym, p)
-            tv.steps[r] = (inst, sym, st)
+            if len(tv.steps) >= _STEPS:
+                tv.steps.clear()
+            tv.steps[id(inst)] = (inst, sym, st)   # holding both: their ids are not reused while the key is here
         if st is None:
             return None
         took.append((s, t, entry))
