@@ -250,14 +250,7 @@ class _TableView:
         ws = self.ws
         v, m, ds = t
         covered = False
-        tm: dict[Any, Term | None] | None = None
-        if self.memo is not None:
-            tm = self.memo.get(t)
-            if tm is None:
-                if len(self.memo) >= _MEMO_TERMS:
-                    self.memo.clear()
-                    self._gone.clear()
-                tm = self.memo[t] = {}
+        tm = self._term_memo(t)
         # Candidates seen so far, by mask: two wildcards of one mask overlap only when
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
@@ -268,28 +261,10 @@ class _TableView:
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
-            same = seen.get(em)
-            if same is not None and len(seen) == 1:   # one mask so far (the usual table): a probe
-                lst = same.get(ev)
-                earlier = list(lst) if lst else []
-                if lst:
-                    lst.append(i)
-                else:
-                    same[ev] = [i]
-            else:
-                earlier = _earlier(seen, ev, em)
-                _note(seen, ev, em, i)
+            earlier = _earlier_noted(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
-            if not earlier and not inside:
-                nt = _lone_piece(t, ev, em, free)
-                if nt is not False:
-                    if nt is not None:
-                        got = pieces.get(i)
-                        if got is None:
-                            pieces[i] = [nt]
-                        else:
-                            got.append(nt)
-                    continue
+            if not earlier and not inside and _lone(pieces, i, t, ev, em, free):
+                continue
             if inside:
                 covered = True
                 if not earlier:
@@ -320,6 +295,19 @@ class _TableView:
             pieces.setdefault(None, []).append(miss)
 
 
+    def _term_memo(self, t: Term) -> dict[Any, Term | None] | None:
+        """The pieces of ``t`` this view remembers (see :meth:`_split_term`; None: it keeps none)."""
+        if self.memo is None:
+            return None
+        tm = self.memo.get(t)
+        if tm is None:
+            if len(self.memo) >= _MEMO_TERMS:
+                self.memo.clear()
+                self._gone.clear()
+            tm = self.memo[t] = {}
+        return tm
+
+
 _MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
 
 
@@ -333,6 +321,20 @@ def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: b
     else:
         nt = make_term(v | ev, m | em, ds + sh)
     return None if nt is None or term_empty(nt, WIDTH13) else nt
+
+
+def _lone(pieces: dict[int | None, list[Term]], i: int, t: Term, ev: int, em: int, free: dict[int, Any]) -> bool:
+    """File candidate ``i``'s piece of ``t`` by :func:`_lone_piece`; False: it could not tell."""
+    nt = _lone_piece(t, ev, em, free)
+    if nt is False:
+        return False
+    if nt is not None:
+        got = pieces.get(i)
+        if got is None:
+            pieces[i] = [nt]   # type: ignore[list-item]
+        else:
+            got.append(nt)   # type: ignore[arg-type]
+    return True
 
 
 def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None | bool:
@@ -409,6 +411,23 @@ def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
     v, m, ds = t
     miss = make_term(v, m, ds + ws)
     return None if miss is None or term_empty(miss, WIDTH13) else miss
+
+
+def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> list[int]:
+    """:func:`_earlier` of candidate ``i`` (wildcard (ev, em)), then filed by :func:`_note`; a
+    probe when every candidate seen has its mask (the usual table)."""
+    same = seen.get(em)
+    if same is None or len(seen) != 1:
+        earlier = _earlier(seen, ev, em)
+        _note(seen, ev, em, i)
+        return earlier
+    lst = same.get(ev)
+    if not lst:
+        same[ev] = [i]
+        return []
+    earlier = list(lst)
+    lst.append(i)
+    return earlier
 
 
 def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:

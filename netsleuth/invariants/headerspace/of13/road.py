@@ -42,7 +42,6 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from netsleuth.invariants.headerspace.of13.classify import low_bit
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, Emission, _Switch13, _TableView
 from netsleuth.invariants.headerspace.of13.symbolic import Sym
@@ -176,39 +175,17 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
             tv = comp.view(t, sym, p, md, tid)
         if seen is not None:
             seen.append((t, md))
-        # tv.whole(orig), from the distinct (value & bits, mask & bits) of orig's terms: all it
-        # reads of them, worked out once per header set and bits (a class of headers keeps its
-        # object from hop to hop, and a network's tables mostly test the same bits)
-        bits = tv.bits
-        ks = keys.get(bits)
-        if ks is None:
-            ks = keys[bits] = _keys(orig, bits)
-        if type(ks) is int:   # one key, fixing every tested bit: the best candidate takes it whole
-            r = tv.fixed_best(ks)
-            if r is None:
-                return None   # a miss (an event of its own)
-        else:
-            r = tv.whole_keys(ks)
-            if r is None or r < 0:
-                return None   # a miss or a split
+        r = _probe(tv, keys, orig)
+        if r is None:
+            return None   # a miss or a split
         entry = tv.entries[r]
-        inst = entry.instructions
-        # the view is of this in_port: the step depends on the instructions and mapping only (a
-        # controller's entries often share one instructions object: one per output port, say)
-        got = tv.steps.get(id(inst))
-        if got is not None and got[0] is inst and got[1] is sym:
-            st = got[2]
-        else:
-            st = _step(comp, entry, sym, p)
-            if len(tv.steps) >= _STEPS:
-                tv.steps.clear()
-            tv.steps[id(inst)] = (inst, sym, st)   # holding both: their ids are not reused while the key is here
+        st = _entry_step(tv, comp, entry, sym, p)
         if st is None:
             return None
         took.append((s, t, entry))
         emits += st[0]   # (an output that sent nothing matters only to a hop that sends nothing)
         if st[2] is not None:
-            md = inst.next_metadata(md)
+            md = entry.instructions.next_metadata(md)
         if st[3] is None:
             break
         t = st[3]
@@ -216,13 +193,48 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
         return None   # the general run tells why nothing was sent
     if seen is not None:
         noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)   # type: ignore[union-attr]
+    return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
+
+
+def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
+    """The rank of the entry that takes every header of ``orig`` in view ``tv``; None for a miss
+    or a split (``tv.whole(orig)``, from the distinct (value & bits, mask & bits) of orig's terms:
+    all it reads of them, worked out once per header set and bits in ``keys`` -- a class of
+    headers keeps its object from hop to hop, and a network's tables mostly test the same bits)."""
+    bits = tv.bits
+    ks = keys.get(bits)
+    if ks is None:
+        ks = keys[bits] = _keys(orig, bits, tv.low)
+    if type(ks) is int:   # one key, fixing every tested bit: the best candidate takes it whole
+        return tv.fixed_best(ks)
+    r = tv.whole_keys(ks)
+    return None if r is None or r < 0 else r
+
+
+def _entry_step(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, p: int) -> Step | None:
+    """:func:`_step` of ``entry`` in view ``tv`` (of in_port ``p``), kept in the view: the step
+    depends on the instructions and mapping only (a controller's entries often share one
+    instructions object: one per output port, say)."""
+    inst = entry.instructions
+    got = tv.steps.get(id(inst))
+    if got is not None and got[0] is inst and got[1] is sym:
+        return got[2]   # type: ignore[no-any-return]
+    st = _step(comp, entry, sym, p)
+    if len(tv.steps) >= _STEPS:
+        tv.steps.clear()
+    tv.steps[id(inst)] = (inst, sym, st)   # holding both: their ids are not reused while the key is here
+    return st
+
+
+def _copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], rules: tuple[Any, ...],
+            choices: tuple[Any, ...], emits: tuple[Emission, ...]) -> tuple[list[Event13], list[Hop13]]:
+    """:func:`send_copies` with the road's map of where copies go, inline (the same events and
+    pushed hops, in the same order)."""
     events: list[Event13] = []
     pushes: list[Hop13] = []
-    path = path + (here,)
-    rules = rules + tuple(took)
     where = road._where
     event = road.event
-    for em in emits:   # send_copies, inline (the same events and pushes, in the same order)
+    for em in emits:
         q = em.port
         got = where.get((s, q))
         if got is None:
@@ -239,12 +251,12 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     return events, pushes
 
 
-def _keys(orig: HS13, bits: int) -> int | tuple[tuple[int, int], ...]:
+def _keys(orig: HS13, bits: int, low: int) -> int | tuple[tuple[int, int], ...]:
     """What a table view testing ``bits`` reads of ``orig``'s terms: the distinct (value & bits,
     mask & bits), or, when that is one that fixes every bit, its value on them shifted down by
     :func:`~netsleuth.invariants.headerspace.of13.classify.low_bit` (an int: what
-    :meth:`~netsleuth.invariants.headerspace.of13.classify._TableView.fixed_best` reads)."""
-    low = low_bit(bits)
+    :meth:`~netsleuth.invariants.headerspace.of13.classify._TableView.fixed_best` reads;
+    ``low``: ``low_bit(bits)``, which the view keeps)."""
     sb = bits >> low
     fixed = -1
     for v, m, _d in orig.terms:   # shifted first: the masking then runs on small ints
