@@ -32,11 +32,17 @@ class _TableView:
         self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
         self._gone: set[int] = set()   # ranks dropped while the memo knew them
         groups = self.groups
+        entries = self.entries
+        ws = self.ws
         bits = 0   # every bit some entry tests (or once tested)
-        for r, e, (v, m) in ranked:
-            bits |= m
-            self.entries[r] = e
-            self.ws[r] = (v, m)
+        last = -1
+        for r, e, w in ranked:
+            v, m = w
+            if m != last:   # (entries of one mask are often neighbours)
+                bits |= m
+                last = m
+            entries[r] = e
+            ws[r] = w
             by = groups.get(m)
             if by is None:
                 by = groups[m] = {}
