@@ -62,7 +62,6 @@ class _TableView:
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
         v, m = w
-        self._order = None
         if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
             self._gone.clear()
             if self.memo:
@@ -72,11 +71,19 @@ class _TableView:
         if m & ~self.bits:   # bits no entry tested before
             self.bits |= m
             if low_bit(self.bits) != self.low:
-                self.low, self._small = low_bit(self.bits), None
+                self.low, self._small, self._order = low_bit(self.bits), None, None
         lst = self.groups.setdefault(m, {}).setdefault(v, [])
         lst.append(r)
         if self._small is not None:
-            self._small.setdefault(m >> self.low, {})[v >> self.low] = lst
+            sby = self._small.get(m >> self.low)
+            if sby is None:   # a new mask: fixed_best orders the masks again
+                sby = self._small[m >> self.low] = {}
+                self._order = None
+            sby[v >> self.low] = lst
+            if self._order is not None:
+                self._order = _lowered(self._order, m >> self.low, r)
+        else:
+            self._order = None
         for (gm, common), sub in self.subs.items():
             if gm == m:
                 sub.setdefault(v & common, []).append(r)
@@ -87,7 +94,6 @@ class _TableView:
         if w is None:
             return
         del self.entries[r]
-        self._order = None
         if self.memo:
             self._gone.add(r)
         v, m = w
@@ -99,6 +105,7 @@ class _TableView:
             del sby[v >> self.low]
             if not sby:
                 del small[m >> self.low]
+                self._order = None
         if not by:
             del self.groups[m]
             for k in [k for k in self.subs if k[0] == m]:
@@ -213,7 +220,9 @@ class _TableView:
         if order is None:
             order = self._order = self._ordered()
         best = None
-        for first, sm, by in order:   # by their best rank: a mask none of whose entries beats best is not probed
+        # by a bound on their best rank (a put lowers it, a drop leaves it): a mask none of whose
+        # entries can beat best is not probed
+        for first, sm, by in order:
             if best is not None and best < first:
                 break
             lst = by.get(sv & sm)
@@ -269,7 +278,7 @@ class _TableView:
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier_noted(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
-            if not earlier and not inside and _lone(pieces, i, t, ev, em, free):
+            if not earlier and not inside and _lone(pieces, i, t, ev, em, free, tm):
                 continue
             if inside:
                 covered = True
@@ -329,11 +338,18 @@ def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: b
     return None if nt is None or term_empty(nt, WIDTH13) else nt
 
 
-def _lone(pieces: dict[int | None, list[Term]], i: int, t: Term, ev: int, em: int, free: dict[int, Any]) -> bool:
-    """File candidate ``i``'s piece of ``t`` by :func:`_lone_piece`; False: it could not tell."""
-    nt = _lone_piece(t, ev, em, free)
-    if nt is False:
-        return False
+def _lone(pieces: dict[int | None, list[Term]], i: int, t: Term, ev: int, em: int, free: dict[int, Any],
+          tm: dict[Any, Term | None] | None) -> bool:
+    """File candidate ``i``'s piece of ``t`` by :func:`_lone_piece` (or the term's memo ``tm``, under
+    the key the general run gives it); False: it could not tell."""
+    if tm is not None and (i,) in tm:
+        nt: Term | None | bool = tm[(i,)]
+    else:
+        nt = _lone_piece(t, ev, em, free)
+        if nt is False:
+            return False
+        if tm is not None:
+            tm[(i,)] = nt   # type: ignore[assignment]
     if nt is not None:
         got = pieces.get(i)
         if got is None:
@@ -417,6 +433,17 @@ def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
     v, m, ds = t
     miss = make_term(v, m, ds + ws)
     return None if miss is None or term_empty(miss, WIDTH13) else miss
+
+
+def _lowered(order: list[tuple[int, int, dict[int, list[int]]]], sm: int, r: int) -> list[tuple[int, int, Any]]:
+    """``order`` (see ``_TableView._ordered``) with the bound of shifted mask ``sm`` lowered to ``r``."""
+    for k, (first, gm, by) in enumerate(order):
+        if gm == sm:
+            if r < first:
+                order[k] = (r, gm, by)
+                order.sort(key=lambda x: x[0])
+            break
+    return order
 
 
 def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> list[int]:
