@@ -374,10 +374,11 @@ def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None 
     v, m, ds = t
     if ev & ~em or (ev ^ v) & em & m:
         return False   # a value outside its mask, or not a candidate of the term
-    shape = free.get(em)
-    if shape is None:
+    if em in free:
+        shape = free[em]
+    else:
         shape = free[em] = _shape(t, em)
-    if shape is False:
+    if shape is None:
         return False
     kept, other, empty = shape
     for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
@@ -398,15 +399,15 @@ def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None 
     return (nv, m | em, tuple(out))
 
 
-def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool] | bool:
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool] | None:
     """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
     :func:`_lone_piece`): those that meet every such piece, as (value, clipped mask), those
     that test the candidates' own bits, as (value, mask on those bits), and whether the
-    first ones cover the pieces; False when a difference equals the base (make_term's None
+    first ones cover the pieces; None when a difference equals the base (make_term's None
     for every piece: left to the general run)."""
     v, m, ds = t
     if v & ~m:
-        return False   # a base value outside its mask: left to the general run
+        return None   # a base value outside its mask: left to the general run
     extra = em & ~m
     nm = m | em
     kept: list[tuple[int, int]] = []
@@ -421,7 +422,7 @@ def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int
             continue
         cm = dm | nm
         if cm == nm:
-            return False
+            return None
         kept.append((dv, cm))
         met.append((dv, dm))
     empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)

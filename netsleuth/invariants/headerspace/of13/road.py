@@ -205,7 +205,7 @@ def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
     ks = keys.get(bits)
     if ks is None:
         ks = keys[bits] = _keys(orig, bits, tv.low)
-    if type(ks) is int:   # one key, fixing every tested bit: the best candidate takes it whole
+    if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
         return tv.fixed_best(ks)
     r = tv.whole_keys(ks)
     return None if r is None or r < 0 else r
@@ -218,7 +218,7 @@ def _entry_step(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, 
     inst = entry.instructions
     got = tv.steps.get(id(inst))
     if got is not None and got[0] is inst and got[1] is sym:
-        return got[2]   # type: ignore[no-any-return]
+        return got[2]
     st = _step(comp, entry, sym, p)
     if len(tv.steps) >= _STEPS:
         tv.steps.clear()
