@@ -638,3 +638,18 @@ def test_injected_space_and_text():
 def printed(f) -> str:
     """A finding as the commands print it, the exact header space and rules included."""
     return "\n".join(violation_lines(f, verbose=True))
+
+
+def test_a_pair_s_mac_space_is_the_injected_headers_cut_to_its_macs():
+    """eth_space13 puts a pair's terms together from the injected terms' shapes: the very terms
+    (values, masks, differences in order) of the general intersection, for any MACs."""
+    import random
+
+    from netsleuth.invariants.headerspace.of13 import checks as C13
+
+    assert C13._ETH_SHAPES is not None   # the shortcut is what runs
+    rng = random.Random(7)
+    for _ in range(300):
+        a, b = rng.getrandbits(48), rng.choice([rng.getrandbits(48), 0xFFFFFFFFFFFF, 0])
+        w = ((a & C13._MAC) << C13._SRC_SH) | ((b & C13._MAC) << C13._DST_SH)
+        assert C13.eth_space13(a, b).terms == C13._INJECTED.intersect_wc((w, C13._ETH_M)).terms

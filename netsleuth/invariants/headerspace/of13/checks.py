@@ -168,8 +168,45 @@ _IP4 = FULL13["ipv4_src"]
 
 def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     """Every header a host can send from ``src_mac`` to ``dst_mac``: a pair's traffic without
-    its addresses, of which each term of :func:`pair_space13` is a part of one term."""
-    return _INJECTED.intersect_wc((((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH), _ETH_M))
+    its addresses, of which each term of :func:`pair_space13` is a part of one term.
+
+    ``_INJECTED.intersect_wc`` of the pair's MACs, its terms put together from
+    :data:`_ETH_SHAPES` (this runs once per host pair of a check)."""
+    w = ((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH)
+    if _ETH_SHAPES is None:
+        return _INJECTED.intersect_wc((w, _ETH_M))
+    terms = []
+    for v, nm, kept in _ETH_SHAPES:
+        nv = v | w
+        ds = [(dv | nv, cm) for dv, cm in kept]
+        terms.append((nv, nm, tuple(dict.fromkeys(ds)) if len(ds) > 1 else tuple(ds)))
+    return HS13(terms)
+
+
+def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...]]] | None:
+    """The injected terms as ``make_term`` clips them to any pair's MACs: (base value, base mask
+    with the MACs', the differences as (value, mask with the base's and the MACs')).  The
+    injected headers fix no MAC and their differences test none (they are about tags and
+    ethertypes), so every difference meets every pair's part of its term and clips the same
+    way; None (the general intersection) if that ever stops being so."""
+    out = []
+    for v, m, ds in _INJECTED.terms:
+        if v & ~m or m & _ETH_M:
+            return None
+        nm = m | _ETH_M
+        kept = []
+        for dv, dm in ds:
+            if (dv ^ v) & dm & m:
+                continue   # misses the base: misses every part of it
+            cm = dm | nm
+            if dm & _ETH_M & ~m or cm == nm:
+                return None
+            kept.append((dv, cm))
+        out.append((v, nm, tuple(kept)))
+    return out
+
+
+_ETH_SHAPES = _eth_shapes()
 
 
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None,

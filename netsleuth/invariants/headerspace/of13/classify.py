@@ -22,7 +22,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "steps")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "_order", "steps")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -32,11 +32,17 @@ class _TableView:
         self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
         self._gone: set[int] = set()   # ranks dropped while the memo knew them
         groups = self.groups
+        entries = self.entries
+        ws = self.ws
         bits = 0   # every bit some entry tests (or once tested)
-        for r, e, (v, m) in ranked:
-            bits |= m
-            self.entries[r] = e
-            self.ws[r] = (v, m)
+        last = -1
+        for r, e, w in ranked:
+            v, m = w
+            if m != last:   # (entries of one mask are often neighbours)
+                bits |= m
+                last = m
+            entries[r] = e
+            ws[r] = w
             by = groups.get(m)
             if by is None:
                 by = groups[m] = {}
@@ -48,8 +54,9 @@ class _TableView:
         self.bits = bits
         self.low = low_bit(bits)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
-        # what the short road (of13/road.py) worked out an entry does, by rank: (its instructions,
-        # the current-header mapping, the step), valid while both are the very objects
+        self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
+        # what the short road (of13/road.py) worked out an entry does, by the id of its instructions:
+        # (the instructions, the current-header mapping, the step), valid while both are the very objects
         self.steps: dict[int, tuple[Any, Any, Any]] = {}
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
@@ -64,11 +71,19 @@ class _TableView:
         if m & ~self.bits:   # bits no entry tested before
             self.bits |= m
             if low_bit(self.bits) != self.low:
-                self.low, self._small = low_bit(self.bits), None
+                self.low, self._small, self._order = low_bit(self.bits), None, None
         lst = self.groups.setdefault(m, {}).setdefault(v, [])
         lst.append(r)
         if self._small is not None:
-            self._small.setdefault(m >> self.low, {})[v >> self.low] = lst
+            sby = self._small.get(m >> self.low)
+            if sby is None:   # a new mask: fixed_best orders the masks again
+                sby = self._small[m >> self.low] = {}
+                self._order = None
+            sby[v >> self.low] = lst
+            if self._order is not None:
+                self._order = _lowered(self._order, m >> self.low, r)
+        else:
+            self._order = None
         for (gm, common), sub in self.subs.items():
             if gm == m:
                 sub.setdefault(v & common, []).append(r)
@@ -90,6 +105,7 @@ class _TableView:
             del sby[v >> self.low]
             if not sby:
                 del small[m >> self.low]
+                self._order = None
         if not by:
             del self.groups[m]
             for k in [k for k in self.subs if k[0] == m]:
@@ -200,19 +216,32 @@ class _TableView:
         part of such headers only, so the best one takes them whole; and the probes run on
         ints as wide as the tested bits, not as the header (the per-mask indexes, shifted
         the same way, share their rank lists with ``groups``)."""
-        small = self._small
-        if small is None:
-            low = self.low
-            small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
-                                   for gm, by in self.groups.items()}
+        order = self._order
+        if order is None:
+            order = self._order = self._ordered()
         best = None
-        for sm, by in small.items():
+        # by a bound on their best rank (a put lowers it, a drop leaves it): a mask none of whose
+        # entries can beat best is not probed
+        for first, sm, by in order:
+            if best is not None and best < first:
+                break
             lst = by.get(sv & sm)
             if lst:
                 r = lst[0] if len(lst) == 1 else min(lst)
                 if best is None or r < best:
                     best = r
         return best
+
+    def _ordered(self) -> list[tuple[int, int, dict[int, list[int]]]]:
+        """The shifted per-mask indexes of :meth:`fixed_best` as (best rank, shifted mask, index),
+        best rank first (kept until an entry comes or goes)."""
+        small = self._small
+        if small is None:
+            low = self.low
+            small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
+                                   for gm, by in self.groups.items()}
+        return sorted(((min(min(lst) for lst in by.values()), sm, by) for sm, by in small.items() if by),
+                      key=lambda x: x[0])
 
     def _best(self, v: int, m: int) -> int | None:
         """The first of :meth:`candidates` (None: none)."""
@@ -236,26 +265,21 @@ class _TableView:
         ws = self.ws
         v, m, ds = t
         covered = False
-        tm: dict[Any, Term | None] | None = None
-        if self.memo is not None:
-            tm = self.memo.get(t)
-            if tm is None:
-                if len(self.memo) >= _MEMO_TERMS:
-                    self.memo.clear()
-                    self._gone.clear()
-                tm = self.memo[t] = {}
+        tm = self._term_memo(t)
         # Candidates seen so far, by mask: two wildcards of one mask overlap only when
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
         seen: dict[int, dict[int, list[int]]] = {}
         notm = ~m
+        free: dict[int, Any] = {}   # see _lone_piece
         for i in cands:
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
-            earlier = _earlier(seen, ev, em)
-            _note(seen, ev, em, i)
+            earlier = _earlier_noted(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
+            if not earlier and not inside and _lone(pieces, i, t, ev, em, free, tm):
+                continue
             if inside:
                 covered = True
                 if not earlier:
@@ -286,6 +310,19 @@ class _TableView:
             pieces.setdefault(None, []).append(miss)
 
 
+    def _term_memo(self, t: Term) -> dict[Any, Term | None] | None:
+        """The pieces of ``t`` this view remembers (see :meth:`_split_term`; None: it keeps none)."""
+        if self.memo is None:
+            return None
+        tm = self.memo.get(t)
+        if tm is None:
+            if len(self.memo) >= _MEMO_TERMS:
+                self.memo.clear()
+                self._gone.clear()
+            tm = self.memo[t] = {}
+        return tm
+
+
 _MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
 
 
@@ -301,11 +338,130 @@ def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: b
     return None if nt is None or term_empty(nt, WIDTH13) else nt
 
 
+def _lone(pieces: dict[int | None, list[Term]], i: int, t: Term, ev: int, em: int, free: dict[int, Any],
+          tm: dict[Any, Term | None] | None) -> bool:
+    """File candidate ``i``'s piece of ``t`` by :func:`_lone_piece` (or the term's memo ``tm``, under
+    the key the general run gives it); False: it could not tell."""
+    if tm is not None and (i,) in tm:
+        nt: Term | None | bool = tm[(i,)]
+    else:
+        nt = _lone_piece(t, ev, em, free)
+        if nt is False:
+            return False
+        if tm is not None:
+            tm[(i,)] = nt   # type: ignore[assignment]
+    if nt is not None:
+        got = pieces.get(i)
+        if got is None:
+            pieces[i] = [nt]   # type: ignore[list-item]
+        else:
+            got.append(nt)   # type: ignore[arg-type]
+    return True
+
+
+def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None | bool:
+    """:func:`_piece` for an entry (ev, em) that no better-ranked candidate overlaps and whose
+    wildcard does not hold the term, or False: ask :func:`_piece`.
+
+    The piece is the term's base within the entry's wildcard minus the differences that meet
+    it (:func:`make_term`'s clipping and order).  For an entry whose value lies within its
+    mask and agrees with the term's base, a difference that leaves the bits the entry fixes
+    beyond the base free meets the piece exactly when it meets the base, and clips to its own
+    mask with the entry's; and when every difference that meets the piece is such, whether
+    they cover it does not depend on those bits: the piece is empty exactly when the term's
+    base minus those differences is.  So what the differences do is worked out once per
+    mask of the candidates (``free``), and a candidate of that mask costs a few operations."""
+    v, m, ds = t
+    if ev & ~em or (ev ^ v) & em & m:
+        return False   # a value outside its mask, or not a candidate of the term
+    if em in free:
+        shape = free[em]
+    else:
+        shape = free[em] = _shape(t, em)
+    if shape is None:
+        return False
+    kept, other, empty = shape
+    for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
+        if not ((dv ^ ev) & dx):
+            return False
+    if empty:
+        return None
+    nv = v | ev
+    if not kept:
+        return (nv, m | em, ())
+    out = [(dv | nv, cm) for dv, cm in kept]
+    if len(out) > 1:   # make_term's order: the first of equal differences stays
+        uniq: list[tuple[int, int]] = []
+        for d in out:
+            if d not in uniq:
+                uniq.append(d)
+        out = uniq
+    return (nv, m | em, tuple(out))
+
+
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool] | None:
+    """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
+    :func:`_lone_piece`): those that meet every such piece, as (value, clipped mask), those
+    that test the candidates' own bits, as (value, mask on those bits), and whether the
+    first ones cover the pieces; None when a difference equals the base (make_term's None
+    for every piece: left to the general run)."""
+    v, m, ds = t
+    if v & ~m:
+        return None   # a base value outside its mask: left to the general run
+    extra = em & ~m
+    nm = m | em
+    kept: list[tuple[int, int]] = []
+    met: list[tuple[int, int]] = []
+    other: list[tuple[int, int]] = []
+    for dv, dm in ds:
+        if (dv ^ v) & dm & m:
+            continue   # misses the base: misses every piece
+        dx = dm & extra
+        if dx:
+            other.append((dv, dx))
+            continue
+        cm = dm | nm
+        if cm == nm:
+            return None
+        kept.append((dv, cm))
+        met.append((dv, dm))
+    empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
+    return kept, other, empty
+
+
 def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
     """The headers of ``t`` that none of the wildcards ``ws`` takes (None: none)."""
     v, m, ds = t
     miss = make_term(v, m, ds + ws)
     return None if miss is None or term_empty(miss, WIDTH13) else miss
+
+
+def _lowered(order: list[tuple[int, int, dict[int, list[int]]]], sm: int, r: int) -> list[tuple[int, int, Any]]:
+    """``order`` (see ``_TableView._ordered``) with the bound of shifted mask ``sm`` lowered to ``r``."""
+    for k, (first, gm, by) in enumerate(order):
+        if gm == sm:
+            if r < first:
+                order[k] = (r, gm, by)
+                order.sort(key=lambda x: x[0])
+            break
+    return order
+
+
+def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> list[int]:
+    """:func:`_earlier` of candidate ``i`` (wildcard (ev, em)), then filed by :func:`_note`; a
+    probe when every candidate seen has its mask (the usual table)."""
+    same = seen.get(em)
+    if same is None or len(seen) != 1:
+        earlier = _earlier(seen, ev, em)
+        _note(seen, ev, em, i)
+        return earlier
+    lst = same.get(ev)
+    if not lst:
+        same[ev] = [i]
+        return []
+    earlier = list(lst)
+    lst.append(i)
+    return earlier
 
 
 def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:

@@ -197,17 +197,23 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
     reach = Reach13((s0, p0))
     start = HS13.injected() if hs is None else hs
     stack: list[Hop13] = [(s0, p0, start, IDENTITY, (), (), ())]
+    road = net.road
+    hops = 0
     while stack:
         item = stack.pop()
-        reach.hops += 1
-        if reach.hops > budget:
+        hops += 1
+        if hops > budget:
             reach.truncated = True
             break
-        got = road_hop(net.road, item)
+        got = road_hop(road, item)
         events, pushes = hop13(net, item, reach.alts) if got is None else got
-        for cat, key, ev in events:
-            add_event(reach, cat, key, ev)
+        for cat, key, ev in events:   # add_event, inline
+            if key is None:
+                (reach.loops if cat == "loops" else reach.drops).append(ev)
+            else:
+                getattr(reach, cat).setdefault(key, []).append(ev)
         stack.extend(pushes)
+    reach.hops = hops
     return reach
 
 

@@ -21,7 +21,7 @@ branch, per-action dispatch and the per-port classification of its copies every 
   on those bits shifted down to bit 0, and the view probes its per-mask indexes, shifted
   the same way, with ints as wide as the tested bits instead of the 1,061-bit header
   (``_TableView.fixed_best``: such headers are never split, so nothing else is checked);
-* per view and entry rank, the entry's step (``_TableView.steps``), checked by identity.
+* per view and instructions object, the entry's step (``_TableView.steps``), checked by identity.
 
 What is left per hop is one best-candidate probe per table and the hop's own events and
 pushed hops, made in :func:`~netsleuth.invariants.headerspace.of13.engine.hop13`'s order,
@@ -42,7 +42,6 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from netsleuth.invariants.headerspace.of13.classify import low_bit
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, Emission, _Switch13, _TableView
 from netsleuth.invariants.headerspace.of13.symbolic import Sym
@@ -104,23 +103,30 @@ def _make_step(comp: Compiled13, inst: Any, sym: Sym, in_port: int) -> Step | No
 class Road:
     """The short road for one analysis's network (see the module docstring)."""
 
-    __slots__ = ("net", "event", "_view", "_where", "_keys")
+    __slots__ = ("net", "event", "_view", "_where", "_up", "_keys")
 
     def __init__(self, net: Any, event: type) -> None:   # the engine's Net13
         self.net = net
         self.event = event   # the engine's HsaEvent13 (the engine imports this module)
         self._view: Any = None
         self._where: dict[tuple[str, int], tuple[int, Any]] = {}
+        self._up: dict[str, bool] = {}   # whether a switch is up in the view
         # per header set (by id, held): what its terms show of each set of bits a view tests
         self._keys: dict[int, tuple[HS13, dict[int, Any]]] = {}
+
+    def renew(self, view: Any) -> None:
+        """Forget what was read of the last view (the incremental engine's changes from message
+        to message)."""
+        self._view = view
+        self._where.clear()
+        self._up.clear()
 
     def where(self, s: str, q: int) -> tuple[int, Any]:
         """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
         switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
         view = self.net.view
         if view is not self._view:   # the incremental engine's view changes from message to message
-            self._view = view
-            self._where.clear()
+            self.renew(view)
         got = self._where.get((s, q))
         if got is None:
             got = self._where[(s, q)] = port_leads(view, s, q)
@@ -146,65 +152,111 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     s, p, orig, sym, path, rules, choices = item
     here = (s, p)
     net = road.net
-    if here in path or not net.view.is_switch_up(s):
+    view = net.view
+    if view is not road._view:
+        road.renew(view)
+    up = road._up.get(s)
+    if up is None:
+        up = road._up[s] = view.is_switch_up(s)
+    if not up or here in path:
         return None
     comp = net.compiled(s)
+    views = comp._views
     t = md = tid = 0
     took: list[tuple[str, int, FlowEntry13]] = []
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int]] | None = None if noted is None else []
     emits: tuple[Emission, ...] = ()
-    keys = road.keys_of(orig)
+    got = road._keys.get(id(orig))   # Road.keys_of, inline: once per hop
+    keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
+    skey = sym.key
     while True:
-        tv: _TableView = comp.view(t, sym, p, md, tid)
-        seen.append((t, md))
-        # tv.whole(orig), from the distinct (value & bits, mask & bits) of orig's terms: all it
-        # reads of them, worked out once per header set and bits (a class of headers keeps its
-        # object from hop to hop, and a network's tables mostly test the same bits)
-        bits = tv.bits
-        ks = keys.get(bits)
-        if ks is None:
-            ks = keys[bits] = _keys(orig, bits)
-        if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
-            r = tv.fixed_best(ks)
-            if r is None:
-                return None   # a miss (an event of its own)
-        else:
-            r = tv.whole_keys(ks)
-            if r is None or r < 0:
-                return None   # a miss or a split
+        tv: _TableView | None = views.get((t, skey, p, md, tid))   # Compiled13.view, inline
+        if tv is None:
+            tv = comp.view(t, sym, p, md, tid)
+        if seen is not None:
+            seen.append((t, md))
+        r = _probe(tv, keys, orig)
+        if r is None:
+            return None   # a miss or a split
         entry = tv.entries[r]
-        inst = entry.instructions
-        got = tv.steps.get(r)   # the view is of this in_port: the step depends on the entry and mapping only
-        if got is not None and got[0] is inst and got[1] is sym:
-            st = got[2]
-        else:
-            st = _step(comp, entry, sym, p)
-            tv.steps[r] = (inst, sym, st)
+        st = _entry_step(tv, comp, entry, sym, p)
         if st is None:
             return None
         took.append((s, t, entry))
         emits += st[0]   # (an output that sent nothing matters only to a hop that sends nothing)
         if st[2] is not None:
-            md = inst.next_metadata(md)
+            md = entry.instructions.next_metadata(md)
         if st[3] is None:
             break
         t = st[3]
     if not emits:
         return None   # the general run tells why nothing was sent
-    if noted is not None:
-        noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)
+    if seen is not None:
+        noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)   # type: ignore[union-attr]
+    return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
+
+
+def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
+    """The rank of the entry that takes every header of ``orig`` in view ``tv``; None for a miss
+    or a split (``tv.whole(orig)``, from the distinct (value & bits, mask & bits) of orig's terms:
+    all it reads of them, worked out once per header set and bits in ``keys`` -- a class of
+    headers keeps its object from hop to hop, and a network's tables mostly test the same bits)."""
+    bits = tv.bits
+    ks = keys.get(bits)
+    if ks is None:
+        ks = keys[bits] = _keys(orig, bits, tv.low)
+    if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
+        return tv.fixed_best(ks)
+    r = tv.whole_keys(ks)
+    return None if r is None or r < 0 else r
+
+
+def _entry_step(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, p: int) -> Step | None:
+    """:func:`_step` of ``entry`` in view ``tv`` (of in_port ``p``), kept in the view: the step
+    depends on the instructions and mapping only (a controller's entries often share one
+    instructions object: one per output port, say)."""
+    inst = entry.instructions
+    got = tv.steps.get(id(inst))
+    if got is not None and got[0] is inst and got[1] is sym:
+        return got[2]
+    st = _step(comp, entry, sym, p)
+    if len(tv.steps) >= _STEPS:
+        tv.steps.clear()
+    tv.steps[id(inst)] = (inst, sym, st)   # holding both: their ids are not reused while the key is here
+    return st
+
+
+def _copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], rules: tuple[Any, ...],
+            choices: tuple[Any, ...], emits: tuple[Emission, ...]) -> tuple[list[Event13], list[Hop13]]:
+    """:func:`send_copies` with the road's map of where copies go, inline (the same events and
+    pushed hops, in the same order)."""
     events: list[Event13] = []
     pushes: list[Hop13] = []
-    send_copies(road.where, road.event, s, orig, path + (here,), rules + tuple(took), choices, emits, events, pushes)
+    where = road._where
+    event = road.event
+    for em in emits:
+        q = em.port
+        got = where.get((s, q))
+        if got is None:
+            got = where[(s, q)] = port_leads(view, s, q)
+        kind, x = got
+        if kind == 0:
+            pushes.append((x[0], x[1], orig, em.sym, path, rules, choices))
+        elif kind == 1:
+            events.append(("delivered", x, event(orig, x, path, rules, choices, sym=em.sym)))
+        elif kind == 2:
+            events.append(("punted", s, event(orig, s, path, rules, choices)))
+        else:
+            events.append(("drops", None, event(orig, s, path, rules, choices, x)))
     return events, pushes
 
 
-def _keys(orig: HS13, bits: int) -> int | tuple[tuple[int, int], ...]:
+def _keys(orig: HS13, bits: int, low: int) -> int | tuple[tuple[int, int], ...]:
     """What a table view testing ``bits`` reads of ``orig``'s terms: the distinct (value & bits,
     mask & bits), or, when that is one that fixes every bit, its value on them shifted down by
     :func:`~netsleuth.invariants.headerspace.of13.classify.low_bit` (an int: what
-    :meth:`~netsleuth.invariants.headerspace.of13.classify._TableView.fixed_best` reads)."""
-    low = low_bit(bits)
+    :meth:`~netsleuth.invariants.headerspace.of13.classify._TableView.fixed_best` reads;
+    ``low``: ``low_bit(bits)``, which the view keeps)."""
     sb = bits >> low
     fixed = -1
     for v, m, _d in orig.terms:   # shifted first: the masking then runs on small ints

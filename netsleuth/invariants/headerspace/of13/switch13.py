@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -174,6 +175,17 @@ class Compiled13:
         return _TableView(ranked)
 
 
+def _outputs_only(inst: Any) -> bool:
+    """Whether instructions only apply outputs: no write-metadata, write- or clear-actions (the
+    next action set is then the one before, a goto aside)."""
+    if inst.metadata is not None or inst.write or inst.clear:
+        return False
+    for a in inst.apply or ():
+        if type(a) is not Output:
+            return False
+    return True
+
+
 def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
     """Identity of everything the analysis reads from a pipeline (entries, their
     instructions, groups, port states)."""
@@ -260,6 +272,11 @@ class _Switch13:
             entry = tv.entries[i]
             b.rules = br.rules + ((table_id, entry),)
             inst = entry.instructions
+            if inst.goto is None and not aset and _outputs_only(inst):
+                # the last table with nothing in the action set, and only outputs: the one branch
+                # the general run below gives (the first hop's hundred and more pieces, each its own)
+                out.append(self._outs(b, inst.apply or (), in_port, f"table {table_id}: rule has no output (drop)"))
+                continue
             bs = [b]
             if inst.apply:
                 bs = self._execute(list(inst.apply), bs, in_port, 0)
@@ -274,6 +291,19 @@ class _Switch13:
                 for b3 in self._execute(a2.ordered(), [b2], in_port, 0):
                     b3.end = f"table {table_id}: rule has no output (drop)"
                     out.append(b3)
+
+    def _outs(self, b: Branch13, outputs: Iterable[Any], in_port: int, end: str) -> Branch13:
+        """``b`` after the outputs ``outputs`` (what :meth:`_output` makes of them, one by one), ended by ``end``."""
+        emits = b.emits
+        lost = b.lost
+        sym = b.st.sym
+        for a in outputs:
+            ems = self._emissions(a.port, sym, in_port)
+            if ems:
+                emits += ems
+            else:
+                lost = self._lost(a.port, in_port)
+        return Branch13(b.st, emits, b.rules, b.choices, end, lost)
 
     def _execute(self, actions: list[Action], bs: list[Branch13], in_port: int, depth: int) -> list[Branch13]:
         for a in actions:
