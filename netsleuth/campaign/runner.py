@@ -96,8 +96,8 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
         try:
             if todo:
                 _run_jobs(spec, out, store, todo, status, notify, t0, starter)
-            if starter is not None:
-                starter.result()  # minimization runs on the same instance
+            if starter is not None and spec.minimize:
+                starter.result()  # minimization runs on the same instance (started now if no job needed it)
         except KeyboardInterrupt:
             interrupted = True
         buckets = group_buckets(store.jobs())
