@@ -10,8 +10,8 @@ that the campaign starts and stops, its start-up counted, as a user gets
 it; ``ray-plain`` is the same with Ray's own start-up instead of
 netsleuth's quicker one (minimize/ray_local.py; ``NETSLEUTH_RAY_QUICK_START=0``);
 ``ray-handoff`` runs the first jobs on a process pool while Ray starts
-(campaign/handoff.py, off by default) and ``ray-wait`` has the jobs wait
-for Ray (what ``ray`` does while the hand-off is off).  Each
+(campaign/handoff.py, what ``ray`` does by default) and ``ray-wait`` has
+the jobs wait for Ray.  Each
 campaign's wall time runs from the call to its return.
 
 It prints, per configuration, the minimum and median wall time and runs

@@ -17,16 +17,19 @@ buckets are those of a campaign that ran on Ray alone.
 On a cluster (``--address``) nothing runs on the driver's machine, which may
 lack the controllers: the campaign waits for Ray as before.
 
-It is off by default (``campaign/runner.py``'s ``HANDOFF``; bench/campaign.py
-turns it on as ``ray-handoff``).  Both starts are CPU work -- Python
-processes importing Ray and netsleuth, and a job's first seconds are its
-controller's imports --, so overlapped on a machine with as many CPUs as
-jobs they only slow each other down: on the 2-CPU machine of
-docs/research/benchmarks.md, at a load average of 7, the pool's first jobs
-ended 12.8 s after the call instead of 3-6 s, Ray's actors were ready at
-11.3 s instead of 3.4-4.7 s, and the campaign took 40.0 s where campaigns on
-Ray alone took 30-33 s (the earlier hand-off, which started Ray on a thread
-of its own as the pool started, took 36-39 s).
+It is on by default (``campaign/runner.py``'s ``HANDOFF``; bench/campaign.py's
+``ray-wait`` turns it off).  Both starts are CPU work -- Python processes
+importing Ray and netsleuth --, so it pays only because the pool's start is
+cheap: its workers are forked from a fork server that has imported what they
+run (minimize/executors.py).  On the 2-CPU machine of
+docs/research/benchmarks.md, at a load average of 3-4, one campaign per
+fresh process as the command runs it: the pool 22.2 s median, Ray with the
+hand-off 24.3 s, Ray alone 26.3 s; in the bench (one process, the fork
+server kept between campaigns) the hand-off was the quicker of the two in
+all three rounds.  Before the pool's workers were forked, when each imported
+netsleuth itself, the overlapped starts only slowed each other down (at a
+load of 7 the pool's first jobs ended 12.8 s after the call instead of 3-6 s
+and the campaign took 40.0 s where Ray alone took 30-33 s).
 """
 
 from __future__ import annotations

@@ -134,12 +134,12 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- running the jobs
-HANDOFF = False  # True: a process pool runs the first jobs while a local Ray starts (campaign/handoff.py: why not)
+HANDOFF = True  # a process pool runs the first jobs while a local Ray starts (campaign/handoff.py); False: they wait
 
 
 def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
     """The local pool; or Ray, with a pool running the first jobs while a local instance starts
-    (campaign/handoff.py); or, on a cluster, Ray once connected."""
+    (campaign/handoff.py, the default); or, on a cluster, Ray once connected."""
     if starter is None:
         return LocalPoolExecutor(spec.jobs)
     if starter.background and not starter.done():
