@@ -10,7 +10,8 @@ that the campaign starts and stops, its start-up counted, as a user gets
 it; ``ray-plain`` is the same with Ray's own start-up instead of
 netsleuth's quicker one (minimize/ray_local.py; ``NETSLEUTH_RAY_QUICK_START=0``);
 ``ray-handoff`` runs the first jobs on a process pool while Ray starts
-(campaign/handoff.py, off by default).  Each
+(campaign/handoff.py, what ``ray`` does by default) and ``ray-wait`` has
+the jobs wait for Ray.  Each
 campaign's wall time runs from the call to its return.
 
 It prints, per configuration, the minimum and median wall time and runs
@@ -51,14 +52,15 @@ def campaign(seeds: int, executor: str, jobs: int) -> CampaignSpec:
 
 
 def one_run(kind: str, jobs: int, seeds: int, out: Path) -> dict[str, Any]:
-    """One campaign of configuration ``kind`` (local, ray, ray-plain, ray-handoff) with ``jobs`` workers."""
-    runner.HANDOFF = kind == "ray-handoff"
+    """One campaign of configuration ``kind`` (local, ray, ray-plain, ray-wait, ray-handoff) with ``jobs`` workers."""
+    default = runner.HANDOFF
+    runner.HANDOFF = {"ray-handoff": True, "ray-wait": False}.get(kind, default)
     os.environ[QUICK_START] = "0" if kind == "ray-plain" else "1"
     load = os.getloadavg()[0]
     t = time.monotonic()
     d = run_campaign(campaign(seeds, "local" if kind == "local" else "ray", jobs), out)
     wall = time.monotonic() - t
-    runner.HANDOFF = False
+    runner.HANDOFF = default
     os.environ.pop(QUICK_START)
     return {"wall_s": round(wall, 2), "runs": d["recorded"], "failed": d["failed"], "load_before": round(load, 2),
             "runs_per_minute": round(d["recorded"] / wall * 60, 2), "buckets": sorted(b["id"] for b in d["buckets"]),
@@ -78,8 +80,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=8, help="seeds per configuration (2 configurations)")
     ap.add_argument("--configs", default="local:2,ray:2",
-                    help="kind:jobs, comma-separated; kind is local, ray, ray-plain (Ray's own start-up) "
-                         "or ray-handoff")
+                    help="kind:jobs, comma-separated; kind is local, ray (as --executor ray runs), ray-plain "
+                         "(Ray's own start-up), ray-wait (no hand-off: the jobs wait for Ray) or ray-handoff "
+                         "(the first jobs on a process pool while Ray starts)")
     ap.add_argument("--repeat", type=int, default=3, help="campaigns per configuration")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()

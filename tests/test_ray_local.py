@@ -51,9 +51,10 @@ def state(loaded: bool, _payload: Any) -> bool:
 QUICK_SHUTDOWN = 3.0
 
 
-def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any, float, list[int]]:
+def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any, float, list[int], dict[str, str]]:
     """Start a local instance, run 4 tasks on 2 actors, shut it down: (its processes' command lines, each
-    followed by its niceness, its node's Node, the shutdown's seconds, the processes left after it)."""
+    followed by its niceness, its node's Node, the shutdown's seconds, the processes left after it, the
+    raylet's environment)."""
     monkeypatch.setenv(ENV, "1" if quick else "0")
     assert not ray.is_initialized()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import tests/
@@ -69,6 +70,7 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
         names = "\n".join(f"{' '.join(cmdline)} nice={nice}" for cmdline, nice in procs)
         node = ray._private.worker._global_node  # noqa: SLF001 - its ports are those the raylet registered
         monitors.extend(info.process for info in node.all_processes.get("monitor", []))
+        raylet_env = psutil.Process(node.all_processes["raylet"][0].process.pid).environ()
     finally:
         pool.close()  # not the owner of the instance: its actors end, Ray stays up
         assert ray.is_initialized()
@@ -83,7 +85,7 @@ def run_and_stop(monkeypatch: pytest.MonkeyPatch, quick: bool) -> tuple[str, Any
     # the autoscaler monitor (plain start only) is killed first thing, not sent SIGTERM and given the
     # second Ray waits for a process to answer it
     assert bool(monitors) != quick and all(t < MONITOR_GONE for t in gone), gone
-    return names, node, took, all_gone(tree)
+    return names, node, took, all_gone(tree), raylet_env
 
 
 MONITOR_GONE = 0.9   # seconds after the shutdown began: before Ray's own second of waiting could end
@@ -107,7 +109,7 @@ def stamp(log: Path, text: str) -> datetime | None:
 
 def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    names, node, took, left = run_and_stop(monkeypatch, quick=True)
+    names, node, took, left, raylet_env = run_and_stop(monkeypatch, quick=True)
     assert type(node).__name__ == "QuickNode"  # ray.init still builds its head node from ray._private.node.Node
     assert "raylet" in names and "dashboard/agent.py" in names and "runtime_env/agent/main.py" in names
     assert "monitor.py" not in names and "dashboard/dashboard.py" not in names  # nor the log monitor
@@ -131,11 +133,24 @@ def test_quick_start_runs_the_preloaded_workers_without_a_monitor_and_leaves_no_
                                                    f"agent at {agent_up}"
     assert left == []
     assert took < QUICK_SHUTDOWN, f"shutdown took {took:.2f} s"
+    assert_no_task_events_nor_metrics(logs, raylet_env)
+
+
+def assert_no_task_events_nor_metrics(logs: Path, raylet_env: dict[str, str]) -> None:
+    """The instance's processes (the driver's core worker, which reads the switch from its environment, and the
+    head processes, which inherited it) collect no metrics, and neither the driver nor the workers buffer task
+    events (their core workers' first stats dump says so); the driver's environment is as it was."""
+    assert raylet_env.get("RAY_enable_metrics_collection") == "0"
+    assert "RAY_enable_metrics_collection" not in os.environ
+    cores = sorted(logs.glob("python-core-driver-*.log")) + sorted(logs.glob("python-core-worker-*.log"))
+    assert len(cores) >= 3, cores
+    assert all("Task Event Buffer is disabled." in log.read_text() for log in cores), cores
 
 
 def test_plain_start_has_its_monitor_and_the_shutdown_does_not_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    names, _node, took, left = run_and_stop(monkeypatch, quick=False)
+    names, node, took, left, raylet_env = run_and_stop(monkeypatch, quick=False)
     assert "raylet" in names and "monitor.py" in names.replace("log_monitor.py", "")
     assert "dashboard/dashboard.py" in names
     assert left == []
     assert took < QUICK_SHUTDOWN, f"shutdown took {took:.2f} s"
+    assert_no_task_events_nor_metrics(Path(node.get_session_dir_path()) / "logs", raylet_env)

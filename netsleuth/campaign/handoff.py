@@ -1,31 +1,35 @@
-"""Ray's start-up overlapped with work: Ray starts in the background, a local pool runs the first jobs.
+"""Ray's start-up overlapped with work: a local pool runs the first jobs while Ray starts.
 
-Starting a local Ray instance costs several seconds (its head processes, then
-actors that import netsleuth) that a process pool does not pay; on a short
-campaign that is most of the difference between the two.  With the hand-off
-on, a campaign that starts a local instance -- the same machine runs the
-jobs either way -- starts it with :class:`RayStarter` in a background
-thread, and :class:`HandoffExecutor` starts a process pool of the same size
-at once: jobs go to the pool until
-the Ray actors are ready, and to Ray from then on.  The pool takes no new
-job after that; its running jobs end normally and it closes.  The campaign
-still keeps at most ``workers`` jobs in flight, so the parallelism is the
-same throughout, and a job's result depends only on its seed, so the
+Starting a local Ray instance costs seconds (its head processes, then
+workers that import Ray and netsleuth) that a process pool does not pay; on
+a short campaign that is most of the difference between the two.  With the
+hand-off on, a campaign that starts a local instance -- the same machine
+runs the jobs either way -- starts a process pool of the same size first
+(:class:`HandoffExecutor`) and gives it the first jobs; once the pool has
+a job on every worker, it starts Ray (:class:`RayStarter`), on the
+campaign's own thread, and builds the actors in the background: jobs go to
+the pool until an actor is ready, and to Ray from then on.  The pool takes
+no new job after that; its running jobs end normally and it closes.  The
+campaign still keeps at most ``workers`` jobs in flight, so the parallelism
+is the same throughout, and a job's result depends only on its seed, so the
 buckets are those of a campaign that ran on Ray alone.
 
 On a cluster (``--address``) nothing runs on the driver's machine, which may
 lack the controllers: the campaign waits for Ray as before.
 
-It is off by default (``campaign/runner.py``'s ``HANDOFF``; bench/campaign.py
-turns it on as ``ray-handoff``).  Ray's start is mostly CPU work (about 3
-CPU-seconds over its head processes and prestarted workers), and the pool
-adds its own start and jobs on top: on a machine whose CPUs are all busy
-the two only slow each other down (a pool's start went from 2.5 to 6 s,
-Ray's from 5-8 to 9-10 s, overlapped at a load average of 7 on 2 CPUs),
-so it gained nothing reliable there.  And Ray started off the main thread
-does not take part in SIGTERM's handling the way ``init_ray`` arranges on
-the main thread: a campaign stopped by SIGTERM while handing off writes
-its partial report but sometimes ends with an abort instead of exit 143.
+It is on by default (``campaign/runner.py``'s ``HANDOFF``; bench/campaign.py's
+``ray-wait`` turns it off).  Both starts are CPU work -- Python processes
+importing Ray and netsleuth --, so it pays only because the pool's start is
+cheap: its workers are forked from a fork server that has imported what they
+run (minimize/executors.py).  On the 2-CPU machine of
+docs/research/benchmarks.md, at a load average of 3-4, one campaign per
+fresh process as the command runs it: the pool 22.2 s median, Ray with the
+hand-off 24.3 s, Ray alone 26.3 s; in the bench (one process, the fork
+server kept between campaigns) the hand-off was the quicker of the two in
+all three rounds.  Before the pool's workers were forked, when each imported
+netsleuth itself, the overlapped starts only slowed each other down (at a
+load of 7 the pool's first jobs ended 12.8 s after the call instead of 3-6 s
+and the campaign took 40.0 s where Ray alone took 30-33 s).
 """
 
 from __future__ import annotations
@@ -41,56 +45,55 @@ from netsleuth.minimize.ray_executor import init_ray, shutdown_ray
 
 
 class RayStarter:
-    """``init_ray``, in a background thread when ``background`` and the instance is a local one to start.
+    """``init_ray`` on the calling thread: at once, or, deferred (``background`` and a local instance to start),
+    at the first :meth:`start` -- which :class:`HandoffExecutor` calls once the pool has a job on every worker.
 
-    Otherwise Ray starts at once on the calling thread (the main thread, where ``init_ray`` keeps the campaign's
-    own SIGTERM handler).  The background thread never ends: Ray ties the life of the head processes it starts
-    to the thread that started them (the kernel's parent-death signal is per thread), so a thread that ended
-    after ``ray.init`` would take the local instance with it; and one that ended after ``ray.shutdown`` could
-    abort the process (seen after a SIGTERM) as Ray's state for that thread is torn down.  It waits, idle, until
-    the process exits."""
+    Ray is always started on the campaign's thread (the main thread of a command): there ``init_ray`` keeps the
+    campaign's own SIGTERM handler, and the head processes, whose life Ray ties to the thread that started
+    them (the kernel's parent-death signal is per thread), live as long as the campaign.  (An earlier version
+    started Ray on a thread of its own, which had to outlive Ray, and a campaign stopped by SIGTERM while
+    handing off sometimes ended in an abort instead of exit 143.)"""
 
     def __init__(self, address: str | None, workers: int | None, background: bool = True,
                  preload: Sequence[str] = ()) -> None:
-        ray = sys.modules.get("ray")  # importing it takes a while too: that is done in the thread
+        ray = sys.modules.get("ray")
         self.address = address
+        self.workers = workers
+        self.preload = tuple(preload)
         self.local = not address and not (ray is not None and ray.is_initialized())  # a local instance started here
         self.background = background and self.local
         self.owned = False
-        self.error: BaseException | None = None
-        self._started = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.error: Exception | None = None
+        self._started = False
         if not self.background:
-            self.owned = init_ray(address, workers, preload=preload)
-            self._started.set()
-            return
-        self._thread = threading.Thread(target=self._run, args=(address, workers, preload), name="ray-start",
-                                        daemon=True)
-        self._thread.start()
+            self.start()
 
-    def _run(self, address: str | None, workers: int | None, preload: Sequence[str]) -> None:
-        try:
-            self.owned = init_ray(address, workers, preload=preload)
-        except BaseException as exc:  # noqa: BLE001 - raised again on the campaign's thread by result()
-            self.error = exc
-        finally:
-            self._started.set()
-        threading.Event().wait()  # see the class's text: this thread outlives Ray
-
-    def done(self) -> bool:
-        return self._started.is_set()
-
-    def result(self) -> bool:
-        """Wait for Ray; True if this campaign started it (and so shuts it down). Raises its start-up error."""
-        self._started.wait()
+    def start(self) -> None:
+        """Start (or reach) Ray now, on this thread, unless that was done; raises its start-up error (again)."""
+        if not self._started:
+            self._started = True
+            try:
+                self.owned = init_ray(self.address, self.workers, preload=self.preload)
+            except Exception as exc:
+                self.error = exc
         if self.error is not None:
             raise self.error
+
+    def done(self) -> bool:
+        """Whether Ray was started (or its start failed)."""
+        return self._started
+
+    def result(self) -> bool:
+        """Ray, started now if it was not: True if this campaign started it (and so shuts it down)."""
+        self.start()
         return self.owned
 
     def shutdown(self) -> None:
-        """Stop the instance if this campaign started it (after waiting for a start still under way)."""
-        self._started.wait()
-        if self.owned:
+        """Stop the instance if this campaign started it (also one whose start was interrupted half-way)."""
+        ray = sys.modules.get("ray")
+        started_here = self.local and self._started and ray is not None and ray.is_initialized()
+        if self.owned or started_here:
+            self.owned = False
             shutdown_ray(import_ray())
 
 
@@ -109,6 +112,7 @@ class HandoffExecutor(Executor):
         self._error: BaseException | None = None
         self._retired = False
         self._thread: threading.Thread | None = None
+        self._init: Init | None = None
 
     @property
     def lost(self) -> int:
@@ -119,14 +123,20 @@ class HandoffExecutor(Executor):
         return f"{head}; the process pool ran the first {self.on_pool} job(s)" if self.on_pool else head
 
     def start(self, init: Init) -> None:
-        self._thread = threading.Thread(target=self._start_ray, args=(init,), name="ray-actors", daemon=True)
-        self._thread.start()
-        self.local.start(init)
+        self._init = init
+        self.local.start(init, wait=False)  # the pool's processes start with its first jobs, not waited for here
 
-    def _start_ray(self, init: Init) -> None:
+    def _start_ray(self) -> None:
+        """Start Ray on this thread (the pool has a job on every worker meanwhile), then its actors in the
+        background: the jobs go to them once one is ready."""
+        self.starter.start()
+        self._thread = threading.Thread(target=self._start_actors, name="ray-actors", daemon=True)
+        self._thread.start()
+
+    def _start_actors(self) -> None:
         try:
-            self.starter.result()
-            self.ray.start(init)
+            assert self._init is not None
+            self.ray.start(self._init)
         except BaseException as exc:  # noqa: BLE001 - raised on the campaign's thread at its next submit
             self._error = exc
         finally:
@@ -143,7 +153,10 @@ class HandoffExecutor(Executor):
                     pool.shutdown(wait=False)
             return self.ray.submit(task, payload)
         self.on_pool += 1
-        return self.local.submit(task, payload)
+        fut = self.local.submit(task, payload)
+        if self._thread is None and self.on_pool >= self.workers:  # every pool worker has a job: now Ray
+            self._start_ray()
+        return fut
 
     def join_start(self) -> None:
         """Wait until Ray's start (actors included) has ended, well or not."""

@@ -96,8 +96,8 @@ def run_campaign(spec: CampaignSpec, out: Path, progress: Progress | None = None
         try:
             if todo:
                 _run_jobs(spec, out, store, todo, status, notify, t0, starter)
-            if starter is not None:
-                starter.result()  # minimization runs on the same instance
+            if starter is not None and spec.minimize:
+                starter.result()  # minimization runs on the same instance (started now if no job needed it)
         except KeyboardInterrupt:
             interrupted = True
         buckets = group_buckets(store.jobs())
@@ -134,12 +134,12 @@ def _count(status: CampaignStatus, records: list[dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- running the jobs
-HANDOFF = False  # True: a process pool runs the first jobs while a local Ray starts (campaign/handoff.py: why not)
+HANDOFF = True  # a process pool runs the first jobs while a local Ray starts (campaign/handoff.py); False: they wait
 
 
 def _executor(spec: CampaignSpec, starter: RayStarter | None) -> Executor:
     """The local pool; or Ray, with a pool running the first jobs while a local instance starts
-    (campaign/handoff.py); or, on a cluster, Ray once connected."""
+    (campaign/handoff.py, the default); or, on a cluster, Ray once connected."""
     if starter is None:
         return LocalPoolExecutor(spec.jobs)
     if starter.background and not starter.done():

@@ -193,7 +193,9 @@ class LocalPoolExecutor(Executor):
         self._ctx = multiprocessing.get_context(start_method)
         self._pool: ProcessPoolExecutor | None = None
 
-    def start(self, init: Init) -> None:
+    def start(self, init: Init, wait: bool = True) -> None:
+        """Start the pool; with ``wait``, every worker, so that its set-up errors surface here and not
+        mid-search (without, the workers start with the first jobs, and such an error fails those)."""
         if self._ctx.get_start_method() == "forkserver":
             self._ctx.set_forkserver_preload(worker_modules(init))  # read only when the server starts
         ids = self._ctx.Queue()
@@ -202,7 +204,8 @@ class LocalPoolExecutor(Executor):
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
                                          initializer=_pool_init,
                                          initargs=(init, ids, dict(os.environ), os.getpid()))
-        # Start every worker now, so oracle set-up errors surface here and not mid-search.
+        if not wait:
+            return
         try:
             for fut in [self._pool.submit(_pool_ready, i) for i in range(self.workers)]:
                 fut.result()
