@@ -255,7 +255,10 @@ def test_sigterm_writes_the_partial_report_and_ends_workers_and_controllers(tmp_
 
 def test_on_a_local_ray_cluster_gives_the_buckets_of_the_process_pool(first: Path, tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, resources={"controller": 2}, include_dashboard=False, logging_level="warning")
+    # A new instance of its own: without address="local", ray.init joins a cluster another test process
+    # of the suite may have running on this machine (and then refuses num_cpus).
+    ray.init(address="local", num_cpus=2, resources={"controller": 2}, include_dashboard=False,
+             logging_level="warning")
     try:
         out = tmp_path / "ray"
         code = main(["campaign", str(campaign_file(tmp_path)), "--out", str(out), "--executor", "ray",

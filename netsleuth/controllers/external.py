@@ -27,7 +27,6 @@ from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.pox import pox_argv, pox_home
-from netsleuth.controllers.warm import WarmProcess
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.model.topology import Topology
 from netsleuth.trace.controller_spec import APP_KINDS, ControllerSpec, Kind
@@ -159,7 +158,7 @@ class ControllerProcess:
         self.port = spec.port or port or 0
         self.port_fixed = bool(self.port)  # given by the user: never moved to another port
         self.extra_args = extra_args
-        self.proc: subprocess.Popen | WarmProcess | None = None
+        self.proc: subprocess.Popen | warm.WarmProcess | None = None
         self.lifeline: Lifeline | None = None
         self.starts = 0
         self.topology = topology
@@ -455,7 +454,7 @@ class ControllerProcess:
             return 0
 
 
-def _warm_start(argv: list[str], env: dict[str, str], log: BinaryIO, lifeline: Lifeline) -> WarmProcess | None:
+def _warm_start(argv: list[str], env: dict[str, str], log: BinaryIO, lifeline: Lifeline) -> warm.WarmProcess | None:
     """``argv`` started from the warm-start server of its environment (warm.py), or None: start it cold."""
     starter = warm.starter_for(argv, env)
     if starter is None:
