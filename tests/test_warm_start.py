@@ -134,7 +134,8 @@ def test_a_lost_server_makes_the_next_start_cold(tmp_path: Path) -> None:
     spec = parse_all(SWITCH)[0]
     first = ControllerProcess(spec, tmp_path / "c1.log")
     first.start()
-    starter = warm.starter_for(first.argv(), dict(os.environ, PYTHONUNBUFFERED="1", SETUPTOOLS_USE_DISTUTILS="stdlib"))
+    starter = warm.starter_for(first.argv()[0], dict(os.environ, PYTHONUNBUFFERED="1",
+                                                     SETUPTOOLS_USE_DISTUTILS="stdlib"))
     assert isinstance(first.proc, warm.WarmProcess) and starter is not None
     starter.proc.kill()
     starter.proc.wait()

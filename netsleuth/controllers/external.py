@@ -236,7 +236,9 @@ class ControllerProcess:
         lifeline = Lifeline()
         try:
             argv = self._measured(self.argv())
-            self.proc = _warm_start(argv, env, log, lifeline) if self.coverage_file is None else None
+            # os-ken's launcher (never a cmd: that runs it, nor a start under coverage) from the warm-start server
+            warmable = self.spec.kind in APP_KINDS and self.coverage_file is None
+            self.proc = _warm_start(argv, env, log, lifeline) if warmable else None
             if self.proc is None:
                 self.proc = subprocess.Popen(lifeline.wrap(argv), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env, start_new_session=True,
@@ -455,8 +457,9 @@ class ControllerProcess:
 
 
 def _warm_start(argv: list[str], env: dict[str, str], log: BinaryIO, lifeline: Lifeline) -> warm.WarmProcess | None:
-    """``argv`` started from the warm-start server of its environment (warm.py), or None: start it cold."""
-    starter = warm.starter_for(argv, env)
+    """``argv`` (``PYTHON osken_main.py ...``) started from the warm-start server of its environment (warm.py),
+    or None: start it cold."""
+    starter = warm.starter_for(argv[0], env)
     if starter is None:
         return None
     try:

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 WARM_OSKEN = Path(__file__).with_name("warm_osken.py")
-OSKEN_MAIN = Path(__file__).with_name("osken_main.py")
 READY_TIMEOUT = 30.0
 #: Environment variables read while the server imports (or by the interpreter as it starts): a start whose
 #: environment differs in one of them needs a server of its own.  Others are set in each controller.
@@ -53,20 +52,17 @@ class WarmProcess:
     def _read_status(self, timeout: float | None) -> bool:
         if self.returncode is not None:
             return True
-        while True:
-            ready = select.select([self._status_fd], [], [], timeout)[0]
-            if not ready:
+        while len(self._status) < 4:
+            if not select.select([self._status_fd], [], [], timeout)[0]:
                 return False
             chunk = os.read(self._status_fd, 4 - len(self._status))
-            if chunk and len(self._status) + len(chunk) < 4:
-                self._status += chunk
-                continue
-            break
-        status = self._status + chunk
+            if not chunk:
+                break
+            self._status += chunk
         os.close(self._status_fd)
         # No status: the guard was killed with its group (kill(), or netsleuth's lifeline let go).
-        self.returncode = (os.waitstatus_to_exitcode(int.from_bytes(status, "little")) if len(status) == 4
-                           else -signal.SIGKILL)
+        self.returncode = (os.waitstatus_to_exitcode(int.from_bytes(self._status, "little"))
+                           if len(self._status) == 4 else -signal.SIGKILL)
         self._until_reaped()
         return True
 
@@ -157,20 +153,20 @@ _starters: dict[tuple, WarmStarter | None] = {}
 _starters_lock = threading.Lock()
 
 
-def starter_for(argv: list[str], env: dict[str, str]) -> WarmStarter | None:
-    """The warm-start server for a cold start's ``argv`` (``PYTHON osken_main.py ...``), or None if the start
-    must be cold: warm starts turned off, another program, or a server that failed in this environment."""
-    if os.environ.get("NETSLEUTH_WARM_START", "1") == "0" or len(argv) < 2 or argv[1] != str(OSKEN_MAIN):
+def starter_for(python: str, env: dict[str, str]) -> WarmStarter | None:
+    """The warm-start server of ``python`` (the controller environment's) for a start in ``env``, or None if the
+    start must be cold: warm starts turned off, or a server that failed in this environment."""
+    if os.environ.get("NETSLEUTH_WARM_START", "1") == "0":
         return None
-    key = (argv[0], tuple(sorted((k, v) for k, v in env.items() if k.startswith(_AT_IMPORT))))
+    key = (python, tuple(sorted((k, v) for k, v in env.items() if k.startswith(_AT_IMPORT))))
     with _starters_lock:
         if key in _starters:
             known = _starters[key]
             if known is None or known.owner == os.getpid():  # (a forked copy of this process makes its own)
                 return known
         try:
-            starter: WarmStarter | None = WarmStarter(argv[0], env)
-        except (OSError, WarmStartError):
+            starter: WarmStarter | None = WarmStarter(python, env)
+        except OSError:  # WarmStartError among them
             starter = None
         _starters[key] = starter
         return starter
