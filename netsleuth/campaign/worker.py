@@ -21,7 +21,6 @@ import os
 import shutil
 import signal
 import socket
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -80,20 +79,9 @@ class CampaignWorkerInit:
                 # Ctrl-C reaches the whole terminal process group; the campaign process alone decides
                 # what stopping means (it ends the workers and writes the partial report).
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-            threading.Thread(target=_follow_parent, args=(os.getppid(),), name="follow-parent",
-                             daemon=True).start()
         if self.controllers:  # fail on this node now, naming the missing piece, rather than job after job
             check_environments(self.controllers)
         return {"worker": worker_id, "host": socket.gethostname(), "pid": os.getpid(), "node": node_label()}
-
-
-def _follow_parent(parent: int, every: float = 0.5) -> None:
-    """Die with the campaign: a pool worker whose campaign was killed (SIGKILL runs no clean-up) would
-    otherwise finish its job into a directory a restarted campaign is about to run again, and then
-    wait forever.  Dying is enough: the job's controller dies with it (controllers/guard.py)."""
-    while os.getppid() == parent:
-        time.sleep(every)
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run_job(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:

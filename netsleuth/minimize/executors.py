@@ -114,12 +114,15 @@ _WORKER_STATE: Any = None
 
 
 def _follow_creator(creator: int) -> None:
-    """Die with the process that made the pool, as a spawned worker (its child) would notice by its pipes.
+    """Die with the process that made the pool (a campaign, a minimization).
 
-    A worker forked by the fork server is the server's child, and the server
-    lives while any worker does (each holds its end of the server's pipe), so
-    a creator killed outright would leave the workers running their jobs --
-    and the controllers those jobs started -- to the end."""
+    A worker busy with a job reads nothing from its pool, so a creator killed
+    outright (SIGKILL runs no clean-up) would leave it running the job -- and
+    the controller the job started -- to the end, into a directory a restarted
+    campaign is about to run again; and a worker forked by the fork server is
+    the server's child, which lives while any worker does (each holds its end
+    of the server's pipe).  Dying is enough: the job's controller dies with its
+    worker (controllers/guard.py)."""
     try:
         fd = os.pidfd_open(creator)
     except ProcessLookupError:
@@ -144,7 +147,7 @@ def _pool_init(init: Init, ids: Any, environ: dict[str, str] | None = None, crea
     if environ is not None:  # the pool's creator's environment, as a spawned worker would have had it
         os.environ.clear()
         os.environ.update(environ)
-    if creator is not None and creator != os.getppid():
+    if creator is not None:
         threading.Thread(target=_follow_creator, args=(creator,), name="follow-creator", daemon=True).start()
     worker_id = ids.get()
     _WORKER_STATE = init(worker_id)
