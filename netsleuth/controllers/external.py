@@ -24,6 +24,7 @@ import psutil
 
 from netsleuth.controllers import warm
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
+from netsleuth.controllers.listening import listeners, port_listening
 from netsleuth.controllers.measure import coverage_argv
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.pox import pox_argv, pox_home
@@ -111,19 +112,6 @@ def _lost_port(log_path: Path, start: int) -> bool:
     except OSError:
         return False
     return "Address already in use" in text or "EADDRINUSE" in text
-
-
-def port_listening(port: int) -> bool:
-    return bool(listeners(port))
-
-
-def listeners(port: int) -> list[int | None]:
-    """The process ids listening on TCP ``port`` (None where the system does not say whose it is)."""
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except psutil.AccessDenied:  # pragma: no cover - root or /proc always allows this on Linux
-        conns = []
-    return [c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
 
 
 def _ours(pid: int | None, guard: int) -> bool:
