@@ -24,6 +24,7 @@ import fcntl
 import multiprocessing.process
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,22 @@ def _guarded_warm_launch(self: WarmStarter, argv: list[str], *rest: Any, **kw: A
 subprocess.Popen._execute_child = _guarded_execute_child  # type: ignore[attr-defined]
 multiprocessing.process.BaseProcess.start = _guarded_process_start  # type: ignore[method-assign]
 WarmStarter.launch = _guarded_warm_launch  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A cache of this run's own: what netsleuth remembers between runs (the configs Faucet's checker
+    passed) starts empty for every test run, and the xdist workers, started after this, share it."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("NETSLEUTH_CACHE_DIR"):
+        return
+    config._netsleuth_cache = tempfile.TemporaryDirectory(prefix="netsleuth-cache-")  # type: ignore[attr-defined]
+    os.environ["NETSLEUTH_CACHE_DIR"] = config._netsleuth_cache.name  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = getattr(config, "_netsleuth_cache", None)
+    if cache is not None:
+        os.environ.pop("NETSLEUTH_CACHE_DIR", None)
+        cache.cleanup()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from netsleuth.controllers import faucet_passed
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.invariants.policy.faucet import config_int
 from netsleuth.model.topology import Topology
@@ -222,16 +223,24 @@ def check_user_configs(paths: Sequence[Path], faucet_bin: Path | None = None) ->
 
 
 def _run_checker(paths: list[Path], faucet_bin: Path | None) -> subprocess.CompletedProcess:
-    checker = (faucet_bin or find_faucet_bin()) / "check_faucet_config"
+    """Faucet's checker on ``paths``, unless it passed these very bytes before (:mod:`.faucet_passed`)."""
+    faucet_bin = faucet_bin or find_faucet_bin()
+    checker = faucet_bin / "check_faucet_config"
     if not checker.exists():
         raise EnvironmentSetupError(f"{checker} is missing", SETUP_FIX)
+    key = faucet_passed.passed_before(paths, faucet_bin)
+    if key is None:
+        return subprocess.CompletedProcess([str(checker), *map(str, paths)], 0, "", "")
     where = paths[0] if len(paths) == 1 else f"{len(paths)} files ({paths[0]}, ...)"
     try:
-        return subprocess.run([str(checker), *map(str, paths)], capture_output=True, text=True,
+        proc = subprocess.run([str(checker), *map(str, paths)], capture_output=True, text=True,
                               timeout=CHECK_TIMEOUT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as exc:
         raise ControllerError(f"Faucet's config checker did not finish within {CHECK_TIMEOUT:.0f}s on {where}",
                               "check the machine is not overloaded and the file is a Faucet config") from exc
+    if proc.returncode == 0:
+        faucet_passed.remember(key)
+    return proc
 
 
 def check_covers_topology(config: dict[str, Any], path: Path, topo: Topology) -> None:
