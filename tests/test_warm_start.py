@@ -5,6 +5,7 @@ workers, forked from multiprocessing's fork server: they see their pool's creato
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -119,7 +120,8 @@ def test_a_killed_netsleuth_takes_its_warm_controllers_and_the_server_down(tmp_p
         print(*servers, *(p.proc.pid for p in procs), *(p.pid for p in procs), flush=True)
         time.sleep(600)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != warm.SHARED_ENV}   # a server of its own, not this one's
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     try:
         pids = [int(w) for w in proc.stdout.readline().split()]   # type: ignore[union-attr]
         assert len(pids) == 5, pids   # one server, two guards, two controllers
@@ -130,7 +132,10 @@ def test_a_killed_netsleuth_takes_its_warm_controllers_and_the_server_down(tmp_p
     assert _gone(pids) == []
 
 
-def test_a_lost_server_makes_the_next_start_cold(tmp_path: Path) -> None:
+def test_a_lost_server_makes_the_next_start_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a server of this test's own, forgotten afterwards: the process's other starts stay warm
+    monkeypatch.setattr(warm, "_starters", {})
+    monkeypatch.delenv(warm.SHARED_ENV, raising=False)
     spec = parse_all(SWITCH)[0]
     first = ControllerProcess(spec, tmp_path / "c1.log")
     first.start()
@@ -147,6 +152,61 @@ def test_a_lost_server_makes_the_next_start_cold(tmp_path: Path) -> None:
         assert first.alive()   # a controller outlives the server that forked it
     finally:
         second.stop()
+        first.stop()
+
+
+SHARING = """
+import sys
+from pathlib import Path
+import psutil
+from netsleuth.controllers import warm
+from netsleuth.controllers.external import ControllerProcess
+from netsleuth.trace.controller_spec import parse_all
+ctl = ControllerProcess(parse_all(sys.argv[1])[0], Path(sys.argv[2]))
+host, port = ctl.start()
+try:
+    owns = [s.proc is not None for s in warm._starters.values() if s is not None]
+    print(isinstance(ctl.proc, warm.WarmProcess), psutil.Process(ctl.proc.pid).ppid(), *owns, flush=True)
+finally:
+    ctl.stop()
+print(ctl.exit_code())
+"""
+
+
+def test_a_netsleuth_process_started_by_one_with_a_server_shares_it(tmp_path: Path) -> None:
+    first = ControllerProcess(parse_all(SWITCH)[0], tmp_path / "c1.log")
+    first.start()
+    try:
+        assert isinstance(first.proc, warm.WarmProcess) and warm.SHARED_ENV in os.environ
+        server = psutil.Process(first.proc.pid).ppid()   # the guard's parent
+        out = subprocess.run([sys.executable, "-c", SHARING, SWITCH, str(tmp_path / "c2.log")],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        (warm_start, guard_parent, owns), (code,) = (line.split() for line in out.stdout.splitlines())
+        assert (warm_start, int(guard_parent), owns) == ("True", server, "False")   # this server, no other
+        assert int(code) == -signal.SIGTERM
+        assert "instantiating app os_ken.app.simple_switch_13" in (tmp_path / "c2.log").read_text()
+        assert first.alive()   # the guest leaving ends nothing of the server's owner
+    finally:
+        first.stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_another_user_cannot_ask_the_server_for_a_start(tmp_path: Path) -> None:
+    first = ControllerProcess(parse_all(SWITCH)[0], tmp_path / "c1.log")
+    first.start()
+    try:
+        address = next(iter(json.loads(os.environ[warm.SHARED_ENV]).values()))
+        probe = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+                 f"s.connect('\\0' + {address!r})\n"
+                 "try:\n    s.send(b'{}'); print(s.recv(100) or 'closed')\n"
+                 "except ConnectionResetError:\n    print('closed')\n")
+        # the system interpreter: another user may not be able to reach the checkout's environment
+        out = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True, text=True, timeout=30,
+                             preexec_fn=lambda: os.setuid(65534))
+        assert out.stdout.strip() == "closed", (out.stdout, out.stderr)   # closed unanswered
+        assert first.alive()
+    finally:
         first.stop()
 
 

@@ -17,6 +17,7 @@ required.  ``NETSLEUTH_WARM_START=0`` turns warm starts off.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -27,6 +28,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 WARM_OSKEN = Path(__file__).with_name("warm_osken.py")
 READY_TIMEOUT = 30.0
@@ -95,8 +97,10 @@ class WarmStarter:
     def __init__(self, python: str, env: dict[str, str]) -> None:
         self.owner = os.getpid()
         self._lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.address = ""
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._errors = tempfile.TemporaryFile()
+        self._errors: BinaryIO | None = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen([python, str(WARM_OSKEN), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
                                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -109,11 +113,29 @@ class WarmStarter:
         except (OSError, ValueError) as exc:
             answer = {"error": str(exc)}
         if "ready" not in answer:
-            self.close()
             self._errors.seek(0)
             tail = self._errors.read().decode(errors="replace").strip().splitlines()[-3:]
+            self.close()
             raise WarmStartError(f"the warm-start server did not start: {answer.get('error') or ' / '.join(tail)}")
+        self.address = str(answer.get("address", ""))
         self._sock.settimeout(None)
+
+    @classmethod
+    def join(cls, address: str) -> WarmStarter:
+        """A server another netsleuth process of this tree started (its address from the environment)."""
+        self = cls.__new__(cls)
+        self.owner = os.getpid()
+        self._lock = threading.Lock()
+        self.proc = None
+        self._errors = None
+        self.address = address
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._sock.connect("\0" + address)
+        except OSError as exc:
+            self._sock.close()
+            raise WarmStartError(f"the warm-start server at {address} is gone: {exc}") from exc
+        return self
 
     def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_fd: int, lifeline_fd: int) -> WarmProcess:
         """Start ``osken_main.py argv[2:]`` (``argv`` as a cold start would run it) under a guard."""
@@ -135,14 +157,17 @@ class WarmStarter:
         return WarmProcess(int(answer["pid"]), read_fd, argv)
 
     def close(self) -> None:
-        """End the server (end-of-file on its socket); controllers it started live on under their guards."""
+        """End the server if this process started it (end-of-file on its socket), else only leave it;
+        controllers it started live on under their guards."""
         self._sock.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._errors.close()
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._errors is not None:
+            self._errors.close()
 
 
 def _fds(*fds: int) -> bytes:
@@ -151,11 +176,46 @@ def _fds(*fds: int) -> bytes:
 
 _starters: dict[tuple, WarmStarter | None] = {}
 _starters_lock = threading.Lock()
+#: The servers of this process tree, for the netsleuth processes it starts: {key digest: address}, as JSON.
+SHARED_ENV = "NETSLEUTH_WARM_SERVERS"
+
+
+def _digest(key: tuple) -> str:
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+
+def _shared(key: tuple) -> WarmStarter | None:
+    """The server a parent netsleuth process started for ``key``, joined; None if there is none (any more)."""
+    try:
+        address = json.loads(os.environ.get(SHARED_ENV, "{}")).get(_digest(key))
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(address, str) or not address:
+        return None
+    try:
+        return WarmStarter.join(address)
+    except WarmStartError:
+        return None
+
+
+def _share(key: tuple, starter: WarmStarter) -> None:
+    """Name this process's own server in its environment, for the netsleuth processes it starts from now on."""
+    try:
+        shared = json.loads(os.environ.get(SHARED_ENV, "{}"))
+        if not isinstance(shared, dict):
+            shared = {}
+    except ValueError:
+        shared = {}
+    shared[_digest(key)] = starter.address
+    os.environ[SHARED_ENV] = json.dumps(shared, sort_keys=True)
 
 
 def starter_for(python: str, env: dict[str, str]) -> WarmStarter | None:
     """The warm-start server of ``python`` (the controller environment's) for a start in ``env``, or None if the
-    start must be cold: warm starts turned off, or a server that failed in this environment."""
+    start must be cold: warm starts turned off, or a server that failed in this environment.
+
+    A server that a parent netsleuth process started (named in :data:`SHARED_ENV`) is joined; else this
+    process starts one, and names it there for the processes it starts in turn."""
     if os.environ.get("NETSLEUTH_WARM_START", "1") == "0":
         return None
     key = (python, tuple(sorted((k, v) for k, v in env.items() if k.startswith(_AT_IMPORT))))
@@ -164,10 +224,15 @@ def starter_for(python: str, env: dict[str, str]) -> WarmStarter | None:
             known = _starters[key]
             if known is None or known.owner == os.getpid():  # (a forked copy of this process makes its own)
                 return known
-        try:
-            starter: WarmStarter | None = WarmStarter(python, env)
-        except OSError:  # WarmStartError among them
-            starter = None
+        starter = _shared(key)
+        if starter is None:
+            try:
+                starter = WarmStarter(python, env)
+            except OSError:  # WarmStartError among them
+                starter = None
+            else:
+                if starter.address:
+                    _share(key, starter)
         _starters[key] = starter
         return starter
 
@@ -181,4 +246,4 @@ def forget(starter: WarmStarter) -> None:
     starter.close()
 
 
-__all__ = ["WarmProcess", "WarmStartError", "WarmStarter", "forget", "starter_for"]
+__all__ = ["SHARED_ENV", "WarmProcess", "WarmStartError", "WarmStarter", "forget", "starter_for"]

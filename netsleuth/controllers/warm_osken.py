@@ -27,13 +27,18 @@ reports the controller's wait status on a pipe (it is this server's child,
 not netsleuth's, so its exit status would reach nobody), and the controller,
 its child, named in ``ps`` by the command line a cold start would have.
 
-The protocol on FD (a SOCK_SEQPACKET Unix socket from netsleuth): after its
-imports the server sends ``{"ready": PID}`` (or ``{"error": TEXT}`` and
-leaves); each request is a JSON object ``{"argv", "env", "cwd"}`` carrying
-three descriptors (the log, the lifeline's read end, the status pipe's
-write end) and is answered ``{"pid": GUARD_PID}`` or ``{"error": TEXT}``.
-End-of-file on FD (netsleuth closed it, or is gone) ends the server; the
-controllers it started live on under their own guards.
+The protocol on FD (a SOCK_SEQPACKET Unix socket from netsleuth, the
+server's owner): after its imports the server sends ``{"ready": PID,
+"address": NAME}`` (or ``{"error": TEXT}`` and leaves); each request is a
+JSON object ``{"argv", "env", "cwd"}`` carrying three descriptors (the log,
+the lifeline's read end, the status pipe's write end) and is answered
+``{"pid": GUARD_PID}`` or ``{"error": TEXT}``. The netsleuth processes the
+owner starts (a CLI command a test runs, a campaign's pool workers) connect
+to NAME, an abstract Unix address, and ask the same way, so that a tree of
+netsleuth processes pays for one server, not one each; a connection from
+another user is refused. End-of-file on FD (the owner closed it, or is
+gone) ends the server and drops its guests; the controllers it started live
+on under their own guards.
 
 Standard library and os-ken only: this runs in the controller's
 environment and never imports netsleuth.
@@ -44,8 +49,10 @@ import atexit
 import json
 import os
 import runpy
+import select
 import signal
 import socket
+import struct
 import sys
 import traceback
 
@@ -120,7 +127,7 @@ def _controller(request, log):
         os._exit(code)
 
 
-def _start(request, fds, server):
+def _start(request, fds, sockets):
     """Fork the guard, which forks the controller; returns the guard's pid (in this server)."""
     log, watch, report = fds
     sys.stdout.flush()
@@ -130,7 +137,8 @@ def _start(request, fds, server):
         return pid
     try:  # the guard
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # it waits for its controller itself
-        server.close()
+        for sock in sockets:   # the guard and its controller hold none of the server's sockets
+            sock.close()
         os.setsid()
         me = os.getpid()
         child = os.fork()
@@ -154,33 +162,70 @@ def _receive(server):
     return data, list(fds)
 
 
-def serve(server):
+def _admit(listener, guests):
+    """A netsleuth process started by this server's owner (a CLI command, a pool worker) shares it; anyone
+    else's connection is refused (a start runs code as this user)."""
+    conn, _ = listener.accept()
+    _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid != os.getuid():
+        conn.close()
+        return
+    guests.append(conn)
+
+
+def _answer(data, fds, sockets):
+    try:
+        if len(fds) != FDS_PER_REQUEST:
+            raise ValueError(f"a start carries {FDS_PER_REQUEST} descriptors, this one {len(fds)}")
+        reply = {"pid": _start(json.loads(data), fds, sockets)}
+    except (OSError, ValueError, KeyError) as exc:
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return json.dumps(reply).encode()
+
+
+def serve(owner, listener):
+    """Starts asked for on the owner's socket or a guest's, one at a time; the owner's end-of-file ends it."""
+    guests = []
     while True:
-        data, fds = _receive(server)
-        if not data:
-            return
-        try:
-            if len(fds) != FDS_PER_REQUEST:
-                raise ValueError(f"a start carries {FDS_PER_REQUEST} descriptors, this one {len(fds)}")
-            reply = {"pid": _start(json.loads(data), fds, server)}
-        except (OSError, ValueError, KeyError) as exc:
-            reply = {"error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            for fd in fds:
-                os.close(fd)
-        server.send(json.dumps(reply).encode())
+        for sock in select.select([owner, listener, *guests], [], [])[0]:
+            if sock is listener:
+                _admit(listener, guests)
+                continue
+            data, fds = _receive(sock)
+            if not data:
+                if sock is owner:
+                    return
+                guests.remove(sock)
+                sock.close()
+                continue
+            reply = _answer(data, fds, [owner, listener, *guests])
+            try:
+                sock.send(reply)
+            except OSError:
+                if sock is owner:
+                    return
+                guests.remove(sock)
+                sock.close()
 
 
 def main(argv):
-    server = socket.socket(fileno=int(argv[0]))
+    owner = socket.socket(fileno=int(argv[0]))
     if getattr(eventlet.hubs._threadlocal, "hub", None) is not None:
-        server.send(json.dumps({"error": "an import ahead made eventlet's hub; a fork would share it"}).encode())
+        owner.send(json.dumps({"error": "an import ahead made eventlet's hub; a fork would share it"}).encode())
         return 2
     signal.signal(signal.SIGCHLD, _reap)
     # setproctitle finds the command line's memory from the environment's: before a child changes that.
     setproctitle.setproctitle(setproctitle.getproctitle())
-    server.send(json.dumps({"ready": os.getpid()}).encode())
-    serve(server)
+    # Guests reach the server at an abstract Unix address (no file to clean up; gone with the server).
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    address = f"netsleuth-warm-{os.getpid()}-{os.urandom(8).hex()}"
+    listener.bind("\0" + address)
+    listener.listen(16)
+    owner.send(json.dumps({"ready": os.getpid(), "address": address}).encode())
+    serve(owner, listener)
     return 0
 
 
