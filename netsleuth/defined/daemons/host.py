@@ -276,7 +276,7 @@ class NamespaceHost:
         """IP packets namespace ``name``'s kernel has finished taking in: handed to a socket or dropped.
 
         ``InDelivers`` counts a packet once the raw sockets that want it (OSPF) and UDP (RIP) have
-        queued it, where the daemon's next turn of its event loop reads it; ``InUnknownProtos`` one
+        queued it, where the daemon reads it (in a turn of its event loop of its choosing); ``InUnknownProtos`` one
         no socket wanted, the others one that was dropped. (``InReceives`` is counted on entry to IP
         input, before the socket has the packet: a busy machine can run a poke in between.) -1 when
         the namespace is gone."""
