@@ -6,7 +6,10 @@ learnt by its own daemon over point-to-point adjacencies that the relay carries.
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
+import threading
 import time
 
 import pytest
@@ -53,6 +56,40 @@ def test_ospf_converges_through_the_relay(daemon):
         s3 = [x for x in reader.routes("s1")["10.255.0.3/32"] if x.get("best")]
         assert s3 and s3[0]["via"] in ("10.0.1.2", "10.0.2.2"), s3
     assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_receiver_that_does_not_run_for_a_while_reads_its_message_before_the_next_delivery():
+    """On a busy machine a daemon may not run for a while after its kernel queued a message for it; the
+    next delivery must still find it read (else the daemon reads both in one turn, in whatever order its
+    sockets come up). Here the receiver is stopped while the message reaches its socket, then let go."""
+    net = ospf_net(parse_net("ring,4"))
+    with LiveNet(net, "bird", hold=False, clocked=True) as n:
+        host = n.host
+        assert host is not None and n.pending()
+        h = n.pending()[0]
+        bird = host.daemons[h.dst][0].pid
+        waiting: list[int] = []
+
+        def let_go() -> None:
+            try:
+                waiting.append(wait_for(lambda: host.routing_queued(h.dst), 5.0, "the message in the socket"))
+            finally:
+                os.kill(bird, signal.SIGCONT)
+
+        os.kill(bird, signal.SIGSTOP)
+        resume = threading.Thread(target=let_go)
+        resume.start()
+        try:
+            n.deliver(h.id)
+        finally:
+            os.kill(bird, signal.SIGCONT)
+            resume.join()
+        assert waiting and waiting[0] > 0          # the kernel queued it while the daemon could not read it
+        assert host.routing_queued(h.dst) == 0     # and deliver returned only once the daemon had read it
+        n.settle()                                 # the run goes on from there
+        assert not n.pending() and n.clock is not None and n.clock.now == n.boot_seconds
 
 
 # ---------------------------------------------------------------- recorded link events on the virtual clock

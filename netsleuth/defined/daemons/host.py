@@ -44,6 +44,10 @@ CLEANUP_SH = ('clean() { for f in "$NETSLEUTH_RUNDIR"/*/*.pid; do [ -f "$f" ] ||
               'b=$(basename "$f" .pid); rm -rf "/var/tmp/frr/$b.$(cat "$f")"; done; rm -rf "$NETSLEUTH_RUNDIR"; }; '
               'trap \'clean; exit 0\' TERM INT HUP; while :; do sleep 3600 & wait $!; done')
 OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+# The Ip counters of /proc/net/snmp that end a packet's IP input (see NamespaceHost.ip_delivered).
+IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddrErrors")
+# How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
+ROUTING_PORTS = ("0059", "0208")
 
 
 class DaemonEnvError(NetsleuthError):
@@ -113,7 +117,7 @@ class NamespaceHost:
         self._guard_w: int | None = None
         self.relay_ctl: socket.socket | None = None
         self.relay_proc: subprocess.Popen | None = None
-        self._snmp: dict[int, int] = {}   # namespace holder's pid -> its open /proc/PID/net/snmp
+        self._procfd: dict[tuple[int, str], int] = {}   # (namespace holder's pid, file) -> its open /proc/PID/net/file
 
     # -- life cycle ----------------------------------------------------
     def __enter__(self) -> NamespaceHost:
@@ -258,25 +262,42 @@ class NamespaceHost:
         env.update(self.env.get(router, {}))
         return env
 
-    def ip_received(self, name: str) -> int:
-        """How many IP packets namespace ``name``'s kernel has taken in (``Ip: InReceives``).
+    def _proc_net(self, name: str, file: str) -> list[str]:
+        """The lines of namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
+        (that namespace's view: no process is started). A proc file read from offset 0 is generated afresh,
+        so one open file serves every read."""
+        pid = self.ns[name].proc.pid
+        fd = self._procfd.get((pid, file))
+        if fd is None:
+            fd = self._procfd[(pid, file)] = os.open(f"/proc/{pid}/net/{file}", os.O_RDONLY)
+        return os.pread(fd, 1 << 16, 0).decode().splitlines()
 
-        Counted when the stack processes a packet (a veth's own counters count it when it is sent,
-        before a busy machine gets round to that), in the same pass that hands it to its socket's
-        queue, where the daemon's next turn of its event loop reads it; a packet no socket wants is
-        counted too. Read through the namespace holder's ``/proc/PID/net``, which is that
-        namespace's view: no process is started."""
+    def ip_delivered(self, name: str) -> int:
+        """IP packets namespace ``name``'s kernel has finished taking in: handed to a socket or dropped.
+
+        ``InDelivers`` counts a packet once the raw sockets that want it (OSPF) and UDP (RIP) have
+        queued it, where the daemon reads it (in a turn of its event loop of its choosing); ``InUnknownProtos`` one
+        no socket wanted, the others one that was dropped. (``InReceives`` is counted on entry to IP
+        input, before the socket has the packet: a busy machine can run a poke in between.) -1 when
+        the namespace is gone."""
         try:
-            pid = self.ns[name].proc.pid
-            fd = self._snmp.get(pid)
-            if fd is None:
-                fd = self._snmp[pid] = os.open(f"/proc/{pid}/net/snmp", os.O_RDONLY)
-            # a proc file read from offset 0 is generated afresh: one open file serves every read
-            lines = os.pread(fd, 8192, 0).decode().splitlines()
+            names, values = (ln.split() for ln in self._proc_net(name, "snmp")[:2])
+        except (KeyError, OSError, ValueError):
+            return -1
+        return sum(int(values[names.index(k)]) for k in IP_DONE)
+
+    def routing_queued(self, name: str) -> int:
+        """Bytes waiting in namespace ``name``'s OSPF (raw, protocol 89) and RIP (UDP port 520) sockets.
+
+        Zero once the daemon has read everything the relay delivered to it. -1 when the namespace is gone.
+        """
+        try:
+            lines = self._proc_net(name, "raw")[1:] + self._proc_net(name, "udp")[1:]
         except (KeyError, OSError):
             return -1
-        names, values = (ln.split() for ln in lines[:2])
-        return int(values[names.index("InReceives")])
+        # a line: "sl local_address rem_address st tx_queue:rx_queue ...", local_address "ADDR:PORT" (raw: protocol)
+        return sum(int(w[4].split(":")[1], 16) for w in (ln.split() for ln in lines)
+                   if len(w) > 4 and w[1].rsplit(":", 1)[-1] in ROUTING_PORTS)
 
     def log_tail(self, name: str, chars: int = 1500) -> str:
         """The end of each of a router's daemon logs (for an error's details)."""
@@ -319,9 +340,9 @@ class NamespaceHost:
         Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
         directory), everything else SIGKILL.
         """
-        for fd in self._snmp.values():
+        for fd in self._procfd.values():
             os.close(fd)
-        self._snmp.clear()
+        self._procfd.clear()
         daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
         for p in daemons:
             p.terminate()

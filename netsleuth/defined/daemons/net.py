@@ -36,9 +36,9 @@ from netsleuth.defined.message import Tags
 from netsleuth.defined.ordering import Ordering, by_name
 from netsleuth.errors import NetsleuthError
 
-# How long a released message may take to reach the receiver's IP stack before the receiver is poked
-# anyway: every IP packet the relay releases is counted there once the kernel has processed it, so
-# this bounds only a frame the kernel drops before IP (one to another host's MAC address).
+# How long a released message may take to reach the receiver's socket before the receiver is poked
+# anyway: every IP packet the relay releases is counted once the kernel has delivered or dropped it,
+# so this bounds only a frame the kernel drops without counting it (one to another host's MAC address).
 RECEIVED_WAIT = 5.0
 
 
@@ -139,12 +139,19 @@ class LiveNet:
         """Advance the clock, delivering nothing, until RIP runs on every link of every router.
 
         No RIP message may reach a daemon before its RIP runs on the link (it would be dropped).
-        FRR's ripd enables its interfaces only once zebra has told it about them, after the
-        clock has moved; so the clock moves one second, then waits (in real time) for that.
+        BIRD brings RIP and OSPF up on its event loop, with no timer: that happens at virtual
+        time 0, before the clock first moves (else a busy machine would let some routers start a
+        second later than others, with one Hello fewer). FRR's ripd enables its interfaces only
+        once zebra has told it about them, after the clock has moved; so the clock moves one
+        second, then waits (in real time) for that.
         """
         reader, clock = self.reader, self.clock
         assert reader is not None and clock is not None
         rip = [r.name for r in self.net.routers if r.rip or r.ospf]
+        if self.daemon == "bird":
+            control.wait_for(lambda: all(reader.igp_ready(r) for r in rip), self.timeout,
+                             "RIP/OSPF to start at virtual time 0", step=0.02)
+            self._quiet(self.stats(), 200)   # and to send what it sends as it starts, at that time
         # FRR's ripd enables its interfaces on a timer it sets once connected to zebra: wait (in real
         # time) for the connections, then move the clock one second -- the same boot in every run
         control.wait_for(lambda: all(reader.zebra_clients_ready(r) for r in rip), self.timeout,
@@ -170,17 +177,14 @@ class LiveNet:
             clock.set(clock.now + 1)
             self.poke()
             self.poke()
-        # Start-up work that does not wait on the clock (netlink news of interfaces and addresses,
-        # the first messages) happens in real time: let it finish, so the first group holds all of it.
-        quiet_since, last = time.monotonic(), self.stats()
-        deadline = quiet_since + 5.0
-        while time.monotonic() - quiet_since < 0.3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-            self.poke()
-            now = self.stats()
-            if now != last:
-                quiet_since, last = time.monotonic(), now
+        # Start-up work that does not wait on the clock (netlink news of interfaces and addresses the
+        # daemons have queued, the first messages on links that just came up) is done on the pokes: poke
+        # until a round of pokes adds nothing at the relay (not until nothing happened for a while, which
+        # a busy machine stretches), so that the first group holds all of it.
+        self._quiet(self.stats(), 200)
         self.boot_seconds = clock.now
+        for h in self.held.values():   # what the boot held is one group, the first: that of its last second
+            h.tags = replace(h.tags, group=int(clock.now))
 
     def close(self) -> None:
         if self.reader is not None:
@@ -325,32 +329,48 @@ class LiveNet:
         return h
 
     def _deliver_datagram(self, h: Held) -> Held:
-        """A RIP message: nothing acknowledges it, so the receiver is poked until it has read it.
+        """A RIP or OSPF message: nothing acknowledges it, so the receiver is poked until it has read it.
 
-        The relay says "released" once the frame is on the receiver's veth; two control-socket
-        round trips later the daemon's single-threaded event loop has been through its sockets.
+        The relay says "released" once the frame is on the receiver's veth; the receiver's kernel
+        queues it for the daemon's socket in a softirq that a busy machine may run later. Nor does
+        an answered poke show that the daemon has read it: BIRD reads a protocol socket only in a
+        turn of its event loop with no other work pending, and a poke leaves some. A daemon that
+        has not read the message by the next delivery reads it in another turn, maybe with the
+        next one delivered to it, in whatever order its sockets come up (or after the round has
+        closed, so that its answers join a later one). So: wait until the kernel has delivered the
+        packet to the socket (:meth:`~.host.NamespaceHost.ip_delivered`), then poke until the
+        daemon's routing sockets are empty -- it has read the message, and the daemons handle a
+        packet in the turn that reads it -- and once more, so that the work that turn left for the
+        next one has run too.
         """
         assert self.reader is not None and self.host is not None
         host = self.host
-        before = host.ip_received(h.dst)
+        before = host.ip_delivered(h.dst)
         self._send({"cmd": "release", "id": h.id})
         self._wait_event("released", self.timeout, h.id)
         if h.dst not in self.dead:
-            # The frame is on the veth; on a busy machine the kernel may hand it to the daemon's socket a
-            # little later, after pokes that would then find nothing to read (and the daemon would read it
-            # in another turn, in another order). Wait until the receiver's IP stack has taken it in (and
-            # so queued it for its socket, if one wants it); a frame it drops before is not worth failing
-            # the run for: go on after a while.
+            # a frame the kernel drops before IP input counts nowhere: not worth failing the run for
             with contextlib.suppress(control.ControlError):
-                control.wait_for(lambda: host.ip_received(h.dst) > before, RECEIVED_WAIT,
+                control.wait_for(lambda: host.ip_delivered(h.dst) != before, RECEIVED_WAIT,
                                  f"{h.dst}'s kernel to deliver message #{h.id}", step=0.001)
-            self.reader.poke(h.dst)
-            self.reader.poke(h.dst)
+            self._read_all(h.dst, f"message #{h.id}")
         h.delivered = True
         self.log.append({"delivered": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
         if self.on_delivery is not None:
             self.on_delivery(h)
         return h
+
+    def _read_all(self, router: str, what: str) -> None:
+        """Poke ``router`` until its daemons have read every routing message waiting for them, then once more."""
+        assert self.reader is not None and self.host is not None
+        deadline = time.monotonic() + self.timeout
+        self.reader.poke(router)
+        while self.host.routing_queued(router) > 0:
+            if time.monotonic() > deadline:
+                raise LiveNetError(f"{router}'s daemon did not read {what} in {self.timeout:.0f} s of pokes",
+                                   "see its log in the run directory")
+            self.reader.poke(router)
+        self.reader.poke(router)
 
     def next_group(self) -> None:
         self.group += 1
@@ -399,7 +419,10 @@ class LiveNet:
         What a daemon sends in answer to a poke reaches the relay in real time (through a veth, and on a
         busy machine the kernel may finish that later); a round whose held messages were taken while one
         was still on its way would deliver that one a round later, in another order than a run that saw
-        it in time. A round of pokes that moves no counter closes the round: everything sent is held.
+        it in time. A round of pokes that moves no counter, after which no daemon has a routing message
+        left unread in its sockets, closes the round: everything sent is held. (A daemon's event loop
+        may put off reading a socket while it has other work, pokes included: that a round of pokes
+        was answered does not show that it has read what it was given.)
         """
         for _ in range(rounds):
             self.poke()
@@ -411,11 +434,17 @@ class LiveNet:
                 # confirmed by an exact barrier: a frame still in the kernel on its way to the relay
                 # is part of this round (a plain barrier costs less, so the rounds use it until here)
                 after = self.stats(exact=True)
-                if after == before:
+                if after == before and not self.unread():
                     return after
             before = after
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
                            "the daemons keep sending: look for a loop in their logs")
+
+    def unread(self) -> list[str]:
+        """Live routers whose daemons have not yet read every routing message their kernel queued for them."""
+        assert self.host is not None
+        host = self.host
+        return [r.name for r in self.net.routers if r.name not in self.dead and host.routing_queued(r.name) > 0]
 
     def advance(self, t: float) -> None:
         """Move the virtual clock to ``t`` and let every daemon catch up."""
