@@ -104,7 +104,9 @@ def test_agrees_with_bigbug(path: Path) -> None:
     assert rep.final_clusters == ref["final_clusters"]
     assert rep.cluster_sizes == ref["cluster_sizes"]
     assert rep.clustering.stats.timeouts == 0
-    assert rep.seconds["total"] < 10.0          # BigBug: ~990 s on the load balancer
+    # BigBug took ~990 s on the load balancer; bench/races.py measures ours (a few seconds). Here only the
+    # order of magnitude, which a machine loaded by other tests must not fail
+    assert rep.seconds["total"] < 60.0
     d = rep.to_json()
     assert [c["size"] for c in d["clusters"]] == ref["cluster_sizes"]
     assert {"clusters", "iso_clusters", "final_clusters", "races", "seconds"} <= set(d)

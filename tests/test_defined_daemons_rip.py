@@ -26,6 +26,8 @@ def test_a_route_through_a_crashed_neighbour_is_withdrawn_after_180_virtual_seco
         assert o.learned_at is not None and o.learned_at < 45
         assert o.last_update_at is not None and 45 - 30 <= o.last_update_at <= 45
         assert o.held_for == 180, o.to_json()
-        assert o.wall_seconds < 10, o.wall_seconds
+        # the virtual clock jumps from timer to timer: the 219 virtual seconds are not waited out (about 5 s
+        # idle; how fast exactly is a benchmark's business, and a loaded machine must not fail this)
+        assert o.wall_seconds < o.withdrawn_at / 4, o.wall_seconds
         assert o.history[-1][1] == [] and o.history[-2][1] == [["10.0.1.2", 3]]
     assert len({json.dumps(o.history) for o in runs}) == 1, [o.history for o in runs]
