@@ -226,9 +226,18 @@ def test_internet_checksum_agrees_with_os_ken(data):
 # field parsing: our bytes read by os-ken
 
 
+def _osken_parses_as_garbage(p) -> bool:
+    """A packet of a protocol we carry as opaque bytes (IGMP, GRE, OSPF, SCTP...) but os-ken parses, even
+    in a later fragment: its parser asserts on random bytes (IGMP's on fewer than 8), which says nothing
+    about our encoding. (Its ICMP, TCP and UDP parsers stop at bytes too short for them, as ours do.)"""
+    return (p.l4 is None and p.l3.proto not in (1, 6, 17)
+            and ok_ipv4.ipv4.get_packet_type(p.l3.proto) is not None)
+
+
 def osken_friendly():
     ip = ipv4s(explicit=True).filter(
-        lambda p: not (isinstance(p.l4, TCP) and p.l4.options) and p.l3.total_length is None)
+        lambda p: not (isinstance(p.l4, TCP) and p.l4.options) and p.l3.total_length is None
+        and not _osken_parses_as_garbage(p))
     return st.one_of(arps(standard=True), lldps(oskenable=True), ip,
                      others().filter(lambda p: p.eth_type >= 0x600))
 
