@@ -114,6 +114,7 @@ class IncrementalHSA(_ClassTracker):
         self.full_checks = 0
         self.partial_checks = 0
         self.reanalysed = 0      # classes re-traced, over all flow_mods
+        self.resumed = 0         # of those, traced from the flow_mod's cell on (not from their ingress)
         self.reexplored = 0      # general-engine ingress explorations, over all flow_mods
 
     # ------------------------------------------------------------------ public
@@ -221,6 +222,8 @@ class IncrementalHSA(_ClassTracker):
         self._path = {}
         self._base = {}
         self._gone = set()
+        self._stale = set()
+        self._depth = {}   # cell -> the last hop number at which the full check's classes came in
         # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
@@ -243,7 +246,7 @@ class IncrementalHSA(_ClassTracker):
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
         self._suspect0: dict[int, list[int]] | None = None
         trace: dict[Port, list] = {}
-        b, rest = _batch(net, self._ingresses, self._tag, n, trace)
+        b, rest = _batch(net, self._ingresses, self._tag, n, trace, self._depth)
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
