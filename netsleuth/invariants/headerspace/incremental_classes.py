@@ -381,6 +381,7 @@ class _ClassTracker:
                         continue
                     self._unindex(x)  # (out of hops: from the ingress)
                 key, path = self._walk(ing, mask, x)
+                assert key is not None  # (from the ingress: an outcome within the whole budget)
                 self._index(x, mask, path)
                 self._note(x, key, touched)
 
