@@ -16,7 +16,8 @@ it crossed, indexed by cell and class pattern: the full check's classes as one i
 per cell and pattern (a class re-traced since then leaves it by joining a set of gone
 classes), the re-traced ones as cell -> pattern -> key -> ingress numbers.
 After a flow_mod it re-traces just the classes the index names (each from its
-ingress, a handful of dictionary probes), plus, at the flow_mod's own switch,
+ingress, a handful of dictionary probes, or from the flow_mod's cell on when the hops
+before it cannot have changed), plus, at the flow_mod's own switch,
 the classes an ingress port gains or loses.  Ingresses the general engine
 traces (classes that loop, rewrite or meet mixed patterns; whole ingresses
 whose port has mixed patterns) are re-explored when the flow_mod's switch is
