@@ -378,6 +378,7 @@ def per_flow_mod(topo, switches: dict, n: int, seed: int = 1) -> dict:
             "full_clean_ms": round(clean * 1e3, 3),
             "speedup": round(full_median / max(median, 1e-9), 1),
             "classes_retraced": inc.reanalysed, "general_explorations": inc.reexplored,
+            "classes_resumed": getattr(inc, "resumed", None),   # (traced from the flow_mod's cell on)
             "partial_checks": inc.partial_checks, "full_checks": inc.full_checks, "compared_with_full": len(full),
             "findings_at_end": {k: len(got[k]) for k in KINDS}}
 

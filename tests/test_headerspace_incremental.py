@@ -186,6 +186,71 @@ def test_incremental_equals_full_on_a_few_dozen_flow_mods():
     assert sum(counts[f"{k} present"] for k in KINDS) >= 10, counts
 
 
+def _run_exact(seed: int, n: int) -> IncrementalHSA:
+    """``n`` strict modifies and deletes of random entries (an exact match: one cell, a class or
+    two) and adds of new routes between random hosts, each compared with a full check."""
+    rng = random.Random(seed)
+    topo, switches, _info = bench.build_fattree(4)
+    hosts = list(topo.hosts)
+    inc = IncrementalHSA()
+    inc.check(bench.make_view(topo, switches))
+    for step in range(n):
+        name = rng.choice(sorted(switches))
+        sw = switches[name]
+        ports = sorted(sw.ports)
+        entries = sw.table.entries()
+        op = rng.choice(("modify", "delete", "add")) if entries else "add"
+        e = rng.choice(entries) if entries else None
+        if e is not None and op == "modify":
+            sw.table.modify(e.match, _actions(rng, ports), strict=True, priority=e.priority)
+            m = e.match
+        elif e is not None and op == "delete":
+            sw.table.delete(e.match, strict=True, priority=e.priority)
+            m = e.match
+        else:
+            src, dst = rng.sample(hosts, 2)
+            m = Match(EXACT, in_port=rng.choice(ports), dl_src=src.mac, dl_dst=dst.mac)
+            sw.table.add(m, 1, _actions(rng, ports))
+        view = bench.make_view(topo, switches)
+        assert _texts(inc.flow_mod(view, name, m)) == _full(view), f"seed {seed} step {step}: {op} on {name} {m}"
+    assert inc.partial_checks == n and inc.full_checks == 1
+    return inc
+
+
+def test_classes_traced_from_the_flow_mods_cell_equal_a_full_check():
+    """A class of the full check's index that a flow_mod with a fixed in_port moves is traced from
+    the flow_mod's cell on (its earlier hops cannot have changed), and its next re-trace starts
+    from its ingress: after each of these flow_mods (most move a class not moved before, as on
+    large networks) the findings equal a full check's."""
+    inc = _run_exact(5, 40)
+    assert inc.resumed >= 10, (inc.resumed, inc.reanalysed)
+    assert inc.reanalysed > inc.resumed   # (some classes were moved a second time, or from their ingress)
+
+
+def test_classes_out_of_hops_from_the_flow_mods_cell_start_from_their_ingress(monkeypatch):
+    """The batch engine gives up on a class after ``_FAST_ROUNDS`` hops; a class traced from a
+    flow_mod's cell on has only the hops left after the latest it can have come in there.  With
+    a budget of 5 hops (a FatTree route between pods takes all 5) some of those walks run out and
+    start over from the ingress, some classes go to the general engine, and the findings still
+    equal a full check's (which gives up after 5 hops too)."""
+    from netsleuth.invariants.headerspace import batch
+    from netsleuth.invariants.headerspace import incremental_classes as IC
+    monkeypatch.setattr(batch, "_FAST_ROUNDS", 5)
+    monkeypatch.setattr(IC, "_FAST_ROUNDS", 5)
+    walks: list[bool] = []
+    walk = IC._ClassTracker._walk
+
+    def counted(self, ing, mask, x, start=None, hops=5):
+        key, path = walk(self, ing, mask, x, start, hops)
+        if start is not None:
+            walks.append(key is None)
+        return key, path
+
+    monkeypatch.setattr(IC._ClassTracker, "_walk", counted)
+    _run_exact(11, 60)
+    assert any(walks) and not all(walks), walks   # some ran out of hops, some did not
+
+
 def _clear_shared_codes() -> None:
     """Start the process-wide code maps afresh, as they do themselves when full."""
     codes._PORT_STATES.clear()

@@ -51,12 +51,15 @@ class _Batch:
 
 
 def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: int | None = None,
-           trace: dict[Port, list[np.ndarray]] | None = None) -> tuple[_Batch, list[Port]]:
+           trace: dict[Port, list[np.ndarray]] | None = None,
+           depth: dict[Port, int] | None = None) -> tuple[_Batch, list[Port]]:
     """Run the batch engine from every ingress whose port has a single-pattern index.
 
     ``n_tags``: how many ingress numbers there are (``ingresses`` may be some of them);
     ``trace``: when given, gets, per (switch, in_port), the arrays of classes that came in
-    there (what an incremental check needs to know which ingresses a flow_mod can touch).
+    there (what an incremental check needs to know which ingresses a flow_mod can touch);
+    ``depth``: when given with ``trace``, gets per cell the last round (hop number, the
+    ingress's is 1) in which classes came in there.
     Returns its results and the ingresses it could not take (for the general engine).
 
     A run with the same inputs as the last one (see :func:`_batch_inputs`) returns the last
@@ -91,7 +94,7 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
                     xs = pi.memo[("ingress", tag)] = pi.arrays()[0].astype(np.int64) | (tag << TAG_SHIFT)
                 by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
         for mask, frontier in by_mask.items():
-            _run_batch(net, out, acc, mask, frontier, trace)
+            _run_batch(net, out, acc, mask, frontier, trace, depth)
         acc.into(out)
     if holder is not None:
         holder.last_batch = (inputs, out, list(rest))
@@ -166,7 +169,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],
-               trace: dict[Port, list[np.ndarray]] | None = None) -> None:
+               trace: dict[Port, list[np.ndarray]] | None = None, depth: dict[Port, int] | None = None) -> None:
     """Advance all classes of pattern ``mask`` one hop per round until they end.
 
     Classes travel as int64 arrays, a cell's arrivals in one array, so a cell's split is a
@@ -189,7 +192,7 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
             # their ingress and reports the loop with its path.
             general.extend(frontier.values())
             break
-        _record(trace, frontier)
+        _record(trace, frontier, depth, rounds)
         nxt: dict[Port, list[np.ndarray]] = {}
         for cell, xs in frontier.items():
             if not len(xs):
@@ -334,8 +337,10 @@ def _split_each(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int
     return [(c, lst) for c, lst in local.items() if lst]
 
 
-def _record(trace: dict[Port, list[np.ndarray]] | None, frontier: dict[Port, np.ndarray]) -> None:
-    """Note the classes coming in at each cell of this round (kept as arrays: they are never changed)."""
+def _record(trace: dict[Port, list[np.ndarray]] | None, frontier: dict[Port, np.ndarray],
+            depth: dict[Port, int] | None = None, rounds: int = 0) -> None:
+    """Note the classes coming in at each cell of this round (kept as arrays: they are never
+    changed), and in ``depth`` the round, the latest one at each cell."""
     if trace is None:
         return
     for cell, xs in frontier.items():
@@ -344,3 +349,5 @@ def _record(trace: dict[Port, list[np.ndarray]] | None, frontier: dict[Port, np.
             trace[cell] = [xs]
         else:
             seen.append(xs)
+        if depth is not None and depth.get(cell, 0) < rounds:  # (one run per class pattern)
+            depth[cell] = rounds

@@ -16,7 +16,8 @@ it crossed, indexed by cell and class pattern: the full check's classes as one i
 per cell and pattern (a class re-traced since then leaves it by joining a set of gone
 classes), the re-traced ones as cell -> pattern -> key -> ingress numbers.
 After a flow_mod it re-traces just the classes the index names (each from its
-ingress, a handful of dictionary probes), plus, at the flow_mod's own switch,
+ingress, a handful of dictionary probes, or from the flow_mod's cell on when the hops
+before it cannot have changed), plus, at the flow_mod's own switch,
 the classes an ingress port gains or loses.  Ingresses the general engine
 traces (classes that loop, rewrite or meet mixed patterns; whole ingresses
 whose port has mixed patterns) are re-explored when the flow_mod's switch is
@@ -114,6 +115,7 @@ class IncrementalHSA(_ClassTracker):
         self.full_checks = 0
         self.partial_checks = 0
         self.reanalysed = 0      # classes re-traced, over all flow_mods
+        self.resumed = 0         # of those, traced from the flow_mod's cell on (not from their ingress)
         self.reexplored = 0      # general-engine ingress explorations, over all flow_mods
 
     # ------------------------------------------------------------------ public
@@ -221,6 +223,8 @@ class IncrementalHSA(_ClassTracker):
         self._path = {}
         self._base = {}
         self._gone = set()
+        self._stale = set()
+        self._depth = {}   # cell -> the last hop number at which the full check's classes came in
         # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
         self._cells = {}   # ... -> a number, or a list of them
         self._cells_of = {}
@@ -243,7 +247,7 @@ class IncrementalHSA(_ClassTracker):
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
         self._suspect0: dict[int, list[int]] | None = None
         trace: dict[Port, list] = {}
-        b, rest = _batch(net, self._ingresses, self._tag, n, trace)
+        b, rest = _batch(net, self._ingresses, self._tag, n, trace, self._depth)
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)

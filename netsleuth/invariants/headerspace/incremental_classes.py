@@ -116,6 +116,12 @@ class _ClassTracker:
     # is in ``_gone`` and its entries there no longer count.
     _base: dict[Port, dict[int, Any]]
     _gone: set[int]
+    # Classes re-traced from the cell of a flow_mod's switch on (see _retrace): their entries in
+    # ``_base`` still stand for the cells before it (the rest may be stale: a superset), their
+    # cells from it on are in ``_cells``; the next re-trace of one starts from its ingress.
+    _stale: set[int]
+    _depth: dict[Port, int]                      # cell -> last hop number of the full check's classes there
+    _from: Port | None                           # the flow_mod's cell when its in_port is fixed (see _retrace)
     # re-traced classes: cell -> class pattern -> key id -> ingress numbers whose class of that key came in
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
     _cells_of: dict[str, list[Port]]
@@ -128,6 +134,7 @@ class _ClassTracker:
     _genx: dict[int, set[int]]
     _seen_at: dict[str, set[Port]]               # switch -> general-engine ingresses that visited it
     reanalysed: int                              # classes re-traced, over all flow_mods
+    resumed: int                                 # of those, traced from the flow_mod's cell on
 
     def _index_base(self, trace: dict[Port, list[np.ndarray]]) -> None:
         """Record the cells each class of the full check's batch run came in at (``trace``: cell ->
@@ -202,6 +209,7 @@ class _ClassTracker:
 
     def _unindex(self, x: int) -> None:
         self._gone.add(x)  # its entries in the full check's index no longer count
+        self._stale.discard(x)
         p = self._path.pop(x, None)
         if not p:
             return
@@ -301,6 +309,7 @@ class _ClassTracker:
         with a key the match (v, m) overlaps, and all those that came in at a port whose
         patterns changed (the batch engine may no longer take them there)."""
         redo: dict[int, set[int]] = {}
+        self._from = None
         if ip is None:
             at: Iterable[Port] = self._cells_of.get(switch, ())
         else:  # (the usual flow_mod: one cell, no walk over the switch's)
@@ -315,6 +324,8 @@ class _ClassTracker:
                 for x in xs.tolist():
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
+            if ip is not None and not every:
+                self._from = cell   # (see _retrace: what these classes may skip)
             for mask, by_key in self._cells[cell].items():
                 for j in (by_key if every else _overlapping(mask, v, m, by_key)):
                     ts = by_key[j]
@@ -323,9 +334,23 @@ class _ClassTracker:
         return redo
 
     def _retrace(self, redo: dict[int, set[int]], touched: dict[int, _Touched]) -> None:
-        """Forget the classes ``redo`` names and trace them again, one class at a time (see _walk)."""
+        """Forget the classes ``redo`` names and trace them again, one class at a time (see _walk).
+
+        A class of the full check's index found at the flow_mod's cell (``_from``, a fixed
+        in_port) is traced from that cell on, not from its ingress: a flow_mod whose match fixes
+        the in_port changes only entries of that in_port, and ports and links stay as they are
+        between full checks, so every hop before the class first came in there (the index is
+        exact for a class never re-traced: nothing on its path has changed) still leads where it
+        led.  Those earlier cells keep their entries in the index (the cells after may now be
+        stale: a superset, which only costs a needless re-trace later); the class is noted
+        ``_stale`` so its next re-trace starts from its ingress again.  The batch engine gives
+        up after ``_FAST_ROUNDS`` hops: the class came in at the cell at hop ``_depth[cell]`` at
+        the latest, and a walk from there that needs more hops than the rest of the budget
+        starts over from the ingress."""
         masks, ids_of = self._masks, self._ids
+        start = self._from
         todo: list[tuple[int, list[int]]] = []
+        skip = self._skippable(start[0], redo) if start is not None else set()
         for t, xs in redo.items():
             tc = touched.get(t)
             if tc is None:
@@ -338,17 +363,45 @@ class _ClassTracker:
                 continue
             tc.classes.update(live)
             for x in live:
-                self._unindex(x)
+                if x not in skip:
+                    self._unindex(x)
             self.reanalysed += len(live)
             todo.append((t, live))
         for t, live in todo:
             ing, mask = self._ingresses[t], masks[t]
             for x in live:
+                if x in skip:
+                    assert start is not None
+                    key, path = self._walk(ing, mask, x, start, _FAST_ROUNDS + 1 - self._depth.get(start, _FAST_ROUNDS))
+                    if key is not None:
+                        self.resumed += 1
+                        self._index(x, mask, path)
+                        self._stale.add(x)
+                        self._note(x, key, touched)
+                        continue
+                    self._unindex(x)  # (out of hops: from the ingress)
                 key, path = self._walk(ing, mask, x)
+                assert key is not None  # (from the ingress: an outcome within the whole budget)
                 self._index(x, mask, path)
                 self._note(x, key, touched)
 
-    def _walk(self, ing: Port, mask: int, x: int) -> tuple[tuple, list[Port]]:
+    def _skippable(self, s: str, redo: dict[int, set[int]]) -> set[int]:
+        """The classes of ``redo`` that may be traced from the flow_mod's cell on (see _retrace):
+        in the full check's index and never re-traced since, not given to the general engine,
+        from an ingress on another switch than the flow_mod's ``s``."""
+        stale, gone, path, out, ingresses = self._stale, self._gone, self._path, self._out, self._ingresses
+        skip: set[int] = set()
+        for t, xs in redo.items():
+            if ingresses[t][0] == s:
+                continue  # (its ingress port is on the switch: classes may come and go there)
+            for x in xs:
+                o = out.get(x)
+                if x not in stale and x not in gone and x not in path and o is not None and o[0] != "g":
+                    skip.add(x)
+        return skip
+
+    def _walk(self, ing: Port, mask: int, x: int, start: Port | None = None,
+              hops: int = _FAST_ROUNDS) -> tuple[tuple | None, list[Port]]:
         """Re-trace one class from its ingress as the batch engine's rounds would move it
         (:func:`engine._run_batch`: same outcomes, same cells, the same give-up after
         ``_FAST_ROUNDS`` hops), but asking each table for the entry the class hits instead
@@ -356,14 +409,15 @@ class _ClassTracker:
         cost time per rule): see :meth:`_hit`.  Returns where it ended (an outcome key, as the
         full check's batch run's) and the cells it came in at.  (One or two classes per
         flow_mod, a few hops each: the loop reads the switches' up-ness and the links from
-        maps, not through the view's methods.)"""
+        maps, not through the view's methods.)  ``start``: walk from that cell, at most ``hops``
+        cells (None instead of an outcome when that is not enough)."""
         net = self._net
         assert net is not None
         switches, ups, stats, peers = net.switches, self._up_of, self._stat, self._peers
         j = x & _IDM
         path: list[Port] = []
-        cell = ing
-        for _round in range(_FAST_ROUNDS):
+        cell = ing if start is None else start
+        for _round in range(hops):
             path.append(cell)
             s, p = cell
             u = ups.get(s)
@@ -390,7 +444,7 @@ class _ClassTracker:
             if code == F_DROP:
                 return ("f", s), path
             return _GENERAL, path
-        return _GENERAL, path
+        return (_GENERAL if start is None else None), path
 
     def _hit(self, table: Any, s: str, p: int, mask: int, j: int) -> int:
         """The fast code (``_F_MISS``: no entry) of the entry that headers of key id ``j`` (of
