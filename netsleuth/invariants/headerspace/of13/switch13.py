@@ -17,6 +17,7 @@ import itertools
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -186,10 +187,14 @@ def _outputs_only(inst: Any) -> bool:
     return True
 
 
+_INSTRUCTIONS = attrgetter("instructions")
+
+
 def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
     """Identity of everything the analysis reads from a pipeline (entries, their
     instructions, groups, port states)."""
-    flows = tuple((id(e), id(e.instructions)) for e in pipe.tables)
+    entries = list(pipe.tables)   # (by ids in two tuples: equal exactly when every (entry, instructions) is)
+    flows = (tuple(map(id, entries)), tuple(map(id, map(_INSTRUCTIONS, entries))))
     groups = tuple((gid, g.type, g.buckets) for gid, g in sorted(pipe.groups.groups.items()))
     ports = tuple(sorted(pipe.ports.items()))
     return (flows, groups, ports)
