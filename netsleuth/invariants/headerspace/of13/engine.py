@@ -60,7 +60,9 @@ are ignored (a rate cannot be exceeded by a header set).
 
 The symbolic header and its rewrites are in ``symbolic.py``, one switch's
 pipeline in ``switch13.py``; this module walks the network and holds the
-analysis the checks read.
+analysis the checks read.  A full analysis walks every ingress at once, in
+waves of hops run switch by switch (:func:`explore_all13`), and files each
+ingress's events in the order of its own walk (:func:`explore13`).
 """
 
 from __future__ import annotations
