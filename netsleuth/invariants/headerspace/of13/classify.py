@@ -371,40 +371,38 @@ def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None 
     they cover it does not depend on those bits: the piece is empty exactly when the term's
     base minus those differences is.  So what the differences do is worked out once per
     mask of the candidates (``free``), and a candidate of that mask costs a few operations."""
-    v, m, ds = t
-    if ev & ~em or (ev ^ v) & em & m:
-        return False   # a value outside its mask, or not a candidate of the term
-    if em in free:
-        shape = free[em]
-    else:
+    shape = free.get(em, _UNSEEN)
+    if shape is _UNSEEN:
         shape = free[em] = _shape(t, em)
     if shape is None:
         return False
-    kept, other, empty = shape
+    kept, other, empty, nm, notem, both = shape
+    if ev & notem or (ev ^ t[0]) & both:
+        return False   # a value outside its mask, or not a candidate of the term
     for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
         if not ((dv ^ ev) & dx):
             return False
     if empty:
         return None
-    nv = v | ev
+    nv = t[0] | ev
     if not kept:
-        return (nv, m | em, ())
+        return (nv, nm, ())
     out = [(dv | nv, cm) for dv, cm in kept]
     if len(out) > 1:   # make_term's order: the first of equal differences stays
-        uniq: list[tuple[int, int]] = []
-        for d in out:
-            if d not in uniq:
-                uniq.append(d)
-        out = uniq
-    return (nv, m | em, tuple(out))
+        out = list(dict.fromkeys(out))
+    return (nv, nm, tuple(out))
 
 
-def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool] | None:
+_UNSEEN = object()   # a mask free has no shape for yet (its shape may be None)
+
+
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool, int, int, int] | None:
     """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
     :func:`_lone_piece`): those that meet every such piece, as (value, clipped mask), those
     that test the candidates' own bits, as (value, mask on those bits), and whether the
-    first ones cover the pieces; None when a difference equals the base (make_term's None
-    for every piece: left to the general run)."""
+    first ones cover the pieces; then the pieces' mask, ``~em`` and ``em & m`` (what every
+    candidate of the mask is checked with); None when a difference equals the base
+    (make_term's None for every piece: left to the general run)."""
     v, m, ds = t
     if v & ~m:
         return None   # a base value outside its mask: left to the general run
@@ -426,7 +424,7 @@ def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int
         kept.append((dv, cm))
         met.append((dv, dm))
     empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
-    return kept, other, empty
+    return kept, other, empty, nm, ~em, em & m
 
 
 def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:

@@ -60,7 +60,9 @@ are ignored (a rate cannot be exceeded by a header set).
 
 The symbolic header and its rewrites are in ``symbolic.py``, one switch's
 pipeline in ``switch13.py``; this module walks the network and holds the
-analysis the checks read.
+analysis the checks read.  A full analysis walks every ingress at once, in
+waves of hops run switch by switch (:func:`explore_all13`), and files each
+ingress's events in the order of its own walk (:func:`explore13`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
@@ -217,6 +221,99 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
     return reach
 
 
+def explore_all13(net: Net13, ingresses: list[Port], budget: int = DEFAULT_BUDGET13) -> dict[Port, Reach13]:
+    """:func:`explore13` of every ingress, the same reaches, with the hops run switch by switch.
+
+    Walking one ingress after the other sends each hop to another switch than the last, so
+    every hop reads its tables' views, their indexes and its entries from cold memory; here
+    the hops of every ingress are run in waves (the first hops, then every hop they push, and
+    so on), each wave switch by switch, so the hops at one switch read the same views one
+    after the other.  Each hop keeps its events and the hops it pushed, and an ingress's reach
+    is then filed in explore13's order (a hop's own events, then the subtrees of the hops it
+    pushed, the last pushed first), so it is the very reach explore13 returns.
+
+    A hop's results depend on its input and the view alone, except for the numbers of SELECT
+    groups' choice points (taken from one counter in the order hops run): a network with a
+    SELECT group is walked ingress by ingress, as is an ingress past ``budget`` hops (explore13
+    cuts it short in its own order), and everything when some hop cannot be analysed (the
+    error explore13 meets first)."""
+    if _has_select(net.view):
+        return {ing: explore13(net, ing[0], ing[1], budget=budget) for ing in ingresses}
+    try:
+        roots, counts = _waves(net, ingresses, budget)
+    except Unsupported13:
+        return {ing: explore13(net, ing[0], ing[1], budget=budget) for ing in ingresses}
+    reaches: dict[Port, Reach13] = {}
+    for n, ing in enumerate(ingresses):
+        if counts[n] > budget:
+            reaches[ing] = explore13(net, ing[0], ing[1], budget=budget)
+            continue
+        reach = reaches[ing] = Reach13(ing)
+        stack = [roots[n]]
+        hops = 0
+        while stack:   # explore13's order
+            own, kids = stack.pop()
+            hops += 1
+            for cat, key, ev in own:   # add_event, inline
+                if key is None:
+                    (reach.loops if cat == "loops" else reach.drops).append(ev)
+                else:
+                    getattr(reach, cat).setdefault(key, []).append(ev)
+            stack.extend(kids)
+        reach.hops = hops
+    return reaches
+
+
+def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[Any]], list[int]]:
+    """Every hop of every ingress, wave by wave and switch by switch (see :func:`explore_all13`):
+    per ingress, its first hop as [events, hops it pushed] (each the same), and its hop count
+    (counting stops past ``budget``)."""
+    roots: list[list[Any]] = []
+    counts = [0] * len(ingresses)
+    alts: dict[int, int] = {}   # (no SELECT group: stays empty)
+    wave: dict[Port, list[tuple[int, Hop13, list[Any]]]] = {}
+    for n, (s0, p0) in enumerate(ingresses):
+        node: list[Any] = [(), ()]
+        roots.append(node)
+        wave.setdefault((s0, p0), []).append((n, (s0, p0, HS13.injected(), IDENTITY, (), (), ()), node))
+    road = net.road
+    while wave:
+        nxt: dict[Port, list[tuple[int, Hop13, list[Any]]]] = {}
+        for group in wave.values():
+            for n, item, node in group:
+                c = counts[n] = counts[n] + 1
+                if c > budget:
+                    continue   # walked again on its own
+                got = road_hop(road, item)
+                events, pushes = hop13(net, item, alts) if got is None else got
+                kids = []
+                for p in pushes:
+                    kid: list[Any] = [(), ()]
+                    kids.append(kid)
+                    at = p[0], p[1]
+                    got_s = nxt.get(at)
+                    if got_s is None:
+                        nxt[at] = [(n, p, kid)]
+                    else:
+                        got_s.append((n, p, kid))
+                node[0] = events
+                node[1] = kids
+        wave = nxt
+    return roots, counts
+
+
+def _has_select(view: NetworkView) -> bool:
+    """Whether some 1.3 pipeline of ``view`` has a SELECT group."""
+    for name in view.switches:
+        pipe = pipeline13_of(view, name)
+        if pipe is not None and any(g.type == _SELECT for g in pipe.groups.groups.values()):
+            return True
+    return False
+
+
+_SELECT = ofp.OFPGT_SELECT
+
+
 # one hop's input: (switch, in_port, injected headers, current header, path so far, rules, SELECT choices)
 Hop13 = tuple[str, int, HS13, Sym, tuple[Port, ...], tuple[tuple[str, int, FlowEntry13], ...],
               tuple[tuple[int, int], ...]]
@@ -324,7 +421,7 @@ def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAUL
         reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
     else:
         with gc_paused():   # millions of small objects and no cycle among them (see gc_paused)
-            reaches = {ing: explore13(net, ing[0], ing[1], budget=budget) for ing in points}
+            reaches = explore_all13(net, list(points), budget)
         if key is not None:
             _LAST[:] = [key, reaches]
     truncated = [ing for ing, r in reaches.items() if r.truncated]

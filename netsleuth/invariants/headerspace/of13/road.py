@@ -32,7 +32,10 @@ way.
 
 This is not yet the 1.0 engine's batch (every ingress's classes through a table at once,
 as numpy arrays): a 1.3 hop's results are events per class with their own path and rules,
-and the classes are header sets, not small keys, so the per-class work stays in Python.
+and the classes are header sets, not small keys, so the per-class work stays in Python.  A
+full check runs the hops of every ingress in waves, switch by switch
+(:func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`), so that the hops at
+one switch read its views one after the other instead of from cold memory.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import itertools
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -109,6 +110,36 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
     return (v, m)
 
 
+def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, md: int, tid: int,
+                     ) -> list[tuple[int, FlowEntry13, tuple[int, int]]]:
+    """(rank, entry, wildcard) of the entries ``entries[r]`` of ``ranks`` that match some injected
+    header given the mapping: :func:`_translate` of each, in one loop (a view is built from a
+    whole table's entries, and a call per entry was a good part of building it)."""
+    look = lookup13(sym, in_port, md, tid)
+    out = []
+    for r in ranks:
+        e = entries[r]
+        v = m = 0
+        for name, val, mask in e.match.entries:
+            got = look.get(name)
+            if got is None:
+                got = look[name] = _reads(sym, name)
+            const, x = got
+            if const:
+                if x & mask != val:
+                    break
+            else:
+                fv, fm = val << x, mask << x
+                both = m & fm   # bits an earlier field read too (a mapping can make two fields one)
+                if both and (v ^ fv) & both:
+                    break
+                v |= fv
+                m |= fm
+        else:
+            out.append((r, e, (v, m)))
+    return out
+
+
 def lookup13(sym: Sym, in_port: int, md: int, tid: int) -> dict[str, tuple[bool, int]]:
     """What a match field reads under a current-header mapping and pipeline state, by name:
     (True, its value) for a constant, (False, the injected field's bit offset) for a field
@@ -165,14 +196,8 @@ class Compiled13:
     def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
         """A new view of table ``t`` (entries by rank: here their index in the table)."""
         by, entries = self._table(t)
-        ranked = []
-        look = lookup13(sym, in_port, md, tid)
-        for r in sorted(by.get(in_port, []) + by.get(None, [])):
-            e = entries[r]
-            w = _translate(e, sym, in_port, md, tid, look)
-            if w is not None:
-                ranked.append((r, e, w))
-        return _TableView(ranked)
+        return _TableView(translate_ranked(sorted(by.get(in_port, []) + by.get(None, [])), entries, sym, in_port,
+                                           md, tid))
 
 
 def _outputs_only(inst: Any) -> bool:
@@ -186,10 +211,14 @@ def _outputs_only(inst: Any) -> bool:
     return True
 
 
+_INSTRUCTIONS = attrgetter("instructions")
+
+
 def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
     """Identity of everything the analysis reads from a pipeline (entries, their
     instructions, groups, port states)."""
-    flows = tuple((id(e), id(e.instructions)) for e in pipe.tables)
+    entries = list(pipe.tables)   # (by ids in two tuples: equal exactly when every (entry, instructions) is)
+    flows = (tuple(map(id, entries)), tuple(map(id, map(_INSTRUCTIONS, entries))))
     groups = tuple((gid, g.type, g.buckets) for gid, g in sorted(pipe.groups.groups.items()))
     ports = tuple(sorted(pipe.ports.items()))
     return (flows, groups, ports)
