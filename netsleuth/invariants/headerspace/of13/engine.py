@@ -196,6 +196,15 @@ class Net13:
         return c
 
 
+def _file(reach: Reach13, events: Any) -> None:
+    """A hop's events into ``reach`` (``Reach13.add_event`` of each, in one call)."""
+    for cat, key, ev in events:
+        if key is None:
+            (reach.loops if cat == "loops" else reach.drops).append(ev)
+        else:
+            getattr(reach, cat).setdefault(key, []).append(ev)
+
+
 def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int = DEFAULT_BUDGET13) -> Reach13:
     """Push ``hs`` (default: every header a host can send) in at ``s0:p0`` through the network."""
     reach = Reach13((s0, p0))
@@ -211,11 +220,7 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
             break
         got = road_hop(road, item)
         events, pushes = hop13(net, item, reach.alts) if got is None else got
-        for cat, key, ev in events:   # add_event, inline
-            if key is None:
-                (reach.loops if cat == "loops" else reach.drops).append(ev)
-            else:
-                getattr(reach, cat).setdefault(key, []).append(ev)
+        _file(reach, events)
         stack.extend(pushes)
     reach.hops = hops
     return reach
@@ -254,11 +259,7 @@ def explore_all13(net: Net13, ingresses: list[Port], budget: int = DEFAULT_BUDGE
         while stack:   # explore13's order
             own, kids = stack.pop()
             hops += 1
-            for cat, key, ev in own:   # add_event, inline
-                if key is None:
-                    (reach.loops if cat == "loops" else reach.drops).append(ev)
-                else:
-                    getattr(reach, cat).setdefault(key, []).append(ev)
+            _file(reach, own)
             stack.extend(kids)
         reach.hops = hops
     return reaches

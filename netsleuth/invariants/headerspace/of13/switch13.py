@@ -113,30 +113,14 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
 def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, md: int, tid: int,
                      ) -> list[tuple[int, FlowEntry13, tuple[int, int]]]:
     """(rank, entry, wildcard) of the entries ``entries[r]`` of ``ranks`` that match some injected
-    header given the mapping: :func:`_translate` of each, in one loop (a view is built from a
-    whole table's entries, and a call per entry was a good part of building it)."""
+    header given the mapping: :func:`_translate` of each, with one field lookup for them all."""
     look = lookup13(sym, in_port, md, tid)
     out = []
     for r in ranks:
         e = entries[r]
-        v = m = 0
-        for name, val, mask in e.match.entries:
-            got = look.get(name)
-            if got is None:
-                got = look[name] = _reads(sym, name)
-            const, x = got
-            if const:
-                if x & mask != val:
-                    break
-            else:
-                fv, fm = val << x, mask << x
-                both = m & fm   # bits an earlier field read too (a mapping can make two fields one)
-                if both and (v ^ fv) & both:
-                    break
-                v |= fv
-                m |= fm
-        else:
-            out.append((r, e, (v, m)))
+        w = _translate(e, sym, in_port, md, tid, look)
+        if w is not None:
+            out.append((r, e, w))
     return out
 
 
