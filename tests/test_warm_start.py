@@ -12,11 +12,11 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from test_campaign import all_gone
 
 from netsleuth.controllers import warm
 from netsleuth.controllers.external import AppImportError, ControllerProcess
@@ -26,22 +26,6 @@ from netsleuth.trace.controller_spec import parse_all
 pytestmark = pytest.mark.real
 
 SWITCH = "osken:os_ken.app.simple_switch_13"
-
-
-def _gone(pids: list[int], grace: float = 10.0) -> list[int]:
-    """The pids still running (not zombies) after ``grace`` seconds."""
-    deadline = time.monotonic() + grace
-    while True:
-        alive = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.05)
 
 
 def _hello(host: str, port: int) -> bytes:
@@ -129,7 +113,7 @@ def test_a_killed_netsleuth_takes_its_warm_controllers_and_the_server_down(tmp_p
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    assert _gone(pids) == []
+    assert all_gone(pids) == []
 
 
 def test_a_lost_server_makes_the_next_start_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

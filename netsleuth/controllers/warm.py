@@ -92,50 +92,58 @@ class WarmProcess:
 
 
 class WarmStarter:
-    """One warm-start server in the controller environment, and the socket to it."""
+    """One warm-start server in the controller environment, and the socket to it: started by this process
+    (:meth:`start`, which ends it on :meth:`close`) or by a parent netsleuth process (:meth:`join`)."""
 
-    def __init__(self, python: str, env: dict[str, str]) -> None:
+    def __init__(self, sock: socket.socket, address: str, proc: subprocess.Popen | None = None,
+                 errors: BinaryIO | None = None) -> None:
         self.owner = os.getpid()
         self._lock = threading.Lock()
-        self.proc: subprocess.Popen | None = None
-        self.address = ""
-        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._errors: BinaryIO | None = tempfile.TemporaryFile()
+        self._sock = sock
+        self.address = address
+        self.proc = proc
+        self._errors = errors
+
+    @classmethod
+    def start(cls, python: str, env: dict[str, str]) -> WarmStarter:
+        """Start a server of this process's own and wait until it has imported what it imports ahead."""
+        sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        errors = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen([python, str(WARM_OSKEN), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self._errors, start_new_session=True)
+            proc = subprocess.Popen([python, str(WARM_OSKEN), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                                    env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=errors, start_new_session=True)
+        except OSError:
+            sock.close()
+            errors.close()
+            raise
         finally:
             theirs.close()
-        self._sock.settimeout(READY_TIMEOUT)
+        self = cls(sock, "", proc, errors)
+        sock.settimeout(READY_TIMEOUT)
         try:
-            answer = json.loads(self._sock.recv(65536) or b"{}")
+            answer = json.loads(sock.recv(65536) or b"{}")
         except (OSError, ValueError) as exc:
             answer = {"error": str(exc)}
         if "ready" not in answer:
-            self._errors.seek(0)
-            tail = self._errors.read().decode(errors="replace").strip().splitlines()[-3:]
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip().splitlines()[-3:]
             self.close()
             raise WarmStartError(f"the warm-start server did not start: {answer.get('error') or ' / '.join(tail)}")
         self.address = str(answer.get("address", ""))
-        self._sock.settimeout(None)
+        sock.settimeout(None)
+        return self
 
     @classmethod
     def join(cls, address: str) -> WarmStarter:
         """A server another netsleuth process of this tree started (its address from the environment)."""
-        self = cls.__new__(cls)
-        self.owner = os.getpid()
-        self._lock = threading.Lock()
-        self.proc = None
-        self._errors = None
-        self.address = address
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self._sock.connect("\0" + address)
+            sock.connect("\0" + address)
         except OSError as exc:
-            self._sock.close()
+            sock.close()
             raise WarmStartError(f"the warm-start server at {address} is gone: {exc}") from exc
-        return self
+        return cls(sock, address)
 
     def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_fd: int, lifeline_fd: int) -> WarmProcess:
         """Start ``osken_main.py argv[2:]`` (``argv`` as a cold start would run it) under a guard."""
@@ -184,12 +192,18 @@ def _digest(key: tuple) -> str:
     return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
 
 
+def _shared_servers() -> dict:
+    """The servers named in this process's environment (:data:`SHARED_ENV`); {} if it names none rightly."""
+    try:
+        shared = json.loads(os.environ.get(SHARED_ENV, "{}"))
+    except ValueError:
+        return {}
+    return shared if isinstance(shared, dict) else {}
+
+
 def _shared(key: tuple) -> WarmStarter | None:
     """The server a parent netsleuth process started for ``key``, joined; None if there is none (any more)."""
-    try:
-        address = json.loads(os.environ.get(SHARED_ENV, "{}")).get(_digest(key))
-    except (ValueError, AttributeError):
-        return None
+    address = _shared_servers().get(_digest(key))
     if not isinstance(address, str) or not address:
         return None
     try:
@@ -200,12 +214,7 @@ def _shared(key: tuple) -> WarmStarter | None:
 
 def _share(key: tuple, starter: WarmStarter) -> None:
     """Name this process's own server in its environment, for the netsleuth processes it starts from now on."""
-    try:
-        shared = json.loads(os.environ.get(SHARED_ENV, "{}"))
-        if not isinstance(shared, dict):
-            shared = {}
-    except ValueError:
-        shared = {}
+    shared = _shared_servers()
     shared[_digest(key)] = starter.address
     os.environ[SHARED_ENV] = json.dumps(shared, sort_keys=True)
 
@@ -227,7 +236,7 @@ def starter_for(python: str, env: dict[str, str]) -> WarmStarter | None:
         starter = _shared(key)
         if starter is None:
             try:
-                starter = WarmStarter(python, env)
+                starter = WarmStarter.start(python, env)
             except OSError:  # WarmStartError among them
                 starter = None
             else:

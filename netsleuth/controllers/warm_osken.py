@@ -165,7 +165,10 @@ def _receive(server):
 def _admit(listener, guests):
     """A netsleuth process started by this server's owner (a CLI command, a pool worker) shares it; anyone
     else's connection is refused (a start runs code as this user)."""
-    conn, _ = listener.accept()
+    try:
+        conn, _ = listener.accept()
+    except OSError:   # gone before it was taken
+        return
     _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
     if uid != os.getuid():
         conn.close()
@@ -186,25 +189,27 @@ def _answer(data, fds, sockets):
     return json.dumps(reply).encode()
 
 
+def _serve_one(sock, sockets):
+    """Answer the request waiting on ``sock``; False when its connection has ended (end-of-file, or
+    an error on it: a guest that died mid-request must not take the server down)."""
+    try:
+        data, fds = _receive(sock)
+        if not data:
+            return False
+        sock.send(_answer(data, fds, sockets))
+    except OSError:
+        return False
+    return True
+
+
 def serve(owner, listener):
-    """Starts asked for on the owner's socket or a guest's, one at a time; the owner's end-of-file ends it."""
+    """Starts asked for on the owner's socket or a guest's, one at a time; the owner's end ends it."""
     guests = []
     while True:
         for sock in select.select([owner, listener, *guests], [], [])[0]:
             if sock is listener:
                 _admit(listener, guests)
-                continue
-            data, fds = _receive(sock)
-            if not data:
-                if sock is owner:
-                    return
-                guests.remove(sock)
-                sock.close()
-                continue
-            reply = _answer(data, fds, [owner, listener, *guests])
-            try:
-                sock.send(reply)
-            except OSError:
+            elif not _serve_one(sock, [owner, listener, *guests]):
                 if sock is owner:
                     return
                 guests.remove(sock)
