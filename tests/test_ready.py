@@ -7,11 +7,23 @@ with os-ken's own PORT_MOD configs for the spanning tree's port states.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from os_ken.lib import stplib
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
-from netsleuth.live.ready import ControllerQuiet, SpanningTreeConverged, faucet_stack_up
+from netsleuth.live.ready import (
+    ControllerQuiet,
+    LinksDiscovered,
+    SpanningTreeConverged,
+    faucet_stack_up,
+    switch_link_ends,
+)
+from netsleuth.model.topology_graph import Topology
 from netsleuth.trace import schema as ts
+from netsleuth.trace.io import read_trace
+
+DATA = Path(__file__).parent / "data"
 
 
 def to_switch(t: float, mtype: str, dpid: int = 1, body: dict | None = None) -> ts.ControlToSwitch:
@@ -89,3 +101,23 @@ def test_spanning_tree_needs_every_port_seen() -> None:
     stp.observe(port_mod(2, 1, ofproto_v1_3.OFPPC_NO_FWD | ofproto_v1_3.OFPPC_NO_PACKET_IN))
     assert stp.ready()
     assert ofproto_v1_0.OFPPC_NO_FWD == ofproto_v1_3.OFPPC_NO_FWD  # the one bit the rule reads
+
+
+def test_links_discovered_waits_for_the_probe_a_controller_dropped_while_taking_its_switch_up() -> None:
+    """A recorded POX run (discovery and l2_multi on linear,3): s1's first probe reached s2 before
+    POX had finished s2's handshake, and POX dropped it; that link end was learned 4.3 s later.
+    Counting that first PACKET_IN ended the warm-up at 1.3 s, and l2_multi, knowing no path to
+    h1, dropped the first pings."""
+    trace = read_trace(DATA / "ready" / "pox-probe-before-handshake.jsonl")
+    links = LinksDiscovered(switch_link_ends(Topology.from_json(trace.header.topology)))
+    ready_at, was_ready = None, links.ready()  # ready before the first probe: no discovery seen yet
+    for event in trace.events:
+        links.observe(event)
+        if links.ready() and not was_ready:
+            ready_at = event
+        was_ready = links.ready()
+    assert ready_at is not None and was_ready
+    assert ready_at.kind == "of_to_controller" and (ready_at.dpid, ready_at.fp[1]) == (2, 2)
+    assert ready_at.t > 4.0  # the next cycle's probe, not the one at 0.26 s that POX never saw
+    first_traffic = next(e for e in trace.events if e.kind == "traffic")
+    assert first_traffic.t < ready_at.t  # the recorded run sent its pings before then

@@ -134,25 +134,32 @@ class LinksDiscovered:
     ``l2_multi``) knows no path and drops the first pings. ``ports`` are the
     ``(dpid, port)`` ends of the switch-to-switch links. A controller that
     sends no LLDP does no discovery, and the condition holds at once.
+
+    A probe's PACKET_IN counts only once the controller has probed from the
+    receiving switch itself: a controller may still be setting that switch up
+    when the first probes of its neighbours arrive there, and drops them
+    unseen (POX drops every PACKET_IN before its handshake barrier returns),
+    so that end is learned only a discovery cycle later. Probing from a
+    switch is what shows that the controller has taken it up.
     """
 
     def __init__(self, ports: Iterable[tuple[int, int]]) -> None:
         self.expected = frozenset(ports)
         self.seen: set[tuple[int, int]] = set()
-        self.probing = False
+        self.probed: set[int] = set()
 
     def observe(self, event: Any) -> None:
         if not _is_lldp(getattr(event, "fp", None)):
             return
         if _to_switch(event, ("PACKET_OUT",)) is not None:
-            self.probing = True
-        elif getattr(event, "kind", None) == "of_to_controller":
+            self.probed.add(int(event.dpid))
+        elif getattr(event, "kind", None) == "of_to_controller" and int(event.dpid) in self.probed:
             in_port = event.fp[1]
             if isinstance(in_port, int):
                 self.seen.add((int(event.dpid), in_port))
 
     def ready(self) -> bool:
-        return not self.probing or self.expected <= self.seen
+        return not self.probed or self.expected <= self.seen
 
 
 class AllReady:
@@ -228,12 +235,16 @@ def _duration(text: str, whole: str, allow_zero: bool = False) -> float:
     return value
 
 
+def switch_link_ends(topo: Any) -> list[tuple[int, int]]:
+    """The ``(dpid, port)`` ends of ``topo``'s switch-to-switch links, the ports link discovery probes."""
+    return [(int(topo.switch(end).dpid), port) for link in topo.links
+            for end, port in ((link.node1, link.port1), (link.node2, link.port2)) if topo.is_switch(end)
+            and topo.is_switch(link.other(end)[0])]
+
+
 def auto_ready(topo: Any, kinds: Collection[str], settle: float = 1.0) -> ReadyCondition:
     """The condition ``--warmup auto`` waits for on ``topo`` with controllers of ``kinds``."""
-    ports = [(topo.switch(end).dpid, port) for link in topo.links
-             for end, port in ((link.node1, link.port1), (link.node2, link.port2)) if topo.is_switch(end)
-             and topo.is_switch(link.other(end)[0])]
-    parts: list[ReadyCondition] = [TablesQuiet(settle), LinksDiscovered(ports)]
+    parts: list[ReadyCondition] = [TablesQuiet(settle), LinksDiscovered(switch_link_ends(topo))]
     if {"osken", "ryu"} & set(kinds):  # stplib's learning state (NO_FLOOD) looks like POX's blocked port
         parts.append(_StpIfAny())
     if "faucet" in kinds and len(topo.switches) > 1:
@@ -249,4 +260,5 @@ class _StpIfAny(SpanningTreeConverged):
 
 
 __all__ = ["AUTO_BOUND", "AllReady", "ControllerQuiet", "LinksDiscovered", "ReadyCondition",
-           "SpanningTreeConverged", "TablesQuiet", "Warmup", "WarmupError", "auto_ready", "faucet_stack_up"]
+           "SpanningTreeConverged", "TablesQuiet", "Warmup", "WarmupError", "auto_ready", "faucet_stack_up",
+           "switch_link_ends"]
