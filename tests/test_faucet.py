@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
+from cli_process import cli
 from os_ken.ofproto import ofproto_parser
 from os_ken.ofproto import ofproto_v1_3 as ofp13
 from os_ken.ofproto import ofproto_v1_3_parser as parser13
@@ -36,11 +36,6 @@ from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
 
 TOPOLOGIES = ["linear,3", "tree,depth=2,fanout=2", "ring,4", "mesh,4"]
-
-
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:

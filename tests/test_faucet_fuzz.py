@@ -15,14 +15,13 @@ import asyncio
 import copy
 import json
 import re
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cli_process import cli
 
 from netsleuth.controllers.faucet import generate_config
 from netsleuth.invariants import registry
@@ -50,11 +49,6 @@ def config_change(config: dict[str, Any], edit: str) -> ts.ConfigChange:
     text = render(config)
     return ts.ConfigChange(seq=0, t=0.0, id="planned", controller="c0", edit=edit, config=text,
                            sha256=config_sha256(text))
-
-
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def test_fuzzed_config_changes_replay_to_the_same_file_and_faucet_reloads_them(tmp_path: Path) -> None:

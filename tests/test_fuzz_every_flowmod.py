@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import cli as run_cli
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.schedulers.fuzz import Rates
@@ -39,9 +39,8 @@ MIGRATIONS = Rates({**dict.fromkeys(("switch_failure", "switch_recovery", "link_
 LOCATED = {"blackholes", "reachability", "loops"}
 
 
-def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return run_cli(*args, timeout=900)
 
 
 def fuzz_cli(out: Path, controller: str, seed: int, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:

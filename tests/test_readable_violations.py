@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process import cli as run_cli
 
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.persistence import PersistenceTracker
@@ -28,9 +28,8 @@ HUB = Path(__file__).parent / "data" / "osken_apps" / "proactive_hub.py"
 WIDTH = 160
 
 
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**__import__("os").environ, "COLUMNS": "200"})
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return run_cli(*args, timeout=600, env={"COLUMNS": "200"})
 
 
 def assert_short(text: str) -> None:

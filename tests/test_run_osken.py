@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_process import cli
 
 from netsleuth.controllers.external import OSKEN_MAIN, find_controller_python
 from netsleuth.jobs.invariants_on_trace import invariants_on_trace
@@ -22,11 +23,6 @@ from netsleuth.trace.io import read_trace, write_trace
 pytestmark = pytest.mark.real
 
 SIMPLE_SWITCH = "osken:os_ken.app.simple_switch"
-
-
-def cli(*args: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
 
 
 def kinds(trace) -> dict[str, int]:

@@ -11,11 +11,11 @@ import base64
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import cli as run_cli
 
 from netsleuth.jobs.fuzz import FuzzOptions, fuzz
 from netsleuth.jobs.run import RunOptions, run
@@ -31,9 +31,8 @@ SS10 = "osken:os_ken.app.simple_switch"
 STP13 = "osken:os_ken.app.simple_switch_stp_13"
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return run_cli(*args, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from cli_process import cli
 
 from netsleuth.controllers.spec import UntrustedControllerError, check_trace_spec, parse_controller
 from netsleuth.errors import ControllerError
@@ -55,11 +56,6 @@ def ryu_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
             member = tar.getmember(f"ryu-4.34/ryu/app/{name}")
             (folder / name).write_bytes(tar.extractfile(member).read())
     return folder
-
-
-def cli(*args: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netsleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
 
 
 def controller_log(out: Path) -> str:
