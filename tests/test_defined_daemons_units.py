@@ -298,3 +298,23 @@ def test_on_the_virtual_clock_every_rip_message_is_held_and_released_in_link_ord
     assert ev[0]["unit"]["src"] == "s1" and ev[0]["unit"]["dst"] == "r3"
     assert c.release(1) == [("a", f1)] and c.release(2) == [("a", f2)]
     assert c.rip == {"s1>r3": 2}
+
+
+def test_a_message_whose_session_closed_before_delivery_is_named_by_its_resent_copy():
+    """A speaker's session that closes while the first group gathers (a busy machine) loses the UPDATE
+    held on it; the speaker announces again on its new session. The identity (sender, receiver, number)
+    names that new message, never the lost one: delivering the lost one would end the run."""
+    from netsleuth.defined.daemons import explore
+    from netsleuth.defined.daemons.net import LiveNet
+
+    n = LiveNet(med_net(deterministic_med=True), "frr")
+    ann = [{"type": "UPDATE", "nlri": ["203.0.113.0/24"], "next_hop": "10.255.0.1"}]
+    n._apply({"ev": "held", "unit": {"id": 1, "src": "s1", "dst": "r3", "arrival": 0, "messages": ann}})
+    n._apply({"ev": "held", "unit": {"id": 2, "src": "s2", "dst": "r3", "arrival": 1, "messages": ann}})
+    n._apply({"ev": "reset", "id": 1})
+    n._apply({"ev": "held", "unit": {"id": 3, "src": "s1", "dst": "r3", "arrival": 2, "messages": ann}})
+    assert n.held[1].dropped and n.held[3].identity() == n.held[1].identity() == ("s1", "r3", 0)
+    assert n.find(("s1", "r3", 0)) is n.held[3]
+    assert [h.id for h in n.pending()] == [3, 2]
+    picked = explore._by_identity(n, n.pending(), [("s2", "r3", 0), ("s1", "r3", 0)], quiet=0.0)
+    assert [h.id for h in picked] == [2, 3]

@@ -18,6 +18,7 @@ directory (FRR's daemons run as user ``frr``, which owns that directory).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -48,6 +49,9 @@ OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
 IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddrErrors")
 # How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
 ROUTING_PORTS = ("0059", "0208")
+# A directory to keep each run directory in (daemons' logs and configuration, the relay's log) once the
+# run ends: the run directory itself is temporary and goes with the run.
+KEEP_ENV = "NETSLEUTH_KEEP_RUNDIR"
 
 
 class DaemonEnvError(NetsleuthError):
@@ -364,6 +368,7 @@ class NamespaceHost:
             except subprocess.TimeoutExpired:
                 pass
         self.procs.clear()
+        self._keep()
         if self.relay_ctl is not None:
             self.relay_ctl.close()
             self.relay_ctl = None
@@ -378,6 +383,16 @@ class NamespaceHost:
             self.guard = None
         self._frr_scratch()
         shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def _keep(self) -> None:
+        """Copy the run directory under ``$NETSLEUTH_KEEP_RUNDIR`` (when set) before it is deleted."""
+        keep = os.environ.get(KEEP_ENV)
+        if not keep or not self.rundir.is_dir():
+            return
+        dest = Path(keep) / self.rundir.name
+        with contextlib.suppress(OSError):
+            shutil.copytree(self.rundir, dest, ignore=shutil.ignore_patterns("*.api", "*.vty", "*.ctl", "*.sock"),
+                            dirs_exist_ok=True)
 
     def _frr_scratch(self) -> None:
         for d in self.scratch:
