@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from netsleuth.defined.daemons import config
+from netsleuth.defined.daemons import config, control
 from netsleuth.defined.daemons.spec import DaemonNet, RouterLink
 from netsleuth.errors import NetsleuthError
 
@@ -146,6 +146,7 @@ class NamespaceHost:
         self._start_relay()
         for r in self.net.routers:
             self.start_router(r.name)
+            self._wait_listening(r.name)
 
     def _start_guard(self) -> None:
         r, w = os.pipe()
@@ -337,6 +338,29 @@ class NamespaceHost:
                 if dm == "zebra":
                     _wait_path(d / "zserv.api", 5.0, f"{name}'s zebra", d / "zebra.log")
         self.daemons[name] = procs
+
+    def _wait_listening(self, name: str) -> None:
+        """FRR: a router that waits passively for BGP connections answers on bgpd's vty (it has read its
+        configuration, neighbours included) before the next router starts, so a speaker's first
+        connection is accepted and its connect-retry timer never has to run (see config.FRR_CONNECT_RETRY)."""
+        if self.daemon != "frr" or not any(ln.a == name and self.net.router(ln.b).bgp
+                                           for ln in self.net.links_of(name)):
+            return
+        vty = config.router_dir(self.rundir, name) / "bgpd.vty"
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                c = control.FrrControl(vty)
+            except control.ControlError:
+                if time.monotonic() > deadline:
+                    raise DaemonEnvError(f"{name}'s bgpd did not start", "see its log", self.log_tail(name)) from None
+                time.sleep(0.01)
+                continue
+            try:
+                c.ask("show version")
+            finally:
+                c.close()
+            return
 
     def close(self) -> None:
         """Stop every process and let the namespaces (and their veths) go; idempotent.
