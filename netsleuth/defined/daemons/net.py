@@ -94,6 +94,7 @@ class LiveNet:
         self.host: NamespaceHost | None = None
         self.reader: Reader | None = None
         self.held: dict[int, Held] = {}
+        self._open: dict[int, Held] = {}   # held and not yet delivered nor lost (pruned by pending())
         self.group = 0
         self.oseq: dict[str, int] = {}
         self.rbuf = b""
@@ -249,7 +250,7 @@ class LiveNet:
         ln = self.net.link_between(src, u["dst"])
         group = int(self.clock.now) if self.clock is not None else self.group   # on the clock: one group a second
         tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, ln.index)
-        self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
+        self.held[u["id"]] = self._open[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
 
     def _renumber_after(self, gone: Held) -> None:
         """A unit whose connection closed never counts: the later ones of its link direction move up.
@@ -281,7 +282,10 @@ class LiveNet:
 
     def pending(self) -> list[Held]:
         """Held messages not yet delivered, in the ordering function's order."""
-        return sorted((h for h in self.held.values() if not h.delivered), key=lambda h: self.ordering.key(h.tags))
+        # from the messages still open, in the order they were held (sorted() keeps it among equal keys),
+        # not from every message the run ever held: a long replay holds thousands
+        self._open = {k: h for k, h in self._open.items() if not h.delivered}
+        return sorted(self._open.values(), key=lambda h: self.ordering.key(h.tags))
 
     def collect(self, quiet: float = 1.0, expect: int | None = None) -> list[Held]:
         """Close the current group: wait for the sessions and for ``quiet`` seconds without a new message.
