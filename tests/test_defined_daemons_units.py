@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
@@ -298,3 +299,58 @@ def test_on_the_virtual_clock_every_rip_message_is_held_and_released_in_link_ord
     assert ev[0]["unit"]["src"] == "s1" and ev[0]["unit"]["dst"] == "r3"
     assert c.release(1) == [("a", f1)] and c.release(2) == [("a", f2)]
     assert c.rip == {"s1>r3": 2}
+
+
+def test_a_message_whose_session_closed_before_delivery_is_named_by_its_resent_copy():
+    """A speaker's session that closes while the first group gathers (a busy machine) loses the UPDATE
+    held on it; the speaker announces again on its new session. The identity (sender, receiver, number)
+    names that new message, never the lost one: delivering the lost one would end the run."""
+    from netsleuth.defined.daemons import explore
+    from netsleuth.defined.daemons.net import LiveNet
+
+    n = LiveNet(med_net(deterministic_med=True), "frr")
+    ann = [{"type": "UPDATE", "nlri": ["203.0.113.0/24"], "next_hop": "10.255.0.1"}]
+    n._apply({"ev": "held", "unit": {"id": 1, "src": "s1", "dst": "r3", "arrival": 0, "messages": ann}})
+    n._apply({"ev": "held", "unit": {"id": 2, "src": "s2", "dst": "r3", "arrival": 1, "messages": ann}})
+    n._apply({"ev": "reset", "id": 1})
+    n._apply({"ev": "held", "unit": {"id": 3, "src": "s1", "dst": "r3", "arrival": 2, "messages": ann}})
+    assert n.held[1].dropped and n.held[3].identity() == n.held[1].identity() == ("s1", "r3", 0)
+    assert n.find(("s1", "r3", 0)) is n.held[3]
+    assert [h.id for h in n.pending()] == [3, 2]
+    picked = explore._by_identity(n, n.pending(), [("s2", "r3", 0), ("s1", "r3", 0)], quiet=0.0)
+    assert [h.id for h in picked] == [2, 3]
+
+
+@pytest.mark.real
+def test_a_kernel_table_is_dumped_again_only_after_the_kernel_announces_a_route_change():
+    from netsleuth.defined.daemons import kroutes
+
+    holder = subprocess.Popen(["unshare", "--net", "--", "sleep", "30"])
+    try:
+        ns = f"/proc/{holder.pid}/ns/net"
+        control.wait_for(lambda: os.readlink(ns) != os.readlink("/proc/self/ns/net"), 5.0, "the namespace",
+                         step=0.002)
+
+        def ip(*args: str) -> None:
+            subprocess.run(["nsenter", f"--net={ns}", "--", "ip", *args], check=True, capture_output=True)
+
+        ip("link", "set", "lo", "up")
+        ip("link", "add", "d0", "type", "veth", "peer", "name", "d1")
+        ip("addr", "add", "10.9.0.1/24", "dev", "d0")
+        ip("link", "set", "d0", "up")
+        ip("link", "set", "d1", "up")
+        table = kroutes.NetlinkTable(ns)
+        try:
+            first = table.routes()
+            assert [r.prefix for r in first] == ["10.9.0.0/24"] and table.dumps == 1
+            assert table.routes() is first and table.dumps == 1        # nothing changed: no second dump
+            ip("route", "add", "192.0.2.0/24", "via", "10.9.0.2")
+            assert "192.0.2.0/24" in [r.prefix for r in table.routes()] and table.dumps == 2
+            ip("route", "del", "192.0.2.0/24")
+            assert [r.prefix for r in table.routes()] == ["10.9.0.0/24"] and table.dumps == 3
+            assert table.routes() == first and table.dumps == 3
+        finally:
+            table.close()
+    finally:
+        holder.kill()
+        holder.wait()

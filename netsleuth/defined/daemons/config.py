@@ -11,9 +11,9 @@ MED and next hop (its loopback) its :class:`~.spec.Origin` says, and the
 receiver reaches each loopback through an "IGP" route whose metric is the
 link's ``igp`` -- a static route with ``igp_metric`` in BIRD, a kernel route
 with that metric in FRR (zebra's next-hop tracking reports it to bgpd).
-Timers are short so sessions come up in about a second, and the first
-router of each link waits passively for the second to connect (no
-connection collisions to resolve).
+Sessions come up in about a second, and the first router of each link
+waits passively for the second to connect (no connection collisions to
+resolve).
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ from pathlib import Path
 from netsleuth.defined.daemons.spec import DaemonNet, Router, RouterLink
 
 DAEMONS = ("bird", "frr")
+# FRR's connect-retry timer also runs while a TCP connection is being set up: when it expires first
+# (a busy machine stalls the handshake past it) the speaker drops that connection and opens another,
+# which the passive end may by then have accepted too -- two connections, one session lost, as the
+# machine's load decides. The passive end listens before the speakers start (NamespaceHost), so a
+# first attempt succeeds and the timer never has to retry: it is long, not fast.
+FRR_CONNECT_RETRY = 10
 
 
 def router_dir(rundir: Path, router: str) -> Path:
@@ -120,7 +126,7 @@ def _frr_bgp(net: DaemonNet, r: Router) -> list[str]:
     for ln, p in peers:
         a = ln.addr(p.name)
         out += [f" neighbor {a} remote-as {p.asn}", f" neighbor {a} update-source {ln.addr(r.name)}",
-                f" neighbor {a} timers connect 1"]
+                f" neighbor {a} timers connect {FRR_CONNECT_RETRY}"]
         if ln.a == r.name:
             out += [f" neighbor {a} passive"]
     out += [" address-family ipv4 unicast"]

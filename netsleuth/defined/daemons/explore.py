@@ -80,15 +80,15 @@ def _by_identity(n: LiveNet, pending: list[Held], order: list[tuple], quiet: flo
     """The held messages named by ``order``, waiting for later groups when one is not held yet."""
     out = []
     for ident in order:
-        found = [h for h in n.held.values() if h.identity() == ident]
-        if not found:
+        found = n.find(ident)
+        if found is None:
             n.next_group()
             n.collect(quiet=quiet)
-            found = [h for h in n.held.values() if h.identity() == ident]
-        if not found:
+            found = n.find(ident)
+        if found is None:
             raise ExploreError(f"this run did not hold message {ident[0]}->{ident[1]} #{ident[2]}",
                                "the daemons' start-up changed between runs; rerun")
-        out.append(found[0])
+        out.append(found)
     return out
 
 

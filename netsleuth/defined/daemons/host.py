@@ -18,6 +18,7 @@ directory (FRR's daemons run as user ``frr``, which owns that directory).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -29,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from netsleuth.defined.daemons import config
+from netsleuth.defined.daemons import config, control
 from netsleuth.defined.daemons.spec import DaemonNet, RouterLink
 from netsleuth.errors import NetsleuthError
 
@@ -48,6 +49,9 @@ OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
 IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddrErrors")
 # How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
 ROUTING_PORTS = ("0059", "0208")
+# A directory to keep each run directory in (daemons' logs and configuration, the relay's log) once the
+# run ends: the run directory itself is temporary and goes with the run.
+KEEP_ENV = "NETSLEUTH_KEEP_RUNDIR"
 
 
 class DaemonEnvError(NetsleuthError):
@@ -142,6 +146,7 @@ class NamespaceHost:
         self._start_relay()
         for r in self.net.routers:
             self.start_router(r.name)
+            self._wait_listening(r.name)
 
     def _start_guard(self) -> None:
         r, w = os.pipe()
@@ -334,6 +339,29 @@ class NamespaceHost:
                     _wait_path(d / "zserv.api", 5.0, f"{name}'s zebra", d / "zebra.log")
         self.daemons[name] = procs
 
+    def _wait_listening(self, name: str) -> None:
+        """FRR: a router that waits passively for BGP connections answers on bgpd's vty (it has read its
+        configuration, neighbours included) before the next router starts, so a speaker's first
+        connection is accepted and its connect-retry timer never has to run (see config.FRR_CONNECT_RETRY)."""
+        if self.daemon != "frr" or not any(ln.a == name and self.net.router(ln.b).bgp
+                                           for ln in self.net.links_of(name)):
+            return
+        vty = config.router_dir(self.rundir, name) / "bgpd.vty"
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                c = control.FrrControl(vty)
+            except control.ControlError:
+                if time.monotonic() > deadline:
+                    raise DaemonEnvError(f"{name}'s bgpd did not start", "see its log", self.log_tail(name)) from None
+                time.sleep(0.01)
+                continue
+            try:
+                c.ask("show version")
+            finally:
+                c.close()
+            return
+
     def close(self) -> None:
         """Stop every process and let the namespaces (and their veths) go; idempotent.
 
@@ -364,6 +392,7 @@ class NamespaceHost:
             except subprocess.TimeoutExpired:
                 pass
         self.procs.clear()
+        self._keep()
         if self.relay_ctl is not None:
             self.relay_ctl.close()
             self.relay_ctl = None
@@ -378,6 +407,16 @@ class NamespaceHost:
             self.guard = None
         self._frr_scratch()
         shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def _keep(self) -> None:
+        """Copy the run directory under ``$NETSLEUTH_KEEP_RUNDIR`` (when set) before it is deleted."""
+        keep = os.environ.get(KEEP_ENV)
+        if not keep or not self.rundir.is_dir():
+            return
+        dest = Path(keep) / self.rundir.name
+        with contextlib.suppress(OSError):
+            shutil.copytree(self.rundir, dest, ignore=shutil.ignore_patterns("*.api", "*.vty", "*.ctl", "*.sock"),
+                            dirs_exist_ok=True)
 
     def _frr_scratch(self) -> None:
         for d in self.scratch:

@@ -25,6 +25,7 @@ NETLINK_ROUTE = 0
 RTM_NEWLINK, RTM_GETLINK, RTM_NEWROUTE, RTM_GETROUTE = 16, 18, 24, 26
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+RTMGRP_IPV4_ROUTE = 0x40
 RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_MULTIPATH, RTA_TABLE = 1, 4, 5, 9, 15
 IFLA_IFNAME = 3
 RT_TABLE_MAIN = 254
@@ -159,8 +160,9 @@ def _setns(fd: int) -> None:
         raise KernelTableError(f"cannot enter a router's network namespace ({os.strerror(err)})", "run as root")
 
 
-def netlink_in(ns_path: str) -> socket.socket:
-    """A NETLINK_ROUTE socket that lives in the namespace at ``ns_path`` (this thread returns home after)."""
+def netlink_in(ns_path: str, groups: int = 0) -> socket.socket:
+    """A NETLINK_ROUTE socket that lives in the namespace at ``ns_path`` (this thread returns home after),
+    subscribed to the multicast ``groups`` (a mask of RTMGRP_* bits)."""
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
         target = os.open(ns_path, os.O_RDONLY)
@@ -174,19 +176,42 @@ def netlink_in(ns_path: str) -> socket.socket:
             os.close(target)
     finally:
         os.close(home)
-    s.bind((0, 0))
+    s.bind((0, groups))
     s.settimeout(5.0)
     return s
 
 
 class NetlinkTable:
-    """One namespace's main table, read on demand."""
+    """One namespace's main table, read on demand.
+
+    Most reads find the table as it was (a round of timers reads every router's, a delivery its
+    receiver's, and few of them change a route), so a second socket listens for the kernel's route
+    notifications: the kernel queues one on it, in the writer's own system call, for every IPv4
+    route added, changed or removed in the namespace. A read that finds none since the last dump
+    returns that dump's routes without asking for another.
+    """
 
     def __init__(self, ns_path: str) -> None:
         self.sock = netlink_in(ns_path)
+        self.watch = netlink_in(ns_path, RTMGRP_IPV4_ROUTE)
+        self.watch.setblocking(False)
         self._last_key: bytes | None = None
         self._last: list[KRoute] = []
+        self.dumps = 0
         self.ifnames = parse_links(self._dump(RTM_GETLINK, struct.pack("=Bxxxiii", socket.AF_UNSPEC, 0, 0, 0)))
+
+    def _changed(self) -> bool:
+        """Whether a route notification arrived since the last call (read them all)."""
+        changed = False
+        while True:
+            try:
+                if not self.watch.recv(1 << 16):
+                    return changed
+            except BlockingIOError:
+                return changed
+            except OSError:   # ENOBUFS: notifications were lost -- the table may have changed
+                pass
+            changed = True
 
     def _dump(self, kind: int, body: bytes) -> bytes:
         # Every dump carries the same sequence number, which the kernel repeats in each message
@@ -200,7 +225,11 @@ class NetlinkTable:
                 return b"".join(chunks)
 
     def routes(self) -> list[KRoute]:
-        """The table now; parsed only when its bytes changed since the last read (most reads)."""
+        """The table now: dumped only after a route notification, parsed only when its bytes changed."""
+        # the notifications are read before the dump: one that comes after it is kept for the next read
+        if not self._changed() and self._last_key is not None:
+            return self._last
+        self.dumps += 1
         rtm = struct.pack("=8BI", socket.AF_INET, 0, 0, 0, 0, 0, 0, 0, 0)
         data = self._dump(RTM_GETROUTE, rtm)
         if data != self._last_key:
@@ -209,3 +238,4 @@ class NetlinkTable:
 
     def close(self) -> None:
         self.sock.close()
+        self.watch.close()

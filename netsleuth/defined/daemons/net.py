@@ -94,6 +94,7 @@ class LiveNet:
         self.host: NamespaceHost | None = None
         self.reader: Reader | None = None
         self.held: dict[int, Held] = {}
+        self._open: dict[int, Held] = {}   # held and not yet delivered nor lost (pruned by pending())
         self.group = 0
         self.oseq: dict[str, int] = {}
         self.rbuf = b""
@@ -217,16 +218,20 @@ class LiveNet:
         while b"\n" in self.rbuf:
             line, self.rbuf = self.rbuf.split(b"\n", 1)
             ev = json.loads(line)
-            if ev.get("ev") == "held":
-                self._note_held(ev["unit"])
-            elif ev.get("ev") in ("dropped", "reset") and ev["id"] in self.held:
-                h = self.held[ev["id"]]
-                h.delivered = h.dropped = True
-                if ev["ev"] == "reset":
-                    self._renumber_after(h)
-                self.log.append({ev["ev"]: h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
+            self._apply(ev)
             out.append(ev)
         return out
+
+    def _apply(self, ev: dict) -> None:
+        """Book one relay event: a message held, or one lost (its link cut, its connection closed)."""
+        if ev.get("ev") == "held":
+            self._note_held(ev["unit"])
+        elif ev.get("ev") in ("dropped", "reset") and ev["id"] in self.held:
+            h = self.held[ev["id"]]
+            h.delivered = h.dropped = True
+            if ev["ev"] == "reset":
+                self._renumber_after(h)
+            self.log.append({ev["ev"]: h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
 
     def _wait_event(self, kind: str, timeout: float, uid: int | None = None) -> None:
         deadline = time.monotonic() + timeout
@@ -245,7 +250,7 @@ class LiveNet:
         ln = self.net.link_between(src, u["dst"])
         group = int(self.clock.now) if self.clock is not None else self.group   # on the clock: one group a second
         tags = Tags(group, ln.delay_us, 1, src, seq, "msg", src, ln.index)
-        self.held[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
+        self.held[u["id"]] = self._open[u["id"]] = Held(u["id"], src, u["dst"], tags, u["messages"], u["arrival"])
 
     def _renumber_after(self, gone: Held) -> None:
         """A unit whose connection closed never counts: the later ones of its link direction move up.
@@ -261,9 +266,26 @@ class LiveNet:
                 h.tags = replace(h.tags, oseq=h.tags.oseq - 1)
 
     # -- groups ------------------------------------------------------------------
+    def find(self, ident: tuple[str, str, int]) -> Held | None:
+        """The pending message named ``ident`` (see :meth:`Held.identity`), if this run holds it.
+
+        A message whose connection closed before its delivery keeps its old number but is
+        gone: the daemon announces it again on its next session, and that new message, which
+        took over the number, is the one the identity names. (A busy machine can make a
+        speaker's session flap while the first group gathers; the run then goes on with the
+        new session, as a run whose first session stayed would.)
+        """
+        for h in self.held.values():
+            if not h.delivered and h.identity() == ident:
+                return h
+        return None
+
     def pending(self) -> list[Held]:
         """Held messages not yet delivered, in the ordering function's order."""
-        return sorted((h for h in self.held.values() if not h.delivered), key=lambda h: self.ordering.key(h.tags))
+        # from the messages still open, in the order they were held (sorted() keeps it among equal keys),
+        # not from every message the run ever held: a long replay holds thousands
+        self._open = {k: h for k, h in self._open.items() if not h.delivered}
+        return sorted(self._open.values(), key=lambda h: self.ordering.key(h.tags))
 
     def collect(self, quiet: float = 1.0, expect: int | None = None) -> list[Held]:
         """Close the current group: wait for the sessions and for ``quiet`` seconds without a new message.
@@ -316,17 +338,26 @@ class LiveNet:
         try:
             control.wait_for(processed, self.timeout, f"{h.dst} to process message #{uid}")
         except control.ControlError as exc:
-            self._send({"cmd": "dump"})
-            dump = [e for e in self._events(2.0) if e.get("ev") == "dump"]
             assert self.host is not None
             raise LiveNetError(exc.problem, "see the relay's state and the receiver's log (below)",
-                               json.dumps(dump[:1]) + "\n" + self.host.log_tail(h.dst)) from None
+                               self._dump_state() + "\n" + self.host.log_tail(h.dst)) from None
         if h.dropped:
             raise LiveNetError(f"the BGP session {h.src} -> {h.dst} closed while message #{uid} was held",
-                               "rerun: the daemons announce again on a new session, which the next run holds")
+                               "see relay-state.json and the daemons' logs (keep them with NETSLEUTH_KEEP_RUNDIR=DIR)",
+                               self._dump_state())
         h.delivered = True
         self.log.append({"delivered": uid, "src": h.src, "dst": h.dst, "group": h.tags.group})
         return h
+
+    def _dump_state(self) -> str:
+        """The relay's state and what this run did, also written to relay-state.json in the run directory."""
+        self._send({"cmd": "dump"})
+        dump = [e for e in self._events(2.0) if e.get("ev") == "dump"]
+        text = json.dumps({"relay": dump[:1], "log": self.log})
+        if self.host is not None:
+            with contextlib.suppress(OSError):
+                (self.host.rundir / "relay-state.json").write_text(text + "\n")
+        return text
 
     def _deliver_datagram(self, h: Held) -> Held:
         """A RIP or OSPF message: nothing acknowledges it, so the receiver is poked until it has read it.

@@ -21,6 +21,7 @@ import sys
 import time
 
 from netsleuth.defined.daemons.relaycore import RelayCore
+from netsleuth.defined.daemons.wire import TYPES, tcp_of
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -171,7 +172,29 @@ class Relay:
             if addr[2] == PACKET_OUTGOING:
                 continue
             self.read[iface] += 1
-            self._send(self.core.on_frame(iface, frame))
+            out = self.core.on_frame(iface, frame)
+            if TRACE:
+                _trace(iface, frame, out)
+            self._send(out)
+
+
+# NETSLEUTH_RELAY_TRACE=1: one line per BGP segment in relay.log (wall time, interface, flow, flags, sequence
+# numbers, the BGP messages it starts, how many frames went out at once) -- to read beside the daemons' logs
+TRACE = bool(os.environ.get("NETSLEUTH_RELAY_TRACE"))
+
+
+def _trace(iface: str, frame: bytes, out: list) -> None:
+    seg = tcp_of(frame)
+    if seg is None or not seg.bgp:
+        return
+    p, kinds = seg.payload, []
+    while len(p) >= 19:
+        kinds.append(TYPES.get(p[18], str(p[18])))
+        p = p[max(19, int.from_bytes(p[16:18], "big")):]
+    t = time.time()
+    print(f"{time.strftime('%H:%M:%S', time.gmtime(t))}.{int(t * 1e6) % 1000000:06d} {iface} "
+          f"{seg.src}:{seg.sport}>{seg.dst}:{seg.dport} flags={seg.flags:#04x} seq={seg.seq} ack={seg.ack} "
+          f"len={len(seg.payload)} {','.join(kinds) or '-'} out={len(out)}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str]) -> int:
