@@ -30,7 +30,7 @@ from typing import Any
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.batch import gc_paused
-from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
+from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold, rule_text
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -49,12 +49,30 @@ def _analysis(view: NetworkView, a: object) -> Analysis13:
     return analyze13(view)
 
 
+class Describer:
+    """:func:`describe13` of each header set object once within one check: a finding's space is
+    read by its own text, by its group's entries and by the group's details (held while the
+    check runs, so an id stands for one object)."""
+
+    __slots__ = ("_got",)
+
+    def __init__(self) -> None:
+        self._got: dict[int, tuple[HS13, str]] = {}
+
+    def __call__(self, hs: HS13) -> str:
+        got = self._got.get(id(hs))
+        if got is None or got[0] is not hs:
+            got = self._got[id(hs)] = (hs, describe13(hs))
+        return got[1]
+
+
 def _rules_text(e: HsaEvent13) -> str:
     return "; ".join(e.rule_texts()) or "none"
 
 
 # --------------------------------------------------------------------------- loops
-def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
+def loops13(view: NetworkView, analysis: object = None,
+            describe: Callable[[HS13], str] = describe13) -> list[Finding]:
     """One finding per distinct cycle, whichever ingress enters it (as for 1.0)."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
@@ -75,7 +93,7 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
         e = per[entries[0][0]][0]
         hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
         extra = {"rules": list(e.rule_texts()), "select": bool(e.choices)}
-        f = R.loop_finding(view, a, cycle, entries, e.path, hosts, describe13, extra)  # type: ignore[arg-type]
+        f = R.loop_finding(view, a, cycle, entries, e.path, hosts, describe, extra)  # type: ignore[arg-type]
         if e.choices:
             f = Finding(f.invariant, f.message + " for one choice of a SELECT group", f.hosts, f.switches, f.details)
         out.append(f)
@@ -84,7 +102,7 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
 
 # --------------------------------------------------------------------------- blackholes
 def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None,
-                 memo: dict[str, dict] | None = None) -> list[Finding]:
+                 memo: dict[str, dict] | None = None, describe: Callable[[HS13], str] = describe13) -> list[Finding]:
     """One finding per dropping rule (switch, table, rule), whichever hosts send into it.
     ``comp``: :func:`R.components` of ``view``, when the caller has it.  ``memo`` (the
     incremental engine's, kept while only flow tables and groups change): per ingress, the
@@ -119,7 +137,7 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
                 for x in (ing, *(y for e in evs for y in (e, *(r[2].instructions for r in e.rules))))]
         f = R.memo_hit(old, (sw, rule), used)
         if f is None:
-            f = _drop_finding13(view, a, sw, rule, per, macs)
+            f = _drop_finding13(view, a, sw, rule, per, macs, describe)
         kept[(sw, rule)] = (used, f)
         out.append(f)
     if memo is not None:
@@ -136,14 +154,13 @@ def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
         hs = e.hs.minus_values("eth_dst", cut_off).prune()
         if not hs.terms:
             continue
-        texts = e.rule_texts()
-        out.append(((e.where, texts[-1] if texts else e.why), hs, e))
+        out.append(((e.where, rule_text(*e.rules[-1]) if e.rules else e.why), hs, e))
     return out
 
 
 def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
                     per: dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]],
-                    macs: dict[int, str]) -> Finding:
+                    macs: dict[int, str], describe: Callable[[HS13], str] = describe13) -> Finding:
     entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
     whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
     e = per[entries[0][0]][2][0]
@@ -151,7 +168,7 @@ def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
     hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
     hs = union13(h for _i, h in entries)
     shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
-    return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
+    return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe,  # type: ignore[arg-type]
                           {"rules": list(e.rule_texts()), "terms": len(hs.terms), "rule_text": rule})
 
 
@@ -291,9 +308,12 @@ def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS
     return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
 
 
-def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
+def reachability13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None,
+                   describe: Callable[[HS13], str] = describe13) -> list[Finding]:
+    """Unreachable host pairs, grouped by cause.  ``comp``: :func:`R.components` of ``view``,
+    when the caller has it."""
     a = _analysis(view, analysis)
-    comp = R.components(view)
+    comp = R.components(view) if comp is None else comp
     members = R.hosts_by_component(view, comp)
     ok = R.controller_checker(view)
 
@@ -311,13 +331,14 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
                tuple((sw, ok(sw)) for sw in sorted(r.punted)))
         hit = r.memo.get(key)
         if hit is None:
-            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok)
+            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok, describe=describe)
         out.extend(hit)
-    return R.group_unreachable(view, a, out, describe13)  # type: ignore[arg-type]
+    return R.group_unreachable(view, a, out, describe)  # type: ignore[arg-type]
 
 
 def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Callable[[str], bool],
-                   memo: dict[str, Any] | None = None, only: set[str] | None = None) -> list[Finding]:
+                   memo: dict[str, Any] | None = None, only: set[str] | None = None,
+                   describe: Callable[[HS13], str] = describe13) -> list[Finding]:
     """The unreachable pairs of one source (before grouping), judged from its reach ``r``.
 
     ``memo`` (the incremental engine's, kept per source between calls): without SELECT
@@ -365,11 +386,12 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
         w = bad.witness()
         reason = _why_unreached(r, w, ok)
         why, where, path = reason
-        text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
+        bad_text = describe(bad)
+        text = "all their traffic" if (P - bad).prune().terms == () else f"headers {bad_text}"
         via = f" (path {' -> '.join(path)})" if path else ""
         f = Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                     hosts=(src.name, dst.name), switches=where,
-                    details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                    details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": bad_text,
                              "path": path, "cause": why, "all": text == "all their traffic",
                              "witness": R.witness_dict(bad), R.SPACE: bad})
         if memo is not None:
@@ -433,5 +455,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
     with gc_paused():   # the checks make many small objects too (see gc_paused)
         a = analyze13(view, **kw)
-        return {"loops": loops13(view, a), "blackholes": blackholes13(view, a),
-                "reachability": reachability13(view, a)}
+        comp = R.components(view)
+        describe = Describer()
+        return {"loops": loops13(view, a, describe), "blackholes": blackholes13(view, a, comp, describe=describe),
+                "reachability": reachability13(view, a, comp, describe)}

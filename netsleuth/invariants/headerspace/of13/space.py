@@ -20,7 +20,9 @@ from netsleuth.model.of13.oxm import render_value
 class HS13(HeaderSet):
     """A set of 1.3 headers (``model.of13.headerbits``): the union of its terms (which may overlap)."""
 
-    __slots__ = ()
+    # the display terms, worked out on first use: a finding's space is both described and summed
+    # up (a set never changes its terms)
+    __slots__ = ("_shown",)
     WIDTH = WIDTH13
     SHIFTS = SHIFT13
     FULLS = FULL13
@@ -41,7 +43,11 @@ class HS13(HeaderSet):
         return wildcard_text13(v, m)
 
     def display_terms(self) -> list[Term]:
-        return _display_terms(self)
+        try:
+            shown = self._shown
+        except AttributeError:
+            shown = self._shown = tuple(_display_terms(self))
+        return list(shown)
 
     def header_fields(self, header: int) -> dict[str, object]:
         return header_dict13(header)
