@@ -5,6 +5,7 @@ better-ranked entry takes).  Used by :class:`~netsleuth.invariants.headerspace.o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,7 +23,8 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "_order", "steps")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "bid", "low", "_small", "_order",
+                 "steps")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -52,6 +54,7 @@ class _TableView:
             else:
                 lst.append(r)
         self.bits = bits
+        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
         self.low = low_bit(bits)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
         self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
@@ -70,6 +73,7 @@ class _TableView:
         self.ws[r] = w
         if m & ~self.bits:   # bits no entry tested before
             self.bits |= m
+            self.bid = bit_id(self.bits)
             if low_bit(self.bits) != self.low:
                 self.low, self._small, self._order = low_bit(self.bits), None, None
         lst = self.groups.setdefault(m, {}).setdefault(v, [])
@@ -533,6 +537,21 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     if len(earlier) > 1:
         earlier.sort()
     return earlier
+
+
+def bit_id(bits: int) -> int:
+    """A small number for a set of tested bits (equal sets, one number; numbers are never given
+    again): a dict keyed by it costs no hash of a header-wide int."""
+    got = _BIT_IDS.get(bits)
+    if got is None:
+        if len(_BIT_IDS) >= 4096:
+            _BIT_IDS.clear()   # (later views of these bits get new numbers)
+        got = _BIT_IDS[bits] = next(_BIT_COUNT)
+    return got
+
+
+_BIT_IDS: dict[int, int] = {}
+_BIT_COUNT = itertools.count()
 
 
 def low_bit(bits: int) -> int:

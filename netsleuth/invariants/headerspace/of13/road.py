@@ -136,7 +136,8 @@ class Road:
         return got
 
     def keys_of(self, orig: HS13) -> dict[int, Any]:
-        """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by those bits."""
+        """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by the number of
+        those bits (``_TableView.bid``)."""
         got = self._keys.get(id(orig))
         if got is None or got[0] is not orig:
             if len(self._keys) >= _KEYS:
@@ -216,13 +217,20 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     comp = net.compiled(s)
     here = (s, p)
     rkeys = road._keys
-    local: dict[tuple[Any, int, int], _TableView] = {}
+    # the views of each mapping (by the id of its object: every item, and so its mapping, is
+    # held until the batch is done) by table and metadata; the hops of a batch mostly share one
+    by_sym: dict[int, dict[tuple[int, int], _TableView]] = {}
+    last: Any = None
+    local: dict[tuple[int, int], _TableView] = {}
     out: list[tuple[list[Event13], list[Hop13]] | None] = []
     for item in items:
         _s, _p, orig, sym, path, rules, choices = item
         if here in path:
             out.append(None)
             continue
+        if sym is not last:
+            last = sym
+            local = by_sym.setdefault(id(sym), {})
         got = rkeys.get(id(orig))   # Road.keys_of, inline
         keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
         walked = _walk(comp, local, keys, orig, sym, s, p)
@@ -233,24 +241,22 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     return out
 
 
-def _walk(comp: Compiled13, local: dict[tuple[Any, int, int], _TableView], keys: dict[int, Any], orig: HS13,
+def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict[int, Any], orig: HS13,
           sym: Sym, s: str, p: int) -> tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]] | None:
     """The tables of one hop on the short road, as :func:`road_hop` walks them: (the rules taken,
     the copies emitted), or None (a miss, a split, an entry for the general run, nothing sent).
-    ``local``: the views of this switch and in port by (mapping, table, metadata)."""
+    ``local``: the views of this switch, in port and mapping by (table, metadata)."""
     t = md = 0
     took: list[tuple[str, int, FlowEntry13]] = []
     emits: tuple[Emission, ...] = ()
-    skey = sym.key
     while True:
-        lk = (skey, t, md)
+        lk = (t, md)
         tv = local.get(lk)
         if tv is None:
             tv = local[lk] = comp.view(t, sym, p, md, 0)
-        bits = tv.bits   # _probe, inline
-        ks = keys.get(bits)
+        ks = keys.get(tv.bid)   # _probe, inline
         if ks is None:
-            ks = keys[bits] = _keys(orig, bits, tv.low)
+            ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
         if type(ks) is int:
             r = tv.fixed_best(ks)
         else:
@@ -280,10 +286,9 @@ def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
     or a split (``tv.whole(orig)``, from the distinct (value & bits, mask & bits) of orig's terms:
     all it reads of them, worked out once per header set and bits in ``keys`` -- a class of
     headers keeps its object from hop to hop, and a network's tables mostly test the same bits)."""
-    bits = tv.bits
-    ks = keys.get(bits)
+    ks = keys.get(tv.bid)
     if ks is None:
-        ks = keys[bits] = _keys(orig, bits, tv.low)
+        ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
     if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
         return tv.fixed_best(ks)
     r = tv.whole_keys(ks)
