@@ -382,20 +382,25 @@ def _lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces:
         return 0
     kept, other, empty, nm, notem, both = shape
     t0 = t[0]
+    # make_term's order keeps the first of equal differences: only needed when two of them
+    # can become equal, i.e. differ only in bits some piece fixes (the term's and the mask's)
+    repeat = len(kept) > 1 and _may_repeat(kept, t0 | em)
     same: dict[int, list[int]] = {}
     k = 0
     for i in cands:
         ev, mi = ws[i]
-        if mi != em or ev in same or ev & notem or (ev ^ t0) & both or (other and _meets(other, ev)):
+        if mi != em or ev & notem or (ev ^ t0) & both or (other and _meets(other, ev)):
             break
-        same[ev] = [i]
+        lst = [i]
+        if same.setdefault(ev, lst) is not lst:
+            break   # a better-ranked candidate of the same wildcard shadows it
         k += 1
         if empty:
             continue
         nv = t0 | ev
         if kept:
             out = [(dv | nv, cm) for dv, cm in kept]
-            if len(out) > 1:   # make_term's order: the first of equal differences stays
+            if repeat:
                 out = list(dict.fromkeys(out))
             piece: Term = (nv, nm, tuple(out))
         else:
@@ -408,6 +413,17 @@ def _lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces:
     if same:
         seen[em] = same
     return k
+
+
+def _may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
+    """Whether two differences of ``kept`` (value, mask) can be equal once bits of ``fixed``
+    are set in their values: equal masks, values that differ in those bits only."""
+    free = ~fixed
+    for n, (dv, cm) in enumerate(kept):
+        for ev, em in kept[n + 1:]:
+            if em == cm and not ((dv ^ ev) & free):
+                return True
+    return False
 
 
 def _meets(other: list[tuple[int, int]], ev: int) -> bool:
