@@ -38,6 +38,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
+from netsleuth.invariants.headerspace.of13.classify import diffs_may_repeat
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -200,16 +201,17 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     if _ETH_SHAPES is None:
         return _INJECTED.intersect_wc((w, _ETH_M))
     terms = []
-    for v, nm, kept in _ETH_SHAPES:
+    for v, nm, kept, repeat in _ETH_SHAPES:
         nv = v | w
         ds = [(dv | nv, cm) for dv, cm in kept]
-        terms.append((nv, nm, tuple(dict.fromkeys(ds)) if len(ds) > 1 else tuple(ds)))
+        terms.append((nv, nm, tuple(dict.fromkeys(ds)) if repeat else tuple(ds)))
     return HS13(terms)
 
 
-def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...]]] | None:
+def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool]] | None:
     """The injected terms as ``make_term`` clips them to any pair's MACs: (base value, base mask
-    with the MACs', the differences as (value, mask with the base's and the MACs')).  The
+    with the MACs', the differences as (value, mask with the base's and the MACs'), whether two
+    of them can become equal with some pair's MACs (make_term then keeps the first)).  The
     injected headers fix no MAC and their differences test none (they are about tags and
     ethertypes), so every difference meets every pair's part of its term and clips the same
     way; None (the general intersection) if that ever stops being so."""
@@ -226,7 +228,7 @@ def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...]]] | None:
             if dm & _ETH_M & ~m or cm == nm:
                 return None
             kept.append((dv, cm))
-        out.append((v, nm, tuple(kept)))
+        out.append((v, nm, tuple(kept), len(kept) > 1 and diffs_may_repeat(kept, v | _ETH_M)))
     return out
 
 
@@ -431,7 +433,15 @@ def _covered(P: HS13, terms: Sequence[Term]) -> bool:
     """Whether each term of ``P`` lies in one of ``terms``, as :func:`term_covers` tells (True is right).
     A term equal to one of ``terms`` is found by comparing first: a pair's class of headers, split
     off at its first hop and delivered whole, has the very terms of the pair's space."""
-    return all(t in terms or any(term_covers(g, t) for g in terms) for t in P.terms)
+    for t in P.terms:   # (a loop, not all() of a generator: this runs for every host pair)
+        if t in terms:
+            continue
+        for g in terms:
+            if term_covers(g, t):
+                break
+        else:
+            return False
+    return True
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:

@@ -384,7 +384,7 @@ def _lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces:
     t0 = t[0]
     # make_term's order keeps the first of equal differences: only needed when two of them
     # can become equal, i.e. differ only in bits some piece fixes (the term's and the mask's)
-    repeat = len(kept) > 1 and _may_repeat(kept, t0 | em)
+    repeat = len(kept) > 1 and diffs_may_repeat(kept, t0 | em)
     same: dict[int, list[int]] = {}
     k = 0
     for i in cands:
@@ -415,7 +415,7 @@ def _lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces:
     return k
 
 
-def _may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
+def diffs_may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
     """Whether two differences of ``kept`` (value, mask) can be equal once bits of ``fixed``
     are set in their values: equal masks, values that differ in those bits only."""
     free = ~fixed
