@@ -42,6 +42,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 
 _DST_SH = SHIFT13["eth_dst"]
@@ -72,6 +73,28 @@ class Describer:
         if got is None or got[0] is not hs:
             got = self._got[id(hs)] = (hs, describe13(hs))
         return got[1]
+
+
+class RuleTexts:
+    """:func:`~netsleuth.invariants.headerspace.of13.engine.rule_text` of each (switch, table,
+    entry) once within one check: the drops of many ingresses name one dropping rule, and the
+    findings list the rules of their events (the entries are held while the check runs)."""
+
+    __slots__ = ("_got",)
+
+    def __init__(self) -> None:
+        self._got: dict[tuple[str, int, int], tuple[FlowEntry13, str]] = {}
+
+    def __call__(self, sw: str, table_id: int, entry: FlowEntry13) -> str:
+        key = (sw, table_id, id(entry))
+        got = self._got.get(key)
+        if got is None or got[0] is not entry:
+            got = self._got[key] = (entry, rule_text(sw, table_id, entry))
+        return got[1]
+
+    def of(self, e: HsaEvent13) -> list[str]:
+        """The texts of ``e``'s rules (``HsaEvent13.rule_texts``)."""
+        return [self(*r) for r in e.rules]
 
 
 def _rules_text(e: HsaEvent13) -> str:
@@ -120,13 +143,14 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     macs = R.mac_hosts(view)
     comp = R.components(view) if comp is None else comp
     by_ing = {} if memo is None else memo.setdefault("ingress", {})
+    texts = RuleTexts()
     groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
     for ing in a.ingresses:
         r = a.reaches[ing]
         if not r.drops:
             continue
         hit = by_ing.get(ing)
-        items = hit[1] if hit is not None and hit[0] is r else _drops13(a, ing, comp, macs)
+        items = hit[1] if hit is not None and hit[0] is r else _drops13(a, ing, comp, macs, texts)
         if memo is not None:
             by_ing[ing] = (r, items)
         for key, hs, e in items:
@@ -139,13 +163,16 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     kept: dict = {}
     out = []
     for (sw, rule), per in groups.items():
+        if memo is None:
+            out.append(_drop_finding13(view, a, sw, rule, per, macs, describe, texts))
+            continue
         # the finding reads its events' rules as text: a MODIFY gives a rule new instructions
         # in place, so they are part of what it was built from
         used = [x for ing, (_w, _s, evs) in per.items()
                 for x in (ing, *(y for e in evs for y in (e, *(r[2].instructions for r in e.rules))))]
         f = R.memo_hit(old, (sw, rule), used)
         if f is None:
-            f = _drop_finding13(view, a, sw, rule, per, macs, describe)
+            f = _drop_finding13(view, a, sw, rule, per, macs, describe, texts)
         kept[(sw, rule)] = (used, f)
         out.append(f)
     if memo is not None:
@@ -153,8 +180,9 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     return out
 
 
-def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
-             macs: dict[int, str]) -> list[tuple[tuple[str, str], HS13, HsaEvent13]]:
+def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int], macs: dict[int, str],
+             texts: Callable[[str, int, FlowEntry13], str] = rule_text,
+             ) -> list[tuple[tuple[str, str], HS13, HsaEvent13]]:
     """An ingress's drops that count, as ((switch, rule), headers that count, event)."""
     cut_off = R.need_not_reach(a, ing, comp, macs)
     out = []
@@ -162,13 +190,14 @@ def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
         hs = e.hs.minus_values("eth_dst", cut_off).prune()
         if not hs.terms:
             continue
-        out.append(((e.where, rule_text(*e.rules[-1]) if e.rules else e.why), hs, e))
+        out.append(((e.where, texts(*e.rules[-1]) if e.rules else e.why), hs, e))
     return out
 
 
 def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
                     per: dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]],
-                    macs: dict[int, str], describe: Callable[[HS13], str] = describe13) -> Finding:
+                    macs: dict[int, str], describe: Callable[[HS13], str] = describe13,
+                    texts: RuleTexts | None = None) -> Finding:
     entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
     whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
     e = per[entries[0][0]][2][0]
@@ -177,7 +206,8 @@ def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
     hs = union13(h for _i, h in entries)
     shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
     return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe,  # type: ignore[arg-type]
-                          {"rules": list(e.rule_texts()), "terms": len(hs.terms), "rule_text": rule})
+                          {"rules": list(e.rule_texts()) if texts is None else texts.of(e), "terms": len(hs.terms),
+                           "rule_text": rule})
 
 
 # --------------------------------------------------------------------------- reachability
