@@ -62,14 +62,14 @@ def _fields(hs: HeaderSet, v: int, m: int) -> dict[str, tuple[int, int, int]]:
     if plan is None:
         plan = _PLANS[type(hs)] = _plan(hs)
     out = {}
-    if not plan:   # fields that overlap: each one looked at in turn
+    if not plan or m == plan[4]:   # fields that overlap, or a whole header: each field in turn
         for name, sh in hs.SHIFTS.items():
             full = hs.FULLS[name]
             fm = (m >> sh) & full
             if fm:
                 out[name] = ((v >> sh) & full, fm, full)
         return out
-    shifts, fields, below, ends = plan
+    shifts, fields, below, ends, _whole = plan
     found = []
     rest = m
     while rest:   # from the top bit down: a few operations per field m has bits in
@@ -91,15 +91,17 @@ def _fields(hs: HeaderSet, v: int, m: int) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def _plan(hs: HeaderSet) -> tuple[list[int], list[tuple[int, str, int, int, int]], list[int], list[int]] | tuple[()]:
+def _plan(hs: HeaderSet) -> tuple[list[int], list[tuple[int, str, int, int, int]], list[int], list[int], int] \
+        | tuple[()]:
     """A layout's fields by their place, lowest first, for :func:`_fields`: their shifts, (order in
-    ``SHIFTS``, name, shift, full mask, end bit), the bits below each and the bits up to each
-    one's end; () when two fields overlap."""
+    ``SHIFTS``, name, shift, full mask, end bit), the bits below each, the bits up to each
+    one's end and a whole header's mask; () when two fields overlap."""
     fields = sorted(((k, name, sh, hs.FULLS[name], sh + hs.FULLS[name].bit_length())
                      for k, (name, sh) in enumerate(hs.SHIFTS.items())), key=lambda f: f[2])
     if any(a[4] > b[2] for a, b in zip(fields, fields[1:], strict=False)):
         return ()
-    return ([f[2] for f in fields], fields, [(1 << f[2]) - 1 for f in fields], [(1 << f[4]) - 1 for f in fields])
+    return ([f[2] for f in fields], fields, [(1 << f[2]) - 1 for f in fields], [(1 << f[4]) - 1 for f in fields],
+            (1 << hs.WIDTH) - 1)
 
 
 _PLANS: dict[type, Any] = {}

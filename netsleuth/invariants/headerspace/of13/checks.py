@@ -426,7 +426,9 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
         reason = _why_unreached(r, w, ok)
         why, where, path = reason
         bad_text = describe(bad)
-        text = "all their traffic" if (P - bad).prune().terms == () else f"headers {bad_text}"
+        # (bad with P's very terms: all of P, without the subtraction)
+        every = bad.terms == P.terms or (P - bad).prune().terms == ()
+        text = "all their traffic" if every else f"headers {bad_text}"
         via = f" (path {' -> '.join(path)})" if path else ""
         f = Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                     hosts=(src.name, dst.name), switches=where,
