@@ -541,6 +541,15 @@ def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: i
 def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:
     """The candidates in ``seen`` (by mask, then value) whose wildcard overlaps (ev, em), in rank order."""
     earlier: list[int] = []
+    if not em:   # a catch-all: every candidate seen of another mask overlaps it
+        for gm, by in seen.items():
+            if gm:
+                for idx in by.values():
+                    earlier.extend(idx)
+            else:
+                earlier.extend(by.get(ev, ()))
+        earlier.sort()
+        return earlier
     for gm, by in seen.items():
         if gm == em:
             same = by.get(ev)

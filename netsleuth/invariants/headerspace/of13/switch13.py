@@ -47,6 +47,7 @@ from netsleuth.model.of13.actions import (
     SetQueue,
 )
 from netsleuth.model.of13.actionset import ActionSet
+from netsleuth.model.of13.fieldspec import BY_NAME
 from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.headerbits import SHIFT13
 from netsleuth.model.of13.pipeline import MAX_GROUP_DEPTH, Pipeline13
@@ -180,8 +181,9 @@ class Compiled13:
             entries = self.pipe.tables.entries(t)
             by: dict[int | None, list[int]] = {}
             for i, e in enumerate(entries):
-                ip = e.match.get("in_port")
-                by.setdefault(None if ip is None else ip[0], []).append(i)
+                # a match lists its fields by OXM code, in_port (code 0) first when it has it
+                ents = e.match.entries
+                by.setdefault(ents[0][1] if ents and ents[0][0] == "in_port" else None, []).append(i)
             got = self._by_port[t] = (by, entries)
         return got
 
@@ -197,6 +199,9 @@ class Compiled13:
         by, entries = self._table(t)
         return _TableView(translate_ranked(sorted(by.get(in_port, []) + by.get(None, [])), entries, sym, in_port,
                                            md, tid))
+
+
+assert BY_NAME["in_port"].code == 0 and min(f.code for f in BY_NAME.values()) == 0   # (see Compiled13._table)
 
 
 def _outputs_only(inst: Any) -> bool:
