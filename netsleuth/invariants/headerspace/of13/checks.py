@@ -30,7 +30,6 @@ from typing import Any
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.batch import gc_paused
-from netsleuth.invariants.headerspace.of13.classify import diffs_may_repeat
 from netsleuth.invariants.headerspace.of13.engine import (
     Analysis13,
     HsaEvent13,
@@ -39,6 +38,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
+from netsleuth.invariants.headerspace.of13.lonepiece import diffs_may_repeat
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView

@@ -257,7 +257,7 @@ def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict
         ks = keys.get(tv.bid)   # _probe, inline
         if ks is None:
             ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
-        if type(ks) is int:
+        if isinstance(ks, int):
             r = tv.fixed_best(ks)
         else:
             r = tv.whole_keys(ks)

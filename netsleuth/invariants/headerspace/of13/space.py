@@ -24,6 +24,7 @@ class HS13(HeaderSet):
     # the display terms, worked out on first use: a finding's space is both described and summed
     # up (a set never changes its terms)
     __slots__ = ("_shown",)
+    _shown: tuple[Term, ...]
     WIDTH = WIDTH13
     SHIFTS = SHIFT13
     FULLS = FULL13
