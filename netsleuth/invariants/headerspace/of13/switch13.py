@@ -26,6 +26,7 @@ from netsleuth.invariants.headerspace.of13.classify import _TableView
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.symbolic import (
     _UNSUPPORTED,
+    IDENTITY,
     St,
     Sym,
     Unsupported13,
@@ -116,6 +117,9 @@ def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int,
     """(rank, entry, wildcard) of the entries ``entries[r]`` of ``ranks`` that match some injected
     header given the mapping: :func:`_translate` of each, with one field lookup for them all."""
     look = lookup13(sym, in_port, md, tid)
+    # under the identity every field reads its own bits, and fields do not overlap: no two
+    # fields of a match can then read the same bits (what the test below is for)
+    overlap = sym is not IDENTITY
     out = []
     for r in ranks:   # _translate of each, inline (a view of a big table translates thousands)
         e = entries[r]
@@ -130,9 +134,10 @@ def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int,
             else:
                 x = got[1]
                 fv, fm = val << x, mask << x
-                both = m & fm
-                if both and (v ^ fv) & both:
-                    break
+                if overlap:
+                    both = m & fm
+                    if both and (v ^ fv) & both:
+                        break
                 v |= fv
                 m |= fm
         else:
@@ -183,7 +188,12 @@ class Compiled13:
             for i, e in enumerate(entries):
                 # a match lists its fields by OXM code, in_port (code 0) first when it has it
                 ents = e.match.entries
-                by.setdefault(ents[0][1] if ents and ents[0][0] == "in_port" else None, []).append(i)
+                k = ents[0][1] if ents and ents[0][0] == "in_port" else None
+                lst = by.get(k)
+                if lst is None:
+                    by[k] = [i]
+                else:
+                    lst.append(i)
             got = self._by_port[t] = (by, entries)
         return got
 
