@@ -1,5 +1,6 @@
 """The short road of the 1.3 exploration (``of13/road.py``) gives every hop it takes the very events
-and pushed hops of the general run (``engine.hop13``), and leaves it the hops it cannot take.
+and pushed hops of the general run (``engine.hop13``), and leaves it the hops it cannot take; so
+does its batch of the hops into one port (``road_hops``).
 
 Every hop of every ingress of the two-table FatTree of the benchmark, as built and with its
 entries changed at random (outputs to a port the switch lacks, to the in port, to the
@@ -17,7 +18,7 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.of13 import engine as E13
-from netsleuth.invariants.headerspace.of13.road import road_hop
+from netsleuth.invariants.headerspace.of13.road import road_hop, road_hops
 from netsleuth.model.of13.actions import Group, Output, SetField
 from netsleuth.model.of13.groups import Bucket
 from netsleuth.model.of13.instructions import Instructions
@@ -49,6 +50,8 @@ def _both_ways(view: Any) -> tuple[int, int]:
             item = stack.pop()
             ref = E13.hop13(net, item, {})
             got = road_hop(net.road, item)
+            many = road_hops(net.road, item[0], item[1], [item, item])   # the wave's batch of one port
+            assert [None if x is None else _norm(x) for x in many] == [None if got is None else _norm(got)] * 2
             hops += 1
             if got is not None:
                 road += 1

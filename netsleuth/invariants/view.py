@@ -93,7 +93,30 @@ class NetworkView:
         return g
 
     def live_components(self) -> dict[str, int]:
-        """Node -> number of its connected component in :meth:`live_graph` (which hosts the live links connect)."""
-        import networkx as nx
+        """Node -> number of its connected component in :meth:`live_graph` (which hosts the live links connect).
 
-        return {n: i for i, comp in enumerate(nx.connected_components(self.live_graph())) for n in comp}
+        The components of that graph, numbered as ``networkx.connected_components`` yields them
+        (in the order of each one's first node), found here without building the graph: every
+        check asks for them, and building it cost more than a small network's check."""
+        nodes = [s.name for s in self.topology.switches if self.is_switch_up(s.name)]
+        nodes += [h.name for h in self.topology.hosts]
+        present = set(nodes)
+        nbs: dict[str, list[str]] = {}
+        for (n1, _p1, n2, _p2), up in self.link_up.items():
+            if up and n1 in present and n2 in present:
+                nbs.setdefault(n1, []).append(n2)
+                nbs.setdefault(n2, []).append(n1)
+        out: dict[str, int] = {}
+        i = -1
+        for n in nodes:
+            if n in out:
+                continue
+            i += 1
+            out[n] = i
+            todo = [n]
+            while todo:
+                for x in nbs.get(todo.pop(), ()):
+                    if x not in out:
+                        out[x] = i
+                        todo.append(x)
+        return out

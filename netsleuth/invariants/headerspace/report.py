@@ -255,17 +255,14 @@ def group_unreachable(view: NetworkView, a: HasIngresses, pairs: Sequence[Findin
 
 def _unreachable_group(view: NetworkView, a: HasIngresses, key: tuple[str, tuple[str, ...]], fs: list[Finding],
                        describe: Callable[[HeaderSet], str]) -> Finding:
-    from netsleuth.invariants.violation_text import Hosts, elide, summarize
+    from netsleuth.invariants.violation_text import elide
 
-    hosts = Hosts(view.topology.hosts)
     cause, where = key
     spaces = [f.details[SPACE] for f in fs if SPACE in f.details]
     entries = [(_port(f.details["ingress"]), f.details[SPACE]) for f in fs if SPACE in f.details]
     d: dict = group_details(view, a, type(spaces[0]).union(spaces).prune(), entries, describe) if spaces else {}
     if all(f.details.get("all") for f in fs):
-        d["summary"] = "all their traffic"
-    elif spaces:
-        d["summary"] = summarize(type(spaces[0]).union(spaces).prune(), hosts)
+        d["summary"] = "all their traffic"   # (else group_details summed up the union of the spaces)
     by_src: dict[str, list[str]] = {}
     for f in fs:
         by_src.setdefault(f.hosts[0], []).append(f.hosts[1])

@@ -30,10 +30,19 @@ from typing import Any
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
 from netsleuth.invariants.headerspace.batch import gc_paused
-from netsleuth.invariants.headerspace.of13.engine import Analysis13, HsaEvent13, Reach13, analyze13, must_hold
+from netsleuth.invariants.headerspace.of13.engine import (
+    Analysis13,
+    HsaEvent13,
+    Reach13,
+    analyze13,
+    must_hold,
+    rule_text,
+)
+from netsleuth.invariants.headerspace.of13.lonepiece import diffs_may_repeat
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
+from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.headerbits import FULL13, SHIFT13, wc13
 
 _DST_SH = SHIFT13["eth_dst"]
@@ -49,12 +58,52 @@ def _analysis(view: NetworkView, a: object) -> Analysis13:
     return analyze13(view)
 
 
+class Describer:
+    """:func:`describe13` of each header set object once within one check: a finding's space is
+    read by its own text, by its group's entries and by the group's details (held while the
+    check runs, so an id stands for one object)."""
+
+    __slots__ = ("_got",)
+
+    def __init__(self) -> None:
+        self._got: dict[int, tuple[HS13, str]] = {}
+
+    def __call__(self, hs: HS13) -> str:
+        got = self._got.get(id(hs))
+        if got is None or got[0] is not hs:
+            got = self._got[id(hs)] = (hs, describe13(hs))
+        return got[1]
+
+
+class RuleTexts:
+    """:func:`~netsleuth.invariants.headerspace.of13.engine.rule_text` of each (switch, table,
+    entry) once within one check: the drops of many ingresses name one dropping rule, and the
+    findings list the rules of their events (the entries are held while the check runs)."""
+
+    __slots__ = ("_got",)
+
+    def __init__(self) -> None:
+        self._got: dict[tuple[str, int, int], tuple[FlowEntry13, str]] = {}
+
+    def __call__(self, sw: str, table_id: int, entry: FlowEntry13) -> str:
+        key = (sw, table_id, id(entry))
+        got = self._got.get(key)
+        if got is None or got[0] is not entry:
+            got = self._got[key] = (entry, rule_text(sw, table_id, entry))
+        return got[1]
+
+    def of(self, e: HsaEvent13) -> list[str]:
+        """The texts of ``e``'s rules (``HsaEvent13.rule_texts``)."""
+        return [self(*r) for r in e.rules]
+
+
 def _rules_text(e: HsaEvent13) -> str:
     return "; ".join(e.rule_texts()) or "none"
 
 
 # --------------------------------------------------------------------------- loops
-def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
+def loops13(view: NetworkView, analysis: object = None,
+            describe: Callable[[HS13], str] = describe13) -> list[Finding]:
     """One finding per distinct cycle, whichever ingress enters it (as for 1.0)."""
     a = _analysis(view, analysis)
     macs = R.mac_hosts(view)
@@ -75,7 +124,7 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
         e = per[entries[0][0]][0]
         hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
         extra = {"rules": list(e.rule_texts()), "select": bool(e.choices)}
-        f = R.loop_finding(view, a, cycle, entries, e.path, hosts, describe13, extra)  # type: ignore[arg-type]
+        f = R.loop_finding(view, a, cycle, entries, e.path, hosts, describe, extra)  # type: ignore[arg-type]
         if e.choices:
             f = Finding(f.invariant, f.message + " for one choice of a SELECT group", f.hosts, f.switches, f.details)
         out.append(f)
@@ -84,7 +133,7 @@ def loops13(view: NetworkView, analysis: object = None) -> list[Finding]:
 
 # --------------------------------------------------------------------------- blackholes
 def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None,
-                 memo: dict[str, dict] | None = None) -> list[Finding]:
+                 memo: dict[str, dict] | None = None, describe: Callable[[HS13], str] = describe13) -> list[Finding]:
     """One finding per dropping rule (switch, table, rule), whichever hosts send into it.
     ``comp``: :func:`R.components` of ``view``, when the caller has it.  ``memo`` (the
     incremental engine's, kept while only flow tables and groups change): per ingress, the
@@ -94,13 +143,14 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     macs = R.mac_hosts(view)
     comp = R.components(view) if comp is None else comp
     by_ing = {} if memo is None else memo.setdefault("ingress", {})
+    texts = RuleTexts()
     groups: dict[tuple[str, str], dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]]] = {}
     for ing in a.ingresses:
         r = a.reaches[ing]
         if not r.drops:
             continue
         hit = by_ing.get(ing)
-        items = hit[1] if hit is not None and hit[0] is r else _drops13(a, ing, comp, macs)
+        items = hit[1] if hit is not None and hit[0] is r else _drops13(a, ing, comp, macs, texts)
         if memo is not None:
             by_ing[ing] = (r, items)
         for key, hs, e in items:
@@ -113,13 +163,16 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     kept: dict = {}
     out = []
     for (sw, rule), per in groups.items():
+        if memo is None:
+            out.append(_drop_finding13(view, a, sw, rule, per, macs, describe, texts))
+            continue
         # the finding reads its events' rules as text: a MODIFY gives a rule new instructions
         # in place, so they are part of what it was built from
         used = [x for ing, (_w, _s, evs) in per.items()
                 for x in (ing, *(y for e in evs for y in (e, *(r[2].instructions for r in e.rules))))]
         f = R.memo_hit(old, (sw, rule), used)
         if f is None:
-            f = _drop_finding13(view, a, sw, rule, per, macs)
+            f = _drop_finding13(view, a, sw, rule, per, macs, describe, texts)
         kept[(sw, rule)] = (used, f)
         out.append(f)
     if memo is not None:
@@ -127,8 +180,9 @@ def blackholes13(view: NetworkView, analysis: object = None, comp: dict[str, int
     return out
 
 
-def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
-             macs: dict[int, str]) -> list[tuple[tuple[str, str], HS13, HsaEvent13]]:
+def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int], macs: dict[int, str],
+             texts: Callable[[str, int, FlowEntry13], str] = rule_text,
+             ) -> list[tuple[tuple[str, str], HS13, HsaEvent13]]:
     """An ingress's drops that count, as ((switch, rule), headers that count, event)."""
     cut_off = R.need_not_reach(a, ing, comp, macs)
     out = []
@@ -136,14 +190,14 @@ def _drops13(a: Analysis13, ing: R.Port, comp: dict[str, int],
         hs = e.hs.minus_values("eth_dst", cut_off).prune()
         if not hs.terms:
             continue
-        texts = e.rule_texts()
-        out.append(((e.where, texts[-1] if texts else e.why), hs, e))
+        out.append(((e.where, texts(*e.rules[-1]) if e.rules else e.why), hs, e))
     return out
 
 
 def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
                     per: dict[R.Port, tuple[list[str], list[HS13], list[HsaEvent13]]],
-                    macs: dict[int, str]) -> Finding:
+                    macs: dict[int, str], describe: Callable[[HS13], str] = describe13,
+                    texts: RuleTexts | None = None) -> Finding:
     entries = [(ing, union13(spaces)) for ing, (_w, spaces, _e) in per.items()]
     whys = list(dict.fromkeys(w for ws, _s, _e in per.values() for w in ws))
     e = per[entries[0][0]][2][0]
@@ -151,8 +205,9 @@ def _drop_finding13(view: NetworkView, a: Analysis13, sw: str, rule: str,
     hosts = tuple(dict.fromkeys(h for ing, hs in entries for h in R.hosts_of(a, ing, hs, macs)))
     hs = union13(h for _i, h in entries)
     shown_rule = rule.split(": ", 1)[1] if rule.startswith(f"{sw} ") and ": " in rule else rule
-    return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe13,  # type: ignore[arg-type]
-                          {"rules": list(e.rule_texts()), "terms": len(hs.terms), "rule_text": rule})
+    return R.drop_finding(view, a, sw, shown_rule, whys, entries, hops, hosts, describe,  # type: ignore[arg-type]
+                          {"rules": list(e.rule_texts()) if texts is None else texts.of(e), "terms": len(hs.terms),
+                           "rule_text": rule})
 
 
 # --------------------------------------------------------------------------- reachability
@@ -176,16 +231,17 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     if _ETH_SHAPES is None:
         return _INJECTED.intersect_wc((w, _ETH_M))
     terms = []
-    for v, nm, kept in _ETH_SHAPES:
+    for v, nm, kept, repeat in _ETH_SHAPES:
         nv = v | w
         ds = [(dv | nv, cm) for dv, cm in kept]
-        terms.append((nv, nm, tuple(dict.fromkeys(ds)) if len(ds) > 1 else tuple(ds)))
+        terms.append((nv, nm, tuple(dict.fromkeys(ds)) if repeat else tuple(ds)))
     return HS13(terms)
 
 
-def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...]]] | None:
+def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool]] | None:
     """The injected terms as ``make_term`` clips them to any pair's MACs: (base value, base mask
-    with the MACs', the differences as (value, mask with the base's and the MACs')).  The
+    with the MACs', the differences as (value, mask with the base's and the MACs'), whether two
+    of them can become equal with some pair's MACs (make_term then keeps the first)).  The
     injected headers fix no MAC and their differences test none (they are about tags and
     ethertypes), so every difference meets every pair's part of its term and clips the same
     way; None (the general intersection) if that ever stops being so."""
@@ -202,7 +258,7 @@ def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...]]] | None:
             if dm & _ETH_M & ~m or cm == nm:
                 return None
             kept.append((dv, cm))
-        out.append((v, nm, tuple(kept)))
+        out.append((v, nm, tuple(kept), len(kept) > 1 and diffs_may_repeat(kept, v | _ETH_M)))
     return out
 
 
@@ -291,9 +347,12 @@ def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS
     return must_hold([e for idx in indexes for e in idx.events_for(dst_mac)], alts)
 
 
-def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
+def reachability13(view: NetworkView, analysis: object = None, comp: dict[str, int] | None = None,
+                   describe: Callable[[HS13], str] = describe13) -> list[Finding]:
+    """Unreachable host pairs, grouped by cause.  ``comp``: :func:`R.components` of ``view``,
+    when the caller has it."""
     a = _analysis(view, analysis)
-    comp = R.components(view)
+    comp = R.components(view) if comp is None else comp
     members = R.hosts_by_component(view, comp)
     ok = R.controller_checker(view)
 
@@ -311,13 +370,14 @@ def reachability13(view: NetworkView, analysis: object = None) -> list[Finding]:
                tuple((sw, ok(sw)) for sw in sorted(r.punted)))
         hit = r.memo.get(key)
         if hit is None:
-            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok)
+            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok, describe=describe)
         out.extend(hit)
-    return R.group_unreachable(view, a, out, describe13)  # type: ignore[arg-type]
+    return R.group_unreachable(view, a, out, describe)  # type: ignore[arg-type]
 
 
 def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Callable[[str], bool],
-                   memo: dict[str, Any] | None = None, only: set[str] | None = None) -> list[Finding]:
+                   memo: dict[str, Any] | None = None, only: set[str] | None = None,
+                   describe: Callable[[HS13], str] = describe13) -> list[Finding]:
     """The unreachable pairs of one source (before grouping), judged from its reach ``r``.
 
     ``memo`` (the incremental engine's, kept per source between calls): without SELECT
@@ -365,11 +425,14 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
         w = bad.witness()
         reason = _why_unreached(r, w, ok)
         why, where, path = reason
-        text = "all their traffic" if (P - bad).prune().terms == () else f"headers {describe13(bad)}"
+        bad_text = describe(bad)
+        # (bad with P's very terms: all of P, without the subtraction)
+        every = bad.terms == P.terms or (P - bad).prune().terms == ()
+        text = "all their traffic" if every else f"headers {bad_text}"
         via = f" (path {' -> '.join(path)})" if path else ""
         f = Finding("reachability", f"{src.name} cannot reach {dst.name}: {text}: {why}{via}",
                     hosts=(src.name, dst.name), switches=where,
-                    details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": describe13(bad),
+                    details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": bad_text,
                              "path": path, "cause": why, "all": text == "all their traffic",
                              "witness": R.witness_dict(bad), R.SPACE: bad})
         if memo is not None:
@@ -402,7 +465,15 @@ def _covered(P: HS13, terms: Sequence[Term]) -> bool:
     """Whether each term of ``P`` lies in one of ``terms``, as :func:`term_covers` tells (True is right).
     A term equal to one of ``terms`` is found by comparing first: a pair's class of headers, split
     off at its first hop and delivered whole, has the very terms of the pair's space."""
-    return all(t in terms or any(term_covers(g, t) for g in terms) for t in P.terms)
+    for t in P.terms:   # (a loop, not all() of a generator: this runs for every host pair)
+        if t in terms:
+            continue
+        for g in terms:
+            if term_covers(g, t):
+                break
+        else:
+            return False
+    return True
 
 
 def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tuple[str, tuple[str, ...], list[str]]:
@@ -433,5 +504,7 @@ def _why_unreached(r: Reach13, w: int | None, ok: Callable[[str], bool]) -> tupl
 def check_all13(view: NetworkView, **kw: Any) -> dict[str, list[Finding]]:
     with gc_paused():   # the checks make many small objects too (see gc_paused)
         a = analyze13(view, **kw)
-        return {"loops": loops13(view, a), "blackholes": blackholes13(view, a),
-                "reachability": reachability13(view, a)}
+        comp = R.components(view)
+        describe = Describer()
+        return {"loops": loops13(view, a, describe), "blackholes": blackholes13(view, a, comp, describe=describe),
+                "reachability": reachability13(view, a, comp, describe)}

@@ -5,9 +5,11 @@ better-ranked entry takes).  Used by :class:`~netsleuth.invariants.headerspace.o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
+from netsleuth.invariants.headerspace.of13.lonepiece import file_lone, lone_run
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.flowtable import FlowEntry13
@@ -22,7 +24,8 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "low", "_small", "_order", "steps")
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "bid", "low", "_small", "_order",
+                 "steps")
 
     def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
         self.entries: dict[int, FlowEntry13] = {}
@@ -52,6 +55,7 @@ class _TableView:
             else:
                 lst.append(r)
         self.bits = bits
+        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
         self.low = low_bit(bits)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
         self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
@@ -70,6 +74,7 @@ class _TableView:
         self.ws[r] = w
         if m & ~self.bits:   # bits no entry tested before
             self.bits |= m
+            self.bid = bit_id(self.bits)
             if low_bit(self.bits) != self.low:
                 self.low, self._small, self._order = low_bit(self.bits), None, None
         lst = self.groups.setdefault(m, {}).setdefault(v, [])
@@ -271,14 +276,15 @@ class _TableView:
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
         seen: dict[int, dict[int, list[int]]] = {}
         notm = ~m
-        free: dict[int, Any] = {}   # see _lone_piece
-        for i in cands:
+        free: dict[int, Any] = {}   # see lonepiece.lone_piece
+        k = 0 if tm is not None else lone_run(t, cands, ws, pieces, seen, free)
+        for i in (cands if not k else cands[k:]):
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
             earlier = _earlier_noted(seen, ev, em, i)
             inside = not (em & notm)  # the term lies inside the entry's wildcard
-            if not earlier and not inside and _lone(pieces, i, t, ev, em, free, tm):
+            if not earlier and not inside and file_lone(pieces, i, t, ev, em, free, tm):
                 continue
             if inside:
                 covered = True
@@ -338,95 +344,6 @@ def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: b
     return None if nt is None or term_empty(nt, WIDTH13) else nt
 
 
-def _lone(pieces: dict[int | None, list[Term]], i: int, t: Term, ev: int, em: int, free: dict[int, Any],
-          tm: dict[Any, Term | None] | None) -> bool:
-    """File candidate ``i``'s piece of ``t`` by :func:`_lone_piece` (or the term's memo ``tm``, under
-    the key the general run gives it); False: it could not tell."""
-    if tm is not None and (i,) in tm:
-        nt: Term | None | bool = tm[(i,)]
-    else:
-        nt = _lone_piece(t, ev, em, free)
-        if nt is False:
-            return False
-        if tm is not None:
-            tm[(i,)] = nt   # type: ignore[assignment]
-    if nt is not None:
-        got = pieces.get(i)
-        if got is None:
-            pieces[i] = [nt]   # type: ignore[list-item]
-        else:
-            got.append(nt)   # type: ignore[arg-type]
-    return True
-
-
-def _lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None | bool:
-    """:func:`_piece` for an entry (ev, em) that no better-ranked candidate overlaps and whose
-    wildcard does not hold the term, or False: ask :func:`_piece`.
-
-    The piece is the term's base within the entry's wildcard minus the differences that meet
-    it (:func:`make_term`'s clipping and order).  For an entry whose value lies within its
-    mask and agrees with the term's base, a difference that leaves the bits the entry fixes
-    beyond the base free meets the piece exactly when it meets the base, and clips to its own
-    mask with the entry's; and when every difference that meets the piece is such, whether
-    they cover it does not depend on those bits: the piece is empty exactly when the term's
-    base minus those differences is.  So what the differences do is worked out once per
-    mask of the candidates (``free``), and a candidate of that mask costs a few operations."""
-    shape = free.get(em, _UNSEEN)
-    if shape is _UNSEEN:
-        shape = free[em] = _shape(t, em)
-    if shape is None:
-        return False
-    kept, other, empty, nm, notem, both = shape
-    if ev & notem or (ev ^ t[0]) & both:
-        return False   # a value outside its mask, or not a candidate of the term
-    for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
-        if not ((dv ^ ev) & dx):
-            return False
-    if empty:
-        return None
-    nv = t[0] | ev
-    if not kept:
-        return (nv, nm, ())
-    out = [(dv | nv, cm) for dv, cm in kept]
-    if len(out) > 1:   # make_term's order: the first of equal differences stays
-        out = list(dict.fromkeys(out))
-    return (nv, nm, tuple(out))
-
-
-_UNSEEN = object()   # a mask free has no shape for yet (its shape may be None)
-
-
-def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool, int, int, int] | None:
-    """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
-    :func:`_lone_piece`): those that meet every such piece, as (value, clipped mask), those
-    that test the candidates' own bits, as (value, mask on those bits), and whether the
-    first ones cover the pieces; then the pieces' mask, ``~em`` and ``em & m`` (what every
-    candidate of the mask is checked with); None when a difference equals the base
-    (make_term's None for every piece: left to the general run)."""
-    v, m, ds = t
-    if v & ~m:
-        return None   # a base value outside its mask: left to the general run
-    extra = em & ~m
-    nm = m | em
-    kept: list[tuple[int, int]] = []
-    met: list[tuple[int, int]] = []
-    other: list[tuple[int, int]] = []
-    for dv, dm in ds:
-        if (dv ^ v) & dm & m:
-            continue   # misses the base: misses every piece
-        dx = dm & extra
-        if dx:
-            other.append((dv, dx))
-            continue
-        cm = dm | nm
-        if cm == nm:
-            return None
-        kept.append((dv, cm))
-        met.append((dv, dm))
-    empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
-    return kept, other, empty, nm, ~em, em & m
-
-
 def _miss(t: Term, ws: tuple[tuple[int, int], ...]) -> Term | None:
     """The headers of ``t`` that none of the wildcards ``ws`` takes (None: none)."""
     v, m, ds = t
@@ -465,6 +382,15 @@ def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: i
 def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:
     """The candidates in ``seen`` (by mask, then value) whose wildcard overlaps (ev, em), in rank order."""
     earlier: list[int] = []
+    if not em:   # a catch-all: every candidate seen of another mask overlaps it
+        for gm, by in seen.items():
+            if gm:
+                for idx in by.values():
+                    earlier.extend(idx)
+            else:
+                earlier.extend(by.get(ev, ()))
+        earlier.sort()
+        return earlier
     for gm, by in seen.items():
         if gm == em:
             same = by.get(ev)
@@ -477,6 +403,21 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     if len(earlier) > 1:
         earlier.sort()
     return earlier
+
+
+def bit_id(bits: int) -> int:
+    """A small number for a set of tested bits (equal sets, one number; numbers are never given
+    again): a dict keyed by it costs no hash of a header-wide int."""
+    got = _BIT_IDS.get(bits)
+    if got is None:
+        if len(_BIT_IDS) >= 4096:
+            _BIT_IDS.clear()   # (later views of these bits get new numbers)
+        got = _BIT_IDS[bits] = next(_BIT_COUNT)
+    return got
+
+
+_BIT_IDS: dict[int, int] = {}
+_BIT_COUNT = itertools.count()
 
 
 def low_bit(bits: int) -> int:

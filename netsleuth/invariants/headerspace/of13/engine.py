@@ -78,7 +78,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, road_hop, send_copies
+from netsleuth.invariants.headerspace.of13.road import Road, road_hop, road_hops, send_copies
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -280,23 +280,25 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
     road = net.road
     while wave:
         nxt: dict[Port, list[tuple[int, Hop13, list[Any]]]] = {}
-        for group in wave.values():
-            for n, item, node in group:
+        for (s, p), group in wave.items():
+            live = []
+            for x in group:
+                n = x[0]
                 c = counts[n] = counts[n] + 1
-                if c > budget:
-                    continue   # walked again on its own
-                got = road_hop(road, item)
+                if c <= budget:   # (else walked again on its own)
+                    live.append(x)
+            for (n, item, node), got in zip(live, road_hops(road, s, p, [x[1] for x in live]), strict=True):
                 events, pushes = hop13(net, item, alts) if got is None else got
                 kids = []
-                for p in pushes:
+                for q in pushes:
                     kid: list[Any] = [(), ()]
                     kids.append(kid)
-                    at = p[0], p[1]
+                    at = q[0], q[1]
                     got_s = nxt.get(at)
                     if got_s is None:
-                        nxt[at] = [(n, p, kid)]
+                        nxt[at] = [(n, q, kid)]
                     else:
-                        got_s.append((n, p, kid))
+                        got_s.append((n, q, kid))
                 node[0] = events
                 node[1] = kids
         wave = nxt

@@ -40,7 +40,7 @@ one switch read its views one after the other instead of from cold memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -136,7 +136,8 @@ class Road:
         return got
 
     def keys_of(self, orig: HS13) -> dict[int, Any]:
-        """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by those bits."""
+        """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by the number of
+        those bits (``_TableView.bid``)."""
         got = self._keys.get(id(orig))
         if got is None or got[0] is not orig:
             if len(self._keys) >= _KEYS:
@@ -199,15 +200,95 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
 
 
+def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[list[Event13], list[Hop13]] | None]:
+    """:func:`road_hop` of each hop of ``items``, all into ``s:p`` (a wave's hops at one port,
+    see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
+    with what they share looked up once -- the switch, its state, the table views of each
+    mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`)."""
+    net = road.net
+    view = net.view
+    if view is not road._view:
+        road.renew(view)
+    up = road._up.get(s)
+    if up is None:
+        up = road._up[s] = view.is_switch_up(s)
+    if not up:
+        return [None] * len(items)
+    comp = net.compiled(s)
+    here = (s, p)
+    rkeys = road._keys
+    # the views of each mapping (by the id of its object: every item, and so its mapping, is
+    # held until the batch is done) by table and metadata; the hops of a batch mostly share one
+    by_sym: dict[int, dict[tuple[int, int], _TableView]] = {}
+    last: Any = None
+    local: dict[tuple[int, int], _TableView] = {}
+    out: list[tuple[list[Event13], list[Hop13]] | None] = []
+    for item in items:
+        _s, _p, orig, sym, path, rules, choices = item
+        if here in path:
+            out.append(None)
+            continue
+        if sym is not last:
+            last = sym
+            local = by_sym.setdefault(id(sym), {})
+        got = rkeys.get(id(orig))   # Road.keys_of, inline
+        keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
+        walked = _walk(comp, local, keys, orig, sym, s, p)
+        if walked is None:
+            out.append(None)
+            continue
+        out.append(_copies(road, view, s, orig, path + (here,), rules + walked[0], choices, walked[1]))
+    return out
+
+
+def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict[int, Any], orig: HS13,
+          sym: Sym, s: str, p: int) -> tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]] | None:
+    """The tables of one hop on the short road, as :func:`road_hop` walks them: (the rules taken,
+    the copies emitted), or None (a miss, a split, an entry for the general run, nothing sent).
+    ``local``: the views of this switch, in port and mapping by (table, metadata)."""
+    t = md = 0
+    took: list[tuple[str, int, FlowEntry13]] = []
+    emits: tuple[Emission, ...] = ()
+    while True:
+        lk = (t, md)
+        tv = local.get(lk)
+        if tv is None:
+            tv = local[lk] = comp.view(t, sym, p, md, 0)
+        ks = keys.get(tv.bid)   # _probe, inline
+        if ks is None:
+            ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
+        if isinstance(ks, int):
+            r = tv.fixed_best(ks)
+        else:
+            r = tv.whole_keys(ks)
+            if r is not None and r < 0:
+                return None   # a split
+        if r is None:
+            return None   # a miss
+        entry = tv.entries[r]
+        inst = entry.instructions
+        got = tv.steps.get(id(inst))   # _entry_step, inline when known
+        st = got[2] if got is not None and got[0] is inst and got[1] is sym else _entry_step(tv, comp, entry, sym, p)
+        if st is None:
+            return None
+        took.append((s, t, entry))
+        emits += st[0]
+        if st[2] is not None:
+            md = inst.next_metadata(md)
+        if st[3] is None:
+            break
+        t = st[3]
+    return (tuple(took), emits) if emits else None
+
+
 def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
     """The rank of the entry that takes every header of ``orig`` in view ``tv``; None for a miss
     or a split (``tv.whole(orig)``, from the distinct (value & bits, mask & bits) of orig's terms:
     all it reads of them, worked out once per header set and bits in ``keys`` -- a class of
     headers keeps its object from hop to hop, and a network's tables mostly test the same bits)."""
-    bits = tv.bits
-    ks = keys.get(bits)
+    ks = keys.get(tv.bid)
     if ks is None:
-        ks = keys[bits] = _keys(orig, bits, tv.low)
+        ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
     if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
         return tv.fixed_best(ks)
     r = tv.whole_keys(ks)

@@ -8,7 +8,8 @@ names, the injected space's tag shapes left out of what people read).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 
 from netsleuth.invariants.headerspace.space import HeaderSet
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
@@ -20,7 +21,10 @@ from netsleuth.model.of13.oxm import render_value
 class HS13(HeaderSet):
     """A set of 1.3 headers (``model.of13.headerbits``): the union of its terms (which may overlap)."""
 
-    __slots__ = ()
+    # the display terms, worked out on first use: a finding's space is both described and summed
+    # up (a set never changes its terms)
+    __slots__ = ("_shown",)
+    _shown: tuple[Term, ...]
     WIDTH = WIDTH13
     SHIFTS = SHIFT13
     FULLS = FULL13
@@ -41,7 +45,11 @@ class HS13(HeaderSet):
         return wildcard_text13(v, m)
 
     def display_terms(self) -> list[Term]:
-        return _display_terms(self)
+        try:
+            shown = self._shown
+        except AttributeError:
+            shown = self._shown = tuple(_display_terms(self))
+        return list(shown)
 
     def header_fields(self, header: int) -> dict[str, object]:
         return header_dict13(header)
@@ -78,15 +86,28 @@ def _field_text(name: str, val: int, fm: int) -> str:
     return str(val) if fm == full else f"{val:#x}/{fm:#x}"
 
 
+# the fields by their place in the header, lowest first (they tile it), and the bits below each
+_ASC = sorted(((SHIFT13[n], n, FULL13[n]) for n in FIELDS13), key=lambda x: x[0])
+_SH_ASC = [sh for sh, _n, _f in _ASC]
+_BELOW = [(1 << sh) - 1 for sh in _SH_ASC]
+
+
+def _fields_in(m: int) -> Iterator[tuple[int, str, int]]:
+    """(shift, name, full mask) of every field ``m`` has a bit in, highest first (the order of
+    ``_TEXT_ORDER``): found from ``m``'s top bit down, a few operations per field it has instead
+    of a shift of the header-wide int per field of the layout."""
+    while m:
+        i = bisect_right(_SH_ASC, m.bit_length() - 1) - 1
+        yield _ASC[i]
+        m &= _BELOW[i]
+
+
 def wildcard_text13(v: int, m: int) -> str:
     """ovs-ofctl-like ``field=value[/mask]`` for the fixed fields (OXM names; ``vlan1_*`` is the
     inner tag); ``*`` for everything."""
     parts = []
-    for name in _TEXT_ORDER:
-        sh, full = SHIFT13[name], FULL13[name]
-        fm = (m >> sh) & full
-        if fm:
-            parts.append(f"{name}={_field_text(name, (v >> sh) & full, fm)}")
+    for sh, name, full in _fields_in(m):
+        parts.append(f"{name}={_field_text(name, (v >> sh) & full, (m >> sh) & full)}")
     return ",".join(parts) or "*"
 
 
@@ -103,17 +124,21 @@ def _display_terms(hs: HS13) -> list[Term]:
     groups: dict[Term, set[int]] = {}   # insertion-ordered: terms keep their order
     for v, m, ds in hs.terms:
         shape = None
+        vm, vv = m & _VLAN_BITS, v & _VLAN_BITS
         for n, (sv, sm) in TAG_SHAPES:
-            if m & _VLAN_BITS == sm and v & _VLAN_BITS == sv:
+            if vm == sm and vv == sv:
                 shape = n
-        hidden = [((v | wv), (m | wm)) for wv, wm in mpls]
-        kept = tuple(d for d in ds if d not in hidden)
+        if ds:
+            hidden = [((v | wv), (m | wm)) for wv, wm in mpls]
+            kept = tuple(d for d in ds if d not in hidden)
+        else:
+            kept = ()
         if shape is None:
             key: Term = (v, m, kept)
             groups.setdefault(key, set()).add(-1)
         else:
             sm = TAG_SHAPES[shape][1][1]
-            if all(dm & _VLAN_BITS == sm and dv & _VLAN_BITS == v & _VLAN_BITS for dv, dm in kept):
+            if all(dm & _VLAN_BITS == sm and dv & _VLAN_BITS == vv for dv, dm in kept):
                 key = (v & ~sm, m & ~sm, tuple((dv & ~sm, dm & ~sm) for dv, dm in kept))
             else:  # a difference looks at the tags: keep the term as it is
                 key, shape = (v, m, kept), -1
@@ -138,11 +163,20 @@ def describe13(hs: HS13, max_terms: int = 3, max_diffs: int = 3) -> str:
 
 
 def header_dict13(h: int) -> dict[str, object]:
-    """A packed 1.3 header as readable fields (the ones that are not 0)."""
+    """A packed 1.3 header as readable fields (the ones that are not 0, and the Ethernet ones)."""
     out: dict[str, object] = {}
-    for name in _TEXT_ORDER:
-        val = (h >> SHIFT13[name]) & FULL13[name]
-        if val or name in ("eth_dst", "eth_src", "eth_type"):
-            spec = BY_NAME.get(name.replace("vlan1_", "vlan_"))
-            out[name] = render_value(spec, val) if spec is not None and spec.kind in ("mac", "ipv4", "ipv6") else val
+    for name in _ALWAYS:   # the first fields of _TEXT_ORDER: shown even when 0
+        out[name] = _readable(name, (h >> SHIFT13[name]) & FULL13[name])
+    for sh, name, full in _fields_in(h & _BELOW_ALWAYS):
+        out[name] = _readable(name, (h >> sh) & full)
     return out
+
+
+_ALWAYS = ("eth_dst", "eth_src", "eth_type")
+assert _TEXT_ORDER[:3] == _ALWAYS
+_BELOW_ALWAYS = (1 << SHIFT13["eth_type"]) - 1
+
+
+def _readable(name: str, val: int) -> object:
+    spec = BY_NAME.get(name.replace("vlan1_", "vlan_"))
+    return render_value(spec, val) if spec is not None and spec.kind in ("mac", "ipv4", "ipv6") else val

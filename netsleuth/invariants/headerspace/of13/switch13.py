@@ -26,6 +26,7 @@ from netsleuth.invariants.headerspace.of13.classify import _TableView
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.of13.symbolic import (
     _UNSUPPORTED,
+    IDENTITY,
     St,
     Sym,
     Unsupported13,
@@ -47,6 +48,7 @@ from netsleuth.model.of13.actions import (
     SetQueue,
 )
 from netsleuth.model.of13.actionset import ActionSet
+from netsleuth.model.of13.fieldspec import BY_NAME
 from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.headerbits import SHIFT13
 from netsleuth.model.of13.pipeline import MAX_GROUP_DEPTH, Pipeline13
@@ -115,12 +117,31 @@ def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int,
     """(rank, entry, wildcard) of the entries ``entries[r]`` of ``ranks`` that match some injected
     header given the mapping: :func:`_translate` of each, with one field lookup for them all."""
     look = lookup13(sym, in_port, md, tid)
+    # under the identity every field reads its own bits, and fields do not overlap: no two
+    # fields of a match can then read the same bits (what the test below is for)
+    overlap = sym is not IDENTITY
     out = []
-    for r in ranks:
+    for r in ranks:   # _translate of each, inline (a view of a big table translates thousands)
         e = entries[r]
-        w = _translate(e, sym, in_port, md, tid, look)
-        if w is not None:
-            out.append((r, e, w))
+        v = m = 0
+        for name, val, mask in e.match.entries:
+            got = look.get(name)
+            if got is None:
+                got = look[name] = _reads(sym, name)
+            if got[0]:
+                if got[1] & mask != val:
+                    break
+            else:
+                x = got[1]
+                fv, fm = val << x, mask << x
+                if overlap:
+                    both = m & fm
+                    if both and (v ^ fv) & both:
+                        break
+                v |= fv
+                m |= fm
+        else:
+            out.append((r, e, (v, m)))
     return out
 
 
@@ -165,8 +186,14 @@ class Compiled13:
             entries = self.pipe.tables.entries(t)
             by: dict[int | None, list[int]] = {}
             for i, e in enumerate(entries):
-                ip = e.match.get("in_port")
-                by.setdefault(None if ip is None else ip[0], []).append(i)
+                # a match lists its fields by OXM code, in_port (code 0) first when it has it
+                ents = e.match.entries
+                k = ents[0][1] if ents and ents[0][0] == "in_port" else None
+                lst = by.get(k)
+                if lst is None:
+                    by[k] = [i]
+                else:
+                    lst.append(i)
             got = self._by_port[t] = (by, entries)
         return got
 
@@ -182,6 +209,9 @@ class Compiled13:
         by, entries = self._table(t)
         return _TableView(translate_ranked(sorted(by.get(in_port, []) + by.get(None, [])), entries, sym, in_port,
                                            md, tid))
+
+
+assert BY_NAME["in_port"].code == 0 and min(f.code for f in BY_NAME.values()) == 0   # (see Compiled13._table)
 
 
 def _outputs_only(inst: Any) -> bool:

@@ -1,0 +1,172 @@
+"""A candidate's piece of a term when no better-ranked candidate overlaps it, in a few operations
+(:func:`lone_piece`, :func:`lone_run`): the usual split of the 1.3 classification
+(:meth:`~netsleuth.invariants.headerspace.of13.classify._TableView._split_term`), a table of one
+pattern splitting a host's headers at its first hop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netsleuth.invariants.headerspace.terms import Term, term_empty
+from netsleuth.model.of13.headerbits import WIDTH13
+
+
+def file_lone(pieces: dict[int | None, list[Term]], i: int, t: Term, ev: int, em: int, free: dict[int, Any],
+          tm: dict[Any, Term | None] | None) -> bool:
+    """File candidate ``i``'s piece of ``t`` by :func:`lone_piece` (or the term's memo ``tm``, under
+    the key the general run gives it); False: it could not tell."""
+    if tm is not None and (i,) in tm:
+        nt: Term | None | bool = tm[(i,)]
+    else:
+        nt = lone_piece(t, ev, em, free)
+        if nt is False:
+            return False
+        if tm is not None:
+            tm[(i,)] = nt   # type: ignore[assignment]
+    if nt is not None:
+        got = pieces.get(i)
+        if got is None:
+            pieces[i] = [nt]   # type: ignore[list-item]
+        else:
+            got.append(nt)   # type: ignore[arg-type]
+    return True
+
+
+def lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces: dict[int | None, list[Term]],
+              seen: dict[int, dict[int, list[int]]], free: dict[int, Any]) -> int:
+    """``_TableView._split_term``'s loop over its leading candidates while each is one
+    :func:`lone_piece` files: of the first one's mask, each value new (no better-ranked
+    candidate overlaps it), none holding the term -- a table of one pattern, the first hop's
+    usual split, costs a few operations per candidate here instead of three calls.  The same
+    pieces, filed in the same order, and the candidates noted in ``seen`` as the loop notes
+    them; the number of candidates done (the loop goes on from there)."""
+    em = ws[cands[0]][1]
+    if not em & ~t[1]:
+        return 0   # the first candidate holds the term
+    shape = free.get(em, _UNSEEN)
+    if shape is _UNSEEN:
+        shape = free[em] = _shape(t, em)
+    if shape is None:
+        return 0
+    kept, other, empty, nm, notem, both = shape
+    t0 = t[0]
+    # make_term's order keeps the first of equal differences: only needed when two of them
+    # can become equal, i.e. differ only in bits some piece fixes (the term's and the mask's)
+    repeat = len(kept) > 1 and diffs_may_repeat(kept, t0 | em)
+    same: dict[int, list[int]] = {}
+    k = 0
+    for i in cands:
+        ev, mi = ws[i]
+        if mi != em or ev & notem or (ev ^ t0) & both or (other and _meets(other, ev)):
+            break
+        lst = [i]
+        if same.setdefault(ev, lst) is not lst:
+            break   # a better-ranked candidate of the same wildcard shadows it
+        k += 1
+        if empty:
+            continue
+        nv = t0 | ev
+        if kept:
+            out = [(dv | nv, cm) for dv, cm in kept]
+            if repeat:
+                out = list(dict.fromkeys(out))
+            piece: Term = (nv, nm, tuple(out))
+        else:
+            piece = (nv, nm, ())
+        got = pieces.get(i)
+        if got is None:
+            pieces[i] = [piece]
+        else:
+            got.append(piece)
+    if same:
+        seen[em] = same
+    return k
+
+
+def diffs_may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
+    """Whether two differences of ``kept`` (value, mask) can be equal once bits of ``fixed``
+    are set in their values: equal masks, values that differ in those bits only."""
+    free = ~fixed
+    for n, (dv, cm) in enumerate(kept):
+        for ev, em in kept[n + 1:]:
+            if em == cm and not ((dv ^ ev) & free):
+                return True
+    return False
+
+
+def _meets(other: list[tuple[int, int]], ev: int) -> bool:
+    """Whether a difference of ``other`` (see :func:`_shape`) may meet the piece of the candidate
+    of value ``ev`` (:func:`lone_piece` then asks ``classify._piece``)."""
+    for dv, dx in other:
+        if not ((dv ^ ev) & dx):
+            return True
+    return False
+
+
+def lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None | bool:
+    """``classify._piece`` for an entry (ev, em) that no better-ranked candidate overlaps and whose
+    wildcard does not hold the term, or False: ask ``classify._piece``.
+
+    The piece is the term's base within the entry's wildcard minus the differences that meet
+    it (:func:`make_term`'s clipping and order).  For an entry whose value lies within its
+    mask and agrees with the term's base, a difference that leaves the bits the entry fixes
+    beyond the base free meets the piece exactly when it meets the base, and clips to its own
+    mask with the entry's; and when every difference that meets the piece is such, whether
+    they cover it does not depend on those bits: the piece is empty exactly when the term's
+    base minus those differences is.  So what the differences do is worked out once per
+    mask of the candidates (``free``), and a candidate of that mask costs a few operations."""
+    shape = free.get(em, _UNSEEN)
+    if shape is _UNSEEN:
+        shape = free[em] = _shape(t, em)
+    if shape is None:
+        return False
+    kept, other, empty, nm, notem, both = shape
+    if ev & notem or (ev ^ t[0]) & both:
+        return False   # a value outside its mask, or not a candidate of the term
+    for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
+        if not ((dv ^ ev) & dx):
+            return False
+    if empty:
+        return None
+    nv = t[0] | ev
+    if not kept:
+        return (nv, nm, ())
+    out = [(dv | nv, cm) for dv, cm in kept]
+    if len(out) > 1:   # make_term's order: the first of equal differences stays
+        out = list(dict.fromkeys(out))
+    return (nv, nm, tuple(out))
+
+
+_UNSEEN = object()   # a mask free has no shape for yet (its shape may be None)
+
+
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool, int, int, int] | None:
+    """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
+    :func:`lone_piece`): those that meet every such piece, as (value, clipped mask), those
+    that test the candidates' own bits, as (value, mask on those bits), and whether the
+    first ones cover the pieces; then the pieces' mask, ``~em`` and ``em & m`` (what every
+    candidate of the mask is checked with); None when a difference equals the base
+    (make_term's None for every piece: left to the general run)."""
+    v, m, ds = t
+    if v & ~m:
+        return None   # a base value outside its mask: left to the general run
+    extra = em & ~m
+    nm = m | em
+    kept: list[tuple[int, int]] = []
+    met: list[tuple[int, int]] = []
+    other: list[tuple[int, int]] = []
+    for dv, dm in ds:
+        if (dv ^ v) & dm & m:
+            continue   # misses the base: misses every piece
+        dx = dm & extra
+        if dx:
+            other.append((dv, dx))
+            continue
+        cm = dm | nm
+        if cm == nm:
+            return None
+        kept.append((dv, cm))
+        met.append((dv, dm))
+    empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
+    return kept, other, empty, nm, ~em, em & m
