@@ -138,19 +138,22 @@ def run_k(k: int, updates: int, compare_every: int, seed: int) -> dict:
             full.append(time.process_time() - t0)
             assert _texts(got) == _texts(want), \
                 f"message {len(times)}: the incremental findings differ from a full check's"
+    row = {"k": k, "rules": sum(len(p.tables) for p in pipes.values()), "updates": updates, "kinds": kinds,
+           "inc_cold_s": round(inc_cold, 3), "full_cold_s": round(full_cold, 3), "compared_with_full": len(full),
+           "hops_rerun": inc.rerun, "partial_checks": inc.partial_checks, "full_checks": inc.full_checks,
+           "findings_at_end": {kk: len(got.get(kk, ())) for kk in KINDS}}
+    if not times:  # --updates 0: the cold checks only
+        return row | {"median_ms": None, "p99_ms": None, "max_ms": None, "mean_ms": None,
+                      "full_recheck_median_ms": None, "speedup": None}
     times.sort()
     full.sort()
     median = times[len(times) // 2]
     p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
     full_median = full[len(full) // 2]
-    return {"k": k, "rules": sum(len(p.tables) for p in pipes.values()), "updates": updates, "kinds": kinds,
-            "inc_cold_s": round(inc_cold, 3), "full_cold_s": round(full_cold, 3),
-            "median_ms": round(median * 1e3, 3), "p99_ms": round(p99 * 1e3, 3),
-            "max_ms": round(times[-1] * 1e3, 3), "mean_ms": round(sum(times) / len(times) * 1e3, 3),
-            "full_recheck_median_ms": round(full_median * 1e3, 3), "compared_with_full": len(full),
-            "speedup": round(full_median / max(median, 1e-9), 1), "hops_rerun": inc.rerun,
-            "partial_checks": inc.partial_checks, "full_checks": inc.full_checks,
-            "findings_at_end": {kk: len(got.get(kk, ())) for kk in KINDS}}
+    return row | {"median_ms": round(median * 1e3, 3), "p99_ms": round(p99 * 1e3, 3),
+                  "max_ms": round(times[-1] * 1e3, 3), "mean_ms": round(sum(times) / len(times) * 1e3, 3),
+                  "full_recheck_median_ms": round(full_median * 1e3, 3),
+                  "speedup": round(full_median / max(median, 1e-9), 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(str(r["k"]), str(r["rules"]), str(r["updates"]), str(r["inc_cold_s"]), str(r["full_cold_s"]),
-                      str(r["median_ms"]), str(r["p99_ms"]), str(r["max_ms"]), str(r["full_recheck_median_ms"]),
-                      f"{r['speedup']}x")
+                      *("-" if r[c] is None else str(r[c]) for c in ("median_ms", "p99_ms", "max_ms",
+                                                                       "full_recheck_median_ms")),
+                      f"{r['speedup']}x" if r["speedup"] is not None else "-")
     Console().print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=2) + "\n")
