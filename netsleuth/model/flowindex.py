@@ -103,8 +103,10 @@ class SlotMap:
         if kid > self._hi:  # key ids are handed out in order: new keys are usually past the end
             return -1
         k = self._k
-        i = int(k.searchsorted(kid))
-        return i if i < len(k) and k[i] == kid else -1
+        # (the key as the array's own int32: given a Python int, numpy would first cast the
+        # whole array to int64, a copy of it per lookup, ~20 µs for a switch's 100,000 keys)
+        i = int(k.searchsorted(k.dtype.type(kid)))
+        return i if i < len(k) and k.item(i) == kid else -1
 
     def get(self, kid: int, default: int | None = None) -> int | None:
         s = self._d.get(kid)
