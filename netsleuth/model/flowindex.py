@@ -111,8 +111,8 @@ class SlotMap:
             return -1
         k = self._kv
         if k is None:
-            k = self._kv = memoryview(self._k)
-            self._sv = memoryview(self._s)
+            k = self._kv = memoryview(self._k)  # type: ignore[arg-type]  # (numpy arrays are buffers)
+            self._sv = memoryview(self._s)  # type: ignore[arg-type]
         i = bisect_left(k, kid)
         return i if i < len(k) and k[i] == kid else -1
 
@@ -215,11 +215,11 @@ class SlotMap:
     def items(self) -> Iterator[tuple[int, int]]:
         return zip(self.keys(), self.values(), strict=True)
 
-    def __getstate__(self) -> tuple[None, dict]:
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
         # (the memoryviews cannot be pickled or deep-copied: made again by the next lookup)
         return None, {n: getattr(self, n) for n in self.__slots__ if n not in ("_kv", "_sv")}
 
-    def __setstate__(self, state: tuple[None, dict]) -> None:
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         for n, v in state[1].items():
             setattr(self, n, v)
         self._kv = self._sv = None
