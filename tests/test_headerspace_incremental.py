@@ -13,6 +13,7 @@ import importlib.util
 import pathlib
 import random
 
+import numpy as np
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
@@ -20,10 +21,12 @@ from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import codes
 from netsleuth.invariants.headerspace import compiled as C
 from netsleuth.invariants.headerspace import engine as E
+from netsleuth.invariants.headerspace import incremental_classes as IC
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.incremental import KINDS, IncrementalHSA
 from netsleuth.model.actions import Output
 from netsleuth.model.flowindex import action_id
+from netsleuth.model.headerbits import intern_new, interner
 from netsleuth.model.match import Match
 
 _SPEC = importlib.util.spec_from_file_location(
@@ -318,3 +321,20 @@ def test_unreported_flow_mod_is_noticed():
     switches["e3"].table.delete(switches["e3"].table.entries()[0].match, strict=False)
     view = bench.make_view(topo, switches)
     assert _texts(inc.check(view)) == _full(view) and inc.full_checks == 3
+
+
+@pytest.mark.parametrize("n", [3, 40, 3000])  # byte search (small cells), numpy (past _BYTE_SEARCH_MAX)
+def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
+    """A cell's classes of one key: every one (several ingresses may share a key), in the array's
+    order, and none whose ingress number merely equals the key id (its bytes are the key's)."""
+    mask = (1 << 200) - (1 << 152)   # a pattern of one field (dl_dst's bits)
+    intern, keys = interner(mask)
+    ids = [intern[k] if k in intern else intern_new(mask, k) for k in (0xa1 << 152, 0xa2 << 152, 0xa3 << 152)]
+    rng = random.Random(n)
+    xs = [(rng.choice(ids + [ids[0] + 1]) << 32) | rng.choice(ids) for _ in range(n)]
+    xs[0] = (ids[1] << 32) | ids[0]   # ingress number = another key's id
+    arr = np.array(xs, dtype=np.int64)
+    for j in ids:
+        want = [x for x in xs if x & 0xFFFFFFFF == j]
+        assert IC._overlapping_classes(arr, mask, keys[j], mask) == want
+    assert IC._overlapping_classes(arr, mask, 0xa4 << 152, mask) == []

@@ -21,6 +21,7 @@ with millions of rules need not sort and pack them all.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
@@ -88,7 +89,7 @@ class SlotMap:
     COMPACT_MIN = 256
     DICT_SHARE = 16  # merge when the dict holds 1/DICT_SHARE of the arrays' entries
 
-    __slots__ = ("_d", "_k", "_s", "_n", "_dead", "_hi")
+    __slots__ = ("_d", "_k", "_s", "_n", "_dead", "_hi", "_kv", "_sv")
 
     def __init__(self) -> None:
         self._d: dict[int, int] = {}
@@ -97,13 +98,22 @@ class SlotMap:
         self._n = 0                # live entries in the arrays
         self._dead = 0             # removed entries still in the arrays
         self._hi = -1              # the largest key id in the arrays (-1: none)
+        # memoryviews of the two arrays, made by the first lookup after they were (re)built
+        self._kv: memoryview | None = None
+        self._sv: memoryview | None = None
 
     def _find(self, kid: int) -> int:
-        """Index of ``kid`` in the arrays, or -1."""
+        """Index of ``kid`` in the arrays, or -1.  A binary search through a memoryview of the
+        key array: each probe a C-level read, where numpy's searchsorted costs a dispatch
+        (a few microseconds when its machinery is not in the CPU's caches, as in a flow_mod's
+        few lookups) and, given a Python int, a cast of the whole int32 array first."""
         if kid > self._hi:  # key ids are handed out in order: new keys are usually past the end
             return -1
-        k = self._k
-        i = int(k.searchsorted(kid))
+        k = self._kv
+        if k is None:
+            k = self._kv = memoryview(self._k)  # type: ignore[arg-type]  # (numpy arrays are buffers)
+            self._sv = memoryview(self._s)  # type: ignore[arg-type]
+        i = bisect_left(k, kid)
         return i if i < len(k) and k[i] == kid else -1
 
     def get(self, kid: int, default: int | None = None) -> int | None:
@@ -113,7 +123,7 @@ class SlotMap:
         if self._n:
             i = self._find(kid)
             if i >= 0:
-                v = int(self._s[i])
+                v = self._sv[i]  # type: ignore[index]  # (_find made it)
                 if v >= 0:
                     return v
         return default
@@ -174,6 +184,7 @@ class SlotMap:
             order = np.argsort(k, kind="stable")
             k, s = k[order], s[order]
         self._k, self._s, self._n, self._dead, self._d = k, s, len(k), 0, {}
+        self._kv = self._sv = None
         self._hi = int(k[-1]) if len(k) else -1
 
     def arrays(self) -> tuple[I32, I32]:
@@ -204,12 +215,22 @@ class SlotMap:
     def items(self) -> Iterator[tuple[int, int]]:
         return zip(self.keys(), self.values(), strict=True)
 
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        # (the memoryviews cannot be pickled or deep-copied: made again by the next lookup)
+        return None, {n: getattr(self, n) for n in self.__slots__ if n not in ("_kv", "_sv")}
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        for n, v in state[1].items():
+            setattr(self, n, v)
+        self._kv = self._sv = None
+
     def copy(self) -> SlotMap:
         c = SlotMap()
         c._d = dict(self._d)
         c._k = self._k  # key ids never change in place
         c._s = self._s.copy() if len(self._s) else self._s  # the empty columns are never written
         c._n, c._dead, c._hi = self._n, self._dead, self._hi
+        c._kv = c._sv = None
         return c
 
 

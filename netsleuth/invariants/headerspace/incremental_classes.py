@@ -57,30 +57,47 @@ def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
     return [j for j in js if keys[j] & cm == cv]
 
 
-def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> np.ndarray:
+def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> list[int]:
     """The classes among ``xs`` (an int64 array of classes of pattern ``mask``) whose key overlaps
     the wildcard (v, m).  A match that fixes every bit of the pattern (the usual flow_mod) names
-    one key: one vectorized comparison over the cell's array finds its classes (a few
-    microseconds for thousands of classes; sorting the array for a binary search costs ten to a
-    hundred times that, and a random flow_mod rarely asks the same cell twice)."""
+    one key, and its classes hold its id in their low 32 bits.  No sort (a random flow_mod rarely
+    asks the same cell twice).  A cell of up to ``_BYTE_SEARCH_MAX`` classes (most of them) is
+    searched as bytes, a copy and a memchr-like scan: on a cell just read from memory (the usual
+    case) that costs about half of numpy's strided comparison, whose per-call machinery is then
+    most of the cost; bigger cells, where the scan's per-byte cost shows, are compared by numpy."""
     intern, keys = interner(mask)
     if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
         j = intern.get(v & mask)
         if j is None:
-            return _NONE
-        # the key ids are the low 32 bits of each class: compared in place, as a strided
-        # uint32 view, without a masked copy of the array first
-        return xs[xs.view(np.uint32)[_LOW::2] == np.uint32(j)]
+            return []
+        if len(xs) > _BYTE_SEARCH_MAX:
+            # (the key ids compared in place, as a strided uint32 view: no masked copy first)
+            return xs[xs.view(np.uint32)[_LOW::2] == np.uint32(j)].tolist()
+        b = xs.tobytes()
+        needle = j.to_bytes(4, _ORDER)
+        out = []
+        at = b.find(needle)
+        while at >= 0:
+            if at & 7 == _LOW_AT:  # (the key id's own bytes, not a tag's or a straddle)
+                at -= _LOW_AT
+                out.append(int.from_bytes(b[at:at + 8], _ORDER))
+                at += 8
+            else:
+                at += 1
+            at = b.find(needle, at)
+        return out
     js = xs & _IDM
     cm = mask & m
     cv = v & cm
     hit = [j for j in np.unique(js).tolist() if keys[j] & cm == cv]
-    return xs[np.isin(js, hit)] if hit else _NONE
+    return xs[np.isin(js, hit)].tolist() if hit else []
 
 
-_NONE = np.zeros(0, dtype=np.int64)
-_LOW = 0 if sys.byteorder == "little" else 1   # the uint32 half of an int64 holding its low bits
-assert TAG_SHIFT == 32  # (what _LOW's view relies on)
+_ORDER = sys.byteorder
+_LOW = 0 if _ORDER == "little" else 1      # the uint32 half of an int64 holding its low bits
+_LOW_AT = 4 * _LOW                         # where those bits are among its 8 bytes
+assert TAG_SHIFT == 32  # (what the byte search and _LOW's view rely on)
+_BYTE_SEARCH_MAX = 2048
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
 
 
@@ -320,8 +337,8 @@ class _ClassTracker:
             self._stat[cell] = stat
             gone = self._gone
             for mask, got in self._base.get(cell, {}).items():
-                xs = got if every else _overlapping_classes(got, mask, v, m)
-                for x in xs.tolist():
+                xs = got.tolist() if every else _overlapping_classes(got, mask, v, m)
+                for x in xs:
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             if ip is not None and not every:
