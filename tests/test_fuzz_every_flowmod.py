@@ -39,8 +39,8 @@ MIGRATIONS = Rates({**dict.fromkeys(("switch_failure", "switch_recovery", "link_
 LOCATED = {"blackholes", "reachability", "loops"}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return run_cli(*args, timeout=900)
+def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return run_cli(*args, timeout=timeout)
 
 
 def fuzz_cli(out: Path, controller: str, seed: int, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -31,8 +31,8 @@ SS10 = "osken:os_ken.app.simple_switch"
 STP13 = "osken:os_ken.app.simple_switch_stp_13"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return run_cli(*args, timeout=300)
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return run_cli(*args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
