@@ -124,6 +124,16 @@ class Road:
         self._where.clear()
         self._up.clear()
 
+    def switch_up(self, s: str) -> bool:
+        """Whether switch ``s`` is up in the network's current view (read once per view)."""
+        view = self.net.view
+        if view is not self._view:   # the incremental engine's view changes from message to message
+            self.renew(view)
+        up = self._up.get(s)
+        if up is None:
+            up = self._up[s] = view.is_switch_up(s)
+        return up
+
     def where(self, s: str, q: int) -> tuple[int, Any]:
         """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
         switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
@@ -155,15 +165,10 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     was noted then).  ``noted``: where the table lookups go (the incremental engine's)."""
     s, p, orig, sym, path, rules, choices = item
     here = (s, p)
+    if not road.switch_up(s) or here in path:
+        return None
     net = road.net
     view = net.view
-    if view is not road._view:
-        road.renew(view)
-    up = road._up.get(s)
-    if up is None:
-        up = road._up[s] = view.is_switch_up(s)
-    if not up or here in path:
-        return None
     comp = net.compiled(s)
     views = comp._views
     t = md = tid = 0
@@ -205,15 +210,10 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
     with what they share looked up once -- the switch, its state, the table views of each
     mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`)."""
+    if not road.switch_up(s):
+        return [None] * len(items)
     net = road.net
     view = net.view
-    if view is not road._view:
-        road.renew(view)
-    up = road._up.get(s)
-    if up is None:
-        up = road._up[s] = view.is_switch_up(s)
-    if not up:
-        return [None] * len(items)
     comp = net.compiled(s)
     here = (s, p)
     rkeys = road._keys
