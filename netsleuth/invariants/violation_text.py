@@ -14,11 +14,10 @@ event) and is printed only when asked for (``--verbose``).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from netsleuth.invariants.headerspace.space import HeaderSet
+from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
 from netsleuth.invariants.headerspace.terms import Term
 from netsleuth.model.addr import int_to_ip, int_to_mac
 
@@ -60,51 +59,23 @@ def _fields(hs: HeaderSet, v: int, m: int) -> dict[str, tuple[int, int, int]]:
     layout's order (``SHIFTS``)."""
     plan = _PLANS.get(type(hs))
     if plan is None:
-        plan = _PLANS[type(hs)] = _plan(hs)
+        plan = _PLANS[type(hs)] = (FieldLayout.of(hs.SHIFTS, hs.FULLS), (1 << hs.WIDTH) - 1)
+    layout, whole = plan
     out = {}
-    if not plan or m == plan[4]:   # fields that overlap, or a whole header: each field in turn
+    if layout is None or m == whole:   # fields that overlap, or a whole header: each field in turn
         for name, sh in hs.SHIFTS.items():
             full = hs.FULLS[name]
             fm = (m >> sh) & full
             if fm:
                 out[name] = ((v >> sh) & full, fm, full)
         return out
-    shifts, fields, below, ends, _whole = plan
-    found = []
-    rest = m
-    while rest:   # from the top bit down: a few operations per field m has bits in
-        top = rest.bit_length() - 1
-        i = bisect_right(shifts, top) - 1
-        if i < 0:
-            break   # bits below every field
-        k, name, sh, full, end = fields[i]
-        if top < end:
-            fm = (rest >> sh) & full   # (every bit of the field is in rest still)
-            if fm:
-                found.append((k, name, sh, full, fm))
-            rest &= below[i]
-        else:   # bits between two fields
-            rest &= ends[i]
-    found.sort()
-    for _k, name, sh, full, fm in found:
-        out[name] = ((v >> sh) & full, fm, full)
+    for _k, name, sh, full in sorted(layout.fields_in(m)):
+        out[name] = ((v >> sh) & full, (m >> sh) & full, full)
     return out
 
 
-def _plan(hs: HeaderSet) -> tuple[list[int], list[tuple[int, str, int, int, int]], list[int], list[int], int] \
-        | tuple[()]:
-    """A layout's fields by their place, lowest first, for :func:`_fields`: their shifts, (order in
-    ``SHIFTS``, name, shift, full mask, end bit), the bits below each, the bits up to each
-    one's end and a whole header's mask; () when two fields overlap."""
-    fields = sorted(((k, name, sh, hs.FULLS[name], sh + hs.FULLS[name].bit_length())
-                     for k, (name, sh) in enumerate(hs.SHIFTS.items())), key=lambda f: f[2])
-    if any(a[4] > b[2] for a, b in zip(fields, fields[1:], strict=False)):
-        return ()
-    return ([f[2] for f in fields], fields, [(1 << f[2]) - 1 for f in fields], [(1 << f[4]) - 1 for f in fields],
-            (1 << hs.WIDTH) - 1)
-
-
-_PLANS: dict[type, Any] = {}
+# a layout's FieldLayout (None: its fields overlap) and a whole header's mask, by HeaderSet class
+_PLANS: dict[type, tuple[FieldLayout | None, int]] = {}
 
 
 def _role(fields: dict[str, tuple[int, int, int]], roles: Mapping[str, tuple[str, ...]], role: str,

@@ -29,7 +29,8 @@ this module holds the packing of a match and the header sets themselves.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 from netsleuth.invariants.headerspace.terms import (
@@ -93,6 +94,50 @@ def field_wildcard(**fields: int | tuple[int, int]) -> Wildcard:
         v |= (val & fm) << sh
         m |= fm << sh
     return (v, m)
+
+
+class FieldLayout:
+    """A header layout's fields by their place, to find the fields a mask has bits in from its top bit down.
+
+    An exact match or a finding's space has bits in few of a layout's fields, so walking from
+    the mask's top bit (a bisection per field it has bits in) costs less than a shift of the
+    header-wide int per field of the layout. For layouts whose fields do not overlap (see
+    :meth:`of`); bits between or below fields belong to none.
+    """
+
+    __slots__ = ("_shifts", "_fields", "_below", "_ends")
+
+    def __init__(self, fields: list[tuple[int, str, int, int, int]]) -> None:
+        self._fields = fields   # (order in the layout, name, shift, full mask, end bit), lowest first
+        self._shifts = [f[2] for f in fields]
+        self._below = [(1 << f[2]) - 1 for f in fields]
+        self._ends = [(1 << f[4]) - 1 for f in fields]
+
+    @classmethod
+    def of(cls, shifts: Mapping[str, int], fulls: Mapping[str, int]) -> FieldLayout | None:
+        """The layout of fields ``name -> shift`` with ``name -> full mask``; None when two overlap."""
+        fields = sorted(((k, name, sh, fulls[name], sh + fulls[name].bit_length())
+                         for k, (name, sh) in enumerate(shifts.items())), key=lambda f: f[2])
+        if any(a[4] > b[2] for a, b in zip(fields, fields[1:], strict=False)):
+            return None
+        return cls(fields)
+
+    def fields_in(self, m: int) -> Iterator[tuple[int, str, int, int]]:
+        """(order in the layout, name, shift, full mask) of every field ``m`` has a bit of its full
+        mask in, highest first (a bit a field's full mask leaves out belongs to no field)."""
+        shifts, fields, below, ends = self._shifts, self._fields, self._below, self._ends
+        while m:
+            top = m.bit_length() - 1
+            i = bisect_right(shifts, top) - 1
+            if i < 0:
+                return   # bits below every field
+            k, name, sh, full, end = fields[i]
+            if top < end:
+                if (m >> sh) & full:
+                    yield k, name, sh, full
+                m &= below[i]
+            else:   # bits between two fields
+                m &= ends[i]
 
 
 # --------------------------------------------------------------------------- header spaces

@@ -8,10 +8,9 @@ names, the injected space's tag shapes left out of what people read).
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from netsleuth.invariants.headerspace.space import HeaderSet
+from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
 from netsleuth.model.of13.headerbits import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
@@ -86,27 +85,17 @@ def _field_text(name: str, val: int, fm: int) -> str:
     return str(val) if fm == full else f"{val:#x}/{fm:#x}"
 
 
-# the fields by their place in the header, lowest first (they tile it), and the bits below each
-_ASC = sorted(((SHIFT13[n], n, FULL13[n]) for n in FIELDS13), key=lambda x: x[0])
-_SH_ASC = [sh for sh, _n, _f in _ASC]
-_BELOW = [(1 << sh) - 1 for sh in _SH_ASC]
-
-
-def _fields_in(m: int) -> Iterator[tuple[int, str, int]]:
-    """(shift, name, full mask) of every field ``m`` has a bit in, highest first (the order of
-    ``_TEXT_ORDER``): found from ``m``'s top bit down, a few operations per field it has instead
-    of a shift of the header-wide int per field of the layout."""
-    while m:
-        i = bisect_right(_SH_ASC, m.bit_length() - 1) - 1
-        yield _ASC[i]
-        m &= _BELOW[i]
+# the fixed fields by their place (they tile the header): found from a mask's top bit down
+_tiled = FieldLayout.of(SHIFT13, FULL13)
+assert _tiled is not None and tuple(n for _k, n, _s, _f in _tiled.fields_in((1 << WIDTH13) - 1)) == _TEXT_ORDER
+_LAYOUT13: FieldLayout = _tiled
 
 
 def wildcard_text13(v: int, m: int) -> str:
     """ovs-ofctl-like ``field=value[/mask]`` for the fixed fields (OXM names; ``vlan1_*`` is the
     inner tag); ``*`` for everything."""
     parts = []
-    for sh, name, full in _fields_in(m):
+    for _k, name, sh, full in _LAYOUT13.fields_in(m):
         parts.append(f"{name}={_field_text(name, (v >> sh) & full, (m >> sh) & full)}")
     return ",".join(parts) or "*"
 
@@ -167,7 +156,7 @@ def header_dict13(h: int) -> dict[str, object]:
     out: dict[str, object] = {}
     for name in _ALWAYS:   # the first fields of _TEXT_ORDER: shown even when 0
         out[name] = _readable(name, (h >> SHIFT13[name]) & FULL13[name])
-    for sh, name, full in _fields_in(h & _BELOW_ALWAYS):
+    for _k, name, sh, full in _LAYOUT13.fields_in(h & _BELOW_ALWAYS):
         out[name] = _readable(name, (h >> sh) & full)
     return out
 
