@@ -275,7 +275,7 @@ class LiveNet:
         speaker's session flap while the first group gathers; the run then goes on with the
         new session, as a run whose first session stayed would.)
         """
-        for h in self.held.values():
+        for h in self._open.values():   # (every undelivered message is among them, in the order held)
             if not h.delivered and h.identity() == ident:
                 return h
         return None

@@ -21,7 +21,7 @@ import sys
 import time
 
 from netsleuth.defined.daemons.relaycore import RelayCore
-from netsleuth.defined.daemons.wire import TYPES, tcp_of
+from netsleuth.defined.daemons.wire import HEADER, TYPES, tcp_of
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -188,9 +188,9 @@ def _trace(iface: str, frame: bytes, out: list) -> None:
     if seg is None or not seg.bgp:
         return
     p, kinds = seg.payload, []
-    while len(p) >= 19:
+    while len(p) >= HEADER:
         kinds.append(TYPES.get(p[18], str(p[18])))
-        p = p[max(19, int.from_bytes(p[16:18], "big")):]
+        p = p[max(HEADER, int.from_bytes(p[16:18], "big")):]
     t = time.time()
     print(f"{time.strftime('%H:%M:%S', time.gmtime(t))}.{int(t * 1e6) % 1000000:06d} {iface} "
           f"{seg.src}:{seg.sport}>{seg.dst}:{seg.dport} flags={seg.flags:#04x} seq={seg.seq} ack={seg.ack} "
