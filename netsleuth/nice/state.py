@@ -43,7 +43,7 @@ from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
-from netsleuth.nice.interning import _MASK, app_term, mix, queue_delta, queue_term
+from netsleuth.nice.interning import _MASK, app_term, mix, queue_delta, queue_term, small_term
 from netsleuth.nice.of13 import copy13, key13
 
 
@@ -425,13 +425,23 @@ class SystemState:
                 h += queue_delta("q", where, q, r)
         if self.app is not p.app:
             h += app_term(self.app_hash()) - app_term(p.app_hash())
-        if self.props is not p.props:
-            h += mix(hash(("p", self.props))) - mix(hash(("p", p.props)))
-        if self.timers is not p.timers:
-            h += mix(hash(("t", self.timers))) - mix(hash(("t", p.timers)))
-        if self.extra is not p.extra:
-            h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
+        if self.props is not p.props or self.timers is not p.timers or self.extra is not p.extra:
+            h += _small_delta(self, p)
         return h
+
+
+def _small_delta(st: SystemState, p: SystemState) -> int:
+    """How the terms of the property states, pending timers and strategy state of ``st`` differ
+    from its parent ``p``'s (each term cached by the identity of its tuple: siblings share the
+    parent's)."""
+    d = 0
+    if st.props is not p.props:
+        d += small_term("p", st.props) - small_term("p", p.props)
+    if st.timers is not p.timers:
+        d += small_term("t", st.timers) - small_term("t", p.timers)
+    if st.extra is not p.extra:
+        d += small_term("x", st.extra) - small_term("x", p.extra)
+    return d
 
 
 def _terms_delta(xs: list, ys: list) -> int:
@@ -440,7 +450,9 @@ def _terms_delta(xs: list, ys: list) -> int:
     d = 0
     for x, y in zip(xs, ys, strict=True):
         if x is not y:
-            d += x.term() - y.term()
+            t = x._term
+            u = y._term
+            d += (x.term() if t is None else t) - (y.term() if u is None else u)
     return d
 
 
