@@ -358,17 +358,30 @@ class System:
         """The state ``t`` leads to from ``st``, and what it did (``footprint=False``: only the
         violations are recorded, for a search that needs no footprints)."""
         c = st.child()
-        fx = Effects() if footprint else ViolationsOnly()
+        if footprint:
+            fx = Effects()
+        else:   # ViolationsOnly() without its __init__ frame
+            fx = _new_effects(ViolationsOnly)
+            fx.violations = []
         fire_kind = _FIRE.get(t[0])
         if fire_kind is None:
             raise ValueError(f"unknown transition {t!r}")
         fire_kind(self, c, t, fx)
         cbs = self._on_step
         if cbs:
-            if footprint:
+            if footprint or len(cbs) > 1:
                 self._props(c, cbs, fx, c)
-            else:
-                self._props_only(c, cbs, fx, (c,))
+                return c, fx
+            # one property watches every step (NoBlackHolesMobile): _props_only, inline
+            ctx = self._ctx
+            ctx.fx, ctx.state = fx, c
+            ((i, f),) = cbs
+            cur = c.props[i]
+            new = f(cur, ctx, c)
+            if new is not cur and new != cur:
+                props = list(c.props)
+                props[i] = new
+                c.props = tuple(props)
         return c, fx
 
     def at_end(self, st: SystemState) -> list[PropertyViolation]:
@@ -500,6 +513,8 @@ class System:
 
 
 
+
+_new_effects = object.__new__
 
 #: What fires each kind: ``fire_<kind>(system, state, transition, effects)`` of the hosts',
 #: switches' or controller's module.
