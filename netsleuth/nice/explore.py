@@ -72,6 +72,7 @@ from typing import Any
 
 from netsleuth.nice.effects import Effects, independent
 from netsleuth.nice.filters import FILTERS, parse_strategy
+from netsleuth.nice.interning import _MASK
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.system import System
@@ -266,6 +267,9 @@ class Explorer:
         fire = system.fire
         enabled = self._enabled
         seen = visited.get
+        # the parent on the stack is always hashed: a child's hash is taken from it directly
+        # (SystemState.hash without the method's checks), unless the baseline path is asked for
+        incremental = SystemState.incremental_hash
         n = r.transitions
         revisits = r.revisits
         deepest = r.max_depth
@@ -287,7 +291,11 @@ class Explorer:
                         if self._stop:
                             break
                         continue
-                    h = child.hash()
+                    if incremental:
+                        child._parent = None
+                        h = child._hash = child._hash_from(st) & _MASK
+                    else:
+                        h = child.hash()
                     old = seen(h)
                     if old is not None and (max_depth is None or old <= depth):
                         revisits += 1

@@ -107,7 +107,7 @@ def fire_ctl(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) 
         if cbs:
             pid = msg.tag[0] if msg.tag is not None else None
             name = system.sw_names[i]
-            system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, msg))
+            system._props(st, cbs, fx, name, pid, msg)
         if system.of13:  # the hosted app gets the whole 1.3 PACKET_IN (table, cookie, lineage)
             run_handler(system, st, lambda a: a.packet_in13(dpid, msg), fx, i)
             return

@@ -43,7 +43,7 @@ def host_emit(system: FiringSystem, st: SystemState, hs: HostState, frame: Packe
     cbs = system._cb["on_host_send"]
     if cbs:
         name = hs.host.name
-        system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+        system._props(st, cbs, fx, name, pid, frame)
 
 
 def push(system: FiringSystem, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
@@ -126,7 +126,7 @@ def fire_recv(system: FiringSystem, st: SystemState, t: Transition, fx: Effects)
     cbs = system._cb["on_host_receive"]
     if cbs:
         pid = tag[0] if tag is not None else None
-        system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, pid, frame))
+        system._props(st, cbs, fx, name, pid, frame)
 
 
 def _recv_step(system: FiringSystem, old: HostState, frame: Packet) -> HostState:
@@ -162,7 +162,7 @@ def fire_move(system: FiringSystem, st: SystemState, t: Transition, fx: Effects)
     cbs = system._cb["on_host_move"]
     if cbs:
         new = hs.location
-        system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, old, new))
+        system._props(st, cbs, fx, name, old, new)
     # Tell the network where we are now (NICE's "mobility inform"): a gratuitous ARP.
     h = hs.host
     host_emit(system, st, hs, arp_request(h.mac, h.ip, h.ip), fx)

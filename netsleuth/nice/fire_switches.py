@@ -150,8 +150,7 @@ def _fire_pkt_direct(system: FiringSystem, st: SystemState, t: Transition, fx: E
         if system.lineage:
             pid, hops = tag
             if cbs:
-                # _props calls the lambda before the loop moves on, so the loop variables are the current ones
-                system._props(st, cbs, fx, lambda f, ps, ctx: f(ps, ctx, name, p, pid, hops, frame))  # noqa: B023
+                system._props(st, cbs, fx, name, p, pid, hops, frame)
             tag = (pid, hops + ((name, p),) if system.need_hops else hops)
         fx.ft_reads.append((i, _fields_read(system, frame, p)))
         outputs = s.receive_packet(p, frame, system.now, tag)

@@ -10,7 +10,6 @@ circle.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from netsleuth.nice.effects import Effects
@@ -62,8 +61,8 @@ class FiringSystem(Protocol):
     _ctl_seen: dict[tuple, tuple]
     _recv_seen: dict[tuple, tuple]
 
-    def _props(self, st: SystemState, cbs: list, fx: Effects, call: Callable) -> None:
-        """Run the property callbacks ``cbs`` on the child state ``st``."""
+    def _props(self, st: SystemState, cbs: list, fx: Effects, *args: Any) -> None:
+        """Run the property callbacks ``cbs`` on the child state ``st``: ``f(property state, context, *args)``."""
 
 
 __all__ = ["FiringSettings", "FiringSystem"]

@@ -161,3 +161,18 @@ def app_term(app_hash: int) -> int:
         t = mix(hash(("a", app_hash)))
         remember(_APP_TERM, app_hash, t)
     return t
+
+
+_SMALL_TERM: dict[int, tuple[Any, str, int]] = {}
+
+
+def small_term(kind: str, value: tuple) -> int:
+    """``mix(hash((kind, value)))``: the term of a state's property states (``"p"``), timers
+    (``"t"``) or strategy state (``"x"``), cached by the identity of ``value`` (a state's
+    children share its tuple, so each parent's term is computed once)."""
+    e = _SMALL_TERM.get(id(value))
+    if e is not None and e[0] is value and e[1] == kind:
+        return e[2]
+    t = mix(hash((kind, value)))
+    remember(_SMALL_TERM, id(value), (value, kind, t))
+    return t

@@ -43,7 +43,7 @@ from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
-from netsleuth.nice.interning import _MASK, app_term, mix, queue_delta, queue_term
+from netsleuth.nice.interning import _MASK, _QUEUE_DELTA, app_term, mix, queue_delta, queue_term, small_term
 from netsleuth.nice.of13 import copy13, key13
 
 
@@ -377,10 +377,12 @@ class SystemState:
         if h is None:
             p = self._parent
             self._parent = None     # do not keep ancestors alive
-            if not SystemState.incremental_hash:
-                h = self._hash = hash(self.key())
+            if p is not None and p._hash is not None and SystemState.incremental_hash:
+                h = self._hash = self._hash_from(p) & _MASK
+            elif SystemState.incremental_hash:
+                h = self._hash = self._full_hash() & _MASK
             else:
-                h = self._hash = (self._full_hash() if p is None or p._hash is None else self._hash_from(p)) & _MASK
+                h = self._hash = hash(self.key())
         return h
 
     def _full_hash(self) -> int:
@@ -414,24 +416,47 @@ class SystemState:
             h += _channels_delta("c", self.to_ctrl, p.to_ctrl)
         if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
             h += _channels_delta("w", self.to_sw, p.to_sw)
-        # the wire queues: only those written since the child was made (WireQueues)
-        inq, pinq = self.inq, p.inq
-        written = getattr(inq, "written", None)
-        if written is None:     # replaced by a plain dict: compare every queue
-            written = inq.keys() | pinq.keys()
-        for where in (set(written) if len(written) > 1 else written):
-            q, r = inq.get(where, ()), pinq.get(where, ())
-            if q is not r:
-                h += queue_delta("q", where, q, r)
+        h += _wires_delta(self.inq, p.inq)
         if self.app is not p.app:
             h += app_term(self.app_hash()) - app_term(p.app_hash())
-        if self.props is not p.props:
-            h += mix(hash(("p", self.props))) - mix(hash(("p", p.props)))
-        if self.timers is not p.timers:
-            h += mix(hash(("t", self.timers))) - mix(hash(("t", p.timers)))
-        if self.extra is not p.extra:
-            h += mix(hash(("x", self.extra))) - mix(hash(("x", p.extra)))
+        if self.props is not p.props or self.timers is not p.timers or self.extra is not p.extra:
+            h += _small_delta(self, p)
         return h
+
+
+def _small_delta(st: SystemState, p: SystemState) -> int:
+    """How the terms of the property states, pending timers and strategy state of ``st`` differ
+    from its parent ``p``'s (each term cached by the identity of its tuple: siblings share the
+    parent's)."""
+    d = 0
+    if st.props is not p.props:
+        d += small_term("p", st.props) - small_term("p", p.props)
+    if st.timers is not p.timers:
+        d += small_term("t", st.timers) - small_term("t", p.timers)
+    if st.extra is not p.extra:
+        d += small_term("x", st.extra) - small_term("x", p.extra)
+    return d
+
+
+def _wires_delta(inq: dict, pinq: dict) -> int:
+    """How the hash terms of the wire queues ``inq`` differ from their parent's ``pinq``: only the
+    queues written since the child was made (WireQueues) are visited."""
+    written = getattr(inq, "written", None)
+    if written is None:     # replaced by a plain dict: compare every queue
+        written = inq.keys() | pinq.keys()
+    elif not written:
+        return 0
+    d = 0
+    get = _QUEUE_DELTA.get
+    for where in (set(written) if len(written) > 1 else written):
+        q, r = inq.get(where, ()), pinq.get(where, ())
+        if q is not r:
+            e = get((id(q), id(r)))
+            if e is not None and e[0] is q and e[1] is r and e[3] == where and e[2] == "q":
+                d += e[4]
+            else:
+                d += queue_delta("q", where, q, r)
+    return d
 
 
 def _terms_delta(xs: list, ys: list) -> int:
@@ -440,17 +465,25 @@ def _terms_delta(xs: list, ys: list) -> int:
     d = 0
     for x, y in zip(xs, ys, strict=True):
         if x is not y:
-            d += x.term() - y.term()
+            t = x._term
+            u = y._term
+            d += (x.term() if t is None else t) - (y.term() if u is None else u)
     return d
 
 
 def _channels_delta(kind: str, qs: list, rs: list) -> int:
-    """How the hash terms of the control channel queues ``qs`` differ from their parent's ``rs``."""
+    """How the hash terms of the control channel queues ``qs`` differ from their parent's ``rs``
+    (``queue_delta``, its cache looked up here first)."""
     d = 0
     k = 0
+    get = _QUEUE_DELTA.get
     for q, r in zip(qs, rs, strict=True):
         if q is not r:
-            d += queue_delta(kind, k, q, r)
+            e = get((id(q), id(r)))
+            if e is not None and e[0] is q and e[1] is r and e[3] == k and e[2] == kind:
+                d += e[4]
+            else:
+                d += queue_delta(kind, k, q, r)
         k += 1
     return d
 

@@ -168,6 +168,10 @@ class System:
         self.host_by_mac = {h.mac: h.name for h in topo.hosts}
         # one (host, 0) tuple per host: the key of its wire queue, the same object every time
         self._host_wire = {h.name: (h.name, 0) for h in topo.hosts}
+        self._wire_of_host = [self._host_wire[n] for n in self.host_names]  # by host index
+        # per switch index: the keys of its input wire queues, ((name, port), ...) in port order
+        # (made from the first state's switch: a switch's ports are fixed during a search)
+        self._inputs: list[tuple] = [() for _ in self.sw_names]
         self.mac_of = {h.name: h.mac for h in topo.hosts}
         self.ip_of = {h.name: h.ip for h in topo.hosts}
         # static switch<->switch wiring; host wiring is state (hosts move)
@@ -190,6 +194,9 @@ class System:
         for ev in ("on_host_send", "on_host_receive", "on_switch_receive", "on_packet_in", "on_host_move",
                    "on_step", "on_end"):
             self._cb[ev] = [(i, getattr(p, ev)) for i, p in enumerate(properties) if hasattr(p, ev)]
+        self._on_step = self._cb["on_step"]
+        self._ctx = _PropertyContext(self, Effects(), SystemState())
+        self._prop_slot = [("prop", i) for i in range(len(properties))]  # each property's footprint object
         self.faults = set(config.faults)
         self.now = 0.0
         #: Extra transition generators: ``gen(system, state) -> [("sendpkt", host index, Packet), ...]``.
@@ -278,22 +285,25 @@ class System:
     # ------------------------------------------------------------------ enabled
     def enabled(self, st: SystemState) -> list[Transition]:
         out: list[Transition] = []
-        inq = st.inq
+        inq_get = st.inq.get
+        wires = self._wire_of_host
+        move_after = self.config.move_after
         for i, hs in enumerate(st.hosts):
             if hs.to_send:
                 out.append((SEND, i))
             if hs.outbox:
                 out.append((OUT, i))
-            if inq.get((hs.host.name, 0)):
+            if inq_get(wires[i]):
                 out.append((RECV, i))
-            if hs.moves_left and hs.replies_sent >= self.config.move_after:
+            if hs.moves_left and hs.replies_sent >= move_after:
                 out.append((MOVE, i))
+        inputs = self._inputs
         for i, s in enumerate(st.switches):
-            name = s.name
-            for p in s.ports:
-                if inq.get((name, p)):
-                    out.append((PKT, i))
-                    break
+            keys = inputs[i]
+            if len(keys) != len(s.ports):
+                keys = inputs[i] = tuple((s.name, p) for p in s.ports)
+            if any(map(inq_get, keys)):
+                out.append((PKT, i))
             if st.to_sw[i]:
                 out.append((OF, i))
         for i, q in enumerate(st.to_ctrl):
@@ -348,14 +358,30 @@ class System:
         """The state ``t`` leads to from ``st``, and what it did (``footprint=False``: only the
         violations are recorded, for a search that needs no footprints)."""
         c = st.child()
-        fx = Effects() if footprint else ViolationsOnly()
+        if footprint:
+            fx = Effects()
+        else:   # ViolationsOnly() without its __init__ frame
+            fx = _new_effects(ViolationsOnly)
+            fx.violations = []
         fire_kind = _FIRE.get(t[0])
         if fire_kind is None:
             raise ValueError(f"unknown transition {t!r}")
         fire_kind(self, c, t, fx)
-        cbs = self._cb["on_step"]
+        cbs = self._on_step
         if cbs:
-            self._props(c, cbs, fx, _call_on_step)
+            if footprint or len(cbs) > 1:
+                self._props(c, cbs, fx, c)
+                return c, fx
+            # one property watches every step (NoBlackHolesMobile): _props_only, inline
+            ctx = self._ctx
+            ctx.fx, ctx.state = fx, c
+            ((i, f),) = cbs
+            cur = c.props[i]
+            new = f(cur, ctx, c)
+            if new is not cur and new != cur:
+                props = list(c.props)
+                props[i] = new
+                c.props = tuple(props)
         return c, fx
 
     def at_end(self, st: SystemState) -> list[PropertyViolation]:
@@ -363,33 +389,55 @@ class System:
         fx = Effects()
         cbs = self._cb["on_end"]
         if cbs:
-            c = st.child()
-            self._props(c, cbs, fx, lambda f, ps, ctx: f(ps, ctx, st))
+            self._props(st.child(), cbs, fx, st)
         return fx.violations
 
-    def _props(self, st: SystemState, cbs: list, fx: Effects, call: Callable) -> None:
+    def _props(self, st: SystemState, cbs: list, fx: Effects, *args: Any) -> None:
+        """Call each callback of ``cbs`` as ``f(property state, context, *args)`` on the state
+        ``st`` being built, and keep what they return as the new property states."""
         # Every callback sees the property states as they were (st.props is set at the end); a
         # new tuple is made only when one changes, so an unchanged tuple stays the parent's
         # object and the incremental hash skips it.
+        if type(fx) is ViolationsOnly:
+            self._props_only(st, cbs, fx, args)
+            return
         old = st.props
         props: list | None = None
-        ctx = _PropertyContext(self, fx, st)
+        ctx = self._ctx     # one context per System, pointed at this call's effects and state
+        ctx.fx, ctx.state = fx, st
         for i, f in cbs:
             cur = old[i] if props is None else props[i]
-            new = call(f, cur, ctx)
+            new = f(cur, ctx, *args)
             commutes = self.props[i].commutes
             if not commutes:
-                fx.reads.add(("prop", i))
+                fx.reads.add(self._prop_slot[i])
             if new is not cur and new != cur:
                 if props is None:
                     props = list(old)
                 props[i] = new
                 if not commutes:
-                    fx.writes.add(("prop", i))
+                    fx.writes.add(self._prop_slot[i])
                     if f.__name__ == "on_step":
                         # on_step may look at anything in the state: a change it makes
                         # depends on everything, so it commutes with nothing (DPOR).
                         fx.writes.add(ANY)
+        if props is not None:
+            st.props = tuple(props)
+
+    def _props_only(self, st: SystemState, cbs: list, fx: Effects, args: tuple) -> None:
+        """:meth:`_props` for a search that records no footprints: the same calls and property
+        states, without the reads and writes nobody will look at."""
+        old = st.props
+        props: list | None = None
+        ctx = self._ctx
+        ctx.fx, ctx.state = fx, st
+        for i, f in cbs:
+            cur = old[i] if props is None else props[i]
+            new = f(cur, ctx, *args)
+            if new is not cur and new != cur:
+                if props is None:
+                    props = list(old)
+                props[i] = new
         if props is not None:
             st.props = tuple(props)
 
@@ -466,10 +514,7 @@ class System:
 
 
 
-def _call_on_step(f: Callable, ps: Any, ctx: _PropertyContext) -> Any:
-    """A property's ``on_step`` at the state being built (what :meth:`System.fire` calls)."""
-    return f(ps, ctx, ctx.state)
-
+_new_effects = object.__new__
 
 #: What fires each kind: ``fire_<kind>(system, state, transition, effects)`` of the hosts',
 #: switches' or controller's module.
