@@ -296,11 +296,12 @@ def host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int,
 
 
 
-def example_text(hs: HeaderSet, header: int, hosts: Hosts) -> str:
-    """A concrete header in words, with its addresses: what ``trace-packet`` would follow."""
+def example_text(hs: HeaderSet, header: int, hosts: Hosts, fields: Mapping[str, object] | None = None) -> str:
+    """A concrete header in words, with its addresses: what ``trace-packet`` would follow.
+    ``fields``: ``hs.header_fields(header)``, when the caller has it."""
     full = (1 << hs.WIDTH) - 1
     words = phrase(hs, header, full, hosts)
-    f = hs.header_fields(header)
+    f = hs.header_fields(header) if fields is None else fields
     src = f.get("dl_src", f.get("eth_src"))
     dst = f.get("dl_dst", f.get("eth_dst"))
     ips = ""

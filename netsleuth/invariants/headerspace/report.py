@@ -153,7 +153,7 @@ def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Se
                "header_spaces": [{"at": f"{i[0]}:{i[1]}", "header_space": describe(h)} for i, h in entries]}
     if ex is not None:
         f = hs.header_fields(ex)
-        d["example_text"] = example_text(hs, ex, hosts)
+        d["example_text"] = example_text(hs, ex, hosts, f)
         d["example_src"] = hosts.by_mac.get(_mac_int(f.get("dl_src", f.get("eth_src"))))
         d["example_dst"] = hosts.by_mac.get(_mac_int(f.get("dl_dst", f.get("eth_dst"))))
     return d

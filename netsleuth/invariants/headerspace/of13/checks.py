@@ -434,7 +434,7 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
                     hosts=(src.name, dst.name), switches=where,
                     details={"ingress": f"{loc[0]}:{loc[1]}", "header_space": bad_text,
                              "path": path, "cause": why, "all": text == "all their traffic",
-                             "witness": R.witness_dict(bad), R.SPACE: bad})
+                             "witness": None if w is None else bad.header_fields(w), R.SPACE: bad})
         if memo is not None:
             memo[dst.name] = (key, (f, w, reason))
         mine.append(f)
