@@ -48,15 +48,20 @@ def overlapping_classes(xs: np.ndarray | memoryview, mask: int, v: int, m: int) 
         b = xs.tobytes()
         needle = j.to_bytes(4, _ORDER)
         out = []
-        at = b.find(needle)
+        # (from the end: a key id's high byte is 0, as are most bytes of the array, and the
+        # reverse search's test of the needle's first byte then skips faster than the forward
+        # search's test of its last)
+        at = b.rfind(needle)
         while at >= 0:
             if at & 7 == _LOW_AT:  # (the key id's own bytes, not a tag's or a straddle)
-                at -= _LOW_AT
-                out.append(int.from_bytes(b[at:at + 8], _ORDER))
-                at += 8
+                x = at - _LOW_AT
+                out.append(int.from_bytes(b[x:x + 8], _ORDER))
+                if not x:
+                    break
+                at = b.rfind(needle, 0, x - 4)   # (the previous class's bytes and before)
             else:
-                at += 1
-            at = b.find(needle, at)
+                at = b.rfind(needle, 0, at + 3)
+        out.reverse()
         return out
     arr = np.frombuffer(xs, dtype=np.int64)
     js = arr & _IDM

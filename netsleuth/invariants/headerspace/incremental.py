@@ -463,7 +463,7 @@ class IncrementalHSA(_ClassTracker):
             # the usual end of a class a flow_mod moved; no need to read its key)
             if o is not None and o[0] != "f" and (o[0] != "p" or not ok(o[1])):
                 maybe.append(x)
-        for x, d in HR.pair_keys(maybe, src, self._by_mac, self._comp):
+        for x, d in HR.pair_keys(maybe, src, self._by_mac, self._comp) if maybe else ():
             o = out[x]
             if o[0] == "d" and o[1] == d.name:
                 continue
