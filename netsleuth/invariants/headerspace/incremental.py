@@ -190,8 +190,8 @@ class IncrementalHSA(_ClassTracker):
                 return False
             self._versions = versions
             return True
-        rec = vrec[switch]  # (one record per switch: a flow_mod reads one dictionary entry)
-        if rec[0] is not table:
+        rec = vrec.get(switch)  # (one record per switch: a flow_mod reads one dictionary entry)
+        if rec is None or rec[0] is not table:
             return False
         own, seen = table.version, FlowTable.changes()
         if seen - self._changes != own - rec[1]:  # not only this table's bumps: look at each
