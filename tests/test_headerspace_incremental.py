@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
+from netsleuth.invariants.headerspace import cellsearch, codes
 from netsleuth.invariants.headerspace import checks as H
-from netsleuth.invariants.headerspace import codes
 from netsleuth.invariants.headerspace import compiled as C
 from netsleuth.invariants.headerspace import engine as E
 from netsleuth.invariants.headerspace import incremental_classes as IC
@@ -237,7 +237,6 @@ def test_classes_out_of_hops_from_the_flow_mods_cell_start_from_their_ingress(mo
     start over from the ingress, some classes go to the general engine, and the findings still
     equal a full check's (which gives up after 5 hops too)."""
     from netsleuth.invariants.headerspace import batch
-    from netsleuth.invariants.headerspace import incremental_classes as IC
     monkeypatch.setattr(batch, "_FAST_ROUNDS", 5)
     monkeypatch.setattr(IC, "_FAST_ROUNDS", 5)
     walks: list[bool] = []
@@ -323,7 +322,7 @@ def test_unreported_flow_mod_is_noticed():
     assert _texts(inc.check(view)) == _full(view) and inc.full_checks == 3
 
 
-@pytest.mark.parametrize("n", [3, 40, 3000])  # byte search (small cells), numpy (past _BYTE_SEARCH_MAX)
+@pytest.mark.parametrize("n", [3, 40, 3000])  # a small cell to one bigger than any of a K=8 fat tree
 def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
     """A cell's classes of one key: every one (several ingresses may share a key), in the array's
     order, and none whose ingress number merely equals the key id (its bytes are the key's)."""
@@ -336,5 +335,5 @@ def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
     arr = np.array(xs, dtype=np.int64)
     for j in ids:
         want = [x for x in xs if x & 0xFFFFFFFF == j]
-        assert IC._overlapping_classes(arr, mask, keys[j], mask) == want
-    assert IC._overlapping_classes(arr, mask, 0xa4 << 152, mask) == []
+        assert cellsearch.overlapping_classes(arr, mask, keys[j], mask) == want
+    assert cellsearch.overlapping_classes(arr, mask, 0xa4 << 152, mask) == []

@@ -39,7 +39,6 @@ in order and in every detail, equal a full check's after every flow_mod.
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Iterable
 from itertools import chain
 from typing import Any
@@ -63,7 +62,6 @@ from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")
-_VERSION = operator.attrgetter("version")
 _FINE = object()   # a judged host pair that turned out fine (its traffic arrives after all)
 
 
@@ -100,6 +98,11 @@ class IncrementalHSA(_ClassTracker):
     the network applied (its switch and match); both return the findings of the three
     checks, as a full check lists them."""
 
+    # (slots, as the tracker's: see there)
+    __slots__ = ("view", "_state", "_versions", "_steady", "_of13", "_found", "_vrec", "_changes", "full_checks",
+                 "partial_checks", "reexplored", "_reach", "_seen", "_loops", "_holes", "_pairs", "_memo",
+                 "_suspect0", "_susp", "_A", "_comp", "_macs", "_ok", "_by_mac", "_senders", "_changed")
+
     def __init__(self) -> None:
         self.view: NetworkView | None = None   # the view of the last full check
         self._state: tuple | None = None
@@ -108,9 +111,9 @@ class IncrementalHSA(_ClassTracker):
         self._net = None
         self._of13 = False
         self._found: dict[str, list[Finding]] = {k: [] for k in KINDS}
-        self._tables: list | None = None
-        self._table_at: dict[str, int] = {}
-        self._vlist: list = []
+        # switch -> [its table, the table's version when last read] (None: some table has no
+        # version; ``_versions`` then holds what was read)
+        self._vrec: dict[str, list] | None = None
         self._changes = 0        # FlowTable.changes() when the versions above were read
         self.full_checks = 0
         self.partial_checks = 0
@@ -122,7 +125,7 @@ class IncrementalHSA(_ClassTracker):
     def check(self, view: NetworkView) -> dict[str, list[Finding]]:
         """The findings for ``view``: a full check unless only flow tables changed since the
         last call and every flow_mod was reported through :meth:`flow_mod`."""
-        if self.view is None or self._state_of(view) != self._state or self._versions_of(view) != self._versions:
+        if self.view is None or self._state_of(view) != self._state or self._versions_of(view) != self._read():
             self._full(view)
         else:
             self.view = view
@@ -134,11 +137,13 @@ class IncrementalHSA(_ClassTracker):
         Only flow tables may have changed since the last call (every flow_mod reported
         here); :meth:`check` is the call that notices anything else."""
         steady = self._steady
-        if self.view is None or steady is None or self._of13 \
-                or view.switches.get(switch) is not steady.switches.get(switch):
+        sws = view.switches
+        sw = sws.get(switch)
+        if self.view is None or steady is None or self._of13 or sw is None \
+                or (sws is not steady.switches and sw is not steady.switches.get(switch)):
             self._full(view)
             return self.findings()
-        if not self._only_changed(switch, view):
+        if not self._only_changed(switch, sw.table, view):
             self._full(view)  # another table changed behind our back: start over
             return self.findings()
         assert self._net is not None
@@ -150,7 +155,9 @@ class IncrementalHSA(_ClassTracker):
         return self.findings()
 
     def findings(self) -> dict[str, list[Finding]]:
-        return {k: list(v) for k, v in self._found.items()}
+        found = self._found  # (its keys are KINDS, in order)
+        return {"loops": list(found["loops"]), "blackholes": list(found["blackholes"]),
+                "reachability": list(found["reachability"])}
 
     # ------------------------------------------------------------------ state
     @staticmethod
@@ -168,26 +175,30 @@ class IncrementalHSA(_ClassTracker):
         """Each switch's flow-table change counter (``FlowTable.version``)."""
         return {n: getattr(sw.table, "version", id(sw.table)) for n, sw in view.switches.items()}
 
-    def _only_changed(self, switch: str, view: NetworkView) -> bool:
-        """Whether no table but ``switch``'s changed since the last call (and note its version)."""
-        tables = self._tables
-        if tables is None:  # some table keeps no change counter
+    def _read(self) -> dict[str, object]:
+        """Each switch's table version as last read (what :meth:`_versions_of` said then)."""
+        vrec = self._vrec
+        return self._versions if vrec is None else {n: r[1] for n, r in vrec.items()}
+
+    def _only_changed(self, switch: str, table: Any, view: NetworkView) -> bool:
+        """Whether no table but ``switch``'s (``table``, the one it had at the full check) changed
+        since the last call (and note its version)."""
+        vrec = self._vrec
+        if vrec is None:  # some table keeps no change counter
             versions = self._versions_of(view)
             if any(v != self._versions.get(n) for n, v in versions.items() if n != switch):
                 return False
             self._versions = versions
             return True
-        i = self._table_at[switch]
-        own, seen = tables[i].version, FlowTable.changes()
-        if seen - self._changes == own - self._vlist[i]:  # only this table's bumps: no need to look
-            self._vlist[i] = self._versions[switch] = own
-            self._changes = seen
-            return True
-        now = list(map(_VERSION, tables))  # (tables of other networks may have changed)
-        self._vlist[i] = now[i]
-        if now != self._vlist:
+        rec = vrec.get(switch)  # (one record per switch: a flow_mod reads one dictionary entry)
+        if rec is None or rec[0] is not table:
             return False
-        self._versions[switch] = now[i]
+        own, seen = table.version, FlowTable.changes()
+        if seen - self._changes != own - rec[1]:  # not only this table's bumps: look at each
+            # (tables of other networks may have changed)
+            if any(r[0].version != r[1] for n, r in vrec.items() if n != switch):
+                return False
+        rec[1] = own
         self._changes = seen
         return True
 
@@ -197,12 +208,10 @@ class IncrementalHSA(_ClassTracker):
         self._changes = FlowTable.changes()
         self._versions = self._versions_of(view)
         self._state = self._state_of(view)
-        names = sorted(view.switches)
-        tables = [view.switches[n].table for n in names]
+        tables = {n: sw.table for n, sw in view.switches.items()}
         # every table's change counter, read in one pass per flow_mod (None: some table has none)
-        self._tables = tables if all(hasattr(t, "version") for t in tables) else None
-        self._table_at = {n: i for i, n in enumerate(names)}
-        self._vlist = [self._versions[n] for n in names]
+        self._vrec = {n: [t, self._versions[n]] for n, t in tables.items()} \
+            if all(hasattr(t, "version") for t in tables.values()) else None
         steady = self._steady = _steady(view)
         self._of13 = _has_of13(view)
         if self._of13:  # OpenFlow 1.3 pipelines: the 1.3 engine, a full check every time
@@ -446,15 +455,17 @@ class IncrementalHSA(_ClassTracker):
             # the first look: only the classes the bulk pass does not call fine
             changed = [j | shifted for j in ids] if first is None else first.get(t, [])
         out = self._out
-        changed = list(changed)
+        maybe = []
         for x in changed:
             susp.pop(x, None)
-        for x, d in HR.pair_keys(changed, src, self._by_mac, self._comp):
             o = out.get(x)
-            if o is None:
-                continue
-            kind = o[0]
-            if (kind == "d" and o[1] == d.name) or (kind == "p" and ok(o[1])) or kind == "f":
+            # (punted to a live controller or dropped by a drop rule: fine whichever pair it is,
+            # the usual end of a class a flow_mod moved; no need to read its key)
+            if o is not None and o[0] != "f" and (o[0] != "p" or not ok(o[1])):
+                maybe.append(x)
+        for x, d in HR.pair_keys(maybe, src, self._by_mac, self._comp) if maybe else ():
+            o = out[x]
+            if o[0] == "d" and o[1] == d.name:
                 continue
             susp[x] = None
         if not susp:  # (the usual outcome: every pair of the ingress is fine)

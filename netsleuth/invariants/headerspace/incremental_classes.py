@@ -8,7 +8,6 @@ finds the classes whose key its match overlaps, and their re-tracing one class a
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
+from netsleuth.invariants.headerspace.cellsearch import overlapping_classes, overlapping_keys
 from netsleuth.invariants.headerspace.codes import (
     _PS_GEN,
     F_DROP,
@@ -46,59 +46,8 @@ class _RecordingNet(HsaNet):
         return super().up(name)
 
 
-def _overlapping(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
-    """The key ids among ``js`` (of pattern ``mask``) whose classes overlap the wildcard (v, m)."""
-    intern, keys = interner(mask)
-    if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
-        j = intern.get(v & mask)
-        return [] if j is None or j not in js else [j]
-    cm = mask & m
-    cv = v & cm
-    return [j for j in js if keys[j] & cm == cv]
-
-
-def _overlapping_classes(xs: np.ndarray, mask: int, v: int, m: int) -> list[int]:
-    """The classes among ``xs`` (an int64 array of classes of pattern ``mask``) whose key overlaps
-    the wildcard (v, m).  A match that fixes every bit of the pattern (the usual flow_mod) names
-    one key, and its classes hold its id in their low 32 bits.  No sort (a random flow_mod rarely
-    asks the same cell twice).  A cell of up to ``_BYTE_SEARCH_MAX`` classes (most of them) is
-    searched as bytes, a copy and a memchr-like scan: on a cell just read from memory (the usual
-    case) that costs about half of numpy's strided comparison, whose per-call machinery is then
-    most of the cost; bigger cells, where the scan's per-byte cost shows, are compared by numpy."""
-    intern, keys = interner(mask)
-    if not (mask & ~m):  # the match fixes every bit of the classes: one key at most
-        j = intern.get(v & mask)
-        if j is None:
-            return []
-        if len(xs) > _BYTE_SEARCH_MAX:
-            # (the key ids compared in place, as a strided uint32 view: no masked copy first)
-            return xs[xs.view(np.uint32)[_LOW::2] == np.uint32(j)].tolist()
-        b = xs.tobytes()
-        needle = j.to_bytes(4, _ORDER)
-        out = []
-        at = b.find(needle)
-        while at >= 0:
-            if at & 7 == _LOW_AT:  # (the key id's own bytes, not a tag's or a straddle)
-                at -= _LOW_AT
-                out.append(int.from_bytes(b[at:at + 8], _ORDER))
-                at += 8
-            else:
-                at += 1
-            at = b.find(needle, at)
-        return out
-    js = xs & _IDM
-    cm = mask & m
-    cv = v & cm
-    hit = [j for j in np.unique(js).tolist() if keys[j] & cm == cv]
-    return xs[np.isin(js, hit)].tolist() if hit else []
-
-
-_ORDER = sys.byteorder
-_LOW = 0 if _ORDER == "little" else 1      # the uint32 half of an int64 holding its low bits
-_LOW_AT = 4 * _LOW                         # where those bits are among its 8 bytes
-assert TAG_SHIFT == 32  # (what the byte search and _LOW's view rely on)
-_BYTE_SEARCH_MAX = 2048
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
+_UNREAD = -1           # (the status of a cell never read: no pattern is negative)
 
 
 @dataclasses.dataclass(slots=True)
@@ -115,6 +64,14 @@ class _ClassTracker:
     """The batch engine's classes, kept between flow_mods: where each ended, the cells it crossed, an
     index cell -> pattern -> key -> ingress numbers, and the re-tracing of the classes a flow_mod
     can have moved (:meth:`_update`)."""
+
+    # Slots, not an instance dictionary: a flow_mod reads some forty attributes, and with the
+    # tracker's state out of the CPU's caches between flow_mods (the usual case: a network's
+    # other work runs in between), each read of a big instance dictionary is a cache miss of
+    # its own, where slots sit side by side in the object.
+    __slots__ = ("_net", "_ingresses", "_tag", "_at_switch", "_masks", "_ids", "_own_ids", "_out", "_outcomes",
+                 "_path", "_base", "_gone", "_stale", "_depth", "_from", "_cells", "_cells_of", "_stat", "_psid",
+                 "_up_of", "_peers", "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
 
     # What the tracker keeps (set by IncrementalHSA's full check, see there):
     _net: _RecordingNet | None
@@ -172,7 +129,9 @@ class _ClassTracker:
                 if cell not in self._stat:
                     self._stat[cell] = self._status(cell)
             # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
-            base[cell] = {mask: xss[0] if len(xss) == 1 else np.concatenate(xss)
+            # Kept as memoryviews: a flow_mod copies a cell's bytes out of one without a call into
+            # numpy, whose machinery is seldom in the CPU's caches when a flow_mod comes.
+            base[cell] = {mask: memoryview(xss[0] if len(xss) == 1 else np.concatenate(xss))  # type: ignore[arg-type]
                           for mask, xss in by_mask.items()}
 
     def _index(self, x: int, mask: int, path: list[Port]) -> None:
@@ -218,9 +177,16 @@ class _ClassTracker:
         index = getattr(net.switches[s].table, "pattern_index", None)
         if index is not None and hsa_compile.USE_TABLE_INDEX:
             # read off the table's pattern index: building the port's index costs time per rule
-            n, pat = hsa_compile.port_pattern(index(), p)
-            if n <= 1:
-                return 0 if pat is None else pat.mask
+            # (hsa_compile.port_pattern, inline: a flow_mod asks once)
+            by_port = index()
+            own, wild = by_port.get(p), by_port.get(None)
+            if not wild:
+                if not own:
+                    return 0
+                if len(own) == 1:
+                    return next(iter(own.values())).mask
+            elif not own and len(wild) == 1:
+                return next(iter(wild.values())).mask
         pi = net.compiled(s).port(p)
         return pi.fast_mask if pi.ids is not None else None
 
@@ -337,14 +303,14 @@ class _ClassTracker:
             self._stat[cell] = stat
             gone = self._gone
             for mask, got in self._base.get(cell, {}).items():
-                xs = got.tolist() if every else _overlapping_classes(got, mask, v, m)
+                xs = got.tolist() if every else overlapping_classes(got, mask, v, m)
                 for x in xs:
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             if ip is not None and not every:
                 self._from = cell   # (see _retrace: what these classes may skip)
             for mask, by_key in self._cells[cell].items():
-                for j in (by_key if every else _overlapping(mask, v, m, by_key)):
+                for j in (by_key if every else overlapping_keys(mask, v, m, by_key)):
                     ts = by_key[j]
                     for t in ((ts,) if ts.__class__ is int else ts):
                         redo.setdefault(t, set()).add(j | (t << TAG_SHIFT))
@@ -367,7 +333,7 @@ class _ClassTracker:
         masks, ids_of = self._masks, self._ids
         start = self._from
         todo: list[tuple[int, list[int]]] = []
-        skip = self._skippable(start[0], redo) if start is not None else set()
+        skip: set[int] = set()
         for t, xs in redo.items():
             tc = touched.get(t)
             if tc is None:
@@ -375,9 +341,13 @@ class _ClassTracker:
             ids = ids_of[t]
             if ids is None:
                 continue
-            live = sorted(x for x in xs if (x & _IDM) in ids)
+            live = [x for x in xs if (x & _IDM) in ids]
             if not live:
                 continue
+            if len(live) > 1:
+                live.sort()
+            if start is not None:
+                self._skippable(start[0], t, live, skip)
             tc.classes.update(live)
             for x in live:
                 if x not in skip:
@@ -402,20 +372,17 @@ class _ClassTracker:
                 self._index(x, mask, path)
                 self._note(x, key, touched)
 
-    def _skippable(self, s: str, redo: dict[int, set[int]]) -> set[int]:
-        """The classes of ``redo`` that may be traced from the flow_mod's cell on (see _retrace):
-        in the full check's index and never re-traced since, not given to the general engine,
-        from an ingress on another switch than the flow_mod's ``s``."""
-        stale, gone, path, out, ingresses = self._stale, self._gone, self._path, self._out, self._ingresses
-        skip: set[int] = set()
-        for t, xs in redo.items():
-            if ingresses[t][0] == s:
-                continue  # (its ingress port is on the switch: classes may come and go there)
-            for x in xs:
-                o = out.get(x)
-                if x not in stale and x not in gone and x not in path and o is not None and o[0] != "g":
-                    skip.add(x)
-        return skip
+    def _skippable(self, s: str, t: int, xs: list[int], skip: set[int]) -> None:
+        """Add to ``skip`` the classes ``xs`` of ingress number ``t`` that may be traced from the
+        flow_mod's cell on (see _retrace): in the full check's index and never re-traced since,
+        not given to the general engine, from an ingress on another switch than the flow_mod's ``s``."""
+        if self._ingresses[t][0] == s:
+            return  # (its ingress port is on the switch: classes may come and go there)
+        stale, gone, path, out = self._stale, self._gone, self._path, self._out
+        for x in xs:
+            o = out.get(x)
+            if x not in stale and x not in gone and x not in path and o is not None and o[0] != "g":
+                skip.add(x)
 
     def _walk(self, ing: Port, mask: int, x: int, start: Port | None = None,
               hops: int = _FAST_ROUNDS) -> tuple[tuple | None, list[Port]]:
@@ -430,7 +397,7 @@ class _ClassTracker:
         cells (None instead of an outcome when that is not enough)."""
         net = self._net
         assert net is not None
-        switches, ups, stats, peers = net.switches, self._up_of, self._stat, self._peers
+        switches, ups, stats, peers, psid = net.switches, self._up_of, self._stat, self._peers, self._psid
         j = x & _IDM
         path: list[Port] = []
         cell = ing if start is None else start
@@ -442,10 +409,27 @@ class _ClassTracker:
                 u = ups[s] = net.up(s)
             if not u:
                 return ("x", s, p, _DOWN), path
-            stat = stats[cell] if cell in stats else stats.setdefault(cell, self._status(cell))
+            stat = stats.get(cell, _UNREAD)
+            if stat == _UNREAD:
+                stat = stats[cell] = self._status(cell)
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 return _GENERAL, path
-            code = self._hit(switches[s].table, s, p, mask, j)
+            table = switches[s].table
+            # (_probe and _code_of inline for the usual port, one pattern, the class's own)
+            by_port = table.pattern_index() if stat == mask and hasattr(table, "pattern_index") else None
+            own = wild = None
+            if by_port is not None:
+                own, wild = by_port.get(p), by_port.get(None)
+            if own and not wild and len(own) == 1 and (pat := next(iter(own.values()))).mask == mask:
+                slot = pat.slot.get(j)
+                if slot is None:
+                    code = _F_MISS
+                else:
+                    ps = psid.get(s)
+                    code = shared_code(pat.act[slot], p, ps[1], ps[2]) if ps is not None and ps[0] == _PS_GEN[0] \
+                        else self._code_of(s, pat.act[slot], p)
+            else:
+                code = self._hit(table, s, p, mask, j)
             if code >= 0:
                 peer = peers.get((s, code))
                 if peer is None:
@@ -542,7 +526,7 @@ class _ClassTracker:
             # Same single pattern: only keys inside the match can have come or gone; ask the
             # table about each (one of its headers hits an entry iff the key has one).
             intern, keys = interner(mask)
-            cand = set(_overlapping(mask, v, m, old))
+            cand = set(overlapping_keys(mask, v, m, old))
             if not (mask & ~m) and (v & mask) in intern:
                 cand.add(intern[v & mask])
             table = net.switches[ing[0]].table

@@ -30,7 +30,7 @@ this module holds the packing of a match and the header sets themselves.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 from netsleuth.invariants.headerspace.terms import (
@@ -66,18 +66,20 @@ def unpack(header: int, in_port: int = 0) -> tuple[int, ...]:
     return tuple(out)
 
 
-_PACKED_MASKS: dict[tuple[int, ...], int] = {}
+_PACKED_MASKS: dict[tuple[int, ...], tuple[int, Callable[[Sequence[int]], int]]] = {}
 
 
 def match_wildcard(match: Match) -> tuple[int | None, int, int]:
-    """``(in_port or None, value, mask)`` of an OpenFlow match."""
+    """``(in_port or None, value, mask)`` of an OpenFlow match.  A match's values are ANDed with
+    its masks, so its value packs from its matched fields alone (``packer``: two shifts for a
+    MAC pair instead of eleven, which an incremental check pays per flow_mod)."""
     vals, masks = match.values, match.masks
-    m = _PACKED_MASKS.get(masks)
-    if m is None:  # (a network's matches use a handful of patterns: packing each once will do)
+    got = _PACKED_MASKS.get(masks)
+    if got is None:  # (a network's matches use a handful of patterns: packing each once will do)
         if len(_PACKED_MASKS) >= 4096:
             _PACKED_MASKS.clear()
-        m = _PACKED_MASKS[masks] = pack(masks)
-    return (vals[0] if masks[0] else None, pack(vals), m)
+        got = _PACKED_MASKS[masks] = (pack(masks), packer(masks))
+    return (vals[0] if masks[0] else None, got[1](vals), got[0])
 
 
 def field_wildcard(**fields: int | tuple[int, int]) -> Wildcard:
