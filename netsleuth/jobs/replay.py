@@ -86,6 +86,7 @@ def find_target(events: list[ts.Event], index: int = 0) -> Target | None:
 
 DELIVERY_GRACE = 1.0  # seconds: Network.undelivered's default grace
 REACTION_CAP = 10.0  # seconds: the longest a replay waits after its last input for the controller to react
+ANSWER_QUIET = 0.03  # seconds without a controller message that count as its answer to an input being complete
 REACTION_SLACK = 3.0  # seconds a replay's controller may react later than the recorded one did (a loaded machine)
 
 
@@ -223,9 +224,8 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
         last_t, last_at = plan.start_t, loop.time()
         timeout_wait = 0.0
         for k, inp in enumerate(plan.inputs):
-            gap = max(0.0, inp.t - last_t)
-            if max_gap is not None:
-                gap = min(gap, max_gap)
+            recorded_gap = max(0.0, inp.t - last_t)
+            gap = min(recorded_gap, max_gap) if max_gap is not None else recorded_gap
             due = last_at + gap
             while matcher.outstanding_before(k) and loop.time() < due + epsilon:
                 await asyncio.sleep(0.005)
@@ -235,6 +235,11 @@ def replay_once(header: ts.TraceHeader, events: list[ts.Event], out: Path, *,
             matcher.time_out(late)
             if loop.time() < due:
                 await asyncio.sleep(due - loop.time())
+            if recorded_gap > gap:
+                # The cap cuts idle time only: a controller still answering the last input (a pruned
+                # candidate's new events are expected by nobody) is given up to the recorded gap, as the
+                # recording gave it, or the next input overtakes its answer on a slow machine.
+                await rt.until_answered(ANSWER_QUIET, last_at + recorded_gap)
             if observe_window is not None and k == len(plan.inputs) - 1:
                 watching[0] = True
             rt.apply(await s.apply_input(inp))

@@ -62,6 +62,7 @@ class Runtime:
         self._pump_task: asyncio.Task | None = None
         self._tick_task: asyncio.Task | None = None
         self._activity = 0
+        self.last_heard_at = 0.0   # loop time of the last bytes from any controller
         self.closed = False
         self.protocol_errors: list[str] = []
         self.version_mismatches: list[VersionMismatch] = []  # HELLO exchanges that found no common version
@@ -168,6 +169,19 @@ class Runtime:
             await asyncio.sleep(0.01)
         return False
 
+    async def until_answered(self, quiet: float, deadline: float) -> bool:
+        """Wait, until loop time ``deadline`` at the latest, until nothing is pending and no controller
+        has spoken for ``quiet`` seconds; True if that came first. Unlike :meth:`settle` it counts the
+        quiet from the controllers' last message, so a network idle for long returns at once."""
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            if now - self.last_heard_at >= quiet and self.world.quiescent():
+                return True
+            if now >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+
     async def close(self) -> None:
         self.closed = True
         for task in (self._pump_task, self._tick_task):
@@ -193,6 +207,7 @@ class Runtime:
                 if not data:
                     break
                 self._activity += 1
+                self.last_heard_at = asyncio.get_running_loop().time()
                 for item in link.proto.receive_data(data):
                     if isinstance(item, (ErrorEvent, VersionMismatch)):
                         # malformed message or failed hello: answer with ERROR, as a switch does
