@@ -180,6 +180,21 @@ class ControllerProcess:
             return [*pox_argv(pox_python(), str(pox_home()), self.spec.command, self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
+    def _warm_argv(self, argv: list[str]) -> list[str] | None:
+        """``PYTHON osken_main.py ARGS`` for a start the warm-start server can make, else None.
+
+        os-ken and Ryu apps run os-ken's launcher anyway.  Faucet's launcher only turns its arguments into
+        the manager's and execs ``osken-manager``, which ``osken_main.py`` is when given no apps: the same
+        program in the same environment, minus one interpreter's start.  Never a ``cmd:`` (that runs
+        anything), a start under coverage (covlaunch.py goes first), or Faucet given extra arguments."""
+        if self.coverage_file is not None:
+            return None
+        if self.spec.kind in APP_KINDS:
+            return argv
+        if self.faucet is not None and not self.extra_args:
+            return [str(self.faucet.python), str(OSKEN_MAIN), *self.faucet.manager_argv(self.host, self.port)]
+        return None
+
     def start(self, timeout: float = 30.0) -> tuple[str, int]:
         """Launch (or, for tcp:, check) the controller and wait until it listens.
 
@@ -224,9 +239,8 @@ class ControllerProcess:
         lifeline = Lifeline()
         try:
             argv = self._measured(self.argv())
-            # os-ken's launcher (never a cmd: that runs it, nor a start under coverage) from the warm-start server
-            warmable = self.spec.kind in APP_KINDS and self.coverage_file is None
-            self.proc = _warm_start(argv, env, log, lifeline) if warmable else None
+            warm_argv = self._warm_argv(argv)
+            self.proc = _warm_start(warm_argv, env, log, lifeline) if warm_argv else None
             if self.proc is None:
                 self.proc = subprocess.Popen(lifeline.wrap(argv), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env, start_new_session=True,

@@ -2,6 +2,9 @@
 
 A cold os-ken start spends about half a second of CPU importing what every
 start imports; campaigns, minimizations and test suites start hundreds.
+Faucet is an os-ken app in an environment of its own, and starts the same
+way there (its launcher's arguments turned into the manager's, see
+``ControllerProcess._warm_argv``).
 ``warm_osken.py`` imports it once in the controller environment and forks
 each start from there (its docstring says what is imported ahead and why
 the controller still runs as a cold start would).  This module starts that

@@ -1,4 +1,5 @@
-"""Warm starts of os-ken controllers: ``python warm_osken.py FD`` in the controller environment.
+"""Warm starts of os-ken controllers: ``python warm_osken.py FD`` in the controller environment
+(``.venv-controller``, or Faucet's, whose controller is os-ken's manager running the Faucet app).
 
 Starting os-ken costs about half a second of CPU before it handles a single
 message, nearly all of it importing: eventlet, oslo.config, and os-ken's
