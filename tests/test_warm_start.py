@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import psutil
@@ -107,6 +108,30 @@ def test_faucet_starts_warm_as_the_program_its_launcher_execs(tmp_path: Path,
     assert "faucet.faucet" in cold_cmd   # osken-manager ... faucet.faucet, which the launcher exec'd
     assert any("Add new datapath DPID 2" in line for line in warm_log), warm_log
     assert warm_log == cold_log
+
+
+def test_a_controller_under_coverage_starts_warm_and_measures_from_the_mark(tmp_path: Path) -> None:
+    """covlaunch.py (coverage for fault localization) runs in the forked process in front of os-ken's
+    launcher, as it does in front of a cold start, and starts measuring when netsleuth marks it."""
+    ctl = ControllerProcess(parse_all(SWITCH)[0], tmp_path / "c0.log", coverage_dir=tmp_path / "cov")
+    host, port = ctl.start()
+    pid = ctl.pid
+    try:
+        assert isinstance(ctl.proc, warm.WarmProcess)
+        assert pid is not None
+        cmdline = " ".join(psutil.Process(pid).cmdline())
+        assert "covlaunch.py" in cmdline and "osken_main.py" in cmdline, cmdline
+        assert _hello(host, port)[1] == 0
+        marked = ctl.mark_coverage()
+        assert marked is not None
+        deadline = time.monotonic() + 30
+        while not marked.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marked.exists(), "the controller did not start measuring on SIGUSR2"
+    finally:
+        ctl.stop()
+    lines = json.loads((tmp_path / "cov" / "c0-1.json").read_text())
+    assert lines["switched"] is True and lines["pid"] == pid   # written by the controller itself, as it stopped
 
 
 def test_warm_and_cold_starts_report_an_app_that_cannot_load_alike(tmp_path: Path,

@@ -25,7 +25,7 @@ import psutil
 from netsleuth.controllers import warm
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.listening import listeners, port_listening
-from netsleuth.controllers.measure import coverage_argv
+from netsleuth.controllers.measure import coverage_argv, python_program
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.pox import pox_argv, pox_home
 from netsleuth.errors import ControllerError, EnvironmentSetupError
@@ -183,17 +183,21 @@ class ControllerProcess:
     def _warm_argv(self, argv: list[str]) -> list[str] | None:
         """``PYTHON osken_main.py ARGS`` for a start the warm-start server can make, else None.
 
-        os-ken and Ryu apps run os-ken's launcher anyway.  Faucet's launcher only turns its arguments into
-        the manager's and execs ``osken-manager``, which ``osken_main.py`` is when given no apps: the same
-        program in the same environment, minus one interpreter's start.  Never a ``cmd:`` (that runs
-        anything), a start under coverage (covlaunch.py goes first), or Faucet given extra arguments."""
-        if self.coverage_file is not None:
-            return None
+        os-ken and Ryu apps run os-ken's launcher anyway, under coverage or not (covlaunch.py then runs it).
+        Faucet's launcher only turns its arguments into the manager's and execs ``osken-manager``, which
+        ``osken_main.py`` is when given no apps: the same program in the same environment, minus one
+        interpreter's start (under coverage, covlaunch.py does the same turn itself).  Never a ``cmd:``
+        or POX (they run programs of their own), or Faucet given extra arguments."""
         if self.spec.kind in APP_KINDS:
             return argv
-        if self.faucet is not None and not self.extra_args:
-            return [str(self.faucet.python), str(OSKEN_MAIN), *self.faucet.manager_argv(self.host, self.port)]
-        return None
+        if self.faucet is None or self.extra_args:
+            return None
+        if self.coverage_file is not None:
+            return argv
+        program = python_program(argv)
+        if program is None:
+            return None
+        return [program[0], str(OSKEN_MAIN), *self.faucet.manager_argv(self.host, self.port)]
 
     def start(self, timeout: float = 30.0) -> tuple[str, int]:
         """Launch (or, for tcp:, check) the controller and wait until it listens.

@@ -308,11 +308,6 @@ class FaucetLaunch:
         return [*conf, f"--ofp-listen-host={host}", f"--ofp-tcp-listen-port={port}", "faucet.faucet"]
 
     @property
-    def python(self) -> Path:
-        """The Faucet environment's Python (its warm-start server runs there)."""
-        return self._bin() / "python"
-
-    @property
     def _osken_conf(self) -> Path:
         return self.out_dir / f"{self.stem}-osken.conf"
 
