@@ -209,7 +209,8 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     """:func:`road_hop` of each hop of ``items``, all into ``s:p`` (a wave's hops at one port,
     see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
     with what they share looked up once -- the switch, its state, the table views of each
-    mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`)."""
+    mapping and metadata, where a copy out of each port goes -- each hop's tables walked in
+    one call (:func:`_walk`) and its copies sent here (:func:`_copies`, inline)."""
     if not road.switch_up(s):
         return [None] * len(items)
     net = road.net
@@ -217,11 +218,13 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     comp = net.compiled(s)
     here = (s, p)
     rkeys = road._keys
+    where = road._where
+    event = road.event
     # the views of each mapping (by the id of its object: every item, and so its mapping, is
     # held until the batch is done) by table and metadata; the hops of a batch mostly share one
-    by_sym: dict[int, dict[tuple[int, int], _TableView]] = {}
+    by_sym: dict[int, dict[Any, _TableView]] = {}
     last: Any = None
-    local: dict[tuple[int, int], _TableView] = {}
+    local: dict[Any, _TableView] = {}
     out: list[tuple[list[Event13], list[Hop13]] | None] = []
     for item in items:
         _s, _p, orig, sym, path, rules, choices = item
@@ -237,20 +240,38 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
         if walked is None:
             out.append(None)
             continue
-        out.append(_copies(road, view, s, orig, path + (here,), rules + walked[0], choices, walked[1]))
+        path = path + (here,)
+        rules = rules + walked[0]
+        events: list[Event13] = []
+        pushes: list[Hop13] = []
+        for q, esym in walked[1]:   # _copies, inline
+            lead = where.get((s, q))
+            if lead is None:
+                lead = where[(s, q)] = port_leads(view, s, q)
+            kind, x = lead
+            if kind == 0:
+                pushes.append((x[0], x[1], orig, esym, path, rules, choices))
+            elif kind == 1:
+                events.append(("delivered", x, event(orig, x, path, rules, choices, sym=esym)))
+            elif kind == 2:
+                events.append(("punted", s, event(orig, s, path, rules, choices)))
+            else:
+                events.append(("drops", None, event(orig, s, path, rules, choices, x)))
+        out.append((events, pushes))
     return out
 
 
-def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict[int, Any], orig: HS13,
+def _walk(comp: Compiled13, local: dict[Any, _TableView], keys: dict[int, Any], orig: HS13,
           sym: Sym, s: str, p: int) -> tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]] | None:
     """The tables of one hop on the short road, as :func:`road_hop` walks them: (the rules taken,
     the copies emitted), or None (a miss, a split, an entry for the general run, nothing sent).
-    ``local``: the views of this switch, in port and mapping by (table, metadata)."""
+    ``local``: the views of this switch, in port and mapping by table, or by (table, metadata)
+    for a metadata other than 0 (an int key and a tuple key never meet)."""
     t = md = 0
-    took: list[tuple[str, int, FlowEntry13]] = []
+    took: tuple[tuple[str, int, FlowEntry13], ...] = ()
     emits: tuple[Emission, ...] = ()
     while True:
-        lk = (t, md)
+        lk = (t, md) if md else t
         tv = local.get(lk)
         if tv is None:
             tv = local[lk] = comp.view(t, sym, p, md, 0)
@@ -271,14 +292,14 @@ def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict
         st = got[2] if got is not None and got[0] is inst and got[1] is sym else _entry_step(tv, comp, entry, sym, p)
         if st is None:
             return None
-        took.append((s, t, entry))
+        took += ((s, t, entry),)
         emits += st[0]
         if st[2] is not None:
             md = inst.next_metadata(md)
         if st[3] is None:
             break
         t = st[3]
-    return (tuple(took), emits) if emits else None
+    return (took, emits) if emits else None
 
 
 def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
