@@ -54,14 +54,19 @@ class _TableView:
                 by[v] = [r]
             else:
                 lst.append(r)
-        self.bits = bits
-        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
-        self.low = low_bit(bits)
+        self.tested(bits)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
         self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
         # what the short road (of13/road.py) worked out an entry does, by the id of its instructions:
         # (the instructions, the current-header mapping, the step), valid while both are the very objects
         self.steps: dict[int, tuple[Any, Any, Any]] = {}
+
+    def tested(self, bits: int) -> None:
+        """Set the bits the entries test (once they are all in: ``switch13.translated_view`` fills
+        the indexes itself, as the constructor does)."""
+        self.bits = bits
+        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
+        self.low = low_bit(bits)
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
