@@ -295,9 +295,12 @@ class NamespaceHost:
         """Bytes waiting in namespace ``name``'s OSPF (raw, protocol 89) and RIP (UDP port 520) sockets.
 
         Zero once the daemon has read everything the relay delivered to it. -1 when the namespace is gone.
+        Only the tables of the protocols the router runs are read (no other socket can hold their messages).
         """
+        r = next((x for x in self.net.routers if x.name == name), None)
+        files = [f for f, on in (("raw", r is None or r.ospf), ("udp", r is None or r.rip)) if on]
         try:
-            lines = self._proc_net(name, "raw")[1:] + self._proc_net(name, "udp")[1:]
+            lines = [ln for f in files for ln in self._proc_net(name, f)[1:]]
         except (KeyError, OSError):
             return -1
         # a line: "sl local_address rem_address st tx_queue:rx_queue ...", local_address "ADDR:PORT" (raw: protocol)
