@@ -5,7 +5,7 @@ Ethernet frame; :class:`BgpStream` reassembles one direction of a BGP
 session from its TCP segments into whole BGP messages (the relay sees every
 segment, in order, because it carries them), and :func:`describe` turns an
 UPDATE into the few words a person reads (prefixes, AS path, MED, next hop),
-decoded by os-ken's BGP parser.
+decoded by :mod:`.bgpupdate` (or, for an UPDATE of a form it does not read, os-ken's BGP parser).
 """
 
 from __future__ import annotations
