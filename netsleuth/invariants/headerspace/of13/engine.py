@@ -292,26 +292,18 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
                 if not events and len(pushes) == 1:
                     # a hop that only passes its headers on (most hops): the next hop's own events and
                     # pushes are filed where this one's would be, in the same node
-                    q = pushes[0]
-                    at = q[0], q[1]
-                    got_s = nxt.get(at)
-                    if got_s is None:
-                        nxt[at] = [(n, q, node)]
-                    else:
-                        got_s.append((n, q, node))
-                    continue
-                kids = []
-                for q in pushes:
-                    kid: list[Any] = [(), ()]
-                    kids.append(kid)
+                    kids: list[list[Any]] = [node]
+                else:
+                    kids = [[(), ()] for _ in pushes]
+                    node[0] = events
+                    node[1] = kids
+                for q, kid in zip(pushes, kids, strict=True):
                     at = q[0], q[1]
                     got_s = nxt.get(at)
                     if got_s is None:
                         nxt[at] = [(n, q, kid)]
                     else:
                         got_s.append((n, q, kid))
-                node[0] = events
-                node[1] = kids
         wave = nxt
     return roots, counts
 

@@ -115,7 +115,7 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
 def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
     """The view of the entries ``entries[r]`` of ``ranks`` (ascending) given the mapping: each
     translated by :func:`_translate` (with one field lookup for them all) and those that match
-    some injected header indexed as ``_TableView(ranked)`` indexes them, in the same loop (a
+    some injected header indexed by mask and value, in the same loop (a
     view of a big table translates thousands: no (rank, entry, wildcard) list in between)."""
     look = lookup13(sym, in_port, md, tid)
     # under the identity every field reads its own bits, and fields do not overlap: no two
