@@ -300,8 +300,8 @@ class NamespaceHost:
         Zero once the daemon has read everything the relay delivered to it. -1 when the namespace is gone.
         Only the tables of the protocols the router runs are read (no other socket can hold their messages).
         """
-        r = next((x for x in self.net.routers if x.name == name), None)
-        files = [f for f, on in (("raw", r is None or r.ospf), ("udp", r is None or r.rip)) if on]
+        r = self.net.router(name)
+        files = [f for f, on in (("raw", r.ospf), ("udp", r.rip)) if on]
         try:
             lines = [ln for f in files for ln in self._proc_net(name, f)[1:]]
         except (KeyError, OSError):

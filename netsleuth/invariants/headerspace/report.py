@@ -262,12 +262,11 @@ def _unreachable_group(view: NetworkView, a: HasIngresses, key: tuple[str, tuple
     cause, where = key
     spaces = [f.details[SPACE] for f in fs if SPACE in f.details]
     entries = [(_port(f.details["ingress"]), f.details[SPACE]) for f in fs if SPACE in f.details]
-    every = all(f.details.get("all") for f in fs)
-    summary = "all their traffic" if every else None   # (else group_details sums up the union of the spaces)
+    summary = "all their traffic" if all(f.details.get("all") for f in fs) else None   # (else summed up)
     d: dict = group_details(view, a, type(spaces[0]).union(spaces).prune(), entries, describe, summary) \
         if spaces else {}
-    if every:
-        d["summary"] = "all their traffic"
+    if summary is not None:
+        d["summary"] = summary   # (group_details set it too, when there are spaces)
     by_src: dict[str, list[str]] = {}
     for f in fs:
         by_src.setdefault(f.hosts[0], []).append(f.hosts[1])
