@@ -155,9 +155,8 @@ class IncrementalHSA(_ClassTracker):
         return self.findings()
 
     def findings(self) -> dict[str, list[Finding]]:
-        found = self._found  # (its keys are KINDS, in order)
-        return {"loops": list(found["loops"]), "blackholes": list(found["blackholes"]),
-                "reachability": list(found["reachability"])}
+        found = self._found
+        return {k: list(found[k]) for k in KINDS}
 
     # ------------------------------------------------------------------ state
     @staticmethod
