@@ -4,8 +4,8 @@
 how fast delta debugging converged and what the minimal trace looks like.
 This module writes, next to ``mcs.jsonl``:
 
-* ``sizes.png``: inputs left after each iteration (matplotlib, Agg backend:
-  no display needed, same bytes for the same data);
+* ``sizes.png``: inputs left after each iteration (size_plot.py: same bytes
+  for the same data);
 * ``mcs.html``: the space-time diagram of ``mcs.jsonl`` (rootcause/viz.py), and
   ``mcs-replay.html`` of a confirmation replay of the MCS when one is on disk;
 * ``report.html``: target, before/after, the plot, the MCS in words, a link
@@ -22,41 +22,10 @@ from typing import Any
 
 from netsleuth.invariants.violation_text import violations_text
 from netsleuth.jobs.report_topology import TOPOLOGY_CSS, topology_section
+from netsleuth.jobs.size_plot import plot_sizes
 from netsleuth.model.topology import Topology
 from netsleuth.rootcause.viz import viz
 from netsleuth.trace.io import read_trace
-
-
-def plot_sizes(sizes: list[int], passes: list[str], out: Path) -> None:
-    """Step plot of the inputs left per iteration, one marker colour per pass (ddmin, confirm, ...)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: a file, on any machine
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    try:
-        xs = list(range(len(sizes)))
-        ax.step(xs, sizes, where="post", color="#1f77b4", linewidth=2)
-        names = list(dict.fromkeys(passes))
-        for k, name in enumerate(names):
-            pts = [(x, s) for x, s, p in zip(xs, sizes, passes, strict=True) if p == name]
-            ax.plot([x for x, _ in pts], [s for _, s in pts], "o", markersize=4, label=name, color=f"C{k + 1}")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("inputs in the candidate MCS")
-        ax.set_title(f"MCS size per iteration: {sizes[0] if sizes else 0} -> {sizes[-1] if sizes else 0} inputs")
-        ax.set_ylim(bottom=0)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(True, alpha=0.3)
-        if names:
-            ax.legend(loc="upper right", fontsize=8)
-        fig.tight_layout()
-        # No timestamp in the metadata: the same run gives the same file.
-        fig.savefig(out, format="png", metadata={"Software": None})
-    finally:
-        plt.close(fig)
 
 
 def write_report(out: Path, data: dict[str, Any]) -> dict[str, str]:

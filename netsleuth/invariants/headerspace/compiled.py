@@ -36,7 +36,7 @@ import operator
 import weakref
 from typing import Any
 
-# numpy (already a dependency through matplotlib) turns the batch engine's per-class work
+# numpy turns the batch engine's per-class work
 # into a few C loops per (switch, in_port): at FatTree K=16 a cold check moves ~5 million
 # classes, and a dictionary probe per class in Python was most of its time.
 import numpy as np
