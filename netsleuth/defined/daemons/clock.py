@@ -45,9 +45,10 @@ class FakeTimeClock:
         os.replace(tmp, self.path)
         self.now = t
 
-    def env(self, index: int) -> dict[str, str]:
-        """The environment of router ``index``'s daemons."""
-        lib = faketime_lib()
+    def env(self, index: int, threaded: bool = True) -> dict[str, str]:
+        """The environment of router ``index``'s daemons; ``threaded``: they run more than one thread
+        (FRR's do; BIRD 2 runs one, and reads its clock without libfaketime's lock)."""
+        lib = faketime_lib(threaded)
         assert lib is not None, "check_environment(clock=True) first"
         return {"LD_PRELOAD": str(lib), "FAKETIME_TIMESTAMP_FILE": str(self.path), "FAKETIME_NO_CACHE": "1",
                 "FAKERANDOM_SEED": f"0x{(self.seed * 1000003 + index) & 0xFFFFFFFFFFFFFFFF:016X}",
