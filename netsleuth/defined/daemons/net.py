@@ -122,8 +122,7 @@ class LiveNet:
         self.host = NamespaceHost(self.net, self.daemon, self.rundir, hold=self.hold, hold_datagrams=self.clocked)
         if self.clocked:
             self.clock = FakeTimeClock(self.host.rundir / "clock", self.seed)
-            threaded = self.daemon != "bird"   # BIRD 2 runs one thread, FRR's daemons several
-            self.host.env = {r.name: self.clock.env(r.index, threaded) for r in self.net.routers}
+            self.host.env = {r.name: self.clock.env(r.index, self.daemon) for r in self.net.routers}
         self.host.start()
         reader = self.reader = Reader(self.net, self.daemon, self.host.rundir)
         host = self.host
