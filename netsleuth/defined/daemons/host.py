@@ -36,8 +36,7 @@ from netsleuth.defined.daemons.spec import DaemonNet, RouterLink
 from netsleuth.errors import NetsleuthError
 
 FRR_DIR = Path("/usr/lib/frr")
-FAKETIME_LIBS = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"),
-                 Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"))
+FAKETIME_DIRS = (Path("/usr/lib/x86_64-linux-gnu/faketime"), Path("/usr/lib/aarch64-linux-gnu/faketime"))
 GUARD = Path(__file__).resolve().parents[2] / "controllers" / "guard.py"
 # FRR's daemons keep a scratch directory /var/tmp/frr/<daemon>.<pid> that only a clean exit removes; the pid is
 # the one in the daemon's pid file (libfaketime may fake it), so the clean-up reads it from there.
@@ -59,10 +58,15 @@ class DaemonEnvError(NetsleuthError):
     """The machine cannot run the daemon network (a package missing, no namespaces)."""
 
 
-def faketime_lib() -> Path | None:
-    for p in FAKETIME_LIBS:
-        if p.exists():
-            return p
+def faketime_lib(threaded: bool = True) -> Path | None:
+    """libfaketime for a multi-threaded program (``libfaketimeMT``) or for a single-threaded one.
+
+    The MT build blocks every signal and takes a lock around each clock read (two system calls
+    more per read); a program with one thread needs neither."""
+    name = "libfaketimeMT.so.1" if threaded else "libfaketime.so.1"
+    for d in FAKETIME_DIRS:
+        if (d / name).exists():
+            return d / name
     return None
 
 
@@ -73,7 +77,7 @@ def check_environment(daemon: str, clock: bool = False) -> None:
     for binary, pkg in need:
         if shutil.which(binary) is None:
             raise DaemonEnvError(f"{binary} is not installed", f"apt-get install {pkg} (or make debs)")
-    if clock and faketime_lib() is None:
+    if clock and (faketime_lib() is None or faketime_lib(threaded=False) is None):
         raise DaemonEnvError("libfaketime is not installed", "apt-get install libfaketime (or make debs)")
     if os.geteuid() != 0:
         raise DaemonEnvError("network namespaces need root", "run as root (or in a container with CAP_SYS_ADMIN)")

@@ -23,7 +23,7 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -122,7 +122,7 @@ class LiveNet:
         self.host = NamespaceHost(self.net, self.daemon, self.rundir, hold=self.hold, hold_datagrams=self.clocked)
         if self.clocked:
             self.clock = FakeTimeClock(self.host.rundir / "clock", self.seed)
-            self.host.env = {r.name: self.clock.env(r.index) for r in self.net.routers}
+            self.host.env = {r.name: self.clock.env(r.index, self.daemon) for r in self.net.routers}
         self.host.start()
         reader = self.reader = Reader(self.net, self.daemon, self.host.rundir)
         host = self.host
@@ -392,10 +392,13 @@ class LiveNet:
         return h
 
     def _read_all(self, router: str, what: str) -> None:
-        """Poke ``router`` until its daemons have read every routing message waiting for them, then once more."""
+        """Poke ``router`` until its daemons have read every routing message waiting for them, then once more.
+
+        The sockets are looked at before the first poke: a daemon asleep in poll() wakes on the message
+        by itself and has mostly read it by now. The poke that ends the wait is sent after the read
+        was seen either way, so its answer comes from a turn after the one that read the message."""
         assert self.reader is not None and self.host is not None
         deadline = time.monotonic() + self.timeout
-        self.reader.poke(router)
         while self.host.routing_queued(router) > 0:
             if time.monotonic() > deadline:
                 raise LiveNetError(f"{router}'s daemon did not read {what} in {self.timeout:.0f} s of pokes",
@@ -421,30 +424,39 @@ class LiveNet:
                     return ev
         raise LiveNetError("the relay did not answer", "see relay.log in the run directory")
 
-    def poke(self) -> None:
-        """Make every live daemon run its event loop once: timers due on the virtual clock fire."""
+    def poke(self, routers: Collection[str] | None = None) -> None:
+        """Make every live daemon (of ``routers``) run its event loop once: timers due on the virtual clock fire."""
         assert self.reader is not None
-        self.reader.poke_all([r.name for r in self.net.routers if r.name not in self.dead])
+        self.reader.poke_all([r.name for r in self.net.routers if r.name not in self.dead
+                              and (routers is None or r.name in routers)])
 
     def settle(self, rounds: int = 200) -> None:
         """Poke until the relay carries nothing new between two pokes: the network is idle at this time.
 
         On the virtual clock the relay holds every RIP message; here they are delivered, one at a
         time in the ordering function's order, until no daemon sends anything more at this time.
+
+        The first round pokes every daemon (the clock moved, or a link or router changed). When the
+        relay holds every message the routers exchange (no BGP: only OSPF and RIP datagrams), a later
+        round pokes only the routers that were handed a message in it: any other one was idle when the
+        round before it closed, and since then neither its clock nor its input has changed.
         """
         before = self.stats()
+        held_all = self.clock is not None and not any(r.bgp for r in self.net.routers)
+        routers: set[str] | None = None
         for _ in range(rounds):
-            before = self._quiet(before, rounds)
+            before = self._quiet(before, rounds, routers)
             pending = self.pending()
             if not pending:
                 return
             for h in pending:   # held messages of this round, in the ordering function's order
                 self.deliver(h.id)
+            routers = {h.dst for h in pending} if held_all else None
             before = self.stats()
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
                            "the daemons keep sending: look for a loop in their logs")
 
-    def _quiet(self, before: dict, rounds: int) -> dict:
+    def _quiet(self, before: dict, rounds: int, routers: set[str] | None = None) -> dict:
         """Poke until a round of pokes adds nothing at the relay; its counters then.
 
         What a daemon sends in answer to a poke reaches the relay in real time (through a veth, and on a
@@ -453,11 +465,12 @@ class LiveNet:
         it in time. A round of pokes that moves no counter, after which no daemon has a routing message
         left unread in its sockets, closes the round: everything sent is held. (A daemon's event loop
         may put off reading a socket while it has other work, pokes included: that a round of pokes
-        was answered does not show that it has read what it was given.)
+        was answered does not show that it has read what it was given.) Only ``routers`` are poked
+        when given (see :meth:`settle`), and any router found with a message unread.
         """
         for _ in range(rounds):
-            self.poke()
-            self.poke()
+            self.poke(routers)
+            self.poke(routers)
             if self.on_poke is not None:
                 self.on_poke()
             after = self.stats()
@@ -465,8 +478,11 @@ class LiveNet:
                 # confirmed by an exact barrier: a frame still in the kernel on its way to the relay
                 # is part of this round (a plain barrier costs less, so the rounds use it until here)
                 after = self.stats(exact=True)
-                if after == before and not self.unread():
+                unread = self.unread()
+                if after == before and not unread:
                     return after
+                if routers is not None:
+                    routers = routers | set(unread)
             before = after
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
                            "the daemons keep sending: look for a loop in their logs")
