@@ -54,7 +54,12 @@ from netsleuth.invariants.headerspace.codes import port_state
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
-from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
+from netsleuth.invariants.headerspace.incremental_classes import (
+    _ClassTracker,
+    _RecordingNet,
+    _Touched,
+    switch_records,
+)
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
@@ -155,9 +160,8 @@ class IncrementalHSA(_ClassTracker):
         return self.findings()
 
     def findings(self) -> dict[str, list[Finding]]:
-        found = self._found  # (its keys are KINDS, in order)
-        return {"loops": list(found["loops"]), "blackholes": list(found["blackholes"]),
-                "reachability": list(found["reachability"])}
+        found = self._found
+        return {kind: list(found[kind]) for kind in KINDS}
 
     # ------------------------------------------------------------------ state
     @staticmethod
@@ -239,9 +243,7 @@ class IncrementalHSA(_ClassTracker):
         self._cells_of = {}
         self._stat = {}   # cell -> its port's pattern when last seen
         # ports, links and switches stay as they are till the next full check:
-        self._psid = {}   # switch -> (generation, port state id, ports)
-        self._up_of = {}
-        self._peers = steady.peers()
+        self._sws = switch_records(net, steady.peers())
         # per ingress number
         self._dropx = {}
         self._genx = {}
@@ -495,4 +497,4 @@ class IncrementalHSA(_ClassTracker):
                                    self._macs)
         pairs = [f for ing in sorted(self._pairs, key=tag.__getitem__) for f in self._pairs[ing]]
         reach = R.group_unreachable(view, a, pairs, describe_headerspace, memo["reachability"])
-        self._found = {"loops": loops, "blackholes": holes, "reachability": reach}
+        self._found = dict(zip(KINDS, (loops, holes, reach), strict=True))

@@ -15,7 +15,7 @@ import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
-from netsleuth.invariants.headerspace.cellsearch import overlapping_classes, overlapping_keys
+from netsleuth.invariants.headerspace.cellsearch import cell_classes, keyed_cell, overlapping_classes, overlapping_keys
 from netsleuth.invariants.headerspace.codes import (
     _PS_GEN,
     F_DROP,
@@ -46,6 +46,39 @@ class _RecordingNet(HsaNet):
         return super().up(name)
 
 
+class _Switch:
+    """What a class's re-trace reads of one switch at each hop, in one object: a hop then probes
+    one dictionary for its switch, not one per map (up-ness, tables, port states, links), each a
+    cache miss of its own when a flow_mod comes.  Made at the full check: a flow_mod changes
+    tables' contents, none of these."""
+
+    __slots__ = ("up", "table", "index", "ps", "next", "host")
+
+    def __init__(self, up: bool, table: Any) -> None:
+        self.up = up
+        self.table = table
+        get = getattr(table, "pattern_index", None)
+        self.index: dict | None = get() if get is not None else None   # the table's own, kept up to date
+        self.ps: tuple[int, int, dict] | None = None   # (generation, port state id, ports), when first asked
+        self.next: dict[int, Port] = {}   # port -> the switch cell it links to
+        self.host: dict[int, str] = {}    # port -> the host (or other node) it links to
+
+
+def switch_records(net: HsaNet, peers: dict[Port, Port | None]) -> dict[str, _Switch]:
+    """A :class:`_Switch` per switch of ``net`` (links from the view's ``peers``)."""
+    switches = net.switches
+    recs = {s: _Switch(net.up(s), sw.table) for s, sw in switches.items()}
+    for (s, port), peer in peers.items():
+        rec = recs.get(s)
+        if rec is None or peer is None:
+            continue
+        if peer[0] in switches:
+            rec.next[port] = peer
+        else:
+            rec.host[port] = peer[0]
+    return recs
+
+
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
 _UNREAD = -1           # (the status of a cell never read: no pattern is negative)
 
@@ -70,8 +103,8 @@ class _ClassTracker:
     # other work runs in between), each read of a big instance dictionary is a cache miss of
     # its own, where slots sit side by side in the object.
     __slots__ = ("_net", "_ingresses", "_tag", "_at_switch", "_masks", "_ids", "_own_ids", "_out", "_outcomes",
-                 "_path", "_base", "_gone", "_stale", "_depth", "_from", "_cells", "_cells_of", "_stat", "_psid",
-                 "_up_of", "_peers", "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
+                 "_path", "_base", "_gone", "_stale", "_depth", "_from", "_cells", "_cells_of", "_stat", "_sws",
+                 "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
 
     # What the tracker keeps (set by IncrementalHSA's full check, see there):
     _net: _RecordingNet | None
@@ -100,9 +133,7 @@ class _ClassTracker:
     _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
     _cells_of: dict[str, list[Port]]
     _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
-    _psid: dict[str, tuple[int, int, dict]]      # switch -> (generation, port state id, ports)
-    _up_of: dict[str, bool]                      # switch -> up (as the view says: a flow_mod changes neither)
-    _peers: dict[Port, Port | None]              # the view's links (NetworkView.peers)
+    _sws: dict[str, _Switch]                     # switch -> what a re-trace reads of it
     # per ingress number: classes that end in a drop, classes the general engine takes
     _dropx: dict[int, set[int]]
     _genx: dict[int, set[int]]
@@ -129,9 +160,7 @@ class _ClassTracker:
                 if cell not in self._stat:
                     self._stat[cell] = self._status(cell)
             # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
-            # Kept as memoryviews: a flow_mod copies a cell's bytes out of one without a call into
-            # numpy, whose machinery is seldom in the CPU's caches when a flow_mod comes.
-            base[cell] = {mask: memoryview(xss[0] if len(xss) == 1 else np.concatenate(xss))  # type: ignore[arg-type]
+            base[cell] = {mask: keyed_cell(xss[0] if len(xss) == 1 else np.concatenate(xss))
                           for mask, xss in by_mask.items()}
 
     def _index(self, x: int, mask: int, path: list[Port]) -> None:
@@ -169,16 +198,13 @@ class _ClassTracker:
         net = self._net
         assert net is not None
         s, p = cell
-        u = self._up_of.get(s)
-        if u is None:
-            u = self._up_of[s] = net.up(s)
-        if not u:
+        rec = self._sws[s]
+        if not rec.up:
             return None
-        index = getattr(net.switches[s].table, "pattern_index", None)
-        if index is not None and hsa_compile.USE_TABLE_INDEX:
+        by_port = rec.index
+        if by_port is not None and hsa_compile.USE_TABLE_INDEX:
             # read off the table's pattern index: building the port's index costs time per rule
             # (hsa_compile.port_pattern, inline: a flow_mod asks once)
-            by_port = index()
             own, wild = by_port.get(p), by_port.get(None)
             if not wild:
                 if not own:
@@ -303,7 +329,7 @@ class _ClassTracker:
             self._stat[cell] = stat
             gone = self._gone
             for mask, got in self._base.get(cell, {}).items():
-                xs = got.tolist() if every else overlapping_classes(got, mask, v, m)
+                xs = cell_classes(got) if every else overlapping_classes(got, mask, v, m)
                 for x in xs:
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
@@ -397,26 +423,23 @@ class _ClassTracker:
         cells (None instead of an outcome when that is not enough)."""
         net = self._net
         assert net is not None
-        switches, ups, stats, peers, psid = net.switches, self._up_of, self._stat, self._peers, self._psid
+        recs, stats = self._sws, self._stat
         j = x & _IDM
         path: list[Port] = []
         cell = ing if start is None else start
         for _round in range(hops):
             path.append(cell)
             s, p = cell
-            u = ups.get(s)
-            if u is None:
-                u = ups[s] = net.up(s)
-            if not u:
+            rec = recs[s]
+            if not rec.up:
                 return ("x", s, p, _DOWN), path
             stat = stats.get(cell, _UNREAD)
             if stat == _UNREAD:
                 stat = stats[cell] = self._status(cell)
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 return _GENERAL, path
-            table = switches[s].table
             # (_probe and _code_of inline for the usual port, one pattern, the class's own)
-            by_port = table.pattern_index() if stat == mask and hasattr(table, "pattern_index") else None
+            by_port = rec.index if stat == mask else None
             own = wild = None
             if by_port is not None:
                 own, wild = by_port.get(p), by_port.get(None)
@@ -425,19 +448,20 @@ class _ClassTracker:
                 if slot is None:
                     code = _F_MISS
                 else:
-                    ps = psid.get(s)
+                    ps = rec.ps
                     code = shared_code(pat.act[slot], p, ps[1], ps[2]) if ps is not None and ps[0] == _PS_GEN[0] \
                         else self._code_of(s, pat.act[slot], p)
             else:
-                code = self._hit(table, s, p, mask, j)
+                code = self._hit(rec.table, s, p, mask, j)
             if code >= 0:
-                peer = peers.get((s, code))
-                if peer is None:
-                    return ("x", s, p, code), path
-                if peer[0] in switches:
-                    cell = peer
+                nxt = rec.next.get(code)
+                if nxt is not None:
+                    cell = nxt
                     continue
-                return ("d", peer[0]), path
+                host = rec.host.get(code)
+                if host is None:
+                    return ("x", s, p, code), path
+                return ("d", host), path
             if code == _F_MISS or code == F_PUNT:
                 return ("p", s), path
             if code == F_NOTHING:
@@ -468,12 +492,13 @@ class _ClassTracker:
         """The fast code of the action list with id ``aid`` for headers arriving on ``p`` at
         switch ``s`` (:meth:`CompiledSwitch.code_for_aid`, without compiling the switch again
         after each flow_mod: only its table changes between full checks, not its ports)."""
-        ps = self._psid.get(s)
+        rec = self._sws[s]
+        ps = rec.ps
         if ps is None or ps[0] != _PS_GEN[0]:
             net = self._net
             assert net is not None
             sw = net.switches[s]
-            ps = self._psid[s] = (_PS_GEN[0], port_state_id(port_state(sw)), sw.ports)
+            ps = rec.ps = (_PS_GEN[0], port_state_id(port_state(sw)), sw.ports)
         return shared_code(aid, p, ps[1], ps[2])
 
     def _probe(self, table: Any, s: str, p: int, mask: int, j: int) -> tuple[bool, int | None]:
