@@ -343,3 +343,18 @@ def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
         assert sorted(cellsearch.overlapping_classes(cell, mask, keys[j], half)) == sorted(
             x for x in xs if keys[x & 0xFFFFFFFF] & half == keys[j] & half)
     assert cellsearch.overlapping_classes(cell, mask, 0xa4 << 152, mask) == []
+
+
+def test_a_big_cell_finds_each_of_many_keys():
+    """A cell with fences (thousands of classes of hundreds of keys): each key's classes exactly,
+    whether its run starts at a fence item, between two, before the first or after the last."""
+    mask = (1 << 200) - (1 << 152)
+    intern, keys = interner(mask)
+    ids = [intern[k] if k in intern else intern_new(mask, k) for k in ((0xb000 + i) << 152 for i in range(700))]
+    rng = random.Random(7)
+    xs = [(rng.randrange(1, 50) << 32) | rng.choice(ids) for _ in range(5000)]
+    cell = cellsearch.keyed_cell(np.array(xs, dtype=np.int64))
+    assert sorted(cellsearch.cell_classes(cell)) == sorted(xs)
+    for j in ids:
+        want = sorted(x for x in xs if x & 0xFFFFFFFF == j)
+        assert cellsearch.overlapping_classes(cell, mask, keys[j], mask) == want

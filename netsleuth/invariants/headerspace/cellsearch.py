@@ -3,7 +3,10 @@ cell.  A class is the batch engine's int (ingress number << 32 | key id, keys in
 pattern); a cell keeps the classes re-traced since the full check as key ids in a dictionary and
 the full check's own as one int64 array per pattern, each class stored key first
 (key id << 32 | ingress number) and the array sorted, so that a key's classes are one run found
-by bisection (see ``incremental_classes.py``).
+by bisection (see ``incremental_classes.py``).  A big cell's array starts with every
+``_STRIDE``-th item of it: the bisection reads a few lines of that first, then a few of one
+stretch of the rest, where a plain bisection's dozen probes would each meet a line (and a page)
+of their own, out of the CPU's caches when a flow_mod comes.
 """
 
 from __future__ import annotations
@@ -17,21 +20,43 @@ from netsleuth.invariants.headerspace.batch import _IDM, TAG_SHIFT
 from netsleuth.invariants.headerspace.compiled import interner
 
 assert TAG_SHIFT == 32  # (a key id and an ingress number each fill one half of a class)
+_STRIDE = 64       # items of a big cell per fence item
+_FENCED = 4 * _STRIDE   # cells with more items than this have fences
 
 
 def keyed_cell(xs: np.ndarray) -> memoryview:
-    """A cell's classes ``xs`` (int64, of one pattern) as the cell keeps them: key first, sorted,
-    as a memoryview (a flow_mod then reads a few of its items without a call into numpy, whose
-    machinery is seldom in the CPU's caches when a flow_mod comes)."""
+    """A cell's classes ``xs`` (int64, of one pattern) as the cell keeps them: the number of
+    fence items F, F fence items (every ``_STRIDE``-th of the rest; none for a small cell), then
+    the classes key first, sorted; as a memoryview (a flow_mod then reads a few of its items
+    without a call into numpy, whose machinery is seldom in the CPU's caches when a flow_mod comes)."""
     keyed = ((xs & _IDM) << TAG_SHIFT) | (xs >> TAG_SHIFT)
     keyed.sort()
-    return memoryview(keyed)  # type: ignore[arg-type]
+    fence = keyed[::_STRIDE] if len(keyed) > _FENCED else keyed[:0]
+    out = np.concatenate([np.array([len(fence)], dtype=np.int64), fence, keyed])
+    return memoryview(out)  # type: ignore[arg-type]
+
+
+def _keyed(cell: memoryview) -> np.ndarray:
+    arr = np.frombuffer(cell, dtype=np.int64)
+    return arr[1 + int(arr[0]):]
 
 
 def cell_classes(cell: memoryview) -> list[int]:
     """Every class a cell kept by :func:`keyed_cell` holds (ingress number << 32 | key id)."""
-    keyed = np.frombuffer(cell, dtype=np.int64)
+    keyed = _keyed(cell)
     return (((keyed & _IDM) << TAG_SHIFT) | (keyed >> TAG_SHIFT)).tolist()
+
+
+def _first_at_least(cell: memoryview, lo: int) -> int:
+    """The position in ``cell`` of its first class item >= ``lo`` (len(cell) if none)."""
+    f = cell[0]
+    base = 1 + f
+    if not f:
+        return bisect_left(cell, lo, 1)
+    k = bisect_left(cell, lo, 1, base) - 1   # fence items < lo: the answer is past item (k-1)*_STRIDE
+    start = base + max(0, (k - 1) * _STRIDE)
+    end = min(len(cell), base + k * _STRIDE)   # (fence item k, if any, is >= lo)
+    return bisect_left(cell, lo, start, end)
 
 
 def overlapping_keys(mask: int, v: int, m: int, js: Iterable[int]) -> list[int]:
@@ -58,7 +83,7 @@ def overlapping_classes(cell: memoryview, mask: int, v: int, m: int) -> list[int
         if j is None:
             return []
         lo = j << TAG_SHIFT
-        at = bisect_left(cell, lo)
+        at = _first_at_least(cell, lo)
         out = []
         n = len(cell)
         hi = lo + _IDM
@@ -69,7 +94,7 @@ def overlapping_classes(cell: memoryview, mask: int, v: int, m: int) -> list[int
             out.append(((y & _IDM) << TAG_SHIFT) | j)
             at += 1
         return out
-    keyed = np.frombuffer(cell, dtype=np.int64)
+    keyed = _keyed(cell)
     js = keyed >> TAG_SHIFT
     cm = mask & m
     cv = v & cm

@@ -58,8 +58,8 @@ from netsleuth.invariants.headerspace.incremental_classes import (
     _ClassTracker,
     _RecordingNet,
     _Touched,
-    switch_records,
 )
+from netsleuth.invariants.headerspace.incremental_records import switch_records
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
@@ -234,14 +234,10 @@ class IncrementalHSA(_ClassTracker):
         self._out = {}
         self._outcomes = {}
         self._path = {}
-        self._base = {}
         self._gone = set()
         self._stale = set()
-        self._depth = {}   # cell -> the last hop number at which the full check's classes came in
-        # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
-        self._cells = {}   # ... -> a number, or a list of them
+        self._cell = {}
         self._cells_of = {}
-        self._stat = {}   # cell -> its port's pattern when last seen
         # ports, links and switches stay as they are till the next full check:
         self._sws = switch_records(net, steady.peers())
         # per ingress number
@@ -258,13 +254,14 @@ class IncrementalHSA(_ClassTracker):
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
         self._suspect0: dict[int, list[int]] | None = None
         trace: dict[Port, list] = {}
-        b, rest = _batch(net, self._ingresses, self._tag, n, trace, self._depth)
+        depth: dict[Port, int] = {}   # cell -> the last hop number at which the full check's classes came in
+        b, rest = _batch(net, self._ingresses, self._tag, n, trace, depth)
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
         self._ids_of(net, b, n)
-        self._index_base(trace)
-        del trace
+        self._index_base(trace, depth)
+        del trace, depth
         self._absorb(b)
         # reports read the view, the compiled switches and the host behind each ingress
         self._A = Analysis(steady, list(self._ingresses), ingress_host, {}, _Batch(masks=self._masks),

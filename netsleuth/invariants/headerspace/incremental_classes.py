@@ -27,6 +27,7 @@ from netsleuth.invariants.headerspace.codes import (
 )
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
+from netsleuth.invariants.headerspace.incremental_records import _UNREAD, _Cell, _Switch
 from netsleuth.invariants.headerspace.space import match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
@@ -46,41 +47,7 @@ class _RecordingNet(HsaNet):
         return super().up(name)
 
 
-class _Switch:
-    """What a class's re-trace reads of one switch at each hop, in one object: a hop then probes
-    one dictionary for its switch, not one per map (up-ness, tables, port states, links), each a
-    cache miss of its own when a flow_mod comes.  Made at the full check: a flow_mod changes
-    tables' contents, none of these."""
-
-    __slots__ = ("up", "table", "index", "ps", "next", "host")
-
-    def __init__(self, up: bool, table: Any) -> None:
-        self.up = up
-        self.table = table
-        get = getattr(table, "pattern_index", None)
-        self.index: dict | None = get() if get is not None else None   # the table's own, kept up to date
-        self.ps: tuple[int, int, dict] | None = None   # (generation, port state id, ports), when first asked
-        self.next: dict[int, Port] = {}   # port -> the switch cell it links to
-        self.host: dict[int, str] = {}    # port -> the host (or other node) it links to
-
-
-def switch_records(net: HsaNet, peers: dict[Port, Port | None]) -> dict[str, _Switch]:
-    """A :class:`_Switch` per switch of ``net`` (links from the view's ``peers``)."""
-    switches = net.switches
-    recs = {s: _Switch(net.up(s), sw.table) for s, sw in switches.items()}
-    for (s, port), peer in peers.items():
-        rec = recs.get(s)
-        if rec is None or peer is None:
-            continue
-        if peer[0] in switches:
-            rec.next[port] = peer
-        else:
-            rec.host[port] = peer[0]
-    return recs
-
-
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
-_UNREAD = -1           # (the status of a cell never read: no pattern is negative)
 
 
 @dataclasses.dataclass(slots=True)
@@ -103,7 +70,7 @@ class _ClassTracker:
     # other work runs in between), each read of a big instance dictionary is a cache miss of
     # its own, where slots sit side by side in the object.
     __slots__ = ("_net", "_ingresses", "_tag", "_at_switch", "_masks", "_ids", "_own_ids", "_out", "_outcomes",
-                 "_path", "_base", "_gone", "_stale", "_depth", "_from", "_cells", "_cells_of", "_stat", "_sws",
+                 "_path", "_gone", "_stale", "_from", "_cell", "_cells_of", "_sws",
                  "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
 
     # What the tracker keeps (set by IncrementalHSA's full check, see there):
@@ -118,21 +85,16 @@ class _ClassTracker:
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
-    # The full check's classes, stored compactly: cell -> class pattern -> the classes that
-    # came in there (an int64 array); a class that has been re-traced or purged since
-    # is in ``_gone`` and its entries there no longer count.
-    _base: dict[Port, dict[int, Any]]
+    # The full check's classes are stored compactly (_Cell.base); a class that has been re-traced
+    # or purged since is in ``_gone`` and its entries there no longer count.
     _gone: set[int]
     # Classes re-traced from the cell of a flow_mod's switch on (see _retrace): their entries in
     # ``_base`` still stand for the cells before it (the rest may be stale: a superset), their
     # cells from it on are in ``_cells``; the next re-trace of one starts from its ingress.
     _stale: set[int]
-    _depth: dict[Port, int]                      # cell -> last hop number of the full check's classes there
     _from: Port | None                           # the flow_mod's cell when its in_port is fixed (see _retrace)
-    # re-traced classes: cell -> class pattern -> key id -> ingress numbers whose class of that key came in
-    _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
-    _cells_of: dict[str, list[Port]]
-    _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
+    _cell: dict[Port, _Cell]                     # what the tracker keeps per cell (see _Cell)
+    _cells_of: dict[str, list[Port]]             # switch -> its cells with classes indexed (_Cell.keys)
     _sws: dict[str, _Switch]                     # switch -> what a re-trace reads of it
     # per ingress number: classes that end in a drop, classes the general engine takes
     _dropx: dict[int, set[int]]
@@ -141,12 +103,12 @@ class _ClassTracker:
     reanalysed: int                              # classes re-traced, over all flow_mods
     resumed: int                                 # of those, traced from the flow_mod's cell on
 
-    def _index_base(self, trace: dict[Port, list[np.ndarray]]) -> None:
+    def _index_base(self, trace: dict[Port, list[np.ndarray]], depth: dict[Port, int]) -> None:
         """Record the cells each class of the full check's batch run came in at (``trace``: cell ->
         arrays of classes, each of one pattern), as one array per cell and pattern: a few
         bytes per (cell, class) instead of dictionary entries, and no per-class path (a class
-        leaves this index by joining ``_gone``)."""
-        base, cells, cells_of, masks = self._base, self._cells, self._cells_of, self._masks
+        leaves this index by joining ``_gone``); ``depth``: the batch run's last hop number per cell."""
+        masks = self._masks
         for cell, arrays in trace.items():
             by_mask: dict[int, list[np.ndarray]] = {}
             for xs in arrays:
@@ -154,18 +116,15 @@ class _ClassTracker:
                     by_mask.setdefault(masks[int(xs[0]) >> TAG_SHIFT], []).append(xs)
             if not by_mask:
                 continue
-            if cell not in cells:
-                cells[cell] = {}
-                cells_of.setdefault(cell[0], []).append(cell)
-                if cell not in self._stat:
-                    self._stat[cell] = self._status(cell)
+            rec = self._keys_at(cell)
+            rec.depth = depth.get(cell, _FAST_ROUNDS)
             # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
-            base[cell] = {mask: keyed_cell(xss[0] if len(xss) == 1 else np.concatenate(xss))
+            rec.base = {mask: keyed_cell(xss[0] if len(xss) == 1 else np.concatenate(xss))
                           for mask, xss in by_mask.items()}
 
     def _index(self, x: int, mask: int, path: list[Port]) -> None:
         """Record the cells the re-traced class ``x`` (of pattern ``mask``) came in at, in order."""
-        cells, cells_of = self._cells, self._cells_of
+        recs = self._cell
         t = x >> TAG_SHIFT
         j = x & _IDM
         p: list[Port] = []
@@ -173,12 +132,11 @@ class _ClassTracker:
             if cell in p:  # (a loop: once is enough)
                 continue
             p.append(cell)
-            by_mask = cells.get(cell)
+            rec = recs.get(cell)
+            by_mask = rec.keys if rec is not None else None
             if by_mask is None:
-                by_mask = cells[cell] = {}
-                cells_of.setdefault(cell[0], []).append(cell)
-                if cell not in self._stat:  # (a re-traced class's walk may have read it already)
-                    self._stat[cell] = self._status(cell)
+                by_mask = self._keys_at(cell).keys
+                assert by_mask is not None
             by_key = by_mask.get(mask)
             if by_key is None:
                 by_key = by_mask[mask] = {}
@@ -191,6 +149,19 @@ class _ClassTracker:
                 ts.append(t)
         # a tuple: once the cyclic GC has seen it hold only cells, it stops tracking it
         self._path[x] = tuple(p)
+
+    def _keys_at(self, cell: Port) -> _Cell:
+        """The record of ``cell``, made one whose classes are indexed (and its status read) if it
+        is not yet."""
+        rec = self._cell.get(cell)
+        if rec is None:
+            rec = self._cell[cell] = _Cell()
+        if rec.keys is None:
+            rec.keys = {}
+            self._cells_of.setdefault(cell[0], []).append(cell)
+            if rec.stat == _UNREAD:  # (a re-traced class's walk may have read it already)
+                rec.stat = self._status(cell)
+        return rec
 
     def _status(self, cell: Port) -> int | None:
         """How the batch engine meets classes at ``cell``: the port's one pattern, or None
@@ -225,9 +196,9 @@ class _ClassTracker:
         t = x >> TAG_SHIFT
         j = x & _IDM
         mask = self._masks[t]
-        cells = self._cells
+        recs = self._cell
         for cell in p:
-            by_key = cells[cell][mask]
+            by_key = recs[cell].keys[mask]  # type: ignore[index]  # (a cell of a path is indexed)
             ts = by_key[j]
             if ts.__class__ is int:
                 del by_key[j]
@@ -319,23 +290,26 @@ class _ClassTracker:
         patterns changed (the batch engine may no longer take them there)."""
         redo: dict[int, set[int]] = {}
         self._from = None
+        recs = self._cell
         if ip is None:
             at: Iterable[Port] = self._cells_of.get(switch, ())
         else:  # (the usual flow_mod: one cell, no walk over the switch's)
-            at = ((switch, ip),) if (switch, ip) in self._cells else ()
+            rec = recs.get((switch, ip))
+            at = ((switch, ip),) if rec is not None and rec.keys is not None else ()
         for cell in at:
+            rec = recs[cell]
             stat = self._status(cell)
-            every = stat != self._stat.get(cell)
-            self._stat[cell] = stat
+            every = stat != rec.stat
+            rec.stat = stat
             gone = self._gone
-            for mask, got in self._base.get(cell, {}).items():
+            for mask, got in (rec.base or {}).items():
                 xs = cell_classes(got) if every else overlapping_classes(got, mask, v, m)
                 for x in xs:
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             if ip is not None and not every:
                 self._from = cell   # (see _retrace: what these classes may skip)
-            for mask, by_key in self._cells[cell].items():
+            for mask, by_key in rec.keys.items():  # type: ignore[union-attr]  # (at: indexed cells)
                 for j in (by_key if every else overlapping_keys(mask, v, m, by_key)):
                     ts = by_key[j]
                     for t in ((ts,) if ts.__class__ is int else ts):
@@ -385,7 +359,7 @@ class _ClassTracker:
             for x in live:
                 if x in skip:
                     assert start is not None
-                    key, path = self._walk(ing, mask, x, start, _FAST_ROUNDS + 1 - self._depth.get(start, _FAST_ROUNDS))
+                    key, path = self._walk(ing, mask, x, start, _FAST_ROUNDS + 1 - self._cell[start].depth)
                     if key is not None:
                         self.resumed += 1
                         self._index(x, mask, path)
@@ -423,7 +397,7 @@ class _ClassTracker:
         cells (None instead of an outcome when that is not enough)."""
         net = self._net
         assert net is not None
-        recs, stats = self._sws, self._stat
+        recs, cells = self._sws, self._cell
         j = x & _IDM
         path: list[Port] = []
         cell = ing if start is None else start
@@ -433,9 +407,12 @@ class _ClassTracker:
             rec = recs[s]
             if not rec.up:
                 return ("x", s, p, _DOWN), path
-            stat = stats.get(cell, _UNREAD)
+            crec = cells.get(cell)
+            if crec is None:
+                crec = cells[cell] = _Cell()
+            stat = crec.stat
             if stat == _UNREAD:
-                stat = stats[cell] = self._status(cell)
+                stat = crec.stat = self._status(cell)
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 return _GENERAL, path
             # (_probe and _code_of inline for the usual port, one pattern, the class's own)
@@ -546,7 +523,8 @@ class _ClassTracker:
         shifted = t << TAG_SHIFT
         mask = self._masks[t]
         # the loop over the switch's cells has just read this cell's status when classes come in here
-        stat = self._stat[ing] if ing in self._cells else self._status(ing)
+        rec = self._cell.get(ing)
+        stat = rec.stat if rec is not None and rec.keys is not None else self._status(ing)
         if old is not None and stat == mask:
             # Same single pattern: only keys inside the match can have come or gone; ask the
             # table about each (one of its headers hits an entry iff the key has one).
