@@ -333,7 +333,7 @@ def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
     rng = random.Random(n)
     xs = [(rng.choice(ids + [ids[0] + 1]) << 32) | rng.choice(ids) for _ in range(n)]
     xs[0] = (ids[1] << 32) | ids[0]   # ingress number = another key's id
-    cell = cellsearch.keyed_cell(np.array(xs, dtype=np.int64))
+    cell = cellsearch.keyed_cell([np.array(xs[:n // 3], dtype=np.int64), np.array(xs[n // 3:], dtype=np.int64)])
     assert sorted(cellsearch.cell_classes(cell)) == sorted(xs)
     for j in ids:
         want = sorted(x for x in xs if x & 0xFFFFFFFF == j)
@@ -353,7 +353,7 @@ def test_a_big_cell_finds_each_of_many_keys():
     ids = [intern[k] if k in intern else intern_new(mask, k) for k in ((0xb000 + i) << 152 for i in range(700))]
     rng = random.Random(7)
     xs = [(rng.randrange(1, 50) << 32) | rng.choice(ids) for _ in range(5000)]
-    cell = cellsearch.keyed_cell(np.array(xs, dtype=np.int64))
+    cell = cellsearch.keyed_cell([np.array(xs, dtype=np.int64)])
     assert sorted(cellsearch.cell_classes(cell)) == sorted(xs)
     for j in ids:
         want = sorted(x for x in xs if x & 0xFFFFFFFF == j)

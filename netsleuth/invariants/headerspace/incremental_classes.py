@@ -119,8 +119,7 @@ class _ClassTracker:
             rec = self._keys_at(cell)
             rec.depth = depth.get(cell, _FAST_ROUNDS)
             # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
-            rec.base = {mask: keyed_cell(xss[0] if len(xss) == 1 else np.concatenate(xss))
-                          for mask, xss in by_mask.items()}
+            rec.base = {mask: keyed_cell(xss) for mask, xss in by_mask.items()}
 
     def _index(self, x: int, mask: int, path: list[Port]) -> None:
         """Record the cells the re-traced class ``x`` (of pattern ``mask``) came in at, in order."""
