@@ -66,7 +66,7 @@ from netsleuth.invariants.view import NetworkView
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import Match
 
-KINDS = ("loops", "blackholes", "reachability")
+KINDS = ("loops", "blackholes", "reachability")   # the kinds of findings, in the order every result lists them
 _FINE = object()   # a judged host pair that turned out fine (its traffic arrives after all)
 
 

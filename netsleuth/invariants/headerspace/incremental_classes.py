@@ -89,8 +89,8 @@ class _ClassTracker:
     # or purged since is in ``_gone`` and its entries there no longer count.
     _gone: set[int]
     # Classes re-traced from the cell of a flow_mod's switch on (see _retrace): their entries in
-    # ``_base`` still stand for the cells before it (the rest may be stale: a superset), their
-    # cells from it on are in ``_cells``; the next re-trace of one starts from its ingress.
+    # the cells' ``base`` still stand for the cells before it (the rest may be stale: a superset),
+    # their cells from it on are in the cells' ``keys``; the next re-trace of one starts from its ingress.
     _stale: set[int]
     _from: Port | None                           # the flow_mod's cell when its in_port is fixed (see _retrace)
     _cell: dict[Port, _Cell]                     # what the tracker keeps per cell (see _Cell)
@@ -326,7 +326,7 @@ class _ClassTracker:
         led.  Those earlier cells keep their entries in the index (the cells after may now be
         stale: a superset, which only costs a needless re-trace later); the class is noted
         ``_stale`` so its next re-trace starts from its ingress again.  The batch engine gives
-        up after ``_FAST_ROUNDS`` hops: the class came in at the cell at hop ``_depth[cell]`` at
+        up after ``_FAST_ROUNDS`` hops: the class came in at the cell at hop the cell's ``depth`` at
         the latest, and a walk from there that needs more hops than the rest of the budget
         starts over from the ingress."""
         masks, ids_of = self._masks, self._ids
