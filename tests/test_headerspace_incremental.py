@@ -322,7 +322,8 @@ def test_unreported_flow_mod_is_noticed():
     assert _texts(inc.check(view)) == _full(view) and inc.full_checks == 3
 
 
-@pytest.mark.parametrize("n", [3, 40, 3000])  # a small cell to one bigger than any of a K=8 fat tree
+# a small cell to one bigger than any of a K=8 fat tree; 200: more than a fence stride, no fences
+@pytest.mark.parametrize("n", [3, 40, 200, 3000])
 def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
     """A cell's classes of one key: every one (several ingresses may share a key, and a class that
     came in twice is listed twice), ascending, and none whose ingress number merely equals the key

@@ -42,7 +42,8 @@ def keyed_cell(parts: list[np.ndarray]) -> memoryview:
     dst[:, 1] = src[:, 0]
     data.sort()
     out[0] = f
-    out[1:1 + f] = data[::_STRIDE]
+    if f:
+        out[1:1 + f] = data[::_STRIDE]
     return memoryview(out)  # type: ignore[arg-type]
 
 
