@@ -29,7 +29,8 @@ $(VENV)/.installed: pyproject.toml
 # os-ken 1.4.1 is the last release that ships the sample apps
 # (simple_switch, ...); it needs dnspython >= 2 on Python 3.11.
 # coverage measures the controllers' lines for `minimize --localize`; setproctitle gives a controller
-# forked by netsleuth's warm-start server (controllers/warm_osken.py) its own command line in `ps`.
+# forked by netsleuth's warm-start server (controllers/warm_osken.py) its own command line in `ps`
+# (Faucet's environment gets it too: Faucet starts warm as well).
 COVERAGE := 'coverage==7.6.10'
 $(CTL)/.installed:
 	$(PYTHON) -m venv $(CTL)
@@ -44,7 +45,7 @@ $(CTL)/.installed:
 $(FAUCET)/.installed:
 	$(PYTHON) -m venv $(FAUCET)
 	$(FAUCET)/bin/pip install -q --upgrade pip
-	$(FAUCET)/bin/pip install -q 'faucet==1.10.12' $(COVERAGE)
+	$(FAUCET)/bin/pip install -q 'faucet==1.10.12' $(COVERAGE) 'setproctitle>=1.3'
 	touch $@
 
 debs:

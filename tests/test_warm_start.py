@@ -1,6 +1,7 @@
 """Warm starts: an os-ken controller forked from a server that imported os-ken once is the process a
 cold start makes (command line, environment, working directory, process group, exit status, death with
-netsleuth), reports a broken app alike, and a lost server only makes starts cold.  Also the local pool's
+netsleuth), reports a broken app alike, and a lost server only makes starts cold; Faucet, started warm,
+does what it does cold.  Also the local pool's
 workers, forked from multiprocessing's fork server: they see their pool's creator's environment."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import psutil
@@ -21,6 +23,7 @@ from test_campaign import all_gone
 from netsleuth.controllers import warm
 from netsleuth.controllers.external import AppImportError, ControllerProcess
 from netsleuth.minimize.executors import LocalPoolExecutor
+from netsleuth.model.topo_builders import parse_topo
 from netsleuth.trace.controller_spec import parse_all
 
 pytestmark = pytest.mark.real
@@ -73,6 +76,62 @@ def test_a_warm_start_is_the_process_a_cold_start_makes(tmp_path: Path, monkeypa
     assert "instantiating app os_ken.app.simple_switch_13" in log
     assert f"probe warm-42 {tmp_path}" in log   # this start's environment and directory, not the server's
     assert "EventletDeprecationWarning" not in log   # the server's own start-up stays out of the controller's log
+
+
+def _faucet_run(tmp_path: Path, setting: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
+    """One faucet:auto start on linear,2 (warm or cold): the process's command line, and what Faucet
+    logged (its own log, timestamps cut; the temporary folder's name made the same)."""
+    monkeypatch.setenv("NETSLEUTH_WARM_START", setting)
+    out = tmp_path / setting
+    ctl = ControllerProcess(parse_all("faucet:auto")[0], out / "c0.log", topology=parse_topo("linear,2"))
+    host, port = ctl.start()
+    try:
+        assert isinstance(ctl.proc, warm.WarmProcess) == (setting == "1")
+        assert ctl.pid is not None and os.getpgid(ctl.pid) == ctl.proc.pid
+        cmdline = " ".join(psutil.Process(ctl.pid).cmdline())
+        assert _hello(host, port)[:2] == bytes([4, 0])   # Faucet speaks OpenFlow 1.3 only
+    finally:
+        ctl.stop()
+    assert ctl.exit_code() == -signal.SIGTERM
+    logged = (out / "faucet.log").read_text().replace(str(out), "OUT").splitlines()
+    return cmdline, [line[16:] for line in logged]
+
+
+def test_faucet_starts_warm_as_the_program_its_launcher_execs(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Faucet's launcher only turns its arguments into os-ken manager's and execs it: a warm start runs
+    that manager with the same arguments, in Faucet's environment, and Faucet does what it does cold."""
+    warm_cmd, warm_log = _faucet_run(tmp_path, "1", monkeypatch)
+    cold_cmd, cold_log = _faucet_run(tmp_path, "0", monkeypatch)
+    assert ".venv-faucet/bin/python" in warm_cmd and "osken_main.py" in warm_cmd and "faucet.faucet" in warm_cmd
+    assert "--ofp-tcp-listen-port=" in warm_cmd and "--config-file=" in warm_cmd
+    assert "faucet.faucet" in cold_cmd   # osken-manager ... faucet.faucet, which the launcher exec'd
+    assert any("Add new datapath DPID 2" in line for line in warm_log), warm_log
+    assert warm_log == cold_log
+
+
+def test_a_controller_under_coverage_starts_warm_and_measures_from_the_mark(tmp_path: Path) -> None:
+    """covlaunch.py (coverage for fault localization) runs in the forked process in front of os-ken's
+    launcher, as it does in front of a cold start, and starts measuring when netsleuth marks it."""
+    ctl = ControllerProcess(parse_all(SWITCH)[0], tmp_path / "c0.log", coverage_dir=tmp_path / "cov")
+    host, port = ctl.start()
+    pid = ctl.pid
+    try:
+        assert isinstance(ctl.proc, warm.WarmProcess)
+        assert pid is not None
+        cmdline = " ".join(psutil.Process(pid).cmdline())
+        assert "covlaunch.py" in cmdline and "osken_main.py" in cmdline, cmdline
+        assert _hello(host, port)[1] == 0
+        marked = ctl.mark_coverage()
+        assert marked is not None
+        deadline = time.monotonic() + 30
+        while not marked.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marked.exists(), "the controller did not start measuring on SIGUSR2"
+    finally:
+        ctl.stop()
+    lines = json.loads((tmp_path / "cov" / "c0-1.json").read_text())
+    assert lines["switched"] is True and lines["pid"] == pid   # written by the controller itself, as it stopped
 
 
 def test_warm_and_cold_starts_report_an_app_that_cannot_load_alike(tmp_path: Path,

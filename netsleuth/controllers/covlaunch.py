@@ -3,6 +3,9 @@
 Executed by the controller environment's Python (standard library and
 coverage only, never netsleuth), in front of the program netsleuth would
 have run: os-ken's launcher, Faucet's entry script, a ``cmd:`` Python program.
+For os-ken apps and Faucet it may run in a process forked from the warm-start
+server (warm_osken.py), which imported eventlet and os-ken's parsers ahead;
+measuring starts after the handshakes either way, so it sees the same lines.
 
 Only what the controller executes after the OpenFlow handshakes counts for
 fault localization, so measuring starts only then: netsleuth sends SIGUSR2

@@ -25,7 +25,7 @@ import psutil
 from netsleuth.controllers import warm
 from netsleuth.controllers.faucet import FaucetLaunch, launch_for, render_config
 from netsleuth.controllers.listening import listeners, port_listening
-from netsleuth.controllers.measure import coverage_argv
+from netsleuth.controllers.measure import coverage_argv, python_program
 from netsleuth.controllers.osken_apps import MISSING_MARK
 from netsleuth.controllers.pox import pox_argv, pox_home
 from netsleuth.errors import ControllerError, EnvironmentSetupError
@@ -180,6 +180,25 @@ class ControllerProcess:
             return [*pox_argv(pox_python(), str(pox_home()), self.spec.command, self.host, self.port), *self.extra_args]
         return [a.replace("{port}", str(self.port)) for a in self.spec.command]
 
+    def _warm_argv(self, argv: list[str]) -> list[str] | None:
+        """``PYTHON osken_main.py ARGS`` for a start the warm-start server can make, else None.
+
+        os-ken and Ryu apps run os-ken's launcher anyway, under coverage or not (covlaunch.py then runs it).
+        Faucet's launcher only turns its arguments into the manager's and execs ``osken-manager``, which
+        ``osken_main.py`` is when given no apps: the same program in the same environment, minus one
+        interpreter's start (under coverage, covlaunch.py does the same turn itself).  Never a ``cmd:``
+        or POX (they run programs of their own), or Faucet given extra arguments."""
+        if self.spec.kind in APP_KINDS:
+            return argv
+        if self.faucet is None or self.extra_args:
+            return None
+        if self.coverage_file is not None:
+            return argv
+        program = python_program(argv)
+        if program is None:
+            return None
+        return [program[0], str(OSKEN_MAIN), *self.faucet.manager_argv(self.host, self.port)]
+
     def start(self, timeout: float = 30.0) -> tuple[str, int]:
         """Launch (or, for tcp:, check) the controller and wait until it listens.
 
@@ -224,9 +243,8 @@ class ControllerProcess:
         lifeline = Lifeline()
         try:
             argv = self._measured(self.argv())
-            # os-ken's launcher (never a cmd: that runs it, nor a start under coverage) from the warm-start server
-            warmable = self.spec.kind in APP_KINDS and self.coverage_file is None
-            self.proc = _warm_start(argv, env, log, lifeline) if warmable else None
+            warm_argv = self._warm_argv(argv)
+            self.proc = _warm_start(warm_argv, env, log, lifeline) if warm_argv else None
             if self.proc is None:
                 self.proc = subprocess.Popen(lifeline.wrap(argv), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env, start_new_session=True,

@@ -298,7 +298,18 @@ class FaucetLaunch:
 
     def argv(self, host: str, port: int) -> list[str]:
         return [str(self._bin() / "faucet"), "--ryu-ofp-tcp-listen-port", str(port), "--ryu-ofp-listen-host", host,
-                "--ryu-config-file", str(self.out_dir / f"{self.stem}-osken.conf")]
+                "--ryu-config-file", str(self._osken_conf)]
+
+    def manager_argv(self, host: str, port: int) -> list[str]:
+        """The os-ken manager's arguments that Faucet's launcher (:meth:`argv`) turns its own into before it
+        execs ``osken-manager``: each ``--ryu-X V`` as ``--X=V`` (the config file only once it exists),
+        then the Faucet app.  A warm start (controllers/warm.py) runs the manager with these directly."""
+        conf = [f"--config-file={self._osken_conf}"] if self._osken_conf.is_file() else []
+        return [*conf, f"--ofp-listen-host={host}", f"--ofp-tcp-listen-port={port}", "faucet.faucet"]
+
+    @property
+    def _osken_conf(self) -> Path:
+        return self.out_dir / f"{self.stem}-osken.conf"
 
     def prepare(self) -> dict[str, str]:
         """Write (auto) or check (user file) the config on first use; the environment for Faucet."""
@@ -329,7 +340,7 @@ class FaucetLaunch:
                     # A config that includes other files keeps its place, where its includes resolve;
                     # the run's OUT still keeps a copy of what Faucet ran.
                     kept.write_text(path.read_text(errors="replace"))
-            (self.out_dir / f"{self.stem}-osken.conf").write_text(OSKEN_CONF)
+            self._osken_conf.write_text(OSKEN_CONF)
             self._config_path = path
         self.prometheus_port = _free_loopback_port()
         return {

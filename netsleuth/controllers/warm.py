@@ -2,6 +2,9 @@
 
 A cold os-ken start spends about half a second of CPU importing what every
 start imports; campaigns, minimizations and test suites start hundreds.
+Faucet is an os-ken app in an environment of its own, and starts the same
+way there (its launcher's arguments turned into the manager's, see
+``ControllerProcess._warm_argv``).
 ``warm_osken.py`` imports it once in the controller environment and forks
 each start from there (its docstring says what is imported ahead and why
 the controller still runs as a cold start would).  This module starts that
@@ -146,8 +149,9 @@ class WarmStarter:
         return cls(sock, address)
 
     def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_fd: int, lifeline_fd: int) -> WarmProcess:
-        """Start ``osken_main.py argv[2:]`` (``argv`` as a cold start would run it) under a guard."""
-        request = json.dumps({"argv": argv[2:], "env": env, "cwd": cwd}).encode()
+        """Start ``SCRIPT argv[2:]`` (``argv``, ``PYTHON SCRIPT ...``, as a cold start would run it) under a
+        guard; SCRIPT is ``osken_main.py`` or ``covlaunch.py`` (the server runs no other)."""
+        request = json.dumps({"script": Path(argv[1]).name, "argv": argv[2:], "env": env, "cwd": cwd}).encode()
         read_fd, write_fd = os.pipe()
         try:
             with self._lock:

@@ -1,4 +1,5 @@
-"""Warm starts of os-ken controllers: ``python warm_osken.py FD`` in the controller environment.
+"""Warm starts of os-ken controllers: ``python warm_osken.py FD`` in the controller environment
+(``.venv-controller``, or Faucet's, whose controller is os-ken's manager running the Faucet app).
 
 Starting os-ken costs about half a second of CPU before it handles a single
 message, nearly all of it importing: eventlet, oslo.config, and os-ken's
@@ -7,7 +8,8 @@ minimization or a test suite starts a controller per run, hundreds of
 times, and that import was most of what a short run cost.  This server
 (one per netsleuth process and controller environment, started by
 ``warm.py``) imports those modules once and then forks for each start: the
-child runs ``osken_main.py`` as ``__main__``, exactly as a cold start runs
+child runs ``osken_main.py`` (or ``covlaunch.py``, for a start under
+coverage, which then runs it) as ``__main__``, exactly as a cold start runs
 it, with its own arguments, environment, working directory and log, so the
 manager, the apps and everything they import load in the child as they
 would in a fresh process.
@@ -69,7 +71,11 @@ import setproctitle  # noqa: E402
 from os_ken.lib.packet import packet  # noqa: E402,F401
 from os_ken.ofproto import ofproto_protocol  # noqa: E402,F401
 
-OSKEN_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "osken_main.py")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+OSKEN_MAIN = os.path.join(_HERE, "osken_main.py")
+#: What a start may run, by name: os-ken's launcher, or the same under coverage (covlaunch.py, which runs
+#: osken_main.py or Faucet's manager once it has set coverage up).
+SCRIPTS = {os.path.basename(path): path for path in (OSKEN_MAIN, os.path.join(_HERE, "covlaunch.py"))}
 MAX_REQUEST = 1 << 20
 FDS_PER_REQUEST = 3
 
@@ -93,8 +99,8 @@ def _exit_code(exc):
     return 1
 
 
-def _controller(request, log):
-    """In the controller: become the process a cold start would have made, then run osken_main.py."""
+def _controller(request, script, log):
+    """In the controller: become the process a cold start would have made, then run ``script``."""
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
@@ -103,14 +109,14 @@ def _controller(request, log):
     os.close(null)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as at a fresh start
     sys.modules.pop("guard", None)  # ours, not an app's module of that name
-    sys.argv = [OSKEN_MAIN, *request["argv"]]
+    sys.argv = [script, *request["argv"]]
     setproctitle.setproctitle(" ".join([sys.executable, *sys.argv]))
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     code = 1
     try:
-        runpy.run_path(OSKEN_MAIN, run_name="__main__")
+        runpy.run_path(script, run_name="__main__")
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc)
@@ -129,6 +135,7 @@ def _controller(request, log):
 
 def _start(request, fds, sockets):
     """Fork the guard, which forks the controller; returns the guard's pid (in this server)."""
+    script = SCRIPTS[request.get("script", "osken_main.py")]   # (KeyError: refused)
     log, watch, report = fds
     sys.stdout.flush()
     sys.stderr.flush()
@@ -146,7 +153,7 @@ def _start(request, fds, sockets):
             os.close(watch)
             os.close(report)
             guard.child_setup(me)
-            _controller(request, log)
+            _controller(request, script, log)
         os.close(log)
         guard.stand_guard(child, watch, report)
     finally:

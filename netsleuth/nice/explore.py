@@ -72,7 +72,6 @@ from typing import Any
 
 from netsleuth.nice.effects import Effects, independent
 from netsleuth.nice.filters import FILTERS, parse_strategy
-from netsleuth.nice.interning import _MASK
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.system import System
@@ -267,8 +266,6 @@ class Explorer:
         fire = system.fire
         enabled = self._enabled
         seen = visited.get
-        # the parent on the stack is always hashed: a child's hash is taken from it directly
-        # (SystemState.hash without the method's checks), unless the baseline path is asked for
         incremental = SystemState.incremental_hash
         n = r.transitions
         revisits = r.revisits
@@ -291,11 +288,7 @@ class Explorer:
                         if self._stop:
                             break
                         continue
-                    if incremental:
-                        child._parent = None
-                        h = child._hash = child._hash_from(st) & _MASK
-                    else:
-                        h = child.hash()
+                    h = child.hash_after(st) if incremental else child.hash()
                     old = seen(h)
                     if old is not None and (max_depth is None or old <= depth):
                         revisits += 1

@@ -43,7 +43,7 @@ from netsleuth.model import switch as sw
 from netsleuth.model.host import Host
 from netsleuth.model.packet import Packet
 from netsleuth.nice import messages as m
-from netsleuth.nice.interning import _MASK, _QUEUE_DELTA, app_term, mix, queue_delta, queue_term, small_term
+from netsleuth.nice.interning import _MASK, app_term, mix, queue_delta, queue_term, small_term
 from netsleuth.nice.of13 import copy13, key13
 
 
@@ -378,11 +378,18 @@ class SystemState:
             p = self._parent
             self._parent = None     # do not keep ancestors alive
             if p is not None and p._hash is not None and SystemState.incremental_hash:
-                h = self._hash = self._hash_from(p) & _MASK
-            elif SystemState.incremental_hash:
+                return self.hash_after(p)
+            if SystemState.incremental_hash:
                 h = self._hash = self._full_hash() & _MASK
             else:
                 h = self._hash = hash(self.key())
+        return h
+
+    def hash_after(self, p: SystemState) -> int:
+        """:meth:`hash` of a child of ``p``, whose hash is known (a search's parent on its stack):
+        the incremental hash without the checks."""
+        self._parent = None     # do not keep ancestors alive
+        h = self._hash = self._hash_from(p) & _MASK
         return h
 
     def _full_hash(self) -> int:
@@ -447,15 +454,10 @@ def _wires_delta(inq: dict, pinq: dict) -> int:
     elif not written:
         return 0
     d = 0
-    get = _QUEUE_DELTA.get
     for where in (set(written) if len(written) > 1 else written):
         q, r = inq.get(where, ()), pinq.get(where, ())
         if q is not r:
-            e = get((id(q), id(r)))
-            if e is not None and e[0] is q and e[1] is r and e[3] == where and e[2] == "q":
-                d += e[4]
-            else:
-                d += queue_delta("q", where, q, r)
+            d += queue_delta("q", where, q, r)
     return d
 
 
@@ -472,19 +474,11 @@ def _terms_delta(xs: list, ys: list) -> int:
 
 
 def _channels_delta(kind: str, qs: list, rs: list) -> int:
-    """How the hash terms of the control channel queues ``qs`` differ from their parent's ``rs``
-    (``queue_delta``, its cache looked up here first)."""
+    """How the hash terms of the control channel queues ``qs`` differ from their parent's ``rs``."""
     d = 0
-    k = 0
-    get = _QUEUE_DELTA.get
-    for q, r in zip(qs, rs, strict=True):
+    for k, (q, r) in enumerate(zip(qs, rs, strict=True)):
         if q is not r:
-            e = get((id(q), id(r)))
-            if e is not None and e[0] is q and e[1] is r and e[3] == k and e[2] == kind:
-                d += e[4]
-            else:
-                d += queue_delta(kind, k, q, r)
-        k += 1
+            d += queue_delta(kind, k, q, r)
     return d
 
 

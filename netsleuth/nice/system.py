@@ -369,19 +369,10 @@ class System:
         fire_kind(self, c, t, fx)
         cbs = self._on_step
         if cbs:
-            if footprint or len(cbs) > 1:
+            if footprint:
                 self._props(c, cbs, fx, c)
-                return c, fx
-            # one property watches every step (NoBlackHolesMobile): _props_only, inline
-            ctx = self._ctx
-            ctx.fx, ctx.state = fx, c
-            ((i, f),) = cbs
-            cur = c.props[i]
-            new = f(cur, ctx, c)
-            if new is not cur and new != cur:
-                props = list(c.props)
-                props[i] = new
-                c.props = tuple(props)
+            else:
+                self._props_only(c, cbs, fx, (c,))
         return c, fx
 
     def at_end(self, st: SystemState) -> list[PropertyViolation]:

@@ -42,7 +42,8 @@ def _connect(path: Path, timeout: float) -> socket.socket:
 class BirdControl:
     """One connection to a BIRD control socket."""
 
-    FINAL = re.compile(rb"^(\d{4}) ", re.M)
+    # a reply's last line: a four-digit code and a space, the whole line received
+    FINAL = re.compile(rb"^[0-9]{4} [^\n]*\n", re.M)
 
     def __init__(self, path: Path, timeout: float = 5.0) -> None:
         self.sock = _connect(path, timeout)
@@ -55,11 +56,11 @@ class BirdControl:
     def _raw_reply(self) -> list[bytes]:
         """The lines of the next reply, up to its final one (a code and a space), undecoded."""
         while True:
-            lines = self.buf.split(b"\n")
-            for i, ln in enumerate(lines[:-1]):
-                if len(ln) >= 5 and ln[:4].isdigit() and ln[4:5] == b" ":
-                    self.buf = b"\n".join(lines[i + 1:])
-                    return lines[: i + 1]
+            m = self.FINAL.search(self.buf)
+            if m is not None:
+                end = m.end()
+                lines, self.buf = self.buf[: end - 1].split(b"\n"), self.buf[end:]
+                return lines
             data = self.sock.recv(65536)
             if not data:
                 raise ControlError("BIRD closed its control socket", "see the router's bird.log")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -98,6 +99,12 @@ class Namespace:
         if r.returncode != 0:
             raise DaemonEnvError(f"in namespace {self.name}: {' '.join(cmd[:3])} failed: {r.stderr.strip()}",
                                  "check that iproute2 and ethtool work here (ip link add type veth)")
+
+    def configure(self, ip_batch: list[str], offload_off: list[str]) -> None:
+        """``ip -batch`` these commands, then turn the offloads off on these interfaces: one process in the
+        namespace for all of it (a process entering the namespace per interface cost more than the work)."""
+        script = " && ".join(["ip -batch -", *(shlex.join(["ethtool", "-K", i, *OFFLOADS]) for i in offload_off)])
+        self.run("sh", "-c", f"set -e; {script}", stdin="\n".join(ip_batch) + "\n")
 
 
 class NamespaceHost:
@@ -202,9 +209,7 @@ class NamespaceHost:
             rif = self.relay_if(ln.index, end)
             batch.append(f"link add {rif} type veth peer name {ln.ifname(end)} netns {self.ns[end].proc.pid}")
             batch.append(f"link set {rif} up")
-        relay.run("ip", "-batch", "-", stdin="\n".join(batch) + "\n")
-        for ln, end in config.link_ends(self.net):
-            relay.run("ethtool", "-K", self.relay_if(ln.index, end), *OFFLOADS)
+        relay.configure(batch, [self.relay_if(ln.index, end) for ln, end in config.link_ends(self.net)])
         for r in self.net.routers:
             cmds = [f"addr add {r.loopback}/32 dev lo"]
             for ln in self.net.links_of(r.name):
@@ -214,9 +219,7 @@ class NamespaceHost:
                          f"addr add {ln.addr(r.name)}/30 dev {ln.ifname(r.name)}", f"link set {ln.ifname(r.name)} up",
                          f"neigh replace {ln.addr(peer)} lladdr {_mac(ln, peer)} dev {ln.ifname(r.name)} nud permanent"]
             cmds += [" ".join(c) for c in config.kernel_routes(self.net, r, self.daemon)]
-            self.ns[r.name].run("ip", "-batch", "-", stdin="\n".join(cmds) + "\n")
-            for ln in self.net.links_of(r.name):
-                self.ns[r.name].run("ethtool", "-K", ln.ifname(r.name), *OFFLOADS)
+            self.ns[r.name].configure(cmds, [ln.ifname(r.name) for ln in self.net.links_of(r.name)])
 
     def _write_configs(self) -> None:
         for router, files in config.configs(self.net, self.daemon).items():
@@ -295,9 +298,12 @@ class NamespaceHost:
         """Bytes waiting in namespace ``name``'s OSPF (raw, protocol 89) and RIP (UDP port 520) sockets.
 
         Zero once the daemon has read everything the relay delivered to it. -1 when the namespace is gone.
+        Only the tables of the protocols the router runs are read (no other socket can hold their messages).
         """
+        r = self.net.router(name)
+        files = [f for f, on in (("raw", r.ospf), ("udp", r.rip)) if on]
         try:
-            lines = self._proc_net(name, "raw")[1:] + self._proc_net(name, "udp")[1:]
+            lines = [ln for f in files for ln in self._proc_net(name, f)[1:]]
         except (KeyError, OSError):
             return -1
         # a line: "sl local_address rem_address st tx_queue:rx_queue ...", local_address "ADDR:PORT" (raw: protocol)

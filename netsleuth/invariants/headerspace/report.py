@@ -137,10 +137,11 @@ def entered_text(a: HasIngresses, ings: Iterable[Port], limit: int = 4) -> str:
 
 
 def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Sequence[tuple[Port, HeaderSet]],
-                  describe: Callable[[HeaderSet], str]) -> dict:
+                  describe: Callable[[HeaderSet], str], summary: str | None = None) -> dict:
     """The parts every grouped finding shows: its header class in words, where it enters, one
     example header (a packet of a real host when the set holds one), and the exact header space
-    per entry point for ``result.json`` and ``--verbose``."""
+    per entry point for ``result.json`` and ``--verbose``.  ``summary``: the class in words when
+    the caller has them (else summed up from ``hs``, which costs more than the rest together)."""
     from netsleuth.invariants.violation_text import Hosts, example_header, example_text, summarize
 
     hosts = Hosts(view.topology.hosts)
@@ -149,7 +150,8 @@ def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Se
     named = set(dst_hosts(hs, mac_hosts(view)))  # when the set names its destinations, try only those
     others = [h for h in view.topology.hosts if h.name in named] or list(view.topology.hosts)
     ex = example_header(hs, senders, others)
-    d: dict = {"summary": summarize(hs, hosts), "entered_text": entered_text(a, [i for i, _hs in entries]),
+    d: dict = {"summary": summarize(hs, hosts) if summary is None else summary,
+               "entered_text": entered_text(a, [i for i, _hs in entries]),
                "header_spaces": [{"at": f"{i[0]}:{i[1]}", "header_space": describe(h)} for i, h in entries]}
     if ex is not None:
         f = hs.header_fields(ex)
@@ -260,9 +262,11 @@ def _unreachable_group(view: NetworkView, a: HasIngresses, key: tuple[str, tuple
     cause, where = key
     spaces = [f.details[SPACE] for f in fs if SPACE in f.details]
     entries = [(_port(f.details["ingress"]), f.details[SPACE]) for f in fs if SPACE in f.details]
-    d: dict = group_details(view, a, type(spaces[0]).union(spaces).prune(), entries, describe) if spaces else {}
-    if all(f.details.get("all") for f in fs):
-        d["summary"] = "all their traffic"   # (else group_details summed up the union of the spaces)
+    summary = "all their traffic" if all(f.details.get("all") for f in fs) else None   # (else summed up)
+    d: dict = group_details(view, a, type(spaces[0]).union(spaces).prune(), entries, describe, summary) \
+        if spaces else {}
+    if summary is not None:
+        d["summary"] = summary   # (group_details set it too, when there are spaces)
     by_src: dict[str, list[str]] = {}
     for f in fs:
         by_src.setdefault(f.hosts[0], []).append(f.hosts[1])

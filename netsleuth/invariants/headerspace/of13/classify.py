@@ -6,7 +6,6 @@ better-ranked entry takes).  Used by :class:`~netsleuth.invariants.headerspace.o
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
 from typing import Any
 
 from netsleuth.invariants.headerspace.of13.lonepiece import file_lone, lone_run
@@ -27,41 +26,27 @@ class _TableView:
     __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "bid", "low", "_small", "_order",
                  "steps")
 
-    def __init__(self, ranked: Iterable[tuple[int, FlowEntry13, tuple[int, int]]] = ()) -> None:
+    def __init__(self) -> None:
+        """An empty view: ``switch13.translated_view`` fills it (entries, wildcards, the per-mask
+        indexes, then :meth:`tested`), the incremental engine with :meth:`put`."""
         self.entries: dict[int, FlowEntry13] = {}
         self.ws: dict[int, tuple[int, int]] = {}
         self.groups: dict[int, dict[int, list[int]]] = {}
         self.subs: dict[tuple[int, int], dict[int, list[int]]] = {}
         self.memo: dict[Term, dict[Any, Term | None]] | None = None   # see _split_term
         self._gone: set[int] = set()   # ranks dropped while the memo knew them
-        groups = self.groups
-        entries = self.entries
-        ws = self.ws
-        bits = 0   # every bit some entry tests (or once tested)
-        last = -1
-        for r, e, w in ranked:
-            v, m = w
-            if m != last:   # (entries of one mask are often neighbours)
-                bits |= m
-                last = m
-            entries[r] = e
-            ws[r] = w
-            by = groups.get(m)
-            if by is None:
-                by = groups[m] = {}
-            lst = by.get(v)
-            if lst is None:
-                by[v] = [r]
-            else:
-                lst.append(r)
-        self.bits = bits
-        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
-        self.low = low_bit(bits)
+        self.tested(0)   # every bit some entry tests (or once tested)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
         self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
         # what the short road (of13/road.py) worked out an entry does, by the id of its instructions:
         # (the instructions, the current-header mapping, the step), valid while both are the very objects
         self.steps: dict[int, tuple[Any, Any, Any]] = {}
+
+    def tested(self, bits: int) -> None:
+        """Set the bits the entries test (once they are all in)."""
+        self.bits = bits
+        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
+        self.low = low_bit(bits)
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""

@@ -255,20 +255,20 @@ def explore_all13(net: Net13, ingresses: list[Port], budget: int = DEFAULT_BUDGE
             continue
         reach = reaches[ing] = Reach13(ing)
         stack = [roots[n]]
-        hops = 0
         while stack:   # explore13's order
             own, kids = stack.pop()
-            hops += 1
-            _file(reach, own)
+            if own:
+                _file(reach, own)
             stack.extend(kids)
-        reach.hops = hops
+        reach.hops = counts[n]
     return reaches
 
 
 def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[Any]], list[int]]:
     """Every hop of every ingress, wave by wave and switch by switch (see :func:`explore_all13`):
     per ingress, its first hop as [events, hops it pushed] (each the same), and its hop count
-    (counting stops past ``budget``)."""
+    (counting stops past ``budget``).  A hop with no event that pushes one hop has no node of
+    its own: the hop it pushes fills its node (filed in its place, explore13's order is the same)."""
     roots: list[list[Any]] = []
     counts = [0] * len(ingresses)
     alts: dict[int, int] = {}   # (no SELECT group: stays empty)
@@ -289,18 +289,21 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
                     live.append(x)
             for (n, item, node), got in zip(live, road_hops(road, s, p, [x[1] for x in live]), strict=True):
                 events, pushes = hop13(net, item, alts) if got is None else got
-                kids = []
-                for q in pushes:
-                    kid: list[Any] = [(), ()]
-                    kids.append(kid)
+                if not events and len(pushes) == 1:
+                    # a hop that only passes its headers on (most hops): the next hop's own events and
+                    # pushes are filed where this one's would be, in the same node
+                    kids: list[list[Any]] = [node]
+                else:
+                    kids = [[(), ()] for _ in pushes]
+                    node[0] = events
+                    node[1] = kids
+                for q, kid in zip(pushes, kids, strict=True):
                     at = q[0], q[1]
                     got_s = nxt.get(at)
                     if got_s is None:
                         nxt[at] = [(n, q, kid)]
                     else:
                         got_s.append((n, q, kid))
-                node[0] = events
-                node[1] = kids
         wave = nxt
     return roots, counts
 

@@ -95,11 +95,12 @@ def diffs_may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
     return False
 
 
-def _meets(other: list[tuple[int, int]], ev: int) -> bool:
+def _meets(other: list[tuple[int, set[int]]], ev: int) -> bool:
     """Whether a difference of ``other`` (see :func:`_shape`) may meet the piece of the candidate
-    of value ``ev`` (:func:`lone_piece` then asks ``classify._piece``)."""
-    for dv, dx in other:
-        if not ((dv ^ ev) & dx):
+    of value ``ev`` (:func:`lone_piece` then asks ``classify._piece``): one agrees with ``ev``
+    on the entry's bits it tests."""
+    for dx, vals in other:
+        if ev & dx in vals:
             return True
     return False
 
@@ -124,9 +125,8 @@ def lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None |
     kept, other, empty, nm, notem, both = shape
     if ev & notem or (ev ^ t[0]) & both:
         return False   # a value outside its mask, or not a candidate of the term
-    for dv, dx in other:   # differences that test the entry's own bits: they must miss the piece
-        if not ((dv ^ ev) & dx):
-            return False
+    if other and _meets(other, ev):   # differences that test the entry's own bits: they must miss the piece
+        return False
     if empty:
         return None
     nv = t[0] | ev
@@ -141,10 +141,11 @@ def lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None |
 _UNSEEN = object()   # a mask free has no shape for yet (its shape may be None)
 
 
-def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool, int, int, int] | None:
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, set[int]]], bool, int, int, int] | None:
     """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
     :func:`lone_piece`): those that meet every such piece, as (value, clipped mask), those
-    that test the candidates' own bits, as (value, mask on those bits), and whether the
+    that test the candidates' own bits, as (mask on those bits, their values on them) by that
+    mask (a candidate's piece meets one when its value agrees there), and whether the
     first ones cover the pieces; then the pieces' mask, ``~em`` and ``em & m`` (what every
     candidate of the mask is checked with); None when a difference equals the base
     (make_term's None for every piece: left to the general run)."""
@@ -155,13 +156,17 @@ def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int
     nm = m | em
     kept: list[tuple[int, int]] = []
     met: list[tuple[int, int]] = []
-    other: list[tuple[int, int]] = []
+    other: dict[int, set[int]] = {}
     for dv, dm in ds:
         if (dv ^ v) & dm & m:
             continue   # misses the base: misses every piece
         dx = dm & extra
         if dx:
-            other.append((dv, dx))
+            got = other.get(dx)
+            if got is None:
+                other[dx] = {dv & dx}
+            else:
+                got.add(dv & dx)
             continue
         cm = dm | nm
         if cm == nm:
@@ -169,4 +174,4 @@ def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, int
         kept.append((dv, cm))
         met.append((dv, dm))
     empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
-    return kept, other, empty, nm, ~em, em & m
+    return kept, list(other.items()), empty, nm, ~em, em & m

@@ -219,9 +219,9 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     rkeys = road._keys
     # the views of each mapping (by the id of its object: every item, and so its mapping, is
     # held until the batch is done) by table and metadata; the hops of a batch mostly share one
-    by_sym: dict[int, dict[tuple[int, int], _TableView]] = {}
+    by_sym: dict[int, dict[Any, _TableView]] = {}
     last: Any = None
-    local: dict[tuple[int, int], _TableView] = {}
+    local: dict[Any, _TableView] = {}
     out: list[tuple[list[Event13], list[Hop13]] | None] = []
     for item in items:
         _s, _p, orig, sym, path, rules, choices = item
@@ -241,16 +241,17 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
     return out
 
 
-def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict[int, Any], orig: HS13,
+def _walk(comp: Compiled13, local: dict[Any, _TableView], keys: dict[int, Any], orig: HS13,
           sym: Sym, s: str, p: int) -> tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]] | None:
     """The tables of one hop on the short road, as :func:`road_hop` walks them: (the rules taken,
     the copies emitted), or None (a miss, a split, an entry for the general run, nothing sent).
-    ``local``: the views of this switch, in port and mapping by (table, metadata)."""
+    ``local``: the views of this switch, in port and mapping by table, or by (table, metadata)
+    for a metadata other than 0 (an int key and a tuple key never meet)."""
     t = md = 0
-    took: list[tuple[str, int, FlowEntry13]] = []
+    took: tuple[tuple[str, int, FlowEntry13], ...] = ()
     emits: tuple[Emission, ...] = ()
     while True:
-        lk = (t, md)
+        lk = (t, md) if md else t
         tv = local.get(lk)
         if tv is None:
             tv = local[lk] = comp.view(t, sym, p, md, 0)
@@ -271,14 +272,14 @@ def _walk(comp: Compiled13, local: dict[tuple[int, int], _TableView], keys: dict
         st = got[2] if got is not None and got[0] is inst and got[1] is sym else _entry_step(tv, comp, entry, sym, p)
         if st is None:
             return None
-        took.append((s, t, entry))
+        took += ((s, t, entry),)
         emits += st[0]
         if st[2] is not None:
             md = inst.next_metadata(md)
         if st[3] is None:
             break
         t = st[3]
-    return (tuple(took), emits) if emits else None
+    return (took, emits) if emits else None
 
 
 def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:

@@ -112,16 +112,22 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
     return (v, m)
 
 
-def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, md: int, tid: int,
-                     ) -> list[tuple[int, FlowEntry13, tuple[int, int]]]:
-    """(rank, entry, wildcard) of the entries ``entries[r]`` of ``ranks`` that match some injected
-    header given the mapping: :func:`_translate` of each, with one field lookup for them all."""
+def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
+    """The view of the entries ``entries[r]`` of ``ranks`` (ascending) given the mapping: each
+    translated by :func:`_translate` (with one field lookup for them all) and those that match
+    some injected header indexed by mask and value, in the same loop (a
+    view of a big table translates thousands: no (rank, entry, wildcard) list in between)."""
     look = lookup13(sym, in_port, md, tid)
     # under the identity every field reads its own bits, and fields do not overlap: no two
     # fields of a match can then read the same bits (what the test below is for)
     overlap = sym is not IDENTITY
-    out = []
-    for r in ranks:   # _translate of each, inline (a view of a big table translates thousands)
+    tv = _TableView()
+    kept = tv.entries
+    ws = tv.ws
+    groups = tv.groups
+    bits = 0
+    last = -1
+    for r in ranks:
         e = entries[r]
         v = m = 0
         for name, val, mask in e.match.entries:
@@ -141,8 +147,22 @@ def translate_ranked(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int,
                 v |= fv
                 m |= fm
         else:
-            out.append((r, e, (v, m)))
-    return out
+            if m != last:   # (entries of one mask are often neighbours)
+                bits |= m
+                last = m
+            kept[r] = e
+            ws[r] = (v, m)
+            by = groups.get(m)
+            if by is None:
+                groups[m] = {v: [r]}
+                continue
+            lst = by.get(v)
+            if lst is None:
+                by[v] = [r]
+            else:
+                lst.append(r)
+    tv.tested(bits)
+    return tv
 
 
 def lookup13(sym: Sym, in_port: int, md: int, tid: int) -> dict[str, tuple[bool, int]]:
@@ -207,8 +227,7 @@ class Compiled13:
     def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
         """A new view of table ``t`` (entries by rank: here their index in the table)."""
         by, entries = self._table(t)
-        return _TableView(translate_ranked(sorted(by.get(in_port, []) + by.get(None, [])), entries, sym, in_port,
-                                           md, tid))
+        return translated_view(sorted(by.get(in_port, []) + by.get(None, [])), entries, sym, in_port, md, tid)
 
 
 assert BY_NAME["in_port"].code == 0 and min(f.code for f in BY_NAME.values()) == 0   # (see Compiled13._table)
@@ -306,20 +325,22 @@ class _Switch13:
     def _tables(self, br: Branch13, in_port: int, table_id: int, aset: ActionSet, out: list[Branch13]) -> None:
         st = br.st
         tv = self.comp.view(table_id, st.sym, in_port, st.metadata, st.tunnel_id)
+        no_output = f"table {table_id}: rule has no output (drop)"
         for i, piece in tv.classify(st.orig):
-            b = Branch13(st.with_orig(piece), br.emits, br.rules, br.choices, lost=br.lost)
             if i is None:
-                b.end = f"table {table_id}: no rule matches and there is no table-miss entry (drop)"
-                out.append(b)
+                out.append(Branch13(St(piece, st.sym, st.metadata, st.tunnel_id), br.emits, br.rules, br.choices,
+                                    f"table {table_id}: no rule matches and there is no table-miss entry (drop)",
+                                    br.lost))
                 continue
             entry = tv.entries[i]
-            b.rules = br.rules + ((table_id, entry),)
             inst = entry.instructions
             if inst.goto is None and not aset and _outputs_only(inst):
                 # the last table with nothing in the action set, and only outputs: the one branch
                 # the general run below gives (the first hop's hundred and more pieces, each its own)
-                out.append(self._outs(b, inst.apply or (), in_port, f"table {table_id}: rule has no output (drop)"))
+                out.append(self._outs(St(piece, st.sym, st.metadata, st.tunnel_id), br, br.rules + ((table_id, entry),),
+                                      inst.apply or (), in_port, no_output))
                 continue
+            b = Branch13(st.with_orig(piece), br.emits, br.rules + ((table_id, entry),), br.choices, lost=br.lost)
             bs = [b]
             if inst.apply:
                 bs = self._execute(list(inst.apply), bs, in_port, 0)
@@ -332,21 +353,24 @@ class _Switch13:
                     self._tables(b2, in_port, inst.goto, a2, out)
                     continue
                 for b3 in self._execute(a2.ordered(), [b2], in_port, 0):
-                    b3.end = f"table {table_id}: rule has no output (drop)"
+                    b3.end = no_output
                     out.append(b3)
 
-    def _outs(self, b: Branch13, outputs: Iterable[Any], in_port: int, end: str) -> Branch13:
-        """``b`` after the outputs ``outputs`` (what :meth:`_output` makes of them, one by one), ended by ``end``."""
+    def _outs(self, st: St, b: Branch13, rules: tuple[tuple[int, FlowEntry13], ...], outputs: Iterable[Any],
+              in_port: int, end: str) -> Branch13:
+        """A branch of state ``st`` and rules ``rules`` that continues ``b`` (its emissions, choices,
+        lost text) with the outputs ``outputs`` (what :meth:`_output` makes of them, one by one),
+        ended by ``end``."""
         emits = b.emits
         lost = b.lost
-        sym = b.st.sym
+        sym = st.sym
         for a in outputs:
             ems = self._emissions(a.port, sym, in_port)
             if ems:
                 emits += ems
             else:
                 lost = self._lost(a.port, in_port)
-        return Branch13(b.st, emits, b.rules, b.choices, end, lost)
+        return Branch13(st, emits, rules, b.choices, end, lost)
 
     def _execute(self, actions: list[Action], bs: list[Branch13], in_port: int, depth: int) -> list[Branch13]:
         for a in actions:

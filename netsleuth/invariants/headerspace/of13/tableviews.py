@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _TableView, _translate, translate_ranked
+from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _TableView, _translate, translated_view
 from netsleuth.invariants.headerspace.of13.symbolic import Sym
 from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.pipeline import Pipeline13
@@ -87,10 +87,9 @@ class LiveCompiled(Compiled13):
 
     def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
         tab = self._tab(t)
-        ranked = translate_ranked(sorted([*tab.by.get(in_port, ()), *tab.by.get(None, ())]), tab.entries, sym,
-                                  in_port, md, tid)
+        tv = translated_view(sorted([*tab.by.get(in_port, ()), *tab.by.get(None, ())]), tab.entries, sym, in_port,
+                             md, tid)
         self._how[(t, sym.key, in_port, md, tid)] = (sym, in_port, md, tid)
-        tv = _TableView(ranked)
         tv.memo = {}   # ranks are kept: pieces of terms can be remembered
         return tv
 
