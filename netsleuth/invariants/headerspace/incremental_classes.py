@@ -15,7 +15,7 @@ import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
-from netsleuth.invariants.headerspace.cellsearch import cell_classes, keyed_cell, overlapping_classes, overlapping_keys
+from netsleuth.invariants.headerspace.cellsearch import cell_classes, keyed_cells, overlapping_classes, overlapping_keys
 from netsleuth.invariants.headerspace.codes import (
     _PS_GEN,
     F_DROP,
@@ -109,6 +109,8 @@ class _ClassTracker:
         bytes per (cell, class) instead of dictionary entries, and no per-class path (a class
         leaves this index by joining ``_gone``); ``depth``: the batch run's last hop number per cell."""
         masks = self._masks
+        made: list[tuple[_Cell, int]] = []
+        parts: list[list[np.ndarray]] = []
         for cell, arrays in trace.items():
             by_mask: dict[int, list[np.ndarray]] = {}
             for xs in arrays:
@@ -118,8 +120,13 @@ class _ClassTracker:
                 continue
             rec = self._keys_at(cell)
             rec.depth = depth.get(cell, _FAST_ROUNDS)
-            # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
-            rec.base = {mask: keyed_cell(xss) for mask, xss in by_mask.items()}
+            rec.base = {}
+            for mask, xss in by_mask.items():
+                made.append((rec, mask))
+                parts.append(xss)
+        # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
+        for (rec, mask), got in zip(made, keyed_cells(parts), strict=True):
+            rec.base[mask] = got  # type: ignore[index]  # (set just above)
 
     def _index(self, x: int, mask: int, path: list[Port]) -> None:
         """Record the cells the re-traced class ``x`` (of pattern ``mask``) came in at, in order."""
