@@ -316,8 +316,13 @@ class IncrementalHSA(_ClassTracker):
         parts = [arr, pairs_of(np.array(b.general, dtype=np.int64))]
         parts.extend(pairs_of(np.array(xs, dtype=np.int64)) for s, xs in b.punted.items() if not ok(s))
         parts.extend(pairs_of(np.array(xs, dtype=np.int64)) for xs in b.drops.values())
+        # sorted and made unique by hand: np.unique's first call imports numpy.ma (0.05 s of a
+        # fresh process's first check)
+        allx = np.sort(np.concatenate(parts))
+        if len(allx) > 1:
+            allx = allx[np.concatenate(([True], allx[1:] != allx[:-1]))]
         found: dict[int, list[int]] = {}
-        for x in np.unique(np.concatenate(parts)).tolist():
+        for x in allx.tolist():
             found.setdefault(x >> TAG_SHIFT, []).append(x)
         return found
 
@@ -367,7 +372,13 @@ class IncrementalHSA(_ClassTracker):
                 continue
             ing = self._ingresses[t]
             pi = net.compiled(ing[0]).port(ing[1])
-            ids = pi.code_map()
+            if pi.act is None:
+                ids = pi.code_map()
+            else:
+                # what code_map makes, from the two columns the batch run just split the
+                # ingress's classes by (no per-slot gather or code table made again per port)
+                kids, codes = pi.arrays()
+                ids = dict(zip(kids.tolist(), codes.tolist(), strict=True))
             if ids is not pi.ids:
                 self._own_ids.add(t)
             self._ids.append(ids)
