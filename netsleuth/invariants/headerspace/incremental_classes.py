@@ -384,10 +384,14 @@ class _ClassTracker:
         not given to the general engine, from an ingress on another switch than the flow_mod's ``s``."""
         if self._ingresses[t][0] == s:
             return  # (its ingress port is on the switch: classes may come and go there)
-        stale, gone, path, out = self._stale, self._gone, self._path, self._out
+        # (a class re-traced since the full check is in ``_gone`` or, traced from a cell on, in
+        # ``_stale``: no need to probe ``_path`` too, one more cold map)
+        stale, gone, out = self._stale, self._gone, self._out
         for x in xs:
+            if x in stale or x in gone:
+                continue
             o = out.get(x)
-            if x not in stale and x not in gone and x not in path and o is not None and o[0] != "g":
+            if o is not None and o[0] != "g":
                 skip.add(x)
 
     def _walk(self, ing: Port, mask: int, x: int, start: Port | None = None,
