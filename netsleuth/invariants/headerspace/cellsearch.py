@@ -22,6 +22,7 @@ from netsleuth.invariants.headerspace.compiled import interner
 assert TAG_SHIFT == 32  # (a key id and an ingress number each fill one half of a class)
 _STRIDE = 64       # items of a big cell per fence item
 _FENCED = 4 * _STRIDE   # cells with more items than this have fences
+_SWAP_RUN = 1 << 18     # classes swapped key first per step (a 1 MB temporary)
 
 
 def keyed_cell(parts: list[np.ndarray]) -> memoryview:
@@ -47,13 +48,14 @@ def keyed_cells(cells: list[list[np.ndarray]]) -> list[memoryview]:
         pieces.extend(parts)
     out = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
     del pieces
-    # key first: the two 32-bit halves of each class swapped (one half-size temporary; the
-    # zeros stay zeros)
+    # key first: the two 32-bit halves of each class swapped (the zeros stay zeros), a stretch
+    # at a time so that the temporary stays small (the first check's peak is the process's)
     halves = out.view(np.uint32).reshape(-1, 2)
-    low = halves[:, 0].copy()
-    halves[:, 0] = halves[:, 1]
-    halves[:, 1] = low
-    del halves, low
+    for at in range(0, len(halves), _SWAP_RUN):
+        run = halves[at:at + _SWAP_RUN]
+        low = run[:, 0].copy()
+        run[:, 0] = run[:, 1]
+        run[:, 1] = low
     views = []
     at = 0
     for n, f in zip(lens, fences, strict=True):
