@@ -322,18 +322,40 @@ def test_unreported_flow_mod_is_noticed():
     assert _texts(inc.check(view)) == _full(view) and inc.full_checks == 3
 
 
-@pytest.mark.parametrize("n", [3, 40, 3000])  # a small cell to one bigger than any of a K=8 fat tree
+# a small cell to one bigger than any of a K=8 fat tree; 200: more than a fence stride, no fences
+@pytest.mark.parametrize("n", [3, 40, 200, 3000])
 def test_classes_of_a_key_at_a_cell_are_found_exactly(n):
-    """A cell's classes of one key: every one (several ingresses may share a key), in the array's
-    order, and none whose ingress number merely equals the key id (its bytes are the key's)."""
+    """A cell's classes of one key: every one (several ingresses may share a key, and a class that
+    came in twice is listed twice), ascending, and none whose ingress number merely equals the key
+    id; every class of the cell read back as it went in."""
     mask = (1 << 200) - (1 << 152)   # a pattern of one field (dl_dst's bits)
     intern, keys = interner(mask)
     ids = [intern[k] if k in intern else intern_new(mask, k) for k in (0xa1 << 152, 0xa2 << 152, 0xa3 << 152)]
     rng = random.Random(n)
     xs = [(rng.choice(ids + [ids[0] + 1]) << 32) | rng.choice(ids) for _ in range(n)]
     xs[0] = (ids[1] << 32) | ids[0]   # ingress number = another key's id
-    arr = np.array(xs, dtype=np.int64)
+    cell = cellsearch.keyed_cell([np.array(xs[:n // 3], dtype=np.int64), np.array(xs[n // 3:], dtype=np.int64)])
+    assert sorted(cellsearch.cell_classes(cell)) == sorted(xs)
     for j in ids:
-        want = [x for x in xs if x & 0xFFFFFFFF == j]
-        assert cellsearch.overlapping_classes(arr, mask, keys[j], mask) == want
-    assert cellsearch.overlapping_classes(arr, mask, 0xa4 << 152, mask) == []
+        want = sorted(x for x in xs if x & 0xFFFFFFFF == j)
+        assert want and cellsearch.overlapping_classes(cell, mask, keys[j], mask) == want
+        # a match fixing fewer bits than the pattern takes the other path: the same classes
+        half = mask & ~(1 << 152)
+        assert sorted(cellsearch.overlapping_classes(cell, mask, keys[j], half)) == sorted(
+            x for x in xs if keys[x & 0xFFFFFFFF] & half == keys[j] & half)
+    assert cellsearch.overlapping_classes(cell, mask, 0xa4 << 152, mask) == []
+
+
+def test_a_big_cell_finds_each_of_many_keys():
+    """A cell with fences (thousands of classes of hundreds of keys): each key's classes exactly,
+    whether its run starts at a fence item, between two, before the first or after the last."""
+    mask = (1 << 200) - (1 << 152)
+    intern, keys = interner(mask)
+    ids = [intern[k] if k in intern else intern_new(mask, k) for k in ((0xb000 + i) << 152 for i in range(700))]
+    rng = random.Random(7)
+    xs = [(rng.randrange(1, 50) << 32) | rng.choice(ids) for _ in range(5000)]
+    cell = cellsearch.keyed_cell([np.array(xs, dtype=np.int64)])
+    assert sorted(cellsearch.cell_classes(cell)) == sorted(xs)
+    for j in ids:
+        want = sorted(x for x in xs if x & 0xFFFFFFFF == j)
+        assert cellsearch.overlapping_classes(cell, mask, keys[j], mask) == want

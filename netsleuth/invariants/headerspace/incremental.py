@@ -54,14 +54,19 @@ from netsleuth.invariants.headerspace.codes import port_state
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
-from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
+from netsleuth.invariants.headerspace.incremental_classes import (
+    _ClassTracker,
+    _RecordingNet,
+    _Touched,
+)
+from netsleuth.invariants.headerspace.incremental_records import switch_records
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.match import Match
 
-KINDS = ("loops", "blackholes", "reachability")
+KINDS = ("loops", "blackholes", "reachability")   # the kinds of findings, in the order every result lists them
 _FINE = object()   # a judged host pair that turned out fine (its traffic arrives after all)
 
 
@@ -156,7 +161,7 @@ class IncrementalHSA(_ClassTracker):
 
     def findings(self) -> dict[str, list[Finding]]:
         found = self._found
-        return {k: list(found[k]) for k in KINDS}
+        return {kind: list(found[kind]) for kind in KINDS}
 
     # ------------------------------------------------------------------ state
     @staticmethod
@@ -229,18 +234,12 @@ class IncrementalHSA(_ClassTracker):
         self._out = {}
         self._outcomes = {}
         self._path = {}
-        self._base = {}
         self._gone = set()
         self._stale = set()
-        self._depth = {}   # cell -> the last hop number at which the full check's classes came in
-        # cell -> class pattern -> key id -> ingress numbers whose class of that key came in
-        self._cells = {}   # ... -> a number, or a list of them
+        self._cell = {}
         self._cells_of = {}
-        self._stat = {}   # cell -> its port's pattern when last seen
         # ports, links and switches stay as they are till the next full check:
-        self._psid = {}   # switch -> (generation, port state id, ports)
-        self._up_of = {}
-        self._peers = steady.peers()
+        self._sws = switch_records(net, steady.peers())
         # per ingress number
         self._dropx = {}
         self._genx = {}
@@ -255,13 +254,14 @@ class IncrementalHSA(_ClassTracker):
         self._memo: dict[str, dict] = {k: {} for k in KINDS}
         self._suspect0: dict[int, list[int]] | None = None
         trace: dict[Port, list] = {}
-        b, rest = _batch(net, self._ingresses, self._tag, n, trace, self._depth)
+        depth: dict[Port, int] = {}   # cell -> the last hop number at which the full check's classes came in
+        b, rest = _batch(net, self._ingresses, self._tag, n, trace, depth)
         self._masks = b.masks
         # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
         # slot map, which the table changes in place: this index keeps codes of its own)
         self._ids_of(net, b, n)
-        self._index_base(trace)
-        del trace
+        self._index_base(trace, depth)
+        del trace, depth
         self._absorb(b)
         # reports read the view, the compiled switches and the host behind each ingress
         self._A = Analysis(steady, list(self._ingresses), ingress_host, {}, _Batch(masks=self._masks),
@@ -316,8 +316,13 @@ class IncrementalHSA(_ClassTracker):
         parts = [arr, pairs_of(np.array(b.general, dtype=np.int64))]
         parts.extend(pairs_of(np.array(xs, dtype=np.int64)) for s, xs in b.punted.items() if not ok(s))
         parts.extend(pairs_of(np.array(xs, dtype=np.int64)) for xs in b.drops.values())
+        # sorted and made unique by hand: np.unique's first call imports numpy.ma (0.05 s of a
+        # fresh process's first check)
+        allx = np.sort(np.concatenate(parts))
+        if len(allx) > 1:
+            allx = allx[np.concatenate(([True], allx[1:] != allx[:-1]))]
         found: dict[int, list[int]] = {}
-        for x in np.unique(np.concatenate(parts)).tolist():
+        for x in allx.tolist():
             found.setdefault(x >> TAG_SHIFT, []).append(x)
         return found
 
@@ -367,7 +372,13 @@ class IncrementalHSA(_ClassTracker):
                 continue
             ing = self._ingresses[t]
             pi = net.compiled(ing[0]).port(ing[1])
-            ids = pi.code_map()
+            if pi.act is None:
+                ids = pi.code_map()
+            else:
+                # what code_map makes, from the two columns the batch run just split the
+                # ingress's classes by (no per-slot gather or code table made again per port)
+                kids, codes = pi.arrays()
+                ids = dict(zip(kids.tolist(), codes.tolist(), strict=True))
             if ids is not pi.ids:
                 self._own_ids.add(t)
             self._ids.append(ids)
@@ -494,4 +505,4 @@ class IncrementalHSA(_ClassTracker):
                                    self._macs)
         pairs = [f for ing in sorted(self._pairs, key=tag.__getitem__) for f in self._pairs[ing]]
         reach = R.group_unreachable(view, a, pairs, describe_headerspace, memo["reachability"])
-        self._found = {"loops": loops, "blackholes": holes, "reachability": reach}
+        self._found = dict(zip(KINDS, (loops, holes, reach), strict=True))

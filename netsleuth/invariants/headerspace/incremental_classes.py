@@ -15,7 +15,7 @@ import numpy as np
 
 from netsleuth.invariants.headerspace import compiled as hsa_compile
 from netsleuth.invariants.headerspace.batch import _DOWN, _F_MISS, _FAST_ROUNDS, _IDM, TAG_SHIFT, _Batch
-from netsleuth.invariants.headerspace.cellsearch import overlapping_classes, overlapping_keys
+from netsleuth.invariants.headerspace.cellsearch import cell_classes, keyed_cells, overlapping_classes, overlapping_keys
 from netsleuth.invariants.headerspace.codes import (
     _PS_GEN,
     F_DROP,
@@ -27,6 +27,7 @@ from netsleuth.invariants.headerspace.codes import (
 )
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
+from netsleuth.invariants.headerspace.incremental_records import _UNREAD, _Cell, _Switch
 from netsleuth.invariants.headerspace.space import match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
@@ -47,7 +48,6 @@ class _RecordingNet(HsaNet):
 
 
 _GENERAL = ("g",)      # the outcome of classes handed to the general engine
-_UNREAD = -1           # (the status of a cell never read: no pattern is negative)
 
 
 @dataclasses.dataclass(slots=True)
@@ -70,8 +70,8 @@ class _ClassTracker:
     # other work runs in between), each read of a big instance dictionary is a cache miss of
     # its own, where slots sit side by side in the object.
     __slots__ = ("_net", "_ingresses", "_tag", "_at_switch", "_masks", "_ids", "_own_ids", "_out", "_outcomes",
-                 "_path", "_base", "_gone", "_stale", "_depth", "_from", "_cells", "_cells_of", "_stat", "_psid",
-                 "_up_of", "_peers", "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
+                 "_path", "_gone", "_stale", "_from", "_cell", "_cells_of", "_sws",
+                 "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
 
     # What the tracker keeps (set by IncrementalHSA's full check, see there):
     _net: _RecordingNet | None
@@ -85,24 +85,17 @@ class _ClassTracker:
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
     _path: dict[int, tuple[Port, ...]]
-    # The full check's classes, stored compactly: cell -> class pattern -> the classes that
-    # came in there (an int64 array); a class that has been re-traced or purged since
-    # is in ``_gone`` and its entries there no longer count.
-    _base: dict[Port, dict[int, Any]]
+    # The full check's classes are stored compactly (_Cell.base); a class that has been re-traced
+    # or purged since is in ``_gone`` and its entries there no longer count.
     _gone: set[int]
     # Classes re-traced from the cell of a flow_mod's switch on (see _retrace): their entries in
-    # ``_base`` still stand for the cells before it (the rest may be stale: a superset), their
-    # cells from it on are in ``_cells``; the next re-trace of one starts from its ingress.
+    # the cells' ``base`` still stand for the cells before it (the rest may be stale: a superset),
+    # their cells from it on are in the cells' ``keys``; the next re-trace of one starts from its ingress.
     _stale: set[int]
-    _depth: dict[Port, int]                      # cell -> last hop number of the full check's classes there
     _from: Port | None                           # the flow_mod's cell when its in_port is fixed (see _retrace)
-    # re-traced classes: cell -> class pattern -> key id -> ingress numbers whose class of that key came in
-    _cells: dict[Port, dict[int, dict[int, Any]]]   # ... -> a number, or a list of them
-    _cells_of: dict[str, list[Port]]
-    _stat: dict[Port, int | None]                # cell -> its port's pattern when last seen
-    _psid: dict[str, tuple[int, int, dict]]      # switch -> (generation, port state id, ports)
-    _up_of: dict[str, bool]                      # switch -> up (as the view says: a flow_mod changes neither)
-    _peers: dict[Port, Port | None]              # the view's links (NetworkView.peers)
+    _cell: dict[Port, _Cell]                     # what the tracker keeps per cell (see _Cell)
+    _cells_of: dict[str, list[Port]]             # switch -> its cells with classes indexed (_Cell.keys)
+    _sws: dict[str, _Switch]                     # switch -> what a re-trace reads of it
     # per ingress number: classes that end in a drop, classes the general engine takes
     _dropx: dict[int, set[int]]
     _genx: dict[int, set[int]]
@@ -110,12 +103,14 @@ class _ClassTracker:
     reanalysed: int                              # classes re-traced, over all flow_mods
     resumed: int                                 # of those, traced from the flow_mod's cell on
 
-    def _index_base(self, trace: dict[Port, list[np.ndarray]]) -> None:
+    def _index_base(self, trace: dict[Port, list[np.ndarray]], depth: dict[Port, int]) -> None:
         """Record the cells each class of the full check's batch run came in at (``trace``: cell ->
         arrays of classes, each of one pattern), as one array per cell and pattern: a few
         bytes per (cell, class) instead of dictionary entries, and no per-class path (a class
-        leaves this index by joining ``_gone``)."""
-        base, cells, cells_of, masks = self._base, self._cells, self._cells_of, self._masks
+        leaves this index by joining ``_gone``); ``depth``: the batch run's last hop number per cell."""
+        masks = self._masks
+        made: list[tuple[_Cell, int]] = []
+        parts: list[list[np.ndarray]] = []
         for cell, arrays in trace.items():
             by_mask: dict[int, list[np.ndarray]] = {}
             for xs in arrays:
@@ -123,20 +118,19 @@ class _ClassTracker:
                     by_mask.setdefault(masks[int(xs[0]) >> TAG_SHIFT], []).append(xs)
             if not by_mask:
                 continue
-            if cell not in cells:
-                cells[cell] = {}
-                cells_of.setdefault(cell[0], []).append(cell)
-                if cell not in self._stat:
-                    self._stat[cell] = self._status(cell)
-            # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
-            # Kept as memoryviews: a flow_mod copies a cell's bytes out of one without a call into
-            # numpy, whose machinery is seldom in the CPU's caches when a flow_mod comes.
-            base[cell] = {mask: memoryview(xss[0] if len(xss) == 1 else np.concatenate(xss))  # type: ignore[arg-type]
-                          for mask, xss in by_mask.items()}
+            rec = self._keys_at(cell)
+            rec.depth = depth.get(cell, _FAST_ROUNDS)
+            rec.base = {}
+            for mask, xss in by_mask.items():
+                made.append((rec, mask))
+                parts.append(xss)
+        # (a class that came in twice, a loop, is listed twice: harmless, the readers make sets)
+        for (rec, mask), got in zip(made, keyed_cells(parts), strict=True):
+            rec.base[mask] = got  # type: ignore[index]  # (set just above)
 
     def _index(self, x: int, mask: int, path: list[Port]) -> None:
         """Record the cells the re-traced class ``x`` (of pattern ``mask``) came in at, in order."""
-        cells, cells_of = self._cells, self._cells_of
+        recs = self._cell
         t = x >> TAG_SHIFT
         j = x & _IDM
         p: list[Port] = []
@@ -144,12 +138,11 @@ class _ClassTracker:
             if cell in p:  # (a loop: once is enough)
                 continue
             p.append(cell)
-            by_mask = cells.get(cell)
+            rec = recs.get(cell)
+            by_mask = rec.keys if rec is not None else None
             if by_mask is None:
-                by_mask = cells[cell] = {}
-                cells_of.setdefault(cell[0], []).append(cell)
-                if cell not in self._stat:  # (a re-traced class's walk may have read it already)
-                    self._stat[cell] = self._status(cell)
+                by_mask = self._keys_at(cell).keys
+                assert by_mask is not None
             by_key = by_mask.get(mask)
             if by_key is None:
                 by_key = by_mask[mask] = {}
@@ -163,22 +156,32 @@ class _ClassTracker:
         # a tuple: once the cyclic GC has seen it hold only cells, it stops tracking it
         self._path[x] = tuple(p)
 
+    def _keys_at(self, cell: Port) -> _Cell:
+        """The record of ``cell``, made one whose classes are indexed (and its status read) if it
+        is not yet."""
+        rec = self._cell.get(cell)
+        if rec is None:
+            rec = self._cell[cell] = _Cell()
+        if rec.keys is None:
+            rec.keys = {}
+            self._cells_of.setdefault(cell[0], []).append(cell)
+            if rec.stat == _UNREAD:  # (a re-traced class's walk may have read it already)
+                rec.stat = self._status(cell)
+        return rec
+
     def _status(self, cell: Port) -> int | None:
         """How the batch engine meets classes at ``cell``: the port's one pattern, or None
         (several patterns: general engine; or a switch that is down)."""
         net = self._net
         assert net is not None
         s, p = cell
-        u = self._up_of.get(s)
-        if u is None:
-            u = self._up_of[s] = net.up(s)
-        if not u:
+        rec = self._sws[s]
+        if not rec.up:
             return None
-        index = getattr(net.switches[s].table, "pattern_index", None)
-        if index is not None and hsa_compile.USE_TABLE_INDEX:
+        by_port = rec.index
+        if by_port is not None and hsa_compile.USE_TABLE_INDEX:
             # read off the table's pattern index: building the port's index costs time per rule
             # (hsa_compile.port_pattern, inline: a flow_mod asks once)
-            by_port = index()
             own, wild = by_port.get(p), by_port.get(None)
             if not wild:
                 if not own:
@@ -199,9 +202,9 @@ class _ClassTracker:
         t = x >> TAG_SHIFT
         j = x & _IDM
         mask = self._masks[t]
-        cells = self._cells
+        recs = self._cell
         for cell in p:
-            by_key = cells[cell][mask]
+            by_key = recs[cell].keys[mask]  # type: ignore[index]  # (a cell of a path is indexed)
             ts = by_key[j]
             if ts.__class__ is int:
                 del by_key[j]
@@ -293,23 +296,26 @@ class _ClassTracker:
         patterns changed (the batch engine may no longer take them there)."""
         redo: dict[int, set[int]] = {}
         self._from = None
+        recs = self._cell
         if ip is None:
             at: Iterable[Port] = self._cells_of.get(switch, ())
         else:  # (the usual flow_mod: one cell, no walk over the switch's)
-            at = ((switch, ip),) if (switch, ip) in self._cells else ()
+            rec = recs.get((switch, ip))
+            at = ((switch, ip),) if rec is not None and rec.keys is not None else ()
         for cell in at:
+            rec = recs[cell]
             stat = self._status(cell)
-            every = stat != self._stat.get(cell)
-            self._stat[cell] = stat
+            every = stat != rec.stat
+            rec.stat = stat
             gone = self._gone
-            for mask, got in self._base.get(cell, {}).items():
-                xs = got.tolist() if every else overlapping_classes(got, mask, v, m)
+            for mask, got in (rec.base or {}).items():
+                xs = cell_classes(got) if every else overlapping_classes(got, mask, v, m)
                 for x in xs:
                     if x not in gone:
                         redo.setdefault(x >> TAG_SHIFT, set()).add(x)
             if ip is not None and not every:
                 self._from = cell   # (see _retrace: what these classes may skip)
-            for mask, by_key in self._cells[cell].items():
+            for mask, by_key in rec.keys.items():  # type: ignore[union-attr]  # (at: indexed cells)
                 for j in (by_key if every else overlapping_keys(mask, v, m, by_key)):
                     ts = by_key[j]
                     for t in ((ts,) if ts.__class__ is int else ts):
@@ -327,7 +333,7 @@ class _ClassTracker:
         led.  Those earlier cells keep their entries in the index (the cells after may now be
         stale: a superset, which only costs a needless re-trace later); the class is noted
         ``_stale`` so its next re-trace starts from its ingress again.  The batch engine gives
-        up after ``_FAST_ROUNDS`` hops: the class came in at the cell at hop ``_depth[cell]`` at
+        up after ``_FAST_ROUNDS`` hops: the class came in at the cell at hop the cell's ``depth`` at
         the latest, and a walk from there that needs more hops than the rest of the budget
         starts over from the ingress."""
         masks, ids_of = self._masks, self._ids
@@ -359,7 +365,7 @@ class _ClassTracker:
             for x in live:
                 if x in skip:
                     assert start is not None
-                    key, path = self._walk(ing, mask, x, start, _FAST_ROUNDS + 1 - self._depth.get(start, _FAST_ROUNDS))
+                    key, path = self._walk(ing, mask, x, start, _FAST_ROUNDS + 1 - self._cell[start].depth)
                     if key is not None:
                         self.resumed += 1
                         self._index(x, mask, path)
@@ -378,10 +384,14 @@ class _ClassTracker:
         not given to the general engine, from an ingress on another switch than the flow_mod's ``s``."""
         if self._ingresses[t][0] == s:
             return  # (its ingress port is on the switch: classes may come and go there)
-        stale, gone, path, out = self._stale, self._gone, self._path, self._out
+        # (a class re-traced since the full check is in ``_gone`` or, traced from a cell on, in
+        # ``_stale``: no need to probe ``_path`` too, one more cold map)
+        stale, gone, out = self._stale, self._gone, self._out
         for x in xs:
+            if x in stale or x in gone:
+                continue
             o = out.get(x)
-            if x not in stale and x not in gone and x not in path and o is not None and o[0] != "g":
+            if o is not None and o[0] != "g":
                 skip.add(x)
 
     def _walk(self, ing: Port, mask: int, x: int, start: Port | None = None,
@@ -397,26 +407,26 @@ class _ClassTracker:
         cells (None instead of an outcome when that is not enough)."""
         net = self._net
         assert net is not None
-        switches, ups, stats, peers, psid = net.switches, self._up_of, self._stat, self._peers, self._psid
+        recs, cells = self._sws, self._cell
         j = x & _IDM
         path: list[Port] = []
         cell = ing if start is None else start
         for _round in range(hops):
             path.append(cell)
             s, p = cell
-            u = ups.get(s)
-            if u is None:
-                u = ups[s] = net.up(s)
-            if not u:
+            rec = recs[s]
+            if not rec.up:
                 return ("x", s, p, _DOWN), path
-            stat = stats.get(cell, _UNREAD)
+            crec = cells.get(cell)
+            if crec is None:
+                crec = cells[cell] = _Cell()
+            stat = crec.stat
             if stat == _UNREAD:
-                stat = stats[cell] = self._status(cell)
+                stat = crec.stat = self._status(cell)
             if stat is None or stat & ~mask:  # mixed patterns, or finer than the class
                 return _GENERAL, path
-            table = switches[s].table
             # (_probe and _code_of inline for the usual port, one pattern, the class's own)
-            by_port = table.pattern_index() if stat == mask and hasattr(table, "pattern_index") else None
+            by_port = rec.index if stat == mask else None
             own = wild = None
             if by_port is not None:
                 own, wild = by_port.get(p), by_port.get(None)
@@ -425,19 +435,20 @@ class _ClassTracker:
                 if slot is None:
                     code = _F_MISS
                 else:
-                    ps = psid.get(s)
+                    ps = rec.ps
                     code = shared_code(pat.act[slot], p, ps[1], ps[2]) if ps is not None and ps[0] == _PS_GEN[0] \
                         else self._code_of(s, pat.act[slot], p)
             else:
-                code = self._hit(table, s, p, mask, j)
+                code = self._hit(rec.table, s, p, mask, j)
             if code >= 0:
-                peer = peers.get((s, code))
-                if peer is None:
-                    return ("x", s, p, code), path
-                if peer[0] in switches:
-                    cell = peer
+                nxt = rec.next.get(code)
+                if nxt is not None:
+                    cell = nxt
                     continue
-                return ("d", peer[0]), path
+                host = rec.host.get(code)
+                if host is None:
+                    return ("x", s, p, code), path
+                return ("d", host), path
             if code == _F_MISS or code == F_PUNT:
                 return ("p", s), path
             if code == F_NOTHING:
@@ -468,12 +479,13 @@ class _ClassTracker:
         """The fast code of the action list with id ``aid`` for headers arriving on ``p`` at
         switch ``s`` (:meth:`CompiledSwitch.code_for_aid`, without compiling the switch again
         after each flow_mod: only its table changes between full checks, not its ports)."""
-        ps = self._psid.get(s)
+        rec = self._sws[s]
+        ps = rec.ps
         if ps is None or ps[0] != _PS_GEN[0]:
             net = self._net
             assert net is not None
             sw = net.switches[s]
-            ps = self._psid[s] = (_PS_GEN[0], port_state_id(port_state(sw)), sw.ports)
+            ps = rec.ps = (_PS_GEN[0], port_state_id(port_state(sw)), sw.ports)
         return shared_code(aid, p, ps[1], ps[2])
 
     def _probe(self, table: Any, s: str, p: int, mask: int, j: int) -> tuple[bool, int | None]:
@@ -521,7 +533,8 @@ class _ClassTracker:
         shifted = t << TAG_SHIFT
         mask = self._masks[t]
         # the loop over the switch's cells has just read this cell's status when classes come in here
-        stat = self._stat[ing] if ing in self._cells else self._status(ing)
+        rec = self._cell.get(ing)
+        stat = rec.stat if rec is not None and rec.keys is not None else self._status(ing)
         if old is not None and stat == mask:
             # Same single pattern: only keys inside the match can have come or gone; ask the
             # table about each (one of its headers hits an entry iff the key has one).
