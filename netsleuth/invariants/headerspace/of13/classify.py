@@ -230,7 +230,7 @@ class _TableView:
             low = self.low
             small = self._small = {gm >> low: {gv >> low: lst for gv, lst in by.items()}
                                    for gm, by in self.groups.items()}
-        return sorted(((min(min(lst) for lst in by.values()), sm, by) for sm, by in small.items() if by),
+        return sorted(((min(map(min, by.values())), sm, by) for sm, by in small.items() if by),
                       key=lambda x: x[0])
 
     def _best(self, v: int, m: int) -> int | None:

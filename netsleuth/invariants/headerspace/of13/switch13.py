@@ -127,6 +127,7 @@ def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, 
     groups = tv.groups
     bits = 0
     last = -1
+    by: dict[int, list[int]] = {}
     for r in ranks:
         e = entries[r]
         v = m = 0
@@ -147,15 +148,12 @@ def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, 
                 v |= fv
                 m |= fm
         else:
-            if m != last:   # (entries of one mask are often neighbours)
+            if m != last:   # (entries of one mask are often neighbours: their index is looked up once)
                 bits |= m
                 last = m
+                by = groups.setdefault(m, {})
             kept[r] = e
-            ws[r] = (v, m)
-            by = groups.get(m)
-            if by is None:
-                groups[m] = {v: [r]}
-                continue
+            ws[r] = (v, last)
             lst = by.get(v)
             if lst is None:
                 by[v] = [r]
