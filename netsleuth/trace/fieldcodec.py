@@ -210,3 +210,6 @@ def decode_fields(cls: type, d: Mapping[str, Any], what: str, skip: tuple[str, .
                 f"make {spec.name!r} a {spec.describe} or re-record the trace",
             ) from None
     return cls(**kwargs)
+
+
+__all__ = ["encode_fields", "decode_fields"]
