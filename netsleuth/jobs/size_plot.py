@@ -40,8 +40,8 @@ class _Frame:
 
     def __init__(self, xmax: int, ymax: int) -> None:
         self.xmax = max(1, xmax)
-        ystep = tick_step(max(1, ymax))
-        self.ymax = -(-max(1, ymax) // ystep) * ystep       # headroom up to the tick above the top
+        self.ystep = tick_step(max(1, ymax))
+        self.ymax = -(-max(1, ymax) // self.ystep) * self.ystep   # headroom up to the tick above the top
         self.x0, self.x1 = LEFT, WIDTH - RIGHT
         self.y0, self.y1 = HEIGHT - BOTTOM, TOP
 
@@ -56,7 +56,7 @@ def _axes(draw: ImageDraw.ImageDraw, frame: _Frame, font: ImageFont.ImageFont | 
         draw.line([(px, frame.y1), (px, frame.y0)], fill=GRID)
         draw.line([(px, frame.y0), (px, frame.y0 + 4)], fill=AXIS)
         draw.text((px, frame.y0 + 6), str(x), fill=TEXT, font=font, anchor="ma")
-    for y in range(0, frame.ymax + 1, tick_step(frame.ymax)):
+    for y in range(0, frame.ymax + 1, frame.ystep):
         _, py = frame.at(0, y)
         draw.line([(frame.x0, py), (frame.x1, py)], fill=GRID)
         draw.line([(frame.x0 - 4, py), (frame.x0, py)], fill=AXIS)

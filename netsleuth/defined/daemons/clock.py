@@ -59,14 +59,12 @@ class FakeTimeClock:
 
     def env(self, index: int, daemon: str) -> dict[str, str]:
         """The environment of router ``index``'s daemons (BIRD's or FRR's, see the module's words)."""
-        seeds = {"FAKERANDOM_SEED": f"0x{(self.seed * 1000003 + index) & 0xFFFFFFFFFFFFFFFF:016X}",
-                 "FAKETIME_FAKEPID": str(1000 + index), "FAKETIME_NO_CACHE": "1"}
-        if daemon == "bird":
-            # BIRD 2 runs one thread: the single-threaded build (see faketime_lib)
-            lib = faketime_lib(threaded=False)
-            assert lib is not None, "check_environment(clock=True) first"
-            return {"LD_PRELOAD": str(lib), "FAKETIME": "%x0", "FAKETIME_FOLLOW_FILE": str(self.path),
-                    "FAKETIME_DONT_RESET": "1", **seeds}
-        lib = faketime_lib()
+        bird = daemon == "bird"
+        lib = faketime_lib(threaded=not bird)   # BIRD 2 runs one thread: the single-threaded build
         assert lib is not None, "check_environment(clock=True) first"
-        return {"LD_PRELOAD": str(lib), "FAKETIME_TIMESTAMP_FILE": str(self.path), **seeds}
+        common = {"LD_PRELOAD": str(lib), "FAKETIME_NO_CACHE": "1",
+                  "FAKERANDOM_SEED": f"0x{(self.seed * 1000003 + index) & 0xFFFFFFFFFFFFFFFF:016X}",
+                  "FAKETIME_FAKEPID": str(1000 + index)}
+        if bird:
+            return {**common, "FAKETIME": "%x0", "FAKETIME_FOLLOW_FILE": str(self.path), "FAKETIME_DONT_RESET": "1"}
+        return {**common, "FAKETIME_TIMESTAMP_FILE": str(self.path)}

@@ -54,11 +54,7 @@ from netsleuth.invariants.headerspace.codes import port_state
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
-from netsleuth.invariants.headerspace.incremental_classes import (
-    _ClassTracker,
-    _RecordingNet,
-    _Touched,
-)
+from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
 from netsleuth.invariants.headerspace.incremental_records import switch_records
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace

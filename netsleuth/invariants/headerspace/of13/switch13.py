@@ -326,7 +326,7 @@ class _Switch13:
         no_output = f"table {table_id}: rule has no output (drop)"
         for i, piece in tv.classify(st.orig):
             if i is None:
-                out.append(Branch13(St(piece, st.sym, st.metadata, st.tunnel_id), br.emits, br.rules, br.choices,
+                out.append(Branch13(st.with_orig(piece), br.emits, br.rules, br.choices,
                                     f"table {table_id}: no rule matches and there is no table-miss entry (drop)",
                                     br.lost))
                 continue
@@ -335,7 +335,7 @@ class _Switch13:
             if inst.goto is None and not aset and _outputs_only(inst):
                 # the last table with nothing in the action set, and only outputs: the one branch
                 # the general run below gives (the first hop's hundred and more pieces, each its own)
-                out.append(self._outs(St(piece, st.sym, st.metadata, st.tunnel_id), br, br.rules + ((table_id, entry),),
+                out.append(self._outs(st.with_orig(piece), br, br.rules + ((table_id, entry),),
                                       inst.apply or (), in_port, no_output))
                 continue
             b = Branch13(st.with_orig(piece), br.emits, br.rules + ((table_id, entry),), br.choices, lost=br.lost)
@@ -466,5 +466,5 @@ class _Switch13:
         split of the headers come back to the caller's branch."""
         done = self._execute(ActionSet.of(actions).ordered(), [b], in_port, depth + 1)
         st = b.st
-        return [Branch13(St(d.st.orig, st.sym, st.metadata, st.tunnel_id), d.emits, d.rules, d.choices, lost=d.lost)
+        return [Branch13(st.with_orig(d.st.orig), d.emits, d.rules, d.choices, lost=d.lost)
                 for d in done]
