@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "netsleuth"
 CONTRACTS = ROOT / "docs" / "CONTRACTS.md"
@@ -234,9 +236,11 @@ def _by_place(e: Edge) -> tuple[str, int]:
     return e.file, e.line
 
 
-def check(pkg_dir: Path, layers: list[list[str]]) -> list[str]:
-    """Every problem found, one line each (an empty list when the package keeps the rules)."""
-    modules, edges = import_graph(pkg_dir)
+def check(pkg_dir: Path, layers: list[list[str]],
+          graph: tuple[set[str], list[Edge]] | None = None) -> list[str]:
+    """Every problem found, one line each (an empty list when the package keeps the rules);
+    ``graph``: the package's :func:`import_graph`, when the caller has it already."""
+    modules, edges = import_graph(pkg_dir) if graph is None else graph
     problems = []
     for circle in module_circles(modules, edges):
         mods = sorted({e.src for e in circle})
@@ -251,8 +255,14 @@ def check(pkg_dir: Path, layers: list[list[str]]) -> list[str]:
 
 
 # ------------------------------------------------------------------ the rules, on netsleuth
-def test_netsleuth_keeps_the_layering_rules() -> None:
-    problems = check(PACKAGE, parse_layers(CONTRACTS.read_text()))
+@pytest.fixture(scope="module")
+def netsleuth_graph() -> tuple[set[str], list[Edge]]:
+    """The package's import graph, parsed once for the tests that read it (a few CPU-seconds each time)."""
+    return import_graph(PACKAGE)
+
+
+def test_netsleuth_keeps_the_layering_rules(netsleuth_graph: tuple[set[str], list[Edge]]) -> None:
+    problems = check(PACKAGE, parse_layers(CONTRACTS.read_text()), netsleuth_graph)
     assert not problems, "netsleuth breaks the layering rules of docs/CONTRACTS.md:\n" + "\n".join(problems)
 
 
@@ -351,9 +361,10 @@ def test_checker_reports_a_unit_missing_from_the_layers(tmp_path: Path) -> None:
     assert check(pkg, FAKE_LAYERS) == ["unit 'extra' (e.g. pkg.extra) is on no line of the layers block"]
 
 
-def test_world_takes_only_the_view_and_the_policies_from_invariants() -> None:
+def test_world_takes_only_the_view_and_the_policies_from_invariants(
+        netsleuth_graph: tuple[set[str], list[Edge]]) -> None:
     """The world builds NetworkViews and records the operator's policies; it runs no check itself."""
-    _, edges = import_graph(PACKAGE)
+    _, edges = netsleuth_graph
     allowed = ("netsleuth.invariants.view", "netsleuth.invariants.policy.faucet", "netsleuth.invariants.policy.intent")
     wrong = [e.where() for e in edges
              if unit_of(e.src) == "world" and unit_of(e.dst) == "invariants" and e.dst not in allowed]

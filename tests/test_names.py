@@ -13,6 +13,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "netsleuth"
 
 # Names allowed to be defined more than once, each with why. A class defined
@@ -38,19 +40,25 @@ def class_definitions(pkg: Path) -> dict[str, list[str]]:
     return where
 
 
-def duplicates(pkg: Path) -> dict[str, list[str]]:
-    return {name: places for name, places in sorted(class_definitions(pkg).items())
+def duplicates(pkg: Path, defs: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    return {name: places for name, places in sorted((class_definitions(pkg) if defs is None else defs).items())
             if len(places) > 1 and name not in ALLOWED}
 
 
-def test_no_two_classes_of_netsleuth_share_a_name() -> None:
-    dups = duplicates(PACKAGE)
+@pytest.fixture(scope="module")
+def netsleuth_classes() -> dict[str, list[str]]:
+    """The package's class definitions, parsed once for the two tests that read them (a few CPU-seconds)."""
+    return class_definitions(PACKAGE)
+
+
+def test_no_two_classes_of_netsleuth_share_a_name(netsleuth_classes: dict[str, list[str]]) -> None:
+    dups = duplicates(PACKAGE, netsleuth_classes)
     assert not dups, "classes sharing a name (rename one, for what it is):\n" + "\n".join(
         f"  {name}: {', '.join(places)}" for name, places in dups.items())
 
 
-def test_allow_list_names_only_classes_still_defined_twice() -> None:
-    defs = class_definitions(PACKAGE)
+def test_allow_list_names_only_classes_still_defined_twice(netsleuth_classes: dict[str, list[str]]) -> None:
+    defs = netsleuth_classes
     stale = [name for name in ALLOWED if len(defs.get(name, [])) < 2]
     assert not stale, f"allow-list entries no longer needed: {stale}"
 
