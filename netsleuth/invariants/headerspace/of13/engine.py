@@ -439,14 +439,16 @@ def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAUL
     """Every header a host can send, pushed in at every ingress point once for all three checks."""
     net = Net13(view, _COMPILED13 if cache else None)
     points = ingress_points(view, ingress)
-    key = _state_key(view, net, ingress, budget) if cache else None
-    if key is not None and _LAST and _LAST[0] == key:
-        reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
-    else:
-        with gc_paused():   # millions of small objects and no cycle among them (see gc_paused)
+    # millions of small objects and no cycle among them (see gc_paused); the state key too: a cold
+    # one signs every pipeline with tuples as long as its tables
+    with gc_paused():
+        key = _state_key(view, net, ingress, budget) if cache else None
+        if key is not None and _LAST and _LAST[0] == key:
+            reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
+        else:
             reaches = explore_all13(net, list(points), budget)
-        if key is not None:
-            _LAST[:] = [key, reaches]
+            if key is not None:
+                _LAST[:] = [key, reaches]
     truncated = [ing for ing, r in reaches.items() if r.truncated]
     return Analysis13(view, list(points), {k: v for k, v in points.items() if v is not None}, reaches, truncated)
 
