@@ -220,6 +220,7 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
     view = net.view
     comp = net.compiled(s)
     here = (s, p)
+    step = (here,)   # what each hop adds to its path
     rkeys = road._keys
     # the views of each mapping (by the id of its object: every item, and so its mapping, is
     # held until the batch is done) by table and metadata; the hops of a batch mostly share one
@@ -243,7 +244,7 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
             out.append(None)
             continue
         emits = walked[1]
-        path = path + (here,)
+        path = path + step
         rules = rules + walked[0]
         if len(emits) == 1:   # one copy (most hops): to a switch, one pushed hop and no event
             em = emits[0]
@@ -348,7 +349,7 @@ def _copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], ru
         if kind == 0:
             pushes.append((x[0], x[1], orig, em.sym, path, rules, choices))
         elif kind == 1:
-            events.append(("delivered", x, event(orig, x, path, rules, choices, sym=em.sym)))
+            events.append(("delivered", x, event(orig, x, path, rules, choices, "", em.sym)))
         elif kind == 2:
             events.append(("punted", s, event(orig, s, path, rules, choices)))
         else:
@@ -410,7 +411,7 @@ def send_copies(where: Callable[[str, int], tuple[int, Any]], event: type, s: st
         if kind == 0:
             pushes.append((x[0], x[1], orig, em.sym, path, r2, choices))
         elif kind == 1:
-            events.append(("delivered", x, event(orig, x, path, r2, choices, sym=em.sym)))
+            events.append(("delivered", x, event(orig, x, path, r2, choices, "", em.sym)))
         elif kind == 2:
             events.append(("punted", s, event(orig, s, path, r2, choices)))
         else:
