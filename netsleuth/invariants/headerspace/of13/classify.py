@@ -262,10 +262,14 @@ class _TableView:
             got = lone_runs(ts, cands, self.ws, pieces, frees)
             if got is not None:
                 k, same = got
-                em = self.ws[cands[0]][1]
+                ws = self.ws
+                em = ws[cands[0]][1]
+                # each term's loop notes the candidates it goes through in its own seen, and changes
+                # same only for a candidate of same's mask: when one comes after the lone ones, each
+                # term but the last gets a copy of same (else they all share it)
+                keep = any(ws[i][1] == em for i in cands[k:])
                 for n, (t, free) in enumerate(zip(ts, frees, strict=True)):
-                    # each term's loop notes candidates in its own seen (the last takes same itself)
-                    mine = same if n == len(ts) - 1 else {ev: list(lst) for ev, lst in same.items()}
+                    mine = {ev: list(lst) for ev, lst in same.items()} if keep and n < len(ts) - 1 else same
                     self._split_term(t, cands, pieces, (k, {em: mine} if mine else {}, free))
                 return
         for t in ts:
