@@ -52,12 +52,18 @@ Term = tuple[int, int, tuple[Wildcard, ...]]
 def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
     """Normalize: clip diffs to the base, drop disjoint ones; None when a diff covers the base."""
     out: list[Wildcard] = []
+    pdm: int | None = None
+    both = nm = 0
     for dv, dm in diffs:
-        if (dv ^ v) & dm & m:
+        if dm is not pdm:   # differences of one mask often share the very int: its clip worked out once
+            pdm, both, nm = dm, dm & m, dm | m
+            if nm == m:
+                if not (dv ^ v) & both:
+                    return None
+                pdm = None   # (a mask that covers the base: each difference of it checked on its own)
+                continue
+        if (dv ^ v) & both:
             continue
-        nm = dm | m
-        if nm == m:
-            return None
         out.append((dv | v, nm))
     n = len(out)
     if n > 8:
@@ -77,10 +83,14 @@ def _covered(v: int, m: int, ds: list[Wildcard], width: int = WIDTH) -> bool:
     if not ds:
         return False
     fixed = []
+    pdm: int | None = None
+    c = 0
     for _dv, dm in ds:
-        if dm == m:
-            return True
-        fixed.append(dm.bit_count())
+        if dm is not pdm:   # (differences of one mask often share the very int)
+            if dm == m:
+                return True
+            pdm, c = dm, dm.bit_count()
+        fixed.append(c)
     # A wildcard fixing c bits holds 2 ** (width - c) headers: each difference holds at most
     # 2 ** -(min(fixed) - bits of m) of the base, so fewer than that many cannot cover it.
     if len(fixed) < 1 << max(min(fixed) - m.bit_count(), 0):

@@ -357,22 +357,23 @@ def reachability13(view: NetworkView, analysis: object = None, comp: dict[str, i
     ok = R.controller_checker(view)
 
     out: list[Finding] = []
-    for src in view.topology.hosts:
-        loc = R.host_location(view, src.name)
-        r = a.reaches.get(loc)
-        if r is None or view.peer(*loc) is None:
-            continue
-        # pairs the controller's own config keeps apart on purpose (policy/intent.py) are not asked to reach
-        peers = [d for d in members[comp.get(src.name, -1)] if (src.name, d.name) not in view.separated]
-        # The findings of one source depend on its reach, its peers and which of the switches
-        # it punts at have a live controller: a repeated check on unchanged tables reuses them.
-        key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
-               tuple((sw, ok(sw)) for sw in sorted(r.punted)))
-        hit = r.memo.get(key)
-        if hit is None:
-            hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok, describe=describe)
-        out.extend(hit)
-    return R.group_unreachable(view, a, out, describe)  # type: ignore[arg-type]
+    with gc_paused():   # a header set per host pair and a few findings: no cycles to collect
+        for src in view.topology.hosts:
+            loc = R.host_location(view, src.name)
+            r = a.reaches.get(loc)
+            if r is None or view.peer(*loc) is None:
+                continue
+            # pairs the controller's own config keeps apart on purpose (policy/intent.py) are not asked to reach
+            peers = [d for d in members[comp.get(src.name, -1)] if (src.name, d.name) not in view.separated]
+            # The findings of one source depend on its reach, its peers and which of the switches
+            # it punts at have a live controller: a repeated check on unchanged tables reuses them.
+            key = (loc, src.name, src.mac, src.ip, tuple((d.name, d.mac, d.ip) for d in peers),
+                   tuple((sw, ok(sw)) for sw in sorted(r.punted)))
+            hit = r.memo.get(key)
+            if hit is None:
+                hit = r.memo[key] = source_pairs13(r, loc, src, peers, ok, describe=describe)
+            out.extend(hit)
+        return R.group_unreachable(view, a, out, describe)  # type: ignore[arg-type]
 
 
 def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Callable[[str], bool],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from netsleuth.invariants.headerspace.of13.lonepiece import file_lone, lone_run
+from netsleuth.invariants.headerspace.of13.lonepiece import file_lone, lone_run, lone_runs
 from netsleuth.invariants.headerspace.of13.space import HS13
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.flowtable import FlowEntry13
@@ -137,26 +137,35 @@ class _TableView:
         lv = lm = -1
         whole = True   # no term was split
         cands: list[int] = []
+        split: list[Term] = []   # terms to split, one after the other, with the candidates cands
         for t in hs.terms:
             v, m, ds = t
             # the candidates depend on the bits some entry tests only: terms that differ
             # elsewhere (the tag-count shapes of one header class, say) share them
             kv, km = v & bits, m & bits
             if kv != lv or km != lm:
+                if split:
+                    self._split_terms(split, cands, pieces)
+                    split = []
                 cands = self.candidates(v, m)
                 lv, lm = kv, km
+            if cands and ws[cands[0]][1] & ~m:   # its best candidate takes part of it only
+                split.append(t)
+                whole = False
+                continue
+            if split:
+                self._split_terms(split, cands, pieces)
+                split = []
             if not cands:
                 pieces.setdefault(None, []).append(t)
                 continue
-            if not (ws[cands[0]][1] & ~m):  # the best candidate takes every header of the term (the usual case)
-                got = pieces.get(cands[0])
-                if got is None:
-                    pieces[cands[0]] = [t]
-                else:
-                    got.append(t)
-                continue
-            self._split_term(t, cands, pieces)
-            whole = False
+            got = pieces.get(cands[0])   # the best candidate takes every header of the term (the usual case)
+            if got is None:
+                pieces[cands[0]] = [t]
+            else:
+                got.append(t)
+        if split:
+            self._split_terms(split, cands, pieces)
         if len(pieces) == 1:
             only, ts = next(iter(pieces.items()))
             # unsplit terms go to their pieces as they are, in order: one piece is then all of hs
@@ -245,7 +254,29 @@ class _TableView:
                     best = r
         return best
 
-    def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
+    def _split_terms(self, ts: list[Term], cands: list[int], pieces: dict[int | None, list[Term]]) -> None:
+        """:meth:`_split_term` of each term of ``ts`` in turn (terms with the candidates ``cands``),
+        their leading lone candidates done together (:func:`lone_runs`, the same pieces)."""
+        if len(ts) > 1 and self.memo is None:
+            frees: list[dict[int, Any]] = [{} for _ in ts]
+            got = lone_runs(ts, cands, self.ws, pieces, frees)
+            if got is not None:
+                k, same = got
+                ws = self.ws
+                em = ws[cands[0]][1]
+                # each term's loop notes the candidates it goes through in its own seen, and changes
+                # same only for a candidate of same's mask: when one comes after the lone ones, each
+                # term but the last gets a copy of same (else they all share it)
+                keep = any(ws[i][1] == em for i in cands[k:])
+                for n, (t, free) in enumerate(zip(ts, frees, strict=True)):
+                    mine = {ev: list(lst) for ev, lst in same.items()} if keep and n < len(ts) - 1 else same
+                    self._split_term(t, cands, pieces, (k, {em: mine} if mine else {}, free))
+                return
+        for t in ts:
+            self._split_term(t, cands, pieces)
+
+    def _split_term(self, t: Term, cands: list[int], pieces: dict[int | None, list[Term]],
+                    lone: tuple[int, dict[int, dict[int, list[int]]], dict[int, Any]] | None = None) -> None:
         """:meth:`classify` for a term that its best candidate does not take whole: each candidate
         gets the term's headers no better-ranked candidate takes; what none takes is a miss.
 
@@ -256,13 +287,17 @@ class _TableView:
         v, m, ds = t
         covered = False
         tm = self._term_memo(t)
+        notm = ~m
         # Candidates seen so far, by mask: two wildcards of one mask overlap only when
         # their values are equal, so only the other masks need a scan (a table of one
         # pattern, the usual shape, costs a probe per candidate instead of a scan).
-        seen: dict[int, dict[int, list[int]]] = {}
-        notm = ~m
-        free: dict[int, Any] = {}   # see lonepiece.lone_piece
-        k = 0 if tm is not None else lone_run(t, cands, ws, pieces, seen, free)
+        seen: dict[int, dict[int, list[int]]]
+        free: dict[int, Any]   # see lonepiece.lone_piece
+        if lone is not None:   # (the leading lone candidates done, by _split_terms)
+            k, seen, free = lone
+        else:
+            seen, free = {}, {}
+            k = 0 if tm is not None else lone_run(t, cands, ws, pieces, seen, free)
         for i in (cands if not k else cands[k:]):
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the

@@ -288,24 +288,41 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
                 if c <= budget:   # (else walked again on its own)
                     live.append(x)
             for (n, item, node), got in zip(live, road_hops(road, s, p, [x[1] for x in live]), strict=True):
-                events, pushes = hop13(net, item, alts) if got is None else got
-                if not events and len(pushes) == 1:
-                    # a hop that only passes its headers on (most hops): the next hop's own events and
-                    # pushes are filed where this one's would be, in the same node
-                    kids: list[list[Any]] = [node]
+                if got is None or len(got) != 7:
+                    _wave_node(net, alts, n, item, node, got, nxt)
+                    continue
+                # a hop that only passes its headers on (most hops, given as the hop it pushes): the
+                # next hop's own events and pushes are filed where this one's would be, in the same node
+                at = got[0], got[1]
+                got_s = nxt.get(at)
+                if got_s is None:
+                    nxt[at] = [(n, got, node)]
                 else:
-                    kids = [[(), ()] for _ in pushes]
-                    node[0] = events
-                    node[1] = kids
-                for q, kid in zip(pushes, kids, strict=True):
-                    at = q[0], q[1]
-                    got_s = nxt.get(at)
-                    if got_s is None:
-                        nxt[at] = [(n, q, kid)]
-                    else:
-                        got_s.append((n, q, kid))
+                    got_s.append((n, got, node))
         wave = nxt
     return roots, counts
+
+
+def _wave_node(net: Net13, alts: dict[int, int], n: int, item: Hop13, node: list[Any],
+               got: tuple[list[Event13], list[Hop13]] | None, nxt: dict[Port, list[Any]]) -> None:
+    """File a hop of :func:`_waves` that ends in events or pushes other than one hop (``got``: its
+    result on the short road, None: run it the general way): its events in ``node``, and the hops
+    it pushes, each with a node of its own, into the next wave ``nxt`` (a hop with no event that
+    pushes one hop fills ``node`` with that hop's, as in :func:`_waves`)."""
+    events, pushes = hop13(net, item, alts) if got is None else got
+    if not events and len(pushes) == 1:
+        kids: list[list[Any]] = [node]
+    else:
+        kids = [[(), ()] for _ in pushes]
+        node[0] = events
+        node[1] = kids
+    for q, kid in zip(pushes, kids, strict=True):
+        at = q[0], q[1]
+        got_s = nxt.get(at)
+        if got_s is None:
+            nxt[at] = [(n, q, kid)]
+        else:
+            got_s.append((n, q, kid))
 
 
 def _has_select(view: NetworkView) -> bool:
@@ -422,14 +439,16 @@ def analyze13(view: NetworkView, *, ingress: str = "hosts", budget: int = DEFAUL
     """Every header a host can send, pushed in at every ingress point once for all three checks."""
     net = Net13(view, _COMPILED13 if cache else None)
     points = ingress_points(view, ingress)
-    key = _state_key(view, net, ingress, budget) if cache else None
-    if key is not None and _LAST and _LAST[0] == key:
-        reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
-    else:
-        with gc_paused():   # millions of small objects and no cycle among them (see gc_paused)
+    # millions of small objects and no cycle among them (see gc_paused); the state key too: a cold
+    # one signs every pipeline with tuples as long as its tables
+    with gc_paused():
+        key = _state_key(view, net, ingress, budget) if cache else None
+        if key is not None and _LAST and _LAST[0] == key:
+            reaches = _LAST[1]  # nothing the results depend on changed since the last analysis
+        else:
             reaches = explore_all13(net, list(points), budget)
-        if key is not None:
-            _LAST[:] = [key, reaches]
+            if key is not None:
+                _LAST[:] = [key, reaches]
     truncated = [ing for ing, r in reaches.items() if r.truncated]
     return Analysis13(view, list(points), {k: v for k, v in points.items() if v is not None}, reaches, truncated)
 

@@ -84,6 +84,67 @@ def lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces: 
     return k
 
 
+def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], pieces: dict[int | None, list[Term]],
+              frees: list[dict[int, Any]]) -> tuple[int, dict[int, list[int]]] | None:
+    """:func:`lone_run` of each term of ``ts`` in one pass over their common candidates ``cands``:
+    the terms of a class of headers (the injected headers' tag shapes) differ in bits no entry
+    tests, so what lone_run checks of a candidate is mostly the same for each of them.  The
+    candidates done are those done for every term (a term that lone_run would take further goes
+    on from there the general way, which gives the same pieces); each candidate's pieces are
+    filed term after term, as running the terms one after the other files them, as long as
+    every term has pieces (not so: None, nothing done).  (The number of candidates done, the
+    candidates of their mask by value, which the ``seen`` of each term starts with.)"""
+    em = ws[cands[0]][1]
+    notem = ~em
+    per = []
+    other: Any = None
+    for t, free in zip(ts, frees, strict=True):
+        if not em & ~t[1]:
+            return None   # the first candidate holds the term
+        shape = free.get(em, _UNSEEN)
+        if shape is _UNSEEN:
+            shape = free[em] = _shape(t, em)
+        if shape is None or shape[2]:
+            return None
+        kept, oth, _empty, nm, _notem, both = shape
+        if other is None:
+            other = oth
+        elif oth != other:
+            return None
+        per.append((t[0], both, nm, kept, len(kept) > 1 and diffs_may_repeat(kept, t[0] | em)))
+    t0, both0 = per[0][0], per[0][1]
+    # the candidates' values against the terms' bases: once when the bases agree on the bits checked
+    one = all(b == both0 and not (v ^ t0) & b for v, b, _nm, _k, _r in per)
+    same: dict[int, list[int]] = {}
+    k = 0
+    for i in cands:
+        ev, mi = ws[i]
+        if mi != em or ev & notem or (other and _meets(other, ev)):
+            break
+        if (ev ^ t0) & both0 if one else any((ev ^ v) & b for v, b, _nm, _k, _r in per):
+            break
+        lst = [i]
+        if same.setdefault(ev, lst) is not lst:
+            break   # a better-ranked candidate of the same wildcard shadows it
+        k += 1
+        mine = []
+        for v, _b, nm, kept, repeat in per:
+            nv = v | ev
+            if kept:
+                out = [(dv | nv, cm) for dv, cm in kept]
+                if repeat:
+                    out = list(dict.fromkeys(out))
+                mine.append((nv, nm, tuple(out)))
+            else:
+                mine.append((nv, nm, ()))
+        got = pieces.get(i)
+        if got is None:
+            pieces[i] = mine
+        else:
+            got.extend(mine)
+    return k, same
+
+
 def diffs_may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
     """Whether two differences of ``kept`` (value, mask) can be equal once bits of ``fixed``
     are set in their values: equal masks, values that differ in those bits only."""

@@ -147,12 +147,12 @@ class Road:
 
     def keys_of(self, orig: HS13) -> dict[int, Any]:
         """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by the number of
-        those bits (``_TableView.bid``)."""
+        those bits (``_TableView.bid``; and under -1, :func:`_agreed` of ``orig``)."""
         got = self._keys.get(id(orig))
         if got is None or got[0] is not orig:
             if len(self._keys) >= _KEYS:
                 self._keys.clear()
-            got = self._keys[id(orig)] = (orig, {})
+            got = self._keys[id(orig)] = (orig, {-1: _agreed(orig)})
         return got[1]
 
 
@@ -205,24 +205,30 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
 
 
-def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[list[Event13], list[Hop13]] | None]:
+def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
     """:func:`road_hop` of each hop of ``items``, all into ``s:p`` (a wave's hops at one port,
     see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
     with what they share looked up once -- the switch, its state, the table views of each
-    mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`)."""
+    mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`).
+
+    A hop whose only result is one pushed hop (no event: most hops) gives that hop, a 7-tuple,
+    instead of ``([], [hop])`` (:func:`results`: the pair again): a wave's tens of thousands
+    of hops then make no lists."""
     if not road.switch_up(s):
         return [None] * len(items)
     net = road.net
     view = net.view
     comp = net.compiled(s)
     here = (s, p)
+    step = (here,)   # what each hop adds to its path
     rkeys = road._keys
     # the views of each mapping (by the id of its object: every item, and so its mapping, is
     # held until the batch is done) by table and metadata; the hops of a batch mostly share one
     by_sym: dict[int, dict[Any, _TableView]] = {}
     last: Any = None
     local: dict[Any, _TableView] = {}
-    out: list[tuple[list[Event13], list[Hop13]] | None] = []
+    where = road._where
+    out: list[Any] = []
     for item in items:
         _s, _p, orig, sym, path, rules, choices = item
         if here in path:
@@ -237,8 +243,23 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[tuple[
         if walked is None:
             out.append(None)
             continue
-        out.append(_copies(road, view, s, orig, path + (here,), rules + walked[0], choices, walked[1]))
+        emits = walked[1]
+        path = path + step
+        rules = rules + walked[0]
+        if len(emits) == 1:   # one copy (most hops): to a switch, one pushed hop and no event
+            em = emits[0]
+            lead = where.get((s, em[0]))
+            if lead is not None and lead[0] == 0:
+                x = lead[1]
+                out.append((x[0], x[1], orig, em[1], path, rules, choices))
+                continue
+        out.append(_copies(road, view, s, orig, path, rules, choices, emits))
     return out
+
+
+def results(got: Any) -> tuple[list[Event13], list[Hop13]] | None:
+    """A result of :func:`road_hops` as :func:`road_hop` gives it: (events, pushed hops) or None."""
+    return ([], [got]) if got is not None and len(got) == 7 else got
 
 
 def _walk(comp: Compiled13, local: dict[Any, _TableView], keys: dict[int, Any], orig: HS13,
@@ -257,7 +278,7 @@ def _walk(comp: Compiled13, local: dict[Any, _TableView], keys: dict[int, Any], 
             tv = local[lk] = comp.view(t, sym, p, md, 0)
         ks = keys.get(tv.bid)   # _probe, inline
         if ks is None:
-            ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
+            ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low, keys)
         if isinstance(ks, int):
             r = tv.fixed_best(ks)
         else:
@@ -289,7 +310,7 @@ def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
     headers keeps its object from hop to hop, and a network's tables mostly test the same bits)."""
     ks = keys.get(tv.bid)
     if ks is None:
-        ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low)
+        ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low, keys)
     if isinstance(ks, int):   # one key, fixing every tested bit: the best candidate takes it whole
         return tv.fixed_best(ks)
     r = tv.whole_keys(ks)
@@ -328,7 +349,7 @@ def _copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], ru
         if kind == 0:
             pushes.append((x[0], x[1], orig, em.sym, path, rules, choices))
         elif kind == 1:
-            events.append(("delivered", x, event(orig, x, path, rules, choices, sym=em.sym)))
+            events.append(("delivered", x, event(orig, x, path, rules, choices, "", em.sym)))
         elif kind == 2:
             events.append(("punted", s, event(orig, s, path, rules, choices)))
         else:
@@ -336,20 +357,33 @@ def _copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], ru
     return events, pushes
 
 
-def _keys(orig: HS13, bits: int, low: int) -> int | tuple[tuple[int, int], ...]:
+def _keys(orig: HS13, bits: int, low: int, keys: dict[int, Any]) -> int | tuple[tuple[int, int], ...]:
     """What a table view testing ``bits`` reads of ``orig``'s terms: the distinct (value & bits,
     mask & bits), or, when that is one that fixes every bit, its value on them shifted down by
     :func:`~netsleuth.invariants.headerspace.of13.classify.low_bit` (an int: what
     :meth:`~netsleuth.invariants.headerspace.of13.classify._TableView.fixed_best` reads;
-    ``low``: ``low_bit(bits)``, which the view keeps)."""
-    sb = bits >> low
-    fixed = -1
-    for v, m, _d in orig.terms:   # shifted first: the masking then runs on small ints
-        sv = (v >> low) & sb
-        if (m >> low) & sb != sb or (fixed >= 0 and sv != fixed):
-            return tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
-        fixed = sv
-    return fixed if fixed >= 0 else ()
+    ``low``: ``low_bit(bits)``, which the view keeps).  ``keys``: ``orig``'s keys, which hold
+    under -1 the bits all of its terms fix to one value (:func:`_agreed`, worked out once)."""
+    agreed = keys[-1]
+    if agreed is not None and not bits & agreed[0]:
+        return (agreed[1] >> low) & (bits >> low)
+    return tuple(dict.fromkeys([(v & bits, m & bits) for v, m, _d in orig.terms]))
+
+
+def _agreed(orig: HS13) -> tuple[int, int] | None:
+    """The bits every term of ``orig`` fixes, each to one value for them all, as (their
+    complement, a value holding them); None for no term.  A class of headers is a few terms
+    (the injected headers' tag shapes) that differ in the tag bits alone: what a table testing
+    other bits reads of them is then one key, found from this with no look at each term."""
+    terms = orig.terms
+    if not terms:
+        return None
+    v0, fixed, _d = terms[0]
+    differ = 0
+    for v, m, _d in terms[1:]:
+        fixed &= m
+        differ |= v ^ v0
+    return ~(fixed & ~differ), v0
 
 
 def port_leads(view: Any, s: str, q: int) -> tuple[int, Any]:
@@ -377,7 +411,7 @@ def send_copies(where: Callable[[str, int], tuple[int, Any]], event: type, s: st
         if kind == 0:
             pushes.append((x[0], x[1], orig, em.sym, path, r2, choices))
         elif kind == 1:
-            events.append(("delivered", x, event(orig, x, path, r2, choices, sym=em.sym)))
+            events.append(("delivered", x, event(orig, x, path, r2, choices, "", em.sym)))
         elif kind == 2:
             events.append(("punted", s, event(orig, s, path, r2, choices)))
         else:

@@ -324,6 +324,7 @@ class _Switch13:
         st = br.st
         tv = self.comp.view(table_id, st.sym, in_port, st.metadata, st.tunnel_id)
         no_output = f"table {table_id}: rule has no output (drop)"
+        last = not aset   # (with the entry's instructions: whether the short way below applies)
         for i, piece in tv.classify(st.orig):
             if i is None:
                 out.append(Branch13(st.with_orig(piece), br.emits, br.rules, br.choices,
@@ -332,7 +333,7 @@ class _Switch13:
                 continue
             entry = tv.entries[i]
             inst = entry.instructions
-            if inst.goto is None and not aset and _outputs_only(inst):
+            if last and inst.goto is None and _outputs_only(inst):
                 # the last table with nothing in the action set, and only outputs: the one branch
                 # the general run below gives (the first hop's hundred and more pieces, each its own)
                 out.append(self._outs(st.with_orig(piece), br, br.rules + ((table_id, entry),),
