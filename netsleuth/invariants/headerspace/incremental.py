@@ -55,7 +55,7 @@ from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
 from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
-from netsleuth.invariants.headerspace.incremental_records import switch_records
+from netsleuth.invariants.headerspace.incremental_records import KeySet, switch_records
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
@@ -253,8 +253,8 @@ class IncrementalHSA(_ClassTracker):
         depth: dict[Port, int] = {}   # cell -> the last hop number at which the full check's classes came in
         b, rest = _batch(net, self._ingresses, self._tag, n, trace, depth)
         self._masks = b.masks
-        # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
-        # slot map, which the table changes in place: this index keeps codes of its own)
+        # the key ids per ingress (a compiled port's ids may be its table's key id -> slot map,
+        # which the table changes in place: this index keeps its own)
         self._ids_of(net, b, n)
         self._index_base(trace, depth)
         del trace, depth
@@ -357,27 +357,15 @@ class IncrementalHSA(_ClassTracker):
             self._seen_at.setdefault(s, set()).add(ing)
 
     def _ids_of(self, net: HsaNet, b: _Batch, n: int) -> None:
-        """Each batch ingress's key id -> fast code map (``_ids``).  Not copied: a compiled port's
-        ``code_map`` is usually a dict made for the caller, which flow_mod may change in place
-        (``_own_ids``), but it may be the port's own map, which flow_mod copies before it writes."""
+        """Each batch ingress's key ids (``_ids``), as a :class:`KeySet` over the array of them the
+        batch run just read (the table's own sorted array: nothing copied per key)."""
         self._ids = []
-        self._own_ids = set()
         for t in range(n):
             if b.ids_at.get(t) is None:
                 self._ids.append(None)
                 continue
             ing = self._ingresses[t]
-            pi = net.compiled(ing[0]).port(ing[1])
-            if pi.act is None:
-                ids = pi.code_map()
-            else:
-                # what code_map makes, from the two columns the batch run just split the
-                # ingress's classes by (no per-slot gather or code table made again per port)
-                kids, codes = pi.arrays()
-                ids = dict(zip(kids.tolist(), codes.tolist(), strict=True))
-            if ids is not pi.ids:
-                self._own_ids.add(t)
-            self._ids.append(ids)
+            self._ids.append(KeySet(net.compiled(ing[0]).port(ing[1]).arrays()[0]))
 
     def _analysis(self, ing: Port, xs: Iterable[int]) -> Analysis:
         """An :class:`Analysis` of ``ing`` alone holding the classes ``xs`` of it (and its

@@ -6,7 +6,11 @@ state is out of the CPU's caches between flow_mods).  ``incremental_classes.py``
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from netsleuth.invariants.headerspace.batch import _FAST_ROUNDS
 from netsleuth.invariants.headerspace.general import HsaNet, Port
@@ -62,3 +66,61 @@ def switch_records(net: HsaNet, peers: dict[Port, Port | None]) -> dict[str, _Sw
         else:
             rec.host[port] = peer[0]
     return recs
+
+
+class KeySet:
+    """The key ids with an entry at one batch ingress port, as an incremental check keeps them: the
+    full check's as the port's own int32 array of key ids (``base``, in the port's order; the
+    table's sorted array when the port is compiled from its pattern index, which the table
+    never writes in place), with the flow_mods' changes beside it (``gone``: keys of ``base``
+    removed; ``new``: keys added since, in order).  A dict per ingress made at the full check
+    cost a tenth of a second and some 60 MB at FatTree K=16 (a million key ids) for maps of
+    which a flow_mod reads one or two entries.
+
+    Iteration: ``base`` without ``gone``, then ``new`` (what a dict would list after the same
+    deletions and additions); membership: a bisection of ``base`` (sorted, or a sorted copy)."""
+
+    __slots__ = ("_base", "_sorted", "_gone", "_new")
+
+    def __init__(self, base: Any) -> None:
+        self._base = base
+        ordered = len(base) < 2 or bool((base[1:] > base[:-1]).all())
+        self._sorted = memoryview(base if ordered else np.sort(base))  # type: ignore[arg-type]  # (numpy arrays are buffers)
+        # (None while empty: a flow_mod's probe then reads no more objects than it needs)
+        self._gone: set[int] | None = None
+        self._new: dict[int, None] | None = None
+
+    def __contains__(self, j: object) -> bool:
+        new, gone = self._new, self._gone
+        if new is not None and j in new:
+            return True
+        if gone is not None and j in gone:
+            return False
+        s = self._sorted
+        i = bisect_left(s, j)  # type: ignore[call-overload]  # (key ids are ints)
+        return i < len(s) and s[i] == j
+
+    def __iter__(self) -> Iterator[int]:
+        gone = self._gone
+        base = self._base.tolist()
+        yield from (base if not gone else (j for j in base if j not in gone))
+        if self._new:
+            yield from list(self._new)
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._gone or ()) + len(self._new or ())
+
+    def add(self, j: int) -> None:
+        """Note that key ``j`` (not in the set) has an entry now."""
+        if self._new is None:
+            self._new = {}
+        self._new[j] = None
+
+    def discard(self, j: int) -> None:
+        """Note that key ``j`` (in the set) has no entry any more."""
+        if self._new is not None and j in self._new:
+            del self._new[j]
+            return
+        if self._gone is None:
+            self._gone = set()
+        self._gone.add(j)
