@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -60,6 +59,7 @@ from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.flowtable import FlowTable
+from netsleuth.model.headerbits import key_field
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")   # the kinds of findings, in the order every result lists them
@@ -296,8 +296,9 @@ class IncrementalHSA(_ClassTracker):
         # delivered: every host's classes in one array (with the host's number beside each),
         # suspect where the class's destination MAC is not one of that host's
         hosts = list(b.delivered)
-        lens = [len(xs) for xs in b.delivered.values()]
-        arr = np.fromiter(chain.from_iterable(b.delivered.values()), dtype=np.int64, count=sum(lens))
+        got = [b.delivered_arrays[h] for h in hosts]
+        lens = [len(xs) for xs in got]
+        arr = np.concatenate(got) if got else np.zeros(0, dtype=np.int64)
         who = np.repeat(np.arange(len(hosts), dtype=np.int64), lens)
         keep = pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]
         arr, who = arr[keep], who[keep]
@@ -306,7 +307,8 @@ class IncrementalHSA(_ClassTracker):
             macs = sorted(self._by_mac)
             mac_arr = np.array(macs, dtype=np.int64)
             owner = np.array([num.get(self._by_mac[mac].name, -1) for mac in macs], dtype=np.int64)
-            dm = HR.pair_macs()[1][arr & _IDM]
+            # (the destination column alone: the sources' is not needed here)
+            dm = key_field(HR.PAIR_FIXED, "dl_dst")[arr & _IDM]
             at = np.minimum(np.searchsorted(mac_arr, dm), len(macs) - 1)
             arr = arr[(mac_arr[at] != dm) | (owner[at] != who)]
         parts = [arr, pairs_of(np.array(b.general, dtype=np.int64))]
