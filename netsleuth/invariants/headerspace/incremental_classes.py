@@ -70,7 +70,7 @@ class _ClassTracker:
     # tracker's state out of the CPU's caches between flow_mods (the usual case: a network's
     # other work runs in between), each read of a big instance dictionary is a cache miss of
     # its own, where slots sit side by side in the object.
-    __slots__ = ("_net", "_ingresses", "_tag", "_at_switch", "_masks", "_ids", "_out", "_outcomes",
+    __slots__ = ("_net", "_ingresses", "_tag", "_masks", "_ids", "_out", "_outcomes",
                  "_path", "_gone", "_stale", "_from", "_cell", "_cells_of", "_sws",
                  "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
 
@@ -78,7 +78,6 @@ class _ClassTracker:
     _net: _RecordingNet | None
     _ingresses: list[Port]                       # ingress number -> ingress
     _tag: dict[Port, int]                        # ingress -> its number
-    _at_switch: dict[str, list[Port]]            # switch -> its ingresses
     _masks: list[int]                            # ingress number -> its class pattern
     _ids: list[KeySet | None]                    # ingress number -> the key ids its port has entries for
     # per class: where it ended (an interned tuple); the cells a re-traced class crossed
@@ -280,12 +279,13 @@ class _ClassTracker:
         touched: dict[int, _Touched] = {}
         redo = self._crossed(switch, ip, v, m)
         # ingress ports on the switch: their entries (so their classes) may have changed
-        for ing in self._at_switch.get(switch, ()):
+        for ing in self._sws[switch].ingresses:
             if ip is not None and ing[1] != ip:
                 continue
             self._ingress_port(ing, v, m, touched, redo)
         # general-engine ingresses whose exploration went through the switch
-        for ing in self._seen_at.get(switch, ()):
+        seen_at = self._seen_at
+        for ing in seen_at.get(switch, ()) if seen_at else ():  # (none in the usual network)
             touched.setdefault(self._tag[ing], _Touched()).general = True
         if redo:
             self._retrace(redo, touched)

@@ -38,10 +38,11 @@ class _Cell:
 class _Switch:
     """What a class's re-trace reads of one switch at each hop, in one object: a hop then probes
     one dictionary for its switch, not one per map (up-ness, tables, port states, links), each a
-    cache miss of its own when a flow_mod comes.  Made at the full check: a flow_mod changes
-    tables' contents, none of these."""
+    cache miss of its own when a flow_mod comes (the check of which tables changed reads it
+    too, and so does the look for the switch's ingresses).  Made at the full check: a flow_mod
+    changes tables' contents (and ``version``, as read after it), none of the rest."""
 
-    __slots__ = ("up", "table", "index", "ps", "next", "host")
+    __slots__ = ("up", "table", "index", "ps", "next", "host", "ingresses", "version")
 
     def __init__(self, up: bool, table: Any) -> None:
         self.up = up
@@ -51,6 +52,8 @@ class _Switch:
         self.ps: tuple[int, int, dict] | None = None   # (generation, port state id, ports), when first asked
         self.next: dict[int, Port] = {}   # port -> the switch cell it links to
         self.host: dict[int, str] = {}    # port -> the host (or other node) it links to
+        self.ingresses: list[Port] = []   # the check's ingresses on the switch
+        self.version: Any = None          # the table's change counter when last read (see IncrementalHSA)
 
 
 def switch_records(net: HsaNet, peers: dict[Port, Port | None]) -> dict[str, _Switch]:
