@@ -24,6 +24,7 @@ from netsleuth.invariants.headerspace import engine as E
 from netsleuth.invariants.headerspace import incremental_classes as IC
 from netsleuth.invariants.headerspace import reachability as HR
 from netsleuth.invariants.headerspace.incremental import KINDS, IncrementalHSA
+from netsleuth.invariants.headerspace.incremental_records import KeySet
 from netsleuth.model.actions import Output
 from netsleuth.model.flowindex import action_id
 from netsleuth.model.headerbits import intern_new, interner
@@ -359,3 +360,27 @@ def test_a_big_cell_finds_each_of_many_keys():
     for j in ids:
         want = sorted(x for x in xs if x & 0xFFFFFFFF == j)
         assert cellsearch.overlapping_classes(cell, mask, keys[j], mask) == want
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_an_ingress_key_set_lists_and_finds_what_a_dict_would(ordered):
+    """An ingress's key ids kept as its port's array plus the flow_mods' changes: after random
+    removals and additions (a key removed and added again included), membership, length and
+    iteration order are a dict's after the same deletions and insertions."""
+    rng = random.Random(3)
+    base = sorted(rng.sample(range(10_000), 300))
+    if not ordered:  # (a port compiled from its entries lists its keys in its own order)
+        rng.shuffle(base)
+    ks = KeySet(np.array(base, dtype=np.int32))
+    want = dict.fromkeys(base)
+    for _ in range(400):
+        j = rng.choice(base) if rng.random() < 0.7 else rng.randrange(10_000)
+        if j in want:
+            del want[j]
+            ks.discard(j)
+        else:
+            want[j] = None
+            ks.add(j)
+        assert (j in ks) == (j in want)
+    assert list(ks) == list(want) and len(ks) == len(want)
+    assert all((j in ks) == (j in want) for j in range(10_000))

@@ -42,6 +42,9 @@ class _Batch:
     drops: dict[tuple[str, int, int], list[int]] = field(default_factory=dict)  # (switch, in_port, code)
     general: list[int] = field(default_factory=list)    # classes handed to the general engine
     ids_at: dict[int, Collection[int]] = field(default_factory=dict)  # ingress number -> its port's key ids
+    # host -> the classes delivered there as one int64 array, beside the list (a traced run's only:
+    # an incremental check's first look reads them all at once)
+    delivered_arrays: dict[str, np.ndarray] = field(default_factory=dict)
     rounds: int = 0
     hops: int = 0
 
@@ -95,7 +98,7 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
                 by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
         for mask, frontier in by_mask.items():
             _run_batch(net, out, acc, mask, frontier, trace, depth)
-        acc.into(out)
+        acc.into(out, trace is not None)
     if holder is not None:
         holder.last_batch = (inputs, out, list(rest))
     return out, rest
@@ -112,11 +115,16 @@ class _Acc:
         self.drops: dict[tuple[str, int, int], list[np.ndarray]] = {}
         self.general: list[np.ndarray] = []
 
-    def into(self, out: _Batch) -> None:
+    def into(self, out: _Batch, arrays: bool = False) -> None:
+        """Fill ``out``'s lists (and, with ``arrays``, its ``delivered_arrays``)."""
         for name in ("delivered", "punted", "filtered", "drops"):
             dst = getattr(out, name)
             for where, chunks in getattr(self, name).items():
-                dst[where] = _flat(chunks)
+                if arrays and name == "delivered":
+                    arr = out.delivered_arrays[where] = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+                    dst[where] = arr.tolist()
+                else:
+                    dst[where] = _flat(chunks)
         out.general = _flat(self.general)
 
 
@@ -277,11 +285,15 @@ def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) 
     if fm != mask:
         got = None
     elif n >= _VECTOR_MIN and n * _VECTOR_RATIO >= len(ids):
-        # many classes: scatter the port's codes by key id, gather the classes'
         kids, codes = pi.arrays()
-        scratch[kids] = codes
-        got = scratch[xs & _IDM]
-        scratch[kids] = _F_MISS
+        if pi.memo.get(("ingress", int(xs[0]) >> TAG_SHIFT)) is xs:
+            # an ingress's own classes (see _batch): its port's key ids, in their order
+            got = codes
+        else:
+            # many classes: scatter the port's codes by key id, gather the classes'
+            scratch[kids] = codes
+            got = scratch[xs & _IDM]
+            scratch[kids] = _F_MISS
     elif pi.act is not None and isinstance(ids, SlotMap) and len(ids) >= SlotMap.COMPACT_MIN:
         # a few classes at a big port: binary search in the table's sorted key ids
         kids, codes = pi.arrays()

@@ -61,7 +61,7 @@ def keyed_cells(cells: list[list[np.ndarray]]) -> list[memoryview]:
     for n, f in zip(lens, fences, strict=True):
         start = at + 1 + f
         data = out[start:start + n]
-        data.sort()
+        data.sort(kind="stable")  # (timsort: a cell's classes often come in as a few sorted runs)
         out[at] = f
         if f:
             out[at + 1:start] = data[::_STRIDE]

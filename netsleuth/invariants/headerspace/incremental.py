@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -55,11 +54,12 @@ from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis, _has_of13
 from netsleuth.invariants.headerspace.general import DEFAULT_BUDGET, HsaNet, Port, Reach, _explore
 from netsleuth.invariants.headerspace.incremental_classes import _ClassTracker, _RecordingNet, _Touched
-from netsleuth.invariants.headerspace.incremental_records import switch_records
+from netsleuth.invariants.headerspace.incremental_records import KeySet, _Switch, switch_records
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.space import HeaderSpace, describe_headerspace
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.flowtable import FlowTable
+from netsleuth.model.headerbits import key_field
 from netsleuth.model.match import Match
 
 KINDS = ("loops", "blackholes", "reachability")   # the kinds of findings, in the order every result lists them
@@ -112,9 +112,9 @@ class IncrementalHSA(_ClassTracker):
         self._net = None
         self._of13 = False
         self._found: dict[str, list[Finding]] = {k: [] for k in KINDS}
-        # switch -> [its table, the table's version when last read] (None: some table has no
-        # version; ``_versions`` then holds what was read)
-        self._vrec: dict[str, list] | None = None
+        # switch -> its record (the tracker's ``_sws``: its table, the table's version when last
+        # read); None: some table has no version (``_versions`` then holds what was read), or 1.3
+        self._vrec: dict[str, _Switch] | None = None
         self._changes = 0        # FlowTable.changes() when the versions above were read
         self.full_checks = 0
         self.partial_checks = 0
@@ -178,7 +178,7 @@ class IncrementalHSA(_ClassTracker):
     def _read(self) -> dict[str, object]:
         """Each switch's table version as last read (what :meth:`_versions_of` said then)."""
         vrec = self._vrec
-        return self._versions if vrec is None else {n: r[1] for n, r in vrec.items()}
+        return self._versions if vrec is None else {n: r.version for n, r in vrec.items()}
 
     def _only_changed(self, switch: str, table: Any, view: NetworkView) -> bool:
         """Whether no table but ``switch``'s (``table``, the one it had at the full check) changed
@@ -190,15 +190,16 @@ class IncrementalHSA(_ClassTracker):
                 return False
             self._versions = versions
             return True
-        rec = vrec.get(switch)  # (one record per switch: a flow_mod reads one dictionary entry)
-        if rec is None or rec[0] is not table:
+        # (the switch's record, which the re-trace reads next: one dictionary entry per flow_mod)
+        rec = vrec.get(switch)
+        if rec is None or rec.table is not table:
             return False
         own, seen = table.version, FlowTable.changes()
-        if seen - self._changes != own - rec[1]:  # not only this table's bumps: look at each
+        if seen - self._changes != own - rec.version:  # not only this table's bumps: look at each
             # (tables of other networks may have changed)
-            if any(r[0].version != r[1] for n, r in vrec.items() if n != switch):
+            if any(r.table.version != r.version for n, r in vrec.items() if n != switch):
                 return False
-        rec[1] = own
+        rec.version = own
         self._changes = seen
         return True
 
@@ -208,10 +209,7 @@ class IncrementalHSA(_ClassTracker):
         self._changes = FlowTable.changes()
         self._versions = self._versions_of(view)
         self._state = self._state_of(view)
-        tables = {n: sw.table for n, sw in view.switches.items()}
-        # every table's change counter, read in one pass per flow_mod (None: some table has none)
-        self._vrec = {n: [t, self._versions[n]] for n, t in tables.items()} \
-            if all(hasattr(t, "version") for t in tables.values()) else None
+        self._vrec = None
         steady = self._steady = _steady(view)
         self._of13 = _has_of13(view)
         if self._of13:  # OpenFlow 1.3 pipelines: the 1.3 engine, a full check every time
@@ -222,9 +220,6 @@ class IncrementalHSA(_ClassTracker):
         self._ingresses = list(points)
         n = len(self._ingresses)
         self._tag = {ing: t for t, ing in enumerate(self._ingresses)}
-        self._at_switch = {}
-        for ing in self._ingresses:
-            self._at_switch.setdefault(ing[0], []).append(ing)
         ingress_host = {k: v for k, v in points.items() if v is not None}
         # per class: where it ended (an interned tuple) and the cells it crossed
         self._out = {}
@@ -236,6 +231,13 @@ class IncrementalHSA(_ClassTracker):
         self._cells_of = {}
         # ports, links and switches stay as they are till the next full check:
         self._sws = switch_records(net, steady.peers())
+        for ing in self._ingresses:
+            self._sws[ing[0]].ingresses.append(ing)
+        if all(hasattr(sw.table, "version") for sw in view.switches.values()):
+            # every table's change counter, kept in its switch's record (see _only_changed)
+            for name, rec in self._sws.items():
+                rec.version = self._versions[name]
+            self._vrec = self._sws
         # per ingress number
         self._dropx = {}
         self._genx = {}
@@ -253,8 +255,8 @@ class IncrementalHSA(_ClassTracker):
         depth: dict[Port, int] = {}   # cell -> the last hop number at which the full check's classes came in
         b, rest = _batch(net, self._ingresses, self._tag, n, trace, depth)
         self._masks = b.masks
-        # key id -> fast code per ingress (a compiled port's ids may be its table's key id ->
-        # slot map, which the table changes in place: this index keeps codes of its own)
+        # the key ids per ingress (a compiled port's ids may be its table's key id -> slot map,
+        # which the table changes in place: this index keeps its own)
         self._ids_of(net, b, n)
         self._index_base(trace, depth)
         del trace, depth
@@ -296,8 +298,9 @@ class IncrementalHSA(_ClassTracker):
         # delivered: every host's classes in one array (with the host's number beside each),
         # suspect where the class's destination MAC is not one of that host's
         hosts = list(b.delivered)
-        lens = [len(xs) for xs in b.delivered.values()]
-        arr = np.fromiter(chain.from_iterable(b.delivered.values()), dtype=np.int64, count=sum(lens))
+        got = [b.delivered_arrays[h] for h in hosts]
+        lens = [len(xs) for xs in got]
+        arr = np.concatenate(got) if got else np.zeros(0, dtype=np.int64)
         who = np.repeat(np.arange(len(hosts), dtype=np.int64), lens)
         keep = pairt[np.minimum(arr >> TAG_SHIFT, len(pairt) - 1)]
         arr, who = arr[keep], who[keep]
@@ -306,7 +309,8 @@ class IncrementalHSA(_ClassTracker):
             macs = sorted(self._by_mac)
             mac_arr = np.array(macs, dtype=np.int64)
             owner = np.array([num.get(self._by_mac[mac].name, -1) for mac in macs], dtype=np.int64)
-            dm = HR.pair_macs()[1][arr & _IDM]
+            # (the destination column alone: the sources' is not needed here)
+            dm = key_field(HR.PAIR_FIXED, "dl_dst")[arr & _IDM]
             at = np.minimum(np.searchsorted(mac_arr, dm), len(macs) - 1)
             arr = arr[(mac_arr[at] != dm) | (owner[at] != who)]
         parts = [arr, pairs_of(np.array(b.general, dtype=np.int64))]
@@ -357,27 +361,15 @@ class IncrementalHSA(_ClassTracker):
             self._seen_at.setdefault(s, set()).add(ing)
 
     def _ids_of(self, net: HsaNet, b: _Batch, n: int) -> None:
-        """Each batch ingress's key id -> fast code map (``_ids``).  Not copied: a compiled port's
-        ``code_map`` is usually a dict made for the caller, which flow_mod may change in place
-        (``_own_ids``), but it may be the port's own map, which flow_mod copies before it writes."""
+        """Each batch ingress's key ids (``_ids``), as a :class:`KeySet` over the array of them the
+        batch run just read (the table's own sorted array: nothing copied per key)."""
         self._ids = []
-        self._own_ids = set()
         for t in range(n):
             if b.ids_at.get(t) is None:
                 self._ids.append(None)
                 continue
             ing = self._ingresses[t]
-            pi = net.compiled(ing[0]).port(ing[1])
-            if pi.act is None:
-                ids = pi.code_map()
-            else:
-                # what code_map makes, from the two columns the batch run just split the
-                # ingress's classes by (no per-slot gather or code table made again per port)
-                kids, codes = pi.arrays()
-                ids = dict(zip(kids.tolist(), codes.tolist(), strict=True))
-            if ids is not pi.ids:
-                self._own_ids.add(t)
-            self._ids.append(ids)
+            self._ids.append(KeySet(net.compiled(ing[0]).port(ing[1]).arrays()[0]))
 
     def _analysis(self, ing: Port, xs: Iterable[int]) -> Analysis:
         """An :class:`Analysis` of ``ing`` alone holding the classes ``xs`` of it (and its

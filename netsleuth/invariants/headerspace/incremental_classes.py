@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from netsleuth.invariants.headerspace.codes import (
 )
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
-from netsleuth.invariants.headerspace.incremental_records import _UNREAD, _Cell, _Switch
+from netsleuth.invariants.headerspace.incremental_records import _UNREAD, KeySet, _Cell, _Switch
 from netsleuth.invariants.headerspace.space import match_wildcard, unpack
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.match import Match
@@ -69,7 +70,7 @@ class _ClassTracker:
     # tracker's state out of the CPU's caches between flow_mods (the usual case: a network's
     # other work runs in between), each read of a big instance dictionary is a cache miss of
     # its own, where slots sit side by side in the object.
-    __slots__ = ("_net", "_ingresses", "_tag", "_at_switch", "_masks", "_ids", "_own_ids", "_out", "_outcomes",
+    __slots__ = ("_net", "_ingresses", "_tag", "_masks", "_ids", "_out", "_outcomes",
                  "_path", "_gone", "_stale", "_from", "_cell", "_cells_of", "_sws",
                  "_dropx", "_genx", "_seen_at", "reanalysed", "resumed")
 
@@ -77,10 +78,8 @@ class _ClassTracker:
     _net: _RecordingNet | None
     _ingresses: list[Port]                       # ingress number -> ingress
     _tag: dict[Port, int]                        # ingress -> its number
-    _at_switch: dict[str, list[Port]]            # switch -> its ingresses
     _masks: list[int]                            # ingress number -> its class pattern
-    _ids: list[dict[int, int] | None]            # ingress number -> key id -> fast code
-    _own_ids: set[int]                           # ingress numbers whose _ids dict is the tracker's own
+    _ids: list[KeySet | None]                    # ingress number -> the key ids its port has entries for
     # per class: where it ended (an interned tuple); the cells a re-traced class crossed
     _out: dict[int, tuple]
     _outcomes: dict[tuple, tuple]
@@ -228,8 +227,9 @@ class _ClassTracker:
                 o = outcomes[key] = key
             if o[0] not in "xg":
                 # nothing known before, nothing to note but the outcome (one C-level update
-                # instead of a Python step per class: a million at K=16)
-                out.update(dict.fromkeys(xs, o))
+                # instead of a Python step per class: a million at K=16; from pairs, not
+                # from a dict made for it, which would cost a second insertion per class)
+                out.update(zip(xs, repeat(o)))
                 continue
             for x in xs:
                 self._note(x, o, None)
@@ -279,12 +279,13 @@ class _ClassTracker:
         touched: dict[int, _Touched] = {}
         redo = self._crossed(switch, ip, v, m)
         # ingress ports on the switch: their entries (so their classes) may have changed
-        for ing in self._at_switch.get(switch, ()):
+        for ing in self._sws[switch].ingresses:
             if ip is not None and ing[1] != ip:
                 continue
             self._ingress_port(ing, v, m, touched, redo)
         # general-engine ingresses whose exploration went through the switch
-        for ing in self._seen_at.get(switch, ()):
+        seen_at = self._seen_at
+        for ing in seen_at.get(switch, ()) if seen_at else ():  # (none in the usual network)
             touched.setdefault(self._tag[ing], _Touched()).general = True
         if redo:
             self._retrace(redo, touched)
@@ -543,36 +544,25 @@ class _ClassTracker:
             if not (mask & ~m) and (v & mask) in intern:
                 cand.add(intern[v & mask])
             table = net.switches[ing[0]].table
-            ids = None
             for j in sorted(cand):
                 code = self._code_at(table, ing, mask, j, keys[j])
                 if (code is not None) == (j in old):
                     if code is not None:
                         redo.setdefault(t, set()).add(j | shifted)
                     continue
-                if ids is None:
-                    # a copy the first time: till then the dict may be a compiled port's
-                    ids = old if t in self._own_ids else dict(old)
-                    self._own_ids.add(t)
                 if code is None:
-                    del ids[j]
+                    old.discard(j)
                     self._purge(j | shifted, tc)
                 else:
-                    ids[j] = code
+                    old.add(j)
                     redo.setdefault(t, set()).add(j | shifted)
-            if ids is not None:
-                self._ids[t] = ids
             return
         pi = net.compiled(ing[0]).port(ing[1]) if net.up(ing[0]) else None
-        new = pi.code_map() if pi is not None and pi.ids is not None else None
+        new = KeySet(pi.arrays()[0]) if pi is not None and pi.ids is not None else None
         # the port's pattern changed: the ingress starts over
         for j in old or ():
             self._purge(j | shifted, tc)
         self._ids[t] = new
-        if new is not None and pi is not None and new is not pi.ids:
-            self._own_ids.add(t)
-        else:
-            self._own_ids.discard(t)  # (the compiled port's own)
         redo.pop(t, None)
         tc.general = True
         if new is not None and pi is not None:
