@@ -293,12 +293,7 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
                     continue
                 # a hop that only passes its headers on (most hops, given as the hop it pushes): the
                 # next hop's own events and pushes are filed where this one's would be, in the same node
-                at = got[0], got[1]
-                got_s = nxt.get(at)
-                if got_s is None:
-                    nxt[at] = [(n, got, node)]
-                else:
-                    got_s.append((n, got, node))
+                nxt.setdefault((got[0], got[1]), []).append((n, got, node))
         wave = nxt
     return roots, counts
 
@@ -317,12 +312,7 @@ def _wave_node(net: Net13, alts: dict[int, int], n: int, item: Hop13, node: list
         node[0] = events
         node[1] = kids
     for q, kid in zip(pushes, kids, strict=True):
-        at = q[0], q[1]
-        got_s = nxt.get(at)
-        if got_s is None:
-            nxt[at] = [(n, q, kid)]
-        else:
-            got_s.append((n, q, kid))
+        nxt.setdefault((q[0], q[1]), []).append((n, q, kid))
 
 
 def _has_select(view: NetworkView) -> bool:
