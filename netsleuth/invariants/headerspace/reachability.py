@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Collection, Iterable, Iterator
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,8 +40,10 @@ from netsleuth.model.topology import HostSpec
 PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
 
 
+@lru_cache(maxsize=1 << 12)  # a check judges each pair once or twice, a few dozen per ingress in a row
 def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HeaderSpace:
-    """A host pair's traffic: their dl_src/dl_dst and, for IPv4, their nw_src/nw_dst."""
+    """A host pair's traffic: their dl_src/dl_dst and, for IPv4, their nw_src/nw_dst (the same
+    object for the same pair: read-only, as every header space is)."""
     eth = field_wildcard(dl_src=src_mac, dl_dst=dst_mac)
     if src_ip is None or dst_ip is None:
         return HeaderSpace.wildcard(*eth)
@@ -379,9 +382,15 @@ class ReachIndex:
 
 
 def judge_pair(a: Analysis, idx: ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
+    """The finding for the pair ``src`` -> ``dst`` entering at ``ing``: the part of its traffic
+    neither delivered to ``dst``, nor punted to a live controller, nor dropped by a drop rule,
+    or None when there is none."""
     P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
     bases = [(v, m) for v, m, _ in P.terms]
     dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
+    lost = P - dlv
+    if lost.is_empty():
+        return None  # all of it delivered (the usual case): what is punted or filtered cannot matter
     good = HeaderSpace()
     for index in idx.filtered:  # dropped on purpose by a rule: the controller's choice
         good = good | idx.terms(index, dst.mac, bases)
@@ -392,7 +401,7 @@ def judge_pair(a: Analysis, idx: ReachIndex, ing: Port, src, dst, ok) -> Finding
             good = good | hs
         else:
             bad_p = bad_p | hs
-    bad = ((P - dlv) - good) | ((P & bad_p) - dlv)
+    bad = (lost - good) | ((P & bad_p) - dlv)
     if bad.is_empty():
         return None
     why, where, path = _why_unreached(a, ing, bad.witness(), ok)
