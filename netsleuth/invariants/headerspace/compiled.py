@@ -103,7 +103,7 @@ class PortIndex:
     needs it, and building it costs time per rule."""
 
     __slots__ = ("_groups", "_build", "fast_mask", "ids", "act", "code_by_act", "pat", "_key_code", "_codes",
-                 "memo", "_keys", "_arrays")
+                 "memo", "_keys", "_arrays", "_bits")
 
     def __init__(self) -> None:
         self._groups: list[PatternGroup] | None = []
@@ -118,6 +118,7 @@ class PortIndex:
         self.memo: dict = {}   # the batch engine's memory of its last visit (see engine)
         self._keys: Any = None
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._bits: int | None = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(key ids, their fast codes) as two int32 arrays, same order as ``ids`` (built on
@@ -156,6 +157,15 @@ class PortIndex:
             self._groups = self._build()
             self._build = None
         return self._groups
+
+    def pattern_bits(self) -> int:
+        """Every header bit some entry here tests (the union of the groups' masks)."""
+        if self._bits is None:
+            bits = 0
+            for g in self.groups:
+                bits |= g.mask
+            self._bits = bits
+        return self._bits
 
     def codes(self) -> tuple[int, ...]:
         if self._codes is None:
@@ -458,8 +468,14 @@ class CompiledSwitch:
         term meets few entries (the usual case, a class of one header pattern) those are its
         differences, with no look-up of the entry's shadowers; when it meets many (a wide
         term, where most of them miss each other) the entry's shadowers, cached, are fewer.
-        Both give the same term (:func:`make_term` drops the differences that miss it)."""
-        groups = self.port(p).groups
+        Both give the same term (:func:`make_term` drops the differences that miss it).
+
+        A term without differences that fixes every bit an entry at ``p`` tests (a class of
+        the port's patterns, or finer) lies inside each entry it overlaps: all of it goes to
+        the best-ranked one, as it is."""
+        pi = self.port(p)
+        groups = pi.groups
+        bits = pi.pattern_bits()
         wildcard = self.wildcard
         pieces: dict[int | None, list[Term]] = {}
         seen: set[int] = set()
@@ -470,6 +486,9 @@ class CompiledSwitch:
                 pieces.setdefault(None, []).append(t)
                 continue
             seen.update(cands)
+            if not (ds or bits & ~m):
+                pieces.setdefault(cands[0], []).append(t)
+                continue
             ws = tuple(map(wildcard, cands))
             few = len(cands) <= _FEW_CANDIDATES
             for k, i in enumerate(cands):

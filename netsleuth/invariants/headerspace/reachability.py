@@ -423,7 +423,7 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
         if kind == "drop":
             return f"they are dropped at {rest[0]} ({rest[1]})", (rest[0],), text
         return f"they are delivered to {rest[0] if kind == 'deliver' else 'nobody'}", (), []
-    r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
+    r = _traced(a, ing, w) or reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     if r.loops:
         path = r.loops[0][0]
         return ("they loop", R.cycle_of(path),
@@ -438,6 +438,31 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
     if r.truncated:
         return "the analysis gave up (too many branches)", (), []
     return f"they are delivered to {', '.join(sorted(r.delivered)) or 'nobody'}", (), []
+
+
+def _traced(a: Analysis, ing: Port, w: int) -> Reach | None:
+    """Where the one header ``w`` entering at ``ing`` goes, read off the general engine's results
+    for ``ing`` when :func:`walk` cannot follow it (its class was then traced there, from
+    ``ing``): the loops, drops (with their paths), switches punting it and hosts it reaches,
+    of those results the ones holding ``w``.  They come in the order a search from ``w``
+    alone finds them: the search is depth-first, and what travels with ``w`` does not change
+    the order of ``w``'s own branches.  None when the results cannot tell: none kept, cut
+    short, or ``w`` punted at several switches (which comes first is not kept)."""
+    g = a.reaches.get(ing)
+    if g is None or g.truncated:
+        return None
+    punted = [sw for sw, spaces in g.punted.items() if any(hs.contains(w) for hs in spaces)]
+    if len(punted) > 1:
+        return None
+    r = Reach(ing)
+    r.punted = {sw: [] for sw in punted}
+    r.delivered = {h: [] for h, spaces in g.delivered.items() if any(hs.contains(w) for hs in spaces)}
+    r.loops = [(path, hs) for path, hs in g.loops if hs.contains(w)]
+    for drop, path in zip(g.drops, g.drop_paths, strict=True):
+        if drop[2].contains(w):
+            r.drops.append(drop)
+            r.drop_paths.append(path)
+    return r
 
 
 def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[str, ...],
