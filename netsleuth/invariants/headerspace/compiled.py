@@ -103,7 +103,7 @@ class PortIndex:
     needs it, and building it costs time per rule."""
 
     __slots__ = ("_groups", "_build", "fast_mask", "ids", "act", "code_by_act", "pat", "_key_code", "_codes",
-                 "memo", "_keys", "_arrays")
+                 "memo", "_keys", "_arrays", "_bits")
 
     def __init__(self) -> None:
         self._groups: list[PatternGroup] | None = []
@@ -118,6 +118,7 @@ class PortIndex:
         self.memo: dict = {}   # the batch engine's memory of its last visit (see engine)
         self._keys: Any = None
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._bits: int | None = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(key ids, their fast codes) as two int32 arrays, same order as ``ids`` (built on
@@ -156,6 +157,15 @@ class PortIndex:
             self._groups = self._build()
             self._build = None
         return self._groups
+
+    def pattern_bits(self) -> int:
+        """Every header bit some entry here tests (the union of the groups' masks)."""
+        if self._bits is None:
+            bits = 0
+            for g in self.groups:
+                bits |= g.mask
+            self._bits = bits
+        return self._bits
 
     def codes(self) -> tuple[int, ...]:
         if self._codes is None:
@@ -347,7 +357,7 @@ class CompiledSwitch:
             pi.ids = {}
             return pi
         pi._groups = None
-        pi._build = lambda: self._build_port(p).groups
+        pi._build = lambda: self._build_port(p, batch_index=False).groups
         cba = {aid: self.code_for_aid(aid, p) for aid in pat.act_count}
         pi._codes = tuple(sorted(set(cba.values())))
         pi.fast_mask = pat.mask
@@ -370,7 +380,11 @@ class CompiledSwitch:
         i = pi.groups[0].best.get(key) if pi.groups else None
         return None if i is None else self.entries[i]
 
-    def _build_port(self, p: int) -> PortIndex:
+    def _build_port(self, p: int, batch_index: bool = True) -> PortIndex:
+        """The port's index built from the sorted entries: its pattern groups, and when one
+        pattern is relevant at ``p`` and ``batch_index``, the batch engine's index too (a port
+        compiled from the table's pattern index has that one already).  Each entry's wildcard
+        is noted on the way: its packed values are its key in its group."""
         self._load()
         pi = PortIndex()
         pats: dict[int, list[int]] = {}
@@ -381,7 +395,8 @@ class CompiledSwitch:
                     cur = pats.get(w)
                     pats[w] = lst if cur is None else sorted(cur + lst)  # lists are never changed
         entries = self.entries
-        single = len(pats) == 1
+        wcs = self._wc
+        single = batch_index and len(pats) == 1
         for _w, lst in sorted(pats.items()):
             masks = entries[lst[0]].match.masks
             gm = pack(masks)
@@ -399,6 +414,7 @@ class CompiledSwitch:
                     if key in best:
                         continue  # an identical match ranked lower: never hit here
                     best[key] = i
+                    wcs[i] = (key, gm)
                     j = intern.get(key)
                     if j is None:
                         j = intern_new(gm, key)
@@ -414,6 +430,7 @@ class CompiledSwitch:
                     key = packer(entries[i].match.values)
                     if key not in best:
                         best[key] = i
+                        wcs[i] = (key, gm)
             pi._groups.append(g)  # type: ignore[union-attr]  # a list while the port is built
         if not pats:
             pi.fast_mask = 0
@@ -429,14 +446,7 @@ class CompiledSwitch:
 
     def candidates(self, p: int, v: int, m: int) -> list[int]:
         """Entries relevant at ``p`` that overlap ``(v, m)``, best first."""
-        out: list[int] = []
-        for g in self.port(p).groups:
-            lst = g.probe(v, m)
-            if lst:
-                out.extend(lst)
-        if len(out) > 1:
-            out.sort()
-        return out
+        return _overlapping(self.port(p).groups, v, m)
 
     def shadowers(self, i: int, p: int) -> tuple[tuple[int, int], ...]:
         """Wildcards of better-ranked entries relevant at ``p`` overlapping entry ``i``."""
@@ -450,25 +460,44 @@ class CompiledSwitch:
     # ------------------------------------------------------------ classification
     def classify(self, p: int, hs: HeaderSpace) -> tuple[list[tuple[int | None, HeaderSpace]], set[int]]:
         """Split ``hs`` arriving on ``p`` by the entry each part hits (None: table miss);
-        also returns every entry that overlaps ``hs``."""
+        also returns every entry that overlaps ``hs``.
+
+        Each term is looked up in the port's index once.  The part of it an entry takes is the
+        term minus the better-ranked entries that overlap that part, and every such entry
+        overlaps the term, so it is among the term's own candidates before this one: when the
+        term meets few entries (the usual case, a class of one header pattern) those are its
+        differences, with no look-up of the entry's shadowers; when it meets many (a wide
+        term, where most of them miss each other) the entry's shadowers, cached, are fewer.
+        Both give the same term (:func:`make_term` drops the differences that miss it).
+
+        A term without differences that fixes every bit an entry at ``p`` tests (a class of
+        the port's patterns, or finer) lies inside each entry it overlaps: all of it goes to
+        the best-ranked one, as it is."""
+        pi = self.port(p)
+        groups = pi.groups
+        bits = pi.pattern_bits()
+        wildcard = self.wildcard
         pieces: dict[int | None, list[Term]] = {}
         seen: set[int] = set()
         for t in hs.terms:
             v, m, ds = t
-            cands = self.candidates(p, v, m)
-            seen.update(cands)
+            cands = _overlapping(groups, v, m)
             if not cands:
                 pieces.setdefault(None, []).append(t)
                 continue
-            for i in cands:
-                ev, em = self.wildcard(i)
-                nv, nm = v | ev, m | em
-                diffs = ds + self.shadowers(i, p)
-                nt = make_term(nv, nm, diffs)
+            seen.update(cands)
+            if not (ds or bits & ~m):
+                pieces.setdefault(cands[0], []).append(t)
+                continue
+            ws = tuple(map(wildcard, cands))
+            few = len(cands) <= _FEW_CANDIDATES
+            for k, i in enumerate(cands):
+                ev, em = ws[k]
+                nt = make_term(v | ev, m | em, ds + ws[:k] if few else ds + self.shadowers(i, p))
                 if nt is None or (nt[2] and term_empty(nt)):
                     continue
                 pieces.setdefault(i, []).append(nt)
-            miss = make_term(v, m, ds + tuple(self.wildcard(i) for i in cands))
+            miss = make_term(v, m, ds + ws)
             if miss is not None and not (miss[2] and term_empty(miss)):
                 pieces.setdefault(None, []).append(miss)
         return [(i, HeaderSpace(ts)) for i, ts in pieces.items()], seen
@@ -508,6 +537,23 @@ class CompiledSwitch:
 
     def entry(self, i: int):
         return self.entries[i]
+
+
+# A term meeting at most this many entries takes its differences from its own candidates (see
+# CompiledSwitch.classify): the k-th entry then gets k - 1 of them to clip.
+_FEW_CANDIDATES = 8
+
+
+def _overlapping(groups: list[PatternGroup], v: int, m: int) -> list[int]:
+    """Entries of ``groups`` (a port's pattern groups) that overlap ``(v, m)``, best first."""
+    out: list[int] = []
+    for g in groups:
+        lst = g.probe(v, m)
+        if lst:
+            out.extend(lst)
+    if len(out) > 1:
+        out.sort()
+    return out
 
 
 def port_pattern(index: dict, p: int) -> tuple[int, Any]:

@@ -20,6 +20,11 @@ from netsleuth.invariants.view import NetworkView
 
 Port = tuple[str, int]
 DEFAULT_BUDGET = 200_000  # general-engine branches per ingress before giving up (Analysis.truncated)
+# Classifications an HsaNet remembers (see HsaNet.classify), all switches together: a few
+# hundred bytes each, the few hops of every class an incremental check re-traces on a small
+# network; a big network's cold check goes past it and starts again, as good as no memo.
+CLASSIFIED_MAX = 1 << 13
+Pieces = tuple[list[tuple[int | None, HeaderSpace]], set[int]]
 
 
 # --------------------------------------------------------------------------- results
@@ -80,10 +85,37 @@ class HsaNet:
         self._compiled: dict[str, CompiledSwitch] = {}
         self._up: dict[str, bool] = {}
         self._pre: dict = {}
+        self._classified: dict[str, dict[tuple[int, tuple], Pieces]] = {}
+        self._n_classified = 0
 
     def forget(self, name: str) -> None:
         """Compile switch ``name`` again when next asked (its table changed)."""
         self._compiled.pop(name, None)
+        memo = self._classified.pop(name, None)
+        if memo:
+            self._n_classified -= len(memo)
+
+    def classify(self, name: str, p: int, hs: HeaderSpace) -> Pieces:
+        """:meth:`CompiledSwitch.classify` at switch ``name``, remembered until the switch is
+        forgotten (the results are shared: read-only).  An incremental check re-traces an
+        ingress's classes after each flow_mod that may move them, through tables that mostly
+        did not change: the same header spaces at the same ports, classified once.  A net
+        that compiles afresh (``cache=False``) remembers nothing."""
+        if not self.cache:
+            return self.compiled(name).classify(p, hs)
+        memo = self._classified.get(name)
+        if memo is None:
+            memo = self._classified[name] = {}
+        key = (p, hs.terms)
+        hit = memo.get(key)
+        if hit is None:
+            if self._n_classified >= CLASSIFIED_MAX:
+                for m in self._classified.values():
+                    m.clear()
+                self._n_classified = 0
+            hit = memo[key] = self.compiled(name).classify(p, hs)
+            self._n_classified += 1
+        return hit
 
     def compiled(self, name: str) -> CompiledSwitch:
         cs = self._compiled.get(name)
@@ -146,7 +178,7 @@ def _explore(net: HsaNet, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budge
             reach.drop_paths.append(path)
             continue
         cs = net.compiled(s)
-        pieces, cands = cs.classify(p, cur)
+        pieces, cands = net.classify(s, p, cur)
         for i, cpiece in pieces:
             opiece = _injected(net, cs, p, chain, orig, cpiece, i, cands) if chain else cpiece
             if i is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Collection, Iterable, Iterator
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,8 +40,10 @@ from netsleuth.model.topology import HostSpec
 PAIR_FIXED = field_wildcard(dl_src=0, dl_dst=0)[1]
 
 
+@lru_cache(maxsize=1 << 12)  # a check judges each pair once or twice, a few dozen per ingress in a row
 def pair_space(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None) -> HeaderSpace:
-    """A host pair's traffic: their dl_src/dl_dst and, for IPv4, their nw_src/nw_dst."""
+    """A host pair's traffic: their dl_src/dl_dst and, for IPv4, their nw_src/nw_dst (the same
+    object for the same pair: read-only, as every header space is)."""
     eth = field_wildcard(dl_src=src_mac, dl_dst=dst_mac)
     if src_ip is None or dst_ip is None:
         return HeaderSpace.wildcard(*eth)
@@ -379,9 +382,15 @@ class ReachIndex:
 
 
 def judge_pair(a: Analysis, idx: ReachIndex, ing: Port, src, dst, ok) -> Finding | None:
+    """The finding for the pair ``src`` -> ``dst`` entering at ``ing``: the part of its traffic
+    neither delivered to ``dst``, nor punted to a live controller, nor dropped by a drop rule,
+    or None when there is none."""
     P = pair_space(src.mac, dst.mac, src.ip, dst.ip)
     bases = [(v, m) for v, m, _ in P.terms]
     dlv = idx.terms(idx.delivered[dst.name], dst.mac, bases) if dst.name in idx.delivered else HeaderSpace()
+    lost = P - dlv
+    if lost.is_empty():
+        return None  # all of it delivered (the usual case): what is punted or filtered cannot matter
     good = HeaderSpace()
     for index in idx.filtered:  # dropped on purpose by a rule: the controller's choice
         good = good | idx.terms(index, dst.mac, bases)
@@ -392,7 +401,7 @@ def judge_pair(a: Analysis, idx: ReachIndex, ing: Port, src, dst, ok) -> Finding
             good = good | hs
         else:
             bad_p = bad_p | hs
-    bad = ((P - dlv) - good) | ((P & bad_p) - dlv)
+    bad = (lost - good) | ((P & bad_p) - dlv)
     if bad.is_empty():
         return None
     why, where, path = _why_unreached(a, ing, bad.witness(), ok)
@@ -414,7 +423,7 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
         if kind == "drop":
             return f"they are dropped at {rest[0]} ({rest[1]})", (rest[0],), text
         return f"they are delivered to {rest[0] if kind == 'deliver' else 'nobody'}", (), []
-    r = reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
+    r = _traced(a, ing, w) or reachable(a.view, ing[0], ing[1], HeaderSpace.wildcard(w, (1 << 248) - 1), _net=a.net)
     if r.loops:
         path = r.loops[0][0]
         return ("they loop", R.cycle_of(path),
@@ -429,6 +438,31 @@ def _why_unreached(a: Analysis, ing: Port, w: int | None, ok) -> tuple[str, tupl
     if r.truncated:
         return "the analysis gave up (too many branches)", (), []
     return f"they are delivered to {', '.join(sorted(r.delivered)) or 'nobody'}", (), []
+
+
+def _traced(a: Analysis, ing: Port, w: int) -> Reach | None:
+    """Where the one header ``w`` entering at ``ing`` goes, read off the general engine's results
+    for ``ing`` when :func:`walk` cannot follow it (its class was then traced there, from
+    ``ing``): the loops, drops (with their paths), switches punting it and hosts it reaches,
+    of those results the ones holding ``w``.  They come in the order a search from ``w``
+    alone finds them: the search is depth-first, and what travels with ``w`` does not change
+    the order of ``w``'s own branches.  None when the results cannot tell: none kept, cut
+    short, or ``w`` punted at several switches (which comes first is not kept)."""
+    g = a.reaches.get(ing)
+    if g is None or g.truncated:
+        return None
+    punted = [sw for sw, spaces in g.punted.items() if any(hs.contains(w) for hs in spaces)]
+    if len(punted) > 1:
+        return None
+    r = Reach(ing)
+    r.punted = {sw: [] for sw in punted}
+    r.delivered = {h: [] for h, spaces in g.delivered.items() if any(hs.contains(w) for hs in spaces)}
+    r.loops = [(path, hs) for path, hs in g.loops if hs.contains(w)]
+    for drop, path in zip(g.drops, g.drop_paths, strict=True):
+        if drop[2].contains(w):
+            r.drops.append(drop)
+            r.drop_paths.append(path)
+    return r
 
 
 def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[str, ...],

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 from netsleuth.invariants.headerspace.terms import (
@@ -424,6 +425,7 @@ def _field_text(idx: int, val: int, fmask: int, full: int) -> str:
     return str(val) if fmask == full else f"{val}/{fmask:#x}"
 
 
+@lru_cache(maxsize=1 << 12)  # findings name the same few host pairs and rules check after check
 def wildcard_text(v: int, m: int) -> str:
     """ovs-ofctl-like text, ``field=value[/mask]`` for the fixed fields; ``*`` for everything."""
     parts = []
