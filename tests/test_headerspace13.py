@@ -653,3 +653,21 @@ def test_a_pair_s_mac_space_is_the_injected_headers_cut_to_its_macs():
         a, b = rng.getrandbits(48), rng.choice([rng.getrandbits(48), 0xFFFFFFFFFFFF, 0])
         w = ((a & C13._MAC) << C13._SRC_SH) | ((b & C13._MAC) << C13._DST_SH)
         assert C13.eth_space13(a, b).terms == C13._INJECTED.intersect_wc((w, C13._ETH_M)).terms
+
+
+def test_distinct_differences_of_one_mask_need_no_duplicate_removal():
+    """make_term's ``distinct`` (what a table-miss piece after a table's lone candidates passes):
+    distinct wildcards of one mask, values inside it, a base value inside its mask -- the very
+    term the duplicate removal makes, for bases and masks that overlap the differences' bits."""
+    import random
+
+    from netsleuth.invariants.headerspace.terms import make_term
+
+    rng = random.Random(11)
+    for _ in range(400):
+        m = rng.getrandbits(12)
+        v = rng.getrandbits(12) & m
+        dm = rng.getrandbits(12)
+        ds = list(dict.fromkeys(rng.getrandbits(12) & dm for _ in range(rng.randrange(1, 24))))
+        diffs = [(dv, dm) for dv in ds]
+        assert make_term(v, m, diffs, distinct=True) == make_term(v, m, diffs)

@@ -49,8 +49,14 @@ def wc_pieces(v: int, m: int, dv: int, dm: int) -> Iterator[Wildcard]:
 Term = tuple[int, int, tuple[Wildcard, ...]]
 
 
-def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
-    """Normalize: clip diffs to the base, drop disjoint ones; None when a diff covers the base."""
+def make_term(v: int, m: int, diffs: Iterable[Wildcard] = (), distinct: bool = False) -> Term | None:
+    """Normalize: clip diffs to the base, drop disjoint ones; None when a diff covers the base.
+
+    ``distinct``: the caller knows no two diffs clip to one wildcard, so the duplicate removal
+    (hashing pairs of header-wide ints) is skipped.  So it is for distinct wildcards of one
+    mask whose values lie inside it, when the base value lies inside its mask: two that meet
+    the base agree with it on the bits both fix, and are 0 beyond their mask, so they differ
+    on bits the base leaves free, where the clipped values are theirs."""
     out: list[Wildcard] = []
     pdm: int | None = None
     both = nm = 0
@@ -65,7 +71,7 @@ def make_term(v: int, m: int, diffs: Iterable[Wildcard] = ()) -> Term | None:
         if (dv ^ v) & both:
             continue
         out.append((dv | v, nm))
-    n = len(out)
+    n = 0 if distinct else len(out)
     if n > 8:
         out = list(dict.fromkeys(out))
     elif n > 1:   # a few: comparing them costs less than hashing header-wide ints

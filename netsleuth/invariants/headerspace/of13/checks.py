@@ -38,7 +38,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
-from netsleuth.invariants.headerspace.of13.lonepiece import diffs_may_repeat
+from netsleuth.invariants.headerspace.of13.lonepiece import as_pair, diffs_may_repeat
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -230,18 +230,23 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     w = ((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH)
     if _ETH_SHAPES is None:
         return _INJECTED.intersect_wc((w, _ETH_M))
-    terms = []
-    for v, nm, kept, repeat in _ETH_SHAPES:
+    terms: list[Term] = []
+    for v, nm, kept, repeat, two in _ETH_SHAPES:
         nv = v | w
+        if two is not None:
+            (d0, c0), (d1, c1) = two
+            terms.append((nv, nm, ((d0 | nv, c0), (d1 | nv, c1))))
+            continue
         ds = [(dv | nv, cm) for dv, cm in kept]
         terms.append((nv, nm, tuple(dict.fromkeys(ds)) if repeat else tuple(ds)))
     return HS13(terms)
 
 
-def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool]] | None:
+def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool, Any]] | None:
     """The injected terms as ``make_term`` clips them to any pair's MACs: (base value, base mask
     with the MACs', the differences as (value, mask with the base's and the MACs'), whether two
-    of them can become equal with some pair's MACs (make_term then keeps the first)).  The
+    of them can become equal with some pair's MACs (make_term then keeps the first), and
+    the differences as a pair when they are two that cannot (:func:`as_pair`)).  The
     injected headers fix no MAC and their differences test none (they are about tags and
     ethertypes), so every difference meets every pair's part of its term and clips the same
     way; None (the general intersection) if that ever stops being so."""
@@ -258,7 +263,8 @@ def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool]] | 
             if dm & _ETH_M & ~m or cm == nm:
                 return None
             kept.append((dv, cm))
-        out.append((v, nm, tuple(kept), len(kept) > 1 and diffs_may_repeat(kept, v | _ETH_M)))
+        repeat = len(kept) > 1 and diffs_may_repeat(kept, v | _ETH_M)
+        out.append((v, nm, tuple(kept), repeat, None if repeat else as_pair(kept)))
     return out
 
 

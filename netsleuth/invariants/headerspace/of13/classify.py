@@ -298,7 +298,12 @@ class _TableView:
         else:
             seen, free = {}, {}
             k = 0 if tm is not None else lone_run(t, cands, ws, pieces, seen, free)
+        # the lone candidates are distinct wildcards of one mask, their values inside it, and the
+        # term's base lies inside its mask (else lone_run does none): what the first candidate
+        # after them has before it (see make_term's distinct)
+        after = k > 0
         for i in (cands if not k else cands[k:]):
+            distinct, after = after, False
             ev, em = ws[i]
             # The better-ranked entries that can take headers of this term are exactly the
             # candidates before this one (candidates overlap the term, in rank order).
@@ -313,7 +318,7 @@ class _TableView:
                     pieces.setdefault(i, []).append(t)
                     break
             if tm is None:
-                nt = _piece(t, ev, em, tuple([ws[j] for j in earlier]) if earlier else (), inside)
+                nt = _piece(t, ev, em, tuple([ws[j] for j in earlier]) if earlier else (), inside, distinct)
             else:
                 key = (i, *earlier)
                 if key in tm:
@@ -352,12 +357,14 @@ class _TableView:
 _MEMO_TERMS = 256   # terms a kept view remembers pieces for (then it forgets them all)
 
 
-def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: bool) -> Term | None:
+def _piece(t: Term, ev: int, em: int, sh: tuple[tuple[int, int], ...], inside: bool,
+           distinct: bool = False) -> Term | None:
     """The headers of ``t`` that the entry (ev, em) takes when the entries ``sh`` rank before
-    it (None: none)."""
+    it (None: none; ``distinct``: ``sh`` are distinct wildcards of one mask with values inside
+    it, and ``t``'s base value lies inside its mask, see :func:`make_term`)."""
     v, m, ds = t
     if inside:
-        extra = make_term(v, m, sh)
+        extra = make_term(v, m, sh, distinct)
         nt: Term | None = None if extra is None else (v, m, ds + extra[2])
     else:
         nt = make_term(v | ev, m | em, ds + sh)

@@ -6,6 +6,7 @@ pattern splitting a host's headers at its first hop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from netsleuth.invariants.headerspace.terms import Term, term_empty
@@ -96,6 +97,53 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
     candidates of their mask by value, which the ``seen`` of each term starts with.)"""
     em = ws[cands[0]][1]
     notem = ~em
+    got = _shapes(ts, frees, em)
+    if got is None:
+        return None
+    per, other = got
+    t0, both0 = per[0][0], per[0][1]
+    # the candidates' values against the terms' bases: once when the bases agree on the bits checked
+    one = all(b == both0 and not (v ^ t0) & b for v, b, _nm, _k, _r, _p in per)
+    same: dict[int, list[int]] = {}
+    k = 0
+    for i in cands:
+        ev, mi = ws[i]
+        if mi != em or ev & notem or (other and _meets(other, ev)):
+            break
+        if (ev ^ t0) & both0 if one else any((ev ^ v) & b for v, b, _nm, _k, _r, _p in per):
+            break
+        lst = [i]
+        if same.setdefault(ev, lst) is not lst:
+            break   # a better-ranked candidate of the same wildcard shadows it
+        k += 1
+        mine: list[Term] = []
+        for v, _b, nm, kept, repeat, two in per:
+            nv = v | ev
+            if two is not None:   # (the usual shape: no comprehension's frame per piece)
+                (d0, c0), (d1, c1) = two
+                mine.append((nv, nm, ((d0 | nv, c0), (d1 | nv, c1))))
+            elif kept:
+                out = [(dv | nv, cm) for dv, cm in kept]
+                if repeat:
+                    out = list(dict.fromkeys(out))
+                mine.append((nv, nm, tuple(out)))
+            else:
+                mine.append((nv, nm, ()))
+        filed = pieces.get(i)
+        if filed is None:
+            pieces[i] = mine
+        else:
+            filed.extend(mine)
+    return k, same
+
+
+def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int) -> tuple[list[tuple[Any, ...]], Any] | None:
+    """What :func:`lone_runs` checks and builds each term's pieces with, for candidates of mask
+    ``em``: per term (base value, bits checked, the pieces' mask, the differences kept, whether
+    two of them may become equal, them as a pair when they are two and cannot), and the
+    differences testing the candidates' own bits, which must be the same for every term; None
+    when some term is not for lone_runs (held by the first candidate, left to the general run,
+    covered, or with other such differences)."""
     per = []
     other: Any = None
     for t, free in zip(ts, frees, strict=True):
@@ -111,38 +159,17 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
             other = oth
         elif oth != other:
             return None
-        per.append((t[0], both, nm, kept, len(kept) > 1 and diffs_may_repeat(kept, t[0] | em)))
-    t0, both0 = per[0][0], per[0][1]
-    # the candidates' values against the terms' bases: once when the bases agree on the bits checked
-    one = all(b == both0 and not (v ^ t0) & b for v, b, _nm, _k, _r in per)
-    same: dict[int, list[int]] = {}
-    k = 0
-    for i in cands:
-        ev, mi = ws[i]
-        if mi != em or ev & notem or (other and _meets(other, ev)):
-            break
-        if (ev ^ t0) & both0 if one else any((ev ^ v) & b for v, b, _nm, _k, _r in per):
-            break
-        lst = [i]
-        if same.setdefault(ev, lst) is not lst:
-            break   # a better-ranked candidate of the same wildcard shadows it
-        k += 1
-        mine = []
-        for v, _b, nm, kept, repeat in per:
-            nv = v | ev
-            if kept:
-                out = [(dv | nv, cm) for dv, cm in kept]
-                if repeat:
-                    out = list(dict.fromkeys(out))
-                mine.append((nv, nm, tuple(out)))
-            else:
-                mine.append((nv, nm, ()))
-        got = pieces.get(i)
-        if got is None:
-            pieces[i] = mine
-        else:
-            got.extend(mine)
-    return k, same
+        repeat = len(kept) > 1 and diffs_may_repeat(kept, t[0] | em)
+        per.append((t[0], both, nm, kept, repeat, as_pair(kept) if not repeat else None))
+    return per, other
+
+
+def as_pair(kept: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """``kept`` when it holds two differences, else None: the usual shape of the injected
+    terms' differences, whose clipped copies for each candidate or host pair are then built as a
+    pair, with no comprehension (and its frame) per piece (:func:`lone_runs`,
+    ``checks.eth_space13``)."""
+    return (kept[0], kept[1]) if len(kept) == 2 else None
 
 
 def diffs_may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:

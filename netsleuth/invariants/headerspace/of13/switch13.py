@@ -154,11 +154,10 @@ def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, 
                 by = groups.setdefault(m, {})
             kept[r] = e
             ws[r] = (v, last)
-            lst = by.get(v)
-            if lst is None:
-                by[v] = [r]
-            else:
-                lst.append(r)
+            lst = [r]
+            have = by.setdefault(v, lst)   # (one hash of a header-wide int: values are mostly new)
+            if have is not lst:
+                have.append(r)
     tv.tested(bits)
     return tv
 
