@@ -38,7 +38,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
-from netsleuth.invariants.headerspace.of13.lonepiece import as_pair, diffs_may_repeat
+from netsleuth.invariants.headerspace.of13.lonepiece import as_pair, based, diffs_may_repeat
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -233,12 +233,7 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     terms: list[Term] = []
     for v, nm, kept, repeat, two in _ETH_SHAPES:
         nv = v | w
-        if two is not None:
-            (d0, c0), (d1, c1) = two
-            terms.append((nv, nm, ((d0 | nv, c0), (d1 | nv, c1))))
-            continue
-        ds = [(dv | nv, cm) for dv, cm in kept]
-        terms.append((nv, nm, tuple(dict.fromkeys(ds)) if repeat else tuple(ds)))
+        terms.append((nv, nm, based(nv, kept, repeat, two)))
     return HS13(terms)
 
 

@@ -68,13 +68,7 @@ def lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces: 
         if empty:
             continue
         nv = t0 | ev
-        if kept:
-            out = [(dv | nv, cm) for dv, cm in kept]
-            if repeat:
-                out = list(dict.fromkeys(out))
-            piece: Term = (nv, nm, tuple(out))
-        else:
-            piece = (nv, nm, ())
+        piece: Term = (nv, nm, based(nv, kept, repeat))
         got = pieces.get(i)
         if got is None:
             pieces[i] = [piece]
@@ -119,16 +113,7 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
         mine: list[Term] = []
         for v, _b, nm, kept, repeat, two in per:
             nv = v | ev
-            if two is not None:   # (the usual shape: no comprehension's frame per piece)
-                (d0, c0), (d1, c1) = two
-                mine.append((nv, nm, ((d0 | nv, c0), (d1 | nv, c1))))
-            elif kept:
-                out = [(dv | nv, cm) for dv, cm in kept]
-                if repeat:
-                    out = list(dict.fromkeys(out))
-                mine.append((nv, nm, tuple(out)))
-            else:
-                mine.append((nv, nm, ()))
+            mine.append((nv, nm, based(nv, kept, repeat, two)))
         filed = pieces.get(i)
         if filed is None:
             pieces[i] = mine
@@ -166,10 +151,22 @@ def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int) -> tuple[list[
 
 def as_pair(kept: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """``kept`` when it holds two differences, else None: the usual shape of the injected
-    terms' differences, whose clipped copies for each candidate or host pair are then built as a
-    pair, with no comprehension (and its frame) per piece (:func:`lone_runs`,
-    ``checks.eth_space13``)."""
+    terms' differences, whose clipped copies for each candidate or host pair :func:`based` then
+    builds as a pair (for :func:`lone_runs` and ``checks.eth_space13``)."""
     return (kept[0], kept[1]) if len(kept) == 2 else None
+
+
+def based(nv: int, kept: Sequence[tuple[int, int]], repeat: bool,
+          two: tuple[tuple[int, int], tuple[int, int]] | None = None) -> tuple[tuple[int, int], ...]:
+    """The differences ``kept`` of a piece whose base value is ``nv``, as :func:`make_term`
+    clips them: each with the base's bits set, and, when ``repeat`` says two of them may become
+    equal (:func:`diffs_may_repeat`), equal ones once, the first kept.  ``two``: ``kept`` as
+    :func:`as_pair` gives it, built with no comprehension (and its frame) per piece."""
+    if two is not None:
+        (d0, c0), (d1, c1) = two
+        return ((d0 | nv, c0), (d1 | nv, c1))
+    out = [(dv | nv, cm) for dv, cm in kept]
+    return tuple(dict.fromkeys(out)) if repeat else tuple(out)
 
 
 def diffs_may_repeat(kept: list[tuple[int, int]], fixed: int) -> bool:
@@ -218,12 +215,7 @@ def lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None |
     if empty:
         return None
     nv = t[0] | ev
-    if not kept:
-        return (nv, nm, ())
-    out = [(dv | nv, cm) for dv, cm in kept]
-    if len(out) > 1:   # make_term's order: the first of equal differences stays
-        out = list(dict.fromkeys(out))
-    return (nv, nm, tuple(out))
+    return (nv, nm, based(nv, kept, len(kept) > 1))
 
 
 _UNSEEN = object()   # a mask free has no shape for yet (its shape may be None)
