@@ -15,14 +15,19 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 from netsleuth.controllers.faucet import generate_config
 from netsleuth.invariants import registry
 from netsleuth.model.packet import icmp_echo
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.schedulers.config_edits import render
+from netsleuth.trace import read_trace, write_trace
+from netsleuth.trace import schema as ts
 from netsleuth.world.clock import VirtualClock
 from netsleuth.world.network import REDIAL_GRACE
+from netsleuth.world.rebuild import rebuild
+from netsleuth.world.records import Recorder
 from netsleuth.world.world import CONFIG_SETTLE, World
 
 
@@ -71,6 +76,39 @@ def test_a_connection_that_worked_starts_a_new_episode() -> None:
     world.connection_lost(conn, "controller closed the connection")  # hung up again: a new episode
     clock.advance(0.5)  # more than the grace after the first hang-up, well within it after this one
     assert _liveness(world) == []
+
+
+def test_a_trace_ending_while_a_switch_redials_rebuilds_to_the_live_verdict(tmp_path: Path) -> None:
+    """The trace says which disconnects the switch redials after; the view rebuilt from the trace
+    file judges liveness as the live World did: connected within the grace, not after it."""
+    clock = VirtualClock()
+    events: list[ts.Event] = []
+    world = World(parse_topo("linear,2"), clock, Recorder(clock, events.append))
+    conns = {}
+    for dpid in (1, 2):
+        conns[dpid] = _handshaken(world, dpid)
+        world.record(ts.SwitchConnected, dpid=dpid, conn=conns[dpid], controller="c0")
+    clock.advance(30.0)
+    world.fail_switch("s1")
+    assert world.connection_lost(conns[2], "controller closed the connection")
+    closes = [e for e in events if isinstance(e, ts.SwitchDisconnected)]
+    assert [(e.dpid, e.redial) for e in closes] == [(1, False), (2, True)]
+
+    def rebuilt_liveness() -> list[str]:
+        path = tmp_path / "trace.jsonl"
+        write_trace(path, ts.Trace(ts.TraceHeader(topology=world.topology.to_json(), topology_spec="linear,2",
+                                                  controller="tcp:127.0.0.1:6653", seed=None, tool_version="test"),
+                                   list(events)))
+        trace = read_trace(path)
+        view = rebuild(trace.header, trace.events).world.view()
+        return [f.message for f in registry.check(view, registry.resolve("liveness"))]
+
+    clock.advance(0.5)
+    world.record(ts.ControllerEvent, controller="c0", what="log_error", detail="")
+    assert _liveness(world) == rebuilt_liveness() == []
+    clock.advance(REDIAL_GRACE)
+    world.record(ts.ControllerEvent, controller="c0", what="log_error", detail="")
+    assert _liveness(world) == rebuilt_liveness() == ["1 switch(es) not connected to a controller: s2"]
 
 
 def test_no_redial_to_a_controller_crashed_by_an_input_or_from_a_failed_switch() -> None:

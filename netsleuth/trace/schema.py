@@ -160,12 +160,15 @@ class SwitchConnected(Event):
 @event_kind("switch_disconnected")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SwitchDisconnected(Event):
-    """A switch lost its control connection (``reason`` says why)."""
+    """A switch lost its control connection (``reason`` says why). ``redial``: the controller's end
+    closed it and the switch dials again, as Open vSwitch does; a view built from the trace counts the
+    switch as connected for a grace period, as the live run did."""
 
     dpid: int
     conn: int
     controller: str
     reason: str
+    redial: bool = field(default=False, metadata={"omit_default": True})
 
 
 @event_kind("traffic")

@@ -207,24 +207,25 @@ class Network(Delivery):
         names = {1: "1.0", 4: "1.3"}
         return {name: names[s.negotiated] for name, s in self.switches.items() if s.negotiated in names}
 
-    def close_connection(self, conn: int, reason: str) -> None:
+    def close_connection(self, conn: int, reason: str, redial: bool = False) -> None:
         c = self.connections[conn]
         if not c.up:
             return
         c.up = False
         for channel in (("to_switch", conn), ("to_controller", conn)):
             self.channels.clear(channel)
-        self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason)
+        self.record(ts.SwitchDisconnected, dpid=c.dpid, conn=conn, controller=c.controller, reason=reason,
+                    redial=redial)
 
     def connection_lost(self, conn: int, reason: str) -> bool:
         """The controller's end of ``conn`` closed (no input of ours did it): a real switch then dials the
         controller again, so this one will (the edge does). True when it should: the switch is up, the
         controller is not known dead, and no other connection of the pair is up."""
         c = self.connections[conn]
-        self.close_connection(conn, reason)
-        name = self.by_dpid[c.dpid].name
-        if not self.switch_up[name] or not self.controllers_alive.get(c.controller, False) \
-                or self.has_connection(c.dpid, c.controller):
+        redial = self.switch_up[self.by_dpid[c.dpid].name] and self.controllers_alive.get(c.controller, False) \
+            and not self.has_connection(c.dpid, c.controller, besides=conn)
+        self.close_connection(conn, reason, redial=redial)
+        if not redial:
             self.redialing.pop((c.dpid, c.controller), None)
             return False
         now = self.clock.now()
@@ -235,9 +236,10 @@ class Network(Delivery):
             self.redialing[(c.dpid, c.controller)] = now
         return True
 
-    def has_connection(self, dpid: int, controller: str) -> bool:
-        """Whether switch ``dpid`` has an open connection to ``controller`` (handshaken or not)."""
-        return any(c.up and c.controller == controller for c in self._conns_of.get(dpid, []))
+    def has_connection(self, dpid: int, controller: str, besides: int | None = None) -> bool:
+        """Whether switch ``dpid`` has an open connection to ``controller`` (handshaken or not), other
+        than connection ``besides``."""
+        return any(c.up and c.controller == controller and c.conn != besides for c in self._conns_of.get(dpid, []))
 
     def wants_redial(self, dpid: int, controller: str) -> bool:
         """Whether a switch that lost its connection should still dial ``controller``."""

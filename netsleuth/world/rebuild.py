@@ -78,9 +78,13 @@ def apply_event(world: World, conns: dict[int, int], e: ts.Event) -> None:
         if world.switch_up[switch.name]:
             switch.handle_message(conns[e.conn], msg_from_json(e.msg), e.t)
     elif isinstance(e, ts.SwitchConnected):
-        world.connections[conns[e.conn]].features_replied = True
+        c = world.connections[conns[e.conn]]
+        c.features_replied, c.replied_at = True, e.t
     elif isinstance(e, ts.SwitchDisconnected) and e.conn in conns:
-        world.close_connection(conns.pop(e.conn), e.reason)
+        if e.redial:  # the controller hung up: the switch dials again, and counts as connected meanwhile
+            world.connection_lost(conns.pop(e.conn), e.reason)
+        else:
+            world.close_connection(conns.pop(e.conn), e.reason)
     elif isinstance(e, ts.ControllerEvent) and e.what == "exited":
         # The process died on its own (an importer may know it only from the
         # recording tool's own liveness check): it is down and its switches
