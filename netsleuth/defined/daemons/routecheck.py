@@ -66,6 +66,7 @@ class Forwarding:
             self.addrs[ln.addr(ln.a)] = ln.a
             self.addrs[ln.addr(ln.b)] = ln.b
         self.ifs = {(end, ln.ifname(end)): ln for ln in net.links for end in (ln.a, ln.b)}
+        self._steps: dict[tuple[str, str], tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
 
     def walk(self, src: str, addr: str) -> tuple[list[str], list[tuple[str, str]], list[list[str]]]:
         """(routers it is delivered at, (router, why) drops, loops as router paths) for src -> addr."""
@@ -81,27 +82,47 @@ class Forwarding:
                 loops.append([*path[path.index(node):], node])
                 continue
             path = (*path, node)
-            if self.addrs.get(addr) == node:
+            here, dropped, peers = self._step(node, addr)
+            if here:
                 delivered.append(node)
                 continue
-            r = _lookup(self.fibs.get(node, []), addr)
-            if r is None:
-                drops.append((node, f"no route to {addr}"))
-                continue
-            if r.kind != "unicast" or not r.nexthops:
-                drops.append((node, f"{r.kind} route {r.prefix}"))
-                continue
-            for _gw, dev in r.nexthops:
-                ln = self.ifs.get((node, dev))
-                if ln is None:
-                    drops.append((node, f"route {r.prefix} leaves by {dev}, which is no link"))
-                    continue
-                peer = ln.peer(node)
-                if frozenset((ln.a, ln.b)) in self.down:
-                    drops.append((node, f"route {r.prefix} leaves by link {node}-{peer}, which is down"))
-                    continue
+            drops.extend(dropped)
+            for peer in peers:
                 work.append((peer, path))
         return delivered, drops, loops
+
+    def _step(self, node: str, addr: str) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...]]:
+        """What ``node`` does with a packet to ``addr``: (delivered here, drops, routers it sends it on to).
+
+        Remembered per snapshot: a check walks from every router to every address, and the walks
+        towards one address meet at the same routers again and again."""
+        key = (node, addr)
+        step = self._steps.get(key)
+        if step is None:
+            step = self._steps[key] = self._decide(node, addr)
+        return step
+
+    def _decide(self, node: str, addr: str) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...]]:
+        if self.addrs.get(addr) == node:
+            return True, (), ()
+        r = _lookup(self.fibs.get(node, []), addr)
+        if r is None:
+            return False, ((node, f"no route to {addr}"),), ()
+        if r.kind != "unicast" or not r.nexthops:
+            return False, ((node, f"{r.kind} route {r.prefix}"),), ()
+        drops: list[tuple[str, str]] = []
+        peers: list[str] = []
+        for _gw, dev in r.nexthops:
+            ln = self.ifs.get((node, dev))
+            if ln is None:
+                drops.append((node, f"route {r.prefix} leaves by {dev}, which is no link"))
+                continue
+            peer = ln.peer(node)
+            if frozenset((ln.a, ln.b)) in self.down:
+                drops.append((node, f"route {r.prefix} leaves by link {node}-{peer}, which is down"))
+                continue
+            peers.append(peer)
+        return False, tuple(drops), tuple(peers)
 
     def live_graph(self) -> nx.Graph:
         g = nx.Graph()
