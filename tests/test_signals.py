@@ -190,7 +190,8 @@ def test_sigterm_stops_replay_with_partial_results(migration_blackhole_trace: Pa
     d = json.loads((out / "replay.json").read_text())
     assert d["completed"] is False and d["stopped_by"] == "SIGTERM"
     assert len(d["replays"]) < 20
-    runs = sorted(out.glob("replay-*/result.json"))
+    # by number: replay-10 comes after replay-9
+    runs = sorted(out.glob("replay-*/result.json"), key=lambda p: int(p.parent.name.rsplit("-", 1)[1]))
     last = json.loads(runs[-1].read_text())
     assert last["stopped_by"] == "SIGTERM" and last["completed"] is False
     ports = set().union(*(controller_ports(t) for t in out.glob("replay-*/trace.jsonl")))

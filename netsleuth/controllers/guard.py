@@ -32,6 +32,15 @@ import time
 PR_SET_PDEATHSIG = 1
 GRACE = 2.0
 
+# Bound at import: a warm start's guard is forked from a server that may since have been
+# monkey-patched by eventlet (warm_osken.py), and the guard must block in the kernel's own calls.
+_select = select.select
+_waitpid = os.waitpid
+_read = os.read
+_write = os.write
+_open = os.open
+_sleep = time.sleep
+
 
 def _pdeathsig(sig: int) -> None:
     try:
@@ -46,7 +55,7 @@ def _exit_like(status: int) -> None:
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
-        time.sleep(1)
+        _sleep(1)
         os._exit(128 + sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
@@ -54,12 +63,12 @@ def _exit_like(status: int) -> None:
 def _wait(pid: int, timeout: float) -> int | None:
     deadline = time.monotonic() + timeout
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status = _waitpid(pid, os.WNOHANG)
         if done:
             return status
         if time.monotonic() >= deadline:
             return None
-        time.sleep(0.02)
+        _sleep(0.02)
 
 
 def child_setup(guard_pid: int) -> None:
@@ -83,7 +92,7 @@ def stand_guard(pid: int, watch: int, report: int | None = None) -> None:
     # the guard stays to report its status.  It keeps no copy of the controller's pipes.
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, signal.SIG_IGN)
-    devnull = os.open(os.devnull, os.O_RDWR)
+    devnull = _open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     try:
@@ -93,20 +102,20 @@ def stand_guard(pid: int, watch: int, report: int | None = None) -> None:
     while True:
         fds = [watch] + ([pidfd] if pidfd is not None else [])
         try:
-            ready = select.select(fds, [], [], None if pidfd is not None else 0.1)[0]
+            ready = _select(fds, [], [], None if pidfd is not None else 0.1)[0]
         except InterruptedError:
             ready = []
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status = _waitpid(pid, os.WNOHANG)
         if done:
             if report is not None:
                 try:
-                    os.write(report, status.to_bytes(4, "little"))
+                    _write(report, status.to_bytes(4, "little"))
                 except OSError:
                     pass
             _exit_like(status)
         if watch in ready:
             try:
-                data = os.read(watch, 64)
+                data = _read(watch, 64)
             except OSError as exc:
                 data = b"" if exc.errno != errno.EINTR else b"x"
             if not data:  # netsleuth is gone (or let go on purpose): take the group down

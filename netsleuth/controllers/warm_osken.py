@@ -139,6 +139,7 @@ def _start(request, fds, sockets):
     log, watch, report = fds
     sys.stdout.flush()
     sys.stderr.flush()
+    _drop_hub()   # (the patched server's green calls may have made one since)
     pid = os.fork()
     if pid:
         return pid
@@ -183,11 +184,18 @@ def _admit(listener, guests):
     guests.append(conn)
 
 
-def _answer(data, fds, sockets):
+def _answer(data, fds, sockets, patched=None):
+    """The reply to a start request: made by the patched server ``patched`` (a socket to it) when
+    the start may run there, else here."""
     try:
         if len(fds) != FDS_PER_REQUEST:
             raise ValueError(f"a start carries {FDS_PER_REQUEST} descriptors, this one {len(fds)}")
-        reply = {"pid": _start(json.loads(data), fds, sockets)}
+        request = json.loads(data)
+        if patched is not None and _runs_patched(request):
+            reply = _forward(patched, data, fds)
+            if reply is not None:
+                return reply
+        reply = {"pid": _start(request, fds, sockets)}
     except (OSError, ValueError, KeyError) as exc:
         reply = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -196,14 +204,101 @@ def _answer(data, fds, sockets):
     return json.dumps(reply).encode()
 
 
-def _serve_one(sock, sockets):
+# ---------------------------------------------------------------- the patched server
+#
+# os-ken's manager monkey-patches the standard library with eventlet before it loads
+# the apps, threads included, and patching threads walks every object reachable from
+# the loaded modules to make their locks green: about a quarter of a second of CPU
+# with os-ken's parsers loaded, in every start, cold or warm. A child of this server
+# forked once, the patched server, makes that same call, in the same order (importing
+# os_ken.cmd.manager patches all but threads, then hub.patch(thread=True)), and forks
+# the plain os-ken starts from there: their own call finds everything patched and
+# returns at once; the rest of the start runs as before. Starts under coverage
+# (covlaunch.py starts coverage before os-ken patches) and with --enable-debugger
+# (the manager then patches no threads) are still forked from this unpatched server.
+#
+# The patched server never uses what eventlet patched: it blocks in recvmsg on a
+# socket made before patching, forks, and replies; the hub that importing os-ken's
+# hub module creates is dropped before the first fork, so every guard and controller
+# makes its own (an epoll descriptor shared across processes would mix their events).
+
+
+def _runs_patched(request):
+    return request.get("script", "osken_main.py") == "osken_main.py" and "--enable-debugger" not in request["argv"]
+
+
+def _forward(patched, data, fds):
+    """Pass a start to the patched server: its reply; None when it is gone before taking the start (the
+    start is made here); an error when it went with the start (then netsleuth starts the controller cold)."""
+    try:
+        patched.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    except OSError:
+        return None
+    try:
+        reply = patched.recv(MAX_REQUEST)
+    except OSError:
+        reply = b""
+    return reply or json.dumps({"error": "the patched warm-start server ended during a start"}).encode()
+
+
+_dropped_hubs = []   # kept alive: a collected hub would throw into its suspended greenlet
+
+
+def _patch_as_the_manager_does():
+    from os_ken.cmd.manager import main  # noqa: F401  (its import patches all but threads)
+    from os_ken.lib import hub
+
+    hub.patch(thread=True)
+    _drop_hub()
+
+
+def _drop_hub():
+    """Forget this process's eventlet hub, if any, so that a child forked next makes its own."""
+    made = getattr(eventlet.hubs._threadlocal, "hub", None)
+    if made is not None:
+        del eventlet.hubs._threadlocal.hub
+        made.poll.close()
+        _dropped_hubs.append(made)
+
+
+def _fork_patched(sockets):
+    """Fork the patched server; (its pid, the socket to it), or None when it could not be made."""
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid:
+        theirs.close()
+        return pid, ours
+    code = 1
+    try:
+        ours.close()
+        for sock in sockets:
+            sock.close()
+        _patch_as_the_manager_does()
+        while True:
+            data, fds = _receive(theirs)
+            if not data:   # the server is gone
+                code = 0
+                break
+            theirs.send(_answer(data, fds, [theirs]))
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _serve_one(sock, sockets, patched=None):
     """Answer the request waiting on ``sock``; False when its connection has ended (end-of-file, or
     an error on it: a guest that died mid-request must not take the server down)."""
     try:
         data, fds = _receive(sock)
         if not data:
             return False
-        sock.send(_answer(data, fds, sockets))
+        sock.send(_answer(data, fds, sockets, patched))
     except OSError:
         return False
     return True
@@ -212,11 +307,13 @@ def _serve_one(sock, sockets):
 def serve(owner, listener):
     """Starts asked for on the owner's socket or a guest's, one at a time; the owner's end ends it."""
     guests = []
+    made = _fork_patched([owner, listener])
+    patched = made[1] if made else None
     while True:
         for sock in select.select([owner, listener, *guests], [], [])[0]:
             if sock is listener:
                 _admit(listener, guests)
-            elif not _serve_one(sock, [owner, listener, *guests]):
+            elif not _serve_one(sock, [owner, listener, *guests] + ([patched] if patched else []), patched):
                 if sock is owner:
                     return
                 guests.remove(sock)
