@@ -241,7 +241,7 @@ def _forward(patched, data, fds):
     return reply or json.dumps({"error": "the patched warm-start server ended during a start"}).encode()
 
 
-_dropped_hubs = []   # kept alive: a collected hub would throw into its suspended greenlet
+_dropped_hubs: list = []   # kept alive: a collected hub would throw into its suspended greenlet
 
 
 def _patch_as_the_manager_does():
