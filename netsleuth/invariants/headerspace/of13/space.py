@@ -22,9 +22,11 @@ class HS13(HeaderSet):
     """A set of 1.3 headers (``model.of13.headerbits``): the union of its terms (which may overlap)."""
 
     # the display terms, worked out on first use: a finding's space is both described and summed
-    # up (a set never changes its terms)
-    __slots__ = ("_shown",)
+    # up (a set never changes its terms); _clean: every term is known to hold headers (set by
+    # prune and kept by union, see prune)
+    __slots__ = ("_shown", "_clean")
     _shown: tuple[Term, ...]
+    _clean: bool
     WIDTH = WIDTH13
     SHIFTS = SHIFT13
     FULLS = FULL13
@@ -39,6 +41,30 @@ class HS13(HeaderSet):
             if t is not None:
                 out.append(t)
         return cls(out)
+
+    @classmethod
+    def union(cls, spaces: Iterable[HeaderSet]) -> HS13:
+        """One set holding every term of ``spaces`` (no simplification); known clean when each is."""
+        terms: list[Term] = []
+        clean = True
+        for hs in spaces:
+            terms.extend(hs.terms)
+            clean = clean and getattr(hs, "_clean", False)
+        out = cls(terms)
+        if clean:
+            out._clean = True
+        return out
+
+    def prune(self) -> HS13:
+        """The same set without empty terms.  A finding's space is the union of sets pruned
+        already (a pair's unreached headers, an ingress's drops), pruned again: then only
+        repeated terms go, and no term's emptiness is worked out twice."""
+        if getattr(self, "_clean", False):
+            out = HS13(dict.fromkeys(self.terms))
+        else:
+            out = HeaderSet.prune(self)
+        out._clean = True
+        return out
 
     @staticmethod
     def wildcard_text(v: int, m: int) -> str:
