@@ -43,7 +43,11 @@ _VID_PRESENT = 0x1000
 
 
 class Hosts:
-    """Host names by MAC and by IPv4 address, to name the ends of a header class."""
+    """Host names by MAC and by IPv4 address, to name the ends of a header class.
+
+    ``said``: the words already found for these very names (shared by every ``Hosts`` of the
+    same hosts): a check names the same few host pairs and rules in finding after finding,
+    and check after check on a network whose hosts stay the same."""
 
     def __init__(self, hosts: Iterable[Any] = ()) -> None:
         self.by_mac: dict[int, str] = {}
@@ -52,6 +56,19 @@ class Hosts:
             self.by_mac[h.mac] = h.name
             if getattr(h, "ip", None) is not None:
                 self.by_ip[h.ip] = h.name
+        key = (tuple(self.by_mac.items()), tuple(self.by_ip.items()))
+        said = _SAID.get(key)
+        if said is None or len(said) >= _SAID_MAX:
+            if len(_SAID) >= _SAID_HOSTS:
+                _SAID.clear()
+            said = _SAID[key] = {}
+        self.said: dict[Any, str] = said
+
+
+# words said per set of host names (Hosts.said): how many sets, and how many words each, kept
+_SAID: dict[Any, dict[Any, str]] = {}
+_SAID_HOSTS = 8
+_SAID_MAX = 1 << 14
 
 
 def _fields(hs: HeaderSet, v: int, m: int) -> dict[str, tuple[int, int, int]]:
@@ -169,7 +186,16 @@ def _vlan_words(name: str, val: int, fm: int, full: int, ten: bool) -> str | Non
 
 
 def phrase(hs: HeaderSet, v: int, m: int, hosts: Hosts, bare: bool = False) -> str:
-    """One wildcard of ``hs``'s layout in words: ``TCP h1 → h2:22``, ``ARP from h2``, ``all traffic``."""
+    """One wildcard of ``hs``'s layout in words: ``TCP h1 → h2:22``, ``ARP from h2``, ``all traffic``.
+    The words depend on the layout, the wildcard and the host names alone (``Hosts.said``)."""
+    key = (type(hs), v, m, bare)
+    text = hosts.said.get(key)
+    if text is None:
+        text = hosts.said[key] = _phrase(hs, v, m, hosts, bare)
+    return text
+
+
+def _phrase(hs: HeaderSet, v: int, m: int, hosts: Hosts, bare: bool) -> str:
     ten = hs.DST == "dl_dst"
     roles = _ROLES10 if ten else _ROLES13
     fields = _fields(hs, v, m)
@@ -219,7 +245,16 @@ def elide(items: Sequence[str], limit: int, sep: str = ", ") -> str:
 
 
 def summarize(hs: HeaderSet, hosts: Hosts, width: int = _SUMMARY) -> str:
-    """A header set as an operator says it, at most about ``width`` characters."""
+    """A header set as an operator says it, at most about ``width`` characters (the words of
+    its terms: ``Hosts.said``)."""
+    key = (type(hs), hs.terms, width)
+    text = hosts.said.get(key)
+    if text is None:
+        text = hosts.said[key] = _summarize(hs, hosts, width)
+    return text
+
+
+def _summarize(hs: HeaderSet, hosts: Hosts, width: int) -> str:
     terms = hs.display_terms()
     if not terms:
         return "no headers"
@@ -278,7 +313,21 @@ def example_header(hs: HeaderSet, senders: Sequence[Any], others: Sequence[Any])
 
 def host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int, int]]:
     """Wildcards of the traffic ``src`` really sends (to ``dst``, or to anyone when None), most
-    familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame; in ``hs``'s layout."""
+    familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame; in ``hs``'s layout (worked out
+    once per layout and pair of addresses: every grouped finding looks for its example header)."""
+    key = (hs.DST, src.mac, src.ip, None if dst is None else (dst.mac, dst.ip))
+    got = _WILDCARDS.get(key)
+    if got is None:
+        if len(_WILDCARDS) >= _SAID_MAX:
+            _WILDCARDS.clear()
+        got = _WILDCARDS[key] = tuple(_host_traffic_wildcards(hs, src, dst))
+    return list(got)
+
+
+_WILDCARDS: dict[Any, tuple[tuple[int, int], ...]] = {}
+
+
+def _host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int, int]]:
     if hs.DST == "dl_dst":
         from netsleuth.invariants.headerspace.space import field_wildcard as wc
         eth = {"dl_src": src.mac, "dl_vlan": 0xFFFF} | ({"dl_dst": dst.mac} if dst else {})

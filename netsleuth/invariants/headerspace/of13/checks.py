@@ -307,10 +307,8 @@ class _ByDst:
             self._loose = [_split_diffs(t) for _n, t in self.loose]
         for t, other, by in self._loose:
             mine = by.get(dst_mac)
-            if not by:
-                out.append(t)
-            elif mine is None:
-                out.append((t[0], t[1], tuple(d for _i, d in other)))
+            if mine is None:
+                out.append(t)   # (the term without the differences that fix an eth_dst, when it has any)
             else:
                 out.append((t[0], t[1], tuple(d for _i, d in sorted(other + mine))))
         return out
@@ -328,8 +326,9 @@ class _ByDst:
 
 
 def _split_diffs(t: Term) -> tuple[Term, list[tuple[int, Any]], dict[int, list[tuple[int, Any]]]]:
-    """A term's differences (numbered, to keep their order) that fix no eth_dst, and the others
-    by the eth_dst they fix."""
+    """The term without its differences that fix an eth_dst (``t`` itself when it has none), its
+    differences (numbered, to keep their order) that fix no eth_dst, and the others by the
+    eth_dst they fix."""
     other: list[tuple[int, Any]] = []
     by: dict[int, list[tuple[int, Any]]] = {}
     for i, d in enumerate(t[2]):
@@ -337,7 +336,7 @@ def _split_diffs(t: Term) -> tuple[Term, list[tuple[int, Any]], dict[int, list[t
             by.setdefault((d[0] >> _DST_SH) & _MAC, []).append((i, d))
         else:
             other.append((i, d))
-    return t, other, by
+    return (t[0], t[1], tuple(d for _i, d in other)) if by else t, other, by
 
 
 def _good(indexes: tuple[_ByDst, ...], dst_mac: int, alts: dict[int, int]) -> HS13:

@@ -72,6 +72,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -167,8 +168,14 @@ class Reach13:
 
 
 def rule_text(sw: str, table_id: int, entry: FlowEntry13) -> str:
-    m = str(entry.match) or "catch-all"
-    return f"{sw} table {table_id}: rule {m} priority {entry.priority} actions={entry.instructions.render()}"
+    """``s1 table 1: rule <match> priority <p> actions=<instructions>``: how findings and drop
+    reasons name a rule (by value: match and instructions are frozen)."""
+    return _rule_text(sw, table_id, entry.match, entry.priority, entry.instructions)
+
+
+@lru_cache(maxsize=1 << 13)   # the drops of every check name the same rules, check after check
+def _rule_text(sw: str, table_id: int, match: Any, priority: int, inst: Any) -> str:
+    return f"{sw} table {table_id}: rule {str(match) or 'catch-all'} priority {priority} actions={inst.render()}"
 
 
 class Net13:

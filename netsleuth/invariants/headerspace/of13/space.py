@@ -9,6 +9,7 @@ names, the injected space's tag shapes left out of what people read).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
@@ -21,9 +22,11 @@ class HS13(HeaderSet):
     """A set of 1.3 headers (``model.of13.headerbits``): the union of its terms (which may overlap)."""
 
     # the display terms, worked out on first use: a finding's space is both described and summed
-    # up (a set never changes its terms)
-    __slots__ = ("_shown",)
+    # up (a set never changes its terms); _clean: every term is known to hold headers (set by
+    # prune and kept by union, see prune)
+    __slots__ = ("_shown", "_clean")
     _shown: tuple[Term, ...]
+    _clean: bool
     WIDTH = WIDTH13
     SHIFTS = SHIFT13
     FULLS = FULL13
@@ -38,6 +41,30 @@ class HS13(HeaderSet):
             if t is not None:
                 out.append(t)
         return cls(out)
+
+    @classmethod
+    def union(cls, spaces: Iterable[HeaderSet]) -> HS13:
+        """One set holding every term of ``spaces`` (no simplification); known clean when each is."""
+        terms: list[Term] = []
+        clean = True
+        for hs in spaces:
+            terms.extend(hs.terms)
+            clean = clean and getattr(hs, "_clean", False)
+        out = cls(terms)
+        if clean:
+            out._clean = True
+        return out
+
+    def prune(self) -> HS13:
+        """The same set without empty terms.  A finding's space is the union of sets pruned
+        already (a pair's unreached headers, an ingress's drops), pruned again: then only
+        repeated terms go, and no term's emptiness is worked out twice."""
+        if getattr(self, "_clean", False):
+            out = HS13(dict.fromkeys(self.terms))
+        else:
+            out = HeaderSet.prune(self)
+        out._clean = True
+        return out
 
     @staticmethod
     def wildcard_text(v: int, m: int) -> str:
@@ -91,6 +118,7 @@ assert _tiled is not None and tuple(n for _k, n, _s, _f in _tiled.fields_in((1 <
 _LAYOUT13: FieldLayout = _tiled
 
 
+@lru_cache(maxsize=1 << 13)  # findings name the same few host pairs and rules check after check
 def wildcard_text13(v: int, m: int) -> str:
     """ovs-ofctl-like ``field=value[/mask]`` for the fixed fields (OXM names; ``vlan1_*`` is the
     inner tag); ``*`` for everything."""
@@ -148,17 +176,35 @@ def _display_terms(hs: HS13) -> list[Term]:
 
 
 def describe13(hs: HS13, max_terms: int = 3, max_diffs: int = 3) -> str:
-    return hs.describe(max_terms, max_diffs)
+    """``hs.describe``, found once per distinct set of terms (a network's findings name the same
+    header sets check after check)."""
+    key = (hs.terms, max_terms, max_diffs)
+    text = _DESCRIBED.get(key)
+    if text is None:
+        if len(_DESCRIBED) >= _TEXTS_MAX:
+            _DESCRIBED.clear()
+        text = _DESCRIBED[key] = hs.describe(max_terms, max_diffs)
+    return text
+
+
+_DESCRIBED: dict[tuple[tuple[Term, ...], int, int], str] = {}
+_TEXTS_MAX = 1 << 13
 
 
 def header_dict13(h: int) -> dict[str, object]:
-    """A packed 1.3 header as readable fields (the ones that are not 0, and the Ethernet ones)."""
+    """A packed 1.3 header as readable fields (the ones that are not 0, and the Ethernet ones;
+    a new dict each time, made from the fields found once per header)."""
+    return dict(_header_items13(h))
+
+
+@lru_cache(maxsize=1 << 13)  # the witnesses of a network's findings, check after check
+def _header_items13(h: int) -> tuple[tuple[str, object], ...]:
     out: dict[str, object] = {}
     for name in _ALWAYS:   # the first fields of _TEXT_ORDER: shown even when 0
         out[name] = _readable(name, (h >> SHIFT13[name]) & FULL13[name])
     for _k, name, sh, full in _LAYOUT13.fields_in(h & _BELOW_ALWAYS):
         out[name] = _readable(name, (h >> sh) & full)
-    return out
+    return tuple(out.items())
 
 
 _ALWAYS = ("eth_dst", "eth_src", "eth_type")
