@@ -12,6 +12,9 @@ in the rules plus neighbours of them.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -166,12 +169,25 @@ _BASE_V = pack((0, 0xA, 0xB, 0xFFFF & ~1, 0, 0x0800, 0, 6, 0x0A000001, 0x0A00000
 _UNIVERSE = [_BASE_V | sum(b for i, b in enumerate(_FREE_BITS) if n >> i & 1) for n in range(1 << len(_FREE_BITS))]
 
 
+def sample(values: Iterable) -> st.SearchStrategy:
+    """``st.sampled_from(values)``, one strategy object per distinct list of values: a new one is
+    validated and labelled on its first draw, which was most of the property tests' time (their
+    networks make hundreds of draws from the same few lists).  The draws are the same."""
+    vals = tuple(values)
+    return _sample((tuple(map(type, vals)), vals))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sample(key: tuple) -> st.SearchStrategy:
+    return st.sampled_from(key[1])
+
+
 @st.composite
 def small_wildcards(draw):
     m = 0
     v = 0
     for b in _FREE_BITS:
-        c = draw(st.sampled_from("01xx"))
+        c = draw(sample("01xx"))
         if c != "x":
             m |= b
             v |= b if c == "1" else 0
@@ -192,7 +208,7 @@ def small_spaces(draw, depth=2):
         return hs, {h for h in _UNIVERSE if h & w[1] == w[0]}
     a, sa = draw(small_spaces(depth - 1))
     b, sb = draw(small_spaces(depth - 1))
-    op = draw(st.sampled_from("|&-"))
+    op = draw(sample("|&-"))
     if op == "|":
         return a | b, sa | sb
     if op == "&":
@@ -288,27 +304,27 @@ OTHER_IP = 0x0B000001
 def matches(draw, ports, macs, ips):
     if draw(st.integers(0, 9)) == 0:  # an exact entry (every field): outranks all wildcards
         pkt = draw(packets(macs, ips, ()))
-        return Match.exact(pkt.match_fields(draw(st.sampled_from(ports))))
+        return Match.exact(pkt.match_fields(draw(sample(ports))))
     fields: dict = {}
-    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=4, unique=True)):
+    for name in draw(st.lists(sample(FIELDS), max_size=4, unique=True)):
         if name == "in_port":
-            fields[name] = draw(st.sampled_from(ports + [99]))
+            fields[name] = draw(sample(ports + [99]))
         elif name in ("dl_src", "dl_dst"):
-            fields[name] = draw(st.sampled_from(macs + [0xFFFFFFFFFFFF]))
+            fields[name] = draw(sample(macs + [0xFFFFFFFFFFFF]))
         elif name == "dl_vlan":
-            fields[name] = draw(st.sampled_from([0xFFFF, 5, 7]))
+            fields[name] = draw(sample([0xFFFF, 5, 7]))
         elif name == "dl_vlan_pcp":
-            fields[name] = draw(st.sampled_from([0, 3]))
+            fields[name] = draw(sample([0, 3]))
         elif name == "dl_type":
-            fields[name] = draw(st.sampled_from([0x0800, 0x0800, 0x0806, 0x88CC]))
+            fields[name] = draw(sample([0x0800, 0x0800, 0x0806, 0x88CC]))
         elif name == "nw_tos":
-            fields[name] = draw(st.sampled_from([0, 0x10]))
+            fields[name] = draw(sample([0, 0x10]))
         elif name == "nw_proto":
-            fields[name] = draw(st.sampled_from([1, 6, 17, 2]))
+            fields[name] = draw(sample([1, 6, 17, 2]))
         elif name in ("nw_src", "nw_dst"):
-            fields[name] = (draw(st.sampled_from(ips)), draw(st.sampled_from([32, 31, 24, 8, 1])))
+            fields[name] = (draw(sample(ips)), draw(sample([32, 31, 24, 8, 1])))
         else:
-            fields[name] = draw(st.sampled_from([80, 8, 0, 1234]))
+            fields[name] = draw(sample([80, 8, 0, 1234]))
     m = Match.build(**fields)
     if draw(st.integers(0, 3)) == 0:
         # POX's form: the network and transport fields not wildcarded whatever dl_type is, zero or
@@ -318,7 +334,7 @@ def matches(draw, ports, macs, ips):
         values = list(m.values)
         for i in range(FIELDS.index("nw_tos"), len(FIELDS)):
             if not m.masks[i]:
-                values[i] = draw(st.sampled_from([0, 0, 6, 80]))
+                values[i] = draw(sample([0, 0, 6, 80]))
         m = Match(m.wildcards & ~ignored, *values)
     return m
 
@@ -329,17 +345,17 @@ def action_lists(draw, ports, macs, ips):
     for _ in range(draw(st.integers(0, 3))):
         kind = draw(st.integers(0, 9))
         if kind <= 4:
-            port = draw(st.sampled_from(ports + [FLOOD, FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL, 99]))
+            port = draw(sample(ports + [FLOOD, FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL, 99]))
             out.append(Output(port) if draw(st.integers(0, 5)) else Enqueue(
-                draw(st.sampled_from(ports + [IN_PORT])), 1))
+                draw(sample(ports + [IN_PORT])), 1))
         else:
-            out.append(draw(st.sampled_from([
-                SetDlDst(draw(st.sampled_from(macs))), SetDlSrc(draw(st.sampled_from(macs))),
-                SetNwDst(draw(st.sampled_from(ips))), SetNwSrc(draw(st.sampled_from(ips))),
-                SetVlanVid(draw(st.sampled_from([5, 7]))), SetVlanPcp(3), StripVlan(), SetTpDst(80),
+            out.append(draw(sample([
+                SetDlDst(draw(sample(macs))), SetDlSrc(draw(sample(macs))),
+                SetNwDst(draw(sample(ips))), SetNwSrc(draw(sample(ips))),
+                SetVlanVid(draw(sample([5, 7]))), SetVlanPcp(3), StripVlan(), SetTpDst(80),
                 SetTpSrc(1234), SetNwTos(0x10)])))
     if out and draw(st.integers(0, 2)) == 0:
-        out.append(Output(draw(st.sampled_from(ports + [FLOOD]))))
+        out.append(Output(draw(sample(ports + [FLOOD]))))
     return tuple(out)
 
 
@@ -348,7 +364,7 @@ def packets(draw, macs, ips, rule_matches):
     """A well-formed packet whose fields come from the rules' values and their neighbours."""
     base = None
     if rule_matches and draw(st.booleans()):
-        base = draw(st.sampled_from(rule_matches))
+        base = draw(sample(rule_matches))
 
     def pick(name, choices):
         if base is not None:
@@ -356,9 +372,9 @@ def packets(draw, macs, ips, rule_matches):
             if m and draw(st.integers(0, 3)):
                 v = base.values[FIELDS.index(name)]
                 if name in ("nw_src", "nw_dst") and m != 0xFFFFFFFF:
-                    v |= draw(st.sampled_from([0, 1, (~m) & 0xFFFFFFFF]))
+                    v |= draw(sample([0, 1, (~m) & 0xFFFFFFFF]))
                 return v
-        return draw(st.sampled_from(choices))
+        return draw(sample(choices))
 
     nb_macs = macs + [m ^ 1 for m in macs[:2]]
     nb_ips = ips + [i ^ 1 for i in ips[:2]] + [i ^ 0x80000000 for i in ips[:1]]
@@ -389,7 +405,7 @@ def packets(draw, macs, ips, rule_matches):
 
 @st.composite
 def networks(draw):
-    spec = draw(st.sampled_from(TOPOS))
+    spec = draw(sample(TOPOS))
     net = Net(spec)
     macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
     ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
@@ -398,7 +414,7 @@ def networks(draw):
         ports = sorted(sw.ports)
         for _ in range(draw(st.integers(0, 7))):
             m = draw(matches(ports, macs, ips))
-            prio = draw(st.sampled_from([0, 10, 10, 20, 0xFFFF]))
+            prio = draw(sample([0, 10, 10, 20, 0xFFFF]))
             sw.table.add(m, prio, draw(action_lists(ports, macs, ips)))
             rule_matches.append(m)
     for key in list(net.link_up):
@@ -867,18 +883,18 @@ def changes(draw, net):
     ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
     out = []
     for _ in range(draw(st.integers(1, 4))):
-        sw = draw(st.sampled_from(sorted(net.switches)))
+        sw = draw(sample(sorted(net.switches)))
         ports = sorted(net.switches[sw].ports)
         kind = draw(st.integers(0, 5))
         if kind <= 1:
-            out.append(("add", sw, draw(matches(ports, macs, ips)), draw(st.sampled_from([0, 10, 20])),
+            out.append(("add", sw, draw(matches(ports, macs, ips)), draw(sample([0, 10, 20])),
                         draw(action_lists(ports, macs, ips))))
         elif kind == 2:
             out.append(("modify", sw, draw(action_lists(ports, macs, ips))))
         elif kind == 3:
             out.append(("delete", sw))
         elif kind == 4:
-            out.append(("link", draw(st.sampled_from(sorted(net.link_up)))))
+            out.append(("link", draw(sample(sorted(net.link_up)))))
         else:
             out.append(("switch", sw))
     return out
@@ -910,9 +926,9 @@ def _simple_switch_flows(net, data) -> None:
     for sw in net.switches.values():
         ports = sorted(sw.ports)
         for _ in range(data.draw(st.integers(0, 8))):
-            a, b = data.draw(st.sampled_from(hosts)), data.draw(st.sampled_from(hosts))
-            out = data.draw(st.sampled_from(ports + [FLOOD, CONTROLLER, 99]))
-            sw.table.add(Match.build(in_port=data.draw(st.sampled_from(ports)), dl_src=a.mac, dl_dst=b.mac), 1,
+            a, b = data.draw(sample(hosts)), data.draw(sample(hosts))
+            out = data.draw(sample(ports + [FLOOD, CONTROLLER, 99]))
+            sw.table.add(Match.build(in_port=data.draw(sample(ports)), dl_src=a.mac, dl_dst=b.mac), 1,
                          (Output(out),) if data.draw(st.integers(0, 9)) else ())
 
 
@@ -962,18 +978,21 @@ def _idx_matches(draw):
     """Few distinct matches, so identical matches at several priorities and several
     patterns per in_port (also from wildcarded in_port entries) are common."""
     if draw(st.integers(0, 3)) == 0:
-        return Match.exact((draw(st.sampled_from([1, 2])), 0xA, 0xB, 0xFFFF, 0, 0x88CC, 0, 0, 0, 0, 0, 0))
+        return Match.exact((draw(sample([1, 2])), 0xA, 0xB, 0xFFFF, 0, 0x88CC, 0, 0, 0, 0, 0, 0))
     fields: dict = {}
     if draw(st.integers(0, 3)):
-        fields["in_port"] = draw(st.sampled_from([1, 2, 3]))
+        fields["in_port"] = draw(sample([1, 2, 3]))
     if draw(st.integers(0, 3)):
-        fields["dl_src"] = draw(st.sampled_from([0xA, 0xB]))
+        fields["dl_src"] = draw(sample([0xA, 0xB]))
     if draw(st.integers(0, 3)):
-        fields["dl_dst"] = draw(st.sampled_from([0xB, 0xC, 0xD]))
+        fields["dl_dst"] = draw(sample([0xB, 0xC, 0xD]))
     if draw(st.integers(0, 4)) == 0:
-        fields["nw_dst"] = (draw(st.sampled_from([0x0A000001, 0x0A000002])), draw(st.sampled_from([32, 8])))
+        fields["nw_dst"] = (draw(sample([0x0A000001, 0x0A000002])), draw(sample([32, 8])))
         fields["dl_type"] = 0x0800
     return Match.build(**fields)
+
+
+_IDX_MATCHES = _idx_matches()   # one strategy object for every draw (see sample())
 
 
 @st.composite
@@ -981,18 +1000,18 @@ def _idx_ops(draw):
     ops = []
     for _ in range(draw(st.integers(1, 40))):
         kind = draw(st.integers(0, 9))
-        m = draw(_idx_matches())
-        prio = draw(st.sampled_from([1, 5, 9]))
-        acts = draw(st.sampled_from(_IDX_ACTIONS))
+        m = draw(_IDX_MATCHES)
+        prio = draw(sample([1, 5, 9]))
+        acts = draw(sample(_IDX_ACTIONS))
         if draw(st.booleans()):
             acts = tuple(list(acts))  # an equal action list, a different object
         if kind <= 4:
-            ops.append(("add", m, prio, acts, draw(st.sampled_from([0, 0, 2, 5])),
-                        draw(st.sampled_from([0, 0, 3]))))
+            ops.append(("add", m, prio, acts, draw(sample([0, 0, 2, 5])),
+                        draw(sample([0, 0, 3]))))
         elif kind <= 6:
             ops.append(("modify", m, prio, acts, draw(st.booleans())))
         elif kind <= 8:
-            ops.append(("delete", m, prio, draw(st.booleans()), draw(st.sampled_from([ofp.OFPP_NONE, 1, 2]))))
+            ops.append(("delete", m, prio, draw(st.booleans()), draw(sample([ofp.OFPP_NONE, 1, 2]))))
         else:
             ops.append(("expire", draw(st.integers(0, 6))))
     return ops

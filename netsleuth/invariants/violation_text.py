@@ -15,6 +15,7 @@ event) and is printed only when asked for (``--verbose``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
@@ -298,12 +299,20 @@ def clip(text: str, width: int) -> str:
 
 def example_header(hs: HeaderSet, senders: Sequence[Any], others: Sequence[Any]) -> int | None:
     """One header of ``hs`` an operator recognises: a ping, a TCP SYN or an ARP between real hosts
-    (the sender's MAC and address, to another host) when the set holds one, else any."""
+    (the sender's MAC and address, to another host) when the set holds one, else any.
+
+    A finding's set names a few host pairs, and most (sender, destination) tried hold none of
+    it: the last shape (any frame between them) holds every other, so when no term's base meets
+    it none of their shapes can, and the pair is passed over without cutting ``hs`` to each."""
     for src in senders:
         for dst in [*others, None]:
             if dst is src:
                 continue
-            for w in host_traffic_wildcards(hs, src, dst):
+            shapes = host_traffic_wildcards(hs, src, dst)
+            ev, em = shapes[-1]
+            if all((v ^ ev) & m & em for v, m, _ds in hs.terms):
+                continue
+            for w in shapes:
                 w_hs = hs.intersect_wc(w).prune()
                 h = w_hs.witness()
                 if h is not None:
@@ -311,37 +320,32 @@ def example_header(hs: HeaderSet, senders: Sequence[Any], others: Sequence[Any])
     return hs.witness()
 
 
-def host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int, int]]:
+def host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> tuple[tuple[int, int], ...]:
     """Wildcards of the traffic ``src`` really sends (to ``dst``, or to anyone when None), most
-    familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame; in ``hs``'s layout (worked out
-    once per layout and pair of addresses: every grouped finding looks for its example header)."""
-    key = (hs.DST, src.mac, src.ip, None if dst is None else (dst.mac, dst.ip))
-    got = _WILDCARDS.get(key)
-    if got is None:
-        if len(_WILDCARDS) >= _SAID_MAX:
-            _WILDCARDS.clear()
-        got = _WILDCARDS[key] = tuple(_host_traffic_wildcards(hs, src, dst))
-    return list(got)
+    familiar first: a ping, a TCP SYN, ARP, any IPv4, any frame (which holds all the others); in
+    ``hs``'s layout.  Worked out once per (layout, addresses): a check asks for the same pairs
+    for finding after finding."""
+    d = (dst.mac, dst.ip) if dst else None
+    return _traffic_wildcards(hs.DST == "dl_dst", src.mac, src.ip, d)
 
 
-_WILDCARDS: dict[Any, tuple[tuple[int, int], ...]] = {}
-
-
-def _host_traffic_wildcards(hs: HeaderSet, src: Any, dst: Any) -> list[tuple[int, int]]:
-    if hs.DST == "dl_dst":
+@lru_cache(maxsize=1 << 12)
+def _traffic_wildcards(ten: bool, src_mac: int, src_ip: int, dst: tuple[int, int] | None
+                       ) -> tuple[tuple[int, int], ...]:
+    if ten:
         from netsleuth.invariants.headerspace.space import field_wildcard as wc
-        eth = {"dl_src": src.mac, "dl_vlan": 0xFFFF} | ({"dl_dst": dst.mac} if dst else {})
-        ip = {"nw_src": src.ip} | ({"nw_dst": dst.ip} if dst else {})
+        eth = {"dl_src": src_mac, "dl_vlan": 0xFFFF} | ({"dl_dst": dst[0]} if dst else {})
+        ip = {"nw_src": src_ip} | ({"nw_dst": dst[1]} if dst else {})
         shapes = [dict(eth, dl_type=0x0800, nw_proto=1, tp_src=8, **ip), dict(eth, dl_type=0x0800, nw_proto=6, **ip),
-                  dict(eth, dl_type=0x0806, nw_src=src.ip), dict(eth, dl_type=0x0800), dict(eth)]
+                  dict(eth, dl_type=0x0806, nw_src=src_ip), dict(eth, dl_type=0x0800), dict(eth)]
     else:
         from netsleuth.model.of13.headerbits import wc13 as wc
-        eth = {"eth_src": src.mac, "vlan_vid": 0} | ({"eth_dst": dst.mac} if dst else {})
-        ip = {"ipv4_src": src.ip} | ({"ipv4_dst": dst.ip} if dst else {})
+        eth = {"eth_src": src_mac, "vlan_vid": 0} | ({"eth_dst": dst[0]} if dst else {})
+        ip = {"ipv4_src": src_ip} | ({"ipv4_dst": dst[1]} if dst else {})
         shapes = [dict(eth, eth_type=0x0800, ip_proto=1, icmpv4_type=8, **ip),
-                  dict(eth, eth_type=0x0800, ip_proto=6, **ip), dict(eth, eth_type=0x0806, arp_spa=src.ip),
+                  dict(eth, eth_type=0x0800, ip_proto=6, **ip), dict(eth, eth_type=0x0806, arp_spa=src_ip),
                   dict(eth, eth_type=0x0800), dict(eth)]
-    return [wc(**s) for s in shapes]
+    return tuple(wc(**s) for s in shapes)
 
 
 

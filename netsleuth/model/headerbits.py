@@ -50,7 +50,12 @@ _PACKERS: dict[tuple[int, ...], Callable[[Sequence[int]], int]] = {}
 
 
 def packer(masks: Sequence[int]) -> Callable[[Sequence[int]], int]:
-    """A fast ``values -> packed int`` for one wildcard pattern (only its matched fields)."""
+    """A fast ``values -> packed int`` for one wildcard pattern (only its matched fields).
+    Found by the masks themselves when they are a tuple (a match's are): a check compiling
+    every port asks for one per pattern group, of the same few patterns."""
+    fn = _BY_MASKS.get(masks) if isinstance(masks, tuple) else None
+    if fn is not None:
+        return fn
     key = tuple(1 if masks[i] else 0 for i in range(1, 12))
     fn = _PACKERS.get(key)
     if fn is None:
@@ -60,7 +65,12 @@ def packer(masks: Sequence[int]) -> Callable[[Sequence[int]], int]:
         else:
             terms = " | ".join(f"(v[{i}] << {SHIFT[i]})" for i in idx)
             fn = _PACKERS[key] = eval(f"lambda v: {terms}")  # noqa: S307 - built from constants only
+    if isinstance(masks, tuple) and len(_BY_MASKS) < 1 << 12:
+        _BY_MASKS[masks] = fn
     return fn
+
+
+_BY_MASKS: dict[tuple[int, ...], Callable[[Sequence[int]], int]] = {}
 
 
 # Interned keys, per pattern mask: key -> small id, and id -> key.  Ids are stable for the

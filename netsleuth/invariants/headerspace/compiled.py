@@ -427,7 +427,8 @@ class CompiledSwitch:
                 pi.ids = ids
             else:
                 for i in lst:
-                    key = packer(entries[i].match.values)
+                    wc = wcs.get(i)  # (an entry wildcarding in_port is in every port's groups: packed once)
+                    key = packer(entries[i].match.values) if wc is None else wc[0]
                     if key not in best:
                         best[key] = i
                         wcs[i] = (key, gm)
@@ -472,21 +473,28 @@ class CompiledSwitch:
 
         A term without differences that fixes every bit an entry at ``p`` tests (a class of
         the port's patterns, or finer) lies inside each entry it overlaps: all of it goes to
-        the best-ranked one, as it is."""
+        the best-ranked one, as it is.  A set of one term that goes whole to one entry (or to
+        none), the usual case past the first hop, is that piece itself (sets are read-only)."""
         pi = self.port(p)
         groups = pi.groups
         bits = pi.pattern_bits()
         wildcard = self.wildcard
         pieces: dict[int | None, list[Term]] = {}
         seen: set[int] = set()
-        for t in hs.terms:
+        terms = hs.terms
+        one = len(terms) == 1
+        for t in terms:
             v, m, ds = t
             cands = _overlapping(groups, v, m)
             if not cands:
+                if one:
+                    return [(None, hs)], seen
                 pieces.setdefault(None, []).append(t)
                 continue
             seen.update(cands)
             if not (ds or bits & ~m):
+                if one:
+                    return [(cands[0], hs)], seen
                 pieces.setdefault(cands[0], []).append(t)
                 continue
             ws = tuple(map(wildcard, cands))
@@ -545,7 +553,10 @@ _FEW_CANDIDATES = 8
 
 
 def _overlapping(groups: list[PatternGroup], v: int, m: int) -> list[int]:
-    """Entries of ``groups`` (a port's pattern groups) that overlap ``(v, m)``, best first."""
+    """Entries of ``groups`` (a port's pattern groups) that overlap ``(v, m)``, best first (a
+    list to read, not to change: with one group, the group's own)."""
+    if len(groups) == 1:
+        return groups[0].probe(v, m) or []
     out: list[int] = []
     for g in groups:
         lst = g.probe(v, m)

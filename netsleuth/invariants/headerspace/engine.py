@@ -84,6 +84,7 @@ class Analysis:
     truncated: list[Port] = field(default_factory=list)
     _by_tag: dict | None = None
     _reach_cache: dict = field(default_factory=dict)
+    held: dict = field(default_factory=dict)   # reachability's index of ``reaches``, per ingress
 
     def _tagged(self, kind: str) -> dict[int, dict]:
         """Batch results of one kind ("delivered", "punted", "drops") bucketed by ingress

@@ -33,6 +33,7 @@ from netsleuth.invariants.headerspace.space import (
     describe_headerspace,
     field_wildcard,
 )
+from netsleuth.invariants.headerspace.terms import Term, term_contains
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.headerbits import key_field
 from netsleuth.model.topology import HostSpec
@@ -451,18 +452,70 @@ def _traced(a: Analysis, ing: Port, w: int) -> Reach | None:
     g = a.reaches.get(ing)
     if g is None or g.truncated:
         return None
-    punted = [sw for sw, spaces in g.punted.items() if any(hs.contains(w) for hs in spaces)]
+    idx = a.held.get(ing)
+    if idx is None:
+        idx = a.held[ing] = _Held(g)
+    held = idx.holding(w)
+    punted = [sw for k, sw in idx.punted if k in held]
     if len(punted) > 1:
         return None
     r = Reach(ing)
     r.punted = {sw: [] for sw in punted}
-    r.delivered = {h: [] for h, spaces in g.delivered.items() if any(hs.contains(w) for hs in spaces)}
-    r.loops = [(path, hs) for path, hs in g.loops if hs.contains(w)]
-    for drop, path in zip(g.drops, g.drop_paths, strict=True):
-        if drop[2].contains(w):
+    r.delivered = {h: [] for k, h in idx.delivered if k in held}
+    r.loops = [lp for k, lp in enumerate(g.loops, idx.loops) if k in held]
+    for k, drop, path in zip(range(idx.drops, idx.n), g.drops, g.drop_paths, strict=True):
+        if k in held:
             r.drops.append(drop)
             r.drop_paths.append(path)
     return r
+
+
+class _Held:
+    """One ingress's general-engine results (punted, delivered, loops, drops: items numbered in
+    that order) with their terms bucketed by fixed dl_dst, to tell which items hold one header
+    by testing only the terms that can: :func:`_traced` asks for every unreachable pair of the
+    ingress, and a pair's header fixes its destination's MAC."""
+
+    def __init__(self, g: Reach) -> None:
+        self.fixed: dict[int, list[tuple[int, Term]]] = {}
+        self.loose: list[tuple[int, Term]] = []
+        k = 0
+        self.punted: list[tuple[int, str]] = []
+        for sw, spaces in g.punted.items():
+            self._add(k, spaces)
+            self.punted.append((k, sw))
+            k += 1
+        self.delivered: list[tuple[int, str]] = []
+        for h, spaces in g.delivered.items():
+            self._add(k, spaces)
+            self.delivered.append((k, h))
+            k += 1
+        self.loops = k
+        for _path, hs in g.loops:
+            self._add(k, (hs,))
+            k += 1
+        self.drops = k
+        for _sw, _why, hs in g.drops:
+            self._add(k, (hs,))
+            k += 1
+        self.n = k
+
+    def _add(self, k: int, spaces: Iterable[HeaderSpace]) -> None:
+        for hs in spaces:
+            for t in hs.terms:
+                if t[1] & _DL_DST_FULL == _DL_DST_FULL:
+                    self.fixed.setdefault((t[0] >> _DL_DST_SHIFT) & _MAC, []).append((k, t))
+                else:
+                    self.loose.append((k, t))
+
+    def holding(self, w: int) -> set[int]:
+        """The numbers of the items one of whose spaces holds the header ``w``."""
+        out: set[int] = set()
+        for terms in (self.fixed.get((w >> _DL_DST_SHIFT) & _MAC, ()), self.loose):
+            for k, t in terms:
+                if k not in out and term_contains(t, w):
+                    out.add(k)
+        return out
 
 
 def _unreachable(ing: Port, src, dst, hs: HeaderSpace, why: str, where: tuple[str, ...],

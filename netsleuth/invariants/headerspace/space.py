@@ -449,8 +449,11 @@ def term_text(t: Term, max_diffs: int = 3) -> str:
     return HeaderSpace().term_text(t, max_diffs)
 
 
+@lru_cache(maxsize=1 << 12)
 def describe_headerspace(hs: HeaderSet, max_terms: int = 3, max_diffs: int = 3) -> str:
-    """Readable text for a header space (at most ``max_terms`` terms, then a count)."""
+    """Readable text for a header space (at most ``max_terms`` terms, then a count).  Remembered
+    per set object (a set is read-only, and one without ``__eq__`` is hashed by identity): an
+    unreachable pair's space is described for its finding's text, its details and its group's."""
     return hs.describe(max_terms, max_diffs)
 
 
