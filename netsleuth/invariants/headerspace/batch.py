@@ -217,12 +217,7 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
             if ids is None or fm & ~mask:  # type: ignore[operator]
                 general.append(xs)
                 continue
-            memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
-            if memo is not None and _same(memo[0], xs):
-                parts = memo[1]
-            else:
-                parts = _split(pi, xs, mask, keys, scratch)
-                pi.memo[(mask, rounds)] = (xs, parts)
+            parts = _parts(pi, xs, mask, rounds, keys, scratch, trace is None)
             for code, lst in parts:
                 if code >= 0:
                     t = targets.get((s, code))
@@ -244,6 +239,25 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
                     general.append(lst)
         frontier = {cell: ch[0] if len(ch) == 1 else np.concatenate(ch) for cell, ch in nxt.items()}
     out.rounds = max(out.rounds, rounds)
+
+
+def _parts(pi, xs: np.ndarray, mask: int, rounds: int, keys: list[int], scratch: np.ndarray,
+           keep: bool) -> list[tuple[int, np.ndarray]]:
+    """:func:`_split` of classes ``xs`` arriving at port index ``pi`` in round ``rounds``, or the
+    parts remembered from the last visit when the same classes came in then.  ``keep``: remember
+    this split for the next check.  A traced run (an incremental check's first) does not: it
+    keeps every cell's classes in its own index, and the split's parts, a copy of every class
+    (40 MB at FatTree K=16), would stay on the compiled ports as long as they live, for a full
+    check that may never come."""
+    memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
+    if memo is not None and _same(memo[0], xs):
+        return memo[1]
+    parts = _split(pi, xs, mask, keys, scratch)
+    if keep:
+        pi.memo[(mask, rounds)] = (xs, parts)
+    elif memo is not None:
+        del pi.memo[(mask, rounds)]
+    return parts
 
 
 def _target(net: HsaNet, switches: Collection[str], s: str, code: int) -> tuple[int, object]:
