@@ -267,10 +267,11 @@ def _parts(pi, xs: np.ndarray, mask: int, rounds: int, keys: list[int], scratch:
     return parts
 
 
-# Where a class goes after a switch, as one small int per (switch, fast code): a switch cell,
-# a host, the switch's controller (punted), a drop rule (filtered), the general engine, or
-# a blackhole, whose finding needs the cell and code too (see _Rounds).
-_TO_GENERAL, _TO_DROP = 0, 1
+# Where a class goes after a switch (a "sink", numbered in a table per (switch, fast code), see
+# _Rounds): ("c", cell) a switch cell, ("d", host), ("p", switch) its controller (punted),
+# ("f", switch) a drop rule (filtered), the general engine, or a blackhole (whose finding needs
+# the cell and the code too).
+_TO_GENERAL, _TO_DROP = ("g", None), ("x", None)
 _LOWEST = F_DROP            # the lowest fast code a port index gives (F_* codes; ports are >= 0)
 _MAX_SINKS = 1 << 16        # sink numbers sort as uint16 (a radix sort)
 _MAX_COLUMNS = 4096         # port numbers beyond this: the cell-by-cell rounds
@@ -287,16 +288,20 @@ class _Rounds:
     round's cells are in the order of their numbers here, which the results do not depend on
     (every reader sorts or makes sets)."""
 
-    __slots__ = ("net", "row", "lut", "sinks", "cell_sink")
+    __slots__ = ("net", "row", "lut", "sinks", "cells")
 
     def __init__(self, net: HsaNet, top: int) -> None:
         self.net = net
-        self.sinks: list[tuple[str, object]] = [("g", None), ("x", None)]   # _TO_GENERAL, _TO_DROP
-        self.cell_sink: dict[object, int] = {}
         names = list(net.switches)
         self.row = {n: i for i, n in enumerate(names)}
-        table = [[self._sink(n, c) for c in range(_LOWEST, top + 1)] for n in names]
-        self.lut = np.array(table, dtype=np.uint16).reshape(len(names), top + 1 - _LOWEST)
+        table = [[_sink(net, n, c) for c in range(_LOWEST, top + 1)] for n in names]
+        seen = dict.fromkeys(k for r in table for k in r)  # (in the order first met)
+        # switch cells first: the classes of a round bound for a cell are then the start of the
+        # round's sorted classes, and the next round reads them as they are (see _round)
+        self.sinks = [k for k in seen if k[0] == "c"] + [k for k in seen if k[0] != "c"]
+        self.cells = sum(1 for k in seen if k[0] == "c")
+        num = {k: i for i, k in enumerate(self.sinks)}
+        self.lut = np.array([[num[k] for k in r] for r in table], dtype=np.uint16).reshape(len(names), -1)
 
     @staticmethod
     def of(net: HsaNet) -> _Rounds | None:
@@ -312,44 +317,27 @@ class _Rounds:
         r = _Rounds(net, top)
         return r if len(r.sinks) <= _MAX_SINKS else None
 
-    def _sink(self, s: str, code: int) -> int:
-        if code >= 0:
-            kind, where = _target(self.net, self.net.switches, s, code)
-            if kind == 2:
-                return _TO_DROP
-            key: tuple[str, object] = ("c" if kind == 0 else "d", where)
-        elif code == _F_MISS or code == F_PUNT:
-            key = ("p", s)
-        elif code == F_DROP:
-            key = ("f", s)
-        elif code == F_NOTHING:
-            return _TO_DROP
-        else:
-            return _TO_GENERAL
-        got = self.cell_sink.get(key)
-        if got is None:
-            got = self.cell_sink[key] = len(self.sinks)
-            self.sinks.append(key)
-        return got
-
     def run(self, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],
             trace: dict[Port, list[np.ndarray]], depth: dict[Port, int] | None) -> None:
         """:func:`_run_batch` of classes of pattern ``mask`` from ``frontier``, traced."""
         keys = interner(mask)[1]
         scratch = np.full(len(keys), _F_MISS, dtype=np.int32)
         rounds = 0
+        joined = None
         while frontier:
             rounds += 1
             if rounds > _FAST_ROUNDS:  # (see _run_batch)
                 acc.general.extend(frontier.values())
                 break
             _record(trace, frontier, depth, rounds)
-            frontier = self._round(out, acc, mask, keys, scratch, frontier)
+            frontier, joined = self._round(out, acc, mask, keys, scratch, frontier, joined)
         out.rounds = max(out.rounds, rounds)
 
     def _round(self, out: _Batch, acc: _Acc, mask: int, keys: list[int], scratch: np.ndarray,
-               frontier: dict[Port, np.ndarray]) -> dict[Port, np.ndarray]:
-        """One hop of every class of ``frontier``: the next round's frontier."""
+               frontier: dict[Port, np.ndarray],
+               joined: np.ndarray | None) -> tuple[dict[Port, np.ndarray], np.ndarray | None]:
+        """One hop of every class of ``frontier``: the next round's frontier, and its classes in
+        one array (``joined``: this round's, when the last round made it)."""
         net = self.net
         xparts: list[np.ndarray] = []
         gparts: list[np.ndarray] = []
@@ -363,13 +351,16 @@ class _Rounds:
             s, p = cell
             if not net.up(s):
                 acc.drops.setdefault((s, p, _DOWN), []).append(xs)
+                joined = None
                 continue
             pi = net.compiled(s).port(p)
             if pi.ids is None or pi.fast_mask & ~mask:  # type: ignore[operator]  # (see _run_batch)
                 acc.general.append(xs)
+                joined = None
                 continue
             got = _codes(pi, xs, mask, scratch)
             if got is None:
+                joined = None  # (the cell's classes come regrouped)
                 parts = _split(pi, xs, mask, keys, scratch)
                 xs = parts[0][1] if len(parts) == 1 else np.concatenate([ys for _c, ys in parts])
                 got = np.repeat(np.array([c for c, _ys in parts], dtype=np.int32), [len(ys) for _c, ys in parts])
@@ -378,17 +369,21 @@ class _Rounds:
             cells.append(cell)
             lens.append(n)
         if not cells:
-            return {}
-        xs = xparts[0] if len(xparts) == 1 else np.concatenate(xparts)
+            return {}, None
+        if joined is not None:  # (every cell's classes, in the frontier's order: already one array)
+            xs = joined
+        else:
+            xs = xparts[0] if len(xparts) == 1 else np.concatenate(xparts)
         got = gparts[0] if len(gparts) == 1 else np.concatenate(gparts)
-        row = self.row
-        at = np.repeat(np.array([row[c[0]] for c in cells], dtype=np.intp), lens)
-        col = got.astype(np.intp) - _LOWEST
-        width = self.lut.shape[1]
-        bad = (col < 0) | (col >= width)
-        if bad.any():  # (codes no port index gives: the general engine, as _run_batch)
-            col[bad] = F_COMPLEX - _LOWEST
-        to = self.lut[at, col]
+        # each class's place in the table (int32: 4 bytes a class, one pass to add its code)
+        row, width = self.row, self.lut.shape[1]
+        at = np.repeat(np.array([row[c[0]] * width - _LOWEST for c in cells], dtype=np.int32), lens)
+        at += got
+        if int(got.min()) < _LOWEST or int(got.max()) >= width + _LOWEST:
+            # (codes no port index gives: the general engine, as in _run_batch)
+            bad = (got < _LOWEST) | (got >= width + _LOWEST)
+            at[bad] += F_COMPLEX - got[bad]
+        to = self.lut.ravel()[at]
         order = np.argsort(to, kind="stable")
         to = to[order]
         ys = xs[order]
@@ -396,12 +391,14 @@ class _Rounds:
         cuts = (np.flatnonzero(to[1:] != to[:-1]) + 1).tolist()
         starts = [0, *cuts]
         nxt: dict[Port, np.ndarray] = {}
-        sinks = self.sinks
+        sinks, ncells = self.sinks, self.cells
+        end = 0
         for sink, a, b in zip(to[starts].tolist(), starts, [*cuts, n], strict=True):
             kind, where = sinks[sink]
             part = ys[a:b]
-            if kind == "c":
+            if sink < ncells:
                 nxt[where] = part
+                end = b
             elif kind == "d":
                 acc.delivered.setdefault(where, []).append(part)
             elif kind == "p":
@@ -412,7 +409,7 @@ class _Rounds:
                 acc.general.append(part)
             else:
                 self._drops(acc, part, np.repeat(np.arange(len(cells)), lens)[order[a:b]], got[order[a:b]], cells)
-        return nxt
+        return nxt, ys[:end]
 
     @staticmethod
     def _drops(acc: _Acc, xs: np.ndarray, where: np.ndarray, codes: np.ndarray, cells: list[Port]) -> None:
@@ -424,6 +421,18 @@ class _Rounds:
             by.setdefault((s, p, c), []).append(x)
         for k, lst in by.items():
             acc.drops.setdefault(k, []).append(np.array(lst, dtype=np.int64))
+
+
+def _sink(net: HsaNet, s: str, code: int) -> tuple[str, object]:
+    """Where classes with fast code ``code`` at switch ``s`` go (see :class:`_Rounds`)."""
+    if code >= 0:
+        kind, where = _target(net, net.switches, s, code)
+        return _TO_DROP if kind == 2 else ("c" if kind == 0 else "d", where)
+    if code == _F_MISS or code == F_PUNT:
+        return ("p", s)
+    if code == F_DROP:
+        return ("f", s)
+    return _TO_DROP if code == F_NOTHING else _TO_GENERAL
 
 
 def _target(net: HsaNet, switches: Collection[str], s: str, code: int) -> tuple[int, object]:
