@@ -9,6 +9,7 @@ findings a fresh full check (nothing compiled or remembered) lists.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import pathlib
 import random
@@ -384,3 +385,47 @@ def test_an_ingress_key_set_lists_and_finds_what_a_dict_would(ordered):
         assert (j in ks) == (j in want)
     assert list(ks) == list(want) and len(ks) == len(want)
     assert all((j in ks) == (j in want) for j in range(10_000))
+
+
+def _batch_results(traced: bool, view) -> dict:
+    """Every outcome of one batch run over ``view`` (each outcome's classes sorted)."""
+    from netsleuth.invariants.headerspace import batch as EB
+    from netsleuth.invariants.headerspace.general import HsaNet
+    from netsleuth.invariants.headerspace.ingress import ingress_points
+
+    net = HsaNet(view)
+    ings = list(ingress_points(view))
+    tags = {ing: t for t, ing in enumerate(ings)}
+    trace: dict = {}
+    b, rest = EB._batch(net, ings, tags, len(ings), trace if traced else None, {} if traced else None)
+    got = {name: {k: sorted(v) for k, v in getattr(b, name).items()}
+           for name in ("delivered", "punted", "filtered", "drops")}
+    got["general"] = sorted(b.general)
+    got["rest"] = rest
+    got["hops"] = b.hops
+    return got
+
+
+def test_a_traced_batch_run_moving_rounds_at_once_ends_every_class_where_the_cell_by_cell_run_does():
+    """The first check's batch run (every cell of a round moved at once, batch._Rounds) against the
+    cell-by-cell rounds of a full check, on a network with every kind of end: a switch down, a
+    link down, controller outputs, output to the in port, to a port the switch lacks, drop rules."""
+    rng = random.Random(7)
+    topo, switches, _info = bench.build_fattree(4)
+    for name in sorted(switches)[::3]:
+        sw = switches[name]
+        ports = sorted(sw.ports)
+        entries = sw.table.entries()
+        for e in rng.sample(entries, min(6, len(entries))):
+            acts = rng.choice([(), (Output(ofp.OFPP_CONTROLLER),), (Output(ofp.OFPP_IN_PORT),),
+                               (Output(max(ports) + 1),), (Output(rng.choice(ports)),)])
+            sw.table.modify(e.match, acts, strict=True, priority=e.priority)
+    up = dict(bench.make_view(topo, switches).link_up)
+    up[sorted(lk for lk in up if lk[0].startswith("e") and lk[2].startswith("a"))[1]] = False
+    view = bench.make_view(topo, switches, link_up=up)
+    view = dataclasses.replace(view, switch_up={sorted(n for n in switches if n.startswith("a"))[0]: False})
+    cell_by_cell = _batch_results(False, view)
+    at_once = _batch_results(True, view)
+    assert at_once == cell_by_cell
+    assert all(cell_by_cell[k] for k in ("delivered", "punted", "filtered", "drops"))
+    assert any(k[2] == -100 for k in cell_by_cell["drops"])   # (the switch that is down)

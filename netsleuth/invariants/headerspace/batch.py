@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np  # the batch engine's classes travel as arrays (see _run_batch)
 
-from netsleuth.invariants.headerspace.codes import F_DROP, F_NOTHING, F_PUNT
+from netsleuth.invariants.headerspace.codes import F_COMPLEX, F_DROP, F_NOTHING, F_PUNT
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
 from netsleuth.model.flowtable import MISS_ACTIONS, SlotMap
@@ -96,8 +96,12 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
                 if xs is None:
                     xs = pi.memo[("ingress", tag)] = pi.arrays()[0].astype(np.int64) | (tag << TAG_SHIFT)
                 by_mask.setdefault(mask, {})[ing] = xs  # type: ignore[arg-type]  # fast_mask is set with ids
+        rounds = _Rounds.of(net) if trace is not None and by_mask else None
         for mask, frontier in by_mask.items():
-            _run_batch(net, out, acc, mask, frontier, trace, depth)
+            if rounds is not None:
+                rounds.run(out, acc, mask, frontier, trace, depth)  # type: ignore[arg-type]  # (trace is set)
+            else:
+                _run_batch(net, out, acc, mask, frontier, trace, depth)
         acc.into(out, trace is not None)
     if holder is not None:
         holder.last_batch = (inputs, out, list(rest))
@@ -185,7 +189,10 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
     (switch, in_port) remembers, on its compiled port index, the classes that came in last
     time and how they split; when the same classes come in again (the usual case between
     two checks) the split is reused and only the (view-dependent) destinations of its parts
-    are looked up again.  Arrays are never changed after they are built."""
+    are looked up again.  Arrays are never changed after they are built.
+
+    A traced run (an incremental check's first, which keeps no memory of the splits) moves each
+    round's classes all at once instead (:class:`_Rounds`)."""
     switches = net.switches
     keys = interner(mask)[1]
     # code by key id for the port being split: filled with a port's codes, read, reset
@@ -217,12 +224,7 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
             if ids is None or fm & ~mask:  # type: ignore[operator]
                 general.append(xs)
                 continue
-            memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
-            if memo is not None and _same(memo[0], xs):
-                parts = memo[1]
-            else:
-                parts = _split(pi, xs, mask, keys, scratch)
-                pi.memo[(mask, rounds)] = (xs, parts)
+            parts = _parts(pi, xs, mask, rounds, keys, scratch, trace is None)
             for code, lst in parts:
                 if code >= 0:
                     t = targets.get((s, code))
@@ -244,6 +246,193 @@ def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Po
                     general.append(lst)
         frontier = {cell: ch[0] if len(ch) == 1 else np.concatenate(ch) for cell, ch in nxt.items()}
     out.rounds = max(out.rounds, rounds)
+
+
+def _parts(pi, xs: np.ndarray, mask: int, rounds: int, keys: list[int], scratch: np.ndarray,
+           keep: bool) -> list[tuple[int, np.ndarray]]:
+    """:func:`_split` of classes ``xs`` arriving at port index ``pi`` in round ``rounds``, or the
+    parts remembered from the last visit when the same classes came in then.  ``keep``: remember
+    this split for the next check.  A traced run (an incremental check's first) does not: it
+    keeps every cell's classes in its own index, and the split's parts, a copy of every class
+    (40 MB at FatTree K=16), would stay on the compiled ports as long as they live, for a full
+    check that may never come."""
+    memo = pi.memo.get((mask, rounds))  # a cell may be visited in several rounds
+    if memo is not None and _same(memo[0], xs):
+        return memo[1]
+    parts = _split(pi, xs, mask, keys, scratch)
+    if keep:
+        pi.memo[(mask, rounds)] = (xs, parts)
+    elif memo is not None:
+        del pi.memo[(mask, rounds)]
+    return parts
+
+
+# Where a class goes after a switch (a "sink", numbered in a table per (switch, fast code), see
+# _Rounds): ("c", cell) a switch cell, ("d", host), ("p", switch) its controller (punted),
+# ("f", switch) a drop rule (filtered), the general engine, or a blackhole (whose finding needs
+# the cell and the code too).
+_TO_GENERAL, _TO_DROP = ("g", None), ("x", None)
+_LOWEST = F_DROP            # the lowest fast code a port index gives (F_* codes; ports are >= 0)
+_MAX_SINKS = 1 << 16        # sink numbers sort as uint16 (a radix sort)
+_MAX_COLUMNS = 4096         # port numbers beyond this: the cell-by-cell rounds
+
+
+class _Rounds:
+    """The batch engine's rounds with every cell's classes moved at once: each cell's codes (a
+    scatter and a gather, :func:`_codes`), then for the whole round one table lookup (switch,
+    code) -> where the class goes, one radix sort by that and one gather; each next cell's
+    classes are one slice of the result (no split and no concatenation per cell).  A cell's
+    split was some twenty numpy calls, and with 4,576 cells at FatTree K=16 their fixed cost,
+    not the classes, was most of the run.  Classes keep their order within a source cell and
+    come into a cell in the order of the round's cells, as in the cell-by-cell rounds; the
+    round's cells are in the order of their numbers here, which the results do not depend on
+    (every reader sorts or makes sets)."""
+
+    __slots__ = ("net", "row", "lut", "sinks", "cells")
+
+    def __init__(self, net: HsaNet, top: int) -> None:
+        self.net = net
+        names = list(net.switches)
+        self.row = {n: i for i, n in enumerate(names)}
+        table = [[_sink(net, n, c) for c in range(_LOWEST, top + 1)] for n in names]
+        seen = dict.fromkeys(k for r in table for k in r)  # (in the order first met)
+        # switch cells first: the classes of a round bound for a cell are then the start of the
+        # round's sorted classes, and the next round reads them as they are (see _round)
+        self.sinks = [k for k in seen if k[0] == "c"] + [k for k in seen if k[0] != "c"]
+        self.cells = sum(1 for k in seen if k[0] == "c")
+        num = {k: i for i, k in enumerate(self.sinks)}
+        self.lut = np.array([[num[k] for k in r] for r in table], dtype=np.uint16).reshape(len(names), -1)
+
+    @staticmethod
+    def of(net: HsaNet) -> _Rounds | None:
+        """The rounds for ``net``'s switches and links, or None when its port numbers or sinks
+        are too many for a table."""
+        top = 0
+        for sw in net.switches.values():
+            ports = getattr(sw, "ports", None)
+            if ports:
+                top = max(top, max(ports))
+        if top >= _MAX_COLUMNS:
+            return None
+        r = _Rounds(net, top)
+        return r if len(r.sinks) <= _MAX_SINKS else None
+
+    def run(self, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],
+            trace: dict[Port, list[np.ndarray]], depth: dict[Port, int] | None) -> None:
+        """:func:`_run_batch` of classes of pattern ``mask`` from ``frontier``, traced."""
+        keys = interner(mask)[1]
+        scratch = np.full(len(keys), _F_MISS, dtype=np.int32)
+        rounds = 0
+        joined = None
+        while frontier:
+            rounds += 1
+            if rounds > _FAST_ROUNDS:  # (see _run_batch)
+                acc.general.extend(frontier.values())
+                break
+            _record(trace, frontier, depth, rounds)
+            frontier, joined = self._round(out, acc, mask, keys, scratch, frontier, joined)
+        out.rounds = max(out.rounds, rounds)
+
+    def _round(self, out: _Batch, acc: _Acc, mask: int, keys: list[int], scratch: np.ndarray,
+               frontier: dict[Port, np.ndarray],
+               joined: np.ndarray | None) -> tuple[dict[Port, np.ndarray], np.ndarray | None]:
+        """One hop of every class of ``frontier``: the next round's frontier, and its classes in
+        one array (``joined``: this round's, when the last round made it)."""
+        net = self.net
+        xparts: list[np.ndarray] = []
+        gparts: list[np.ndarray] = []
+        cells: list[Port] = []
+        lens: list[int] = []
+        for cell, xs in frontier.items():
+            n = len(xs)
+            if not n:
+                continue
+            out.hops += n
+            s, p = cell
+            if not net.up(s):
+                acc.drops.setdefault((s, p, _DOWN), []).append(xs)
+                joined = None
+                continue
+            pi = net.compiled(s).port(p)
+            if pi.ids is None or pi.fast_mask & ~mask:  # type: ignore[operator]  # (see _run_batch)
+                acc.general.append(xs)
+                joined = None
+                continue
+            got = _codes(pi, xs, mask, scratch)
+            if got is None:
+                joined = None  # (the cell's classes come regrouped)
+                parts = _split(pi, xs, mask, keys, scratch)
+                xs = parts[0][1] if len(parts) == 1 else np.concatenate([ys for _c, ys in parts])
+                got = np.repeat(np.array([c for c, _ys in parts], dtype=np.int32), [len(ys) for _c, ys in parts])
+            xparts.append(xs)
+            gparts.append(got)
+            cells.append(cell)
+            lens.append(n)
+        if not cells:
+            return {}, None
+        if joined is not None:  # (every cell's classes, in the frontier's order: already one array)
+            xs = joined
+        else:
+            xs = xparts[0] if len(xparts) == 1 else np.concatenate(xparts)
+        got = gparts[0] if len(gparts) == 1 else np.concatenate(gparts)
+        # each class's place in the table (int32: 4 bytes a class, one pass to add its code)
+        row, width = self.row, self.lut.shape[1]
+        at = np.repeat(np.array([row[c[0]] * width - _LOWEST for c in cells], dtype=np.int32), lens)
+        at += got
+        if int(got.min()) < _LOWEST or int(got.max()) >= width + _LOWEST:
+            # (codes no port index gives: the general engine, as in _run_batch)
+            bad = (got < _LOWEST) | (got >= width + _LOWEST)
+            at[bad] += F_COMPLEX - got[bad]
+        to = self.lut.ravel()[at]
+        order = np.argsort(to, kind="stable")
+        to = to[order]
+        ys = xs[order]
+        n = len(ys)
+        cuts = (np.flatnonzero(to[1:] != to[:-1]) + 1).tolist()
+        starts = [0, *cuts]
+        nxt: dict[Port, np.ndarray] = {}
+        sinks, ncells = self.sinks, self.cells
+        end = 0
+        for sink, a, b in zip(to[starts].tolist(), starts, [*cuts, n], strict=True):
+            kind, where = sinks[sink]
+            part = ys[a:b]
+            if sink < ncells:
+                nxt[where] = part
+                end = b
+            elif kind == "d":
+                acc.delivered.setdefault(where, []).append(part)
+            elif kind == "p":
+                acc.punted.setdefault(where, []).append(part)
+            elif kind == "f":
+                acc.filtered.setdefault(where, []).append(part)
+            elif kind == "g":
+                acc.general.append(part)
+            else:
+                self._drops(acc, part, np.repeat(np.arange(len(cells)), lens)[order[a:b]], got[order[a:b]], cells)
+        return nxt, ys[:end]
+
+    @staticmethod
+    def _drops(acc: _Acc, xs: np.ndarray, where: np.ndarray, codes: np.ndarray, cells: list[Port]) -> None:
+        """Classes ``xs`` that go nowhere (from cell number ``where`` with code ``codes``, each):
+        a blackhole per (switch, in_port, code), in their order."""
+        by: dict[tuple[str, int, int], list[int]] = {}
+        for x, i, c in zip(xs.tolist(), where.tolist(), codes.tolist(), strict=True):
+            s, p = cells[i]
+            by.setdefault((s, p, c), []).append(x)
+        for k, lst in by.items():
+            acc.drops.setdefault(k, []).append(np.array(lst, dtype=np.int64))
+
+
+def _sink(net: HsaNet, s: str, code: int) -> tuple[str, object]:
+    """Where classes with fast code ``code`` at switch ``s`` go (see :class:`_Rounds`)."""
+    if code >= 0:
+        kind, where = _target(net, net.switches, s, code)
+        return _TO_DROP if kind == 2 else ("c" if kind == 0 else "d", where)
+    if code == _F_MISS or code == F_PUNT:
+        return ("p", s)
+    if code == F_DROP:
+        return ("f", s)
+    return _TO_DROP if code == F_NOTHING else _TO_GENERAL
 
 
 def _target(net: HsaNet, switches: Collection[str], s: str, code: int) -> tuple[int, object]:
@@ -279,6 +468,25 @@ _VECTOR_RATIO = 16
 def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """Classes ``xs`` (of pattern ``mask``) arriving at port index ``pi``, by fast code
     (parts in ascending code order, each keeping the classes' order)."""
+    got = _codes(pi, xs, mask, scratch)
+    if got is None:
+        return [(c, np.array(lst, dtype=np.int64)) for c, lst in sorted(_split_each(pi, xs.tolist(), mask, keys))]
+    n = len(xs)
+    lo, hi = int(got.min()), int(got.max())
+    if lo == hi:
+        return [(lo, xs)]
+    if -32768 <= lo and hi < 32768:  # codes are ports and small negatives: a 16-bit key sorts by radix
+        got = got.astype(np.int16)
+    order = np.argsort(got, kind="stable")
+    got = got[order]
+    cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()
+    ys = xs[order]
+    return [(int(got[a]), ys[a:b]) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+
+
+def _codes(pi, xs: np.ndarray, mask: int, scratch: np.ndarray) -> np.ndarray | None:
+    """The fast code of each of classes ``xs`` (of pattern ``mask``) at port index ``pi``, as an
+    int32 array, or None where they are better looked up one by one (:func:`_split_each`)."""
     fm = pi.fast_mask
     n = len(xs)
     ids = pi.ids
@@ -302,18 +510,7 @@ def _split(pi, xs: np.ndarray, mask: int, keys: list[int], scratch: np.ndarray) 
         got = np.where(kids[pos] == q, codes[pos], _F_MISS)
     else:
         got = None
-    if got is None:
-        return [(c, np.array(lst, dtype=np.int64)) for c, lst in sorted(_split_each(pi, xs.tolist(), mask, keys))]
-    lo, hi = int(got.min()), int(got.max())
-    if lo == hi:
-        return [(lo, xs)]
-    if -32768 <= lo and hi < 32768:  # codes are ports and small negatives: a 16-bit key sorts by radix
-        got = got.astype(np.int16)
-    order = np.argsort(got, kind="stable")
-    got = got[order]
-    cuts = (np.flatnonzero(got[1:] != got[:-1]) + 1).tolist()
-    ys = xs[order]
-    return [(int(got[a]), ys[a:b]) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+    return got
 
 
 def _split_each(pi, xs: list[int], mask: int, keys: list[int]) -> list[tuple[int, list[int]]]:
