@@ -42,6 +42,11 @@ def _hello(host: str, port: int) -> bytes:
         return data
 
 
+def _servers() -> set[int]:
+    """This process's warm-start servers."""
+    return {s.proc.pid for s in warm._starters.values() if s is not None}
+
+
 PROBE_APP = """
 import os
 from os_ken.base import app_manager
@@ -64,6 +69,9 @@ def test_a_warm_start_is_the_process_a_cold_start_makes(tmp_path: Path, monkeypa
         assert isinstance(ctl.proc, warm.WarmProcess)
         pid = ctl.pid
         assert pid is not None and os.getpgid(pid) == ctl.proc.pid   # in its guard's group, as cold
+        # forked from the server that made os-ken's patching call already, a child of this process's server
+        patched = psutil.Process(ctl.proc.pid).ppid()
+        assert patched not in _servers() and psutil.Process(patched).ppid() in _servers()
         cmdline = " ".join(psutil.Process(pid).cmdline())
         assert "osken_main.py" in cmdline and f"--ofp-tcp-listen-port {port}" in cmdline, cmdline
         version, kind = _hello(host, port)[:2]
@@ -121,6 +129,7 @@ def test_a_controller_under_coverage_starts_warm_and_measures_from_the_mark(tmp_
         assert pid is not None
         cmdline = " ".join(psutil.Process(pid).cmdline())
         assert "covlaunch.py" in cmdline and "osken_main.py" in cmdline, cmdline
+        assert psutil.Process(ctl.proc.pid).ppid() in _servers()   # coverage starts before os-ken patches
         assert _hello(host, port)[1] == 0
         marked = ctl.mark_coverage()
         assert marked is not None
