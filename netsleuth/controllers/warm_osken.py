@@ -185,14 +185,15 @@ def _admit(listener, guests):
 
 
 def _answer(data, fds, sockets, patched=None):
-    """The reply to a start request: made by the patched server ``patched`` (a socket to it) when
-    the start may run there, else here."""
+    """The reply to a start request: made by the patched server when the start may run there
+    (``patched``, which makes it at the first such start), else here."""
     try:
         if len(fds) != FDS_PER_REQUEST:
             raise ValueError(f"a start carries {FDS_PER_REQUEST} descriptors, this one {len(fds)}")
         request = json.loads(data)
         if patched is not None and _runs_patched(request):
-            reply = _forward(patched, data, fds)
+            sock = patched.socket(sockets + fds)
+            reply = _forward(sock, data, fds) if sock is not None else None
             if reply is not None:
                 return reply
         reply = {"pid": _start(request, fds, sockets)}
@@ -210,7 +211,7 @@ def _answer(data, fds, sockets, patched=None):
 # the apps, threads included, and patching threads walks every object reachable from
 # the loaded modules to make their locks green: about a quarter of a second of CPU
 # with os-ken's parsers loaded, in every start, cold or warm. A child of this server
-# forked once, the patched server, makes that same call, in the same order (importing
+# forked at the first plain start, the patched server, makes that same call, in the same order (importing
 # os_ken.cmd.manager patches all but threads, then hub.patch(thread=True)), and forks
 # the plain os-ken starts from there: their own call finds everything patched and
 # returns at once; the rest of the start runs as before. Starts under coverage
@@ -261,8 +262,26 @@ def _drop_hub():
         _dropped_hubs.append(made)
 
 
-def _fork_patched(sockets):
-    """Fork the patched server; (its pid, the socket to it), or None when it could not be made."""
+class _Patched:
+    """The patched server, made at the first start that may run there: a process that only ever
+    starts controllers under coverage (fault localization) pays for no patching it never uses."""
+
+    def __init__(self):
+        self.made = None
+        self.tried = False
+
+    def socket(self, others):
+        """The socket to the patched server (made now, closing ``others`` in it), or None."""
+        if not self.tried:
+            self.tried = True
+            made = _fork_patched(others)
+            self.made = made[1] if made else None
+        return self.made
+
+
+def _fork_patched(others):
+    """Fork the patched server, which closes ``others`` (sockets or descriptors of this server's);
+    (its pid, the socket to it), or None when it could not be made."""
     try:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sys.stdout.flush()
@@ -276,8 +295,11 @@ def _fork_patched(sockets):
     code = 1
     try:
         ours.close()
-        for sock in sockets:
-            sock.close()
+        for other in others:
+            if isinstance(other, int):
+                os.close(other)
+            else:
+                other.close()
         _patch_as_the_manager_does()
         while True:
             data, fds = _receive(theirs)
@@ -307,13 +329,13 @@ def _serve_one(sock, sockets, patched=None):
 def serve(owner, listener):
     """Starts asked for on the owner's socket or a guest's, one at a time; the owner's end ends it."""
     guests = []
-    made = _fork_patched([owner, listener])
-    patched = made[1] if made else None
+    patched = _Patched()
     while True:
         for sock in select.select([owner, listener, *guests], [], [])[0]:
             if sock is listener:
                 _admit(listener, guests)
-            elif not _serve_one(sock, [owner, listener, *guests] + ([patched] if patched else []), patched):
+            elif not _serve_one(sock, [owner, listener, *guests] + ([patched.made] if patched.made else []),
+                                patched):
                 if sock is owner:
                     return
                 guests.remove(sock)
