@@ -12,13 +12,11 @@ in the rules plus neighbours of them.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_0 as ofp
+from sampled import sample
 
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
@@ -167,19 +165,6 @@ _FREE_BITS = [FIELD_MASK["dl_dst"] & -FIELD_MASK["dl_dst"],           # lowest b
 _FREE = sum(_FREE_BITS)
 _BASE_V = pack((0, 0xA, 0xB, 0xFFFF & ~1, 0, 0x0800, 0, 6, 0x0A000001, 0x0A000002, 80, 443)) & ~_FREE
 _UNIVERSE = [_BASE_V | sum(b for i, b in enumerate(_FREE_BITS) if n >> i & 1) for n in range(1 << len(_FREE_BITS))]
-
-
-def sample(values: Iterable) -> st.SearchStrategy:
-    """``st.sampled_from(values)``, one strategy object per distinct list of values: a new one is
-    validated and labelled on its first draw, which was most of the property tests' time (their
-    networks make hundreds of draws from the same few lists).  The draws are the same."""
-    vals = tuple(values)
-    return _sample((tuple(map(type, vals)), vals))
-
-
-@functools.lru_cache(maxsize=4096)
-def _sample(key: tuple) -> st.SearchStrategy:
-    return st.sampled_from(key[1])
 
 
 @st.composite

@@ -7,6 +7,7 @@ own flow extraction on the packet data) for the OpenFlow 1.0 match fields.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import struct
@@ -61,7 +62,9 @@ vlans = st.none() | st.builds(Vlan, st.integers(0, 0xFFF), st.integers(0, 7), st
 OTHER_TYPES = (0x0842, 0x88B5, 0x9000, 0x1234, 0x0600, 0xFFFF)
 
 
+@functools.lru_cache
 def words(max_words: int = 10):
+    """Up to ``max_words`` 32-bit words of bytes; one strategy per size, built once (composites draw it per frame)."""
     return st.integers(0, max_words).flatmap(lambda n: st.binary(min_size=4 * n, max_size=4 * n))
 
 
@@ -82,18 +85,24 @@ def tlv(kind: int, value: bytes) -> bytes:
     return struct.pack("!H", (kind << 9) | len(value)) + value
 
 
+_LLDP_KINDS = st.sampled_from((4, 5, 6))
+
+
 @st.composite
 def lldps(draw, oskenable: bool = False):
     ids = st.binary(min_size=2 if oskenable else 0, max_size=40)
-    kinds = st.sampled_from((4, 5, 6)) if oskenable else st.integers(1, 127)
+    kinds = _LLDP_KINDS if oskenable else st.integers(1, 127)
     extra = b"".join(tlv(k, v) for k, v in draw(st.lists(st.tuples(kinds, blobs), max_size=3)))
     lldp = LLDP(draw(ids), draw(ids), draw(u16), extra)
     return Packet(draw(macs), draw(macs), 0x88CC, draw(vlans), lldp, trailer=draw(blobs))
 
 
+_L4_KINDS = st.sampled_from(("icmp", "tcp", "udp", "none", "later-fragment"))
+
+
 @st.composite
 def l4s(draw, explicit: bool):
-    kind = draw(st.sampled_from(("icmp", "tcp", "udp", "none", "later-fragment")))
+    kind = draw(_L4_KINDS)
     frag, l4, payload = 0, None, draw(blobs)
     if kind == "icmp":
         proto, l4 = 1, ICMP(draw(u8), draw(u8), draw(u16), draw(u16), draw(csums(explicit)))
@@ -127,16 +136,21 @@ def ipv4s(draw, explicit: bool = True):
     return Packet(pkt.eth_src, pkt.eth_dst, 0x0800, pkt.vlan, ip, l4, payload, draw(blobs))
 
 
+_OTHER_ETH_TYPES = st.sampled_from(OTHER_TYPES) | st.integers(0, 0x5FF)
+
+
 @st.composite
 def others(draw):
-    eth_type = draw(st.sampled_from(OTHER_TYPES) | st.integers(0, 0x5FF))
+    eth_type = draw(_OTHER_ETH_TYPES)
     return Packet(draw(macs), draw(macs), eth_type, draw(vlans), payload=draw(blobs))
 
 
 raws = st.builds(lambda b: Packet(0, 0, RAW, payload=b), st.binary(max_size=13))
 
 
+@functools.lru_cache
 def packets(explicit: bool = True):
+    """Any frame; one strategy per ``explicit``, built once (``mangled_frames`` draws it per frame)."""
     return st.one_of(arps(), lldps(), ipv4s(explicit), others(), raws)
 
 
