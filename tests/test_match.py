@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from of10_fields import pkt
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
-from sampled import sample
+from sampled import BOOLEANS, sample
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import ip_to_int
@@ -144,7 +144,7 @@ def matches(draw: st.DrawFn) -> Match:
     wc = 0
     kw: dict[str, int] = {}
     for name, bit in FLAG_FIELDS:
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             wc |= bit
         kw[name] = draw(sample(DOMAINS[name]))
     for name, shift in (("nw_src", ofp.OFPFW_NW_SRC_SHIFT), ("nw_dst", ofp.OFPFW_NW_DST_SHIFT)):
