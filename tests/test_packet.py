@@ -26,6 +26,7 @@ from os_ken.lib.packet import packet_utils
 from os_ken.lib.packet import tcp as ok_tcp
 from os_ken.lib.packet import udp as ok_udp
 from os_ken.lib.packet import vlan as ok_vlan
+from sampled import BOOLEANS, integers
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.packet import (
@@ -74,7 +75,7 @@ def csums(explicit: bool):
 
 @st.composite
 def arps(draw, standard: bool = False):
-    hlen, plen = (6, 4) if standard else (draw(st.integers(0, 16)), draw(st.integers(0, 16)))
+    hlen, plen = (6, 4) if standard else (draw(integers(0, 16)), draw(integers(0, 16)))
     hw, pa = st.integers(0, 2 ** (8 * hlen) - 1), st.integers(0, 2 ** (8 * plen) - 1)
     arp = Arp(draw(u16), draw(hw), draw(pa), draw(hw), draw(pa),
               1 if standard else draw(u16), 0x0800 if standard else draw(u16), hlen, plen)
@@ -108,7 +109,7 @@ def l4s(draw, explicit: bool):
         proto, l4 = 1, ICMP(draw(u8), draw(u8), draw(u16), draw(u16), draw(csums(explicit)))
     elif kind == "tcp":
         proto = 6
-        l4 = TCP(draw(u16), draw(u16), draw(u32), draw(u32), draw(st.integers(0, 0xFFF)), draw(u16),
+        l4 = TCP(draw(u16), draw(u16), draw(u32), draw(u32), draw(integers(0, 0xFFF)), draw(u16),
                  draw(u16), draw(words()), draw(csums(explicit)))
     elif kind == "udp":
         proto = 17
@@ -117,7 +118,7 @@ def l4s(draw, explicit: bool):
     elif kind == "none":
         proto = draw(u8.filter(lambda p: p not in (1, 6, 17)))
     else:
-        proto, frag = draw(u8), draw(st.integers(1, 0x1FFF))
+        proto, frag = draw(u8), draw(integers(1, 0x1FFF))
     return proto, frag, l4, payload
 
 
@@ -125,14 +126,14 @@ def l4s(draw, explicit: bool):
 def ipv4s(draw, explicit: bool = True):
     proto, frag, l4, payload = draw(l4s(explicit))
     options = draw(words())
-    ip = IPv4(draw(u32), draw(u32), proto, draw(u8), draw(u8), draw(u16), draw(st.integers(0, 7)), frag,
+    ip = IPv4(draw(u32), draw(u32), proto, draw(u8), draw(u8), draw(u16), draw(integers(0, 7)), frag,
               options, draw(csums(explicit)))
     pkt = Packet(draw(macs), draw(macs), 0x0800, draw(vlans), ip, l4, payload)
-    if draw(st.booleans()):  # truncated datagram (PACKET_IN data cut at miss_send_len)
+    if draw(BOOLEANS):  # truncated datagram (PACKET_IN data cut at miss_send_len)
         actual = pkt.frame_len() - (18 if pkt.vlan else 14)
         return Packet(pkt.eth_src, pkt.eth_dst, 0x0800, pkt.vlan,
                       IPv4(ip.src, ip.dst, proto, ip.tos, ip.ttl, ip.ident, ip.flags, frag, options, ip.csum,
-                           draw(st.integers(actual + 1, 0xFFFF))), l4, payload)
+                           draw(integers(actual + 1, 0xFFFF))), l4, payload)
     return Packet(pkt.eth_src, pkt.eth_dst, 0x0800, pkt.vlan, ip, l4, payload, draw(blobs))
 
 
@@ -157,11 +158,11 @@ def packets(explicit: bool = True):
 @st.composite
 def mangled_frames(draw):
     """Real frames, then cut short and with a few bytes overwritten."""
-    data = bytearray(draw(packets(draw(st.booleans()))).to_bytes())
-    for _ in range(draw(st.integers(0, 3))):
+    data = bytearray(draw(packets(draw(BOOLEANS))).to_bytes())
+    for _ in range(draw(integers(0, 3))):
         if data:
-            data[draw(st.integers(0, len(data) - 1))] = draw(u8)
-    return bytes(data[: draw(st.integers(0, len(data)))])
+            data[draw(integers(0, len(data) - 1))] = draw(u8)
+    return bytes(data[: draw(integers(0, len(data)))])
 
 
 # ---------------------------------------------------------------------------
