@@ -17,6 +17,7 @@ Three oracles besides our own round trips:
 from __future__ import annotations
 
 import base64
+import functools
 import ipaddress
 import json
 import re
@@ -32,6 +33,7 @@ from of13_catalog import ALL, CONTROLLER_TO_SWITCH, MAC1, SWITCH_TO_CONTROLLER, 
 from os_ken.ofproto import ofproto_parser
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as p
+from sampled import BOOLEANS, integers, sample
 
 from netsleuth.errors import CodecError, TraceFormatError
 from netsleuth.openflow import codec, of13
@@ -496,35 +498,36 @@ _IPS = st.integers(1, 0xDFFFFFFF).map(lambda i: str(ipaddress.IPv4Address(i)))
 def random_match(draw: st.DrawFn) -> tuple[p.OFPMatch, str]:
     """A consistent match (prerequisites present) and the layer its set-field actions may touch."""
     fields: dict[str, Any] = {}
-    if draw(st.booleans()):
-        fields["in_port"] = draw(st.integers(1, 0xFEFF))
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
+        fields["in_port"] = draw(integers(1, 0xFEFF))
+    if draw(BOOLEANS):
         fields["eth_src"] = draw(_MACS)
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
         fields["eth_dst"] = draw(_MACS)
-    if draw(st.booleans()):
-        fields["vlan_vid"] = 0x1000 | draw(st.integers(1, 4094))
-    layer = draw(st.sampled_from(["eth", "arp", "ip", "tcp", "udp"]))
+    if draw(BOOLEANS):
+        fields["vlan_vid"] = 0x1000 | draw(integers(1, 4094))
+    layer = draw(sample(["eth", "arp", "ip", "tcp", "udp"]))
     if layer == "arp":
         fields["eth_type"] = 0x0806
-        if draw(st.booleans()):
-            fields["arp_op"] = draw(st.integers(1, 2))
+        if draw(BOOLEANS):
+            fields["arp_op"] = draw(integers(1, 2))
     elif layer != "eth":
         fields["eth_type"] = 0x0800
         for key in ("ipv4_src", "ipv4_dst"):
-            if draw(st.booleans()):
-                prefix = draw(st.integers(1, 32))
+            if draw(BOOLEANS):
+                prefix = draw(integers(1, 32))
                 net = ipaddress.IPv4Network(f"{draw(_IPS)}/{prefix}", strict=False)
                 fields[key] = str(net.network_address) if prefix == 32 else (str(net.network_address),
                                                                               str(net.netmask))
         if layer in ("tcp", "udp"):
             fields["ip_proto"] = 6 if layer == "tcp" else 17
             for end in ("src", "dst"):
-                if draw(st.booleans()):
-                    fields[f"{layer}_{end}"] = draw(st.integers(1, 65535))
+                if draw(BOOLEANS):
+                    fields[f"{layer}_{end}"] = draw(integers(1, 65535))
     return p.OFPMatch(**fields), layer
 
 
+@functools.lru_cache  # one strategy per layer: the flow and group mods draw it per bucket and instruction
 @st.composite
 def random_action(draw: st.DrawFn, layer: str) -> Any:
     kinds = ["output", "reserved", "controller", "eth", "group", "queue", "vlan"]
@@ -532,29 +535,29 @@ def random_action(draw: st.DrawFn, layer: str) -> Any:
         kinds += ["ip", "dec_ttl", "nw_ttl"]
     if layer in ("tcp", "udp"):
         kinds.append("l4")
-    kind = draw(st.sampled_from(kinds))
+    kind = draw(sample(kinds))
     if kind == "output":
-        return p.OFPActionOutput(draw(st.integers(1, 0xFEFF)))  # OVS has 16-bit port numbers
+        return p.OFPActionOutput(draw(integers(1, 0xFEFF)))  # OVS has 16-bit port numbers
     if kind == "reserved":
-        return p.OFPActionOutput(draw(st.sampled_from([ofp.OFPP_IN_PORT, ofp.OFPP_NORMAL, ofp.OFPP_FLOOD,
+        return p.OFPActionOutput(draw(sample([ofp.OFPP_IN_PORT, ofp.OFPP_NORMAL, ofp.OFPP_FLOOD,
                                                        ofp.OFPP_ALL, ofp.OFPP_LOCAL])))
     if kind == "controller":
-        return p.OFPActionOutput(ofp.OFPP_CONTROLLER, draw(st.sampled_from([0, 128, ofp.OFPCML_NO_BUFFER])))
+        return p.OFPActionOutput(ofp.OFPP_CONTROLLER, draw(sample([0, 128, ofp.OFPCML_NO_BUFFER])))
     if kind == "eth":
-        return p.OFPActionSetField(**{draw(st.sampled_from(["eth_src", "eth_dst"])): draw(_MACS)})
+        return p.OFPActionSetField(**{draw(sample(["eth_src", "eth_dst"])): draw(_MACS)})
     if kind == "group":
-        return p.OFPActionGroup(draw(st.integers(0, 0xFFFFFF00)))
+        return p.OFPActionGroup(draw(integers(0, 0xFFFFFF00)))
     if kind == "queue":
-        return p.OFPActionSetQueue(draw(st.integers(0, 1000)))
+        return p.OFPActionSetQueue(draw(integers(0, 1000)))
     if kind == "vlan":
         return p.OFPActionPushVlan(0x8100)
     if kind == "ip":
-        return p.OFPActionSetField(**{draw(st.sampled_from(["ipv4_src", "ipv4_dst"])): draw(_IPS)})
+        return p.OFPActionSetField(**{draw(sample(["ipv4_src", "ipv4_dst"])): draw(_IPS)})
     if kind == "dec_ttl":
         return p.OFPActionDecNwTtl()
     if kind == "nw_ttl":
-        return p.OFPActionSetNwTtl(draw(st.integers(0, 255)))
-    return p.OFPActionSetField(**{f"{layer}_{draw(st.sampled_from(['src', 'dst']))}": draw(st.integers(0, 65535))})
+        return p.OFPActionSetNwTtl(draw(integers(0, 255)))
+    return p.OFPActionSetField(**{f"{layer}_{draw(sample(['src', 'dst']))}": draw(integers(0, 65535))})
 
 
 def _one_push(actions: list[Any]) -> bool:
@@ -573,20 +576,20 @@ def random_flow_mod(draw: st.DrawFn) -> p.OFPFlowMod:
     m, layer = draw(random_match())
     actions = st.lists(random_action(layer), max_size=4).filter(_one_push)
     instructions: list[Any] = []
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
         instructions.append(p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, draw(actions)))
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
         instructions.append(p.OFPInstructionActions(ofp.OFPIT_WRITE_ACTIONS, draw(actions.filter(_an_action_set))))
-    if draw(st.booleans()):
-        instructions.append(p.OFPInstructionMeter(draw(st.integers(1, 0xFFFF0000))))
-    if draw(st.booleans()):
-        instructions.append(p.OFPInstructionGotoTable(draw(st.integers(1, 254))))
+    if draw(BOOLEANS):
+        instructions.append(p.OFPInstructionMeter(draw(integers(1, 0xFFFF0000))))
+    if draw(BOOLEANS):
+        instructions.append(p.OFPInstructionGotoTable(draw(integers(1, 254))))
     instructions = draw(st.permutations(instructions))
-    flags = draw(st.sets(st.sampled_from([bit for bit, _ in _FM_FLAGS])))
+    flags = draw(st.sets(sample([bit for bit, _ in _FM_FLAGS])))
     return p.OFPFlowMod(
-        DP, table_id=0, command=draw(st.sampled_from([0, 1, 2])), idle_timeout=draw(st.integers(0, 600)),
-        hard_timeout=draw(st.integers(0, 600)), priority=draw(st.integers(0, 65535)),
-        buffer_id=draw(st.sampled_from([ofp.OFP_NO_BUFFER, 0, 7, 0x1000])), out_port=ofp.OFPP_ANY,
+        DP, table_id=0, command=draw(sample([0, 1, 2])), idle_timeout=draw(integers(0, 600)),
+        hard_timeout=draw(integers(0, 600)), priority=draw(integers(0, 65535)),
+        buffer_id=draw(sample([ofp.OFP_NO_BUFFER, 0, 7, 0x1000])), out_port=ofp.OFPP_ANY,
         out_group=ofp.OFPG_ANY, flags=sum(flags), match=m, instructions=instructions)
 
 
@@ -619,18 +622,29 @@ _INTERESTING = {"eth_type": [0x0800, 0x0806, 0x86DD, 0x8847, 0x88CC], "ip_proto"
 _OVS_LIMIT = {"in_port": 0xFEFF, "arp_op": 0xFF}
 
 
+@functools.lru_cache
+def _oxm_values(name: str, top: int) -> st.SearchStrategy[int]:
+    """A field's values: its interesting ones or any in range (one strategy per field, drawn per TLV)."""
+    return sample(_INTERESTING[name]) | st.integers(0, top) if name in _INTERESTING else st.integers(0, top)
+
+
+@functools.lru_cache
+def _oxm_masks(top: int) -> st.SearchStrategy[int | None]:
+    """No mask, all ones, none, or any (one strategy per field width, drawn per TLV)."""
+    return st.none() | st.just(top) | st.just(0) | st.integers(0, top)
+
+
 @st.composite
 def random_oxm_match(draw: st.DrawFn) -> bytes:
     """Raw OXM TLVs, prerequisites and masks right or wrong, values in range or not."""
-    names = draw(st.lists(st.sampled_from(sorted(_MATCH_FIELDS)), min_size=1, max_size=5, unique=True))
+    names = draw(st.lists(sample(sorted(_MATCH_FIELDS)), min_size=1, max_size=5, unique=True))
     tlvs = []
     for name in names:
         field, size = _MATCH_FIELDS[name]
         top = _OVS_LIMIT.get(name, (1 << 8 * size) - 1)
-        value = draw(st.sampled_from(_INTERESTING[name]) | st.integers(0, top) if name in _INTERESTING
-                     else st.integers(0, top))
-        mask = draw(st.none() | st.just(top) | st.just(0) | st.integers(0, top))
-        if mask is not None and draw(st.booleans()):
+        value = draw(_oxm_values(name, top))
+        mask = draw(_oxm_masks(top))
+        if mask is not None and draw(BOOLEANS):
             value &= mask  # mostly without value bits outside the mask (BAD_WILDCARDS otherwise)
         if mask == top and name in _OVS_LIMIT:
             mask = (1 << 8 * size) - 1
@@ -707,18 +721,18 @@ def check_group_mod_against_ovs(wire: bytes) -> None:
 
 @st.composite
 def random_group_mod(draw: st.DrawFn) -> p.OFPGroupMod:
-    gtype = draw(st.sampled_from(sorted(_GROUP_TYPES)))
+    gtype = draw(sample(sorted(_GROUP_TYPES)))
     n = {ofp.OFPGT_INDIRECT: st.just(1)}.get(gtype, st.integers(1, 4))
     buckets = []
     for _ in range(draw(n)):
-        watch_port = draw(st.integers(1, 64)) if gtype == ofp.OFPGT_FF else ofp.OFPP_ANY
-        watch_group = draw(st.sampled_from([ofp.OFPG_ANY, 3])) if gtype == ofp.OFPGT_FF else ofp.OFPG_ANY
-        weight = draw(st.integers(1, 100)) if gtype == ofp.OFPGT_SELECT else 0
+        watch_port = draw(integers(1, 64)) if gtype == ofp.OFPGT_FF else ofp.OFPP_ANY
+        watch_group = draw(sample([ofp.OFPG_ANY, 3])) if gtype == ofp.OFPGT_FF else ofp.OFPG_ANY
+        weight = draw(integers(1, 100)) if gtype == ofp.OFPGT_SELECT else 0
         actions = draw(st.lists(random_action("eth"), min_size=1, max_size=3).filter(
             lambda acts: _one_push(acts) and not any(isinstance(a, p.OFPActionGroup) for a in acts)))
         buckets.append(p.OFPBucket(weight, watch_port, watch_group, actions))
-    return p.OFPGroupMod(DP, draw(st.sampled_from([ofp.OFPGC_ADD, ofp.OFPGC_MODIFY])), gtype,
-                         draw(st.integers(0, 0xFFFFFF00)), buckets)
+    return p.OFPGroupMod(DP, draw(sample([ofp.OFPGC_ADD, ofp.OFPGC_MODIFY])), gtype,
+                         draw(integers(0, 0xFFFFFF00)), buckets)
 
 
 @needs_ovs

@@ -12,13 +12,11 @@ in the rules plus neighbours of them.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_0 as ofp
+from sampled import BOOLEANS, integers, sample
 
 from netsleuth.invariants import registry
 from netsleuth.invariants.forwarding import controller_ok, trace_packet
@@ -169,19 +167,6 @@ _BASE_V = pack((0, 0xA, 0xB, 0xFFFF & ~1, 0, 0x0800, 0, 6, 0x0A000001, 0x0A00000
 _UNIVERSE = [_BASE_V | sum(b for i, b in enumerate(_FREE_BITS) if n >> i & 1) for n in range(1 << len(_FREE_BITS))]
 
 
-def sample(values: Iterable) -> st.SearchStrategy:
-    """``st.sampled_from(values)``, one strategy object per distinct list of values: a new one is
-    validated and labelled on its first draw, which was most of the property tests' time (their
-    networks make hundreds of draws from the same few lists).  The draws are the same."""
-    vals = tuple(values)
-    return _sample((tuple(map(type, vals)), vals))
-
-
-@functools.lru_cache(maxsize=4096)
-def _sample(key: tuple) -> st.SearchStrategy:
-    return st.sampled_from(key[1])
-
-
 @st.composite
 def small_wildcards(draw):
     m = 0
@@ -202,7 +187,7 @@ def _points(hs: HeaderSpace) -> set[int]:
 @st.composite
 def small_spaces(draw, depth=2):
     """A header space built with |, &, - from wildcards, with the set it denotes."""
-    if depth == 0 or draw(st.booleans()):
+    if depth == 0 or draw(BOOLEANS):
         w = draw(small_wildcards())
         hs = HeaderSpace.wildcard(*w)
         return hs, {h for h in _UNIVERSE if h & w[1] == w[0]}
@@ -302,7 +287,7 @@ OTHER_IP = 0x0B000001
 
 @st.composite
 def matches(draw, ports, macs, ips):
-    if draw(st.integers(0, 9)) == 0:  # an exact entry (every field): outranks all wildcards
+    if draw(integers(0, 9)) == 0:  # an exact entry (every field): outranks all wildcards
         pkt = draw(packets(macs, ips, ()))
         return Match.exact(pkt.match_fields(draw(sample(ports))))
     fields: dict = {}
@@ -326,7 +311,7 @@ def matches(draw, ports, macs, ips):
         else:
             fields[name] = draw(sample([80, 8, 0, 1234]))
     m = Match.build(**fields)
-    if draw(st.integers(0, 3)) == 0:
+    if draw(integers(0, 3)) == 0:
         # POX's form: the network and transport fields not wildcarded whatever dl_type is, zero or
         # left over ("ignored fields"); they count only where their prerequisites hold.
         ignored = (ofp.OFPFW_NW_TOS | ofp.OFPFW_NW_PROTO | ofp.OFPFW_NW_SRC_MASK | ofp.OFPFW_NW_DST_MASK
@@ -342,11 +327,11 @@ def matches(draw, ports, macs, ips):
 @st.composite
 def action_lists(draw, ports, macs, ips):
     out = []
-    for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.integers(0, 9))
+    for _ in range(draw(integers(0, 3))):
+        kind = draw(integers(0, 9))
         if kind <= 4:
             port = draw(sample(ports + [FLOOD, FLOOD, ALL, IN_PORT, CONTROLLER, TABLE, NORMAL, 99]))
-            out.append(Output(port) if draw(st.integers(0, 5)) else Enqueue(
+            out.append(Output(port) if draw(integers(0, 5)) else Enqueue(
                 draw(sample(ports + [IN_PORT])), 1))
         else:
             out.append(draw(sample([
@@ -354,7 +339,7 @@ def action_lists(draw, ports, macs, ips):
                 SetNwDst(draw(sample(ips))), SetNwSrc(draw(sample(ips))),
                 SetVlanVid(draw(sample([5, 7]))), SetVlanPcp(3), StripVlan(), SetTpDst(80),
                 SetTpSrc(1234), SetNwTos(0x10)])))
-    if out and draw(st.integers(0, 2)) == 0:
+    if out and draw(integers(0, 2)) == 0:
         out.append(Output(draw(sample(ports + [FLOOD]))))
     return tuple(out)
 
@@ -363,13 +348,13 @@ def action_lists(draw, ports, macs, ips):
 def packets(draw, macs, ips, rule_matches):
     """A well-formed packet whose fields come from the rules' values and their neighbours."""
     base = None
-    if rule_matches and draw(st.booleans()):
+    if rule_matches and draw(BOOLEANS):
         base = draw(sample(rule_matches))
 
     def pick(name, choices):
         if base is not None:
             m = base.masks[FIELDS.index(name)]
-            if m and draw(st.integers(0, 3)):
+            if m and draw(integers(0, 3)):
                 v = base.values[FIELDS.index(name)]
                 if name in ("nw_src", "nw_dst") and m != 0xFFFFFFFF:
                     v |= draw(sample([0, 1, (~m) & 0xFFFFFFFF]))
@@ -378,7 +363,7 @@ def packets(draw, macs, ips, rule_matches):
 
     nb_macs = macs + [m ^ 1 for m in macs[:2]]
     nb_ips = ips + [i ^ 1 for i in ips[:2]] + [i ^ 0x80000000 for i in ips[:1]]
-    if draw(st.integers(0, 30)) == 0:
+    if draw(integers(0, 30)) == 0:
         return Packet(0, 0, RAW, payload=b"\x01\x02")
     src = pick("dl_src", nb_macs + [0xFFFFFFFFFFFF])
     dst = pick("dl_dst", nb_macs + [0xFFFFFFFFFFFF])
@@ -412,17 +397,17 @@ def networks(draw):
     rule_matches = []
     for sw in net.switches.values():
         ports = sorted(sw.ports)
-        for _ in range(draw(st.integers(0, 7))):
+        for _ in range(draw(integers(0, 7))):
             m = draw(matches(ports, macs, ips))
             prio = draw(sample([0, 10, 10, 20, 0xFFFF]))
             sw.table.add(m, prio, draw(action_lists(ports, macs, ips)))
             rule_matches.append(m)
     for key in list(net.link_up):
-        if draw(st.integers(0, 7)) == 0:
+        if draw(integers(0, 7)) == 0:
             net.set_link(key[0], key[2], False)
     for sw in net.switches.values():
         for port in sw.ports.values():
-            c = draw(st.integers(0, 15))
+            c = draw(integers(0, 15))
             if c == 0:
                 port.config |= ofp.OFPPC_NO_FLOOD
             elif c == 1:
@@ -430,7 +415,7 @@ def networks(draw):
             elif c == 2:
                 port.config |= ofp.OFPPC_PORT_DOWN
     for name in net.switches:
-        if draw(st.integers(0, 12)) == 0:
+        if draw(integers(0, 12)) == 0:
             net.switch_up[name] = False
     pkts = draw(st.lists(packets(macs, ips, rule_matches), min_size=12, max_size=30))
     return net, pkts
@@ -882,10 +867,10 @@ def changes(draw, net):
     macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
     ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
     out = []
-    for _ in range(draw(st.integers(1, 4))):
+    for _ in range(draw(integers(1, 4))):
         sw = draw(sample(sorted(net.switches)))
         ports = sorted(net.switches[sw].ports)
-        kind = draw(st.integers(0, 5))
+        kind = draw(integers(0, 5))
         if kind <= 1:
             out.append(("add", sw, draw(matches(ports, macs, ips)), draw(sample([0, 10, 20])),
                         draw(action_lists(ports, macs, ips))))
@@ -925,11 +910,11 @@ def _simple_switch_flows(net, data) -> None:
     hosts = list(net.topo.hosts)
     for sw in net.switches.values():
         ports = sorted(sw.ports)
-        for _ in range(data.draw(st.integers(0, 8))):
+        for _ in range(data.draw(integers(0, 8))):
             a, b = data.draw(sample(hosts)), data.draw(sample(hosts))
             out = data.draw(sample(ports + [FLOOD, CONTROLLER, 99]))
             sw.table.add(Match.build(in_port=data.draw(sample(ports)), dl_src=a.mac, dl_dst=b.mac), 1,
-                         (Output(out),) if data.draw(st.integers(0, 9)) else ())
+                         (Output(out),) if data.draw(integers(0, 9)) else ())
 
 
 @pytest.mark.slow
@@ -939,17 +924,17 @@ def test_cached_checks_after_changes_equal_fresh_checks(spec, data):
     """Compiled switches and the batch engine's memory are reused between checks; after
     random changes the results must equal those of a fresh analysis."""
     net = Net(spec)
-    if data.draw(st.booleans()):
+    if data.draw(BOOLEANS):
         _simple_switch_flows(net, data)
     else:
         macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
         ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
         for sw in net.switches.values():
-            for _ in range(data.draw(st.integers(0, 4))):
+            for _ in range(data.draw(integers(0, 4))):
                 sw.table.add(data.draw(matches(sorted(sw.ports), macs, ips)), 10,
                              data.draw(action_lists(sorted(sw.ports), macs, ips)))
     for _round in range(3):
-        alive = {"c0": data.draw(st.booleans())}
+        alive = {"c0": data.draw(BOOLEANS)}
         view = net.view(alive=alive)
         # fresh first: the cached check below then starts from the last cached run's memory
         # (the batch engine reuses a whole run whose inputs are unchanged; here they changed)
@@ -977,16 +962,16 @@ _IDX_ACTIONS = [(Output(1),), (Output(2),), (Output(FLOOD),), (), (Output(CONTRO
 def _idx_matches(draw):
     """Few distinct matches, so identical matches at several priorities and several
     patterns per in_port (also from wildcarded in_port entries) are common."""
-    if draw(st.integers(0, 3)) == 0:
+    if draw(integers(0, 3)) == 0:
         return Match.exact((draw(sample([1, 2])), 0xA, 0xB, 0xFFFF, 0, 0x88CC, 0, 0, 0, 0, 0, 0))
     fields: dict = {}
-    if draw(st.integers(0, 3)):
+    if draw(integers(0, 3)):
         fields["in_port"] = draw(sample([1, 2, 3]))
-    if draw(st.integers(0, 3)):
+    if draw(integers(0, 3)):
         fields["dl_src"] = draw(sample([0xA, 0xB]))
-    if draw(st.integers(0, 3)):
+    if draw(integers(0, 3)):
         fields["dl_dst"] = draw(sample([0xB, 0xC, 0xD]))
-    if draw(st.integers(0, 4)) == 0:
+    if draw(integers(0, 4)) == 0:
         fields["nw_dst"] = (draw(sample([0x0A000001, 0x0A000002])), draw(sample([32, 8])))
         fields["dl_type"] = 0x0800
     return Match.build(**fields)
@@ -998,22 +983,22 @@ _IDX_MATCHES = _idx_matches()   # one strategy object for every draw (see sample
 @st.composite
 def _idx_ops(draw):
     ops = []
-    for _ in range(draw(st.integers(1, 40))):
-        kind = draw(st.integers(0, 9))
+    for _ in range(draw(integers(1, 40))):
+        kind = draw(integers(0, 9))
         m = draw(_IDX_MATCHES)
         prio = draw(sample([1, 5, 9]))
         acts = draw(sample(_IDX_ACTIONS))
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             acts = tuple(list(acts))  # an equal action list, a different object
         if kind <= 4:
             ops.append(("add", m, prio, acts, draw(sample([0, 0, 2, 5])),
                         draw(sample([0, 0, 3]))))
         elif kind <= 6:
-            ops.append(("modify", m, prio, acts, draw(st.booleans())))
+            ops.append(("modify", m, prio, acts, draw(BOOLEANS)))
         elif kind <= 8:
-            ops.append(("delete", m, prio, draw(st.booleans()), draw(sample([ofp.OFPP_NONE, 1, 2]))))
+            ops.append(("delete", m, prio, draw(BOOLEANS), draw(sample([ofp.OFPP_NONE, 1, 2]))))
         else:
-            ops.append(("expire", draw(st.integers(0, 6))))
+            ops.append(("expire", draw(integers(0, 6))))
     return ops
 
 

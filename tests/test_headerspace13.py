@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from os_ken.ofproto import ofproto_v1_3 as ofp
+from sampled import BOOLEANS, integers, sample
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.invariants import registry
@@ -210,50 +211,50 @@ VIDS = (5, 7)
 @st.composite
 def oxm_matches(draw, ports, macs, ips, table_id):
     kw: dict = {}
-    if draw(st.integers(0, 2)) == 0:
-        kw["in_port"] = draw(st.sampled_from(ports))
-    if draw(st.booleans()):
-        kw["eth_dst"] = draw(st.sampled_from(macs))
-    if draw(st.integers(0, 3)) == 0:
-        kw["eth_src"] = draw(st.sampled_from(macs))
-    vlan = draw(st.integers(0, 3))
+    if draw(integers(0, 2)) == 0:
+        kw["in_port"] = draw(sample(ports))
+    if draw(BOOLEANS):
+        kw["eth_dst"] = draw(sample(macs))
+    if draw(integers(0, 3)) == 0:
+        kw["eth_src"] = draw(sample(macs))
+    vlan = draw(integers(0, 3))
     if vlan == 1:
         kw["vlan_vid"] = 0
     elif vlan == 2:
-        kw["vlan_vid"] = 0x1000 | draw(st.sampled_from(VIDS))
+        kw["vlan_vid"] = 0x1000 | draw(sample(VIDS))
     elif vlan == 3:
         kw["vlan_vid"] = (0x1000, 0x1000)
-        if draw(st.booleans()):
-            kw["vlan_pcp"] = draw(st.integers(0, 2))
-    et = draw(st.sampled_from([None, None, 0x0800, 0x0800, 0x0806, 0x86DD, 0x8847]))
+        if draw(BOOLEANS):
+            kw["vlan_pcp"] = draw(integers(0, 2))
+    et = draw(sample([None, None, 0x0800, 0x0800, 0x0806, 0x86DD, 0x8847]))
     if et is not None:
         kw["eth_type"] = et
     if et == 0x0800:
-        if draw(st.booleans()):
-            kw["ipv4_dst"] = draw(st.sampled_from(ips))
-        proto = draw(st.sampled_from([None, 6, 17, 1]))
+        if draw(BOOLEANS):
+            kw["ipv4_dst"] = draw(sample(ips))
+        proto = draw(sample([None, 6, 17, 1]))
         if proto is not None:
             kw["ip_proto"] = proto
-            if proto == 6 and draw(st.booleans()):
-                kw["tcp_dst"] = draw(st.sampled_from([22, 80]))
-            if proto == 17 and draw(st.booleans()):
-                kw["udp_dst"] = draw(st.sampled_from([53, 80]))
-        if draw(st.integers(0, 3)) == 0:
-            kw["ip_dscp"] = draw(st.integers(0, 1))
-    elif et == 0x86DD and draw(st.booleans()):
-        kw["ip_proto"] = draw(st.sampled_from([6, 17, 58]))
-        if draw(st.booleans()):
-            kw["ipv6_dst"] = draw(st.sampled_from([2, 9]))
-        if kw["ip_proto"] == 17 and draw(st.booleans()):
-            kw["udp_src"] = draw(st.sampled_from([1, 53]))
-    elif et == 0x8847 and draw(st.booleans()):
-        kw["mpls_label"] = draw(st.sampled_from([0, 16]))
-    elif et == 0x0806 and draw(st.booleans()):
-        kw["arp_tpa"] = draw(st.sampled_from(ips))
-    if draw(st.integers(0, 7)) == 0:
-        kw["tunnel_id"] = draw(st.sampled_from([0, 9]))
-    if table_id and draw(st.booleans()):
-        kw["metadata"] = (draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3])))
+            if proto == 6 and draw(BOOLEANS):
+                kw["tcp_dst"] = draw(sample([22, 80]))
+            if proto == 17 and draw(BOOLEANS):
+                kw["udp_dst"] = draw(sample([53, 80]))
+        if draw(integers(0, 3)) == 0:
+            kw["ip_dscp"] = draw(integers(0, 1))
+    elif et == 0x86DD and draw(BOOLEANS):
+        kw["ip_proto"] = draw(sample([6, 17, 58]))
+        if draw(BOOLEANS):
+            kw["ipv6_dst"] = draw(sample([2, 9]))
+        if kw["ip_proto"] == 17 and draw(BOOLEANS):
+            kw["udp_src"] = draw(sample([1, 53]))
+    elif et == 0x8847 and draw(BOOLEANS):
+        kw["mpls_label"] = draw(sample([0, 16]))
+    elif et == 0x0806 and draw(BOOLEANS):
+        kw["arp_tpa"] = draw(sample(ips))
+    if draw(integers(0, 7)) == 0:
+        kw["tunnel_id"] = draw(sample([0, 9]))
+    if table_id and draw(BOOLEANS):
+        kw["metadata"] = (draw(integers(0, 3)), draw(sample([1, 2, 3])))
     try:
         return OxmMatch.build(**kw)
     except OFError:
@@ -263,36 +264,36 @@ def oxm_matches(draw, ports, macs, ips, table_id):
 @st.composite
 def actions(draw, ports, macs, ips, groups, max_len=3):
     out = []
-    for _ in range(draw(st.integers(0, max_len))):
-        c = draw(st.integers(0, 17))
+    for _ in range(draw(integers(0, max_len))):
+        c = draw(integers(0, 17))
         if c <= 4:
-            out.append(Output(draw(st.sampled_from(ports * 2 + [ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_IN_PORT,
+            out.append(Output(draw(sample(ports * 2 + [ofp.OFPP_FLOOD, ofp.OFPP_ALL, ofp.OFPP_IN_PORT,
                                                                   ofp.OFPP_CONTROLLER]))))
         elif c == 5:
-            out.append(SetField("eth_dst", draw(st.sampled_from(macs))))
+            out.append(SetField("eth_dst", draw(sample(macs))))
         elif c == 6:
-            out.append(SetField("vlan_vid", 0x1000 | draw(st.sampled_from(VIDS))))
+            out.append(SetField("vlan_vid", 0x1000 | draw(sample(VIDS))))
         elif c == 7:
-            out.append(PushVlan(draw(st.sampled_from([0x8100, 0x88A8]))))
+            out.append(PushVlan(draw(sample([0x8100, 0x88A8]))))
         elif c in (8, 16, 17):
             out.append(PopVlan())
         elif c == 9:
-            out.append(SetField("ipv4_dst", draw(st.sampled_from(ips))))
+            out.append(SetField("ipv4_dst", draw(sample(ips))))
         elif c == 10:
-            out.append(SetField("tcp_dst", draw(st.sampled_from([22, 80]))))
+            out.append(SetField("tcp_dst", draw(sample([22, 80]))))
         elif c == 11:
             out.append(PushMpls())
         elif c == 12:
-            out.append(PopMpls(draw(st.sampled_from([0x0800, 0x86DD]))))
+            out.append(PopMpls(draw(sample([0x0800, 0x86DD]))))
         elif c == 13 and groups:
-            out.append(Group(draw(st.sampled_from(groups))))
+            out.append(Group(draw(sample(groups))))
         elif c in (14,):
-            out.append(SetField("vlan_pcp", draw(st.integers(0, 2))))
+            out.append(SetField("vlan_pcp", draw(integers(0, 2))))
         elif c == 15:
-            name, values = draw(st.sampled_from(OTHER_SETS))
-            out.append(SetField(name, draw(st.sampled_from(values))))
+            name, values = draw(sample(OTHER_SETS))
+            out.append(SetField(name, draw(sample(values))))
         else:
-            out.append(SetField("eth_src", draw(st.sampled_from(macs))))
+            out.append(SetField("eth_src", draw(sample(macs))))
     return tuple(out)
 
 
@@ -319,17 +320,17 @@ FORWARD_REWRITES = (
 @st.composite
 def add_groups(draw, pipe, ports, macs, ips):
     ids: list[int] = []
-    for gid in range(1, draw(st.integers(0, 3)) + 1):
-        gtype = draw(st.sampled_from([ofp.OFPGT_ALL, ofp.OFPGT_SELECT, ofp.OFPGT_SELECT, ofp.OFPGT_INDIRECT,
+    for gid in range(1, draw(integers(0, 3)) + 1):
+        gtype = draw(sample([ofp.OFPGT_ALL, ofp.OFPGT_SELECT, ofp.OFPGT_SELECT, ofp.OFPGT_INDIRECT,
                                       ofp.OFPGT_FF]))
-        n = 1 if gtype == ofp.OFPGT_INDIRECT else draw(st.integers(1, 3))
+        n = 1 if gtype == ofp.OFPGT_INDIRECT else draw(integers(1, 3))
         buckets = []
         for _ in range(n):
             acts = draw(actions(ports, macs, ips, ids, max_len=2))
             if gtype == ofp.OFPGT_SELECT:
-                buckets.append(Bucket(acts, weight=draw(st.sampled_from([0, 1, 1, 2]))))
+                buckets.append(Bucket(acts, weight=draw(sample([0, 1, 1, 2]))))
             elif gtype == ofp.OFPGT_FF:
-                buckets.append(Bucket(acts, watch_port=draw(st.sampled_from(ports))))
+                buckets.append(Bucket(acts, watch_port=draw(sample(ports))))
             else:
                 buckets.append(Bucket(acts))
         try:
@@ -342,56 +343,56 @@ def add_groups(draw, pipe, ports, macs, ips):
 
 @st.composite
 def networks(draw):
-    net = Net(draw(st.sampled_from(["ring,3", "linear,2", "ring,3"])))
+    net = Net(draw(sample(["ring,3", "linear,2", "ring,3"])))
     macs = [h.mac for h in net.topo.hosts] + [OTHER_MAC]
     ips = [h.ip for h in net.topo.hosts] + [OTHER_IP]
     for key in sorted(net.link_up):
-        if key[0].startswith("s") and key[2].startswith("s") and draw(st.integers(0, 7)) == 0:
+        if key[0].startswith("s") and key[2].startswith("s") and draw(integers(0, 7)) == 0:
             net.cut(key)
     for pipe in net.pipes.values():
         for port, state in sorted(pipe.ports.items()):
-            if draw(st.integers(0, 7)) == 0:  # FLOOD skips it
+            if draw(integers(0, 7)) == 0:  # FLOOD skips it
                 pipe.ports[port] = PortState(live=state.live, no_flood=True)
     for name, pipe in net.pipes.items():
         ports = sorted(pipe.ports)
         groups = draw(add_groups(pipe, ports, macs, ips))
         # Mostly a catch-all per table (forwarding, or on to a later table), so that frames get
         # somewhere and the rules above them decide where.
-        plan = [(t, True) for t in range(N_TABLES) if draw(st.integers(0, 3))]
-        plan += [(draw(st.integers(0, N_TABLES - 1)), False) for _ in range(draw(st.integers(1, 8)))]
+        plan = [(t, True) for t in range(N_TABLES) if draw(integers(0, 3))]
+        plan += [(draw(integers(0, N_TABLES - 1)), False) for _ in range(draw(integers(1, 8)))]
         # Forwarding rules that rewrite on the way (so rewritten copies arrive somewhere).
         fwd = ports[1:] + [ofp.OFPP_FLOOD]
         for match, rewrites in FORWARD_REWRITES:
-            if draw(st.integers(0, 2)) == 0:
-                acts = (draw(st.sampled_from(rewrites)), Output(draw(st.sampled_from(fwd))))
+            if draw(integers(0, 2)) == 0:
+                acts = (draw(sample(rewrites)), Output(draw(sample(fwd))))
                 try:
                     pipe.add_flow(0, match, 1, Instructions(apply=acts))
                 except OFError:
                     pass
         for t, catch_all in plan:
             kw: dict = {}
-            if catch_all and groups and draw(st.integers(0, 2)) == 0:
-                kw["apply"] = (Group(draw(st.sampled_from(groups))),)
-            elif catch_all and draw(st.integers(0, 3)):
+            if catch_all and groups and draw(integers(0, 2)) == 0:
+                kw["apply"] = (Group(draw(sample(groups))),)
+            elif catch_all and draw(integers(0, 3)):
                 # port 1 faces the host (ring/linear builders): forward into the network
-                kw["apply"] = (Output(draw(st.sampled_from(ports[1:] + [ofp.OFPP_FLOOD]))),)
-            elif draw(st.integers(0, 3)):
+                kw["apply"] = (Output(draw(sample(ports[1:] + [ofp.OFPP_FLOOD]))),)
+            elif draw(integers(0, 3)):
                 kw["apply"] = draw(actions(ports, macs, ips, groups))
-            if draw(st.integers(0, 5)) == 0:
+            if draw(integers(0, 5)) == 0:
                 kw["clear"] = True
-            if draw(st.integers(0, 2)) == 0:
+            if draw(integers(0, 2)) == 0:
                 kw["write"] = draw(actions(ports, macs, ips, groups, max_len=2))
-            if draw(st.integers(0, 3)) == 0:
-                kw["metadata"] = (draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3])))
-            if t < N_TABLES - 1 and draw(st.booleans()):
-                kw["goto"] = draw(st.integers(t + 1, N_TABLES - 1))
+            if draw(integers(0, 3)) == 0:
+                kw["metadata"] = (draw(integers(0, 3)), draw(sample([1, 2, 3])))
+            if t < N_TABLES - 1 and draw(BOOLEANS):
+                kw["goto"] = draw(integers(t + 1, N_TABLES - 1))
             match = OxmMatch() if catch_all else draw(oxm_matches(ports, macs, ips, t))
-            prio = 0 if catch_all else draw(st.sampled_from([0, 5, 10, 10, 20]))
+            prio = 0 if catch_all else draw(sample([0, 5, 10, 10, 20]))
             try:
                 pipe.add_flow(t, match, prio, Instructions(**kw))
             except OFError:
                 pass
-        if draw(st.integers(0, 9)) == 0:
+        if draw(integers(0, 9)) == 0:
             net.switch_up[name] = False
     frames = draw(st.lists(frames_of(macs, ips), min_size=8, max_size=16))
     return net, frames
@@ -399,26 +400,26 @@ def networks(draw):
 
 @st.composite
 def frames_of(draw, macs, ips):
-    src, dst = draw(st.sampled_from(macs)), draw(st.sampled_from(macs))
-    tags = tuple(VlanTag(draw(st.sampled_from(VIDS)), draw(st.integers(0, 2)), 0,
-                         draw(st.sampled_from([0x8100, 0x88A8]))) for _ in range(draw(st.sampled_from([0, 0, 1, 2]))))
-    kind = draw(st.sampled_from(["tcp", "udp", "icmp", "arp", "v6tcp", "v6udp", "v6icmp", "sctp", "other"]))
+    src, dst = draw(sample(macs)), draw(sample(macs))
+    tags = tuple(VlanTag(draw(sample(VIDS)), draw(integers(0, 2)), 0,
+                         draw(sample([0x8100, 0x88A8]))) for _ in range(draw(sample([0, 0, 1, 2]))))
+    kind = draw(sample(["tcp", "udp", "icmp", "arp", "v6tcp", "v6udp", "v6icmp", "sctp", "other"]))
     if kind in ("tcp", "udp", "icmp"):
-        ip = IPv4(draw(st.sampled_from(ips)), draw(st.sampled_from(ips)), {"tcp": 6, "udp": 17, "icmp": 1}[kind],
-                  tos=draw(st.sampled_from([0, 4])))
-        l4 = {"tcp": lambda: TCP(1000, draw(st.sampled_from([22, 80, 443]))),
-              "udp": lambda: UDP(1000, draw(st.sampled_from([53, 80]))), "icmp": lambda: ICMP(8, 0)}[kind]()
+        ip = IPv4(draw(sample(ips)), draw(sample(ips)), {"tcp": 6, "udp": 17, "icmp": 1}[kind],
+                  tos=draw(sample([0, 4])))
+        l4 = {"tcp": lambda: TCP(1000, draw(sample([22, 80, 443]))),
+              "udp": lambda: UDP(1000, draw(sample([53, 80]))), "icmp": lambda: ICMP(8, 0)}[kind]()
         return Frame(src, dst, 0x0800, tags, (), ip, l4)
     if kind == "arp":
-        return Frame(src, dst, 0x0806, tags, (), Arp(1, src, draw(st.sampled_from(ips)), 0, draw(st.sampled_from(ips))))
+        return Frame(src, dst, 0x0806, tags, (), Arp(1, src, draw(sample(ips)), 0, draw(sample(ips))))
     if kind == "v6tcp":
         return Frame(src, dst, 0x86DD, tags, (), IPv6(1, 2, 6), TCP(1000, 80))
     if kind == "v6udp":
-        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, draw(st.sampled_from([2, 9])), 17, flabel=5), UDP(1, 53))
+        return Frame(src, dst, 0x86DD, tags, (), IPv6(1, draw(sample([2, 9])), 17, flabel=5), UDP(1, 53))
     if kind == "v6icmp":
         return Frame(src, dst, 0x86DD, tags, (), IPv6(1, 2, 58), ICMPv6(128, 0))
     if kind == "sctp":
-        return Frame(src, dst, 0x0800, tags, (), IPv4(draw(st.sampled_from(ips)), OTHER_IP, 132), SCTP(5, 80))
+        return Frame(src, dst, 0x0800, tags, (), IPv4(draw(sample(ips)), OTHER_IP, 132), SCTP(5, 80))
     return Frame(src, dst, 0x88B5, tags, payload=b"\x01\x02")
 
 

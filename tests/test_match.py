@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from of10_fields import pkt
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as ofp_parser
+from sampled import BOOLEANS, sample
 
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import ip_to_int
@@ -143,21 +144,21 @@ def matches(draw: st.DrawFn) -> Match:
     wc = 0
     kw: dict[str, int] = {}
     for name, bit in FLAG_FIELDS:
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             wc |= bit
-        kw[name] = draw(st.sampled_from(DOMAINS[name]))
+        kw[name] = draw(sample(DOMAINS[name]))
     for name, shift in (("nw_src", ofp.OFPFW_NW_SRC_SHIFT), ("nw_dst", ofp.OFPFW_NW_DST_SHIFT)):
-        wc |= draw(st.sampled_from([0, 1, 8, 16, 23, 24, 32, 50])) << shift
-        kw[name] = draw(st.sampled_from(ADDRS))
+        wc |= draw(sample([0, 1, 8, 16, 23, 24, 32, 50])) << shift
+        kw[name] = draw(sample(ADDRS))
     return Match(wc, **kw)
 
 
 @st.composite
 def packets(draw: st.DrawFn) -> tuple[int, ...]:
-    kw = {n: draw(st.sampled_from(DOMAINS[n])) for n, _ in FLAG_FIELDS}
+    kw = {n: draw(sample(DOMAINS[n])) for n, _ in FLAG_FIELDS}
     kw["nw_tos"] &= 0xFC
-    kw["nw_src"] = draw(st.sampled_from(ADDRS))
-    kw["nw_dst"] = draw(st.sampled_from(ADDRS))
+    kw["nw_src"] = draw(sample(ADDRS))
+    kw["nw_dst"] = draw(sample(ADDRS))
     return pkt(**kw)
 
 

@@ -7,6 +7,7 @@ own flow extraction on the packet data) for the OpenFlow 1.0 match fields.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import struct
@@ -25,6 +26,7 @@ from os_ken.lib.packet import packet_utils
 from os_ken.lib.packet import tcp as ok_tcp
 from os_ken.lib.packet import udp as ok_udp
 from os_ken.lib.packet import vlan as ok_vlan
+from sampled import BOOLEANS, integers
 
 from netsleuth.model.addr import int_to_ip, int_to_mac, ip_to_int, mac_to_int
 from netsleuth.model.packet import (
@@ -61,7 +63,9 @@ vlans = st.none() | st.builds(Vlan, st.integers(0, 0xFFF), st.integers(0, 7), st
 OTHER_TYPES = (0x0842, 0x88B5, 0x9000, 0x1234, 0x0600, 0xFFFF)
 
 
+@functools.lru_cache
 def words(max_words: int = 10):
+    """Up to ``max_words`` 32-bit words of bytes; one strategy per size, built once (composites draw it per frame)."""
     return st.integers(0, max_words).flatmap(lambda n: st.binary(min_size=4 * n, max_size=4 * n))
 
 
@@ -71,7 +75,7 @@ def csums(explicit: bool):
 
 @st.composite
 def arps(draw, standard: bool = False):
-    hlen, plen = (6, 4) if standard else (draw(st.integers(0, 16)), draw(st.integers(0, 16)))
+    hlen, plen = (6, 4) if standard else (draw(integers(0, 16)), draw(integers(0, 16)))
     hw, pa = st.integers(0, 2 ** (8 * hlen) - 1), st.integers(0, 2 ** (8 * plen) - 1)
     arp = Arp(draw(u16), draw(hw), draw(pa), draw(hw), draw(pa),
               1 if standard else draw(u16), 0x0800 if standard else draw(u16), hlen, plen)
@@ -82,24 +86,30 @@ def tlv(kind: int, value: bytes) -> bytes:
     return struct.pack("!H", (kind << 9) | len(value)) + value
 
 
+_LLDP_KINDS = st.sampled_from((4, 5, 6))
+
+
 @st.composite
 def lldps(draw, oskenable: bool = False):
     ids = st.binary(min_size=2 if oskenable else 0, max_size=40)
-    kinds = st.sampled_from((4, 5, 6)) if oskenable else st.integers(1, 127)
+    kinds = _LLDP_KINDS if oskenable else st.integers(1, 127)
     extra = b"".join(tlv(k, v) for k, v in draw(st.lists(st.tuples(kinds, blobs), max_size=3)))
     lldp = LLDP(draw(ids), draw(ids), draw(u16), extra)
     return Packet(draw(macs), draw(macs), 0x88CC, draw(vlans), lldp, trailer=draw(blobs))
 
 
+_L4_KINDS = st.sampled_from(("icmp", "tcp", "udp", "none", "later-fragment"))
+
+
 @st.composite
 def l4s(draw, explicit: bool):
-    kind = draw(st.sampled_from(("icmp", "tcp", "udp", "none", "later-fragment")))
+    kind = draw(_L4_KINDS)
     frag, l4, payload = 0, None, draw(blobs)
     if kind == "icmp":
         proto, l4 = 1, ICMP(draw(u8), draw(u8), draw(u16), draw(u16), draw(csums(explicit)))
     elif kind == "tcp":
         proto = 6
-        l4 = TCP(draw(u16), draw(u16), draw(u32), draw(u32), draw(st.integers(0, 0xFFF)), draw(u16),
+        l4 = TCP(draw(u16), draw(u16), draw(u32), draw(u32), draw(integers(0, 0xFFF)), draw(u16),
                  draw(u16), draw(words()), draw(csums(explicit)))
     elif kind == "udp":
         proto = 17
@@ -108,7 +118,7 @@ def l4s(draw, explicit: bool):
     elif kind == "none":
         proto = draw(u8.filter(lambda p: p not in (1, 6, 17)))
     else:
-        proto, frag = draw(u8), draw(st.integers(1, 0x1FFF))
+        proto, frag = draw(u8), draw(integers(1, 0x1FFF))
     return proto, frag, l4, payload
 
 
@@ -116,38 +126,43 @@ def l4s(draw, explicit: bool):
 def ipv4s(draw, explicit: bool = True):
     proto, frag, l4, payload = draw(l4s(explicit))
     options = draw(words())
-    ip = IPv4(draw(u32), draw(u32), proto, draw(u8), draw(u8), draw(u16), draw(st.integers(0, 7)), frag,
+    ip = IPv4(draw(u32), draw(u32), proto, draw(u8), draw(u8), draw(u16), draw(integers(0, 7)), frag,
               options, draw(csums(explicit)))
     pkt = Packet(draw(macs), draw(macs), 0x0800, draw(vlans), ip, l4, payload)
-    if draw(st.booleans()):  # truncated datagram (PACKET_IN data cut at miss_send_len)
+    if draw(BOOLEANS):  # truncated datagram (PACKET_IN data cut at miss_send_len)
         actual = pkt.frame_len() - (18 if pkt.vlan else 14)
         return Packet(pkt.eth_src, pkt.eth_dst, 0x0800, pkt.vlan,
                       IPv4(ip.src, ip.dst, proto, ip.tos, ip.ttl, ip.ident, ip.flags, frag, options, ip.csum,
-                           draw(st.integers(actual + 1, 0xFFFF))), l4, payload)
+                           draw(integers(actual + 1, 0xFFFF))), l4, payload)
     return Packet(pkt.eth_src, pkt.eth_dst, 0x0800, pkt.vlan, ip, l4, payload, draw(blobs))
+
+
+_OTHER_ETH_TYPES = st.sampled_from(OTHER_TYPES) | st.integers(0, 0x5FF)
 
 
 @st.composite
 def others(draw):
-    eth_type = draw(st.sampled_from(OTHER_TYPES) | st.integers(0, 0x5FF))
+    eth_type = draw(_OTHER_ETH_TYPES)
     return Packet(draw(macs), draw(macs), eth_type, draw(vlans), payload=draw(blobs))
 
 
 raws = st.builds(lambda b: Packet(0, 0, RAW, payload=b), st.binary(max_size=13))
 
 
+@functools.lru_cache
 def packets(explicit: bool = True):
+    """Any frame; one strategy per ``explicit``, built once (``mangled_frames`` draws it per frame)."""
     return st.one_of(arps(), lldps(), ipv4s(explicit), others(), raws)
 
 
 @st.composite
 def mangled_frames(draw):
     """Real frames, then cut short and with a few bytes overwritten."""
-    data = bytearray(draw(packets(draw(st.booleans()))).to_bytes())
-    for _ in range(draw(st.integers(0, 3))):
+    data = bytearray(draw(packets(draw(BOOLEANS))).to_bytes())
+    for _ in range(draw(integers(0, 3))):
         if data:
-            data[draw(st.integers(0, len(data) - 1))] = draw(u8)
-    return bytes(data[: draw(st.integers(0, len(data)))])
+            data[draw(integers(0, len(data) - 1))] = draw(u8)
+    return bytes(data[: draw(integers(0, len(data)))])
 
 
 # ---------------------------------------------------------------------------
