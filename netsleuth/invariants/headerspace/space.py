@@ -449,11 +449,21 @@ def term_text(t: Term, max_diffs: int = 3) -> str:
     return HeaderSpace().term_text(t, max_diffs)
 
 
-@lru_cache(maxsize=1 << 12)
 def describe_headerspace(hs: HeaderSet, max_terms: int = 3, max_diffs: int = 3) -> str:
-    """Readable text for a header space (at most ``max_terms`` terms, then a count).  Remembered
-    per set object (a set is read-only, and one without ``__eq__`` is hashed by identity): an
-    unreachable pair's space is described for its finding's text, its details and its group's."""
-    return hs.describe(max_terms, max_diffs)
+    """Readable text for a header set of either layout (at most ``max_terms`` terms, then a
+    count), found once per distinct set (its layout and terms): an unreachable pair's space is
+    described for its finding's text, its details and its group's, and a network's findings
+    name the same sets check after check."""
+    key = (type(hs), hs.terms, max_terms, max_diffs)
+    text = _DESCRIBED.get(key)
+    if text is None:
+        if len(_DESCRIBED) >= _DESCRIBED_MAX:
+            _DESCRIBED.clear()
+        text = _DESCRIBED[key] = hs.describe(max_terms, max_diffs)
+    return text
+
+
+_DESCRIBED: dict[tuple, str] = {}
+_DESCRIBED_MAX = 1 << 13
 
 

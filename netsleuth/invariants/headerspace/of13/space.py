@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
+from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet, describe_headerspace
 from netsleuth.invariants.headerspace.terms import Term, make_term, term_empty
 from netsleuth.model.of13.fieldspec import BY_NAME, VID_PRESENT
 from netsleuth.model.of13.headerbits import BITS13, FIELDS13, FULL13, NOT_INJECTED, SHIFT13, TAG_SHAPES, WIDTH13
@@ -176,19 +176,8 @@ def _display_terms(hs: HS13) -> list[Term]:
 
 
 def describe13(hs: HS13, max_terms: int = 3, max_diffs: int = 3) -> str:
-    """``hs.describe``, found once per distinct set of terms (a network's findings name the same
-    header sets check after check)."""
-    key = (hs.terms, max_terms, max_diffs)
-    text = _DESCRIBED.get(key)
-    if text is None:
-        if len(_DESCRIBED) >= _TEXTS_MAX:
-            _DESCRIBED.clear()
-        text = _DESCRIBED[key] = hs.describe(max_terms, max_diffs)
-    return text
-
-
-_DESCRIBED: dict[tuple[tuple[Term, ...], int, int], str] = {}
-_TEXTS_MAX = 1 << 13
+    """``hs.describe``, found once per distinct set (:func:`describe_headerspace`)."""
+    return describe_headerspace(hs, max_terms, max_diffs)
 
 
 def header_dict13(h: int) -> dict[str, object]:
