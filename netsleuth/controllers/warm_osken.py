@@ -228,15 +228,15 @@ def _runs_patched(request):
     return request.get("script", "osken_main.py") == "osken_main.py" and "--enable-debugger" not in request["argv"]
 
 
-def _forward(patched, data, fds):
+def _forward(sock, data, fds):
     """Pass a start to the patched server: its reply; None when it is gone before taking the start (the
     start is made here); an error when it went with the start (then netsleuth starts the controller cold)."""
     try:
-        patched.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
     except OSError:
         return None
     try:
-        reply = patched.recv(MAX_REQUEST)
+        reply = sock.recv(MAX_REQUEST)
     except OSError:
         reply = b""
     return reply or json.dumps({"error": "the patched warm-start server ended during a start"}).encode()
@@ -267,7 +267,7 @@ class _Patched:
     starts controllers under coverage (fault localization) pays for no patching it never uses."""
 
     def __init__(self):
-        self.made = None
+        self.sock = None
         self.tried = False
 
     def socket(self, others):
@@ -275,8 +275,8 @@ class _Patched:
         if not self.tried:
             self.tried = True
             made = _fork_patched(others)
-            self.made = made[1] if made else None
-        return self.made
+            self.sock = made[1] if made else None
+        return self.sock
 
 
 def _fork_patched(others):
@@ -334,7 +334,7 @@ def serve(owner, listener):
         for sock in select.select([owner, listener, *guests], [], [])[0]:
             if sock is listener:
                 _admit(listener, guests)
-            elif not _serve_one(sock, [owner, listener, *guests] + ([patched.made] if patched.made else []),
+            elif not _serve_one(sock, [owner, listener, *guests] + ([patched.sock] if patched.sock else []),
                                 patched):
                 if sock is owner:
                     return
