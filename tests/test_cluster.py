@@ -7,6 +7,7 @@ import random
 import re
 import struct
 from collections import Counter
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -54,6 +55,15 @@ WITH_BIGBUG = [p for p in TRACES if "bigbug" in REFERENCE.get(p.name[: -len(".hb
 pytestmark = pytest.mark.skipif(not TRACES, reason="SDNRacer corpus not available")
 
 _CACHE: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_clusterings() -> Iterator[None]:
+    """The clusterings are shared by this module's tests (which therefore run in one process) and dropped
+    after them: kept, their million races stay in the process, and every full garbage collection of
+    the tests that run after these walks them."""
+    yield
+    _CACHE.clear()
 
 
 def _name(p: Path) -> str:

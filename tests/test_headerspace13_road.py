@@ -49,8 +49,8 @@ def _both_ways(view: Any) -> tuple[int, int]:
         while stack:
             item = stack.pop()
             ref = E13.hop13(net, item, {})
-            got = road_hop(net.road, item)
-            many = road_hops(net.road, item[0], item[1], [item, item])   # the wave's batch of one port
+            got = road_hop(net, item)
+            many = road_hops(net, item[0], item[1], [item, item])   # the wave's batch of one port
             assert [None if x is None else _norm(results(x)) for x in many] == [None if got is None else _norm(got)] * 2
             hops += 1
             if got is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import networkx as nx
@@ -76,6 +77,15 @@ IP = ip_to_int
 # SDNRacer does them but do not change any number on this corpus.
 
 _REPORTS: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_reports() -> Iterator[None]:
+    """The reports are shared by this module's tests (which therefore run in one process) and dropped
+    after them: kept, their million races stay in the process, and every full garbage collection of
+    the tests that run after these walks them."""
+    yield
+    _REPORTS.clear()
 
 
 def _report(path: Path):

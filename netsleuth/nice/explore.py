@@ -72,6 +72,7 @@ from typing import Any
 
 from netsleuth.nice.effects import Effects, independent
 from netsleuth.nice.filters import FILTERS, parse_strategy
+from netsleuth.nice.interning import forget
 from netsleuth.nice.state import SystemState
 from netsleuth.nice.stubborn import Stubborn, stubborn_applies
 from netsleuth.nice.system import System
@@ -226,6 +227,7 @@ class Explorer:
             self.result.unique_states = len(self._visited)
             self.result.completed = False
         finally:
+            forget()
             if gc_was_enabled:
                 gc.enable()
         self.result.seconds = time.perf_counter() - self._t0

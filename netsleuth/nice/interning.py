@@ -176,3 +176,11 @@ def small_term(kind: str, value: tuple) -> int:
     t = mix(hash((kind, value)))
     remember(_SMALL_TERM, id(value), (value, kind, t))
     return t
+
+
+def forget() -> None:
+    """Empty every cache above.  A finished search calls it: the caches keep the packets, queues
+    and states of the search alive, and a process that goes on to other work (a test session,
+    a campaign worker) would carry them, and scan them at every full garbage collection."""
+    for cache in (_OBJ_HASH, _QUEUE_TERM, _TAIL, _PUSHED, _PUSHED_FRAME, _QUEUE_DELTA, _APP_TERM, _SMALL_TERM):
+        cache.clear()

@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from netsleuth.gcpause import gc_paused
 from netsleuth.races.commute import CommutativityChecker, commute_ops13
 from netsleuth.races.events import EXPIRY, HOST_SEND, READ, WRITE, FlowOp, HbEvent
 from netsleuth.races.hb import DEP_RAW, TIME, HbGraph, PacketMatches, reach_masks, strongly_connected
@@ -71,6 +72,12 @@ def detect_races(g: HbGraph, *, delta: float = 2.0, time_edges: bool = True, dat
                  checker: CommutativityChecker | None = None,
                  packets: PacketMatches | None = None) -> Detection:
     """Find and classify the races of ``g`` (adds time / dep_raw edges to ``g``)."""
+    with gc_paused():   # up to millions of races, and no cycle among them
+        return _detect(g, delta, time_edges, data_deps, checker, packets)
+
+
+def _detect(g: HbGraph, delta: float, time_edges: bool, data_deps: bool, checker: CommutativityChecker | None,
+            packets: PacketMatches | None) -> Detection:
     checker = checker or CommutativityChecker()
     packets = packets or PacketMatches()
     events = g.events

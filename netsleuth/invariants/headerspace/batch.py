@@ -8,13 +8,13 @@ few vectorized passes.  What it cannot keep goes to the general engine (``genera
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np  # the batch engine's classes travel as arrays (see _run_batch)
 
+from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.headerspace.codes import F_COMPLEX, F_DROP, F_NOTHING, F_PUNT
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.general import HsaNet, Port
@@ -103,8 +103,8 @@ def _batch(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_tags: in
             else:
                 _run_batch(net, out, acc, mask, frontier, trace, depth)
         acc.into(out, trace is not None)
-    if holder is not None:
-        holder.last_batch = (inputs, out, list(rest))
+    if holder is not None and inputs is not None:
+        holder.last_batch = (_kept_inputs(inputs, holder), out, list(rest))
     return out, rest
 
 
@@ -150,34 +150,18 @@ def _batch_inputs(net: HsaNet, ingresses: list[Port], tags: dict[Port, int], n_t
             getattr(net.view, "_peers", None) or net.view.link_up)
 
 
-def _same_inputs(a: tuple, b: tuple) -> bool:
-    return (a[3] == b[3] and all(x is y for x, y in zip(a[4], b[4], strict=True)) and a[2] == b[2]
-            and a[0] == b[0] and a[1] == b[1] and a[5] == b[5])
+def _kept_inputs(inputs: tuple, holder: Any) -> tuple:
+    """``inputs`` as the compiled switch ``holder`` keeps them, by the ids of the compiled forms:
+    the other switches' forms are kept, so their ids stay theirs, but not the holder's own (it
+    is alive while anyone reads what it keeps; kept, it would make a cycle, and every network
+    checked would wait for a full garbage collection to be freed)."""
+    forms = inputs[4]
+    return (*inputs[:4], tuple(None if cs is holder else cs for cs in forms), inputs[5], tuple(map(id, forms)))
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic collector off for a while.  The batch engine makes millions of lists
-    and ints and no cycles, yet each full collection scans every tracked object made so far:
-    at FatTree K=16 that was a third of a cold check.  The collector is back on (if it was)
-    afterwards, and runs as usual then.
-
-    What the pause made is the checks' results, kept until the next check: on the way out
-    it joins the oldest generation at once (``gc.freeze`` then ``gc.unfreeze``, two list
-    splices), as it would after surviving two collections, instead of being scanned by the
-    first young collection after the pause (a tenth of a cold 1.3 check at FatTree K=8)
-    and the next middle one.  Only a pause at the outermost level does so; nothing is kept
-    alive that would be freed otherwise (reference counting still frees what is dropped,
-    and full collections still see the moved objects)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
+def _same_inputs(kept: tuple, b: tuple) -> bool:
+    return (kept[3] == b[3] and kept[6] == tuple(map(id, b[4])) and kept[2] == b[2]
+            and kept[0] == b[0] and kept[1] == b[1] and kept[5] == b[5])
 
 
 def _run_batch(net: HsaNet, out: _Batch, acc: _Acc, mask: int, frontier: dict[Port, np.ndarray],

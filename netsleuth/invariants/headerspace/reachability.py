@@ -12,9 +12,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
-from netsleuth.invariants.headerspace.batch import TAG_SHIFT, gc_paused
+from netsleuth.invariants.headerspace.batch import TAG_SHIFT
 from netsleuth.invariants.headerspace.compiled import interner
 from netsleuth.invariants.headerspace.engine import Analysis
 from netsleuth.invariants.headerspace.general import Port, Reach, reachable

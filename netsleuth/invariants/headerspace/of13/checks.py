@@ -27,9 +27,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
-from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.of13.engine import (
     Analysis13,
     HsaEvent13,

@@ -77,7 +77,7 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from netsleuth.invariants.headerspace.batch import gc_paused
+from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.of13.road import Road, road_hop, road_hops, send_copies
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
@@ -187,7 +187,12 @@ class Net13:
         self._kept = cache is not None   # compiled pipelines outlive the analysis: signed, to be checked
         self._cache = cache if cache is not None else {}
         self.node_ids = itertools.count()
-        self.road = Road(self, HsaEvent13)
+        self.road = Road(view, HsaEvent13)
+
+    def renew(self, view: NetworkView) -> None:
+        """Read ``view`` from now on (the incremental engine's network, message after message)."""
+        self.view = view
+        self.road.renew(view)
 
     def compiled(self, name: str) -> Compiled13:
         c = self._comp.get(name)
@@ -217,7 +222,6 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
     reach = Reach13((s0, p0))
     start = HS13.injected() if hs is None else hs
     stack: list[Hop13] = [(s0, p0, start, IDENTITY, (), (), ())]
-    road = net.road
     hops = 0
     while stack:
         item = stack.pop()
@@ -225,7 +229,7 @@ def explore13(net: Net13, s0: str, p0: int, hs: HS13 | None = None, budget: int 
         if hops > budget:
             reach.truncated = True
             break
-        got = road_hop(road, item)
+        got = road_hop(net, item)
         events, pushes = hop13(net, item, reach.alts) if got is None else got
         _file(reach, events)
         stack.extend(pushes)
@@ -284,7 +288,6 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
         node: list[Any] = [(), ()]
         roots.append(node)
         wave.setdefault((s0, p0), []).append((n, (s0, p0, HS13.injected(), IDENTITY, (), (), ()), node))
-    road = net.road
     while wave:
         nxt: dict[Port, list[tuple[int, Hop13, list[Any]]]] = {}
         for (s, p), group in wave.items():
@@ -294,7 +297,7 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
                 c = counts[n] = counts[n] + 1
                 if c <= budget:   # (else walked again on its own)
                     live.append(x)
-            for (n, item, node), got in zip(live, road_hops(road, s, p, [x[1] for x in live]), strict=True):
+            for (n, item, node), got in zip(live, road_hops(net, s, p, [x[1] for x in live]), strict=True):
                 if got is None or len(got) != 7:
                     _wave_node(net, alts, n, item, node, got, nxt)
                     continue

@@ -42,9 +42,9 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
+from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import report as R
-from netsleuth.invariants.headerspace.batch import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
 from netsleuth.invariants.headerspace.of13 import checks as C13
 from netsleuth.invariants.headerspace.of13.engine import (
@@ -351,10 +351,13 @@ class IncrementalHSA13:
         self._index(live)
 
     def _died(self, hops: list[ExplorationHop]) -> None:
-        """Mark hops dead and count the index entries they leave behind, per switch."""
+        """Mark hops dead and count the index entries they leave behind, per switch.  A dead hop
+        lets go of its parent, so the hops cut off make no parent/kids cycle: they are freed when
+        the index lets go of them, not left to a full garbage collection."""
         dead = self._dead
         for h in hops:
             h.alive = False
+            h.parent = None
             if h.lookups or h.groups:
                 dead[h.switch] = dead.get(h.switch, 0) + 1
 
@@ -411,7 +414,7 @@ class IncrementalHSA13:
             return self.findings()
         self.view = view
         self.partial_checks += 1
-        self._net.view = view
+        self._net.renew(view)
         if table_id != -1:
             self._net.forget(switch, table_id)
         hops: list[ExplorationHop] = affected()

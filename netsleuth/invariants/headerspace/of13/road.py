@@ -106,43 +106,38 @@ def _make_step(comp: Compiled13, inst: Any, sym: Sym, in_port: int) -> Step | No
 class Road:
     """The short road for one analysis's network (see the module docstring)."""
 
-    __slots__ = ("net", "event", "_view", "_where", "_up", "_keys")
+    __slots__ = ("event", "_view", "_where", "_up", "_keys")
 
-    def __init__(self, net: Any, event: type) -> None:   # the engine's Net13
-        self.net = net
+    def __init__(self, view: Any, event: type) -> None:
+        # No reference back to the engine's net that owns the road: a cycle would leave every
+        # analysis (its net, compiled tables and results) to the full garbage collections.
         self.event = event   # the engine's HsaEvent13 (the engine imports this module)
-        self._view: Any = None
+        self._view: Any = view
         self._where: dict[tuple[str, int], tuple[int, Any]] = {}
         self._up: dict[str, bool] = {}   # whether a switch is up in the view
         # per header set (by id, held): what its terms show of each set of bits a view tests
         self._keys: dict[int, tuple[HS13, dict[int, Any]]] = {}
 
     def renew(self, view: Any) -> None:
-        """Forget what was read of the last view (the incremental engine's changes from message
-        to message)."""
+        """Read ``view`` from now on, forgetting what was read of the last one (the incremental
+        engine's view changes from message to message: :meth:`Net13.renew`)."""
         self._view = view
         self._where.clear()
         self._up.clear()
 
     def switch_up(self, s: str) -> bool:
         """Whether switch ``s`` is up in the network's current view (read once per view)."""
-        view = self.net.view
-        if view is not self._view:   # the incremental engine's view changes from message to message
-            self.renew(view)
         up = self._up.get(s)
         if up is None:
-            up = self._up[s] = view.is_switch_up(s)
+            up = self._up[s] = self._view.is_switch_up(s)
         return up
 
     def where(self, s: str, q: int) -> tuple[int, Any]:
         """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
         switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
-        view = self.net.view
-        if view is not self._view:   # the incremental engine's view changes from message to message
-            self.renew(view)
         got = self._where.get((s, q))
         if got is None:
-            got = self._where[(s, q)] = port_leads(view, s, q)
+            got = self._where[(s, q)] = port_leads(self._view, s, q)
         return got
 
     def keys_of(self, orig: HS13) -> dict[int, Any]:
@@ -159,15 +154,15 @@ class Road:
 _KEYS = 1 << 17   # header sets a road remembers keys for (then it forgets them all)
 
 
-def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[list[Event13], list[Hop13]] | None:
+def road_hop(net: Any, item: Hop13, noted: list[Any] | None = None) -> tuple[list[Event13], list[Hop13]] | None:
     """:func:`~netsleuth.invariants.headerspace.of13.engine.hop13` for a hop on the short road
     (its events and pushed hops, equal to hop13's), or None: run it the general way (nothing
     was noted then).  ``noted``: where the table lookups go (the incremental engine's)."""
     s, p, orig, sym, path, rules, choices = item
     here = (s, p)
+    road = net.road
     if not road.switch_up(s) or here in path:
         return None
-    net = road.net
     view = net.view
     comp = net.compiled(s)
     views = comp._views
@@ -205,7 +200,7 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
     return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
 
 
-def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
+def road_hops(net: Any, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
     """:func:`road_hop` of each hop of ``items``, all into ``s:p`` (a wave's hops at one port,
     see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
     with what they share looked up once -- the switch, its state, the table views of each
@@ -214,9 +209,9 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
     A hop whose only result is one pushed hop (no event: most hops) gives that hop, a 7-tuple,
     instead of ``([], [hop])`` (:func:`results`: the pair again): a wave's tens of thousands
     of hops then make no lists."""
+    road = net.road
     if not road.switch_up(s):
         return [None] * len(items)
-    net = road.net
     view = net.view
     comp = net.compiled(s)
     here = (s, p)

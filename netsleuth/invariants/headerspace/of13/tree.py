@@ -85,7 +85,7 @@ class ExplorationHop:
     def run(self, net: Net13, alts: dict[int, int]) -> list[ExplorationHop]:
         """Run this hop (its switch's pipeline on its headers): its events and new child hops."""
         lookups: list[Lookup] = []
-        got = road_hop(net.road, self.item, lookups)
+        got = road_hop(net, self.item, lookups)
         if got is not None:   # the short road's entries only output: they name no group
             self.own, pushes = got
             self.groups = []
