@@ -45,6 +45,11 @@ CLEANUP_SH = ('clean() { for f in "$NETSLEUTH_RUNDIR"/*/*.pid; do [ -f "$f" ] ||
               'b=$(basename "$f" .pid); rm -rf "/var/tmp/frr/$b.$(cat "$f")"; done; rm -rf "$NETSLEUTH_RUNDIR"; }; '
               'trap \'clean; exit 0\' TERM INT HUP; while :; do sleep 3600 & wait $!; done')
 OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+# What a namespace's holder runs in it before it becomes ``sleep``. No IPv6: the kernel's own chatter on a
+# new link (router solicitations, MLD reports) would cross the relay in real time and keep the network from
+# looking idle ("default" covers the veths made later). Then the loopback goes up.
+NS_SETUP = ("for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done 2>/dev/null; "
+            "ip link set lo up && exec sleep infinity")
 # The Ip counters of /proc/net/snmp that end a packet's IP input (see NamespaceHost.ip_delivered).
 IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddrErrors")
 # How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
@@ -149,9 +154,7 @@ class NamespaceHost:
     def start(self) -> None:
         self.rundir.mkdir(parents=True, exist_ok=True)
         self._start_guard()
-        self.ns["relay"] = self._namespace("relay")
-        for r in self.net.routers:
-            self.ns[r.name] = self._namespace(r.name)
+        self.ns.update(self._namespaces(["relay", *(r.name for r in self.net.routers)]))
         self._wire()
         self._write_configs()
         self._start_relay()
@@ -182,26 +185,26 @@ class NamespaceHost:
         self.procs.append(p)
         return p
 
-    def _namespace(self, name: str) -> Namespace:
-        p = self._spawn(["unshare", "--net", "--", "sleep", "infinity"])
-        mine = os.readlink("/proc/self/ns/net")
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                if os.readlink(f"/proc/{p.pid}/ns/net") != mine:
-                    break
-            except OSError:
-                pass
-            if p.poll() is not None:
-                raise DaemonEnvError(f"cannot create the namespace of {name}",
-                                     "run as root on a kernel that allows network namespaces")
-            time.sleep(0.002)
-        ns = Namespace(name, p)
-        # no IPv6: the kernel's own chatter on a new link (router solicitations, MLD reports) would cross
-        # the relay in real time and keep the network from looking idle
-        ns.run("sh", "-c", "for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done "
-               "2>/dev/null; ip link set lo up")
-        return ns
+    def _namespaces(self, names: list[str]) -> dict[str, Namespace]:
+        """One namespace per name, all made at once: each holder sets its namespace up, then becomes ``sleep``.
+
+        The holder's shell does the set-up in the namespace it just entered (no process
+        entering it afterwards), and the namespaces come up side by side: the wait is
+        that of the slowest, not the sum. A holder that runs ``sleep`` has done its part.
+        """
+        procs = {name: self._spawn(["unshare", "--net", "--", "sh", "-c", NS_SETUP]) for name in names}
+        waiting = dict(procs)
+        deadline = time.monotonic() + 10
+        while waiting:
+            for name, p in list(waiting.items()):
+                if _comm(p.pid) == "sleep":
+                    del waiting[name]
+                elif p.poll() is not None or time.monotonic() > deadline:
+                    raise DaemonEnvError(f"cannot create the namespace of {name}",
+                                         "run as root on a kernel that allows network namespaces, with iproute2")
+            if waiting:
+                time.sleep(0.002)
+        return {name: Namespace(name, p) for name, p in procs.items()}
 
     def relay_if(self, index: int, router: str) -> str:
         return f"l{index}-{router}"[:15]
@@ -447,6 +450,15 @@ class NamespaceHost:
 def _mac(ln: RouterLink, router: str) -> str:
     """A locally administered MAC per link end: 02:00:00:00:<link>:<1|2>."""
     return f"02:00:00:{ln.index >> 8:02x}:{ln.index & 0xFF:02x}:{1 if router == ln.a else 2:02x}"
+
+
+def _comm(pid: int) -> str:
+    """The name of the program process ``pid`` runs ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def _wait_path(p: Path, timeout: float, what: str, log: Path) -> None:
