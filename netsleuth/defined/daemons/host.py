@@ -52,6 +52,9 @@ NS_SETUP = ("for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disabl
             "ip link set lo up && exec sleep infinity")
 # The Ip counters of /proc/net/snmp that end a packet's IP input (see NamespaceHost.ip_delivered).
 IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddrErrors")
+# Where IP_DONE's counters stand in /proc/net/snmp's Ip lines, by the header line that names them (read
+# after every delivery: the names are looked up once per kernel, not once per read).
+_IP_DONE_AT: dict[str, tuple[int, ...]] = {}
 # How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
 ROUTING_PORTS = ("0059", "0208")
 # A directory to keep each run directory in (daemons' logs and configuration, the relay's log) once the
@@ -278,14 +281,18 @@ class NamespaceHost:
         return env
 
     def _proc_net(self, name: str, file: str) -> list[str]:
-        """The lines of namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
+        """The lines of namespace ``name``'s ``/proc/net/<file>`` (see :meth:`_proc_text`)."""
+        return self._proc_text(name, file).splitlines()
+
+    def _proc_text(self, name: str, file: str) -> str:
+        """Namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
         (that namespace's view: no process is started). A proc file read from offset 0 is generated afresh,
         so one open file serves every read."""
         pid = self.ns[name].proc.pid
         fd = self._procfd.get((pid, file))
         if fd is None:
             fd = self._procfd[(pid, file)] = os.open(f"/proc/{pid}/net/{file}", os.O_RDONLY)
-        return os.pread(fd, 1 << 16, 0).decode().splitlines()
+        return os.pread(fd, 1 << 16, 0).decode()
 
     def ip_delivered(self, name: str) -> int:
         """IP packets namespace ``name``'s kernel has finished taking in: handed to a socket or dropped.
@@ -296,10 +303,15 @@ class NamespaceHost:
         input, before the socket has the packet: a busy machine can run a poke in between.) -1 when
         the namespace is gone."""
         try:
-            names, values = (ln.split() for ln in self._proc_net(name, "snmp")[:2])
+            head, values, _ = self._proc_text(name, "snmp").split("\n", 2)
         except (KeyError, OSError, ValueError):
             return -1
-        return sum(int(values[names.index(k)]) for k in IP_DONE)
+        at = _IP_DONE_AT.get(head)
+        if at is None:
+            names = head.split()
+            at = _IP_DONE_AT[head] = tuple(names.index(k) for k in IP_DONE)
+        words = values.split()
+        return sum(int(words[i]) for i in at)
 
     def routing_queued(self, name: str) -> int:
         """Bytes waiting in namespace ``name``'s OSPF (raw, protocol 89) and RIP (UDP port 520) sockets.
