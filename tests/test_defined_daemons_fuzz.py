@@ -68,6 +68,16 @@ def test_two_routers_pointing_at_each_other_loop_and_a_missing_route_is_a_blackh
     assert "packets s3 -> 10.255.0.1 (s1) are dropped at s3: no route to 10.255.0.1" in [f.message for f in found]
 
 
+def test_a_check_with_a_memo_sorts_only_the_tables_that_changed_and_finds_the_same():
+    t = _converged()
+    memo: dict = {}
+    assert check(RING, t, memo=memo) == [] and set(memo) == {"s1", "s2", "s3", "s4"}
+    kept = {k: v[1] for k, v in memo.items()}
+    t["s3"] = [r for r in t["s3"] if r.prefix != "10.255.0.1/32"]   # a new table object for s3 only
+    assert check(RING, t, memo=memo) == check(RING, t) != []
+    assert all(memo[k][1] is kept[k] for k in ("s1", "s2", "s4")) and memo["s3"][1] is not kept["s3"]
+
+
 def test_a_partitioned_pair_is_not_judged_and_multipath_follows_every_branch():
     t = _converged()
     t["s1"][1] = _r("10.255.0.3/32", ("10.0.1.2", "s1-s2"), ("10.0.2.2", "s1-s4"))

@@ -341,10 +341,13 @@ def test_a_kernel_table_is_dumped_again_only_after_the_kernel_announces_a_route_
         ip("link", "set", "d1", "up")
         table = kroutes.NetlinkTable(ns)
         try:
+            assert kroutes.with_news({"t": table}) == {"t"}              # never dumped: to be read
             first = table.routes()
             assert [r.prefix for r in first] == ["10.9.0.0/24"] and table.dumps == 1
             assert table.routes() is first and table.dumps == 1        # nothing changed: no second dump
+            assert kroutes.with_news({"t": table}) == set()
             ip("route", "add", "192.0.2.0/24", "via", "10.9.0.2")
+            assert kroutes.with_news({"t": table}) == {"t"}              # the kernel's news waits for a read
             assert "192.0.2.0/24" in [r.prefix for r in table.routes()] and table.dumps == 2
             ip("route", "del", "192.0.2.0/24")
             assert [r.prefix for r in table.routes()] == ["10.9.0.0/24"] and table.dumps == 3

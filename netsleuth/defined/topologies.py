@@ -31,12 +31,17 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from netsleuth.errors import UnknownTopologyError
 from netsleuth.model.topo_builders import parse_topo
 from netsleuth.model.topology import Topology
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# networkx is imported by the functions that build graphs, not here: it is most of the import time of a
+# `netsleuth defined` command (~0.13 s of CPU), and a scenario's network needs no graph.
 
 SWITCH_LINK_US = 1000  # delay of a link taken from a model topology (it carries none)
 
@@ -55,6 +60,8 @@ class Net:
         return d
 
     def graph(self) -> nx.Graph:
+        import networkx as nx
+
         g = nx.Graph()
         g.add_nodes_from(self.nodes)
         for a, b, us in self.links:
@@ -82,6 +89,8 @@ def _names(n: int) -> list[str]:
 def brite(n: int, seed: int = 0) -> Net:
     if n < 3:
         raise UnknownTopologyError(f"brite needs at least 3 nodes, got {n}", "use brite,N with N >= 3")
+    import networkx as nx
+
     rng = random.Random(seed)
     # Seeded with a triangle (BRITE's BA starts from m+1 connected nodes), so no node is a leaf.
     g = nx.barabasi_albert_graph(n, 2, seed=rng.randrange(2**31), initial_graph=nx.complete_graph(3))
@@ -101,6 +110,8 @@ def topozoo(name: str) -> Net:
     except KeyError:
         raise UnknownTopologyError(f"no Topology Zoo map named {name!r} in topohub",
                                    "try topozoo/Sprint, topozoo/Geant2012 or topozoo/AttMpls") from None
+    import networkx as nx
+
     g = nx.node_link_graph(d, edges="edges")
     g = g.subgraph(max(nx.connected_components(g), key=len)).copy()
     ids = sorted(g.nodes, key=lambda x: int(x) if str(x).isdigit() else str(x))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,13 @@ class ControlError(NetsleuthError):
 
 
 def _connect(path: Path, timeout: float) -> socket.socket:
+    """A blocking connection whose reads and writes the kernel gives up after ``timeout`` seconds.
+
+    A Python socket with a timeout polls before every send and every receive: two system calls
+    more per question, and a run asks the daemons tens of thousands (a poke per delivered message).
+    The kernel's own timeouts (SO_RCVTIMEO, SO_SNDTIMEO) bound the wait without them; :func:`_recv`
+    and :func:`_send` raise TimeoutError when one runs out, as the socket's own timeout did.
+    """
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
@@ -36,7 +44,25 @@ def _connect(path: Path, timeout: float) -> socket.socket:
     except OSError as exc:
         s.close()
         raise ControlError(f"cannot reach {path.name} ({exc.strerror})", "check that the daemon runs") from None
+    tv = struct.pack("@ll", int(timeout), int(timeout % 1 * 1_000_000))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+    s.settimeout(None)
     return s
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(65536)
+    except BlockingIOError:   # SO_RCVTIMEO ran out
+        raise TimeoutError("timed out") from None
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    try:
+        sock.sendall(data)
+    except BlockingIOError:   # SO_SNDTIMEO ran out
+        raise TimeoutError("timed out") from None
 
 
 class BirdControl:
@@ -61,7 +87,7 @@ class BirdControl:
                 end = m.end()
                 lines, self.buf = self.buf[: end - 1].split(b"\n"), self.buf[end:]
                 return lines
-            data = self.sock.recv(65536)
+            data = _recv(self.sock)
             if not data:
                 raise ControlError("BIRD closed its control socket", "see the router's bird.log")
             self.buf += data
@@ -73,7 +99,7 @@ class BirdControl:
 
     def send(self, cmd: str) -> None:
         """The first half of :meth:`ask`: lets a caller question many daemons at once, then read each."""
-        self.sock.sendall(cmd.encode() + b"\n")
+        _send(self.sock, cmd.encode() + b"\n")
 
     def answer(self, cmd: str) -> list[tuple[str, str]]:
         """The second half of :meth:`ask`: the reply to the command :meth:`send` sent."""
@@ -127,13 +153,13 @@ class FrrControl:
 
     def send(self, cmd: str) -> None:
         """The first half of :meth:`ask` (see :meth:`BirdControl.send`)."""
-        self.sock.sendall(cmd.encode() + b"\0")
+        _send(self.sock, cmd.encode() + b"\0")
 
     def answer(self, cmd: str) -> str:
         """The second half of :meth:`ask`: the reply to the command :meth:`send` sent."""
         buf = b""
         while not (len(buf) >= 4 and buf[-4:-1] == b"\0\0\0"):
-            data = self.sock.recv(65536)
+            data = _recv(self.sock)
             if not data:
                 raise ControlError("FRR closed its vty socket", "see the router's logs")
             buf += data

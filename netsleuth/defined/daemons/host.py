@@ -45,8 +45,16 @@ CLEANUP_SH = ('clean() { for f in "$NETSLEUTH_RUNDIR"/*/*.pid; do [ -f "$f" ] ||
               'b=$(basename "$f" .pid); rm -rf "/var/tmp/frr/$b.$(cat "$f")"; done; rm -rf "$NETSLEUTH_RUNDIR"; }; '
               'trap \'clean; exit 0\' TERM INT HUP; while :; do sleep 3600 & wait $!; done')
 OFFLOADS = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+# What a namespace's holder runs in it before it becomes ``sleep``. No IPv6: the kernel's own chatter on a
+# new link (router solicitations, MLD reports) would cross the relay in real time and keep the network from
+# looking idle ("default" covers the veths made later). Then the loopback goes up.
+NS_SETUP = ("for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done 2>/dev/null; "
+            "ip link set lo up && exec sleep infinity")
 # The Ip counters of /proc/net/snmp that end a packet's IP input (see NamespaceHost.ip_delivered).
 IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddrErrors")
+# Where IP_DONE's counters stand in /proc/net/snmp's Ip lines, by the header line that names them (read
+# after every delivery: the names are looked up once per kernel, not once per read).
+_IP_DONE_AT: dict[str, tuple[int, ...]] = {}
 # How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
 ROUTING_PORTS = ("0059", "0208")
 # A directory to keep each run directory in (daemons' logs and configuration, the relay's log) once the
@@ -149,9 +157,7 @@ class NamespaceHost:
     def start(self) -> None:
         self.rundir.mkdir(parents=True, exist_ok=True)
         self._start_guard()
-        self.ns["relay"] = self._namespace("relay")
-        for r in self.net.routers:
-            self.ns[r.name] = self._namespace(r.name)
+        self.ns.update(self._namespaces(["relay", *(r.name for r in self.net.routers)]))
         self._wire()
         self._write_configs()
         self._start_relay()
@@ -182,26 +188,26 @@ class NamespaceHost:
         self.procs.append(p)
         return p
 
-    def _namespace(self, name: str) -> Namespace:
-        p = self._spawn(["unshare", "--net", "--", "sleep", "infinity"])
-        mine = os.readlink("/proc/self/ns/net")
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                if os.readlink(f"/proc/{p.pid}/ns/net") != mine:
-                    break
-            except OSError:
-                pass
-            if p.poll() is not None:
-                raise DaemonEnvError(f"cannot create the namespace of {name}",
-                                     "run as root on a kernel that allows network namespaces")
-            time.sleep(0.002)
-        ns = Namespace(name, p)
-        # no IPv6: the kernel's own chatter on a new link (router solicitations, MLD reports) would cross
-        # the relay in real time and keep the network from looking idle
-        ns.run("sh", "-c", "for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done "
-               "2>/dev/null; ip link set lo up")
-        return ns
+    def _namespaces(self, names: list[str]) -> dict[str, Namespace]:
+        """One namespace per name, all made at once: each holder sets its namespace up, then becomes ``sleep``.
+
+        The holder's shell does the set-up in the namespace it just entered (no process
+        entering it afterwards), and the namespaces come up side by side: the wait is
+        that of the slowest, not the sum. A holder that runs ``sleep`` has done its part.
+        """
+        procs = {name: self._spawn(["unshare", "--net", "--", "sh", "-c", NS_SETUP]) for name in names}
+        waiting = dict(procs)
+        deadline = time.monotonic() + 10
+        while waiting:
+            for name, p in list(waiting.items()):
+                if _comm(p.pid) == "sleep":
+                    del waiting[name]
+                elif p.poll() is not None or time.monotonic() > deadline:
+                    raise DaemonEnvError(f"cannot create the namespace of {name}",
+                                         "run as root on a kernel that allows network namespaces, with iproute2")
+            if waiting:
+                time.sleep(0.002)
+        return {name: Namespace(name, p) for name, p in procs.items()}
 
     def relay_if(self, index: int, router: str) -> str:
         return f"l{index}-{router}"[:15]
@@ -275,14 +281,18 @@ class NamespaceHost:
         return env
 
     def _proc_net(self, name: str, file: str) -> list[str]:
-        """The lines of namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
+        """The lines of namespace ``name``'s ``/proc/net/<file>`` (see :meth:`_proc_text`)."""
+        return self._proc_text(name, file).splitlines()
+
+    def _proc_text(self, name: str, file: str) -> str:
+        """Namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
         (that namespace's view: no process is started). A proc file read from offset 0 is generated afresh,
         so one open file serves every read."""
         pid = self.ns[name].proc.pid
         fd = self._procfd.get((pid, file))
         if fd is None:
             fd = self._procfd[(pid, file)] = os.open(f"/proc/{pid}/net/{file}", os.O_RDONLY)
-        return os.pread(fd, 1 << 16, 0).decode().splitlines()
+        return os.pread(fd, 1 << 16, 0).decode()
 
     def ip_delivered(self, name: str) -> int:
         """IP packets namespace ``name``'s kernel has finished taking in: handed to a socket or dropped.
@@ -293,10 +303,15 @@ class NamespaceHost:
         input, before the socket has the packet: a busy machine can run a poke in between.) -1 when
         the namespace is gone."""
         try:
-            names, values = (ln.split() for ln in self._proc_net(name, "snmp")[:2])
+            head, values, _ = self._proc_text(name, "snmp").split("\n", 2)
         except (KeyError, OSError, ValueError):
             return -1
-        return sum(int(values[names.index(k)]) for k in IP_DONE)
+        at = _IP_DONE_AT.get(head)
+        if at is None:
+            names = head.split()
+            at = _IP_DONE_AT[head] = tuple(names.index(k) for k in IP_DONE)
+        words = values.split()
+        return sum(int(words[i]) for i in at)
 
     def routing_queued(self, name: str) -> int:
         """Bytes waiting in namespace ``name``'s OSPF (raw, protocol 89) and RIP (UDP port 520) sockets.
@@ -376,7 +391,9 @@ class NamespaceHost:
         """Stop every process and let the namespaces (and their veths) go; idempotent.
 
         Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
-        directory), everything else SIGKILL.
+        directory), and so does the relay: it exits once its control stream closes, after
+        closing its packet sockets side by side (killed, it would close them one at a time,
+        ~10 ms each, see relay.close_all). Everything else gets SIGKILL.
         """
         for fd in self._procfd.values():
             os.close(fd)
@@ -384,6 +401,11 @@ class NamespaceHost:
         daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
         for p in daemons:
             p.terminate()
+        if self.relay_ctl is not None:
+            self.relay_ctl.close()
+            self.relay_ctl = None
+            if self.relay_proc is not None and self.relay_proc.poll() is None:
+                daemons.append(self.relay_proc)
         deadline = time.monotonic() + 1.0
         for p in daemons:
             try:
@@ -403,9 +425,6 @@ class NamespaceHost:
                 pass
         self.procs.clear()
         self._keep()
-        if self.relay_ctl is not None:
-            self.relay_ctl.close()
-            self.relay_ctl = None
         if self._guard_w is not None:
             os.close(self._guard_w)
             self._guard_w = None
@@ -443,6 +462,15 @@ class NamespaceHost:
 def _mac(ln: RouterLink, router: str) -> str:
     """A locally administered MAC per link end: 02:00:00:00:<link>:<1|2>."""
     return f"02:00:00:{ln.index >> 8:02x}:{ln.index & 0xFF:02x}:{1 if router == ln.a else 2:02x}"
+
+
+def _comm(pid: int) -> str:
+    """The name of the program process ``pid`` runs ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def _wait_path(p: Path, timeout: float, what: str, log: Path) -> None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import socket
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from netsleuth.errors import NetsleuthError
@@ -239,3 +241,13 @@ class NetlinkTable:
     def close(self) -> None:
         self.sock.close()
         self.watch.close()
+
+
+def with_news(tables: Mapping[str, NetlinkTable]) -> set[str]:
+    """The names of ``tables`` whose :meth:`~NetlinkTable.routes` may answer something new: a route
+    notification waits on its watch socket (or an error, such as lost notifications), or it was never
+    dumped. The others would answer their last dump as it was: one poll of every watch socket finds
+    the few to read, instead of a read tried on each."""
+    by_sock = {t.watch: name for name, t in tables.items()}
+    ready, _, _ = select.select(list(by_sock), [], [], 0)
+    return {by_sock[s] for s in ready} | {name for name, t in tables.items() if t._last_key is None}

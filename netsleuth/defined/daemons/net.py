@@ -98,6 +98,7 @@ class LiveNet:
         self.group = 0
         self.oseq: dict[str, int] = {}
         self.rbuf = b""
+        self._ctl_timeout: float | None = None   # the timeout last set on the relay's control socket
         self.log: list[dict] = []     # what happened, in order: deliveries and what the receiver then held
         self.clock: FakeTimeClock | None = None
         self.dead: set[str] = set()
@@ -206,7 +207,9 @@ class LiveNet:
 
     def _events(self, timeout: float) -> list[dict]:
         """Relay events that arrive within ``timeout`` seconds (at least those already there)."""
-        self._ctl.settimeout(timeout)
+        if timeout != self._ctl_timeout:   # (each change is a system call; most waits use the same few values)
+            self._ctl.settimeout(timeout)
+            self._ctl_timeout = timeout
         try:
             data = self._ctl.recv(65536)
             if not data:
@@ -214,10 +217,12 @@ class LiveNet:
             self.rbuf += data
         except (TimeoutError, BlockingIOError):
             pass
+        if b"\n" not in self.rbuf:
+            return []
+        *lines, self.rbuf = self.rbuf.split(b"\n")
         out = []
-        while b"\n" in self.rbuf:
-            line, self.rbuf = self.rbuf.split(b"\n", 1)
-            ev = json.loads(line)
+        for line in lines:
+            ev = json.loads(line.decode())
             self._apply(ev)
             out.append(ev)
         return out
@@ -236,7 +241,8 @@ class LiveNet:
     def _wait_event(self, kind: str, timeout: float, uid: int | None = None) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for ev in self._events(max(0.001, deadline - time.monotonic())):
+            # in steps of at most half a second, the same for every wait (see _events)
+            for ev in self._events(min(0.5, max(0.001, deadline - time.monotonic()))):
                 if ev.get("ev") == kind and (uid is None or ev.get("id") == uid):
                     return
         raise LiveNetError(f"timed out waiting for the relay's {kind!r}", "see relay.log in the run directory")

@@ -18,6 +18,7 @@ import selectors
 import socket
 import struct
 import sys
+import threading
 import time
 
 from netsleuth.defined.daemons.relaycore import RelayCore
@@ -27,6 +28,7 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
+PACKET_IGNORE_OUTGOING = 23   # Linux 4.20
 # How long a barrier waits for frames the kernel has counted but not yet handed to the relay's
 # sockets; past it the barrier answers anyway (a frame lost there would otherwise hang the run).
 IN_FLIGHT_WAIT = 5.0
@@ -39,19 +41,48 @@ def rx_counts() -> dict[str, int]:
     before the frame is handed to packet sockets (that happens later, in a
     softirq that a busy machine may defer): the count says what is on its way.
     """
+    global _NET_DEV
+    if _NET_DEV is None:   # a proc file read from offset 0 is generated afresh: one open file serves every read
+        _NET_DEV = os.open("/proc/self/net/dev", os.O_RDONLY)
+    size = 1 << 16   # (a buffer past 128 KiB would be mapped and unmapped on every read)
+    while len(data := os.pread(_NET_DEV, size, 0)) == size:
+        size *= 4
     counts = {}
-    with open("/proc/self/net/dev") as f:
-        for line in f.readlines()[2:]:
-            name, _, rest = line.partition(":")
-            counts[name.strip()] = int(rest.split()[1])
+    for line in data.decode().splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        counts[name.strip()] = int(rest.split()[1])
     return counts
 
 
+_NET_DEV: int | None = None
+
+
 def _open(iface: str) -> socket.socket:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    s.bind((iface, 0))
+    """A packet socket on ``iface`` alone, for every protocol.
+
+    It is made with protocol 0 (it takes no frame yet) and given ETH_P_ALL by ``bind``: a
+    socket made with a protocol already listens on every interface, and binding it to one
+    then unhooks it first, which waits for an RCU grace period (~9 ms per socket here, half
+    a second for the 48 interfaces of a 24-link map); hooking it once, at bind, waits for none.
+    """
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((iface, ETH_P_ALL))   # (Python puts the protocol in network byte order itself)
     s.setblocking(False)
     return s
+
+
+def ignore_outgoing(s: socket.socket) -> bool:
+    """Have the kernel keep the frames going out of the socket's interface from it; False if it cannot.
+
+    Only the relay sends on its interfaces, and a packet socket does not see its own frames, so
+    none comes in practice; with the option set, none can, and a frame is read without its address
+    (which costs Python an ioctl per frame, to name the interface).
+    """
+    try:
+        s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    except OSError:
+        return False
+    return True
 
 
 class Relay:
@@ -65,6 +96,7 @@ class Relay:
         # dropped by a full socket buffer) since
         self.base: dict[str, int] = {}
         self.read: dict[str, int] = {}
+        self.no_outgoing = True   # every socket leaves outgoing frames out (ignore_outgoing)
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         for iface, frame in out:
@@ -85,6 +117,7 @@ class Relay:
             self.core = RelayCore(ends, d["owner"], bool(d.get("hold", True)), bool(d.get("hold_datagrams", False)))
             for iface in sorted(ends):
                 s = self.socks[iface] = _open(iface)
+                self.no_outgoing = ignore_outgoing(s) and self.no_outgoing
                 self.sel.register(s, selectors.EVENT_READ, iface)
             counts = rx_counts()
             for iface in sorted(ends):
@@ -143,10 +176,13 @@ class Relay:
     def _in_flight(self) -> bool:
         """Whether the kernel has counted a frame on some interface that the relay has not read yet."""
         counts = rx_counts()
-        for iface, s in self.socks.items():
-            # a frame a full socket buffer dropped is counted here, or the barrier would wait for it
-            self.read[iface] += struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
-        return any(counts.get(iface, 0) - self.base[iface] > self.read[iface] for iface in self.socks)
+        short = [iface for iface in self.socks if counts.get(iface, 0) - self.base[iface] > self.read[iface]]
+        for iface in short:
+            # a frame a full socket buffer dropped is counted here, or the barrier would wait for it (the
+            # kernel keeps counting drops until asked: an interface asked only when it looks short misses none)
+            drops = struct.unpack("II", self.socks[iface].getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
+            self.read[iface] += drops
+        return any(counts.get(iface, 0) - self.base[iface] > self.read[iface] for iface in short)
 
     def _control(self) -> bool:
         data = self.ctl.recv(65536)
@@ -175,11 +211,14 @@ class Relay:
         assert self.core is not None
         for _ in range(limit):
             try:
-                frame, addr = s.recvfrom(65536)
+                if self.no_outgoing:
+                    frame = s.recv(65536)
+                else:
+                    frame, addr = s.recvfrom(65536)
+                    if addr[2] == PACKET_OUTGOING:
+                        continue
             except BlockingIOError:
                 return
-            if addr[2] == PACKET_OUTGOING:
-                continue
             self.read[iface] += 1
             out = self.core.on_frame(iface, frame)
             if TRACE:
@@ -206,13 +245,30 @@ def _trace(iface: str, frame: bytes, out: list) -> None:
           f"len={len(seg.payload)} {','.join(kinds) or '-'} out={len(out)}", file=sys.stderr, flush=True)
 
 
+def close_all(socks: list[socket.socket]) -> None:
+    """Close packet sockets side by side, each in a thread of its own.
+
+    Closing a packet socket waits for an RCU grace period (~10 ms here). Closed one after
+    the other -- as the kernel closes a dying process's files -- the 48 sockets of a
+    24-link map hold the relay's exit (and the run's end) for half a second; closes that
+    wait together share their grace periods (~60 ms in all).
+    """
+    threads = [threading.Thread(target=s.close) for s in socks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def main(argv: list[str]) -> int:
     ctl = socket.socket(fileno=int(argv[0]))
     ctl.setblocking(True)
+    relay = Relay(ctl)
     try:
-        Relay(ctl).run()
+        relay.run()
     except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         pass
+    close_all(list(relay.socks.values()))
     return 0
 
 

@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass, field
 
 from netsleuth.defined.daemons.events import ExtEvent
-from netsleuth.defined.daemons.kroutes import KRoute, NetlinkTable
+from netsleuth.defined.daemons.kroutes import KRoute, NetlinkTable, with_news
 from netsleuth.defined.daemons.net import Held, LiveNet, LiveNetError
-from netsleuth.defined.daemons.routecheck import check
+from netsleuth.defined.daemons.routecheck import Fibs, check
 from netsleuth.defined.daemons.spec import DaemonNet
 from netsleuth.defined.ordering import by_name
 from netsleuth.invariants.forwarding import Finding
@@ -95,6 +95,7 @@ class Watch:
         self.check_invariants = check_invariants
         self.tables = {r.name: NetlinkTable(n.host.ns[r.name].path) for r in n.net.routers}
         self.current: dict[str, list[KRoute]] = {}
+        self.fibs: Fibs = {}     # the checks' lookup orders of the tables, kept while a table stays the same
         self.down: set[frozenset[str]] = set()
         self.run = DaemonRun(history={r.name: [] for r in n.net.routers})
         self.open: dict[tuple, Seen] = {}
@@ -120,8 +121,11 @@ class Watch:
         self._check()
 
     def timers_ran(self) -> None:
+        # only the tables the kernel has sent news of can have changed: one poll finds them
+        news = with_news(self.tables)
         for r in self.n.net.routers:
-            self._read(r.name)
+            if r.name in news:
+                self._read(r.name)
         self._check()
 
     def _check(self) -> None:
@@ -130,7 +134,7 @@ class Watch:
         self.dirty = False
         self.run.checks += 1
         now = self.clock.now
-        found = {finding_key(f): f for f in check(self.n.net, self.current, self.down)}
+        found = {finding_key(f): f for f in check(self.n.net, self.current, self.down, self.fibs)}
         if not found and self.converged_at is None:
             self.converged_at = now
         for key in [k for k in self.open if k not in found]:

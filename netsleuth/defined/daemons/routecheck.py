@@ -52,12 +52,31 @@ def _lookup(fib: list[tuple[int, int, KRoute]], addr: str) -> KRoute | None:
     return None
 
 
+Fibs = dict[str, tuple[Iterable[KRoute], list[tuple[int, int, KRoute]]]]
+
+
+def _fibs(tables: Tables, memo: Fibs | None) -> dict[str, list[tuple[int, int, KRoute]]]:
+    """Each table's lookup order; with ``memo`` (router -> the table object last seen and its order, kept
+    by the caller from one check to the next), a table that is the very object seen last time is not sorted
+    again: a run checks after each table change, and one change leaves the other tables as they were."""
+    if memo is None:
+        return {k: _fib(v) for k, v in tables.items()}
+    out = {}
+    for k, v in tables.items():
+        hit = memo.get(k)
+        if hit is None or hit[0] is not v:
+            hit = memo[k] = (v, _fib(v))
+        out[k] = hit[1]
+    return out
+
+
 class Forwarding:
     """One snapshot: the tables, which links are cut, and the walk of a packet through them."""
 
-    def __init__(self, net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = ()) -> None:
+    def __init__(self, net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = (),
+                 memo: Fibs | None = None) -> None:
         self.net = net
-        self.fibs = {k: _fib(v) for k, v in tables.items()}
+        self.fibs = _fibs(tables, memo)
         self.down = set(down)
         self.addrs: dict[str, str] = {}
         for r in net.routers:
@@ -131,9 +150,10 @@ class Forwarding:
         return g
 
 
-def check(net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = ()) -> list[Finding]:
-    """Every loop, blackhole and unreachable announced prefix, from every router."""
-    fw = Forwarding(net, tables, down)
+def check(net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = (), memo: Fibs | None = None
+          ) -> list[Finding]:
+    """Every loop, blackhole and unreachable announced prefix, from every router (``memo``: see :func:`_fibs`)."""
+    fw = Forwarding(net, tables, down, memo)
     comp: dict[str, int] = {}
     for i, c in enumerate(sorted(nx.connected_components(fw.live_graph()), key=min)):
         for n in c:

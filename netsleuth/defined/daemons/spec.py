@@ -12,6 +12,7 @@ Addresses are fixed by position: link ``i`` (1-based, in the order given) is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from netsleuth.defined.topologies import Net
 from netsleuth.errors import NetsleuthError
@@ -99,21 +100,38 @@ class DaemonNet:
                     raise DaemonSpecError(f"link {ln.a}-{ln.b} names unknown router {end!r}",
                                           "declare the router before linking it")
 
+    # Lookups by name, built once per (frozen) network: a run asks them several times per delivered
+    # message (its link, its receiver's protocols), a scan of the routers or links each time.
+    @cached_property
+    def _by_name(self) -> dict[str, Router]:
+        return {r.name: r for r in self.routers}
+
+    @cached_property
+    def _by_ends(self) -> dict[frozenset[str], RouterLink]:
+        out: dict[frozenset[str], RouterLink] = {}
+        for ln in self.links:
+            out.setdefault(frozenset((ln.a, ln.b)), ln)   # the first link of a pair, as a scan finds it
+        return out
+
+    @cached_property
+    def _links_by_router(self) -> dict[str, tuple[RouterLink, ...]]:
+        return {r.name: tuple(ln for ln in self.links if r.name in (ln.a, ln.b)) for r in self.routers}
+
     def router(self, name: str) -> Router:
-        for r in self.routers:
-            if r.name == name:
-                return r
-        raise DaemonSpecError(f"no router {name!r} in {self.name}",
-                              f"name one of: {', '.join(r.name for r in self.routers)}")
+        r = self._by_name.get(name)
+        if r is None:
+            raise DaemonSpecError(f"no router {name!r} in {self.name}",
+                                  f"name one of: {', '.join(r.name for r in self.routers)}")
+        return r
 
     def links_of(self, name: str) -> list[RouterLink]:
-        return [ln for ln in self.links if name in (ln.a, ln.b)]
+        return list(self._links_by_router.get(name, ()))
 
     def link_between(self, a: str, b: str) -> RouterLink:
-        for ln in self.links:
-            if {ln.a, ln.b} == {a, b}:
-                return ln
-        raise DaemonSpecError(f"no link between {a} and {b}", "link them in the description")
+        ln = self._by_ends.get(frozenset((a, b)))
+        if ln is None:
+            raise DaemonSpecError(f"no link between {a} and {b}", "link them in the description")
+        return ln
 
     def owner_of(self, addr: str) -> str:
         """The router with interface address ``addr`` (link or loopback)."""
