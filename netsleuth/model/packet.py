@@ -86,13 +86,26 @@ from netsleuth.model.packet_headers import (
 # the packet
 
 
+class _HashSlot:
+    """The slot a :class:`Packet` keeps its hash in (a dataclass's slots are its fields only)."""
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+
 @dataclass(frozen=True, slots=True)
-class Packet:
+class Packet(_HashSlot):
     """An Ethernet frame: Ethernet fields here, deeper headers in ``vlan``/``l3``/``l4``.
 
     ``payload``: bytes after the innermost parsed header, up to the end of the
     L3 datagram (all of the frame after Ethernet when nothing else parsed).
     ``trailer``: bytes after the end of the L3 datagram (Ethernet padding).
+
+    The hash is the fields' (what the dataclass would compute) and is computed
+    once per packet: the model checker hashes the same shared packets in
+    every state that queues them, and a header's hash is a Python call per
+    header record.  It is not a field, so equality, ``repr``, pickling, copies
+    and ``dataclasses.replace`` never see it.
     """
 
     eth_src: int
@@ -103,6 +116,19 @@ class Packet:
     l4: ICMP | TCP | UDP | None = None
     payload: bytes = b""
     trailer: bytes = b""
+
+    def fields_hash(self) -> int:
+        """``hash`` of the fields, computed now (what :meth:`__hash__` keeps)."""
+        return hash((self.eth_src, self.eth_dst, self.eth_type, self.vlan, self.l3, self.l4, self.payload,
+                     self.trailer))
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:   # the first hash of this packet
+            h = self.fields_hash()
+            object.__setattr__(self, "_hash", h)
+            return h
 
     def __post_init__(self) -> None:
         l3, l4 = self.l3, self.l4

@@ -387,9 +387,31 @@ class SystemState:
 
     def hash_after(self, p: SystemState) -> int:
         """:meth:`hash` of a child of ``p``, whose hash is known (a search's parent on its stack):
-        the incremental hash without the checks."""
+        the incremental hash without the checks.
+
+        An unchanged component is the parent's own object (copy-on-write).  Each group is first
+        compared as a whole in C (switches and host states have no __eq__, so that is identity;
+        queues through ``is_not``, so no message's __eq__ runs) and only a group that changed is
+        walked; the wire queues written since the child was made are listed (WireQueues).
+        """
         self._parent = None     # do not keep ancestors alive
-        h = self._hash = self._hash_from(p) & _MASK
+        h = p._hash
+        assert h is not None
+        if self.switches != p.switches:
+            h += _terms_delta(self.switches, p.switches)
+        if self.hosts != p.hosts:
+            h += _terms_delta(self.hosts, p.hosts)
+        if any(map(is_not, self.to_ctrl, p.to_ctrl)):
+            h += _channels_delta("c", self.to_ctrl, p.to_ctrl)
+        if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
+            h += _channels_delta("w", self.to_sw, p.to_sw)
+        if self.inq.written:
+            h += _wires_delta(self.inq, p.inq)
+        if self.app is not p.app:
+            h += app_term(self.app_hash()) - app_term(p.app_hash())
+        if self.props is not p.props or self.timers is not p.timers or self.extra is not p.extra:
+            h += _small_delta(self, p)
+        h = self._hash = h & _MASK
         return h
 
     def _full_hash(self) -> int:
@@ -408,28 +430,6 @@ class SystemState:
         return h + (app_term(self.app_hash()) + mix(hash(("p", self.props)))
                     + mix(hash(("t", self.timers))) + mix(hash(("x", self.extra))))
 
-    def _hash_from(self, p: SystemState) -> int:
-        # An unchanged component is the parent's own object (copy-on-write).  Each group is
-        # first compared as a whole in C (switches and host states have no __eq__, so that is
-        # identity; queues through ``is_not``, so no message's __eq__ runs) and only a group
-        # that changed is walked.
-        h = p._hash
-        assert h is not None
-        if self.switches != p.switches:
-            h += _terms_delta(self.switches, p.switches)
-        if self.hosts != p.hosts:
-            h += _terms_delta(self.hosts, p.hosts)
-        if any(map(is_not, self.to_ctrl, p.to_ctrl)):
-            h += _channels_delta("c", self.to_ctrl, p.to_ctrl)
-        if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
-            h += _channels_delta("w", self.to_sw, p.to_sw)
-        h += _wires_delta(self.inq, p.inq)
-        if self.app is not p.app:
-            h += app_term(self.app_hash()) - app_term(p.app_hash())
-        if self.props is not p.props or self.timers is not p.timers or self.extra is not p.extra:
-            h += _small_delta(self, p)
-        return h
-
 
 def _small_delta(st: SystemState, p: SystemState) -> int:
     """How the terms of the property states, pending timers and strategy state of ``st`` differ
@@ -445,14 +445,10 @@ def _small_delta(st: SystemState, p: SystemState) -> int:
     return d
 
 
-def _wires_delta(inq: dict, pinq: dict) -> int:
+def _wires_delta(inq: WireQueues, pinq: dict) -> int:
     """How the hash terms of the wire queues ``inq`` differ from their parent's ``pinq``: only the
     queues written since the child was made (WireQueues) are visited."""
-    written = getattr(inq, "written", None)
-    if written is None:     # replaced by a plain dict: compare every queue
-        written = inq.keys() | pinq.keys()
-    elif not written:
-        return 0
+    written = inq.written
     d = 0
     for where in (set(written) if len(written) > 1 else written):
         q, r = inq.get(where, ()), pinq.get(where, ())

@@ -191,6 +191,9 @@ class SymPacket(Packet):
     _l3: Any
     _l4: Any
 
+    # Hashing symbolic fields concretizes them (sym.py): every hash is recorded, none is kept.
+    __hash__ = Packet.fields_hash
+
     @classmethod
     def make(cls, tr: Tracer, variables: dict[str, z3.BitVecRef], values: dict[str, int]) -> SymPacket:
         sym = {n: SymInt(values[n], variables[n], tr) for n in FIELDS}
