@@ -187,7 +187,8 @@ def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
     if (ov ^ v) & om & m:
         return [x]
     bv, bm = ov | v, om | m
-    clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)]
+    # (y without differences, the usual subtrahend, makes no list comprehension's frame)
+    clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)] if ods else []
     if clipped and ds:
         # (loops, not all()/any() over generators: this runs per pair of terms subtracted)
         for c in clipped:
