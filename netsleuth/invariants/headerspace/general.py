@@ -158,12 +158,18 @@ def reachable(view: NetworkView, src_switch: str, src_port: int,
 
 def _explore(net: HsaNet, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budget: int,
              path0: tuple[Port, ...] = ()) -> None:
+    # The net's methods and the reach's lists are bound once: this loop runs for every hop of
+    # every class the batch engine cannot keep (a full check of a changed FatTree: all of them).
     stack: list[tuple[str, int, HeaderSpace, HeaderSpace, tuple[Rewrite, ...], tuple[Port, ...]]]
     stack = [(s0, p0, hs, hs, (), path0)]
     switches = net.switches
+    up, compiled_at, classify = net.up, net.compiled, net.classify
+    peers = net.view.peers()  # HsaNet.peer's answers, as one map
+    punted, delivered, drops, drop_paths = reach.punted, reach.delivered, reach.drops, reach.drop_paths
+    pop, push = stack.pop, stack.append
     n = 0
     while stack:
-        s, p, cur, orig, chain, path = stack.pop()
+        s, p, cur, orig, chain, path = pop()
         n += 1
         if n > budget:
             reach.truncated = True
@@ -173,16 +179,16 @@ def _explore(net: HsaNet, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budge
             reach.loops.append((path + (here,), orig))
             continue
         path = path + (here,)
-        if not net.up(s):
-            reach.drops.append((s, "switch is down", orig))
-            reach.drop_paths.append(path)
+        if not up(s):
+            drops.append((s, "switch is down", orig))
+            drop_paths.append(path)
             continue
-        cs = net.compiled(s)
-        pieces, cands = net.classify(s, p, cur)
+        cs = compiled_at(s)
+        pieces, cands = classify(s, p, cur)
         for i, cpiece in pieces:
             opiece = _injected(net, cs, p, chain, orig, cpiece, i, cands) if chain else cpiece
             if i is None:
-                reach.punted.setdefault(s, []).append(opiece)
+                punted.setdefault(s, []).append(opiece)
                 continue
             ems = cs.emissions(i, p)
             if not ems:
@@ -190,25 +196,25 @@ def _explore(net: HsaNet, s0: str, p0: int, hs: HeaderSpace, reach: Reach, budge
                 if is_drop_rule(entry.actions):
                     reach.filtered.setdefault(s, []).append(opiece)
                     continue
-                reach.drops.append((s, why_sends_nothing(entry, p), opiece))
-                reach.drop_paths.append(path)
+                drops.append((s, why_sends_nothing(entry, p), opiece))
+                drop_paths.append(path)
                 continue
             for kind, q, rws in ems:
                 if kind == CTRL:
-                    reach.punted.setdefault(s, []).append(opiece)
+                    punted.setdefault(s, []).append(opiece)
                 elif kind == SPECIAL:
-                    reach.drops.append((s, f"output to special port {q:#x}", opiece))
-                    reach.drop_paths.append(path)
+                    drops.append((s, f"output to special port {q:#x}", opiece))
+                    drop_paths.append(path)
                 else:
-                    peer = net.peer(s, q)
+                    peer = peers.get((s, q))
                     if peer is None:
-                        reach.drops.append((s, f"port {q} has no live link", opiece))
-                        reach.drop_paths.append(path)
+                        drops.append((s, f"port {q} has no live link", opiece))
+                        drop_paths.append(path)
                     elif peer[0] in switches:
                         nxt = image(cpiece, rws) if rws else cpiece
-                        stack.append((peer[0], peer[1], nxt, opiece, chain + rws, path))
+                        push((peer[0], peer[1], nxt, opiece, chain + rws, path))
                     else:
-                        reach.delivered.setdefault(peer[0], []).append(opiece)
+                        delivered.setdefault(peer[0], []).append(opiece)
     reach.branches += n
 
 

@@ -271,7 +271,10 @@ class HeaderSet:
     # -- questions
     def is_empty(self) -> bool:
         width = self.WIDTH
-        return all(term_empty(t, width) for t in self.terms)
+        for t in self.terms:  # (a loop, not all() over a generator: most sets have a term or two)
+            if not term_empty(t, width):
+                return False
+        return True
 
     def __bool__(self) -> bool:
         return not self.is_empty()

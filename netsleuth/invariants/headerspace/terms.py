@@ -187,16 +187,26 @@ def _term_minus(x: Term, y: Term, width: int) -> list[Term]:
     if (ov ^ v) & om & m:
         return [x]
     bv, bm = ov | v, om | m
-    clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)]
-    if clipped and ds and all(any(wc_covers(d, c) for d in ds) for c in clipped):
-        clipped = []  # what y leaves out, x leaves out already: subtract y's base alone
+    # (y without differences, the usual subtrahend, makes no list comprehension's frame)
+    clipped = [(dv | bv, dm | bm) for dv, dm in ods if not ((dv ^ bv) & dm & bm)] if ods else []
+    if clipped and ds:
+        # (loops, not all()/any() over generators: this runs per pair of terms subtracted)
+        for c in clipped:
+            for d in ds:
+                if wc_covers(d, c):
+                    break
+            else:
+                break
+        else:
+            clipped = []  # what y leaves out, x leaves out already: subtract y's base alone
     if not clipped:
         if bm == m:
             return []
         t = make_term(v, m, ds + ((bv, bm),))
         return [] if t is None else [t]
-    if any(cm == bm for _cv, cm in clipped):
-        return [x]
+    for _cv, cm in clipped:
+        if cm == bm:
+            return [x]
     pieces = expand_limited(bv, bm, clipped, 16)
     if pieces is not None:
         t = make_term(v, m, ds + tuple(pieces))
@@ -236,4 +246,7 @@ def term_contains(t: Term, h: int) -> bool:
     v, m, ds = t
     if h & m != v:
         return False
-    return not any(h & dm == dv for dv, dm in ds)
+    for dv, dm in ds:
+        if h & dm == dv:
+            return False
+    return True
