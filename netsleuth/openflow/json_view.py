@@ -28,7 +28,7 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
 from netsleuth.errors import CodecError, TraceFormatError
 from netsleuth.openflow import of10, of13, wire
-from netsleuth.openflow.jsondict import from_jsondict
+from netsleuth.openflow.jsondict import from_jsondict, to_jsondict
 from netsleuth.openflow.of10 import DATAPATH
 
 __all__ = ["msg_to_json", "msg_from_json", "json_version"]
@@ -87,9 +87,9 @@ def _to_json10(msg: Any) -> dict[str, Any]:
         xid = msg.xid
         raw = of10.encode(msg)
         readable = _with_text_fields_replaced(of10.decode(raw))
-        return {"type": of10.msg_type_name(msg), "xid": xid, "body": readable.to_jsondict(),
+        return {"type": of10.msg_type_name(msg), "xid": xid, "body": to_jsondict(readable),
                 "raw": base64.b64encode(raw).decode("ascii")}
-    return {"type": of10.msg_type_name(msg), "xid": msg.xid, "body": msg.to_jsondict()}
+    return {"type": of10.msg_type_name(msg), "xid": msg.xid, "body": to_jsondict(msg)}
 
 
 def _decodes(value: Any, encoding: str) -> bool:
@@ -309,13 +309,13 @@ def _to_json13(msg: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"version": of13.OFP_VERSION, "type": of13.msg_type_name(canonical), "xid": xid}
     try:
         # Through JSON text and back: os-ken leaves some values (a port whose name is not UTF-8) as objects.
-        out["body"] = json.loads(json.dumps(canonical.to_jsondict()))
+        out["body"] = json.loads(json.dumps(to_jsondict(canonical)))
         rebuilt = _body13(out["body"])
         rebuilt.xid = xid
         exact = of13.encode(rebuilt) == raw
     except (TraceFormatError, TypeError, ValueError, KeyError, AttributeError, UnicodeError):
         # A name that is not text: show it with U+FFFD, keep the exact message in "raw".
-        out["body"] = json.loads(json.dumps(_with_text_fields_replaced13(of13.decode(raw)).to_jsondict()))
+        out["body"] = json.loads(json.dumps(to_jsondict(_with_text_fields_replaced13(of13.decode(raw)))))
         exact = False
     if not exact:
         out["raw"] = base64.b64encode(raw).decode("ascii")
