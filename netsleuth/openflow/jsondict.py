@@ -101,6 +101,8 @@ def from_jsondict(cls: Any, attrs: Any, **extra: Any) -> Any:
 
 def _decode(cls: Any, v: Any) -> Any:
     """os-ken's default decoder of ``cls`` for a value without a declared type."""
+    if type(v) in _SCALARS:  # most fields are numbers: kept as they are, the last of os-ken's cases
+        return v
     if isinstance(v, (bytes, str)):
         return b64decode(v)
     if isinstance(v, list):
