@@ -108,6 +108,23 @@ def test_json_keeps_non_text_names_as_raw_bytes():
     assert encode(msg_from_json(json.loads(json.dumps(js)))) == wire
 
 
+def test_a_message_recorded_again_keeps_its_own_xid_and_gets_its_own_json():
+    """A run records the same message many times under new xids: each record shows its own xid (in
+    "raw" too), and each body is an object of its own (changing one leaves the next alone)."""
+    m = SWITCH_TO_CONTROLLER["port_status"]()
+    m.desc = m.desc._replace(name=b"\xff\xfe-again")
+    first = msg_to_json(d13(encode(with_xid(m, 3))))
+    first["body"]["OFPPortStatus"]["reason"] = "changed"
+    for xid in (4, 3, None):
+        wire = encode(with_xid(m, xid))
+        js = msg_to_json(with_xid(d13(wire), xid))
+        assert js["xid"] == xid and base64.b64decode(js["raw"]) == wire
+        assert js["body"]["OFPPortStatus"]["reason"] != "changed"
+    flow_mod = ALL["rich_flow_mod"]
+    assert [msg_to_json(with_xid(flow_mod(), x))["xid"] for x in (9, 10, None)] == [9, 10, None]
+    assert msg_to_json(with_xid(flow_mod(), 9)) == msg_to_json(with_xid(flow_mod(), 9))
+
+
 def test_json_of_1_0_messages_is_unchanged_and_version_is_checked():
     from os_ken.ofproto import ofproto_v1_0_parser as p10
     js = msg_to_json(with_xid(p10.OFPBarrierRequest(codec.DATAPATH), 5))

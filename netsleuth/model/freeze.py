@@ -15,6 +15,8 @@ from typing import Any
 
 __all__ = ["freeze"]
 
+_LEAVES = frozenset({int, str, float, bool, bytes, type(None)})  # exactly these types: none is frozen further
+
 
 def freeze(value: Any) -> Any:
     """``value`` as nested tuples: a dict as its (key, value) pairs sorted by key,
@@ -23,14 +25,16 @@ def freeze(value: Any) -> Any:
     Keys or members of mixed types that do not compare are sorted by ``repr``,
     so the result stays canonical for any plain data.
     """
+    if type(value) in _LEAVES:  # most values are: returned as they are, without the checks below
+        return value
     if isinstance(value, dict):
         try:
             keys = sorted(value)
         except TypeError:
             keys = sorted(value, key=repr)
-        return tuple((k, freeze(value[k])) for k in keys)
+        return tuple([(k, freeze(value[k])) for k in keys])
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
+        return tuple([freeze(v) for v in value])
     if isinstance(value, (set, frozenset)):
         items = [freeze(v) for v in value]
         try:

@@ -28,7 +28,7 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
 from netsleuth.errors import CodecError, TraceFormatError
 from netsleuth.openflow import of10, of13, wire
-from netsleuth.openflow.jsondict import from_jsondict
+from netsleuth.openflow.jsondict import from_jsondict, to_jsondict
 from netsleuth.openflow.of10 import DATAPATH
 
 __all__ = ["msg_to_json", "msg_from_json", "json_version"]
@@ -87,9 +87,9 @@ def _to_json10(msg: Any) -> dict[str, Any]:
         xid = msg.xid
         raw = of10.encode(msg)
         readable = _with_text_fields_replaced(of10.decode(raw))
-        return {"type": of10.msg_type_name(msg), "xid": xid, "body": readable.to_jsondict(),
+        return {"type": of10.msg_type_name(msg), "xid": xid, "body": to_jsondict(readable),
                 "raw": base64.b64encode(raw).decode("ascii")}
-    return {"type": of10.msg_type_name(msg), "xid": msg.xid, "body": msg.to_jsondict()}
+    return {"type": of10.msg_type_name(msg), "xid": msg.xid, "body": to_jsondict(msg)}
 
 
 def _decodes(value: Any, encoding: str) -> bool:
@@ -301,25 +301,50 @@ _JSON_BUILDERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {
 # with "raw" too.
 
 
+# The description of each distinct 1.3 message, by its bytes without the xid: a run sends the same
+# FLOW_MODs, PACKET_OUTs and echoes many times (half the messages of an os-ken pingall, three
+# quarters of a Faucet one), and describing one (decoding it, its JSON, rebuilding and encoding
+# that to check it gives the bytes back) costs as much again as encoding it to find it here.
+_DESCRIBED13: dict[bytes, tuple[str, str, bool]] = {}
+_DESCRIBED13_MAX = 2048  # distinct messages kept; all forgotten at once when full
+
+
 def _to_json13(msg: Any) -> dict[str, Any]:
     xid = msg.xid
     raw = of13.encode(msg)
     msg.xid = xid  # encode() writes 0 for a None xid; the caller may still want the connection to assign one
-    canonical = of13.decode(raw)  # lengths filled in, os-ken helper classes replaced by what the wire says
-    out: dict[str, Any] = {"version": of13.OFP_VERSION, "type": of13.msg_type_name(canonical), "xid": xid}
-    try:
-        # Through JSON text and back: os-ken leaves some values (a port whose name is not UTF-8) as objects.
-        out["body"] = json.loads(json.dumps(canonical.to_jsondict()))
-        rebuilt = _body13(out["body"])
-        rebuilt.xid = xid
-        exact = of13.encode(rebuilt) == raw
-    except (TraceFormatError, TypeError, ValueError, KeyError, AttributeError, UnicodeError):
-        # A name that is not text: show it with U+FFFD, keep the exact message in "raw".
-        out["body"] = json.loads(json.dumps(_with_text_fields_replaced13(of13.decode(raw)).to_jsondict()))
-        exact = False
+    key = raw[:4] + raw[8:]  # the xid is the header's last 4 bytes; the body's JSON does not show it
+    described = _DESCRIBED13.get(key)
+    if described is None:
+        described = _describe13(raw)
+        if len(_DESCRIBED13) >= _DESCRIBED13_MAX:
+            _DESCRIBED13.clear()
+        _DESCRIBED13[key] = described
+    type_name, body_text, exact = described
+    out: dict[str, Any] = {"version": of13.OFP_VERSION, "type": type_name, "xid": xid,
+                           "body": json.loads(body_text)}  # a fresh object for each caller
     if not exact:
         out["raw"] = base64.b64encode(raw).decode("ascii")
     return out
+
+
+def _describe13(raw: bytes) -> tuple[str, str, bool]:
+    """(type name, JSON text of the body, whether the body gives back ``raw`` exactly) of a message.
+
+    The xid does not matter: the body does not show it and the rebuilt message gets ``raw``'s.
+    """
+    canonical = of13.decode(raw)  # lengths filled in, os-ken helper classes replaced by what the wire says
+    try:
+        # Through JSON text and back: os-ken leaves some values (a port whose name is not UTF-8) as objects.
+        body_text = json.dumps(to_jsondict(canonical))
+        rebuilt = _body13(json.loads(body_text))
+        rebuilt.xid = canonical.xid
+        exact = of13.encode(rebuilt) == raw
+    except (TraceFormatError, TypeError, ValueError, KeyError, AttributeError, UnicodeError):
+        # A name that is not text: show it with U+FFFD, keep the exact message in "raw".
+        body_text = json.dumps(to_jsondict(_with_text_fields_replaced13(of13.decode(raw))))
+        exact = False
+    return of13.msg_type_name(canonical), body_text, exact
 
 
 def _with_text_fields_replaced13(msg: Any) -> Any:
