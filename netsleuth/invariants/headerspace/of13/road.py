@@ -206,16 +206,37 @@ def road_hop(road: Road, item: Hop13, noted: list[Any] | None = None) -> tuple[l
 
 
 def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
-    """:func:`road_hop` of each hop of ``items``, all into ``s:p`` (a wave's hops at one port,
-    see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
-    with what they share looked up once -- the switch, its state, the table views of each
-    mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`).
+    """:func:`road_hop` of each hop of ``items``, all into ``s:p``: :func:`road_wave` of them, each
+    result in its hop's place.  A hop whose only result is one pushed hop gives that hop, a
+    7-tuple, instead of ``([], [hop])`` (:func:`results`: the pair again)."""
+    out: list[Any] = [None] * len(items)
+    nxt: dict[Any, list[Any]] = {}
 
-    A hop whose only result is one pushed hop (no event: most hops) gives that hop, a 7-tuple,
-    instead of ``([], [hop])`` (:func:`results`: the pair again): a wave's tens of thousands
-    of hops then make no lists."""
+    def other(k: int, _item: Hop13, _node: Any, got: Any) -> None:
+        out[k] = got
+
+    road_wave(road, s, p, [(k, item, None) for k, item in enumerate(items)], nxt, other)
+    for filed in nxt.values():
+        for k, hop, _node in filed:
+            out[k] = hop
+    return out
+
+
+def road_wave(road: Road, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]], nxt: dict[Any, list[Any]],
+              other: Callable[[int, Hop13, Any, Any], None]) -> None:
+    """:func:`road_hop` of each hop of a wave into ``s:p`` (``group``: (ingress number, hop, node)
+    each, see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`), with what
+    they share looked up once -- the switch, its state, the table views of each mapping and
+    metadata, where each port leads -- and each hop's tables walked in one call (:func:`_walk`).
+
+    A hop whose only result is one hop pushed to a switch (no event: most hops) files that hop
+    into ``nxt``, by the (switch, port) it goes into, as (ingress number, hop, node); ``other``
+    gets every other hop, in turn, with its result (None, or its events and pushed hops): the
+    hops of a wave's tens of thousands that pass on make no lists and no call."""
     if not road.switch_up(s):
-        return [None] * len(items)
+        for n, item, node in group:
+            other(n, item, node, None)
+        return
     net = road.net
     view = net.view
     comp = net.compiled(s)
@@ -228,11 +249,12 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
     last: Any = None
     local: dict[Any, _TableView] = {}
     where = road._where
-    out: list[Any] = []
-    for item in items:
+    sends: dict[int, Any] = {}   # out port -> (switch, port, the next wave's hops there) or None
+    for x in group:
+        item = x[1]
         _s, _p, orig, sym, path, rules, choices = item
         if here in path:
-            out.append(None)
+            other(x[0], item, x[2], None)
             continue
         if sym is not last:
             last = sym
@@ -241,20 +263,26 @@ def road_hops(road: Road, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
         keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
         walked = _walk(comp, local, keys, orig, sym, s, p)
         if walked is None:
-            out.append(None)
+            other(x[0], item, x[2], None)
             continue
         emits = walked[1]
         path = path + step
         rules = rules + walked[0]
         if len(emits) == 1:   # one copy (most hops): to a switch, one pushed hop and no event
             em = emits[0]
-            lead = where.get((s, em[0]))
-            if lead is not None and lead[0] == 0:
-                x = lead[1]
-                out.append((x[0], x[1], orig, em[1], path, rules, choices))
+            to = sends.get(em[0], _UNSEEN)
+            if to is _UNSEEN:
+                lead = where.get((s, em[0]))
+                if lead is None:
+                    lead = where[(s, em[0])] = port_leads(view, s, em[0])
+                to = sends[em[0]] = None if lead[0] else (*lead[1], nxt.setdefault(lead[1], []))
+            if to is not None:
+                to[2].append((x[0], (to[0], to[1], orig, em[1], path, rules, choices), x[2]))
                 continue
-        out.append(_copies(road, view, s, orig, path, rules, choices, emits))
-    return out
+        other(x[0], item, x[2], _copies(road, view, s, orig, path, rules, choices, emits))
+
+
+_UNSEEN = object()   # (road_wave: a port not looked up yet)
 
 
 def results(got: Any) -> tuple[list[Event13], list[Hop13]] | None:
