@@ -316,6 +316,10 @@ def _wave_node(net: Net13, alts: dict[int, int], n: int, item: Hop13, node: list
     it pushes, each with a node of its own, into the next wave ``nxt`` (a hop with no event that
     pushes one hop fills ``node`` with that hop's, as in :func:`_waves`)."""
     events, pushes = hop13(net, item, alts) if got is None else got
+    if not pushes:   # (a delivery, most of these: no kids to make)
+        node[0] = events
+        node[1] = ()
+        return
     if not events and len(pushes) == 1:
         kids: list[list[Any]] = [node]
     else:
