@@ -41,6 +41,7 @@ one switch read its views one after the other instead of from cold memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -227,7 +228,7 @@ def road_wave(road: Road, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]
     """:func:`road_hop` of each hop of a wave into ``s:p`` (``group``: (ingress number, hop, node)
     each, see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`), with what
     they share looked up once -- the switch, its state, the table views of each mapping and
-    metadata, where each port leads -- and each hop's tables walked in one call (:func:`_walk`).
+    metadata, where each port leads -- and their tables walked together (:func:`_walk_wave`).
 
     A hop whose only result is one hop pushed to a switch (no event: most hops) files that hop
     into ``nxt``, by the (switch, port) it goes into, as (ingress number, hop, node); ``other``
@@ -237,34 +238,16 @@ def road_wave(road: Road, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]
         for n, item, node in group:
             other(n, item, node, None)
         return
-    net = road.net
-    view = net.view
-    comp = net.compiled(s)
-    here = (s, p)
-    step = (here,)   # what each hop adds to its path
-    rkeys = road._keys
-    # the views of each mapping (by the id of its object: every item, and so its mapping, is
-    # held until the batch is done) by table and metadata; the hops of a batch mostly share one
-    by_sym: dict[int, dict[Any, _TableView]] = {}
-    last: Any = None
-    local: dict[Any, _TableView] = {}
+    view = road.net.view
+    step = ((s, p),)   # what each hop adds to its path
     where = road._where
     sends: dict[int, Any] = {}   # out port -> (switch, port, the next wave's hops there) or None
-    for x in group:
+    for x, walked in zip(group, _walk_wave(road, s, p, group), strict=True):
         item = x[1]
-        _s, _p, orig, sym, path, rules, choices = item
-        if here in path:
-            other(x[0], item, x[2], None)
-            continue
-        if sym is not last:
-            last = sym
-            local = by_sym.setdefault(id(sym), {})
-        got = rkeys.get(id(orig))   # Road.keys_of, inline
-        keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
-        walked = _walk(comp, local, keys, orig, sym, s, p)
         if walked is None:
             other(x[0], item, x[2], None)
             continue
+        _s, _p, orig, _sym, path, rules, choices = item
         emits = walked[1]
         path = path + step
         rules = rules + walked[0]
@@ -284,51 +267,113 @@ def road_wave(road: Road, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]
 
 _UNSEEN = object()   # (road_wave: a port not looked up yet)
 
+Walked = tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]]   # (rules taken, copies emitted)
+
+
+def _walk_wave(road: Road, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]) -> list[Walked | None]:
+    """The tables of each hop of ``group`` (all into ``s:p``) on the short road: (the rules taken,
+    the copies emitted), or None (a loop, a miss, a split, an entry for the general run, nothing
+    sent).  The hops of one current-header mapping (a wave's hops mostly share one) are walked
+    together (:func:`_walk_many`), from the keys of their header sets (:meth:`Road.keys_of`)."""
+    out: list[Walked | None] = [None] * len(group)
+    comp = road.net.compiled(s)
+    here = (s, p)
+    rkeys = road._keys
+    # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
+    # the mapping, and its hops' places, keys and header sets
+    by_sym: dict[int, tuple[Sym, list[int], list[dict[int, Any]], list[HS13]]] = {}
+    for j, x in enumerate(group):
+        item = x[1]
+        if here in item[4]:
+            continue   # a loop
+        orig = item[2]
+        sym = item[3]
+        got = rkeys.get(id(orig))   # Road.keys_of, inline
+        keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
+        b = by_sym.get(id(sym))
+        if b is None:
+            b = by_sym[id(sym)] = (sym, [], [], [])
+        b[1].append(j)
+        b[2].append(keys)
+        b[3].append(orig)
+    for sym, places, keyss, origs in by_sym.values():
+        for j, walked in zip(places, _walk_many(comp, keyss, origs, sym, s, p), strict=True):
+            out[j] = walked
+    return out
+
+
+def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13], sym: Sym, s: str,
+               p: int) -> list[Walked | None]:
+    """The tables of hops into ``s:p`` of one mapping ``sym``, header sets ``origs`` (their keys
+    ``keyss``), walked table by table: the hops at one table (and metadata) are probed together
+    (:func:`_ranks`), each then takes its entry's step (:func:`_entry_step`, worked out once per
+    instructions object there, with the list of hops its next table gets) to its next table."""
+    n = len(origs)
+    took: list[tuple[tuple[str, int, FlowEntry13], ...]] = [()] * n
+    emits: list[tuple[Emission, ...]] = [()] * n
+    out: list[Walked | None] = [None] * n
+    todo: list[tuple[int, int, list[int]]] = [(0, 0, list(range(n)))]   # (table, metadata, hops there)
+    while todo:
+        t, md, idx = todo.pop()
+        tv = comp.view(t, sym, p, md, 0)
+        entries = tv.entries
+        nxt: dict[tuple[int, int], list[int]] = {}
+        # per instructions object (by id: the view's entries hold them): (copies emitted, the hops of
+        # its next table or None for none), or None for a step the general run takes
+        how: dict[int, tuple[tuple[Emission, ...], list[int] | None] | None] = {}
+        for k, r in zip(idx, _ranks(tv, idx, keyss, origs), strict=True):
+            if r is None:
+                continue   # a miss or a split: the general run
+            entry = entries[r]
+            inst = entry.instructions
+            got = how.get(id(inst), _UNSEEN)
+            if got is _UNSEEN:
+                got = how[id(inst)] = _how(tv, comp, entry, sym, p, md, nxt)
+            if got is None:
+                continue
+            took[k] += ((s, t, entry),)
+            if got[0]:
+                emits[k] += got[0]   # (an output that sent nothing matters only to a hop that sends nothing)
+            if got[1] is not None:
+                got[1].append(k)
+            elif emits[k]:
+                out[k] = (took[k], emits[k])
+        todo.extend((t2, m2, ks) for (t2, m2), ks in nxt.items())
+    return out
+
+
+def _how(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, p: int, md: int,
+         nxt: dict[tuple[int, int], list[int]]) -> tuple[tuple[Emission, ...], list[int] | None] | None:
+    """What taking ``entry`` (in view ``tv``, at metadata ``md``) does to a hop of :func:`_walk_many`:
+    (the copies it emits, the list in ``nxt`` of the hops of its next table and metadata, None
+    when it goes to no table); None when its step needs the general run."""
+    st = _entry_step(tv, comp, entry, sym, p)
+    if st is None:
+        return None
+    if st[3] is None:
+        return st[0], None
+    return st[0], nxt.setdefault((st[3], md if st[2] is None else entry.instructions.next_metadata(md)), [])
+
+
+def _ranks(tv: _TableView, idx: list[int], keyss: list[dict[int, Any]], origs: list[HS13]) -> list[int | None]:
+    """:func:`_probe` of the header sets ``origs[k]`` for ``k`` in ``idx`` in view ``tv``: the rank
+    of the entry that takes each whole, None for a miss or a split.  Keys that fix every bit
+    the view tests (past the first hop, all of them) are probed together
+    (``_TableView.fixed_best_many``)."""
+    bid = tv.bid
+    kss = list(map(dict.get, map(keyss.__getitem__, idx), repeat(bid)))
+    if None in kss:
+        for j, k in enumerate(idx):
+            if kss[j] is None:
+                kss[j] = keyss[k][bid] = _keys(origs[k], tv.bits, tv.low, keyss[k])
+    if tuple not in set(map(type, kss)):
+        return tv.fixed_best_many(kss)
+    return [_probe(tv, keyss[k], origs[k]) for k in idx]
+
 
 def results(got: Any) -> tuple[list[Event13], list[Hop13]] | None:
     """A result of :func:`road_hops` as :func:`road_hop` gives it: (events, pushed hops) or None."""
     return ([], [got]) if got is not None and len(got) == 7 else got
-
-
-def _walk(comp: Compiled13, local: dict[Any, _TableView], keys: dict[int, Any], orig: HS13,
-          sym: Sym, s: str, p: int) -> tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]] | None:
-    """The tables of one hop on the short road, as :func:`road_hop` walks them: (the rules taken,
-    the copies emitted), or None (a miss, a split, an entry for the general run, nothing sent).
-    ``local``: the views of this switch, in port and mapping by table, or by (table, metadata)
-    for a metadata other than 0 (an int key and a tuple key never meet)."""
-    t = md = 0
-    took: tuple[tuple[str, int, FlowEntry13], ...] = ()
-    emits: tuple[Emission, ...] = ()
-    while True:
-        lk = (t, md) if md else t
-        tv = local.get(lk)
-        if tv is None:
-            tv = local[lk] = comp.view(t, sym, p, md, 0)
-        ks = keys.get(tv.bid)   # _probe, inline
-        if ks is None:
-            ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low, keys)
-        if isinstance(ks, int):
-            r = tv.fixed_best(ks)
-        else:
-            r = tv.whole_keys(ks)
-            if r is not None and r < 0:
-                return None   # a split
-        if r is None:
-            return None   # a miss
-        entry = tv.entries[r]
-        inst = entry.instructions
-        got = tv.steps.get(id(inst))   # _entry_step, inline when known
-        st = got[2] if got is not None and got[0] is inst and got[1] is sym else _entry_step(tv, comp, entry, sym, p)
-        if st is None:
-            return None
-        took += ((s, t, entry),)
-        emits += st[0]
-        if st[2] is not None:
-            md = inst.next_metadata(md)
-        if st[3] is None:
-            break
-        t = st[3]
-    return (took, emits) if emits else None
 
 
 def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
