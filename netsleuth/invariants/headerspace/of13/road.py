@@ -282,20 +282,23 @@ def _walk_wave(road: Road, s: str, p: int, group: Sequence[tuple[int, Hop13, Any
     # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
     # the mapping, and its hops' places, keys and header sets
     by_sym: dict[int, tuple[Sym, list[int], list[dict[int, Any]], list[HS13]]] = {}
+    last: Any = None
     for j, x in enumerate(group):
         item = x[1]
         if here in item[4]:
             continue   # a loop
         orig = item[2]
-        sym = item[3]
         got = rkeys.get(id(orig))   # Road.keys_of, inline
         keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
-        b = by_sym.get(id(sym))
-        if b is None:
-            b = by_sym[id(sym)] = (sym, [], [], [])
-        b[1].append(j)
-        b[2].append(keys)
-        b[3].append(orig)
+        if item[3] is not last:   # (the hops of a batch mostly share one)
+            last = item[3]
+            b = by_sym.get(id(last))
+            if b is None:
+                b = by_sym[id(last)] = (last, [], [], [])
+            places, keyss, origs = b[1], b[2], b[3]
+        places.append(j)
+        keyss.append(keys)
+        origs.append(orig)
     for sym, places, keyss, origs in by_sym.values():
         for j, walked in zip(places, _walk_many(comp, keyss, origs, sym, s, p), strict=True):
             out[j] = walked
@@ -326,7 +329,7 @@ def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13],
                 continue   # a miss or a split: the general run
             entry = entries[r]
             inst = entry.instructions
-            got = how.get(id(inst), _UNSEEN)
+            got: Any = how.get(id(inst), _UNSEEN)
             if got is _UNSEEN:
                 got = how[id(inst)] = _how(tv, comp, entry, sym, p, md, nxt)
             if got is None:
@@ -361,7 +364,7 @@ def _ranks(tv: _TableView, idx: list[int], keyss: list[dict[int, Any]], origs: l
     the view tests (past the first hop, all of them) are probed together
     (``_TableView.fixed_best_many``)."""
     bid = tv.bid
-    kss = list(map(dict.get, map(keyss.__getitem__, idx), repeat(bid)))
+    kss: list[Any] = list(map(dict.get, map(keyss.__getitem__, idx), repeat(bid)))
     if None in kss:
         for j, k in enumerate(idx):
             if kss[j] is None:

@@ -129,8 +129,11 @@ def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
     (value, mask)), their records in rank order.  An entry no injected header can match on any
     port is left out.  The in_port is all that tells the views of one table apart: one pass
     over a table's entries serves the views of all its ports."""
-    look = lookup13(sym, 0, md, tid)
-    del look["in_port"], look["in_phy_port"]   # (read from the entry: the port it is filed under)
+    # what each field reads under the mapping, filled as fields come (see lookup13): the offset of
+    # the injected bits it reads, or its constant value (in_port and in_phy_port: the port the
+    # entry is filed under)
+    shifts: dict[str, int] = {}
+    consts = {"metadata": md, "tunnel_id": tid}
     # under the identity every field reads its own bits, and fields do not overlap: no two
     # fields of a match can then read the same bits (what the test below is for)
     overlap = sym is not IDENTITY
@@ -140,28 +143,31 @@ def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
         v = m = 0
         port: Any = None
         for name, val, mask in e.match.entries:
-            got = look.get(name)
-            if got is None:
-                if name in _PORT_FIELDS:
-                    # in_port and in_phy_port both read the port a header came in on
-                    got = (val, mask) if mask != _PORT_FULL else val
-                    if port is not None and port != got:
+            x = shifts.get(name)
+            if x is None:
+                c: Any = consts.get(name)
+                if c is None:
+                    if name in _PORT_FIELDS:   # in_port and in_phy_port read the port a header came in on
+                        c = (val, mask) if mask != _PORT_FULL else val
+                        if port is not None and port != c:
+                            break
+                        port = c
+                        continue
+                    const, c = _reads(sym, name)
+                    (consts if const else shifts)[name] = c
+                    if not const:
+                        x = c
+                if x is None:
+                    if c & mask != val:
                         break
-                    port = got
                     continue
-                got = look[name] = _reads(sym, name)
-            if got[0]:
-                if got[1] & mask != val:
+            fv, fm = val << x, mask << x
+            if overlap:
+                both = m & fm
+                if both and (v ^ fv) & both:
                     break
-            else:
-                x = got[1]
-                fv, fm = val << x, mask << x
-                if overlap:
-                    both = m & fm
-                    if both and (v ^ fv) & both:
-                        break
-                v |= fv
-                m |= fm
+            v |= fv
+            m |= fm
         else:
             lst = out.get(port)
             if lst is None:
