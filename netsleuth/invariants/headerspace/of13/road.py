@@ -35,7 +35,9 @@ as numpy arrays): a 1.3 hop's results are events per class with their own path a
 and the classes are header sets, not small keys, so the per-class work stays in Python.  A
 full check runs the hops of every ingress in waves, switch by switch
 (:func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`), so that the hops at
-one switch read its views one after the other instead of from cold memory.
+one switch read its views one after the other instead of from cold memory; the hops of a
+wave into one port (:func:`road_wave`) are probed table by table together, a mask's dict
+probes for all their keys in one ``map`` (``_TableView.fixed_best_many``).
 """
 
 from __future__ import annotations
