@@ -240,7 +240,12 @@ class _TableView:
         """:meth:`fixed_best` of each key of ``svs`` (the classes of a wave at one port, see
         of13/road.py), a mask's probes done for all of them in one pass: the best candidate is
         the one of least rank over the masks, and a mask is not probed once no key can get a
-        better rank there.  The per-mask indexes here hold each value's least rank."""
+        better rank there.  The per-mask indexes here hold each value's least rank; a view kept
+        across messages (``memo`` not None: the incremental engine's, changed entry by entry)
+        asks :meth:`fixed_best` of each key instead, whose indexes its puts and drops keep up
+        to date, rather than build these again after every change."""
+        if self.memo is not None:
+            return [self.fixed_best(sv) for sv in svs]
         least = self._least
         if least is None:
             least = self._least = self._least_ranks()
