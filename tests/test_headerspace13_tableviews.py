@@ -50,6 +50,8 @@ def _probes(tv: _TableView, macs: list[int]) -> list:
     those that fix all of them through the short road's probe too), and how
     the headers a host sends split among the entries (a kept view remembers the pieces)."""
     out = [_split(tv, HS13.injected().intersect_wc(wc13(eth_src=mac))) for mac in macs[:3]]
+    keys: list[int] = []
+    best: list[int | None] = []
     out.append(_split(tv, HS13.injected()))
     for mac in macs[:6]:
         for v, m in ((mac << SHIFT13["eth_dst"], _DST), (mac << SHIFT13["eth_src"], _SRC), (0, 0),
@@ -58,6 +60,10 @@ def _probes(tv: _TableView, macs: list[int]) -> list:
             out.append([id(tv.entries[r]) for r in cands])
             if m & tv.bits == tv.bits:   # the short road's probe, for headers that fix every tested bit
                 assert tv.fixed_best((v & tv.bits) >> tv.low) == (cands[0] if cands else None)
+                keys.append((v & tv.bits) >> tv.low)
+                best.append(cands[0] if cands else None)
+    # the probes of a wave's classes, all at once (then each rank kept per mask and value follows puts and drops)
+    assert tv.fixed_best_many(keys) == best
     return out
 
 

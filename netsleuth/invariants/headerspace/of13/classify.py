@@ -6,6 +6,8 @@ better-ranked entry takes).  Used by :class:`~netsleuth.invariants.headerspace.o
 from __future__ import annotations
 
 import itertools
+from itertools import repeat
+from operator import and_, itemgetter
 from typing import Any
 
 from netsleuth.invariants.headerspace.of13.lonepiece import file_lone, lone_run, lone_runs
@@ -23,7 +25,7 @@ class _TableView:
     for a view built once; the incremental engine's ranks leave gaps, so that an entry can be
     put in or taken out (:meth:`put`, :meth:`drop`) without touching the others)."""
 
-    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "bid", "low", "_small", "_order",
+    __slots__ = ("entries", "ws", "groups", "subs", "memo", "_gone", "bits", "bid", "low", "_small", "_order", "_least",
                  "steps")
 
     def __init__(self) -> None:
@@ -38,6 +40,7 @@ class _TableView:
         self.tested(0)   # every bit some entry tests (or once tested)
         self._small: dict[int, dict[int, list[int]]] | None = None   # see fixed_best
         self._order: list[tuple[int, int, dict[int, list[int]]]] | None = None   # see fixed_best
+        self._least: list[tuple[int, int, dict[int, int]]] | None = None   # see fixed_best_many
         # what the short road (of13/road.py) worked out an entry does, by the id of its instructions:
         # (the instructions, the current-header mapping, the step), valid while both are the very objects
         self.steps: dict[int, tuple[Any, Any, Any]] = {}
@@ -51,6 +54,7 @@ class _TableView:
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
         v, m = w
+        self._least = None
         if r in self._gone:   # a rank given again: the memo's pieces for it are another entry's
             self._gone.clear()
             if self.memo:
@@ -84,6 +88,7 @@ class _TableView:
         if w is None:
             return
         del self.entries[r]
+        self._least = None
         if self.memo:
             self._gone.add(r)
         v, m = w
@@ -230,6 +235,42 @@ class _TableView:
                 if best is None or r < best:
                     best = r
         return best
+
+    def fixed_best_many(self, svs: list[int]) -> list[int | None]:
+        """:meth:`fixed_best` of each key of ``svs`` (the classes of a wave at one port, see
+        of13/road.py), a mask's probes done for all of them in one pass: the best candidate is
+        the one of least rank over the masks, and a mask is not probed once no key can get a
+        better rank there.  The per-mask indexes here hold each value's least rank; a view kept
+        across messages (``memo`` not None: the incremental engine's, changed entry by entry)
+        asks :meth:`fixed_best` of each key instead, whose indexes its puts and drops keep up
+        to date, rather than build these again after every change."""
+        if self.memo is not None:
+            return [self.fixed_best(sv) for sv in svs]
+        least = self._least
+        if least is None:
+            least = self._least = self._least_ranks()
+        best: list[Any] = []
+        for first, sm, by in least:
+            if best and None not in best and max(best) < first:
+                break
+            got = list(map(by.get, map(and_, svs, repeat(sm)))) if sm else [by.get(0)] * len(svs)
+            if not best or best.count(None) == len(best):
+                best = got
+            elif got.count(None) != len(got):
+                best = [a if b is None or (a is not None and a < b) else b for a, b in zip(best, got, strict=True)]
+        return best or [None] * len(svs)
+
+    def _least_ranks(self) -> list[tuple[int, int, dict[int, int]]]:
+        """The indexes of :meth:`fixed_best_many` as (best rank, shifted mask, least rank by shifted
+        value), best rank first (kept until an entry comes or goes)."""
+        low = self.low
+        out = []
+        for gm, by in self.groups.items():
+            if by:
+                least = {gv >> low: min(lst) for gv, lst in by.items()}
+                out.append((min(least.values()), gm >> low, least))
+        out.sort(key=_FIRST)
+        return out
 
     def _ordered(self) -> list[tuple[int, int, dict[int, list[int]]]]:
         """The shifted per-mask indexes of :meth:`fixed_best` as (best rank, shifted mask, index),
@@ -430,6 +471,9 @@ def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[in
     if len(earlier) > 1:
         earlier.sort()
     return earlier
+
+
+_FIRST = itemgetter(0)
 
 
 def bit_id(bits: int) -> int:

@@ -69,17 +69,18 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, road_hop, road_hops, send_copies
+from netsleuth.invariants.headerspace.of13.road import Road, road_hop, road_wave, send_copies
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -288,24 +289,27 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
         node: list[Any] = [(), ()]
         roots.append(node)
         wave.setdefault((s0, p0), []).append((n, (s0, p0, HS13.injected(), IDENTITY, (), (), ()), node))
+    over: set[int] = set()   # ingresses past the budget (walked again on their own)
     while wave:
         nxt: dict[Port, list[tuple[int, Hop13, list[Any]]]] = {}
+
+        def other(n: int, item: Hop13, node: list[Any], got: Any, nxt: dict[Port, list[Any]] = nxt) -> None:
+            _wave_node(net, alts, n, item, node, got, nxt)
+
+        # each ingress's hops in this wave counted at once (a hop of an ingress past the budget is not run)
+        for n, c in Counter(map(_FIRST, itertools.chain.from_iterable(wave.values()))).items():
+            c = counts[n] = counts[n] + c
+            if c > budget:
+                over.add(n)
         for (s, p), group in wave.items():
-            live = []
-            for x in group:
-                n = x[0]
-                c = counts[n] = counts[n] + 1
-                if c <= budget:   # (else walked again on its own)
-                    live.append(x)
-            for (n, item, node), got in zip(live, road_hops(net, s, p, [x[1] for x in live]), strict=True):
-                if got is None or len(got) != 7:
-                    _wave_node(net, alts, n, item, node, got, nxt)
-                    continue
-                # a hop that only passes its headers on (most hops, given as the hop it pushes): the
-                # next hop's own events and pushes are filed where this one's would be, in the same node
-                nxt.setdefault((got[0], got[1]), []).append((n, got, node))
+            if over:
+                group = [x for x in group if x[0] not in over]
+            road_wave(net, s, p, group, nxt, other)
         wave = nxt
     return roots, counts
+
+
+_FIRST = itemgetter(0)
 
 
 def _wave_node(net: Net13, alts: dict[int, int], n: int, item: Hop13, node: list[Any],
@@ -315,6 +319,10 @@ def _wave_node(net: Net13, alts: dict[int, int], n: int, item: Hop13, node: list
     it pushes, each with a node of its own, into the next wave ``nxt`` (a hop with no event that
     pushes one hop fills ``node`` with that hop's, as in :func:`_waves`)."""
     events, pushes = hop13(net, item, alts) if got is None else got
+    if not pushes:   # (a delivery, most of these: no kids to make)
+        node[0] = events
+        node[1] = ()
+        return
     if not events and len(pushes) == 1:
         kids: list[list[Any]] = [node]
     else:

@@ -35,12 +35,15 @@ as numpy arrays): a 1.3 hop's results are events per class with their own path a
 and the classes are header sets, not small keys, so the per-class work stays in Python.  A
 full check runs the hops of every ingress in waves, switch by switch
 (:func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`), so that the hops at
-one switch read its views one after the other instead of from cold memory.
+one switch read its views one after the other instead of from cold memory; the hops of a
+wave into one port (:func:`road_wave`) are probed table by table together, a mask's dict
+probes for all their keys in one ``map`` (``_TableView.fixed_best_many``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -201,101 +204,178 @@ def road_hop(net: Any, item: Hop13, noted: list[Any] | None = None) -> tuple[lis
 
 
 def road_hops(net: Any, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
-    """:func:`road_hop` of each hop of ``items``, all into ``s:p`` (a wave's hops at one port,
-    see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`): the same results,
-    with what they share looked up once -- the switch, its state, the table views of each
-    mapping and metadata -- and each hop's tables walked in one call (:func:`_walk`).
+    """:func:`road_hop` of each hop of ``items``, all into ``s:p``: :func:`road_wave` of them, each
+    result in its hop's place.  A hop whose only result is one pushed hop gives that hop, a
+    7-tuple, instead of ``([], [hop])`` (:func:`results`: the pair again)."""
+    out: list[Any] = [None] * len(items)
+    nxt: dict[Any, list[Any]] = {}
 
-    A hop whose only result is one pushed hop (no event: most hops) gives that hop, a 7-tuple,
-    instead of ``([], [hop])`` (:func:`results`: the pair again): a wave's tens of thousands
-    of hops then make no lists."""
+    def other(k: int, _item: Hop13, _node: Any, got: Any) -> None:
+        out[k] = got
+
+    road_wave(net, s, p, [(k, item, None) for k, item in enumerate(items)], nxt, other)
+    for filed in nxt.values():
+        for k, hop, _node in filed:
+            out[k] = hop
+    return out
+
+
+def road_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]], nxt: dict[Any, list[Any]],
+              other: Callable[[int, Hop13, Any, Any], None]) -> None:
+    """:func:`road_hop` of each hop of a wave into ``s:p`` (``group``: (ingress number, hop, node)
+    each, see :func:`~netsleuth.invariants.headerspace.of13.engine.explore_all13`), with what
+    they share looked up once -- the switch, its state, the table views of each mapping and
+    metadata, where each port leads -- and their tables walked together (:func:`_walk_wave`).
+
+    A hop whose only result is one hop pushed to a switch (no event: most hops) files that hop
+    into ``nxt``, by the (switch, port) it goes into, as (ingress number, hop, node); ``other``
+    gets every other hop, in turn, with its result (None, or its events and pushed hops): the
+    hops of a wave's tens of thousands that pass on make no lists and no call."""
     road = net.road
     if not road.switch_up(s):
-        return [None] * len(items)
+        for n, item, node in group:
+            other(n, item, node, None)
+        return
     view = net.view
-    comp = net.compiled(s)
-    here = (s, p)
-    step = (here,)   # what each hop adds to its path
-    rkeys = road._keys
-    # the views of each mapping (by the id of its object: every item, and so its mapping, is
-    # held until the batch is done) by table and metadata; the hops of a batch mostly share one
-    by_sym: dict[int, dict[Any, _TableView]] = {}
-    last: Any = None
-    local: dict[Any, _TableView] = {}
+    step = ((s, p),)   # what each hop adds to its path
     where = road._where
-    out: list[Any] = []
-    for item in items:
-        _s, _p, orig, sym, path, rules, choices = item
-        if here in path:
-            out.append(None)
-            continue
-        if sym is not last:
-            last = sym
-            local = by_sym.setdefault(id(sym), {})
-        got = rkeys.get(id(orig))   # Road.keys_of, inline
-        keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
-        walked = _walk(comp, local, keys, orig, sym, s, p)
+    sends: dict[int, Any] = {}   # out port -> (switch, port, the next wave's hops there) or None
+    for x, walked in zip(group, _walk_wave(net, s, p, group), strict=True):
+        item = x[1]
         if walked is None:
-            out.append(None)
+            other(x[0], item, x[2], None)
             continue
+        _s, _p, orig, _sym, path, rules, choices = item
         emits = walked[1]
         path = path + step
         rules = rules + walked[0]
         if len(emits) == 1:   # one copy (most hops): to a switch, one pushed hop and no event
             em = emits[0]
-            lead = where.get((s, em[0]))
-            if lead is not None and lead[0] == 0:
-                x = lead[1]
-                out.append((x[0], x[1], orig, em[1], path, rules, choices))
+            to = sends.get(em[0], _UNSEEN)
+            if to is _UNSEEN:
+                lead = where.get((s, em[0]))
+                if lead is None:
+                    lead = where[(s, em[0])] = port_leads(view, s, em[0])
+                to = sends[em[0]] = None if lead[0] else (*lead[1], nxt.setdefault(lead[1], []))
+            if to is not None:
+                to[2].append((x[0], (to[0], to[1], orig, em[1], path, rules, choices), x[2]))
                 continue
-        out.append(_copies(road, view, s, orig, path, rules, choices, emits))
+        other(x[0], item, x[2], _copies(road, view, s, orig, path, rules, choices, emits))
+
+
+_UNSEEN = object()   # (road_wave: a port not looked up yet)
+
+Walked = tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]]   # (rules taken, copies emitted)
+
+
+def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]) -> list[Walked | None]:
+    """The tables of each hop of ``group`` (all into ``s:p``) on the short road: (the rules taken,
+    the copies emitted), or None (a loop, a miss, a split, an entry for the general run, nothing
+    sent).  The hops of one current-header mapping (a wave's hops mostly share one) are walked
+    together (:func:`_walk_many`), from the keys of their header sets (:meth:`Road.keys_of`)."""
+    out: list[Walked | None] = [None] * len(group)
+    road = net.road
+    comp = net.compiled(s)
+    here = (s, p)
+    rkeys = road._keys
+    # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
+    # the mapping, and its hops' places, keys and header sets
+    by_sym: dict[int, tuple[Sym, list[int], list[dict[int, Any]], list[HS13]]] = {}
+    last: Any = None
+    for j, x in enumerate(group):
+        item = x[1]
+        if here in item[4]:
+            continue   # a loop
+        orig = item[2]
+        got = rkeys.get(id(orig))   # Road.keys_of, inline
+        keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
+        if item[3] is not last:   # (the hops of a batch mostly share one)
+            last = item[3]
+            b = by_sym.get(id(last))
+            if b is None:
+                b = by_sym[id(last)] = (last, [], [], [])
+            places, keyss, origs = b[1], b[2], b[3]
+        places.append(j)
+        keyss.append(keys)
+        origs.append(orig)
+    for sym, places, keyss, origs in by_sym.values():
+        for j, walked in zip(places, _walk_many(comp, keyss, origs, sym, s, p), strict=True):
+            out[j] = walked
     return out
+
+
+def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13], sym: Sym, s: str,
+               p: int) -> list[Walked | None]:
+    """The tables of hops into ``s:p`` of one mapping ``sym``, header sets ``origs`` (their keys
+    ``keyss``), walked table by table: the hops at one table (and metadata) are probed together
+    (:func:`_ranks`), each then takes its entry's step (:func:`_entry_step`, worked out once per
+    instructions object there, with the list of hops its next table gets) to its next table."""
+    n = len(origs)
+    took: list[tuple[tuple[str, int, FlowEntry13], ...]] = [()] * n
+    emits: list[tuple[Emission, ...]] = [()] * n
+    out: list[Walked | None] = [None] * n
+    todo: list[tuple[int, int, list[int]]] = [(0, 0, list(range(n)))]   # (table, metadata, hops there)
+    while todo:
+        t, md, idx = todo.pop()
+        tv = comp.view(t, sym, p, md, 0)
+        entries = tv.entries
+        nxt: dict[tuple[int, int], list[int]] = {}
+        # per instructions object (by id: the view's entries hold them): (copies emitted, the hops of
+        # its next table or None for none), or None for a step the general run takes
+        how: dict[int, tuple[tuple[Emission, ...], list[int] | None] | None] = {}
+        for k, r in zip(idx, _ranks(tv, idx, keyss, origs), strict=True):
+            if r is None:
+                continue   # a miss or a split: the general run
+            entry = entries[r]
+            inst = entry.instructions
+            got: Any = how.get(id(inst), _UNSEEN)
+            if got is _UNSEEN:
+                got = how[id(inst)] = _how(tv, comp, entry, sym, p, md, nxt)
+            if got is None:
+                continue
+            took[k] += ((s, t, entry),)
+            if got[0]:
+                emits[k] += got[0]   # (an output that sent nothing matters only to a hop that sends nothing)
+            if got[1] is not None:
+                got[1].append(k)
+            elif emits[k]:
+                out[k] = (took[k], emits[k])
+        todo.extend((t2, m2, ks) for (t2, m2), ks in nxt.items())
+    return out
+
+
+def _how(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, p: int, md: int,
+         nxt: dict[tuple[int, int], list[int]]) -> tuple[tuple[Emission, ...], list[int] | None] | None:
+    """What taking ``entry`` (in view ``tv``, at metadata ``md``) does to a hop of :func:`_walk_many`:
+    (the copies it emits, the list in ``nxt`` of the hops of its next table and metadata, None
+    when it goes to no table); None when its step needs the general run."""
+    st = _entry_step(tv, comp, entry, sym, p)
+    if st is None:
+        return None
+    if st[3] is None:
+        return st[0], None
+    return st[0], nxt.setdefault((st[3], md if st[2] is None else entry.instructions.next_metadata(md)), [])
+
+
+def _ranks(tv: _TableView, idx: list[int], keyss: list[dict[int, Any]], origs: list[HS13]) -> list[int | None]:
+    """:func:`_probe` of the header sets ``origs[k]`` for ``k`` in ``idx`` in view ``tv``: the rank
+    of the entry that takes each whole, None for a miss or a split.  Keys that fix every bit
+    the view tests (past the first hop, all of them) are probed together
+    (``_TableView.fixed_best_many``)."""
+    bid = tv.bid
+    kss: list[Any] = list(map(dict.get, map(keyss.__getitem__, idx), repeat(bid)))
+    if None in kss:
+        for j, k in enumerate(idx):
+            if kss[j] is None:
+                kss[j] = keyss[k][bid] = _keys(origs[k], tv.bits, tv.low, keyss[k])
+    if tuple not in set(map(type, kss)):
+        return tv.fixed_best_many(kss)
+    return [_probe(tv, keyss[k], origs[k]) for k in idx]
 
 
 def results(got: Any) -> tuple[list[Event13], list[Hop13]] | None:
     """A result of :func:`road_hops` as :func:`road_hop` gives it: (events, pushed hops) or None."""
     return ([], [got]) if got is not None and len(got) == 7 else got
-
-
-def _walk(comp: Compiled13, local: dict[Any, _TableView], keys: dict[int, Any], orig: HS13,
-          sym: Sym, s: str, p: int) -> tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]] | None:
-    """The tables of one hop on the short road, as :func:`road_hop` walks them: (the rules taken,
-    the copies emitted), or None (a miss, a split, an entry for the general run, nothing sent).
-    ``local``: the views of this switch, in port and mapping by table, or by (table, metadata)
-    for a metadata other than 0 (an int key and a tuple key never meet)."""
-    t = md = 0
-    took: tuple[tuple[str, int, FlowEntry13], ...] = ()
-    emits: tuple[Emission, ...] = ()
-    while True:
-        lk = (t, md) if md else t
-        tv = local.get(lk)
-        if tv is None:
-            tv = local[lk] = comp.view(t, sym, p, md, 0)
-        ks = keys.get(tv.bid)   # _probe, inline
-        if ks is None:
-            ks = keys[tv.bid] = _keys(orig, tv.bits, tv.low, keys)
-        if isinstance(ks, int):
-            r = tv.fixed_best(ks)
-        else:
-            r = tv.whole_keys(ks)
-            if r is not None and r < 0:
-                return None   # a split
-        if r is None:
-            return None   # a miss
-        entry = tv.entries[r]
-        inst = entry.instructions
-        got = tv.steps.get(id(inst))   # _entry_step, inline when known
-        st = got[2] if got is not None and got[0] is inst and got[1] is sym else _entry_step(tv, comp, entry, sym, p)
-        if st is None:
-            return None
-        took += ((s, t, entry),)
-        emits += st[0]
-        if st[2] is not None:
-            md = inst.next_metadata(md)
-        if st[3] is None:
-            break
-        t = st[3]
-    return (took, emits) if emits else None
 
 
 def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:

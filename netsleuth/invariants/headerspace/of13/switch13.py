@@ -17,7 +17,7 @@ import itertools
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -48,7 +48,6 @@ from netsleuth.model.of13.actions import (
     SetQueue,
 )
 from netsleuth.model.of13.actionset import ActionSet
-from netsleuth.model.of13.fieldspec import BY_NAME
 from netsleuth.model.of13.flowtable import FlowEntry13
 from netsleuth.model.of13.headerbits import SHIFT13
 from netsleuth.model.of13.pipeline import MAX_GROUP_DEPTH, Pipeline13
@@ -113,14 +112,91 @@ def _translate(entry: FlowEntry13, sym: Sym, in_port: int, md: int, tid: int,
 
 
 def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
-    """The view of the entries ``entries[r]`` of ``ranks`` (ascending) given the mapping: each
-    translated by :func:`_translate` (with one field lookup for them all) and those that match
-    some injected header indexed by mask and value, in the same loop (a
-    view of a big table translates thousands: no (rank, entry, wildcard) list in between)."""
-    look = lookup13(sym, in_port, md, tid)
+    """The view of the entries ``entries[r]`` of ``ranks`` (ascending) given the mapping: those
+    that match some injected header coming in on ``in_port`` (:func:`translated_entries`),
+    indexed (:func:`indexed_view`)."""
+    return indexed_view(_port_records(translated_entries(ranks, entries, sym, md, tid), in_port))
+
+
+Record = tuple[int, FlowEntry13, int, int]   # (rank, entry, its wildcard's value and mask over injected headers)
+
+
+def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
+                       tid: int) -> dict[Any, list[Record]]:
+    """The entries ``entries[r]`` of ``ranks`` (ascending) as wildcards over the injected headers
+    given the mapping and pipeline state (each as :func:`_translate` makes it), by the in_port
+    they match: the in_port (None: any; a masked in_port, never given by a validated match:
+    (value, mask)), their records in rank order.  An entry no injected header can match on any
+    port is left out.  The in_port is all that tells the views of one table apart: one pass
+    over a table's entries serves the views of all its ports."""
+    # what each field reads under the mapping, filled as fields come (see lookup13): the offset of
+    # the injected bits it reads, or its constant value (in_port and in_phy_port: the port the
+    # entry is filed under)
+    shifts: dict[str, int] = {}
+    consts = {"metadata": md, "tunnel_id": tid}
     # under the identity every field reads its own bits, and fields do not overlap: no two
     # fields of a match can then read the same bits (what the test below is for)
     overlap = sym is not IDENTITY
+    out: dict[Any, list[Record]] = {}
+    for r in ranks:
+        e = entries[r]
+        v = m = 0
+        port: Any = None
+        for name, val, mask in e.match.entries:
+            x = shifts.get(name)
+            if x is None:
+                c: Any = consts.get(name)
+                if c is None:
+                    if name in _PORT_FIELDS:   # in_port and in_phy_port read the port a header came in on
+                        c = (val, mask) if mask != _PORT_FULL else val
+                        if port is not None and port != c:
+                            break
+                        port = c
+                        continue
+                    const, c = _reads(sym, name)
+                    (consts if const else shifts)[name] = c
+                    if not const:
+                        x = c
+                if x is None:
+                    if c & mask != val:
+                        break
+                    continue
+            fv, fm = val << x, mask << x
+            if overlap:
+                both = m & fm
+                if both and (v ^ fv) & both:
+                    break
+            v |= fv
+            m |= fm
+        else:
+            lst = out.get(port)
+            if lst is None:
+                out[port] = [(r, e, v, m)]
+            else:
+                lst.append((r, e, v, m))
+    return out
+
+
+_PORT_FIELDS = frozenset(("in_port", "in_phy_port"))
+_PORT_FULL = (1 << 32) - 1
+
+
+def _port_records(recs: dict[Any, list[Record]], in_port: int) -> list[Record]:
+    """The records of :func:`translated_entries` that match headers coming in on ``in_port``, in rank order."""
+    mine = recs.get(in_port, []) + recs.get(None, [])
+    for key, lst in recs.items():
+        if type(key) is tuple and in_port & key[1] == key[0]:
+            mine += lst
+    mine.sort(key=_RANK)
+    return mine
+
+
+_RANK = itemgetter(0)
+
+
+def indexed_view(recs: Iterable[Record]) -> _TableView:
+    """A view of the entries of ``recs`` (rank order), indexed by mask and value in one loop (a view
+    of a big table holds thousands)."""
     tv = _TableView()
     kept = tv.entries
     ws = tv.ws
@@ -128,36 +204,17 @@ def translated_view(ranks: Iterable[int], entries: Any, sym: Sym, in_port: int, 
     bits = 0
     last = -1
     by: dict[int, list[int]] = {}
-    for r in ranks:
-        e = entries[r]
-        v = m = 0
-        for name, val, mask in e.match.entries:
-            got = look.get(name)
-            if got is None:
-                got = look[name] = _reads(sym, name)
-            if got[0]:
-                if got[1] & mask != val:
-                    break
-            else:
-                x = got[1]
-                fv, fm = val << x, mask << x
-                if overlap:
-                    both = m & fm
-                    if both and (v ^ fv) & both:
-                        break
-                v |= fv
-                m |= fm
-        else:
-            if m != last:   # (entries of one mask are often neighbours: their index is looked up once)
-                bits |= m
-                last = m
-                by = groups.setdefault(m, {})
-            kept[r] = e
-            ws[r] = (v, last)
-            lst = [r]
-            have = by.setdefault(v, lst)   # (one hash of a header-wide int: values are mostly new)
-            if have is not lst:
-                have.append(r)
+    for r, e, v, m in recs:
+        if m != last:   # (entries of one mask are often neighbours: their index is looked up once)
+            bits |= m
+            last = m
+            by = groups.setdefault(m, {})
+        kept[r] = e
+        ws[r] = (v, last)
+        lst = [r]
+        have = by.setdefault(v, lst)   # (one hash of a header-wide int: values are mostly new)
+        if have is not lst:
+            have.append(r)
     tv.tested(bits)
     return tv
 
@@ -185,7 +242,8 @@ class Compiled13:
     def __init__(self, pipe: Pipeline13, signed: bool = True) -> None:
         self._pipe = weakref.ref(pipe)   # the cache is keyed weakly on the pipeline
         self.signature = signature13(pipe) if signed else None
-        self._by_port: dict[int, tuple[dict[int | None, list[int]], list[FlowEntry13]]] = {}
+        # per (table, mapping, metadata, tunnel_id): the table's records by in_port (translated_entries)
+        self._recs: dict[tuple[Any, ...], dict[Any, list[Record]]] = {}
         self._views: dict[tuple[Any, ...], _TableView] = {}
         # (port, in_port, id(sym)) -> (sym, what an output there emits): ports are part of the signature
         self.emissions: dict[tuple[int, int, int], tuple[Sym, tuple[Emission, ...]]] = {}
@@ -197,23 +255,6 @@ class Compiled13:
         assert p is not None, "a compiled pipeline outlived its pipeline"
         return p
 
-    def _table(self, t: int) -> tuple[dict[int | None, list[int]], list[FlowEntry13]]:
-        got = self._by_port.get(t)
-        if got is None:
-            entries = self.pipe.tables.entries(t)
-            by: dict[int | None, list[int]] = {}
-            for i, e in enumerate(entries):
-                # a match lists its fields by OXM code, in_port (code 0) first when it has it
-                ents = e.match.entries
-                k = ents[0][1] if ents and ents[0][0] == "in_port" else None
-                lst = by.get(k)
-                if lst is None:
-                    by[k] = [i]
-                else:
-                    lst.append(i)
-            got = self._by_port[t] = (by, entries)
-        return got
-
     def view(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
         key = (t, sym.key, in_port, md, tid)
         tv = self._views.get(key)
@@ -222,12 +263,14 @@ class Compiled13:
         return tv
 
     def _build(self, t: int, sym: Sym, in_port: int, md: int, tid: int) -> _TableView:
-        """A new view of table ``t`` (entries by rank: here their index in the table)."""
-        by, entries = self._table(t)
-        return translated_view(sorted(by.get(in_port, []) + by.get(None, [])), entries, sym, in_port, md, tid)
-
-
-assert BY_NAME["in_port"].code == 0 and min(f.code for f in BY_NAME.values()) == 0   # (see Compiled13._table)
+        """A new view of table ``t`` (entries by rank: here their index in the table), from the
+        table's entries translated once for every port (:func:`translated_entries`)."""
+        key = (t, sym.key, md, tid)
+        recs = self._recs.get(key)
+        if recs is None:
+            entries = self.pipe.tables.entries(t)
+            recs = self._recs[key] = translated_entries(range(len(entries)), entries, sym, md, tid)
+        return indexed_view(_port_records(recs, in_port))
 
 
 def _outputs_only(inst: Any) -> bool:
