@@ -1,6 +1,6 @@
 """The short road of the 1.3 exploration (``of13/road.py``) gives every hop it takes the very events
 and pushed hops of the general run (``engine.hop13``), and leaves it the hops it cannot take; so
-does its batch of the hops into one port (``road_hops``).
+does its batch of the hops into one port (``road_wave``).
 
 Every hop of every ingress of the two-table FatTree of the benchmark, as built and with its
 entries changed at random (outputs to a port the switch lacks, to the in port, to the
@@ -18,7 +18,7 @@ from typing import Any
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.invariants.headerspace.of13 import engine as E13
-from netsleuth.invariants.headerspace.of13.road import results, road_hop, road_hops
+from netsleuth.invariants.headerspace.of13.road import road_hop, road_wave
 from netsleuth.model.of13.actions import Group, Output, SetField
 from netsleuth.model.of13.groups import Bucket
 from netsleuth.model.of13.instructions import Instructions
@@ -28,6 +28,22 @@ _SPEC = importlib.util.spec_from_file_location(
     "bench_invariants", pathlib.Path(__file__).resolve().parents[1] / "bench" / "invariants.py")
 bench = importlib.util.module_from_spec(_SPEC)  # type: ignore[arg-type]
 _SPEC.loader.exec_module(bench)  # type: ignore[union-attr]
+
+
+def _wave(net: Any, s: str, p: int, items: list) -> list[Any]:
+    """``road_wave`` of ``items`` (all into ``s:p``), each result in its hop's place as ``road_hop``
+    gives it: None, or (events, pushed hops); a hop the wave files on to the next one is ([], [hop])."""
+    out: list[Any] = [None] * len(items)
+    nxt: dict[Any, list[Any]] = {}
+
+    def other(k: int, _item: Any, _node: Any, got: Any) -> None:
+        out[k] = got
+
+    road_wave(net, s, p, [(k, item, None) for k, item in enumerate(items)], nxt, other)
+    for filed in nxt.values():
+        for k, hop, _node in filed:
+            out[k] = ([], [hop])
+    return out
 
 
 def _norm(got: tuple[list, list]) -> tuple:
@@ -50,8 +66,8 @@ def _both_ways(view: Any) -> tuple[int, int]:
             item = stack.pop()
             ref = E13.hop13(net, item, {})
             got = road_hop(net, item)
-            many = road_hops(net, item[0], item[1], [item, item])   # the wave's batch of one port
-            assert [None if x is None else _norm(results(x)) for x in many] == [None if got is None else _norm(got)] * 2
+            many = _wave(net, item[0], item[1], [item, item])   # the wave's batch of one port
+            assert [None if x is None else _norm(x) for x in many] == [None if got is None else _norm(got)] * 2
             hops += 1
             if got is not None:
                 road += 1

@@ -203,23 +203,6 @@ def road_hop(net: Any, item: Hop13, noted: list[Any] | None = None) -> tuple[lis
     return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
 
 
-def road_hops(net: Any, s: str, p: int, items: Sequence[Hop13]) -> list[Any]:
-    """:func:`road_hop` of each hop of ``items``, all into ``s:p``: :func:`road_wave` of them, each
-    result in its hop's place.  A hop whose only result is one pushed hop gives that hop, a
-    7-tuple, instead of ``([], [hop])`` (:func:`results`: the pair again)."""
-    out: list[Any] = [None] * len(items)
-    nxt: dict[Any, list[Any]] = {}
-
-    def other(k: int, _item: Hop13, _node: Any, got: Any) -> None:
-        out[k] = got
-
-    road_wave(net, s, p, [(k, item, None) for k, item in enumerate(items)], nxt, other)
-    for filed in nxt.values():
-        for k, hop, _node in filed:
-            out[k] = hop
-    return out
-
-
 def road_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]], nxt: dict[Any, list[Any]],
               other: Callable[[int, Hop13, Any, Any], None]) -> None:
     """:func:`road_hop` of each hop of a wave into ``s:p`` (``group``: (ingress number, hop, node)
@@ -371,11 +354,6 @@ def _ranks(tv: _TableView, idx: list[int], keyss: list[dict[int, Any]], origs: l
     if tuple not in set(map(type, kss)):
         return tv.fixed_best_many(kss)
     return [_probe(tv, keyss[k], origs[k]) for k in idx]
-
-
-def results(got: Any) -> tuple[list[Event13], list[Hop13]] | None:
-    """A result of :func:`road_hops` as :func:`road_hop` gives it: (events, pushed hops) or None."""
-    return ([], [got]) if got is not None and len(got) == 7 else got
 
 
 def _probe(tv: _TableView, keys: dict[int, Any], orig: HS13) -> int | None:
