@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -55,8 +56,10 @@ IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddr
 # Where IP_DONE's counters stand in /proc/net/snmp's Ip lines, by the header line that names them (read
 # after every delivery: the names are looked up once per kernel, not once per read).
 _IP_DONE_AT: dict[str, tuple[int, ...]] = {}
-# How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
-ROUTING_PORTS = ("0059", "0208")
+# A line of /proc/net/raw or /proc/net/udp of a routing daemon's socket (OSPF's protocol 89, RIP's port 520,
+# in the local address's "port" field): "sl local_address rem_address st tx_queue:rx_queue ...", rx_queue taken.
+ROUTING_SOCKET = re.compile(r"^ *\d+: [0-9A-F]+:(?:0059|0208) [0-9A-F]+:[0-9A-F]+ [0-9A-F]+ [0-9A-F]+:([0-9A-F]+)",
+                            re.M)
 # A directory to keep each run directory in (daemons' logs and configuration, the relay's log) once the
 # run ends: the run directory itself is temporary and goes with the run.
 KEEP_ENV = "NETSLEUTH_KEEP_RUNDIR"
@@ -280,10 +283,6 @@ class NamespaceHost:
         env.update(self.env.get(router, {}))
         return env
 
-    def _proc_net(self, name: str, file: str) -> list[str]:
-        """The lines of namespace ``name``'s ``/proc/net/<file>`` (see :meth:`_proc_text`)."""
-        return self._proc_text(name, file).splitlines()
-
     def _proc_text(self, name: str, file: str) -> str:
         """Namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
         (that namespace's view: no process is started). A proc file read from offset 0 is generated afresh,
@@ -320,14 +319,12 @@ class NamespaceHost:
         Only the tables of the protocols the router runs are read (no other socket can hold their messages).
         """
         r = self.net.router(name)
-        files = [f for f, on in (("raw", r.ospf), ("udp", r.rip)) if on]
         try:
-            lines = [ln for f in files for ln in self._proc_net(name, f)[1:]]
+            texts = [self._proc_text(name, f) for f, on in (("raw", r.ospf), ("udp", r.rip)) if on]
         except (KeyError, OSError):
             return -1
-        # a line: "sl local_address rem_address st tx_queue:rx_queue ...", local_address "ADDR:PORT" (raw: protocol)
-        return sum(int(w[4].split(":")[1], 16) for w in (ln.split() for ln in lines)
-                   if len(w) > 4 and w[1].rsplit(":", 1)[-1] in ROUTING_PORTS)
+        # (one scan of each file's text for the routing sockets' lines: a read per delivery and per poke round)
+        return sum(int(q, 16) for text in texts for q in ROUTING_SOCKET.findall(text))
 
     def log_tail(self, name: str, chars: int = 1500) -> str:
         """The end of each of a router's daemon logs (for an error's details)."""
