@@ -496,7 +496,9 @@ class LiveNet:
         left unread in its sockets, closes the round: everything sent is held. (A daemon's event loop
         may put off reading a socket while it has other work, pokes included: that a round of pokes
         was answered does not show that it has read what it was given.) Only ``routers`` are poked
-        when given (see :meth:`settle`), and any router found with a message unread.
+        and looked at for unread messages when given (see :meth:`settle`: every other router was idle,
+        with nothing unread, when the round before closed, and has been handed nothing since), and any
+        of them found with a message unread.
         """
         for _ in range(rounds):
             self.poke(routers)
@@ -508,7 +510,7 @@ class LiveNet:
                 # confirmed by an exact barrier: a frame still in the kernel on its way to the relay
                 # is part of this round (a plain barrier costs less, so the rounds use it until here)
                 after = self.stats(exact=True)
-                unread = self.unread()
+                unread = self.unread(routers)
                 if after == before and not unread:
                     return after
                 if routers is not None:
@@ -517,11 +519,13 @@ class LiveNet:
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
                            "the daemons keep sending: look for a loop in their logs")
 
-    def unread(self) -> list[str]:
-        """Live routers whose daemons have not yet read every routing message their kernel queued for them."""
+    def unread(self, routers: Collection[str] | None = None) -> list[str]:
+        """Live routers (of ``routers``) whose daemons have not yet read every routing message their kernel
+        queued for them."""
         assert self.host is not None
         host = self.host
-        return [r.name for r in self.net.routers if r.name not in self.dead and host.routing_queued(r.name) > 0]
+        return [r.name for r in self.net.routers if r.name not in self.dead and (routers is None or r.name in routers)
+                and host.routing_queued(r.name) > 0]
 
     def advance(self, t: float) -> None:
         """Move the virtual clock to ``t`` and let every daemon catch up."""
