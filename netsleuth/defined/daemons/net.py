@@ -246,7 +246,7 @@ class LiveNet:
             # in steps of at most half a second, the same for every wait (see _events)
             for ev in self._events(min(0.5, max(0.001, deadline - time.monotonic()))):
                 if ev.get("ev") == kind:
-                    left.discard(ev.get("id"))   # type: ignore[arg-type]
+                    left.discard(ev.get("id"))
                     if not left:
                         return
         raise LiveNetError(f"timed out waiting for the relay's {kind!r}", "see relay.log in the run directory")

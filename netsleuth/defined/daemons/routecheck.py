@@ -18,11 +18,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 
-import networkx as nx
-
 from netsleuth.defined.daemons.kroutes import KRoute
 from netsleuth.defined.daemons.spec import DaemonNet
-from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.finding import Finding
 
 Tables = Mapping[str, Iterable[KRoute]]
 
@@ -143,21 +141,39 @@ class Forwarding:
             peers.append(peer)
         return False, tuple(drops), tuple(peers)
 
-    def live_graph(self) -> nx.Graph:
-        g = nx.Graph()
-        g.add_nodes_from(r.name for r in self.net.routers)
-        g.add_edges_from((ln.a, ln.b) for ln in self.net.links if frozenset((ln.a, ln.b)) not in self.down)
-        return g
+    def components(self) -> dict[str, int]:
+        """Router -> a number that exactly the routers the live links connect share."""
+        peers: dict[str, list[str]] = {r.name: [] for r in self.net.routers}
+        for ln in self.net.links:
+            if frozenset((ln.a, ln.b)) not in self.down:
+                peers.setdefault(ln.a, []).append(ln.b)
+                peers.setdefault(ln.b, []).append(ln.a)
+        return connected(peers)
+
+
+def connected(peers: Mapping[str, Iterable[str]]) -> dict[str, int]:
+    """Node -> its component's number in the graph ``peers`` (node -> its neighbours, both ways)."""
+    comp: dict[str, int] = {}
+    count = 0
+    for start in peers:
+        if start in comp:
+            continue
+        comp[start] = count
+        todo = [start]
+        while todo:
+            for peer in peers.get(todo.pop(), ()):
+                if peer not in comp:
+                    comp[peer] = count
+                    todo.append(peer)
+        count += 1
+    return comp
 
 
 def check(net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = (), memo: Fibs | None = None
           ) -> list[Finding]:
     """Every loop, blackhole and unreachable announced prefix, from every router (``memo``: see :func:`_fibs`)."""
     fw = Forwarding(net, tables, down, memo)
-    comp: dict[str, int] = {}
-    for i, c in enumerate(sorted(nx.connected_components(fw.live_graph()), key=min)):
-        for n in c:
-            comp[n] = i
+    comp = fw.components()
     out: list[Finding] = []
     for src in sorted(fw.fibs):
         for dst in net.routers:
