@@ -93,10 +93,17 @@ def check_environment(daemon: str, clock: bool = False) -> None:
         raise DaemonEnvError("libfaketime is not installed", "apt-get install libfaketime (or make debs)")
     if os.geteuid() != 0:
         raise DaemonEnvError("network namespaces need root", "run as root (or in a container with CAP_SYS_ADMIN)")
-    r = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise DaemonEnvError(f"cannot create a network namespace: {r.stderr.strip() or r.returncode}",
-                             "run as root on a kernel that allows network namespaces (docker: --privileged)")
+    if not _NETNS_OK:
+        r = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise DaemonEnvError(f"cannot create a network namespace: {r.stderr.strip() or r.returncode}",
+                                 "run as root on a kernel that allows network namespaces (docker: --privileged)")
+        _NETNS_OK.append(True)
+
+
+# Whether this process has made a network namespace once (check_environment tries only until it has: a
+# namespace made and dropped costs a process and the kernel's clean-up of a namespace, for every network)
+_NETNS_OK: list[bool] = []
 
 
 class Namespace:
