@@ -505,13 +505,12 @@ class LiveNet:
             self.poke(routers)
             if self.on_poke is not None:
                 self.on_poke()
-            after = self.stats()
+            # an exact barrier: a frame still in the kernel on its way to the relay is part of this round (most
+            # rounds of pokes add nothing, and a plain barrier first would then cost a second trip to the relay)
+            after = self.stats(exact=True)
             if after == before:
-                # confirmed by an exact barrier: a frame still in the kernel on its way to the relay
-                # is part of this round (a plain barrier costs less, so the rounds use it until here)
-                after = self.stats(exact=True)
                 unread = self.unread(routers)
-                if after == before and not unread:
+                if not unread:
                     return after
                 if routers is not None:
                     routers = routers | set(unread)

@@ -51,6 +51,10 @@ def _lookup(fib: list[tuple[int, int, KRoute]], addr: str) -> KRoute | None:
 
 
 Fibs = dict[str, tuple[Iterable[KRoute], list[tuple[int, int, KRoute]]]]
+# what a walk finds from a router on: (routers it is delivered at, (router, why) drops, paths followed)
+_Tree = tuple[tuple[str, ...], tuple[tuple[str, str], ...], int]
+MAX_PATHS = 10_000   # paths a walk follows at most (each multipath route multiplies them)
+MAX_DEPTH = 400      # routers _tree recurses through at most (past them, walk goes path by path)
 
 
 def _fibs(tables: Tables, memo: Fibs | None) -> dict[str, list[tuple[int, int, KRoute]]]:
@@ -84,15 +88,58 @@ class Forwarding:
             self.addrs[ln.addr(ln.b)] = ln.b
         self.ifs = {(end, ln.ifname(end)): ln for ln in net.links for end in (ln.a, ln.b)}
         self._steps: dict[tuple[str, str], tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
+        self._trees: dict[str, dict[str, _Tree | None]] = {}   # address -> router -> what a walk from it finds
 
     def walk(self, src: str, addr: str) -> tuple[list[str], list[tuple[str, str]], list[list[str]]]:
-        """(routers it is delivered at, (router, why) drops, loops as router paths) for src -> addr."""
+        """(routers it is delivered at, (router, why) drops, loops as router paths) for src -> addr.
+
+        Where no loop can be reached from ``src``, the answer is put together from what each router
+        on the way contributes, worked out once per address (:meth:`_tree`): a check walks from every
+        router to every address, and those walks run into the same routers over and over.
+        """
+        tree = self._tree(src, addr, self._trees.setdefault(addr, {}), set())
+        if tree is not None and tree[2] <= MAX_PATHS:
+            return list(tree[0]), list(tree[1]), []
+        return self._walk_paths(src, addr)
+
+    def _tree(self, node: str, addr: str, trees: dict[str, _Tree | None], active: set[str]) -> _Tree | None:
+        """What a walk from ``node`` to ``addr`` finds: (delivered, drops, paths it follows), each in the
+        walk's order; None when a loop can be reached from ``node`` (where a walk then meets the loop
+        depends on the path that led to it) or the routers on the way are too many to recurse through.
+
+        The walk is depth first, a router's next hops taken last first: what it finds from a router is
+        the router's own drops, then what it finds from each next hop in that order.
+        """
+        if node in trees:
+            return trees[node]
+        if node in active or len(active) > MAX_DEPTH:
+            return None
+        active.add(node)
+        here, dropped, peers = self._step(node, addr)
+        tree: _Tree | None = ((node,), (), 1)
+        if not here:
+            delivered: tuple[str, ...] = ()
+            drops, paths = dropped, 1
+            for peer in reversed(peers):
+                sub = self._tree(peer, addr, trees, active)
+                if sub is None:
+                    tree = None
+                    break
+                delivered, drops, paths = delivered + sub[0], drops + sub[1], paths + sub[2]
+            else:
+                tree = (delivered, drops, paths)
+        active.discard(node)
+        trees[node] = tree
+        return tree
+
+    def _walk_paths(self, src: str, addr: str) -> tuple[list[str], list[tuple[str, str]], list[list[str]]]:
+        """:meth:`walk` path by path (at most MAX_PATHS of them): loops are found on the path that meets them."""
         delivered: list[str] = []
         drops: list[tuple[str, str]] = []
         loops: list[list[str]] = []
         work: list[tuple[str, tuple[str, ...]]] = [(src, ())]
         seen_paths = 0
-        while work and seen_paths < 10_000:
+        while work and seen_paths < MAX_PATHS:
             node, path = work.pop()
             seen_paths += 1
             if node in path:
