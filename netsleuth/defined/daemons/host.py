@@ -399,17 +399,19 @@ class NamespaceHost:
     def close(self) -> None:
         """Stop every process and let the namespaces (and their veths) go; idempotent.
 
-        Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
-        directory), and so does the relay: it exits once its control stream closes, after
-        closing its packet sockets side by side (killed, it would close them one at a time,
-        ~10 ms each, see relay.close_all). Everything else gets SIGKILL.
+        Daemons get SIGKILL: a clean exit would only undo their state in namespaces that go
+        with them (FRR frees every command graph and route on SIGTERM, some tenth of its CPU
+        in a short run); FRR's scratch directories are removed here (:meth:`_frr_scratch`).
+        The relay exits by itself once its control stream closes, after closing its packet
+        sockets side by side (killed, it would close them one at a time, ~10 ms each, see
+        relay.close_all). Everything else gets SIGKILL.
         """
         for fd in self._procfd.values():
             os.close(fd)
         self._procfd.clear()
         daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
         for p in daemons:
-            p.terminate()
+            p.kill()
         if self.relay_ctl is not None:
             self.relay_ctl.close()
             self.relay_ctl = None
