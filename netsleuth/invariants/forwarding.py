@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from netsleuth.invariants.finding import Finding
 from netsleuth.invariants.view import NetworkView
 from netsleuth.model.actions import Enqueue, Output
 from netsleuth.model.ofdp import ofp
@@ -101,17 +102,6 @@ def why_sends_nothing(entry, in_port: int) -> str:
     if any(getattr(a, "port", None) == in_port for a in entry.actions):
         return f"{rule} outputs to its own in port {in_port} ({acts}), which OpenFlow 1.0 drops"
     return f"{rule} forwards to no live port ({acts})"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One invariant violation, in the terms a user needs to act on it."""
-
-    invariant: str
-    message: str
-    hosts: tuple[str, ...] = ()
-    switches: tuple[str, ...] = ()
-    details: dict = field(default_factory=dict)
 
 
 def _pair_packet(view: NetworkView, src: str, dst: str) -> Packet:

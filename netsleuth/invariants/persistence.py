@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.finding import Finding
 
 
 def finding_key(f: Finding) -> tuple:

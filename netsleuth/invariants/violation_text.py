@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
-from netsleuth.invariants.headerspace.terms import Term
 from netsleuth.model.addr import int_to_ip, int_to_mac
+
+if TYPE_CHECKING:   # the header-space engine (os-ken's codecs with it) is imported by the first set described:
+    # the findings of routing daemons' kernel tables carry none, and their command-line process does not pay for it
+    from netsleuth.invariants.headerspace.space import FieldLayout, HeaderSet
+    from netsleuth.invariants.headerspace.terms import Term
 
 WIDTH = 158          # every printed line stays under 160 characters
 _SUMMARY = 90        # characters a header-class summary may take in a headline
@@ -77,6 +80,8 @@ def _fields(hs: HeaderSet, v: int, m: int) -> dict[str, tuple[int, int, int]]:
     layout's order (``SHIFTS``)."""
     plan = _PLANS.get(type(hs))
     if plan is None:
+        from netsleuth.invariants.headerspace.space import FieldLayout
+
         plan = _PLANS[type(hs)] = (FieldLayout.of(hs.SHIFTS, hs.FULLS), (1 << hs.WIDTH) - 1)
     layout, whole = plan
     out = {}

@@ -15,8 +15,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import networkx as nx
-
+from netsleuth.defined.daemons.routecheck import connected
 from netsleuth.defined.daemons.spec import DaemonNet, ospf_net
 from netsleuth.defined.topologies import parse_net
 from netsleuth.errors import NetsleuthError
@@ -111,10 +110,14 @@ def read(path: Path) -> tuple[NetSpec, list[ExtEvent]]:
 
 def spare_links(net: DaemonNet) -> list[tuple[str, str]]:
     """Links whose loss leaves the network connected (not bridges), in the description's order."""
-    g = nx.Graph()
-    g.add_edges_from((ln.a, ln.b) for ln in net.links)
-    bridges = {frozenset(e) for e in nx.bridges(g)}
-    return [(ln.a, ln.b) for ln in net.links if frozenset((ln.a, ln.b)) not in bridges]
+    pairs = [(ln.a, ln.b) for ln in net.links]
+    routers = [r.name for r in net.routers]
+    spare = []
+    for a, b in pairs:   # a bridge: without it (and any link parallel to it) its two ends are apart
+        comp = _components(routers, [x for x in pairs if {*x} != {a, b}])
+        if comp[a] == comp[b]:
+            spare.append((a, b))
+    return spare
 
 
 def link_workload(net: DaemonNet, count: int, seed: int, start: int = 5, down_for: int = 8,
@@ -151,10 +154,8 @@ def fuzz_workload(net: DaemonNet, steps: int, rng: random.Random, start: int = 5
             out += [ExtEvent(t, "crash", r), ExtEvent(t + 2, "restart", r)]
         else:
             a, b = links[rng.randrange(len(links))]
-            g = nx.Graph()
-            g.add_nodes_from(routers)
-            g.add_edges_from(x for x in links if x not in down and x != (a, b))
-            if (a, b) not in down and nx.is_connected(g):
+            if (a, b) not in down and set(_components(routers, [x for x in links if x not in down and x != (a, b)]
+                                                      ).values()) == {0}:
                 out.append(ExtEvent(t, "link_down", a, b))
                 down.append((a, b))
             elif down:
@@ -163,3 +164,12 @@ def fuzz_workload(net: DaemonNet, steps: int, rng: random.Random, start: int = 5
                 down.remove((a, b))
         t += rng.randint(8, 16)
     return out
+
+
+def _components(routers: list[str], links: list[tuple[str, str]]) -> dict[str, int]:
+    """Router -> its component's number (0 first) in the graph of ``links``: maps here have tens of links."""
+    peers: dict[str, list[str]] = {r: [] for r in routers}
+    for a, b in links:
+        peers.setdefault(a, []).append(b)
+        peers.setdefault(b, []).append(a)
+    return connected(peers)

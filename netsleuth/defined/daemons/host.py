@@ -21,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
+import site
 import socket
 import subprocess
 import sys
@@ -55,8 +57,10 @@ IP_DONE = ("InDelivers", "InUnknownProtos", "InDiscards", "InHdrErrors", "InAddr
 # Where IP_DONE's counters stand in /proc/net/snmp's Ip lines, by the header line that names them (read
 # after every delivery: the names are looked up once per kernel, not once per read).
 _IP_DONE_AT: dict[str, tuple[int, ...]] = {}
-# How /proc/net/raw and /proc/net/udp name the routing daemons' sockets: OSPF's protocol 89, RIP's port 520.
-ROUTING_PORTS = ("0059", "0208")
+# A line of /proc/net/raw or /proc/net/udp of a routing daemon's socket (OSPF's protocol 89, RIP's port 520,
+# in the local address's "port" field): "sl local_address rem_address st tx_queue:rx_queue ...", rx_queue taken.
+ROUTING_SOCKET = re.compile(r"^ *\d+: [0-9A-F]+:(?:0059|0208) [0-9A-F]+:[0-9A-F]+ [0-9A-F]+ [0-9A-F]+:([0-9A-F]+)",
+                            re.M)
 # A directory to keep each run directory in (daemons' logs and configuration, the relay's log) once the
 # run ends: the run directory itself is temporary and goes with the run.
 KEEP_ENV = "NETSLEUTH_KEEP_RUNDIR"
@@ -89,10 +93,17 @@ def check_environment(daemon: str, clock: bool = False) -> None:
         raise DaemonEnvError("libfaketime is not installed", "apt-get install libfaketime (or make debs)")
     if os.geteuid() != 0:
         raise DaemonEnvError("network namespaces need root", "run as root (or in a container with CAP_SYS_ADMIN)")
-    r = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise DaemonEnvError(f"cannot create a network namespace: {r.stderr.strip() or r.returncode}",
-                             "run as root on a kernel that allows network namespaces (docker: --privileged)")
+    if not _NETNS_OK:
+        r = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise DaemonEnvError(f"cannot create a network namespace: {r.stderr.strip() or r.returncode}",
+                                 "run as root on a kernel that allows network namespaces (docker: --privileged)")
+        _NETNS_OK.append(True)
+
+
+# Whether this process has made a network namespace once (check_environment tries only until it has: a
+# namespace made and dropped costs a process and the kernel's clean-up of a namespace, for every network)
+_NETNS_OK: list[bool] = []
 
 
 class Namespace:
@@ -168,7 +179,9 @@ class NamespaceHost:
     def _start_guard(self) -> None:
         r, w = os.pipe()
         env = dict(os.environ, NETSLEUTH_RUNDIR=str(self.rundir))
-        self.guard = subprocess.Popen([sys.executable, str(GUARD), str(r), "--", "sh", "-c", CLEANUP_SH],
+        # -S: the guard imports the standard library only, and Python's site set-up (the venv's .pth files)
+        # was half of its start's CPU
+        self.guard = subprocess.Popen([sys.executable, "-S", str(GUARD), str(r), "--", "sh", "-c", CLEANUP_SH],
                                       pass_fds=(r,), process_group=0, env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(r)
@@ -246,10 +259,12 @@ class NamespaceHost:
 
     def _start_relay(self) -> None:
         a, b = socket.socketpair()
-        pkg_root = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ, PYTHONPATH=pkg_root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.relay_proc = self._spawn(self.ns["relay"].argv(sys.executable, "-m", "netsleuth.defined.daemons.relay",
-                                                            str(b.fileno())),
+        # -S: no site set-up (the venv's .pth files, a third of the relay's start); its path is netsleuth's
+        # and the site directories' (os-ken, for an UPDATE bgpupdate does not read), then the caller's
+        path = [str(Path(__file__).resolve().parents[3]), *site.getsitepackages(), os.environ.get("PYTHONPATH", "")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+        argv = self.ns["relay"].argv(sys.executable, "-S", "-m", "netsleuth.defined.daemons.relay", str(b.fileno()))
+        self.relay_proc = self._spawn(argv,
                                       log=self.rundir / "relay.log", env=env, pass_fds=(b.fileno(),))
         b.close()
         self.relay_ctl = a
@@ -279,10 +294,6 @@ class NamespaceHost:
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C", "TZ": "UTC"}
         env.update(self.env.get(router, {}))
         return env
-
-    def _proc_net(self, name: str, file: str) -> list[str]:
-        """The lines of namespace ``name``'s ``/proc/net/<file>`` (see :meth:`_proc_text`)."""
-        return self._proc_text(name, file).splitlines()
 
     def _proc_text(self, name: str, file: str) -> str:
         """Namespace ``name``'s ``/proc/net/<file>``, read through its holder's ``/proc/PID/net``
@@ -320,14 +331,12 @@ class NamespaceHost:
         Only the tables of the protocols the router runs are read (no other socket can hold their messages).
         """
         r = self.net.router(name)
-        files = [f for f, on in (("raw", r.ospf), ("udp", r.rip)) if on]
         try:
-            lines = [ln for f in files for ln in self._proc_net(name, f)[1:]]
+            texts = [self._proc_text(name, f) for f, on in (("raw", r.ospf), ("udp", r.rip)) if on]
         except (KeyError, OSError):
             return -1
-        # a line: "sl local_address rem_address st tx_queue:rx_queue ...", local_address "ADDR:PORT" (raw: protocol)
-        return sum(int(w[4].split(":")[1], 16) for w in (ln.split() for ln in lines)
-                   if len(w) > 4 and w[1].rsplit(":", 1)[-1] in ROUTING_PORTS)
+        # (one scan of each file's text for the routing sockets' lines: a read per delivery and per poke round)
+        return sum(int(q, 16) for text in texts for q in ROUTING_SOCKET.findall(text))
 
     def log_tail(self, name: str, chars: int = 1500) -> str:
         """The end of each of a router's daemon logs (for an error's details)."""
@@ -390,17 +399,19 @@ class NamespaceHost:
     def close(self) -> None:
         """Stop every process and let the namespaces (and their veths) go; idempotent.
 
-        Daemons get SIGTERM and a moment to exit cleanly (FRR then removes its scratch
-        directory), and so does the relay: it exits once its control stream closes, after
-        closing its packet sockets side by side (killed, it would close them one at a time,
-        ~10 ms each, see relay.close_all). Everything else gets SIGKILL.
+        Daemons get SIGKILL: a clean exit would only undo their state in namespaces that go
+        with them (FRR frees every command graph and route on SIGTERM, some tenth of its CPU
+        in a short run); FRR's scratch directories are removed here (:meth:`_frr_scratch`).
+        The relay exits by itself once its control stream closes, after closing its packet
+        sockets side by side (killed, it would close them one at a time, ~10 ms each, see
+        relay.close_all). Everything else gets SIGKILL.
         """
         for fd in self._procfd.values():
             os.close(fd)
         self._procfd.clear()
         daemons = [p for ps in self.daemons.values() for p in ps if p.poll() is None]
         for p in daemons:
-            p.terminate()
+            p.kill()
         if self.relay_ctl is not None:
             self.relay_ctl.close()
             self.relay_ctl = None

@@ -32,6 +32,7 @@ RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_MULTIPATH, RTA_TABLE = 1, 4, 5, 9, 15
 IFLA_IFNAME = 3
 RT_TABLE_MAIN = 254
 _DUMP_SEQ = 1
+MEMO_SIZE = 4096   # routes a table remembers the bytes of (a router's table holds a few hundred at most)
 CLONE_NEWNET = 0x40000000
 TYPES = {1: "unicast", 2: "local", 3: "broadcast", 6: "blackhole", 7: "unreachable", 8: "prohibit"}
 PROTOS = {2: "kernel", 3: "boot", 4: "static", 12: "bird", 186: "bgp", 188: "ospf", 189: "rip"}
@@ -69,7 +70,7 @@ def _attrs(data: bytes, start: int, end: int) -> dict[int, list[bytes]]:
 
 
 def _ip(b: bytes) -> str:
-    return ".".join(str(x) for x in b[:4])
+    return ".".join(map(str, b[:4]))
 
 
 def _messages(data: bytes) -> list[tuple[int, bytes]]:
@@ -116,38 +117,76 @@ def parse_links(data: bytes) -> dict[int, str]:
     return out
 
 
-def parse_routes(data: bytes, ifnames: dict[int, str]) -> list[KRoute]:
-    """The main table's IPv4 routes in an RTM_GETROUTE dump."""
+def parse_routes(data: bytes, ifnames: dict[int, str], memo: dict[bytes, KRoute | None] | None = None
+                 ) -> list[KRoute]:
+    """The main table's IPv4 routes in an RTM_GETROUTE dump.
+
+    ``memo`` (kept by the caller for dumps of one namespace, whose ``ifnames`` they share): each
+    message's bytes -> its route (None: not a main-table IPv4 route). A run parses a table of some
+    seventy routes whenever one of them changes, and the others come back as the very same bytes.
+    """
     out = []
-    for kind, body in _messages(data):
-        if kind != RTM_NEWROUTE or len(body) < 12:
-            continue
-        family, dst_len, _src_len, _tos, table, proto, _scope, rtype = struct.unpack_from("=8B", body, 0)
-        attrs = _attrs(body, 12, len(body))
-        if RTA_TABLE in attrs:
-            table = struct.unpack_from("=I", attrs[RTA_TABLE][0])[0]
-        if family != socket.AF_INET or table != RT_TABLE_MAIN:
-            continue
-        dst = _ip(attrs[RTA_DST][0]) if RTA_DST in attrs else "0.0.0.0"
-        hops: list[tuple[str, str]] = []
-        if RTA_MULTIPATH in attrs:
-            mp = attrs[RTA_MULTIPATH][0]
-            pos = 0
-            while pos + 8 <= len(mp):
-                ln, _flags, _hops, oif = struct.unpack_from("=HBBi", mp, pos)
-                if ln < 8:
-                    break
-                sub = _attrs(mp, pos + 8, pos + ln)
-                gw = _ip(sub[RTA_GATEWAY][0]) if RTA_GATEWAY in sub else ""
-                hops.append((gw, ifnames.get(oif, str(oif))))
-                pos += (ln + 3) & ~3
-        elif RTA_OIF in attrs:
-            oif = struct.unpack_from("=i", attrs[RTA_OIF][0])[0]
-            gw = _ip(attrs[RTA_GATEWAY][0]) if RTA_GATEWAY in attrs else ""
+    unpack, pos, size = struct.unpack_from, 0, len(data)
+    while pos + 16 <= size:
+        ln, kind = unpack("=IH", data, pos)
+        if ln < 16:
+            break
+        end = min(pos + ln, size)
+        if kind == RTM_NEWROUTE and end - pos >= 28:
+            if memo is None:
+                r = _route(data, pos + 16, end, ifnames)
+            else:
+                key = data[pos:end]
+                r = memo[key] if key in memo else memo.setdefault(key, _route(data, pos + 16, end, ifnames))
+            if r is not None:
+                out.append(r)
+        pos += (ln + 3) & ~3
+    out.sort(key=_route_order)
+    return out
+
+
+def _route_order(r: KRoute) -> tuple:
+    """The order of KRoute's fields (the dataclass's own), without its comparison methods' tuples per pair."""
+    return (r.prefix, r.kind, r.proto, r.nexthops)
+
+
+def _route(data: bytes, start: int, end: int, ifnames: dict[int, str]) -> KRoute | None:
+    """The route of the RTM_NEWROUTE message whose body is ``data[start:end]``, or None if not main IPv4."""
+    unpack = struct.unpack_from
+    family, dst_len, _src_len, _tos, table, proto, _scope, rtype = unpack("=8B", data, start)
+    if family != socket.AF_INET:
+        return None
+    at: dict[int, tuple[int, int]] = {}   # attribute type -> where its first value starts and ends
+    pos = start + 12
+    while pos + 4 <= end:
+        ln, kind = unpack("=HH", data, pos)
+        if ln < 4:
+            break
+        at.setdefault(kind & 0x3FFF, (pos + 4, min(pos + ln, end)))
+        pos += (ln + 3) & ~3
+    if RTA_TABLE in at:
+        table = unpack("=I", data, at[RTA_TABLE][0])[0]
+    if table != RT_TABLE_MAIN:
+        return None
+    dst = _ip(data[slice(*at[RTA_DST])]) if RTA_DST in at else "0.0.0.0"
+    hops: list[tuple[str, str]] = []
+    if RTA_MULTIPATH in at:
+        mp = data[slice(*at[RTA_MULTIPATH])]
+        pos = 0
+        while pos + 8 <= len(mp):
+            ln, _flags, _hops, oif = unpack("=HBBi", mp, pos)
+            if ln < 8:
+                break
+            sub = _attrs(mp, pos + 8, pos + ln)
+            gw = _ip(sub[RTA_GATEWAY][0]) if RTA_GATEWAY in sub else ""
             hops.append((gw, ifnames.get(oif, str(oif))))
-        out.append(KRoute(f"{dst}/{dst_len}", TYPES.get(rtype, str(rtype)), PROTOS.get(proto, str(proto)),
-                          tuple(sorted(hops))))
-    return sorted(out)
+            pos += (ln + 3) & ~3
+    elif RTA_OIF in at:
+        oif = unpack("=i", data, at[RTA_OIF][0])[0]
+        gw = _ip(data[slice(*at[RTA_GATEWAY])]) if RTA_GATEWAY in at else ""
+        hops.append((gw, ifnames.get(oif, str(oif))))
+    return KRoute(f"{dst}/{dst_len}", TYPES.get(rtype, str(rtype)), PROTOS.get(proto, str(proto)),
+                  tuple(sorted(hops)))
 
 
 _libc = None
@@ -199,6 +238,7 @@ class NetlinkTable:
         self.watch.setblocking(False)
         self._last_key: bytes | None = None
         self._last: list[KRoute] = []
+        self._routes: dict[bytes, KRoute | None] = {}   # parse_routes' memo (emptied past MEMO_SIZE entries)
         self.dumps = 0
         self.ifnames = parse_links(self._dump(RTM_GETLINK, struct.pack("=Bxxxiii", socket.AF_UNSPEC, 0, 0, 0)))
 
@@ -235,7 +275,9 @@ class NetlinkTable:
         rtm = struct.pack("=8BI", socket.AF_INET, 0, 0, 0, 0, 0, 0, 0, 0)
         data = self._dump(RTM_GETROUTE, rtm)
         if data != self._last_key:
-            self._last_key, self._last = data, parse_routes(data, self.ifnames)
+            if len(self._routes) > MEMO_SIZE:
+                self._routes.clear()
+            self._last_key, self._last = data, parse_routes(data, self.ifnames, self._routes)
         return self._last
 
     def close(self) -> None:

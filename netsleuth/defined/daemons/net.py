@@ -238,13 +238,17 @@ class LiveNet:
                 self._renumber_after(h)
             self.log.append({ev["ev"]: h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
 
-    def _wait_event(self, kind: str, timeout: float, uid: int | None = None) -> None:
+    def _wait_event(self, kind: str, timeout: float, uids: Collection[int] = ()) -> None:
+        """Wait for the relay's ``kind`` event: one for each of ``uids`` when given."""
+        left = set(uids)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             # in steps of at most half a second, the same for every wait (see _events)
             for ev in self._events(min(0.5, max(0.001, deadline - time.monotonic()))):
-                if ev.get("ev") == kind and (uid is None or ev.get("id") == uid):
-                    return
+                if ev.get("ev") == kind:
+                    left.discard(ev.get("id"))
+                    if not left:
+                        return
         raise LiveNetError(f"timed out waiting for the relay's {kind!r}", "see relay.log in the run directory")
 
     def _note_held(self, u: dict) -> None:
@@ -328,8 +332,9 @@ class LiveNet:
         reader = self.reader
         assert reader is not None
         h = self.held[uid]
-        if any(m.get("type") in ("RIP", "OSPF") for m in h.messages):
-            return self._deliver_datagram(h)
+        if _datagram(h):
+            self._deliver_datagrams([h])
+            return h
         before = reader.processed(h.dst, h.src)
         self._send({"cmd": "release", "id": uid})
         need = sum(_weight(m, self.daemon) for m in h.messages)
@@ -365,10 +370,11 @@ class LiveNet:
                 (self.host.rundir / "relay-state.json").write_text(text + "\n")
         return text
 
-    def _deliver_datagram(self, h: Held) -> Held:
-        """A RIP or OSPF message: nothing acknowledges it, so the receiver is poked until it has read it.
+    def _deliver_datagrams(self, batch: list[Held]) -> None:
+        """RIP or OSPF messages, each to a router of its own: nothing acknowledges them, so each receiver
+        is poked until it has read its message.
 
-        The relay says "released" once the frame is on the receiver's veth; the receiver's kernel
+        The relay says "released" once a frame is on the receiver's veth; the receiver's kernel
         queues it for the daemon's socket in a softirq that a busy machine may run later. Nor does
         an answered poke show that the daemon has read it: BIRD reads a protocol socket only in a
         turn of its event loop with no other work pending, and a poke leaves some. A daemon that
@@ -379,38 +385,51 @@ class LiveNet:
         daemon's routing sockets are empty -- it has read the message, and the daemons handle a
         packet in the turn that reads it -- and once more, so that the work that turn left for the
         next one has run too.
+
+        The receivers are distinct and the relay holds whatever they send, so each sees just what
+        it would if the messages went one after the other (its own message, then pokes, nothing
+        from the others): they are released and waited for side by side, and only then told to
+        ``on_delivery``, in ``batch`` order, each receiver's table read as it stood after its message.
         """
         assert self.reader is not None and self.host is not None
         host = self.host
-        before = host.ip_delivered(h.dst)
-        self._send({"cmd": "release", "id": h.id})
-        self._wait_event("released", self.timeout, h.id)
-        if h.dst not in self.dead:
+        live = [h.dst for h in batch if h.dst not in self.dead]
+        before = {r: host.ip_delivered(r) for r in live}
+        self._ctl.sendall(b"".join(b'{"cmd": "release", "id": %d}\n' % h.id for h in batch))
+        self._wait_event("released", self.timeout, [h.id for h in batch])
+        what = f"message #{batch[0].id}" if len(batch) == 1 else f"messages #{', #'.join(str(h.id) for h in batch)}"
+        if live:
+            waiting = list(live)
+
+            def arrived() -> bool:
+                waiting[:] = [r for r in waiting if host.ip_delivered(r) == before[r]]
+                return not waiting
+
             # a frame the kernel drops before IP input counts nowhere: not worth failing the run for
             with contextlib.suppress(control.ControlError):
-                control.wait_for(lambda: host.ip_delivered(h.dst) != before, RECEIVED_WAIT,
-                                 f"{h.dst}'s kernel to deliver message #{h.id}", step=0.001)
-            self._read_all(h.dst, f"message #{h.id}")
-        h.delivered = True
-        self.log.append({"delivered": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
-        if self.on_delivery is not None:
-            self.on_delivery(h)
-        return h
+                control.wait_for(arrived, RECEIVED_WAIT, f"the receivers' kernels to deliver {what}", step=0.001)
+            self._read_all(live, what)
+        for h in batch:
+            h.delivered = True
+            self.log.append({"delivered": h.id, "src": h.src, "dst": h.dst, "group": h.tags.group})
+            if self.on_delivery is not None:
+                self.on_delivery(h)
 
-    def _read_all(self, router: str, what: str) -> None:
-        """Poke ``router`` until its daemons have read every routing message waiting for them, then once more.
+    def _read_all(self, routers: list[str], what: str) -> None:
+        """Poke ``routers`` until their daemons have read every routing message waiting for them, then once more.
 
         The sockets are looked at before the first poke: a daemon asleep in poll() wakes on the message
         by itself and has mostly read it by now. The poke that ends the wait is sent after the read
         was seen either way, so its answer comes from a turn after the one that read the message."""
         assert self.reader is not None and self.host is not None
+        host = self.host
         deadline = time.monotonic() + self.timeout
-        while self.host.routing_queued(router) > 0:
+        while queued := [r for r in routers if host.routing_queued(r) > 0]:
             if time.monotonic() > deadline:
-                raise LiveNetError(f"{router}'s daemon did not read {what} in {self.timeout:.0f} s of pokes",
+                raise LiveNetError(f"{queued[0]}'s daemon did not read {what} in {self.timeout:.0f} s of pokes",
                                    "see its log in the run directory")
-            self.reader.poke(router)
-        self.reader.poke(router)
+            self.reader.poke_all(queued)
+        self.reader.poke_all(routers)
 
     def next_group(self) -> None:
         self.group += 1
@@ -455,8 +474,13 @@ class LiveNet:
             pending = self.pending()
             if not pending:
                 return
-            for h in pending:   # held messages of this round, in the ordering function's order
-                self.deliver(h.id)
+            # held messages of this round, in the ordering function's order: datagrams to distinct
+            # receivers side by side (see _deliver_datagrams), any other message on its own
+            for run in _side_by_side(pending):
+                if _datagram(run[0]):
+                    self._deliver_datagrams(run)
+                else:
+                    self.deliver(run[0].id)
             routers = {h.dst for h in pending} if held_all else None
             before = self.stats()
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
@@ -472,20 +496,21 @@ class LiveNet:
         left unread in its sockets, closes the round: everything sent is held. (A daemon's event loop
         may put off reading a socket while it has other work, pokes included: that a round of pokes
         was answered does not show that it has read what it was given.) Only ``routers`` are poked
-        when given (see :meth:`settle`), and any router found with a message unread.
+        and looked at for unread messages when given (see :meth:`settle`: every other router was idle,
+        with nothing unread, when the round before closed, and has been handed nothing since), and any
+        of them found with a message unread.
         """
         for _ in range(rounds):
             self.poke(routers)
             self.poke(routers)
             if self.on_poke is not None:
                 self.on_poke()
-            after = self.stats()
+            # an exact barrier: a frame still in the kernel on its way to the relay is part of this round (most
+            # rounds of pokes add nothing, and a plain barrier first would then cost a second trip to the relay)
+            after = self.stats(exact=True)
             if after == before:
-                # confirmed by an exact barrier: a frame still in the kernel on its way to the relay
-                # is part of this round (a plain barrier costs less, so the rounds use it until here)
-                after = self.stats(exact=True)
-                unread = self.unread()
-                if after == before and not unread:
+                unread = self.unread(routers)
+                if not unread:
                     return after
                 if routers is not None:
                     routers = routers | set(unread)
@@ -493,11 +518,13 @@ class LiveNet:
         raise LiveNetError(f"the network did not go idle at virtual time {self.clock.now if self.clock else 0}",
                            "the daemons keep sending: look for a loop in their logs")
 
-    def unread(self) -> list[str]:
-        """Live routers whose daemons have not yet read every routing message their kernel queued for them."""
+    def unread(self, routers: Collection[str] | None = None) -> list[str]:
+        """Live routers (of ``routers``) whose daemons have not yet read every routing message their kernel
+        queued for them."""
         assert self.host is not None
         host = self.host
-        return [r.name for r in self.net.routers if r.name not in self.dead and host.routing_queued(r.name) > 0]
+        return [r.name for r in self.net.routers if r.name not in self.dead and (routers is None or r.name in routers)
+                and host.routing_queued(r.name) > 0]
 
     def advance(self, t: float) -> None:
         """Move the virtual clock to ``t`` and let every daemon catch up."""
@@ -538,3 +565,25 @@ def _weight(m: dict, daemon: str) -> int:
     if daemon == "frr":
         return 1
     return len(m.get("nlri", [])) + len(m.get("withdrawn", []))
+
+
+def _datagram(h: Held) -> bool:
+    """A RIP or OSPF message (nothing acknowledges it)."""
+    return any(m.get("type") in ("RIP", "OSPF") for m in h.messages)
+
+
+def _side_by_side(pending: list[Held]) -> list[list[Held]]:
+    """``pending`` in order, cut into runs to deliver at once: datagrams to distinct receivers; any other alone."""
+    runs: list[list[Held]] = []
+    dsts: set[str] = set()
+    for h in pending:
+        if not _datagram(h):
+            runs.append([h])
+            dsts = set()
+            continue
+        if not runs or h.dst in dsts or not _datagram(runs[-1][0]):
+            runs.append([])
+            dsts = set()
+        runs[-1].append(h)
+        dsts.add(h.dst)
+    return runs

@@ -14,6 +14,12 @@ from pathlib import Path
 from netsleuth.defined.daemons import config, control
 from netsleuth.defined.daemons.spec import DaemonNet
 
+# What a poke asks BIRD: any command makes its event loop turn once. This one is answered in one
+# line ("... undefined"), where ``show status`` reads the clock once more (seven reads a turn instead
+# of six, each a stat() through libfaketime) and formats three times in six lines: a poke costs BIRD
+# 26 us instead of 32 us, and a run pokes tens of thousands of times.
+BIRD_POKE = "show symbols netsleuth_poke"
+
 
 class Reader:
     def __init__(self, net: DaemonNet, daemon: str, rundir: Path) -> None:
@@ -62,7 +68,7 @@ class Reader:
         daemons do so side by side instead of one after the other (a round of pokes costs
         the slowest daemon's answer, not the sum of all of them).
         """
-        cmd = "show status" if self.daemon == "bird" else "show version"
+        cmd = BIRD_POKE if self.daemon == "bird" else "show version"
         conns: list[control.BirdControl | control.FrrControl] = []
         for router in routers:
             if self.daemon == "bird":

@@ -188,9 +188,8 @@ class Relay:
         data = self.ctl.recv(65536)
         if not data:
             return False
-        self.rbuf += data
-        while b"\n" in self.rbuf:
-            line, self.rbuf = self.rbuf.split(b"\n", 1)
+        *lines, self.rbuf = (self.rbuf + data).split(b"\n")   # (a batch of releases comes in one read)
+        for line in lines:
             if line.strip():
                 self._command(json.loads(line))
         return True
@@ -203,11 +202,13 @@ class Relay:
                     if not self._control():
                         return
                 else:
-                    self._frames(key.fileobj, key.data)  # type: ignore[arg-type]
+                    # one frame per socket and wake-up: a socket that holds more is ready again at once,
+                    # and one that held one is not tried again for nothing (a failed read and an exception)
+                    self._frames(key.fileobj, key.data, limit=1)  # type: ignore[arg-type]
             if self.core is not None:
                 self._emit()
 
-    def _frames(self, s: socket.socket, iface: str, limit: int = 64) -> None:
+    def _frames(self, s: socket.socket, iface: str, limit: int) -> None:
         assert self.core is not None
         for _ in range(limit):
             try:

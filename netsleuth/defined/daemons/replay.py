@@ -30,7 +30,7 @@ from netsleuth.defined.daemons.net import Held, LiveNet, LiveNetError
 from netsleuth.defined.daemons.routecheck import Fibs, check
 from netsleuth.defined.daemons.spec import DaemonNet
 from netsleuth.defined.ordering import by_name
-from netsleuth.invariants.forwarding import Finding
+from netsleuth.invariants.finding import Finding
 from netsleuth.invariants.persistence import finding_key
 
 
