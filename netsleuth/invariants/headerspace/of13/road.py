@@ -256,11 +256,25 @@ def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]
     the copies emitted), or None (a loop, a miss, a split, an entry for the general run, nothing
     sent).  The hops of one current-header mapping (a wave's hops mostly share one) are walked
     together (:func:`_walk_many`), from the keys of their header sets (:meth:`Road.keys_of`)."""
-    out: list[Walked | None] = [None] * len(group)
     road = net.road
     comp = net.compiled(s)
     here = (s, p)
     rkeys = road._keys
+    # the usual wave: every hop of one mapping object and none a loop, walked together as they come
+    sym = group[0][1][3] if group else None
+    keyss: list[dict[int, Any]] = []
+    origs: list[HS13] = []
+    for x in group:
+        item = x[1]
+        if item[3] is not sym or here in item[4]:
+            break
+        orig = item[2]
+        got = rkeys.get(id(orig))   # Road.keys_of, inline
+        keyss.append(got[1] if got is not None and got[0] is orig else road.keys_of(orig))
+        origs.append(orig)
+    else:
+        return _walk_many(comp, keyss, origs, sym, s, p) if group else []
+    out: list[Walked | None] = [None] * len(group)
     # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
     # the mapping, and its hops' places, keys and header sets
     by_sym: dict[int, tuple[Sym, list[int], list[dict[int, Any]], list[HS13]]] = {}
@@ -303,10 +317,18 @@ def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13],
         tv = comp.view(t, sym, p, md, 0)
         entries = tv.entries
         nxt: dict[tuple[int, int], list[int]] = {}
+        ranks = _ranks(tv, idx, keyss, origs)
+        r0 = ranks[0] if ranks else None
+        if r0 is not None and ranks.count(r0) == len(ranks):
+            # every hop takes one entry (a table 0's catch-all that goes to the forwarding table, most
+            # of all): its step once, for them all, as the loop below takes it for each
+            _take_all(tv, comp, entries[r0], sym, s, t, p, md, nxt, idx, took, emits, out)
+            todo.extend((t2, m2, ks) for (t2, m2), ks in nxt.items())
+            continue
         # per instructions object (by id: the view's entries hold them): (copies emitted, the hops of
         # its next table or None for none), or None for a step the general run takes
         how: dict[int, tuple[tuple[Emission, ...], list[int] | None] | None] = {}
-        for k, r in zip(idx, _ranks(tv, idx, keyss, origs), strict=True):
+        for k, r in zip(idx, ranks, strict=True):
             if r is None:
                 continue   # a miss or a split: the general run
             entry = entries[r]
@@ -325,6 +347,30 @@ def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13],
                 out[k] = (took[k], emits[k])
         todo.extend((t2, m2, ks) for (t2, m2), ks in nxt.items())
     return out
+
+
+def _take_all(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, s: str, t: int, p: int, md: int,
+              nxt: dict[tuple[int, int], list[int]], idx: list[int], took: list[Any], emits: list[Any],
+              out: list[Walked | None]) -> None:
+    """:func:`_walk_many`'s step of the hops ``idx`` at table ``t`` (view ``tv``, metadata ``md``)
+    when every one of them takes ``entry``: the same rules, copies, next tables and results, in the
+    same order, as the step of each in turn, with the step worked out once."""
+    got = _how(tv, comp, entry, sym, p, md, nxt)
+    if got is None:
+        return   # the general run
+    rule = ((s, t, entry),)
+    for k in idx:
+        took[k] += rule
+    em, there = got
+    if em:
+        for k in idx:
+            emits[k] += em   # (an output that sent nothing matters only to a hop that sends nothing)
+    if there is not None:
+        there.extend(idx)
+        return
+    for k in idx:
+        if emits[k]:
+            out[k] = (took[k], emits[k])
 
 
 def _how(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, p: int, md: int,
