@@ -161,13 +161,12 @@ def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
                     if c & mask != val:
                         break
                     continue
-            fv, fm = val << x, mask << x
             if overlap:
-                both = m & fm
-                if both and (v ^ fv) & both:
+                both = m & (mask << x)
+                if both and (v ^ (val << x)) & both:
                     break
-            v |= fv
-            m |= fm
+            v |= val << x
+            m |= mask << x
         else:
             lst = out.get(port)
             if lst is None:
