@@ -261,7 +261,7 @@ def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]
     here = (s, p)
     rkeys = road._keys
     # the usual wave: every hop of one mapping object and none a loop, walked together as they come
-    sym = group[0][1][3] if group else None
+    sym: Any = group[0][1][3] if group else None
     keyss: list[dict[int, Any]] = []
     origs: list[HS13] = []
     for x in group:

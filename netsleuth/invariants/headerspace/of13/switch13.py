@@ -380,7 +380,7 @@ class _Switch13:
             entry = tv.entries[i]
             inst = entry.instructions
             if last:
-                got = short.get(id(inst), _UNSEEN)
+                got: Any = short.get(id(inst), _UNSEEN)
                 if got is _UNSEEN:
                     got = short[id(inst)] = (self._outs(br, inst.apply or (), st.sym, in_port)
                                              if inst.goto is None and _outputs_only(inst) else None)
