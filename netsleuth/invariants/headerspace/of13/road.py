@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from operator import contains, is_, itemgetter
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -223,30 +224,31 @@ def road_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]],
     step = ((s, p),)   # what each hop adds to its path
     where = road._where
     sends: dict[int, Any] = {}   # out port -> (switch, port, the next wave's hops there) or None
-    for x, walked in zip(group, _walk_wave(net, s, p, group), strict=True):
-        item = x[1]
+    for (n, item, node), walked in zip(group, _walk_wave(net, s, p, group), strict=True):
         if walked is None:
-            other(x[0], item, x[2], None)
+            other(n, item, node, None)
             continue
         _s, _p, orig, _sym, path, rules, choices = item
-        emits = walked[1]
+        took, emits = walked
         path = path + step
-        rules = rules + walked[0]
+        rules = rules + took
         if len(emits) == 1:   # one copy (most hops): to a switch, one pushed hop and no event
-            em = emits[0]
-            to = sends.get(em[0], _UNSEEN)
+            q, qsym = emits[0]
+            to = sends.get(q, _UNSEEN)
             if to is _UNSEEN:
-                lead = where.get((s, em[0]))
+                lead = where.get((s, q))
                 if lead is None:
-                    lead = where[(s, em[0])] = port_leads(view, s, em[0])
-                to = sends[em[0]] = None if lead[0] else (*lead[1], nxt.setdefault(lead[1], []))
+                    lead = where[(s, q)] = port_leads(view, s, q)
+                to = sends[q] = None if lead[0] else (*lead[1], nxt.setdefault(lead[1], []).append)
             if to is not None:
-                to[2].append((x[0], (to[0], to[1], orig, em[1], path, rules, choices), x[2]))
+                s2, p2, put = to
+                put((n, (s2, p2, orig, qsym, path, rules, choices), node))
                 continue
-        other(x[0], item, x[2], _copies(road, view, s, orig, path, rules, choices, emits))
+        other(n, item, node, _copies(road, view, s, orig, path, rules, choices, emits))
 
 
 _UNSEEN = object()   # (road_wave: a port not looked up yet)
+_SECOND, _THIRD, _FOURTH, _FIFTH = itemgetter(1), itemgetter(2), itemgetter(3), itemgetter(4)
 
 Walked = tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]]   # (rules taken, copies emitted)
 
@@ -260,20 +262,18 @@ def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]
     comp = net.compiled(s)
     here = (s, p)
     rkeys = road._keys
+    if not group:
+        return []
     # the usual wave: every hop of one mapping object and none a loop, walked together as they come
-    sym: Any = group[0][1][3] if group else None
-    keyss: list[dict[int, Any]] = []
-    origs: list[HS13] = []
-    for x in group:
-        item = x[1]
-        if item[3] is not sym or here in item[4]:
-            break
-        orig = item[2]
-        got = rkeys.get(id(orig))   # Road.keys_of, inline
-        keyss.append(got[1] if got is not None and got[0] is orig else road.keys_of(orig))
-        origs.append(orig)
-    else:
-        return _walk_many(comp, keyss, origs, sym, s, p) if group else []
+    # (those two questions asked of every hop by map, with no Python loop)
+    items = list(map(_SECOND, group))
+    sym: Any = items[0][3]
+    if False not in map(is_, map(_FOURTH, items), repeat(sym)) and True not in map(contains, map(_FIFTH, items),
+                                                                                   repeat(here)):
+        origs: list[HS13] = list(map(_THIRD, items))
+        keyss = [got[1] if got is not None and got[0] is orig else road.keys_of(orig)   # Road.keys_of, inline
+                 for got, orig in zip(map(rkeys.get, map(id, origs)), origs, strict=True)]
+        return _walk_many(comp, keyss, origs, sym, s, p)
     out: list[Walked | None] = [None] * len(group)
     # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
     # the mapping, and its hops' places, keys and header sets
