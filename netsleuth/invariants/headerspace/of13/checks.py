@@ -38,7 +38,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
-from netsleuth.invariants.headerspace.of13.lonepiece import Shape, as_pair, based_terms, diffs_may_repeat
+from netsleuth.invariants.headerspace.of13.lonepiece import Shape, as_pair, based_terms, diffs_may_repeat, plan_of
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -228,9 +228,9 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     ``_INJECTED.intersect_wc`` of the pair's MACs, its terms put together from
     :data:`_ETH_SHAPES` (this runs once per host pair of a check)."""
     w = ((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH)
-    if _ETH_SHAPES is None:
+    if _ETH_PLAN is None:
         return _INJECTED.intersect_wc((w, _ETH_M))
-    return HS13(based_terms(_ETH_SHAPES, w))
+    return HS13(based_terms(_ETH_PLAN, w))
 
 
 def _eth_shapes() -> list[Shape] | None:
@@ -260,6 +260,7 @@ def _eth_shapes() -> list[Shape] | None:
 
 
 _ETH_SHAPES = _eth_shapes()
+_ETH_PLAN = None if _ETH_SHAPES is None else plan_of(_ETH_SHAPES)
 
 
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None,

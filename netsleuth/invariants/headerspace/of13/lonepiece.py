@@ -95,6 +95,7 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
     if got is None:
         return None
     per, shapes, other = got
+    plan = plan_of(shapes)
     t0, both0 = per[0]
     # the candidates' values against the terms' bases: once when the bases agree on the bits checked
     one = all(b == both0 and not (v ^ t0) & b for v, b in per)
@@ -110,7 +111,7 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
         if same.setdefault(ev, lst) is not lst:
             break   # a better-ranked candidate of the same wildcard shadows it
         k += 1
-        mine = based_terms(shapes, ev)
+        mine = based_terms(plan, ev)
         filed = pieces.get(i)
         if filed is None:
             pieces[i] = mine
@@ -161,11 +162,28 @@ def as_pair(kept: Sequence[tuple[int, int]]) -> tuple[int, int, int, int] | None
     return (*kept[0], *kept[1]) if len(kept) == 2 else None
 
 
-def based_terms(shapes: Sequence[Shape], w: int) -> list[Term]:
-    """The piece of each of ``shapes`` (one per term of a class of headers: the injected headers'
+# :func:`based_terms`'s plan of some shapes: when each has its differences as a pair, (base value,
+# mask, first difference's value with the base's bits, its mask, the second's) of each; the shapes
+Plan = tuple["list[tuple[int, int, int, int, int, int]] | None", Sequence[Shape]]
+
+
+def plan_of(shapes: Sequence[Shape]) -> Plan:
+    """The :data:`Plan` of ``shapes`` (worked out once for the many pieces :func:`based_terms` builds)."""
+    for sh in shapes:
+        if sh[4] is None:
+            return None, shapes
+    return [(v, nm, two[0] | v, two[1], two[2] | v, two[3]) for v, nm, _k, _r, two in shapes  # type: ignore[index]
+            ], shapes
+
+
+def based_terms(plan: Plan, w: int) -> list[Term]:
+    """The piece of each shape of ``plan`` (one per term of a class of headers: the injected headers'
     tag shapes) that fixes the bits of ``w`` besides its own (a candidate's value, a host pair's
     addresses): base value ``v | w``, its mask, the differences kept clipped to it as
-    :func:`based` does (a pair of them built in place: no call and no comprehension per piece)."""
+    :func:`based` does (pairs of them built in one comprehension: no call per piece)."""
+    pairs, shapes = plan
+    if pairs is not None:   # (a difference's value with the base's bits, then w's: the base's with w's)
+        return [(v | w, nm, ((d0 | w, c0), (d1 | w, c1))) for v, nm, d0, c0, d1, c1 in pairs]
     out: list[Term] = []
     for v, nm, kept, repeat, two in shapes:
         nv = v | w
