@@ -145,14 +145,14 @@ def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
         for name, val, mask in e.match.entries:
             x = shifts.get(name)
             if x is None:
-                c: Any = consts.get(name)
+                if name in _PORT_FIELDS:   # in_port and in_phy_port read the port a header came in on
+                    c: Any = val if mask == _PORT_FULL else (val, mask)
+                    if port is not None and port != c:
+                        break
+                    port = c
+                    continue
+                c = consts.get(name)
                 if c is None:
-                    if name in _PORT_FIELDS:   # in_port and in_phy_port read the port a header came in on
-                        c = (val, mask) if mask != _PORT_FULL else val
-                        if port is not None and port != c:
-                            break
-                        port = c
-                        continue
                     const, c = _reads(sym, name)
                     (consts if const else shifts)[name] = c
                     if not const:
