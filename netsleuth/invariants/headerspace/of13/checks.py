@@ -38,7 +38,7 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
-from netsleuth.invariants.headerspace.of13.lonepiece import as_pair, based, diffs_may_repeat
+from netsleuth.invariants.headerspace.of13.lonepiece import Shape, as_pair, based_terms, diffs_may_repeat, plan_of
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -228,16 +228,12 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     ``_INJECTED.intersect_wc`` of the pair's MACs, its terms put together from
     :data:`_ETH_SHAPES` (this runs once per host pair of a check)."""
     w = ((src_mac & _MAC) << _SRC_SH) | ((dst_mac & _MAC) << _DST_SH)
-    if _ETH_SHAPES is None:
+    if _ETH_PLAN is None:
         return _INJECTED.intersect_wc((w, _ETH_M))
-    terms: list[Term] = []
-    for v, nm, kept, repeat, two in _ETH_SHAPES:
-        nv = v | w
-        terms.append((nv, nm, based(nv, kept, repeat, two)))
-    return HS13(terms)
+    return HS13(based_terms(_ETH_PLAN, w))
 
 
-def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool, Any]] | None:
+def _eth_shapes() -> list[Shape] | None:
     """The injected terms as ``make_term`` clips them to any pair's MACs: (base value, base mask
     with the MACs', the differences as (value, mask with the base's and the MACs'), whether two
     of them can become equal with some pair's MACs (make_term then keeps the first), and
@@ -245,7 +241,7 @@ def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool, Any
     injected headers fix no MAC and their differences test none (they are about tags and
     ethertypes), so every difference meets every pair's part of its term and clips the same
     way; None (the general intersection) if that ever stops being so."""
-    out = []
+    out: list[Shape] = []
     for v, m, ds in _INJECTED.terms:
         if v & ~m or m & _ETH_M:
             return None
@@ -264,6 +260,7 @@ def _eth_shapes() -> list[tuple[int, int, tuple[tuple[int, int], ...], bool, Any
 
 
 _ETH_SHAPES = _eth_shapes()
+_ETH_PLAN = None if _ETH_SHAPES is None else plan_of(_ETH_SHAPES)
 
 
 def pair_space13(src_mac: int, dst_mac: int, src_ip: int | None = None, dst_ip: int | None = None,

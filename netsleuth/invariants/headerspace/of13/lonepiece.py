@@ -94,26 +94,24 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
     got = _shapes(ts, frees, em)
     if got is None:
         return None
-    per, other = got
-    t0, both0 = per[0][0], per[0][1]
+    per, shapes, other = got
+    plan = plan_of(shapes)
+    t0, both0 = per[0]
     # the candidates' values against the terms' bases: once when the bases agree on the bits checked
-    one = all(b == both0 and not (v ^ t0) & b for v, b, _nm, _k, _r, _p in per)
+    one = all(b == both0 and not (v ^ t0) & b for v, b in per)
     same: dict[int, list[int]] = {}
     k = 0
     for i in cands:
         ev, mi = ws[i]
         if mi != em or ev & notem or (other and _meets(other, ev)):
             break
-        if (ev ^ t0) & both0 if one else any((ev ^ v) & b for v, b, _nm, _k, _r, _p in per):
+        if (ev ^ t0) & both0 if one else any((ev ^ v) & b for v, b in per):
             break
         lst = [i]
         if same.setdefault(ev, lst) is not lst:
             break   # a better-ranked candidate of the same wildcard shadows it
         k += 1
-        mine: list[Term] = []
-        for v, _b, nm, kept, repeat, two in per:
-            nv = v | ev
-            mine.append((nv, nm, based(nv, kept, repeat, two)))
+        mine = based_terms(plan, ev)
         filed = pieces.get(i)
         if filed is None:
             pieces[i] = mine
@@ -122,14 +120,16 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
     return k, same
 
 
-def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int) -> tuple[list[tuple[Any, ...]], Any] | None:
+def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int,
+            ) -> tuple[list[tuple[int, int]], list[Shape], Any] | None:
     """What :func:`lone_runs` checks and builds each term's pieces with, for candidates of mask
-    ``em``: per term (base value, bits checked, the pieces' mask, the differences kept, whether
-    two of them may become equal, them as a pair when they are two and cannot), and the
-    differences testing the candidates' own bits, which must be the same for every term; None
-    when some term is not for lone_runs (held by the first candidate, left to the general run,
-    covered, or with other such differences)."""
+    ``em``: per term (base value, bits checked), per term its pieces' :data:`Shape` (base value,
+    the pieces' mask, the differences kept, whether two of them may become equal, them as a
+    pair when they are two and cannot), and the differences testing the candidates' own bits,
+    which must be the same for every term; None when some term is not for lone_runs (held by
+    the first candidate, left to the general run, covered, or with other such differences)."""
     per = []
+    shapes: list[Shape] = []
     other: Any = None
     for t, free in zip(ts, frees, strict=True):
         if not em & ~t[1]:
@@ -145,26 +145,60 @@ def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int) -> tuple[list[
         elif oth != other:
             return None
         repeat = len(kept) > 1 and diffs_may_repeat(kept, t[0] | em)
-        per.append((t[0], both, nm, kept, repeat, as_pair(kept) if not repeat else None))
-    return per, other
+        per.append((t[0], both))
+        shapes.append((t[0], nm, kept, repeat, as_pair(kept) if not repeat else None))
+    return per, shapes, other
 
 
-def as_pair(kept: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """``kept`` when it holds two differences, else None: the usual shape of the injected
-    terms' differences, whose clipped copies for each candidate or host pair :func:`based` then
-    builds as a pair (for :func:`lone_runs` and ``checks.eth_space13``)."""
-    return (kept[0], kept[1]) if len(kept) == 2 else None
+# How the pieces of one term are built (:func:`based_terms`): (the term's base value, the pieces'
+# mask, the differences kept, whether two of them may become equal, them as :func:`as_pair` gives them)
+Shape = tuple[int, int, Sequence[tuple[int, int]], bool, "tuple[int, int, int, int] | None"]
 
 
-def based(nv: int, kept: Sequence[tuple[int, int]], repeat: bool,
-          two: tuple[tuple[int, int], tuple[int, int]] | None = None) -> tuple[tuple[int, int], ...]:
+def as_pair(kept: Sequence[tuple[int, int]]) -> tuple[int, int, int, int] | None:
+    """``kept`` as (value, mask, value, mask) when it holds two differences, else None: the usual
+    shape of the injected terms' differences, whose clipped copies for each candidate or host
+    pair :func:`based_terms` then builds as a pair (for :func:`lone_runs` and ``checks.eth_space13``)."""
+    return (*kept[0], *kept[1]) if len(kept) == 2 else None
+
+
+# :func:`based_terms`'s plan of some shapes: when each has its differences as a pair, (base value,
+# mask, first difference's value with the base's bits, its mask, the second's) of each; the shapes
+Plan = tuple["list[tuple[int, int, int, int, int, int]] | None", Sequence[Shape]]
+
+
+def plan_of(shapes: Sequence[Shape]) -> Plan:
+    """The :data:`Plan` of ``shapes`` (worked out once for the many pieces :func:`based_terms` builds)."""
+    for sh in shapes:
+        if sh[4] is None:
+            return None, shapes
+    return [(v, nm, two[0] | v, two[1], two[2] | v, two[3]) for v, nm, _k, _r, two in shapes  # type: ignore[index]
+            ], shapes
+
+
+def based_terms(plan: Plan, w: int) -> list[Term]:
+    """The piece of each shape of ``plan`` (one per term of a class of headers: the injected headers'
+    tag shapes) that fixes the bits of ``w`` besides its own (a candidate's value, a host pair's
+    addresses): base value ``v | w``, its mask, the differences kept clipped to it as
+    :func:`based` does (pairs of them built in one comprehension: no call per piece)."""
+    pairs, shapes = plan
+    if pairs is not None:   # (a difference's value with the base's bits, then w's: the base's with w's)
+        return [(v | w, nm, ((d0 | w, c0), (d1 | w, c1))) for v, nm, d0, c0, d1, c1 in pairs]
+    out: list[Term] = []
+    for v, nm, kept, repeat, two in shapes:
+        nv = v | w
+        if two is None:
+            out.append((nv, nm, based(nv, kept, repeat)))
+        else:
+            d0, c0, d1, c1 = two
+            out.append((nv, nm, ((d0 | nv, c0), (d1 | nv, c1))))
+    return out
+
+
+def based(nv: int, kept: Sequence[tuple[int, int]], repeat: bool) -> tuple[tuple[int, int], ...]:
     """The differences ``kept`` of a piece whose base value is ``nv``, as :func:`make_term`
     clips them: each with the base's bits set, and, when ``repeat`` says two of them may become
-    equal (:func:`diffs_may_repeat`), equal ones once, the first kept.  ``two``: ``kept`` as
-    :func:`as_pair` gives it, built with no comprehension (and its frame) per piece."""
-    if two is not None:
-        (d0, c0), (d1, c1) = two
-        return ((d0 | nv, c0), (d1 | nv, c1))
+    equal (:func:`diffs_may_repeat`), equal ones once, the first kept."""
     out = [(dv | nv, cm) for dv, cm in kept]
     return tuple(dict.fromkeys(out)) if repeat else tuple(out)
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from operator import contains, is_, itemgetter
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -223,30 +224,31 @@ def road_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]],
     step = ((s, p),)   # what each hop adds to its path
     where = road._where
     sends: dict[int, Any] = {}   # out port -> (switch, port, the next wave's hops there) or None
-    for x, walked in zip(group, _walk_wave(net, s, p, group), strict=True):
-        item = x[1]
+    for (n, item, node), walked in zip(group, _walk_wave(net, s, p, group), strict=True):
         if walked is None:
-            other(x[0], item, x[2], None)
+            other(n, item, node, None)
             continue
         _s, _p, orig, _sym, path, rules, choices = item
-        emits = walked[1]
+        took, emits = walked
         path = path + step
-        rules = rules + walked[0]
+        rules = rules + took
         if len(emits) == 1:   # one copy (most hops): to a switch, one pushed hop and no event
-            em = emits[0]
-            to = sends.get(em[0], _UNSEEN)
+            q, qsym = emits[0]
+            to = sends.get(q, _UNSEEN)
             if to is _UNSEEN:
-                lead = where.get((s, em[0]))
+                lead = where.get((s, q))
                 if lead is None:
-                    lead = where[(s, em[0])] = port_leads(view, s, em[0])
-                to = sends[em[0]] = None if lead[0] else (*lead[1], nxt.setdefault(lead[1], []))
+                    lead = where[(s, q)] = port_leads(view, s, q)
+                to = sends[q] = None if lead[0] else (*lead[1], nxt.setdefault(lead[1], []).append)
             if to is not None:
-                to[2].append((x[0], (to[0], to[1], orig, em[1], path, rules, choices), x[2]))
+                s2, p2, put = to
+                put((n, (s2, p2, orig, qsym, path, rules, choices), node))
                 continue
-        other(x[0], item, x[2], _copies(road, view, s, orig, path, rules, choices, emits))
+        other(n, item, node, _copies(road, view, s, orig, path, rules, choices, emits))
 
 
 _UNSEEN = object()   # (road_wave: a port not looked up yet)
+_SECOND, _THIRD, _FOURTH, _FIFTH = itemgetter(1), itemgetter(2), itemgetter(3), itemgetter(4)
 
 Walked = tuple[tuple[tuple[str, int, FlowEntry13], ...], tuple[Emission, ...]]   # (rules taken, copies emitted)
 
@@ -256,11 +258,23 @@ def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]
     the copies emitted), or None (a loop, a miss, a split, an entry for the general run, nothing
     sent).  The hops of one current-header mapping (a wave's hops mostly share one) are walked
     together (:func:`_walk_many`), from the keys of their header sets (:meth:`Road.keys_of`)."""
-    out: list[Walked | None] = [None] * len(group)
     road = net.road
     comp = net.compiled(s)
     here = (s, p)
     rkeys = road._keys
+    if not group:
+        return []
+    # the usual wave: every hop of one mapping object and none a loop, walked together as they come
+    # (those two questions asked of every hop by map, with no Python loop)
+    items = list(map(_SECOND, group))
+    sym: Any = items[0][3]
+    if False not in map(is_, map(_FOURTH, items), repeat(sym)) and True not in map(contains, map(_FIFTH, items),
+                                                                                   repeat(here)):
+        origs: list[HS13] = list(map(_THIRD, items))
+        keyss = [got[1] if got is not None and got[0] is orig else road.keys_of(orig)   # Road.keys_of, inline
+                 for got, orig in zip(map(rkeys.get, map(id, origs)), origs, strict=True)]
+        return _walk_many(comp, keyss, origs, sym, s, p)
+    out: list[Walked | None] = [None] * len(group)
     # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
     # the mapping, and its hops' places, keys and header sets
     by_sym: dict[int, tuple[Sym, list[int], list[dict[int, Any]], list[HS13]]] = {}
@@ -303,10 +317,18 @@ def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13],
         tv = comp.view(t, sym, p, md, 0)
         entries = tv.entries
         nxt: dict[tuple[int, int], list[int]] = {}
+        ranks = _ranks(tv, idx, keyss, origs)
+        r0 = ranks[0] if ranks else None
+        if r0 is not None and ranks.count(r0) == len(ranks):
+            # every hop takes one entry (a table 0's catch-all that goes to the forwarding table, most
+            # of all): its step once, for them all, as the loop below takes it for each
+            _take_all(tv, comp, entries[r0], sym, s, t, p, md, nxt, idx, took, emits, out)
+            todo.extend((t2, m2, ks) for (t2, m2), ks in nxt.items())
+            continue
         # per instructions object (by id: the view's entries hold them): (copies emitted, the hops of
         # its next table or None for none), or None for a step the general run takes
         how: dict[int, tuple[tuple[Emission, ...], list[int] | None] | None] = {}
-        for k, r in zip(idx, _ranks(tv, idx, keyss, origs), strict=True):
+        for k, r in zip(idx, ranks, strict=True):
             if r is None:
                 continue   # a miss or a split: the general run
             entry = entries[r]
@@ -325,6 +347,30 @@ def _walk_many(comp: Compiled13, keyss: list[dict[int, Any]], origs: list[HS13],
                 out[k] = (took[k], emits[k])
         todo.extend((t2, m2, ks) for (t2, m2), ks in nxt.items())
     return out
+
+
+def _take_all(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, s: str, t: int, p: int, md: int,
+              nxt: dict[tuple[int, int], list[int]], idx: list[int], took: list[Any], emits: list[Any],
+              out: list[Walked | None]) -> None:
+    """:func:`_walk_many`'s step of the hops ``idx`` at table ``t`` (view ``tv``, metadata ``md``)
+    when every one of them takes ``entry``: the same rules, copies, next tables and results, in the
+    same order, as the step of each in turn, with the step worked out once."""
+    got = _how(tv, comp, entry, sym, p, md, nxt)
+    if got is None:
+        return   # the general run
+    rule = ((s, t, entry),)
+    for k in idx:
+        took[k] += rule
+    em, there = got
+    if em:
+        for k in idx:
+            emits[k] += em   # (an output that sent nothing matters only to a hop that sends nothing)
+    if there is not None:
+        there.extend(idx)
+        return
+    for k in idx:
+        if emits[k]:
+            out[k] = (took[k], emits[k])
 
 
 def _how(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, p: int, md: int,

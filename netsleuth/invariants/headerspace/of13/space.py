@@ -112,9 +112,11 @@ def _field_text(name: str, val: int, fm: int) -> str:
     return str(val) if fm == full else f"{val:#x}/{fm:#x}"
 
 
-# the fixed fields by their place (they tile the header): found from a mask's top bit down
+# the fixed fields by their place (they tile the header): found from a mask's top bit down, then
+# put in _TEXT_ORDER (FIELDS13's order reversed: by their number in it, highest first)
 _tiled = FieldLayout.of(SHIFT13, FULL13)
-assert _tiled is not None and tuple(n for _k, n, _s, _f in _tiled.fields_in((1 << WIDTH13) - 1)) == _TEXT_ORDER
+assert _tiled is not None
+assert tuple(n for _k, n, _s, _f in sorted(_tiled.fields_in((1 << WIDTH13) - 1), reverse=True)) == _TEXT_ORDER
 _LAYOUT13: FieldLayout = _tiled
 
 
@@ -123,7 +125,7 @@ def wildcard_text13(v: int, m: int) -> str:
     """ovs-ofctl-like ``field=value[/mask]`` for the fixed fields (OXM names; ``vlan1_*`` is the
     inner tag); ``*`` for everything."""
     parts = []
-    for _k, name, sh, full in _LAYOUT13.fields_in(m):
+    for _k, name, sh, full in sorted(_LAYOUT13.fields_in(m), reverse=True):
         parts.append(f"{name}={_field_text(name, (v >> sh) & full, (m >> sh) & full)}")
     return ",".join(parts) or "*"
 
@@ -191,14 +193,14 @@ def _header_items13(h: int) -> tuple[tuple[str, object], ...]:
     out: dict[str, object] = {}
     for name in _ALWAYS:   # the first fields of _TEXT_ORDER: shown even when 0
         out[name] = _readable(name, (h >> SHIFT13[name]) & FULL13[name])
-    for _k, name, sh, full in _LAYOUT13.fields_in(h & _BELOW_ALWAYS):
+    for _k, name, sh, full in sorted(_LAYOUT13.fields_in(h & _NOT_ALWAYS), reverse=True):
         out[name] = _readable(name, (h >> sh) & full)
     return tuple(out.items())
 
 
 _ALWAYS = ("eth_dst", "eth_src", "eth_type")
 assert _TEXT_ORDER[:3] == _ALWAYS
-_BELOW_ALWAYS = (1 << SHIFT13["eth_type"]) - 1
+_NOT_ALWAYS = ((1 << WIDTH13) - 1) & ~sum(FULL13[n] << SHIFT13[n] for n in _ALWAYS)
 
 
 def _readable(name: str, val: int) -> object:

@@ -145,14 +145,14 @@ def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
         for name, val, mask in e.match.entries:
             x = shifts.get(name)
             if x is None:
-                c: Any = consts.get(name)
+                if name in _PORT_FIELDS:   # in_port and in_phy_port read the port a header came in on
+                    c: Any = val if mask == _PORT_FULL else (val, mask)
+                    if port is not None and port != c:
+                        break
+                    port = c
+                    continue
+                c = consts.get(name)
                 if c is None:
-                    if name in _PORT_FIELDS:   # in_port and in_phy_port read the port a header came in on
-                        c = (val, mask) if mask != _PORT_FULL else val
-                        if port is not None and port != c:
-                            break
-                        port = c
-                        continue
                     const, c = _reads(sym, name)
                     (consts if const else shifts)[name] = c
                     if not const:
@@ -161,13 +161,12 @@ def translated_entries(ranks: Iterable[int], entries: Any, sym: Sym, md: int,
                     if c & mask != val:
                         break
                     continue
-            fv, fm = val << x, mask << x
             if overlap:
-                both = m & fm
-                if both and (v ^ fv) & both:
+                both = m & (mask << x)
+                if both and (v ^ (val << x)) & both:
                     break
-            v |= fv
-            m |= fm
+            v |= val << x
+            m |= mask << x
         else:
             lst = out.get(port)
             if lst is None:
@@ -285,6 +284,7 @@ def _outputs_only(inst: Any) -> bool:
 
 
 _INSTRUCTIONS = attrgetter("instructions")
+_UNSEEN = object()   # (_Switch13._tables: instructions not looked at yet)
 
 
 def signature13(pipe: Pipeline13) -> tuple[Any, ...]:
@@ -367,6 +367,10 @@ class _Switch13:
         tv = self.comp.view(table_id, st.sym, in_port, st.metadata, st.tunnel_id)
         no_output = f"table {table_id}: rule has no output (drop)"
         last = not aset   # (with the entry's instructions: whether the short way below applies)
+        # per instructions object (by id: the view's entries hold them), on the short way below: what
+        # its outputs make of br's emissions and lost text (None: not the short way).  The first
+        # hop's hundred and more pieces go to a few output ports: worked out once for each.
+        short: dict[int, tuple[tuple[Emission, ...], str] | None] = {}
         for i, piece in tv.classify(st.orig):
             if i is None:
                 out.append(Branch13(st.with_orig(piece), br.emits, br.rules, br.choices,
@@ -375,12 +379,17 @@ class _Switch13:
                 continue
             entry = tv.entries[i]
             inst = entry.instructions
-            if last and inst.goto is None and _outputs_only(inst):
-                # the last table with nothing in the action set, and only outputs: the one branch
-                # the general run below gives (the first hop's hundred and more pieces, each its own)
-                out.append(self._outs(st.with_orig(piece), br, br.rules + ((table_id, entry),),
-                                      inst.apply or (), in_port, no_output))
-                continue
+            if last:
+                got: Any = short.get(id(inst), _UNSEEN)
+                if got is _UNSEEN:
+                    got = short[id(inst)] = (self._outs(br, inst.apply or (), st.sym, in_port)
+                                             if inst.goto is None and _outputs_only(inst) else None)
+                if got is not None:
+                    # the last table with nothing in the action set, and only outputs: the one branch
+                    # the general run below gives (the first hop's hundred and more pieces, each its own)
+                    out.append(Branch13(st.with_orig(piece), got[0], br.rules + ((table_id, entry),), br.choices,
+                                        no_output, got[1]))
+                    continue
             b = Branch13(st.with_orig(piece), br.emits, br.rules + ((table_id, entry),), br.choices, lost=br.lost)
             bs = [b]
             if inst.apply:
@@ -397,21 +406,18 @@ class _Switch13:
                     b3.end = no_output
                     out.append(b3)
 
-    def _outs(self, st: St, b: Branch13, rules: tuple[tuple[int, FlowEntry13], ...], outputs: Iterable[Any],
-              in_port: int, end: str) -> Branch13:
-        """A branch of state ``st`` and rules ``rules`` that continues ``b`` (its emissions, choices,
-        lost text) with the outputs ``outputs`` (what :meth:`_output` makes of them, one by one),
-        ended by ``end``."""
+    def _outs(self, b: Branch13, outputs: Iterable[Any], sym: Sym, in_port: int) -> tuple[tuple[Emission, ...], str]:
+        """The emissions and lost text of a branch that continues ``b`` with the outputs ``outputs``
+        under mapping ``sym`` (what :meth:`_output` makes of them, one by one)."""
         emits = b.emits
         lost = b.lost
-        sym = st.sym
         for a in outputs:
             ems = self._emissions(a.port, sym, in_port)
             if ems:
                 emits += ems
             else:
                 lost = self._lost(a.port, in_port)
-        return Branch13(st, emits, rules, b.choices, end, lost)
+        return emits, lost
 
     def _execute(self, actions: list[Action], bs: list[Branch13], in_port: int, depth: int) -> list[Branch13]:
         for a in actions:
