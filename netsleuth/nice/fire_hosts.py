@@ -47,7 +47,8 @@ def host_emit(system: FiringSystem, st: SystemState, hs: HostState, frame: Packe
 
 
 def push(system: FiringSystem, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
-    fx.writes.add(("q",) + where)
+    if fx.footprint:
+        fx.writes.add(("q",) + where)
     st.inq[where] = pushed_frame(st.inq.get(where, ()), frame, tag, where)
 
 
@@ -108,8 +109,9 @@ def fire_recv(system: FiringSystem, st: SystemState, t: Transition, fx: Effects)
     old = st.hosts[i]
     name = old.host.name
     where = (name, 0)
-    fx.writes.add(("host", i))
-    fx.writes.add(("q",) + where)
+    if fx.footprint:
+        fx.writes.add(("host", i))
+        fx.writes.add(("q",) + where)
     q = st.inq[where]
     (frame, tag), st.inq[where] = q[0], tail(q)
     if system.memo:
