@@ -157,7 +157,10 @@ class NoBlackHolesMobile(NoBlackHoles):
 
     def quiet_step(self, ps):
         # on_step only ends the blind period of a host the controller has learned again
-        return not any(x[1] == "learned" for x in ps[1])
+        for x in ps[1]:
+            if x[1] == "learned":
+                return False
+        return True
 
     def on_step(self, ps, ctx, state):
         out, moving = ps
