@@ -123,6 +123,9 @@ class UseCorrectRoutingTable(Property):
         # Checked in on_step of this same transition, once the handler's messages are queued.
         return ("pending", f.summary(), want, tuple(len(q) for q in ctx.state.to_sw))
 
+    def quiet_step(self, ps):
+        return ps is None   # nothing pending: on_step returns None at once
+
     def on_step(self, ps, ctx, state):
         if ps is None:
             return ps

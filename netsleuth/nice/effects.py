@@ -17,6 +17,9 @@ class Effects:
     """
 
     __slots__ = ("reads", "writes", "ft_reads", "ft_writes", "violations")
+    #: Whether the footprint is kept: the firing code skips building what a search without
+    #: footprints would only drop (ViolationsOnly).
+    footprint = True
 
     def __init__(self) -> None:
         self.reads: set = set()
@@ -41,6 +44,7 @@ class ViolationsOnly(Effects):
     dropped as it is recorded, which spares four containers per transition."""
 
     __slots__ = ()
+    footprint = False
     # class attributes shadow the slots: the firing code adds to them unchanged
     reads = writes = ft_reads = ft_writes = _DISCARD  # type: ignore[assignment]  # a sink, not a set
 

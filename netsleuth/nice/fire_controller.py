@@ -75,14 +75,17 @@ def _call_app(system: FiringSystem, parent: App, call: Callable[[App], None]) ->
 
 
 def _handler_effects(system: FiringSystem, st: SystemState, out: list, timers: list, fx: Effects) -> None:
-    fx.writes.add(("ctl",))
+    fp = fx.footprint
+    if fp:
+        fx.writes.add(("ctl",))
     order = []
     for dpid, msg in out:
         j = system.index_of_dpid.get(dpid)
         if j is None:
             continue  # a switch the network does not have: the message goes nowhere
         st.to_sw[j] = pushed(st.to_sw[j], msg, j)
-        fx.writes.add(("tosw", j))
+        if fp:
+            fx.writes.add(("tosw", j))
         if j not in order:
             order.append(j)
     if timers:
@@ -99,7 +102,8 @@ def fire_ctl(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) 
     i = t[1]
     q = st.to_ctrl[i]
     msg, st.to_ctrl[i] = q[0], tail(q)
-    fx.writes.add(("toctl", i))
+    if fx.footprint:
+        fx.writes.add(("toctl", i))
     dpid = system.dpid_of[i]
     mtype = type(msg)
     if mtype is m.PacketIn:

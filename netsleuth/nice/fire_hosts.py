@@ -10,6 +10,7 @@ canonical key and the input, as the switches' and the controller's are (system.p
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from netsleuth.model.packet import Packet, arp_request
@@ -47,7 +48,8 @@ def host_emit(system: FiringSystem, st: SystemState, hs: HostState, frame: Packe
 
 
 def push(system: FiringSystem, st: SystemState, where: tuple[str, int], frame: Packet, tag: Any, fx: Effects) -> None:
-    fx.writes.add(("q",) + where)
+    if fx.footprint:
+        fx.writes.add(("q",) + where)
     st.inq[where] = pushed_frame(st.inq.get(where, ()), frame, tag, where)
 
 
@@ -63,7 +65,7 @@ def fire_sendpkt(system: FiringSystem, st: SystemState, t: Transition, fx: Effec
 def fire_send(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -> None:
     i = t[1]
     fx.writes.add(("host", i))
-    if system.memo and not system.lineage:     # (with lineage, emitting counts frames in the host)
+    if system.memo:
         old = st.hosts[i]
         # ``received`` is not state (nothing in the model reads it) but callers may: keyed too
         mk = (old.hash_value(), SEND, i, old.host.received)
@@ -75,6 +77,10 @@ def fire_send(system: FiringSystem, st: SystemState, t: Transition, fx: Effects)
             frames = _start_ping(system, hs, i)
             if hit is None:
                 system._host_memo[mk] = (old.key(), hs, frames)
+        if system.lineage:
+            # emitting counts the frames in the host: a copy of the shared result (the frames
+            # stay the memo's objects, so the queues they join are found by identity)
+            hs = hs.copy()
         st.hosts[i] = hs
     else:
         hs = _mut_host(system, st, i)
@@ -108,8 +114,9 @@ def fire_recv(system: FiringSystem, st: SystemState, t: Transition, fx: Effects)
     old = st.hosts[i]
     name = old.host.name
     where = (name, 0)
-    fx.writes.add(("host", i))
-    fx.writes.add(("q",) + where)
+    if fx.footprint:
+        fx.writes.add(("host", i))
+        fx.writes.add(("q",) + where)
     q = st.inq[where]
     (frame, tag), st.inq[where] = q[0], tail(q)
     if system.memo:
@@ -165,4 +172,11 @@ def fire_move(system: FiringSystem, st: SystemState, t: Transition, fx: Effects)
         system._props(st, cbs, fx, name, old, new)
     # Tell the network where we are now (NICE's "mobility inform"): a gratuitous ARP.
     h = hs.host
-    host_emit(system, st, hs, arp_request(h.mac, h.ip, h.ip), fx)
+    host_emit(system, st, hs, _gratuitous_arp(h.mac, h.ip), fx)
+
+
+@lru_cache(maxsize=256)
+def _gratuitous_arp(mac: int, ip: Any) -> Packet:
+    """The ARP request a host announces itself with, one object per host: every move of a
+    search sends the same frame, and a shared frame lets the queues it joins be interned."""
+    return arp_request(mac, ip, ip)

@@ -39,12 +39,13 @@ def _peer_of(system: FiringSystem, st: SystemState, node: str, port: int) -> tup
 
 
 def switch_outputs(system: FiringSystem, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
+    fp = fx.footprint
     for o in outputs:
         if type(o) is sw.Emit:
             peer = _peer_of(system, st, s.name, o.port)
             if peer is None:
                 continue  # nothing attached: the packet is dropped
-            if peer[1] == 0:
+            if fp and peer[1] == 0:
                 fx.reads.add(("wiring",))
             tag = o.tag
             if tag is None and system.lineage:
@@ -54,7 +55,8 @@ def switch_outputs(system: FiringSystem, st: SystemState, i: int, s: MCSwitch, o
             msg = o.msg
             if type(msg) is not m.PacketIn:
                 msg = _from_ofp(msg)
-            fx.writes.add(("toctl", i))
+            if fp:
+                fx.writes.add(("toctl", i))
             st.to_ctrl[i] = pushed(st.to_ctrl[i], msg, i)
 
 
@@ -67,17 +69,20 @@ def fire_pkt(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) 
     old = st.switches[i]
     name = old.name
     inq = st.inq
+    fp = fx.footprint
     heads: list[tuple[int, Any, Any]] = []
     # the heads as queued: with lineage each tag is rebuilt below (a new object every time,
     # though a function of the queued tag, this switch and the port), so identity goes by these
     queued = [] if system.lineage else heads
     for p in old.ports:
         where = (name, p)
-        fx.reads.add(("q",) + where)
+        if fp:
+            fx.reads.add(("q",) + where)
         q = inq.get(where)
         if not q:
             continue
-        fx.writes.add(("q",) + where)
+        if fp:
+            fx.writes.add(("q",) + where)
         (frame, tag), inq[where] = q[0], tail(q)
         if system.lineage:
             queued.append((p, frame, tag))
@@ -95,10 +100,13 @@ def fire_pkt(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) 
         remember(system._pkt_seen, ik, (old, queued, s, per_port))
     st.switches[i] = s
     for fields, outputs in per_port:
-        fx.ft_reads.append((i, fields))
-        switch_outputs(system, st, i, s, outputs, fx)
-    fx.writes.add(("buf", i))
-    fx.reads.add(("ports", i))
+        if fp:
+            fx.ft_reads.append((i, fields))
+        if outputs:
+            switch_outputs(system, st, i, s, outputs, fx)
+    if fp:
+        fx.writes.add(("buf", i))
+        fx.reads.add(("ports", i))
 
 
 def _pkt_step(system: FiringSystem, old: MCSwitch, heads: list) -> tuple[MCSwitch, tuple]:
@@ -166,9 +174,11 @@ def fire_of(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -
     i = t[1]
     q = st.to_sw[i]
     msg, st.to_sw[i] = q[0], tail(q)
-    fx.writes.add(("tosw", i))
     is_mod = type(msg) is m.FlowMod
     old = st.switches[i]
+    if fx.footprint:
+        fx.writes.add(("tosw", i))
+        _of_footprint(i, msg, is_mod, fx)
     if system.memo:
         ik = (id(old), id(msg))     # by identity first (see fire_pkt)
         seen = system._of_seen.get(ik)
@@ -186,14 +196,14 @@ def fire_of(system: FiringSystem, st: SystemState, t: Transition, fx: Effects) -
                     system._of_memo[mk] = (old.key(), s, outputs, msg)
             remember(system._of_seen, ik, (old, msg, s, outputs))
         st.switches[i] = s
-        _of_footprint(i, msg, is_mod, fx)
-        _of_outputs(system, st, i, s, outputs, fx)
+        if outputs:
+            _of_outputs(system, st, i, s, outputs, fx)
         return
     s = old.copy(table=is_mod, ports=system.uses_stats)
     st.switches[i] = s
-    _of_footprint(i, msg, is_mod, fx)
     outputs = s.handle_message(0, m.to_ofp(msg), system.now)
-    _of_outputs(system, st, i, s, outputs, fx)
+    if outputs:
+        _of_outputs(system, st, i, s, outputs, fx)
 
 
 def _of_footprint(i: int, msg: Any, is_mod: bool, fx: Effects) -> None:
@@ -209,10 +219,11 @@ def _of_footprint(i: int, msg: Any, is_mod: bool, fx: Effects) -> None:
 
 
 def _of_outputs(system: FiringSystem, st: SystemState, i: int, s: MCSwitch, outputs: list, fx: Effects) -> None:
-    for o in outputs:
-        if type(o) is sw.Emit:
-            fx.ft_reads.append((i, None))  # a released packet may be matched again: be conservative
-            break
+    if fx.footprint:
+        for o in outputs:
+            if type(o) is sw.Emit:
+                fx.ft_reads.append((i, None))  # a released packet may be matched again: be conservative
+                break
     switch_outputs(system, st, i, s, outputs, fx)
 
 

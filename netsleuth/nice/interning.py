@@ -164,16 +164,23 @@ def app_term(app_hash: int) -> int:
 
 
 _SMALL_TERM: dict[int, tuple[Any, str, int]] = {}
+_MIXED: dict[int, int] = {}
 
 
 def small_term(kind: str, value: tuple) -> int:
     """``mix(hash((kind, value)))``: the term of a state's property states (``"p"``), timers
     (``"t"``) or strategy state (``"x"``), cached by the identity of ``value`` (a state's
-    children share its tuple, so each parent's term is computed once)."""
+    children share its tuple, so each parent's term is computed once).  A new tuple is
+    mostly an old value (the property states recur from path to path), so the mixed term
+    is also kept by the hash, which spares :func:`mix` its integer arithmetic."""
     e = _SMALL_TERM.get(id(value))
     if e is not None and e[0] is value and e[1] == kind:
         return e[2]
-    t = mix(hash((kind, value)))
+    h = hash((kind, value))
+    t = _MIXED.get(h)
+    if t is None:
+        t = mix(h)
+        remember(_MIXED, h, t)
     remember(_SMALL_TERM, id(value), (value, kind, t))
     return t
 
@@ -182,5 +189,6 @@ def forget() -> None:
     """Empty every cache above.  A finished search calls it: the caches keep the packets, queues
     and states of the search alive, and a process that goes on to other work (a test session,
     a campaign worker) would carry them, and scan them at every full garbage collection."""
-    for cache in (_OBJ_HASH, _QUEUE_TERM, _TAIL, _PUSHED, _PUSHED_FRAME, _QUEUE_DELTA, _APP_TERM, _SMALL_TERM):
+    for cache in (_OBJ_HASH, _QUEUE_TERM, _TAIL, _PUSHED, _PUSHED_FRAME, _QUEUE_DELTA, _APP_TERM, _SMALL_TERM,
+                  _MIXED):
         cache.clear()

@@ -36,7 +36,6 @@ base class buffers only truncated ones), handing the controller a light
 
 from __future__ import annotations
 
-from operator import is_not
 from typing import Any
 
 from netsleuth.model import switch as sw
@@ -248,6 +247,9 @@ class HostState(StateComponent):
         return k
 
 
+_dict_setitem = dict.__setitem__
+
+
 class WireQueues(dict):
     """A state's wire queues, ``(node, port) -> ((packet, tag), ...)``, remembering what was written.
 
@@ -264,7 +266,7 @@ class WireQueues(dict):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.written.append(key)
-        dict.__setitem__(self, key, value)
+        _dict_setitem(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
         self.written.append(key)
@@ -301,7 +303,7 @@ class SystemState:
     """One global state; see the module docstring.  Treat a reached state as immutable."""
 
     __slots__ = ("switches", "hosts", "inq", "to_ctrl", "to_sw", "app", "appkey", "apphash", "props", "timers",
-                 "extra", "_key", "_hash", "_parent")
+                 "extra", "step_quiet", "_key", "_hash", "_parent")
 
     #: Whether the controller->switch queues count in the hash.  Only NICE's hash, which
     #: dropped them, is reproduced by turning this off (bench/nice_table1.py's ablation rows):
@@ -323,6 +325,9 @@ class SystemState:
         self.props: tuple = ()
         self.timers: tuple = ()                         # sorted timer names posted by the app
         self.extra: tuple = ()                          # strategy state (UNUSUAL's issue order)
+        #: (props, whether every on_step has nothing to do on it): kept by System.fire, valid
+        #: while ``props`` is that very tuple
+        self.step_quiet: tuple | None = None
         self._key: tuple | None = None
         self._hash: int | None = None
         self._parent: SystemState | None = None
@@ -330,20 +335,21 @@ class SystemState:
     def child(self) -> SystemState:
         """A new state sharing every component (the caller replaces what it changes)."""
         c = object.__new__(SystemState)
-        c.switches = list(self.switches)
-        c.hosts = list(self.hosts)
+        c.switches = self.switches[:]   # slices: fewer instructions than list(...) calls
+        c.hosts = self.hosts[:]
         # the parent's queues without WireQueues.__init__ (a Python frame per state)
         c.inq = inq = _new_dict(WireQueues)
         _dict_update(inq, self.inq)
         inq.written = []
-        c.to_ctrl = list(self.to_ctrl)
-        c.to_sw = list(self.to_sw)
+        c.to_ctrl = self.to_ctrl[:]
+        c.to_sw = self.to_sw[:]
         c.app = self.app
         c.appkey = self.appkey
         c.apphash = self.apphash
         c.props = self.props
         c.timers = self.timers
         c.extra = self.extra
+        c.step_quiet = self.step_quiet
         c._key = None
         c._hash = None
         c._parent = self
@@ -390,9 +396,10 @@ class SystemState:
         the incremental hash without the checks.
 
         An unchanged component is the parent's own object (copy-on-write).  Each group is first
-        compared as a whole in C (switches and host states have no __eq__, so that is identity;
-        queues through ``is_not``, so no message's __eq__ runs) and only a group that changed is
-        walked; the wire queues written since the child was made are listed (WireQueues).
+        compared as a whole in C (switches and host states have no __eq__, so that is identity)
+        and only a group that changed is walked; the channel queues are compared one by one by
+        identity (so no message's __eq__ runs); the wire queues written since the child was
+        made are listed (WireQueues).
         """
         self._parent = None     # do not keep ancestors alive
         h = p._hash
@@ -401,10 +408,7 @@ class SystemState:
             h += _terms_delta(self.switches, p.switches)
         if self.hosts != p.hosts:
             h += _terms_delta(self.hosts, p.hosts)
-        if any(map(is_not, self.to_ctrl, p.to_ctrl)):
-            h += _channels_delta("c", self.to_ctrl, p.to_ctrl)
-        if SystemState.hash_command_queues and any(map(is_not, self.to_sw, p.to_sw)):
-            h += _channels_delta("w", self.to_sw, p.to_sw)
+        h += _channels_delta(self, p)
         if self.inq.written:
             h += _wires_delta(self.inq, p.inq)
         if self.app is not p.app:
@@ -445,6 +449,20 @@ def _small_delta(st: SystemState, p: SystemState) -> int:
     return d
 
 
+def _terms_delta(xs: list, ys: list) -> int:
+    """How the hash terms of components ``xs`` differ from their parent's ``ys`` (only the
+    components that are not the parent's own object are hashed)."""
+    d = 0
+    for k in range(len(xs)):
+        x = xs[k]
+        y = ys[k]
+        if x is not y:
+            t = x._term
+            u = y._term
+            d += (x.term() if t is None else t) - (y.term() if u is None else u)
+    return d
+
+
 def _wires_delta(inq: WireQueues, pinq: dict) -> int:
     """How the hash terms of the wire queues ``inq`` differ from their parent's ``pinq``: only the
     queues written since the child was made (WireQueues) are visited."""
@@ -457,24 +475,24 @@ def _wires_delta(inq: WireQueues, pinq: dict) -> int:
     return d
 
 
-def _terms_delta(xs: list, ys: list) -> int:
-    """How the hash terms of components ``xs`` differ from their parent's ``ys`` (only the
-    components that are not the parent's own object are hashed)."""
+def _channels_delta(st: SystemState, p: SystemState) -> int:
+    """How the hash terms of the control channel queues of ``st`` (both directions) differ from
+    its parent ``p``'s: one pass over each list, queues compared by identity (no message's
+    __eq__ runs), in one frame (most transitions change a channel)."""
     d = 0
-    for x, y in zip(xs, ys, strict=True):
-        if x is not y:
-            t = x._term
-            u = y._term
-            d += (x.term() if t is None else t) - (y.term() if u is None else u)
-    return d
-
-
-def _channels_delta(kind: str, qs: list, rs: list) -> int:
-    """How the hash terms of the control channel queues ``qs`` differ from their parent's ``rs``."""
-    d = 0
-    for k, (q, r) in enumerate(zip(qs, rs, strict=True)):
+    qs, rs = st.to_ctrl, p.to_ctrl
+    for k in range(len(qs)):
+        q = qs[k]
+        r = rs[k]
         if q is not r:
-            d += queue_delta(kind, k, q, r)
+            d += queue_delta("c", k, q, r)
+    if SystemState.hash_command_queues:
+        qs, rs = st.to_sw, p.to_sw
+        for k in range(len(qs)):
+            q = qs[k]
+            r = rs[k]
+            if q is not r:
+                d += queue_delta("w", k, q, r)
     return d
 
 

@@ -372,8 +372,21 @@ class System:
             if footprint:
                 self._props(c, cbs, fx, c)
             else:
-                self._props_only(c, cbs, fx, (c,))
+                # without footprints a quiet property state needs no call (Property.quiet_step)
+                e = c.step_quiet
+                if e is None or e[0] is not c.props:
+                    e = c.step_quiet = self._quiet_entry(c.props)
+                if not e[1]:
+                    self._props_only(c, cbs, fx, (c,))
         return c, fx
+
+    def _quiet_entry(self, props: tuple) -> tuple[tuple, bool]:
+        """(props, whether every on_step callback is quiet on it): a state keeps it, and its
+        children inherit it with the property states' tuple until a callback changes that."""
+        for i, _ in self._on_step:
+            if not self.props[i].quiet_step(props[i]):
+                return (props, False)
+        return (props, True)
 
     def at_end(self, st: SystemState) -> list[PropertyViolation]:
         """Violations of end-of-execution properties at a state where only faults could happen."""
