@@ -192,10 +192,9 @@ def _pair_with_writers(events: list[HbEvent], op_nodes: list[int], related: list
             cand &= ~((2 << p) - 1)
         rows = [(a, *statuses.rows(kind, ev, a)) for a in ops]
         eid = ev.eid
-        while cand:
-            low = cand & -cand
-            q = low.bit_length() - 1
-            cand ^= low
+        bits = bin(cand)[:1:-1]   # character q is bit q: found by str.find, not by big-int arithmetic per race
+        q = bits.find("1")
+        while q >= 0:
             m = op_nodes[q]
             write_first = events[m].eid < eid
             for a, later, first in rows:
@@ -208,6 +207,7 @@ def _pair_with_writers(events: list[HbEvent], op_nodes: list[int], related: list
                     if st is None:
                         st = row[col] = statuses.status(kind, n, a, m, b)
                     races.append(Race(kind, n, a, m, b, st))
+            q = bits.find("1", q + 1)
 
 
 def _time_filter(g: HbGraph, races: list[Race], delta: float) -> int:
