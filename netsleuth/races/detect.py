@@ -27,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from itertools import compress
 from typing import Any
 
 from netsleuth.gcpause import gc_paused
@@ -45,6 +46,7 @@ from netsleuth.races.poxmatch import (
 
 COMMUTE, TIME_FILTERED, COVERED, HARMFUL = "commute", "time_filtered", "covered", "harmful"
 WW, RW = "w/w", "r/w"
+_BIT_VALUES = bytes.maketrans(b"01", b"\x00\x01")   # a mask's binary digits as bytes 0 and 1
 
 
 @dataclass(slots=True)
@@ -101,12 +103,12 @@ def _detect(g: HbGraph, delta: float, time_edges: bool, data_deps: bool, checker
     for p, n in enumerate(op_nodes):
         if any(op.kind == WRITE for op in events[n].ops):
             writers_by_dpid[events[n].dpid] |= 1 << p
+    statuses = _Statuses(events, checker, packets)
+    writes = [[(op, statuses.column(op)) for op in events[n].ops if op.kind == WRITE] for n in op_nodes]
 
     races: list[Race] = []
-
-    _pair_with_writers(events, op_nodes, related, writers_by_dpid, races, WW, WRITE, later_only=True)
-    _pair_with_writers(events, op_nodes, related, writers_by_dpid, races, RW, READ, later_only=False)
-    _mark_commuting(races, events, checker, packets)
+    _pair_with_writers(events, op_nodes, related, writers_by_dpid, writes, races, WW, statuses)
+    _pair_with_writers(events, op_nodes, related, writers_by_dpid, writes, races, RW, statuses)
     n_time_edges = _time_filter(g, races, delta) if time_edges else 0
 
     if data_deps:
@@ -118,52 +120,96 @@ def _detect(g: HbGraph, delta: float, time_edges: bool, data_deps: bool, checker
     return Detection(races, n_reads, n_writes, n_time_edges, counts)
 
 
+class _Statuses:
+    """Whether two racing operations commute, decided once per row and column rather than per race.
+
+    A trace has up to a million races but a few thousand pairs of flow mods: on the 1.0 flow table
+    the status of a race is a function of the first operation's flow mod (and, for a read, of the
+    packet), the write's flow mod and which event came first.  A row holds, for one first
+    operation and one order of the events, the status by :meth:`column` of the write.
+    """
+
+    def __init__(self, events: list[HbEvent], checker: CommutativityChecker, packets: PacketMatches) -> None:
+        self.events = events
+        self.checker = checker
+        self.packets = packets
+        # Rows are shared between first operations alike in all that decides (1.0 only: a 1.3
+        # operation's other fields take part), so a trace with any 1.3 operation keeps a row per operation.
+        self.shared = all(op.target is None for ev in events for op in ev.ops)
+        self._rows: dict[tuple, tuple[dict[int, str], dict[int, str]]] = {}
+        self._columns: dict[int, int] = {}
+
+    def column(self, w: FlowOp) -> int:
+        """Which write a row tells apart, numbered from 0 (small numbers: cheap dict keys): on the
+        1.0 flow table (no target) only the flow mod decides, on a 1.3 table, group or meter the
+        operation itself."""
+        key = id(w.flow_mod) if w.target is None else id(w)
+        return self._columns.setdefault(key, len(self._columns))
+
+    def rows(self, kind: str, ev: HbEvent, a: FlowOp) -> tuple[dict[int, str], dict[int, str]]:
+        """The rows of first operation ``a`` of event ``ev``: (the write's event later, earlier)."""
+        if not self.shared:
+            key: tuple = (id(a),)
+        elif kind == WW:
+            key = (kind, id(a.flow_mod))
+        else:
+            key = (kind, id(a.flow_mod), ev.packet, ev.in_port)
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = ({}, {})
+        return rows
+
+    def status(self, kind: str, n: int, a: FlowOp, m: int, b: FlowOp) -> str:
+        """COMMUTE or HARMFUL for the race of op ``a`` of node ``n`` with write ``b`` of node ``m``."""
+        events = self.events
+        write_first = events[m].eid < events[n].eid
+        if b.target is not None:   # OpenFlow 1.3
+            c = commute_ops13(a, b, write_first)
+        elif b.flow_mod is None or (kind == WW and a.flow_mod is None):
+            c = False   # a write without its flow mod: assume the worst
+        elif kind == WW:
+            c = self.checker.ww(a.flow_mod, b.flow_mod)  # type: ignore[arg-type]  # both checked non-None above
+        else:
+            pkt = self.packets.get(events[n])
+            c = pkt is not None and self.checker.rw(pkt, a.flow_mod, b.flow_mod,  # type: ignore[arg-type]
+                                                    write_first)   # 1.0: POX flow mods
+        return COMMUTE if c else HARMFUL
+
+
 def _pair_with_writers(events: list[HbEvent], op_nodes: list[int], related: list[int], writers_by_dpid: dict,
-                       races: list[Race], kind: str, op_kind: str, later_only: bool) -> None:
-    """Add to ``races`` every ``op_kind`` op against every unrelated write on the same switch
-    (for write/write only the later write of each pair, so no race is counted twice);
-    ``related``: per op-event position, the mask of the positions ordered with it."""
+                       writes: list[list[tuple[FlowOp, int]]], races: list[Race], kind: str,
+                       statuses: _Statuses) -> None:
+    """Add to ``races`` every write (``kind`` WW) or read (RW) op against every unrelated write on the
+    same switch, each with its status COMMUTE or HARMFUL (for write/write only the later write of
+    each pair, so no race is counted twice); ``related``: per op-event position, the mask of the
+    positions ordered with it; ``writes``: per position, the writes with their :meth:`_Statuses.column`."""
+    later_only = kind == WW
     for p, n in enumerate(op_nodes):
         ev = events[n]
-        ops = [op for op in ev.ops if op.kind == op_kind]
+        ops = [w for w, _ in writes[p]] if later_only else [op for op in ev.ops if op.kind == READ]
         if not ops:
             continue
         cand = writers_by_dpid[ev.dpid] & ~related[p]
         if later_only:
             cand &= ~((2 << p) - 1)
-        while cand:
-            low = cand & -cand
-            q = low.bit_length() - 1
-            cand ^= low
+        rows = [(a, *statuses.rows(kind, ev, a)) for a in ops]
+        eid = ev.eid
+        # Byte q is bit q of the mask (0 or 1): the set bits come out of compress in C, instead of
+        # three big-int operations (or a str.find call, which parses its arguments) per race.
+        bits = bin(cand)[:1:-1].encode().translate(_BIT_VALUES)
+        for q in compress(range(len(bits)), bits):
             m = op_nodes[q]
-            for a in ops:
+            write_first = events[m].eid < eid
+            for a, later, first in rows:
                 ta = a.target     # 1.0: None, the one table; 1.3: a table, group or meter in common
-                for b in events[m].ops:
-                    if b.kind == WRITE and (ta is None or targets_meet(ta, b.target)):
-                        races.append(Race(kind, n, a, m, b))
-
-
-def _mark_commuting(races: list[Race], events: list[HbEvent], checker: CommutativityChecker,
-                    packets: PacketMatches) -> None:
-    """Races whose two operations commute are no races: their status becomes COMMUTE.
-
-    One loop here rather than a call per race: a trace has up to a million of them."""
-    ww = checker.ww
-    rw = checker.rw
-    for r in races:
-        i_op, k_op = r.i_op, r.k_op
-        if k_op.target is not None:   # OpenFlow 1.3
-            c = commute_ops13(i_op, k_op, events[r.k].eid < events[r.i].eid)
-        elif k_op.flow_mod is None or (r.kind == WW and i_op.flow_mod is None):
-            c = False   # a write without its flow mod: assume the worst
-        elif r.kind == WW:
-            c = ww(i_op.flow_mod, k_op.flow_mod)  # type: ignore[arg-type]  # both checked non-None above
-        else:
-            pkt = packets.get(events[r.i])
-            c = pkt is not None and rw(pkt, i_op.flow_mod, k_op.flow_mod,  # type: ignore[arg-type]
-                                       events[r.k].eid < events[r.i].eid)   # 1.0: POX flow mods
-        if c:
-            r.status = COMMUTE
+                row = first if write_first else later
+                for b, col in writes[q]:
+                    if ta is not None and not targets_meet(ta, b.target):
+                        continue
+                    st = row.get(col)
+                    if st is None:
+                        st = row[col] = statuses.status(kind, n, a, m, b)
+                    races.append(Race(kind, n, a, m, b, st))
 
 
 def _time_filter(g: HbGraph, races: list[Race], delta: float) -> int:
