@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from netsleuth.model.components import components
 from netsleuth.model.flowtable import FlowTable
 from netsleuth.model.of13.pipeline import Pipeline13
 from netsleuth.model.switch import Switch
@@ -106,17 +107,4 @@ class NetworkView:
             if up and n1 in present and n2 in present:
                 nbs.setdefault(n1, []).append(n2)
                 nbs.setdefault(n2, []).append(n1)
-        out: dict[str, int] = {}
-        i = -1
-        for n in nodes:
-            if n in out:
-                continue
-            i += 1
-            out[n] = i
-            todo = [n]
-            while todo:
-                for x in nbs.get(todo.pop(), ()):
-                    if x not in out:
-                        out[x] = i
-                        todo.append(x)
-        return out
+        return components(nodes, nbs)

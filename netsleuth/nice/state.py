@@ -480,19 +480,14 @@ def _channels_delta(st: SystemState, p: SystemState) -> int:
     its parent ``p``'s: one pass over each list, queues compared by identity (no message's
     __eq__ runs), in one frame (most transitions change a channel)."""
     d = 0
-    qs, rs = st.to_ctrl, p.to_ctrl
-    for k in range(len(qs)):
-        q = qs[k]
-        r = rs[k]
-        if q is not r:
-            d += queue_delta("c", k, q, r)
-    if SystemState.hash_command_queues:
-        qs, rs = st.to_sw, p.to_sw
+    sides = ((("c", st.to_ctrl, p.to_ctrl), ("w", st.to_sw, p.to_sw)) if SystemState.hash_command_queues
+             else (("c", st.to_ctrl, p.to_ctrl),))
+    for tag, qs, rs in sides:
         for k in range(len(qs)):
             q = qs[k]
             r = rs[k]
             if q is not r:
-                d += queue_delta("w", k, q, r)
+                d += queue_delta(tag, k, q, r)
     return d
 
 

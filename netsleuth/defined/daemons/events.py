@@ -15,10 +15,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netsleuth.defined.daemons.routecheck import connected
 from netsleuth.defined.daemons.spec import DaemonNet, ospf_net
 from netsleuth.defined.topologies import parse_net
 from netsleuth.errors import NetsleuthError
+from netsleuth.model.components import components
 
 KINDS = ("link_down", "link_up", "crash", "restart")
 
@@ -172,4 +172,4 @@ def _components(routers: list[str], links: list[tuple[str, str]]) -> dict[str, i
     for a, b in links:
         peers.setdefault(a, []).append(b)
         peers.setdefault(b, []).append(a)
-    return connected(peers)
+    return components(peers, peers)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from netsleuth.defined.daemons.kroutes import KRoute
 from netsleuth.defined.daemons.spec import DaemonNet
 from netsleuth.invariants.finding import Finding
+from netsleuth.model.components import components
 
 Tables = Mapping[str, Iterable[KRoute]]
 
@@ -195,29 +196,7 @@ class Forwarding:
             if frozenset((ln.a, ln.b)) not in self.down:
                 peers.setdefault(ln.a, []).append(ln.b)
                 peers.setdefault(ln.b, []).append(ln.a)
-        return connected(peers)
-
-
-def connected(peers: Mapping[str, Iterable[str]]) -> dict[str, int]:
-    """Node -> its component's number in the graph ``peers`` (node -> its neighbours, both ways).
-
-    A walk of its own rather than networkx's ``connected_components``: the maps have tens of
-    links, and importing networkx costs some 0.4 s of CPU in every DEFINED process, more than all
-    of a run's walks together."""
-    comp: dict[str, int] = {}
-    count = 0
-    for start in peers:
-        if start in comp:
-            continue
-        comp[start] = count
-        todo = [start]
-        while todo:
-            for peer in peers.get(todo.pop(), ()):
-                if peer not in comp:
-                    comp[peer] = count
-                    todo.append(peer)
-        count += 1
-    return comp
+        return components(peers, peers)
 
 
 def check(net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = (), memo: Fibs | None = None
