@@ -102,9 +102,5 @@ class NetworkView:
         nodes = [s.name for s in self.topology.switches if self.is_switch_up(s.name)]
         nodes += [h.name for h in self.topology.hosts]
         present = set(nodes)
-        nbs: dict[str, list[str]] = {}
-        for (n1, _p1, n2, _p2), up in self.link_up.items():
-            if up and n1 in present and n2 in present:
-                nbs.setdefault(n1, []).append(n2)
-                nbs.setdefault(n2, []).append(n1)
-        return components(nodes, nbs)
+        return components(nodes, [(n1, n2) for (n1, _p1, n2, _p2), up in self.link_up.items()
+                                  if up and n1 in present and n2 in present])

@@ -9,12 +9,16 @@ numbered from 0 in the order of each one's first node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 
-def components(nodes: Iterable[str], neighbours: Mapping[str, Iterable[str]]) -> dict[str, int]:
-    """Node -> its component's number, for every node of ``nodes`` and every node reached from one
-    through ``neighbours`` (node -> its neighbours, each link listed both ways)."""
+def components(nodes: Iterable[str], links: Iterable[tuple[str, str]]) -> dict[str, int]:
+    """Node -> its component's number in the graph of ``links`` (pairs of nodes, either way round),
+    for every node of ``nodes`` and every node a link joins to one."""
+    neighbours: dict[str, list[str]] = {}
+    for a, b in links:
+        neighbours.setdefault(a, []).append(b)
+        neighbours.setdefault(b, []).append(a)
     out: dict[str, int] = {}
     count = 0
     for start in nodes:

@@ -114,7 +114,7 @@ def spare_links(net: DaemonNet) -> list[tuple[str, str]]:
     routers = [r.name for r in net.routers]
     spare = []
     for a, b in pairs:   # a bridge: without it (and any link parallel to it) its two ends are apart
-        comp = _components(routers, [x for x in pairs if {*x} != {a, b}])
+        comp = components(routers, [x for x in pairs if {*x} != {a, b}])
         if comp[a] == comp[b]:
             spare.append((a, b))
     return spare
@@ -154,7 +154,7 @@ def fuzz_workload(net: DaemonNet, steps: int, rng: random.Random, start: int = 5
             out += [ExtEvent(t, "crash", r), ExtEvent(t + 2, "restart", r)]
         else:
             a, b = links[rng.randrange(len(links))]
-            if (a, b) not in down and set(_components(routers, [x for x in links if x not in down and x != (a, b)]
+            if (a, b) not in down and set(components(routers, [x for x in links if x not in down and x != (a, b)]
                                                       ).values()) == {0}:
                 out.append(ExtEvent(t, "link_down", a, b))
                 down.append((a, b))
@@ -165,11 +165,3 @@ def fuzz_workload(net: DaemonNet, steps: int, rng: random.Random, start: int = 5
         t += rng.randint(8, 16)
     return out
 
-
-def _components(routers: list[str], links: list[tuple[str, str]]) -> dict[str, int]:
-    """Router -> its component's number (0 first) in the graph of ``links``: maps here have tens of links."""
-    peers: dict[str, list[str]] = {r: [] for r in routers}
-    for a, b in links:
-        peers.setdefault(a, []).append(b)
-        peers.setdefault(b, []).append(a)
-    return components(peers, peers)

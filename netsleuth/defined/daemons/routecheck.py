@@ -191,12 +191,8 @@ class Forwarding:
 
     def components(self) -> dict[str, int]:
         """Router -> a number that exactly the routers the live links connect share."""
-        peers: dict[str, list[str]] = {r.name: [] for r in self.net.routers}
-        for ln in self.net.links:
-            if frozenset((ln.a, ln.b)) not in self.down:
-                peers.setdefault(ln.a, []).append(ln.b)
-                peers.setdefault(ln.b, []).append(ln.a)
-        return components(peers, peers)
+        return components([r.name for r in self.net.routers],
+                          [(ln.a, ln.b) for ln in self.net.links if frozenset((ln.a, ln.b)) not in self.down])
 
 
 def check(net: DaemonNet, tables: Tables, down: Iterable[frozenset[str]] = (), memo: Fibs | None = None

@@ -154,6 +154,13 @@ class Road:
             got = self._keys[id(orig)] = (orig, {-1: _agreed(orig)})
         return got[1]
 
+    def keys_of_all(self, origs: Sequence[HS13]) -> list[dict[int, Any]]:
+        """:meth:`keys_of` of each of ``origs`` (a wave's header sets, most of them met before: the
+        ones remembered are found in one pass, with no call each)."""
+        rkeys = self._keys
+        return [got[1] if got is not None and got[0] is orig else self.keys_of(orig)
+                for got, orig in zip(map(rkeys.get, map(id, origs)), origs, strict=True)]
+
 
 _KEYS = 1 << 17   # header sets a road remembers keys for (then it forgets them all)
 
@@ -261,7 +268,6 @@ def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]
     road = net.road
     comp = net.compiled(s)
     here = (s, p)
-    rkeys = road._keys
     if not group:
         return []
     # the usual wave: every hop of one mapping object and none a loop, walked together as they come
@@ -271,21 +277,15 @@ def _walk_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]]
     if False not in map(is_, map(_FOURTH, items), repeat(sym)) and True not in map(contains, map(_FIFTH, items),
                                                                                    repeat(here)):
         origs: list[HS13] = list(map(_THIRD, items))
-        keyss = [got[1] if got is not None and got[0] is orig else road.keys_of(orig)   # Road.keys_of, inline
-                 for got, orig in zip(map(rkeys.get, map(id, origs)), origs, strict=True)]
-        return _walk_many(comp, keyss, origs, sym, s, p)
+        return _walk_many(comp, road.keys_of_all(origs), origs, sym, s, p)
     out: list[Walked | None] = [None] * len(group)
     # per mapping (by the id of its object: every hop, and so its mapping, is held meanwhile):
     # the mapping, and its hops' places, keys and header sets
     by_sym: dict[int, tuple[Sym, list[int], list[dict[int, Any]], list[HS13]]] = {}
     last: Any = None
-    for j, x in enumerate(group):
-        item = x[1]
-        if here in item[4]:
-            continue   # a loop
+    live = [(j, x[1]) for j, x in enumerate(group) if here not in x[1][4]]   # (not a loop)
+    for (j, item), keys in zip(live, road.keys_of_all([item[2] for _j, item in live]), strict=True):
         orig = item[2]
-        got = rkeys.get(id(orig))   # Road.keys_of, inline
-        keys = got[1] if got is not None and got[0] is orig else road.keys_of(orig)
         if item[3] is not last:   # (the hops of a batch mostly share one)
             last = item[3]
             b = by_sym.get(id(last))
