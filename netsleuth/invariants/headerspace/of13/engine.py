@@ -80,7 +80,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, road_hop, road_wave, send_copies
+from netsleuth.invariants.headerspace.of13.road import Road, copies, road_hop, road_wave
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -378,7 +378,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
         events.append(("drops", None, HsaEvent13(orig, s, path, rules, choices, "switch is down")))
         return events, pushes
     sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
-    where = net.road.where   # port_leads of the view, kept per (switch, port)
+    road = net.road
     for br in sw.run(orig, sym, p):
         r2 = rules + tuple([(s, t, e) for t, e in br.rules])
         ch = choices + br.choices
@@ -391,7 +391,9 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
                 why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
                 events.append(("filtered", s, HsaEvent13(o, s, path, r2, ch, why)))
             continue
-        send_copies(where, HsaEvent13, s, o, path, r2, ch, br.emits, events, pushes)
+        got = copies(road, view, s, o, path, r2, ch, br.emits)
+        events += got[0]
+        pushes += got[1]
     return events, pushes
 
 
