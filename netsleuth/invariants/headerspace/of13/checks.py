@@ -466,8 +466,9 @@ def _delivered_whole(r: Reach13, dst: str, P: Sequence[Term]) -> bool:
         return False
     if len(evs) == 1:   # (one delivery, most often of the very terms of P: one comparison of them all)
         got = evs[0].hs.terms
-        return got == P or _covered(P, got)
-    return _covered(P, [t for e in evs for t in e.hs.terms])
+        return bool(got) and (got == P or _covered(P, got))
+    terms = [t for e in evs for t in e.hs.terms]
+    return bool(terms) and _covered(P, terms)
 
 
 def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
