@@ -656,6 +656,20 @@ def test_a_pair_s_mac_space_is_the_injected_headers_cut_to_its_macs():
         assert C13.eth_space13(a, b).terms == C13._INJECTED.intersect_wc((w, C13._ETH_M)).terms
 
 
+def test_a_source_s_pair_spaces_built_together_are_each_pair_s():
+    """eth_terms13 (a full check's pair spaces, a source's all at once) gives each destination
+    the very terms eth_space13 gives the pair, in the destinations' order."""
+    import random
+
+    from netsleuth.invariants.headerspace.of13 import checks as C13
+
+    rng = random.Random(11)
+    for _ in range(30):
+        a = rng.getrandbits(48)
+        dsts = [rng.choice([rng.getrandbits(48), 0xFFFFFFFFFFFF, 0, a]) for _ in range(rng.randrange(0, 9))]
+        assert C13.eth_terms13(a, dsts) == [C13.eth_space13(a, b).terms for b in dsts]
+
+
 def test_distinct_differences_of_one_mask_need_no_duplicate_removal():
     """make_term's ``distinct`` (what a table-miss piece after a table's lone candidates passes):
     distinct wildcards of one mask, values inside it, a base value inside its mask -- the very

@@ -233,6 +233,20 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
     return HS13(based_terms(_ETH_PLAN, w))
 
 
+def eth_terms13(src_mac: int, dst_macs: Sequence[int]) -> list[tuple[Term, ...]]:
+    """``eth_space13(src_mac, d).terms`` of each ``d`` of ``dst_macs`` (a source's peers), built in
+    one comprehension for them all: a full check asks for every pair's, and a call or two per
+    pair would cost more than putting its terms together."""
+    pairs = None if _ETH_PLAN is None else _ETH_PLAN[0]
+    if pairs is None:
+        return [eth_space13(src_mac, d).terms for d in dst_macs]
+    s = (src_mac & _MAC) << _SRC_SH
+    n = len(pairs)
+    flat = [(v | w, nm, ((d0 | w, c0), (d1 | w, c1)))
+            for w in [s | ((d & _MAC) << _DST_SH) for d in dst_macs] for v, nm, d0, c0, d1, c1 in pairs]
+    return [tuple(flat[j:j + n]) for j in range(0, len(flat), n)]
+
+
 def _eth_shapes() -> list[Shape] | None:
     """The injected terms as ``make_term`` clips them to any pair's MACs: (base value, base mask
     with the MACs', the differences as (value, mask with the base's and the MACs'), whether two
@@ -389,7 +403,9 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
     mine: list[Finding] = []
     loose = tuple(t for _n, t in punts.loose)
     fixed = punts.fixed
-    for dst in peers:
+    # every pair's terms at once in a full check (with a memo, most pairs are not judged again)
+    eths = eth_terms13(src.mac, [d.mac for d in peers]) if memo is None else None
+    for j, dst in enumerate(peers):
         if dst is src:
             continue
         key = None
@@ -410,12 +426,12 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
                     continue
         # the usual verdict first, on the pair's MACs alone: the pair's space lies in them, term
         # by term, so what covers them covers it (and the exact subtraction would find nothing)
-        eth = eth_space13(src.mac, dst.mac)
-        if _delivered_whole(r, dst.name, eth):
+        terms = eth_space13(src.mac, dst.mac).terms if eths is None else eths[j]
+        if _delivered_whole(r, dst.name, terms):
             bad = _NOTHING
         else:
-            P = pair_space13(src.mac, dst.mac, src.ip, dst.ip, eth)
-            bad = _NOTHING if _delivered_whole(r, dst.name, P) else _unreached(r, dst, P, punts)
+            P = pair_space13(src.mac, dst.mac, src.ip, dst.ip, HS13(terms))
+            bad = _NOTHING if _delivered_whole(r, dst.name, P.terms) else _unreached(r, dst, P, punts)
         if not bad.terms:
             if memo is not None:
                 memo[dst.name] = (key, None)
@@ -439,14 +455,20 @@ def source_pairs13(r: Reach13, loc: R.Port, src: Any, peers: list[Any], ok: Call
     return mine
 
 
-def _delivered_whole(r: Reach13, dst: str, P: HS13) -> bool:
-    """Whether, without SELECT groups, every term of the pair's space ``P`` lies in one term
+def _delivered_whole(r: Reach13, dst: str, P: Sequence[Term]) -> bool:
+    """Whether, without SELECT groups, every term of the pair's space ``P`` (its terms) lies in one term
     delivered to ``dst`` (the usual verdict, which then costs neither the index of what
     reaches nor a subtraction: what :func:`_good` gathers holds those terms, or wider ones)."""
     if r.alts:
         return False
-    got = [t for e in r.delivered.get(dst, ()) for t in e.hs.terms]
-    return bool(got) and _covered(P, got)
+    evs = r.delivered.get(dst)
+    if not evs:
+        return False
+    if len(evs) == 1:   # (one delivery, most often of the very terms of P: one comparison of them all)
+        got = evs[0].hs.terms
+        return bool(got) and (got == P or _covered(P, got))
+    terms = [t for e in evs for t in e.hs.terms]
+    return bool(terms) and _covered(P, terms)
 
 
 def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
@@ -454,16 +476,17 @@ def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
     (nor go to a live controller or a drop on purpose); empty terms left out."""
     good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
     # the usual verdict, every pair's header in one term of good, costs no subtraction
-    if _covered(P, good.terms):
+    if _covered(P.terms, good.terms):
         return _NOTHING
     return (P - good.clip_to(P)).prune()
 
 
-def _covered(P: HS13, terms: Sequence[Term]) -> bool:
-    """Whether each term of ``P`` lies in one of ``terms``, as :func:`term_covers` tells (True is right).
-    A term equal to one of ``terms`` is found by comparing first: a pair's class of headers, split
-    off at its first hop and delivered whole, has the very terms of the pair's space."""
-    for t in P.terms:   # (a loop, not all() of a generator: this runs for every host pair)
+def _covered(P: Sequence[Term], terms: Sequence[Term]) -> bool:
+    """Whether each term of ``P`` (a space's terms) lies in one of ``terms``, as :func:`term_covers`
+    tells (True is right).  A term equal to one of ``terms`` is found by comparing first: a pair's
+    class of headers, split off at its first hop and delivered whole, has the very terms of the
+    pair's space."""
+    for t in P:   # (a loop, not all() of a generator: this runs for every host pair)
         if t in terms:
             continue
         for g in terms:

@@ -72,7 +72,7 @@ import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any
 
@@ -80,7 +80,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.headerspace.ingress import ingress_points
-from netsleuth.invariants.headerspace.of13.road import Road, road_hop, road_wave, send_copies
+from netsleuth.invariants.headerspace.of13.road import Road, copies, road_hop, road_wave
 from netsleuth.invariants.headerspace.of13.space import HS13, union13
 from netsleuth.invariants.headerspace.of13.switch13 import Compiled13, _Switch13, signature13
 from netsleuth.invariants.headerspace.of13.symbolic import IDENTITY, Sym, Unsupported13
@@ -267,11 +267,13 @@ def explore_all13(net: Net13, ingresses: list[Port], budget: int = DEFAULT_BUDGE
             continue
         reach = reaches[ing] = Reach13(ing)
         stack = [roots[n]]
+        events: list[Event13] = []
         while stack:   # explore13's order
             own, kids = stack.pop()
             if own:
-                _file(reach, own)
+                events += own
             stack.extend(kids)
+        _file(reach, events)   # (in one call: most of the hops' events are one delivery each)
         reach.hops = counts[n]
     return reaches
 
@@ -292,9 +294,7 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
     over: set[int] = set()   # ingresses past the budget (walked again on their own)
     while wave:
         nxt: dict[Port, list[tuple[int, Hop13, list[Any]]]] = {}
-
-        def other(n: int, item: Hop13, node: list[Any], got: Any, nxt: dict[Port, list[Any]] = nxt) -> None:
-            _wave_node(net, alts, n, item, node, got, nxt)
+        other = partial(_wave_node, net, alts, nxt)   # (a C call: no frame of its own per hop)
 
         # each ingress's hops in this wave counted at once (a hop of an ingress past the budget is not run)
         for n, c in Counter(map(_FIRST, itertools.chain.from_iterable(wave.values()))).items():
@@ -312,8 +312,8 @@ def _waves(net: Net13, ingresses: list[Port], budget: int) -> tuple[list[list[An
 _FIRST = itemgetter(0)
 
 
-def _wave_node(net: Net13, alts: dict[int, int], n: int, item: Hop13, node: list[Any],
-               got: tuple[list[Event13], list[Hop13]] | None, nxt: dict[Port, list[Any]]) -> None:
+def _wave_node(net: Net13, alts: dict[int, int], nxt: dict[Port, list[Any]], n: int, item: Hop13, node: list[Any],
+               got: tuple[list[Event13], list[Hop13]] | None) -> None:
     """File a hop of :func:`_waves` that ends in events or pushes other than one hop (``got``: its
     result on the short road, None: run it the general way): its events in ``node``, and the hops
     it pushes, each with a node of its own, into the next wave ``nxt`` (a hop with no event that
@@ -378,7 +378,7 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
         events.append(("drops", None, HsaEvent13(orig, s, path, rules, choices, "switch is down")))
         return events, pushes
     sw = (switch or _Switch13)(net.compiled(s), net.node_ids, alts)
-    where = net.road.where   # port_leads of the view, kept per (switch, port)
+    road = net.road
     for br in sw.run(orig, sym, p):
         r2 = rules + tuple([(s, t, e) for t, e in br.rules])
         ch = choices + br.choices
@@ -391,7 +391,9 @@ def hop13(net: Net13, item: Hop13, alts: dict[int, int],
                 why = f"{s} {br.end}" if not br.rules or "no rule" in br.end else f"{rule} has no output (drop)"
                 events.append(("filtered", s, HsaEvent13(o, s, path, r2, ch, why)))
             continue
-        send_copies(where, HsaEvent13, s, o, path, r2, ch, br.emits, events, pushes)
+        got = copies(road, view, s, o, path, r2, ch, br.emits)
+        events += got[0]
+        pushes += got[1]
     return events, pushes
 
 

@@ -100,7 +100,7 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
     # the candidates' values against the terms' bases: once when the bases agree on the bits checked
     one = all(b == both0 and not (v ^ t0) & b for v, b in per)
     same: dict[int, list[int]] = {}
-    k = 0
+    evs: list[int] = []   # the values of the candidates done, in order
     for i in cands:
         ev, mi = ws[i]
         if mi != em or ev & notem or (other and _meets(other, ev)):
@@ -110,14 +110,19 @@ def lone_runs(ts: list[Term], cands: list[int], ws: dict[int, tuple[int, int]], 
         lst = [i]
         if same.setdefault(ev, lst) is not lst:
             break   # a better-ranked candidate of the same wildcard shadows it
-        k += 1
-        mine = based_terms(plan, ev)
+        evs.append(ev)
+    # their pieces built together, then filed candidate by candidate (nothing else is filed meanwhile)
+    built = based_terms_many(plan, evs)
+    n = len(shapes)
+    j = 0
+    for i in cands[:len(evs)]:
         filed = pieces.get(i)
         if filed is None:
-            pieces[i] = mine
+            pieces[i] = built[j:j + n]
         else:
-            filed.extend(mine)
-    return k, same
+            filed += built[j:j + n]
+        j += n
+    return len(evs), same
 
 
 def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int,
@@ -193,6 +198,15 @@ def based_terms(plan: Plan, w: int) -> list[Term]:
             d0, c0, d1, c1 = two
             out.append((nv, nm, ((d0 | nv, c0), (d1 | nv, c1))))
     return out
+
+
+def based_terms_many(plan: Plan, ws: Sequence[int]) -> list[Term]:
+    """:func:`based_terms` of each of ``ws``, one after the other in one list (one comprehension
+    for them all when the shapes' differences are pairs: the first hop's hundred and more pieces)."""
+    pairs, _shapes = plan
+    if pairs is None:
+        return [t for w in ws for t in based_terms(plan, w)]
+    return [(v | w, nm, ((d0 | w, c0), (d1 | w, c1))) for w in ws for v, nm, d0, c0, d1, c1 in pairs]
 
 
 def based(nv: int, kept: Sequence[tuple[int, int]], repeat: bool) -> tuple[tuple[int, int], ...]:

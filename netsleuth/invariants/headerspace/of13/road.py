@@ -12,7 +12,7 @@ branch, per-action dispatch and the per-port classification of its copies every 
   (:func:`_step`): the copies its outputs emit, why an output that emits nothing sent
   nothing, its write-metadata and goto, or ``None`` when the entry needs the general run
   (write-actions, any action but an output);
-* per (switch, port), where a copy sent out of it goes in this view (:meth:`Road.where`);
+* per (switch, port), where a copy sent out of it goes in this view (:func:`copies`);
 * per header set (a class keeps its object from hop to hop) and set of bits a table view
   tests, the distinct (value, mask) its terms show of those bits (:meth:`Road.keys_of`):
   all that ``_TableView.whole`` reads of them, so the big-int masking of every term is
@@ -42,7 +42,7 @@ probes for all their keys in one ``map`` (``_TableView.fixed_best_many``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import contains, is_, itemgetter
 from typing import Any
@@ -136,14 +136,6 @@ class Road:
             up = self._up[s] = self._view.is_switch_up(s)
         return up
 
-    def where(self, s: str, q: int) -> tuple[int, Any]:
-        """Where a copy out of ``s:q`` goes in the network's view: (0, (switch, port)) to a
-        switch, (1, host) to a host, (2, None) to the controller, (3, why) nowhere (a blackhole)."""
-        got = self._where.get((s, q))
-        if got is None:
-            got = self._where[(s, q)] = port_leads(self._view, s, q)
-        return got
-
     def keys_of(self, orig: HS13) -> dict[int, Any]:
         """What ``orig``'s terms show of each set of bits (see :func:`road_hop`), by the number of
         those bits (``_TableView.bid``; and under -1, :func:`_agreed` of ``orig``)."""
@@ -208,7 +200,7 @@ def road_hop(net: Any, item: Hop13, noted: list[Any] | None = None) -> tuple[lis
         return None   # the general run tells why nothing was sent
     if seen is not None:
         noted.extend((tt, orig, sym, p, m, tid) for tt, m in seen)   # type: ignore[union-attr]
-    return _copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
+    return copies(road, view, s, orig, path + (here,), rules + tuple(took), choices, emits)
 
 
 def road_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]], nxt: dict[Any, list[Any]],
@@ -251,7 +243,7 @@ def road_wave(net: Any, s: str, p: int, group: Sequence[tuple[int, Hop13, Any]],
                 s2, p2, put = to
                 put((n, (s2, p2, orig, qsym, path, rules, choices), node))
                 continue
-        other(n, item, node, _copies(road, view, s, orig, path, rules, choices, emits))
+        other(n, item, node, copies(road, view, s, orig, path, rules, choices, emits))
 
 
 _UNSEEN = object()   # (road_wave: a port not looked up yet)
@@ -431,10 +423,10 @@ def _entry_step(tv: _TableView, comp: Compiled13, entry: FlowEntry13, sym: Sym, 
     return st
 
 
-def _copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], rules: tuple[Any, ...],
+def copies(road: Road, view: Any, s: str, orig: HS13, path: tuple[Any, ...], rules: tuple[Any, ...],
             choices: tuple[Any, ...], emits: tuple[Emission, ...]) -> tuple[list[Event13], list[Hop13]]:
-    """:func:`send_copies` with the road's map of where copies go, inline (the same events and
-    pushed hops, in the same order)."""
+    """The events and pushed hops of a hop's copies ``emits`` out of switch ``s``, in emission order
+    (where each goes: :func:`port_leads` of the view, kept in the road per (switch, port))."""
     events: list[Event13] = []
     pushes: list[Hop13] = []
     where = road._where
@@ -498,20 +490,3 @@ def port_leads(view: Any, s: str, q: int) -> tuple[int, Any]:
     if peer[0] in view.switches:
         return 0, peer
     return 1, peer[0]
-
-
-def send_copies(where: Callable[[str, int], tuple[int, Any]], event: type, s: str, orig: HS13,
-                path: tuple[Any, ...], r2: tuple[Any, ...], choices: tuple[Any, ...], emits: Iterable[Emission],
-                events: list[Event13], pushes: list[Hop13]) -> None:
-    """The events and pushed hops of a hop's copies ``emits`` out of switch ``s``, in emission order,
-    appended to ``events`` and ``pushes`` (``where``: :func:`port_leads` of the view, or a cache of it)."""
-    for em in emits:
-        kind, x = where(s, em.port)
-        if kind == 0:
-            pushes.append((x[0], x[1], orig, em.sym, path, r2, choices))
-        elif kind == 1:
-            events.append(("delivered", x, event(orig, x, path, r2, choices, "", em.sym)))
-        elif kind == 2:
-            events.append(("punted", s, event(orig, s, path, r2, choices)))
-        else:
-            events.append(("drops", None, event(orig, s, path, r2, choices, x)))

@@ -182,11 +182,20 @@ _PORT_FULL = (1 << 32) - 1
 
 def _port_records(recs: dict[Any, list[Record]], in_port: int) -> list[Record]:
     """The records of :func:`translated_entries` that match headers coming in on ``in_port``, in rank order."""
-    mine = recs.get(in_port, []) + recs.get(None, [])
+    mine = recs.get(in_port, [])
+    anyport = recs.get(None)
+    if anyport:
+        # (a table's catch-all, say, after the entries of its port: then in order as they are)
+        ordered = not mine or mine[-1][0] < anyport[0][0]
+        mine = mine + anyport
+    else:
+        ordered = True
     for key, lst in recs.items():
         if type(key) is tuple and in_port & key[1] == key[0]:
-            mine += lst
-    mine.sort(key=_RANK)
+            mine = mine + lst   # (a new list: recs keeps its own)
+            ordered = False
+    if not ordered:
+        mine.sort(key=_RANK)
     return mine
 
 
