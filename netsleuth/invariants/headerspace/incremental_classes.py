@@ -279,10 +279,12 @@ class _ClassTracker:
         touched: dict[int, _Touched] = {}
         redo = self._crossed(switch, ip, v, m)
         # ingress ports on the switch: their entries (so their classes) may have changed
-        for ing in self._sws[switch].ingresses:
-            if ip is not None and ing[1] != ip:
-                continue
-            self._ingress_port(ing, v, m, touched, redo)
+        ins = self._sws[switch].ingresses
+        if ip is None:
+            for ing in ins.values():
+                self._ingress_port(ing, v, m, touched, redo)
+        elif ip in ins:  # (a fixed in_port: one probe, not a look at each of the switch's)
+            self._ingress_port(ins[ip], v, m, touched, redo)
         # general-engine ingresses whose exploration went through the switch
         seen_at = self._seen_at
         for ing in seen_at.get(switch, ()) if seen_at else ():  # (none in the usual network)
@@ -348,7 +350,7 @@ class _ClassTracker:
             ids = ids_of[t]
             if ids is None:
                 continue
-            live = [x for x in xs if (x & _IDM) in ids]
+            live = ids.having(xs)
             if not live:
                 continue
             if len(live) > 1:
