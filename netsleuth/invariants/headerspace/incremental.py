@@ -426,8 +426,8 @@ class IncrementalHSA(_ClassTracker):
                 self._set(self._loops, ing, H.loop_items(self._analysis(ing, ()), ing) if r is not None else [])
             if tc.general or tc.drops:
                 xs = self._dropx.get(t, ())
-                a1 = self._analysis(ing, xs)
-                self._set(self._holes, ing, H.drop_items(a1, ing, self._comp, self._macs)
+                # (the analysis only when there is something to judge: the first look asks at every ingress)
+                self._set(self._holes, ing, H.drop_items(self._analysis(ing, xs), ing, self._comp, self._macs)
                           if xs or ing in self._reach else [])
             if tc.general or tc.ids or tc.classes:
                 self._set(self._pairs, ing, self._pair_findings(ing, t, tc))
