@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from netsleuth.gcpause import gc_paused
 from netsleuth.invariants.forwarding import Finding
 from netsleuth.invariants.headerspace import checks as H
 from netsleuth.invariants.headerspace import reachability as HR
@@ -102,7 +103,8 @@ class IncrementalHSA(_ClassTracker):
     # (slots, as the tracker's: see there)
     __slots__ = ("view", "_state", "_versions", "_steady", "_of13", "_found", "_vrec", "_changes", "full_checks",
                  "partial_checks", "reexplored", "_reach", "_seen", "_loops", "_holes", "_pairs", "_memo",
-                 "_suspect0", "_susp", "_A", "_comp", "_macs", "_ok", "_by_mac", "_senders", "_changed")
+                 "_suspect0", "_susp", "_A", "_comp", "_macs", "_ok", "_okd", "_by_mac", "_senders", "_one_src",
+                 "_changed")
 
     def __init__(self) -> None:
         self.view: NetworkView | None = None   # the view of the last full check
@@ -157,7 +159,9 @@ class IncrementalHSA(_ClassTracker):
 
     def findings(self) -> dict[str, list[Finding]]:
         found = self._found
-        return {kind: list(found[kind]) for kind in KINDS}
+        # (spelled out, not a comprehension over KINDS: a flow_mod's fixed cost)
+        return {"loops": found["loops"][:], "blackholes": found["blackholes"][:],
+                "reachability": found["reachability"][:]}
 
     # ------------------------------------------------------------------ state
     @staticmethod
@@ -215,6 +219,14 @@ class IncrementalHSA(_ClassTracker):
         if self._of13:  # OpenFlow 1.3 pipelines: the 1.3 engine, a full check every time
             self._found = H.check_all(view)
             return
+        # The index is millions of classes in a few big maps and arrays, and makes no cycle: with
+        # the cyclic GC running, its young collections would each traverse the maps made so far
+        # (the class -> outcome map alone holds 5 M entries at FatTree K=16), a tenth of the build.
+        with gc_paused():
+            self._build(view, steady)
+
+    def _build(self, view: NetworkView, steady: _SteadyView) -> None:
+        """The full check's index and findings (see :meth:`_full`)."""
         net = self._net = _RecordingNet(steady)
         points = ingress_points(steady)
         self._ingresses = list(points)
@@ -232,7 +244,7 @@ class IncrementalHSA(_ClassTracker):
         # ports, links and switches stay as they are till the next full check:
         self._sws = switch_records(net, steady.peers())
         for ing in self._ingresses:
-            self._sws[ing[0]].ingresses.append(ing)
+            self._sws[ing[0]].ingresses[ing[1]] = ing
         if all(hasattr(sw.table, "version") for sw in view.switches.values()):
             # every table's change counter, kept in its switch's record (see _only_changed)
             for name, rec in self._sws.items():
@@ -267,10 +279,16 @@ class IncrementalHSA(_ClassTracker):
         self._comp = R.components(steady)
         self._macs = R.mac_hosts(steady)
         self._ok = R.controller_checker(steady)
+        # (asked per flow_mod: a dictionary probe, not a call)
+        self._okd = {name: self._ok(name) for name in steady.switches}
         self._by_mac = {h.mac: h for h in steady.topology.hosts}
         self._senders: dict[Port, list[tuple[Any, list]]] = {}
         for src, loc, peers in HR.senders(steady, self._A, self._comp):
             self._senders.setdefault(loc, []).append((src, peers))
+        # the ingresses of one sender whose switch's controller is live: one class per pair when
+        # the port's pattern is the pair's (see _pair_findings), by far the usual ingress
+        self._one_src = {loc: srcs[0][0] for loc, srcs in self._senders.items()
+                         if len(srcs) == 1 and self._okd[loc[0]]}
         restset = set(rest)
         self._suspect0 = self._suspect_pairs(b)
         touched = {}
@@ -408,8 +426,8 @@ class IncrementalHSA(_ClassTracker):
                 self._set(self._loops, ing, H.loop_items(self._analysis(ing, ()), ing) if r is not None else [])
             if tc.general or tc.drops:
                 xs = self._dropx.get(t, ())
-                a1 = self._analysis(ing, xs)
-                self._set(self._holes, ing, H.drop_items(a1, ing, self._comp, self._macs)
+                # (the analysis only when there is something to judge: the first look asks at every ingress)
+                self._set(self._holes, ing, H.drop_items(self._analysis(ing, xs), ing, self._comp, self._macs)
                           if xs or ing in self._reach else [])
             if tc.general or tc.ids or tc.classes:
                 self._set(self._pairs, ing, self._pair_findings(ing, t, tc))
@@ -428,12 +446,13 @@ class IncrementalHSA(_ClassTracker):
 
     def _pair_findings(self, ing: Port, t: int, tc: _Touched) -> list[Finding]:
         """The unreachable host pairs whose traffic enters at ``ing`` (before grouping)."""
-        srcs = self._senders.get(ing)
-        if not srcs:
-            return []
+        src = self._one_src.get(ing)
         ids = self._ids[t]
         ok = self._ok
-        if len(srcs) != 1 or ids is None or self._masks[t] != HR.PAIR_FIXED or not ok(ing[0]):
+        if src is None or ids is None or self._masks[t] != HR.PAIR_FIXED:
+            srcs = self._senders.get(ing)
+            if not srcs:
+                return []
             # not one class per pair: judge the ingress as a full check does
             self._susp.pop(t, None)
             shifted = t << TAG_SHIFT
@@ -443,7 +462,6 @@ class IncrementalHSA(_ClassTracker):
         # One class per pair: a pair needs a look iff its class does not end at the
         # destination, at a live controller or at a drop rule (what a full check's bulk
         # pass decides); only pairs whose class moved are looked at again.
-        src = srcs[0][0]
         susp = self._susp.get(t)
         changed: Iterable[int] = tc.classes
         if susp is None:
@@ -453,14 +471,7 @@ class IncrementalHSA(_ClassTracker):
             # the first look: only the classes the bulk pass does not call fine
             changed = [j | shifted for j in ids] if first is None else first.get(t, [])
         out = self._out
-        maybe = []
-        for x in changed:
-            susp.pop(x, None)
-            o = out.get(x)
-            # (punted to a live controller or dropped by a drop rule: fine whichever pair it is,
-            # the usual end of a class a flow_mod moved; no need to read its key)
-            if o is not None and o[0] != "f" and (o[0] != "p" or not ok(o[1])):
-                maybe.append(x)
+        maybe = self._maybe_unreachable(changed, susp)
         for x, d in HR.pair_keys(maybe, src, self._by_mac, self._comp) if maybe else ():
             o = out[x]
             if o[0] == "d" and o[1] == d.name:
@@ -481,6 +492,29 @@ class IncrementalHSA(_ClassTracker):
                 f = HR.judge_pair(a1, idx, ing, src, d, ok)
                 susp[x] = _FINE if f is None else f
         return [f for _x, f in sorted(susp.items()) if f is not _FINE]
+
+    def _maybe_unreachable(self, xs: Iterable[int], susp: dict[int, Any]) -> list[int]:
+        """Those of the classes ``xs`` of a one-pair-per-class ingress that may be an unreachable
+        pair now (each dropped from ``susp``, its ingress's suspects, first)."""
+        out, okd, by_mac = self._out, self._okd, self._by_mac
+        maybe = []
+        for x in xs:
+            susp.pop(x, None)
+            o = out.get(x)
+            if o is None:
+                continue
+            kind = o[0]
+            if kind == "d":
+                # delivered to the host its destination MAC names (the usual end of a class a
+                # flow_mod moved): fine, whichever pair it is
+                d = by_mac.get(HR.pair_dst_mac(x))
+                if d is not None and d.name == o[1]:
+                    continue
+            elif kind == "f" or (kind == "p" and okd[o[1]]):
+                # (dropped by a drop rule or punted to a live controller: fine whichever pair it is)
+                continue
+            maybe.append(x)
+        return maybe
 
     # ------------------------------------------------------------------ findings
     def _assemble(self) -> None:

@@ -171,8 +171,6 @@ class _ClassTracker:
     def _status(self, cell: Port) -> int | None:
         """How the batch engine meets classes at ``cell``: the port's one pattern, or None
         (several patterns: general engine; or a switch that is down)."""
-        net = self._net
-        assert net is not None
         s, p = cell
         rec = self._sws[s]
         if not rec.up:
@@ -189,6 +187,8 @@ class _ClassTracker:
                     return next(iter(own.values())).mask
             elif not own and len(wild) == 1:
                 return next(iter(wild.values())).mask
+        net = self._net
+        assert net is not None
         pi = net.compiled(s).port(p)
         return pi.fast_mask if pi.ids is not None else None
 
@@ -279,10 +279,12 @@ class _ClassTracker:
         touched: dict[int, _Touched] = {}
         redo = self._crossed(switch, ip, v, m)
         # ingress ports on the switch: their entries (so their classes) may have changed
-        for ing in self._sws[switch].ingresses:
-            if ip is not None and ing[1] != ip:
-                continue
-            self._ingress_port(ing, v, m, touched, redo)
+        ins = self._sws[switch].ingresses
+        if ip is None:
+            for ing in ins.values():
+                self._ingress_port(ing, v, m, touched, redo)
+        elif ip in ins:  # (a fixed in_port: one probe, not a look at each of the switch's)
+            self._ingress_port(ins[ip], v, m, touched, redo)
         # general-engine ingresses whose exploration went through the switch
         seen_at = self._seen_at
         for ing in seen_at.get(switch, ()) if seen_at else ():  # (none in the usual network)
@@ -301,8 +303,9 @@ class _ClassTracker:
         if ip is None:
             at: Iterable[Port] = self._cells_of.get(switch, ())
         else:  # (the usual flow_mod: one cell, no walk over the switch's)
-            rec = recs.get((switch, ip))
-            at = ((switch, ip),) if rec is not None and rec.keys is not None else ()
+            cell = (switch, ip)
+            rec = recs.get(cell)
+            at = (cell,) if rec is not None and rec.keys is not None else ()
         for cell in at:
             rec = recs[cell]
             stat = self._status(cell)
@@ -337,32 +340,22 @@ class _ClassTracker:
         up after ``_FAST_ROUNDS`` hops: the class came in at the cell at hop the cell's ``depth`` at
         the latest, and a walk from there that needs more hops than the rest of the budget
         starts over from the ingress."""
-        masks, ids_of = self._masks, self._ids
         start = self._from
-        todo: list[tuple[int, list[int]]] = []
-        skip: set[int] = set()
         for t, xs in redo.items():
             tc = touched.get(t)
             if tc is None:
                 tc = touched[t] = _Touched()
-            ids = ids_of[t]
-            if ids is None:
-                continue
-            live = [x for x in xs if (x & _IDM) in ids]
+            ids = self._ids[t]
+            live = ids.having(xs) if ids is not None else None
             if not live:
                 continue
             if len(live) > 1:
                 live.sort()
-            if start is not None:
-                self._skippable(start[0], t, live, skip)
             tc.classes.update(live)
-            for x in live:
-                if x not in skip:
-                    self._unindex(x)
             self.reanalysed += len(live)
-            todo.append((t, live))
-        for t, live in todo:
-            ing, mask = self._ingresses[t], masks[t]
+            # (each class touches only its own entries of the index: one class at a time)
+            skip = self._skippable(start[0], t, live) if start is not None else ()
+            ing, mask = self._ingresses[t], self._masks[t]
             for x in live:
                 if x in skip:
                     assert start is not None
@@ -373,27 +366,30 @@ class _ClassTracker:
                         self._stale.add(x)
                         self._note(x, key, touched)
                         continue
-                    self._unindex(x)  # (out of hops: from the ingress)
+                    # (out of hops: from the ingress)
+                self._unindex(x)
                 key, path = self._walk(ing, mask, x)
                 assert key is not None  # (from the ingress: an outcome within the whole budget)
                 self._index(x, mask, path)
                 self._note(x, key, touched)
 
-    def _skippable(self, s: str, t: int, xs: list[int], skip: set[int]) -> None:
-        """Add to ``skip`` the classes ``xs`` of ingress number ``t`` that may be traced from the
-        flow_mod's cell on (see _retrace): in the full check's index and never re-traced since,
-        not given to the general engine, from an ingress on another switch than the flow_mod's ``s``."""
+    def _skippable(self, s: str, t: int, xs: list[int]) -> list[int]:
+        """The classes of ``xs`` (of ingress number ``t``) that may be traced from the flow_mod's
+        cell on (see _retrace): in the full check's index and never re-traced since, not given
+        to the general engine, from an ingress on another switch than the flow_mod's ``s``."""
         if self._ingresses[t][0] == s:
-            return  # (its ingress port is on the switch: classes may come and go there)
+            return []  # (its ingress port is on the switch: classes may come and go there)
         # (a class re-traced since the full check is in ``_gone`` or, traced from a cell on, in
         # ``_stale``: no need to probe ``_path`` too, one more cold map)
         stale, gone, out = self._stale, self._gone, self._out
+        skip = []
         for x in xs:
             if x in stale or x in gone:
                 continue
             o = out.get(x)
             if o is not None and o[0] != "g":
-                skip.add(x)
+                skip.append(x)
+        return skip
 
     def _walk(self, ing: Port, mask: int, x: int, start: Port | None = None,
               hops: int = _FAST_ROUNDS) -> tuple[tuple | None, list[Port]]:
@@ -406,8 +402,6 @@ class _ClassTracker:
         flow_mod, a few hops each: the loop reads the switches' up-ness and the links from
         maps, not through the view's methods.)  ``start``: walk from that cell, at most ``hops``
         cells (None instead of an outcome when that is not enough)."""
-        net = self._net
-        assert net is not None
         recs, cells = self._sws, self._cell
         j = x & _IDM
         path: list[Port] = []
@@ -478,7 +472,7 @@ class _ClassTracker:
 
     def _code_of(self, s: str, aid: int, p: int) -> int:
         """The fast code of the action list with id ``aid`` for headers arriving on ``p`` at
-        switch ``s`` (:meth:`CompiledSwitch.code_for_aid`, without compiling the switch again
+        switch ``s`` (:meth:`CompiledSwitch.codes_for_aids`, without compiling the switch again
         after each flow_mod: only its table changes between full checks, not its ports)."""
         rec = self._sws[s]
         ps = rec.ps

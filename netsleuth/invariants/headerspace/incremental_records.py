@@ -7,12 +7,12 @@ state is out of the CPU's caches between flow_mods).  ``incremental_classes.py``
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from netsleuth.invariants.headerspace.batch import _FAST_ROUNDS
+from netsleuth.invariants.headerspace.batch import _FAST_ROUNDS, _IDM
 from netsleuth.invariants.headerspace.general import HsaNet, Port
 
 _UNREAD = -1           # (the status of a cell never read: no pattern is negative)
@@ -52,7 +52,7 @@ class _Switch:
         self.ps: tuple[int, int, dict] | None = None   # (generation, port state id, ports), when first asked
         self.next: dict[int, Port] = {}   # port -> the switch cell it links to
         self.host: dict[int, str] = {}    # port -> the host (or other node) it links to
-        self.ingresses: list[Port] = []   # the check's ingresses on the switch
+        self.ingresses: dict[int, Port] = {}   # port -> the check's ingress there, on the switch
         self.version: Any = None          # the table's change counter when last read (see IncrementalHSA)
 
 
@@ -94,6 +94,16 @@ class KeySet:
         self._new: dict[int, None] | None = None
 
     def __contains__(self, j: object) -> bool:
+        return self._has(j)
+
+    def having(self, xs: Iterable[int]) -> list[int]:
+        """Those of the classes ``xs`` whose key id (the low 32 bits) is in the set, in order: a
+        flow_mod asks this of its one or two classes, and ``in`` per class would be a call from C
+        into :meth:`__contains__` each, dearer than these direct calls."""
+        has = self._has
+        return [x for x in xs if has(x & _IDM)]
+
+    def _has(self, j: object) -> bool:
         new, gone = self._new, self._gone
         if new is not None and j in new:
             return True

@@ -121,6 +121,13 @@ def _memo_set(key, xs: list[int]) -> set[int]:
 _FEW = 16  # pair_keys looks at this many classes or fewer one by one
 
 
+def pair_dst_mac(x: int) -> int:
+    """The dl_dst of class (or key id) ``x`` of :data:`PAIR_FIXED` (the key id is the low bits),
+    read off its interned key: what an incremental check asks of the one class a flow_mod
+    moved, to see whether it still ends at its destination."""
+    return (interner(PAIR_FIXED)[1][x & _IDM] >> _DL_DST_SHIFT) & _MAC
+
+
 def _few_pairs(xs: Iterable[int], src_mac: int) -> list[tuple[int, int]]:
     """(x, dl_dst) of each of a few classes ``xs`` of :data:`PAIR_FIXED` whose dl_src is ``src_mac``,
     read off the interned keys themselves (what :func:`pair_macs` holds as columns)."""
