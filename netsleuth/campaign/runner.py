@@ -38,6 +38,7 @@ from netsleuth.campaign.report import write_reports
 from netsleuth.campaign.spec import CampaignSpec, JobSpec
 from netsleuth.campaign.store import CampaignStore
 from netsleuth.campaign.worker import CampaignWorkerInit, job_payload, receive_trace, run_job
+from netsleuth.controllers.external import share_warm_start
 from netsleuth.errors import NetsleuthError
 from netsleuth.jobs.minimize import MinimizeOptions, run_minimize
 from netsleuth.jobs.replay import ReplayOptions, replay
@@ -164,6 +165,8 @@ def _run_jobs(spec: CampaignSpec, out: Path, store: CampaignStore, todo: list[Jo
     pending: dict[cf.Future[Any], tuple[JobSpec, float]] = {}
     queue = list(todo)
     clean = False
+    if todo and not isinstance(ex, RayExecutor):  # the pool's workers join this process's warm-start server
+        share_warm_start(spec.controllers)
     try:
         ex.start(CampaignWorkerInit(spec.controllers if spec.executor == 'ray' else None))
         status.workers, status.phase = ex.describe(), "fuzzing"

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from netsleuth.controllers import faucet_passed
 from netsleuth.errors import ControllerError, EnvironmentSetupError
 from netsleuth.invariants.policy.faucet import config_int
@@ -157,6 +155,8 @@ def render_config(topo: Topology) -> str:
               f"# `netsleuth faucet-config --topo {topo.spec}`: one dp per switch, host ports\n"
               f"# untagged on VLAN {VLAN_VID}, inter-switch links as a Faucet stack. Edit it\n"
               f"# (VLANs, ACLs, routing) and run it with --controller faucet:THIS_FILE.\n")
+    import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
     body = str(yaml.safe_dump(generate_config(topo), sort_keys=False, default_flow_style=False))
     return header + body
 
@@ -170,6 +170,8 @@ def check_yaml_file(path: Path) -> dict[str, Any]:
         raise ControllerError(f"Faucet config {path} does not exist",
                               "give an existing YAML file, e.g. from `netsleuth faucet-config --topo T "
                               "--out faucet.yaml`, or use faucet:auto")
+    import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
     try:
         data = yaml.safe_load(path.read_text(errors="replace"))
     except yaml.YAMLError as exc:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from netsleuth.controllers.external import share_warm_start
 from netsleuth.controllers.spec import controllers_for_trace
 from netsleuth.errors import TraceFormatError
 from netsleuth.jobs.minimize_remote import ray_setup
@@ -188,6 +189,8 @@ def run_minimize(opts: MinimizeOptions, progress: Callable[[Any], None] | None =
         stale.unlink()  # a previous run into the same --out: its logs must not be added to this one's
     factory, executor = ray_setup(factory, opts.executor, opts.jobs, opts.trace, out,
                                     [str(c) for c in controllers])
+    if executor is None or isinstance(executor, str):  # the replays run in this process or its pool's workers
+        share_warm_start(controllers)
     inputs = [e for e in trace.events if e.is_input]
     data: dict[str, Any] = {"command": "minimize", "trace": str(opts.trace), "target": target.to_json(),
                             "trace_path": str(Path(opts.trace).resolve()), "violation": opts.violation,

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from netsleuth import __version__
 from netsleuth.controllers.external import ControllerProcess
 from netsleuth.controllers.faucet import config_record
@@ -327,6 +325,8 @@ class Session:
         text = c.initial_config() if c.configurable else None
         if text is None:
             return
+        import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError:

@@ -292,19 +292,33 @@ _CLASS = {v: k for k, v in _KIND.items()}
 _BYTE_FIELDS = frozenset(("options", "chassis_id", "port_id", "extra_tlvs"))
 
 
+# How each field of a header class is written: (name, form), forms "" (as it is), "hex" (bytes),
+# "ip" (an IPv4 address), "mac"/"dotted" (an ARP address at its declared width). Worked out once per
+# class: a trace writes a packet's headers at every hop, and reading the class's fields each time
+# cost more than writing them.
+_FORMS = {cls: tuple((f.name, "hex" if f.name in _BYTE_FIELDS
+                      else "ip" if cls is IPv4 and f.name in ("src", "dst")
+                      else "mac" if cls is Arp and f.name in ("sha", "tha")
+                      else "dotted" if cls is Arp and f.name in ("spa", "tpa") else "")
+                     for f in fields(cls))
+          for cls in _KIND}
+
+
 def _header_to_json(h: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"kind": _KIND[type(h)]}
-    for f in fields(h):
-        value = getattr(h, f.name)
-        if f.name in _BYTE_FIELDS:
-            value = value.hex()
-        elif type(h) is IPv4 and f.name in ("src", "dst"):
-            value = int_to_ip(value)
-        elif type(h) is Arp and f.name in ("sha", "tha"):
-            value = _hexcolon(value, h.hlen)
-        elif type(h) is Arp and f.name in ("spa", "tpa"):
-            value = _dotted(value, h.plen)
-        d[f.name] = value
+    cls = type(h)
+    d: dict[str, Any] = {"kind": _KIND[cls]}
+    for name, form in _FORMS[cls]:
+        value = getattr(h, name)
+        if not form:
+            d[name] = value
+        elif form == "hex":
+            d[name] = value.hex()
+        elif form == "ip":
+            d[name] = int_to_ip(value)
+        elif form == "mac":
+            d[name] = _hexcolon(value, h.hlen)
+        else:
+            d[name] = _dotted(value, h.plen)
     return d
 
 

@@ -10,7 +10,6 @@ tools (Topology Zoo, yEd) load as they are.
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +126,8 @@ def _graphml_int(value: Any, what: str) -> int | None:
 
 def topology_from_graphml(text: str, where: str) -> Topology:
     """Read GraphML text (``where`` names its file in error messages)."""
+    import xml.etree.ElementTree as ET  # here: only GraphML needs an XML parser; importing it costs every command
+
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:

@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from netsleuth.model.addr import int_to_ip
 
 FIRST_NEW_VID = 200
@@ -52,6 +50,8 @@ class ConfigEdit:
 
 def render(config: dict[str, Any]) -> str:
     """The YAML text of a configuration, keys in the order they have (stable for a given config)."""
+    import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
     return str(yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
 
 

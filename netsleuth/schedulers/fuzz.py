@@ -12,7 +12,6 @@ controller does.
 from __future__ import annotations
 
 import random
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +53,8 @@ class Rates:
 
     @classmethod
     def from_toml(cls, path: str | Path, base: Rates | None = None) -> Rates:
+        import tomllib  # here: only a policy or rates file needs TOML; importing it costs every command
+
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:

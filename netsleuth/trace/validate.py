@@ -31,8 +31,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from netsleuth.errors import ControllerError, NetsleuthError, TraceFormatError
 from netsleuth.model.packet import Packet
 from netsleuth.model.topology import Topology
@@ -449,6 +447,8 @@ class TraceValidator:
         if hashlib.sha256(data).hexdigest() != e.sha256:
             raise _bad(f"config change {e.id}: the sha256 {e.sha256!r:.80} is not the hash of its config",
                        "the config was edited after recording; restore it from the original trace")
+        import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
         try:
             parsed = yaml.safe_load(e.config)
         except Exception as exc:  # noqa: BLE001 - any parser failure (syntax, nesting) is a bad config

@@ -21,8 +21,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import yaml
-
 from netsleuth import __version__
 from netsleuth.invariants.policy.intent import separated_by
 from netsleuth.invariants.view import NetworkView
@@ -189,6 +187,8 @@ class World(Network):
         Writing the file and telling the controller to reload it (SIGHUP) is the
         caller's, which owns the process; a crashed controller reads it when it restarts.
         """
+        import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
         data = yaml.safe_load(config)
         if not isinstance(data, dict):
             raise ValueError(f"a config change must be a YAML mapping, not {type(data).__name__}")

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from netsleuth.errors import NetsleuthError
 from netsleuth.model.addr import int_to_ip, mac_to_int
 from netsleuth.model.of13.fieldspec import VID_PRESENT
@@ -141,6 +139,8 @@ def policy_from_text(text: str, topology: Topology, source: str = "Faucet config
     if len(text) > MAX_CONFIG_CHARS:
         raise FaucetPolicyError(f"{source} is {len(text)} characters, more than {MAX_CONFIG_CHARS}",
                                 "keep Faucet configs below 1 MB")
+    import yaml  # here: only configs (Faucet's) need YAML; importing it costs every command
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

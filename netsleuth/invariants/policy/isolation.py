@@ -9,7 +9,6 @@ against the topology so a typo is an error, not a silently empty policy.
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 from netsleuth.errors import NetsleuthError
@@ -28,6 +27,8 @@ def load_isolation(path: str | Path, topology: Topology) -> tuple[tuple[str, str
         text = p.read_text()
     except OSError as exc:
         raise PolicyError(f"cannot read isolation policy {p}: {exc.strerror}", f"write it like {EXAMPLE}") from exc
+    import tomllib  # here: only a policy or rates file needs TOML; importing it costs every command
+
     try:
         data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
