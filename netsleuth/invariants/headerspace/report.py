@@ -155,8 +155,8 @@ def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Se
     if ex is not None:
         f = hs.header_fields(ex)
         d["example_text"] = example_text(hs, ex, hosts, f)
-        d["example_src"] = hosts.by_mac.get(_mac_int(f.get("dl_src", f.get("eth_src"))))
-        d["example_dst"] = hosts.by_mac.get(_mac_int(f.get("dl_dst", f.get("eth_dst"))))
+        d["example_src"] = hosts.by_mac.get(_field(hs, ex, hs.DST[:-3] + "src"))
+        d["example_dst"] = hosts.by_mac.get(_field(hs, ex, hs.DST))
     return d
 
 
@@ -175,10 +175,10 @@ def _hosts_of(hosts: tuple[HostSpec, ...]) -> tuple[Any, dict[str, HostSpec], di
 _HOSTS_OF: dict[str, tuple[tuple[HostSpec, ...], Any, dict[str, HostSpec], dict[int, str]]] = {}
 
 
-def _mac_int(text: object) -> int:
-    from netsleuth.model.addr import mac_to_int
-
-    return mac_to_int(text) if isinstance(text, (str, int)) else 0
+def _field(hs: HeaderSet, header: int, name: str) -> int:
+    """Field ``name`` of a packed header of ``hs``'s layout, as an int (the MACs of an example
+    header: what its readable fields show as text, without parsing it back)."""
+    return (header >> hs.SHIFTS[name]) & hs.FULLS[name]
 
 
 def loop_finding(view: NetworkView, a: HasIngresses, cycle: tuple[Port, ...],
