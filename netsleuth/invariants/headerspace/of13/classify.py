@@ -48,8 +48,8 @@ class _TableView:
     def tested(self, bits: int) -> None:
         """Set the bits the entries test (once they are all in)."""
         self.bits = bits
-        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
-        self.low = low_bit(bits)
+        # the short road keys what a header set shows of the bits by bid
+        self.bid, self.low = bit_info(bits)
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
@@ -63,9 +63,9 @@ class _TableView:
         self.ws[r] = w
         if m & ~self.bits:   # bits no entry tested before
             self.bits |= m
-            self.bid = bit_id(self.bits)
-            if low_bit(self.bits) != self.low:
-                self.low, self._small, self._order = low_bit(self.bits), None, None
+            self.bid, low = bit_info(self.bits)
+            if low != self.low:
+                self.low, self._small, self._order = low, None, None
         lst = self.groups.setdefault(m, {}).setdefault(v, [])
         lst.append(r)
         if self._small is not None:
@@ -470,18 +470,19 @@ def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: i
 _FIRST = itemgetter(0)
 
 
-def bit_id(bits: int) -> int:
+def bit_info(bits: int) -> tuple[int, int]:
     """A small number for a set of tested bits (equal sets, one number; numbers are never given
-    again): a dict keyed by it costs no hash of a header-wide int."""
+    again): a dict keyed by it costs no hash of a header-wide int; and :func:`low_bit` of them
+    (a network's views test a few sets of bits: both worked out once per set)."""
     got = _BIT_IDS.get(bits)
     if got is None:
         if len(_BIT_IDS) >= 4096:
             _BIT_IDS.clear()   # (later views of these bits get new numbers)
-        got = _BIT_IDS[bits] = next(_BIT_COUNT)
+        got = _BIT_IDS[bits] = (next(_BIT_COUNT), low_bit(bits))
     return got
 
 
-_BIT_IDS: dict[int, int] = {}
+_BIT_IDS: dict[int, tuple[int, int]] = {}
 _BIT_COUNT = itertools.count()
 
 
