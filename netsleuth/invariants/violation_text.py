@@ -318,8 +318,7 @@ def example_header(hs: HeaderSet, senders: Sequence[Any], others: Sequence[Any])
             if all((v ^ ev) & m & em for v, m, _ds in hs.terms):
                 continue
             for w in shapes:
-                w_hs = hs.intersect_wc(w).prune()
-                h = w_hs.witness()
+                h = hs.intersect_wc(w).witness()   # (the first term that holds a header: no prune needed)
                 if h is not None:
                     return h
     return hs.witness()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from netsleuth.invariants.forwarding import Finding, controller_ok
 from netsleuth.invariants.headerspace.ingress import Port
@@ -142,12 +142,11 @@ def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Se
     example header (a packet of a real host when the set holds one), and the exact header space
     per entry point for ``result.json`` and ``--verbose``.  ``summary``: the class in words when
     the caller has them (else summed up from ``hs``, which costs more than the rest together)."""
-    from netsleuth.invariants.violation_text import Hosts, example_header, example_text, summarize
+    from netsleuth.invariants.violation_text import example_header, example_text, summarize
 
-    hosts = Hosts(view.topology.hosts)
-    by_name = {h.name: h for h in view.topology.hosts}
+    hosts, by_name, macs = _hosts_of(view.topology.hosts)
     senders = [by_name[n] for n in dict.fromkeys(a.ingress_host.get(i) for i, _hs in entries) if n in by_name]
-    named = set(dst_hosts(hs, mac_hosts(view)))  # when the set names its destinations, try only those
+    named = set(dst_hosts(hs, macs))  # when the set names its destinations, try only those
     others = [h for h in view.topology.hosts if h.name in named] or list(view.topology.hosts)
     ex = example_header(hs, senders, others)
     d: dict = {"summary": summarize(hs, hosts) if summary is None else summary,
@@ -156,15 +155,30 @@ def group_details(view: NetworkView, a: HasIngresses, hs: HeaderSet, entries: Se
     if ex is not None:
         f = hs.header_fields(ex)
         d["example_text"] = example_text(hs, ex, hosts, f)
-        d["example_src"] = hosts.by_mac.get(_mac_int(f.get("dl_src", f.get("eth_src"))))
-        d["example_dst"] = hosts.by_mac.get(_mac_int(f.get("dl_dst", f.get("eth_dst"))))
+        d["example_src"] = hosts.by_mac.get(_field(hs, ex, hs.DST[:-3] + "src"))
+        d["example_dst"] = hosts.by_mac.get(_field(hs, ex, hs.DST))
     return d
 
 
-def _mac_int(text: object) -> int:
-    from netsleuth.model.addr import mac_to_int
+def _hosts_of(hosts: tuple[HostSpec, ...]) -> tuple[Any, dict[str, HostSpec], dict[int, str]]:
+    """``violation_text.Hosts`` of ``hosts``, the hosts by name and host names by MAC (read only),
+    for the last tuple of hosts asked about: a check's tens of findings ask of the same
+    topology's tuple, which a topology keeps until its hosts change (and a host is frozen)."""
+    last = _HOSTS_OF.get("last")
+    if last is None or last[0] is not hosts:
+        from netsleuth.invariants.violation_text import Hosts
 
-    return mac_to_int(text) if isinstance(text, (str, int)) else 0
+        last = _HOSTS_OF["last"] = (hosts, Hosts(hosts), {h.name: h for h in hosts}, {h.mac: h.name for h in hosts})
+    return last[1], last[2], last[3]
+
+
+_HOSTS_OF: dict[str, tuple[tuple[HostSpec, ...], Any, dict[str, HostSpec], dict[int, str]]] = {}
+
+
+def _field(hs: HeaderSet, header: int, name: str) -> int:
+    """Field ``name`` of a packed header of ``hs``'s layout, as an int (the MACs of an example
+    header: what its readable fields show as text, without parsing it back)."""
+    return (header >> hs.SHIFTS[name]) & hs.FULLS[name]
 
 
 def loop_finding(view: NetworkView, a: HasIngresses, cycle: tuple[Port, ...],

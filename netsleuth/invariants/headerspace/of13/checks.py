@@ -309,6 +309,10 @@ class _ByDst:
     def hits(self, dst_mac: int) -> list[tuple[int, Term]]:
         return self.fixed.get(dst_mac, []) + self.loose
 
+    def hit_terms(self, dst_mac: int) -> list[Term]:
+        """The terms of :meth:`hits`."""
+        return [t for _n, t in self.fixed.get(dst_mac, ())] + [t for _n, t in self.loose]
+
     def narrowed(self, dst_mac: int) -> list[Term]:
         """The terms of :meth:`hits`, each unfixed one without the differences that fix another
         eth_dst: meeting a space that fixes ``dst_mac`` drops them anyway (``make_term``), and
@@ -474,10 +478,18 @@ def _delivered_whole(r: Reach13, dst: str, P: Sequence[Term]) -> bool:
 def _unreached(r: Reach13, dst: Any, P: HS13, punts: _ByDst) -> HS13:
     """The headers of the pair's space ``P`` that reach ``dst`` for no choice of SELECT groups
     (nor go to a live controller or a drop on purpose); empty terms left out."""
-    good = _good((_ByDst(r.delivered.get(dst.name, [])), punts), dst.mac, r.alts)
-    # the usual verdict, every pair's header in one term of good, costs no subtraction
-    if _covered(P.terms, good.terms):
-        return _NOTHING
+    evs = r.delivered.get(dst.name, [])
+    if r.alts:
+        good = _good((_ByDst(evs), punts), dst.mac, r.alts)
+        if _covered(P.terms, good.terms):
+            return _NOTHING
+    else:
+        # the usual verdict, every pair's header in one term of what reaches, costs no subtraction
+        # nor the narrowed terms of _good: P's terms fix dst_mac, so a difference that fixes another
+        # eth_dst misses them and term_covers passes over it, as if it were narrowed away
+        if _covered(P.terms, [t for e in evs for t in e.hs.terms] + punts.hit_terms(dst.mac)):
+            return _NOTHING
+        good = _good((_ByDst(evs), punts), dst.mac, r.alts)
     return (P - good.clip_to(P)).prune()
 
 

@@ -48,8 +48,8 @@ class _TableView:
     def tested(self, bits: int) -> None:
         """Set the bits the entries test (once they are all in)."""
         self.bits = bits
-        self.bid = bit_id(bits)   # the short road keys what a header set shows of the bits by it
-        self.low = low_bit(bits)
+        # the short road keys what a header set shows of the bits by bid
+        self.bid, self.low = bit_info(bits)
 
     def put(self, r: int, e: FlowEntry13, w: tuple[int, int]) -> None:
         """Add the entry of rank ``r`` (its wildcard ``w``), keeping the probing indexes."""
@@ -63,9 +63,9 @@ class _TableView:
         self.ws[r] = w
         if m & ~self.bits:   # bits no entry tested before
             self.bits |= m
-            self.bid = bit_id(self.bits)
-            if low_bit(self.bits) != self.low:
-                self.low, self._small, self._order = low_bit(self.bits), None, None
+            self.bid, low = bit_info(self.bits)
+            if low != self.low:
+                self.low, self._small, self._order = low, None, None
         lst = self.groups.setdefault(m, {}).setdefault(v, [])
         lst.append(r)
         if self._small is not None:
@@ -431,80 +431,64 @@ def _lowered(order: list[tuple[int, int, dict[int, list[int]]]], sm: int, r: int
 
 
 def _earlier_noted(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> list[int]:
-    """:func:`_earlier` of candidate ``i`` (wildcard (ev, em)), then filed by :func:`_note`; a
-    probe when every candidate seen has its mask (the usual table)."""
+    """The candidates in ``seen`` (by mask, then value) whose wildcard overlaps candidate ``i``'s
+    (ev, em), in rank order; then ``i`` filed there.  Two wildcards of one mask overlap only when
+    their values are equal: that mask's are a probe, found once for the answer and the filing
+    (when every candidate seen has its mask, the usual table, the whole question)."""
     same = seen.get(em)
-    if same is None or len(seen) != 1:
-        earlier = _earlier(seen, ev, em)
-        _note(seen, ev, em, i)
+    lst = None if same is None else same.get(ev)
+    if same is not None and len(seen) == 1:
+        if lst is None:
+            same[ev] = [i]
+            return []
+        earlier = list(lst)
+        lst.append(i)
         return earlier
-    lst = same.get(ev)
-    if not lst:
-        same[ev] = [i]
-        return []
-    earlier = list(lst)
-    lst.append(i)
-    return earlier
-
-
-def _earlier(seen: dict[int, dict[int, list[int]]], ev: int, em: int) -> list[int]:
-    """The candidates in ``seen`` (by mask, then value) whose wildcard overlaps (ev, em), in rank order."""
-    earlier: list[int] = []
+    earlier = [] if lst is None else list(lst)
     if not em:   # a catch-all: every candidate seen of another mask overlaps it
         for gm, by in seen.items():
             if gm:
                 for idx in by.values():
                     earlier.extend(idx)
-            else:
-                earlier.extend(by.get(ev, ()))
-        earlier.sort()
-        return earlier
-    for gm, by in seen.items():
-        if gm == em:
-            same = by.get(ev)
-            if same:
-                earlier.extend(same)
-        else:
-            for gv, idx in by.items():
-                if not ((gv ^ ev) & gm & em):
-                    earlier.extend(idx)
+    else:
+        for gm, by in seen.items():
+            if gm != em:
+                for gv, idx in by.items():
+                    if not ((gv ^ ev) & gm & em):
+                        earlier.extend(idx)
     if len(earlier) > 1:
         earlier.sort()
+    if same is None:
+        seen[em] = {ev: [i]}
+    elif lst is None:
+        same[ev] = [i]
+    else:
+        lst.append(i)
     return earlier
 
 
 _FIRST = itemgetter(0)
 
 
-def bit_id(bits: int) -> int:
+def bit_info(bits: int) -> tuple[int, int]:
     """A small number for a set of tested bits (equal sets, one number; numbers are never given
-    again): a dict keyed by it costs no hash of a header-wide int."""
+    again): a dict keyed by it costs no hash of a header-wide int; and :func:`low_bit` of them
+    (a network's views test a few sets of bits: both worked out once per set)."""
     got = _BIT_IDS.get(bits)
     if got is None:
         if len(_BIT_IDS) >= 4096:
             _BIT_IDS.clear()   # (later views of these bits get new numbers)
-        got = _BIT_IDS[bits] = next(_BIT_COUNT)
+        got = _BIT_IDS[bits] = (next(_BIT_COUNT), low_bit(bits))
     return got
 
 
-_BIT_IDS: dict[int, int] = {}
+_BIT_IDS: dict[int, tuple[int, int]] = {}
 _BIT_COUNT = itertools.count()
 
 
 def low_bit(bits: int) -> int:
     """The position of the lowest set bit of ``bits`` (0 for none)."""
     return max((bits & -bits).bit_length() - 1, 0)
-
-
-def _note(seen: dict[int, dict[int, list[int]]], ev: int, em: int, i: int) -> None:
-    """File candidate ``i`` (wildcard (ev, em)) in ``seen``, by mask then value."""
-    by = seen.get(em)
-    if by is None:
-        seen[em] = {ev: [i]}
-    elif ev in by:
-        by[ev].append(i)
-    else:
-        by[ev] = [i]
 
 
 def _unlist(by: dict[int, list[int]], key: int, r: int) -> None:

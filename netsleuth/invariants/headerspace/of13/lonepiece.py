@@ -50,11 +50,10 @@ def lone_run(t: Term, cands: list[int], ws: dict[int, tuple[int, int]], pieces: 
         shape = free[em] = _shape(t, em)
     if shape is None:
         return 0
-    kept, other, empty, nm, notem, both = shape
+    # (make_term's order keeps the first of equal differences: only needed when two of them
+    # can become equal, i.e. differ only in bits some piece fixes, the term's and the mask's)
+    kept, other, empty, nm, notem, both, repeat = shape
     t0 = t[0]
-    # make_term's order keeps the first of equal differences: only needed when two of them
-    # can become equal, i.e. differ only in bits some piece fixes (the term's and the mask's)
-    repeat = len(kept) > 1 and diffs_may_repeat(kept, t0 | em)
     same: dict[int, list[int]] = {}
     k = 0
     for i in cands:
@@ -144,12 +143,11 @@ def _shapes(ts: list[Term], frees: list[dict[int, Any]], em: int,
             shape = free[em] = _shape(t, em)
         if shape is None or shape[2]:
             return None
-        kept, oth, _empty, nm, _notem, both = shape
+        kept, oth, _empty, nm, _notem, both, repeat = shape
         if other is None:
             other = oth
         elif oth != other:
             return None
-        repeat = len(kept) > 1 and diffs_may_repeat(kept, t[0] | em)
         per.append((t[0], both))
         shapes.append((t[0], nm, kept, repeat, as_pair(kept) if not repeat else None))
     return per, shapes, other
@@ -255,7 +253,7 @@ def lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None |
         shape = free[em] = _shape(t, em)
     if shape is None:
         return False
-    kept, other, empty, nm, notem, both = shape
+    kept, other, empty, nm, notem, both, repeat = shape
     if ev & notem or (ev ^ t[0]) & both:
         return False   # a value outside its mask, or not a candidate of the term
     if other and _meets(other, ev):   # differences that test the entry's own bits: they must miss the piece
@@ -263,20 +261,23 @@ def lone_piece(t: Term, ev: int, em: int, free: dict[int, Any]) -> Term | None |
     if empty:
         return None
     nv = t[0] | ev
-    return (nv, nm, based(nv, kept, len(kept) > 1))
+    return (nv, nm, based(nv, kept, repeat))
 
 
 _UNSEEN = object()   # a mask free has no shape for yet (its shape may be None)
 
 
-def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, set[int]]], bool, int, int, int] | None:
+def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, set[int]]], bool, int, int, int,
+                                      bool] | None:
     """What the differences of ``t`` do to the pieces of candidates of mask ``em`` (see
     :func:`lone_piece`): those that meet every such piece, as (value, clipped mask), those
     that test the candidates' own bits, as (mask on those bits, their values on them) by that
     mask (a candidate's piece meets one when its value agrees there), and whether the
     first ones cover the pieces; then the pieces' mask, ``~em`` and ``em & m`` (what every
-    candidate of the mask is checked with); None when a difference equals the base
-    (make_term's None for every piece: left to the general run)."""
+    candidate of the mask is checked with), and whether two kept differences may become
+    equal in some piece (:func:`diffs_may_repeat`: a candidate's value lies in ``em``, so a
+    piece's base sets bits of the term's base and of ``em`` only); None when a difference
+    equals the base (make_term's None for every piece: left to the general run)."""
     v, m, ds = t
     if v & ~m:
         return None   # a base value outside its mask: left to the general run
@@ -302,4 +303,5 @@ def _shape(t: Term, em: int) -> tuple[list[tuple[int, int]], list[tuple[int, set
         kept.append((dv, cm))
         met.append((dv, dm))
     empty = bool(met) and term_empty((v, m, tuple(met)), WIDTH13)
-    return kept, list(other.items()), empty, nm, ~em, em & m
+    repeat = len(kept) > 1 and diffs_may_repeat(kept, v | em)
+    return kept, list(other.items()), empty, nm, ~em, em & m, repeat
