@@ -38,7 +38,14 @@ from netsleuth.invariants.headerspace.of13.engine import (
     must_hold,
     rule_text,
 )
-from netsleuth.invariants.headerspace.of13.lonepiece import Shape, as_pair, based_terms, diffs_may_repeat, plan_of
+from netsleuth.invariants.headerspace.of13.lonepiece import (
+    Shape,
+    as_pair,
+    based_terms,
+    based_terms_many,
+    diffs_may_repeat,
+    plan_of,
+)
 from netsleuth.invariants.headerspace.of13.space import HS13, describe13, union13
 from netsleuth.invariants.headerspace.terms import Term, term_covers
 from netsleuth.invariants.view import NetworkView
@@ -235,15 +242,13 @@ def eth_space13(src_mac: int, dst_mac: int) -> HS13:
 
 def eth_terms13(src_mac: int, dst_macs: Sequence[int]) -> list[tuple[Term, ...]]:
     """``eth_space13(src_mac, d).terms`` of each ``d`` of ``dst_macs`` (a source's peers), built in
-    one comprehension for them all: a full check asks for every pair's, and a call or two per
-    pair would cost more than putting its terms together."""
-    pairs = None if _ETH_PLAN is None else _ETH_PLAN[0]
-    if pairs is None:
+    one :func:`based_terms_many` for them all: a full check asks for every pair's, and a call or
+    two per pair would cost more than putting its terms together."""
+    if _ETH_PLAN is None:
         return [eth_space13(src_mac, d).terms for d in dst_macs]
     s = (src_mac & _MAC) << _SRC_SH
-    n = len(pairs)
-    flat = [(v | w, nm, ((d0 | w, c0), (d1 | w, c1)))
-            for w in [s | ((d & _MAC) << _DST_SH) for d in dst_macs] for v, nm, d0, c0, d1, c1 in pairs]
+    flat = based_terms_many(_ETH_PLAN, [s | ((d & _MAC) << _DST_SH) for d in dst_macs])
+    n = len(_ETH_PLAN[1])   # (one term per shape and pair)
     return [tuple(flat[j:j + n]) for j in range(0, len(flat), n)]
 
 
